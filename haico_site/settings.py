@@ -1,0 +1,169 @@
+"""HAICO settings, read from the environment (django-environ).
+
+With no environment at all the development defaults apply: DEBUG on, a
+SQLite file next to manage.py, the in-memory channel layer and no model.
+Production (DEBUG off) refuses to start with the development secret.
+"""
+
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEV_SECRET_KEY = "haico-insecure-development-key-do-not-use-in-production"
+
+env = environ.Env(
+    DEBUG=(bool, True),
+    ALLOWED_HOSTS=(list, ["127.0.0.1", "localhost", "[::1]"]),
+    CSRF_TRUSTED_ORIGINS=(list, []),
+    REDIS_URL=(str, ""),
+    OPENAI_API_KEY=(str, ""),
+    OPENAI_BASE_URL=(str, ""),
+    HAICO_MODEL=(str, ""),
+    HAICO_MODELS=(list, []),
+    HAICO_MODEL_TIMEOUT=(float, 60.0),
+    HAICO_MODEL_MAX_RETRIES=(int, 3),
+    HAICO_MODEL_MAX_TOKENS=(int, 4096),
+    SECURE_SSL_REDIRECT=(bool, False),
+)
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+DEBUG = env("DEBUG")
+SECRET_KEY = env("SECRET_KEY", default=DEV_SECRET_KEY)
+if not DEBUG and SECRET_KEY == DEV_SECRET_KEY:
+    raise ImproperlyConfigured(
+        "SECRET_KEY is the development default; set a long random SECRET_KEY "
+        "in the environment before running with DEBUG off."
+    )
+
+ALLOWED_HOSTS = env("ALLOWED_HOSTS")
+CSRF_TRUSTED_ORIGINS = env("CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "channels",
+    "conversations",
+    "workspace",
+    "agent",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "haico_site.urls"
+ASGI_APPLICATION = "haico_site.asgi.application"
+WSGI_APPLICATION = "haico_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# SQLite by default. WAL + busy_timeout + IMMEDIATE transactions keep
+# concurrent turns (ORM writes and the checkpointer) from failing with
+# "database is locked" (see STACK_NOTES).
+SQLITE_OPTIONS = {
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000; PRAGMA synchronous=NORMAL;",
+    "transaction_mode": "IMMEDIATE",
+}
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"].setdefault("OPTIONS", {}).update(SQLITE_OPTIONS)
+    # A file-based test database so a daphne subprocess (browser tests) can share it.
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = str(BASE_DIR / "test_db.sqlite3")
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env("REDIS_URL")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "conversations:list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+# --- Model (DESIGN §4). Empty HAICO_MODEL means "no model configured". ---
+OPENAI_API_KEY = env("OPENAI_API_KEY")
+OPENAI_BASE_URL = env("OPENAI_BASE_URL")
+HAICO_MODEL = env("HAICO_MODEL")
+HAICO_MODELS = [m for m in env("HAICO_MODELS") if m] or ([HAICO_MODEL] if HAICO_MODEL else [])
+if HAICO_MODEL and HAICO_MODEL not in HAICO_MODELS:
+    HAICO_MODELS.insert(0, HAICO_MODEL)
+HAICO_MODEL_TIMEOUT = env("HAICO_MODEL_TIMEOUT")
+HAICO_MODEL_MAX_RETRIES = env("HAICO_MODEL_MAX_RETRIES")
+HAICO_MODEL_MAX_TOKENS = env("HAICO_MODEL_MAX_TOKENS")
+
+# --- Limits (documented in README) ---
+HAICO_DOCUMENT_MAX_CHARS = 200_000
+HAICO_MESSAGE_MAX_CHARS = 20_000
+
+if not DEBUG:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = env("SECURE_SSL_REDIRECT")
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {
+        "haico": {"handlers": ["console"], "level": env("HAICO_LOG_LEVEL", default="INFO")},
+    },
+}

@@ -1,0 +1,170 @@
+"""Reads of the workspace. No function here writes."""
+
+from dataclasses import dataclass
+
+from django.db.models import Case, IntegerField, Value, When
+
+from conversations.models import Thread
+
+from .models import Artifact, Document, Objective, Preference, Todo, WorkspaceSnapshot
+
+STANDING_OBJECTIVE = (
+    "Understand what the user is trying to achieve, clearing up any ambiguity and "
+    "asking again if needed, then state it as a clear, specific objective."
+)
+
+
+def objective_for(*, thread: Thread) -> Objective | None:
+    return Objective.objects.filter(thread=thread).first()
+
+
+def objective_text_for(*, thread: Thread) -> str | None:
+    """The concrete objective, or None while the standing one applies."""
+    return Objective.objects.filter(thread=thread).values_list("text", flat=True).first()
+
+
+@dataclass(frozen=True)
+class ObjectiveHistoryEntry:
+    text: str | None  # None means the standing objective
+    turn_index: int | None  # None for the live value
+    at: object
+
+
+def objective_history(*, thread: Thread) -> list[ObjectiveHistoryEntry]:
+    """One entry per change seen at the start of a turn, then the live value.
+
+    Consecutive equal values are collapsed, so the list shows changes only.
+    """
+    entries: list[ObjectiveHistoryEntry] = []
+    rows = WorkspaceSnapshot.objects.filter(thread=thread).order_by("turn_index").values_list(
+        "objective_text", "turn_index", "captured_at"
+    )
+    for text, turn_index, captured_at in rows:
+        if entries and entries[-1].text == text:
+            continue
+        entries.append(ObjectiveHistoryEntry(text=text, turn_index=turn_index, at=captured_at))
+    live = objective_for(thread=thread)
+    live_text = live.text if live else None
+    entries.append(ObjectiveHistoryEntry(text=live_text, turn_index=None, at=live.updated_at if live else None))
+    return entries
+
+
+_HARD_FIRST = Case(
+    When(kind=Preference.Kind.HARD, then=Value(0)),
+    default=Value(1),
+    output_field=IntegerField(),
+)
+
+
+def preferences_for(*, thread: Thread) -> list[Preference]:
+    """Hard before soft, then by position: the order the agent's 1-based indices use."""
+    return list(
+        Preference.objects.filter(thread=thread).annotate(kind_rank=_HARD_FIRST).order_by("kind_rank", "position", "id")
+    )
+
+
+def todos_for(*, thread: Thread) -> list[Todo]:
+    """The plan in pre-order (the order its 1-based indices and outline numbers use)."""
+    return list(Todo.objects.filter(thread=thread).order_by("position", "id"))
+
+
+def outline_numbers(todos: list[Todo]) -> list[str]:
+    """Dotted outline numbers (1, 1.1, 1.1.1, 2) for a pre-order list of todos."""
+    counters: list[int] = []
+    numbers = []
+    for todo in todos:
+        depth = todo.depth
+        del counters[depth + 1 :]
+        while len(counters) < depth + 1:
+            counters.append(0)
+        counters[depth] += 1
+        numbers.append(".".join(str(n) for n in counters[: depth + 1]))
+    return numbers
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    todo: Todo
+    number: str
+    has_children: bool
+    can_indent: bool
+    can_outdent: bool
+    can_move_up: bool
+    can_move_down: bool
+
+
+def plan_rows(*, thread: Thread) -> list[PlanRow]:
+    """The plan with everything the tree view needs to know per row."""
+    todos = todos_for(thread=thread)
+    numbers = outline_numbers(todos)
+    rows = []
+    for i, todo in enumerate(todos):
+        nxt = todos[i + 1] if i + 1 < len(todos) else None
+        prev_sibling = _sibling_index(todos, i, step=-1)
+        next_sibling = _sibling_index(todos, i, step=1)
+        rows.append(
+            PlanRow(
+                todo=todo,
+                number=numbers[i],
+                has_children=bool(nxt and nxt.depth > todo.depth),
+                can_indent=prev_sibling is not None,
+                can_outdent=todo.depth > 0,
+                can_move_up=prev_sibling is not None,
+                can_move_down=next_sibling is not None,
+            )
+        )
+    return rows
+
+
+def _sibling_index(todos: list[Todo], i: int, *, step: int) -> int | None:
+    depth = todos[i].depth
+    j = i + step
+    while 0 <= j < len(todos):
+        if todos[j].depth < depth:
+            return None
+        if todos[j].depth == depth:
+            return j
+        j += step
+    return None
+
+
+def plan_markdown(*, thread: Thread) -> str:
+    """The plan as a markdown checklist (the read-only view)."""
+    lines = []
+    for todo, number in zip(todos := todos_for(thread=thread), outline_numbers(todos)):
+        lines.append(f"{'  ' * todo.depth}- [{'x' if todo.done else ' '}] {number} {todo.text}")
+    return "\n".join(lines)
+
+
+def document_for(*, thread: Thread) -> Document:
+    """The thread's document; an unsaved empty one (version 0) if none was written yet."""
+    document = Document.objects.filter(thread=thread).first()
+    if document is None:
+        document = Document(thread=thread, title="Untitled", content="", version=0)
+    return document
+
+
+def artifacts_for(*, thread: Thread, artifact_type: str | None = None, limit: int | None = None) -> list[Artifact]:
+    """Newest first."""
+    qs = Artifact.objects.filter(thread=thread).order_by("-id")
+    if artifact_type:
+        qs = qs.filter(artifact_type=artifact_type)
+    if limit:
+        qs = qs[:limit]
+    return list(qs)
+
+
+def artifact_for(*, thread: Thread, artifact_id: int) -> Artifact | None:
+    return Artifact.objects.filter(thread=thread, pk=artifact_id).first()
+
+
+def latest_artifact_for(*, thread: Thread) -> Artifact | None:
+    return Artifact.objects.filter(thread=thread).order_by("-id").first()
+
+
+def snapshots_for(*, thread: Thread) -> list[WorkspaceSnapshot]:
+    return list(WorkspaceSnapshot.objects.filter(thread=thread).order_by("turn_index"))
+
+
+def snapshot_for(*, thread: Thread, turn_index: int) -> WorkspaceSnapshot | None:
+    return WorkspaceSnapshot.objects.filter(thread=thread, turn_index=turn_index).first()
