@@ -5,6 +5,7 @@ SQLite file next to manage.py, the in-memory channel layer and no model.
 Production (DEBUG off) refuses to start with the development secret.
 """
 
+import os
 from pathlib import Path
 
 import environ
@@ -99,8 +100,11 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(SQLITE_OPTIONS)
-    # A file-based test database so a daphne subprocess (browser tests) can share it.
-    DATABASES["default"].setdefault("TEST", {})["NAME"] = str(BASE_DIR / "test_db.sqlite3")
+    # A file-based test database so a daphne subprocess (browser tests) can
+    # share it; one per pytest process so parallel runs never collide.
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = env(
+        "HAICO_TEST_DB_NAME", default=str(BASE_DIR / f".test_db_{os.getpid()}.sqlite3")
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

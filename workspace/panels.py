@@ -1,0 +1,73 @@
+"""The workspace panels as named partials: one template per panel serves the
+full page, the HTMX response and the WebSocket push (OOB swap).
+
+`render_panel("plan", thread=t, oob=True)` is what the turn runner sends when
+a tool changed the plan; the HTMX views return the same fragment."""
+
+from django.template.loader import render_to_string
+
+from conversations.models import Thread
+
+from . import selectors
+
+PANEL_TEMPLATES = {
+    "objective": "workspace/panels/objective.html#panel",
+    "preferences": "workspace/panels/preferences.html#panel",
+    "plan": "workspace/panels/plan.html#panel",
+    "centre": "workspace/panels/centre.html#panel",
+}
+
+
+def objective_context(*, thread: Thread, **extra) -> dict:
+    objective = selectors.objective_for(thread=thread)
+    return {
+        "thread": thread,
+        "objective": objective,
+        "objective_text": objective.text if objective else selectors.STANDING_OBJECTIVE,
+        "is_standing_objective": objective is None,
+        **extra,
+    }
+
+
+def preferences_context(*, thread: Thread, **extra) -> dict:
+    return {"thread": thread, "preferences": selectors.preferences_for(thread=thread), **extra}
+
+
+def plan_context(*, thread: Thread, **extra) -> dict:
+    return {
+        "thread": thread,
+        "rows": selectors.plan_rows(thread=thread),
+        "plan_markdown": selectors.plan_markdown(thread=thread),
+        **extra,
+    }
+
+
+def centre_context(*, thread: Thread, selected_artifact_id: int | None = None, **extra) -> dict:
+    artifacts = selectors.artifacts_for(thread=thread)
+    selected = next((a for a in artifacts if a.pk == selected_artifact_id), None)
+    return {
+        "thread": thread,
+        "document": selectors.document_for(thread=thread),
+        "artifacts": artifacts,
+        "selected_artifact": selected,
+        **extra,
+    }
+
+
+PANEL_CONTEXTS = {
+    "objective": objective_context,
+    "preferences": preferences_context,
+    "plan": plan_context,
+    "centre": centre_context,
+}
+
+
+def panel_context(name: str, *, thread: Thread, **extra) -> dict:
+    return PANEL_CONTEXTS[name](thread=thread, **extra)
+
+
+def render_panel(name: str, *, thread: Thread, request=None, oob: bool = False, **extra) -> str:
+    """The panel's HTML. With `oob`, its root element carries hx-swap-oob so
+    htmx (HTTP or WebSocket) replaces the panel in place by id."""
+    context = panel_context(name, thread=thread, oob=oob, **extra)
+    return render_to_string(PANEL_TEMPLATES[name], context, request=request)
