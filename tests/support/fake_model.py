@@ -1,0 +1,143 @@
+"""A scripted, tool-calling chat model for offline agent tests and the bench.
+
+LangChain's own fakes refuse `bind_tools` and drop tool calls when streamed
+(STACK_NOTES), so this one streams like a real provider: content tokens, then
+one chunk per tool call carrying `tool_call_chunks`, then a last chunk with
+`finish_reason`. Every request's messages are recorded in `requests`, so a
+test can read the system prompt each model call saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from pydantic import PrivateAttr
+
+
+@dataclass
+class Reply:
+    """One scripted model response."""
+
+    text: str = ""
+    tool_calls: list[dict] = field(default_factory=list)
+    finish_reason: str | None = None
+    token_delay: float = 0.0  # seconds between streamed tokens (for stop / heartbeat tests)
+
+    @property
+    def resolved_finish_reason(self) -> str:
+        if self.finish_reason:
+            return self.finish_reason
+        return "tool_calls" if self.tool_calls else "stop"
+
+
+def tool_call(name: str, action_and_reasoning: str = "Working on the shared workspace.", **args) -> dict:
+    return {"name": name, "args": {**args, "action_and_reasoning": action_and_reasoning}}
+
+
+Script = list[Reply | Callable[[list[BaseMessage]], Reply]]
+
+
+class ScriptedChatModel(BaseChatModel):
+    script: list[Any]
+    # When the script runs out, answer with this (None: raise, so a test notices).
+    default_reply: Any = None
+
+    _requests: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _calls: int = PrivateAttr(default=0)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-fake"
+
+    @property
+    def requests(self) -> list[list[BaseMessage]]:
+        return self._requests
+
+    def bind_tools(self, tools, **kwargs):  # tools are described by the agent; the script decides calls
+        self._bound_tools = tools
+        return self
+
+    def _next_reply(self, messages: list[BaseMessage]) -> Reply:
+        self._requests.append(list(messages))
+        index = self._calls
+        self._calls += 1
+        if index < len(self.script):
+            step = self.script[index]
+        elif self.default_reply is not None:
+            step = self.default_reply
+        else:
+            raise RuntimeError(f"ScriptedChatModel ran out of script after {len(self.script)} replies")
+        return step(messages) if callable(step) else step
+
+    def _message(self, reply: Reply, call_no: int) -> AIMessage:
+        return AIMessage(
+            content=reply.text,
+            tool_calls=[
+                {"name": c["name"], "args": c["args"], "id": c.get("id") or f"call_{call_no}_{i}", "type": "tool_call"}
+                for i, c in enumerate(reply.tool_calls)
+            ],
+            response_metadata={"finish_reason": reply.resolved_finish_reason},
+        )
+
+    def _chunks(self, reply: Reply, call_no: int) -> Iterator[AIMessageChunk]:
+        message_id = f"run-scripted-{call_no}"
+        for token in [t for t in re.split(r"(\s+)", reply.text) if t]:
+            yield AIMessageChunk(content=token, id=message_id)
+        for i, call in enumerate(reply.tool_calls):
+            yield AIMessageChunk(
+                content="",
+                id=message_id,
+                tool_call_chunks=[
+                    {
+                        "name": call["name"],
+                        "args": json.dumps(call["args"]),
+                        "id": call.get("id") or f"call_{call_no}_{i}",
+                        "index": i,
+                        "type": "tool_call_chunk",
+                    }
+                ],
+            )
+        yield AIMessageChunk(
+            content="", id=message_id, response_metadata={"finish_reason": reply.resolved_finish_reason}
+        )
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        reply = self._next_reply(messages)
+        return ChatResult(generations=[ChatGeneration(message=self._message(reply, self._calls))])
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        return self._generate(messages, stop=stop, **kwargs)
+
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs) -> Iterator[ChatGenerationChunk]:
+        reply = self._next_reply(messages)
+        for chunk in self._chunks(reply, self._calls):
+            if reply.token_delay and chunk.content:
+                time.sleep(reply.token_delay)
+            if run_manager and chunk.content:
+                run_manager.on_llm_new_token(chunk.content, chunk=ChatGenerationChunk(message=chunk))
+            yield ChatGenerationChunk(message=chunk)
+
+    async def _astream(self, messages, stop=None, run_manager=None, **kwargs) -> AsyncIterator[ChatGenerationChunk]:
+        reply = self._next_reply(messages)
+        for chunk in self._chunks(reply, self._calls):
+            if reply.token_delay and chunk.content:
+                await asyncio.sleep(reply.token_delay)
+            generation = ChatGenerationChunk(message=chunk)
+            if run_manager and chunk.content:
+                await run_manager.on_llm_new_token(chunk.content, chunk=generation)
+            yield generation
+
+
+def system_text(messages: list[BaseMessage]) -> str:
+    """The system prompt of one recorded request."""
+    first = messages[0]
+    return first.content if first.type == "system" else ""
