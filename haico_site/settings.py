@@ -27,7 +27,7 @@ env = environ.Env(
     HAICO_MODEL_TIMEOUT=(float, 60.0),
     HAICO_MODEL_MAX_RETRIES=(int, 3),
     HAICO_MODEL_MAX_TOKENS=(int, 4096),
-    SECURE_SSL_REDIRECT=(bool, False),
+    SECURE_SSL_REDIRECT=(bool, True),
 )
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
