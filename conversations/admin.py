@@ -1,0 +1,155 @@
+"""Staff admin for threads and what hangs off them.
+
+Moderation goes through the same services the app uses, so a staff
+soft-delete or restore is recorded as a ModerationAction (who, what, when)
+and shows on the thread's page. The history itself is read-only: a record
+of what staff did is only worth something if staff cannot edit it. Branch
+links, feedback and the activity log are written by the app; staff inspect
+them here rather than editing them past the services' validation.
+"""
+
+from django.contrib import admin, messages
+from django.db import transaction
+
+from . import services
+from .models import ActivityLogEntry, BranchLink, Feedback, ModerationAction, Thread
+
+admin.site.site_header = "HAICO administration"
+admin.site.site_title = "HAICO administration"
+admin.site.index_title = "Threads, workspaces and moderation"
+
+
+class ReadOnlyAdminMixin:
+    """View-only: records written by the app (or by staff actions) that
+    nobody should add, edit or remove by hand."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class ModerationActionInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = ModerationAction
+    fk_name = "thread"
+    fields = ("created_at", "action", "staff_user", "detail")
+    readonly_fields = fields
+    ordering = ("-created_at",)
+    extra = 0
+    verbose_name = "moderation action"
+    verbose_name_plural = "Moderation history"
+
+
+@admin.register(Thread)
+class ThreadAdmin(admin.ModelAdmin):
+    list_display = ("title", "owner", "turn_count", "last_activity_at", "is_deleted", "created_at")
+    list_display_links = ("title",)
+    list_filter = ("is_deleted", ("owner", admin.RelatedOnlyFieldListFilter))
+    search_fields = ("title", "owner__username", "owner__email", "=id")
+    date_hierarchy = "last_activity_at"
+    list_select_related = ("owner",)
+    ordering = ("-last_activity_at",)
+    # Only the title is editable (through thread_rename); deletion state moves
+    # only through the recorded actions below, the turn counter never by hand.
+    fields = (
+        "id",
+        "title",
+        "owner",
+        "turn_index",
+        "is_deleted",
+        "deleted_at",
+        "created_at",
+        "last_activity_at",
+        "running_turn_index",
+        "running_since",
+        "cancel_requested",
+    )
+    readonly_fields = tuple(f for f in fields if f != "title")
+    inlines = (ModerationActionInline,)
+    actions = ("soft_delete_selected", "restore_selected")
+
+    def has_add_permission(self, request):
+        # A thread belongs to the person who starts it.
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        # "Fork, never destroy": staff moderate with the recorded soft-delete.
+        return False
+
+    @admin.display(description="Turns", ordering="turn_index")
+    def turn_count(self, obj):
+        return obj.turn_index
+
+    def save_model(self, request, obj, form, change):
+        if change and "title" in form.changed_data:
+            services.thread_rename(thread=obj, title=obj.title)
+
+    @admin.action(description="Soft-delete selected threads", permissions=["change"])
+    def soft_delete_selected(self, request, queryset):
+        count = 0
+        with transaction.atomic():
+            for thread in queryset.select_for_update().filter(is_deleted=False):
+                services.thread_soft_delete(thread=thread, staff_user=request.user)
+                count += 1
+        self.message_user(request, f"Soft-deleted {count} thread(s); each action is recorded.", messages.SUCCESS)
+
+    @admin.action(description="Restore selected threads", permissions=["change"])
+    def restore_selected(self, request, queryset):
+        count = 0
+        with transaction.atomic():
+            for thread in queryset.select_for_update().filter(is_deleted=True):
+                services.thread_restore(thread=thread, staff_user=request.user)
+                count += 1
+        self.message_user(request, f"Restored {count} thread(s); each action is recorded.", messages.SUCCESS)
+
+
+@admin.register(ModerationAction)
+class ModerationActionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("created_at", "action", "thread", "staff_user", "detail")
+    list_filter = ("action", ("staff_user", admin.RelatedOnlyFieldListFilter))
+    search_fields = ("detail", "thread__title", "staff_user__username", "=thread__id")
+    date_hierarchy = "created_at"
+    list_select_related = ("thread", "staff_user")
+    raw_id_fields = ("thread", "staff_user")
+
+
+@admin.register(BranchLink)
+class BranchLinkAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("thread", "parent", "branch_point_turn", "status", "created_at")
+    list_filter = ("status",)
+    search_fields = ("thread__title", "parent__title", "reason", "=thread__id", "=parent__id")
+    date_hierarchy = "created_at"
+    list_select_related = ("thread", "parent")
+    raw_id_fields = ("thread", "parent")
+
+
+@admin.register(Feedback)
+class FeedbackAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("created_at", "thread", "turn_index", "user", "scope", "aspect", "rating", "comment_excerpt")
+    list_filter = ("scope", "aspect", "rating")
+    search_fields = ("comment", "thread__title", "user__username")
+    date_hierarchy = "created_at"
+    list_select_related = ("thread", "user")
+    raw_id_fields = ("thread", "user")
+
+    @admin.display(description="Comment")
+    def comment_excerpt(self, obj):
+        return obj.comment[:80]
+
+
+@admin.register(ActivityLogEntry)
+class ActivityLogEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("created_at", "level", "thread", "turn_index", "message_excerpt")
+    list_filter = ("level",)
+    search_fields = ("message", "thread__title", "=thread__id")
+    date_hierarchy = "created_at"
+    list_select_related = ("thread",)
+    raw_id_fields = ("thread",)
+
+    @admin.display(description="Message")
+    def message_excerpt(self, obj):
+        return obj.message[:120]
