@@ -1,0 +1,68 @@
+"""Charts: typed artifacts rendered in the centre panel.
+
+Payload (what the centre-panel renderer reads), for artifact_type
+"line_chart" / "bar_chart" / "pie_chart":
+
+    {"title": str, "description": str, "data": [{"name": str, <series>: number, ...}, ...],
+     "x_axis_title": str, "y_axis_title": str,
+     "style": {"palette": "default"|"soft"|"vivid"|"monochrome", "show_grid": bool,
+               "show_legend": bool, "donut": bool, "stacked": bool, "smooth": bool,
+               "label_size": int}}
+
+Every point has the same series keys, in the first point's order; strings are
+"" when not given; every style field is filled in.
+"""
+
+from .decorator import workspace_tool
+from .schemas import ChartGeneratorArgs
+
+DEFAULT_LABEL_SIZE = 12
+
+
+def chart_style(style: dict | None, *, chart_type: str, series_count: int) -> dict:
+    """The complete style: what was asked for, defaults for the rest."""
+    style = {k: v for k, v in (style or {}).items() if v is not None}
+    return {
+        "palette": style.get("palette", "default"),
+        "show_grid": style.get("show_grid", chart_type != "pie"),
+        "show_legend": style.get("show_legend", series_count > 1 or chart_type == "pie"),
+        "donut": style.get("donut", False) and chart_type == "pie",
+        "stacked": style.get("stacked", False) and chart_type != "pie",
+        "smooth": style.get("smooth", False) and chart_type == "line",
+        "label_size": style.get("label_size", DEFAULT_LABEL_SIZE),
+    }
+
+
+@workspace_tool(
+    name="chart_generator",
+    description="Draw a line, bar or pie chart in the centre panel when the user asks for a chart or to see "
+    "data. Always give a short description; use style for requested looks (palette, grid, donut, label size).",
+    args_schema=ChartGeneratorArgs,
+    panels=("centre",),
+)
+def chart_generator(
+    thread,
+    *,
+    chart_type: str,
+    title: str,
+    data: list[dict],
+    description: str | None = None,
+    x_axis_title: str | None = None,
+    y_axis_title: str | None = None,
+    style: dict | None = None,
+):
+    series = [k for k in data[0] if k != "name"]
+    payload = {
+        "title": title,
+        "description": description or "",
+        "data": data,
+        "x_axis_title": x_axis_title or "",
+        "y_axis_title": y_axis_title or "",
+        "style": chart_style(style, chart_type=chart_type, series_count=len(series)),
+    }
+    noun = "point" if len(data) == 1 else "points"
+    summary = f"Created a {chart_type} chart titled '{title}' with {len(data)} {noun}"
+    if len(series) > 1:
+        summary += f" across {len(series)} series ({', '.join(series)})"
+    artifact = {"artifact_type": f"{chart_type}_chart", "title": title, "payload": payload}
+    return summary + ".", artifact

@@ -1,0 +1,197 @@
+"""`@workspace_tool`: one decorated function per LLM-facing operation (core seed §5.1, §5.4).
+
+A body is a plain synchronous function `body(thread, **args) -> str | (str, artifact)`
+that makes one workspace service call (agent path: `respect_lock=True`) and
+returns the summary the model reads, optionally with a typed artifact
+`{"artifact_type", "title", "payload"}`. The decorator does everything else:
+
+- extends the args schema with the required `action_and_reasoning` sentence,
+  which it pops and logs, so bodies and services never see it;
+- runs the body in its own database transaction, off the event loop through
+  asgiref's `sync_to_async(thread_sensitive=True)` (the ORM is synchronous);
+- persists a returned artifact tagged with the bound turn index (context.py);
+- turns every expected failure (bad arguments, `WorkspaceError`) into a
+  failure envelope the model can act on, and anything unexpected into a
+  generic one with the traceback logged. A tool never raises.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+from langchain_core.tools import StructuredTool
+from pydantic import BaseModel, Field, StringConstraints, ValidationError
+
+from conversations.models import Thread
+from workspace import services
+from workspace.errors import WorkspaceError
+
+from .context import get_turn_index
+from .envelope import describe_validation_error, failure_envelope, success_envelope
+
+logger = logging.getLogger("haico.agent.tools")
+
+REASON_FIELD = "action_and_reasoning"
+REASON_DESCRIPTION = (
+    "One short, plain, non-technical sentence shown to the user saying what you are doing "
+    "and why. Never mention tool names, arguments or ids."
+)
+PANELS = ("objective", "preferences", "plan", "centre")
+
+ToolBody = Callable[..., "str | tuple[str, dict]"]
+
+
+class NoArgs(BaseModel):
+    """Arguments of a tool that takes none (besides the reasoning sentence)."""
+
+
+class _Reasoned(BaseModel):
+    action_and_reasoning: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] = Field(
+        description=REASON_DESCRIPTION
+    )
+
+
+def with_reasoning(schema: type[BaseModel]) -> type[BaseModel]:
+    """`schema` plus the required reasoning field, listed first so a model writes
+    the sentence before the (possibly long) arguments and the person sees it early.
+    Subclassing keeps the schema's own validators."""
+    if REASON_FIELD in schema.model_fields:
+        raise TypeError(f"{schema.__name__} must not declare {REASON_FIELD}; the decorator adds it.")
+    # Pydantic collects fields from the bases in reverse MRO order, so the
+    # reasoning field (from the last base) comes first.
+    return type(schema.__name__, (schema, _Reasoned), {"__module__": schema.__module__, "__doc__": schema.__doc__})
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    args_schema: type[BaseModel]  # as the body sees it, without the reasoning field
+    full_schema: type[BaseModel]  # what the model sees
+    panels: tuple[str, ...]
+    body: ToolBody
+
+
+_REGISTERED: dict[str, ToolSpec] = {}
+
+
+def workspace_tool(
+    *,
+    name: str,
+    description: str,
+    args_schema: type[BaseModel] = NoArgs,
+    panels: tuple[str, ...] = (),
+    register: bool = True,
+) -> Callable[[ToolBody], ToolBody]:
+    """Declare an agent tool. `panels` names the workspace panels a successful
+    call may change (the turn runner refreshes them); read-only tools pass ()."""
+    unknown = set(panels) - set(PANELS)
+    if unknown:
+        raise ValueError(f"Unknown panels for tool {name}: {sorted(unknown)}")
+
+    def decorate(body: ToolBody) -> ToolBody:
+        spec = ToolSpec(
+            name=name,
+            description=description,
+            args_schema=args_schema,
+            full_schema=with_reasoning(args_schema),
+            panels=tuple(panels),
+            body=body,
+        )
+        if register:
+            if name in _REGISTERED and _REGISTERED[name].body is not body:
+                raise ValueError(f"Two workspace tools are named {name!r}.")
+            _REGISTERED[name] = spec
+        body.tool_spec = spec
+        return body
+
+    return decorate
+
+
+def registered_specs() -> list[ToolSpec]:
+    """Every registered tool, in registration (import, then definition) order."""
+    return list(_REGISTERED.values())
+
+
+# --- running one call --------------------------------------------------------------
+
+
+def _split_result(name: str, result) -> tuple[str, dict | None]:
+    if isinstance(result, str):
+        return result, None
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], str) and isinstance(result[1], dict):
+        artifact = result[1]
+        if "artifact_type" not in artifact or "payload" not in artifact:
+            raise TypeError(f"Tool {name} returned an artifact without artifact_type/payload.")
+        return result
+    raise TypeError(f"Tool {name} returned {type(result).__name__}; expected str or (str, artifact dict).")
+
+
+def run_tool_call(spec: ToolSpec, thread: Thread, arguments: dict[str, Any]) -> str:
+    """Run one call synchronously and return its envelope. Never raises."""
+    arguments = dict(arguments)
+    reason = arguments.pop(REASON_FIELD, "")
+    logger.info("tool %s (thread %s, turn %s): %s", spec.name, thread.pk, get_turn_index(), reason)
+    try:
+        # LangChain already validated against the full schema; this turns nested
+        # pydantic objects into the plain dicts and lists the services take, and
+        # covers callers that bypass LangChain (e.g. `run_tool_call` directly).
+        values = spec.args_schema.model_validate(arguments).model_dump()
+        with transaction.atomic():
+            summary, artifact = _split_result(spec.name, spec.body(thread, **values))
+            artifact_id = None
+            if artifact is not None:
+                row = services.artifact_create(
+                    thread=thread,
+                    artifact_type=artifact["artifact_type"],
+                    title=artifact.get("title") or "",
+                    payload=artifact["payload"],
+                    turn_index=get_turn_index(),
+                )
+                artifact_id = row.pk
+                artifact = {"artifact_type": row.artifact_type, "title": row.title, "payload": row.payload}
+    except ValidationError as exc:
+        logger.info("tool %s rejected its arguments: %s", spec.name, exc)
+        return failure_envelope(describe_validation_error(spec.name, exc))
+    except WorkspaceError as exc:
+        logger.info("tool %s failed: %s", spec.name, exc.message)
+        return failure_envelope(exc.message)
+    except Exception:
+        logger.exception("tool %s crashed on thread %s", spec.name, thread.pk)
+        return failure_envelope(
+            f"An internal error stopped {spec.name}; nothing was changed. Try once more; "
+            "if it fails again, tell the user this step could not be done."
+        )
+    return success_envelope(summary, artifact=artifact, artifact_id=artifact_id)
+
+
+def bind_tool(spec: ToolSpec, thread: Thread) -> StructuredTool:
+    """The LangChain tool for `spec`, acting on `thread`."""
+
+    def call(**arguments) -> str:
+        return run_tool_call(spec, thread, arguments)
+
+    async def acall(**arguments) -> str:
+        # thread_sensitive: all ORM work of this process shares one thread, as
+        # Django's own async views do; the context (turn index) is copied in.
+        return await sync_to_async(run_tool_call, thread_sensitive=True)(spec, thread, arguments)
+
+    def on_invalid_arguments(error: ValidationError) -> str:
+        # LangChain validates before the body runs; without this a malformed
+        # call would raise out of the tools node instead of reaching the model.
+        logger.info("tool %s rejected its arguments: %s", spec.name, error)
+        return failure_envelope(describe_validation_error(spec.name, error))
+
+    return StructuredTool(
+        name=spec.name,
+        description=spec.description,
+        args_schema=spec.full_schema,
+        func=call,
+        coroutine=acall,
+        handle_validation_error=on_invalid_arguments,
+    )

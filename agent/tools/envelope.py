@@ -1,0 +1,65 @@
+"""The JSON envelope every tool returns (core seed §5.3).
+
+Success: {"success": true, "summary": ..., ["artifact": {...}, "artifact_id": N]}
+Failure: {"success": false, "error": ...}
+
+The model reads it as the ToolMessage content; the turn runner reads it with
+`parse_envelope` to decide which panels to refresh and whether an artifact
+should be selected in the centre panel.
+"""
+
+import json
+
+from pydantic import ValidationError
+
+
+def success_envelope(summary: str, *, artifact: dict | None = None, artifact_id: int | None = None) -> str:
+    body: dict = {"success": True, "summary": summary}
+    if artifact is not None:
+        body["artifact"] = artifact
+        body["artifact_id"] = artifact_id
+    return json.dumps(body, ensure_ascii=False)
+
+
+def failure_envelope(error: str) -> str:
+    return json.dumps({"success": False, "error": error}, ensure_ascii=False)
+
+
+def parse_envelope(content) -> dict | None:
+    """The envelope as a dict, or None if `content` is not one of ours."""
+    if not isinstance(content, str):
+        return None
+    try:
+        body = json.loads(content)
+    except ValueError:
+        return None
+    if not isinstance(body, dict) or not isinstance(body.get("success"), bool):
+        return None
+    return body
+
+
+def _location(loc: tuple) -> str:
+    # Pydantic counts list items from 0; the model is told every index is
+    # 1-based, so item positions are shown counted from 1 to avoid confusion.
+    parts = []
+    for part in loc:
+        if isinstance(part, int):
+            parts.append(f"item {part + 1}")
+        else:
+            parts.append(str(part))
+    return " → ".join(parts)
+
+
+def describe_validation_error(tool_name: str, error: ValidationError) -> str:
+    """A short, actionable sentence list for arguments that failed the schema."""
+    problems = []
+    for detail in error.errors(include_url=False, include_context=False, include_input=False):
+        message = detail.get("msg", "invalid value")
+        if message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        where = _location(tuple(detail.get("loc", ())))
+        problems.append(f"{where}: {message}" if where else message)
+    listed = "; ".join(problems[:8])
+    if len(problems) > 8:
+        listed += f"; and {len(problems) - 8} more"
+    return f"Invalid arguments for {tool_name}: {listed}. Nothing was changed; fix the arguments and call it again."

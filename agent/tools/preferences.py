@@ -1,0 +1,70 @@
+"""Preferences: the user's explicit rules, hard before soft, addressed by 1-based
+index in that order. Locked ones are the user's alone: the agent's edits and
+removals skip them and say so."""
+
+from workspace import selectors, services
+from workspace.errors import PreferenceLocked
+
+from .decorator import workspace_tool
+from .schemas import AddPreferencesArgs, PreferenceIndicesArgs, UpdatePreferencesArgs
+from .text import batch_summary, sentence
+
+
+def _outcome(result) -> str:
+    # Some targets changed: success, with the skipped (locked) ones reported.
+    # Every target locked: a failure, so the model does not claim a change.
+    if not result.done and result.skipped:
+        raise PreferenceLocked(" ".join(sentence(s) for s in result.skipped))
+    return batch_summary(result)
+
+
+@workspace_tool(
+    name="add_preferences",
+    description="Record rules the user explicitly stated (hard = non-negotiable, soft = preferred). "
+    "A single one is a one-element list; an existing title is not duplicated.",
+    args_schema=AddPreferencesArgs,
+    panels=("preferences",),
+)
+def add_preferences(thread, *, items: list[dict]) -> str:
+    return batch_summary(services.preferences_add(thread=thread, items=items, respect_lock=True))
+
+
+@workspace_tool(
+    name="list_preferences",
+    description="Read the preferences with their indices. Rarely needed: they are in your context every turn.",
+)
+def list_preferences(thread) -> str:
+    preferences = selectors.preferences_for(thread=thread)
+    if not preferences:
+        return "(none recorded yet)"
+    lines = []
+    for i, preference in enumerate(preferences, start=1):
+        line = f"#{i} [{preference.kind}] {preference.title}"
+        if preference.subtitle:
+            line += f" — {preference.subtitle}"
+        if preference.locked:
+            line += " (locked)"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+@workspace_tool(
+    name="update_preferences",
+    description="Edit preferences by 1-based index (list of {index, title?, subtitle?, kind?}). "
+    "Locked ones are skipped.",
+    args_schema=UpdatePreferencesArgs,
+    panels=("preferences",),
+)
+def update_preferences(thread, *, updates: list[dict]) -> str:
+    return _outcome(services.preferences_update_by_index(thread=thread, updates=updates, respect_lock=True))
+
+
+@workspace_tool(
+    name="remove_preferences",
+    description="Delete preferences by 1-based index, only when the user explicitly asks; check the indices "
+    "with list_preferences first. Locked ones are skipped.",
+    args_schema=PreferenceIndicesArgs,
+    panels=("preferences",),
+)
+def remove_preferences(thread, *, indices: list[int]) -> str:
+    return _outcome(services.preferences_remove_by_index(thread=thread, indices=indices, respect_lock=True))

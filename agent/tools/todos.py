@@ -1,0 +1,69 @@
+"""The plan: the agent's execution ledger, a nested list of steps addressed by
+1-based index in outline (pre-order) order."""
+
+from workspace import selectors, services
+
+from .decorator import workspace_tool
+from .schemas import AddTodosArgs, TodoIndicesArgs, UpdateTodosArgs
+from .text import batch_summary
+
+
+@workspace_tool(
+    name="add_todos",
+    description="Add plan steps as an outline (each with a depth). Pass parent_index to nest them under an "
+    "existing step; a single step is a one-element list.",
+    args_schema=AddTodosArgs,
+    panels=("plan",),
+)
+def add_todos(thread, *, steps: list[dict], parent_index: int | None = None) -> str:
+    created = services.todos_add_outline(thread=thread, steps=steps, parent_index=parent_index)
+    # Positions are dense and 0-based, so position + 1 is the index the other tools take.
+    listed = ", ".join(f"#{todo.position + 1} '{todo.text}'" for todo in created)
+    where = f" under step #{parent_index}" if parent_index is not None else ""
+    noun = "step" if len(created) == 1 else "steps"
+    return f"Added {len(created)} {noun}{where}: {listed}."
+
+
+@workspace_tool(
+    name="toggle_todos",
+    description="Flip the done mark of plan steps (list of 1-based indices; one step is a one-element list).",
+    args_schema=TodoIndicesArgs,
+    panels=("plan",),
+)
+def toggle_todos(thread, *, indices: list[int]) -> str:
+    return batch_summary(services.todos_toggle_by_index(thread=thread, indices=indices))
+
+
+@workspace_tool(
+    name="update_todos",
+    description="Rewrite the text of plan steps (list of {index, text}).",
+    args_schema=UpdateTodosArgs,
+    panels=("plan",),
+)
+def update_todos(thread, *, updates: list[dict]) -> str:
+    return batch_summary(services.todos_update_by_index(thread=thread, updates=updates))
+
+
+@workspace_tool(
+    name="remove_todos",
+    description="Delete plan steps by 1-based index; removing a step also removes its sub-steps.",
+    args_schema=TodoIndicesArgs,
+    panels=("plan",),
+)
+def remove_todos(thread, *, indices: list[int]) -> str:
+    return batch_summary(services.todos_remove_by_index(thread=thread, indices=indices))
+
+
+@workspace_tool(
+    name="list_todos",
+    description="Read the plan with each step's index. Rarely needed: the plan is in your context every turn.",
+)
+def list_todos(thread) -> str:
+    todos = selectors.todos_for(thread=thread)
+    if not todos:
+        return "(no plan yet)"
+    lines = [
+        f"{'  ' * todo.depth}#{i} [{'x' if todo.done else ' '}] {number} {todo.text}"
+        for i, (todo, number) in enumerate(zip(todos, selectors.outline_numbers(todos)), start=1)
+    ]
+    return "\n".join(lines)
