@@ -1,0 +1,335 @@
+"""Real-browser fixtures: a live HAICO server in a subprocess and Chromium.
+
+pytest-django's ``live_server`` is a WSGI server (no WebSockets), so the real
+ASGI app is started the way ``./dev serve`` starts it (``manage.py runserver``,
+which is daphne's and also serves the static files in DEBUG) against its own
+temporary SQLite file. Browser tests therefore never use the test process's
+``django_db`` fixtures: they act through the browser and, where needed, read
+the subprocess's database with ``sqlite3`` (``server.query``).
+
+Fixtures:
+- ``browser`` (session): one headless Debian Chromium.
+- ``page`` (function): a fresh context and page; a screenshot and the server
+  log tail are kept under /tmp/haico-browser-failures/ when the test fails.
+- ``haico_server`` (function): a running server with a fresh database
+  (``.url``, ``.db_path``, ``.query(sql, params)``, ``.manage(*args)``,
+  ``.create_user(username, password)``, ``.log_tail()``).
+- ``start_haico_server(extra_env=None)`` (function): the factory behind it,
+  for tests that need another environment (e.g. a scripted model server).
+
+Missing Chromium skips locally; with HAICO_REQUIRE_ALL_TESTS=1 (CI) the skip
+becomes a failure (tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+FAILURE_DIR = Path("/tmp/haico-browser-failures")
+PASSWORD = "correct-horse-battery-staple"
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
+
+# Default Playwright timeouts are 30 s; a local server answers in
+# milliseconds, so a shorter wait turns a missing element into a quick,
+# readable failure instead of a long hang.
+DEFAULT_TIMEOUT_MS = 10_000
+
+
+def pytest_collection_modifyitems(config, items):
+    here = Path(__file__).parent
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(here):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    # Keep each phase's report on the item so fixtures can tell, at
+    # teardown, whether the test failed (for the screenshot).
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
+
+
+def _chromium_path() -> str | None:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    return "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_env(db_path: Path, extra_env: dict[str, str] | None = None) -> dict[str, str]:
+    """The subprocess environment: development settings, its own database, no model.
+
+    Every provider variable is dropped and the model settings are set empty
+    explicitly, so neither the caller's shell nor a developer's .env file can
+    send a browser test to a real provider. Tests that drive a scripted model
+    pass OPENAI_BASE_URL / OPENAI_API_KEY / HAICO_MODEL in ``extra_env``.
+    """
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "LANGSMITH_", "LANGCHAIN_", "PYTEST_", "HAICO_TEST_DB"))
+        and k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY"}
+    }
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "haico_site.settings",
+            "DATABASE_URL": f"sqlite:///{db_path}",
+            "DEBUG": "True",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "OPENAI_API_KEY": "",
+            "HAICO_MODEL": "",
+            "HAICO_MODELS": "",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    env.update(extra_env or {})
+    return env
+
+
+def _manage(env: dict[str, str], *args: str, timeout: float = 120) -> str:
+    proc = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc.stdout
+
+
+@dataclass
+class HaicoServer:
+    url: str
+    db_path: Path
+    env: dict[str, str]
+    log_path: Path
+    process: subprocess.Popen | None = field(default=None, repr=False)
+
+    def query(self, sql: str, params: tuple | dict = ()) -> list[tuple]:
+        """Read the server's database (read-only; WAL lets it run beside the server)."""
+        conn = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=5)
+        try:
+            return conn.execute(sql, params).fetchall()
+        finally:
+            conn.close()
+
+    def manage(self, *args: str, timeout: float = 120) -> str:
+        """Run a management command against the server's database."""
+        return _manage(self.env, *args, timeout=timeout)
+
+    def create_user(self, username: str, password: str = PASSWORD) -> None:
+        # `shell -c` takes no extra argv, so the values travel in the environment.
+        env = {**self.env, "HAICO_NEW_USERNAME": username, "HAICO_NEW_PASSWORD": password}
+        _manage(
+            env,
+            "shell",
+            "-c",
+            "import os; from django.contrib.auth import get_user_model; "
+            "get_user_model().objects.create_user(username=os.environ['HAICO_NEW_USERNAME'], "
+            "password=os.environ['HAICO_NEW_PASSWORD'])",
+        )
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no server log)"
+
+    def stop(self) -> None:
+        proc = self.process
+        if proc is None or proc.poll() is not None:
+            return
+        # The server runs in its own session: signal the whole group so no
+        # worker outlives the test. Daphne can ignore SIGTERM while a thread
+        # (e.g. an unclosed aiosqlite connection) is alive, hence the SIGKILL.
+        for sig, wait in ((signal.SIGINT, 5), (signal.SIGTERM, 3), (signal.SIGKILL, 5)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                proc.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+
+def _wait_until_serving(server: HaicoServer, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    probe = f"{server.url}/accounts/login/"
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"the server exited with {server.process.returncode}:\n{server.log_tail()}")
+        try:
+            with urllib.request.urlopen(probe, timeout=2) as resp:
+                if resp.status < 500:
+                    return
+        except urllib.error.HTTPError as exc:
+            if exc.code < 500:
+                return
+            raise RuntimeError(f"{probe} answered {exc.code}:\n{server.log_tail()}") from exc
+        except (urllib.error.URLError, ConnectionError, socket.timeout):
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"the server did not answer within {timeout}s:\n{server.log_tail()}")
+
+
+@pytest.fixture(scope="session")
+def _migrated_db_template(tmp_path_factory) -> Path:
+    """One migrated SQLite file per session; every server starts from a copy."""
+    path = tmp_path_factory.mktemp("haico-db-template") / "db.sqlite3"
+    _manage(server_env(path), "migrate", "--noinput")
+    # Fold the WAL into the main file so a plain copy is complete.
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA journal_mode=DELETE")
+    finally:
+        conn.close()
+    return path
+
+
+@pytest.fixture
+def start_haico_server(_migrated_db_template, request):
+    """Factory: ``start_haico_server(extra_env=None) -> HaicoServer`` (stopped at teardown)."""
+    started: list[HaicoServer] = []
+
+    def start(extra_env: dict[str, str] | None = None) -> HaicoServer:
+        workdir = Path(tempfile.mkdtemp(prefix="haico-live-"))
+        db_path = workdir / "db.sqlite3"
+        shutil.copyfile(_migrated_db_template, db_path)
+        env = server_env(db_path, extra_env)
+        log_path = workdir / "server.log"
+        last_error: Exception | None = None
+        # A port picked free can be taken before the server binds it; retry.
+        for _attempt in range(3):
+            port = _free_port()
+            server = HaicoServer(url=f"http://127.0.0.1:{port}", db_path=db_path, env=env, log_path=log_path)
+            with open(log_path, "ab") as log:
+                server.process = subprocess.Popen(
+                    [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+                    cwd=BASE_DIR,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            started.append(server)
+            try:
+                _wait_until_serving(server)
+                return server
+            except RuntimeError as exc:
+                last_error = exc
+                server.stop()
+                if "address already in use" not in server.log_tail().lower():
+                    break
+        raise RuntimeError(f"could not start the HAICO server: {last_error}")
+
+    yield start
+
+    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    for server in started:
+        server.stop()
+        if failed:
+            print(f"--- server log ({server.log_path}) ---\n{server.log_tail()}")
+        else:
+            shutil.rmtree(server.db_path.parent, ignore_errors=True)
+
+
+@pytest.fixture
+def haico_server(start_haico_server) -> HaicoServer:
+    return start_haico_server()
+
+
+@pytest.fixture(scope="session")
+def _playwright():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # pragma: no cover - depends on the machine
+        pytest.skip("playwright is not installed")
+    with sync_playwright() as pw:
+        yield pw
+
+
+@pytest.fixture(scope="session")
+def browser(_playwright):
+    executable = _chromium_path()
+    if executable is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    browser = _playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+    yield browser
+    browser.close()
+
+
+def _safe_name(nodeid: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid)[-150:]
+
+
+@pytest.fixture
+def new_page(browser, request):
+    """Factory: ``new_page() -> Page`` in a fresh context (its own cookies: another person)."""
+    contexts = []
+
+    def make():
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        context.set_default_timeout(DEFAULT_TIMEOUT_MS)
+        contexts.append(context)
+        return context.new_page()
+
+    yield make
+
+    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    if failed:
+        FAILURE_DIR.mkdir(parents=True, exist_ok=True)
+        for n, context in enumerate(contexts):
+            for m, pg in enumerate(context.pages):
+                path = FAILURE_DIR / f"{_safe_name(request.node.nodeid)}-{n}-{m}.png"
+                try:
+                    pg.screenshot(path=str(path), full_page=True)
+                    print(f"screenshot: {path} ({pg.url})")
+                except Exception as exc:  # a crashed page must not hide the real failure
+                    print(f"screenshot failed for {pg.url}: {exc}")
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def page(new_page):
+    return new_page()
