@@ -1,5 +1,12 @@
 from django.urls import path
 
+from . import views
+
 app_name = "conversations"
 
-urlpatterns: list = []  # filled by the UI work
+urlpatterns = [
+    path("", views.thread_list, name="list"),
+    path("new/", views.thread_create, name="create"),
+    path("<uuid:thread_id>/rename/", views.thread_rename, name="rename"),
+    path("<uuid:thread_id>/delete/", views.thread_delete, name="delete"),
+]

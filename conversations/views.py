@@ -1,0 +1,55 @@
+"""The person's thread list: open, create, rename, soft-delete.
+
+Every view that takes a thread id looks it up scoped to the signed-in owner,
+so another person's (or a deleted) thread is a 404, never a 403 that would
+confirm it exists."""
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from workspace.errors import WorkspaceError
+
+from . import selectors, services
+
+ROW_TEMPLATE = "conversations/thread_list.html#row"
+
+
+@login_required
+@require_GET
+def thread_list(request):
+    return render(request, "conversations/thread_list.html", {"threads": selectors.threads_for_user(user=request.user)})
+
+
+@login_required
+@require_POST
+def thread_create(request):
+    thread = services.thread_create(owner=request.user)
+    return redirect("workspace:page", thread_id=thread.pk)
+
+
+@login_required
+@require_POST
+def thread_rename(request, thread_id):
+    thread = selectors.get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    try:
+        services.thread_rename(thread=thread, title=request.POST.get("title", ""))
+    except WorkspaceError as exc:
+        thread.refresh_from_db()
+        context = {"thread": thread, "error": exc.message, "values": request.POST}
+        return render(request, ROW_TEMPLATE, context, status=200 if request.htmx else 400)
+    if request.htmx:
+        return render(request, ROW_TEMPLATE, {"thread": thread})
+    return redirect("conversations:list")
+
+
+@login_required
+@require_POST
+def thread_delete(request, thread_id):
+    thread = selectors.get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    services.thread_soft_delete(thread=thread)
+    if request.htmx:
+        # An empty body swapped over the row removes it from the list.
+        return HttpResponse("")
+    return redirect("conversations:list")
