@@ -34,9 +34,11 @@ def preferences_context(*, thread: Thread, **extra) -> dict:
 
 
 def plan_context(*, thread: Thread, **extra) -> dict:
+    rows = selectors.plan_rows(thread=thread)
     return {
         "thread": thread,
-        "rows": selectors.plan_rows(thread=thread),
+        "rows": rows,
+        "plan_done": sum(1 for row in rows if row.todo.done),
         "plan_markdown": selectors.plan_markdown(thread=thread),
         **extra,
     }
