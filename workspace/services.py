@@ -613,7 +613,9 @@ def artifact_create(*, thread: Thread, artifact_type: str, title: str, payload: 
     if not isinstance(payload, dict):
         raise InvalidInput("Artifact payload must be a JSON object.")
     try:
-        size = len(json.dumps(payload))
+        # NaN / Infinity are not JSON: the database's JSON check would reject
+        # them on insert (an IntegrityError, i.e. a 500) instead of a clear message.
+        size = len(json.dumps(payload, allow_nan=False))
     except (TypeError, ValueError):
         raise InvalidInput("Artifact payload must be plain JSON (objects, lists, text, numbers).") from None
     if size > ARTIFACT_PAYLOAD_MAX_BYTES:
