@@ -27,6 +27,7 @@ env = environ.Env(
     HAICO_MODEL_TIMEOUT=(float, 60.0),
     HAICO_MODEL_MAX_RETRIES=(int, 3),
     HAICO_MODEL_MAX_TOKENS=(int, 4096),
+    HAICO_MODEL_CALL_LIMIT=(int, 25),
     SECURE_SSL_REDIRECT=(bool, True),
 )
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
@@ -149,6 +150,8 @@ if HAICO_MODEL and HAICO_MODEL not in HAICO_MODELS:
 HAICO_MODEL_TIMEOUT = env("HAICO_MODEL_TIMEOUT")
 HAICO_MODEL_MAX_RETRIES = env("HAICO_MODEL_MAX_RETRIES")
 HAICO_MODEL_MAX_TOKENS = env("HAICO_MODEL_MAX_TOKENS")
+# Model calls allowed in one turn, so a model that keeps calling tools cannot loop forever.
+HAICO_MODEL_CALL_LIMIT = env("HAICO_MODEL_CALL_LIMIT")
 
 # --- Limits (documented in README) ---
 HAICO_DOCUMENT_MAX_CHARS = 200_000

@@ -1,0 +1,364 @@
+"""Model-call middleware: the workspace prompt and the blank / malformed / truncated retry.
+
+Core seed §4.1. A provider sometimes answers a model call with nothing useful:
+
+| case      | signal                                         | action                     |
+|-----------|------------------------------------------------|----------------------------|
+| blank     | no text and no tool calls                      | ask again (≤ 3 calls)      |
+| malformed | finish_reason == "MALFORMED_FUNCTION_CALL"     | ask again (≤ 3 calls)      |
+| truncated | finish_reason / stop_reason in length,         | no retry; warn (log and    |
+|           | max_tokens, MAX_TOKENS                         | the thread's activity log) |
+
+Why not langchain's `ModelRetryMiddleware`: it retries when the model call
+*raises*. A blank or malformed reply is a successful call with a useless
+result, so it needs a check on the returned message; provider errors (429,
+5xx, timeouts) are already retried with backoff by the OpenAI SDK
+(`max_retries` in agent.model).
+
+Streaming. With `stream_mode="messages"` LangGraph streams every token of
+every model call through a callback handler in the run's config, so a
+discarded attempt's tokens would reach the browser. Each attempt therefore
+runs with that handler replaced by an `_AttemptGate` that decides what gets
+through. Two policies:
+
+- "live" (default): tokens go out as the model produces them, which keeps the
+  first answer token within milliseconds of the model (DESIGN §6). Chunks
+  with nothing visible (no text, no tool-call fragment) are held back until
+  something visible arrives, so a blank attempt never reaches the stream at
+  all. A discarded attempt that did stream something (a malformed reply with
+  partial text: the only such case, since a blank reply has no tokens) is
+  followed on the stream by a `RemoveMessage` carrying the id of its
+  streamed message, so the consumer drops that partial text.
+- "buffered": an attempt's chunks are held until it is accepted and then
+  replayed in order; a discarded attempt never reaches the stream. Strict,
+  but the person sees nothing until the whole reply is generated.
+
+Either way the graph's state and the "updates" stream only ever contain the
+accepted attempt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+from uuid import UUID
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
+from langchain_core.messages import AIMessage, RemoveMessage
+from langchain_core.runnables.config import var_child_runnable_config
+from langchain_core.tracers._streaming import _StreamingCallbackHandler
+from langgraph.pregel._messages import StreamMessagesHandler, StreamMessagesHandlerV2
+
+logger = logging.getLogger("haico.agent")
+
+MAX_MODEL_ATTEMPTS = 3
+MALFORMED_FINISH_REASONS = frozenset({"MALFORMED_FUNCTION_CALL"})
+TRUNCATED_FINISH_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS"})
+STREAM_POLICIES = ("live", "buffered")
+
+
+# --------------------------------------------------------------------------
+# Classifying a reply
+
+
+def _finish_reasons(message: AIMessage) -> set[str]:
+    meta = message.response_metadata or {}
+    return {str(meta[key]) for key in ("finish_reason", "stop_reason") if meta.get(key)}
+
+
+def is_truncated(message: AIMessage) -> bool:
+    return bool(_finish_reasons(message) & TRUNCATED_FINISH_REASONS)
+
+
+def retry_reason(message: AIMessage) -> str | None:
+    """"malformed", "blank", or None when the reply is usable as it is.
+
+    A truncated reply is never retried: under the same output limit it would
+    be cut off again (usually inside a tool call's largest argument).
+    """
+    if is_truncated(message):
+        return None
+    if _finish_reasons(message) & MALFORMED_FINISH_REASONS:
+        return "malformed"
+    if not message.tool_calls and not message.text.strip():
+        return "blank"
+    return None
+
+
+def _reply_of(response: ModelResponse | AIMessage) -> AIMessage | None:
+    messages = [response] if isinstance(response, AIMessage) else response.result
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            return message
+    return None
+
+
+# --------------------------------------------------------------------------
+# Streaming gate
+
+
+def _is_visible(chunk: Any) -> bool:
+    message = getattr(chunk, "message", None)
+    if message is None:
+        return False
+    return bool(getattr(message, "text", "") or getattr(message, "tool_call_chunks", None))
+
+
+class _DiscardedAttempt(Exception):
+    """Passed to the wrapped handler's on_llm_error so it forgets a discarded run."""
+
+
+class _AttemptGate(BaseCallbackHandler, _StreamingCallbackHandler):
+    """Stands in for LangGraph's StreamMessagesHandler during one model attempt.
+
+    Inheriting `_StreamingCallbackHandler` keeps the chat model streaming
+    (langchain-core streams only when such a handler is attached).
+    """
+
+    run_inline = True  # same ordering guarantees as the handler it wraps
+
+    def __init__(self, inner: StreamMessagesHandler, *, live: bool):
+        self.inner = inner
+        self.live = live
+        self._open = False  # live mode: something visible went out already
+        self._held: list[tuple[str, Any, UUID, dict]] = []
+        self._ends: list[tuple[Any, UUID, dict]] = []
+        self._runs: list[UUID] = []
+        self._streamed_ids: dict[UUID, list[str]] = {}
+
+    # -- callbacks --------------------------------------------------------
+
+    def on_chat_model_start(self, serialized, messages, *, run_id: UUID, **kwargs):
+        self._runs.append(run_id)
+        return self.inner.on_chat_model_start(serialized, messages, run_id=run_id, **kwargs)
+
+    def on_llm_new_token(self, token, *, chunk=None, run_id: UUID, **kwargs):
+        if self.live and (self._open or _is_visible(chunk)):
+            self._open = True
+            self._release_held()
+            self._forward(token, chunk, run_id, kwargs)
+        else:
+            self._held.append((token, chunk, run_id, kwargs))
+
+    def on_llm_end(self, response, *, run_id: UUID, **kwargs):
+        # Held: the wrapped handler would emit the whole final message here,
+        # before we know whether this attempt is kept.
+        self._ends.append((response, run_id, kwargs))
+
+    def on_llm_error(self, error, *, run_id: UUID, **kwargs):
+        self.inner.on_llm_error(error, run_id=run_id, **kwargs)
+
+    def tap_output_aiter(self, run_id, output):
+        return self.inner.tap_output_aiter(run_id, output)
+
+    def tap_output_iter(self, run_id, output):
+        return self.inner.tap_output_iter(run_id, output)
+
+    # -- decisions --------------------------------------------------------
+
+    def _forward(self, token, chunk, run_id, kwargs):
+        message = getattr(chunk, "message", None)
+        if message is not None and run_id in self.inner.metadata:
+            ids = self._streamed_ids.setdefault(run_id, [])
+            self.inner.on_llm_new_token(token, chunk=chunk, run_id=run_id, **kwargs)
+            # The handler assigns an id to id-less chunks as it emits them.
+            if message.id and message.id not in ids:
+                ids.append(message.id)
+        else:
+            self.inner.on_llm_new_token(token, chunk=chunk, run_id=run_id, **kwargs)
+
+    def _release_held(self):
+        held, self._held = self._held, []
+        for token, chunk, run_id, kwargs in held:
+            self._forward(token, chunk, run_id, kwargs)
+
+    def accept(self) -> None:
+        self._release_held()
+        ends, self._ends = self._ends, []
+        for response, run_id, kwargs in ends:
+            self.inner.on_llm_end(response, run_id=run_id, **kwargs)
+
+    def discard(self) -> None:
+        self._held = []
+        self._ends = []
+        for run_id in self._runs:
+            meta = self.inner.metadata.get(run_id)
+            if meta is not None:
+                for message_id in self._streamed_ids.get(run_id, []):
+                    # Relies on StreamMessagesHandler._emit (langgraph pinned in
+                    # requirements.txt); tests/agent/test_model_retry.py covers it.
+                    self.inner._emit(meta, RemoveMessage(id=message_id))
+            self.inner.on_llm_error(_DiscardedAttempt(), run_id=run_id)
+
+
+def _swap(handlers: list, gate_for: Callable[[Any], Any]) -> list:
+    return [gate_for(h) for h in handlers]
+
+
+@contextlib.contextmanager
+def _gated_stream(*, live: bool) -> Iterator[_AttemptGate | None]:
+    """Run the block with the messages-stream handler behind a fresh gate.
+
+    The model node calls the model without an explicit config, so the config
+    (and its callbacks) comes from langchain-core's context variable; setting
+    a copy with the handler swapped affects this attempt only.
+    """
+    config = var_child_runnable_config.get()
+    callbacks = (config or {}).get("callbacks")
+    if not isinstance(callbacks, BaseCallbackManager):
+        yield None
+        return
+    gate: _AttemptGate | None = None
+
+    def gate_for(handler):
+        nonlocal gate
+        # The v2 handler streams protocol events instead of token callbacks;
+        # nothing in HAICO opts into it, so it is left as it is.
+        if isinstance(handler, StreamMessagesHandler) and not isinstance(handler, StreamMessagesHandlerV2):
+            if gate is None or gate.inner is not handler:
+                gate = _AttemptGate(handler, live=live)
+            return gate
+        return handler
+
+    manager = callbacks.copy()
+    manager.handlers = _swap(manager.handlers, gate_for)
+    manager.inheritable_handlers = _swap(manager.inheritable_handlers, gate_for)
+    if gate is None:
+        yield None
+        return
+    token = var_child_runnable_config.set({**config, "callbacks": manager})
+    try:
+        yield gate
+    finally:
+        var_child_runnable_config.reset(token)
+
+
+# --------------------------------------------------------------------------
+# The middleware
+
+
+class ModelTurnRetryMiddleware(AgentMiddleware):
+    """Re-asks blank and malformed replies; warns about truncated ones (seed §4.1)."""
+
+    def __init__(
+        self,
+        *,
+        thread=None,
+        turn_index: int | None = None,
+        max_attempts: int = MAX_MODEL_ATTEMPTS,
+        stream: str = "live",
+    ):
+        super().__init__()
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        if stream not in STREAM_POLICIES:
+            raise ValueError(f"stream must be one of {STREAM_POLICIES}")
+        self.thread = thread
+        self.turn_index = turn_index
+        self.max_attempts = max_attempts
+        self.live = stream == "live"
+
+    @property
+    def name(self) -> str:
+        return "ModelTurnRetry"
+
+    # -- async (the app's path) ------------------------------------------
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        for attempt in range(1, self.max_attempts + 1):
+            with _gated_stream(live=self.live) as gate:
+                try:
+                    response = await handler(request)
+                except BaseException:
+                    if gate is not None:
+                        gate.discard()
+                    raise
+            verdict = self._judge(response, attempt)
+            if verdict == "retry":
+                if gate is not None:
+                    gate.discard()
+                continue
+            if gate is not None:
+                gate.accept()
+            if verdict is not None:
+                await sync_to_async(self._record)(verdict)
+            return response
+        raise AssertionError("unreachable")  # the last attempt always returns
+
+    # -- sync (graph.invoke; tests and scripts) ---------------------------
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], ModelResponse],
+    ) -> ModelResponse:
+        for attempt in range(1, self.max_attempts + 1):
+            with _gated_stream(live=self.live) as gate:
+                try:
+                    response = handler(request)
+                except BaseException:
+                    if gate is not None:
+                        gate.discard()
+                    raise
+            verdict = self._judge(response, attempt)
+            if verdict == "retry":
+                if gate is not None:
+                    gate.discard()
+                continue
+            if gate is not None:
+                gate.accept()
+            if verdict is not None:
+                self._record(verdict)
+            return response
+        raise AssertionError("unreachable")
+
+    # -- shared -----------------------------------------------------------
+
+    def _judge(self, response, attempt: int) -> str | None:
+        """"retry", a warning to record ("truncated" / "exhausted:<reason>"), or None."""
+        reply = _reply_of(response)
+        if reply is None:
+            return None
+        if is_truncated(reply):
+            return "truncated"
+        reason = retry_reason(reply)
+        if reason is None:
+            return None
+        if attempt < self.max_attempts:
+            logger.info("model gave a %s reply (attempt %d of %d); asking again", reason, attempt, self.max_attempts)
+            return "retry"
+        return f"exhausted:{reason}"
+
+    def _record(self, verdict: str) -> None:
+        if verdict == "truncated":
+            limit = getattr(settings, "HAICO_MODEL_MAX_TOKENS", None)
+            message = (
+                f"The model's reply was cut off at the model's output limit (HAICO_MODEL_MAX_TOKENS={limit}); "
+                "raise HAICO_MODEL_MAX_TOKENS so replies and tool calls fit."
+            )
+        else:
+            reason = verdict.split(":", 1)[1]
+            kind = "an empty" if reason == "blank" else "a malformed tool call in its"
+            message = (
+                f"The model returned {kind} reply {self.max_attempts} times in a row; "
+                "the turn ended without an answer. Send the message again, or choose another model."
+            )
+        logger.warning("%s (thread %s)", message, getattr(self.thread, "pk", None))
+        if self.thread is not None:
+            from conversations.services import activity_log
+
+            turn_index = self.turn_index
+            if turn_index is None:
+                from agent.tools.context import get_turn_index
+
+                turn_index = get_turn_index() or None
+            activity_log(thread=self.thread, message=message, level="warning", turn_index=turn_index)

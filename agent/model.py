@@ -1,0 +1,93 @@
+"""The chat model, built from settings (DESIGN §4).
+
+One factory for every OpenAI-compatible endpoint: OpenAI itself, Ollama's /v1,
+vLLM, LM Studio, a llama.cpp server. Nothing here reads the process
+environment directly; everything comes from Django settings so tests can
+override it and the whole app agrees on one configuration.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from langchain_openai import ChatOpenAI
+
+# Local OpenAI-compatible servers ignore the key, but the OpenAI SDK refuses
+# to build a client without one.
+PLACEHOLDER_API_KEY = "not-needed"
+
+
+class ModelNotConfigured(Exception):
+    """No model is configured: the turn answers with this message instead of a reply."""
+
+    default_message = (
+        "No language model is configured, so the assistant cannot answer yet. "
+        "Set HAICO_MODEL to the model name and point the app at an OpenAI-compatible "
+        "server with OPENAI_BASE_URL and/or OPENAI_API_KEY, then restart the server. "
+        "For example, with a local Ollama: OPENAI_BASE_URL=http://localhost:11434/v1 "
+        "OPENAI_API_KEY=ollama HAICO_MODEL=llama3.1 — or for OpenAI: "
+        "OPENAI_API_KEY=sk-… HAICO_MODEL=gpt-4o-mini. "
+        "HAICO_MODELS (comma-separated) adds more models to the chat's model selector."
+    )
+
+    def __init__(self, message: str | None = None):
+        self.message = message or self.default_message
+        super().__init__(self.message)
+
+
+def available_models() -> list[str]:
+    """The models the chat may offer, default first; empty when nothing is configured."""
+    if not _endpoint_configured():
+        return []
+    models = [m for m in getattr(settings, "HAICO_MODELS", []) or [] if m]
+    default = getattr(settings, "HAICO_MODEL", "") or ""
+    if default and default not in models:
+        models.insert(0, default)
+    elif default:
+        models.remove(default)
+        models.insert(0, default)
+    return models
+
+
+def model_configured() -> bool:
+    return bool(available_models())
+
+
+def default_model_name() -> str | None:
+    models = available_models()
+    return models[0] if models else None
+
+
+def _endpoint_configured() -> bool:
+    # A model name alone is not enough: without a key or a base URL the SDK
+    # would talk to api.openai.com with no credentials.
+    return bool(getattr(settings, "OPENAI_API_KEY", "") or getattr(settings, "OPENAI_BASE_URL", ""))
+
+
+def get_chat_model(model_name: str | None = None) -> ChatOpenAI:
+    """A ChatOpenAI for `model_name` (default: HAICO_MODEL).
+
+    Raises ModelNotConfigured when no model is set up, ValueError for a model
+    the settings do not offer (the chat's model selector sends a name; it
+    must not be able to pick an arbitrary one).
+    """
+    models = available_models()
+    if not models:
+        raise ModelNotConfigured()
+    name = model_name or models[0]
+    if name not in models:
+        raise ValueError(f"Unknown model {name!r}; choose one of: {', '.join(models)}.")
+    base_url = settings.OPENAI_BASE_URL or None
+    api_key = settings.OPENAI_API_KEY or PLACEHOLDER_API_KEY
+    return ChatOpenAI(
+        model=name,
+        base_url=base_url,
+        api_key=api_key,
+        timeout=settings.HAICO_MODEL_TIMEOUT,
+        # The OpenAI SDK retries connection errors, 408/409/429 and 5xx with
+        # exponential backoff and honours Retry-After.
+        max_retries=settings.HAICO_MODEL_MAX_RETRIES,
+        max_tokens=settings.HAICO_MODEL_MAX_TOKENS or None,
+        # Token usage in streamed replies too; langchain-openai leaves it off
+        # by default whenever a custom base URL is set.
+        stream_usage=True,
+    )

@@ -1,0 +1,161 @@
+"""The agent loop: the workspace prompt is rebuilt before every model call and never stored."""
+
+import threading
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import connection
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from agent.builder import build_agent
+from agent.prompt import SYSTEM_PROMPT
+from agent.tools.context import bind_turn_index
+from tests.support.fake_model import Reply, ScriptedChatModel, system_text, tool_call
+from workspace import selectors, services
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _config(thread_id="t-1"):
+    return {"configurable": {"thread_id": thread_id}}
+
+
+def _as_person(fn):
+    """Run a service call the way a person's HTMX request would: on another thread,
+    with its own database connection, while the turn is in flight."""
+    errors = []
+
+    def run():
+        try:
+            fn()
+        except Exception as exc:  # pragma: no cover - surfaced below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    if errors:
+        raise errors[0]
+
+
+async def _run(agent, text, config):
+    return await agent.ainvoke({"messages": [HumanMessage(text)]}, config)
+
+
+async def test_second_model_call_sees_the_first_calls_tool_effects(thread):
+    model = ScriptedChatModel(
+        script=[
+            Reply(
+                tool_calls=[
+                    tool_call("set_objective", "Writing down the goal.", text="Compare Q1 and Q2 revenue"),
+                    tool_call("add_todos", "Laying out the steps.", steps=[{"text": "Collect figures", "depth": 0}, {"text": "Check Q2", "depth": 1}]),
+                ]
+            ),
+            Reply(tool_calls=[tool_call("toggle_todos", "Ticking off the first step.", indices=[1])]),
+            Reply(text="I set the objective and planned the work."),
+        ]
+    )
+    agent = build_agent(thread=thread, model=model, checkpointer=InMemorySaver())
+
+    with bind_turn_index(1):
+        await _run(agent, "Compare revenue", _config())
+
+    first, second, third = (system_text(r) for r in model.requests)
+    assert "Compare Q1 and Q2 revenue" not in first
+    assert "(no plan yet)" in first
+    assert "<objective>\nCompare Q1 and Q2 revenue\n</objective>" in second
+    assert "<todos>\n1 [ ] Collect figures\n  1.1 [ ] Check Q2\n</todos>" in second
+    assert "<todos>\n1 [x] Collect figures\n  1.1 [ ] Check Q2\n</todos>" in third
+    for prompt in (first, second, third):
+        assert prompt.startswith(SYSTEM_PROMPT + "\n\n<workspace>\n")
+
+
+async def test_a_persons_edit_during_the_turn_reaches_the_next_model_call(thread):
+    def first_step(messages):
+        # The model is "thinking" while the person edits the document and adds a preference.
+        _as_person(lambda: services.document_save(thread=thread, title="Notes", content="Typed by the person."))
+        _as_person(lambda: services.preference_add(thread=thread, title="Short answers", kind="hard", respect_lock=False))
+        return Reply(tool_calls=[tool_call("list_todos", "Reading the plan.")])
+
+    model = ScriptedChatModel(script=[first_step, Reply(text="Done.")])
+    agent = build_agent(thread=thread, model=model, checkpointer=InMemorySaver())
+
+    await _run(agent, "Go on", _config())
+
+    first, second = (system_text(r) for r in model.requests)
+    assert "Typed by the person." not in first
+    assert "Typed by the person." in second
+    assert '<document title="Notes"' in second
+    assert "- [hard] Short answers" in second
+
+
+async def test_system_prompt_is_first_and_never_checkpointed(thread):
+    saver = InMemorySaver()
+    model = ScriptedChatModel(
+        script=[
+            Reply(tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Draft a memo")]),
+            Reply(text="Objective recorded."),
+            Reply(text="Second turn answer."),
+        ]
+    )
+    agent = build_agent(thread=thread, model=model, checkpointer=saver)
+
+    await _run(agent, "Help me with a memo", _config())
+    await _run(agent, "And now?", _config())
+
+    for request in model.requests:
+        assert isinstance(request[0], SystemMessage)
+        assert sum(isinstance(m, SystemMessage) for m in request) == 1
+    # The second turn's first call carries the history plus a fresh prompt.
+    assert [m.type for m in model.requests[2]] == ["system", "human", "ai", "tool", "ai", "human"]
+    assert "<objective>\nDraft a memo\n</objective>" in system_text(model.requests[2])
+
+    state = await agent.aget_state(_config())
+    assert [m.type for m in state.values["messages"]] == ["human", "ai", "tool", "ai", "human", "ai"]
+    stored = [c async for c in saver.alist(_config())]
+    for checkpoint in stored:
+        for message in checkpoint.checkpoint["channel_values"].get("messages", []):
+            assert not isinstance(message, SystemMessage)
+
+
+async def test_sqlite_checkpointer_holds_history_but_not_the_prompt(thread, tmp_path):
+    path = tmp_path / "checkpoints.sqlite3"
+    model = ScriptedChatModel(
+        script=[
+            Reply(tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Plan a trip")]),
+            Reply(text="Recorded the trip as our objective."),
+        ]
+    )
+    async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
+        agent = build_agent(thread=thread, model=model, checkpointer=saver)
+        await _run(agent, "I want to plan a trip", _config("sqlite-thread"))
+        state = await agent.aget_state(_config("sqlite-thread"))
+
+    assert state.values["messages"][-1].content == "Recorded the trip as our objective."
+    assert not any(isinstance(m, SystemMessage) for m in state.values["messages"])
+    stored = path.read_bytes() + (path.with_name(path.name + "-wal").read_bytes() if path.with_name(path.name + "-wal").exists() else b"")
+    assert b"I want to plan a trip" in stored
+    # Distinctive phrases of the static prompt and of the workspace block.
+    assert b"Completion sweep" not in stored
+    assert b"<workspace>" not in stored
+    assert await sync_to_async(selectors.objective_text_for)(thread=thread) == "Plan a trip"
+
+
+async def test_looping_model_is_stopped_by_the_call_limit(thread, settings):
+    settings.HAICO_MODEL_CALL_LIMIT = 3
+    model = ScriptedChatModel(script=[], default_reply=Reply(tool_calls=[tool_call("list_todos", "Reading the plan.")]))
+    agent = build_agent(thread=thread, model=model, checkpointer=InMemorySaver())
+
+    result = await _run(agent, "loop", _config())
+
+    assert len(model.requests) == 3
+    last = result["messages"][-1]
+    assert last.type == "ai" and not last.tool_calls
+    # History stays valid for the next turn: every tool call has its result.
+    calls = {c["id"] for m in result["messages"] if m.type == "ai" for c in m.tool_calls}
+    results = {m.tool_call_id for m in result["messages"] if m.type == "tool"}
+    assert calls == results

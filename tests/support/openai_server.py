@@ -1,0 +1,269 @@
+"""A small OpenAI-compatible chat server for tests that drive the real ChatOpenAI.
+
+    from tests.support.fake_model import Reply, tool_call
+    from tests.support.openai_server import OpenAICompatibleServer
+
+    with OpenAICompatibleServer() as srv:
+        srv.script([
+            Reply(tool_calls=[tool_call("set_objective", "Recording the goal.", text="Ship it")]),
+            Reply(text="I recorded the objective."),
+        ])
+        ... ChatOpenAI(base_url=srv.base_url, api_key="x", model="scripted") ...
+        srv.requests      # every POST body (parsed JSON), in order
+        srv.system_prompt(0)  # the system message text of request 0
+
+`POST /v1/chat/completions` answers in JSON, or as server-sent events when the
+request says `"stream": true`: text one token per event, each tool call's
+arguments split over several events (`args_chunk_chars`), then the
+finish_reason, an optional usage event, and `data: [DONE]`. `GET /v1/models`
+lists `models`. A script step is a `Reply` (from tests.support.fake_model), an
+`HTTPFailure` (answer with an error status), or a callable taking the request
+body and returning either. Stdlib only; the server runs in a daemon thread on
+a port the OS picks, and `stop()` (or leaving the `with`) shuts it down.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from tests.support.fake_model import Reply
+
+__all__ = ["HTTPFailure", "OpenAICompatibleServer", "Reply"]
+
+
+@dataclass
+class HTTPFailure:
+    """Answer one request with an error status (e.g. 429, 500) in OpenAI's error shape."""
+
+    status: int = 500
+    message: str = "scripted failure"
+    retry_after: float | None = None
+
+
+Step = Reply | HTTPFailure | Callable[[dict], "Reply | HTTPFailure"]
+
+
+class OpenAICompatibleServer:
+    def __init__(self, *, host: str = "127.0.0.1", models: list[str] | None = None, args_chunk_chars: int = 12):
+        self.host = host
+        self.models = models or ["scripted"]
+        self.args_chunk_chars = max(1, args_chunk_chars)
+        self.default_reply: Step | None = None
+        self._script: list[Step] = []
+        self._requests: list[dict] = []
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle --------------------------------------------------------
+
+    def start(self) -> OpenAICompatibleServer:
+        if self._httpd is not None:
+            return self
+        handler = type("_Handler", (_Handler,), {"app": self})
+        self._httpd = ThreadingHTTPServer((self.host, 0), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="openai-test-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is None:
+            return
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+        self._httpd = self._thread = None
+
+    def __enter__(self) -> OpenAICompatibleServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("server not started")
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        """What OPENAI_BASE_URL / ChatOpenAI(base_url=...) should be."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    # -- script and record -------------------------------------------------
+
+    def script(self, steps: list[Step]) -> None:
+        """Replace the remaining script; each request consumes the next step."""
+        with self._lock:
+            self._script = list(steps)
+
+    def add(self, *steps: Step) -> None:
+        with self._lock:
+            self._script.extend(steps)
+
+    @property
+    def requests(self) -> list[dict]:
+        """A copy of every chat-completion request body received so far."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def remaining(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    def system_prompt(self, index: int = -1) -> str:
+        """The system message text of one recorded request ('' if it has none)."""
+        messages = self.requests[index].get("messages") or []
+        if messages and messages[0].get("role") in ("system", "developer"):
+            content = messages[0].get("content")
+            if isinstance(content, list):
+                return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+            return content or ""
+        return ""
+
+    def _next(self, body: dict) -> Reply | HTTPFailure:
+        with self._lock:
+            self._requests.append(body)
+            if self._script:
+                step = self._script.pop(0)
+            elif self.default_reply is not None:
+                step = self.default_reply
+            else:
+                step = HTTPFailure(500, "the test server's script is exhausted")
+        if callable(step) and not isinstance(step, (Reply, HTTPFailure)):
+            step = step(body)
+        return step
+
+    def _completion_id(self) -> str:
+        return f"chatcmpl-test-{next(self._ids)}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    app: OpenAICompatibleServer
+    server_version = "HaicoTestOpenAI/1.0"
+
+    def log_message(self, format, *args):  # keep test output quiet
+        pass
+
+    # -- routing ----------------------------------------------------------
+
+    def do_GET(self):
+        if self.path.rstrip("/").endswith("/models"):
+            self._json(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "test"} for m in self.app.models]})
+        else:
+            self._json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+
+    def do_POST(self):
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            self._json(400, {"error": {"message": "invalid JSON", "type": "invalid_request_error"}})
+            return
+        step = self.app._next(body)
+        if isinstance(step, HTTPFailure):
+            headers = {"Retry-After": str(step.retry_after)} if step.retry_after is not None else {}
+            self._json(step.status, {"error": {"message": step.message, "type": "server_error"}}, headers)
+            return
+        model = body.get("model") or self.app.models[0]
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            self._stream(step, model, include_usage)
+        else:
+            self._json(200, self._completion(step, model))
+
+    # -- bodies -----------------------------------------------------------
+
+    @staticmethod
+    def _tool_calls(reply: Reply, call_no: str) -> list[dict]:
+        return [
+            {
+                "id": call.get("id") or f"call_{call_no}_{i}",
+                "type": "function",
+                "function": {"name": call["name"], "arguments": json.dumps(call["args"])},
+            }
+            for i, call in enumerate(reply.tool_calls)
+        ]
+
+    @staticmethod
+    def _usage(reply: Reply) -> dict:
+        completion = max(1, len(reply.text.split()) + 10 * len(reply.tool_calls))
+        return {"prompt_tokens": 100, "completion_tokens": completion, "total_tokens": 100 + completion}
+
+    def _completion(self, reply: Reply, model: str) -> dict:
+        completion_id = self.app._completion_id()
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+        if reply.tool_calls:
+            message["tool_calls"] = self._tool_calls(reply, completion_id)
+        return {
+            "id": completion_id,
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": reply.resolved_finish_reason}],
+            "usage": self._usage(reply),
+        }
+
+    def _stream(self, reply: Reply, model: str, include_usage: bool) -> None:
+        completion_id = self.app._completion_id()
+        created = int(time.time())
+
+        def chunk(delta: dict | None, finish_reason=None, **extra) -> dict:
+            choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
+            return {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model, "choices": choices, **extra}
+
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        try:
+            self._event(chunk({"role": "assistant", "content": ""}))
+            for token in [t for t in re.split(r"(\s+)", reply.text) if t]:
+                if reply.token_delay:
+                    time.sleep(reply.token_delay)
+                self._event(chunk({"content": token}))
+            for i, call in enumerate(self._tool_calls(reply, completion_id)):
+                arguments = call["function"]["arguments"]
+                head = {"index": i, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}
+                self._event(chunk({"tool_calls": [head]}))
+                size = self.app.args_chunk_chars
+                for start in range(0, len(arguments), size):
+                    piece = {"index": i, "function": {"arguments": arguments[start : start + size]}}
+                    self._event(chunk({"tool_calls": [piece]}))
+            self._event(chunk({}, reply.resolved_finish_reason))
+            if include_usage:
+                self._event(chunk(None, usage=self._usage(reply)))
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client went away (a cancelled turn); nothing to do
+
+    def _event(self, payload: dict) -> None:
+        self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
+        self.wfile.flush()
+
+    def _json(self, status: int, payload: dict, headers: dict | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
