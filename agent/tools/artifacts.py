@@ -13,6 +13,7 @@ from .schemas import GetArtifactArgs, ListArtifactsArgs
     name="list_artifacts",
     description="List the charts, tables and other artifacts made earlier in this conversation, newest first.",
     args_schema=ListArtifactsArgs,
+    read_only=True,
 )
 def list_artifacts(thread, *, artifact_type: str | None = None, limit: int = 20) -> str:
     artifacts = selectors.artifacts_for(thread=thread, artifact_type=artifact_type, limit=limit)
@@ -26,6 +27,7 @@ def list_artifacts(thread, *, artifact_type: str | None = None, limit: int = 20)
     description="Fetch one past artifact by id (its type, title, turn and full payload). "
     "Refer to it by id afterwards rather than repeating its data.",
     args_schema=GetArtifactArgs,
+    read_only=True,
 )
 def get_artifact(thread, *, artifact_id: int) -> str:
     # Ids beyond the database's integer range cannot exist; don't send them to the query.

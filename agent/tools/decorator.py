@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -75,6 +76,7 @@ class ToolSpec:
     full_schema: type[BaseModel]  # what the model sees
     panels: tuple[str, ...]
     body: ToolBody
+    read_only: bool = False
 
 
 _REGISTERED: dict[str, ToolSpec] = {}
@@ -86,13 +88,17 @@ def workspace_tool(
     description: str,
     args_schema: type[BaseModel] = NoArgs,
     panels: tuple[str, ...] = (),
+    read_only: bool = False,
     register: bool = True,
 ) -> Callable[[ToolBody], ToolBody]:
     """Declare an agent tool. `panels` names the workspace panels a successful
-    call may change (the turn runner refreshes them); read-only tools pass ()."""
+    call may change (the turn runner refreshes them). `read_only` tools change
+    nothing, so they run without a transaction and name no panels."""
     unknown = set(panels) - set(PANELS)
     if unknown:
         raise ValueError(f"Unknown panels for tool {name}: {sorted(unknown)}")
+    if read_only and panels:
+        raise ValueError(f"Read-only tool {name} cannot change panels {list(panels)}.")
 
     def decorate(body: ToolBody) -> ToolBody:
         spec = ToolSpec(
@@ -102,6 +108,7 @@ def workspace_tool(
             full_schema=with_reasoning(args_schema),
             panels=tuple(panels),
             body=body,
+            read_only=read_only,
         )
         if register:
             if name in _REGISTERED and _REGISTERED[name].body is not body:
@@ -142,7 +149,9 @@ def run_tool_call(spec: ToolSpec, thread: Thread, arguments: dict[str, Any]) -> 
         # pydantic objects into the plain dicts and lists the services take, and
         # covers callers that bypass LangChain (e.g. `run_tool_call` directly).
         values = spec.args_schema.model_validate(arguments).model_dump()
-        with transaction.atomic():
+        # Read-only tools skip the transaction: on SQLite (IMMEDIATE mode) it
+        # would take the write lock and make concurrent turns wait for a read.
+        with nullcontext() if spec.read_only else transaction.atomic():
             summary, artifact = _split_result(spec.name, spec.body(thread, **values))
             artifact_id = None
             if artifact is not None:

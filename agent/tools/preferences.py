@@ -32,6 +32,7 @@ def add_preferences(thread, *, items: list[dict]) -> str:
 @workspace_tool(
     name="list_preferences",
     description="Read the preferences with their indices. Rarely needed: they are in your context every turn.",
+    read_only=True,
 )
 def list_preferences(thread) -> str:
     preferences = selectors.preferences_for(thread=thread)

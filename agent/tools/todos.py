@@ -57,6 +57,7 @@ def remove_todos(thread, *, indices: list[int]) -> str:
 @workspace_tool(
     name="list_todos",
     description="Read the plan with each step's index. Rarely needed: the plan is in your context every turn.",
+    read_only=True,
 )
 def list_todos(thread) -> str:
     todos = selectors.todos_for(thread=thread)

@@ -100,3 +100,13 @@ def test_tool_panels_cover_every_tool_and_only_known_panels(thread):
     assert panels_affected_by("chart_generator") == ("centre",)
     assert panels_affected_by("update_document") == ("centre",)
     assert panels_affected_by("no_such_tool") == ()
+
+
+def test_only_the_four_readers_skip_the_transaction():
+    from agent.tools.decorator import registered_specs, workspace_tool
+
+    readers = {spec.name for spec in registered_specs() if spec.read_only}
+    assert readers == {"list_todos", "list_preferences", "list_artifacts", "get_artifact"}
+    assert all(TOOL_PANELS[spec.name] for spec in registered_specs() if not spec.read_only)
+    with pytest.raises(ValueError, match="cannot change panels"):
+        workspace_tool(name="odd", description="x", panels=("plan",), read_only=True, register=False)
