@@ -124,10 +124,18 @@ def feedback_add(
 ) -> Feedback:
     if scope not in Feedback.Scope.values:
         raise InvalidInput(f"Scope must be one of {', '.join(Feedback.Scope.values)}.")
-    if not isinstance(rating, int) or not -1 <= rating <= 5:
+    # bool is an int subclass; a checkbox's True is not a rating.
+    if not isinstance(rating, int) or isinstance(rating, bool) or not -1 <= rating <= 5:
         raise InvalidInput("Rating must be a whole number from -1 to 5.")
-    if not 1 <= turn_index <= thread.turn_index:
-        raise InvalidInput(f"Turn {turn_index} does not exist in this thread.")
+    if not isinstance(turn_index, int) or isinstance(turn_index, bool) or not 1 <= turn_index <= thread.turn_index:
+        raise InvalidInput(f"Turn {turn_index!r} does not exist in this thread.")
+    if not isinstance(aspect, str):
+        raise InvalidInput("Aspect must be text.")
+    aspect = aspect.strip()
+    if not aspect:
+        raise InvalidInput("Aspect cannot be empty.")
+    if not isinstance(comment, str):
+        raise InvalidInput("Comment must be text.")
     return Feedback.objects.create(
         thread=thread, user=user, turn_index=turn_index, rating=rating, scope=scope, aspect=aspect[:50], comment=comment[:5000]
     )
