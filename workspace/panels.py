@@ -4,11 +4,14 @@ full page, the HTMX response and the WebSocket push (OOB swap).
 `render_panel("plan", thread=t, oob=True)` is what the turn runner sends when
 a tool changed the plan; the HTMX views return the same fragment."""
 
+from django.conf import settings
 from django.template.loader import render_to_string
 
 from conversations.models import Thread
 
 from . import selectors
+from .artifact_registry import artifact_view, option_label
+from .markdown import render_markdown
 
 PANEL_TEMPLATES = {
     "objective": "workspace/panels/objective.html#panel",
@@ -45,13 +48,22 @@ def plan_context(*, thread: Thread, **extra) -> dict:
 
 
 def centre_context(*, thread: Thread, selected_artifact_id: int | None = None, **extra) -> dict:
-    artifacts = selectors.artifacts_for(thread=thread)
-    selected = next((a for a in artifacts if a.pk == selected_artifact_id), None)
+    """The live document, or the selected artifact rendered through the registry.
+    An id that is not an artifact of this thread shows the document."""
+    artifacts = selectors.artifact_index_for(thread=thread)
+    selected = None
+    if selected_artifact_id is not None:
+        selected = selectors.artifact_for(thread=thread, artifact_id=selected_artifact_id)
+    document = selectors.document_for(thread=thread)
     return {
         "thread": thread,
-        "document": selectors.document_for(thread=thread),
+        "document": document,
+        "document_html": render_markdown(document.content) if selected is None else "",
+        "document_max_chars": settings.HAICO_DOCUMENT_MAX_CHARS,
         "artifacts": artifacts,
+        "artifact_options": [(a, option_label(a)) for a in artifacts],
         "selected_artifact": selected,
+        "artifact_view": artifact_view(selected) if selected else None,
         **extra,
     }
 

@@ -154,6 +154,11 @@ def artifacts_for(*, thread: Thread, artifact_type: str | None = None, limit: in
     return list(qs)
 
 
+def artifact_index_for(*, thread: Thread) -> list[Artifact]:
+    """Newest first, without payloads (which may be large): enough to list them."""
+    return list(Artifact.objects.filter(thread=thread).defer("payload").order_by("-id"))
+
+
 def artifact_for(*, thread: Thread, artifact_id: int) -> Artifact | None:
     return Artifact.objects.filter(thread=thread, pk=artifact_id).first()
 

@@ -1,0 +1,377 @@
+/* The centre panel: document autosave and its guards, Chart.js charts,
+ * sortable tables. No build step; loaded on every workspace page.
+ *
+ * The one rule behind the guards: text the person typed is never replaced
+ * by anything the server sends until it is saved or they choose to drop it.
+ */
+(function () {
+  "use strict";
+
+  var AUTOSAVE_DELAY_MS = 1500;
+  var MODE_KEY = "haico.docMode";
+
+  // --- per-editor state, kept on the form element itself ----------------------
+
+  function editorState(form) {
+    if (!form.__haico) {
+      form.__haico = { dirty: false, timer: null, inFlight: false, sent: null, waiters: [] };
+    }
+    return form.__haico;
+  }
+
+  function currentForm() {
+    return document.getElementById("doc-form");
+  }
+
+  function values(form) {
+    return { title: form.elements.title.value, content: form.elements.content.value };
+  }
+
+  function setStatus(form, text, state) {
+    var holder = form.querySelector("#doc-save-state");
+    if (!holder) return;
+    var status = holder.querySelector("[data-doc-status]");
+    if (status) status.textContent = text;
+    if (state) holder.dataset.state = state;
+  }
+
+  function showLocalError(form, message) {
+    var holder = form.querySelector("#doc-save-state");
+    if (!holder) return;
+    var alert = holder.querySelector(".doc-alert-local");
+    if (!alert) {
+      alert = document.createElement("div");
+      alert.className = "doc-alert doc-alert-error doc-alert-local";
+      alert.setAttribute("role", "alert");
+      holder.appendChild(alert);
+    }
+    alert.textContent = message;
+    setStatus(form, "Not saved", "error");
+  }
+
+  function clearLocalError(form) {
+    var alert = form.querySelector(".doc-alert-local");
+    if (alert) alert.remove();
+  }
+
+  function hasUnsavedWork(panel) {
+    var form = panel.querySelector("#doc-form");
+    if (form && editorState(form).dirty) return true;
+    // The person's own text handed back after a conflict is unsaved work too.
+    return !!panel.querySelector("[data-doc-unsaved]");
+  }
+
+  // --- autosave ----------------------------------------------------------------
+
+  function scheduleSave(form) {
+    var state = editorState(form);
+    state.dirty = true;
+    setStatus(form, "Unsaved changes");
+    clearTimeout(state.timer);
+    state.timer = setTimeout(function () { saveNow(form); }, AUTOSAVE_DELAY_MS);
+  }
+
+  function tooLong(form) {
+    var limit = parseInt(form.dataset.maxChars || "0", 10);
+    if (!limit) return null;
+    // Count characters the way the server does (code points, not UTF-16 units).
+    var length = Array.from(form.elements.content.value).length;
+    if (length <= limit) return null;
+    return "The document is too long (" + length.toLocaleString() + " characters; the limit is " +
+      limit.toLocaleString() + "). Nothing was saved; shorten it to save again.";
+  }
+
+  function saveNow(form) {
+    var state = editorState(form);
+    clearTimeout(state.timer);
+    state.timer = null;
+    if (!form.isConnected) return false;
+    var problem = tooLong(form);
+    if (problem) {
+      showLocalError(form, problem);
+      failWaiters(form);
+      return false;
+    }
+    clearLocalError(form);
+    htmx.trigger(form, "haico:save");
+    return true;
+  }
+
+  // Run `then` once everything typed is saved; drop it if the save fails
+  // (the failure message is on screen and the text stays).
+  function whenSaved(form, then, otherwise) {
+    var state = editorState(form);
+    if (!state.dirty) { then(); return; }
+    state.waiters.push({ then: then, otherwise: otherwise });
+    if (!state.inFlight) saveNow(form);
+  }
+
+  function failWaiters(form) {
+    var waiters = editorState(form).waiters.splice(0);
+    waiters.forEach(function (w) { if (w.otherwise) w.otherwise(); });
+  }
+
+  function settle(form, outcome) {
+    var state = editorState(form);
+    state.inFlight = false;
+    if (outcome === "saved") {
+      var now = values(form);
+      var sent = state.sent || {};
+      if (now.title === sent.title && now.content === sent.content) {
+        state.dirty = false;
+        var waiters = state.waiters.splice(0);
+        waiters.forEach(function (w) { w.then(); });
+      } else if (state.waiters.length && !state.timer) {
+        saveNow(form); // typed again while saving; someone is waiting to leave
+      }
+    } else {
+      failWaiters(form);
+    }
+  }
+
+  document.addEventListener("input", function (event) {
+    var form = event.target.closest && event.target.closest("#doc-form");
+    if (!form || event.target.readOnly) return;
+    scheduleSave(form);
+  });
+
+  document.addEventListener("submit", function (event) {
+    // Enter in the title: save at once instead of waiting for the delay.
+    if (event.target.id === "doc-form") clearTimeout(editorState(event.target).timer);
+  }, true);
+
+  document.addEventListener("htmx:configRequest", function (event) {
+    var form = event.detail.elt;
+    if (!form || form.id !== "doc-form") return;
+    var state = editorState(form);
+    state.inFlight = true;
+    state.sent = values(form);
+    setStatus(form, "Saving…");
+  });
+
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var form = event.detail.elt;
+    if (!form || form.id !== "doc-form") return;
+    var xhr = event.detail.xhr;
+    if (!xhr || xhr.status === 0 || xhr.status >= 300) {
+      var reason = xhr && xhr.status ? "the server answered " + xhr.status : "the connection failed";
+      showLocalError(form, "Not saved: " + reason + ". Your text is still here; it will be saved with your next change.");
+      settle(form, "error");
+      return;
+    }
+    var holder = document.getElementById("doc-save-state");
+    settle(form, holder ? holder.dataset.state : "error");
+  });
+
+  document.addEventListener("htmx:sendError", function (event) {
+    var form = event.detail.elt;
+    if (form && form.id === "doc-form" && editorState(form).inFlight) {
+      showLocalError(form, "Not saved: the connection failed. Your text is still here; it will be saved with your next change.");
+      settle(form, "error");
+    }
+  });
+
+  // Leaving the editor (the selector, "Show it"): save first, then go.
+  document.addEventListener("htmx:confirm", function (event) {
+    var elt = event.detail.elt;
+    if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-leaves-editor")) return;
+    var form = currentForm();
+    if (!form || !editorState(form).dirty) return;
+    event.preventDefault();
+    whenSaved(form, function () { event.detail.issueRequest(true); }, function () {
+      if (elt.tagName === "SELECT") elt.value = "";
+    });
+  });
+
+  // A closed tab must not lose the last second of typing.
+  window.addEventListener("pagehide", function () {
+    var form = currentForm();
+    if (!form || !navigator.sendBeacon) return;
+    var state = editorState(form);
+    if (!state.dirty || state.inFlight || tooLong(form)) return;
+    var data = new FormData(form);
+    if (!data.has("csrfmiddlewaretoken")) {
+      try {
+        var headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}");
+        if (headers["X-CSRFToken"]) data.append("csrfmiddlewaretoken", headers["X-CSRFToken"]);
+      } catch (e) { /* no token: the server refuses, nothing is overwritten */ }
+    }
+    navigator.sendBeacon(form.getAttribute("action"), data);
+  });
+
+  // --- pushes from the agent ------------------------------------------------------
+
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var panel = event.detail.target;
+    if (!panel || panel.id !== "panel-centre" || !hasUnsavedWork(panel)) return;
+    event.preventDefault();
+    var fragment = event.detail.fragment;
+    var incoming = fragment && (fragment.firstElementChild || fragment);
+    showAgentBanner(panel, incoming);
+  });
+
+  function showAgentBanner(panel, incoming) {
+    var banner = panel.querySelector("[data-agent-banner]");
+    if (!banner) return;
+    var text = banner.querySelector("[data-agent-banner-text]");
+    var documentButton = banner.querySelector("[data-agent-banner-document]");
+    var artifactButton = banner.querySelector("[data-agent-banner-artifact]");
+    var incomingSelect = incoming && incoming.querySelector && incoming.querySelector("select[name=artifact]");
+    var select = panel.querySelector("select[name=artifact]");
+    if (incomingSelect && select) {
+      // Keep the selector current (new artifacts listed) without leaving the editor.
+      var keep = select.value;
+      select.innerHTML = incomingSelect.innerHTML;
+      select.value = keep;
+    }
+    var artifactId = incoming && incoming.dataset ? incoming.dataset.artifactId : "";
+    if (incoming && incoming.dataset && incoming.dataset.view === "artifact" && artifactId) {
+      var option = incomingSelect && incomingSelect.querySelector("option[value='" + artifactId + "']");
+      var label = option ? option.textContent.trim() : "a new artifact";
+      text.textContent = "The agent added “" + label + "”; your unsaved edits are kept.";
+      artifactButton.dataset.artifactId = artifactId;
+      artifactButton.hidden = false;
+      if (documentButton) documentButton.hidden = true;
+    } else {
+      text.textContent = "The agent updated the document; your unsaved edits are kept.";
+      artifactButton.hidden = true;
+      if (documentButton) documentButton.hidden = false;
+    }
+    banner.hidden = false;
+  }
+
+  document.addEventListener("click", function (event) {
+    var target = event.target;
+    if (!target.closest) return;
+    var panel = target.closest("#panel-centre");
+    if (!panel) return;
+
+    if (target.closest("[data-agent-banner-dismiss]")) {
+      panel.querySelector("[data-agent-banner]").hidden = true;
+      return;
+    }
+    var show = target.closest("[data-agent-banner-artifact]");
+    if (show) {
+      var url = panel.dataset.centreUrl + "?artifact=" + encodeURIComponent(show.dataset.artifactId);
+      var go = function () { htmx.ajax("GET", url, { target: "#panel-centre", swap: "outerHTML" }); };
+      var form = currentForm();
+      if (form) whenSaved(form, go); else go();
+      return;
+    }
+    var mode = target.closest("[data-doc-mode]");
+    if (mode) {
+      applyMode(panel, mode.dataset.docMode);
+      try { localStorage.setItem(MODE_KEY, mode.dataset.docMode); } catch (e) { /* private mode */ }
+      return;
+    }
+    var restore = target.closest("[data-unsaved-restore]");
+    if (restore) {
+      var box = restore.closest("[data-doc-unsaved]");
+      var editor = currentForm();
+      if (!editor || !box) return;
+      var title = box.querySelector("[data-unsaved-title]").value;
+      if (title.trim()) editor.elements.title.value = title;
+      editor.elements.content.value = box.querySelector("[data-unsaved-content]").value;
+      box.remove();
+      scheduleSave(editor);
+      editor.elements.content.focus();
+      return;
+    }
+    var discard = target.closest("[data-unsaved-dismiss]");
+    if (discard && window.confirm("Discard the text you had typed? It was not saved.")) {
+      discard.closest("[data-doc-unsaved]").remove();
+    }
+  });
+
+  // --- edit / preview modes -------------------------------------------------------
+
+  function applyMode(root, mode) {
+    var panes = root.querySelector("[data-doc-panes]");
+    if (!panes || ["edit", "split", "preview"].indexOf(mode) < 0) return;
+    panes.dataset.mode = mode;
+    root.querySelectorAll("[data-doc-mode]").forEach(function (button) {
+      button.setAttribute("aria-pressed", button.dataset.docMode === mode ? "true" : "false");
+    });
+  }
+
+  function restoreMode(root) {
+    var mode = null;
+    try { mode = localStorage.getItem(MODE_KEY); } catch (e) { /* private mode */ }
+    if (mode) applyMode(root, mode);
+  }
+
+  // --- charts -----------------------------------------------------------------------
+
+  function initCharts(root) {
+    if (!window.Chart) return;
+    Object.values(Chart.instances || {}).forEach(function (chart) {
+      if (!chart.canvas || !chart.canvas.isConnected) chart.destroy();
+    });
+    root.querySelectorAll("canvas[data-chart-config]").forEach(function (canvas) {
+      if (Chart.getChart(canvas)) return;
+      var scope = canvas.closest(".artifact") || document;
+      var script = scope.querySelector("#" + CSS.escape(canvas.dataset.chartConfig));
+      if (!script) return;
+      try {
+        new Chart(canvas, JSON.parse(script.textContent));
+      } catch (e) {
+        canvas.replaceWith(Object.assign(document.createElement("p"), {
+          className: "artifact-banner",
+          textContent: "This chart could not be drawn; its numbers are in the Data table below.",
+        }));
+      }
+    });
+  }
+
+  // --- sortable tables ------------------------------------------------------------------
+
+  var collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
+
+  function sortTable(button) {
+    var th = button.closest("th");
+    var table = button.closest("table");
+    var column = parseInt(button.dataset.sortColumn, 10);
+    var direction = th.getAttribute("aria-sort") === "ascending" ? "descending" : "ascending";
+    table.querySelectorAll("thead th").forEach(function (h) { h.setAttribute("aria-sort", "none"); });
+    th.setAttribute("aria-sort", direction);
+    var body = table.tBodies[0];
+    var rows = Array.from(body.rows).filter(function (row) { return row.cells.length > column; });
+    if (rows.length < 2) return;
+    var cell = function (row) { return row.cells[column]; };
+    var numeric = rows.every(function (row) {
+      var c = cell(row);
+      return c.dataset.sortValue !== undefined || c.textContent.trim() === "";
+    });
+    var sign = direction === "ascending" ? 1 : -1;
+    rows.sort(function (a, b) {
+      var x = cell(a), y = cell(b);
+      var xEmpty = x.textContent.trim() === "", yEmpty = y.textContent.trim() === "";
+      if (xEmpty || yEmpty) return xEmpty === yEmpty ? 0 : (xEmpty ? 1 : -1); // blanks last either way
+      if (numeric) return sign * (parseFloat(x.dataset.sortValue) - parseFloat(y.dataset.sortValue));
+      return sign * collator.compare(x.textContent.trim(), y.textContent.trim());
+    });
+    rows.forEach(function (row) { body.appendChild(row); });
+  }
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("table[data-sortable] .sort-button");
+    if (button) sortTable(button);
+  });
+
+  // --- (re)initialise new content: first load, htmx swaps, WebSocket pushes ----------------
+
+  function init(root) {
+    var scope = root && root.querySelectorAll ? root : document;
+    initCharts(scope);
+    var panel = scope.id === "panel-centre" ? scope : scope.querySelector("#panel-centre");
+    if (panel) restoreMode(panel);
+  }
+
+  document.addEventListener("htmx:load", function (event) { init(event.target); });
+  document.addEventListener("htmx:afterSettle", function () { init(document); });
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () { init(document); });
+  } else {
+    init(document);
+  }
+})();

@@ -1,1 +1,32 @@
-urlpatterns: list = []
+"""The centre panel's selector: the live document or one artifact of the thread."""
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+from django.urls import path
+from django.views.decorators.http import require_GET
+
+from .. import panels, selectors
+from .common import get_thread_for_user
+
+
+@login_required
+@require_GET
+def centre_panel(request, thread_id):
+    """`?artifact=<id>` shows that artifact; no value (or empty) shows the document."""
+    thread = get_thread_for_user(request, thread_id)
+    raw = request.GET.get("artifact", "").strip()
+    selected_id = None
+    if raw:
+        if not raw.isdigit():
+            return HttpResponse("The artifact id must be a number.", status=400, content_type="text/plain")
+        selected_id = int(raw)
+        if selectors.artifact_for(thread=thread, artifact_id=selected_id) is None:
+            raise Http404("No such artifact in this thread.")
+    context = panels.centre_context(thread=thread, selected_artifact_id=selected_id)
+    return render(request, panels.PANEL_TEMPLATES["centre"], context)
+
+
+urlpatterns = [
+    path("centre/", centre_panel, name="centre"),
+]

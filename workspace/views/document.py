@@ -1,1 +1,161 @@
-urlpatterns: list = []
+"""The live document in the centre panel: autosave and conflict recovery.
+
+The save answers with the small save-state fragment (status text plus the
+version the next save is based on) and an out-of-band preview, never with
+the editor, so the textarea and its caret are left alone while the person
+types. A stale save is refused by the service and nothing is overwritten.
+"""
+
+import json
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.urls import path
+from django.views.decorators.http import require_POST
+
+from .. import panels, selectors, services
+from ..errors import DocumentConflict, WorkspaceError
+from ..markdown import render_markdown
+from .common import get_thread_for_user
+
+SAVE_STATE = "workspace/panels/centre.html#save_state"
+PREVIEW = "workspace/panels/centre.html#preview"
+
+
+class BadBody(Exception):
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+def read_body(request) -> dict:
+    """Form fields or a JSON object, as one dict of the fields we read."""
+    if request.content_type == "application/json":
+        try:
+            data = json.loads(request.body or b"")
+        except (ValueError, UnicodeDecodeError):
+            raise BadBody("The request body is not valid JSON.") from None
+        if not isinstance(data, dict):
+            raise BadBody("The request body must be a JSON object.")
+        return data
+    try:
+        return {key: request.POST.get(key) for key in request.POST}
+    except RequestDataTooBig:
+        raise BadBody("The document is too long to send; nothing was saved.") from None
+
+
+def _text_field(data: dict, name: str) -> str | None:
+    value = data.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadBody(f"The {name} must be text.")
+    # Browsers send textarea line breaks as CRLF; the document stores plain newlines.
+    return value.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _base_version(data: dict) -> int:
+    value = data.get("base_version")
+    try:
+        version = int(value)
+    except (TypeError, ValueError):
+        raise BadBody("The editor did not say which version it was editing; reload the page and try again.") from None
+    if version < 0:
+        raise BadBody("The editor's version number is not valid; reload the page and try again.")
+    return version
+
+
+def _save_state_response(request, *, thread, document, state: str, message: str = "", base_version: int | str,
+                         status: int = 200, with_preview: bool = False) -> HttpResponse:
+    """htmx gets 200 so it swaps the message in (the house rule for panel
+    errors); any other client gets the real status code."""
+    context = {
+        "thread": thread,
+        "document": document,
+        "doc_state": state,
+        "doc_message": message,
+        "doc_base_version": base_version,
+    }
+    html = render_to_string(SAVE_STATE, context, request=request)
+    if with_preview:
+        preview = {"document_html": render_markdown(document.content), "preview_oob": True}
+        html += render_to_string(PREVIEW, preview, request=request)
+    return HttpResponse(html, status=200 if request.htmx else status)
+
+
+def _submitted_version(data: dict) -> int | str:
+    """The version the person's form was based on, kept as is on an error
+    response; blank when unknown, which refuses later saves rather than
+    letting one overwrite a newer version."""
+    value = data.get("base_version")
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return ""
+
+
+@login_required
+@require_POST
+def document_save(request, thread_id):
+    thread = get_thread_for_user(request, thread_id)
+    current = selectors.document_for(thread=thread)
+    data: dict = {}
+    try:
+        data = read_body(request)
+        base_version = _base_version(data)
+        title = _text_field(data, "title")
+        content = _text_field(data, "content")
+        if title is None and content is None:
+            raise BadBody("Nothing to save: send a title or content.")
+    except BadBody as exc:
+        return _save_state_response(
+            request, thread=thread, document=current, state="error", message=exc.message,
+            base_version=_submitted_version(data), status=400,
+        )
+    try:
+        document = services.document_save(thread=thread, title=title, content=content, base_version=base_version)
+    except DocumentConflict as exc:
+        # The person's stale version is kept on the form, so every later
+        # autosave is refused too until they choose what to do.
+        return _save_state_response(
+            request, thread=thread, document=current, state="conflict", message=exc.message,
+            base_version=base_version, status=409,
+        )
+    except WorkspaceError as exc:
+        return _save_state_response(
+            request, thread=thread, document=current, state="error", message=exc.message + " Nothing was saved.",
+            base_version=base_version, status=400,
+        )
+    return _save_state_response(
+        request, thread=thread, document=document, state="saved", base_version=document.version, with_preview=True
+    )
+
+
+@login_required
+@require_POST
+def document_latest(request, thread_id):
+    """Reload the editor with the latest saved document while handing back
+    what the person had typed, shown below it, so resolving a conflict never
+    loses text. Nothing is written."""
+    thread = get_thread_for_user(request, thread_id)
+    try:
+        data = read_body(request)
+        title = _text_field(data, "title")
+        content = _text_field(data, "content")
+    except BadBody:
+        title = content = None
+    document = selectors.document_for(thread=thread)
+    unchanged = (title is None or title.strip() == document.title) and (content is None or content == document.content)
+    extra = {} if unchanged else {"unsaved_title": title or "", "unsaved_content": content or ""}
+    context = panels.centre_context(thread=thread, **extra)
+    return render(request, panels.PANEL_TEMPLATES["centre"], context)
+
+
+urlpatterns = [
+    path("document/save/", document_save, name="document-save"),
+    path("document/latest/", document_latest, name="document-latest"),
+]
