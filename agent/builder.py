@@ -13,10 +13,10 @@ from __future__ import annotations
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from langchain.agents import create_agent
-from langchain.agents.middleware import ModelCallLimitMiddleware, ModelRequest, dynamic_prompt
+from langchain.agents.middleware import ModelRequest, dynamic_prompt
 from langchain_core.language_models import BaseChatModel
 
-from agent.middleware import ModelTurnRetryMiddleware
+from agent.middleware import ModelTurnRetryMiddleware, TurnCallLimitMiddleware
 from agent.model import get_chat_model
 from agent.prompt import build_system_prompt
 from conversations.models import Thread
@@ -64,7 +64,7 @@ def build_agent(
     if call_limit:
         # Ends the turn with a short message instead of looping forever when a
         # model keeps calling tools. Counted per run, i.e. per turn.
-        middleware.append(ModelCallLimitMiddleware(run_limit=call_limit, exit_behavior="end"))
+        middleware.append(TurnCallLimitMiddleware(run_limit=call_limit))
     return create_agent(
         model=model,
         tools=build_tools(thread),

@@ -47,7 +47,8 @@ from uuid import UUID
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain.agents.middleware import AgentMiddleware, ModelCallLimitMiddleware, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import hook_config
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.messages import AIMessage, RemoveMessage
 from langchain_core.runnables.config import var_child_runnable_config
@@ -362,3 +363,29 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
 
                 turn_index = get_turn_index() or None
             activity_log(thread=self.thread, message=message, level="warning", turn_index=turn_index)
+
+
+# --------------------------------------------------------------------------
+# Call limit
+
+CALL_LIMIT_MESSAGE = (
+    "I stopped because this turn reached its limit of {limit} model calls (HAICO_MODEL_CALL_LIMIT). "
+    "Everything done so far is kept in the workspace; send a message to let me continue."
+)
+
+
+class TurnCallLimitMiddleware(ModelCallLimitMiddleware):
+    """langchain's per-run model-call limit (a run is one turn), ending the turn
+    with a message a person can act on instead of the library's internal wording."""
+
+    def __init__(self, *, run_limit: int):
+        super().__init__(run_limit=run_limit, exit_behavior="end")
+
+    # Re-declared: create_agent reads the jump targets from the overriding method.
+    @hook_config(can_jump_to=["end"])
+    def before_model(self, state, runtime):
+        update = super().before_model(state, runtime)
+        if update and update.get("messages"):
+            logger.warning("turn stopped at the model-call limit of %s", self.run_limit)
+            update["messages"] = [AIMessage(content=CALL_LIMIT_MESSAGE.format(limit=self.run_limit))]
+        return update

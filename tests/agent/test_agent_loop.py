@@ -155,7 +155,27 @@ async def test_looping_model_is_stopped_by_the_call_limit(thread, settings):
     assert len(model.requests) == 3
     last = result["messages"][-1]
     assert last.type == "ai" and not last.tool_calls
+    assert "limit of 3 model calls" in last.content
     # History stays valid for the next turn: every tool call has its result.
     calls = {c["id"] for m in result["messages"] if m.type == "ai" for c in m.tool_calls}
     results = {m.tool_call_id for m in result["messages"] if m.type == "tool"}
     assert calls == results
+
+
+async def test_call_limit_counts_per_turn(thread, settings):
+    settings.HAICO_MODEL_CALL_LIMIT = 2
+    model = ScriptedChatModel(
+        script=[
+            Reply(tool_calls=[tool_call("list_todos", "Reading the plan.")]),
+            Reply(text="First turn done."),
+            Reply(tool_calls=[tool_call("list_todos", "Reading the plan.")]),
+            Reply(text="Second turn done."),
+        ]
+    )
+    agent = build_agent(thread=thread, model=model, checkpointer=InMemorySaver())
+
+    first = await _run(agent, "one", _config())
+    second = await _run(agent, "two", _config())
+
+    assert first["messages"][-1].content == "First turn done."
+    assert second["messages"][-1].content == "Second turn done."

@@ -1,0 +1,216 @@
+"""Model-call retry (core seed §4.1): blank and malformed replies are re-asked,
+truncated ones are reported, and only the kept attempt reaches the stream."""
+
+import logging
+
+import pytest
+from asgiref.sync import sync_to_async
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage, RemoveMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from agent.builder import build_agent
+from agent.middleware import ModelTurnRetryMiddleware
+from agent.tools.context import bind_turn_index
+from conversations.models import ActivityLogEntry
+from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
+from workspace import selectors
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CONFIG = {"configurable": {"thread_id": "retry-thread"}}
+
+
+async def _turn(thread, script, *, turn_index=4):
+    model = ScriptedChatModel(script=script)
+    agent = build_agent(thread=thread, model=model, checkpointer=InMemorySaver())
+    with bind_turn_index(turn_index):
+        result = await agent.ainvoke({"messages": [HumanMessage("Hello")]}, CONFIG)
+    return model, result
+
+
+async def _activity(thread):
+    return await sync_to_async(list)(ActivityLogEntry.objects.filter(thread=thread).values("level", "message", "turn_index"))
+
+
+async def test_blank_reply_is_asked_again(thread):
+    model, result = await _turn(thread, [Reply(), Reply(text="Here is the answer.")])
+
+    assert len(model.requests) == 2
+    assert [m.type for m in result["messages"]] == ["human", "ai"]
+    assert result["messages"][-1].content == "Here is the answer."
+    assert await _activity(thread) == []
+
+
+async def test_malformed_reply_is_asked_again_and_its_partial_text_dropped(thread):
+    model, result = await _turn(
+        thread,
+        [
+            Reply(text="I will now upd", finish_reason="MALFORMED_FUNCTION_CALL"),
+            Reply(tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Retry works")]),
+            Reply(text="Recorded the objective."),
+        ],
+    )
+
+    assert len(model.requests) == 3
+    assert "I will now upd" not in [m.content for m in result["messages"]]
+    assert [m.type for m in result["messages"]] == ["human", "ai", "tool", "ai"]
+    assert await sync_to_async(selectors.objective_text_for)(thread=thread) == "Retry works"
+
+
+async def test_retry_stops_after_three_calls_and_keeps_the_last_attempt(thread):
+    model, result = await _turn(thread, [Reply(), Reply(), Reply(), Reply(text="never asked")])
+
+    assert len(model.requests) == 3
+    assert [m.type for m in result["messages"]] == ["human", "ai"]
+    assert result["messages"][-1].content == ""
+    [entry] = await _activity(thread)
+    assert entry["level"] == "warning"
+    assert "empty reply 3 times" in entry["message"]
+    assert entry["turn_index"] == 4
+
+
+async def test_retry_budget_is_per_model_call_not_per_turn(thread):
+    model, result = await _turn(
+        thread,
+        [
+            Reply(),
+            Reply(tool_calls=[tool_call("list_todos", "Reading the plan.")]),
+            Reply(),
+            Reply(),
+            Reply(text="Finished."),
+        ],
+    )
+
+    assert len(model.requests) == 5
+    assert result["messages"][-1].content == "Finished."
+
+
+async def test_truncated_reply_is_not_retried_but_reported(thread, caplog):
+    caplog.set_level(logging.WARNING, logger="haico.agent")
+
+    model, result = await _turn(thread, [Reply(text="The report begins with", finish_reason="length"), Reply(text="never")])
+
+    assert len(model.requests) == 1
+    assert result["messages"][-1].content == "The report begins with"
+    [record] = [r for r in caplog.records if r.name == "haico.agent"]
+    assert record.levelno == logging.WARNING
+    assert "cut off at the model's output limit" in record.getMessage()
+    assert "raise HAICO_MODEL_MAX_TOKENS" in record.getMessage()
+    [entry] = await _activity(thread)
+    assert entry["level"] == "warning"
+    assert "raise HAICO_MODEL_MAX_TOKENS" in entry["message"]
+    assert entry["turn_index"] == 4
+
+
+@pytest.mark.parametrize("signal", [{"finish_reason": "max_tokens"}, {"finish_reason": "MAX_TOKENS"}])
+async def test_other_truncation_signals_are_reported_too(thread, signal):
+    model, _ = await _turn(thread, [Reply(tool_calls=[], text="cut", **signal), Reply(text="never")])
+
+    assert len(model.requests) == 1
+    assert len(await _activity(thread)) == 1
+
+
+# --- streaming ---------------------------------------------------------------
+
+
+async def _stream(agent):
+    events = []
+    async for mode, payload in agent.astream(
+        {"messages": [HumanMessage("Hello")]}, CONFIG, stream_mode=["updates", "messages"]
+    ):
+        events.append((mode, payload))
+    return events
+
+
+def _model_messages(events):
+    return [p[0] for mode, p in events if mode == "messages" and p[1].get("langgraph_node") == "model"]
+
+
+def _visible_text(messages):
+    """What a consumer shows: chunk text per message id, minus retracted ids."""
+    text: dict[str, str] = {}
+    for message in messages:
+        if isinstance(message, RemoveMessage):
+            text.pop(message.id, None)
+        elif isinstance(message.content, str):
+            text[message.id] = text.get(message.id, "") + message.content
+    return "".join(text.values())
+
+
+async def test_blank_attempt_never_reaches_the_stream(thread):
+    model = ScriptedChatModel(script=[Reply(), Reply(text="Hello there friend")])
+    agent = build_agent(thread=thread, model=model, checkpointer=InMemorySaver())
+
+    events = await _stream(agent)
+
+    streamed = _model_messages(events)
+    assert [m.content for m in streamed if m.content] == ["Hello", " ", "there", " ", "friend"]
+    assert all(m.id != "run-scripted-1" for m in streamed)
+    assert not any(isinstance(m, RemoveMessage) for m in streamed)
+    updates = [p["model"]["messages"] for mode, p in events if mode == "updates" and "model" in p]
+    assert [[m.content for m in u] for u in updates] == [["Hello there friend"]]
+
+
+async def test_live_stream_retracts_the_partial_text_of_a_discarded_attempt(thread):
+    model = ScriptedChatModel(
+        script=[Reply(text="Let me upd", finish_reason="MALFORMED_FUNCTION_CALL"), Reply(text="All good now")]
+    )
+    agent = build_agent(thread=thread, model=model, checkpointer=InMemorySaver())
+
+    events = await _stream(agent)
+
+    streamed = _model_messages(events)
+    kinds = [("remove" if isinstance(m, RemoveMessage) else m.id) for m in streamed]
+    # Attempt 1 streamed live, then was retracted before attempt 2 began.
+    first_remove = kinds.index("remove")
+    assert "run-scripted-1" in kinds[:first_remove]
+    assert "run-scripted-1" not in kinds[first_remove:]
+    assert any(isinstance(m, RemoveMessage) and m.id == "run-scripted-1" for m in streamed)
+    assert _visible_text(streamed) == "All good now"
+    updates = [p["model"]["messages"] for mode, p in events if mode == "updates" and "model" in p]
+    assert [[m.content for m in u] for u in updates] == [["All good now"]]
+
+
+async def test_buffered_stream_only_ever_carries_the_kept_attempt(thread):
+    model = ScriptedChatModel(
+        script=[
+            Reply(text="Let me upd", finish_reason="MALFORMED_FUNCTION_CALL"),
+            Reply(),
+            Reply(text="All good now"),
+        ]
+    )
+    agent = create_agent(
+        model=model, tools=[], middleware=[ModelTurnRetryMiddleware(thread=thread, stream="buffered")], checkpointer=InMemorySaver()
+    )
+
+    events = await _stream(agent)
+
+    streamed = _model_messages(events)
+    assert len(model.requests) == 3
+    assert {m.id for m in streamed if m.content} == {"run-scripted-3"}
+    assert "".join(m.content for m in streamed) == "All good now"
+    assert [m.content for m in streamed if m.content] == ["All", " ", "good", " ", "now"]
+    assert not any(isinstance(m, RemoveMessage) for m in streamed)
+
+
+async def test_kept_attempt_streams_token_by_token_before_the_model_finishes(thread):
+    """Live policy: tokens are forwarded as they are produced, not after the reply ends."""
+    seen_before_end = []
+
+    class Probe(ScriptedChatModel):
+        async def _astream(self, messages, stop=None, run_manager=None, **kwargs):
+            async for chunk in super()._astream(messages, stop=stop, run_manager=run_manager, **kwargs):
+                yield chunk
+            seen_before_end.append(len([m for m in streamed_so_far if m.content]))
+
+    streamed_so_far = []
+    # A small delay per token lets the consumer run between tokens, as with a real provider.
+    model = Probe(script=[Reply(text="one two three", token_delay=0.02)])
+    agent = build_agent(thread=thread, model=model, checkpointer=InMemorySaver())
+    async for mode, payload in agent.astream({"messages": [HumanMessage("Hi")]}, CONFIG, stream_mode=["messages"]):
+        streamed_so_far.append(payload[0])
+
+    # When the model's stream ended the consumer already had the earlier tokens
+    # (all but possibly the very last one); a buffering gate would give 0.
+    assert len(seen_before_end) == 1 and seen_before_end[0] >= 4

@@ -1,0 +1,105 @@
+"""The model factory reads its configuration from settings (DESIGN §4)."""
+
+import pytest
+
+from agent.builder import build_agent
+from agent.model import ModelNotConfigured, available_models, get_chat_model, model_configured
+
+
+@pytest.fixture
+def no_model(settings):
+    settings.HAICO_MODEL = ""
+    settings.HAICO_MODELS = []
+    settings.OPENAI_API_KEY = ""
+    settings.OPENAI_BASE_URL = ""
+    return settings
+
+
+@pytest.fixture
+def ollama(no_model):
+    no_model.OPENAI_BASE_URL = "http://localhost:11434/v1"
+    no_model.HAICO_MODEL = "llama3.1"
+    no_model.HAICO_MODELS = ["qwen2.5", "llama3.1", "mistral"]
+    return no_model
+
+
+def test_nothing_configured_raises_a_message_saying_what_to_set(no_model):
+    assert model_configured() is False
+    assert available_models() == []
+    with pytest.raises(ModelNotConfigured) as caught:
+        get_chat_model()
+    message = str(caught.value)
+    assert caught.value.message == message
+    for needed in ("HAICO_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        assert needed in message
+    assert "OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_API_KEY=ollama HAICO_MODEL=llama3.1" in message
+
+
+def test_a_model_name_without_an_endpoint_is_not_configured(no_model):
+    no_model.HAICO_MODEL = "gpt-4o-mini"
+    assert model_configured() is False
+    with pytest.raises(ModelNotConfigured):
+        get_chat_model()
+
+
+def test_api_key_alone_with_a_model_is_configured(no_model):
+    no_model.HAICO_MODEL = "gpt-4o-mini"
+    no_model.OPENAI_API_KEY = "sk-test"
+
+    llm = get_chat_model()
+
+    assert model_configured() is True
+    assert llm.model_name == "gpt-4o-mini"
+    assert llm.openai_api_base is None
+    assert llm.openai_api_key.get_secret_value() == "sk-test"
+
+
+def test_model_list_is_offered_with_the_default_first(ollama):
+    assert available_models() == ["llama3.1", "qwen2.5", "mistral"]
+    assert get_chat_model().model_name == "llama3.1"
+    assert get_chat_model("mistral").model_name == "mistral"
+
+
+def test_models_list_without_a_default_uses_its_first_entry(no_model):
+    no_model.OPENAI_BASE_URL = "http://localhost:8000/v1"
+    no_model.HAICO_MODELS = ["vllm-a", "vllm-b"]
+
+    assert available_models() == ["vllm-a", "vllm-b"]
+    assert get_chat_model().model_name == "vllm-a"
+
+
+def test_unknown_model_name_is_refused(ollama):
+    with pytest.raises(ValueError) as caught:
+        get_chat_model("gpt-5-secret")
+    assert "gpt-5-secret" in str(caught.value)
+    assert "llama3.1, qwen2.5, mistral" in str(caught.value)
+
+
+def test_client_uses_the_settings_for_endpoint_limits_and_retries(ollama):
+    ollama.HAICO_MODEL_TIMEOUT = 12.5
+    ollama.HAICO_MODEL_MAX_RETRIES = 4
+    ollama.HAICO_MODEL_MAX_TOKENS = 2048
+
+    llm = get_chat_model()
+
+    assert llm.openai_api_base == "http://localhost:11434/v1"
+    # Local servers ignore the key, but the SDK needs one.
+    assert llm.openai_api_key.get_secret_value() == "not-needed"
+    assert llm.request_timeout == 12.5
+    assert llm.max_retries == 4
+    assert llm.max_tokens == 2048
+    assert llm.stream_usage is True
+    assert llm.root_client.max_retries == 4
+    assert str(llm.root_client.base_url).rstrip("/") == "http://localhost:11434/v1"
+
+
+@pytest.mark.django_db
+def test_build_agent_without_a_model_raises_not_configured(no_model, thread):
+    with pytest.raises(ModelNotConfigured):
+        build_agent(thread=thread)
+
+
+@pytest.mark.django_db
+def test_build_agent_refuses_an_unknown_model(ollama, thread):
+    with pytest.raises(ValueError):
+        build_agent(thread=thread, model_name="not-offered")
