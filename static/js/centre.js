@@ -367,8 +367,9 @@
     if (panel) restoreMode(panel);
   }
 
+  // htmx fires htmx:load on every element it inserts, including out-of-band
+  // swaps from the WebSocket, and once on <body> at start-up.
   document.addEventListener("htmx:load", function (event) { init(event.target); });
-  document.addEventListener("htmx:afterSettle", function () { init(document); });
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", function () { init(document); });
   } else {

@@ -211,3 +211,11 @@ def test_saved_document_survives_a_reload_of_the_panel(owner_client, thread):
     assert 'value="Kept title"' in html and "kept *body*</textarea>" in html
     assert "<em>body</em>" in html
     assert selectors.document_for(thread=thread).version == 1
+
+
+def test_body_beyond_the_upload_limit_is_refused_cleanly(owner_client, thread, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10_000
+    response = _save(owner_client, thread, htmx=False, title="T", content="x" * 20_000, base_version=0)
+    assert response.status_code == 400
+    assert "too long to send" in response.content.decode()
+    assert _doc(thread) is None
