@@ -184,6 +184,14 @@ class _AttemptGate(BaseCallbackHandler, _StreamingCallbackHandler):
         for response, run_id, kwargs in ends:
             self.inner.on_llm_end(response, run_id=run_id, **kwargs)
 
+    def abandon(self) -> None:
+        """The attempt raised: drop what is held and retract nothing."""
+        self._held = []
+        self._ends = []
+        for run_id in self._runs:
+            if run_id in self.inner.metadata:
+                self.inner.on_llm_error(_DiscardedAttempt(), run_id=run_id)
+
     def discard(self) -> None:
         self._held = []
         self._ends = []
@@ -280,8 +288,10 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
                 try:
                     response = await handler(request)
                 except BaseException:
+                    # An error or a cancelled turn (Stop): what was streamed
+                    # stays, as the partial answer the person saw.
                     if gate is not None:
-                        gate.discard()
+                        gate.abandon()
                     raise
             verdict = self._judge(response, attempt)
             if verdict == "retry":
@@ -308,7 +318,7 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
                     response = handler(request)
                 except BaseException:
                     if gate is not None:
-                        gate.discard()
+                        gate.abandon()
                     raise
             verdict = self._judge(response, attempt)
             if verdict == "retry":

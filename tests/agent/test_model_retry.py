@@ -214,3 +214,14 @@ async def test_kept_attempt_streams_token_by_token_before_the_model_finishes(thr
     # When the model's stream ended the consumer already had the earlier tokens
     # (all but possibly the very last one); a buffering gate would give 0.
     assert len(seen_before_end) == 1 and seen_before_end[0] >= 4
+
+
+def test_sync_invoke_retries_too():
+    model = ScriptedChatModel(script=[Reply(), Reply(text="Sync answer.")])
+    agent = create_agent(model=model, tools=[], middleware=[ModelTurnRetryMiddleware()])
+
+    result = agent.invoke({"messages": [HumanMessage("Hello")]})
+
+    assert len(model.requests) == 2
+    assert result["messages"][-1].content == "Sync answer."
+
