@@ -1,5 +1,7 @@
 from django.urls import path
 
+from .consumers import ThreadConsumer
+
 websocket_urlpatterns: list = [
-    # ws/threads/<uuid>/ is added by the thread consumer (agent turn issue).
+    path("ws/threads/<uuid:thread_id>/", ThreadConsumer.as_asgi(), name="thread-ws"),
 ]

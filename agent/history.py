@@ -1,0 +1,129 @@
+"""Past turns of a thread, read from the LangGraph checkpointer for the chat panel.
+
+The page view is synchronous, so this opens a short-lived synchronous saver on
+the same storage (SqliteSaver / PostgresSaver) instead of touching the
+process's async saver, which belongs to the server's event loop.
+
+What a person sees of a turn is what the live stream showed: their message,
+the `action_and_reasoning` sentence of every tool call (never the tool name,
+arguments or results), and the final answer. Turns are told apart by the
+HumanMessage that opens them; the runner tags it with the turn index.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from dataclasses import dataclass, field
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from .checkpointer import SQLITE_TIMEOUT_SECONDS, database_vendor, postgres_conninfo, sqlite_path
+
+logger = logging.getLogger("haico.agent.history")
+
+# Metadata keys the runner writes on the messages it creates.
+TURN_INDEX_KEY = "haico_turn_index"
+STOPPED_KEY = "haico_stopped"
+# Stored as the stopped turn's answer when nothing had been written yet, so the
+# model sees on the next turn that its previous turn was cut short.
+STOPPED_PLACEHOLDER = "(Stopped by the user before an answer was written.)"
+# Shown when a tool call somehow lacks the sentence; never the tool name.
+GENERIC_STEP = "Working on the shared workspace."
+
+
+@dataclass
+class PastTurn:
+    turn_index: int
+    user_message: str
+    steps: list[str] = field(default_factory=list)
+    answer: str = ""
+    stopped: bool = False
+    error: str = ""
+    running: bool = False
+
+
+def message_text(message: BaseMessage) -> str:
+    """The plain text of a message whose content may be a list of blocks."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content or []:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+    return "".join(parts)
+
+
+def step_sentence(tool_call: dict) -> str:
+    args = tool_call.get("args") or {}
+    sentence = args.get("action_and_reasoning") if isinstance(args, dict) else None
+    if isinstance(sentence, str) and sentence.strip():
+        return " ".join(sentence.split())
+    return GENERIC_STEP
+
+
+def turns_from_messages(messages: list[BaseMessage]) -> list[PastTurn]:
+    """Group a thread's message history into turns, oldest first."""
+    turns: list[PastTurn] = []
+    for message in messages:
+        if isinstance(message, HumanMessage):
+            tagged = (message.response_metadata or {}).get(TURN_INDEX_KEY)
+            index = tagged if isinstance(tagged, int) else (turns[-1].turn_index + 1 if turns else 1)
+            turns.append(PastTurn(turn_index=index, user_message=message_text(message)))
+            continue
+        if not turns or not isinstance(message, AIMessage):
+            continue
+        turn = turns[-1]
+        if message.tool_calls:
+            turn.steps.extend(step_sentence(call) for call in message.tool_calls)
+            continue
+        text = message_text(message)
+        if (message.response_metadata or {}).get(STOPPED_KEY):
+            turn.stopped = True
+            text = "" if text == STOPPED_PLACEHOLDER else text
+        if text.strip() or turn.stopped:
+            turn.answer = text
+    return turns
+
+
+def _sqlite_messages(config: dict) -> list[BaseMessage]:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(sqlite_path(), timeout=SQLITE_TIMEOUT_SECONDS, check_same_thread=False)
+    try:
+        exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='checkpoints'").fetchone()
+        if not exists:
+            return []  # no turn ever ran on this database; a page view does not create tables
+        saver = SqliteSaver(conn)
+        saver.is_setup = True
+        found = saver.get_tuple(config)
+    finally:
+        conn.close()
+    return list(found.checkpoint["channel_values"].get("messages", [])) if found else []
+
+
+def _postgres_messages(config: dict) -> list[BaseMessage]:
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    try:
+        with PostgresSaver.from_conn_string(postgres_conninfo()) as saver:
+            found = saver.get_tuple(config)
+    except psycopg.errors.UndefinedTable:
+        return []
+    return list(found.checkpoint["channel_values"].get("messages", [])) if found else []
+
+
+def read_messages(thread_id) -> list[BaseMessage]:
+    """The thread's messages as of its latest checkpoint ([] if none)."""
+    config = {"configurable": {"thread_id": str(thread_id), "checkpoint_ns": ""}}
+    if database_vendor() == "postgresql":
+        return _postgres_messages(config)
+    return _sqlite_messages(config)
+
+
+def past_turns(thread_id) -> list[PastTurn]:
+    return turns_from_messages(read_messages(thread_id))

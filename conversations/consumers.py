@@ -1,0 +1,162 @@
+"""The thread's WebSocket: one per open thread page (htmx ws extension).
+
+Thin by design. It checks who is asking, joins the thread's channel group,
+validates what the chat form sends and hands a turn to the turn runner, which
+runs it as a server-owned task and pushes fragments to the group; this
+consumer only relays `thread.fragment` events to its socket.
+
+Close codes: 4401 not logged in, 4404 not your thread (or deleted). Both are
+sent after accepting, with a notice first, so the page can say why; the htmx
+ws extension does not reconnect on them.
+
+Messages (JSON; `ws-send` posts the form fields plus a HEADERS object):
+  {"message": "...", "model": "..."}   start a turn
+  {"action": "stop"}                   stop the running turn
+"""
+
+import json
+import logging
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.template.loader import render_to_string
+
+from agent import runner
+
+from .errors import TurnAlreadyRunning
+from .selectors import thread_for_user
+
+logger = logging.getLogger("haico.conversations.ws")
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_NOT_FOUND = 4404
+FRAGMENTS = "conversations/fragments/turn.html"
+
+NOT_FOUND_MESSAGE = "This thread does not exist or is not yours."
+LOGIN_MESSAGE = "Your session has ended; log in again to use the chat."
+
+
+def notice_html(message: str) -> str:
+    return render_to_string(f"{FRAGMENTS}#notice", {"message": message, "oob": True})
+
+
+class ThreadConsumer(AsyncWebsocketConsumer):
+    thread = None
+    group = None
+
+    async def connect(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self._refuse(LOGIN_MESSAGE, CLOSE_UNAUTHENTICATED)
+            return
+        thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
+        self.thread = await database_sync_to_async(thread_for_user)(user=user, thread_id=thread_id)
+        if self.thread is None:
+            await self._refuse(NOT_FOUND_MESSAGE, CLOSE_NOT_FOUND)
+            return
+        self.group = runner.group_name(self.thread.pk)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+
+    async def _refuse(self, message: str, code: int):
+        await self.accept()
+        await self.send(text_data=notice_html(message))
+        await self.close(code=code)
+
+    async def disconnect(self, code):
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    # -- from the browser --
+
+    async def receive(self, text_data=None, bytes_data=None):
+        if self.thread is None:
+            return
+        data = _parse(text_data)
+        if data is None:
+            await self._notice("That message could not be read; reload the page and try again.")
+            return
+        if data.get("action") == "stop":
+            await self._stop()
+            return
+        if "action" in data:
+            await self._notice("Unknown action.")
+            return
+        await self._start_turn(data)
+
+    async def _notice(self, message: str):
+        await self.send(text_data=notice_html(message))
+
+    async def _current_thread(self):
+        """The thread again: it may have been deleted since the socket opened."""
+        thread = await database_sync_to_async(thread_for_user)(user=self.scope["user"], thread_id=self.thread.pk)
+        if thread is None:
+            await self._notice(NOT_FOUND_MESSAGE)
+            await self.close(code=CLOSE_NOT_FOUND)
+        return thread
+
+    async def _stop(self):
+        thread = await self._current_thread()
+        if thread is None:
+            return
+        if not await runner.request_stop(thread=thread):
+            await self._notice("No turn is running.")
+
+    async def _start_turn(self, data: dict):
+        from agent.model import ModelNotConfigured, available_models
+
+        message = data.get("message")
+        if not isinstance(message, str) or not message.strip():
+            await self._notice("Type a message before sending.")
+            return
+        limit = settings.HAICO_MESSAGE_MAX_CHARS
+        if len(message) > limit:
+            await self._notice(f"Your message is {len(message):,} characters long; the limit is {limit:,}. Shorten it and send again.")
+            return
+        model = data.get("model") or None
+        if model is not None and not isinstance(model, str):
+            await self._notice("Choose a model from the list.")
+            return
+        thread = await self._current_thread()
+        if thread is None:
+            return
+        models = available_models()
+        if not models:
+            # Not a turn: no agent would see it, so nothing is stored (no
+            # snapshot, no turn number) and the text stays in the box.
+            await self.send(
+                text_data=render_to_string(
+                    f"{FRAGMENTS}#unsent", {"user_message": message, "notice": ModelNotConfigured().message}
+                )
+                + notice_html("")
+            )
+            return
+        if model is not None and model not in models:
+            await self._notice(f"Unknown model “{model}”; choose one of: {', '.join(models)}.")
+            return
+        try:
+            turn_index = await runner.start_turn(thread=thread, user_message=message, model_name=model)
+        except TurnAlreadyRunning as exc:
+            await self._notice(exc.message)
+            return
+        # Only the sender's composer is cleared, and only once the message is stored.
+        await self.send(
+            text_data=notice_html("")
+            + render_to_string(f"{FRAGMENTS}#ack", {"turn_index": turn_index, "oob": True})
+        )
+
+    # -- from the turn runner (group events) --
+
+    async def thread_fragment(self, event):
+        await self.send(text_data=event["html"])
+
+
+def _parse(text_data) -> dict | None:
+    if not isinstance(text_data, str):
+        return None
+    try:
+        data = json.loads(text_data)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None

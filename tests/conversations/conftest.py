@@ -1,0 +1,66 @@
+"""Fixtures for the WebSocket turn: a checkpointer per test (closed), a clean
+in-memory channel layer, a configured (scripted) model, and sockets that
+authenticate through the real ASGI stack (session cookie, origin check)."""
+
+import asyncio
+
+import pytest
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+
+from agent import checkpointer as checkpointers
+from agent import runner
+
+from .helpers import Script, open_socket
+
+
+@pytest.fixture(autouse=True)
+async def turn_environment():
+    """Every turn started in a test ends inside it, and the saver opened in
+    this test's event loop is closed in that loop (an open aiosqlite thread
+    would keep pytest from exiting)."""
+    layer = get_channel_layer()
+    await layer.flush()
+    yield
+    for running in list(runner._running.values()):
+        running.turn.stop_event.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(running.task), 10)
+        except Exception:
+            running.task.cancel()
+    await checkpointers.close_checkpointer()
+    await layer.flush()
+
+
+@pytest.fixture
+def model_settings(settings):
+    """A configured endpoint so the chat accepts messages; the scripted model
+    replaces the real client through the runner's agent factory."""
+    settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.OPENAI_API_KEY = ""
+    settings.HAICO_MODEL = "scripted-default"
+    settings.HAICO_MODELS = ["scripted-default", "scripted-other"]
+    return settings
+
+
+@pytest.fixture
+def script(monkeypatch, model_settings):
+    return Script(monkeypatch)
+
+
+@pytest.fixture
+async def sockets():
+    """Opens sockets and always disconnects them."""
+    opened: list[WebsocketCommunicator] = []
+
+    async def open_(thread_id, user=None):
+        communicator = await open_socket(thread_id, user)
+        opened.append(communicator)
+        return communicator
+
+    yield open_
+    for communicator in opened:
+        try:
+            await communicator.disconnect(timeout=2)
+        except (Exception, asyncio.CancelledError):
+            pass  # the application already ended (e.g. it closed the socket)

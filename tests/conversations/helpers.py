@@ -1,0 +1,91 @@
+"""Helpers for the WebSocket turn tests."""
+
+import asyncio
+
+from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from agent import runner
+from agent.builder import build_agent
+from tests.support.fake_model import ScriptedChatModel
+
+
+class Script:
+    """Installs a scripted model behind the real agent builder and records
+    which model name each turn asked for."""
+
+    def __init__(self, monkeypatch):
+        self.monkeypatch = monkeypatch
+        self.model = None
+        self.model_names: list = []
+
+    def __call__(self, *replies, default=None, extra_tools=()):
+        self.model = ScriptedChatModel(script=list(replies), default_reply=default)
+        model = self.model
+
+        async def factory(*, thread, model_name, checkpointer):
+            self.model_names.append(model_name)
+            if extra_tools:
+                from langchain.agents import create_agent
+
+                from agent.tools.registry import build_tools
+
+                return create_agent(model=model, tools=[*build_tools(thread), *extra_tools], checkpointer=checkpointer)
+            return await database_sync_to_async(build_agent)(thread=thread, model=model, checkpointer=checkpointer)
+
+        self.monkeypatch.setattr(runner, "agent_factory", factory)
+        return model
+
+
+def _session_cookie(user) -> bytes:
+    from django.conf import settings
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.sessions.backends.db import SessionStore
+
+    session = SessionStore()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.save()
+    return f"{settings.SESSION_COOKIE_NAME}={session.session_key}".encode()
+
+
+async def open_socket(thread_id, user=None) -> WebsocketCommunicator:
+    from haico_site.asgi import application
+
+    headers = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000")]
+    if user is not None:
+        headers.append((b"cookie", await sync_to_async(_session_cookie)(user)))
+    communicator = WebsocketCommunicator(application, f"/ws/threads/{thread_id}/", headers=headers)
+    connected, _ = await communicator.connect(timeout=5)
+    assert connected
+    return communicator
+
+
+def is_turn_end(html: str) -> bool:
+    return 'id="chat-status"' in html and 'data-state="idle"' in html
+
+
+async def frames_until_turn_end(communicator, timeout: float = 10.0) -> list[str]:
+    """Every fragment the socket receives up to and including the end of a turn."""
+    frames = []
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        html = await communicator.receive_from(timeout=max(0.1, deadline - loop.time()))
+        frames.append(html)
+        if is_turn_end(html):
+            return frames
+
+
+async def frame_containing(communicator, needle: str, timeout: float = 5.0) -> list[str]:
+    """Fragments received up to the first that contains `needle`."""
+    frames = []
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        html = await communicator.receive_from(timeout=max(0.1, deadline - loop.time()))
+        frames.append(html)
+        if needle in html:
+            return frames

@@ -1,0 +1,339 @@
+"""The thread WebSocket: who may connect, what a turn sends, what is stored."""
+
+import json
+import re
+
+import pytest
+from channels.db import database_sync_to_async
+
+from agent import runner
+from conversations.models import Thread
+from conversations.services import thread_create, thread_soft_delete
+from tests.support.fake_model import Reply, tool_call
+from workspace.models import Artifact, Preference, Todo, WorkspaceSnapshot
+
+from .helpers import frame_containing, frames_until_turn_end, open_socket
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TOOL_NAMES = ("add_preferences", "add_todos", "chart_generator")
+CHART_SCRIPT = [
+    Reply(
+        tool_calls=[
+            tool_call("add_preferences", "Noting that you want British English.", items=[{"title": "British English", "kind": "hard"}]),
+            tool_call("add_todos", "Laying out the two steps of the comparison.", steps=[{"text": "Collect Q1 and Q2 figures", "depth": 0}, {"text": "Draw the chart", "depth": 0}]),
+        ]
+    ),
+    Reply(
+        text="Let me draw it.",
+        tool_calls=[
+            tool_call(
+                "chart_generator",
+                "Drawing a bar chart of the Q1 vs Q2 revenue figures.",
+                chart_type="bar",
+                title="Q1 vs Q2 Revenue",
+                data=[{"name": "Q1", "value": 120}, {"name": "Q2", "value": 180}],
+                y_axis_title="Revenue",
+            )
+        ],
+    ),
+    Reply(text="Here is the chart: **Q2** is 50% higher than Q1."),
+]
+
+
+def _send(message, model=None):
+    body = {"message": message, "HEADERS": {"HX-Request": "true"}}
+    if model is not None:
+        body["model"] = model
+    return json.dumps(body)
+
+
+def _index(frames, needle):
+    for i, html in enumerate(frames):
+        if needle in html:
+            return i
+    raise AssertionError(f"{needle!r} not in any fragment")
+
+
+@database_sync_to_async
+def _db(thread):
+    thread = Thread.objects.get(pk=thread.pk)
+    return {
+        "turn_index": thread.turn_index,
+        "running": thread.running_turn_index,
+        "title": thread.title,
+        "snapshots": list(WorkspaceSnapshot.objects.filter(thread=thread).values_list("turn_index", "user_message")),
+        "artifacts": list(Artifact.objects.filter(thread=thread).values_list("pk", "artifact_type", "turn_index")),
+        "preferences": list(Preference.objects.filter(thread=thread).values_list("title", flat=True)),
+        "todos": list(Todo.objects.filter(thread=thread).values_list("text", flat=True)),
+    }
+
+
+async def test_full_turn_streams_fragments_in_order_and_stores_the_turn(owner, thread, script, sockets):
+    script(*CHART_SCRIPT)
+    socket = await sockets(thread.pk, owner)
+
+    await socket.send_to(text_data=_send("chart Q1 vs Q2 revenue: 120, 180"))
+    frames = await frames_until_turn_end(socket)
+
+    order = [
+        _index(frames, "chart Q1 vs Q2 revenue: 120, 180"),  # the user bubble
+        _index(frames, "Noting that you want British English."),
+        _index(frames, 'id="panel-preferences"'),
+        _index(frames, 'id="panel-plan"'),
+        _index(frames, "Drawing a bar chart of the Q1 vs Q2 revenue figures."),
+        _index(frames, 'id="panel-centre"'),
+        _index(frames, 'hx-swap-oob="beforeend">Here'),  # first streamed token of the answer
+        _index(frames, "<strong>Q2</strong>"),  # the final answer, as markdown
+    ]
+    assert order == sorted(order)
+    assert is_last_frame_the_end(frames)
+    assert 'aria-label="Internal reasoning"' in frames[order[0]]
+    centre = frames[_index(frames, 'id="panel-centre"')]
+    assert "Q1 vs Q2 Revenue" in centre and 'hx-swap-oob="true"' in centre
+    # The reasoning container is collapsed once the turn is over.
+    closing = frames[-1]
+    assert re.search(r'<details id="turn-1-reasoning"[^>]*hx-swap-oob="true"', closing)
+    assert " open" not in re.search(r"<details id=\"turn-1-reasoning\"[^>]*>", closing).group(0)
+    # The preamble "Let me draw it." streamed, then was cleared when its tool call arrived.
+    assert "Let me draw it." not in closing
+
+    stored = await _db(thread)
+    assert stored["turn_index"] == 1 and stored["running"] is None
+    assert stored["snapshots"] == [(1, "chart Q1 vs Q2 revenue: 120, 180")]
+    assert stored["title"] == "Lit review"  # an explicit title is kept
+    assert [(t, turn) for _pk, t, turn in stored["artifacts"]] == [("bar_chart", 1)]
+    assert f'data-artifact-id="{stored["artifacts"][0][0]}"' in centre or str(stored["artifacts"][0][0]) in centre
+    assert stored["preferences"] == ["British English"]
+    assert stored["todos"] == ["Collect Q1 and Q2 figures", "Draw the chart"]
+
+
+def is_last_frame_the_end(frames):
+    return 'data-state="idle"' in frames[-1] and 'id="chat-send"' in frames[-1] and "disabled" not in frames[-1].split('id="chat-send"')[1].split(">")[0]
+
+
+async def test_no_fragment_shows_tool_names_arguments_or_results(owner, thread, script, sockets):
+    script(*CHART_SCRIPT)
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("chart Q1 vs Q2 revenue: 120, 180"))
+    frames = await frames_until_turn_end(socket)
+    everything = "\n".join(frames)
+    for name in TOOL_NAMES:
+        assert name not in everything
+    assert "action_and_reasoning" not in everything
+    assert '"success"' not in everything and "chart_type" not in everything
+
+
+async def test_every_socket_of_the_thread_sees_the_turn_and_other_threads_see_nothing(owner, thread, script, sockets):
+    script(*CHART_SCRIPT)
+    other_thread = await database_sync_to_async(thread_create)(owner=owner, title="Elsewhere")
+    first = await sockets(thread.pk, owner)
+    second = await sockets(thread.pk, owner)
+    elsewhere = await sockets(other_thread.pk, owner)
+
+    await first.send_to(text_data=_send("chart Q1 vs Q2 revenue: 120, 180"))
+    seen_by_first = await frames_until_turn_end(first)
+    seen_by_second = await frames_until_turn_end(second)
+
+    # The sender alone also gets the acknowledgement that clears its composer.
+    assert [f for f in seen_by_first if 'id="chat-ack"' not in f] == seen_by_second
+    assert any('id="chat-ack" data-turn="1"' in f for f in seen_by_first)
+    assert not any('id="chat-ack"' in f for f in seen_by_second)
+    assert await elsewhere.receive_nothing(timeout=0.3)
+
+
+async def test_a_page_opened_mid_turn_receives_the_rest_of_it(owner, thread, script, sockets):
+    script(Reply(text="one two three four five six", token_delay=0.1))
+    first = await sockets(thread.pk, owner)
+    await first.send_to(text_data=_send("count slowly"))
+    await frame_containing(first, 'hx-swap-oob="beforeend">one')
+
+    late = await sockets(thread.pk, owner)
+    frames = await frames_until_turn_end(late)
+    assert "<p>one two three four five six</p>" in frames[-1]
+    assert any("six" in f and "beforeend" in f for f in frames)
+
+
+async def test_another_users_thread_is_refused_with_a_reason(other_user, thread, script):
+    socket = await open_socket(thread.pk, other_user)
+    try:
+        notice = await socket.receive_from()
+        assert "does not exist or is not yours" in notice
+        closed = await socket.receive_output()
+        assert closed == {"type": "websocket.close", "code": 4404}
+    finally:
+        await socket.disconnect()
+    stored = await _db(thread)
+    assert stored["turn_index"] == 0 and stored["snapshots"] == []
+
+
+async def test_a_deleted_thread_is_refused(owner, thread, script):
+    await database_sync_to_async(thread_soft_delete)(thread=thread)
+    socket = await open_socket(thread.pk, owner)
+    try:
+        assert "does not exist or is not yours" in await socket.receive_from()
+        assert (await socket.receive_output())["code"] == 4404
+    finally:
+        await socket.disconnect()
+
+
+async def test_anonymous_socket_is_refused(thread, script):
+    socket = await open_socket(thread.pk, None)
+    try:
+        assert "log in" in await socket.receive_from()
+        assert (await socket.receive_output())["code"] == 4401
+    finally:
+        await socket.disconnect()
+
+
+async def test_a_thread_deleted_while_open_refuses_the_next_message(owner, thread, script, sockets):
+    script(Reply(text="never"))
+    socket = await sockets(thread.pk, owner)
+    await database_sync_to_async(thread_soft_delete)(thread=thread)
+    await socket.send_to(text_data=_send("hello"))
+    assert "does not exist or is not yours" in await socket.receive_from()
+    assert (await socket.receive_output())["code"] == 4404
+    assert (await _db(thread))["snapshots"] == []
+
+
+async def test_a_second_message_while_a_turn_runs_is_refused_and_not_stored(owner, thread, script, sockets):
+    script(Reply(text="a slow answer that takes a while", token_delay=0.1))
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("first"))
+    await frame_containing(socket, 'hx-swap-oob="beforeend">a')
+
+    await socket.send_to(text_data=_send("second"))
+    frames = await frame_containing(socket, 'id="chat-notice"')
+    notice = next(f for f in frames if 'id="chat-notice"' in f and "already running" in f)
+    assert "A turn is already running" in notice
+
+    await frames_until_turn_end(socket)
+    stored = await _db(thread)
+    assert stored["snapshots"] == [(1, "first")]
+    assert stored["turn_index"] == 1
+
+
+@pytest.mark.parametrize(
+    "payload, expected",
+    [
+        (json.dumps({"message": ""}), "Type a message"),
+        (json.dumps({"message": "   \n "}), "Type a message"),
+        (json.dumps({"message": 42}), "Type a message"),
+        (json.dumps({"message": "x" * 51}), "the limit is 50"),
+        (json.dumps({"message": "hello", "model": "gpt-imaginary"}), "Unknown model"),
+        ("{not json", "could not be read"),
+        (json.dumps(["hello"]), "could not be read"),
+        (json.dumps({"action": "explode"}), "Unknown action"),
+    ],
+    ids=["empty", "whitespace", "not-text", "too-long", "unknown-model", "malformed-json", "not-an-object", "unknown-action"],
+)
+async def test_bad_input_gets_a_clear_error_and_nothing_is_stored(owner, thread, script, sockets, settings, payload, expected):
+    settings.HAICO_MESSAGE_MAX_CHARS = 50
+    script(Reply(text="must not run"))
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=payload)
+    html = await socket.receive_from()
+    assert 'id="chat-notice"' in html and expected in html
+    assert await socket.receive_nothing(timeout=0.2)
+    stored = await _db(thread)
+    assert stored["turn_index"] == 0 and stored["snapshots"] == [] and stored["running"] is None
+    assert script.model.requests == []
+
+
+async def test_the_chosen_model_is_used_for_the_turn(owner, thread, script, sockets):
+    script(Reply(text="ok"))
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("hi", model="scripted-other"))
+    await frames_until_turn_end(socket)
+    assert script.model_names == ["scripted-other"]
+
+
+async def test_without_a_model_the_chat_says_what_to_set_and_stores_nothing(owner, thread, settings, sockets, monkeypatch):
+    settings.HAICO_MODEL = ""
+    settings.HAICO_MODELS = []
+    settings.OPENAI_BASE_URL = ""
+    settings.OPENAI_API_KEY = ""
+
+    async def must_not_build(**kwargs):
+        raise AssertionError("no agent may be built without a model")
+
+    monkeypatch.setattr(runner, "agent_factory", must_not_build)
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("Draft my intro"))
+    html = await socket.receive_from()
+    assert "Draft my intro" in html
+    assert "Set HAICO_MODEL" in html and "OPENAI_BASE_URL" in html
+    assert "bubble-notice" in html
+    assert 'id="chat-ack"' not in html  # the text stays in the composer
+    assert await socket.receive_nothing(timeout=0.2)
+    stored = await _db(thread)
+    assert stored["turn_index"] == 0 and stored["snapshots"] == []
+
+
+async def test_stop_keeps_the_partial_answer_and_the_next_turn_has_a_valid_history(owner, thread, script, sockets):
+    model = script(
+        Reply(tool_calls=[tool_call("add_todos", "Planning the draft.", steps=[{"text": "Write", "depth": 0}])]),
+        Reply(text="alpha beta gamma delta epsilon zeta eta theta", token_delay=0.15),
+        Reply(text="A fresh answer."),
+    )
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("write slowly"))
+    await frame_containing(socket, 'beta</div>')
+
+    await socket.send_json_to({"action": "stop", "HEADERS": {}})
+    frames = await frames_until_turn_end(socket)
+    closing = frames[-1]
+    assert 'id="turn-1-marker"' in closing and "Stopped" in closing
+    assert "alpha beta" in closing and "theta" not in closing
+    stored = await _db(thread)
+    assert stored["running"] is None and stored["todos"] == ["Write"]
+
+    await socket.send_to(text_data=_send("go on"))
+    frames = await frames_until_turn_end(socket)
+    assert "A fresh answer." in frames[-1]
+    assert "Stopped" not in frames[-1]
+
+    sent = model.requests[-1]
+    kinds = [m.type for m in sent if m.type != "system"]
+    assert kinds == ["human", "ai", "tool", "ai", "human"]
+    assert sent[-2].content.startswith("alpha beta") and "theta" not in sent[-2].content
+    _assert_valid_history(sent)
+
+
+async def test_stop_with_no_running_turn_says_so(owner, thread, script, sockets):
+    script(Reply(text="unused"))
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=json.dumps({"action": "stop"}))
+    assert "No turn is running" in await socket.receive_from()
+
+
+async def test_a_failed_turn_shows_a_safe_error_keeps_the_message_and_can_be_retried(owner, thread, script, sockets):
+    def provider_down(messages):
+        raise RuntimeError("secret upstream detail")
+
+    script(provider_down, Reply(text="Back on track."))
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("try this"))
+    frames = await frames_until_turn_end(socket)
+    closing = frames[-1]
+    assert 'role="alert"' in closing and "Something went wrong" in closing
+    assert "secret upstream detail" not in "".join(frames)
+    stored = await _db(thread)
+    assert stored["snapshots"] == [(1, "try this")] and stored["running"] is None
+
+    await socket.send_to(text_data=_send("try again"))
+    frames = await frames_until_turn_end(socket)
+    assert "Back on track." in frames[-1]
+
+
+def _assert_valid_history(messages):
+    """Every tool call is answered before the next non-tool message."""
+    open_calls: set = set()
+    for message in messages:
+        if message.type == "tool":
+            open_calls.discard(message.tool_call_id)
+            continue
+        assert not open_calls, f"unanswered tool calls {open_calls} before a {message.type} message"
+        if message.type == "ai":
+            open_calls = {call["id"] for call in message.tool_calls}
+    assert not open_calls
