@@ -25,6 +25,8 @@ def _clean_title(title) -> str:
     if not isinstance(title, str) or not title.strip():
         raise InvalidInput("Title cannot be empty.")
     title = " ".join(title.split())
+    if "\x00" in title:
+        raise InvalidInput("Title cannot contain NUL characters.")
     if len(title) > THREAD_TITLE_MAX_CHARS:
         raise InvalidInput(f"Title is too long ({len(title)} characters; the limit is {THREAD_TITLE_MAX_CHARS}).")
     return title

@@ -62,6 +62,9 @@ def _clean_text(value, *, label: str, max_chars: int, allow_empty: bool = False)
     value = value.strip()
     if not value and not allow_empty:
         raise InvalidInput(f"{label} cannot be empty.")
+    if "\x00" in value:
+        # PostgreSQL text columns refuse NUL; say so instead of failing on save.
+        raise InvalidInput(f"{label} cannot contain NUL characters.")
     if len(value) > max_chars:
         raise InvalidInput(f"{label} is too long ({len(value)} characters; the limit is {max_chars}).")
     return value
@@ -561,6 +564,8 @@ def _document_for_update(thread: Thread) -> Document:
 def _clean_document_content(content) -> str:
     if not isinstance(content, str):
         raise InvalidInput("Document content must be text.")
+    if "\x00" in content:
+        raise InvalidInput("Document content cannot contain NUL characters.")
     limit = settings.HAICO_DOCUMENT_MAX_CHARS
     if len(content) > limit:
         raise InvalidInput(f"The document is too long ({len(content):,} characters; the limit is {limit:,}).")
@@ -615,9 +620,13 @@ def artifact_create(*, thread: Thread, artifact_type: str, title: str, payload: 
     try:
         # NaN / Infinity are not JSON: the database's JSON check would reject
         # them on insert (an IntegrityError, i.e. a 500) instead of a clear message.
-        size = len(json.dumps(payload, allow_nan=False))
+        encoded = json.dumps(payload, allow_nan=False)
     except (TypeError, ValueError):
         raise InvalidInput("Artifact payload must be plain JSON (objects, lists, text, numbers).") from None
+    if "\\u0000" in encoded:
+        # PostgreSQL's jsonb cannot store the NUL escape.
+        raise InvalidInput("Artifact payload cannot contain NUL characters.")
+    size = len(encoded)
     if size > ARTIFACT_PAYLOAD_MAX_BYTES:
         raise InvalidInput(f"Artifact payload is too large ({size:,} bytes; the limit is {ARTIFACT_PAYLOAD_MAX_BYTES:,}).")
     artifact = Artifact.objects.create(

@@ -258,3 +258,9 @@ def test_feedback_add_refuses_bad_input(two_turns, owner, kwargs, message):
         services.feedback_add(**args)
     assert exc.value.message.startswith(message)
     assert not Feedback.objects.exists()
+
+
+def test_thread_title_with_a_nul_character_is_refused(thread):
+    with pytest.raises(InvalidInput, match="cannot contain NUL"):
+        services.thread_rename(thread=thread, title="bad\x00title")
+    assert _fresh(thread).title == "Lit review"

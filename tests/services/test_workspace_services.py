@@ -689,3 +689,26 @@ def test_writes_touch_the_thread_activity(thread):
     services.document_save(thread=thread, content="D")
     stamps.append(_activity(thread))
     assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
+
+
+# --- NUL characters (PostgreSQL refuses them; the services say so first) ------------
+
+
+@pytest.mark.parametrize(
+    "write, message",
+    [
+        (lambda t: services.objective_set(thread=t, text="a\x00b"), "Objective cannot contain NUL characters."),
+        (lambda t: services.preference_add(thread=t, title="a\x00b", respect_lock=False), "Title cannot contain NUL characters."),
+        (lambda t: services.todo_add(thread=t, text="a\x00b"), "Step text cannot contain NUL characters."),
+        (lambda t: services.document_save(thread=t, content="a\x00b"), "Document content cannot contain NUL characters."),
+        (
+            lambda t: services.artifact_create(thread=t, artifact_type="table", title="T", payload={"v": "a\x00b"}, turn_index=0),
+            "Artifact payload cannot contain NUL characters.",
+        ),
+    ],
+)
+def test_text_with_nul_characters_is_refused_with_a_message(thread, write, message):
+    with pytest.raises(InvalidInput) as exc:
+        write(thread)
+    assert exc.value.message == message
+    assert not any(m.objects.filter(thread=thread).exists() for m in (Objective, Preference, Todo, Document, Artifact))
