@@ -8,7 +8,7 @@ temporary SQLite file. Browser tests therefore never use the test process's
 the subprocess's database with ``sqlite3`` (``server.query``).
 
 Fixtures:
-- ``browser`` (session): one headless Debian Chromium.
+- ``browser`` (package): one headless Debian Chromium for all browser tests.
 - ``page`` (function): a fresh context and page; a screenshot and the server
   log tail are kept under /tmp/haico-browser-failures/ when the test fails.
 - ``haico_server`` (function): a running server with a fresh database
@@ -60,11 +60,19 @@ CHROMIUM_ARGS = [
 DEFAULT_TIMEOUT_MS = 10_000
 
 
+def _is_browser_test(item) -> bool:
+    return Path(str(item.fspath)).is_relative_to(Path(__file__).parent)
+
+
 def pytest_collection_modifyitems(config, items):
-    here = Path(__file__).parent
+    # Browser tests run last, together: while Playwright's sync API is active
+    # the main thread looks like it runs an event loop, so no async test may
+    # run in between (the Playwright fixtures are package-scoped for the same
+    # reason: they stop as soon as the last browser test is done).
     for item in items:
-        if Path(str(item.fspath)).is_relative_to(here):
+        if _is_browser_test(item):
             item.add_marker(pytest.mark.browser)
+    items.sort(key=_is_browser_test)
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
@@ -278,7 +286,7 @@ def haico_server(start_haico_server) -> HaicoServer:
     return start_haico_server()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def _playwright():
     try:
         from playwright.sync_api import sync_playwright
@@ -288,7 +296,7 @@ def _playwright():
         yield pw
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(_playwright):
     executable = _chromium_path()
     if executable is None:
