@@ -1,0 +1,133 @@
+"""The turn runner on its own: heartbeats, stops from another process, a stop
+in the middle of a tool call, duplicate frames, server shutdown."""
+
+import asyncio
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+
+from agent import checkpointer as checkpointers
+from agent import runner
+from conversations.models import Thread
+from conversations.services import turn_request_cancel
+from tests.support.fake_model import Reply, tool_call
+
+from .helpers import frame_containing, frames_until_turn_end
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def _start(thread, message):
+    return await runner.start_turn(thread=thread, user_message=message)
+
+
+async def test_a_quiet_model_gets_heartbeats_and_still_finishes(owner, thread, script, sockets, monkeypatch):
+    monkeypatch.setattr(runner, "HEARTBEAT_SECONDS", 0.1)
+    script(Reply(text="Done.", token_delay=0.5))
+    socket = await sockets(thread.pk, owner)
+    await _start(thread, "think hard")
+    frames = await frames_until_turn_end(socket)
+    heartbeats = [i for i, f in enumerate(frames) if 'id="chat-heartbeat"' in f]
+    token = next(i for i, f in enumerate(frames) if 'hx-swap-oob="beforeend">Done.' in f)
+    assert len(heartbeats) >= 2 and heartbeats[0] < token
+    assert "<p>Done.</p>" in frames[-1]
+
+
+async def test_a_stop_flagged_by_another_process_stops_the_turn(owner, thread, script, sockets, monkeypatch):
+    monkeypatch.setattr(runner, "CANCEL_POLL_SECONDS", 0.05)
+    script(Reply(text="one two three four five six seven", token_delay=0.1), Reply(text="next"))
+    socket = await sockets(thread.pk, owner)
+    await _start(thread, "count")
+    await frame_containing(socket, "two</div>")
+    # What a Stop on another server process does: only the database flag.
+    assert await database_sync_to_async(turn_request_cancel)(thread=thread)
+    frames = await frames_until_turn_end(socket)
+    assert "Stopped" in frames[-1] and "seven" not in frames[-1]
+    refreshed = await database_sync_to_async(Thread.objects.get)(pk=thread.pk)
+    assert refreshed.running_turn_index is None and refreshed.cancel_requested is False
+
+
+@tool
+async def wait_for_approval(topic: str, action_and_reasoning: str) -> str:
+    """Waits a long time (stands in for a slow tool)."""
+    await asyncio.sleep(30)
+    return "approved"
+
+
+async def test_a_stop_during_a_tool_call_leaves_every_call_answered(owner, thread, script, sockets):
+    model = script(
+        Reply(
+            tool_calls=[
+                tool_call("set_objective", "Writing down the goal.", text="Ship the report"),
+                tool_call("wait_for_approval", "Waiting for the go-ahead.", topic="report"),
+            ]
+        ),
+        Reply(text="Next turn answer."),
+        extra_tools=[wait_for_approval],
+    )
+    socket = await sockets(thread.pk, owner)
+    await _start(thread, "ship it")
+    await frame_containing(socket, 'id="panel-objective"')  # the fast tool has finished
+    assert await runner.request_stop(thread=thread)
+    frames = await frames_until_turn_end(socket)
+    assert "Stopped" in frames[-1]
+
+    await _start(thread, "and now?")
+    frames = await frames_until_turn_end(socket)
+    assert "Next turn answer." in frames[-1]
+    sent = [m for m in model.requests[-1] if m.type != "system"]
+    results = {m.tool_call_id: m.content for m in sent if isinstance(m, ToolMessage)}
+    calls = [call["id"] for m in sent if isinstance(m, AIMessage) for call in m.tool_calls]
+    assert sorted(results) == sorted(calls)
+    assert "Cancelled by the user." in results.values()
+    assert any("Ship the report" in c or "objective" in c.lower() for c in results.values() if c != "Cancelled by the user.")
+    stopped = [m for m in sent if isinstance(m, AIMessage) and m.response_metadata.get("haico_stopped")]
+    assert len(stopped) == 1
+
+
+async def test_the_same_update_twice_is_sent_once(owner, thread, sockets, model_settings):
+    socket = await sockets(thread.pk, owner)
+    turn = runner.TurnRun(thread=thread, turn_index=1, user_message="hi", model_name=None)
+    call = {"name": "add_todos", "args": {"action_and_reasoning": "Planning it.", "steps": []}, "id": "c1", "type": "tool_call"}
+    update = {"model": {"messages": [AIMessage(content="", id="m1", tool_calls=[call])]}}
+    await turn._handle("updates", update)
+    await turn._handle("updates", update)
+    await turn._handle("updates", {"model": {"messages": [AIMessage(content="", id="m2", tool_calls=[call])]}})
+    first = await socket.receive_from()
+    assert "Planning it." in first and "add_todos" not in first
+    assert await socket.receive_nothing(timeout=0.2)
+    assert turn.steps == ["Planning it."]
+
+
+async def test_server_shutdown_stops_running_turns_and_releases_the_slot(owner, thread, script, sockets):
+    script(Reply(text="a long answer that is cut by the shutdown", token_delay=0.2))
+    socket = await sockets(thread.pk, owner)
+    await _start(thread, "long")
+    await frame_containing(socket, "long</div>")
+    await checkpointers.shutdown()
+    frames = await frames_until_turn_end(socket)
+    assert "Stopped" in frames[-1]
+    refreshed = await database_sync_to_async(Thread.objects.get)(pk=thread.pk)
+    assert refreshed.running_turn_index is None
+    assert runner.running_task(thread.pk) is None
+
+
+async def test_turn_fragments_go_only_to_the_threads_group(owner, thread, script, model_settings):
+    script(Reply(text="hello there"))
+    layer = get_channel_layer()
+    mine = await layer.new_channel()
+    await layer.group_add(runner.group_name(thread.pk), mine)
+    await _start(thread, "hi")
+    await runner.wait_for_turn(thread.pk)
+    received = []
+    while True:
+        try:
+            received.append(await asyncio.wait_for(layer.receive(mine), 0.2))
+        except asyncio.TimeoutError:
+            break
+    assert received and all(event["type"] == "thread.fragment" for event in received)
+    assert "<p>hello there</p>" in received[-1]["html"]
+    assert runner.group_name(thread.pk) == f"thread.{thread.pk.hex}"
