@@ -145,7 +145,17 @@ def preferences_add(*, thread: Thread, items: list[dict], respect_lock: bool) ->
     return result
 
 
+def _refresh_lock(preference: Preference) -> None:
+    """Re-read the row's lock inside the transaction: the object may have been
+    loaded before the person locked (or deleted) it in another tab."""
+    locked = Preference.objects.select_for_update().filter(pk=preference.pk).values_list("locked", flat=True).first()
+    if locked is None:
+        raise NotFound("That preference no longer exists.")
+    preference.locked = locked
+
+
 def _check_lock(preference: Preference, *, respect_lock: bool, verb: str) -> None:
+    _refresh_lock(preference)
     if respect_lock and preference.locked:
         raise PreferenceLocked(
             f"Preference '{preference.title}' is locked and cannot be {verb}; ask the user to unlock it first."
@@ -168,7 +178,8 @@ def preference_update(
         preference.subtitle = _clean_text(subtitle, label="Subtitle", max_chars=PREFERENCE_SUBTITLE_MAX_CHARS, allow_empty=True)
     if kind is not None:
         preference.kind = _clean_kind(kind)
-    preference.save()
+    # Named fields only, so a stale object never writes back an old lock.
+    preference.save(update_fields=["title", "subtitle", "kind", "updated_at"])
     _touch(preference.thread)
     return preference
 
@@ -186,6 +197,7 @@ def preference_set_locked(*, preference: Preference, locked: bool, respect_lock:
     """Lock or unlock. Only the person (or staff) may: the agent path is refused."""
     if respect_lock:
         raise PreferenceLocked("Only the user can lock or unlock a preference.")
+    _refresh_lock(preference)
     preference.locked = bool(locked)
     preference.save(update_fields=["locked", "updated_at"])
     _touch(preference.thread)

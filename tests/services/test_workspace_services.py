@@ -712,3 +712,37 @@ def test_text_with_nul_characters_is_refused_with_a_message(thread, write, messa
         write(thread)
     assert exc.value.message == message
     assert not any(m.objects.filter(thread=thread).exists() for m in (Objective, Preference, Todo, Document, Artifact))
+
+
+# --- stale preference objects (another tab or the agent changed the row meanwhile) ---
+
+
+def test_agent_edit_with_a_stale_object_still_respects_a_lock_set_meanwhile(thread):
+    loaded = services.preference_add(thread=thread, title="No jargon", respect_lock=False)
+    services.preference_set_locked(preference=Preference.objects.get(pk=loaded.pk), locked=True, respect_lock=False)
+    with pytest.raises(PreferenceLocked):
+        services.preference_update(preference=loaded, title="Jargon is fine", respect_lock=True)
+    with pytest.raises(PreferenceLocked):
+        services.preference_delete(preference=loaded, respect_lock=True)
+    assert _prefs(thread) == [("No jargon", "soft", True)]
+
+
+def test_person_edit_with_a_stale_object_keeps_a_lock_set_meanwhile(thread):
+    loaded = services.preference_add(thread=thread, title="No jargon", respect_lock=False)
+    services.preference_set_locked(preference=Preference.objects.get(pk=loaded.pk), locked=True, respect_lock=False)
+    services.preference_update(preference=loaded, title="Plain words", respect_lock=False)
+    assert _prefs(thread) == [("Plain words", "soft", True)]
+
+
+def test_editing_a_preference_deleted_meanwhile_does_not_bring_it_back(thread):
+    loaded = services.preference_add(thread=thread, title="Gone soon", respect_lock=False)
+    services.preference_delete(preference=Preference.objects.get(pk=loaded.pk), respect_lock=False)
+    for write in (
+        lambda: services.preference_update(preference=loaded, title="Back?", respect_lock=False),
+        lambda: services.preference_set_locked(preference=loaded, locked=True, respect_lock=False),
+        lambda: services.preference_delete(preference=loaded, respect_lock=False),
+    ):
+        with pytest.raises(NotFound) as exc:
+            write()
+        assert exc.value.message == "That preference no longer exists."
+    assert not Preference.objects.exists()
