@@ -1,0 +1,165 @@
+"""Issue 3 end to end in Chromium: the core seed's §9 example.
+
+The real app runs against a local OpenAI-compatible server (the real
+ChatOpenAI client, real SSE streaming) scripted to answer "chart Q1 vs Q2
+revenue: 120, 180" with a chart_generator tool call and then a short answer.
+The person sees the reasoning sentence, the bar chart in the centre panel and
+the answer streaming in, and after a reload all of it is still there.
+"""
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.support.fake_model import Reply, tool_call
+from tests.support.openai_server import OpenAICompatibleServer
+
+from .helpers import create_thread, sign_up, thread_id_from
+
+MODEL = "scripted-model"
+REASONING = "Drawing a bar chart of the Q1 vs Q2 revenue figures."
+ANSWER = "Here's the chart: Q2 is 50% higher than Q1."
+TURN_WAIT_MS = 20_000
+
+
+@pytest.fixture
+def model_server():
+    with OpenAICompatibleServer(models=[MODEL]) as server:
+        server.script(
+            [
+                Reply(
+                    tool_calls=[
+                        tool_call(
+                            "chart_generator",
+                            REASONING,
+                            chart_type="bar",
+                            title="Q1 vs Q2 Revenue",
+                            data=[{"name": "Q1", "value": 120}, {"name": "Q2", "value": 180}],
+                            y_axis_title="Revenue",
+                        )
+                    ]
+                ),
+                # Tokens a little apart, so the browser can be seen receiving them one by one.
+                Reply(text=ANSWER, token_delay=0.08),
+            ]
+        )
+        yield server
+
+
+def watch_answer_text(page: Page) -> None:
+    """Record every distinct text the assistant's answer shows, as it changes."""
+    page.evaluate(
+        """() => {
+            window.__answerStates = [];
+            const record = () => {
+                const answer = document.querySelector("#chat-messages .answer");
+                const text = answer ? answer.textContent.trim() : "";
+                const states = window.__answerStates;
+                if (text && states[states.length - 1] !== text) states.push(text);
+            };
+            new MutationObserver(record).observe(document.getElementById("chat-messages"),
+                {subtree: true, childList: true, characterData: true});
+        }"""
+    )
+
+
+def chart_drawn(page: Page, canvas) -> dict:
+    """What Chart.js drew on the canvas: its type and data (None if nothing)."""
+    return canvas.evaluate(
+        """(el) => {
+            const chart = window.Chart && Chart.getChart(el);
+            if (!chart) return null;
+            return {type: chart.config.type, labels: chart.data.labels,
+                    values: chart.data.datasets.map(d => d.data)};
+        }"""
+    )
+
+
+def expect_bar_chart(page: Page) -> None:
+    centre = page.get_by_role("region", name="Document")
+    expect(centre.get_by_role("heading", name="Q1 vs Q2 Revenue")).to_be_visible()
+    canvas = centre.get_by_role("img", name=re.compile("Q1 vs Q2 Revenue"))
+    expect(canvas).to_be_visible()
+    assert canvas.evaluate("el => el.tagName") == "CANVAS"
+    page.wait_for_function("el => window.Chart && Chart.getChart(el)", arg=canvas.element_handle())
+    drawn = chart_drawn(page, canvas)
+    assert drawn["type"] == "bar"
+    assert drawn["labels"] == ["Q1", "Q2"]
+    assert drawn["values"] == [[120, 180]]
+
+
+def test_chart_request_shows_reasoning_chart_and_streamed_answer_and_survives_reload(
+    page, start_haico_server, model_server
+):
+    server = start_haico_server(
+        {"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL}
+    )
+    sign_up(page, server.url, "ada")
+    url = create_thread(page, server.url)
+    thread_id = thread_id_from(url).replace("-", "")
+    chat = page.get_by_role("region", name="Chat")
+    # The page's WebSocket must be open before sending (htmx's ws extension
+    # would queue the message otherwise, which hides a broken socket).
+    page.wait_for_function(
+        "() => { const el = document.querySelector('[ws-connect]');"
+        " const ws = el && el['htmx-internal-data'] && el['htmx-internal-data'].webSocket;"
+        " return !!ws && ws.socket && ws.socket.readyState === 1; }"
+    )
+    watch_answer_text(page)
+
+    chat.get_by_role("textbox", name="Message").fill("chart Q1 vs Q2 revenue: 120, 180")
+    chat.get_by_role("button", name="Send").click()
+
+    # The person's message, then the one reasoning sentence (never a tool name).
+    expect(chat.get_by_text("chart Q1 vs Q2 revenue: 120, 180")).to_be_visible()
+    reasoning = chat.get_by_role("group", name="Internal reasoning")
+    expect(reasoning).to_contain_text(REASONING, timeout=TURN_WAIT_MS)
+    expect(reasoning).not_to_contain_text("chart_generator")
+
+    # The chart is drawn in the centre panel and listed in its selector.
+    expect_bar_chart(page)
+    show = page.get_by_role("region", name="Document").get_by_role("combobox", name="Show")
+    expect(show.locator("option:checked")).to_contain_text("Q1 vs Q2 Revenue")
+
+    # The answer streams in, then the turn completes.
+    answer = chat.locator("#chat-messages .answer").first
+    expect(answer).to_have_text(ANSWER, timeout=TURN_WAIT_MS)
+    expect(chat.get_by_role("button", name="Send")).to_be_enabled(timeout=TURN_WAIT_MS)
+    expect(chat.get_by_role("textbox", name="Message")).to_have_value("")
+    states = page.evaluate("window.__answerStates")
+    partial = [s for s in states if s != ANSWER]
+    assert len(partial) >= 3, f"the answer did not stream in token by token: {states}"
+    assert all(ANSWER.startswith(s) for s in partial), states
+
+    # The model saw the request once per step and the tool result in between.
+    assert len(model_server.requests) == 2
+    assert "chart_generator" in {t["function"]["name"] for t in model_server.requests[0]["tools"]}
+    assert any(m.get("role") == "tool" for m in model_server.requests[1]["messages"])
+
+    # The database holds the turn and the artifact tagged with it.
+    assert server.query("SELECT turn_index, running_turn_index FROM conversations_thread WHERE id = ?", (thread_id,)) == [
+        (1, None)
+    ]
+    assert server.query(
+        "SELECT title, turn_index FROM workspace_artifact WHERE thread_id = ?", (thread_id,)
+    ) == [("Q1 vs Q2 Revenue", 1)]
+    assert server.query(
+        "SELECT user_message FROM workspace_workspacesnapshot WHERE thread_id = ? AND turn_index = 1", (thread_id,)
+    ) == [("chart Q1 vs Q2 revenue: 120, 180",)]
+
+    # --- Reload: the conversation, its reasoning and the chart are all still there.
+    page.reload()
+    chat = page.get_by_role("region", name="Chat")
+    expect(chat.get_by_text("chart Q1 vs Q2 revenue: 120, 180")).to_be_visible()
+    expect(chat.locator("#chat-messages .answer").first).to_have_text(ANSWER)
+    reasoning = chat.get_by_role("group", name="Internal reasoning")
+    reasoning.locator("summary").click()  # past turns show their reasoning collapsed
+    expect(reasoning.get_by_text(REASONING)).to_be_visible()
+
+    centre = page.get_by_role("region", name="Document")
+    show = centre.get_by_role("combobox", name="Show")
+    option = show.locator("option", has_text="Q1 vs Q2 Revenue")
+    expect(option).to_have_count(1)
+    show.select_option(option.get_attribute("value"))
+    expect_bar_chart(page)
