@@ -387,9 +387,18 @@ def _todo_index(todos: list[Todo], index) -> int:
     return index - 1
 
 
+def _require_todo(todo: Todo) -> None:
+    # Deleted in another tab (or by the agent) since it was loaded: a clear
+    # message rather than Django's "update_fields did not affect any rows".
+    if not Todo.objects.select_for_update().filter(pk=todo.pk).exists():
+        raise NotFound("That plan step no longer exists.")
+
+
 @transaction.atomic
 def todo_update_text(*, todo: Todo, text: str) -> Todo:
-    todo.text = _clean_text(text, label="Step text", max_chars=TODO_TEXT_MAX_CHARS)
+    text = _clean_text(text, label="Step text", max_chars=TODO_TEXT_MAX_CHARS)
+    _require_todo(todo)
+    todo.text = text
     todo.save(update_fields=["text", "updated_at"])
     _touch(todo.thread)
     return todo
@@ -397,6 +406,7 @@ def todo_update_text(*, todo: Todo, text: str) -> Todo:
 
 @transaction.atomic
 def todo_set_done(*, todo: Todo, done: bool) -> Todo:
+    _require_todo(todo)
     todo.done = bool(done)
     todo.save(update_fields=["done", "updated_at"])
     _touch(todo.thread)

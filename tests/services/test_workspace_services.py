@@ -746,3 +746,16 @@ def test_editing_a_preference_deleted_meanwhile_does_not_bring_it_back(thread):
             write()
         assert exc.value.message == "That preference no longer exists."
     assert not Preference.objects.exists()
+
+
+def test_editing_a_step_deleted_meanwhile_says_so(thread):
+    loaded = services.todo_add(thread=thread, text="Gone soon")
+    services.todo_delete(todo=Todo.objects.get(pk=loaded.pk))
+    for write in (
+        lambda: services.todo_update_text(todo=loaded, text="Back?"),
+        lambda: services.todo_set_done(todo=loaded, done=True),
+    ):
+        with pytest.raises(NotFound) as exc:
+            write()
+        assert exc.value.message == "That plan step no longer exists."
+    assert not Todo.objects.exists()
