@@ -33,10 +33,11 @@ def _excerpt(text: str | None, limit: int = 80) -> str:
 
 
 def staff_set_preference_locked(*, preference: Preference, locked: bool, staff_user) -> bool:
-    """Lock or unlock on behalf of staff and record it; False if it already was."""
+    """Lock or unlock on behalf of staff and record it; False if it already
+    was (or the person deleted it meanwhile), so nothing is recorded."""
     with transaction.atomic():
-        current = Preference.objects.select_for_update().get(pk=preference.pk)
-        if current.locked == bool(locked):
+        current = Preference.objects.select_for_update().filter(pk=preference.pk).first()
+        if current is None or current.locked == bool(locked):
             return False
         services.preference_set_locked(preference=current, locked=locked, respect_lock=False)
         conversation_services.moderation_record(
