@@ -6,6 +6,7 @@ Production (DEBUG off) refuses to start with the development secret.
 """
 
 import os
+import tempfile
 from pathlib import Path
 
 import environ
@@ -104,7 +105,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file-based test database so a daphne subprocess (browser tests) can
     # share it; one per pytest process so parallel runs never collide.
     DATABASES["default"].setdefault("TEST", {})["NAME"] = env(
-        "HAICO_TEST_DB_NAME", default=str(BASE_DIR / f".test_db_{os.getpid()}.sqlite3")
+        "HAICO_TEST_DB_NAME", default=os.path.join(tempfile.gettempdir(), f"haico_test_db_{os.getpid()}.sqlite3")
     )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

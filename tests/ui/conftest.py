@@ -15,11 +15,3 @@ def ws_url(thread, suffix=""):
 @pytest.fixture
 def anon_client(client):
     return client
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    # The personas are created with a password; the real hasher is deliberately
-    # slow and would dominate these view tests. The account tests log in with
-    # real passwords either way, so nothing about authentication is skipped.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
