@@ -11,6 +11,13 @@ for _name in list(os.environ):
 
 PASSWORD = "correct-horse-battery-staple"
 
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    # Personas are created with a password and the real hasher is slow on
+    # purpose; login still checks real passwords, just hashed faster.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
 # CI sets HAICO_REQUIRE_ALL_TESTS=1: a test that would skip locally (no
 # Chromium, no PostgreSQL, no Redis) is a failure there, so a green CI run
 # proves that every test ran.
@@ -77,3 +84,34 @@ def other_client(client, other_user):
 def staff_client(client, staff):
     client.force_login(staff)
     return client
+
+
+@pytest.fixture
+def postgres_database_url():
+    """A fresh, empty PostgreSQL database (dropped afterwards) on the server at
+    HAICO_TEST_POSTGRES_URL; skips when that is unset (a failure in CI)."""
+    import uuid
+
+    base = os.environ.get("HAICO_TEST_POSTGRES_URL", "")
+    if not base:
+        pytest.skip("HAICO_TEST_POSTGRES_URL is not set (scripts/test_services.sh start prints it)")
+    import psycopg
+    from psycopg import sql
+
+    name = f"haico_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True, connect_timeout=5) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield base.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with psycopg.connect(base, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def redis_url():
+    """HAICO_TEST_REDIS_URL; skips when it is unset (a failure in CI)."""
+    url = os.environ.get("HAICO_TEST_REDIS_URL", "")
+    if not url:
+        pytest.skip("HAICO_TEST_REDIS_URL is not set (scripts/test_services.sh start prints it)")
+    return url

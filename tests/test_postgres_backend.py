@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -52,24 +51,6 @@ print(json.dumps({
     "todos": snapshot.todos_json,
 }))
 """
-
-
-@pytest.fixture
-def postgres_database_url():
-    base = os.environ.get("HAICO_TEST_POSTGRES_URL", "")
-    if not base:
-        pytest.skip("HAICO_TEST_POSTGRES_URL is not set (scripts/test_services.sh start prints it)")
-    import psycopg
-    from psycopg import sql
-
-    name = f"haico_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base, autocommit=True, connect_timeout=5) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield base.rsplit("/", 1)[0] + "/" + name
-    finally:
-        with psycopg.connect(base, autocommit=True, connect_timeout=5) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def _manage(database_url: str, *args: str, extra_env: dict | None = None) -> str:

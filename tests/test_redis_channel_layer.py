@@ -2,20 +2,11 @@
 message sent by one layer instance reaches a channel added by another, as it
 must between two server processes."""
 
-import os
 import uuid
 
 import pytest
 
 pytestmark = pytest.mark.redis
-
-
-@pytest.fixture
-def redis_url():
-    url = os.environ.get("HAICO_TEST_REDIS_URL", "")
-    if not url:
-        pytest.skip("HAICO_TEST_REDIS_URL is not set (scripts/test_services.sh start prints it)")
-    return url
 
 
 async def test_group_send_reaches_a_member_added_through_another_layer_instance(redis_url):

@@ -14,8 +14,10 @@ Fixtures:
 - ``haico_server`` (function): a running server with a fresh database
   (``.url``, ``.db_path``, ``.query(sql, params)``, ``.manage(*args)``,
   ``.create_user(username, password)``, ``.log_tail()``).
-- ``start_haico_server(extra_env=None)`` (function): the factory behind it,
-  for tests that need another environment (e.g. a scripted model server).
+- ``start_haico_server(extra_env=None, *, database_url=None)`` (function):
+  the factory behind it, for tests that need another environment (a scripted
+  model server: OPENAI_BASE_URL / OPENAI_API_KEY / HAICO_MODEL; REDIS_URL) or
+  PostgreSQL (``database_url``, migrated on start; several servers may share it).
 
 Missing Chromium skips locally; with HAICO_REQUIRE_ALL_TESTS=1 (CI) the skip
 becomes a failure (tests/conftest.py).
@@ -97,7 +99,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def server_env(db_path: Path, extra_env: dict[str, str] | None = None) -> dict[str, str]:
+def server_env(db_path: Path | None, extra_env: dict[str, str] | None = None, *, database_url: str | None = None) -> dict[str, str]:
     """The subprocess environment: development settings, its own database, no model.
 
     Every provider variable is dropped and the model settings are set empty
@@ -114,7 +116,7 @@ def server_env(db_path: Path, extra_env: dict[str, str] | None = None) -> dict[s
     env.update(
         {
             "DJANGO_SETTINGS_MODULE": "haico_site.settings",
-            "DATABASE_URL": f"sqlite:///{db_path}",
+            "DATABASE_URL": database_url or f"sqlite:///{db_path}",
             "DEBUG": "True",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "OPENAI_API_KEY": "",
@@ -144,13 +146,15 @@ def _manage(env: dict[str, str], *args: str, timeout: float = 120) -> str:
 @dataclass
 class HaicoServer:
     url: str
-    db_path: Path
+    db_path: Path | None  # None when the server runs on PostgreSQL
     env: dict[str, str]
     log_path: Path
     process: subprocess.Popen | None = field(default=None, repr=False)
 
     def query(self, sql: str, params: tuple | dict = ()) -> list[tuple]:
         """Read the server's database (read-only; WAL lets it run beside the server)."""
+        if self.db_path is None:
+            raise RuntimeError("query() reads the SQLite file; this server runs on PostgreSQL")
         conn = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=5)
         try:
             return conn.execute(sql, params).fetchall()
@@ -238,11 +242,18 @@ def start_haico_server(_migrated_db_template, request):
     """Factory: ``start_haico_server(extra_env=None) -> HaicoServer`` (stopped at teardown)."""
     started: list[HaicoServer] = []
 
-    def start(extra_env: dict[str, str] | None = None) -> HaicoServer:
+    def start(extra_env: dict[str, str] | None = None, *, database_url: str | None = None) -> HaicoServer:
         workdir = Path(tempfile.mkdtemp(prefix="haico-live-"))
-        db_path = workdir / "db.sqlite3"
-        shutil.copyfile(_migrated_db_template, db_path)
-        env = server_env(db_path, extra_env)
+        if database_url:
+            # Several servers may share one PostgreSQL database (scale-out
+            # tests); migrating an up-to-date database is a no-op.
+            db_path = None
+            env = server_env(None, extra_env, database_url=database_url)
+            _manage(env, "migrate", "--noinput")
+        else:
+            db_path = workdir / "db.sqlite3"
+            shutil.copyfile(_migrated_db_template, db_path)
+            env = server_env(db_path, extra_env)
         log_path = workdir / "server.log"
         last_error: Exception | None = None
         # A port picked free can be taken before the server binds it; retry.
@@ -278,7 +289,7 @@ def start_haico_server(_migrated_db_template, request):
         if failed:
             print(f"--- server log ({server.log_path}) ---\n{server.log_tail()}")
         else:
-            shutil.rmtree(server.db_path.parent, ignore_errors=True)
+            shutil.rmtree(server.log_path.parent, ignore_errors=True)
 
 
 @pytest.fixture

@@ -6,6 +6,8 @@ import re
 
 from playwright.sync_api import Page, expect
 
+from tests.support.fake_model import Reply, tool_call
+
 from .conftest import PASSWORD
 
 WORKSPACE_URL = re.compile(r"/threads/([0-9a-f-]{36})/workspace/$")
@@ -41,3 +43,71 @@ def thread_id_from(url: str) -> str:
     match = WORKSPACE_URL.search(url)
     assert match, url
     return match.group(1)
+
+
+def wait_for_socket(page: Page) -> None:
+    """Wait until the page's thread WebSocket is open.
+
+    htmx's ws extension queues what is sent before the socket opens, which
+    would let a test pass over a socket that opens late or never. It keeps
+    the socket in its internal data of the element carrying ws-connect.
+    """
+    page.wait_for_function(
+        "() => { const el = document.querySelector('[ws-connect]');"
+        " const ws = el && el['htmx-internal-data'] && el['htmx-internal-data'].webSocket;"
+        " return !!ws && !!ws.socket && ws.socket.readyState === 1; }"
+    )
+
+
+# --- The core seed's §9 example: a chart request answered by a scripted model.
+
+MODEL = "scripted-model"
+REQUEST = "chart Q1 vs Q2 revenue: 120, 180"
+REASONING = "Drawing a bar chart of the Q1 vs Q2 revenue figures."
+ANSWER = "Here's the chart: Q2 is 50% higher than Q1."
+TURN_WAIT_MS = 20_000
+
+
+def chart_turn_script() -> list[Reply]:
+    """First call: a chart_generator tool call; second: the answer, streamed."""
+    return [
+        Reply(
+            tool_calls=[
+                tool_call(
+                    "chart_generator",
+                    REASONING,
+                    chart_type="bar",
+                    title="Q1 vs Q2 Revenue",
+                    data=[{"name": "Q1", "value": 120}, {"name": "Q2", "value": 180}],
+                    y_axis_title="Revenue",
+                )
+            ]
+        ),
+        # Tokens a little apart, so the browser can be seen receiving them one by one.
+        Reply(text=ANSWER, token_delay=0.08),
+    ]
+
+
+def chart_drawn(page: Page, canvas) -> dict:
+    """What Chart.js drew on the canvas: its type and data (None if nothing)."""
+    return canvas.evaluate(
+        """(el) => {
+            const chart = window.Chart && Chart.getChart(el);
+            if (!chart) return null;
+            return {type: chart.config.type, labels: chart.data.labels,
+                    values: chart.data.datasets.map(d => d.data)};
+        }"""
+    )
+
+
+def expect_bar_chart(page: Page) -> None:
+    centre = page.get_by_role("region", name="Document")
+    expect(centre.get_by_role("heading", name="Q1 vs Q2 Revenue")).to_be_visible()
+    canvas = centre.get_by_role("img", name=re.compile("Q1 vs Q2 Revenue"))
+    expect(canvas).to_be_visible()
+    assert canvas.evaluate("el => el.tagName") == "CANVAS"
+    page.wait_for_function("el => window.Chart && Chart.getChart(el)", arg=canvas.element_handle())
+    drawn = chart_drawn(page, canvas)
+    assert drawn["type"] == "bar"
+    assert drawn["labels"] == ["Q1", "Q2"]
+    assert drawn["values"] == [[120, 180]]

@@ -7,43 +7,30 @@ The person sees the reasoning sentence, the bar chart in the centre panel and
 the answer streaming in, and after a reload all of it is still there.
 """
 
-import re
-
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.support.fake_model import Reply, tool_call
 from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import create_thread, sign_up, thread_id_from
-
-MODEL = "scripted-model"
-REASONING = "Drawing a bar chart of the Q1 vs Q2 revenue figures."
-ANSWER = "Here's the chart: Q2 is 50% higher than Q1."
-TURN_WAIT_MS = 20_000
+from .helpers import (
+    ANSWER,
+    MODEL,
+    REASONING,
+    REQUEST,
+    TURN_WAIT_MS,
+    chart_turn_script,
+    create_thread,
+    expect_bar_chart,
+    sign_up,
+    thread_id_from,
+    wait_for_socket,
+)
 
 
 @pytest.fixture
 def model_server():
     with OpenAICompatibleServer(models=[MODEL]) as server:
-        server.script(
-            [
-                Reply(
-                    tool_calls=[
-                        tool_call(
-                            "chart_generator",
-                            REASONING,
-                            chart_type="bar",
-                            title="Q1 vs Q2 Revenue",
-                            data=[{"name": "Q1", "value": 120}, {"name": "Q2", "value": 180}],
-                            y_axis_title="Revenue",
-                        )
-                    ]
-                ),
-                # Tokens a little apart, so the browser can be seen receiving them one by one.
-                Reply(text=ANSWER, token_delay=0.08),
-            ]
-        )
+        server.script(chart_turn_script())
         yield server
 
 
@@ -64,31 +51,6 @@ def watch_answer_text(page: Page) -> None:
     )
 
 
-def chart_drawn(page: Page, canvas) -> dict:
-    """What Chart.js drew on the canvas: its type and data (None if nothing)."""
-    return canvas.evaluate(
-        """(el) => {
-            const chart = window.Chart && Chart.getChart(el);
-            if (!chart) return null;
-            return {type: chart.config.type, labels: chart.data.labels,
-                    values: chart.data.datasets.map(d => d.data)};
-        }"""
-    )
-
-
-def expect_bar_chart(page: Page) -> None:
-    centre = page.get_by_role("region", name="Document")
-    expect(centre.get_by_role("heading", name="Q1 vs Q2 Revenue")).to_be_visible()
-    canvas = centre.get_by_role("img", name=re.compile("Q1 vs Q2 Revenue"))
-    expect(canvas).to_be_visible()
-    assert canvas.evaluate("el => el.tagName") == "CANVAS"
-    page.wait_for_function("el => window.Chart && Chart.getChart(el)", arg=canvas.element_handle())
-    drawn = chart_drawn(page, canvas)
-    assert drawn["type"] == "bar"
-    assert drawn["labels"] == ["Q1", "Q2"]
-    assert drawn["values"] == [[120, 180]]
-
-
 def test_chart_request_shows_reasoning_chart_and_streamed_answer_and_survives_reload(
     page, start_haico_server, model_server
 ):
@@ -99,20 +61,14 @@ def test_chart_request_shows_reasoning_chart_and_streamed_answer_and_survives_re
     url = create_thread(page, server.url)
     thread_id = thread_id_from(url).replace("-", "")
     chat = page.get_by_role("region", name="Chat")
-    # The page's WebSocket must be open before sending (htmx's ws extension
-    # would queue the message otherwise, which hides a broken socket).
-    page.wait_for_function(
-        "() => { const el = document.querySelector('[ws-connect]');"
-        " const ws = el && el['htmx-internal-data'] && el['htmx-internal-data'].webSocket;"
-        " return !!ws && ws.socket && ws.socket.readyState === 1; }"
-    )
+    wait_for_socket(page)
     watch_answer_text(page)
 
-    chat.get_by_role("textbox", name="Message").fill("chart Q1 vs Q2 revenue: 120, 180")
+    chat.get_by_role("textbox", name="Message").fill(REQUEST)
     chat.get_by_role("button", name="Send").click()
 
     # The person's message, then the one reasoning sentence (never a tool name).
-    expect(chat.get_by_text("chart Q1 vs Q2 revenue: 120, 180")).to_be_visible()
+    expect(chat.get_by_text(REQUEST)).to_be_visible()
     reasoning = chat.get_by_role("group", name="Internal reasoning")
     expect(reasoning).to_contain_text(REASONING, timeout=TURN_WAIT_MS)
     expect(reasoning).not_to_contain_text("chart_generator")
@@ -146,12 +102,12 @@ def test_chart_request_shows_reasoning_chart_and_streamed_answer_and_survives_re
     ) == [("Q1 vs Q2 Revenue", 1)]
     assert server.query(
         "SELECT user_message FROM workspace_workspacesnapshot WHERE thread_id = ? AND turn_index = 1", (thread_id,)
-    ) == [("chart Q1 vs Q2 revenue: 120, 180",)]
+    ) == [(REQUEST,)]
 
     # --- Reload: the conversation, its reasoning and the chart are all still there.
     page.reload()
     chat = page.get_by_role("region", name="Chat")
-    expect(chat.get_by_text("chart Q1 vs Q2 revenue: 120, 180")).to_be_visible()
+    expect(chat.get_by_text(REQUEST)).to_be_visible()
     expect(chat.locator("#chat-messages .answer").first).to_have_text(ANSWER)
     reasoning = chat.get_by_role("group", name="Internal reasoning")
     reasoning.locator("summary").click()  # past turns show their reasoning collapsed
