@@ -13,6 +13,7 @@ import asyncio
 import json
 import re
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,8 @@ class ScriptedChatModel(BaseChatModel):
     script: list[Any]
     # When the script runs out, answer with this (None: raise, so a test notices).
     default_reply: Any = None
+    # When a list, the moment each content token is emitted is appended (bench).
+    token_clock: Any = None
 
     _requests: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _calls: int = PrivateAttr(default=0)
@@ -80,6 +83,7 @@ class ScriptedChatModel(BaseChatModel):
 
     def _message(self, reply: Reply, call_no: int) -> AIMessage:
         return AIMessage(
+            id=f"run-scripted-{uuid.uuid4().hex}",
             content=reply.text,
             tool_calls=[
                 {"name": c["name"], "args": c["args"], "id": c.get("id") or f"call_{call_no}_{i}", "type": "tool_call"}
@@ -89,7 +93,9 @@ class ScriptedChatModel(BaseChatModel):
         )
 
     def _chunks(self, reply: Reply, call_no: int) -> Iterator[AIMessageChunk]:
-        message_id = f"run-scripted-{call_no}"
+        # Unique like a provider's ids: a repeated id would make LangGraph's
+        # add_messages replace an earlier turn's message instead of appending.
+        message_id = f"run-scripted-{uuid.uuid4().hex}"
         for token in [t for t in re.split(r"(\s+)", reply.text) if t]:
             yield AIMessageChunk(content=token, id=message_id)
         for i, call in enumerate(reply.tool_calls):
@@ -132,6 +138,8 @@ class ScriptedChatModel(BaseChatModel):
             if reply.token_delay and chunk.content:
                 await asyncio.sleep(reply.token_delay)
             generation = ChatGenerationChunk(message=chunk)
+            if self.token_clock is not None and chunk.content.strip():
+                self.token_clock.append(time.perf_counter())
             if run_manager and chunk.content:
                 await run_manager.on_llm_new_token(chunk.content, chunk=generation)
             yield generation
