@@ -202,6 +202,15 @@ class HaicoServer:
                 continue
 
 
+# A process started in the background by a non-interactive shell (CI under
+# nohup, `cmd &`) inherits SIGINT as ignored, and so would the server; reset
+# it before exec so the server stops on SIGINT the way it does on Ctrl-C.
+_RUN_WITH_DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+)
+
+
 def _wait_until_serving(server: HaicoServer, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     probe = f"{server.url}/accounts/login/"
@@ -262,7 +271,7 @@ def start_haico_server(_migrated_db_template, request):
             server = HaicoServer(url=f"http://127.0.0.1:{port}", db_path=db_path, env=env, log_path=log_path)
             with open(log_path, "ab") as log:
                 server.process = subprocess.Popen(
-                    [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+                    [sys.executable, "-c", _RUN_WITH_DEFAULT_SIGINT, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
                     cwd=BASE_DIR,
                     env=env,
                     stdout=log,
