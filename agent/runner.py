@@ -273,7 +273,12 @@ class TurnRun:
         """Run the turn to its end; returns "complete", "stopped" or "error"."""
         outcome, error = "complete", ""
         try:
-            await self.send(fragment("turn_append", turn=self._turn(), oob=False) + controls_html(running=True))
+            await self.send(
+                fragment("turn_append", turn=self._turn(), oob=False)
+                + controls_html(running=True)
+                # The first message may have titled the thread; every tab shows the new title.
+                + (fragment("thread_title", title=self.thread.title) if self.turn_index == 1 else "")
+            )
             await self._stream()
         except TurnStopped:
             outcome = "stopped"

@@ -142,6 +142,17 @@ async def test_every_socket_of_the_thread_sees_the_turn_and_other_threads_see_no
     assert await elsewhere.receive_nothing(timeout=0.3)
 
 
+async def test_the_first_message_titles_the_thread_in_every_tab(owner, script, sockets):
+    script(Reply(text="ok"))
+    fresh = await database_sync_to_async(thread_create)(owner=owner)
+    socket = await sockets(fresh.pk, owner)
+    await socket.send_to(text_data=_send("Compare <Q1> and Q2 revenue"))
+    frames = await frames_until_turn_end(socket)
+    title = next(f for f in frames if 'id="thread-title"' in f)
+    assert 'title="Compare &lt;Q1&gt; and Q2 revenue" hx-swap-oob="true">Compare &lt;Q1&gt; and Q2 revenue</h1>' in title
+    assert (await _db(fresh))["title"] == "Compare <Q1> and Q2 revenue"
+
+
 async def test_a_page_opened_mid_turn_receives_the_rest_of_it(owner, thread, script, sockets):
     script(Reply(text="one two three four five six", token_delay=0.1))
     first = await sockets(thread.pk, owner)
