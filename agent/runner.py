@@ -42,7 +42,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.template.loader import render_to_string
 from django.utils.html import escape
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 
 from conversations import services as conversation_services
 from conversations.models import ActivityLogEntry, Thread
@@ -367,7 +367,11 @@ class TurnRun:
     async def _handle(self, mode: str, payload) -> None:
         if mode == "messages":
             chunk, metadata = payload
-            if metadata.get("langgraph_node") == "model" and isinstance(chunk, AIMessage) and chunk.content:
+            if isinstance(chunk, RemoveMessage):
+                # The model-call retry discarded an attempt that had already
+                # streamed text (agent/middleware.py): take that text back.
+                await self._clear_draft()
+            elif metadata.get("langgraph_node") == "model" and isinstance(chunk, AIMessage) and chunk.content:
                 await self._token(message_text(chunk))
             return
         if mode != "updates" or not isinstance(payload, dict):
@@ -410,13 +414,16 @@ class TurnRun:
             self._seen.add(key)
             await self._tool_result(message)
 
-    async def _tool_calls(self, message: AIMessage) -> None:
-        html = []
+    async def _clear_draft(self) -> None:
         if self.draft:
-            # The text this call streamed was a preamble to tool calls, not the answer.
             self.draft.clear()
             self._held_whitespace = ""
-            html.append(fragment("answer", turn=self._turn(), oob=True))
+            await self.send(fragment("answer", turn=self._turn(), oob=True))
+
+    async def _tool_calls(self, message: AIMessage) -> None:
+        html = []
+        # The text this call streamed was a preamble to tool calls, not the answer.
+        await self._clear_draft()
         for call in message.tool_calls:
             call_key = ("call", call.get("id"))
             if call.get("id") and call_key in self._seen:

@@ -131,3 +131,18 @@ async def test_turn_fragments_go_only_to_the_threads_group(owner, thread, script
     assert received and all(event["type"] == "thread.fragment" for event in received)
     assert "<p>hello there</p>" in received[-1]["html"]
     assert runner.group_name(thread.pk) == f"thread.{thread.pk.hex}"
+
+
+async def test_text_of_a_retried_malformed_attempt_is_taken_back_from_the_bubble(owner, thread, script, sockets):
+    script(
+        Reply(text="Half a broken call", finish_reason="MALFORMED_FUNCTION_CALL"),
+        Reply(text="The clean answer."),
+    )
+    socket = await sockets(thread.pk, owner)
+    await _start(thread, "go")
+    frames = await frames_until_turn_end(socket)
+    broken = next(i for i, f in enumerate(frames) if "broken" in f and 'hx-swap-oob="beforeend"' in f)
+    clean = next(i for i, f in enumerate(frames) if 'hx-swap-oob="beforeend">clean' in f or ">The</div>" in f)
+    reset = [i for i, f in enumerate(frames) if broken < i < clean and 'id="turn-1-answer-content"' in f and "beforeend" not in f]
+    assert reset, "the discarded attempt's text must be cleared before the retry streams"
+    assert "broken" not in frames[-1] and "<p>The clean answer.</p>" in frames[-1]
