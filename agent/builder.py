@@ -55,16 +55,18 @@ def build_agent(
     if model is None:
         model = get_chat_model(model_name)
     call_limit = getattr(settings, "HAICO_MODEL_CALL_LIMIT", DEFAULT_MODEL_CALL_LIMIT)
-    middleware = [
-        # Outermost: the prompt is computed once per model call and shared by
-        # the retry's attempts (nothing can change the workspace in between).
+    middleware = []
+    if call_limit:
+        # Outermost, so a turn at its limit costs no prompt build: ends the
+        # turn with a short message instead of looping forever when a model
+        # keeps calling tools. Counted per turn.
+        middleware.append(TurnCallLimitMiddleware(run_limit=call_limit))
+    middleware += [
+        # The prompt is computed once per model call and shared by the
+        # retry's attempts (nothing can change the workspace in between).
         workspace_prompt_middleware(thread),
         ModelTurnRetryMiddleware(thread=thread, turn_index=turn_index),
     ]
-    if call_limit:
-        # Ends the turn with a short message instead of looping forever when a
-        # model keeps calling tools. Counted per run, i.e. per turn.
-        middleware.append(TurnCallLimitMiddleware(run_limit=call_limit))
     return create_agent(
         model=model,
         tools=build_tools(thread),

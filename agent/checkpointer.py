@@ -86,6 +86,12 @@ async def _open_sqlite(opened: _Open) -> None:
     if worker is not None and not worker.is_alive():
         worker.daemon = True
     await conn
+    # Same pragmas as Django's connection (settings.SQLITE_OPTIONS): WAL with
+    # synchronous=NORMAL skips an fsync per checkpoint write, and the busy
+    # timeout lets it wait for the ORM's short write transactions.
+    await conn.execute("PRAGMA journal_mode=WAL")
+    await conn.execute("PRAGMA synchronous=NORMAL")
+    await conn.execute(f"PRAGMA busy_timeout={int(SQLITE_TIMEOUT_SECONDS * 1000)}")
     saver = AsyncSqliteSaver(conn)
     await saver.setup()
 

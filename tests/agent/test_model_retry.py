@@ -146,7 +146,7 @@ async def test_blank_attempt_never_reaches_the_stream(thread):
 
     streamed = _model_messages(events)
     assert [m.content for m in streamed if m.content] == ["Hello", " ", "there", " ", "friend"]
-    assert all(m.id != "run-scripted-1" for m in streamed)
+    assert all(m.id != model.message_id(1) for m in streamed)
     assert not any(isinstance(m, RemoveMessage) for m in streamed)
     updates = [p["model"]["messages"] for mode, p in events if mode == "updates" and "model" in p]
     assert [[m.content for m in u] for u in updates] == [["Hello there friend"]]
@@ -164,9 +164,9 @@ async def test_live_stream_retracts_the_partial_text_of_a_discarded_attempt(thre
     kinds = [("remove" if isinstance(m, RemoveMessage) else m.id) for m in streamed]
     # Attempt 1 streamed live, then was retracted before attempt 2 began.
     first_remove = kinds.index("remove")
-    assert "run-scripted-1" in kinds[:first_remove]
-    assert "run-scripted-1" not in kinds[first_remove:]
-    assert any(isinstance(m, RemoveMessage) and m.id == "run-scripted-1" for m in streamed)
+    assert model.message_id(1) in kinds[:first_remove]
+    assert model.message_id(1) not in kinds[first_remove:]
+    assert any(isinstance(m, RemoveMessage) and m.id == model.message_id(1) for m in streamed)
     assert _visible_text(streamed) == "All good now"
     updates = [p["model"]["messages"] for mode, p in events if mode == "updates" and "model" in p]
     assert [[m.content for m in u] for u in updates] == [["All good now"]]
@@ -188,7 +188,7 @@ async def test_buffered_stream_only_ever_carries_the_kept_attempt(thread):
 
     streamed = _model_messages(events)
     assert len(model.requests) == 3
-    assert {m.id for m in streamed if m.content} == {"run-scripted-3"}
+    assert {m.id for m in streamed if m.content} == {model.message_id(3)}
     assert "".join(m.content for m in streamed) == "All good now"
     assert [m.content for m in streamed if m.content] == ["All", " ", "good", " ", "now"]
     assert not any(isinstance(m, RemoveMessage) for m in streamed)

@@ -55,6 +55,7 @@ class ScriptedChatModel(BaseChatModel):
     token_clock: Any = None
 
     _requests: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _nonce: str = PrivateAttr(default_factory=lambda: uuid.uuid4().hex[:8])
     _calls: int = PrivateAttr(default=0)
 
     @property
@@ -64,6 +65,14 @@ class ScriptedChatModel(BaseChatModel):
     @property
     def requests(self) -> list[list[BaseMessage]]:
         return self._requests
+
+    def message_id(self, call_no: int) -> str:
+        """The id of the message of the `call_no`-th (1-based) model call.
+
+        Unique per model instance like a provider's ids: a repeated id would
+        make LangGraph's add_messages replace an earlier turn's message
+        instead of appending it."""
+        return f"run-scripted-{self._nonce}-{call_no}"
 
     def bind_tools(self, tools, **kwargs):  # tools are described by the agent; the script decides calls
         self._bound_tools = tools
@@ -83,7 +92,7 @@ class ScriptedChatModel(BaseChatModel):
 
     def _message(self, reply: Reply, call_no: int) -> AIMessage:
         return AIMessage(
-            id=f"run-scripted-{uuid.uuid4().hex}",
+            id=self.message_id(call_no),
             content=reply.text,
             tool_calls=[
                 {"name": c["name"], "args": c["args"], "id": c.get("id") or f"call_{call_no}_{i}", "type": "tool_call"}
@@ -93,9 +102,7 @@ class ScriptedChatModel(BaseChatModel):
         )
 
     def _chunks(self, reply: Reply, call_no: int) -> Iterator[AIMessageChunk]:
-        # Unique like a provider's ids: a repeated id would make LangGraph's
-        # add_messages replace an earlier turn's message instead of appending.
-        message_id = f"run-scripted-{uuid.uuid4().hex}"
+        message_id = self.message_id(call_no)
         for token in [t for t in re.split(r"(\s+)", reply.text) if t]:
             yield AIMessageChunk(content=token, id=message_id)
         for i, call in enumerate(reply.tool_calls):
