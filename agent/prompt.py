@@ -205,7 +205,7 @@ def _document_block(thread: Thread) -> str:
 def _latest_artifact_line(thread: Thread) -> str | None:
     # A pointer only: the payload can be large and the agent fetches it with
     # get_artifact when it needs the data.
-    artifact = selectors.latest_artifact_for(thread=thread)
+    artifact = selectors.latest_artifact_pointer_for(thread=thread)
     if artifact is None:
         return None
     return (

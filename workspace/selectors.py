@@ -167,6 +167,12 @@ def latest_artifact_for(*, thread: Thread) -> Artifact | None:
     return Artifact.objects.filter(thread=thread).order_by("-id").first()
 
 
+def latest_artifact_pointer_for(*, thread: Thread) -> Artifact | None:
+    """The newest artifact without its payload (which can be large): what the
+    agent's per-call prompt points at."""
+    return Artifact.objects.filter(thread=thread).order_by("-id").only("id", "artifact_type", "title", "turn_index").first()
+
+
 def snapshots_for(*, thread: Thread) -> list[WorkspaceSnapshot]:
     return list(WorkspaceSnapshot.objects.filter(thread=thread).order_by("turn_index"))
 

@@ -164,3 +164,16 @@ def test_system_prompt_is_static_text_then_the_block(thread):
 
     assert prompt == SYSTEM_PROMPT + "\n\n" + render_workspace_block(thread)
     assert prompt.index("Chart quarterly revenue") > len(SYSTEM_PROMPT)
+
+
+def test_the_prompt_never_reads_an_artifact_payload(thread):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    services.artifact_create(
+        thread=thread, artifact_type="data_table", title="Big", payload={"rows": [[i] for i in range(5000)]}, turn_index=1
+    )
+    with CaptureQueriesContext(connection) as queries:
+        text = build_system_prompt(thread)
+    assert '<latest_artifact id="' in text and 'title="Big"/>' in text
+    assert not any('"payload"' in q["sql"] for q in queries.captured_queries)
