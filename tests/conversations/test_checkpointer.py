@@ -136,26 +136,6 @@ asyncio.run(main())
 """
 
 
-@pytest.fixture
-def postgres_database_url():
-    base = os.environ.get("HAICO_TEST_POSTGRES_URL", "")
-    if not base:
-        pytest.skip("HAICO_TEST_POSTGRES_URL is not set (scripts/test_services.sh start prints it)")
-    import uuid
-
-    import psycopg
-    from psycopg import sql
-
-    name = f"haico_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base, autocommit=True, connect_timeout=5) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield base.rsplit("/", 1)[0] + "/" + name
-    finally:
-        with psycopg.connect(base, autocommit=True, connect_timeout=5) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-
-
 @pytest.mark.postgres
 def test_on_postgres_a_turn_is_checkpointed_by_the_pooled_saver_and_read_back(postgres_database_url):
     import json
