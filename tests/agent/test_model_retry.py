@@ -208,7 +208,7 @@ async def test_kept_attempt_streams_token_by_token_before_the_model_finishes(thr
     # A small delay per token lets the consumer run between tokens, as with a real provider.
     model = Probe(script=[Reply(text="one two three", token_delay=0.02)])
     agent = build_agent(thread=thread, model=model, checkpointer=InMemorySaver())
-    async for mode, payload in agent.astream({"messages": [HumanMessage("Hi")]}, CONFIG, stream_mode=["messages"]):
+    async for _mode, payload in agent.astream({"messages": [HumanMessage("Hi")]}, CONFIG, stream_mode=["messages"]):
         streamed_so_far.append(payload[0])
 
     # When the model's stream ended the consumer already had the earlier tokens

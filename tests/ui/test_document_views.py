@@ -1,7 +1,6 @@
 """The live document: autosave, conflicts, size cap and the "load latest"
 recovery. Method, access, database effect and what the person sees."""
 
-import json
 
 import pytest
 from django.conf import settings
