@@ -19,13 +19,14 @@ import logging
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.conf import settings
 from django.template.loader import render_to_string
 
 from agent import runner
 
-from .errors import TurnAlreadyRunning
+from workspace.errors import WorkspaceError
+
 from .selectors import thread_for_user
+from .services import clean_user_message
 
 logger = logging.getLogger("haico.conversations.ws")
 
@@ -106,13 +107,10 @@ class ThreadConsumer(AsyncWebsocketConsumer):
     async def _start_turn(self, data: dict):
         from agent.model import ModelNotConfigured, available_models
 
-        message = data.get("message")
-        if not isinstance(message, str) or not message.strip():
-            await self._notice("Type a message before sending.")
-            return
-        limit = settings.HAICO_MESSAGE_MAX_CHARS
-        if len(message) > limit:
-            await self._notice(f"Your message is {len(message):,} characters long; the limit is {limit:,}. Shorten it and send again.")
+        try:
+            message = clean_user_message(data.get("message"))
+        except WorkspaceError as exc:
+            await self._notice(exc.message)
             return
         model = data.get("model") or None
         if model is not None and not isinstance(model, str):
@@ -137,7 +135,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             return
         try:
             turn_index = await runner.start_turn(thread=thread, user_message=message, model_name=model)
-        except TurnAlreadyRunning as exc:
+        except WorkspaceError as exc:  # TurnAlreadyRunning, or a message the service refuses
             await self._notice(exc.message)
             return
         # Only the sender's composer is cleared, and only once the message is stored.

@@ -3,6 +3,7 @@ counter, feedback and staff moderation."""
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
@@ -70,14 +71,28 @@ def title_from_message(message: str, *, limit: int = 60) -> str:
     return words[: limit - 1].rsplit(" ", 1)[0] + "…"
 
 
+def clean_user_message(message) -> str:
+    """The chat message as it will be stored, or InvalidInput saying why not."""
+    if not isinstance(message, str) or not message.strip():
+        raise InvalidInput("Type a message before sending.")
+    limit = settings.HAICO_MESSAGE_MAX_CHARS
+    if len(message) > limit:
+        raise InvalidInput(f"Your message is {len(message):,} characters long; the limit is {limit:,}. Shorten it and send again.")
+    if "\x00" in message:
+        raise InvalidInput("Your message contains a NUL character, which cannot be stored; remove it and send again.")
+    return message
+
+
 @transaction.atomic
 def turn_begin(*, thread: Thread, user_message: str) -> tuple[int, WorkspaceSnapshot]:
     """Claim the thread's single running-turn slot, bump the turn counter and
     snapshot the workspace, all before the agent runs.
 
     The claim is a row update in the database, so it holds across server
-    processes. Raises TurnAlreadyRunning while another turn is in progress.
+    processes. Raises TurnAlreadyRunning while another turn is in progress,
+    and InvalidInput for a message that cannot be stored.
     """
+    user_message = clean_user_message(user_message)
     locked = Thread.objects.select_for_update().get(pk=thread.pk)
     now = timezone.now()
     if locked.running_turn_index is not None and locked.running_since and now - locked.running_since < STALE_TURN_AFTER:

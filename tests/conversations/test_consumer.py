@@ -231,12 +231,13 @@ async def test_a_second_message_while_a_turn_runs_is_refused_and_not_stored(owne
         (json.dumps({"message": "   \n "}), "Type a message"),
         (json.dumps({"message": 42}), "Type a message"),
         (json.dumps({"message": "x" * 51}), "the limit is 50"),
+        (json.dumps({"message": "a\u0000b"}), "NUL character"),
         (json.dumps({"message": "hello", "model": "gpt-imaginary"}), "Unknown model"),
         ("{not json", "could not be read"),
         (json.dumps(["hello"]), "could not be read"),
         (json.dumps({"action": "explode"}), "Unknown action"),
     ],
-    ids=["empty", "whitespace", "not-text", "too-long", "unknown-model", "malformed-json", "not-an-object", "unknown-action"],
+    ids=["empty", "whitespace", "not-text", "too-long", "nul-character", "unknown-model", "malformed-json", "not-an-object", "unknown-action"],
 )
 async def test_bad_input_gets_a_clear_error_and_nothing_is_stored(owner, thread, script, sockets, settings, payload, expected):
     settings.HAICO_MESSAGE_MAX_CHARS = 50
