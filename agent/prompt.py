@@ -159,40 +159,40 @@ def _timestamp(value) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def _objective_block(thread: Thread) -> str:
-    text = selectors.objective_text_for(thread=thread) or selectors.STANDING_OBJECTIVE
+def _objective_block(reading: selectors.WorkspaceReading) -> str:
+    text = reading.objective_text or selectors.STANDING_OBJECTIVE
     return f"<objective>\n{text}\n</objective>"
 
 
-def _preferences_block(thread: Thread) -> str:
+def _preferences_block(reading: selectors.WorkspaceReading) -> str:
     lines = []
-    for pref in selectors.preferences_for(thread=thread):
-        line = f"- [{pref.kind}] {_one_line(pref.title)}"
-        if pref.subtitle:
-            line += f" — {_one_line(pref.subtitle)}"
-        if pref.locked:
+    for kind, title, subtitle, locked in reading.preferences:
+        line = f"- [{kind}] {_one_line(title)}"
+        if subtitle:
+            line += f" — {_one_line(subtitle)}"
+        if locked:
             line += " (locked)"
         lines.append(line)
     body = "\n".join(lines) if lines else NO_PREFERENCES
     return f"<preferences>\n{body}\n</preferences>"
 
 
-def _todos_block(thread: Thread) -> str:
-    todos = selectors.todos_for(thread=thread)
+def _todos_block(reading: selectors.WorkspaceReading) -> str:
+    numbers = selectors.outline_numbers_for_depths([depth for _, _, depth in reading.todos])
     lines = [
-        f"{'  ' * todo.depth}{number} [{'x' if todo.done else ' '}] {_one_line(todo.text)}"
-        for todo, number in zip(todos, selectors.outline_numbers(todos))
+        f"{'  ' * depth}{number} [{'x' if done else ' '}] {_one_line(text)}"
+        for (text, done, depth), number in zip(reading.todos, numbers)
     ]
     body = "\n".join(lines) if lines else NO_PLAN
     return f"<todos>\n{body}\n</todos>"
 
 
-def _document_block(thread: Thread) -> str:
-    document = selectors.document_for(thread=thread)
-    attrs = f'title="{_attr(document.title)}"'
-    if document.updated_at:  # an unsaved, never-written document has none
-        attrs += f' updated_at="{_timestamp(document.updated_at)}"'
-    content = document.content
+def _document_block(reading: selectors.WorkspaceReading) -> str:
+    # A document never written yet reads as an empty "Untitled" one, with no updated_at.
+    title, content, updated_at = reading.document or ("Untitled", "", None)
+    attrs = f'title="{_attr(title)}"'
+    if updated_at:
+        attrs += f' updated_at="{_timestamp(updated_at)}"'
     if not content:
         body = EMPTY_DOCUMENT
     elif len(content) > DOCUMENT_INJECT_MAX_CHARS:
@@ -202,27 +202,28 @@ def _document_block(thread: Thread) -> str:
     return f"<document {attrs}>\n{body}\n</document>"
 
 
-def _latest_artifact_line(thread: Thread) -> str | None:
+def _latest_artifact_line(reading: selectors.WorkspaceReading) -> str | None:
     # A pointer only: the payload can be large and the agent fetches it with
     # get_artifact when it needs the data.
-    artifact = selectors.latest_artifact_pointer_for(thread=thread)
-    if artifact is None:
+    if reading.latest_artifact is None:
         return None
+    artifact_id, artifact_type, turn_index, title = reading.latest_artifact
     return (
-        f'<latest_artifact id="{artifact.pk}" type="{_attr(artifact.artifact_type)}" '
-        f'turn_index="{artifact.turn_index}" title="{_attr(artifact.title)}"/>'
+        f'<latest_artifact id="{artifact_id}" type="{_attr(artifact_type)}" '
+        f'turn_index="{turn_index}" title="{_attr(title)}"/>'
     )
 
 
 def render_workspace_block(thread: Thread) -> str:
     """The live workspace as the agent reads it (core seed §3.2). Reads the database."""
+    reading = selectors.workspace_reading_for(thread=thread)
     blocks = [
-        _objective_block(thread),
-        _preferences_block(thread),
-        _todos_block(thread),
-        _document_block(thread),
+        _objective_block(reading),
+        _preferences_block(reading),
+        _todos_block(reading),
+        _document_block(reading),
     ]
-    latest = _latest_artifact_line(thread)
+    latest = _latest_artifact_line(reading)
     if latest:
         blocks.append(latest)
     return "<workspace>\n" + "\n\n".join(blocks) + "\n</workspace>"

@@ -70,10 +70,13 @@ def todos_for(*, thread: Thread) -> list[Todo]:
 
 def outline_numbers(todos: list[Todo]) -> list[str]:
     """Dotted outline numbers (1, 1.1, 1.1.1, 2) for a pre-order list of todos."""
+    return outline_numbers_for_depths([todo.depth for todo in todos])
+
+
+def outline_numbers_for_depths(depths: list[int]) -> list[str]:
     counters: list[int] = []
     numbers = []
-    for todo in todos:
-        depth = todo.depth
+    for depth in depths:
         del counters[depth + 1 :]
         while len(counters) < depth + 1:
             counters.append(0)
@@ -167,15 +170,40 @@ def latest_artifact_for(*, thread: Thread) -> Artifact | None:
     return Artifact.objects.filter(thread=thread).order_by("-id").first()
 
 
-def latest_artifact_pointer_for(*, thread: Thread) -> Artifact | None:
-    """The newest artifact without its payload (which can be large): what the
-    agent's per-call prompt points at."""
-    return Artifact.objects.filter(thread=thread).order_by("-id").only("id", "artifact_type", "title", "turn_index").first()
-
-
 def snapshots_for(*, thread: Thread) -> list[WorkspaceSnapshot]:
     return list(WorkspaceSnapshot.objects.filter(thread=thread).order_by("turn_index"))
 
 
 def snapshot_for(*, thread: Thread, turn_index: int) -> WorkspaceSnapshot | None:
     return WorkspaceSnapshot.objects.filter(thread=thread, turn_index=turn_index).first()
+
+
+@dataclass(frozen=True)
+class WorkspaceReading:
+    """The workspace as plain values, read with one light query per surface:
+    what the agent's prompt needs before every model call (no model
+    instances, no artifact payload)."""
+
+    objective_text: str | None
+    preferences: list[tuple[str, str, str, bool]]  # (kind, title, subtitle, locked), hard first
+    todos: list[tuple[str, bool, int]]  # (text, done, depth), pre-order
+    document: tuple[str, str, object] | None  # (title, content, updated_at)
+    latest_artifact: tuple[int, str, int, str] | None  # (id, type, turn_index, title)
+
+
+def workspace_reading_for(*, thread: Thread) -> WorkspaceReading:
+    return WorkspaceReading(
+        objective_text=objective_text_for(thread=thread),
+        preferences=list(
+            Preference.objects.filter(thread=thread)
+            .annotate(kind_rank=_HARD_FIRST)
+            .order_by("kind_rank", "position", "id")
+            .values_list("kind", "title", "subtitle", "locked")
+        ),
+        todos=list(Todo.objects.filter(thread=thread).order_by("position", "id").values_list("text", "done", "depth")),
+        document=Document.objects.filter(thread=thread).values_list("title", "content", "updated_at").first(),
+        latest_artifact=Artifact.objects.filter(thread=thread)
+        .order_by("-id")
+        .values_list("id", "artifact_type", "turn_index", "title")
+        .first(),
+    )
