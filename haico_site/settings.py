@@ -100,6 +100,11 @@ SQLITE_OPTIONS = {
 DATABASES = {
     "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
 }
+# Keep connections open between requests and agent steps: each
+# database_sync_to_async call runs close_old_connections, and with a max age
+# of 0 every turn step would reconnect (and, on SQLite, re-run its pragmas).
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(SQLITE_OPTIONS)
     # A file-based test database so a daphne subprocess (browser tests) can
