@@ -9,4 +9,5 @@ urlpatterns = [
     path("new/", views.thread_create, name="create"),
     path("<uuid:thread_id>/rename/", views.thread_rename, name="rename"),
     path("<uuid:thread_id>/delete/", views.thread_delete, name="delete"),
+    path("<uuid:thread_id>/activity/", views.thread_activity, name="activity"),
 ]

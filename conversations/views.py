@@ -53,3 +53,13 @@ def thread_delete(request, thread_id):
         # An empty body swapped over the row removes it from the list.
         return HttpResponse("")
     return redirect("conversations:list")
+
+
+@login_required
+@require_GET
+def thread_activity(request, thread_id):
+    """The thread's activity log: model warnings (e.g. a reply cut off at the
+    output limit) and turn errors, newest first."""
+    thread = selectors.get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    entries = selectors.activity_for(thread=thread)
+    return render(request, "conversations/panels/activity.html#entries", {"thread": thread, "entries": entries})
