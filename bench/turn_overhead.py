@@ -99,19 +99,28 @@ async def _noop(**kwargs):
 
 
 class Workspace:
+    """A user and a realistic workspace (12-step plan, 6 preferences, an
+    11 000-character document), freshly copied into a new thread per measured
+    turn so that neither side carries a growing history (the floor also uses
+    a fresh checkpointer thread per run)."""
+
     def __init__(self):
         call_command("migrate", verbosity=0)
-        user = get_user_model().objects.create_user(username="bench", password="bench-pass-123")
-        self.thread = conversation_services.thread_create(owner=user, title="Bench")
+        self.user = get_user_model().objects.create_user(username="bench", password="bench-pass-123")
+        self.thread = self.fresh_thread()
+
+    def fresh_thread(self):
+        thread = conversation_services.thread_create(owner=self.user, title="Bench")
         workspace_services.todos_add_outline(
-            thread=self.thread,
+            thread=thread,
             steps=[{"text": f"Step {i}", "depth": 0 if i % 3 == 0 else 1} for i in range(12)],
         )
         for i in range(6):
             workspace_services.preference_add(
-                thread=self.thread, title=f"Preference {i}", kind="hard" if i % 2 else "soft", respect_lock=False
+                thread=thread, title=f"Preference {i}", kind="hard" if i % 2 else "soft", respect_lock=False
             )
-        workspace_services.document_save(thread=self.thread, title="Report", content="Lorem ipsum dolor sit amet. " * 400)
+        workspace_services.document_save(thread=thread, title="Report", content="Lorem ipsum dolor sit amet. " * 400)
+        return thread
 
 
 async def time_floor(ws: Workspace, saver, steps: int, counter: list[int]) -> float:
@@ -125,24 +134,28 @@ async def time_floor(ws: Workspace, saver, steps: int, counter: list[int]) -> fl
     return time.perf_counter() - start
 
 
-async def time_haico(ws: Workspace, steps: int, listener: str, answer: str = ANSWER) -> float:
+async def time_haico(ws: Workspace, steps: int, answer: str = ANSWER) -> float:
+    thread = await sync_to_async(ws.fresh_thread)()
+    layer = get_channel_layer()
+    listener = await layer.new_channel()  # one open tab of the thread
+    await layer.group_add(runner.group_name(thread.pk), listener)
     model = ScriptedChatModel(script=scripted_steps(steps, answer))
 
     async def factory(*, thread, model_name, checkpointer):
         return await sync_to_async(build_agent)(thread=thread, model=model, checkpointer=checkpointer)
 
     runner.agent_factory = factory
-    layer = get_channel_layer()
     start = time.perf_counter()
-    await runner.start_turn(thread=ws.thread, user_message="Please tidy up the plan.")
-    await runner.wait_for_turn(ws.thread.pk, timeout=60)
+    await runner.start_turn(thread=thread, user_message="Please tidy up the plan.")
+    await runner.wait_for_turn(thread.pk, timeout=60)
     elapsed = time.perf_counter() - start
-    # Drain what the listening tab received, as a real consumer would.
+    # Drain what the tab received, as its consumer would.
     while True:
         try:
             await asyncio.wait_for(layer.receive(listener), timeout=0.001)
         except asyncio.TimeoutError:
             break
+    await layer.group_discard(runner.group_name(thread.pk), listener)
     return elapsed
 
 
@@ -203,9 +216,6 @@ def component_costs(ws: Workspace, repeats: int) -> dict[str, float]:
 
 async def main(steps: int, repeats: int, tokens: int) -> None:
     ws = await sync_to_async(Workspace)()
-    layer = get_channel_layer()
-    listener = await layer.new_channel()
-    await layer.group_add(runner.group_name(ws.thread.pk), listener)
     # The floor uses the very saver the runner uses (same file, same pragmas),
     # so the checkpointer's own cost cancels out of the comparison.
     floor_saver = await checkpointers.get_checkpointer()
@@ -214,11 +224,11 @@ async def main(steps: int, repeats: int, tokens: int) -> None:
     try:
         # Warm-up: imports, template compilation, saver set-up.
         await time_floor(ws, floor_saver, steps, counter)
-        await time_haico(ws, steps, listener)
+        await time_haico(ws, steps)
         for _ in range(repeats):
             for n in (0, steps):
                 results[("floor", n)].append(await time_floor(ws, floor_saver, n, counter))
-                results[("haico", n)].append(await time_haico(ws, n, listener))
+                results[("haico", n)].append(await time_haico(ws, n))
         delays = await token_delays(ws, tokens)
         components = await sync_to_async(component_costs)(ws, repeats)
     finally:
