@@ -244,6 +244,7 @@ class TurnRun:
         self._channel_layer = get_channel_layer()
         self._last_sent = time.monotonic()
         self._last_poll = time.monotonic()
+        self._last_keepalive = time.monotonic()
         self._content_id = f"turn-{turn_index}-answer-content"
 
     # -- sending --
@@ -357,10 +358,18 @@ class TurnRun:
     async def _check_stop(self) -> None:
         if self.stop_event.is_set():
             raise TurnStopped
-        if time.monotonic() - self._last_poll >= CANCEL_POLL_SECONDS:
-            self._last_poll = time.monotonic()
+        now = time.monotonic()
+        if now - self._last_poll >= CANCEL_POLL_SECONDS:
+            self._last_poll = now
             if await database_sync_to_async(_cancel_requested)(self.thread.pk):
                 raise TurnStopped
+        if now - self._last_keepalive >= conversation_services.TURN_KEEPALIVE.total_seconds():
+            # Keeps the claim fresh so another process never takes over a live
+            # turn, while a turn whose server died is released after a short while.
+            self._last_keepalive = now
+            await database_sync_to_async(conversation_services.turn_keepalive)(
+                thread=self.thread, turn_index=self.turn_index
+            )
 
     # -- stream events --
 

@@ -17,9 +17,11 @@ from .models import ActivityLogEntry, Feedback, ModerationAction, Thread
 
 THREAD_TITLE_MAX_CHARS = 200
 DEFAULT_THREAD_TITLE = "New thread"
-# A turn still marked running after this long belongs to a server that died
-# mid-turn; the guard lets the next message through instead of blocking forever.
-STALE_TURN_AFTER = timedelta(minutes=15)
+# A running turn refreshes its claim every TURN_KEEPALIVE (agent.runner), so a
+# claim not refreshed for STALE_TURN_AFTER belongs to a server that died
+# mid-turn: the guard lets the next message through instead of blocking.
+TURN_KEEPALIVE = timedelta(seconds=15)
+STALE_TURN_AFTER = timedelta(seconds=90)
 
 
 def _clean_title(title) -> str:
@@ -112,6 +114,15 @@ def turn_begin(*, thread: Thread, user_message: str) -> tuple[int, WorkspaceSnap
     thread.title = locked.title
     thread.running_turn_index = locked.running_turn_index
     return locked.turn_index, snapshot
+
+
+@transaction.atomic
+def turn_keepalive(*, thread: Thread, turn_index: int) -> bool:
+    """Refresh the running turn's claim (a sign of life for the stale-claim
+    rule). False if the slot is no longer this turn's."""
+    return bool(
+        Thread.objects.filter(pk=thread.pk, running_turn_index=turn_index).update(running_since=timezone.now())
+    )
 
 
 @transaction.atomic

@@ -146,3 +146,25 @@ async def test_text_of_a_retried_malformed_attempt_is_taken_back_from_the_bubble
     reset = [i for i, f in enumerate(frames) if broken < i < clean and 'id="turn-1-answer-content"' in f and "beforeend" not in f]
     assert reset, "the discarded attempt's text must be cleared before the retry streams"
     assert "broken" not in frames[-1] and "<p>The clean answer.</p>" in frames[-1]
+
+
+async def test_a_long_turn_keeps_its_claim_fresh_so_no_other_process_takes_it_over(owner, thread, script, sockets, monkeypatch):
+    from datetime import timedelta
+
+    from conversations import services as conversation_services
+
+    monkeypatch.setattr(runner, "CANCEL_POLL_SECONDS", 0.05)
+    monkeypatch.setattr(conversation_services, "TURN_KEEPALIVE", timedelta(seconds=0.05))
+    script(Reply(text="one two three four five six", token_delay=0.1))
+    socket = await sockets(thread.pk, owner)
+    await _start(thread, "take your time")
+
+    def claimed_at():
+        return Thread.objects.values_list("running_since", flat=True).get(pk=thread.pk)
+
+    first = await database_sync_to_async(claimed_at)()
+    await frame_containing(socket, "four</div>")
+    later = await database_sync_to_async(claimed_at)()
+    assert first is not None and later is not None and later > first
+    await frames_until_turn_end(socket)
+    assert await database_sync_to_async(claimed_at)() is None

@@ -264,3 +264,14 @@ def test_thread_title_with_a_nul_character_is_refused(thread):
     with pytest.raises(InvalidInput, match="cannot contain NUL"):
         services.thread_rename(thread=thread, title="bad\x00title")
     assert _fresh(thread).title == "Lit review"
+
+
+def test_turn_keepalive_refreshes_only_the_running_turns_claim(thread):
+    turn_index, _ = services.turn_begin(thread=thread, user_message="hello")
+    old = timezone.now() - timedelta(seconds=60)
+    Thread.objects.filter(pk=thread.pk).update(running_since=old)
+    assert services.turn_keepalive(thread=thread, turn_index=turn_index) is True
+    assert Thread.objects.get(pk=thread.pk).running_since > old
+    services.turn_finish(thread=thread, turn_index=turn_index)
+    assert services.turn_keepalive(thread=thread, turn_index=turn_index) is False
+    assert Thread.objects.get(pk=thread.pk).running_since is None
