@@ -76,6 +76,7 @@ class Feedback(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name_plural = "feedback"
         indexes = [models.Index(fields=["thread", "turn_index"], name="feedback_thread_turn_idx")]
 
     def __str__(self):
@@ -122,6 +123,8 @@ class ActivityLogEntry(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = "activity log entry"
+        verbose_name_plural = "activity log entries"
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["thread", "-created_at"], name="activity_thread_idx")]
 
