@@ -42,7 +42,9 @@ def plan_context(*, thread: Thread, **extra) -> dict:
         "thread": thread,
         "rows": rows,
         "plan_done": sum(1 for row in rows if row.todo.done),
-        "plan_markdown": selectors.plan_markdown(thread=thread),
+        # The panel is re-rendered after every agent tool call that touches
+        # the plan: one read of it serves both views.
+        "plan_markdown": selectors.plan_markdown(thread=thread, rows=rows),
         **extra,
     }
 

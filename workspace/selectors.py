@@ -131,11 +131,15 @@ def _sibling_index(todos: list[Todo], i: int, *, step: int) -> int | None:
     return None
 
 
-def plan_markdown(*, thread: Thread) -> str:
-    """The plan as a markdown checklist (the read-only view)."""
+def plan_markdown(*, thread: Thread, rows: list[PlanRow] | None = None) -> str:
+    """The plan as a markdown checklist (the read-only view). `rows` from
+    `plan_rows` of the same thread saves reading the plan twice."""
+    if rows is None:
+        rows = plan_rows(thread=thread)
     lines = []
-    for todo, number in zip(todos := todos_for(thread=thread), outline_numbers(todos)):
-        lines.append(f"{'  ' * todo.depth}- [{'x' if todo.done else ' '}] {number} {todo.text}")
+    for row in rows:
+        todo = row.todo
+        lines.append(f"{'  ' * todo.depth}- [{'x' if todo.done else ' '}] {row.number} {todo.text}")
     return "\n".join(lines)
 
 

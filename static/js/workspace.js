@@ -34,9 +34,41 @@
     });
   }
 
+  // A plan step carries no forms of its own (the plan panel is re-rendered
+  // after every agent tool call, and two hidden forms per step were a third
+  // of that render): the panel has one <template data-step-form="name"> per
+  // kind, with "{pk}" and "{number}" placeholders, and a step's form is made
+  // from it the first time the person opens it.
+  function stepForm(scope, name) {
+    var pk = scope.getAttribute("data-step-pk");
+    var number = scope.getAttribute("data-step-number");
+    var panel = pk && scope.closest("#panel-plan");
+    var template = panel && panel.querySelector('template[data-step-form="' + name + '"]');
+    if (!template || !template.content.firstElementChild) return null;
+    var form = template.content.firstElementChild.cloneNode(true);
+    [form].concat(Array.prototype.slice.call(form.querySelectorAll("*"))).forEach(function (el) {
+      ["action", "hx-post", "aria-label", "placeholder"].forEach(function (attr) {
+        var value = el.getAttribute(attr);
+        if (value !== null) el.setAttribute(attr, value.split("{pk}").join(pk).split("{number}").join(number));
+      });
+    });
+    form.querySelectorAll(".step-number").forEach(function (el) { el.textContent = number; });
+    var text = childrenMatching(scope, ".edit-view")[0];
+    text = text && text.querySelector(".step-text");
+    var field = form.querySelector("input[name=text]");
+    // The edit form starts from the step's text; reset() (Cancel) returns to it.
+    if (name === "edit" && text && field) field.defaultValue = text.textContent;
+    // Same order as before: read view, edit form, sub-step form.
+    var before = childrenMatching(scope, name === "edit" ? ".edit-view" : '.edit-view, form[data-edit-form="edit"]');
+    if (!before.length) return null;
+    before[before.length - 1].insertAdjacentElement("afterend", form);
+    if (window.htmx) window.htmx.process(form);
+    return form;
+  }
+
   function openForm(scope, name) {
     closeForms(scope);
-    var form = childrenMatching(scope, 'form[data-edit-form="' + name + '"]')[0];
+    var form = childrenMatching(scope, 'form[data-edit-form="' + name + '"]')[0] || stepForm(scope, name);
     if (!form) return;
     form.hidden = false;
     if (!form.hasAttribute("data-keep-view")) {
