@@ -36,7 +36,8 @@ print(json.dumps({"thread": str(thread.pk), "turn": turn_index}))
 READ = """
 import json, os
 from conversations.models import Thread
-from workspace.models import WorkspaceSnapshot
+from workspace import selectors
+from workspace.models import Document, Objective, WorkspaceSnapshot
 
 thread = Thread.objects.get(pk=os.environ["HAICO_CHECK_THREAD"])
 snapshot = WorkspaceSnapshot.objects.get(thread=thread, turn_index=int(os.environ["HAICO_CHECK_TURN"]))
@@ -49,6 +50,14 @@ print(json.dumps({
     "document": [snapshot.document_title, snapshot.document_content],
     "preferences": snapshot.preferences_json,
     "todos": snapshot.todos_json,
+    # The prompt's hand-written read of the workspace gives what the ORM gives.
+    "reading_matches_orm": selectors.workspace_reading_for(thread=thread) == selectors.WorkspaceReading(
+        objective_text=Objective.objects.filter(thread=thread).values_list("text", flat=True).first(),
+        preferences=[(p.kind, p.title, p.subtitle, p.locked) for p in selectors.preferences_for(thread=thread)],
+        todos=[(t.text, t.done, t.depth) for t in selectors.todos_for(thread=thread)],
+        document=Document.objects.filter(thread=thread).values_list("title", "content", "updated_at").first(),
+        latest_artifact=None,
+    ),
 }))
 """
 
@@ -90,3 +99,4 @@ def test_migrations_apply_and_a_turn_snapshot_round_trips_on_postgres(postgres_d
     assert read["document"] == ["Report", "Revenue grew \u2014 a lot."]
     assert [p["title"] for p in read["preferences"]] == ["Cite every figure", "Short sentences"]
     assert [t["text"] for t in read["todos"]] == ["Collect the figures", "Q1"]
+    assert read["reading_matches_orm"] is True

@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 
+from django.db import connections, router
 from django.db.models import Case, IntegerField, Value, When
 
 from conversations.models import Thread
@@ -196,18 +197,76 @@ class WorkspaceReading:
 
 
 def workspace_reading_for(*, thread: Thread) -> WorkspaceReading:
-    return WorkspaceReading(
-        objective_text=objective_text_for(thread=thread),
-        preferences=list(
-            Preference.objects.filter(thread=thread)
-            .annotate(kind_rank=_HARD_FIRST)
-            .order_by("kind_rank", "position", "id")
-            .values_list("kind", "title", "subtitle", "locked")
-        ),
-        todos=list(Todo.objects.filter(thread=thread).order_by("position", "id").values_list("text", "done", "depth")),
-        document=Document.objects.filter(thread=thread).values_list("title", "content", "updated_at").first(),
-        latest_artifact=Artifact.objects.filter(thread=thread)
-        .order_by("-id")
-        .values_list("id", "artifact_type", "turn_index", "title")
-        .first(),
+    objective = _plain_rows(Objective, ("text",), thread=thread, limit=1)
+    document = _plain_rows(Document, ("title", "content", "updated_at"), thread=thread, limit=1)
+    artifact = _plain_rows(
+        Artifact, ("id", "artifact_type", "turn_index", "title"), thread=thread, order_by=[("id", "DESC")], limit=1
     )
+    return WorkspaceReading(
+        objective_text=objective[0][0] if objective else None,
+        # Hard before soft, then by position: the order of preferences_for().
+        preferences=_plain_rows(
+            Preference,
+            ("kind", "title", "subtitle", "locked"),
+            thread=thread,
+            order_by=[("CASE WHEN {kind} = %s THEN 0 ELSE 1 END", [Preference.Kind.HARD]), ("position", ""), ("id", "")],
+        ),
+        todos=_plain_rows(Todo, ("text", "done", "depth"), thread=thread, order_by=[("position", ""), ("id", "")]),
+        document=document[0] if document else None,
+        latest_artifact=artifact[0] if artifact else None,
+    )
+
+
+def _plain_rows(model, fields: tuple[str, ...], *, thread: Thread, order_by=(), limit: int | None = None) -> list[tuple]:
+    """What `model.objects.filter(thread=thread).order_by(...).values_list(*fields)[:limit]`
+    returns, from one hand-written SELECT.
+
+    The agent's prompt reads the workspace before every model call, and for
+    these five small reads Django building and compiling the querysets cost
+    fifteen times running them (~1.5 of ~1.6 ms per prompt). Values go
+    through the converters the ORM applies (SQLite's 0/1 booleans and text
+    datetimes), so callers get the same Python values on every backend.
+
+    `order_by` items are (field name, "" or "DESC"), or (SQL with `{field}`
+    placeholders, params)."""
+    connection = connections[router.db_for_read(model)]
+    quote = connection.ops.quote_name
+    meta = model._meta
+    columns = {field.name: quote(field.column) for field in meta.concrete_fields}
+    columns["id"] = quote(meta.pk.column)
+    thread_field = meta.get_field("thread")
+    params = [thread_field.get_db_prep_value(thread.pk, connection)]
+    sql = (
+        f"SELECT {', '.join(columns[name] for name in fields)} FROM {quote(meta.db_table)}"
+        f" WHERE {columns['thread']} = %s"
+    )
+    if order_by:
+        terms = []
+        for term, extra in order_by:
+            if isinstance(extra, list):
+                terms.append(term.format(**columns))
+                params.extend(extra)
+            else:
+                terms.append(f"{columns[term]} {extra}".rstrip())
+        sql += " ORDER BY " + ", ".join(terms)
+    if limit:
+        sql += f" LIMIT {int(limit)}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    converters = []
+    for i, name in enumerate(fields):
+        col = meta.get_field(name).get_col(meta.db_table)
+        found = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+        if found:
+            converters.append((i, col, found))
+    if not converters:
+        return [tuple(row) for row in rows]
+    converted = []
+    for row in rows:
+        row = list(row)
+        for i, col, found in converters:
+            for convert in found:
+                row[i] = convert(row[i], col, connection)
+        converted.append(tuple(row))
+    return converted
