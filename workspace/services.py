@@ -77,7 +77,13 @@ def _clean_kind(kind) -> str:
 
 
 def _touch(thread: Thread) -> None:
-    Thread.objects.filter(pk=thread.pk).update(last_activity_at=timezone.now())
+    _touch_id(thread.pk)
+
+
+def _touch_id(thread_id) -> None:
+    # By id, so a row's `thread_id` will do: `row.thread` would load the
+    # whole thread (a query) only to read its pk.
+    Thread.objects.filter(pk=thread_id).update(last_activity_at=timezone.now())
 
 
 # --- objective ----------------------------------------------------------------
@@ -180,7 +186,7 @@ def preference_update(
         preference.kind = _clean_kind(kind)
     # Named fields only, so a stale object never writes back an old lock.
     preference.save(update_fields=["title", "subtitle", "kind", "updated_at"])
-    _touch(preference.thread)
+    _touch_id(preference.thread_id)
     return preference
 
 
@@ -200,7 +206,7 @@ def preference_set_locked(*, preference: Preference, locked: bool, respect_lock:
     _refresh_lock(preference)
     preference.locked = bool(locked)
     preference.save(update_fields=["locked", "updated_at"])
-    _touch(preference.thread)
+    _touch_id(preference.thread_id)
     return preference
 
 
@@ -400,17 +406,21 @@ def todo_update_text(*, todo: Todo, text: str) -> Todo:
     _require_todo(todo)
     todo.text = text
     todo.save(update_fields=["text", "updated_at"])
-    _touch(todo.thread)
+    _touch_id(todo.thread_id)
     return todo
 
 
 @transaction.atomic
 def todo_set_done(*, todo: Todo, done: bool) -> Todo:
     _require_todo(todo)
+    _save_done(todo, done)
+    _touch_id(todo.thread_id)
+    return todo
+
+
+def _save_done(todo: Todo, done: bool) -> None:
     todo.done = bool(done)
     todo.save(update_fields=["done", "updated_at"])
-    _touch(todo.thread)
-    return todo
 
 
 @transaction.atomic
@@ -518,9 +528,12 @@ def todos_toggle_by_index(*, thread: Thread, indices: list[int]) -> BatchResult:
         raise InvalidInput("Give at least one index.")
     result = BatchResult()
     numbers = dict(zip((t.pk for t in todos), selectors.outline_numbers(todos)))
+    # The rows were just read and locked by _plan() in this transaction, so
+    # none can have gone; one activity touch covers the batch.
     for todo in targets:
-        todo_set_done(todo=todo, done=not todo.done)
+        _save_done(todo, not todo.done)
         result.done.append(f"{numbers[todo.pk]} '{todo.text}' marked {'done' if todo.done else 'not done'}")
+    _touch(thread)
     return result
 
 
