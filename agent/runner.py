@@ -189,6 +189,20 @@ async def request_stop(*, thread: Thread) -> bool:
     return flagged or local is not None
 
 
+def resync_html(thread_id) -> str:
+    """What a page opened mid-turn has missed of the turn running in this
+    process (the reasoning so far and the answer streamed so far), or "".
+
+    The page itself renders the turn from the checkpointer, which holds
+    neither the streamed draft nor steps sent since the page was built. The
+    consumer queues this behind the fragments already on their way to it, so
+    the snapshot replaces whatever those added and later tokens append to it."""
+    local = _running.get(uuid.UUID(str(thread_id)))
+    if local is None or local.task.done():
+        return ""
+    return local.turn.resync_html()
+
+
 def running_task(thread_id) -> asyncio.Task | None:
     local = _running.get(uuid.UUID(str(thread_id)))
     return local.task if local else None
@@ -273,6 +287,10 @@ class TurnRun:
         }
         turn.update(overrides)
         return turn
+
+    def resync_html(self) -> str:
+        turn = self._turn(answer_html=escape("".join(self.draft)))
+        return fragment("reasoning", turn=turn, oob=True) + fragment("answer", turn=turn, oob=True)
 
     # -- the task --
 

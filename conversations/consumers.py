@@ -59,6 +59,11 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         self.group = runner.group_name(self.thread.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
+        missed = runner.resync_html(self.thread.pk)
+        if missed:
+            # Through this socket's own queue, behind any fragment already sent
+            # to the group, so nothing arrives twice or out of order.
+            await self.channel_layer.send(self.channel_name, {"type": runner.FRAGMENT_EVENT, "html": missed})
 
     async def _refuse(self, message: str, code: int):
         await self.accept()

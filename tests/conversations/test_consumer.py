@@ -163,6 +163,10 @@ async def test_a_page_opened_mid_turn_receives_the_rest_of_it(owner, thread, scr
     frames = await frames_until_turn_end(late)
     assert "<p>one two three four five six</p>" in frames[-1]
     assert any("six" in f and "beforeend" in f for f in frames)
+    # What streamed before the page joined is sent to it once, as a whole.
+    resync = next(f for f in frames if 'id="turn-1-answer-content"' in f and "beforeend" not in f)
+    assert ">one" in resync and frames.index(resync) < len(frames) - 1
+    assert sum(">one<" in f or ">one " in f for f in frames if "beforeend" in f) == 0
 
 
 async def test_another_users_thread_is_refused_with_a_reason(other_user, thread, script):
