@@ -208,8 +208,21 @@ def _swap(handlers: list, gate_for: Callable[[Any], Any]) -> list:
     return [gate_for(h) for h in handlers]
 
 
+class _NoGate:
+    """Stands in for a gate when nothing is being streamed (plain invoke)."""
+
+    def accept(self) -> None:
+        pass
+
+    def abandon(self) -> None:
+        pass
+
+    def discard(self) -> None:
+        pass
+
+
 @contextlib.contextmanager
-def _gated_stream(*, live: bool) -> Iterator[_AttemptGate | None]:
+def _gated_stream(*, live: bool) -> Iterator[_AttemptGate | _NoGate]:
     """Run the block with the messages-stream handler behind a fresh gate.
 
     The model node calls the model without an explicit config, so the config
@@ -219,7 +232,7 @@ def _gated_stream(*, live: bool) -> Iterator[_AttemptGate | None]:
     config = var_child_runnable_config.get()
     callbacks = (config or {}).get("callbacks")
     if not isinstance(callbacks, BaseCallbackManager):
-        yield None
+        yield _NoGate()
         return
     gate: _AttemptGate | None = None
 
@@ -237,7 +250,7 @@ def _gated_stream(*, live: bool) -> Iterator[_AttemptGate | None]:
     manager.handlers = _swap(manager.handlers, gate_for)
     manager.inheritable_handlers = _swap(manager.inheritable_handlers, gate_for)
     if gate is None:
-        yield None
+        yield _NoGate()
         return
     token = var_child_runnable_config.set({**config, "callbacks": manager})
     try:
@@ -289,16 +302,11 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
                 except BaseException:
                     # An error or a cancelled turn (Stop): what was streamed
                     # stays, as the partial answer the person saw.
-                    if gate is not None:
-                        gate.abandon()
+                    gate.abandon()
                     raise
-            verdict = self._judge(response, attempt)
-            if verdict == "retry":
-                if gate is not None:
-                    gate.discard()
+            kept, verdict = self._settle(gate, response, attempt)
+            if not kept:
                 continue
-            if gate is not None:
-                gate.accept()
             if verdict is not None:
                 await sync_to_async(self._record)(verdict)
             return response
@@ -316,22 +324,27 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
                 try:
                     response = handler(request)
                 except BaseException:
-                    if gate is not None:
-                        gate.abandon()
+                    gate.abandon()
                     raise
-            verdict = self._judge(response, attempt)
-            if verdict == "retry":
-                if gate is not None:
-                    gate.discard()
+            kept, verdict = self._settle(gate, response, attempt)
+            if not kept:
                 continue
-            if gate is not None:
-                gate.accept()
             if verdict is not None:
                 self._record(verdict)
             return response
         raise AssertionError("unreachable")
 
     # -- shared -----------------------------------------------------------
+
+    def _settle(self, gate, response, attempt: int) -> tuple[bool, str | None]:
+        """Keep or discard one attempt (releasing or retracting what it
+        streamed); returns (kept, warning verdict to record)."""
+        verdict = self._judge(response, attempt)
+        if verdict == "retry":
+            gate.discard()
+            return False, None
+        gate.accept()
+        return True, verdict
 
     def _judge(self, response, attempt: int) -> str | None:
         """"retry", a warning to record ("truncated" / "exhausted:<reason>"), or None."""
