@@ -11,14 +11,13 @@ a failed turn's error message is in the activity log.
 """
 
 from django.conf import settings
-from django.utils import timezone
 
 from agent.history import PastTurn, past_turns
 from workspace.markdown import render_markdown
-from workspace.selectors import snapshots_for
+from workspace.selectors import snapshot_messages_for
 
-from .models import ActivityLogEntry, Thread
-from .services import STALE_TURN_AFTER
+from .models import Thread
+from .selectors import turn_errors_for
 
 
 def turn_display(turn: PastTurn) -> dict:
@@ -33,37 +32,18 @@ def turn_display(turn: PastTurn) -> dict:
     }
 
 
-def running_turn_index(thread: Thread) -> int | None:
-    """The turn in progress, unless its claim is stale (its server died)."""
-    if thread.running_turn_index is None:
-        return None
-    if thread.running_since and timezone.now() - thread.running_since >= STALE_TURN_AFTER:
-        return None
-    return thread.running_turn_index
-
-
-def _turn_errors(thread: Thread) -> dict[int, str]:
-    errors: dict[int, str] = {}
-    entries = ActivityLogEntry.objects.filter(
-        thread=thread, level=ActivityLogEntry.Level.ERROR, turn_index__isnull=False
-    ).order_by("created_at")
-    for turn_index, message in entries.values_list("turn_index", "message"):
-        errors[turn_index] = message  # the latest error of a turn wins
-    return errors
-
-
 def chat_turns(*, thread: Thread) -> list[PastTurn]:
     turns = {turn.turn_index: turn for turn in past_turns(thread.pk)}
-    for snapshot in snapshots_for(thread=thread):
-        if snapshot.turn_index not in turns:
-            turns[snapshot.turn_index] = PastTurn(turn_index=snapshot.turn_index, user_message=snapshot.user_message)
-    running = running_turn_index(thread)
-    errors = _turn_errors(thread)
+    for turn_index, user_message in snapshot_messages_for(thread=thread):
+        if turn_index not in turns:
+            turns[turn_index] = PastTurn(turn_index=turn_index, user_message=user_message)
+    running = thread.live_running_turn()
+    errors = turn_errors_for(thread=thread)
     for index, turn in turns.items():
         if index == running:
             turn.running = True
-            # What streamed before the reload is replaced by the final answer
-            # when the turn completes; until then the bubble starts empty.
+            # The page shows the running turn empty; what has streamed so far
+            # arrives over the socket (agent.runner.resync_html).
             turn.answer = ""
         elif not turn.answer and not turn.stopped and index in errors:
             turn.error = errors[index]
@@ -73,7 +53,7 @@ def chat_turns(*, thread: Thread) -> list[PastTurn]:
 def chat_context(*, thread: Thread, user) -> dict:
     from agent.model import available_models, default_model_name
 
-    running = running_turn_index(thread)
+    running = thread.live_running_turn()
     return {
         "thread": thread,
         "turns": [turn_display(turn) for turn in chat_turns(thread=thread)],

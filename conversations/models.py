@@ -1,9 +1,16 @@
 """Threads, their owner link and turn counter, branches, feedback, moderation."""
 
 import uuid
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
+
+# A running turn refreshes its claim every few seconds (conversations.services
+# TURN_KEEPALIVE, from agent.runner), so a claim not refreshed for this long
+# belongs to a server that died mid-turn: it no longer counts as running.
+STALE_TURN_AFTER = timedelta(seconds=90)
 
 
 class Thread(models.Model):
@@ -40,6 +47,14 @@ class Thread(models.Model):
     @property
     def is_turn_running(self) -> bool:
         return self.running_turn_index is not None
+
+    def live_running_turn(self, now=None) -> int | None:
+        """The turn in progress, unless its claim went stale (its server died)."""
+        if self.running_turn_index is None or self.running_since is None:
+            return None
+        if (now or timezone.now()) - self.running_since >= STALE_TURN_AFTER:
+            return None
+        return self.running_turn_index
 
 
 class BranchLink(models.Model):

@@ -27,3 +27,11 @@ def get_thread_for_user_or_404(*, user: AbstractBaseUser, thread_id) -> Thread:
 
 def activity_for(*, thread: Thread, limit: int = 50) -> list[ActivityLogEntry]:
     return list(ActivityLogEntry.objects.filter(thread=thread).order_by("-created_at")[:limit])
+
+
+def turn_errors_for(*, thread: Thread) -> dict[int, str]:
+    """Each failed turn's error message (the latest, when a turn has several)."""
+    entries = ActivityLogEntry.objects.filter(
+        thread=thread, level=ActivityLogEntry.Level.ERROR, turn_index__isnull=False
+    ).order_by("created_at")
+    return dict(entries.values_list("turn_index", "message"))

@@ -17,11 +17,9 @@ from .models import ActivityLogEntry, Feedback, ModerationAction, Thread
 
 THREAD_TITLE_MAX_CHARS = 200
 DEFAULT_THREAD_TITLE = "New thread"
-# A running turn refreshes its claim every TURN_KEEPALIVE (agent.runner), so a
-# claim not refreshed for STALE_TURN_AFTER belongs to a server that died
-# mid-turn: the guard lets the next message through instead of blocking.
+# How often a running turn refreshes its claim (agent.runner); a claim left
+# unrefreshed for models.STALE_TURN_AFTER lets the next message through.
 TURN_KEEPALIVE = timedelta(seconds=15)
-STALE_TURN_AFTER = timedelta(seconds=90)
 
 
 def _clean_title(title) -> str:
@@ -97,7 +95,7 @@ def turn_begin(*, thread: Thread, user_message: str) -> tuple[int, WorkspaceSnap
     user_message = clean_user_message(user_message)
     locked = Thread.objects.select_for_update().get(pk=thread.pk)
     now = timezone.now()
-    if locked.running_turn_index is not None and locked.running_since and now - locked.running_since < STALE_TURN_AFTER:
+    if locked.live_running_turn(now) is not None:
         raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
     locked.turn_index += 1
     locked.running_turn_index = locked.turn_index

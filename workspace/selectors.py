@@ -179,6 +179,14 @@ def snapshots_for(*, thread: Thread) -> list[WorkspaceSnapshot]:
     return list(WorkspaceSnapshot.objects.filter(thread=thread).order_by("turn_index"))
 
 
+def snapshot_messages_for(*, thread: Thread) -> list[tuple[int, str]]:
+    """(turn_index, user_message) of every turn, oldest first, without the
+    snapshot's document copy (read on every page load of the chat)."""
+    return list(
+        WorkspaceSnapshot.objects.filter(thread=thread).order_by("turn_index").values_list("turn_index", "user_message")
+    )
+
+
 def snapshot_for(*, thread: Thread, turn_index: int) -> WorkspaceSnapshot | None:
     return WorkspaceSnapshot.objects.filter(thread=thread, turn_index=turn_index).first()
 

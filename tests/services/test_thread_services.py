@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from conversations import selectors, services
 from conversations.errors import TurnAlreadyRunning
-from conversations.models import ActivityLogEntry, Feedback, ModerationAction, Thread
+from conversations.models import STALE_TURN_AFTER, ActivityLogEntry, Feedback, ModerationAction, Thread
 from workspace import services as workspace_services
 from workspace.errors import InvalidInput, WorkspaceError
 from workspace.models import WorkspaceSnapshot
@@ -178,7 +178,7 @@ def test_a_second_concurrent_turn_is_refused_and_changes_nothing(thread):
 
 def test_a_stale_running_turn_lets_the_next_message_through(thread):
     services.turn_begin(thread=thread, user_message="server died during this one")
-    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - services.STALE_TURN_AFTER - timedelta(seconds=1))
+    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
     turn, snapshot = services.turn_begin(thread=_fresh(thread), user_message="try again")
     assert turn == 2
     assert _fresh(thread).running_turn_index == 2
@@ -187,7 +187,7 @@ def test_a_stale_running_turn_lets_the_next_message_through(thread):
 
 def test_a_recent_running_turn_is_not_stale(thread):
     services.turn_begin(thread=thread, user_message="working")
-    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - services.STALE_TURN_AFTER + timedelta(minutes=1))
+    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - STALE_TURN_AFTER + timedelta(minutes=1))
     with pytest.raises(TurnAlreadyRunning):
         services.turn_begin(thread=_fresh(thread), user_message="too soon")
 
