@@ -1,14 +1,20 @@
-"""Assembles the agent for one turn (core seed §3, DESIGN §3).
+"""The compiled agent, built once per model per process (core seed §3, DESIGN §3).
 
-Built fresh per turn and cheap to build; what persists across turns lives in
-the checkpointer (messages) and the workspace tables. The system prompt is a
-middleware, not part of the state: it is recomputed from the database before
-every model call, so it never lands in the checkpointer (storing it would
-copy the whole document into history on every turn) and it always shows the
-latest workspace, including changes made earlier in the same turn.
+What varies per turn (the thread, the turn index) travels in the run's
+context (agent.context.AgentContext), so one compiled graph serves every
+thread: building one costs milliseconds, and doing it for every turn was a
+measurable share of a turn's fixed cost (docs/adr/0008).
+
+The system prompt is a middleware, not part of the state: it is recomputed
+from the database before every model call, so it never lands in the
+checkpointer (storing it would copy the whole document into history on
+every turn) and it always shows the latest workspace, including changes
+made earlier in the same turn.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -16,44 +22,25 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import ModelRequest, dynamic_prompt
 from langchain_core.language_models import BaseChatModel
 
-from agent.middleware import ModelTurnRetryMiddleware, TurnCallLimitMiddleware
-from agent.model import get_chat_model
-from agent.prompt import build_system_prompt
-from conversations.models import Thread
+from .context import AgentContext
+from .middleware import ModelTurnRetryMiddleware, TurnCallLimitMiddleware
+from .model import available_models, get_chat_model
+from .prompt import build_system_prompt
+from .tools.registry import build_tools
 
 DEFAULT_MODEL_CALL_LIMIT = 25
 
 
-def workspace_prompt_middleware(thread: Thread):
-    """The dynamic-prompt middleware: static instructions + the live <workspace> block."""
-
-    @dynamic_prompt
-    async def workspace_prompt(request: ModelRequest) -> str:
-        return await sync_to_async(build_system_prompt)(thread)
-
-    return workspace_prompt
+@dynamic_prompt
+async def workspace_prompt(request: ModelRequest) -> str:
+    """Static instructions + the live <workspace> block of the run's thread."""
+    context: AgentContext = request.runtime.context
+    return await sync_to_async(build_system_prompt)(context.thread)
 
 
-def build_agent(
-    *,
-    thread: Thread,
-    model: BaseChatModel | None = None,
-    model_name: str | None = None,
-    checkpointer=None,
-    turn_index: int | None = None,
-):
-    """The compiled agent graph for `thread`.
-
-    `model` is for tests and the bench; otherwise the model comes from
-    settings (`model_name` must be one of `agent.model.available_models()`),
-    raising `ModelNotConfigured` when none is set up. `turn_index` tags the
-    activity-log entries of the model-call retry; when omitted, the index
-    bound with `agent.tools.context.bind_turn_index` is used.
-    """
-    from agent.tools.registry import build_tools  # imports every tool module
-
-    if model is None:
-        model = get_chat_model(model_name)
+def build_agent(*, model: BaseChatModel, checkpointer=None):
+    """The compiled agent graph around `model`; run it with
+    `context=AgentContext(thread=..., turn_index=...)`."""
     call_limit = getattr(settings, "HAICO_MODEL_CALL_LIMIT", DEFAULT_MODEL_CALL_LIMIT)
     middleware = []
     if call_limit:
@@ -64,12 +51,41 @@ def build_agent(
     middleware += [
         # The prompt is computed once per model call and shared by the
         # retry's attempts (nothing can change the workspace in between).
-        workspace_prompt_middleware(thread),
-        ModelTurnRetryMiddleware(thread=thread, turn_index=turn_index),
+        workspace_prompt,
+        ModelTurnRetryMiddleware(),
     ]
     return create_agent(
         model=model,
-        tools=build_tools(thread),
+        tools=build_tools(),
         middleware=middleware,
         checkpointer=checkpointer,
+        context_schema=AgentContext,
     )
+
+
+class AgentProvider:
+    """The compiled agent for each model name, built on first use.
+
+    Keyed by the checkpointer too: a saver belongs to one event loop
+    (agent.checkpointer), and a graph compiled with it must not outlive it.
+    `model_factory(name)` makes the chat model (the real ChatOpenAI by
+    default; tests and the bench pass a scripted one)."""
+
+    def __init__(self, model_factory: Callable[[str | None], BaseChatModel] = get_chat_model):
+        self.model_factory = model_factory
+        self._graphs: dict[tuple[str | None, int], tuple[object, object]] = {}
+
+    def graph(self, *, model_name: str | None, checkpointer):
+        """Raises agent.model.ModelNotConfigured / ValueError as get_chat_model does."""
+        if model_name is None:
+            configured = available_models()
+            model_name = configured[0] if configured else None
+        key = (model_name, id(checkpointer))
+        cached = self._graphs.get(key)
+        if cached is not None and cached[0] is checkpointer:
+            return cached[1]
+        # A different saver (a new event loop): the old graphs are stale.
+        self._graphs = {k: v for k, v in self._graphs.items() if v[0] is checkpointer}
+        graph = build_agent(model=self.model_factory(model_name), checkpointer=checkpointer)
+        self._graphs[key] = (checkpointer, graph)
+        return graph

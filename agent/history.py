@@ -16,7 +16,7 @@ import logging
 import sqlite3
 from dataclasses import dataclass, field
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from .checkpointer import SQLITE_TIMEOUT_SECONDS, database_vendor, postgres_conninfo, sqlite_path
 
@@ -87,6 +87,43 @@ def turns_from_messages(messages: list[BaseMessage]) -> list[PastTurn]:
         if text.strip() or turn.stopped:
             turn.answer = text
     return turns
+
+
+def repair_update(
+    messages: list[BaseMessage], *, turn_index: int, user_message: str, partial: str | None, tool_result: str
+) -> list[BaseMessage] | None:
+    """The messages that make a turn's history valid again after it was
+    stopped or failed, or None when nothing needs writing.
+
+    Every tool call of the turn gets a result (`tool_result` for calls that
+    never finished; the results that exist are repeated, because the update
+    that writes this replaces the interrupted step's pending writes), and a
+    stopped turn (`partial` is not None) ends with its partial answer marked
+    as stopped. A turn whose message never reached the history gets it."""
+    start = None
+    for i, message in enumerate(messages):
+        if isinstance(message, HumanMessage) and (message.response_metadata or {}).get(TURN_INDEX_KEY) == turn_index:
+            start = i
+    update: list[BaseMessage] = []
+    if start is None:
+        update.append(HumanMessage(content=user_message, response_metadata={TURN_INDEX_KEY: turn_index}))
+        ours: list[BaseMessage] = []
+    else:
+        ours = messages[start + 1 :]
+    results = [m for m in ours if isinstance(m, ToolMessage)]
+    answered = {m.tool_call_id for m in results}
+    update.extend(results)
+    for message in ours:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                if call.get("id") not in answered:
+                    update.append(ToolMessage(content=tool_result, tool_call_id=call["id"], name=call.get("name")))
+                    answered.add(call.get("id"))
+    if partial is not None:
+        update.append(AIMessage(content=partial.strip() or STOPPED_PLACEHOLDER, response_metadata={STOPPED_KEY: True}))
+    if len(update) == len(results):
+        return None  # nothing dangling and nothing to add
+    return update
 
 
 def _sqlite_messages(config: dict) -> list[BaseMessage]:

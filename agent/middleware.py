@@ -6,8 +6,8 @@ Core seed §4.1. A provider sometimes answers a model call with nothing useful:
 |-----------|------------------------------------------------|----------------------------|
 | blank     | no text and no tool calls                      | ask again (≤ 3 calls)      |
 | malformed | finish_reason == "MALFORMED_FUNCTION_CALL"     | ask again (≤ 3 calls)      |
-| truncated | finish_reason / stop_reason in length,         | no retry; warn (log and    |
-|           | max_tokens, MAX_TOKENS                         | the thread's activity log) |
+| truncated | finish_reason / stop_reason in length,         | no retry; warn (log and a  |
+|           | max_tokens, MAX_TOKENS                         | diagnostic for the person) |
 
 Why not langchain's `ModelRetryMiddleware`: it retries when the model call
 *raises*. A blank or malformed reply is a successful call with a useless
@@ -45,14 +45,16 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 from uuid import UUID
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.messages import AIMessage, RemoveMessage
 from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tracers._streaming import _StreamingCallbackHandler
+from langgraph.config import get_stream_writer
 from langgraph.pregel._messages import StreamMessagesHandler, StreamMessagesHandlerV2
+
+from .events import Diagnostic
 
 logger = logging.getLogger("haico.agent")
 
@@ -266,21 +268,12 @@ def _gated_stream(*, live: bool) -> Iterator[_AttemptGate | _NoGate]:
 class ModelTurnRetryMiddleware(AgentMiddleware):
     """Re-asks blank and malformed replies; warns about truncated ones (seed §4.1)."""
 
-    def __init__(
-        self,
-        *,
-        thread=None,
-        turn_index: int | None = None,
-        max_attempts: int = MAX_MODEL_ATTEMPTS,
-        stream: str = "live",
-    ):
+    def __init__(self, *, max_attempts: int = MAX_MODEL_ATTEMPTS, stream: str = "live"):
         super().__init__()
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         if stream not in STREAM_POLICIES:
             raise ValueError(f"stream must be one of {STREAM_POLICIES}")
-        self.thread = thread
-        self.turn_index = turn_index
         self.max_attempts = max_attempts
         self.live = stream == "live"
 
@@ -308,7 +301,7 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
             if not kept:
                 continue
             if verdict is not None:
-                await sync_to_async(self._record)(verdict)
+                self._report(verdict)
             return response
         raise AssertionError("unreachable")  # the last attempt always returns
 
@@ -330,7 +323,7 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
             if not kept:
                 continue
             if verdict is not None:
-                self._record(verdict)
+                self._report(verdict)
             return response
         raise AssertionError("unreachable")
 
@@ -361,7 +354,9 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
             return "retry"
         return f"exhausted:{reason}"
 
-    def _record(self, verdict: str) -> None:
+    def _report(self, verdict: str) -> None:
+        """Log the warning and hand it to whoever streams the run (LangGraph's
+        "custom" stream mode), as a Diagnostic the person can see."""
         if verdict == "truncated":
             limit = getattr(settings, "HAICO_MODEL_MAX_TOKENS", None)
             message = (
@@ -375,16 +370,12 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
                 f"The model returned {kind} reply {self.max_attempts} times in a row; "
                 "the turn ended without an answer. Send the message again, or choose another model."
             )
-        logger.warning("%s (thread %s)", message, getattr(self.thread, "pk", None))
-        if self.thread is not None:
-            from conversations.services import activity_log
-
-            turn_index = self.turn_index
-            if turn_index is None:
-                from agent.tools.context import get_turn_index
-
-                turn_index = get_turn_index() or None
-            activity_log(thread=self.thread, message=message, level="warning", turn_index=turn_index)
+        logger.warning("%s", message)
+        try:
+            writer = get_stream_writer()
+        except RuntimeError:  # called outside a graph run
+            return
+        writer(Diagnostic(level="warning", message=message))
 
 
 # --------------------------------------------------------------------------

@@ -48,10 +48,6 @@ def available_models() -> list[str]:
     return models
 
 
-def model_configured() -> bool:
-    return bool(available_models())
-
-
 def default_model_name() -> str | None:
     models = available_models()
     return models[0] if models else None

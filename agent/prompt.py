@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from datetime import UTC
 
-from conversations.models import Thread
-from workspace import selectors
+from workspace import plan_tree, selectors
+from workspace.models import Thread
 
 DOCUMENT_INJECT_MAX_CHARS = 30_000
 TRUNCATION_MARKER = "[… truncated; use document tools to read the full content …]"
@@ -178,7 +178,7 @@ def _preferences_block(reading: selectors.WorkspaceReading) -> str:
 
 
 def _todos_block(reading: selectors.WorkspaceReading) -> str:
-    numbers = selectors.outline_numbers_for_depths([depth for _, _, depth in reading.todos])
+    numbers = plan_tree.outline_numbers([depth for _, _, depth in reading.todos])
     lines = [
         f"{'  ' * depth}{number} [{'x' if done else ' '}] {_one_line(text)}"
         for (text, done, depth), number in zip(reading.todos, numbers)

@@ -5,15 +5,16 @@ With a zero-latency scripted model, compare in the same process:
 - floor: a bare `create_agent` with no-op tools of the same names on the
   same scripted model, the same checkpointer kind (AsyncSqliteSaver) and the
   same stream modes;
-- HAICO: the production turn path (`agent.runner.start_turn`: turn claim +
-  snapshot, the real tools writing through the services, the per-call
-  workspace prompt, fragment rendering, group_send to a listening channel).
+- HAICO: the production turn path (`conversations.turns.registry.start_turn`:
+  turn claim + snapshot, the real tools writing through the services and
+  announcing their changes, the per-call workspace prompt, fragment
+  rendering, the live layer's group_send to a listening channel).
 
 Figures:
 - per agent step: ((H(N) - H(0)) - (F(N) - F(0))) / N   (target <= 3 ms)
 - ratio at N steps: H(N) / F(N)                          (target <= 1.5x)
 - fixed per turn: H(0) - F(0)                            (target <= 15 ms)
-- token delay: model yields a token -> its fragment handed to group_send,
+- token delay: model yields a token -> the live layer's group_send carrying it,
   tokens 2 ms apart (target: a few ms)
 
 Run: .venv/bin/python -m bench.turn_overhead [--steps 8] [--repeats 15]
@@ -35,6 +36,7 @@ from pathlib import Path
 BENCH_DIR = Path(tempfile.mkdtemp(prefix="haico-bench-"))
 os.environ["DATABASE_URL"] = f"sqlite:///{BENCH_DIR / 'bench.sqlite3'}"
 os.environ.pop("REDIS_URL", None)
+os.environ["HAICO_LOG_LEVEL"] = "WARNING"  # the per-tool INFO lines would drown the figures
 for name in list(os.environ):
     if name.startswith(("OPENAI_", "LANGSMITH_", "LANGCHAIN_")):
         del os.environ[name]
@@ -53,14 +55,17 @@ from langchain.agents import create_agent  # noqa: E402
 from langchain_core.tools import StructuredTool  # noqa: E402
 
 from agent import checkpointer as checkpointers  # noqa: E402
-from agent import runner  # noqa: E402
-from agent.builder import build_agent  # noqa: E402
+from agent.builder import AgentProvider, build_agent  # noqa: E402
 from agent.prompt import build_system_prompt  # noqa: E402
 from agent.tools.registry import build_tools  # noqa: E402
 from conversations import services as conversation_services  # noqa: E402
+from conversations.live import group_name, publisher  # noqa: E402
+from conversations.turns import guard, registry  # noqa: E402
 from tests.support.fake_model import Reply, ScriptedChatModel, tool_call  # noqa: E402
-from workspace import services as workspace_services  # noqa: E402
 from workspace.panels import render_panel  # noqa: E402
+from workspace.services import document as document_services  # noqa: E402
+from workspace.services import plan as plan_services  # noqa: E402
+from workspace.services import preferences as preference_services  # noqa: E402
 
 ANSWER = "I've updated the plan and the objective; the workspace is ready for the next step."
 
@@ -78,10 +83,10 @@ def scripted_steps(steps: int, answer: str = ANSWER) -> list[Reply]:
     return script
 
 
-def noop_tools(thread) -> list:
+def noop_tools() -> list:
     """Tools with the same names and schemas as ours whose bodies do nothing."""
     tools = []
-    for real in build_tools(thread):
+    for real in build_tools():
         tools.append(
             StructuredTool(
                 name=real.name,
@@ -111,21 +116,21 @@ class Workspace:
 
     def fresh_thread(self):
         thread = conversation_services.thread_create(owner=self.user, title="Bench")
-        workspace_services.todos_add_outline(
+        plan_services.todos_add_outline(
             thread=thread,
             steps=[{"text": f"Step {i}", "depth": 0 if i % 3 == 0 else 1} for i in range(12)],
         )
         for i in range(6):
-            workspace_services.preference_add(
+            preference_services.preference_add(
                 thread=thread, title=f"Preference {i}", kind="hard" if i % 2 else "soft", respect_lock=False
             )
-        workspace_services.document_save(thread=thread, title="Report", content="Lorem ipsum dolor sit amet. " * 400)
+        document_services.document_save(thread=thread, title="Report", content="Lorem ipsum dolor sit amet. " * 400)
         return thread
 
 
 async def time_floor(ws: Workspace, saver, steps: int, counter: list[int]) -> float:
     model = ScriptedChatModel(script=scripted_steps(steps))
-    graph = create_agent(model=model, tools=noop_tools(ws.thread), checkpointer=saver, system_prompt="You are a bench.")
+    graph = create_agent(model=model, tools=noop_tools(), checkpointer=saver, system_prompt="You are a bench.")
     counter[0] += 1
     config = {"configurable": {"thread_id": f"floor-{counter[0]}"}, "recursion_limit": 100}
     start = time.perf_counter()
@@ -134,20 +139,21 @@ async def time_floor(ws: Workspace, saver, steps: int, counter: list[int]) -> fl
     return time.perf_counter() - start
 
 
+# HAICO builds its agent once per model per process (agent.builder), so the
+# bench does too: one scripted model; each turn appends the replies it will consume.
+model = ScriptedChatModel(script=[])
+registry.agents = AgentProvider(model_factory=lambda name: model)
+
+
 async def time_haico(ws: Workspace, steps: int, answer: str = ANSWER) -> float:
     thread = await sync_to_async(ws.fresh_thread)()
     layer = get_channel_layer()
     listener = await layer.new_channel()  # one open tab of the thread
-    await layer.group_add(runner.group_name(thread.pk), listener)
-    model = ScriptedChatModel(script=scripted_steps(steps, answer))
-
-    async def factory(*, thread, model_name, checkpointer):
-        return await sync_to_async(build_agent)(thread=thread, model=model, checkpointer=checkpointer)
-
-    runner.agent_factory = factory
+    await layer.group_add(group_name(thread.pk), listener)
+    model.script.extend(scripted_steps(steps, answer))
     start = time.perf_counter()
-    await runner.start_turn(thread=thread, user_message="Please tidy up the plan.")
-    await runner.wait_for_turn(thread.pk, timeout=60)
+    await registry.start_turn(thread=thread, user_message="Please tidy up the plan.")
+    await registry.wait_for_turn(thread.pk, timeout=60)
     elapsed = time.perf_counter() - start
     # Drain what the tab received, as its consumer would.
     while True:
@@ -155,7 +161,7 @@ async def time_haico(ws: Workspace, steps: int, answer: str = ANSWER) -> float:
             await asyncio.wait_for(layer.receive(listener), timeout=0.001)
         except asyncio.TimeoutError:
             break
-    await layer.group_discard(runner.group_name(thread.pk), listener)
+    await layer.group_discard(group_name(thread.pk), listener)
     return elapsed
 
 
@@ -167,25 +173,23 @@ async def token_delays(ws: Workspace, tokens: int) -> list[float]:
 
     # Tokens arrive 2 ms apart, as from a fast real model; with no gap at all
     # the figure would measure the backlog of a burst, not the path's latency.
-    model = ScriptedChatModel(script=[Reply(text=words, token_delay=0.002)], token_clock=yielded)
+    model.script.append(Reply(text=words, token_delay=0.002))
+    model.token_clock = yielded
+    original_send = publisher._send_one
 
-    async def factory(*, thread, model_name, checkpointer):
-        return await sync_to_async(build_agent)(thread=thread, model=model, checkpointer=checkpointer)
+    async def timed_send(layer, group, channel, html):
+        # One send may carry several tokens (the live layer batches them).
+        now = time.perf_counter()
+        sent.extend([now] * html.count('-answer-content" hx-swap-oob="beforeend">'))
+        await original_send(layer, group, channel, html)
 
-    runner.agent_factory = factory
-    original_send = runner.TurnRun.send
-
-    async def timed_send(self, html):
-        if html.startswith('<div id="turn-') and '-answer-content" hx-swap-oob="beforeend">' in html:
-            sent.append(time.perf_counter())
-        await original_send(self, html)
-
-    runner.TurnRun.send = timed_send
+    publisher._send_one = timed_send
     try:
-        await runner.start_turn(thread=ws.thread, user_message="Write a long answer.")
-        await runner.wait_for_turn(ws.thread.pk, timeout=60)
+        await registry.start_turn(thread=ws.thread, user_message="Write a long answer.")
+        await registry.wait_for_turn(ws.thread.pk, timeout=60)
     finally:
-        runner.TurnRun.send = original_send
+        publisher._send_one = original_send
+        model.token_clock = None
     n = min(len(yielded), len(sent))
     return [(sent[i] - yielded[i]) * 1000 for i in range(n)]
 
@@ -202,15 +206,15 @@ def component_costs(ws: Workspace, repeats: int) -> dict[str, float]:
         return statistics.median(samples)
 
     def claim_and_snapshot():
-        conversation_services.turn_begin(thread=ws.thread, user_message="bench")
-        conversation_services.turn_finish(thread=ws.thread, turn_index=ws.thread.turn_index)
+        guard.turn_begin(thread=ws.thread, user_message="bench")
+        guard.turn_finish(thread=ws.thread, turn_index=ws.thread.turn_index)
 
     return {
         "turn claim + snapshot": median_ms(claim_and_snapshot),
         "system prompt build": median_ms(lambda: build_system_prompt(ws.thread)),
         "render plan panel": median_ms(lambda: render_panel("plan", thread=ws.thread, oob=True)),
         "render objective panel": median_ms(lambda: render_panel("objective", thread=ws.thread, oob=True)),
-        "build agent": median_ms(lambda: build_agent(thread=ws.thread, model=ScriptedChatModel(script=[]))),
+        "build agent (once per model)": median_ms(lambda: build_agent(model=ScriptedChatModel(script=[]))),
     }
 
 

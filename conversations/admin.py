@@ -11,26 +11,16 @@ them here rather than editing them past the services' validation.
 from django.contrib import admin, messages
 from django.db import transaction
 
+from workspace.admin import ReadOnlyAdminMixin
+from workspace.models import Preference, Thread
+from workspace.services import preferences as preference_services
+
 from . import services
-from .models import ActivityLogEntry, BranchLink, Feedback, ModerationAction, Thread
+from .models import ActivityLogEntry, BranchLink, Feedback, ModerationAction
 
 admin.site.site_header = "HAICO administration"
 admin.site.site_title = "HAICO administration"
 admin.site.index_title = "Threads, workspaces and moderation"
-
-
-class ReadOnlyAdminMixin:
-    """View-only: records written by the app (or by staff actions) that
-    nobody should add, edit or remove by hand."""
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 class ModerationActionInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -153,3 +143,67 @@ class ActivityLogEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description="Message")
     def message_excerpt(self, obj):
         return obj.message[:120]
+
+
+def staff_set_preference_locked(*, preference: Preference, locked: bool, staff_user) -> bool:
+    """Lock or unlock on behalf of staff and record it; False if it already
+    was (or the person deleted it meanwhile), so nothing is recorded."""
+    with transaction.atomic():
+        current = Preference.objects.select_for_update().filter(pk=preference.pk).first()
+        if current is None or current.locked == bool(locked):
+            return False
+        preference_services.preference_set_locked(preference=current, locked=locked, respect_lock=False)
+        services.moderation_record(
+            thread=current.thread,
+            staff_user=staff_user,
+            action=ModerationAction.Action.LOCK_PREFERENCE if locked else ModerationAction.Action.UNLOCK_PREFERENCE,
+            detail=f"Preference '{current.title}'",
+        )
+    preference.locked = bool(locked)
+    return True
+
+
+@admin.register(Preference)
+class PreferenceAdmin(admin.ModelAdmin):
+    list_display = ("title", "kind", "locked", "thread", "thread_owner", "position", "updated_at")
+    list_display_links = ("title",)
+    list_editable = ("locked",)
+    list_filter = ("kind", "locked")
+    search_fields = ("title", "subtitle", "thread__title", "thread__owner__username", "=thread__id")
+    date_hierarchy = "updated_at"
+    list_select_related = ("thread", "thread__owner")
+    raw_id_fields = ("thread",)
+    fields = ("thread", "title", "subtitle", "kind", "locked", "position", "created_at", "updated_at")
+    # Only the lock is a staff matter; the wording is the person's.
+    readonly_fields = tuple(f for f in fields if f != "locked")
+    actions = ("lock_selected", "unlock_selected")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="Owner", ordering="thread__owner__username")
+    def thread_owner(self, obj):
+        return obj.thread.owner
+
+    def save_model(self, request, obj, form, change):
+        # Reached from the change form and from each changed list_editable row.
+        if change and "locked" in form.changed_data:
+            staff_set_preference_locked(preference=obj, locked=obj.locked, staff_user=request.user)
+
+    def _set_locked(self, request, queryset, locked: bool):
+        changed = sum(
+            staff_set_preference_locked(preference=p, locked=locked, staff_user=request.user) for p in queryset
+        )
+        verb = "Locked" if locked else "Unlocked"
+        self.message_user(request, f"{verb} {changed} preference(s); each change is recorded.", messages.SUCCESS)
+
+    @admin.action(description="Lock selected preferences", permissions=["change"])
+    def lock_selected(self, request, queryset):
+        self._set_locked(request, queryset, True)
+
+    @admin.action(description="Unlock selected preferences", permissions=["change"])
+    def unlock_selected(self, request, queryset):
+        self._set_locked(request, queryset, False)

@@ -1,8 +1,8 @@
 """Context for the chat panel: the thread's past turns and the model choices.
 
-The page view calls `chat_context`; the turn runner renders live turns with
-`turn_display` so a streamed turn and a reloaded one share one shape and one
-template (conversations/fragments/turn.html).
+The page view calls `chat_context`; a streamed turn (conversations.turns.run)
+and a reloaded one share one shape and one template
+(conversations/fragments/turn.html).
 
 Past turns come from the LangGraph checkpointer (the agent's own history).
 Two database facts complete it: a turn whose message never reached the
@@ -13,11 +13,13 @@ a failed turn's error message is in the activity log.
 from django.conf import settings
 
 from agent.history import PastTurn, past_turns
+from agent.model import available_models, default_model_name
 from workspace.markdown import render_markdown
+from workspace.models import Thread
 from workspace.selectors import snapshot_messages_for
 
-from .models import Thread
 from .selectors import turn_errors_for
+from .turns.guard import running_turn
 
 
 def turn_display(turn: PastTurn) -> dict:
@@ -37,13 +39,13 @@ def chat_turns(*, thread: Thread) -> list[PastTurn]:
     for turn_index, user_message in snapshot_messages_for(thread=thread):
         if turn_index not in turns:
             turns[turn_index] = PastTurn(turn_index=turn_index, user_message=user_message)
-    running = thread.live_running_turn()
+    running = running_turn(thread)
     errors = turn_errors_for(thread=thread)
     for index, turn in turns.items():
         if index == running:
             turn.running = True
             # The page shows the running turn empty; what has streamed so far
-            # arrives over the socket (agent.runner.resync_html).
+            # arrives over the socket (conversations.turns.registry.resync_html).
             turn.answer = ""
         elif not turn.answer and not turn.stopped and index in errors:
             turn.error = errors[index]
@@ -51,9 +53,7 @@ def chat_turns(*, thread: Thread) -> list[PastTurn]:
 
 
 def chat_context(*, thread: Thread, user) -> dict:
-    from agent.model import available_models, default_model_name
-
-    running = thread.live_running_turn()
+    running = running_turn(thread)
     return {
         "thread": thread,
         "turns": [turn_display(turn) for turn in chat_turns(thread=thread)],

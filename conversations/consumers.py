@@ -1,9 +1,9 @@
 """The thread's WebSocket: one per open thread page (htmx ws extension).
 
 Thin by design. It checks who is asking, joins the thread's channel group,
-validates what the chat form sends and hands a turn to the turn runner, which
-runs it as a server-owned task and pushes fragments to the group; this
-consumer only relays `thread.fragment` events to its socket.
+validates what the chat form sends and hands a turn to the turn registry,
+which runs it as a server-owned task; this consumer only relays
+`thread.fragment` events (the live layer's pushes) to its socket.
 
 Close codes: 4401 not logged in, 4404 not your thread (or deleted). Both are
 sent after accepting, with a notice first, so the page can say why; the htmx
@@ -19,27 +19,22 @@ import logging
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.template.loader import render_to_string
 
-from agent import runner
+from agent.model import ModelNotConfigured, available_models
+from workspace.errors import UserFacingError
+from workspace.selectors import thread_for_user
 
-from workspace.errors import WorkspaceError
-
-from .selectors import thread_for_user
-from .services import clean_user_message
+from .live import group_name, publisher
+from .turns import fragments, registry
+from .turns.guard import clean_user_message
 
 logger = logging.getLogger("haico.conversations.ws")
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
-FRAGMENTS = "conversations/fragments/turn.html"
 
 NOT_FOUND_MESSAGE = "This thread does not exist or is not yours."
 LOGIN_MESSAGE = "Your session has ended; log in again to use the chat."
-
-
-def notice_html(message: str) -> str:
-    return render_to_string(f"{FRAGMENTS}#notice", {"message": message, "oob": True})
 
 
 class ThreadConsumer(AsyncWebsocketConsumer):
@@ -47,6 +42,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
     group = None
 
     async def connect(self):
+        publisher.attach()
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self._refuse(LOGIN_MESSAGE, CLOSE_UNAUTHENTICATED)
@@ -56,18 +52,16 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         if self.thread is None:
             await self._refuse(NOT_FOUND_MESSAGE, CLOSE_NOT_FOUND)
             return
-        self.group = runner.group_name(self.thread.pk)
+        self.group = group_name(self.thread.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        missed = runner.resync_html(self.thread.pk)
-        if missed:
-            # Through this socket's own queue, behind any fragment already sent
-            # to the group, so nothing arrives twice or out of order.
-            await self.channel_layer.send(self.channel_name, {"type": runner.FRAGMENT_EVENT, "html": missed})
+        # Behind any fragment already on its way to the group, so nothing
+        # arrives twice or out of order.
+        publisher.publish_to_channel(self.thread.pk, self.channel_name, registry.resync_html(self.thread.pk))
 
     async def _refuse(self, message: str, code: int):
         await self.accept()
-        await self.send(text_data=notice_html(message))
+        await self.send(text_data=fragments.notice(message))
         await self.close(code=code)
 
     async def disconnect(self, code):
@@ -92,7 +86,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         await self._start_turn(data)
 
     async def _notice(self, message: str):
-        await self.send(text_data=notice_html(message))
+        await self.send(text_data=fragments.notice(message))
 
     async def _current_thread(self):
         """The thread again: it may have been deleted since the socket opened."""
@@ -106,15 +100,13 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         thread = await self._current_thread()
         if thread is None:
             return
-        if not await runner.request_stop(thread=thread):
+        if not await registry.request_stop(thread=thread):
             await self._notice("No turn is running.")
 
     async def _start_turn(self, data: dict):
-        from agent.model import ModelNotConfigured, available_models
-
         try:
             message = clean_user_message(data.get("message"))
-        except WorkspaceError as exc:
+        except UserFacingError as exc:
             await self._notice(exc.message)
             return
         model = data.get("model") or None
@@ -128,28 +120,20 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         if not models:
             # Not a turn: no agent would see it, so nothing is stored (no
             # snapshot, no turn number) and the text stays in the box.
-            await self.send(
-                text_data=render_to_string(
-                    f"{FRAGMENTS}#unsent", {"user_message": message, "notice": ModelNotConfigured().message}
-                )
-                + notice_html("")
-            )
+            await self.send(text_data=fragments.unsent(message, ModelNotConfigured().message))
             return
         if model is not None and model not in models:
             await self._notice(f"Unknown model “{model}”; choose one of: {', '.join(models)}.")
             return
         try:
-            turn_index = await runner.start_turn(thread=thread, user_message=message, model_name=model)
-        except WorkspaceError as exc:  # TurnAlreadyRunning, or a message the service refuses
+            turn_index = await registry.start_turn(thread=thread, user_message=message, model_name=model)
+        except UserFacingError as exc:  # TurnAlreadyRunning, or a message the guard refuses
             await self._notice(exc.message)
             return
         # Only the sender's composer is cleared, and only once the message is stored.
-        await self.send(
-            text_data=notice_html("")
-            + render_to_string(f"{FRAGMENTS}#ack", {"turn_index": turn_index, "oob": True})
-        )
+        await self.send(text_data=fragments.ack(turn_index))
 
-    # -- from the turn runner (group events) --
+    # -- from the live layer (group events) --
 
     async def thread_fragment(self, event):
         await self.send(text_data=event["html"])

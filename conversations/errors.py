@@ -1,5 +1,9 @@
-from workspace.errors import WorkspaceError
+from workspace.errors import UserFacingError
 
 
-class TurnAlreadyRunning(WorkspaceError):
+class ConversationError(UserFacingError):
+    """A chat or thread action was refused; nothing was stored."""
+
+
+class TurnAlreadyRunning(ConversationError):
     """A second message arrived while the agent is still working on this thread."""

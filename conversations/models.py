@@ -1,60 +1,11 @@
-"""Threads, their owner link and turn counter, branches, feedback, moderation."""
+"""Branches, feedback, moderation and the activity log of a thread.
 
-import uuid
-from datetime import timedelta
+The thread itself is workspace.models.Thread (docs/adr/0006)."""
 
 from django.conf import settings
 from django.db import models
-from django.utils import timezone
 
-# A running turn refreshes its claim every few seconds (conversations.services
-# TURN_KEEPALIVE, from agent.runner), so a claim not refreshed for this long
-# belongs to a server that died mid-turn: it no longer counts as running.
-STALE_TURN_AFTER = timedelta(seconds=90)
-
-
-class Thread(models.Model):
-    """One conversation and its owner (the seeds' conversation_users link).
-
-    The UUID primary key is also the LangGraph checkpointer thread id, so it is
-    fresh for every thread and never reused. `turn_index` is monotonic: it is
-    bumped once per user message and tags everything that turn produces.
-    The running-turn columns are the single guard that keeps one turn at a
-    time per thread across server processes.
-    """
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="threads")
-    title = models.CharField(max_length=200, default="New thread")
-    turn_index = models.PositiveIntegerField(default=0)
-    is_deleted = models.BooleanField(default=False)
-    deleted_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_activity_at = models.DateTimeField(auto_now_add=True)
-    running_turn_index = models.PositiveIntegerField(null=True, blank=True)
-    running_since = models.DateTimeField(null=True, blank=True)
-    cancel_requested = models.BooleanField(default=False)
-
-    class Meta:
-        indexes = [
-            models.Index(fields=["owner", "is_deleted", "-last_activity_at"], name="thread_owner_activity_idx"),
-        ]
-        ordering = ["-last_activity_at"]
-
-    def __str__(self):
-        return f"{self.title} ({self.id})"
-
-    @property
-    def is_turn_running(self) -> bool:
-        return self.running_turn_index is not None
-
-    def live_running_turn(self, now=None) -> int | None:
-        """The turn in progress, unless its claim went stale (its server died)."""
-        if self.running_turn_index is None or self.running_since is None:
-            return None
-        if (now or timezone.now()) - self.running_since >= STALE_TURN_AFTER:
-            return None
-        return self.running_turn_index
+from workspace.models import Thread
 
 
 class BranchLink(models.Model):

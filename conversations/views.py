@@ -1,4 +1,6 @@
-"""The person's thread list: open, create, rename, soft-delete.
+"""The person's thread list (open, create, rename, soft-delete), a thread's
+activity log, and the page of one thread, which composes every workspace
+panel with the chat.
 
 Every view that takes a thread id looks it up scoped to the signed-in owner,
 so another person's (or a deleted) thread is a 404, never a 403 that would
@@ -9,9 +11,12 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from workspace.errors import WorkspaceError
+from workspace import panels
+from workspace.errors import UserFacingError
+from workspace.selectors import get_thread_for_user_or_404, threads_for_user
 
 from . import selectors, services
+from .chat import chat_context
 
 ROW_TEMPLATE = "conversations/thread_list.html#row"
 
@@ -19,23 +24,23 @@ ROW_TEMPLATE = "conversations/thread_list.html#row"
 @login_required
 @require_GET
 def thread_list(request):
-    return render(request, "conversations/thread_list.html", {"threads": selectors.threads_for_user(user=request.user)})
+    return render(request, "conversations/thread_list.html", {"threads": threads_for_user(user=request.user)})
 
 
 @login_required
 @require_POST
 def thread_create(request):
     thread = services.thread_create(owner=request.user)
-    return redirect("workspace:page", thread_id=thread.pk)
+    return redirect("thread-page", thread_id=thread.pk)
 
 
 @login_required
 @require_POST
 def thread_rename(request, thread_id):
-    thread = selectors.get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
     try:
         services.thread_rename(thread=thread, title=request.POST.get("title", ""))
-    except WorkspaceError as exc:
+    except UserFacingError as exc:
         thread.refresh_from_db()
         context = {"thread": thread, "error": exc.message, "values": request.POST}
         return render(request, ROW_TEMPLATE, context, status=200 if request.htmx else 400)
@@ -47,7 +52,7 @@ def thread_rename(request, thread_id):
 @login_required
 @require_POST
 def thread_delete(request, thread_id):
-    thread = selectors.get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
     services.thread_soft_delete(thread=thread)
     if request.htmx:
         # An empty body swapped over the row removes it from the list.
@@ -60,6 +65,26 @@ def thread_delete(request, thread_id):
 def thread_activity(request, thread_id):
     """The thread's activity log: model warnings (e.g. a reply cut off at the
     output limit) and turn errors, newest first."""
-    thread = selectors.get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
     entries = selectors.activity_for(thread=thread)
     return render(request, "conversations/panels/activity.html#entries", {"thread": thread, "entries": entries})
+
+
+def page_context(*, thread, user) -> dict:
+    """One context for all panels; their keys are disjoint apart from `thread`."""
+    return {
+        **panels.objective_context(thread=thread),
+        **panels.preferences_context(thread=thread),
+        **panels.plan_context(thread=thread),
+        **panels.centre_context(thread=thread, selected_artifact_id=None),
+        **chat_context(thread=thread, user=user),
+        "thread": thread,
+        "oob": False,
+    }
+
+
+@login_required
+@require_GET
+def workspace_page(request, thread_id):
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    return render(request, "conversations/thread_page.html", page_context(thread=thread, user=request.user))

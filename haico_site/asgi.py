@@ -10,11 +10,19 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from conversations.live import publisher  # noqa: E402
 from conversations.routing import websocket_urlpatterns  # noqa: E402
+
+
+async def http_application(scope, receive, send):
+    # Changes that HTTP requests commit are pushed from this loop (conversations.live).
+    publisher.attach()
+    await django_asgi_app(scope, receive, send)
+
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": http_application,
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

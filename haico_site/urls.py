@@ -2,11 +2,16 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from conversations.views import workspace_page
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("conversations.account_urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("threads/", include("conversations.urls")),
+    # The page of one thread: every workspace panel and the chat. Lower apps
+    # send people back here by this name after a plain (non-htmx) form post.
+    path("threads/<uuid:thread_id>/workspace/", workspace_page, name="thread-page"),
     path("threads/<uuid:thread_id>/workspace/", include("workspace.urls")),
     path("", RedirectView.as_view(pattern_name="conversations:list", permanent=False)),
 ]

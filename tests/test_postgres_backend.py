@@ -17,17 +17,21 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 WRITE = """
 import json
 from django.contrib.auth import get_user_model
-from conversations.services import thread_create, turn_begin, turn_finish
-from workspace import services as ws
+from conversations.services import thread_create
+from conversations.turns.guard import turn_begin, turn_finish
+from workspace.services import document as document_services
+from workspace.services import objective as objective_services
+from workspace.services import plan as plan_services
+from workspace.services import preferences as preferences_services
 
 owner = get_user_model().objects.create_user(username="pg-owner", password="a-long-enough-password")
 thread = thread_create(owner=owner, title="On Postgres")
-ws.objective_set(thread=thread, text="Compare Q1 and Q2 revenue")
-ws.preference_add(thread=thread, title="Cite every figure", kind="hard", respect_lock=False)
-ws.preference_add(thread=thread, title="Short sentences", kind="soft", respect_lock=False)
-step = ws.todo_add(thread=thread, text="Collect the figures")
-ws.todo_add(thread=thread, text="Q1", parent=step)
-ws.document_save(thread=thread, title="Report", content="Revenue grew \u2014 a lot.")
+objective_services.objective_set(thread=thread, text="Compare Q1 and Q2 revenue")
+preferences_services.preference_add(thread=thread, title="Cite every figure", kind="hard", respect_lock=False)
+preferences_services.preference_add(thread=thread, title="Short sentences", kind="soft", respect_lock=False)
+step = plan_services.todo_add(thread=thread, text="Collect the figures")
+plan_services.todo_add(thread=thread, text="Q1", parent=step)
+document_services.document_save(thread=thread, title="Report", content="Revenue grew \u2014 a lot.")
 turn_index, _ = turn_begin(thread=thread, user_message="chart Q1 vs Q2 revenue: 120, 180")
 turn_finish(thread=thread, turn_index=turn_index)
 print(json.dumps({"thread": str(thread.pk), "turn": turn_index}))
@@ -35,7 +39,7 @@ print(json.dumps({"thread": str(thread.pk), "turn": turn_index}))
 
 READ = """
 import json, os
-from conversations.models import Thread
+from workspace.models import Thread
 from workspace import selectors
 from workspace.models import Document, Objective, WorkspaceSnapshot
 

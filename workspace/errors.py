@@ -1,14 +1,23 @@
 """Errors raised by services. Each carries a message fit to show a person
-(panel error, 4xx body) or to hand back to the model (tool failure envelope)."""
+(panel error, 4xx body, chat notice) or to hand back to the model (tool
+failure envelope).
+
+`UserFacingError` is the base every layer's refusals share, so an interface
+(a view, the consumer, a tool) can show any of them the same way; this
+module sits at the bottom of the app graph so every layer can raise one."""
 
 
-class WorkspaceError(Exception):
+class UserFacingError(Exception):
     def __init__(self, message: str):
         super().__init__(message)
         self.message = message
 
     def __str__(self):
         return self.message
+
+
+class WorkspaceError(UserFacingError):
+    """A workspace write was refused; nothing was changed."""
 
 
 class InvalidInput(WorkspaceError):

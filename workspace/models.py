@@ -1,9 +1,15 @@
-"""The shared workspace of one thread: objective, preferences, plan, document,
-artifacts, and the per-turn snapshots that make every past context replayable."""
+"""The shared workspace of one thread: the thread itself, its objective,
+preferences, plan, document, artifacts, and the per-turn snapshots that make
+every past context replayable.
 
+The thread lives here, at the bottom of the app graph, because every surface
+hangs off it and every layer needs to find a person's thread (docs/adr/0006).
+"""
+
+import uuid
+
+from django.conf import settings
 from django.db import models
-
-from conversations.models import Thread
 
 OBJECTIVE_MAX_CHARS = 1000
 PREFERENCE_TITLE_MAX_CHARS = 200
@@ -12,6 +18,41 @@ TODO_TEXT_MAX_CHARS = 1000
 TODO_MAX_DEPTH = 8
 DOCUMENT_TITLE_MAX_CHARS = 200
 ARTIFACT_TITLE_MAX_CHARS = 200
+
+
+class Thread(models.Model):
+    """One conversation and its owner (the seeds' conversation_users link).
+
+    The UUID primary key is also the LangGraph checkpointer thread id, so it is
+    fresh for every thread and never reused. `turn_index` is monotonic: it is
+    bumped once per user message and tags everything that turn produces.
+    The running-turn columns hold the single guard that keeps one turn at a
+    time per thread across server processes; conversations.turns.guard is the
+    only code that reads or writes them (docs/adr/0003).
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="threads")
+    title = models.CharField(max_length=200, default="New thread")
+    turn_index = models.PositiveIntegerField(default=0)
+    is_deleted = models.BooleanField(default=False)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_activity_at = models.DateTimeField(auto_now_add=True)
+    running_turn_index = models.PositiveIntegerField(null=True, blank=True)
+    running_since = models.DateTimeField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+
+    class Meta:
+        # The table keeps the name it had when conversations owned the model.
+        db_table = "conversations_thread"
+        indexes = [
+            models.Index(fields=["owner", "is_deleted", "-last_activity_at"], name="thread_owner_activity_idx"),
+        ]
+        ordering = ["-last_activity_at"]
+
+    def __str__(self):
+        return f"{self.title} ({self.id})"
 
 
 class Objective(models.Model):

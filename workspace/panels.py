@@ -7,11 +7,10 @@ a tool changed the plan; the HTMX views return the same fragment."""
 from django.conf import settings
 from django.template.loader import render_to_string
 
-from conversations.models import Thread
-
 from . import selectors
 from .artifact_registry import artifact_view, option_label
 from .markdown import render_markdown
+from .models import Thread
 
 PANEL_TEMPLATES = {
     "objective": "workspace/panels/objective.html#panel",

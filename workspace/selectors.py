@@ -2,17 +2,44 @@
 
 from dataclasses import dataclass
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import connections, router
 from django.db.models import Case, IntegerField, Value, When
+from django.http import Http404
 
-from conversations.models import Thread
-
-from .models import Artifact, Document, Objective, Preference, Todo, WorkspaceSnapshot
+from . import plan_tree
+from .models import Artifact, Document, Objective, Preference, Thread, Todo, WorkspaceSnapshot
 
 STANDING_OBJECTIVE = (
     "Understand what the user is trying to achieve, clearing up any ambiguity and "
     "asking again if needed, then state it as a clear, specific objective."
 )
+
+
+# --- threads: ownership scoping lives here so every layer shares it -----------
+
+
+def threads_for_user(*, user: AbstractBaseUser) -> list[Thread]:
+    """The person's live threads, most recently active first."""
+    return list(Thread.objects.filter(owner=user, is_deleted=False).order_by("-last_activity_at"))
+
+
+def thread_for_user(*, user: AbstractBaseUser, thread_id) -> Thread | None:
+    """The thread if `user` owns it and it is not deleted, else None."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    return Thread.objects.filter(pk=thread_id, owner=user, is_deleted=False).first()
+
+
+def get_thread_for_user_or_404(*, user: AbstractBaseUser, thread_id) -> Thread:
+    """Another person's thread is a 404, never a 403 that would confirm it exists."""
+    thread = thread_for_user(user=user, thread_id=thread_id)
+    if thread is None:
+        raise Http404("No such thread.")
+    return thread
+
+
+# --- surfaces ------------------------------------------------------------------
 
 
 def objective_for(*, thread: Thread) -> Objective | None:
@@ -69,23 +96,6 @@ def todos_for(*, thread: Thread) -> list[Todo]:
     return list(Todo.objects.filter(thread=thread).order_by("position", "id"))
 
 
-def outline_numbers(todos: list[Todo]) -> list[str]:
-    """Dotted outline numbers (1, 1.1, 1.1.1, 2) for a pre-order list of todos."""
-    return outline_numbers_for_depths([todo.depth for todo in todos])
-
-
-def outline_numbers_for_depths(depths: list[int]) -> list[str]:
-    counters: list[int] = []
-    numbers = []
-    for depth in depths:
-        del counters[depth + 1 :]
-        while len(counters) < depth + 1:
-            counters.append(0)
-        counters[depth] += 1
-        numbers.append(".".join(str(n) for n in counters[: depth + 1]))
-    return numbers
-
-
 @dataclass(frozen=True)
 class PlanRow:
     todo: Todo
@@ -100,12 +110,13 @@ class PlanRow:
 def plan_rows(*, thread: Thread) -> list[PlanRow]:
     """The plan with everything the tree view needs to know per row."""
     todos = todos_for(thread=thread)
-    numbers = outline_numbers(todos)
+    depths = [todo.depth for todo in todos]
+    numbers = plan_tree.outline_numbers(depths)
     rows = []
     for i, todo in enumerate(todos):
         nxt = todos[i + 1] if i + 1 < len(todos) else None
-        prev_sibling = _sibling_index(todos, i, step=-1)
-        next_sibling = _sibling_index(todos, i, step=1)
+        prev_sibling = plan_tree.sibling(depths, i, -1)
+        next_sibling = plan_tree.sibling(depths, i, 1)
         rows.append(
             PlanRow(
                 todo=todo,
@@ -118,18 +129,6 @@ def plan_rows(*, thread: Thread) -> list[PlanRow]:
             )
         )
     return rows
-
-
-def _sibling_index(todos: list[Todo], i: int, *, step: int) -> int | None:
-    depth = todos[i].depth
-    j = i + step
-    while 0 <= j < len(todos):
-        if todos[j].depth < depth:
-            return None
-        if todos[j].depth == depth:
-            return j
-        j += step
-    return None
 
 
 def plan_markdown(*, thread: Thread, rows: list[PlanRow] | None = None) -> str:
@@ -173,10 +172,6 @@ def artifact_for(*, thread: Thread, artifact_id: int) -> Artifact | None:
 
 def latest_artifact_for(*, thread: Thread) -> Artifact | None:
     return Artifact.objects.filter(thread=thread).order_by("-id").first()
-
-
-def snapshots_for(*, thread: Thread) -> list[WorkspaceSnapshot]:
-    return list(WorkspaceSnapshot.objects.filter(thread=thread).order_by("turn_index"))
 
 
 def snapshot_messages_for(*, thread: Thread) -> list[tuple[int, str]]:

@@ -1,13 +1,14 @@
-"""Workspace URLs, all under /threads/<uuid:thread_id>/workspace/.
+"""Workspace URLs, all under /threads/<uuid:thread_id>/workspace/ (the page
+itself, which composes every panel with the chat, is conversations' and is
+named "thread-page" in the site URLs).
 
 Each area keeps its own routes next to its views."""
 
-from .views import artifacts, document, objective, page, plan, preferences
+from .views import artifacts, document, objective, plan, preferences
 
 app_name = "workspace"
 
 urlpatterns = [
-    *page.urlpatterns,
     *objective.urlpatterns,
     *preferences.urlpatterns,
     *plan.urlpatterns,

@@ -38,7 +38,6 @@ def chart_style(style: dict | None, *, chart_type: str, series_count: int) -> di
     description="Draw a line, bar or pie chart in the centre panel when the user asks for a chart or to see "
     "data. Always give a short description; use style for requested looks (palette, grid, donut, label size).",
     args_schema=ChartGeneratorArgs,
-    panels=("centre",),
 )
 def chart_generator(
     thread,

@@ -7,9 +7,13 @@ returns the summary the model reads, optionally with a typed artifact
 
 - extends the args schema with the required `action_and_reasoning` sentence,
   which it pops and logs, so bodies and services never see it;
+- finds the thread and turn in the run's context (`agent.context.AgentContext`,
+  injected by LangGraph as the tool's `runtime`), so one compiled agent
+  serves every thread;
 - runs the body in its own database transaction, off the event loop through
-  asgiref's `sync_to_async(thread_sensitive=True)` (the ORM is synchronous);
-- persists a returned artifact tagged with the bound turn index (context.py);
+  asgiref's `sync_to_async` (the ORM is synchronous); the services announce
+  what they changed after commit, which is how the open tabs hear of it;
+- persists a returned artifact tagged with the turn index;
 - turns every expected failure (bad arguments, `WorkspaceError`) into a
   failure envelope the model can act on, and anything unexpected into a
   generic one with the traceback logged. A tool never raises.
@@ -25,14 +29,15 @@ from typing import Annotated, Any
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
+from langchain.tools import ToolRuntime
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
-from conversations.models import Thread
-from workspace import services
 from workspace.errors import WorkspaceError
+from workspace.models import Thread
+from workspace.services.artifacts import artifact_create
 
-from .context import get_turn_index
+from ..context import AgentContext
 from .envelope import describe_validation_error, failure_envelope, success_envelope
 
 logger = logging.getLogger("haico.agent.tools")
@@ -42,8 +47,6 @@ REASON_DESCRIPTION = (
     "One short, plain, non-technical sentence shown to the user saying what you are doing "
     "and why. Never mention tool names, arguments or ids."
 )
-PANELS = ("objective", "preferences", "plan", "centre")
-
 ToolBody = Callable[..., "str | tuple[str, dict]"]
 
 
@@ -74,7 +77,6 @@ class ToolSpec:
     description: str
     args_schema: type[BaseModel]  # as the body sees it, without the reasoning field
     full_schema: type[BaseModel]  # what the model sees
-    panels: tuple[str, ...]
     body: ToolBody
     read_only: bool = False
 
@@ -87,18 +89,11 @@ def workspace_tool(
     name: str,
     description: str,
     args_schema: type[BaseModel] = NoArgs,
-    panels: tuple[str, ...] = (),
     read_only: bool = False,
     register: bool = True,
 ) -> Callable[[ToolBody], ToolBody]:
-    """Declare an agent tool. `panels` names the workspace panels a successful
-    call may change (the turn runner refreshes them). `read_only` tools change
-    nothing, so they run without a transaction and name no panels."""
-    unknown = set(panels) - set(PANELS)
-    if unknown:
-        raise ValueError(f"Unknown panels for tool {name}: {sorted(unknown)}")
-    if read_only and panels:
-        raise ValueError(f"Read-only tool {name} cannot change panels {list(panels)}.")
+    """Declare an agent tool. `read_only` tools change nothing, so they run
+    without a transaction."""
 
     def decorate(body: ToolBody) -> ToolBody:
         spec = ToolSpec(
@@ -106,7 +101,6 @@ def workspace_tool(
             description=description,
             args_schema=args_schema,
             full_schema=with_reasoning(args_schema),
-            panels=tuple(panels),
             body=body,
             read_only=read_only,
         )
@@ -139,11 +133,11 @@ def _split_result(name: str, result) -> tuple[str, dict | None]:
     raise TypeError(f"Tool {name} returned {type(result).__name__}; expected str or (str, artifact dict).")
 
 
-def run_tool_call(spec: ToolSpec, thread: Thread, arguments: dict[str, Any]) -> str:
+def run_tool_call(spec: ToolSpec, thread: Thread, arguments: dict[str, Any], *, turn_index: int = 0) -> str:
     """Run one call synchronously and return its envelope. Never raises."""
     arguments = dict(arguments)
     reason = arguments.pop(REASON_FIELD, "")
-    logger.info("tool %s (thread %s, turn %s): %s", spec.name, thread.pk, get_turn_index(), reason)
+    logger.info("tool %s (thread %s, turn %s): %s", spec.name, thread.pk, turn_index, reason)
     try:
         # LangChain already validated against the full schema; this turns nested
         # pydantic objects into the plain dicts and lists the services take, and
@@ -155,12 +149,12 @@ def run_tool_call(spec: ToolSpec, thread: Thread, arguments: dict[str, Any]) -> 
             summary, artifact = _split_result(spec.name, spec.body(thread, **values))
             artifact_id = None
             if artifact is not None:
-                row = services.artifact_create(
+                row = artifact_create(
                     thread=thread,
                     artifact_type=artifact["artifact_type"],
                     title=artifact.get("title") or "",
                     payload=artifact["payload"],
-                    turn_index=get_turn_index(),
+                    turn_index=turn_index,
                 )
                 artifact_id = row.pk
                 artifact = {"artifact_type": row.artifact_type, "title": row.title, "payload": row.payload}
@@ -179,16 +173,18 @@ def run_tool_call(spec: ToolSpec, thread: Thread, arguments: dict[str, Any]) -> 
     return success_envelope(summary, artifact=artifact, artifact_id=artifact_id)
 
 
-def bind_tool(spec: ToolSpec, thread: Thread) -> StructuredTool:
-    """The LangChain tool for `spec`, acting on `thread`."""
+def as_langchain_tool(spec: ToolSpec) -> StructuredTool:
+    """The LangChain tool for `spec`; it acts on the thread of the run's context."""
 
-    def call(**arguments) -> str:
-        return run_tool_call(spec, thread, arguments)
+    def call(runtime: ToolRuntime, **arguments) -> str:
+        context: AgentContext = runtime.context
+        return run_tool_call(spec, context.thread, arguments, turn_index=context.turn_index)
 
-    async def acall(**arguments) -> str:
-        # thread_sensitive: all ORM work of this process shares one thread, as
-        # Django's own async views do; the context (turn index) is copied in.
-        return await sync_to_async(run_tool_call, thread_sensitive=True)(spec, thread, arguments)
+    async def acall(runtime: ToolRuntime, **arguments) -> str:
+        context: AgentContext = runtime.context
+        return await sync_to_async(run_tool_call, thread_sensitive=True)(
+            spec, context.thread, arguments, turn_index=context.turn_index
+        )
 
     def on_invalid_arguments(error: ValidationError) -> str:
         # LangChain validates before the body runs; without this a malformed

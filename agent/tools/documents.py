@@ -1,6 +1,6 @@
 """The shared document (centre panel)."""
 
-from workspace import services
+from workspace.services import document as document_services
 
 from .decorator import workspace_tool
 from .schemas import AppendToDocumentArgs, UpdateDocumentArgs
@@ -11,10 +11,9 @@ from .schemas import AppendToDocumentArgs, UpdateDocumentArgs
     description="Replace the whole shared document (and optionally its title). "
     "Use for restructuring or large rewrites; pass the complete new text.",
     args_schema=UpdateDocumentArgs,
-    panels=("centre",),
 )
 def update_document(thread, *, content: str, title: str | None = None) -> str:
-    document = services.document_save(thread=thread, title=title, content=content)
+    document = document_services.document_save(thread=thread, title=title, content=content)
     return f"Replaced the document '{document.title}' ({len(document.content):,} characters, version {document.version})."
 
 
@@ -22,8 +21,7 @@ def update_document(thread, *, content: str, title: str | None = None) -> str:
     name="append_to_document",
     description="Add text to the end of the shared document. Use for incremental additions.",
     args_schema=AppendToDocumentArgs,
-    panels=("centre",),
 )
 def append_to_document(thread, *, text: str) -> str:
-    document = services.document_append(thread=thread, text=text)
+    document = document_services.document_append(thread=thread, text=text)
     return f"Appended {len(text):,} characters to '{document.title}' (now {len(document.content):,} characters)."

@@ -3,9 +3,10 @@
 Success: {"success": true, "summary": ..., ["artifact": {...}, "artifact_id": N]}
 Failure: {"success": false, "error": ...}
 
-The model reads it as the ToolMessage content; the turn runner reads it with
-`parse_envelope` to decide which panels to refresh and whether an artifact
-should be selected in the centre panel.
+The model reads it as the ToolMessage content; agent.turn reads it with
+`parse_envelope` to tell the person's reasoning trace whether a step worked.
+What a tool changed reaches the open tabs another way: the services announce
+it after commit (workspace.events).
 """
 
 import json

@@ -1,6 +1,6 @@
 """The objective: the agent's one-line understanding of the user's goal."""
 
-from workspace import services
+from workspace.services import objective as objective_services
 
 from .decorator import workspace_tool
 from .schemas import SetObjectiveArgs
@@ -11,8 +11,7 @@ from .schemas import SetObjectiveArgs
     description="Record or replace your one-line understanding of what the user is trying to achieve. "
     "Refine it whenever the goal becomes clearer.",
     args_schema=SetObjectiveArgs,
-    panels=("objective",),
 )
 def set_objective(thread, *, text: str) -> str:
-    objective = services.objective_set(thread=thread, text=text)
+    objective = objective_services.objective_set(thread=thread, text=text)
     return f"Objective set to: {objective.text}"

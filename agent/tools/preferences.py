@@ -2,8 +2,9 @@
 index in that order. Locked ones are the user's alone: the agent's edits and
 removals skip them and say so."""
 
-from workspace import selectors, services
+from workspace import selectors
 from workspace.errors import PreferenceLocked
+from workspace.services import preferences as preference_services
 
 from .decorator import workspace_tool
 from .schemas import AddPreferencesArgs, PreferenceIndicesArgs, UpdatePreferencesArgs
@@ -23,10 +24,9 @@ def _outcome(result) -> str:
     description="Record rules the user explicitly stated (hard = non-negotiable, soft = preferred). "
     "A single one is a one-element list; an existing title is not duplicated.",
     args_schema=AddPreferencesArgs,
-    panels=("preferences",),
 )
 def add_preferences(thread, *, items: list[dict]) -> str:
-    return batch_summary(services.preferences_add(thread=thread, items=items, respect_lock=True))
+    return batch_summary(preference_services.preferences_add(thread=thread, items=items, respect_lock=True))
 
 
 @workspace_tool(
@@ -54,10 +54,9 @@ def list_preferences(thread) -> str:
     description="Edit preferences by 1-based index (list of {index, title?, subtitle?, kind?}). "
     "Locked ones are skipped.",
     args_schema=UpdatePreferencesArgs,
-    panels=("preferences",),
 )
 def update_preferences(thread, *, updates: list[dict]) -> str:
-    return _outcome(services.preferences_update_by_index(thread=thread, updates=updates, respect_lock=True))
+    return _outcome(preference_services.preferences_update_by_index(thread=thread, updates=updates, respect_lock=True))
 
 
 @workspace_tool(
@@ -65,7 +64,6 @@ def update_preferences(thread, *, updates: list[dict]) -> str:
     description="Delete preferences by 1-based index, only when the user explicitly asks; check the indices "
     "with list_preferences first. Locked ones are skipped.",
     args_schema=PreferenceIndicesArgs,
-    panels=("preferences",),
 )
 def remove_preferences(thread, *, indices: list[int]) -> str:
-    return _outcome(services.preferences_remove_by_index(thread=thread, indices=indices, respect_lock=True))
+    return _outcome(preference_services.preferences_remove_by_index(thread=thread, indices=indices, respect_lock=True))

@@ -14,7 +14,6 @@ from .schemas import DataTableArgs
     description="Show structured data as a sortable table in the centre panel (columns plus rows of cells). "
     "Use when the user wants a table or data that does not suit a chart.",
     args_schema=DataTableArgs,
-    panels=("centre",),
 )
 def data_table(thread, *, title: str, columns: list[str], rows: list[list], description: str | None = None):
     payload = {"title": title, "description": description or "", "columns": columns, "rows": rows}

@@ -1,7 +1,8 @@
 """The plan: the agent's execution ledger, a nested list of steps addressed by
 1-based index in outline (pre-order) order."""
 
-from workspace import selectors, services
+from workspace import plan_tree, selectors
+from workspace.services import plan as plan_services
 
 from .decorator import workspace_tool
 from .schemas import AddTodosArgs, TodoIndicesArgs, UpdateTodosArgs
@@ -13,10 +14,9 @@ from .text import batch_summary
     description="Add plan steps as an outline (each with a depth). Pass parent_index to nest them under an "
     "existing step; a single step is a one-element list.",
     args_schema=AddTodosArgs,
-    panels=("plan",),
 )
 def add_todos(thread, *, steps: list[dict], parent_index: int | None = None) -> str:
-    created = services.todos_add_outline(thread=thread, steps=steps, parent_index=parent_index)
+    created = plan_services.todos_add_outline(thread=thread, steps=steps, parent_index=parent_index)
     # Positions are dense and 0-based, so position + 1 is the index the other tools take.
     listed = ", ".join(f"#{todo.position + 1} '{todo.text}'" for todo in created)
     where = f" under step #{parent_index}" if parent_index is not None else ""
@@ -28,30 +28,27 @@ def add_todos(thread, *, steps: list[dict], parent_index: int | None = None) -> 
     name="toggle_todos",
     description="Flip the done mark of plan steps (list of 1-based indices; one step is a one-element list).",
     args_schema=TodoIndicesArgs,
-    panels=("plan",),
 )
 def toggle_todos(thread, *, indices: list[int]) -> str:
-    return batch_summary(services.todos_toggle_by_index(thread=thread, indices=indices))
+    return batch_summary(plan_services.todos_toggle_by_index(thread=thread, indices=indices))
 
 
 @workspace_tool(
     name="update_todos",
     description="Rewrite the text of plan steps (list of {index, text}).",
     args_schema=UpdateTodosArgs,
-    panels=("plan",),
 )
 def update_todos(thread, *, updates: list[dict]) -> str:
-    return batch_summary(services.todos_update_by_index(thread=thread, updates=updates))
+    return batch_summary(plan_services.todos_update_by_index(thread=thread, updates=updates))
 
 
 @workspace_tool(
     name="remove_todos",
     description="Delete plan steps by 1-based index; removing a step also removes its sub-steps.",
     args_schema=TodoIndicesArgs,
-    panels=("plan",),
 )
 def remove_todos(thread, *, indices: list[int]) -> str:
-    return batch_summary(services.todos_remove_by_index(thread=thread, indices=indices))
+    return batch_summary(plan_services.todos_remove_by_index(thread=thread, indices=indices))
 
 
 @workspace_tool(
@@ -65,6 +62,6 @@ def list_todos(thread) -> str:
         return "(no plan yet)"
     lines = [
         f"{'  ' * todo.depth}#{i} [{'x' if todo.done else ' '}] {number} {todo.text}"
-        for i, (todo, number) in enumerate(zip(todos, selectors.outline_numbers(todos)), start=1)
+        for i, (todo, number) in enumerate(zip(todos, plan_tree.outline_numbers([todo.depth for todo in todos])), start=1)
     ]
     return "\n".join(lines)

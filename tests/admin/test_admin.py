@@ -9,9 +9,14 @@ from django.contrib.admin.models import LogEntry
 from django.urls import reverse
 
 from conversations import services as conversation_services
-from conversations.models import ActivityLogEntry, BranchLink, Feedback, ModerationAction, Thread
-from workspace import services
-from workspace.models import Artifact, Document, Objective, Preference, Todo, WorkspaceSnapshot
+from conversations.models import ActivityLogEntry, BranchLink, Feedback, ModerationAction
+from conversations.turns import guard
+from workspace.models import Artifact, Document, Objective, Preference, Thread, Todo, WorkspaceSnapshot
+from workspace.services import artifacts as artifacts_services
+from workspace.services import document as document_services
+from workspace.services import objective as objective_services
+from workspace.services import plan as plan_services
+from workspace.services import preferences as preferences_services
 
 pytestmark = pytest.mark.django_db
 
@@ -19,17 +24,17 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def populated(thread, owner, staff):
     """One row of every model, written the way the app writes them."""
-    services.objective_set(thread=thread, text="Write a literature review")
-    hard = services.preference_add(thread=thread, title="Cite <b>peer-reviewed</b> work", kind="hard", respect_lock=False)
-    soft = services.preference_add(thread=thread, title="Short paragraphs", kind="soft", respect_lock=False)
-    step = services.todo_add(thread=thread, text="Collect sources")
-    services.todo_add(thread=thread, text="Search databases", parent=step)
-    services.document_save(thread=thread, title="Review", content="# Review\n\n<script>alert(1)</script>")
-    artifact = services.artifact_create(
+    objective_services.objective_set(thread=thread, text="Write a literature review")
+    hard = preferences_services.preference_add(thread=thread, title="Cite <b>peer-reviewed</b> work", kind="hard", respect_lock=False)
+    soft = preferences_services.preference_add(thread=thread, title="Short paragraphs", kind="soft", respect_lock=False)
+    step = plan_services.todo_add(thread=thread, text="Collect sources")
+    plan_services.todo_add(thread=thread, text="Search databases", parent=step)
+    document_services.document_save(thread=thread, title="Review", content="# Review\n\n<script>alert(1)</script>")
+    artifact = artifacts_services.artifact_create(
         thread=thread, artifact_type="bar_chart", title="Papers per year", payload={"labels": ["2020"], "values": [3]}, turn_index=1
     )
-    turn, snapshot = conversation_services.turn_begin(thread=thread, user_message="Start the review")
-    conversation_services.turn_finish(thread=thread, turn_index=turn)
+    turn, snapshot = guard.turn_begin(thread=thread, user_message="Start the review")
+    guard.turn_finish(thread=thread, turn_index=turn)
     feedback = conversation_services.feedback_add(thread=thread, user=owner, turn_index=1, rating=4, comment="useful")
     child = conversation_services.thread_create(owner=owner, title="Fork")
     branch = BranchLink.objects.create(thread=child, parent=thread, branch_point_turn=1, reason="try another angle")
@@ -106,7 +111,7 @@ def test_changelist_search_with_a_non_uuid_term_does_not_fail(staff_client, popu
 
 def test_changelist_search_by_thread_id_finds_its_rows(staff_client, populated, owner):
     other = conversation_services.thread_create(owner=owner, title="Unrelated")
-    services.preference_add(thread=other, title="Elsewhere", respect_lock=False)
+    preferences_services.preference_add(thread=other, title="Elsewhere", respect_lock=False)
     response = staff_client.get(_changelist(populated["hard"]), {"q": str(populated["thread"].pk)})
     body = response.content.decode()
     assert "Short paragraphs" in body
@@ -206,14 +211,14 @@ def test_lock_action_locks_through_the_service_and_records_it(staff_client, staf
 
 def test_lock_action_on_an_already_locked_preference_records_nothing(staff_client, populated):
     hard = populated["hard"]
-    services.preference_set_locked(preference=hard, locked=True, respect_lock=False)
+    preferences_services.preference_set_locked(preference=hard, locked=True, respect_lock=False)
     staff_client.post(_changelist(hard), {"action": "lock_selected", "_selected_action": [hard.pk]})
     assert not _lock_records(hard).exists()
 
 
 def test_unlock_action_unlocks_and_records_it(staff_client, staff, populated):
     soft = populated["soft"]
-    services.preference_set_locked(preference=soft, locked=True, respect_lock=False)
+    preferences_services.preference_set_locked(preference=soft, locked=True, respect_lock=False)
     staff_client.post(_changelist(soft), {"action": "unlock_selected", "_selected_action": [soft.pk]})
     soft.refresh_from_db()
     assert soft.locked is False
@@ -300,7 +305,7 @@ def test_soft_delete_action_hides_the_thread_and_records_who(staff_client, staff
     record = ModerationAction.objects.filter(thread=thread, action=ModerationAction.Action.SOFT_DELETE, staff_user=staff).latest("id")
     assert record.created_at is not None
     # The owner no longer sees it.
-    from conversations.selectors import threads_for_user
+    from workspace.selectors import threads_for_user
 
     assert thread not in threads_for_user(user=owner)
 
@@ -320,7 +325,7 @@ def test_restore_action_brings_the_thread_back_and_records_it(staff_client, staf
     thread.refresh_from_db()
     assert not thread.is_deleted and thread.deleted_at is None
     assert ModerationAction.objects.filter(thread=thread, action=ModerationAction.Action.RESTORE, staff_user=staff).count() == 1
-    from conversations.selectors import threads_for_user
+    from workspace.selectors import threads_for_user
 
     assert thread in threads_for_user(user=owner)
 
@@ -387,7 +392,7 @@ def test_thread_rename_in_admin_goes_through_validation(staff_client, populated)
 
 def test_thread_hard_delete_is_not_offered(staff_client, populated):
     thread = populated["thread"]
-    response = staff_client.post(reverse("admin:conversations_thread_delete", args=[thread.pk]), {"post": "yes"})
+    response = staff_client.post(reverse("admin:workspace_thread_delete", args=[thread.pk]), {"post": "yes"})
     assert response.status_code == 403
     assert Thread.objects.filter(pk=thread.pk).exists()
 

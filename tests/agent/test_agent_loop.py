@@ -10,10 +10,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from agent.builder import build_agent
+from agent.context import AgentContext
 from agent.prompt import SYSTEM_PROMPT
-from agent.tools.context import bind_turn_index
 from tests.support.fake_model import Reply, ScriptedChatModel, system_text, tool_call
-from workspace import selectors, services
+from workspace import selectors
+from workspace.services import document as document_services
+from workspace.services import preferences as preferences_services
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,8 +44,9 @@ def _as_person(fn):
         raise errors[0]
 
 
-async def _run(agent, text, config):
-    return await agent.ainvoke({"messages": [HumanMessage(text)]}, config)
+async def _run(agent, thread, text, config, turn_index=1):
+    context = AgentContext(thread=thread, turn_index=turn_index)
+    return await agent.ainvoke({"messages": [HumanMessage(text)]}, config, context=context)
 
 
 async def test_second_model_call_sees_the_first_calls_tool_effects(thread):
@@ -59,10 +62,9 @@ async def test_second_model_call_sees_the_first_calls_tool_effects(thread):
             Reply(text="I set the objective and planned the work."),
         ]
     )
-    agent = build_agent(thread=thread, model=model, checkpointer=InMemorySaver())
+    agent = build_agent(model=model, checkpointer=InMemorySaver())
 
-    with bind_turn_index(1):
-        await _run(agent, "Compare revenue", _config())
+    await _run(agent, thread, "Compare revenue", _config())
 
     first, second, third = (system_text(r) for r in model.requests)
     assert "Compare Q1 and Q2 revenue" not in first
@@ -77,14 +79,14 @@ async def test_second_model_call_sees_the_first_calls_tool_effects(thread):
 async def test_a_persons_edit_during_the_turn_reaches_the_next_model_call(thread):
     def first_step(messages):
         # The model is "thinking" while the person edits the document and adds a preference.
-        _as_person(lambda: services.document_save(thread=thread, title="Notes", content="Typed by the person."))
-        _as_person(lambda: services.preference_add(thread=thread, title="Short answers", kind="hard", respect_lock=False))
+        _as_person(lambda: document_services.document_save(thread=thread, title="Notes", content="Typed by the person."))
+        _as_person(lambda: preferences_services.preference_add(thread=thread, title="Short answers", kind="hard", respect_lock=False))
         return Reply(tool_calls=[tool_call("list_todos", "Reading the plan.")])
 
     model = ScriptedChatModel(script=[first_step, Reply(text="Done.")])
-    agent = build_agent(thread=thread, model=model, checkpointer=InMemorySaver())
+    agent = build_agent(model=model, checkpointer=InMemorySaver())
 
-    await _run(agent, "Go on", _config())
+    await _run(agent, thread, "Go on", _config())
 
     first, second = (system_text(r) for r in model.requests)
     assert "Typed by the person." not in first
@@ -102,10 +104,10 @@ async def test_system_prompt_is_first_and_never_checkpointed(thread):
             Reply(text="Second turn answer."),
         ]
     )
-    agent = build_agent(thread=thread, model=model, checkpointer=saver)
+    agent = build_agent(model=model, checkpointer=saver)
 
-    await _run(agent, "Help me with a memo", _config())
-    await _run(agent, "And now?", _config())
+    await _run(agent, thread, "Help me with a memo", _config())
+    await _run(agent, thread, "And now?", _config())
 
     for request in model.requests:
         assert isinstance(request[0], SystemMessage)
@@ -131,8 +133,8 @@ async def test_sqlite_checkpointer_holds_history_but_not_the_prompt(thread, tmp_
         ]
     )
     async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
-        agent = build_agent(thread=thread, model=model, checkpointer=saver)
-        await _run(agent, "I want to plan a trip", _config("sqlite-thread"))
+        agent = build_agent(model=model, checkpointer=saver)
+        await _run(agent, thread, "I want to plan a trip", _config("sqlite-thread"))
         state = await agent.aget_state(_config("sqlite-thread"))
 
     assert state.values["messages"][-1].content == "Recorded the trip as our objective."
@@ -148,9 +150,9 @@ async def test_sqlite_checkpointer_holds_history_but_not_the_prompt(thread, tmp_
 async def test_looping_model_is_stopped_by_the_call_limit(thread, settings):
     settings.HAICO_MODEL_CALL_LIMIT = 3
     model = ScriptedChatModel(script=[], default_reply=Reply(tool_calls=[tool_call("list_todos", "Reading the plan.")]))
-    agent = build_agent(thread=thread, model=model, checkpointer=InMemorySaver())
+    agent = build_agent(model=model, checkpointer=InMemorySaver())
 
-    result = await _run(agent, "loop", _config())
+    result = await _run(agent, thread, "loop", _config())
 
     assert len(model.requests) == 3
     last = result["messages"][-1]
@@ -172,10 +174,10 @@ async def test_call_limit_counts_per_turn(thread, settings):
             Reply(text="Second turn done."),
         ]
     )
-    agent = build_agent(thread=thread, model=model, checkpointer=InMemorySaver())
+    agent = build_agent(model=model, checkpointer=InMemorySaver())
 
-    first = await _run(agent, "one", _config())
-    second = await _run(agent, "two", _config())
+    first = await _run(agent, thread, "one", _config())
+    second = await _run(agent, thread, "two", _config())
 
     assert first["messages"][-1].content == "First turn done."
     assert second["messages"][-1].content == "Second turn done."

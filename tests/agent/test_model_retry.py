@@ -10,9 +10,10 @@ from langchain_core.messages import HumanMessage, RemoveMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent.builder import build_agent
+from agent.context import AgentContext
+from agent.events import Diagnostic
 from agent.middleware import ModelTurnRetryMiddleware
-from agent.tools.context import bind_turn_index
-from conversations.models import ActivityLogEntry
+from agent.turn import stream_turn, turn_config
 from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
 from workspace import selectors
 
@@ -21,29 +22,36 @@ pytestmark = pytest.mark.django_db(transaction=True)
 CONFIG = {"configurable": {"thread_id": "retry-thread"}}
 
 
+class Turn:
+    """One turn through agent.turn.stream_turn: the model, the final
+    messages and the diagnostics the person would be shown."""
+
+    def __init__(self, model, messages, events):
+        self.model = model
+        self.messages = messages
+        self.diagnostics = [e for e in events if isinstance(e, Diagnostic)]
+
+
 async def _turn(thread, script, *, turn_index=4):
     model = ScriptedChatModel(script=script)
-    agent = build_agent(thread=thread, model=model, checkpointer=InMemorySaver())
-    with bind_turn_index(turn_index):
-        result = await agent.ainvoke({"messages": [HumanMessage("Hello")]}, CONFIG)
-    return model, result
-
-
-async def _activity(thread):
-    return await sync_to_async(list)(ActivityLogEntry.objects.filter(thread=thread).values("level", "message", "turn_index"))
+    agent = build_agent(model=model, checkpointer=InMemorySaver())
+    context = AgentContext(thread=thread, turn_index=turn_index)
+    events = [event async for event in stream_turn(agent, context=context, user_message="Hello")]
+    state = await agent.aget_state(turn_config(thread.pk))
+    return Turn(model, state.values["messages"], events)
 
 
 async def test_blank_reply_is_asked_again(thread):
-    model, result = await _turn(thread, [Reply(), Reply(text="Here is the answer.")])
+    turn = await _turn(thread, [Reply(), Reply(text="Here is the answer.")])
 
-    assert len(model.requests) == 2
-    assert [m.type for m in result["messages"]] == ["human", "ai"]
-    assert result["messages"][-1].content == "Here is the answer."
-    assert await _activity(thread) == []
+    assert len(turn.model.requests) == 2
+    assert [m.type for m in turn.messages] == ["human", "ai"]
+    assert turn.messages[-1].content == "Here is the answer."
+    assert turn.diagnostics == []
 
 
 async def test_malformed_reply_is_asked_again_and_its_partial_text_dropped(thread):
-    model, result = await _turn(
+    turn = await _turn(
         thread,
         [
             Reply(text="I will now upd", finish_reason="MALFORMED_FUNCTION_CALL"),
@@ -52,26 +60,25 @@ async def test_malformed_reply_is_asked_again_and_its_partial_text_dropped(threa
         ],
     )
 
-    assert len(model.requests) == 3
-    assert "I will now upd" not in [m.content for m in result["messages"]]
-    assert [m.type for m in result["messages"]] == ["human", "ai", "tool", "ai"]
+    assert len(turn.model.requests) == 3
+    assert "I will now upd" not in [m.content for m in turn.messages]
+    assert [m.type for m in turn.messages] == ["human", "ai", "tool", "ai"]
     assert await sync_to_async(selectors.objective_text_for)(thread=thread) == "Retry works"
 
 
 async def test_retry_stops_after_three_calls_and_keeps_the_last_attempt(thread):
-    model, result = await _turn(thread, [Reply(), Reply(), Reply(), Reply(text="never asked")])
+    turn = await _turn(thread, [Reply(), Reply(), Reply(), Reply(text="never asked")])
 
-    assert len(model.requests) == 3
-    assert [m.type for m in result["messages"]] == ["human", "ai"]
-    assert result["messages"][-1].content == ""
-    [entry] = await _activity(thread)
-    assert entry["level"] == "warning"
-    assert "empty reply 3 times" in entry["message"]
-    assert entry["turn_index"] == 4
+    assert len(turn.model.requests) == 3
+    assert [m.type for m in turn.messages] == ["human", "ai"]
+    assert turn.messages[-1].content == ""
+    [diagnostic] = turn.diagnostics
+    assert diagnostic.level == "warning"
+    assert "empty reply 3 times" in diagnostic.message
 
 
 async def test_retry_budget_is_per_model_call_not_per_turn(thread):
-    model, result = await _turn(
+    turn = await _turn(
         thread,
         [
             Reply(),
@@ -82,42 +89,42 @@ async def test_retry_budget_is_per_model_call_not_per_turn(thread):
         ],
     )
 
-    assert len(model.requests) == 5
-    assert result["messages"][-1].content == "Finished."
+    assert len(turn.model.requests) == 5
+    assert turn.messages[-1].content == "Finished."
 
 
 async def test_truncated_reply_is_not_retried_but_reported(thread, caplog):
     caplog.set_level(logging.WARNING, logger="haico.agent")
 
-    model, result = await _turn(thread, [Reply(text="The report begins with", finish_reason="length"), Reply(text="never")])
+    turn = await _turn(thread, [Reply(text="The report begins with", finish_reason="length"), Reply(text="never")])
 
-    assert len(model.requests) == 1
-    assert result["messages"][-1].content == "The report begins with"
+    assert len(turn.model.requests) == 1
+    assert turn.messages[-1].content == "The report begins with"
     [record] = [r for r in caplog.records if r.name == "haico.agent"]
     assert record.levelno == logging.WARNING
     assert "cut off at the model's output limit" in record.getMessage()
     assert "raise HAICO_MODEL_MAX_TOKENS" in record.getMessage()
-    [entry] = await _activity(thread)
-    assert entry["level"] == "warning"
-    assert "raise HAICO_MODEL_MAX_TOKENS" in entry["message"]
-    assert entry["turn_index"] == 4
+    [diagnostic] = turn.diagnostics
+    assert diagnostic.level == "warning"
+    assert "raise HAICO_MODEL_MAX_TOKENS" in diagnostic.message
 
 
 @pytest.mark.parametrize("signal", [{"finish_reason": "max_tokens"}, {"finish_reason": "MAX_TOKENS"}])
 async def test_other_truncation_signals_are_reported_too(thread, signal):
-    model, _ = await _turn(thread, [Reply(tool_calls=[], text="cut", **signal), Reply(text="never")])
+    turn = await _turn(thread, [Reply(tool_calls=[], text="cut", **signal), Reply(text="never")])
 
-    assert len(model.requests) == 1
-    assert len(await _activity(thread)) == 1
+    assert len(turn.model.requests) == 1
+    assert len(turn.diagnostics) == 1
 
 
 # --- streaming ---------------------------------------------------------------
 
 
-async def _stream(agent):
+async def _stream(agent, thread=None):
     events = []
+    context = AgentContext(thread=thread) if thread is not None else None
     async for mode, payload in agent.astream(
-        {"messages": [HumanMessage("Hello")]}, CONFIG, stream_mode=["updates", "messages"]
+        {"messages": [HumanMessage("Hello")]}, CONFIG, context=context, stream_mode=["updates", "messages"]
     ):
         events.append((mode, payload))
     return events
@@ -140,9 +147,9 @@ def _visible_text(messages):
 
 async def test_blank_attempt_never_reaches_the_stream(thread):
     model = ScriptedChatModel(script=[Reply(), Reply(text="Hello there friend")])
-    agent = build_agent(thread=thread, model=model, checkpointer=InMemorySaver())
+    agent = build_agent(model=model, checkpointer=InMemorySaver())
 
-    events = await _stream(agent)
+    events = await _stream(agent, thread)
 
     streamed = _model_messages(events)
     assert [m.content for m in streamed if m.content] == ["Hello", " ", "there", " ", "friend"]
@@ -156,9 +163,9 @@ async def test_live_stream_retracts_the_partial_text_of_a_discarded_attempt(thre
     model = ScriptedChatModel(
         script=[Reply(text="Let me upd", finish_reason="MALFORMED_FUNCTION_CALL"), Reply(text="All good now")]
     )
-    agent = build_agent(thread=thread, model=model, checkpointer=InMemorySaver())
+    agent = build_agent(model=model, checkpointer=InMemorySaver())
 
-    events = await _stream(agent)
+    events = await _stream(agent, thread)
 
     streamed = _model_messages(events)
     kinds = [("remove" if isinstance(m, RemoveMessage) else m.id) for m in streamed]
@@ -181,7 +188,7 @@ async def test_buffered_stream_only_ever_carries_the_kept_attempt(thread):
         ]
     )
     agent = create_agent(
-        model=model, tools=[], middleware=[ModelTurnRetryMiddleware(thread=thread, stream="buffered")], checkpointer=InMemorySaver()
+        model=model, tools=[], middleware=[ModelTurnRetryMiddleware(stream="buffered")], checkpointer=InMemorySaver()
     )
 
     events = await _stream(agent)
@@ -207,8 +214,10 @@ async def test_kept_attempt_streams_token_by_token_before_the_model_finishes(thr
     streamed_so_far = []
     # A small delay per token lets the consumer run between tokens, as with a real provider.
     model = Probe(script=[Reply(text="one two three", token_delay=0.02)])
-    agent = build_agent(thread=thread, model=model, checkpointer=InMemorySaver())
-    async for _mode, payload in agent.astream({"messages": [HumanMessage("Hi")]}, CONFIG, stream_mode=["messages"]):
+    agent = build_agent(model=model, checkpointer=InMemorySaver())
+    async for _mode, payload in agent.astream(
+        {"messages": [HumanMessage("Hi")]}, CONFIG, context=AgentContext(thread=thread), stream_mode=["messages"]
+    ):
         streamed_so_far.append(payload[0])
 
     # When the model's stream ended the consumer already had the earlier tokens

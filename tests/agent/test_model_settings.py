@@ -2,8 +2,8 @@
 
 import pytest
 
-from agent.builder import build_agent
-from agent.model import ModelNotConfigured, available_models, get_chat_model, model_configured
+from agent.builder import AgentProvider
+from agent.model import ModelNotConfigured, available_models, get_chat_model
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def ollama(no_model):
 
 
 def test_nothing_configured_raises_a_message_saying_what_to_set(no_model):
-    assert model_configured() is False
+    assert available_models() == []
     assert available_models() == []
     with pytest.raises(ModelNotConfigured) as caught:
         get_chat_model()
@@ -37,7 +37,7 @@ def test_nothing_configured_raises_a_message_saying_what_to_set(no_model):
 
 def test_a_model_name_without_an_endpoint_is_not_configured(no_model):
     no_model.HAICO_MODEL = "gpt-4o-mini"
-    assert model_configured() is False
+    assert available_models() == []
     with pytest.raises(ModelNotConfigured):
         get_chat_model()
 
@@ -48,7 +48,7 @@ def test_api_key_alone_with_a_model_is_configured(no_model):
 
     llm = get_chat_model()
 
-    assert model_configured() is True
+    assert available_models() != []
     assert llm.model_name == "gpt-4o-mini"
     assert llm.openai_api_base is None
     assert llm.openai_api_key.get_secret_value() == "sk-test"
@@ -93,13 +93,11 @@ def test_client_uses_the_settings_for_endpoint_limits_and_retries(ollama):
     assert str(llm.root_client.base_url).rstrip("/") == "http://localhost:11434/v1"
 
 
-@pytest.mark.django_db
-def test_build_agent_without_a_model_raises_not_configured(no_model, thread):
+def test_the_agent_without_a_model_raises_not_configured(no_model):
     with pytest.raises(ModelNotConfigured):
-        build_agent(thread=thread)
+        AgentProvider().graph(model_name=None, checkpointer=None)
 
 
-@pytest.mark.django_db
-def test_build_agent_refuses_an_unknown_model(ollama, thread):
+def test_the_agent_refuses_an_unknown_model(ollama):
     with pytest.raises(ValueError):
-        build_agent(thread=thread, model_name="not-offered")
+        AgentProvider().graph(model_name="not-offered", checkpointer=None)

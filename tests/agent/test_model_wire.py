@@ -11,10 +11,10 @@ from asgiref.sync import sync_to_async
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from agent.builder import build_agent
+from agent.builder import AgentProvider
+from agent.context import AgentContext
 from agent.prompt import SYSTEM_PROMPT
-from agent.tools.context import bind_turn_index
-from agent.tools.registry import tool_names
+from agent.tools.registry import build_tools
 from tests.support.fake_model import Reply, tool_call
 from tests.support.openai_server import OpenAICompatibleServer
 from workspace import selectors
@@ -47,7 +47,7 @@ def _config(name):
 
 def _assert_tools_declared(body):
     tools = body["tools"]
-    assert [t["function"]["name"] for t in tools] == list(tool_names())
+    assert [t["function"]["name"] for t in tools] == list([tool.name for tool in build_tools()])
     assert len(tools) == 16
     for tool in tools:
         assert tool["type"] == "function"
@@ -70,9 +70,9 @@ async def test_json_round_trip_runs_the_tool_and_rebuilds_the_prompt(thread, ser
             Reply(text="I recorded the objective: comparing quarterly revenue."),
         ]
     )
-    agent = build_agent(thread=thread, checkpointer=InMemorySaver())
+    agent = AgentProvider().graph(model_name=None, checkpointer=InMemorySaver())
 
-    result = await agent.ainvoke({"messages": [HumanMessage("Let's compare revenue")]}, _config("wire-json"))
+    result = await agent.ainvoke({"messages": [HumanMessage("Let's compare revenue")]}, _config("wire-json"), context=AgentContext(thread=thread))
 
     first, second = server.requests
     assert first["model"] == "scripted-model"
@@ -98,16 +98,16 @@ async def test_streamed_tool_call_and_answer_tokens(thread, server):
             Reply(text=answer),
         ]
     )
-    agent = build_agent(thread=thread, checkpointer=InMemorySaver())
+    agent = AgentProvider().graph(model_name=None, checkpointer=InMemorySaver())
 
     events = []
-    with bind_turn_index(7):
-        async for mode, payload in agent.astream(
-            {"messages": [HumanMessage("chart Q1 vs Q2 revenue: 120, 180")]},
-            _config("wire-sse"),
-            stream_mode=["updates", "messages"],
-        ):
-            events.append((mode, payload))
+    async for mode, payload in agent.astream(
+        {"messages": [HumanMessage("chart Q1 vs Q2 revenue: 120, 180")]},
+        _config("wire-sse"),
+        context=AgentContext(thread=thread, turn_index=7),
+        stream_mode=["updates", "messages"],
+    ):
+        events.append((mode, payload))
 
     first, second = server.requests
     assert first["stream"] is True and second["stream"] is True
@@ -149,11 +149,14 @@ async def test_streamed_tool_call_and_answer_tokens(thread, server):
 
 async def test_blank_streamed_reply_is_asked_again_over_the_wire(thread, server):
     server.script([Reply(), Reply(text="Second time lucky.")])
-    agent = build_agent(thread=thread, checkpointer=InMemorySaver())
+    agent = AgentProvider().graph(model_name=None, checkpointer=InMemorySaver())
 
     events = []
     async for mode, payload in agent.astream(
-        {"messages": [HumanMessage("Hi")]}, _config("wire-blank"), stream_mode=["updates", "messages"]
+        {"messages": [HumanMessage("Hi")]},
+        _config("wire-blank"),
+        context=AgentContext(thread=thread),
+        stream_mode=["updates", "messages"],
     ):
         events.append((mode, payload))
 
@@ -168,9 +171,9 @@ async def test_provider_error_is_retried_by_the_client(thread, server, settings)
 
     settings.HAICO_MODEL_MAX_RETRIES = 2
     server.script([HTTPFailure(503, "overloaded", retry_after=0), Reply(text="Recovered.")])
-    agent = build_agent(thread=thread, checkpointer=InMemorySaver())
+    agent = AgentProvider().graph(model_name=None, checkpointer=InMemorySaver())
 
-    result = await agent.ainvoke({"messages": [HumanMessage("Hi")]}, _config("wire-503"))
+    result = await agent.ainvoke({"messages": [HumanMessage("Hi")]}, _config("wire-503"), context=AgentContext(thread=thread))
 
     assert len(server.requests) == 2
     assert result["messages"][-1].content == "Recovered."

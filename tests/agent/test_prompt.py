@@ -5,14 +5,14 @@ import re
 import pytest
 
 from agent.prompt import SYSTEM_PROMPT
-from agent.tools.registry import tool_names
+from agent.tools.registry import build_tools
 
 
 def test_every_registered_tool_is_in_the_tool_guide():
     guide = SYSTEM_PROMPT.split("# Tool guide", 1)[1].split("\n# ", 1)[0]
-    missing = [name for name in tool_names() if not re.search(rf"^- {name}:", guide, flags=re.M)]
+    missing = [name for name in [tool.name for tool in build_tools()] if not re.search(rf"^- {name}:", guide, flags=re.M)]
     assert missing == []
-    assert len(tool_names()) == 16
+    assert len([tool.name for tool in build_tools()]) == 16
 
 
 def test_tool_guide_groups_tools_by_domain():

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from agent.tools.context import bind_turn_index
 from conversations.services import thread_create
-from workspace import selectors, services
+from workspace import selectors
 from workspace.models import Artifact
+from workspace.services import artifacts as artifacts_services
 
 from .tools_helpers import call, db
 
@@ -21,16 +21,16 @@ def _artifacts(thread):
 
 
 async def test_bar_chart_is_persisted_and_returned_in_the_envelope(thread):
-    with bind_turn_index(7):
-        result = await call(
-            thread,
-            "chart_generator",
-            chart_type="bar",
-            title="Q1 vs Q2",
-            description="Revenue per quarter",
-            data=Q1_Q2,
-            y_axis_title="Revenue (k€)",
-        )
+    result = await call(
+        thread,
+        "chart_generator",
+        turn_index=7,
+        chart_type="bar",
+        title="Q1 vs Q2",
+        description="Revenue per quarter",
+        data=Q1_Q2,
+        y_axis_title="Revenue (k€)",
+    )
     assert result["success"] is True
     assert result["summary"] == "Created a bar chart titled 'Q1 vs Q2' with 2 points."
     payload = {
@@ -56,9 +56,8 @@ async def test_bar_chart_is_persisted_and_returned_in_the_envelope(thread):
     ]
 
 
-async def test_artifact_outside_a_bound_turn_is_tagged_zero_and_binding_is_scoped(thread):
-    with bind_turn_index(3):
-        await call(thread, "data_table", title="Inside", columns=["a"], rows=[[1]])
+async def test_artifact_is_tagged_with_the_turn_of_its_run(thread):
+    await call(thread, "data_table", turn_index=3, title="Inside", columns=["a"], rows=[[1]])
     await call(thread, "data_table", title="Outside", columns=["a"], rows=[[1]])
     assert [(r["title"], r["turn_index"]) for r in await db(_artifacts, thread)] == [("Inside", 3), ("Outside", 0)]
 
@@ -167,10 +166,8 @@ async def test_invalid_tables_fail_without_an_artifact(thread, args, message):
 
 async def test_list_artifacts_newest_first_with_filter_and_limit(thread):
     assert (await call(thread, "list_artifacts"))["summary"] == "(no artifacts yet)"
-    with bind_turn_index(3):
-        first = await call(thread, "chart_generator", chart_type="line", title="Q1 vs Q2", data=Q1_Q2)
-    with bind_turn_index(4):
-        second = await call(thread, "data_table", title="Raw numbers", columns=["q", "v"], rows=[["Q1", 120]])
+    first = await call(thread, "chart_generator", turn_index=3, chart_type="line", title="Q1 vs Q2", data=Q1_Q2)
+    second = await call(thread, "data_table", turn_index=4, title="Raw numbers", columns=["q", "v"], rows=[["Q1", 120]])
     result = await call(thread, "list_artifacts")
     assert result["summary"] == (
         f"#{second['artifact_id']} [turn 4] data_table: Raw numbers\n#{first['artifact_id']} [turn 3] line_chart: Q1 vs Q2"
@@ -184,8 +181,7 @@ async def test_list_artifacts_newest_first_with_filter_and_limit(thread):
 
 
 async def test_get_artifact_returns_metadata_and_payload(thread):
-    with bind_turn_index(2):
-        made = await call(thread, "chart_generator", chart_type="bar", title="Q1 vs Q2", data=Q1_Q2)
+    made = await call(thread, "chart_generator", turn_index=2, chart_type="bar", title="Q1 vs Q2", data=Q1_Q2)
     result = await call(thread, "get_artifact", artifact_id=made["artifact_id"])
     assert result["success"] is True
     assert json.loads(result["summary"]) == {
@@ -200,7 +196,7 @@ async def test_get_artifact_returns_metadata_and_payload(thread):
 async def test_get_artifact_wrong_id_or_other_thread_fails(thread, other_user):
     other = await db(thread_create, owner=other_user, title="Theirs")
     theirs = await db(
-        services.artifact_create, thread=other, artifact_type="bar_chart", title="Secret", payload={"x": 1}, turn_index=1
+        artifacts_services.artifact_create, thread=other, artifact_type="bar_chart", title="Secret", payload={"x": 1}, turn_index=1
     )
     for artifact_id in (theirs.pk, 999_999, 2**70):
         result = await call(thread, "get_artifact", artifact_id=artifact_id)

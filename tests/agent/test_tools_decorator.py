@@ -1,5 +1,5 @@
-"""The @workspace_tool wrapper: reasoning field, envelopes, transactions, turn
-binding, and the tools node of a real agent loop."""
+"""The @workspace_tool wrapper: reasoning field, envelopes, transactions, the
+run's context (thread and turn), and the tools node of a real agent loop."""
 
 import asyncio
 import json
@@ -10,13 +10,14 @@ from langchain.agents import create_agent
 from langchain_core.messages import ToolMessage
 from pydantic import BaseModel
 
-from agent.tools.context import bind_turn_index, get_turn_index
-from agent.tools.decorator import bind_tool, workspace_tool
+from agent.context import AgentContext
+from agent.tools.decorator import as_langchain_tool, workspace_tool
 from agent.tools.envelope import parse_envelope
 from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
-from workspace import selectors, services
+from workspace import selectors
+from workspace.services import objective as objective_services
 
-from .tools_helpers import REASON, call, db, tools_by_name
+from .tools_helpers import REASON, call, db, runtime_for, tools_by_name
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,16 +26,25 @@ class EchoArgs(BaseModel):
     word: str
 
 
-def _probe_tool(thread, body, args_schema=EchoArgs):
-    spec = workspace_tool(name="probe", description="Test probe.", args_schema=args_schema, register=False)(body).tool_spec
-    return bind_tool(spec, thread)
+class _Probe:
+    """A registered-like tool around `body`, invoked as the tools node would."""
+
+    def __init__(self, thread, body, args_schema=EchoArgs):
+        spec = workspace_tool(name="probe", description="Test probe.", args_schema=args_schema, register=False)(body).tool_spec
+        self.tool = as_langchain_tool(spec)
+        self.thread = thread
+
+    async def ainvoke(self, args, *, thread=None, turn_index=0):
+        return await self.tool.ainvoke({**args, "runtime": runtime_for(thread or self.thread, turn_index)})
+
+
+_probe_tool = _Probe
 
 
 async def test_tool_call_dict_returns_tool_message_with_envelope(thread):
-    tool = tools_by_name(thread)["set_objective"]
-    message = await tool.ainvoke(
-        {"name": "set_objective", "args": {"text": "Plan a trip", "action_and_reasoning": REASON}, "id": "call-1", "type": "tool_call"}
-    )
+    tool = tools_by_name()["set_objective"]
+    args = {"text": "Plan a trip", "action_and_reasoning": REASON, "runtime": runtime_for(thread)}
+    message = await tool.ainvoke({"name": "set_objective", "args": args, "id": "call-1", "type": "tool_call"})
     assert isinstance(message, ToolMessage)
     assert message.tool_call_id == "call-1"
     assert json.loads(message.content) == {"success": True, "summary": "Objective set to: Plan a trip"}
@@ -42,10 +52,9 @@ async def test_tool_call_dict_returns_tool_message_with_envelope(thread):
 
 
 async def test_malformed_tool_call_returns_failure_envelope_instead_of_raising(thread):
-    tool = tools_by_name(thread)["toggle_todos"]
-    message = await tool.ainvoke(
-        {"name": "toggle_todos", "args": {"indices": "all", "action_and_reasoning": REASON}, "id": "call-2", "type": "tool_call"}
-    )
+    tool = tools_by_name()["toggle_todos"]
+    args = {"indices": "all", "action_and_reasoning": REASON, "runtime": runtime_for(thread)}
+    message = await tool.ainvoke({"name": "toggle_todos", "args": args, "id": "call-2", "type": "tool_call"})
     assert isinstance(message, ToolMessage) and message.status == "error"
     envelope = json.loads(message.content)
     assert envelope["success"] is False
@@ -77,7 +86,7 @@ async def test_body_never_sees_action_and_reasoning_and_it_is_logged(thread, cap
 
 async def test_unexpected_error_rolls_back_and_returns_generic_failure(thread, caplog):
     def body(thread, *, word):
-        services.objective_set(thread=thread, text=word)
+        objective_services.objective_set(thread=thread, text=word)
         raise RuntimeError("disk on fire")
 
     tool = _probe_tool(thread, body)
@@ -92,7 +101,7 @@ async def test_unexpected_error_rolls_back_and_returns_generic_failure(thread, c
 
 async def test_artifact_failure_rolls_back_the_body_write(thread):
     def body(thread, *, word):
-        services.objective_set(thread=thread, text=word)
+        objective_services.objective_set(thread=thread, text=word)
         return "made", {"artifact_type": "bar_chart", "title": "x", "payload": {"bad": {1, 2}}}
 
     envelope = json.loads(await _probe_tool(thread, body).ainvoke({"word": "Kept?", "action_and_reasoning": REASON}))
@@ -100,25 +109,23 @@ async def test_artifact_failure_rolls_back_the_body_write(thread):
     assert await db(selectors.objective_text_for, thread=thread) is None
 
 
-async def test_turn_index_reaches_the_body_through_sync_to_async_and_tasks(thread):
-    tool = _probe_tool(thread, lambda thread, *, word: f"{word}:{get_turn_index()}")
+async def test_each_call_acts_on_the_thread_of_its_own_run(thread, owner):
+    from conversations.services import thread_create
 
-    async def run(word):
-        return json.loads(await tool.ainvoke({"word": word, "action_and_reasoning": REASON}))["summary"]
+    other = await db(thread_create, owner=owner, title="Other thread")
+    tool = _probe_tool(thread, lambda thread, *, word: f"{word}:{thread.title}")
 
-    with bind_turn_index(5):
-        direct = await run("a")
-        # The turn runner may run the agent stream in a task; tasks copy the context.
-        in_task = await asyncio.create_task(run("b"))
-    with bind_turn_index(9):
-        concurrent = await asyncio.gather(run("c"), asyncio.create_task(run("d")))
-    assert (direct, in_task, concurrent, await run("e")) == ("a:5", "b:5", ["c:9", "d:9"], "e:0")
+    async def run(word, on):
+        return json.loads(await tool.ainvoke({"word": word, "action_and_reasoning": REASON}, thread=on))["summary"]
+
+    # One tool object serves every thread: concurrent calls never mix them up.
+    results = await asyncio.gather(run("a", thread), run("b", other), asyncio.create_task(run("c", thread)))
+    assert results == ["a:Lit review", "b:Other thread", "c:Lit review"]
 
 
 def test_sync_invoke_path_works_outside_the_event_loop(thread):
-    tool = tools_by_name(thread)["add_todos"]
-    with bind_turn_index(2):
-        content = tool.invoke({"steps": [{"text": "Only step"}], "action_and_reasoning": REASON})
+    tool = tools_by_name()["add_todos"]
+    content = tool.invoke({"steps": [{"text": "Only step"}], "action_and_reasoning": REASON, "runtime": runtime_for(thread, 2)})
     assert parse_envelope(content) == {"success": True, "summary": "Added 1 step: #1 'Only step'."}
     assert [t.text for t in selectors.todos_for(thread=thread)] == ["Only step"]
 
@@ -155,9 +162,10 @@ async def test_agent_loop_recovers_from_a_bad_call_through_the_tools_node(thread
             Reply(text="Done."),
         ]
     )
-    agent = create_agent(model=model, tools=build_tools(thread))
-    with bind_turn_index(4):
-        state = await agent.ainvoke({"messages": [("user", "Plan and chart Q1 vs Q2 revenue: 120, 180")]})
+    agent = create_agent(model=model, tools=build_tools(), context_schema=AgentContext)
+    state = await agent.ainvoke(
+        {"messages": [("user", "Plan and chart Q1 vs Q2 revenue: 120, 180")]}, context=AgentContext(thread=thread, turn_index=4)
+    )
     envelopes = [parse_envelope(m.content) for m in state["messages"] if isinstance(m, ToolMessage)]
     assert [e["success"] for e in envelopes] == [False, True, True, True]
     assert "steps → item 1 → text: Field required" in envelopes[0]["error"]

@@ -3,7 +3,7 @@
 import pytest
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from agent.tools.registry import TOOL_PANELS, build_tools, panels_affected_by
+from agent.tools.registry import build_tools
 
 pytestmark = pytest.mark.django_db
 
@@ -50,11 +50,11 @@ def _parameters(tool) -> dict:
 
 
 def test_build_tools_returns_the_sixteen_tools_in_seed_order(thread):
-    assert [tool.name for tool in build_tools(thread)] == list(EXPECTED_ARGS)
+    assert [tool.name for tool in build_tools()] == list(EXPECTED_ARGS)
 
 
 def test_every_tool_requires_action_and_reasoning_first(thread):
-    for tool in build_tools(thread):
+    for tool in build_tools():
         parameters = _parameters(tool)
         assert "action_and_reasoning" in parameters["required"], tool.name
         assert next(iter(parameters["properties"])) == "action_and_reasoning", tool.name
@@ -65,7 +65,7 @@ def test_every_tool_requires_action_and_reasoning_first(thread):
 
 
 def test_every_tool_has_the_seed_argument_names_and_required_set(thread):
-    for tool in build_tools(thread):
+    for tool in build_tools():
         parameters = _parameters(tool)
         assert set(parameters["properties"]) == EXPECTED_ARGS[tool.name] | {"action_and_reasoning"}, tool.name
         assert set(parameters.get("required", [])) == EXPECTED_REQUIRED[tool.name] | {"action_and_reasoning"}, tool.name
@@ -73,7 +73,7 @@ def test_every_tool_has_the_seed_argument_names_and_required_set(thread):
 
 
 def test_nested_item_schemas_describe_seed_fields(thread):
-    schemas = {tool.name: tool.args_schema.model_json_schema() for tool in build_tools(thread)}
+    schemas = {tool.name: tool.args_schema.model_json_schema() for tool in build_tools()}
     defs = {}
     for schema in schemas.values():
         defs.update(schema.get("$defs", {}))
@@ -88,25 +88,8 @@ def test_nested_item_schemas_describe_seed_fields(thread):
     assert schemas["chart_generator"]["properties"]["chart_type"]["enum"] == ["line", "bar", "pie"]
 
 
-def test_tool_panels_cover_every_tool_and_only_known_panels(thread):
-    names = [tool.name for tool in build_tools(thread)]
-    assert list(TOOL_PANELS) == names
-    assert {p for panels in TOOL_PANELS.values() for p in panels} == {"objective", "preferences", "plan", "centre"}
-    for read_only in ("list_todos", "list_preferences", "list_artifacts", "get_artifact"):
-        assert panels_affected_by(read_only) == ()
-    assert panels_affected_by("add_todos") == ("plan",)
-    assert panels_affected_by("set_objective") == ("objective",)
-    assert panels_affected_by("remove_preferences") == ("preferences",)
-    assert panels_affected_by("chart_generator") == ("centre",)
-    assert panels_affected_by("update_document") == ("centre",)
-    assert panels_affected_by("no_such_tool") == ()
-
-
 def test_only_the_four_readers_skip_the_transaction():
-    from agent.tools.decorator import registered_specs, workspace_tool
+    from agent.tools.decorator import registered_specs
 
     readers = {spec.name for spec in registered_specs() if spec.read_only}
     assert readers == {"list_todos", "list_preferences", "list_artifacts", "get_artifact"}
-    assert all(TOOL_PANELS[spec.name] for spec in registered_specs() if not spec.read_only)
-    with pytest.raises(ValueError, match="cannot change panels"):
-        workspace_tool(name="odd", description="x", panels=("plan",), read_only=True, register=False)

@@ -2,8 +2,11 @@
 
 import pytest
 
-from workspace import selectors, services
+from workspace import selectors
 from workspace.models import Preference
+from workspace.services import document as document_services
+from workspace.services import plan as plan_services
+from workspace.services import preferences as preferences_services
 
 from .tools_helpers import call, db
 
@@ -39,7 +42,7 @@ async def test_update_document_without_content_fails_and_writes_nothing(thread):
 
 
 async def test_append_to_document_adds_to_the_end(thread):
-    await db(services.document_save, thread=thread, content="First line")
+    await db(document_services.document_save, thread=thread, content="First line")
     result = await call(thread, "append_to_document", text="Second line")
     assert result["success"] is True
     document = await db(selectors.document_for, thread=thread)
@@ -102,14 +105,14 @@ async def test_add_todos_rejects_skipped_depth_and_bad_parent(thread):
 
 
 async def test_toggle_todos_flips_done_and_reports(thread):
-    await db(services.todos_add_outline, thread=thread, steps=[{"text": "A", "depth": 0}, {"text": "B", "depth": 1}])
+    await db(plan_services.todos_add_outline, thread=thread, steps=[{"text": "A", "depth": 0}, {"text": "B", "depth": 1}])
     result = await call(thread, "toggle_todos", indices=[2])
     assert result == {"success": True, "summary": "1.1 'B' marked done."}
     assert await db(_plan, thread) == [("A", 0, False), ("B", 1, True)]
 
 
 async def test_toggle_todos_out_of_range_changes_nothing(thread):
-    await db(services.todos_add_outline, thread=thread, steps=[{"text": "A", "depth": 0}])
+    await db(plan_services.todos_add_outline, thread=thread, steps=[{"text": "A", "depth": 0}])
     result = await call(thread, "toggle_todos", indices=[1, 3])
     assert result == {
         "success": False,
@@ -121,7 +124,7 @@ async def test_toggle_todos_out_of_range_changes_nothing(thread):
 
 
 async def test_update_todos_rewrites_text(thread):
-    await db(services.todos_add_outline, thread=thread, steps=[{"text": "A", "depth": 0}, {"text": "B", "depth": 0}])
+    await db(plan_services.todos_add_outline, thread=thread, steps=[{"text": "A", "depth": 0}, {"text": "B", "depth": 0}])
     result = await call(thread, "update_todos", updates=[{"index": 2, "text": "B, revised"}])
     assert result["success"] is True and "B, revised" in result["summary"]
     assert await db(_plan, thread) == [("A", 0, False), ("B, revised", 0, False)]
@@ -131,7 +134,7 @@ async def test_update_todos_rewrites_text(thread):
 
 async def test_remove_todos_removes_subtree(thread):
     await db(
-        services.todos_add_outline,
+        plan_services.todos_add_outline,
         thread=thread,
         steps=[{"text": "A", "depth": 0}, {"text": "A1", "depth": 1}, {"text": "B", "depth": 0}],
     )
@@ -145,7 +148,7 @@ async def test_remove_todos_removes_subtree(thread):
 async def test_list_todos_shows_indices_numbers_and_marks(thread):
     assert (await call(thread, "list_todos"))["summary"] == "(no plan yet)"
     await db(
-        services.todos_add_outline,
+        plan_services.todos_add_outline,
         thread=thread,
         steps=[{"text": "Outline", "depth": 0}, {"text": "Draft 1", "depth": 1}, {"text": "Cite", "depth": 0}],
     )
@@ -183,17 +186,17 @@ async def test_add_preferences_rejects_bad_kind_and_missing_title(thread):
 
 async def test_list_preferences_hard_first_with_lock_marker(thread):
     assert (await call(thread, "list_preferences"))["summary"] == "(none recorded yet)"
-    await db(services.preference_add, thread=thread, title="Academic tone", subtitle="Formal", kind="soft", respect_lock=False)
-    locked = await db(services.preference_add, thread=thread, title="Citation required", kind="hard", respect_lock=False)
-    await db(services.preference_set_locked, preference=locked, locked=True, respect_lock=False)
+    await db(preferences_services.preference_add, thread=thread, title="Academic tone", subtitle="Formal", kind="soft", respect_lock=False)
+    locked = await db(preferences_services.preference_add, thread=thread, title="Citation required", kind="hard", respect_lock=False)
+    await db(preferences_services.preference_set_locked, preference=locked, locked=True, respect_lock=False)
     result = await call(thread, "list_preferences")
     assert result["summary"] == "#1 [hard] Citation required (locked)\n#2 [soft] Academic tone — Formal"
 
 
 async def _two_prefs_one_locked(thread):
-    locked = await db(services.preference_add, thread=thread, title="Citation required", kind="hard", respect_lock=False)
-    await db(services.preference_set_locked, preference=locked, locked=True, respect_lock=False)
-    await db(services.preference_add, thread=thread, title="Academic tone", kind="soft", respect_lock=False)
+    locked = await db(preferences_services.preference_add, thread=thread, title="Citation required", kind="hard", respect_lock=False)
+    await db(preferences_services.preference_set_locked, preference=locked, locked=True, respect_lock=False)
+    await db(preferences_services.preference_add, thread=thread, title="Academic tone", kind="soft", respect_lock=False)
 
 
 async def test_update_preferences_skips_locked_and_reports_it(thread):

@@ -5,8 +5,12 @@ from datetime import UTC, datetime
 import pytest
 
 from agent.prompt import DOCUMENT_INJECT_MAX_CHARS, SYSTEM_PROMPT, build_system_prompt, render_workspace_block
-from workspace import services
 from workspace.models import Document, Preference
+from workspace.services import artifacts as artifacts_services
+from workspace.services import document as document_services
+from workspace.services import objective as objective_services
+from workspace.services import plan as plan_services
+from workspace.services import preferences as preferences_services
 
 pytestmark = pytest.mark.django_db
 
@@ -18,7 +22,7 @@ FIXED = datetime(2026, 5, 15, 10, 23, 11, tzinfo=UTC)
 
 
 def _write_document(thread, *, title="Untitled", content=""):
-    services.document_save(thread=thread, title=title, content=content)
+    document_services.document_save(thread=thread, title=title, content=content)
     Document.objects.filter(thread=thread).update(updated_at=FIXED)
 
 
@@ -45,12 +49,12 @@ def test_empty_workspace(thread):
 
 
 def test_objective_document_and_preferences_hard_first_with_lock_marker(thread):
-    services.objective_set(thread=thread, text="Write a publishable literature review on sleep and memory")
+    objective_services.objective_set(thread=thread, text="Write a publishable literature review on sleep and memory")
     # Added soft first: the block must still list the hard ones first.
-    services.preference_add(thread=thread, title="Academic tone", subtitle="Formal and objective", kind="soft", respect_lock=False)
-    cite = services.preference_add(thread=thread, title="Citation required", kind="hard", respect_lock=False)
-    services.preference_add(thread=thread, title="No proper nouns of patients", kind="hard", respect_lock=False)
-    services.preference_add(thread=thread, title="British English", kind="soft", respect_lock=False)
+    preferences_services.preference_add(thread=thread, title="Academic tone", subtitle="Formal and objective", kind="soft", respect_lock=False)
+    cite = preferences_services.preference_add(thread=thread, title="Citation required", kind="hard", respect_lock=False)
+    preferences_services.preference_add(thread=thread, title="No proper nouns of patients", kind="hard", respect_lock=False)
+    preferences_services.preference_add(thread=thread, title="British English", kind="soft", respect_lock=False)
     Preference.objects.filter(pk=cite.pk).update(locked=True)
     _write_document(thread, title='The "sleep" review', content="# Intro\n\nSleep matters.")
 
@@ -81,7 +85,7 @@ def test_objective_document_and_preferences_hard_first_with_lock_marker(thread):
 
 
 def test_nested_todos_get_dotted_numbers_indentation_and_checkboxes(thread):
-    services.todos_add_outline(
+    plan_services.todos_add_outline(
         thread=thread,
         steps=[
             {"text": "Outline three sections", "depth": 0},
@@ -91,7 +95,7 @@ def test_nested_todos_get_dotted_numbers_indentation_and_checkboxes(thread):
             {"text": "Cross-check citations", "depth": 0},
         ],
     )
-    services.todos_toggle_by_index(thread=thread, indices=[1, 2])
+    plan_services.todos_toggle_by_index(thread=thread, indices=[1, 2])
 
     block = render_workspace_block(thread)
 
@@ -133,8 +137,8 @@ def test_document_of_exactly_30000_characters_is_not_marked_truncated(thread):
 
 
 def test_latest_artifact_is_a_pointer_line_without_payload(thread):
-    services.artifact_create(thread=thread, artifact_type="bar_chart", title="Old", payload={"data": []}, turn_index=1)
-    latest = services.artifact_create(
+    artifacts_services.artifact_create(thread=thread, artifact_type="bar_chart", title="Old", payload={"data": []}, turn_index=1)
+    latest = artifacts_services.artifact_create(
         thread=thread,
         artifact_type="line_chart",
         title='Q1 vs "Q2"',
@@ -158,7 +162,7 @@ def test_latest_artifact_is_a_pointer_line_without_payload(thread):
 
 
 def test_system_prompt_is_static_text_then_the_block(thread):
-    services.objective_set(thread=thread, text="Chart quarterly revenue")
+    objective_services.objective_set(thread=thread, text="Chart quarterly revenue")
 
     prompt = build_system_prompt(thread)
 
@@ -170,7 +174,7 @@ def test_the_prompt_never_reads_an_artifact_payload(thread):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    services.artifact_create(
+    artifacts_services.artifact_create(
         thread=thread, artifact_type="data_table", title="Big", payload={"rows": [[i] for i in range(5000)]}, turn_index=1
     )
     with CaptureQueriesContext(connection) as queries:

@@ -1,24 +1,39 @@
 """Helpers shared by the tool tests: call a tool the way the tools node does
-and read the envelope back, and run ORM reads from async tests."""
+(with the run's context as its runtime) and read the envelope back, and run
+ORM reads from async tests."""
 
 import json
 
 from asgiref.sync import sync_to_async
+from langchain.tools import ToolRuntime
 
+from agent.context import AgentContext
 from agent.tools.registry import build_tools
 
 REASON = "Keeping the shared workspace in step with what you asked for."
 
 
-def tools_by_name(thread) -> dict:
-    return {tool.name: tool for tool in build_tools(thread)}
+def tools_by_name() -> dict:
+    return {tool.name: tool for tool in build_tools()}
 
 
-async def call(thread, name: str, reason: str | None = REASON, **args) -> dict:
+def runtime_for(thread, turn_index: int = 0) -> ToolRuntime:
+    """What LangGraph's tools node injects as a tool's `runtime` during a run."""
+    return ToolRuntime(
+        state={"messages": []},
+        context=AgentContext(thread=thread, turn_index=turn_index),
+        config={},
+        stream_writer=lambda _chunk: None,
+        tool_call_id="test-call",
+        store=None,
+    )
+
+
+async def call(thread, name: str, reason: str | None = REASON, *, turn_index: int = 0, **args) -> dict:
     """Invoke tool `name` on `thread` with `args` and return the parsed envelope."""
     if reason is not None:
         args["action_and_reasoning"] = reason
-    content = await tools_by_name(thread)[name].ainvoke(args)
+    content = await tools_by_name()[name].ainvoke({**args, "runtime": runtime_for(thread, turn_index)})
     return json.loads(content)
 
 

@@ -9,7 +9,7 @@ from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 
 from agent import checkpointer as checkpointers
-from agent import runner
+from conversations.turns import registry
 
 from .helpers import Script, open_socket
 
@@ -22,7 +22,7 @@ async def turn_environment():
     layer = get_channel_layer()
     await layer.flush()
     yield
-    for running in list(runner._running.values()):
+    for running in list(registry._running.values()):
         running.turn.stop_event.set()
         try:
             await asyncio.wait_for(asyncio.shield(running.task), 10)
@@ -35,7 +35,7 @@ async def turn_environment():
 @pytest.fixture
 def model_settings(settings):
     """A configured endpoint so the chat accepts messages; the scripted model
-    replaces the real client through the runner's agent factory."""
+    replaces the real client through the registry's agent provider."""
     settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
     settings.OPENAI_API_KEY = ""
     settings.HAICO_MODEL = "scripted-default"

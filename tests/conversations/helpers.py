@@ -3,12 +3,35 @@
 import asyncio
 
 from asgiref.sync import sync_to_async
-from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
+from langchain.agents import create_agent
 
-from agent import runner
 from agent.builder import build_agent
+from agent.context import AgentContext
+from agent.tools.registry import build_tools
+from conversations.turns import registry
 from tests.support.fake_model import ScriptedChatModel
+
+
+class _ScriptedAgents:
+    """Stands in for the process's AgentProvider: the real agent (or one with
+    extra tools) around a scripted model; records the model each turn asked for."""
+
+    def __init__(self, model, extra_tools, model_names):
+        self.model = model
+        self.extra_tools = list(extra_tools)
+        self.model_names = model_names
+
+    def graph(self, *, model_name, checkpointer):
+        self.model_names.append(model_name)
+        if self.extra_tools:
+            return create_agent(
+                model=self.model,
+                tools=[*build_tools(), *self.extra_tools],
+                checkpointer=checkpointer,
+                context_schema=AgentContext,
+            )
+        return build_agent(model=self.model, checkpointer=checkpointer)
 
 
 class Script:
@@ -22,20 +45,8 @@ class Script:
 
     def __call__(self, *replies, default=None, extra_tools=()):
         self.model = ScriptedChatModel(script=list(replies), default_reply=default)
-        model = self.model
-
-        async def factory(*, thread, model_name, checkpointer):
-            self.model_names.append(model_name)
-            if extra_tools:
-                from langchain.agents import create_agent
-
-                from agent.tools.registry import build_tools
-
-                return create_agent(model=model, tools=[*build_tools(thread), *extra_tools], checkpointer=checkpointer)
-            return await database_sync_to_async(build_agent)(thread=thread, model=model, checkpointer=checkpointer)
-
-        self.monkeypatch.setattr(runner, "agent_factory", factory)
-        return model
+        self.monkeypatch.setattr(registry, "agents", _ScriptedAgents(self.model, extra_tools, self.model_names))
+        return self.model
 
 
 def _session_cookie(user) -> bytes:

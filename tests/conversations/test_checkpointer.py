@@ -105,10 +105,11 @@ PG_TURN = """
 import asyncio, json
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
-from agent import checkpointer as checkpointers, runner
-from agent.builder import build_agent
+from agent import checkpointer as checkpointers
+from agent.builder import AgentProvider
 from agent.history import past_turns
 from conversations.services import thread_create
+from conversations.turns import registry
 from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
 
 model = ScriptedChatModel(script=[
@@ -116,16 +117,13 @@ model = ScriptedChatModel(script=[
     Reply(text="Done on **Postgres**."),
 ])
 
-async def factory(*, thread, model_name, checkpointer):
-    return await sync_to_async(build_agent)(thread=thread, model=model, checkpointer=checkpointer)
-
-runner.agent_factory = factory
+registry.agents = AgentProvider(model_factory=lambda name: model)
 
 async def main():
     owner = await sync_to_async(get_user_model().objects.create_user)(username="pg", password="a-long-enough-password")
     thread = await sync_to_async(thread_create)(owner=owner, title="PG")
-    await runner.start_turn(thread=thread, user_message="plan on postgres")
-    await runner.wait_for_turn(thread.pk)
+    await registry.start_turn(thread=thread, user_message="plan on postgres")
+    await registry.wait_for_turn(thread.pk)
     saver = await checkpointers.get_checkpointer()
     kind = type(saver).__name__
     await checkpointers.close_checkpointer()

@@ -6,11 +6,10 @@ import re
 import pytest
 from channels.db import database_sync_to_async
 
-from agent import runner
-from conversations.models import Thread
 from conversations.services import thread_create, thread_soft_delete
+from conversations.turns import registry
 from tests.support.fake_model import Reply, tool_call
-from workspace.models import Artifact, Preference, Todo, WorkspaceSnapshot
+from workspace.models import Artifact, Preference, Thread, Todo, WorkspaceSnapshot
 
 from .helpers import frame_containing, frames_until_turn_end, open_socket
 
@@ -231,11 +230,11 @@ async def test_a_second_message_while_a_turn_runs_is_refused_and_not_stored(owne
 @pytest.mark.parametrize(
     "payload, expected",
     [
-        (json.dumps({"message": ""}), "Type a message"),
-        (json.dumps({"message": "   \n "}), "Type a message"),
-        (json.dumps({"message": 42}), "Type a message"),
-        (json.dumps({"message": "x" * 51}), "the limit is 50"),
-        (json.dumps({"message": "a\u0000b"}), "NUL character"),
+        (json.dumps({"message": ""}), "Message cannot be empty."),
+        (json.dumps({"message": "   \n "}), "Message cannot be empty."),
+        (json.dumps({"message": 42}), "Message must be text."),
+        (json.dumps({"message": "x" * 51}), "Message is too long (51 characters; the limit is 50)."),
+        (json.dumps({"message": "a\u0000b"}), "Message cannot contain NUL characters."),
         (json.dumps({"message": "hello", "model": "gpt-imaginary"}), "Unknown model"),
         ("{not json", "could not be read"),
         (json.dumps(["hello"]), "could not be read"),
@@ -270,10 +269,11 @@ async def test_without_a_model_the_chat_says_what_to_set_and_stores_nothing(owne
     settings.OPENAI_BASE_URL = ""
     settings.OPENAI_API_KEY = ""
 
-    async def must_not_build(**kwargs):
-        raise AssertionError("no agent may be built without a model")
+    class MustNotBuild:
+        def graph(self, **kwargs):
+            raise AssertionError("no agent may be built without a model")
 
-    monkeypatch.setattr(runner, "agent_factory", must_not_build)
+    monkeypatch.setattr(registry, "agents", MustNotBuild())
     socket = await sockets(thread.pk, owner)
     await socket.send_to(text_data=_send("Draft my intro"))
     html = await socket.receive_from()

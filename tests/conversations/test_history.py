@@ -7,10 +7,10 @@ from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from agent import runner
 from agent.history import GENERIC_STEP, STOPPED_PLACEHOLDER, turns_from_messages
 from conversations.chat import chat_context
-from conversations.services import turn_begin
+from conversations.turns import registry
+from conversations.turns.guard import turn_begin
 from tests.support.fake_model import Reply, tool_call
 
 from .helpers import frame_containing, frames_until_turn_end
@@ -19,13 +19,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 async def _run_turn(thread, message):
-    await runner.start_turn(thread=thread, user_message=message)
-    await runner.wait_for_turn(thread.pk)
+    await registry.start_turn(thread=thread, user_message=message)
+    await registry.wait_for_turn(thread.pk)
 
 
 @database_sync_to_async
 def _context(thread, user):
-    from conversations.models import Thread
+    from workspace.models import Thread
 
     return chat_context(thread=Thread.objects.get(pk=thread.pk), user=user)
 
@@ -67,9 +67,9 @@ async def test_after_a_turn_the_page_shows_it_with_reasoning_collapsed(owner, th
 async def test_a_stopped_turn_is_marked_stopped_after_reload(owner, thread, script, sockets, async_client):
     script(Reply(text="first second third fourth fifth", token_delay=0.15))
     socket = await sockets(thread.pk, owner)
-    await runner.start_turn(thread=thread, user_message="go")
+    await registry.start_turn(thread=thread, user_message="go")
     await frame_containing(socket, "second</div>")
-    await runner.request_stop(thread=thread)
+    await registry.request_stop(thread=thread)
     await frames_until_turn_end(socket)
 
     [turn] = (await _context(thread, owner))["turns"]

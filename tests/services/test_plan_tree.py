@@ -17,9 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conversations.services import thread_create
-from workspace import services
+from workspace import plan_tree
 from workspace.errors import InvalidInput, NotFound, WorkspaceError
 from workspace.models import TODO_MAX_DEPTH, Todo
+from workspace.services import plan as plan_services
 
 pytestmark = pytest.mark.django_db
 
@@ -189,7 +190,7 @@ def _stored(thread):
 def _assert_valid(thread):
     rows = _stored(thread)
     assert [r[1] for r in rows] == list(range(len(rows))), "positions are not dense 0..n-1"
-    assert services.is_valid_plan([r[2] for r in rows]), f"not a pre-order tree: {[r[2] for r in rows]}"
+    assert plan_tree.is_valid([r[2] for r in rows]), f"not a pre-order tree: {[r[2] for r in rows]}"
     return rows
 
 
@@ -201,7 +202,6 @@ OPERATIONS = [
     "outdent",
     "move_up",
     "move_down",
-    "move_to",
     "delete",
     "remove_by_index",
     "toggle_by_index",
@@ -223,21 +223,21 @@ def _run(thread, model, name, data, deleted):
     pick = lambda: rows[data.draw(st.integers(0, len(rows) - 1), label="row")][0]  # noqa: E731
 
     if name == "add_end":
-        todo = services.todo_add(thread=thread, text=f"step {counter}")
+        todo = plan_services.todo_add(thread=thread, text=f"step {counter}")
         model.add_under(None, Node(todo.pk, todo.text))
         return
 
     if not rows and name not in ("add_outline", "remove_by_index", "toggle_by_index", "stale_step"):
-        todo = services.todo_add(thread=thread, text=f"step {counter}")
+        todo = plan_services.todo_add(thread=thread, text=f"step {counter}")
         model.add_under(None, Node(todo.pk, todo.text))
         return
 
     if name == "add_under":
         parent = pick()
         if model.locate(parent.pk)[1] + 1 > TODO_MAX_DEPTH:
-            _expect_refusal(thread, InvalidInput, lambda: services.todo_add(thread=thread, text="x", parent=_todo(parent)))
+            _expect_refusal(thread, InvalidInput, lambda: plan_services.todo_add(thread=thread, text="x", parent=_todo(parent)))
             return
-        todo = services.todo_add(thread=thread, text=f"step {counter}", parent=_todo(parent))
+        todo = plan_services.todo_add(thread=thread, text=f"step {counter}", parent=_todo(parent))
         model.add_under(parent.pk, Node(todo.pk, todo.text))
         return
 
@@ -249,10 +249,10 @@ def _run(thread, model, name, data, deleted):
             model.check_outline(depths, parent_index)
         except Refused:
             _expect_refusal(
-                thread, InvalidInput, lambda: services.todos_add_outline(thread=thread, steps=steps, parent_index=parent_index)
+                thread, InvalidInput, lambda: plan_services.todos_add_outline(thread=thread, steps=steps, parent_index=parent_index)
             )
             return
-        created = services.todos_add_outline(thread=thread, steps=steps, parent_index=parent_index)
+        created = plan_services.todos_add_outline(thread=thread, steps=steps, parent_index=parent_index)
         assert [t.text for t in created] == [s["text"] for s in steps]
         model.add_outline([(Node(t.pk, t.text), d) for t, d in zip(created, depths)], parent_index)
         return
@@ -264,12 +264,12 @@ def _run(thread, model, name, data, deleted):
         operation = data.draw(
             st.sampled_from(
                 [
-                    lambda t: services.todo_indent(todo=t),
-                    lambda t: services.todo_outdent(todo=t),
-                    lambda t: services.todo_move(todo=t, direction="up"),
-                    lambda t: services.todo_move_to(todo=t, sibling_index=0),
-                    lambda t: services.todo_delete(todo=t),
-                    lambda t: services.todo_add(thread=thread, text="child of a ghost", parent=t),
+                    lambda t: plan_services.todo_indent(todo=t),
+                    lambda t: plan_services.todo_outdent(todo=t),
+                    lambda t: plan_services.todo_move(todo=t, direction="up"),
+                    lambda t: plan_services.todo_move(todo=t, direction="down"),
+                    lambda t: plan_services.todo_delete(todo=t),
+                    lambda t: plan_services.todo_add(thread=thread, text="child of a ghost", parent=t),
                 ]
             ),
             label="ghost operation",
@@ -279,7 +279,7 @@ def _run(thread, model, name, data, deleted):
 
     if name in ("remove_by_index", "toggle_by_index"):
         indices = data.draw(st.lists(st.integers(0, len(rows) + 1), min_size=0, max_size=3), label="indices")
-        service = services.todos_remove_by_index if name == "remove_by_index" else services.todos_toggle_by_index
+        service = plan_services.todos_remove_by_index if name == "remove_by_index" else plan_services.todos_toggle_by_index
         apply = model.remove_by_index if name == "remove_by_index" else model.toggle_by_index
         before = {r[0]: r for r in _stored(thread)}
         try:
@@ -300,14 +300,14 @@ def _run(thread, model, name, data, deleted):
 
     if name == "set_done":
         done = data.draw(st.booleans(), label="done")
-        services.todo_set_done(todo=todo, done=done)
+        plan_services.todo_set_done(todo=todo, done=done)
         node.done = done
         return
 
     if name == "delete":
         subtree = model.subtree(node)
         before = {r[0] for r in _stored(thread)}
-        assert services.todo_delete(todo=todo) == len(subtree)
+        assert plan_services.todo_delete(todo=todo) == len(subtree)
         model.delete(node.pk)
         after = {r[0] for r in _stored(thread)}
         # Exactly the step and its descendants went.
@@ -315,18 +315,16 @@ def _run(thread, model, name, data, deleted):
         deleted.extend(Todo(pk=pk, thread=thread, text="", position=0) for pk in subtree)
         return
 
-    if name in ("move_up", "move_down", "move_to"):
+    if name in ("move_up", "move_down"):
         direction = "up" if name == "move_up" else "down"
-        k = data.draw(st.integers(-1, 4), label="sibling_index") if name == "move_to" else None
-        call = (
-            (lambda: services.todo_move_to(todo=todo, sibling_index=k))
-            if name == "move_to"
-            else (lambda: services.todo_move(todo=todo, direction=direction))
-        )
+
+        def call():
+            plan_services.todo_move(todo=todo, direction=direction)
+
         subtree = model.subtree(node)
         depth = model.locate(node.pk)[1]
         try:
-            model.move_to(node.pk, k) if name == "move_to" else model.move(node.pk, direction)
+            model.move(node.pk, direction)
         except Refused:
             _expect_refusal(thread, InvalidInput, call)
             return
@@ -340,7 +338,7 @@ def _run(thread, model, name, data, deleted):
         return
 
     if name in ("indent", "outdent"):
-        service = services.todo_indent if name == "indent" else services.todo_outdent
+        service = plan_services.todo_indent if name == "indent" else plan_services.todo_outdent
         subtree = model.subtree(node)
         try:
             model.indent(node.pk) if name == "indent" else model.outdent(node.pk)
@@ -359,12 +357,12 @@ def _run(thread, model, name, data, deleted):
         try:
             model.indent(node.pk)
         except Refused:
-            _expect_refusal(thread, InvalidInput, lambda: services.todo_indent(todo=todo))
+            _expect_refusal(thread, InvalidInput, lambda: plan_services.todo_indent(todo=todo))
             return
         before = _stored(thread)
-        services.todo_indent(todo=todo)
+        plan_services.todo_indent(todo=todo)
         _assert_valid(thread)
-        services.todo_outdent(todo=_todo(node))
+        plan_services.todo_outdent(todo=_todo(node))
         model.outdent(node.pk)
         if is_last:
             # With no following siblings, outdent exactly undoes indent.
@@ -407,7 +405,7 @@ def test_is_valid_plan_matches_the_preorder_rule(depths):
     expected = all(0 <= d <= TODO_MAX_DEPTH for d in depths) and all(
         d <= (depths[i - 1] + 1 if i else 0) for i, d in enumerate(depths)
     )
-    assert services.is_valid_plan(depths) is expected
+    assert plan_tree.is_valid(depths) is expected
 
 
 def _clamp_to_preorder(depths):
@@ -420,13 +418,7 @@ def _clamp_to_preorder(depths):
 @PROPERTY_SETTINGS
 @given(depths=st.lists(st.integers(0, 3), min_size=1, max_size=10).map(_clamp_to_preorder))
 def test_outline_numbers_count_siblings_under_each_parent(depths):
-    from workspace.selectors import outline_numbers
-
-    class Row:
-        def __init__(self, depth):
-            self.depth = depth
-
-    numbers = outline_numbers([Row(d) for d in depths])
+    numbers = plan_tree.outline_numbers(depths)
     for number, depth in zip(numbers, depths):
         assert number.count(".") == depth
     assert len(set(numbers)) == len(numbers)

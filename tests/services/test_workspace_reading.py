@@ -6,8 +6,13 @@ import datetime
 import pytest
 
 from conversations.services import thread_create
-from workspace import selectors, services
+from workspace import selectors
 from workspace.models import Artifact, Document, Objective, Preference, Todo
+from workspace.services import artifacts as artifacts_services
+from workspace.services import document as document_services
+from workspace.services import objective as objective_services
+from workspace.services import plan as plan_services
+from workspace.services import preferences as preferences_services
 
 pytestmark = pytest.mark.django_db
 
@@ -36,25 +41,25 @@ def test_reading_of_an_empty_workspace(thread):
 
 
 def test_reading_matches_the_orm_with_the_same_types(owner, thread):
-    services.objective_set(thread=thread, text="Compare the two surveys")
-    services.preference_add(thread=thread, title="Short sentences", kind="soft", respect_lock=False)
-    locked = services.preference_add(
+    objective_services.objective_set(thread=thread, text="Compare the two surveys")
+    preferences_services.preference_add(thread=thread, title="Short sentences", kind="soft", respect_lock=False)
+    locked = preferences_services.preference_add(
         thread=thread, title="Cite \"every\" figure", subtitle="Peer-reviewed", kind="hard", respect_lock=False
     )
-    services.preference_set_locked(preference=locked, locked=True, respect_lock=False)
-    services.todos_add_outline(
+    preferences_services.preference_set_locked(preference=locked, locked=True, respect_lock=False)
+    plan_services.todos_add_outline(
         thread=thread, steps=[{"text": "Gather", "depth": 0}, {"text": "Search", "depth": 1}, {"text": "Write", "depth": 0}]
     )
-    services.todos_toggle_by_index(thread=thread, indices=[2])
-    services.document_save(thread=thread, title="Report", content="Intro — *draft*.")
+    plan_services.todos_toggle_by_index(thread=thread, indices=[2])
+    document_services.document_save(thread=thread, title="Report", content="Intro — *draft*.")
     for title in ("First", "Second"):
-        services.artifact_create(
+        artifacts_services.artifact_create(
             thread=thread, artifact_type="table", title=title, payload={"columns": [], "rows": []}, turn_index=1
         )
     # Another thread's workspace stays out of it.
     other = thread_create(owner=owner, title="Other")
-    services.objective_set(thread=other, text="Something else")
-    services.todo_add(thread=other, text="Not ours")
+    objective_services.objective_set(thread=other, text="Something else")
+    plan_services.todo_add(thread=other, text="Not ours")
 
     reading = selectors.workspace_reading_for(thread=thread)
 

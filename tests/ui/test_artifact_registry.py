@@ -4,7 +4,6 @@ unknown types fall back, and the chart config honours the chart tool's payload."
 import pytest
 from django.template.loader import render_to_string
 
-from workspace import services
 from workspace.artifact_registry import (
     FALLBACK_TEMPLATE,
     PALETTES,
@@ -14,6 +13,7 @@ from workspace.artifact_registry import (
     register,
 )
 from workspace.models import Artifact
+from workspace.services import artifacts as artifacts_services
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +35,7 @@ SAMPLES = {
 
 
 def _make(thread, artifact_type, payload, title="An artifact", turn_index=1):
-    return services.artifact_create(
+    return artifacts_services.artifact_create(
         thread=thread, artifact_type=artifact_type, title=title, payload=payload, turn_index=turn_index
     )
 

@@ -8,8 +8,9 @@ import uuid
 import pytest
 
 from conversations.services import thread_create
-from workspace import services
 from workspace.panels import render_panel
+from workspace.services import artifacts as artifacts_services
+from workspace.services import document as document_services
 
 from .conftest import HTMX, ws_url
 
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _artifact(thread, artifact_type, payload, *, title="", turn_index=1):
-    return services.artifact_create(
+    return artifacts_services.artifact_create(
         thread=thread, artifact_type=artifact_type, title=title, payload=payload, turn_index=turn_index
     )
 
@@ -39,7 +40,7 @@ def _get(client, thread, query=""):
 
 
 def test_centre_panel_without_selection_shows_the_live_document_editor(owner_client, thread):
-    services.document_save(thread=thread, title="Literature review", content="## Scope\n\nPapers since 2015.")
+    document_services.document_save(thread=thread, title="Literature review", content="## Scope\n\nPapers since 2015.")
     response = _get(owner_client, thread)
     html = response.content.decode()
     assert response.status_code == 200

@@ -5,8 +5,9 @@ recovery. Method, access, database effect and what the person sees."""
 import pytest
 from django.conf import settings
 
-from workspace import selectors, services
+from workspace import selectors
 from workspace.models import Document
+from workspace.services import document as document_services
 
 from .conftest import HTMX, ws_url
 
@@ -55,8 +56,8 @@ def test_save_stores_browser_line_breaks_as_plain_newlines(owner_client, thread)
 
 
 def test_stale_version_is_refused_with_conflict_and_keeps_the_database(owner_client, thread):
-    services.document_save(thread=thread, title="Ours", content="agent wrote this")  # version 1
-    services.document_append(thread=thread, text="and more")  # version 2
+    document_services.document_save(thread=thread, title="Ours", content="agent wrote this")  # version 1
+    document_services.document_append(thread=thread, text="and more")  # version 2
     response = _save(owner_client, thread, title="Mine", content="person's text", base_version=1)
     html = response.content.decode()
     assert response.status_code == 200  # htmx swaps the message in
@@ -70,19 +71,19 @@ def test_stale_version_is_refused_with_conflict_and_keeps_the_database(owner_cli
 
 
 def test_stale_version_without_htmx_is_409(owner_client, thread):
-    services.document_save(thread=thread, title="T", content="x")
+    document_services.document_save(thread=thread, title="T", content="x")
     response = _save(owner_client, thread, htmx=False, title="T", content="y", base_version=0)
     assert response.status_code == 409
     assert _doc(thread).content == "x"
 
 
 def test_document_over_the_size_cap_is_refused_and_nothing_saved(owner_client, thread):
-    services.document_save(thread=thread, title="T", content="short")
+    document_services.document_save(thread=thread, title="T", content="short")
     too_long = "x" * (settings.HAICO_DOCUMENT_MAX_CHARS + 1)
     response = _save(owner_client, thread, title="T", content=too_long, base_version=1)
     html = response.content.decode()
     assert 'data-state="error"' in html and 'role="alert"' in html
-    assert "The document is too long" in html and "Nothing was saved." in html
+    assert "Document content is too long" in html and "Nothing was saved." in html
     assert (_doc(thread).content, _doc(thread).version) == ("short", 1)
     assert _save(owner_client, thread, htmx=False, title="T", content=too_long, base_version=1).status_code == 400
 
@@ -95,7 +96,7 @@ def test_document_exactly_at_the_size_cap_is_saved(owner_client, thread):
 
 @pytest.mark.parametrize(("title", "message"), [("   ", "Document title cannot be empty."), ("t" * 201, "Document title is too long")])
 def test_bad_title_is_refused_and_nothing_saved(owner_client, thread, title, message):
-    services.document_save(thread=thread, title="Kept", content="kept")
+    document_services.document_save(thread=thread, title="Kept", content="kept")
     response = _save(owner_client, thread, title=title, content="new text", base_version=1)
     html = response.content.decode()
     assert message in html and 'role="alert"' in html
@@ -144,7 +145,7 @@ def test_save_malformed_json_is_400_and_nothing_saved(owner_client, thread, body
 
 
 def test_save_other_users_thread_is_404_and_unchanged(other_client, thread):
-    services.document_save(thread=thread, title="Owner's", content="private")
+    document_services.document_save(thread=thread, title="Owner's", content="private")
     response = _save(other_client, thread, title="Hijack", content="gone", base_version=1)
     assert response.status_code == 404
     assert _doc(thread).content == "private"
@@ -174,7 +175,7 @@ def test_save_requires_csrf_token(owner, thread):
 
 
 def test_load_latest_shows_latest_in_editor_and_the_persons_text_below(owner_client, thread):
-    services.document_save(thread=thread, title="Agent title", content="agent version")
+    document_services.document_save(thread=thread, title="Agent title", content="agent version")
     response = owner_client.post(
         ws_url(thread, "document/latest/"), {"title": "My title", "content": "my <b>precious</b> text", "base_version": 0},
         **HTMX,
@@ -191,7 +192,7 @@ def test_load_latest_shows_latest_in_editor_and_the_persons_text_below(owner_cli
 
 
 def test_load_latest_with_text_equal_to_latest_shows_no_copy(owner_client, thread):
-    services.document_save(thread=thread, title="Same", content="same")
+    document_services.document_save(thread=thread, title="Same", content="same")
     html = owner_client.post(ws_url(thread, "document/latest/"), {"title": "Same", "content": "same"}, **HTMX).content.decode()
     assert "Your unsaved text" not in html
 

@@ -2,10 +2,11 @@
 
 import pytest
 
-from conversations.services import thread_soft_delete, turn_begin, turn_finish
-from workspace import services
+from conversations.services import thread_soft_delete
+from conversations.turns.guard import turn_begin, turn_finish
 from workspace.models import Objective
 from workspace.selectors import STANDING_OBJECTIVE
+from workspace.services import objective as objective_services
 
 from .conftest import HTMX, ws_url
 
@@ -46,11 +47,11 @@ def test_set_objective_without_htmx_redirects_to_page(owner_client, thread):
     "text, message",
     [
         ("   ", "Objective cannot be empty."),
-        ("y" * 1001, "Objective is too long (1001 characters; the limit is 1000)."),
+        ("y" * 1001, "Objective is too long (1,001 characters; the limit is 1,000)."),
     ],
 )
 def test_bad_objective_shows_error_keeps_input_and_changes_nothing(owner_client, thread, text, message):
-    services.objective_set(thread=thread, text="Keep me")
+    objective_services.objective_set(thread=thread, text="Keep me")
 
     response = owner_client.post(ws_url(thread, "objective/edit/"), {"text": text}, **HTMX)
 
@@ -104,10 +105,10 @@ def test_objective_history_lists_past_values_with_turns_and_the_live_one(owner_c
     # Turn 1 starts with no objective; turn 2 after it was set; then it changes again.
     index, _ = turn_begin(thread=thread, user_message="hello")
     turn_finish(thread=thread, turn_index=index)
-    services.objective_set(thread=thread, text="First objective")
+    objective_services.objective_set(thread=thread, text="First objective")
     index, _ = turn_begin(thread=thread, user_message="more")
     turn_finish(thread=thread, turn_index=index)
-    services.objective_set(thread=thread, text="Sharper objective")
+    objective_services.objective_set(thread=thread, text="Sharper objective")
 
     response = owner_client.get(ws_url(thread, "objective/history/"), **HTMX)
 
@@ -128,7 +129,7 @@ def test_objective_history_with_no_turns_says_so(owner_client, thread):
 def test_objective_panel_rendered_for_a_push_carries_oob(thread):
     from workspace.panels import render_panel
 
-    services.objective_set(thread=thread, text="Pushed")
+    objective_services.objective_set(thread=thread, text="Pushed")
     html = render_panel("objective", thread=thread, oob=True)
     assert 'id="panel-objective"' in html
     assert 'hx-swap-oob="true"' in html

@@ -3,8 +3,8 @@
 import pytest
 
 from conversations.services import thread_create
-from workspace import services
 from workspace.models import Todo
+from workspace.services import plan as plan_services
 
 from .conftest import HTMX, ws_url
 
@@ -19,10 +19,10 @@ def outline(thread):
 @pytest.fixture
 def plan(thread):
     """1 Gather / 1.1 Search / 1.2 Screen / 2 Write."""
-    gather = services.todo_add(thread=thread, text="Gather")
-    search = services.todo_add(thread=thread, text="Search", parent=gather)
-    screen = services.todo_add(thread=thread, text="Screen", parent=gather)
-    write = services.todo_add(thread=thread, text="Write")
+    gather = plan_services.todo_add(thread=thread, text="Gather")
+    search = plan_services.todo_add(thread=thread, text="Search", parent=gather)
+    screen = plan_services.todo_add(thread=thread, text="Screen", parent=gather)
+    write = plan_services.todo_add(thread=thread, text="Write")
     return {"gather": gather, "search": search, "screen": screen, "write": write}
 
 
@@ -96,7 +96,7 @@ def test_add_sub_step_goes_last_under_its_parent(owner_client, thread, plan):
 
 @pytest.mark.parametrize(
     "text, message",
-    [("", "Step text cannot be empty."), ("z" * 1001, "Step text is too long (1001 characters; the limit is 1000).")],
+    [("", "Step text cannot be empty."), ("z" * 1001, "Step text is too long (1,001 characters; the limit is 1,000).")],
 )
 def test_add_bad_step_shows_error_and_adds_nothing(owner_client, thread, plan, text, message):
     response = owner_client.post(ws_url(thread, "plan/add/"), {"text": text}, **HTMX)
@@ -170,8 +170,8 @@ def test_step_actions_require_login(client, thread, plan, action, data):
 @pytest.mark.parametrize("action, data", STEP_ACTIONS)
 def test_step_of_another_thread_is_404(owner_client, owner, thread, action, data):
     elsewhere = thread_create(owner=owner, title="Elsewhere")
-    foreign = services.todo_add(thread=elsewhere, text="Foreign")
-    services.todo_add(thread=elsewhere, text="Foreign child", parent=foreign)
+    foreign = plan_services.todo_add(thread=elsewhere, text="Foreign")
+    plan_services.todo_add(thread=elsewhere, text="Foreign child", parent=foreign)
     response = owner_client.post(ws_url(thread, f"plan/{foreign.pk}/{action}/"), data, **HTMX)
     assert response.status_code == 404
     assert outline(elsewhere) == [(0, "Foreign", False), (1, "Foreign child", False)]

@@ -2,8 +2,8 @@
 
 import pytest
 
-from workspace import services
 from workspace.models import Preference
+from workspace.services import preferences as preferences_services
 
 from .conftest import HTMX, ws_url
 
@@ -11,9 +11,9 @@ pytestmark = pytest.mark.django_db
 
 
 def add_pref(thread, title, kind="soft", subtitle="", locked=False):
-    pref = services.preference_add(thread=thread, title=title, subtitle=subtitle, kind=kind, respect_lock=False)
+    pref = preferences_services.preference_add(thread=thread, title=title, subtitle=subtitle, kind=kind, respect_lock=False)
     if locked:
-        services.preference_set_locked(preference=pref, locked=True, respect_lock=False)
+        preferences_services.preference_set_locked(preference=pref, locked=True, respect_lock=False)
     return pref
 
 

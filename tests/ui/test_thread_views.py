@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from conversations.models import Thread
 from conversations.services import thread_create, thread_soft_delete
+from workspace.models import Thread
 
 from .conftest import HTMX, ws_url
 

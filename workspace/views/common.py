@@ -9,11 +9,10 @@ from django.db.models import Model
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
-from conversations.models import Thread
-from conversations.selectors import get_thread_for_user_or_404
-
 from .. import panels
 from ..errors import InvalidInput, WorkspaceError
+from ..models import Thread
+from ..selectors import get_thread_for_user_or_404
 
 TRUE_VALUES = {"1", "true", "on", "yes"}
 FALSE_VALUES = {"0", "false", "off", "no", ""}
@@ -58,7 +57,7 @@ def panel_response(
     """
     message = getattr(error, "message", error)
     if message is None and request.method == "POST" and not request.htmx:
-        return redirect("workspace:page", thread_id=thread.pk)
+        return redirect("thread-page", thread_id=thread.pk)
     context = panels.panel_context(name, thread=thread, error=message, **extra)
     status = 400 if message and not request.htmx else 200
     return render(request, panels.PANEL_TEMPLATES[name], context, status=status)

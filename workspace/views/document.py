@@ -16,9 +16,10 @@ from django.template.loader import render_to_string
 from django.urls import path
 from django.views.decorators.http import require_POST
 
-from .. import panels, selectors, services
+from .. import panels, selectors
 from ..errors import DocumentConflict, WorkspaceError
 from ..markdown import render_markdown
+from ..services import document as document_services
 from .common import get_thread_for_user
 
 SAVE_STATE = "workspace/panels/centre.html#save_state"
@@ -117,7 +118,7 @@ def document_save(request, thread_id):
             base_version=_submitted_version(data), status=400,
         )
     try:
-        document = services.document_save(thread=thread, title=title, content=content, base_version=base_version)
+        document = document_services.document_save(thread=thread, title=title, content=content, base_version=base_version)
     except DocumentConflict as exc:
         # The person's stale version is kept on the form, so every later
         # autosave is refused too until they choose what to do.

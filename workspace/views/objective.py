@@ -5,8 +5,9 @@ from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import selectors, services
+from .. import selectors
 from ..errors import WorkspaceError
+from ..services import objective as objective_services
 from .common import get_thread_for_user, panel_response
 
 
@@ -22,7 +23,7 @@ def objective_panel(request, thread_id):
 def objective_update(request, thread_id):
     thread = get_thread_for_user(request, thread_id)
     try:
-        services.objective_set(thread=thread, text=request.POST.get("text", ""))
+        objective_services.objective_set(thread=thread, text=request.POST.get("text", ""))
     except WorkspaceError as exc:
         return panel_response(request, "objective", thread=thread, error=exc, editing=True, values=request.POST)
     return panel_response(request, "objective", thread=thread)

@@ -6,9 +6,9 @@ from django.contrib.auth.decorators import login_required
 from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import services
 from ..errors import WorkspaceError
 from ..models import Todo
+from ..services import plan as plan_services
 from .common import get_in_thread_or_404, get_thread_for_user, panel_response, parse_flag
 
 PANEL = "plan"
@@ -38,7 +38,7 @@ def plan_panel(request, thread_id):
 def step_add(request, thread_id):
     thread = get_thread_for_user(request, thread_id)
     try:
-        services.todo_add(thread=thread, text=request.POST.get("text", ""))
+        plan_services.todo_add(thread=thread, text=request.POST.get("text", ""))
     except WorkspaceError as exc:
         return panel_response(request, PANEL, thread=thread, error=exc, error_target="add", values=request.POST)
     return panel_response(request, PANEL, thread=thread)
@@ -51,7 +51,7 @@ def step_add_child(request, thread_id, pk):
         request,
         thread_id,
         pk,
-        lambda todo: services.todo_add(thread=todo.thread, text=request.POST.get("text", ""), parent=todo),
+        lambda todo: plan_services.todo_add(thread=todo.thread, text=request.POST.get("text", ""), parent=todo),
         error_target="child",
         keep_values=True,
     )
@@ -64,7 +64,7 @@ def step_update(request, thread_id, pk):
         request,
         thread_id,
         pk,
-        lambda todo: services.todo_update_text(todo=todo, text=request.POST.get("text", "")),
+        lambda todo: plan_services.todo_update_text(todo=todo, text=request.POST.get("text", "")),
         error_target="edit",
         keep_values=True,
     )
@@ -77,33 +77,33 @@ def step_done(request, thread_id, pk):
         request,
         thread_id,
         pk,
-        lambda todo: services.todo_set_done(todo=todo, done=parse_flag(request.POST.get("done", "0"), label="the step is done")),
+        lambda todo: plan_services.todo_set_done(todo=todo, done=parse_flag(request.POST.get("done", "0"), label="the step is done")),
     )
 
 
 @login_required
 @require_POST
 def step_delete(request, thread_id, pk):
-    return _step_action(request, thread_id, pk, lambda todo: services.todo_delete(todo=todo))
+    return _step_action(request, thread_id, pk, lambda todo: plan_services.todo_delete(todo=todo))
 
 
 @login_required
 @require_POST
 def step_indent(request, thread_id, pk):
-    return _step_action(request, thread_id, pk, lambda todo: services.todo_indent(todo=todo))
+    return _step_action(request, thread_id, pk, lambda todo: plan_services.todo_indent(todo=todo))
 
 
 @login_required
 @require_POST
 def step_outdent(request, thread_id, pk):
-    return _step_action(request, thread_id, pk, lambda todo: services.todo_outdent(todo=todo))
+    return _step_action(request, thread_id, pk, lambda todo: plan_services.todo_outdent(todo=todo))
 
 
 @login_required
 @require_POST
 def step_move(request, thread_id, pk):
     return _step_action(
-        request, thread_id, pk, lambda todo: services.todo_move(todo=todo, direction=request.POST.get("direction", ""))
+        request, thread_id, pk, lambda todo: plan_services.todo_move(todo=todo, direction=request.POST.get("direction", ""))
     )
 
 

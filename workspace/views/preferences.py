@@ -5,9 +5,9 @@ from django.contrib.auth.decorators import login_required
 from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import services
 from ..errors import WorkspaceError
 from ..models import Preference
+from ..services import preferences as preferences_services
 from .common import get_in_thread_or_404, get_thread_for_user, panel_response, parse_flag
 
 PANEL = "preferences"
@@ -25,7 +25,7 @@ def preferences_panel(request, thread_id):
 def preference_add(request, thread_id):
     thread = get_thread_for_user(request, thread_id)
     try:
-        services.preference_add(
+        preferences_services.preference_add(
             thread=thread,
             title=request.POST.get("title", ""),
             subtitle=request.POST.get("subtitle", ""),
@@ -43,7 +43,7 @@ def preference_update(request, thread_id, pk):
     thread = get_thread_for_user(request, thread_id)
     preference = get_in_thread_or_404(Preference, thread=thread, pk=pk)
     try:
-        services.preference_update(
+        preferences_services.preference_update(
             preference=preference,
             title=request.POST.get("title"),
             subtitle=request.POST.get("subtitle"),
@@ -63,7 +63,7 @@ def preference_delete(request, thread_id, pk):
     thread = get_thread_for_user(request, thread_id)
     preference = get_in_thread_or_404(Preference, thread=thread, pk=pk)
     try:
-        services.preference_delete(preference=preference, respect_lock=False)
+        preferences_services.preference_delete(preference=preference, respect_lock=False)
     except WorkspaceError as exc:
         return panel_response(request, PANEL, thread=thread, error=exc, error_target="row", error_pk=pk)
     return panel_response(request, PANEL, thread=thread)
@@ -76,7 +76,7 @@ def preference_lock(request, thread_id, pk):
     preference = get_in_thread_or_404(Preference, thread=thread, pk=pk)
     try:
         locked = parse_flag(request.POST.get("locked"), label="to lock the preference")
-        services.preference_set_locked(preference=preference, locked=locked, respect_lock=False)
+        preferences_services.preference_set_locked(preference=preference, locked=locked, respect_lock=False)
     except WorkspaceError as exc:
         return panel_response(request, PANEL, thread=thread, error=exc, error_target="row", error_pk=pk)
     return panel_response(request, PANEL, thread=thread)

@@ -1,0 +1,135 @@
+"""One agent turn as a stream of typed events (agent.events), and the
+repair that leaves the history valid when a turn is stopped or fails.
+
+`stream_turn` runs the compiled agent (agent.builder) for one user message
+with LangGraph's "updates", "messages" and "custom" stream modes and
+translates what comes out: tokens of the current model call, the sentences
+of the tool calls it decides on, whether each step worked, the final
+answer, and diagnostics from the middleware. It dedupes what LangGraph
+yields more than once. Stopping is the caller's business: it cancels the
+pending step and closes the stream, then calls `repair_history`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
+
+from .context import AgentContext
+from .events import AgentEvent, Answer, Diagnostic, DraftWithdrawn, StepFinished, StepsStarted, Token
+from .history import TURN_INDEX_KEY, message_text, repair_update, step_sentence
+from .tools.envelope import parse_envelope
+
+logger = logging.getLogger("haico.agent.turn")
+
+# LangGraph steps per turn (a tool round is two); generous for plan-and-execute turns.
+RECURSION_LIMIT = 100
+
+# Each step's checkpoint is written before the next step runs: a server killed
+# mid-turn loses at most the step in flight. On the shared SQLite file it is
+# also faster than LangGraph's default "async", whose background write makes
+# the next tool's write transaction wait for it (docs/adr/0005).
+DURABILITY = "sync"
+
+CANCELLED_TOOL_RESULT = "Cancelled by the user."
+FAILED_TOOL_RESULT = "Not run: the turn failed before this step finished."
+
+
+def turn_config(thread_id) -> dict:
+    return {"configurable": {"thread_id": str(thread_id)}, "recursion_limit": RECURSION_LIMIT}
+
+
+async def stream_turn(graph, *, context: AgentContext, user_message: str) -> AsyncIterator[AgentEvent]:
+    """Run one turn of `graph` on the context's thread, yielding its events."""
+    human = HumanMessage(content=user_message, response_metadata={TURN_INDEX_KEY: context.turn_index})
+    stream = graph.astream(
+        {"messages": [human]},
+        turn_config(context.thread.pk),
+        context=context,
+        stream_mode=["updates", "messages", "custom"],
+        durability=DURABILITY,
+    )
+    seen: set = set()
+    try:
+        async for mode, payload in stream:
+            for event in _events(mode, payload, seen):
+                yield event
+    finally:
+        await stream.aclose()
+
+
+def _events(mode: str, payload, seen: set):
+    if mode == "messages":
+        chunk, metadata = payload
+        if isinstance(chunk, RemoveMessage):
+            # The model-call retry discarded an attempt that had already
+            # streamed text (agent/middleware.py).
+            yield DraftWithdrawn()
+        elif metadata.get("langgraph_node") == "model" and isinstance(chunk, AIMessage) and chunk.content:
+            text = message_text(chunk)
+            if text:
+                yield Token(text)
+        return
+    if mode == "custom":
+        if isinstance(payload, Diagnostic):
+            yield payload
+        return
+    if mode != "updates" or not isinstance(payload, dict):
+        return
+    for node, update in payload.items():
+        if node.startswith("__"):
+            continue
+        for item in update if isinstance(update, list) else [update]:
+            if isinstance(item, dict):
+                for message in item.get("messages") or []:
+                    yield from _message_events(message, seen)
+
+
+def _message_events(message, seen: set):
+    if isinstance(message, AIMessage):
+        calls = tuple(call.get("id") or "" for call in message.tool_calls)
+        key = ("ai", message.id, message_text(message), calls)
+        if key in seen:
+            return
+        seen.add(key)
+        if not message.tool_calls:
+            yield Answer(message_text(message))
+            return
+        sentences = []
+        for call in message.tool_calls:
+            call_key = ("call", call.get("id"))
+            if call.get("id") and call_key in seen:
+                continue
+            seen.add(call_key)
+            sentences.append(step_sentence(call))
+        # The text this call streamed was a preamble to its tool calls.
+        yield DraftWithdrawn()
+        if sentences:
+            yield StepsStarted(tuple(sentences))
+    elif isinstance(message, ToolMessage):
+        key = ("tool", message.tool_call_id or message.id)
+        if key in seen:
+            return
+        seen.add(key)
+        envelope = parse_envelope(message.content)
+        yield StepFinished(tool_name=message.name or "", succeeded=bool(envelope and envelope.get("success")))
+
+
+async def repair_history(graph, *, context: AgentContext, user_message: str, partial: str | None, tool_result: str) -> None:
+    """Leave the checkpointed history valid for the next model call after a
+    stopped (`partial` is the answer so far) or failed (`partial` None) turn.
+    Writing as the model node leaves nothing pending, so the next turn
+    starts clean from its own message. Never raises."""
+    config = turn_config(context.thread.pk)
+    try:
+        state = await graph.aget_state(config)
+        messages = list((state.values or {}).get("messages") or [])
+        update = repair_update(
+            messages, turn_index=context.turn_index, user_message=user_message, partial=partial, tool_result=tool_result
+        )
+        if update:
+            await graph.aupdate_state(config, {"messages": update}, as_node="model")
+    except Exception:
+        logger.exception("could not repair the history of thread %s after turn %s", context.thread.pk, context.turn_index)

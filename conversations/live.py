@@ -1,0 +1,199 @@
+"""The live layer: what changed, pushed to every open tab of the thread.
+
+Two sources feed it. The write services announce their changes after
+commit (workspace.events); `on_changes` renders the changed panels with
+the same partials the page and the HTMX views use and publishes them to
+the thread's channel group. The turn runner publishes the chat fragments
+of a running turn. Consumers (conversations.consumers) relay what reaches
+the group to their socket.
+
+`Publisher` is the one way out. It is safe to call from any thread: the
+write services run in worker threads (views, tools), the runner in the
+event loop. Per thread group it keeps fragments in order and sends them
+as few messages as it can: one send is in flight per group at a time, and
+what arrives meanwhile (or within `WINDOW_SECONDS` of the last send) goes
+out together with the next one, which keeps the message count per turn
+small under load without delaying a token when the server is idle
+(docs/adr/0007). Each message carries this process's id and a per-group
+sequence number, so a consumer can tell when a message went missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass, field
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.template.loader import render_to_string
+
+from workspace import panels
+from workspace.events import Change
+from workspace.models import Thread
+
+logger = logging.getLogger("haico.conversations.live")
+
+FRAGMENT_EVENT = "thread.fragment"
+# A send to a group waits this long after the previous one, so a burst of
+# tokens goes out as one message.
+WINDOW_SECONDS = 0.02
+CHAT_FRAGMENTS = "conversations/fragments/turn.html"
+
+
+def group_name(thread_id) -> str:
+    """The channel group of a thread (ASCII, well under the 100-character limit)."""
+    return f"thread.{uuid.UUID(str(thread_id)).hex}"
+
+
+@dataclass
+class _Outbox:
+    # (channel name or None for the group, html), in order.
+    items: list[tuple[str | None, str]] = field(default_factory=list)
+    task: asyncio.Task | None = None
+    last_sent: float = float("-inf")
+
+
+class Publisher:
+    def __init__(self):
+        self.origin = uuid.uuid4().hex[:12]
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._outboxes: dict[str, _Outbox] = {}
+        self._seq: dict[str, int] = {}
+        self.failed_sends = 0
+
+    def attach(self) -> None:
+        """Send from the running loop (the server's). Called by every async
+        entry point; a new loop (a test's) starts afresh."""
+        loop = asyncio.get_running_loop()
+        if loop is not self.loop:
+            self.loop = loop
+            self._outboxes = {}
+
+    # -- entry points ------------------------------------------------------
+
+    def publish(self, thread_id, html: str) -> None:
+        """Send `html` to every open tab of the thread, after what is already queued."""
+        if html:
+            self._submit(group_name(thread_id), None, html)
+
+    def publish_to_channel(self, thread_id, channel_name: str, html: str) -> None:
+        """Send `html` to one consumer, after everything already queued for
+        its thread's group (a page that joined mid-turn gets the turn so far
+        behind the fragments that were on their way)."""
+        if html:
+            self._submit(group_name(thread_id), channel_name, html)
+
+    def _submit(self, group: str, channel: str | None, html: str) -> None:
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            # No server loop in this process (a management command, the
+            # test client): send now, synchronously.
+            async_to_sync(self._send)(group, [(channel, html)])
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._enqueue(group, channel, html)
+        else:
+            loop.call_soon_threadsafe(self._enqueue, group, channel, html)
+
+    # -- in the loop -------------------------------------------------------
+
+    def _enqueue(self, group: str, channel: str | None, html: str) -> None:
+        outbox = self._outboxes.get(group)
+        if outbox is None:
+            outbox = self._outboxes[group] = _Outbox()
+        outbox.items.append((channel, html))
+        if outbox.task is None:
+            outbox.task = asyncio.get_running_loop().create_task(self._drain(group, outbox))
+
+    async def _drain(self, group: str, outbox: _Outbox) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while outbox.items:
+                wait = outbox.last_sent + WINDOW_SECONDS - loop.time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                items, outbox.items = outbox.items, []
+                await self._send(group, items)
+                outbox.last_sent = loop.time()
+        finally:
+            outbox.task = None
+            if self._outboxes.get(group) is outbox and not outbox.items:
+                del self._outboxes[group]
+
+    async def _send(self, group: str, items: list[tuple[str | None, str]]) -> None:
+        """Consecutive group items go out as one message; a channel item alone."""
+        layer = get_channel_layer()
+        batch: list[str] = []
+        for channel, html in [*items, (False, "")]:
+            if channel is None:
+                batch.append(html)
+                continue
+            if batch:
+                await self._send_one(layer, group, None, "".join(batch))
+                batch = []
+            if channel:
+                await self._send_one(layer, group, channel, html)
+
+    async def _send_one(self, layer, group: str, channel: str | None, html: str) -> None:
+        event = {"type": FRAGMENT_EVENT, "html": html, "origin": self.origin}
+        try:
+            if channel is None:
+                seq = self._seq[group] = self._seq.get(group, 0) + 1
+                event["seq"] = seq
+                await layer.group_send(group, event)
+            else:
+                await layer.send(channel, event)
+        except Exception:
+            # Visible, never silent: the tabs notice the gap in the sequence
+            # numbers (conversations.consumers) and reload what they show.
+            self.failed_sends += 1
+            logger.exception("could not send %d characters to %s", len(html), channel or group)
+
+
+publisher = Publisher()
+
+
+# --- change events -> panel pushes -------------------------------------------
+
+
+def _centre(thread: Thread, change: Change) -> str:
+    if change.surface == "artifacts" and change.ids:
+        return panels.render_panel("centre", thread=thread, oob=True, selected_artifact_id=max(change.ids))
+    return panels.render_panel("centre", thread=thread, oob=True)
+
+
+def render_changes(thread: Thread, changes: list[Change]) -> str:
+    """The fragments that bring an open page of `thread` up to date with `changes`."""
+    by_surface = {change.surface: change for change in changes}
+    parts = []
+    if "thread" in by_surface:
+        if thread.is_deleted:
+            parts.append(render_to_string(f"{CHAT_FRAGMENTS}#notice", {"message": "This thread was deleted.", "oob": True}))
+        else:
+            parts.append(render_to_string(f"{CHAT_FRAGMENTS}#thread_title", {"title": thread.title}))
+    for surface in ("objective", "preferences", "plan"):
+        if surface in by_surface:
+            parts.append(panels.render_panel(surface, thread=thread, oob=True))
+    if "artifacts" in by_surface:
+        parts.append(_centre(thread, by_surface["artifacts"]))
+    elif "document" in by_surface:
+        parts.append(_centre(thread, by_surface["document"]))
+    return "".join(parts)
+
+
+def on_changes(changes: list[Change]) -> None:
+    """workspace.events subscriber: runs in the writer's thread right after commit."""
+    by_thread: dict = {}
+    for change in changes:
+        by_thread.setdefault(change.thread_id, []).append(change)
+    for thread_id, thread_changes in by_thread.items():
+        thread = Thread.objects.filter(pk=thread_id).first()
+        if thread is None:
+            continue
+        publisher.publish(thread_id, render_changes(thread, thread_changes))

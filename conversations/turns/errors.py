@@ -1,0 +1,30 @@
+"""What a person is told when a turn fails."""
+
+import openai
+from langgraph.errors import GraphRecursionError
+
+from agent.model import ModelNotConfigured
+from workspace.errors import UserFacingError
+
+RETRY = " Your message is saved; send it again to retry."
+
+
+def safe_error_message(exc: BaseException) -> str:
+    """A sentence the person can act on; never a traceback or a provider's raw text."""
+    if isinstance(exc, ModelNotConfigured | UserFacingError):
+        return exc.message
+    if isinstance(exc, GraphRecursionError):
+        return "The assistant took too many steps without finishing." + RETRY
+    if isinstance(exc, openai.APITimeoutError):
+        return "The model did not answer in time." + RETRY
+    if isinstance(exc, openai.APIConnectionError):
+        return "The model server could not be reached." + RETRY
+    if isinstance(exc, openai.RateLimitError):
+        return "The model provider is limiting requests right now." + RETRY
+    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        return "The model server refused the API key; check OPENAI_API_KEY."
+    if isinstance(exc, openai.NotFoundError):
+        return "The model server does not offer this model; check HAICO_MODEL / HAICO_MODELS."
+    if isinstance(exc, openai.APIStatusError):
+        return f"The model server answered with an error (HTTP {exc.status_code})." + RETRY
+    return "Something went wrong while the assistant was working." + RETRY

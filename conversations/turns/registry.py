@@ -1,0 +1,147 @@
+"""The running turns of this server process.
+
+`start_turn` claims the thread's turn slot in the database (turns.guard)
+and runs the turn as a task of the server's event loop, not tied to the
+socket that asked. One watcher task per process looks after every local
+turn at once: about once a second it reads which of them a Stop was
+requested for (from any process: the flag is in the database), and every
+15 s it refreshes all their claims in one statement (docs/adr/0003). A
+turn therefore costs the database nothing while it streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass
+
+from channels.db import database_sync_to_async
+
+from agent import checkpointer as checkpointers
+from agent.builder import AgentProvider
+from workspace.models import Thread
+
+from ..live import publisher
+from . import guard
+from .run import TurnRun
+
+logger = logging.getLogger("haico.conversations.turns")
+
+# How often the watcher looks at the database stop flags (set by any process).
+CANCEL_POLL_SECONDS = 1.0
+# On server shutdown, how long running turns get to wind down before being cancelled.
+SHUTDOWN_GRACE_SECONDS = 5.0
+
+# The compiled agent per model, shared by every turn of this process. Tests
+# and the bench replace it with one built around a scripted model.
+agents = AgentProvider()
+
+
+@dataclass
+class _Running:
+    task: asyncio.Task
+    turn: TurnRun
+
+
+_running: dict[uuid.UUID, _Running] = {}
+_watcher: asyncio.Task | None = None
+
+
+async def start_turn(*, thread: Thread, user_message: str, model_name: str | None = None) -> int:
+    """Claim the thread's single turn slot, snapshot the workspace, and start
+    the agent in a server-owned task. Returns the turn index.
+
+    Raises conversations.errors.TurnAlreadyRunning (nothing stored) while
+    another turn of this thread runs, in any process.
+    """
+    publisher.attach()
+    turn_index, _snapshot = await database_sync_to_async(guard.turn_begin)(thread=thread, user_message=user_message)
+    turn = TurnRun(thread=thread, turn_index=turn_index, user_message=user_message, model_name=model_name, agents=agents)
+    task = asyncio.create_task(turn.run(), name=f"haico-turn-{thread.pk}-{turn_index}")
+    _running[thread.pk] = _Running(task=task, turn=turn)
+    task.add_done_callback(lambda done, key=thread.pk: _forget(key, done))
+    _ensure_watcher()
+    checkpointers.on_shutdown(stop_all_turns)
+    return turn_index
+
+
+def _forget(key, task: asyncio.Task) -> None:
+    current = _running.get(key)
+    if current is not None and current.task is task:
+        del _running[key]
+
+
+def _ensure_watcher() -> None:
+    global _watcher
+    loop = asyncio.get_running_loop()
+    if _watcher is None or _watcher.done() or _watcher.get_loop() is not loop:
+        _watcher = loop.create_task(_watch(), name="haico-turn-watcher")
+
+
+async def _watch() -> None:
+    """Stop flags and claim refreshes for every local turn, in one query each."""
+    loop = asyncio.get_running_loop()
+    last_keepalive = loop.time()
+    while _running:
+        await asyncio.sleep(CANCEL_POLL_SECONDS)
+        local = {key: running for key, running in _running.items() if not running.task.done()}
+        if not local:
+            continue
+        try:
+            flagged = await database_sync_to_async(guard.cancel_requested_among)(list(local))
+            for key in flagged:
+                local[key].turn.stop_event.set()
+            if loop.time() - last_keepalive >= guard.TURN_KEEPALIVE.total_seconds():
+                last_keepalive = loop.time()
+                await database_sync_to_async(guard.turns_keepalive)(
+                    turns={key: running.turn.turn_index for key, running in local.items()}
+                )
+        except Exception:
+            logger.exception("the turn watcher could not reach the database; trying again")
+
+
+async def request_stop(*, thread: Thread) -> bool:
+    """Ask the thread's running turn to stop, wherever it runs. True if one was running."""
+    flagged = await database_sync_to_async(guard.turn_request_cancel)(thread=thread)
+    local = _running.get(thread.pk)
+    if local is not None:
+        local.turn.stop_event.set()
+    return flagged or local is not None
+
+
+def resync_html(thread_id) -> str:
+    """What a page opened mid-turn has missed of the turn running in this
+    process (the reasoning so far and the answer streamed so far), or "".
+
+    The page itself renders the turn from the checkpointer, which holds
+    neither the streamed draft nor steps sent since the page was built. The
+    consumer has it sent behind the fragments already on their way, so the
+    snapshot replaces whatever those added and later tokens append to it."""
+    local = _running.get(uuid.UUID(str(thread_id)))
+    if local is None or local.task.done():
+        return ""
+    return local.turn.resync_html()
+
+
+async def wait_for_turn(thread_id, timeout: float = 30.0) -> None:
+    """Wait until this process's turn on the thread (if any) has finished."""
+    local = _running.get(uuid.UUID(str(thread_id)))
+    if local is not None:
+        await asyncio.wait_for(asyncio.shield(local.task), timeout)
+
+
+async def stop_all_turns() -> None:
+    """Server shutdown: stop every turn of this process (partial answers kept,
+    turn slots released), cancelling any that do not wind down in time."""
+    local = list(_running.values())
+    for running in local:
+        running.turn.stop_event.set()
+    tasks = [running.task for running in local if not running.task.done()]
+    if not tasks:
+        return
+    _done, pending = await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE_SECONDS)
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.wait(pending, timeout=SHUTDOWN_GRACE_SECONDS)

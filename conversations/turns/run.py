@@ -1,0 +1,234 @@
+"""One agent turn as a server-owned task: the agent's events (agent.events)
+become chat fragments for every open tab of the thread.
+
+It never touches a socket: everything goes out through the live layer's
+publisher to the thread's group, so every tab (and a page reloaded
+mid-turn, which joins the group on connect) sees the same turn, and the
+person may close the tab that started it. What the agent's tools change in
+the workspace reaches the tabs without the runner: the services announce
+it after commit (conversations.live).
+
+Order of a turn's fragments (ids in conversations/fragments/turn.html):
+
+1. the turn shell appended to #chat-messages (user bubble, an open
+   "Internal reasoning" container, an empty assistant bubble) and the
+   running controls (#chat-status with Stop, #chat-send disabled);
+2. per tool call, one reasoning step (its action_and_reasoning sentence
+   only) appended to #turn-N-steps;
+3. answer tokens appended to #turn-N-answer-content (text a model call
+   wrote before deciding to call tools is taken back when they arrive);
+4. closing: the answer as sanitised markdown, the reasoning collapsed, the
+   marker (Stopped / the error), idle controls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from channels.db import database_sync_to_async
+from django.utils.html import escape
+
+from agent import checkpointer as checkpointers
+from agent.builder import AgentProvider
+from agent.context import AgentContext
+from agent.events import Answer, Diagnostic, DraftWithdrawn, StepFinished, StepsStarted, Token
+from agent.turn import CANCELLED_TOOL_RESULT, FAILED_TOOL_RESULT, repair_history, stream_turn
+from workspace.markdown import render_markdown
+from workspace.models import Thread
+
+from .. import services
+from ..live import publisher
+from ..models import ActivityLogEntry
+from . import fragments, guard
+from .errors import safe_error_message
+
+logger = logging.getLogger("haico.conversations.turns")
+
+# With nothing to send for this long, a harmless fragment keeps proxies and
+# browsers from dropping an idle socket during one long generation.
+HEARTBEAT_SECONDS = 10.0
+
+
+class TurnStopped(Exception):
+    """The person asked the turn to stop."""
+
+
+class TurnRun:
+    def __init__(self, *, thread: Thread, turn_index: int, user_message: str, model_name: str | None, agents: AgentProvider):
+        self.thread = thread
+        self.context = AgentContext(thread=thread, turn_index=turn_index)
+        self.turn_index = turn_index
+        self.user_message = user_message
+        self.model_name = model_name or None
+        self.agents = agents
+        self.stop_event = asyncio.Event()
+        self.graph = None
+        self.steps: list[str] = []
+        self.draft: list[str] = []  # text streamed by the current model call
+        self._held_whitespace = ""
+        self.final_text = ""
+        self._last_sent = time.monotonic()
+
+    # -- sending --
+
+    def send(self, html: str) -> None:
+        publisher.publish(self.thread.pk, html)
+        self._last_sent = time.monotonic()
+
+    def _turn(self, **overrides) -> dict:
+        turn = {
+            "turn_index": self.turn_index,
+            "user_message": self.user_message,
+            "steps": self.steps,
+            "answer_html": "",
+            "stopped": False,
+            "error": "",
+            "running": True,
+        }
+        turn.update(overrides)
+        return turn
+
+    def resync_html(self) -> str:
+        return fragments.in_progress(self._turn(answer_html=escape("".join(self.draft))))
+
+    # -- the task --
+
+    async def run(self) -> str:
+        """Run the turn to its end; returns "complete", "stopped" or "error"."""
+        outcome, error = "complete", ""
+        try:
+            self.send(fragments.turn_shell(self._turn(), title=self.thread.title if self.turn_index == 1 else None))
+            await self._stream()
+        except TurnStopped:
+            outcome = "stopped"
+            await self._repair(partial="".join(self.draft), tool_result=CANCELLED_TOOL_RESULT)
+        except asyncio.CancelledError:
+            # Server shutdown after the grace period: still release the slot below.
+            outcome = "stopped"
+            raise
+        except Exception as exc:
+            outcome, error = "error", safe_error_message(exc)
+            logger.exception("turn %s of thread %s failed", self.turn_index, self.thread.pk)
+            await self._record(error, level=ActivityLogEntry.Level.ERROR)
+            await self._repair(partial=None, tool_result=FAILED_TOOL_RESULT)
+        finally:
+            try:
+                await database_sync_to_async(guard.turn_finish)(thread=self.thread, turn_index=self.turn_index)
+            except Exception:
+                logger.exception("could not release the turn slot of thread %s", self.thread.pk)
+            try:
+                self.send(self._closing_html(outcome, error))
+            except Exception:
+                logger.exception("could not send the end of turn %s of thread %s", self.turn_index, self.thread.pk)
+        return outcome
+
+    async def _stream(self) -> None:
+        saver = await checkpointers.get_checkpointer()
+        self.graph = self.agents.graph(model_name=self.model_name, checkpointer=saver)
+        events = stream_turn(self.graph, context=self.context, user_message=self.user_message)
+        await self._drain(events)
+
+    async def _drain(self, events) -> None:
+        """Consume the agent's events, with heartbeats while it is quiet.
+
+        The pending event is awaited through a task so a heartbeat never
+        cancels it; only a stop does."""
+        iterator = events.__aiter__()
+        pending: asyncio.Future | None = None
+        stop_wait = asyncio.ensure_future(self.stop_event.wait())
+        try:
+            while True:
+                if self.stop_event.is_set():
+                    raise TurnStopped
+                if pending is None:
+                    pending = asyncio.ensure_future(iterator.__anext__())
+                timeout = max(0.0, self._last_sent + HEARTBEAT_SECONDS - time.monotonic())
+                done, _ = await asyncio.wait((pending, stop_wait), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+                if pending in done:
+                    finished, pending = pending, None
+                    try:
+                        event = finished.result()
+                    except StopAsyncIteration:
+                        return
+                    await self._handle(event)
+                elif stop_wait in done:
+                    raise TurnStopped
+                else:
+                    self.send(fragments.heartbeat())
+        finally:
+            stop_wait.cancel()
+            if pending is not None:
+                pending.cancel()
+                await asyncio.wait((pending,))
+                if not pending.cancelled():
+                    pending.exception()  # retrieved; the stop (or error) is what matters
+            try:
+                await iterator.aclose()
+            except Exception:
+                logger.debug("agent stream did not close cleanly", exc_info=True)
+
+    # -- agent events --
+
+    async def _handle(self, event) -> None:
+        if isinstance(event, Token):
+            self._token(event.text)
+        elif isinstance(event, DraftWithdrawn):
+            self._withdraw_draft()
+        elif isinstance(event, StepsStarted):
+            self.steps.extend(event.sentences)
+            self.send(fragments.steps(self.turn_index, event.sentences))
+        elif isinstance(event, Answer):
+            self.final_text = event.text
+        elif isinstance(event, Diagnostic):
+            await self._record(event.message, level=event.level)
+        elif isinstance(event, StepFinished):
+            pass  # what the step changed is announced by the services themselves
+
+    def _token(self, text: str) -> None:
+        self.draft.append(text)
+        if not text.strip():
+            # A bare whitespace fragment could be dropped by the HTML parser
+            # on the client; it goes out with the next word instead.
+            self._held_whitespace += text
+            return
+        text, self._held_whitespace = self._held_whitespace + text, ""
+        self.send(fragments.tokens(self.turn_index, text))
+
+    def _withdraw_draft(self) -> None:
+        if self.draft:
+            self.draft.clear()
+            self._held_whitespace = ""
+            self.send(fragments.answer(self._turn()))
+
+    # -- endings --
+
+    def _closing_html(self, outcome: str, error: str) -> str:
+        if outcome == "complete":
+            answer = self.final_text
+        elif outcome == "stopped":
+            answer = "".join(self.draft)
+        else:
+            answer = ""
+        turn = self._turn(
+            running=False,
+            answer_html=render_markdown(answer) if answer.strip() else "",
+            stopped=outcome == "stopped",
+            error=error,
+        )
+        return fragments.closing(turn)
+
+    async def _record(self, message: str, *, level: str) -> None:
+        try:
+            await database_sync_to_async(services.activity_log)(
+                thread=self.thread, message=message, level=level, turn_index=self.turn_index
+            )
+        except Exception:
+            logger.exception("could not record %s of turn %s", level, self.turn_index)
+
+    async def _repair(self, *, partial: str | None, tool_result: str) -> None:
+        if self.graph is not None:
+            await repair_history(
+                self.graph, context=self.context, user_message=self.user_message, partial=partial, tool_result=tool_result
+            )

@@ -1,0 +1,89 @@
+"""The live layer: every committed change reaches the open tabs of its
+thread (and only those), whoever made it; fragments keep their order and are
+batched into few messages."""
+
+import asyncio
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.test import Client
+
+from conversations.live import FRAGMENT_EVENT, Publisher, group_name
+from conversations.services import thread_create
+from tests.conftest import PASSWORD
+from workspace.models import Preference
+from workspace.services import preferences as preference_services
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _post(user, path, data):
+    client = Client()
+    client.force_login(user)
+    return client.post(path, data, HTTP_HX_REQUEST="true")
+
+
+async def test_the_owners_edit_in_one_tab_reaches_another_open_tab(owner, thread, sockets):
+    second_tab = await sockets(thread.pk, owner)
+    response = await sync_to_async(_post)(owner, f"/threads/{thread.pk}/workspace/plan/add/", {"text": "Find sources"})
+    assert response.status_code == 200
+    html = await second_tab.receive_from(timeout=3)
+    assert 'id="panel-plan"' in html and "Find sources" in html and 'hx-swap-oob="true"' in html
+
+
+async def test_a_staff_lock_in_the_admin_reaches_the_owners_tab(owner, staff, thread, sockets):
+    preference = await sync_to_async(preference_services.preference_add)(thread=thread, title="Cite sources", respect_lock=False)
+    tab = await sockets(thread.pk, owner)
+    client = Client()
+    await sync_to_async(client.login)(username="staff", password=PASSWORD)
+    response = await sync_to_async(client.post)(
+        "/admin/workspace/preference/",
+        {"action": "lock_selected", "_selected_action": [preference.pk], "index": "0"},
+    )
+    assert response.status_code == 302
+    html = await tab.receive_from(timeout=3)
+    assert 'id="panel-preferences"' in html and "Locked" in html
+    assert await sync_to_async(Preference.objects.filter(pk=preference.pk, locked=True).exists)()
+
+
+async def test_changes_reach_only_the_tabs_of_their_own_thread(owner, other_user, thread, sockets):
+    theirs = await sync_to_async(thread_create)(owner=other_user, title="Theirs")
+    their_tab = await sockets(theirs.pk, other_user)
+    my_tab = await sockets(thread.pk, owner)
+    await sync_to_async(preference_services.preference_add)(thread=thread, title="Mine only", respect_lock=False)
+    assert "Mine only" in await my_tab.receive_from(timeout=3)
+    assert await their_tab.receive_nothing(timeout=0.3)
+
+
+async def test_fragments_queued_together_go_out_as_one_message_in_order(thread):
+    layer = get_channel_layer()
+    listener = await layer.new_channel()
+    await layer.group_add(group_name(thread.pk), listener)
+    publisher = Publisher()
+    publisher.attach()
+    for n in range(5):
+        publisher.publish(thread.pk, f"<i>{n}</i>")
+    first = await asyncio.wait_for(layer.receive(listener), 2)
+    rest = []
+    while True:
+        try:
+            rest.append(await asyncio.wait_for(layer.receive(listener), 0.2))
+        except asyncio.TimeoutError:
+            break
+    messages = [first, *rest]
+    assert "".join(m["html"] for m in messages) == "".join(f"<i>{n}</i>" for n in range(5))
+    assert len(messages) <= 2  # the first goes at once, the rest together
+    assert all(m["type"] == FRAGMENT_EVENT and m["origin"] == publisher.origin for m in messages)
+    assert [m["seq"] for m in messages] == list(range(1, len(messages) + 1))
+
+
+async def test_a_publish_from_a_worker_thread_arrives_through_the_servers_loop(thread):
+    layer = get_channel_layer()
+    listener = await layer.new_channel()
+    await layer.group_add(group_name(thread.pk), listener)
+    publisher = Publisher()
+    publisher.attach()
+    await sync_to_async(publisher.publish, thread_sensitive=False)(thread.pk, "<b>from a thread</b>")
+    message = await asyncio.wait_for(layer.receive(listener), 2)
+    assert message["html"] == "<b>from a thread</b>"

@@ -1,0 +1,38 @@
+"""Typed artifacts (charts, tables): JSON payloads, never markup."""
+
+import json
+
+from django.db import transaction
+
+from ..errors import InvalidInput
+from ..models import ARTIFACT_TITLE_MAX_CHARS, Artifact, Thread
+from ..text import clean_text
+from .common import changed
+
+ARTIFACT_PAYLOAD_MAX_BYTES = 1_000_000
+ARTIFACT_TYPE_MAX_CHARS = 50
+
+
+@transaction.atomic
+def artifact_create(*, thread: Thread, artifact_type: str, title: str, payload: dict, turn_index: int) -> Artifact:
+    artifact_type = clean_text(artifact_type, label="Artifact type", max_chars=ARTIFACT_TYPE_MAX_CHARS)
+    title = clean_text(title or "", label="Artifact title", max_chars=ARTIFACT_TITLE_MAX_CHARS, allow_empty=True)
+    if not isinstance(payload, dict):
+        raise InvalidInput("Artifact payload must be a JSON object.")
+    try:
+        # NaN / Infinity are not JSON: the database's JSON check would reject
+        # them on insert (an IntegrityError, i.e. a 500) instead of a clear message.
+        encoded = json.dumps(payload, allow_nan=False)
+    except (TypeError, ValueError):
+        raise InvalidInput("Artifact payload must be plain JSON (objects, lists, text, numbers).") from None
+    if "\\u0000" in encoded:
+        # PostgreSQL's jsonb cannot store the NUL escape.
+        raise InvalidInput("Artifact payload cannot contain NUL characters.")
+    size = len(encoded)
+    if size > ARTIFACT_PAYLOAD_MAX_BYTES:
+        raise InvalidInput(f"Artifact payload is too large ({size:,} bytes; the limit is {ARTIFACT_PAYLOAD_MAX_BYTES:,}).")
+    artifact = Artifact.objects.create(
+        thread=thread, artifact_type=artifact_type, title=title, payload=payload, turn_index=turn_index
+    )
+    changed(thread.pk, "artifacts", [artifact.pk])
+    return artifact

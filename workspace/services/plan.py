@@ -1,0 +1,253 @@
+"""The plan: a tree of steps stored as a pre-order list (docs/adr/0002).
+
+Each operation loads the thread's steps (locked), asks workspace.plan_tree
+for the new layout, and writes positions and depths back in the same
+transaction, refusing any result that is not a valid tree."""
+
+from django.db import transaction
+from django.utils import timezone
+
+from .. import plan_tree
+from ..errors import InvalidInput, NotFound
+from ..models import TODO_TEXT_MAX_CHARS, Thread, Todo
+from ..text import clean_text
+from .common import BatchResult, changed
+
+
+def _clean_step_text(text) -> str:
+    return clean_text(text, label="Step text", max_chars=TODO_TEXT_MAX_CHARS)
+
+
+def _plan(thread_id) -> list[Todo]:
+    return list(Todo.objects.select_for_update().filter(thread_id=thread_id).order_by("position", "id"))
+
+
+def _depths(todos: list[Todo]) -> list[int]:
+    return [t.depth for t in todos]
+
+
+def _row_of(todos: list[Todo], todo: Todo) -> int:
+    for i, candidate in enumerate(todos):
+        if candidate.pk == todo.pk:
+            return i
+    raise NotFound("That plan step no longer exists.")
+
+
+def _write(todos: list[Todo], depths: list[int]) -> None:
+    """Store `todos` in this order at these depths (dense positions 0..n-1),
+    writing only the rows that moved; new rows (no pk) are inserted."""
+    if not plan_tree.is_valid(depths):
+        # Guards against a bug in an operation; the transaction rolls back.
+        raise InvalidInput("That change would break the plan's structure, so nothing was changed.")
+    moved = []
+    for position, (todo, depth) in enumerate(zip(todos, depths)):
+        if todo.pk is None:
+            todo.position, todo.depth = position, depth
+            todo.save()
+        elif todo.position != position or todo.depth != depth:
+            todo.position, todo.depth = position, depth
+            moved.append(todo)
+    if moved:
+        Todo.objects.bulk_update(moved, ["position", "depth"])
+
+
+def _rearrange(todo: Todo, layout_for) -> None:
+    todos = _plan(todo.thread_id)
+    i = _row_of(todos, todo)
+    depths = _depths(todos)
+    layout = layout_for(depths, i)
+    subtree = todos[i : plan_tree.subtree_end(depths, i)]
+    _write([todos[j] for j in layout.order], layout.depths)
+    changed(todo.thread_id, "plan", [t.pk for t in subtree], reordered=True)
+
+
+@transaction.atomic
+def todo_add(*, thread: Thread, text: str, parent: Todo | None = None) -> Todo:
+    """Add a step at the end of the plan, or as the last sub-step of `parent`."""
+    text = _clean_step_text(text)
+    todos = _plan(thread.pk)
+    depths = _depths(todos)
+    insert_at, depth = plan_tree.child_slot(depths, None if parent is None else _row_of(todos, parent))
+    if depth > plan_tree.MAX_DEPTH:
+        raise InvalidInput(plan_tree.TOO_DEEP)
+    todo = Todo(thread=thread, text=text)
+    _write(todos[:insert_at] + [todo] + todos[insert_at:], depths[:insert_at] + [depth] + depths[insert_at:])
+    changed(thread.pk, "plan", [todo.pk])
+    return todo
+
+
+@transaction.atomic
+def todos_add_outline(*, thread: Thread, steps: list[dict], parent_index: int | None = None) -> list[Todo]:
+    """Add an outline of steps ({text, depth}, depth relative to the outline's
+    top level) at the end of the plan, or nested under the 1-based `parent_index`."""
+    if not steps:
+        raise InvalidInput("Give at least one step.")
+    cleaned = []
+    previous_depth = -1
+    for n, step in enumerate(steps, start=1):
+        try:
+            text = _clean_step_text(step.get("text"))
+        except InvalidInput as exc:
+            raise InvalidInput(f"Step {n}: {exc.message}") from None
+        depth = step.get("depth", 0)
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
+            raise InvalidInput(f"Step {n}: depth must be a whole number of 0 or more.")
+        if depth > previous_depth + 1:
+            raise InvalidInput(
+                f"Step {n}: depth {depth} skips a level; the first step has depth 0 and each step "
+                "may be at most one level deeper than the step before it."
+            )
+        cleaned.append((text, depth))
+        previous_depth = depth
+    todos = _plan(thread.pk)
+    depths = _depths(todos)
+    parent = None if parent_index is None else plan_tree.one_based(depths, parent_index)
+    insert_at, base = plan_tree.child_slot(depths, parent)
+    plan_tree.check_outline([d for _, d in cleaned], base=base)
+    created = [Todo(thread=thread, text=text) for text, _ in cleaned]
+    _write(
+        todos[:insert_at] + created + todos[insert_at:],
+        depths[:insert_at] + [base + d for _, d in cleaned] + depths[insert_at:],
+    )
+    changed(thread.pk, "plan", [t.pk for t in created])
+    return created
+
+
+def _require(todo: Todo) -> None:
+    # Deleted in another tab (or by the agent) since it was loaded: a clear
+    # message rather than Django's "update_fields did not affect any rows".
+    if not Todo.objects.select_for_update().filter(pk=todo.pk).exists():
+        raise NotFound("That plan step no longer exists.")
+
+
+@transaction.atomic
+def todo_update_text(*, todo: Todo, text: str) -> Todo:
+    text = _clean_step_text(text)
+    _require(todo)
+    todo.text = text
+    todo.save(update_fields=["text", "updated_at"])
+    changed(todo.thread_id, "plan", [todo.pk])
+    return todo
+
+
+@transaction.atomic
+def todo_set_done(*, todo: Todo, done: bool) -> Todo:
+    _require(todo)
+    todo.done = bool(done)
+    todo.save(update_fields=["done", "updated_at"])
+    changed(todo.thread_id, "plan", [todo.pk])
+    return todo
+
+
+@transaction.atomic
+def todo_delete(*, todo: Todo) -> int:
+    """Delete a step and its whole subtree; returns how many rows went."""
+    todos = _plan(todo.thread_id)
+    i = _row_of(todos, todo)
+    depths = _depths(todos)
+    end = plan_tree.subtree_end(depths, i)
+    doomed = todos[i:end]
+    Todo.objects.filter(pk__in=[t.pk for t in doomed]).delete()
+    _write(todos[:i] + todos[end:], depths[:i] + depths[end:])
+    changed(todo.thread_id, "plan", [t.pk for t in doomed], reordered=True)
+    return len(doomed)
+
+
+@transaction.atomic
+def todo_indent(*, todo: Todo) -> None:
+    """Make the step (with its subtree) the last sub-step of its previous sibling."""
+    _rearrange(todo, plan_tree.indent)
+
+
+@transaction.atomic
+def todo_outdent(*, todo: Todo) -> None:
+    """Move the step (with its subtree) one level up, right after its parent's
+    subtree; the steps that followed it stay under the old parent."""
+    _rearrange(todo, plan_tree.outdent)
+
+
+@transaction.atomic
+def todo_move(*, todo: Todo, direction: str) -> None:
+    """Move one place up or down among its siblings, with its subtree."""
+    if direction not in ("up", "down"):
+        raise InvalidInput("Direction must be 'up' or 'down'.")
+    _rearrange(todo, lambda depths, i: plan_tree.move_step(depths, i, direction))
+
+
+def _unique(todos: list[Todo]) -> list[Todo]:
+    seen, result = set(), []
+    for todo in todos:
+        if todo.pk not in seen:
+            seen.add(todo.pk)
+            result.append(todo)
+    return result
+
+
+def _targets(todos: list[Todo], indices) -> list[Todo]:
+    depths = _depths(todos)
+    targets = _unique([todos[plan_tree.one_based(depths, index)] for index in indices])
+    if not targets:
+        raise InvalidInput("Give at least one index.")
+    return targets
+
+
+@transaction.atomic
+def todos_toggle_by_index(*, thread: Thread, indices: list[int]) -> BatchResult:
+    todos = _plan(thread.pk)
+    targets = _targets(todos, indices)
+    numbers = dict(zip((t.pk for t in todos), plan_tree.outline_numbers(_depths(todos))))
+    result = BatchResult()
+    # The rows were just read and locked in this transaction, so none can
+    # have gone; one activity touch covers the batch.
+    now = timezone.now()
+    for todo in targets:
+        todo.done, todo.updated_at = not todo.done, now
+    Todo.objects.bulk_update(targets, ["done", "updated_at"])
+    for todo in targets:
+        result.done.append(f"{numbers[todo.pk]} '{todo.text}' marked {'done' if todo.done else 'not done'}")
+    changed(thread.pk, "plan", [t.pk for t in targets])
+    return result
+
+
+@transaction.atomic
+def todos_update_by_index(*, thread: Thread, updates: list[dict]) -> BatchResult:
+    todos = _plan(thread.pk)
+    depths = _depths(todos)
+    targets = [(todos[plan_tree.one_based(depths, u.get("index"))], u.get("text")) for u in updates]
+    if not targets:
+        raise InvalidInput("Give at least one update.")
+    cleaned = []
+    for n, (todo, text) in enumerate(targets, start=1):
+        try:
+            cleaned.append((todo, _clean_step_text(text)))
+        except InvalidInput as exc:
+            raise InvalidInput(f"Update {n}: {exc.message}") from None
+    result = BatchResult()
+    for todo, text in cleaned:
+        todo.text = text
+        todo.save(update_fields=["text", "updated_at"])
+        result.done.append(f"rewrote step to '{todo.text}'")
+    changed(thread.pk, "plan", [t.pk for t, _ in cleaned])
+    return result
+
+
+@transaction.atomic
+def todos_remove_by_index(*, thread: Thread, indices: list[int]) -> BatchResult:
+    todos = _plan(thread.pk)
+    targets = _targets(todos, indices)
+    result = BatchResult()
+    gone: set[int] = set()
+    for todo in targets:
+        if todo.pk in gone:
+            continue  # already removed with an ancestor
+        depths = _depths(todos)
+        i = _row_of(todos, todo)
+        end = plan_tree.subtree_end(depths, i)
+        gone.update(t.pk for t in todos[i:end])
+        removed = end - i
+        del todos[i:end]
+        result.done.append(f"removed '{todo.text}'" + (f" and {removed - 1} sub-steps" if removed > 1 else ""))
+    Todo.objects.filter(pk__in=gone).delete()
+    _write(todos, _depths(todos))
+    changed(thread.pk, "plan", gone, reordered=True)
+    return result

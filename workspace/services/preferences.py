@@ -1,0 +1,182 @@
+"""Preferences: the person's constraints, hard before soft. Locks bind only
+the agent: its path passes `respect_lock=True`, the person's `False`."""
+
+from django.db import transaction
+
+from .. import selectors
+from ..errors import InvalidInput, NotFound, PreferenceLocked
+from ..models import PREFERENCE_SUBTITLE_MAX_CHARS, PREFERENCE_TITLE_MAX_CHARS, Preference, Thread
+from ..text import clean_text
+from .common import BatchResult, changed
+
+
+def _clean_title(title) -> str:
+    return clean_text(title, label="Title", max_chars=PREFERENCE_TITLE_MAX_CHARS)
+
+
+def _clean_subtitle(subtitle) -> str:
+    return clean_text(subtitle or "", label="Subtitle", max_chars=PREFERENCE_SUBTITLE_MAX_CHARS, allow_empty=True)
+
+
+def _clean_kind(kind) -> str:
+    if kind not in Preference.Kind.values:
+        raise InvalidInput(f"Kind must be 'hard' or 'soft', not {kind!r}.")
+    return kind
+
+
+def _next_position(thread: Thread) -> int:
+    last = Preference.objects.filter(thread=thread).order_by("-position").values_list("position", flat=True).first()
+    return 0 if last is None else last + 1
+
+
+@transaction.atomic
+def preference_add(*, thread: Thread, title: str, subtitle: str = "", kind: str = "soft", respect_lock: bool) -> Preference:
+    """Add one preference (locks do not apply to adding; the flag keeps every
+    preference write explicit about which path it is on)."""
+    preference = Preference.objects.create(
+        thread=thread,
+        title=_clean_title(title),
+        subtitle=_clean_subtitle(subtitle),
+        kind=_clean_kind(kind),
+        position=_next_position(thread),
+    )
+    changed(thread.pk, "preferences", [preference.pk])
+    return preference
+
+
+@transaction.atomic
+def preferences_add(*, thread: Thread, items: list[dict], respect_lock: bool) -> BatchResult:
+    """Add several preferences; one whose title (case-insensitive) already
+    exists is reused instead of duplicated. All items are validated first."""
+    cleaned = []
+    for n, item in enumerate(items, start=1):
+        try:
+            cleaned.append((_clean_title(item.get("title")), _clean_subtitle(item.get("subtitle")), _clean_kind(item.get("kind", "soft"))))
+        except InvalidInput as exc:
+            raise InvalidInput(f"Item {n}: {exc.message}") from None
+    if not cleaned:
+        raise InvalidInput("Give at least one preference.")
+    existing = {p.title.casefold() for p in Preference.objects.filter(thread=thread)}
+    result = BatchResult()
+    for title, subtitle, kind in cleaned:
+        if title.casefold() in existing:
+            result.skipped.append(f"'{title}' already recorded (reused the existing preference)")
+            continue
+        preference_add(thread=thread, title=title, subtitle=subtitle, kind=kind, respect_lock=respect_lock)
+        existing.add(title.casefold())
+        result.done.append(f"recorded '{title}' ({kind})")
+    return result
+
+
+def _refresh_lock(preference: Preference) -> None:
+    """Re-read the row's lock inside the transaction: the object may have been
+    loaded before the person locked (or deleted) it in another tab."""
+    locked = Preference.objects.select_for_update().filter(pk=preference.pk).values_list("locked", flat=True).first()
+    if locked is None:
+        raise NotFound("That preference no longer exists.")
+    preference.locked = locked
+
+
+def _check_lock(preference: Preference, *, respect_lock: bool, verb: str) -> None:
+    _refresh_lock(preference)
+    if respect_lock and preference.locked:
+        raise PreferenceLocked(
+            f"Preference '{preference.title}' is locked and cannot be {verb}; ask the user to unlock it first."
+        )
+
+
+@transaction.atomic
+def preference_update(
+    *,
+    preference: Preference,
+    title: str | None = None,
+    subtitle: str | None = None,
+    kind: str | None = None,
+    respect_lock: bool,
+) -> Preference:
+    _check_lock(preference, respect_lock=respect_lock, verb="modified")
+    if title is not None:
+        preference.title = _clean_title(title)
+    if subtitle is not None:
+        preference.subtitle = _clean_subtitle(subtitle)
+    if kind is not None:
+        preference.kind = _clean_kind(kind)
+    # Named fields only, so a stale object never writes back an old lock.
+    preference.save(update_fields=["title", "subtitle", "kind", "updated_at"])
+    changed(preference.thread_id, "preferences", [preference.pk])
+    return preference
+
+
+@transaction.atomic
+def preference_delete(*, preference: Preference, respect_lock: bool) -> None:
+    _check_lock(preference, respect_lock=respect_lock, verb="removed")
+    pk, thread_id = preference.pk, preference.thread_id
+    preference.delete()
+    changed(thread_id, "preferences", [pk])
+
+
+@transaction.atomic
+def preference_set_locked(*, preference: Preference, locked: bool, respect_lock: bool) -> Preference:
+    """Lock or unlock. Only the person (or staff) may: the agent path is refused."""
+    if respect_lock:
+        raise PreferenceLocked("Only the user can lock or unlock a preference.")
+    _refresh_lock(preference)
+    preference.locked = bool(locked)
+    preference.save(update_fields=["locked", "updated_at"])
+    changed(preference.thread_id, "preferences", [preference.pk])
+    return preference
+
+
+def _preference_at(preferences: list[Preference], index) -> Preference:
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise InvalidInput(f"Index {index!r} is not a number.")
+    if not 1 <= index <= len(preferences):
+        raise InvalidInput(
+            f"Preference index {index} is out of range; there are {len(preferences)} preferences (1-based)."
+            if preferences
+            else f"Preference index {index} is out of range; there are no preferences yet."
+        )
+    return preferences[index - 1]
+
+
+@transaction.atomic
+def preferences_update_by_index(*, thread: Thread, updates: list[dict], respect_lock: bool) -> BatchResult:
+    """Edit preferences by their 1-based index (hard before soft). Locked ones
+    are skipped and reported when `respect_lock`; an invalid item fails the batch."""
+    preferences = selectors.preferences_for(thread=thread)
+    targets = [(_preference_at(preferences, u.get("index")), u) for u in updates]
+    if not targets:
+        raise InvalidInput("Give at least one update.")
+    result = BatchResult()
+    for preference, update in targets:
+        fields = {k: update.get(k) for k in ("title", "subtitle", "kind") if update.get(k) is not None}
+        if not fields:
+            raise InvalidInput(f"Update for index {update.get('index')} changes nothing; give title, subtitle or kind.")
+        try:
+            preference_update(preference=preference, respect_lock=respect_lock, **fields)
+        except PreferenceLocked as exc:
+            result.skipped.append(exc.message)
+            continue
+        result.done.append(f"updated '{preference.title}'")
+    return result
+
+
+@transaction.atomic
+def preferences_remove_by_index(*, thread: Thread, indices: list[int], respect_lock: bool) -> BatchResult:
+    preferences = selectors.preferences_for(thread=thread)
+    targets = []
+    for index in indices:
+        preference = _preference_at(preferences, index)
+        if preference not in targets:
+            targets.append(preference)
+    if not targets:
+        raise InvalidInput("Give at least one index.")
+    result = BatchResult()
+    for preference in targets:
+        try:
+            preference_delete(preference=preference, respect_lock=respect_lock)
+        except PreferenceLocked as exc:
+            result.skipped.append(exc.message)
+            continue
+        result.done.append(f"removed '{preference.title}'")
+    return result
