@@ -159,32 +159,20 @@ class Publisher:
 publisher = Publisher()
 
 
-# --- change events -> panel pushes -------------------------------------------
-
-
-def _centre(thread: Thread, change: Change) -> str:
-    if change.surface == "artifacts" and change.ids:
-        return panels.render_panel("centre", thread=thread, oob=True, selected_artifact_id=max(change.ids))
-    return panels.render_panel("centre", thread=thread, oob=True)
+# --- change events -> pushes --------------------------------------------------
 
 
 def render_changes(thread: Thread, changes: list[Change]) -> str:
-    """The fragments that bring an open page of `thread` up to date with `changes`."""
-    by_surface = {change.surface: change for change in changes}
-    parts = []
-    if "thread" in by_surface:
+    """What brings an open page of `thread` up to date with `changes`: the
+    workspace's patches (workspace.panels) and the thread's title or its
+    deletion."""
+    html = panels.render_changes(thread, changes)
+    if any(change.surface == "thread" for change in changes):
         if thread.is_deleted:
-            parts.append(render_to_string(f"{CHAT_FRAGMENTS}#notice", {"message": "This thread was deleted.", "oob": True}))
+            html += render_to_string(f"{CHAT_FRAGMENTS}#notice", {"message": "This thread was deleted.", "oob": True})
         else:
-            parts.append(render_to_string(f"{CHAT_FRAGMENTS}#thread_title", {"title": thread.title}))
-    for surface in ("objective", "preferences", "plan"):
-        if surface in by_surface:
-            parts.append(panels.render_panel(surface, thread=thread, oob=True))
-    if "artifacts" in by_surface:
-        parts.append(_centre(thread, by_surface["artifacts"]))
-    elif "document" in by_surface:
-        parts.append(_centre(thread, by_surface["document"]))
-    return "".join(parts)
+            html += render_to_string(f"{CHAT_FRAGMENTS}#thread_title", {"title": thread.title})
+    return html
 
 
 def on_changes(changes: list[Change]) -> None:

@@ -1,14 +1,19 @@
 """The workspace panels as named partials: one template per panel serves the
-full page, the HTMX response and the WebSocket push (OOB swap).
+full page, the HTMX response and the WebSocket push.
 
-`render_panel("plan", thread=t, oob=True)` is what the turn runner sends when
-a tool changed the plan; the HTMX views return the same fragment."""
+`render_changes(thread, changes)` turns committed change events
+(workspace.events) into the fragments that bring an open page up to date:
+patches of the touched plan steps and preferences (applied by
+static/js/live.js, so nothing the person is typing is replaced), the
+objective's read view, the document's new text, a new artifact shown in the
+centre. The live layer pushes them; the HTMX views answer with them."""
 
 from django.conf import settings
 from django.template.loader import render_to_string
 
 from . import selectors
 from .artifact_registry import artifact_view, option_label
+from .events import Change
 from .markdown import render_markdown
 from .models import Thread
 
@@ -18,6 +23,7 @@ PANEL_TEMPLATES = {
     "plan": "workspace/panels/plan.html#panel",
     "centre": "workspace/panels/centre.html#panel",
 }
+LIVE = "workspace/panels/live.html"
 
 
 def objective_context(*, thread: Thread, **extra) -> dict:
@@ -36,16 +42,8 @@ def preferences_context(*, thread: Thread, **extra) -> dict:
 
 
 def plan_context(*, thread: Thread, **extra) -> dict:
-    rows = selectors.plan_rows(thread=thread)
-    return {
-        "thread": thread,
-        "rows": rows,
-        "plan_done": sum(1 for row in rows if row.todo.done),
-        # The panel is re-rendered after every agent tool call that touches
-        # the plan: one read of it serves both views.
-        "plan_markdown": selectors.plan_markdown(thread=thread, rows=rows),
-        **extra,
-    }
+    steps = selectors.plan_steps(thread=thread)
+    return {"thread": thread, "steps": steps, "plan_done": sum(1 for step in steps if step.done), **extra}
 
 
 def centre_context(*, thread: Thread, selected_artifact_id: int | None = None, **extra) -> dict:
@@ -82,7 +80,60 @@ def panel_context(name: str, *, thread: Thread, **extra) -> dict:
 
 
 def render_panel(name: str, *, thread: Thread, request=None, oob: bool = False, **extra) -> str:
-    """The panel's HTML. With `oob`, its root element carries hx-swap-oob so
-    htmx (HTTP or WebSocket) replaces the panel in place by id."""
+    """The whole panel. With `oob`, its root element carries hx-swap-oob so
+    htmx replaces the panel in place by id."""
     context = panel_context(name, thread=thread, oob=oob, **extra)
     return render_to_string(PANEL_TEMPLATES[name], context, request=request)
+
+
+# --- patches: what changed, not whole panels -----------------------------------
+
+
+def render_plan_patch(*, thread: Thread, ids=None) -> str:
+    """The touched steps; with `ids` None every step, marked complete (the
+    page drops steps it has that are not in it: a resync)."""
+    steps, removed = selectors.plan_patch(thread=thread, ids=ids)
+    context = {"steps": steps, "removed": removed, "complete": ids is None}
+    return render_to_string("workspace/panels/plan.html#patch", context)
+
+
+def render_preferences_patch(*, thread: Thread, ids=None) -> str:
+    preferences, removed = selectors.preferences_patch(thread=thread, ids=ids)
+    context = {"preferences": preferences, "removed": removed, "complete": ids is None}
+    return render_to_string("workspace/panels/preferences.html#patch", context)
+
+
+def render_objective_patch(*, thread: Thread) -> str:
+    return render_to_string("workspace/panels/objective.html#patch", objective_context(thread=thread))
+
+
+def render_document_patch(*, thread: Thread) -> str:
+    document = selectors.document_for(thread=thread)
+    context = {"document": document, "document_html": render_markdown(document.content)}
+    return render_to_string("workspace/panels/centre.html#document_patch", context)
+
+
+def render_error(*, panel: str, target: str, message: str, row_id=None) -> str:
+    context = {"panel": panel, "target": target, "message": message, "row_id": row_id}
+    return render_to_string(f"{LIVE}#error", context)
+
+
+def render_changes(thread: Thread, changes: list[Change]) -> str:
+    """The workspace fragments for `changes` (one thread's). The thread's
+    own changes (its title) are the conversation layer's to render."""
+    by_surface = {change.surface: change for change in changes}
+    parts = []
+    if "objective" in by_surface:
+        parts.append(render_objective_patch(thread=thread))
+    if "preferences" in by_surface:
+        parts.append(render_preferences_patch(thread=thread, ids=by_surface["preferences"].ids))
+    if "plan" in by_surface:
+        parts.append(render_plan_patch(thread=thread, ids=by_surface["plan"].ids))
+    if "artifacts" in by_surface and by_surface["artifacts"].ids:
+        # A new artifact is shown at once in every tab (core seed §10.1);
+        # centre.js keeps a person's unsaved document text from being replaced.
+        newest = max(by_surface["artifacts"].ids)
+        parts.append(render_panel("centre", thread=thread, oob=True, selected_artifact_id=newest))
+    elif "document" in by_surface:
+        parts.append(render_document_patch(thread=thread))
+    return "".join(parts)

@@ -97,50 +97,56 @@ def todos_for(*, thread: Thread) -> list[Todo]:
 
 
 @dataclass(frozen=True)
-class PlanRow:
-    todo: Todo
+class PlanStep:
+    """One step as the plan panel shows it. `after` is the id of the step
+    before it ("" for the first), set only where a patch needs it."""
+
+    pk: int
+    text: str
+    done: bool
+    depth: int
     number: str
-    has_children: bool
-    can_indent: bool
-    can_outdent: bool
-    can_move_up: bool
-    can_move_down: bool
+    after: int | str | None = None
 
 
-def plan_rows(*, thread: Thread) -> list[PlanRow]:
-    """The plan with everything the tree view needs to know per row."""
-    todos = todos_for(thread=thread)
-    depths = [todo.depth for todo in todos]
-    numbers = plan_tree.outline_numbers(depths)
-    rows = []
-    for i, todo in enumerate(todos):
-        nxt = todos[i + 1] if i + 1 < len(todos) else None
-        prev_sibling = plan_tree.sibling(depths, i, -1)
-        next_sibling = plan_tree.sibling(depths, i, 1)
-        rows.append(
-            PlanRow(
-                todo=todo,
-                number=numbers[i],
-                has_children=bool(nxt and nxt.depth > todo.depth),
-                can_indent=prev_sibling is not None,
-                can_outdent=todo.depth > 0,
-                can_move_up=prev_sibling is not None,
-                can_move_down=next_sibling is not None,
-            )
-        )
-    return rows
+def plan_steps(*, thread: Thread) -> list[PlanStep]:
+    """The plan in pre-order with outline numbers: what the tree view shows."""
+    rows = list(Todo.objects.filter(thread=thread).order_by("position", "id").values_list("id", "text", "done", "depth"))
+    numbers = plan_tree.outline_numbers([depth for *_, depth in rows])
+    return [PlanStep(pk, text, done, depth, number) for (pk, text, done, depth), number in zip(rows, numbers)]
 
 
-def plan_markdown(*, thread: Thread, rows: list[PlanRow] | None = None) -> str:
-    """The plan as a markdown checklist (the read-only view). `rows` from
-    `plan_rows` of the same thread saves reading the plan twice."""
-    if rows is None:
-        rows = plan_rows(thread=thread)
-    lines = []
-    for row in rows:
-        todo = row.todo
-        lines.append(f"{'  ' * todo.depth}- [{'x' if todo.done else ' '}] {row.number} {todo.text}")
-    return "\n".join(lines)
+def plan_patch(*, thread: Thread, ids=None) -> tuple[list[PlanStep], list[int]]:
+    """The steps among `ids` (None: all) that exist, each with its place
+    (`after`), in plan order, and the ids that are gone. Reads the outline
+    (ids and depths) and only the touched rows' text."""
+    outline = list(Todo.objects.filter(thread=thread).order_by("position", "id").values_list("id", "depth"))
+    numbers = plan_tree.outline_numbers([depth for _, depth in outline])
+    touched = Todo.objects.filter(thread=thread)
+    if ids is not None:
+        touched = touched.filter(pk__in=set(ids))
+    texts = {pk: (text, done) for pk, text, done in touched.values_list("id", "text", "done")}
+    wanted = set(ids) if ids is not None else set(texts)
+    steps = []
+    for i, (pk, depth) in enumerate(outline):
+        if pk in texts:
+            text, done = texts[pk]
+            steps.append(PlanStep(pk, text, done, depth, numbers[i], after=outline[i - 1][0] if i else ""))
+    return steps, sorted(wanted - set(texts))
+
+
+def preferences_patch(*, thread: Thread, ids=None) -> tuple[list[Preference], list[int]]:
+    """Like plan_patch, for preferences: `after` is the id of the one before
+    it in its own list (hard or soft)."""
+    preferences = preferences_for(thread=thread)
+    wanted = set(ids) if ids is not None else {p.pk for p in preferences}
+    found, previous = [], {}
+    for preference in preferences:
+        if preference.pk in wanted:
+            preference.after = previous.get(preference.kind, "")
+            found.append(preference)
+        previous[preference.kind] = preference.pk
+    return found, sorted(wanted - {p.pk for p in found})
 
 
 def document_for(*, thread: Thread) -> Document:

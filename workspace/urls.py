@@ -4,7 +4,7 @@ named "thread-page" in the site URLs).
 
 Each area keeps its own routes next to its views."""
 
-from .views import artifacts, document, objective, plan, preferences
+from .views import artifacts, document, live, objective, plan, preferences
 
 app_name = "workspace"
 
@@ -14,4 +14,5 @@ urlpatterns = [
     *plan.urlpatterns,
     *document.urlpatterns,
     *artifacts.urlpatterns,
+    *live.urlpatterns,
 ]

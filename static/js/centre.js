@@ -127,6 +127,7 @@
     } else {
       failWaiters(form);
     }
+    applyHeldPatch(form);
   }
 
   document.addEventListener("input", function (event) {
@@ -199,7 +200,82 @@
     navigator.sendBeacon(form.getAttribute("action"), data);
   });
 
-  // --- pushes from the agent ------------------------------------------------------
+  // --- the document changed elsewhere (the agent, another tab) ----------------------
+  //
+  // live.js hands over the new title, text and preview. With nothing unsaved
+  // in this editor they go straight in, the caret and the scroll position kept
+  // where they were relative to the text around them; while a save is on its
+  // way the patch waits for it; over unsaved text it is never applied: the
+  // banner offers to load it (the person's text is then handed back below).
+
+  var heldPatch = null;
+
+  function baseVersion(form) {
+    var field = form.querySelector("input[name=base_version]");
+    return field ? parseInt(field.value, 10) : NaN;
+  }
+
+  function mapPosition(position, before, after) {
+    var prefix = 0;
+    var limit = Math.min(before.length, after.length);
+    while (prefix < limit && before.charCodeAt(prefix) === after.charCodeAt(prefix)) prefix++;
+    var suffix = 0;
+    while (suffix < limit - prefix && before.charCodeAt(before.length - 1 - suffix) === after.charCodeAt(after.length - 1 - suffix)) suffix++;
+    if (position <= prefix) return position;
+    if (position >= before.length - suffix) return position + after.length - before.length;
+    return after.length - suffix; // inside the changed span: just after the new text
+  }
+
+  function applyDocumentPatch(form, patch) {
+    var fields = patch.content;
+    var editor = form.elements.content;
+    var before = editor.value;
+    var after = fields.querySelector("textarea").value;
+    var focused = document.activeElement === editor;
+    var start = editor.selectionStart, end = editor.selectionEnd, scroll = editor.scrollTop;
+    if (after !== before) {
+      editor.value = after;
+      if (focused) editor.setSelectionRange(mapPosition(start, before, after), mapPosition(end, before, after));
+      editor.scrollTop = scroll;
+    }
+    form.elements.title.value = fields.querySelector("input[name=title]").getAttribute("value") || "";
+    form.querySelector("input[name=base_version]").value = patch.getAttribute("data-version");
+    var preview = document.getElementById("doc-preview");
+    var incoming = fields.querySelector("[data-preview]");
+    if (preview && incoming) preview.innerHTML = incoming.innerHTML;
+    var panel = form.closest("#panel-centre");
+    if (panel) panel.setAttribute("data-document-version", patch.getAttribute("data-version"));
+  }
+
+  function offerPatch(form, patch) {
+    var version = parseInt(patch.getAttribute("data-version"), 10);
+    if (!(version > baseVersion(form))) return; // already here (this tab's own save)
+    var state = editorState(form);
+    if (state.inFlight) {
+      heldPatch = patch;
+    } else if (state.dirty || form.closest("#panel-centre").querySelector("[data-doc-unsaved]")) {
+      heldPatch = null;
+      showAgentBanner(form.closest("#panel-centre"), null);
+    } else {
+      heldPatch = null;
+      applyDocumentPatch(form, patch);
+    }
+  }
+
+  function applyHeldPatch(form) {
+    var patch = heldPatch;
+    heldPatch = null;
+    if (patch && form.isConnected) offerPatch(form, patch);
+  }
+
+  document.addEventListener("haico:document-patch", function (event) {
+    var form = currentForm();
+    // With an artifact on show there is no editor: the document is read
+    // fresh when the person goes back to it.
+    if (form) offerPatch(form, event.detail.template.cloneNode(true));
+  });
+
+  // --- a new artifact from the agent ------------------------------------------------------
 
   document.addEventListener("htmx:oobBeforeSwap", function (event) {
     var panel = event.detail.target;

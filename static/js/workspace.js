@@ -4,15 +4,20 @@
  *   [data-edit-form="name"] of its [data-edit-scope] and hides the scope's
  *   read view (.edit-view) unless the form says [data-keep-view];
  *   [data-edit-cancel] or Escape puts things back. Opening is client-side so
- *   it is instant; the server only sees the save.
- * - The plan's tree / checklist toggle, remembered across panel swaps.
+ *   it is instant; the server only sees the save. A field with
+ *   [data-fill-from="selector"] starts from that element's current text (the
+ *   read view may have been updated by a push since the page loaded).
+ *   window.HAICO.openForm / closeForms let live.js open a row's forms.
+ * - The plan's tree / checklist toggle, remembered across reloads.
  * - Failed htmx requests are announced instead of failing silently, and a
  *   session that expired sends the person to the login page.
- * Everything is delegated from document so panels swapped in later (htmx
- * responses, WebSocket pushes) work without re-binding.
+ * Everything is delegated from document so content swapped in later (htmx
+ * responses, WebSocket pushes) works without re-binding.
  */
 (function () {
   "use strict";
+
+  var HAICO = (window.HAICO = window.HAICO || {});
 
   function scopeOf(el) {
     return el.closest("[data-edit-scope]");
@@ -24,52 +29,29 @@
     });
   }
 
+  // A form built in the browser (data-built) is dropped on close, so the next
+  // one starts from the row as it is then; the page's own forms are hidden.
   function closeForms(scope) {
     childrenMatching(scope, "form[data-edit-form]").forEach(function (form) {
+      if (form.hasAttribute("data-built")) {
+        form.remove();
+        return;
+      }
       form.reset();
       form.hidden = true;
+      form.querySelectorAll(".form-error").forEach(function (error) { error.remove(); });
     });
     childrenMatching(scope, ".edit-view").forEach(function (view) {
       view.hidden = false;
     });
   }
 
-  // A plan step carries no forms of its own (the plan panel is re-rendered
-  // after every agent tool call, and two hidden forms per step were a third
-  // of that render): the panel has one <template data-step-form="name"> per
-  // kind, with "{pk}" and "{number}" placeholders, and a step's form is made
-  // from it the first time the person opens it.
-  function stepForm(scope, name) {
-    var pk = scope.getAttribute("data-step-pk");
-    var number = scope.getAttribute("data-step-number");
-    var panel = pk && scope.closest("#panel-plan");
-    var template = panel && panel.querySelector('template[data-step-form="' + name + '"]');
-    if (!template || !template.content.firstElementChild) return null;
-    var form = template.content.firstElementChild.cloneNode(true);
-    [form].concat(Array.prototype.slice.call(form.querySelectorAll("*"))).forEach(function (el) {
-      ["action", "hx-post", "aria-label", "placeholder"].forEach(function (attr) {
-        var value = el.getAttribute(attr);
-        if (value !== null) el.setAttribute(attr, value.split("{pk}").join(pk).split("{number}").join(number));
-      });
-    });
-    form.querySelectorAll(".step-number").forEach(function (el) { el.textContent = number; });
-    var text = childrenMatching(scope, ".edit-view")[0];
-    text = text && text.querySelector(".step-text");
-    var field = form.querySelector("input[name=text]");
-    // The edit form starts from the step's text; reset() (Cancel) returns to it.
-    if (name === "edit" && text && field) field.defaultValue = text.textContent;
-    // Same order as before: read view, edit form, sub-step form.
-    var before = childrenMatching(scope, name === "edit" ? ".edit-view" : '.edit-view, form[data-edit-form="edit"]');
-    if (!before.length) return null;
-    before[before.length - 1].insertAdjacentElement("afterend", form);
-    if (window.htmx) window.htmx.process(form);
-    return form;
-  }
-
-  function openForm(scope, name) {
+  // `build(scope, name)` makes a form the scope does not have yet (a plan
+  // step's or a preference's, from its panel's <template>).
+  function openForm(scope, name, build) {
     closeForms(scope);
-    var form = childrenMatching(scope, 'form[data-edit-form="' + name + '"]')[0] || stepForm(scope, name);
-    if (!form) return;
+    var form = childrenMatching(scope, 'form[data-edit-form="' + name + '"]')[0] || (build && build(scope, name));
+    if (!form) return null;
     form.hidden = false;
     if (!form.hasAttribute("data-keep-view")) {
       childrenMatching(scope, ".edit-view").forEach(function (view) {
@@ -77,11 +59,20 @@
       });
     }
     var field = form.querySelector("input[type=text], textarea");
+    if (field && field.hasAttribute("data-fill-from")) {
+      var source = document.querySelector(field.getAttribute("data-fill-from"));
+      field.defaultValue = source ? source.textContent : "";
+      field.value = field.defaultValue;
+    }
     if (field) {
       field.focus();
       if (typeof field.select === "function" && name === "edit") field.select();
     }
+    return form;
   }
+
+  HAICO.openForm = openForm;
+  HAICO.closeForms = closeForms;
 
   document.addEventListener("click", function (event) {
     var opener = event.target.closest("[data-edit-open]");
@@ -95,7 +86,7 @@
       var cancelScope = scopeOf(cancel);
       if (cancelScope) closeForms(cancelScope);
       var view = cancelScope && childrenMatching(cancelScope, ".edit-view")[0];
-      var again = view && view.querySelector("[data-edit-open]");
+      var again = view && view.querySelector("[data-edit-open], [data-step-act=menu], [data-pref-act=edit]");
       if (again) again.focus();
       return;
     }
@@ -103,12 +94,6 @@
     if (viewButton) {
       setPlanView(viewButton.closest("#panel-plan"), viewButton.getAttribute("data-plan-view"));
     }
-  });
-
-  document.addEventListener("dblclick", function (event) {
-    var text = event.target.closest("[data-edit-dblclick]");
-    var scope = text && scopeOf(text);
-    if (scope) openForm(scope, "edit");
   });
 
   document.addEventListener("keydown", function (event) {
@@ -124,13 +109,13 @@
   // --- plan view toggle -------------------------------------------------------
   var planView = "tree";
   try {
-    planView = window.sessionStorage.getItem("haico.planView") || "tree";
+    planView = window.localStorage.getItem("haico.planView") || "tree";
   } catch (e) { /* storage disabled: default view */ }
 
   function setPlanView(panel, view) {
     if (!panel) return;
     planView = view === "markdown" ? "markdown" : "tree";
-    try { window.sessionStorage.setItem("haico.planView", planView); } catch (e) { /* ignore */ }
+    try { window.localStorage.setItem("haico.planView", planView); } catch (e) { /* ignore */ }
     applyPlanView(panel);
   }
 
@@ -143,6 +128,7 @@
     });
     var add = panel.querySelector(".plan-add");
     if (add) add.hidden = planView !== "tree";
+    if (planView === "markdown" && HAICO.writeChecklist) HAICO.writeChecklist(panel);
   }
 
   function applyToNew(root) {
@@ -165,6 +151,8 @@
     window.clearTimeout(flashTimer);
     flashTimer = window.setTimeout(function () { box.hidden = true; }, 6000);
   }
+
+  HAICO.flash = flash;
 
   document.addEventListener("htmx:beforeSwap", function (event) {
     var xhr = event.detail.xhr;

@@ -111,3 +111,17 @@ def expect_bar_chart(page: Page) -> None:
     assert drawn["type"] == "bar"
     assert drawn["labels"] == ["Q1", "Q2"]
     assert drawn["values"] == [[120, 180]]
+
+
+def step_action(page: Page, number: str, action: str) -> None:
+    """Choose `action` ("Edit", "Add sub-step", "Indent", ...) from the menu of plan step `number`."""
+    planning = page.get_by_role("region", name="Planning")
+    planning.get_by_role("button", name=f"Actions for step {number}", exact=True).click()
+    page.get_by_role("menu", name="Step actions").get_by_role("menuitem", name=action, exact=True).click()
+
+
+def step_menu_item(page: Page, number: str, action: str):
+    """The menu item `action` of step `number`, with the menu left open."""
+    planning = page.get_by_role("region", name="Planning")
+    planning.get_by_role("button", name=f"Actions for step {number}", exact=True).click()
+    return page.get_by_role("menu", name="Step actions").get_by_role("menuitem", name=action, exact=True)

@@ -1,10 +1,10 @@
 """A plan step's edit and add-sub-step forms in Chromium: opened from the
-step's buttons (built in the browser from the panel's one form template),
-saved, cancelled, and re-opened with the person's text after a refusal."""
+step's menu (built in the browser from the panel's one form template),
+saved, cancelled, and kept open with the person's text after a refusal."""
 
 from playwright.sync_api import Page, expect
 
-from .helpers import create_thread, sign_up
+from .helpers import create_thread, sign_up, step_action
 
 
 def step_texts(page: Page):
@@ -22,7 +22,7 @@ def test_person_edits_a_step_adds_a_sub_step_and_sees_a_refused_edit(page, haico
         expect(step_texts(page).last).to_have_text(text)
 
     # Edit starts from the step's own text; Save changes it.
-    planning.get_by_role("button", name="Edit step 2").click()
+    step_action(page, "2", "Edit")
     field = planning.get_by_role("textbox", name="Text of step 2")
     expect(field).to_be_focused()
     expect(field).to_have_value("Write the draft")
@@ -31,14 +31,14 @@ def test_person_edits_a_step_adds_a_sub_step_and_sees_a_refused_edit(page, haico
     expect(step_texts(page)).to_have_text(["Gather sources", "Write the first draft"])
 
     # Cancel puts the step back as it was.
-    planning.get_by_role("button", name="Edit step 1").click()
+    step_action(page, "1", "Edit")
     planning.get_by_role("textbox", name="Text of step 1").fill("Something else")
     planning.locator("#panel-plan").get_by_role("button", name="Cancel").click()
     expect(planning.get_by_role("textbox", name="Text of step 1")).to_be_hidden()
     expect(step_texts(page)).to_have_text(["Gather sources", "Write the first draft"])
 
     # A sub-step goes under its step.
-    planning.get_by_role("button", name="Add sub-step to step 2").click()
+    step_action(page, "2", "Add sub-step")
     child = planning.get_by_role("textbox", name="New sub-step of step 2")
     expect(child).to_have_attribute("placeholder", "Sub-step of 2…")
     child.fill("Introduction")
@@ -46,9 +46,9 @@ def test_person_edits_a_step_adds_a_sub_step_and_sees_a_refused_edit(page, haico
     expect(planning.locator(".step-view .step-number")).to_have_text(["1", "2", "2.1"])
     expect(step_texts(page)).to_have_text(["Gather sources", "Write the first draft", "Introduction"])
 
-    # A refused edit (blank text) comes back open, with the message, the
+    # A refused edit (blank text) stays open, with the message, the
     # person's text kept, and the step unchanged.
-    planning.get_by_role("button", name="Edit step 2.1").click()
+    step_action(page, "2.1", "Edit")
     planning.get_by_role("textbox", name="Text of step 2.1").fill("   ")
     planning.get_by_role("textbox", name="Text of step 2.1").press("Enter")
     expect(planning.get_by_role("alert")).to_have_text("Step text cannot be empty.")

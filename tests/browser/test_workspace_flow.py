@@ -5,7 +5,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from .helpers import create_thread, sign_up, thread_id_from
+from .helpers import create_thread, sign_up, step_action, step_menu_item, thread_id_from
 
 AUTOSAVE_WAIT_MS = 8_000  # 1.5 s debounce plus the request, with headroom for a busy CI box
 
@@ -62,6 +62,7 @@ def test_person_builds_a_workspace_and_finds_it_intact_after_reload(page, haico_
 
     hard = preference_item(page, "Hard", "Peer-reviewed sources")
     hard.get_by_role("button", name="Lock preference Peer-reviewed sources").click()
+    expect(hard.get_by_role("button", name="Lock preference Peer-reviewed sources")).to_have_text("Unlock")
     hard = preference_item(page, "Hard", "Peer-reviewed sources")
     expect(hard.get_by_role("button", name="Lock preference Peer-reviewed sources")).to_have_attribute(
         "aria-pressed", "true"
@@ -87,7 +88,7 @@ def test_person_builds_a_workspace_and_finds_it_intact_after_reload(page, haico_
     add_step.get_by_role("button", name="Add step").click()
     expect_plan(page, [("1", "Gather sources", False), ("2", "Write the draft", False)])
 
-    planning.get_by_role("button", name="Add sub-step to step 1").click()
+    step_action(page, "1", "Add sub-step")
     planning.get_by_role("textbox", name="New sub-step of step 1").fill("Search the library")
     planning.get_by_role("textbox", name="New sub-step of step 1").press("Enter")
     expect_plan(
@@ -95,16 +96,18 @@ def test_person_builds_a_workspace_and_finds_it_intact_after_reload(page, haico_
     )
 
     # Indent moves "Write the draft" under step 1; outdent brings it back.
-    planning.get_by_role("button", name="Indent step 2").click()
+    step_action(page, "2", "Indent")
     expect_plan(
         page, [("1", "Gather sources", False), ("1.1", "Search the library", False), ("1.2", "Write the draft", False)]
     )
-    planning.get_by_role("button", name="Outdent step 1.2").click()
+    step_action(page, "1.2", "Outdent")
     expect_plan(
         page, [("1", "Gather sources", False), ("1.1", "Search the library", False), ("2", "Write the draft", False)]
     )
     # The first step cannot be indented (it has no previous sibling).
-    expect(planning.get_by_role("button", name="Indent step 1", exact=True)).to_be_disabled()
+    expect(step_menu_item(page, "1", "Indent")).to_be_disabled()
+    page.keyboard.press("Escape")
+    expect(page.get_by_role("menu", name="Step actions")).to_be_hidden()
 
     planning.get_by_role("checkbox", name="Done: step 1.1").check()
     expect(planning.get_by_role("checkbox", name="Done: step 1.1")).to_be_checked()

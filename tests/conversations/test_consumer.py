@@ -75,20 +75,24 @@ async def test_full_turn_streams_fragments_in_order_and_stores_the_turn(owner, t
     await socket.send_to(text_data=_send("chart Q1 vs Q2 revenue: 120, 180"))
     frames = await frames_until_turn_end(socket)
 
+    # Fragments may share a frame (the live layer batches them): their order in the stream counts.
+    stream = "".join(frames)
     order = [
-        _index(frames, "chart Q1 vs Q2 revenue: 120, 180"),  # the user bubble
-        _index(frames, "Noting that you want British English."),
-        _index(frames, 'id="panel-preferences"'),
-        _index(frames, 'id="panel-plan"'),
-        _index(frames, "Drawing a bar chart of the Q1 vs Q2 revenue figures."),
-        _index(frames, 'id="panel-centre"'),
-        _index(frames, 'hx-swap-oob="beforeend">Here'),  # first streamed token of the answer
-        _index(frames, "<strong>Q2</strong>"),  # the final answer, as markdown
+        stream.index("chart Q1 vs Q2 revenue: 120, 180"),  # the user bubble
+        stream.index("Noting that you want British English."),
+        stream.index('data-live-patch="preferences"'),  # the rows the tool changed, not the panel
+        stream.index('data-live-patch="plan"'),
+        stream.index("Drawing a bar chart of the Q1 vs Q2 revenue figures."),
+        stream.index('id="panel-centre"'),
+        stream.index('hx-swap-oob="beforeend">Here'),  # first streamed token of the answer
+        stream.index("<strong>Q2</strong>"),  # the final answer, as markdown
     ]
     assert order == sorted(order)
+    order = [_index(frames, 'id="panel-centre"'), _index(frames, "<strong>Q2</strong>")]
+    assert 'id="panel-preferences"' not in stream and 'id="panel-plan"' not in stream
     assert is_last_frame_the_end(frames)
-    assert 'aria-label="Internal reasoning"' in frames[order[0]]
-    centre = frames[_index(frames, 'id="panel-centre"')]
+    assert 'aria-label="Internal reasoning"' in stream
+    centre = frames[order[0]]
     assert "Q1 vs Q2 Revenue" in centre and 'hx-swap-oob="true"' in centre
     # The reasoning container is collapsed once the turn is over.
     closing = frames[-1]
@@ -204,6 +208,8 @@ async def test_a_thread_deleted_while_open_refuses_the_next_message(owner, threa
     script(Reply(text="never"))
     socket = await sockets(thread.pk, owner)
     await database_sync_to_async(thread_soft_delete)(thread=thread)
+    # Every open tab hears of it at once.
+    assert "This thread was deleted." in await socket.receive_from()
     await socket.send_to(text_data=_send("hello"))
     assert "does not exist or is not yours" in await socket.receive_from()
     assert (await socket.receive_output())["code"] == 4404

@@ -489,46 +489,39 @@ def test_todos_remove_by_index_out_of_range_changes_nothing(thread):
 # --- selectors over the plan ------------------------------------------------------
 
 
-def test_outline_numbers_and_plan_rows_flags(thread):
+def test_plan_steps_carry_outline_numbers_in_pre_order(thread):
     _outline(thread, ("A", 0), ("A.1", 1), ("A.1.a", 2), ("A.2", 1), ("B", 0))
-    rows = selectors.plan_rows(thread=thread)
-    assert [r.number for r in rows] == ["1", "1.1", "1.1.1", "1.2", "2"]
-    flags = [(r.has_children, r.can_indent, r.can_outdent, r.can_move_up, r.can_move_down) for r in rows]
-    assert flags == [
-        (True, False, False, False, True),
-        (True, False, True, False, True),
-        (False, False, True, False, False),
-        (False, True, True, True, False),
-        (False, True, False, True, False),
+    steps = selectors.plan_steps(thread=thread)
+    assert [(s.number, s.text, s.depth) for s in steps] == [
+        ("1", "A", 0), ("1.1", "A.1", 1), ("1.1.1", "A.1.a", 2), ("1.2", "A.2", 1), ("2", "B", 0)
     ]
 
 
-def test_plan_rows_flags_agree_with_what_the_services_accept(thread):
+def test_the_menus_rule_for_moves_is_what_the_services_accept(thread):
+    """static/js/live.js enables a step's Indent / Move up when it has a previous
+    sibling, Move down when it has a next one, Outdent below the top level:
+    exactly what the services accept."""
     _outline(thread, ("A", 0), ("A.1", 1), ("A.1.a", 2), ("A.2", 1), ("B", 0), ("C", 0))
-    for row in selectors.plan_rows(thread=thread):
+    steps = selectors.plan_steps(thread=thread)
+    depths = [s.depth for s in steps]
+    for i, step in enumerate(steps):
+        has_previous = plan_tree.sibling(depths, i, -1) is not None
         for allowed, operation in (
-            (row.can_indent, lambda t: plan_services.todo_indent(todo=t)),
-            (row.can_outdent, lambda t: plan_services.todo_outdent(todo=t)),
-            (row.can_move_up, lambda t: plan_services.todo_move(todo=t, direction="up")),
-            (row.can_move_down, lambda t: plan_services.todo_move(todo=t, direction="down")),
+            (has_previous, lambda t: plan_services.todo_indent(todo=t)),
+            (step.depth > 0, lambda t: plan_services.todo_outdent(todo=t)),
+            (has_previous, lambda t: plan_services.todo_move(todo=t, direction="up")),
+            (plan_tree.sibling(depths, i, 1) is not None, lambda t: plan_services.todo_move(todo=t, direction="down")),
         ):
             before = _plan(thread)
             sid = transaction.savepoint()
             try:
-                operation(Todo.objects.get(pk=row.todo.pk))
+                operation(Todo.objects.get(pk=step.pk))
                 accepted = True
             except InvalidInput:
                 accepted = False
             transaction.savepoint_rollback(sid)
-            assert accepted == allowed, (row.number, operation)
+            assert accepted == allowed, (step.number, operation)
             assert _plan(thread) == before
-
-
-def test_plan_markdown_is_a_nested_checklist(thread):
-    todos = _outline(thread, ("Outline", 0), ("Intro", 1), ("Cite", 0))
-    plan_services.todo_set_done(todo=todos[1], done=True)
-    assert selectors.plan_markdown(thread=thread) == "- [ ] 1 Outline\n  - [x] 1.1 Intro\n- [ ] 2 Cite"
-    assert selectors.plan_markdown(thread=Thread.objects.create(owner=thread.owner)) == ""
 
 
 def test_outline_numbers_restart_counters_below_a_new_parent():

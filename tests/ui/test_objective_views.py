@@ -126,11 +126,11 @@ def test_objective_history_with_no_turns_says_so(owner_client, thread):
     assert STANDING_OBJECTIVE in html
 
 
-def test_objective_panel_rendered_for_a_push_carries_oob(thread):
-    from workspace.panels import render_panel
+def test_an_objective_change_pushes_only_its_read_view(thread):
+    from workspace.panels import render_objective_patch
 
     objective_services.objective_set(thread=thread, text="Pushed")
-    html = render_panel("objective", thread=thread, oob=True)
-    assert 'id="panel-objective"' in html
-    assert 'hx-swap-oob="true"' in html
-    assert "Pushed" in html
+    html = render_objective_patch(thread=thread)
+    # innerHTML of the read view only: an open edit form next to it is left alone.
+    assert html.startswith('<div hx-swap-oob="innerHTML:#objective-view">')
+    assert "Pushed" in html and "<form" not in html and "<textarea" not in html

@@ -6,6 +6,8 @@ from conversations.services import thread_create
 from workspace.models import Todo
 from workspace.services import plan as plan_services
 
+from tests.support.patches import only_patch, read_patches
+
 from .conftest import HTMX, ws_url
 
 pytestmark = pytest.mark.django_db
@@ -36,7 +38,11 @@ def step_url(thread, todo, action):
 # --- panel ------------------------------------------------------------------------------
 
 
-def test_plan_panel_shows_outline_numbers_and_row_controls(owner_client, thread, plan):
+def _rows_markup(html):
+    return html.split('id="plan-steps"', 1)[1].split("</ol>", 1)[0]
+
+
+def test_plan_panel_shows_outline_numbers_and_rows_without_forms_or_urls(owner_client, thread, plan):
     response = owner_client.get(ws_url(thread, "plan/"), **HTMX)
 
     html = response.content.decode()
@@ -44,19 +50,12 @@ def test_plan_panel_shows_outline_numbers_and_row_controls(owner_client, thread,
     assert 'id="panel-plan"' in html
     for number in ("1", "1.1", "1.2", "2"):
         assert f'<span class="step-number">{number}</span>' in html
-    assert 'aria-label="Indent step 1.2"' in html
-    assert 'aria-label="Outdent step 1.1"' in html
-    assert 'aria-label="Move step 2 up"' in html
-    # The checklist view is there too, read-only.
-    assert "- [ ] 1 Gather" in html and "  - [ ] 1.1 Search" in html
-
-
-def test_plan_panel_disables_moves_that_would_break_the_tree(owner_client, thread, plan):
-    html = owner_client.get(ws_url(thread, "plan/"), **HTMX).content.decode()
-    first_child_indent = html.split('aria-label="Indent step 1.1"')[1].split(">")[0]
-    assert "disabled" in first_child_indent
-    top_outdent = html.split('aria-label="Outdent step 1"')[1].split(">")[0]
-    assert "disabled" in top_outdent
+    rows = _rows_markup(html)
+    # One delegated handler per panel: rows carry ids, never forms or URLs.
+    assert "<form" not in rows and "hx-post" not in rows and "/plan/" not in rows
+    assert f'data-step="{plan["search"].pk}"' in rows
+    assert 'aria-label="Actions for step 1.2"' in rows and 'aria-label="Done: step 1.1"' in rows
+    assert html.count('role="menu"') == 1 and html.count('data-step-form="edit"') == 1
 
 
 def test_empty_plan_says_so(owner_client, thread):
@@ -71,12 +70,15 @@ def test_plan_panel_of_another_users_thread_is_404(other_client, thread):
 # --- add --------------------------------------------------------------------------------
 
 
-def test_add_step_at_the_end(owner_client, thread, plan):
+def test_add_step_answers_with_the_new_row_in_its_place(owner_client, thread, plan):
     response = owner_client.post(ws_url(thread, "plan/add/"), {"text": "Review"}, **HTMX)
 
     assert response.status_code == 200
     assert outline(thread) == [*ORIGINAL, (0, "Review", False)]
-    assert '<span class="step-number">3</span>' in response.content.decode()
+    patch = only_patch(response.content.decode(), "plan")
+    [row] = patch.rows
+    assert (row.number, row.text, row.after) == ("3", "Review", str(plan["write"].pk))
+    assert "haico:saved" in response["HX-Trigger"]
 
 
 def test_add_step_without_htmx_redirects_to_page(owner_client, thread):
@@ -88,35 +90,38 @@ def test_add_step_without_htmx_redirects_to_page(owner_client, thread):
 def test_add_sub_step_goes_last_under_its_parent(owner_client, thread, plan):
     response = owner_client.post(step_url(thread, plan["gather"], "add"), {"text": "Extract"}, **HTMX)
 
-    html = response.content.decode()
     assert response.status_code == 200
     assert outline(thread) == [ORIGINAL[0], ORIGINAL[1], ORIGINAL[2], (1, "Extract", False), ORIGINAL[3]]
-    assert '<span class="step-number">1.3</span>' in html and "Extract" in html
+    [row] = only_patch(response.content.decode(), "plan").rows
+    assert (row.number, row.text, row.depth, row.after) == ("1.3", "Extract", 1, str(plan["screen"].pk))
 
 
 @pytest.mark.parametrize(
     "text, message",
     [("", "Step text cannot be empty."), ("z" * 1001, "Step text is too long (1,001 characters; the limit is 1,000).")],
 )
-def test_add_bad_step_shows_error_and_adds_nothing(owner_client, thread, plan, text, message):
+def test_add_bad_step_is_refused_at_the_add_form_and_adds_nothing(owner_client, thread, plan, text, message):
     response = owner_client.post(ws_url(thread, "plan/add/"), {"text": text}, **HTMX)
-    html = response.content.decode()
     assert response.status_code == 200
-    assert 'role="alert"' in html and message in html
+    error = only_patch(response.content.decode(), "error")
+    assert (error.attrs["data-panel"], error.attrs["data-target"], error.text) == ("plan", "add", message)
+    assert "HX-Trigger" not in response  # the add form keeps what was typed
     assert outline(thread) == ORIGINAL
 
 
-def test_add_bad_sub_step_keeps_the_sub_step_form_open_with_the_input(owner_client, thread, plan):
-    text = "q" * 1001
-    response = owner_client.post(step_url(thread, plan["write"], "add"), {"text": text}, **HTMX)
+def test_add_bad_sub_step_is_refused_at_its_open_form(owner_client, thread, plan):
+    response = owner_client.post(step_url(thread, plan["write"], "add"), {"text": "q" * 1001}, **HTMX)
+    error = only_patch(response.content.decode(), "error")
+    assert (error.attrs["data-target"], error.attrs["data-row"]) == ("child", str(plan["write"].pk))
+    assert "Step text is too long" in error.text
+    assert outline(thread) == ORIGINAL
+
+
+def test_add_bad_step_without_htmx_is_400_with_the_text_kept(owner_client, thread):
+    response = owner_client.post(ws_url(thread, "plan/add/"), {"text": " " * 3 + "x" * 1001})
     html = response.content.decode()
-    assert "Step text is too long" in html
-    assert f'value="{text}"' in html
-    assert outline(thread) == ORIGINAL
-
-
-def test_add_bad_step_without_htmx_is_400(owner_client, thread):
-    assert owner_client.post(ws_url(thread, "plan/add/"), {"text": " "}).status_code == 400
+    assert response.status_code == 400 and "Step text is too long" in html and 'role="alert"' in html
+    assert 'value="   ' + "x" * 1001 in html
     assert outline(thread) == []
 
 
@@ -190,31 +195,44 @@ def test_edit_step_text(owner_client, thread, plan):
     response = owner_client.post(step_url(thread, plan["search"], "edit"), {"text": "Search three databases"}, **HTMX)
     assert response.status_code == 200
     assert outline(thread)[1] == (1, "Search three databases", False)
-    assert "Search three databases" in response.content.decode()
+    [row] = only_patch(response.content.decode(), "plan").rows
+    assert (row.id, row.text, row.number) == (f"step-{plan['search'].pk}", "Search three databases", "1.1")
 
 
 def test_edit_step_with_empty_text_keeps_old_text(owner_client, thread, plan):
     response = owner_client.post(step_url(thread, plan["search"], "edit"), {"text": "   "}, **HTMX)
-    html = response.content.decode()
-    assert response.status_code == 200 and "Step text cannot be empty." in html and 'role="alert"' in html
+    error = only_patch(response.content.decode(), "error")
+    assert (error.attrs["data-target"], error.attrs["data-row"], error.text) == (
+        "edit", str(plan["search"].pk), "Step text cannot be empty."
+    )
     assert outline(thread) == ORIGINAL
 
 
 def test_check_and_uncheck_step(owner_client, thread, plan):
     checked = owner_client.post(step_url(thread, plan["screen"], "done"), {"done": "1"}, **HTMX)
     assert outline(thread)[2] == (1, "Screen", True)
-    assert "1/4 done" in checked.content.decode()
-    assert "- [x] 1.2 Screen" in checked.content.decode()
+    [row] = only_patch(checked.content.decode(), "plan").rows
+    assert row.checked and row.number == "1.2"
 
-    # An unticked checkbox sends no value at all: that means "not done".
-    owner_client.post(step_url(thread, plan["screen"], "done"), {}, **HTMX)
+    unchecked = owner_client.post(step_url(thread, plan["screen"], "done"), {"done": "0"}, **HTMX)
+    assert outline(thread) == ORIGINAL
+    assert not only_patch(unchecked.content.decode(), "plan").rows[0].checked
+
+
+@pytest.mark.parametrize("data", [{"done": "perhaps"}, {}])
+def test_check_with_a_bad_or_missing_flag_changes_nothing(owner_client, thread, plan, data):
+    response = owner_client.post(step_url(thread, plan["screen"], "done"), data, **HTMX)
+    error = only_patch(response.content.decode(), "error")
+    assert "Say whether the step is done" in error.text
     assert outline(thread) == ORIGINAL
 
 
-def test_check_with_bad_flag_changes_nothing(owner_client, thread, plan):
-    response = owner_client.post(step_url(thread, plan["screen"], "done"), {"done": "perhaps"}, **HTMX)
-    assert 'role="alert"' in response.content.decode()
-    assert outline(thread) == ORIGINAL
+def test_ticking_one_step_of_a_300_step_plan_answers_with_under_2_kb(owner_client, thread):
+    plan_services.todos_add_outline(thread=thread, steps=[{"text": f"Step number {i} of the long plan", "depth": 0 if i % 4 == 0 else 1} for i in range(300)])
+    step = Todo.objects.filter(thread=thread).order_by("position")[150]
+    response = owner_client.post(step_url(thread, step, "done"), {"done": "1"}, **HTMX)
+    assert len(response.content) <= 2048, len(response.content)
+    assert [row.id for row in only_patch(response.content.decode(), "plan").rows] == [f"step-{step.pk}"]
 
 
 # --- delete -----------------------------------------------------------------------------------
@@ -222,10 +240,11 @@ def test_check_with_bad_flag_changes_nothing(owner_client, thread, plan):
 
 def test_delete_step_removes_its_subtree(owner_client, thread, plan):
     response = owner_client.post(step_url(thread, plan["gather"], "delete"), **HTMX)
-    html = response.content.decode()
     assert response.status_code == 200
     assert outline(thread) == [(0, "Write", False)]
-    assert "Search" not in html and '<span class="step-number">1</span>' in html
+    patch = only_patch(response.content.decode(), "plan")
+    assert sorted(patch.removed) == sorted(str(plan[k].pk) for k in ("gather", "search", "screen"))
+    assert patch.rows == []  # the page renumbers what is left
 
 
 # --- indent / outdent / move --------------------------------------------------------------------
@@ -235,14 +254,15 @@ def test_indent_makes_step_a_sub_step_of_its_previous_sibling(owner_client, thre
     response = owner_client.post(step_url(thread, plan["write"], "indent"), **HTMX)
     assert response.status_code == 200
     assert outline(thread) == [*ORIGINAL[:3], (1, "Write", False)]
-    assert '<span class="step-number">1.3</span>' in response.content.decode()
+    [row] = only_patch(response.content.decode(), "plan").rows
+    assert (row.number, row.depth, row.after) == ("1.3", 1, str(plan["screen"].pk))
 
 
 def test_indent_of_a_first_child_is_refused(owner_client, thread, plan):
     response = owner_client.post(step_url(thread, plan["search"], "indent"), **HTMX)
-    html = response.content.decode()
+    error = only_patch(response.content.decode(), "error")
     assert response.status_code == 200
-    assert "cannot be indented" in html and 'role="alert"' in html
+    assert "cannot be indented" in error.text and error.attrs["data-target"] == "row"
     assert outline(thread) == ORIGINAL
 
 
@@ -250,11 +270,13 @@ def test_outdent_moves_step_after_its_parent(owner_client, thread, plan):
     response = owner_client.post(step_url(thread, plan["search"], "outdent"), **HTMX)
     assert response.status_code == 200
     assert outline(thread) == [(0, "Gather", False), (1, "Screen", False), (0, "Search", False), (0, "Write", False)]
+    [row] = only_patch(response.content.decode(), "plan").rows
+    assert (row.text, row.depth, row.after, row.number) == ("Search", 0, str(plan["screen"].pk), "2")
 
 
 def test_outdent_at_top_level_is_refused(owner_client, thread, plan):
     response = owner_client.post(step_url(thread, plan["write"], "outdent"), **HTMX)
-    assert "already at the top level" in response.content.decode()
+    assert "already at the top level" in only_patch(response.content.decode(), "error").text
     assert outline(thread) == ORIGINAL
 
 
@@ -264,8 +286,13 @@ def test_move_up_and_down_within_its_level(owner_client, thread, plan):
 
     response = owner_client.post(step_url(thread, plan["gather"], "move"), {"direction": "down"}, **HTMX)
     assert outline(thread) == [(0, "Write", False), (0, "Gather", False), (1, "Screen", False), (1, "Search", False)]
-    html = response.content.decode()
-    assert html.index("Write") < html.index("Gather")
+    # The moved step's subtree, each row after the one before it.
+    rows = only_patch(response.content.decode(), "plan").rows
+    assert [(r.text, r.number, r.after) for r in rows] == [
+        ("Gather", "2", str(plan["write"].pk)),
+        ("Screen", "2.1", str(plan["gather"].pk)),
+        ("Search", "2.2", str(plan["screen"].pk)),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -280,20 +307,22 @@ def test_move_up_and_down_within_its_level(owner_client, thread, plan):
 )
 def test_moves_past_the_ends_or_unknown_direction_are_refused(owner_client, thread, plan, step, direction, message):
     response = owner_client.post(step_url(thread, plan[step], "move"), {"direction": direction}, **HTMX)
-    html = response.content.decode()
     assert response.status_code == 200
-    assert message in html and 'role="alert"' in html
+    assert message in only_patch(response.content.decode(), "error").text
     assert outline(thread) == ORIGINAL
 
 
 def test_refused_move_without_htmx_is_400(owner_client, thread, plan):
     response = owner_client.post(step_url(thread, plan["search"], "move"), {"direction": "up"})
-    assert response.status_code == 400
+    assert response.status_code == 400 and "already the first" in response.content.decode()
     assert outline(thread) == ORIGINAL
 
 
-def test_plan_panel_rendered_for_a_push_carries_oob(thread, plan):
-    from workspace.panels import render_panel
+def test_a_complete_patch_lists_every_step_in_order_for_a_resync(thread, plan):
+    from workspace.panels import render_plan_patch
 
-    html = render_panel("plan", thread=thread, oob=True)
-    assert 'id="panel-plan"' in html and 'hx-swap-oob="true"' in html and "Screen" in html
+    patch = only_patch(render_plan_patch(thread=thread), "plan")
+    assert patch.attrs.get("data-complete") == "1"
+    assert [(r.number, r.text) for r in patch.rows] == [("1", "Gather"), ("1.1", "Search"), ("1.2", "Screen"), ("2", "Write")]
+    assert [r.after for r in patch.rows] == ["", *(str(plan[k].pk) for k in ("gather", "search", "screen"))]
+    assert read_patches(render_plan_patch(thread=thread, ids=[999999]))[0].removed == ["999999"]

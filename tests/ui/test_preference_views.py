@@ -5,6 +5,8 @@ import pytest
 from workspace.models import Preference
 from workspace.services import preferences as preferences_services
 
+from tests.support.patches import only_patch
+
 from .conftest import HTMX, ws_url
 
 pytestmark = pytest.mark.django_db
@@ -36,6 +38,10 @@ def test_panel_lists_hard_before_soft_and_marks_locked(owner_client, thread):
     assert html.index("Cite peer-reviewed sources") < html.index("Short answers")
     assert "Locked</span>" in html
     assert 'aria-pressed="true"' in html and 'aria-pressed="false"' in html
+    # The lock button says what pressing it does.
+    assert ">Unlock</button>" in html and ">Lock</button>" in html
+    rows = html.split('id="pref-list-hard"', 1)[1].split('<template', 1)[0]
+    assert "<form" not in rows and "hx-post" not in rows and "/preferences/" not in rows
 
 
 def test_panel_of_another_users_thread_is_404(other_client, thread):
@@ -45,18 +51,21 @@ def test_panel_of_another_users_thread_is_404(other_client, thread):
 # --- add ------------------------------------------------------------------------------
 
 
-def test_add_preference_persists_and_returns_panel(owner_client, thread):
+def test_add_preference_persists_and_answers_with_its_row_in_place(owner_client, thread):
+    first = add_pref(thread, "Cite sources", kind="hard")
+    add_pref(thread, "Be brief", kind="soft")
     response = owner_client.post(
         ws_url(thread, "preferences/add/"),
         {"title": "Use UK spelling", "subtitle": "colour, not color", "kind": "hard"},
         **HTMX,
     )
 
-    html = response.content.decode()
     assert response.status_code == 200
-    assert snapshot(thread) == [("Use UK spelling", "colour, not color", "hard", False)]
-    assert "Use UK spelling" in html and "colour, not color" in html
-    assert "Hard · must hold" in html
+    assert snapshot(thread)[-1] == ("Use UK spelling", "colour, not color", "hard", False)
+    [row] = only_patch(response.content.decode(), "preferences").rows
+    assert (row.text, row.attrs["data-kind"], row.after) == ("Use UK spelling", "hard", str(first.pk))
+    assert "colour, not color" in response.content.decode()
+    assert "haico:saved" in response["HX-Trigger"]
 
 
 def test_add_preference_without_htmx_redirects_to_page(owner_client, thread):
@@ -78,17 +87,19 @@ def test_add_preference_without_htmx_redirects_to_page(owner_client, thread):
 def test_add_bad_preference_shows_error_keeps_input_and_adds_nothing(owner_client, thread, data, message):
     response = owner_client.post(ws_url(thread, "preferences/add/"), data, **HTMX)
 
-    html = response.content.decode()
+    error = only_patch(response.content.decode(), "error")
     assert response.status_code == 200
-    assert 'role="alert"' in html
-    assert message in html
+    assert (error.attrs["data-panel"], error.attrs["data-target"]) == ("preferences", "add")
+    assert error.text == message.replace("&#x27;", "'")
+    assert "HX-Trigger" not in response  # the add form keeps what was typed
     assert snapshot(thread) == []
-    if data["title"].strip():
-        assert f'value="{data["title"]}"' in html
 
 
-def test_add_bad_preference_without_htmx_is_400(owner_client, thread):
-    assert owner_client.post(ws_url(thread, "preferences/add/"), {"title": ""}).status_code == 400
+def test_add_bad_preference_without_htmx_is_400_with_the_input_kept(owner_client, thread):
+    response = owner_client.post(ws_url(thread, "preferences/add/"), {"title": "t" * 201, "subtitle": "kept", "kind": "hard"})
+    html = response.content.decode()
+    assert response.status_code == 400 and "Title is too long" in html
+    assert 'value="kept"' in html and 'value="hard" selected' in html
     assert snapshot(thread) == []
 
 
@@ -123,7 +134,8 @@ def test_edit_preference_even_when_locked(owner_client, thread):
 
     assert response.status_code == 200
     assert snapshot(thread) == [("New title", "now with detail", "hard", True)]
-    assert "New title" in response.content.decode()
+    [row] = only_patch(response.content.decode(), "preferences").rows
+    assert (row.text, row.attrs["data-kind"], row.after) == ("New title", "hard", "")
 
 
 def test_edit_with_empty_title_shows_error_in_that_row_and_changes_nothing(owner_client, thread):
@@ -133,10 +145,10 @@ def test_edit_with_empty_title_shows_error_in_that_row_and_changes_nothing(owner
         ws_url(thread, f"preferences/{pref.pk}/edit/"), {"title": "", "subtitle": "typed detail", "kind": "soft"}, **HTMX
     )
 
-    html = response.content.decode()
+    error = only_patch(response.content.decode(), "error")
     assert response.status_code == 200
-    assert "Title cannot be empty." in html
-    assert 'value="typed detail"' in html  # what the person typed stays in the form
+    # Shown in that row's open form, which keeps what the person typed.
+    assert (error.attrs["data-target"], error.attrs["data-row"], error.text) == ("edit", str(pref.pk), "Title cannot be empty.")
     assert snapshot(thread) == [("Keep this", "", "soft", False)]
 
 
@@ -189,10 +201,10 @@ def test_delete_preference_even_when_locked(owner_client, thread):
 
     response = owner_client.post(ws_url(thread, f"preferences/{doomed.pk}/delete/"), **HTMX)
 
-    html = response.content.decode()
     assert response.status_code == 200
     assert list(Preference.objects.filter(thread=thread)) == [keep]
-    assert "Doomed" not in html and "Keep" in html
+    patch = only_patch(response.content.decode(), "preferences")
+    assert (patch.removed, patch.rows) == ([str(doomed.pk)], [])
 
 
 def test_delete_refuses_get(owner_client, thread):
@@ -223,7 +235,7 @@ def test_lock_then_unlock(owner_client, thread):
     pref.refresh_from_db()
     assert locked.status_code == 200 and pref.locked
     assert "Locked</span>" in locked.content.decode()
-    assert 'aria-pressed="true"' in locked.content.decode()
+    assert 'aria-pressed="true"' in locked.content.decode() and ">Unlock</button>" in locked.content.decode()
 
     unlocked = owner_client.post(ws_url(thread, f"preferences/{pref.pk}/lock/"), {"locked": "0"}, **HTMX)
     pref.refresh_from_db()
@@ -235,9 +247,8 @@ def test_lock_then_unlock(owner_client, thread):
 def test_lock_with_missing_or_bad_flag_shows_error_and_changes_nothing(owner_client, thread, data):
     pref = add_pref(thread, "Steady")
     response = owner_client.post(ws_url(thread, f"preferences/{pref.pk}/lock/"), data, **HTMX)
-    html = response.content.decode()
     assert response.status_code == 200
-    assert 'role="alert"' in html and "Say whether to lock the preference" in html
+    assert "Say whether to lock the preference" in only_patch(response.content.decode(), "error").text
     pref.refresh_from_db()
     assert not pref.locked
 
@@ -261,9 +272,9 @@ def test_lock_requires_login(client, thread):
     assert not pref.locked
 
 
-def test_preferences_panel_rendered_for_a_push_carries_oob(thread):
-    from workspace.panels import render_panel
-
-    add_pref(thread, "Pushed pref")
-    html = render_panel("preferences", thread=thread, oob=True)
-    assert 'hx-swap-oob="true"' in html and "Pushed pref" in html
+def test_a_kind_change_moves_the_row_to_the_end_of_the_other_list(owner_client, thread):
+    hard = add_pref(thread, "Hard one", kind="hard")
+    soft = add_pref(thread, "Soft one")
+    response = owner_client.post(ws_url(thread, f"preferences/{soft.pk}/edit/"), {"kind": "hard"}, **HTMX)
+    [row] = only_patch(response.content.decode(), "preferences").rows
+    assert (row.attrs["data-kind"], row.after) == ("hard", str(hard.pk))

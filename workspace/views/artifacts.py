@@ -7,6 +7,7 @@ from django.urls import path
 from django.views.decorators.http import require_GET
 
 from .. import panels, selectors
+from ..forms import ArtifactChoiceForm, first_error
 from .common import get_thread_for_user
 
 
@@ -15,14 +16,12 @@ from .common import get_thread_for_user
 def centre_panel(request, thread_id):
     """`?artifact=<id>` shows that artifact; no value (or empty) shows the document."""
     thread = get_thread_for_user(request, thread_id)
-    raw = request.GET.get("artifact", "").strip()
-    selected_id = None
-    if raw:
-        if not raw.isdigit():
-            return HttpResponse("The artifact id must be a number.", status=400, content_type="text/plain")
-        selected_id = int(raw)
-        if selectors.artifact_for(thread=thread, artifact_id=selected_id) is None:
-            raise Http404("No such artifact in this thread.")
+    form = ArtifactChoiceForm({"artifact": request.GET.get("artifact", "").strip() or None})
+    if not form.is_valid():
+        return HttpResponse(first_error(form), status=400, content_type="text/plain")
+    selected_id = form.cleaned_data["artifact"]
+    if selected_id is not None and selectors.artifact_for(thread=thread, artifact_id=selected_id) is None:
+        raise Http404("No such artifact in this thread.")
     context = panels.centre_context(thread=thread, selected_artifact_id=selected_id)
     return render(request, panels.PANEL_TEMPLATES["centre"], context)
 

@@ -1,21 +1,25 @@
-"""What every workspace view shares: the owner-scoped lookups and the one way
-a panel answers a request.
+"""What every workspace view shares: the owner-scoped lookups and the ways a
+view answers.
 
-A panel view always answers with the panel's own partial (the same one the
-page includes and the agent turn pushes), so an htmx swap, a reload and a
-WebSocket push all show the same thing."""
+An htmx request that changed something is answered with the live patches of
+the changes it caused (`changed`): the same fragments every other open page
+of the thread receives over its socket, so the person's own tab and their
+other tabs show the same thing. A refusal (`refused`) answers htmx with a
+message patch shown where the person asked, leaving what they typed in
+place. Plain form posts (no JavaScript) get the page back on success and the
+panel with its message (400) on a refusal."""
 
 from django.db.models import Model
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django_htmx.http import trigger_client_event
 
 from .. import panels
-from ..errors import InvalidInput, WorkspaceError
+from ..events import Change
 from ..models import Thread
 from ..selectors import get_thread_for_user_or_404
 
-TRUE_VALUES = {"1", "true", "on", "yes"}
-FALSE_VALUES = {"0", "false", "off", "no", ""}
+SAVED_EVENT = "haico:saved"
 
 
 def get_thread_for_user(request: HttpRequest, thread_id) -> Thread:
@@ -28,36 +32,32 @@ def get_in_thread_or_404(model: type[Model], *, thread: Thread, pk: int):
     return get_object_or_404(model, thread=thread, pk=pk)
 
 
-def parse_flag(value, *, label: str) -> bool:
-    """A yes/no form value; anything else is refused rather than guessed."""
-    if value is None:
-        raise InvalidInput(f"Say whether {label} (1 or 0).")
-    normalised = str(value).strip().lower()
-    if normalised in TRUE_VALUES:
-        return True
-    if normalised in FALSE_VALUES:
-        return False
-    raise InvalidInput(f"Say whether {label} (1 or 0), not {value!r}.")
+def changed(request: HttpRequest, thread: Thread, changes: list[Change]) -> HttpResponse:
+    if not request.htmx:
+        return redirect("thread-page", thread_id=thread.pk)
+    response = HttpResponse(panels.render_changes(thread, changes))
+    # The form that asked closes or clears itself (static/js/live.js).
+    return trigger_client_event(response, SAVED_EVENT)
 
 
-def panel_response(
+def refused(
     request: HttpRequest,
-    name: str,
+    panel: str,
     *,
     thread: Thread,
-    error: WorkspaceError | str | None = None,
-    **extra,
+    message: str,
+    target: str = "panel",
+    row_id=None,
+    values=None,
 ) -> HttpResponse:
-    """Answer with panel `name`, showing `error` inside it when given.
+    """`target`: "add" (the add form), "edit" / "child" (a row's open form,
+    `row_id`), "row" or "panel"."""
+    if request.htmx:
+        return HttpResponse(panels.render_error(panel=panel, target=target, message=message, row_id=row_id))
+    context = panels.panel_context(panel, thread=thread, error=message, values=values or {})
+    return render(request, panels.PANEL_TEMPLATES[panel], context, status=400)
 
-    htmx gets the fragment (status 200 even with an error, so htmx swaps it in
-    and the message and the person's input stay on screen). A plain form POST
-    that worked goes back to the page; one that failed gets a 400 with the
-    panel and its message.
-    """
-    message = getattr(error, "message", error)
-    if message is None and request.method == "POST" and not request.htmx:
-        return redirect("thread-page", thread_id=thread.pk)
-    context = panels.panel_context(name, thread=thread, error=message, **extra)
-    status = 400 if message and not request.htmx else 200
-    return render(request, panels.PANEL_TEMPLATES[name], context, status=status)
+
+def panel_response(request: HttpRequest, name: str, *, thread: Thread, **extra) -> HttpResponse:
+    """The whole panel (a GET, or the objective's own form)."""
+    return render(request, panels.PANEL_TEMPLATES[name], panels.panel_context(name, thread=thread, **extra))

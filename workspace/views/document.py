@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 
 from .. import panels, selectors
 from ..errors import DocumentConflict, WorkspaceError
+from ..forms import DocumentSaveForm, first_error
 from ..markdown import render_markdown
 from ..services import document as document_services
 from .common import get_thread_for_user
@@ -26,47 +27,19 @@ SAVE_STATE = "workspace/panels/centre.html#save_state"
 PREVIEW = "workspace/panels/centre.html#preview"
 
 
-class BadBody(Exception):
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
-
-
-def read_body(request) -> dict:
-    """Form fields or a JSON object, as one dict of the fields we read."""
+def read_body(request) -> dict | str:
+    """The submitted fields, from a form post or a JSON object; or a message
+    saying why the body cannot be read."""
     if request.content_type == "application/json":
         try:
             data = json.loads(request.body or b"")
         except (ValueError, UnicodeDecodeError):
-            raise BadBody("The request body is not valid JSON.") from None
-        if not isinstance(data, dict):
-            raise BadBody("The request body must be a JSON object.")
-        return data
+            return "The request body is not valid JSON."
+        return data if isinstance(data, dict) else "The request body must be a JSON object."
     try:
-        return {key: request.POST.get(key) for key in request.POST}
+        return request.POST
     except RequestDataTooBig:
-        raise BadBody("The document is too long to send; nothing was saved.") from None
-
-
-def _text_field(data: dict, name: str) -> str | None:
-    value = data.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise BadBody(f"The {name} must be text.")
-    # Browsers send textarea line breaks as CRLF; the document stores plain newlines.
-    return value.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def _base_version(data: dict) -> int:
-    value = data.get("base_version")
-    try:
-        version = int(value)
-    except (TypeError, ValueError):
-        raise BadBody("The editor did not say which version it was editing; reload the page and try again.") from None
-    if version < 0:
-        raise BadBody("The editor's version number is not valid; reload the page and try again.")
-    return version
+        return "The document is too long to send; nothing was saved."
 
 
 def _save_state_response(request, *, thread, document, state: str, message: str = "", base_version: int | str,
@@ -87,11 +60,11 @@ def _save_state_response(request, *, thread, document, state: str, message: str 
     return HttpResponse(html, status=200 if request.htmx else status)
 
 
-def _submitted_version(data: dict) -> int | str:
+def _submitted_version(data) -> int | str:
     """The version the person's form was based on, kept as is on an error
     response; blank when unknown, which refuses later saves rather than
     letting one overwrite a newer version."""
-    value = data.get("base_version")
+    value = data.get("base_version") if hasattr(data, "get") else None
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     if isinstance(value, str) and value.strip().isdigit():
@@ -104,36 +77,40 @@ def _submitted_version(data: dict) -> int | str:
 def document_save(request, thread_id):
     thread = get_thread_for_user(request, thread_id)
     current = selectors.document_for(thread=thread)
-    data: dict = {}
-    try:
-        data = read_body(request)
-        base_version = _base_version(data)
-        title = _text_field(data, "title")
-        content = _text_field(data, "content")
-        if title is None and content is None:
-            raise BadBody("Nothing to save: send a title or content.")
-    except BadBody as exc:
+    data = read_body(request)
+    form = DocumentSaveForm(data) if not isinstance(data, str) else None
+    if form is None or not form.is_valid():
         return _save_state_response(
-            request, thread=thread, document=current, state="error", message=exc.message,
+            request, thread=thread, document=current, state="error",
+            message=data if form is None else first_error(form) + " Nothing was saved.",
             base_version=_submitted_version(data), status=400,
         )
+    values = form.cleaned_data
     try:
-        document = document_services.document_save(thread=thread, title=title, content=content, base_version=base_version)
+        document = document_services.document_save(
+            thread=thread, title=values["title"], content=values["content"], base_version=values["base_version"]
+        )
     except DocumentConflict as exc:
         # The person's stale version is kept on the form, so every later
         # autosave is refused too until they choose what to do.
         return _save_state_response(
             request, thread=thread, document=current, state="conflict", message=exc.message,
-            base_version=base_version, status=409,
+            base_version=values["base_version"], status=409,
         )
     except WorkspaceError as exc:
         return _save_state_response(
             request, thread=thread, document=current, state="error", message=exc.message + " Nothing was saved.",
-            base_version=base_version, status=400,
+            base_version=values["base_version"], status=400,
         )
     return _save_state_response(
         request, thread=thread, document=document, state="saved", base_version=document.version, with_preview=True
     )
+
+
+def _as_text(value) -> str | None:
+    if not isinstance(value, str):
+        return None
+    return value.replace("\r\n", "\n").replace("\r", "\n")
 
 
 @login_required
@@ -143,12 +120,12 @@ def document_latest(request, thread_id):
     what the person had typed, shown below it, so resolving a conflict never
     loses text. Nothing is written."""
     thread = get_thread_for_user(request, thread_id)
-    try:
-        data = read_body(request)
-        title = _text_field(data, "title")
-        content = _text_field(data, "content")
-    except BadBody:
-        title = content = None
+    data = read_body(request)
+    title = content = None
+    if not isinstance(data, str):
+        # What the person typed, as typed: even text the save would refuse
+        # (too long, say) is handed back, never dropped.
+        title, content = (_as_text(data.get(name)) for name in ("title", "content"))
     document = selectors.document_for(thread=thread)
     unchanged = (title is None or title.strip() == document.title) and (content is None or content == document.content)
     extra = {} if unchanged else {"unsaved_title": title or "", "unsaved_content": content or ""}

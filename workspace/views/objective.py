@@ -1,12 +1,16 @@
-"""Objective: the panel, its inline edit and the lazily loaded history."""
+"""Objective: the panel, its inline edit and the lazily loaded history.
+
+The edit answers with the whole objective panel (the person's own form
+closes); other open pages get only its read view (panels.render_changes)."""
 
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import selectors
 from ..errors import WorkspaceError
+from ..forms import ObjectiveForm, first_error
 from ..services import objective as objective_services
 from .common import get_thread_for_user, panel_response
 
@@ -22,11 +26,21 @@ def objective_panel(request, thread_id):
 @require_POST
 def objective_update(request, thread_id):
     thread = get_thread_for_user(request, thread_id)
-    try:
-        objective_services.objective_set(thread=thread, text=request.POST.get("text", ""))
-    except WorkspaceError as exc:
-        return panel_response(request, "objective", thread=thread, error=exc, editing=True, values=request.POST)
-    return panel_response(request, "objective", thread=thread)
+    form = ObjectiveForm(request.POST)
+    error = None if form.is_valid() else first_error(form)
+    if error is None:
+        try:
+            objective_services.objective_set(thread=thread, text=form.cleaned_data["text"])
+        except WorkspaceError as exc:
+            error = exc.message
+    if error is None and not request.htmx:
+        return redirect("thread-page", thread_id=thread.pk)
+    if error is None:
+        return panel_response(request, "objective", thread=thread)
+    response = panel_response(request, "objective", thread=thread, error=error, editing=True, values=request.POST)
+    if not request.htmx:
+        response.status_code = 400
+    return response
 
 
 @login_required

@@ -1,29 +1,20 @@
-"""Plan: the todo tree. Each view is one service call on a step looked up
-inside this thread; the services keep the pre-order tree valid and refuse
-moves that would break it (shown in the panel, nothing changed)."""
+"""Plan: the todo tree. Each view validates its form, makes one service call
+on a step looked up inside this thread, and answers with the patch of what
+changed; the services keep the pre-order tree valid and refuse moves that
+would break it (nothing changed, the message shown where the person asked)."""
 
 from django.contrib.auth.decorators import login_required
 from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
+from .. import events
 from ..errors import WorkspaceError
+from ..forms import StepDoneForm, StepMoveForm, StepTextForm, first_error
 from ..models import Todo
 from ..services import plan as plan_services
-from .common import get_in_thread_or_404, get_thread_for_user, panel_response, parse_flag
+from .common import changed, get_in_thread_or_404, get_thread_for_user, panel_response, refused
 
 PANEL = "plan"
-
-
-def _step_action(request, thread_id, pk, action, *, error_target="row", keep_values=False):
-    """Run `action(todo)` on a step of this thread and answer with the plan panel."""
-    thread = get_thread_for_user(request, thread_id)
-    todo = get_in_thread_or_404(Todo, thread=thread, pk=pk)
-    try:
-        action(todo)
-    except WorkspaceError as exc:
-        extra = {"values": request.POST} if keep_values else {}
-        return panel_response(request, PANEL, thread=thread, error=exc, error_target=error_target, error_pk=pk, **extra)
-    return panel_response(request, PANEL, thread=thread)
 
 
 @login_required
@@ -37,73 +28,86 @@ def plan_panel(request, thread_id):
 @require_POST
 def step_add(request, thread_id):
     thread = get_thread_for_user(request, thread_id)
-    try:
-        plan_services.todo_add(thread=thread, text=request.POST.get("text", ""))
-    except WorkspaceError as exc:
-        return panel_response(request, PANEL, thread=thread, error=exc, error_target="add", values=request.POST)
-    return panel_response(request, PANEL, thread=thread)
+    form = StepTextForm(request.POST)
+    if not form.is_valid():
+        return refused(request, PANEL, thread=thread, message=first_error(form), target="add", values=request.POST)
+    with events.collecting() as changes:
+        try:
+            plan_services.todo_add(thread=thread, text=form.cleaned_data["text"])
+        except WorkspaceError as exc:
+            return refused(request, PANEL, thread=thread, message=exc.message, target="add", values=request.POST)
+    return changed(request, thread, changes)
+
+
+def _on_step(request, thread_id, pk, action, *, form_class=None, target="row"):
+    """Validate `form_class`, then run `action(todo, cleaned_data)` on a step of this thread."""
+    thread = get_thread_for_user(request, thread_id)
+    todo = get_in_thread_or_404(Todo, thread=thread, pk=pk)
+    data = {}
+    if form_class is not None:
+        form = form_class(request.POST)
+        if not form.is_valid():
+            return refused(request, PANEL, thread=thread, message=first_error(form), target=target, row_id=pk)
+        data = form.cleaned_data
+    with events.collecting() as changes:
+        try:
+            action(todo, data)
+        except WorkspaceError as exc:
+            return refused(request, PANEL, thread=thread, message=exc.message, target=target, row_id=pk)
+    return changed(request, thread, changes)
 
 
 @login_required
 @require_POST
 def step_add_child(request, thread_id, pk):
-    return _step_action(
-        request,
-        thread_id,
-        pk,
-        lambda todo: plan_services.todo_add(thread=todo.thread, text=request.POST.get("text", ""), parent=todo),
-        error_target="child",
-        keep_values=True,
-    )
+    def add(todo, data):
+        plan_services.todo_add(thread=todo.thread, text=data["text"], parent=todo)
+
+    return _on_step(request, thread_id, pk, add, form_class=StepTextForm, target="child")
 
 
 @login_required
 @require_POST
 def step_update(request, thread_id, pk):
-    return _step_action(
-        request,
-        thread_id,
-        pk,
-        lambda todo: plan_services.todo_update_text(todo=todo, text=request.POST.get("text", "")),
-        error_target="edit",
-        keep_values=True,
+    return _on_step(
+        request, thread_id, pk, lambda todo, data: plan_services.todo_update_text(todo=todo, text=data["text"]),
+        form_class=StepTextForm, target="edit",
     )
 
 
 @login_required
 @require_POST
 def step_done(request, thread_id, pk):
-    return _step_action(
-        request,
-        thread_id,
-        pk,
-        lambda todo: plan_services.todo_set_done(todo=todo, done=parse_flag(request.POST.get("done", "0"), label="the step is done")),
+    return _on_step(
+        request, thread_id, pk, lambda todo, data: plan_services.todo_set_done(todo=todo, done=data["done"]),
+        form_class=StepDoneForm,
     )
 
 
 @login_required
 @require_POST
 def step_delete(request, thread_id, pk):
-    return _step_action(request, thread_id, pk, lambda todo: plan_services.todo_delete(todo=todo))
+    return _on_step(request, thread_id, pk, lambda todo, data: plan_services.todo_delete(todo=todo))
 
 
 @login_required
 @require_POST
 def step_indent(request, thread_id, pk):
-    return _step_action(request, thread_id, pk, lambda todo: plan_services.todo_indent(todo=todo))
+    return _on_step(request, thread_id, pk, lambda todo, data: plan_services.todo_indent(todo=todo))
 
 
 @login_required
 @require_POST
 def step_outdent(request, thread_id, pk):
-    return _step_action(request, thread_id, pk, lambda todo: plan_services.todo_outdent(todo=todo))
+    return _on_step(request, thread_id, pk, lambda todo, data: plan_services.todo_outdent(todo=todo))
 
 
 @login_required
 @require_POST
 def step_move(request, thread_id, pk):
-    return _step_action(
-        request, thread_id, pk, lambda todo: plan_services.todo_move(todo=todo, direction=request.POST.get("direction", ""))
+    return _on_step(
+        request, thread_id, pk, lambda todo, data: plan_services.todo_move(todo=todo, direction=data["direction"]),
+        form_class=StepMoveForm,
     )
 
 

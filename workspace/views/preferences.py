@@ -1,14 +1,17 @@
 """Preferences: add, edit, delete, lock/unlock. The person's path never
-respects locks (`respect_lock=False`): locks only bind the agent."""
+respects locks (`respect_lock=False`): locks only bind the agent. Answers are
+patches of what changed, like the plan's."""
 
 from django.contrib.auth.decorators import login_required
 from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
+from .. import events
 from ..errors import WorkspaceError
+from ..forms import PreferenceAddForm, PreferenceEditForm, PreferenceLockForm, first_error
 from ..models import Preference
-from ..services import preferences as preferences_services
-from .common import get_in_thread_or_404, get_thread_for_user, panel_response, parse_flag
+from ..services import preferences as preference_services
+from .common import changed, get_in_thread_or_404, get_thread_for_user, panel_response, refused
 
 PANEL = "preferences"
 
@@ -24,62 +27,58 @@ def preferences_panel(request, thread_id):
 @require_POST
 def preference_add(request, thread_id):
     thread = get_thread_for_user(request, thread_id)
-    try:
-        preferences_services.preference_add(
-            thread=thread,
-            title=request.POST.get("title", ""),
-            subtitle=request.POST.get("subtitle", ""),
-            kind=request.POST.get("kind", "soft"),
-            respect_lock=False,
-        )
-    except WorkspaceError as exc:
-        return panel_response(request, PANEL, thread=thread, error=exc, error_target="add", values=request.POST)
-    return panel_response(request, PANEL, thread=thread)
+    form = PreferenceAddForm(request.POST)
+    if not form.is_valid():
+        return refused(request, PANEL, thread=thread, message=first_error(form), target="add", values=request.POST)
+    with events.collecting() as changes:
+        try:
+            preference_services.preference_add(thread=thread, respect_lock=False, **form.cleaned_data)
+        except WorkspaceError as exc:
+            return refused(request, PANEL, thread=thread, message=exc.message, target="add", values=request.POST)
+    return changed(request, thread, changes)
+
+
+def _on_preference(request, thread_id, pk, action, *, form_class=None, target="row"):
+    thread = get_thread_for_user(request, thread_id)
+    preference = get_in_thread_or_404(Preference, thread=thread, pk=pk)
+    data = {}
+    if form_class is not None:
+        form = form_class(request.POST)
+        if not form.is_valid():
+            return refused(request, PANEL, thread=thread, message=first_error(form), target=target, row_id=pk)
+        data = form.cleaned_data
+    with events.collecting() as changes:
+        try:
+            action(preference, data)
+        except WorkspaceError as exc:
+            return refused(request, PANEL, thread=thread, message=exc.message, target=target, row_id=pk)
+    return changed(request, thread, changes)
 
 
 @login_required
 @require_POST
 def preference_update(request, thread_id, pk):
-    thread = get_thread_for_user(request, thread_id)
-    preference = get_in_thread_or_404(Preference, thread=thread, pk=pk)
-    try:
-        preferences_services.preference_update(
-            preference=preference,
-            title=request.POST.get("title"),
-            subtitle=request.POST.get("subtitle"),
-            kind=request.POST.get("kind"),
-            respect_lock=False,
-        )
-    except WorkspaceError as exc:
-        return panel_response(
-            request, PANEL, thread=thread, error=exc, error_target="edit", error_pk=pk, values=request.POST
-        )
-    return panel_response(request, PANEL, thread=thread)
+    def update(preference, data):
+        preference_services.preference_update(preference=preference, respect_lock=False, **data)
+
+    return _on_preference(request, thread_id, pk, update, form_class=PreferenceEditForm, target="edit")
 
 
 @login_required
 @require_POST
 def preference_delete(request, thread_id, pk):
-    thread = get_thread_for_user(request, thread_id)
-    preference = get_in_thread_or_404(Preference, thread=thread, pk=pk)
-    try:
-        preferences_services.preference_delete(preference=preference, respect_lock=False)
-    except WorkspaceError as exc:
-        return panel_response(request, PANEL, thread=thread, error=exc, error_target="row", error_pk=pk)
-    return panel_response(request, PANEL, thread=thread)
+    return _on_preference(
+        request, thread_id, pk, lambda preference, data: preference_services.preference_delete(preference=preference, respect_lock=False)
+    )
 
 
 @login_required
 @require_POST
 def preference_lock(request, thread_id, pk):
-    thread = get_thread_for_user(request, thread_id)
-    preference = get_in_thread_or_404(Preference, thread=thread, pk=pk)
-    try:
-        locked = parse_flag(request.POST.get("locked"), label="to lock the preference")
-        preferences_services.preference_set_locked(preference=preference, locked=locked, respect_lock=False)
-    except WorkspaceError as exc:
-        return panel_response(request, PANEL, thread=thread, error=exc, error_target="row", error_pk=pk)
-    return panel_response(request, PANEL, thread=thread)
+    def lock(preference, data):
+        preference_services.preference_set_locked(preference=preference, locked=data["locked"], respect_lock=False)
+
+    return _on_preference(request, thread_id, pk, lock, form_class=PreferenceLockForm)
 
 
 urlpatterns = [

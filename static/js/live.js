@@ -1,0 +1,528 @@
+/* HAICO live patches and the rows' controls.
+ *
+ * Patches: the server sends what changed as <template data-live-patch>
+ * elements appended to #live-inbox, both as HTMX responses and as WebSocket
+ * pushes (templates/workspace/panels/live.html). Each is applied here and
+ * removed:
+ * - "plan" / "preferences": rows to put in place (a row's data-after names
+ *   the row before it, "" for the first), ids that are gone (data-remove),
+ *   or, with data-complete, every row there is. An existing row keeps its
+ *   element: only its read view and attributes change, so an open edit form
+ *   in it, focus and the menu stay as they are; the "Add" fields are never
+ *   touched. Outline numbers and their labels, the done count and the
+ *   checklist are recomputed from the rows.
+ * - "document": handed to centre.js (haico:document-patch).
+ * - "error": a refusal, shown where the person asked.
+ * If a patch does not fit what the page shows (it missed a push), the page
+ * asks for the whole workspace again (GET workspace/live/), as it does after
+ * its socket reconnects.
+ *
+ * Controls: plan steps and preferences carry no forms or URLs. One delegated
+ * handler per kind reads the row id from data-step / data-pref and posts to
+ * the panel's URL; a step's actions sit in one menu per panel.
+ */
+(function () {
+  "use strict";
+
+  var HAICO = (window.HAICO = window.HAICO || {});
+
+  function inbox() {
+    return document.getElementById("live-inbox");
+  }
+
+  function move(parent, element, before) {
+    // moveBefore keeps focus, selection and the state of what is inside.
+    if (typeof parent.moveBefore === "function" && element.isConnected) parent.moveBefore(element, before);
+    else parent.insertBefore(element, before);
+  }
+
+  // --- applying patches -----------------------------------------------------
+
+  var resyncing = false;
+
+  function resync() {
+    var box = inbox();
+    var url = box && box.getAttribute("data-live-url");
+    if (!url || resyncing || !window.htmx) return;
+    resyncing = true;
+    htmx.ajax("GET", url, { source: box, swap: "none" }).then(
+      function () { resyncing = false; },
+      function () { resyncing = false; }
+    );
+  }
+
+  HAICO.resync = resync;
+
+  function copyAttributes(target, source) {
+    Array.prototype.slice.call(target.attributes).forEach(function (attr) {
+      if (!source.hasAttribute(attr.name) && attr.name !== "hidden") target.removeAttribute(attr.name);
+    });
+    Array.prototype.slice.call(source.attributes).forEach(function (attr) {
+      if (target.getAttribute(attr.name) !== attr.value) target.setAttribute(attr.name, attr.value);
+    });
+  }
+
+  // Replace `existing`'s read view with `incoming`'s, keeping everything else
+  // the person has open in it, and focus on the same control.
+  function updateInPlace(existing, incoming) {
+    var oldView = existing.querySelector(":scope > .edit-view");
+    var newView = incoming.querySelector(":scope > .edit-view");
+    copyAttributes(existing, incoming);
+    if (!oldView || !newView) return;
+    var active = document.activeElement;
+    var focusKey = active && oldView.contains(active) ? active.getAttribute("data-step-act") || active.getAttribute("data-pref-act") : null;
+    newView.hidden = oldView.hidden;
+    var expanded = oldView.querySelector("[aria-expanded=true]");
+    if (expanded) {
+      var again = newView.querySelector("[data-step-act=menu]");
+      if (again) again.setAttribute("aria-expanded", "true");
+    }
+    oldView.replaceWith(newView);
+    if (focusKey) {
+      var same = newView.querySelector('[data-step-act="' + focusKey + '"], [data-pref-act="' + focusKey + '"]');
+      if (same) same.focus();
+    }
+  }
+
+  // Put `row` (from a patch) in `list` after the row with id prefix+after.
+  // Returns false when that row is not on the page.
+  function place(list, row, prefix) {
+    var after = row.getAttribute("data-after");
+    row.removeAttribute("data-after");
+    var anchor = null;
+    if (after) {
+      anchor = document.getElementById(prefix + after);
+      if (!anchor || anchor.parentNode !== list) return false;
+    }
+    var element = document.getElementById(row.id);
+    if (element) updateInPlace(element, row);
+    else element = row;
+    var before = anchor ? anchor.nextElementSibling : list.firstElementChild;
+    if (before !== element || element.parentNode !== list) move(list, element, before);
+    return true;
+  }
+
+  function applyRows(template, prefix, listFor) {
+    var fits = true;
+    (template.getAttribute("data-remove") || "").split(",").forEach(function (id) {
+      var gone = id && document.getElementById(prefix + id);
+      if (gone) gone.remove();
+    });
+    var rows = Array.prototype.slice.call(template.content.children);
+    if (template.hasAttribute("data-complete")) {
+      var keep = {};
+      rows.forEach(function (row) { keep[row.id] = true; });
+      document.querySelectorAll('[id^="' + prefix + '"]').forEach(function (element) {
+        if (element.matches("li") && !keep[element.id]) element.remove();
+      });
+    }
+    rows.forEach(function (row) {
+      var list = listFor(row);
+      if (!list || !place(list, document.importNode(row, true), prefix)) fits = false;
+    });
+    return fits;
+  }
+
+  function apply(template) {
+    var kind = template.getAttribute("data-live-patch");
+    if (kind === "plan") {
+      var steps = document.getElementById("plan-steps");
+      if (!steps) return;
+      if (!applyRows(template, "step-", function () { return steps; })) resync();
+      planChanged();
+    } else if (kind === "preferences") {
+      if (!document.getElementById("pref-list-hard")) return;
+      var fits = applyRows(template, "pref-", function (row) {
+        return document.getElementById("pref-list-" + (row.getAttribute("data-kind") === "hard" ? "hard" : "soft"));
+      });
+      if (!fits) resync();
+      preferencesChanged();
+    } else if (kind === "document") {
+      document.dispatchEvent(new CustomEvent("haico:document-patch", { detail: { template: template } }));
+    } else if (kind === "error") {
+      showError(template);
+    }
+  }
+
+  function drain(box) {
+    Array.prototype.slice.call(box.children).forEach(function (child) {
+      if (child.matches("template[data-live-patch]")) apply(child);
+      child.remove();
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var box = inbox();
+    if (!box) return;
+    new MutationObserver(function () { drain(box); }).observe(box, { childList: true });
+    drain(box);
+  });
+
+  // A socket that comes back may have missed pushes: reload the workspace's rows.
+  var socketWasLost = false;
+  document.addEventListener("htmx:wsClose", function () { socketWasLost = true; });
+  document.addEventListener("htmx:wsOpen", function () {
+    if (socketWasLost) {
+      socketWasLost = false;
+      resync();
+    }
+  });
+
+  // --- the plan after a patch: numbers, labels, count, checklist -------------
+
+  function stepRows() {
+    var list = document.getElementById("plan-steps");
+    return list ? Array.prototype.slice.call(list.children).filter(function (li) { return li.matches("li.step"); }) : [];
+  }
+
+  function depthOf(li) {
+    return parseInt(li.getAttribute("data-depth"), 10) || 0;
+  }
+
+  function label(li, number) {
+    li.setAttribute("data-number", number);
+    li.querySelectorAll(".step-number").forEach(function (el) { el.textContent = number; });
+    var set = function (selector, attr, text) {
+      li.querySelectorAll(selector).forEach(function (el) { el.setAttribute(attr, text); });
+    };
+    set("[data-step-act=done]", "aria-label", "Done: step " + number);
+    set("[data-step-act=menu]", "aria-label", "Actions for step " + number);
+    set('form[data-edit-form="edit"] input[name=text]', "aria-label", "Text of step " + number);
+    set('form[data-edit-form="child"] input[name=text]', "aria-label", "New sub-step of step " + number);
+    set('form[data-edit-form="child"] input[name=text]', "placeholder", "Sub-step of " + number + "…");
+  }
+
+  function planChanged() {
+    var counters = [];
+    var rows = stepRows();
+    var done = 0;
+    rows.forEach(function (li) {
+      var depth = depthOf(li);
+      counters.length = depth + 1;
+      for (var i = 0; i < depth; i++) if (!counters[i]) counters[i] = 1;
+      counters[depth] = (counters[depth] || 0) + 1;
+      var number = counters.join(".");
+      if (li.getAttribute("data-number") !== number || li.querySelector(".step-number").textContent !== number) label(li, number);
+      var box = li.querySelector("[data-step-act=done]");
+      if (box && box.checked) done++;
+    });
+    var count = document.getElementById("plan-count");
+    if (count) {
+      count.textContent = done + "/" + rows.length + " done";
+      count.hidden = rows.length === 0;
+    }
+    var panel = document.getElementById("panel-plan");
+    if (panel) writeChecklist(panel);
+  }
+
+  function writeChecklist(panel) {
+    var pre = panel.querySelector("#plan-markdown");
+    if (!pre) return;
+    pre.textContent = stepRows().map(function (li) {
+      var box = li.querySelector("[data-step-act=done]");
+      var text = li.querySelector(".step-view .step-text");
+      return "  ".repeat(depthOf(li)) + "- [" + (box && box.checked ? "x" : " ") + "] " +
+        li.getAttribute("data-number") + " " + (text ? text.textContent : "");
+    }).join("\n") || "(no plan yet)";
+  }
+
+  HAICO.writeChecklist = writeChecklist;
+
+  function preferencesChanged() {
+    var count = document.getElementById("pref-count");
+    if (!count) return;
+    var n = document.querySelectorAll("#panel-preferences .pref-list > li").length;
+    count.textContent = String(n);
+    count.setAttribute("aria-label", n + " preferences");
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var panel = document.getElementById("panel-plan");
+    if (panel) writeChecklist(panel);
+  });
+
+  // --- refusals and successes --------------------------------------------------
+
+  function panelNamed(name) {
+    return document.querySelector('[data-live-panel="' + name + '"]');
+  }
+
+  function clearErrors(panel) {
+    if (!panel) return;
+    panel.querySelectorAll(".panel-error").forEach(function (el) { el.hidden = true; el.textContent = ""; });
+    panel.querySelectorAll("form .form-error").forEach(function (el) { el.remove(); });
+  }
+
+  function formError(form) {
+    var slot = form.querySelector(".form-error");
+    if (!slot) {
+      slot = document.createElement("p");
+      slot.className = "form-error";
+      slot.setAttribute("role", "alert");
+      form.appendChild(slot);
+    }
+    return slot;
+  }
+
+  function showError(template) {
+    var panel = panelNamed(template.getAttribute("data-panel"));
+    if (!panel) return;
+    clearErrors(panel);
+    var target = template.getAttribute("data-target");
+    var rowId = template.getAttribute("data-row");
+    var form = null;
+    if (target === "add") {
+      form = panel.querySelector('form[data-live-form="add"]');
+    } else if ((target === "edit" || target === "child") && rowId) {
+      var row = panel.querySelector('[data-step="' + rowId + '"], [data-pref="' + rowId + '"]');
+      form = row && row.querySelector('form[data-edit-form="' + target + '"]:not([hidden])');
+    }
+    var slot = form ? formError(form) : panel.querySelector(".panel-error");
+    if (!slot) return;
+    slot.textContent = template.content.textContent;
+    slot.hidden = false;
+  }
+
+  // What an add form sent, so that clearing it after the save never drops
+  // what the person has typed since.
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var form = event.detail.elt;
+    if (!form || !form.matches || !form.matches("form[data-live-form]")) return;
+    form.__sent = {};
+    form.querySelectorAll("input[type=text]").forEach(function (field) { form.__sent[field.name] = field.value; });
+  });
+
+  // The server says an action worked (HX-Trigger: haico:saved, on the element
+  // that asked): an add form clears for the next entry, an edit form closes.
+  document.addEventListener("haico:saved", function (event) {
+    var source = event.target;
+    var panel = source.closest && source.closest("[data-live-panel]");
+    clearErrors(panel);
+    var form = source.closest && source.closest("form");
+    if (!form) return;
+    if (form.hasAttribute("data-live-form")) {
+      var sent = form.__sent || {};
+      form.querySelectorAll("input[type=text]").forEach(function (field) {
+        if (field.value === sent[field.name]) field.value = "";
+      });
+      // Ready for the next entry (a click left focus on the button).
+      var first = form.querySelector("input[type=text]");
+      if (first && form.contains(document.activeElement) && document.activeElement.tagName === "BUTTON") first.focus();
+    } else if (form.hasAttribute("data-edit-form")) {
+      var scope = form.closest("[data-edit-scope]");
+      if (scope) {
+        HAICO.closeForms(scope);
+        var opener = scope.querySelector("[data-step-act=menu], [data-pref-act=edit]");
+        if (opener) opener.focus();
+      }
+    }
+  });
+
+  function post(url, source, values) {
+    if (!window.htmx) return;
+    htmx.ajax("POST", url, { source: source, values: values || {}, swap: "none" });
+  }
+
+  // --- plan steps ------------------------------------------------------------------
+
+  function planUrl() {
+    var panel = document.getElementById("panel-plan");
+    return panel ? panel.getAttribute("data-plan-url") : "";
+  }
+
+  function stepForm(scope, name) {
+    var panel = scope.closest("#panel-plan");
+    var template = panel && panel.querySelector('template[data-step-form="' + name + '"]');
+    if (!template || !template.content.firstElementChild) return null;
+    var pk = scope.getAttribute("data-step");
+    var number = scope.getAttribute("data-number");
+    var form = template.content.firstElementChild.cloneNode(true);
+    form.setAttribute("data-built", "");
+    [form].concat(Array.prototype.slice.call(form.querySelectorAll("*"))).forEach(function (el) {
+      ["action", "hx-post", "aria-label", "placeholder"].forEach(function (attr) {
+        var value = el.getAttribute(attr);
+        if (value !== null) el.setAttribute(attr, value.split("{pk}").join(pk).split("{number}").join(number));
+      });
+    });
+    form.querySelectorAll(".step-number").forEach(function (el) { el.textContent = number; });
+    var field = form.querySelector("input[name=text]");
+    var text = scope.querySelector(":scope > .edit-view .step-text");
+    // The edit form starts from the step's text; reset() (Cancel) returns to it.
+    if (name === "edit" && text && field) field.defaultValue = text.textContent;
+    scope.querySelector(":scope > .edit-view").insertAdjacentElement("afterend", form);
+    if (window.htmx) window.htmx.process(form);
+    return form;
+  }
+
+  function sibling(rows, i, step) {
+    var depth = depthOf(rows[i]);
+    for (var j = i + step; j >= 0 && j < rows.length; j += step) {
+      var d = depthOf(rows[j]);
+      if (d < depth) return null;
+      if (d === depth) return rows[j];
+    }
+    return null;
+  }
+
+  var menuFor = null;
+
+  function menu() {
+    return document.getElementById("plan-menu");
+  }
+
+  function closeMenu(focusOpener) {
+    var box = menu();
+    if (!box || box.hidden) return;
+    box.hidden = true;
+    var opener = menuFor && menuFor.querySelector("[data-step-act=menu]");
+    if (opener) {
+      opener.setAttribute("aria-expanded", "false");
+      if (focusOpener) opener.focus();
+    }
+    menuFor = null;
+  }
+
+  function openMenu(li, opener) {
+    var box = menu();
+    if (!box) return;
+    closeMenu(false);
+    var rows = stepRows();
+    var i = rows.indexOf(li);
+    var can = {
+      indent: !!sibling(rows, i, -1),
+      outdent: depthOf(li) > 0,
+      up: !!sibling(rows, i, -1),
+      down: !!sibling(rows, i, 1),
+    };
+    box.querySelectorAll("[data-step-act]").forEach(function (item) {
+      var act = item.getAttribute("data-step-act");
+      item.disabled = act in can && !can[act];
+    });
+    menuFor = li;
+    box.hidden = false;
+    var rect = opener.getBoundingClientRect();
+    var width = box.offsetWidth;
+    box.style.top = Math.min(rect.bottom + 2, window.innerHeight - box.offsetHeight - 4) + "px";
+    box.style.left = Math.max(4, rect.right - width) + "px";
+    opener.setAttribute("aria-expanded", "true");
+    var first = box.querySelector("[data-step-act]:not([disabled])");
+    if (first) first.focus();
+  }
+
+  function stepAction(li, act, source) {
+    var pk = li.getAttribute("data-step");
+    var number = li.getAttribute("data-number");
+    var base = planUrl() + pk + "/";
+    if (act === "edit" || act === "child") {
+      HAICO.openForm(li, act, stepForm);
+    } else if (act === "indent" || act === "outdent") {
+      post(base + act + "/", li);
+    } else if (act === "up" || act === "down") {
+      post(base + "move/", li, { direction: act });
+    } else if (act === "delete") {
+      var rows = stepRows();
+      var i = rows.indexOf(li);
+      var parent = i + 1 < rows.length && depthOf(rows[i + 1]) > depthOf(li);
+      if (window.confirm("Delete step " + number + (parent ? " and all its sub-steps" : "") + "?")) post(base + "delete/", li);
+    }
+  }
+
+  document.addEventListener("change", function (event) {
+    var box = event.target.closest && event.target.closest("#plan-steps [data-step-act=done]");
+    if (!box) return;
+    var li = box.closest("li.step");
+    post(planUrl() + li.getAttribute("data-step") + "/done/", li, { done: box.checked ? "1" : "0" });
+    planChanged();
+  });
+
+  document.addEventListener("click", function (event) {
+    var target = event.target;
+    var opener = target.closest && target.closest("#plan-steps [data-step-act=menu]");
+    if (opener) {
+      var li = opener.closest("li.step");
+      if (menuFor === li && !menu().hidden) closeMenu(true);
+      else openMenu(li, opener);
+      return;
+    }
+    var item = target.closest && target.closest("#plan-menu [data-step-act]");
+    if (item && menuFor) {
+      var row = menuFor;
+      closeMenu(false);
+      stepAction(row, item.getAttribute("data-step-act"), item);
+      return;
+    }
+    if (menu() && !menu().hidden && !(target.closest && target.closest("#plan-menu"))) closeMenu(false);
+  });
+
+  document.addEventListener("dblclick", function (event) {
+    var text = event.target.closest && event.target.closest("#plan-steps .step-view .step-text");
+    if (text) HAICO.openForm(text.closest("li.step"), "edit", stepForm);
+  });
+
+  document.addEventListener("keydown", function (event) {
+    var box = menu();
+    if (!box || box.hidden || !box.contains(document.activeElement)) return;
+    var items = Array.prototype.slice.call(box.querySelectorAll("[data-step-act]:not([disabled])"));
+    var at = items.indexOf(document.activeElement);
+    if (event.key === "Escape") {
+      event.preventDefault();
+      closeMenu(true);
+    } else if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      event.preventDefault();
+      var next = items[(at + (event.key === "ArrowDown" ? 1 : items.length - 1)) % items.length];
+      if (next) next.focus();
+    } else if (event.key === "Tab") {
+      closeMenu(false);
+    }
+  });
+
+  document.addEventListener("scroll", function (event) {
+    if (menuFor && event.target.contains && event.target.contains(menuFor)) closeMenu(false);
+  }, true);
+
+  // --- preferences -----------------------------------------------------------------
+
+  function prefsUrl() {
+    var panel = document.getElementById("panel-preferences");
+    return panel ? panel.getAttribute("data-prefs-url") : "";
+  }
+
+  function prefForm(scope) {
+    var panel = scope.closest("#panel-preferences");
+    var template = panel && panel.querySelector('template[data-pref-form="edit"]');
+    if (!template || !template.content.firstElementChild) return null;
+    var pk = scope.getAttribute("data-pref");
+    var form = template.content.firstElementChild.cloneNode(true);
+    form.setAttribute("data-built", "");
+    ["action", "hx-post"].forEach(function (attr) {
+      form.setAttribute(attr, form.getAttribute(attr).split("{pk}").join(pk));
+    });
+    var title = scope.querySelector(".pref-title");
+    var subtitle = scope.querySelector(".pref-subtitle");
+    form.elements.title.defaultValue = title ? title.textContent : "";
+    form.elements.subtitle.defaultValue = subtitle ? subtitle.textContent : "";
+    var kind = scope.getAttribute("data-kind") === "hard" ? "hard" : "soft";
+    form.elements.kind.querySelectorAll("option").forEach(function (option) {
+      option.defaultSelected = option.value === kind;
+    });
+    scope.querySelector(":scope > .edit-view").insertAdjacentElement("afterend", form);
+    if (window.htmx) window.htmx.process(form);
+    return form;
+  }
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("#panel-preferences [data-pref-act]");
+    if (!button) return;
+    var li = button.closest("li.pref");
+    var act = button.getAttribute("data-pref-act");
+    var url = prefsUrl() + li.getAttribute("data-pref") + "/";
+    if (act === "lock") {
+      post(url + "lock/", li, { locked: button.getAttribute("aria-pressed") === "true" ? "0" : "1" });
+    } else if (act === "edit") {
+      HAICO.openForm(li, "edit", prefForm);
+    } else if (act === "delete") {
+      var title = li.querySelector(".pref-title");
+      if (window.confirm("Delete the preference “" + (title ? title.textContent : "") + "”?")) post(url + "delete/", li);
+    }
+  });
+})();

@@ -1,0 +1,162 @@
+"""The workspace's HTTP input, validated at the edge with Django forms.
+
+Text fields apply the one text rule (workspace.text.clean_text), so a form
+refuses exactly what the service would, with the same message; the services
+still check it for every other caller (the agent's tools). Only what a
+service alone can judge (locks, indexes, tree validity, versions) is left
+to it. `first_error(form)` is the message a panel shows.
+"""
+
+from django import forms
+from django.conf import settings
+
+from .errors import InvalidInput
+from .models import (
+    DOCUMENT_TITLE_MAX_CHARS,
+    OBJECTIVE_MAX_CHARS,
+    PREFERENCE_SUBTITLE_MAX_CHARS,
+    PREFERENCE_TITLE_MAX_CHARS,
+    TODO_TEXT_MAX_CHARS,
+    Preference,
+)
+from .text import clean_text
+
+TRUE_VALUES = {"1", "true", "on", "yes"}
+FALSE_VALUES = {"0", "false", "off", "no"}
+
+
+class RuleTextField(forms.Field):
+    """Text under the one text rule. Missing (None) stays None when the
+    field is not required, meaning "leave it as it is"."""
+
+    def __init__(self, *, label: str, max_chars: int, allow_empty: bool = False, strip: bool = True, **kwargs):
+        kwargs.setdefault("required", False)
+        super().__init__(label=label, **kwargs)
+        self.max_chars, self.allow_empty, self.strip = max_chars, allow_empty, strip
+        self.keep_missing = not kwargs["required"]
+
+    def to_python(self, value):
+        return value
+
+    def validate(self, value):
+        pass  # clean() below is the whole rule
+
+    def clean(self, value):
+        if value is None and self.keep_missing:
+            return None
+        if isinstance(value, str):
+            # Browsers send textarea line breaks as CRLF; we store plain newlines.
+            value = value.replace("\r\n", "\n").replace("\r", "\n")
+        try:
+            return clean_text(
+                value if value is not None else "",
+                label=self.label,
+                max_chars=self.max_chars,
+                allow_empty=self.allow_empty,
+                strip=self.strip,
+            )
+        except InvalidInput as exc:
+            raise forms.ValidationError(exc.message) from None
+
+
+class FlagField(forms.Field):
+    """A yes/no value (1/0, true/false, on/off, yes/no); anything else is refused, not guessed."""
+
+    def __init__(self, *, question: str, **kwargs):
+        kwargs.setdefault("required", True)
+        super().__init__(**kwargs)
+        self.question = question
+
+    def clean(self, value):
+        normalised = str(value).strip().lower() if value is not None else None
+        if normalised in TRUE_VALUES:
+            return True
+        if normalised in FALSE_VALUES:
+            return False
+        shown = "" if value is None else f", not {value!r}"
+        raise forms.ValidationError(f"Say whether {self.question} (1 or 0){shown}.")
+
+
+class ObjectiveForm(forms.Form):
+    text = RuleTextField(label="Objective", max_chars=OBJECTIVE_MAX_CHARS, required=True)
+
+
+class StepTextForm(forms.Form):
+    text = RuleTextField(label="Step text", max_chars=TODO_TEXT_MAX_CHARS, required=True)
+
+
+class StepDoneForm(forms.Form):
+    done = FlagField(question="the step is done")
+
+
+class StepMoveForm(forms.Form):
+    direction = forms.ChoiceField(
+        choices=[("up", "up"), ("down", "down")], error_messages={"required": "Direction must be 'up' or 'down'.",
+                                                                   "invalid_choice": "Direction must be 'up' or 'down'."}
+    )
+
+
+KIND_ERRORS = {"invalid_choice": "Kind must be 'hard' or 'soft', not '%(value)s'.", "required": "Kind must be 'hard' or 'soft'."}
+
+
+class PreferenceAddForm(forms.Form):
+    title = RuleTextField(label="Title", max_chars=PREFERENCE_TITLE_MAX_CHARS, required=True)
+    subtitle = RuleTextField(label="Subtitle", max_chars=PREFERENCE_SUBTITLE_MAX_CHARS, allow_empty=True)
+    kind = forms.ChoiceField(choices=Preference.Kind.choices, required=False, error_messages=KIND_ERRORS)
+
+    def clean_kind(self):
+        return self.cleaned_data["kind"] or Preference.Kind.SOFT
+
+
+class PreferenceEditForm(forms.Form):
+    """Every field optional: what is not sent stays as it is."""
+
+    title = RuleTextField(label="Title", max_chars=PREFERENCE_TITLE_MAX_CHARS)
+    subtitle = RuleTextField(label="Subtitle", max_chars=PREFERENCE_SUBTITLE_MAX_CHARS, allow_empty=True)
+    kind = forms.ChoiceField(choices=Preference.Kind.choices, required=False, error_messages=KIND_ERRORS)
+
+    def clean_kind(self):
+        return self.cleaned_data["kind"] or None
+
+
+class PreferenceLockForm(forms.Form):
+    locked = FlagField(question="to lock the preference")
+
+
+VERSION_ERRORS = {
+    "required": "The editor did not say which version it was editing; reload the page and try again.",
+    "invalid": "The editor's version number is not valid; reload the page and try again.",
+    "min_value": "The editor's version number is not valid; reload the page and try again.",
+}
+
+
+class DocumentSaveForm(forms.Form):
+    """A save from the editor: based on `base_version`; title and/or content."""
+
+    base_version = forms.IntegerField(min_value=0, error_messages=VERSION_ERRORS)
+    title = RuleTextField(label="Document title", max_chars=DOCUMENT_TITLE_MAX_CHARS)
+    content = RuleTextField(
+        label="Document content", max_chars=settings.HAICO_DOCUMENT_MAX_CHARS, allow_empty=True, strip=False
+    )
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors and data.get("title") is None and data.get("content") is None:
+            raise forms.ValidationError("Nothing to save: send a title or content.")
+        return data
+
+
+class ArtifactChoiceForm(forms.Form):
+    """`?artifact=<id>` picks an artifact for the centre panel; empty shows the document."""
+
+    artifact = forms.IntegerField(
+        required=False, min_value=1, error_messages={"invalid": "The artifact id must be a number.",
+                                                     "min_value": "The artifact id must be a number."}
+    )
+
+
+def first_error(form: forms.Form) -> str:
+    for errors in form.errors.values():
+        if errors:
+            return errors[0]
+    return "The request could not be read."
