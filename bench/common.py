@@ -1,0 +1,63 @@
+"""Small helpers shared by the load bench's processes (no Django, no LangChain).
+
+- TOKEN_RE finds the bench model's tokens (" tk<µs since the epoch>") in any
+  text: a raw model chunk or an HTML frame, escaped or rendered as markdown.
+- Process figures read from /proc (Linux): CPU seconds and peak RSS.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import resource
+
+# "tk" + the emit time in microseconds (16 digits until the year 2286).
+TOKEN_RE = re.compile(r"\btk(\d{13,})\b")
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def record_tokens(text: str, seen: dict[str, float], now: float) -> None:
+    """Remember the first receipt time of every token in `text`."""
+    for match in TOKEN_RE.finditer(text):
+        seen.setdefault(match.group(1), now)
+
+
+def token_delays_ms(seen: dict[str, float]) -> list[float]:
+    """receipt - emit per token, in milliseconds."""
+    return [(received - int(stamp) / 1_000_000) * 1000 for stamp, received in seen.items()]
+
+
+def cpu_seconds(pid: int | str = "self") -> float:
+    """utime + stime of a process (all its threads), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        # The command name (field 2) may contain spaces; fields after ")" are fixed.
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def peak_rss_mb(pid: int | str = "self") -> float:
+    """VmHWM (peak resident set size) of a process, in MB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def percentile(values: list[float], p: float) -> float:
+    """Nearest-rank percentile (p in 0..100); NaN for no values."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def raise_open_file_limit() -> None:
+    """N sockets per side at N = 200+: lift the soft descriptor limit to the hard one."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else 65536
+    if soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
