@@ -65,7 +65,8 @@ Limits, on purpose or not:
   between runs on a 2-core box. Use --repeats for decisions.
 - The floor keeps LangGraph's default durability and an SQLite saver in
   every config (the app uses durability "sync" and, on PostgreSQL, the
-  Postgres saver); the servers run with DEBUG=True.
+  Postgres saver); the servers run with production settings (DEBUG=False)
+  unless --debug.
 """
 
 from __future__ import annotations
@@ -397,16 +398,24 @@ def prepare_database(config: Config, args, res: Resources, services) -> str:
     return url
 
 
+# Production settings unless --debug: DEBUG=True makes Django keep every
+# query's SQL (CursorDebugWrapper), which a self-hosted server does not pay.
+SERVER_DEBUG = False
+
+
 def server_env(config: Config, database_url: str, model_port: int, redis_url: str | None) -> dict:
     env = child_env(
         DATABASE_URL=database_url,
         OPENAI_BASE_URL=f"http://127.0.0.1:{model_port}/v1",
         OPENAI_API_KEY="bench",
         HAICO_MODEL=MODEL,
-        DEBUG="True",
+        DEBUG="True" if SERVER_DEBUG else "False",
         ALLOWED_HOSTS="127.0.0.1,localhost",
         DJANGO_SETTINGS_MODULE="haico_site.settings",
     )
+    if not SERVER_DEBUG:
+        # Plain HTTP on loopback: no HTTPS redirect; a throwaway key.
+        env.update(SECRET_KEY=os.urandom(32).hex(), SECURE_SSL_REDIRECT="False")
     if redis_url:
         env["REDIS_URL"] = redis_url
     return env
@@ -662,7 +671,10 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=8, help="warm-up turns per server (and per floor process)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds before a turn counts as failed")
     parser.add_argument("--redis-db", type=int, default=15, help="Redis database the pg configs use (flushed)")
+    parser.add_argument("--debug", action="store_true", help="run the servers with DEBUG=True (development settings)")
     args = parser.parse_args()
+    global SERVER_DEBUG
+    SERVER_DEBUG = args.debug
     ns = [int(x) for x in args.n.split(",") if x.strip()]
     try:
         configs = [CONFIGS[name.strip()] for name in args.configs.split(",") if name.strip()]

@@ -175,20 +175,20 @@ async def token_delays(ws: Workspace, tokens: int) -> list[float]:
     # the figure would measure the backlog of a burst, not the path's latency.
     model.script.append(Reply(text=words, token_delay=0.002))
     model.token_clock = yielded
-    original_send = publisher._send_one
+    original_send = publisher._to_group
 
-    async def timed_send(layer, group, channel, html):
+    async def timed_send(group, html):
         # One send may carry several tokens (the live layer batches them).
         now = time.perf_counter()
         sent.extend([now] * html.count('-answer-content" hx-swap-oob="beforeend">'))
-        await original_send(layer, group, channel, html)
+        await original_send(group, html)
 
-    publisher._send_one = timed_send
+    publisher._to_group = timed_send
     try:
         await registry.start_turn(thread=ws.thread, user_message="Write a long answer.")
         await registry.wait_for_turn(ws.thread.pk, timeout=60)
     finally:
-        publisher._send_one = original_send
+        publisher._to_group = original_send
         model.token_clock = None
     n = min(len(yielded), len(sent))
     return [(sent[i] - yielded[i]) * 1000 for i in range(n)]

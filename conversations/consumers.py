@@ -1,9 +1,10 @@
 """The thread's WebSocket: one per open thread page (htmx ws extension).
 
-Thin by design. It checks who is asking, joins the thread's channel group,
+Thin by design. It checks who is asking, joins the thread (with the live
+layer of this process, and the channel group for other processes' pushes),
 validates what the chat form sends and hands a turn to the turn registry,
-which runs it as a server-owned task; this consumer only relays
-`thread.fragment` events (the live layer's pushes) to its socket.
+which runs it as a server-owned task; this consumer only passes on what the
+live layer gives it (`deliver`) or the layer brings (`thread.fragment`).
 
 Close codes: 4401 not logged in, 4404 not your thread (or deleted). Both are
 sent after accepting, with a notice first, so the page can say why; the htmx
@@ -14,6 +15,7 @@ Messages (JSON; `ws-send` posts the form fields plus a HEADERS object):
   {"action": "stop"}                   stop the running turn
 """
 
+import asyncio
 import json
 import logging
 
@@ -30,6 +32,11 @@ from .turns.guard import clean_user_message
 
 logger = logging.getLogger("haico.conversations.ws")
 
+# Channel layers forget a group member after a while (group_expiry); an open
+# page renews its membership well before that.
+RENEW_GROUP_SECONDS = 3600
+RESYNC = '<div hx-swap-oob="beforeend:#live-inbox"><template data-live-patch="resync"></template></div>'
+
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 
@@ -40,6 +47,7 @@ LOGIN_MESSAGE = "Your session has ended; log in again to use the chat."
 class ThreadConsumer(AsyncWebsocketConsumer):
     thread = None
     group = None
+    _renewal = None
 
     async def connect(self):
         publisher.attach()
@@ -53,11 +61,14 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             await self._refuse(NOT_FOUND_MESSAGE, CLOSE_NOT_FOUND)
             return
         self.group = group_name(self.thread.pk)
+        self._seen: dict[str, int] = {}  # other processes' last sequence number
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        # Behind any fragment already on its way to the group, so nothing
+        publisher.join(self.thread.pk, self)
+        self._renewal = asyncio.ensure_future(self._renew_membership())
+        # Behind any fragment already on its way to the thread, so nothing
         # arrives twice or out of order.
-        publisher.publish_to_channel(self.thread.pk, self.channel_name, registry.resync_html(self.thread.pk))
+        publisher.publish_to_consumer(self.thread.pk, self, registry.resync_html(self.thread.pk))
 
     async def _refuse(self, message: str, code: int):
         await self.accept()
@@ -66,7 +77,15 @@ class ThreadConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code):
         if self.group:
+            publisher.leave(self.thread.pk, self)
+            if self._renewal is not None:
+                self._renewal.cancel()
             await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def _renew_membership(self):
+        while True:
+            await asyncio.sleep(RENEW_GROUP_SECONDS)
+            await self.channel_layer.group_add(self.group, self.channel_name)
 
     # -- from the browser --
 
@@ -133,9 +152,28 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         # Only the sender's composer is cleared, and only once the message is stored.
         await self.send(text_data=fragments.ack(turn_index))
 
-    # -- from the live layer (group events) --
+    # -- from the live layer --
+
+    async def deliver(self, html: str):
+        """This process's pushes, handed over directly (conversations.live)."""
+        await self.send(text_data=html)
 
     async def thread_fragment(self, event):
+        """Another process's pushes, through the channel layer. Our own
+        process's were delivered already. A gap in a process's sequence
+        numbers means a message was lost on the way: the page reloads the
+        workspace it shows (the chat's end-of-turn fragments replace a turn
+        whole, so a lost token there heals itself)."""
+        origin, seq = event.get("origin"), event.get("seq")
+        if origin == publisher.origin:
+            return
+        if origin is not None and isinstance(seq, int):
+            last = self._seen.get(origin)
+            self._seen[origin] = seq
+            if last is not None and seq != last + 1:
+                logger.warning("thread %s: %d message(s) from process %s lost", self.thread.pk, seq - last - 1, origin)
+                await self.send(text_data=event["html"] + RESYNC)
+                return
         await self.send(text_data=event["html"])
 
 

@@ -14,8 +14,16 @@ as few messages as it can: one send is in flight per group at a time, and
 what arrives meanwhile (or within `WINDOW_SECONDS` of the last send) goes
 out together with the next one, which keeps the message count per turn
 small under load without delaying a token when the server is idle
-(docs/adr/0007). Each message carries this process's id and a per-group
-sequence number, so a consumer can tell when a message went missing.
+(docs/adr/0007).
+
+The open pages of this process are handed their fragments directly (the
+consumers register with `join`); the channel layer carries them to other
+processes only, and only when there may be any: with the in-memory layer
+(one process) a send goes to the layer only if something other than our
+consumers listens there. Each layer message carries this process's id (a
+consumer skips its own process's, which it already has) and a per-group
+sequence number, so a consumer can tell when one went missing
+(docs/adr/0009).
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.template.loader import render_to_string
 
 from workspace import panels
@@ -39,6 +47,9 @@ FRAGMENT_EVENT = "thread.fragment"
 # A send to a group waits this long after the previous one, so a burst of
 # tokens goes out as one message.
 WINDOW_SECONDS = 0.02
+# Channel-layer sends in flight at once, all groups together: each holds a
+# Redis connection (settings.REDIS_MAX_CONNECTIONS must stay above this).
+LAYER_SENDS_AT_ONCE = 64
 CHAT_FRAGMENTS = "conversations/fragments/turn.html"
 
 
@@ -49,8 +60,8 @@ def group_name(thread_id) -> str:
 
 @dataclass
 class _Outbox:
-    # (channel name or None for the group, html), in order.
-    items: list[tuple[str | None, str]] = field(default_factory=list)
+    # (one consumer, or None for the whole group, html), in order.
+    items: list[tuple[object | None, str]] = field(default_factory=list)
     task: asyncio.Task | None = None
     last_sent: float = float("-inf")
 
@@ -61,6 +72,8 @@ class Publisher:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._outboxes: dict[str, _Outbox] = {}
         self._seq: dict[str, int] = {}
+        self._members: dict[str, set] = {}  # group -> this process's consumers in it
+        self._layer_slots: asyncio.Semaphore | None = None
         self.failed_sends = 0
 
     def attach(self) -> None:
@@ -70,6 +83,19 @@ class Publisher:
         if loop is not self.loop:
             self.loop = loop
             self._outboxes = {}
+            self._members = {}
+            self._layer_slots = asyncio.Semaphore(LAYER_SENDS_AT_ONCE)
+
+    def join(self, thread_id, consumer) -> None:
+        """`consumer` (an open page in this process) gets the thread's fragments."""
+        self._members.setdefault(group_name(thread_id), set()).add(consumer)
+
+    def leave(self, thread_id, consumer) -> None:
+        members = self._members.get(group_name(thread_id))
+        if members is not None:
+            members.discard(consumer)
+            if not members:
+                del self._members[group_name(thread_id)]
 
     # -- entry points ------------------------------------------------------
 
@@ -78,36 +104,36 @@ class Publisher:
         if html:
             self._submit(group_name(thread_id), None, html)
 
-    def publish_to_channel(self, thread_id, channel_name: str, html: str) -> None:
-        """Send `html` to one consumer, after everything already queued for
-        its thread's group (a page that joined mid-turn gets the turn so far
-        behind the fragments that were on their way)."""
+    def publish_to_consumer(self, thread_id, consumer, html: str) -> None:
+        """Send `html` to one consumer of this process, after everything
+        already queued for its thread (a page that joined mid-turn gets the
+        turn so far behind the fragments that were on their way)."""
         if html:
-            self._submit(group_name(thread_id), channel_name, html)
+            self._submit(group_name(thread_id), consumer, html)
 
-    def _submit(self, group: str, channel: str | None, html: str) -> None:
+    def _submit(self, group: str, consumer, html: str) -> None:
         loop = self.loop
         if loop is None or loop.is_closed():
             # No server loop in this process (a management command, the
             # test client): send now, synchronously.
-            async_to_sync(self._send)(group, [(channel, html)])
+            async_to_sync(self._send)(group, [(consumer, html)])
             return
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is loop:
-            self._enqueue(group, channel, html)
+            self._enqueue(group, consumer, html)
         else:
-            loop.call_soon_threadsafe(self._enqueue, group, channel, html)
+            loop.call_soon_threadsafe(self._enqueue, group, consumer, html)
 
     # -- in the loop -------------------------------------------------------
 
-    def _enqueue(self, group: str, channel: str | None, html: str) -> None:
+    def _enqueue(self, group: str, consumer, html: str) -> None:
         outbox = self._outboxes.get(group)
         if outbox is None:
             outbox = self._outboxes[group] = _Outbox()
-        outbox.items.append((channel, html))
+        outbox.items.append((consumer, html))
         if outbox.task is None:
             outbox.task = asyncio.get_running_loop().create_task(self._drain(group, outbox))
 
@@ -126,34 +152,49 @@ class Publisher:
             if self._outboxes.get(group) is outbox and not outbox.items:
                 del self._outboxes[group]
 
-    async def _send(self, group: str, items: list[tuple[str | None, str]]) -> None:
-        """Consecutive group items go out as one message; a channel item alone."""
-        layer = get_channel_layer()
+    async def _send(self, group: str, items: list[tuple[object | None, str]]) -> None:
+        """Consecutive group items go out as one message; a consumer's own item alone."""
         batch: list[str] = []
-        for channel, html in [*items, (False, "")]:
-            if channel is None:
+        for consumer, html in [*items, (False, "")]:
+            if consumer is None:
                 batch.append(html)
                 continue
             if batch:
-                await self._send_one(layer, group, None, "".join(batch))
+                await self._to_group(group, "".join(batch))
                 batch = []
-            if channel:
-                await self._send_one(layer, group, channel, html)
+            if consumer:
+                await self._to_consumer(consumer, html)
 
-    async def _send_one(self, layer, group: str, channel: str | None, html: str) -> None:
-        event = {"type": FRAGMENT_EVENT, "html": html, "origin": self.origin}
+    async def _to_group(self, group: str, html: str) -> None:
+        for consumer in list(self._members.get(group, ())):
+            await self._to_consumer(consumer, html)
+        layer = get_channel_layer()
+        if not self._others_listen(layer, group):
+            return
+        seq = self._seq[group] = self._seq.get(group, 0) + 1
         try:
-            if channel is None:
-                seq = self._seq[group] = self._seq.get(group, 0) + 1
-                event["seq"] = seq
-                await layer.group_send(group, event)
-            else:
-                await layer.send(channel, event)
+            async with self._layer_slots or asyncio.Semaphore(1):
+                await layer.group_send(group, {"type": FRAGMENT_EVENT, "html": html, "origin": self.origin, "seq": seq})
         except Exception:
-            # Visible, never silent: the tabs notice the gap in the sequence
-            # numbers (conversations.consumers) and reload what they show.
+            # Visible, never silent: the other processes' pages notice the gap
+            # in the sequence numbers (conversations.consumers) and reload.
             self.failed_sends += 1
-            logger.exception("could not send %d characters to %s", len(html), channel or group)
+            logger.exception("could not send %d characters to %s", len(html), group)
+
+    def _others_listen(self, layer, group: str) -> bool:
+        """Whether the layer may reach something our consumers are not: other
+        processes (any other layer), or other listeners of an in-memory one."""
+        if not isinstance(layer, InMemoryChannelLayer):
+            return True
+        ours = {consumer.channel_name for consumer in self._members.get(group, ())}
+        return any(name not in ours for name in layer.groups.get(group, ()))
+
+    async def _to_consumer(self, consumer, html: str) -> None:
+        try:
+            await consumer.deliver(html)
+        except Exception:
+            self.failed_sends += 1
+            logger.exception("could not send %d characters to a page of %s", len(html), consumer)
 
 
 publisher = Publisher()

@@ -121,7 +121,27 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            "CONFIG": {
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        # redis-py's own default (5 s) equals the layer's
+                        # blocking read (5 s): every idle socket would time
+                        # out and its page be dropped (close code 1011).
+                        "socket_timeout": env.float("REDIS_SOCKET_TIMEOUT", default=30.0),
+                        "socket_connect_timeout": 5.0,
+                        # One connection per group send in flight; the live
+                        # layer keeps at most one per thread and 64 overall.
+                        "max_connections": env.int("REDIS_MAX_CONNECTIONS", default=256),
+                    }
+                ],
+                # Messages waiting per page; past this the layer drops them
+                # (the page notices the gap and reloads what it shows).
+                "capacity": env.int("CHANNEL_CAPACITY", default=1000),
+                "expiry": 60,
+                # Open pages renew their membership every hour (conversations.consumers).
+                "group_expiry": 86400,
+            },
         }
     }
 else:

@@ -141,6 +141,8 @@
       document.dispatchEvent(new CustomEvent("haico:document-patch", { detail: { template: template } }));
     } else if (kind === "error") {
       showError(template);
+    } else if (kind === "resync") {
+      resync(); // a push was lost on its way here
     }
   }
 
