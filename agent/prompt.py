@@ -216,7 +216,10 @@ def _latest_artifact_line(reading: selectors.WorkspaceReading) -> str | None:
 
 def render_workspace_block(thread: Thread) -> str:
     """The live workspace as the agent reads it (core seed §3.2). Reads the database."""
-    reading = selectors.workspace_reading_for(thread=thread)
+    return render_reading(selectors.workspace_reading_for(thread=thread))
+
+
+def render_reading(reading: selectors.WorkspaceReading) -> str:
     blocks = [
         _objective_block(reading),
         _preferences_block(reading),

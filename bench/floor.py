@@ -3,9 +3,12 @@
 One process, one event loop: a bare `langchain.agents.create_agent` around
 the real `ChatOpenAI` (same settings as agent/model.py: timeout 60 s, 3
 retries, max_tokens 4096, stream_usage) pointed at the bench model server,
-one no-op `set_objective` tool with the real argument schema (text,
-action_and_reasoning), and an AsyncSqliteSaver on a temporary file with the
-same pragmas the app's saver uses (WAL, synchronous=NORMAL). Each turn is
+and an AsyncSqliteSaver on a temporary file with the same pragmas the app's
+saver uses (WAL, synchronous=NORMAL). Tools: with --spec (the default in
+bench/load.py), HAICO's sixteen tools, same names, descriptions and argument
+schemas, with no-op bodies, and HAICO's system prompt as a static string, so
+each model request carries what the app's does; without, one no-op
+`set_objective` and no prompt (bench/load.py's "floor-1tool" row). Each turn is
 `astream({"messages": [HumanMessage]}, fresh thread_id,
 stream_mode=["updates", "messages"])`, consumed to the end; answer tokens are
 found with the same regex the WebSocket clients use and their first receipt
@@ -49,11 +52,34 @@ from bench.common import (
 MESSAGE = "Help me plan a short essay."
 
 
-def build_graph(base_url: str, saver):
+def build_graph(base_url: str, saver, spec: dict | None = None):
+    """The bare agent: with `spec` (bench/floor_spec.py), HAICO's own tool
+    list as no-op tools and its system prompt as a static string; without,
+    one no-op set_objective and no prompt."""
     from langchain.agents import create_agent
     from langchain_core.tools import StructuredTool
     from langchain_openai import ChatOpenAI
     from pydantic import BaseModel, Field
+
+    model = ChatOpenAI(
+        model="bench-model",
+        base_url=base_url,
+        api_key="bench",
+        timeout=60.0,
+        max_retries=3,
+        max_tokens=4096,
+        stream_usage=True,
+    )
+    if spec is not None:
+
+        async def noop(**kwargs) -> str:
+            return '{"success": true, "summary": "ok"}'
+
+        tools = [
+            StructuredTool(name=t["name"], description=t["description"], args_schema=t["parameters"], coroutine=noop)
+            for t in spec["tools"]
+        ]
+        return create_agent(model=model, tools=tools, system_prompt=spec["system_prompt"], checkpointer=saver)
 
     class SetObjectiveArgs(BaseModel):
         action_and_reasoning: str = Field(description="One short sentence shown to the user saying what you are doing and why.")
@@ -67,15 +93,6 @@ def build_graph(base_url: str, saver):
         name="set_objective",
         description="Record or replace your one-line understanding of what the user is trying to achieve.",
         args_schema=SetObjectiveArgs,
-    )
-    model = ChatOpenAI(
-        model="bench-model",
-        base_url=base_url,
-        api_key="bench",
-        timeout=60.0,
-        max_retries=3,
-        max_tokens=4096,
-        stream_usage=True,
     )
     return create_agent(model=model, tools=[tool], checkpointer=saver)
 
@@ -130,7 +147,11 @@ async def main(args) -> None:
         await conn.execute("PRAGMA synchronous=NORMAL")
         saver = AsyncSqliteSaver(conn)
         await saver.setup()
-        graph = build_graph(args.base_url, saver)
+        spec = None
+        if args.spec:
+            with open(args.spec) as handle:
+                spec = json.load(handle)
+        graph = build_graph(args.base_url, saver, spec)
 
         if args.warmup:
             await round_of(graph, args.warmup, args.timeout, args.tokens)
@@ -170,4 +191,5 @@ if __name__ == "__main__":
     parser.add_argument("--warmup", type=int, default=8, help="concurrent turns in the warm-up round")
     parser.add_argument("--tokens", type=int, default=60, help="answer tokens the model server sends per turn")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds before a turn counts as failed")
+    parser.add_argument("--spec", help="bench/floor_spec.py output: HAICO's tools and prompt (default: one tool, no prompt)")
     asyncio.run(main(parser.parse_args()))

@@ -9,8 +9,12 @@ time. The ideal turn is 2 x latency + tokens / rate (2.6 s with the defaults).
 For each N (`--n`), in the same run:
 
 - floor: bench/floor.py, one process with no Django: a bare `create_agent`
-  around the real `ChatOpenAI`, a no-op `set_objective`, AsyncSqliteSaver;
-  N concurrent `astream` runs released at the same moment.
+  around the real `ChatOpenAI`, HAICO's sixteen tools with no-op bodies and
+  its system prompt as a static string (bench/floor_spec.py: every model
+  request carries what the app's does, so the ratio is what the server adds
+  around the model), AsyncSqliteSaver; N concurrent `astream` runs released
+  at the same moment. --floor-1tool adds "floor-1tool": one no-op tool, no
+  prompt.
   floor x2 (only when pg2 is asked for): two such processes, N/2 turns each,
   released together: the fair floor for two server processes.
 - each config (`--configs`), real servers as subprocesses on a fresh
@@ -95,7 +99,6 @@ from bench.common import cpu_seconds, peak_rss_mb, percentile, raise_open_file_l
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
-DAPHNE = str(Path(PYTHON).with_name("daphne")) if Path(PYTHON).with_name("daphne").exists() else str(ROOT / ".venv/bin/daphne")
 MESSAGE = "Help me plan a short essay."
 MODEL = "bench-model"
 
@@ -326,8 +329,21 @@ def row_from(label: str, n: int, t0: float, t_end: float, delays, errors, rss, c
 # --- the floor -------------------------------------------------------------------------
 
 
-def run_floor(args, res: Resources, model_port: int, n: int, processes: int, tag: str) -> Row:
-    label = "floor" if processes == 1 else f"floor x{processes}"
+def floor_spec(res: Resources) -> Path:
+    """HAICO's tool list and fresh-thread system prompt (bench/floor_spec.py), for the floor."""
+    path = res.dir / "floor-spec.json"
+    with open(path, "wb") as out, open(res.dir / "floor-spec.log", "ab") as log:
+        done = subprocess.run(
+            [PYTHON, "-m", "bench.floor_spec"], cwd=ROOT, stdout=out, stderr=log, timeout=120, check=False,
+            env=child_env(DATABASE_URL=f"sqlite:///{res.dir / 'spec.sqlite3'}", DJANGO_SETTINGS_MODULE="haico_site.settings"),
+        )
+    if done.returncode:
+        raise BenchError(f"bench.floor_spec failed; see {res.dir}/floor-spec.log")
+    return path
+
+
+def run_floor(args, res: Resources, model_port: int, n: int, processes: int, tag: str, spec: Path | None) -> Row:
+    label = ("floor" if processes == 1 else f"floor x{processes}") if spec else "floor-1tool"
     parts = [n // processes + (1 if i < n % processes else 0) for i in range(processes)]
     procs = []
     try:
@@ -335,7 +351,8 @@ def run_floor(args, res: Resources, model_port: int, n: int, processes: int, tag
             procs.append(
                 res.spawn(
                     [PYTHON, "-m", "bench.floor", "--base-url", f"http://127.0.0.1:{model_port}/v1", "--n", str(part),
-                     "--warmup", str(args.warmup), "--tokens", str(args.tokens), "--timeout", str(args.timeout)],
+                     "--warmup", str(args.warmup), "--tokens", str(args.tokens), "--timeout", str(args.timeout),
+                     *(["--spec", str(spec)] if spec else [])],
                     log=res.dir / f"{tag}-floor{processes}-p{i}.log",
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=child_env(), text=True,
                 )
@@ -438,7 +455,8 @@ def start_servers(config: Config, env: dict, res: Resources, tag: str) -> list[S
     for i in range(config.processes):
         port = free_port()
         log = res.dir / f"{tag}-daphne{i}.log"
-        proc = res.spawn([DAPHNE, "-b", "127.0.0.1", "-p", str(port), "haico_site.asgi:application"], log=log, env=env)
+        # The way README serves it: daphne on uvloop (haico_site/serve.py).
+        proc = res.spawn([PYTHON, "-m", "haico_site.serve", "-b", "127.0.0.1", "-p", str(port)], log=log, env=env)
         servers.append(Server(proc, port, log))
     deadline = time.monotonic() + 120
     for server in servers:
@@ -575,7 +593,7 @@ def print_report(rows: dict, args, ns: list[int], configs: list[Config], res: Re
     for n in ns:
         floor1 = rows.get(("floor", n))
         floor2 = rows.get(("floor x2", n))
-        labels = ["floor"] + (["floor x2"] if floor2 else []) + [c.name for c in configs]
+        labels = ["floor", "floor-1tool"] + (["floor x2"] if floor2 else []) + [c.name for c in configs]
         for label in labels:
             row = rows.get((label, n))
             if row is None:
@@ -672,6 +690,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds before a turn counts as failed")
     parser.add_argument("--redis-db", type=int, default=15, help="Redis database the pg configs use (flushed)")
     parser.add_argument("--debug", action="store_true", help="run the servers with DEBUG=True (development settings)")
+    parser.add_argument("--floor-1tool", action="store_true",
+                        help="also run the floor with one tool and no prompt (the floor before HAICO's tools and prompt were given to it)")
     args = parser.parse_args()
     global SERVER_DEBUG
     SERVER_DEBUG = args.debug
@@ -707,12 +727,15 @@ def main() -> None:
                 configs = [c for c in configs if c.database != "postgres"]
         model_port = start_model_server(args, res)
         print(f"  model server on 127.0.0.1:{model_port}", flush=True)
+        spec = floor_spec(res)
         databases: dict[str, str] = {}
         for repeat in range(args.repeats):
             for n in ns:
-                add(run_floor(args, res, model_port, n, 1, f"n{n}-r{repeat}"))
+                add(run_floor(args, res, model_port, n, 1, f"n{n}-r{repeat}", spec))
+                if args.floor_1tool:
+                    add(run_floor(args, res, model_port, n, 1, f"n{n}-r{repeat}-1tool", None))
                 if any(c.processes == 2 for c in configs):
-                    add(run_floor(args, res, model_port, n, 2, f"n{n}-r{repeat}"))
+                    add(run_floor(args, res, model_port, n, 2, f"n{n}-r{repeat}", spec))
                 for config in configs:
                     tag = f"{config.name}-n{n}-r{repeat}"
                     try:

@@ -65,6 +65,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         publisher.join(self.thread.pk, self)
+        registry.warm_up()
         self._renewal = asyncio.ensure_future(self._renew_membership())
         # Behind any fragment already on its way to the thread, so nothing
         # arrives twice or out of order.

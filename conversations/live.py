@@ -29,6 +29,7 @@ sequence number, so a consumer can tell when one went missing
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from dataclasses import dataclass, field
@@ -46,13 +47,17 @@ logger = logging.getLogger("haico.conversations.live")
 FRAGMENT_EVENT = "thread.fragment"
 # A send to a group waits this long after the previous one, so a burst of
 # tokens goes out as one message.
-WINDOW_SECONDS = 0.02
+WINDOW_SECONDS = 0.025
+# A group's sender waits this long for more before it ends: a streaming turn
+# keeps one sender instead of starting one per token.
+IDLE_SECONDS = 2.0
 # Channel-layer sends in flight at once, all groups together: each holds a
 # Redis connection (settings.REDIS_MAX_CONNECTIONS must stay above this).
 LAYER_SENDS_AT_ONCE = 64
 CHAT_FRAGMENTS = "conversations/fragments/turn.html"
 
 
+@functools.lru_cache(maxsize=4096)
 def group_name(thread_id) -> str:
     """The channel group of a thread (ASCII, well under the 100-character limit)."""
     return f"thread.{uuid.UUID(str(thread_id)).hex}"
@@ -64,6 +69,7 @@ class _Outbox:
     items: list[tuple[object | None, str]] = field(default_factory=list)
     task: asyncio.Task | None = None
     last_sent: float = float("-inf")
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class Publisher:
@@ -73,6 +79,7 @@ class Publisher:
         self._outboxes: dict[str, _Outbox] = {}
         self._seq: dict[str, int] = {}
         self._members: dict[str, set] = {}  # group -> this process's consumers in it
+        self._member_channels: dict[str, set] = {}  # group -> their channel names
         self._layer_slots: asyncio.Semaphore | None = None
         self.failed_sends = 0
 
@@ -84,18 +91,23 @@ class Publisher:
             self.loop = loop
             self._outboxes = {}
             self._members = {}
+            self._member_channels = {}
             self._layer_slots = asyncio.Semaphore(LAYER_SENDS_AT_ONCE)
 
     def join(self, thread_id, consumer) -> None:
         """`consumer` (an open page in this process) gets the thread's fragments."""
-        self._members.setdefault(group_name(thread_id), set()).add(consumer)
+        group = group_name(thread_id)
+        self._members.setdefault(group, set()).add(consumer)
+        self._member_channels.setdefault(group, set()).add(consumer.channel_name)
 
     def leave(self, thread_id, consumer) -> None:
-        members = self._members.get(group_name(thread_id))
+        group = group_name(thread_id)
+        members = self._members.get(group)
         if members is not None:
             members.discard(consumer)
+            self._member_channels[group].discard(consumer.channel_name)
             if not members:
-                del self._members[group_name(thread_id)]
+                del self._members[group], self._member_channels[group]
 
     # -- entry points ------------------------------------------------------
 
@@ -136,11 +148,21 @@ class Publisher:
         outbox.items.append((consumer, html))
         if outbox.task is None:
             outbox.task = asyncio.get_running_loop().create_task(self._drain(group, outbox))
+        else:
+            outbox.wake.set()
 
     async def _drain(self, group: str, outbox: _Outbox) -> None:
         loop = asyncio.get_running_loop()
         try:
-            while outbox.items:
+            while True:
+                if not outbox.items:
+                    outbox.wake.clear()
+                    try:
+                        async with asyncio.timeout(IDLE_SECONDS):
+                            await outbox.wake.wait()
+                    except TimeoutError:
+                        if not outbox.items:
+                            return
                 wait = outbox.last_sent + WINDOW_SECONDS - loop.time()
                 if wait > 0:
                     await asyncio.sleep(wait)
@@ -186,8 +208,11 @@ class Publisher:
         processes (any other layer), or other listeners of an in-memory one."""
         if not isinstance(layer, InMemoryChannelLayer):
             return True
-        ours = {consumer.channel_name for consumer in self._members.get(group, ())}
-        return any(name not in ours for name in layer.groups.get(group, ()))
+        listening = layer.groups.get(group)
+        if not listening:
+            return False
+        ours = self._member_channels.get(group, ())
+        return len(listening) > len(ours) or any(name not in ours for name in listening)
 
     async def _to_consumer(self, consumer, html: str) -> None:
         try:

@@ -46,6 +46,34 @@ class _Running:
 
 _running: dict[uuid.UUID, _Running] = {}
 _watcher: asyncio.Task | None = None
+_warmed_loop = None
+_warm_task: asyncio.Task | None = None
+
+
+def warm_up() -> None:
+    """Before this process's first turn: open the checkpointer, compile the
+    agent and load what its first model call would, so that turn is not
+    slower than the rest. Called when a page connects (it always does before
+    its person can send a message); once per event loop."""
+    global _warmed_loop, _warm_task
+    loop = asyncio.get_running_loop()
+    if _warmed_loop is loop:
+        return
+    _warmed_loop = loop
+    _warm_task = loop.create_task(_warm_up(), name="haico-warm-up")
+    checkpointers.on_shutdown(stop_all_turns)
+
+
+async def _warm_up() -> None:
+    try:
+        saver = await checkpointers.get_checkpointer()
+        agents.warm(checkpointer=saver)
+        # The database thread's connection, and the templates a turn renders.
+        await database_sync_to_async(Thread.objects.exists)()
+        await database_sync_to_async(TurnRun.prepare)()
+    except Exception:
+        # A failure the first turn will meet again and report properly.
+        logger.debug("warm-up failed", exc_info=True)
 
 
 async def start_turn(*, thread: Thread, user_message: str, model_name: str | None = None) -> int:
@@ -133,7 +161,10 @@ async def wait_for_turn(thread_id, timeout: float = 30.0) -> None:
 
 async def stop_all_turns() -> None:
     """Server shutdown: stop every turn of this process (partial answers kept,
-    turn slots released), cancelling any that do not wind down in time."""
+    turn slots released), cancelling any that do not wind down in time, and
+    let a warm-up in progress finish (it may be opening the checkpointer)."""
+    if _warm_task is not None and not _warm_task.done() and _warm_task.get_loop() is asyncio.get_running_loop():
+        await asyncio.wait((_warm_task,), timeout=SHUTDOWN_GRACE_SECONDS)
     local = list(_running.values())
     for running in local:
         running.turn.stop_event.set()

@@ -28,6 +28,7 @@ import logging
 import time
 
 from channels.db import database_sync_to_async
+from django.template.loader import get_template
 from django.utils.html import escape
 
 from agent import checkpointer as checkpointers
@@ -70,6 +71,19 @@ class TurnRun:
         self._held_whitespace = ""
         self.final_text = ""
         self._last_sent = time.monotonic()
+
+    @staticmethod
+    def prepare() -> None:
+        """Load what a turn's first fragments would: the chat and live-patch
+        templates and the markdown renderer."""
+        turn = {"turn_index": 0, "user_message": "", "steps": ["x"], "answer_html": render_markdown("*x*"),
+                "stopped": False, "error": "", "running": True}
+        fragments.turn_shell(turn, title="x")
+        fragments.steps(0, ["x"])
+        fragments.closing({**turn, "running": False})
+        for name in ("objective", "preferences", "plan", "centre"):
+            get_template(f"workspace/panels/{name}.html")
+        get_template("workspace/panels/live.html")
 
     # -- sending --
 
@@ -131,43 +145,44 @@ class TurnRun:
         await self._drain(events)
 
     async def _drain(self, events) -> None:
-        """Consume the agent's events, with heartbeats while it is quiet.
+        """Consume the agent's events until they end or a stop is asked for.
 
-        The pending event is awaited through a task so a heartbeat never
-        cancels it; only a stop does."""
-        iterator = events.__aiter__()
-        pending: asyncio.Future | None = None
-        stop_wait = asyncio.ensure_future(self.stop_event.wait())
+        The events are read in one task with a plain `async for` (per token,
+        anything more, such as a task or a timed wait per event, is a
+        measurable share of a turn's cost under load: docs/adr/0009); a stop
+        cancels that task at the step it is waiting on, and a heartbeat goes
+        out whenever nothing else did for a while."""
+        consume = asyncio.ensure_future(self._consume(events))
+        stop = asyncio.ensure_future(self.stop_event.wait())
+        heartbeat = asyncio.ensure_future(self._heartbeats())
         try:
-            while True:
-                if self.stop_event.is_set():
-                    raise TurnStopped
-                if pending is None:
-                    pending = asyncio.ensure_future(iterator.__anext__())
-                timeout = max(0.0, self._last_sent + HEARTBEAT_SECONDS - time.monotonic())
-                done, _ = await asyncio.wait((pending, stop_wait), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-                if pending in done:
-                    finished, pending = pending, None
-                    try:
-                        event = finished.result()
-                    except StopAsyncIteration:
-                        return
-                    await self._handle(event)
-                elif stop_wait in done:
-                    raise TurnStopped
-                else:
-                    self.send(fragments.heartbeat())
+            done, _ = await asyncio.wait((consume, stop), return_when=asyncio.FIRST_COMPLETED)
+            if consume in done:
+                consume.result()  # the agent's own error, if it failed
+                return
+            raise TurnStopped
         finally:
-            stop_wait.cancel()
-            if pending is not None:
-                pending.cancel()
-                await asyncio.wait((pending,))
-                if not pending.cancelled():
-                    pending.exception()  # retrieved; the stop (or error) is what matters
+            stop.cancel()
+            heartbeat.cancel()
+            if not consume.done():
+                consume.cancel()
+                await asyncio.wait((consume,))
+            if not consume.cancelled():
+                consume.exception()  # retrieved; a stop (or the error raised above) is what matters
             try:
-                await iterator.aclose()
+                await events.aclose()
             except Exception:
                 logger.debug("agent stream did not close cleanly", exc_info=True)
+
+    async def _consume(self, events) -> None:
+        async for event in events:
+            await self._handle(event)
+
+    async def _heartbeats(self) -> None:
+        while True:
+            await asyncio.sleep(max(0.05, self._last_sent + HEARTBEAT_SECONDS - time.monotonic()))
+            if time.monotonic() - self._last_sent >= HEARTBEAT_SECONDS:
+                self.send(fragments.heartbeat())
 
     # -- agent events --
 

@@ -22,12 +22,7 @@ async def turn_environment():
     layer = get_channel_layer()
     await layer.flush()
     yield
-    for running in list(registry._running.values()):
-        running.turn.stop_event.set()
-        try:
-            await asyncio.wait_for(asyncio.shield(running.task), 10)
-        except Exception:
-            running.task.cancel()
+    await registry.stop_all_turns()
     await checkpointers.close_checkpointer()
     await layer.flush()
 

@@ -22,6 +22,9 @@ class _ScriptedAgents:
         self.extra_tools = list(extra_tools)
         self.model_names = model_names
 
+    def warm(self, *, checkpointer):
+        pass  # a scripted model has nothing to load
+
     def graph(self, *, model_name, checkpointer):
         self.model_names.append(model_name)
         if self.extra_tools:

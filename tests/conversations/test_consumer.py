@@ -276,6 +276,9 @@ async def test_without_a_model_the_chat_says_what_to_set_and_stores_nothing(owne
     settings.OPENAI_API_KEY = ""
 
     class MustNotBuild:
+        def warm(self, **kwargs):
+            pass
+
         def graph(self, **kwargs):
             raise AssertionError("no agent may be built without a model")
 
