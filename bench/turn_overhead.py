@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -169,7 +170,6 @@ async def token_delays(ws: Workspace, tokens: int) -> list[float]:
     """Per token: model yields it -> its fragment is handed to group_send."""
     words = " ".join(f"word{i}" for i in range(tokens))
     yielded: list[float] = []
-    sent: list[float] = []
 
     # Tokens arrive 2 ms apart, as from a fast real model; with no gap at all
     # the figure would measure the backlog of a burst, not the path's latency.
@@ -177,10 +177,15 @@ async def token_delays(ws: Workspace, tokens: int) -> list[float]:
     model.token_clock = yielded
     original_send = publisher._to_group
 
+    sent_at: dict[int, float] = {}
+
     async def timed_send(group, html):
-        # One send may carry several tokens (the live layer batches them).
+        # One send may carry several tokens (the live layer batches them):
+        # each is told apart by its number (word<i>).
         now = time.perf_counter()
-        sent.extend([now] * html.count('-answer-content" hx-swap-oob="beforeend">'))
+        for fragment in html.split('-answer-content" hx-swap-oob="beforeend">')[1:]:
+            for number in re.findall(r"word(\d+)", fragment.split("</div>", 1)[0]):
+                sent_at.setdefault(int(number), now)
         await original_send(group, html)
 
     publisher._to_group = timed_send
@@ -190,8 +195,7 @@ async def token_delays(ws: Workspace, tokens: int) -> list[float]:
     finally:
         publisher._to_group = original_send
         model.token_clock = None
-    n = min(len(yielded), len(sent))
-    return [(sent[i] - yielded[i]) * 1000 for i in range(n)]
+    return [(sent_at[i] - yielded[i]) * 1000 for i in range(len(yielded)) if i in sent_at]
 
 
 def component_costs(ws: Workspace, repeats: int) -> dict[str, float]:

@@ -81,7 +81,6 @@ class Publisher:
         self._members: dict[str, set] = {}  # group -> this process's consumers in it
         self._member_channels: dict[str, set] = {}  # group -> their channel names
         self._layer_slots: asyncio.Semaphore | None = None
-        self.failed_sends = 0
 
     def attach(self) -> None:
         """Send from the running loop (the server's). Called by every async
@@ -200,7 +199,6 @@ class Publisher:
         except Exception:
             # Visible, never silent: the other processes' pages notice the gap
             # in the sequence numbers (conversations.consumers) and reload.
-            self.failed_sends += 1
             logger.exception("could not send %d characters to %s", len(html), group)
 
     def _others_listen(self, layer, group: str) -> bool:
@@ -218,7 +216,6 @@ class Publisher:
         try:
             await consumer.deliver(html)
         except Exception:
-            self.failed_sends += 1
             logger.exception("could not send %d characters to a page of %s", len(html), consumer)
 
 
@@ -247,7 +244,12 @@ def on_changes(changes: list[Change]) -> None:
     for change in changes:
         by_thread.setdefault(change.thread_id, []).append(change)
     for thread_id, thread_changes in by_thread.items():
-        thread = Thread.objects.filter(pk=thread_id).first()
-        if thread is None:
-            continue
+        if any(change.surface == "thread" for change in thread_changes):
+            thread = Thread.objects.filter(pk=thread_id).first()
+            if thread is None:
+                continue
+        else:
+            # The workspace's patches only need the thread's id; a query for
+            # the row would cost as much as rendering them.
+            thread = Thread(pk=thread_id)
         publisher.publish(thread_id, render_changes(thread, thread_changes))

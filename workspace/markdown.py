@@ -42,7 +42,14 @@ def render_markdown(text: str | None) -> SafeString:
     """Markdown source → sanitised HTML, safe to put in a template as is."""
     if not text:
         return mark_safe("")
-    html = _parser().render(str(text))
+    return _render(str(text))
+
+
+# A long document costs tens of milliseconds to render, and the same version
+# is rendered for its push, the page and the preview request alike.
+@lru_cache(maxsize=32)
+def _render(text: str) -> SafeString:
+    html = _parser().render(text)
     clean = nh3.clean(
         html,
         tags=ALLOWED_TAGS,

@@ -11,11 +11,11 @@ centre. The live layer pushes them; the HTMX views answer with them."""
 from django.conf import settings
 from django.template.loader import render_to_string
 
-from . import selectors
+from . import rows, selectors
 from .artifact_registry import artifact_view, option_label
 from .events import Change
 from .markdown import render_markdown
-from .models import Thread
+from .models import Preference, Thread
 
 PANEL_TEMPLATES = {
     "objective": "workspace/panels/objective.html#panel",
@@ -24,6 +24,9 @@ PANEL_TEMPLATES = {
     "centre": "workspace/panels/centre.html#panel",
 }
 LIVE = "workspace/panels/live.html"
+# A longer document's preview comes by its own request after the page: the
+# page stays light and quick however long the document grows.
+PREVIEW_INLINE_MAX_CHARS = 8_000
 
 
 def objective_context(*, thread: Thread, **extra) -> dict:
@@ -38,12 +41,25 @@ def objective_context(*, thread: Thread, **extra) -> dict:
 
 
 def preferences_context(*, thread: Thread, **extra) -> dict:
-    return {"thread": thread, "preferences": selectors.preferences_for(thread=thread), **extra}
+    preferences = selectors.preferences_for(thread=thread)
+    return {
+        "thread": thread,
+        "preferences": preferences,
+        "hard_html": rows.preference_rows(p for p in preferences if p.kind == Preference.Kind.HARD),
+        "soft_html": rows.preference_rows(p for p in preferences if p.kind != Preference.Kind.HARD),
+        **extra,
+    }
 
 
 def plan_context(*, thread: Thread, **extra) -> dict:
     steps = selectors.plan_steps(thread=thread)
-    return {"thread": thread, "steps": steps, "plan_done": sum(1 for step in steps if step.done), **extra}
+    return {
+        "thread": thread,
+        "steps": steps,
+        "steps_html": rows.step_rows(steps),
+        "plan_done": sum(1 for step in steps if step.done),
+        **extra,
+    }
 
 
 def centre_context(*, thread: Thread, selected_artifact_id: int | None = None, **extra) -> dict:
@@ -54,10 +70,12 @@ def centre_context(*, thread: Thread, selected_artifact_id: int | None = None, *
     if selected_artifact_id is not None:
         selected = selectors.artifact_for(thread=thread, artifact_id=selected_artifact_id)
     document = selectors.document_for(thread=thread)
+    deferred = selected is None and len(document.content) > PREVIEW_INLINE_MAX_CHARS
     return {
         "thread": thread,
         "document": document,
-        "document_html": render_markdown(document.content) if selected is None else "",
+        "document_html": render_markdown(document.content) if selected is None and not deferred else "",
+        "preview_deferred": deferred,
         "document_max_chars": settings.HAICO_DOCUMENT_MAX_CHARS,
         "artifacts": artifacts,
         "artifact_options": [(a, option_label(a)) for a in artifacts],
@@ -93,13 +111,13 @@ def render_plan_patch(*, thread: Thread, ids=None) -> str:
     """The touched steps; with `ids` None every step, marked complete (the
     page drops steps it has that are not in it: a resync)."""
     steps, removed = selectors.plan_patch(thread=thread, ids=ids)
-    context = {"steps": steps, "removed": removed, "complete": ids is None}
+    context = {"steps_html": rows.step_rows(steps), "removed": removed, "complete": ids is None}
     return render_to_string("workspace/panels/plan.html#patch", context)
 
 
 def render_preferences_patch(*, thread: Thread, ids=None) -> str:
     preferences, removed = selectors.preferences_patch(thread=thread, ids=ids)
-    context = {"preferences": preferences, "removed": removed, "complete": ids is None}
+    context = {"rows_html": rows.preference_rows(preferences), "removed": removed, "complete": ids is None}
     return render_to_string("workspace/panels/preferences.html#patch", context)
 
 

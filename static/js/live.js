@@ -18,8 +18,9 @@
  * its socket reconnects.
  *
  * Controls: plan steps and preferences carry no forms or URLs. One delegated
- * handler per kind reads the row id from data-step / data-pref and posts to
- * the panel's URL; a step's actions sit in one menu per panel.
+ * handler per kind reads the row's id from its element id (step-<id>,
+ * pref-<id>) and posts to the panel's URL; a step's actions sit in one menu
+ * per panel.
  */
 (function () {
   "use strict";
@@ -28,6 +29,28 @@
 
   function inbox() {
     return document.getElementById("live-inbox");
+  }
+
+  var STEP_BOX = ":scope > .edit-view > input[type=checkbox]";
+
+  function rowId(li) {
+    return li.id.slice(li.id.indexOf("-") + 1);
+  }
+
+  function stepNumber(li) {
+    var number = li.querySelector(":scope > .edit-view .step-number");
+    return number ? number.textContent : "";
+  }
+
+  // What has focus inside a row's read view, as a selector that finds the
+  // same control in its replacement.
+  function focusSelector(view) {
+    var active = document.activeElement;
+    if (!active || !view.contains(active)) return null;
+    if (active.matches("input[type=checkbox]")) return "input[type=checkbox]";
+    if (active.matches(".step-menu")) return ".step-menu";
+    var act = active.getAttribute("data-pref-act");
+    return act ? '[data-pref-act="' + act + '"]' : null;
   }
 
   function move(parent, element, before) {
@@ -69,17 +92,15 @@
     var newView = incoming.querySelector(":scope > .edit-view");
     copyAttributes(existing, incoming);
     if (!oldView || !newView) return;
-    var active = document.activeElement;
-    var focusKey = active && oldView.contains(active) ? active.getAttribute("data-step-act") || active.getAttribute("data-pref-act") : null;
+    var focused = focusSelector(oldView);
     newView.hidden = oldView.hidden;
-    var expanded = oldView.querySelector("[aria-expanded=true]");
-    if (expanded) {
-      var again = newView.querySelector("[data-step-act=menu]");
+    if (oldView.querySelector("[aria-expanded=true]")) {
+      var again = newView.querySelector(".step-menu");
       if (again) again.setAttribute("aria-expanded", "true");
     }
     oldView.replaceWith(newView);
-    if (focusKey) {
-      var same = newView.querySelector('[data-step-act="' + focusKey + '"], [data-pref-act="' + focusKey + '"]');
+    if (focused) {
+      var same = newView.querySelector(focused);
       if (same) same.focus();
     }
   }
@@ -182,13 +203,12 @@
   }
 
   function label(li, number) {
-    li.setAttribute("data-number", number);
     li.querySelectorAll(".step-number").forEach(function (el) { el.textContent = number; });
     var set = function (selector, attr, text) {
       li.querySelectorAll(selector).forEach(function (el) { el.setAttribute(attr, text); });
     };
-    set("[data-step-act=done]", "aria-label", "Done: step " + number);
-    set("[data-step-act=menu]", "aria-label", "Actions for step " + number);
+    set(STEP_BOX, "aria-label", "Done: step " + number);
+    set(".step-menu", "aria-label", "Actions for step " + number);
     set('form[data-edit-form="edit"] input[name=text]', "aria-label", "Text of step " + number);
     set('form[data-edit-form="child"] input[name=text]', "aria-label", "New sub-step of step " + number);
     set('form[data-edit-form="child"] input[name=text]', "placeholder", "Sub-step of " + number + "…");
@@ -199,13 +219,19 @@
     var rows = stepRows();
     var done = 0;
     rows.forEach(function (li) {
+      var opener = li.querySelector(".step-menu");
+      // The menu works only with JavaScript, so this is where it is announced.
+      if (opener && !opener.hasAttribute("aria-haspopup")) {
+        opener.setAttribute("aria-haspopup", "menu");
+        opener.setAttribute("aria-expanded", "false");
+      }
       var depth = depthOf(li);
       counters.length = depth + 1;
       for (var i = 0; i < depth; i++) if (!counters[i]) counters[i] = 1;
       counters[depth] = (counters[depth] || 0) + 1;
       var number = counters.join(".");
-      if (li.getAttribute("data-number") !== number || li.querySelector(".step-number").textContent !== number) label(li, number);
-      var box = li.querySelector("[data-step-act=done]");
+      if (stepNumber(li) !== number) label(li, number);
+      var box = li.querySelector(STEP_BOX);
       if (box && box.checked) done++;
     });
     var count = document.getElementById("plan-count");
@@ -221,10 +247,10 @@
     var pre = panel.querySelector("#plan-markdown");
     if (!pre) return;
     pre.textContent = stepRows().map(function (li) {
-      var box = li.querySelector("[data-step-act=done]");
-      var text = li.querySelector(".step-view .step-text");
+      var box = li.querySelector(STEP_BOX);
+      var text = li.querySelector(".edit-view .step-text");
       return "  ".repeat(depthOf(li)) + "- [" + (box && box.checked ? "x" : " ") + "] " +
-        li.getAttribute("data-number") + " " + (text ? text.textContent : "");
+        stepNumber(li) + " " + (text ? text.textContent : "");
     }).join("\n") || "(no plan yet)";
   }
 
@@ -239,8 +265,7 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    var panel = document.getElementById("panel-plan");
-    if (panel) writeChecklist(panel);
+    if (document.getElementById("panel-plan")) planChanged();
   });
 
   // --- refusals and successes --------------------------------------------------
@@ -276,7 +301,7 @@
     if (target === "add") {
       form = panel.querySelector('form[data-live-form="add"]');
     } else if ((target === "edit" || target === "child") && rowId) {
-      var row = panel.querySelector('[data-step="' + rowId + '"], [data-pref="' + rowId + '"]');
+      var row = panel.querySelector("#step-" + rowId + ", #pref-" + rowId);
       form = row && row.querySelector('form[data-edit-form="' + target + '"]:not([hidden])');
     }
     var slot = form ? formError(form) : panel.querySelector(".panel-error");
@@ -311,10 +336,10 @@
       var first = form.querySelector("input[type=text]");
       if (first && form.contains(document.activeElement) && document.activeElement.tagName === "BUTTON") first.focus();
     } else if (form.hasAttribute("data-edit-form")) {
-      var scope = form.closest("[data-edit-scope]");
+      var scope = form.closest("[data-edit-scope], li.step, li.pref");
       if (scope) {
         HAICO.closeForms(scope);
-        var opener = scope.querySelector("[data-step-act=menu], [data-pref-act=edit]");
+        var opener = scope.querySelector(".step-menu, [data-pref-act=edit]");
         if (opener) opener.focus();
       }
     }
@@ -336,8 +361,8 @@
     var panel = scope.closest("#panel-plan");
     var template = panel && panel.querySelector('template[data-step-form="' + name + '"]');
     if (!template || !template.content.firstElementChild) return null;
-    var pk = scope.getAttribute("data-step");
-    var number = scope.getAttribute("data-number");
+    var pk = rowId(scope);
+    var number = stepNumber(scope);
     var form = template.content.firstElementChild.cloneNode(true);
     form.setAttribute("data-built", "");
     [form].concat(Array.prototype.slice.call(form.querySelectorAll("*"))).forEach(function (el) {
@@ -376,7 +401,7 @@
     var box = menu();
     if (!box || box.hidden) return;
     box.hidden = true;
-    var opener = menuFor && menuFor.querySelector("[data-step-act=menu]");
+    var opener = menuFor && menuFor.querySelector(".step-menu");
     if (opener) {
       opener.setAttribute("aria-expanded", "false");
       if (focusOpener) opener.focus();
@@ -412,9 +437,8 @@
   }
 
   function stepAction(li, act, source) {
-    var pk = li.getAttribute("data-step");
-    var number = li.getAttribute("data-number");
-    var base = planUrl() + pk + "/";
+    var number = stepNumber(li);
+    var base = planUrl() + rowId(li) + "/";
     if (act === "edit" || act === "child") {
       HAICO.openForm(li, act, stepForm);
     } else if (act === "indent" || act === "outdent") {
@@ -430,16 +454,16 @@
   }
 
   document.addEventListener("change", function (event) {
-    var box = event.target.closest && event.target.closest("#plan-steps [data-step-act=done]");
+    var box = event.target.closest && event.target.closest("#plan-steps .edit-view > input[type=checkbox]");
     if (!box) return;
     var li = box.closest("li.step");
-    post(planUrl() + li.getAttribute("data-step") + "/done/", li, { done: box.checked ? "1" : "0" });
+    post(planUrl() + rowId(li) + "/done/", li, { done: box.checked ? "1" : "0" });
     planChanged();
   });
 
   document.addEventListener("click", function (event) {
     var target = event.target;
-    var opener = target.closest && target.closest("#plan-steps [data-step-act=menu]");
+    var opener = target.closest && target.closest("#plan-steps .step-menu");
     if (opener) {
       var li = opener.closest("li.step");
       if (menuFor === li && !menu().hidden) closeMenu(true);
@@ -457,7 +481,7 @@
   });
 
   document.addEventListener("dblclick", function (event) {
-    var text = event.target.closest && event.target.closest("#plan-steps .step-view .step-text");
+    var text = event.target.closest && event.target.closest("#plan-steps .edit-view .step-text");
     if (text) HAICO.openForm(text.closest("li.step"), "edit", stepForm);
   });
 
@@ -493,7 +517,7 @@
     var panel = scope.closest("#panel-preferences");
     var template = panel && panel.querySelector('template[data-pref-form="edit"]');
     if (!template || !template.content.firstElementChild) return null;
-    var pk = scope.getAttribute("data-pref");
+    var pk = rowId(scope);
     var form = template.content.firstElementChild.cloneNode(true);
     form.setAttribute("data-built", "");
     ["action", "hx-post"].forEach(function (attr) {
@@ -517,7 +541,7 @@
     if (!button) return;
     var li = button.closest("li.pref");
     var act = button.getAttribute("data-pref-act");
-    var url = prefsUrl() + li.getAttribute("data-pref") + "/";
+    var url = prefsUrl() + rowId(li) + "/";
     if (act === "lock") {
       post(url + "lock/", li, { locked: button.getAttribute("aria-pressed") === "true" ? "0" : "1" });
     } else if (act === "edit") {

@@ -19,8 +19,10 @@
 
   var HAICO = (window.HAICO = window.HAICO || {});
 
+  // Plan steps and preferences are scopes without saying so (their rows
+  // carry nothing they do not show).
   function scopeOf(el) {
-    return el.closest("[data-edit-scope]");
+    return el.closest("[data-edit-scope], li.step, li.pref");
   }
 
   function childrenMatching(scope, selector) {
@@ -86,7 +88,7 @@
       var cancelScope = scopeOf(cancel);
       if (cancelScope) closeForms(cancelScope);
       var view = cancelScope && childrenMatching(cancelScope, ".edit-view")[0];
-      var again = view && view.querySelector("[data-edit-open], [data-step-act=menu], [data-pref-act=edit]");
+      var again = view && view.querySelector("[data-edit-open], .step-menu, [data-pref-act=edit]");
       if (again) again.focus();
       return;
     }

@@ -142,7 +142,7 @@ def test_an_agent_turn_keeps_an_open_edit_half_typed_text_and_the_caret(new_page
 
     # The agent's changes are there...
     tree = page.get_by_role("list", name="Plan steps")
-    expect(tree.locator(":scope > li .step-view .step-text")).to_have_text(
+    expect(tree.locator(":scope > li .edit-view .step-text")).to_have_text(
         ["Gather sources", "Write the draft", "Find three studies", "Compare their methods"]
     )
     expect(planning.get_by_role("checkbox", name="Done: step 1")).to_be_checked()
@@ -155,6 +155,6 @@ def test_an_agent_turn_keeps_an_open_edit_half_typed_text_and_the_caret(new_page
 
     # The open edit still saves, onto the step it was opened for.
     planning.get_by_role("textbox", name="Text of step 2").press("Enter")
-    expect(tree.locator(":scope > li .step-view .step-text")).to_have_text(
+    expect(tree.locator(":scope > li .edit-view .step-text")).to_have_text(
         ["Gather sources", "Write the final draft", "Find three studies", "Compare their methods"]
     )

@@ -43,7 +43,7 @@ def test_person_edits_a_step_adds_a_sub_step_and_sees_a_refused_edit(page, haico
     expect(child).to_have_attribute("placeholder", "Sub-step of 2…")
     child.fill("Introduction")
     child.press("Enter")
-    expect(planning.locator(".step-view .step-number")).to_have_text(["1", "2", "2.1"])
+    expect(planning.locator(".edit-view .step-number")).to_have_text(["1", "2", "2.1"])
     expect(step_texts(page)).to_have_text(["Gather sources", "Write the first draft", "Introduction"])
 
     # A refused edit (blank text) stays open, with the message, the

@@ -15,7 +15,7 @@ def plan_rows(page: Page) -> list[tuple[str, str, bool]]:
     tree = page.get_by_role("list", name="Plan steps")
     rows = []
     for step in tree.locator(":scope > li").all():
-        number = step.locator(".step-view .step-number").inner_text().strip()
+        number = step.locator(".edit-view .step-number").inner_text().strip()
         text = step.locator(".step-text").inner_text().strip()
         checked = step.get_by_role("checkbox").is_checked()
         rows.append((number, text, checked))
@@ -25,7 +25,7 @@ def plan_rows(page: Page) -> list[tuple[str, str, bool]]:
 def expect_plan(page: Page, expected: list[tuple[str, str, bool]]) -> None:
     # The plan panel is swapped by htmx: wait for the numbers to settle, then compare everything.
     tree = page.get_by_role("list", name="Plan steps")
-    expect(tree.locator(".step-view .step-number")).to_have_text([n for n, _, _ in expected])
+    expect(tree.locator(".edit-view .step-number")).to_have_text([n for n, _, _ in expected])
     expect(tree.locator(".step-text")).to_have_text([t for _, t, _ in expected])
     assert plan_rows(page) == expected
 

@@ -219,3 +219,23 @@ def test_body_beyond_the_upload_limit_is_refused_cleanly(owner_client, thread, s
     assert response.status_code == 400
     assert "too long to send" in response.content.decode()
     assert _doc(thread) is None
+
+
+def test_a_long_documents_preview_comes_by_its_own_request(owner_client, other_user, thread):
+    from django.test import Client
+
+    body = "# Long\n\n" + "word " * 3000
+    document_services.document_save(thread=thread, title="Long", content=body)
+    page = owner_client.get(ws_url(thread, "centre/")).content.decode()
+    assert 'hx-trigger="load"' in page and "<h1>Long</h1>" not in page
+    preview = owner_client.get(ws_url(thread, "document/preview/"))
+    assert preview.status_code == 200 and "<h1>Long</h1>" in preview.content.decode()
+    intruder = Client()
+    intruder.force_login(other_user)
+    assert intruder.get(ws_url(thread, "document/preview/")).status_code == 404
+    assert owner_client.post(ws_url(thread, "document/preview/")).status_code == 405
+
+
+def test_a_short_documents_preview_is_on_the_page(owner_client, thread):
+    document_services.document_save(thread=thread, title="Short", content="# Short")
+    assert "<h1>Short</h1>" in owner_client.get(ws_url(thread, "centre/")).content.decode()

@@ -53,7 +53,7 @@ def test_plan_panel_shows_outline_numbers_and_rows_without_forms_or_urls(owner_c
     rows = _rows_markup(html)
     # One delegated handler per panel: rows carry ids, never forms or URLs.
     assert "<form" not in rows and "hx-post" not in rows and "/plan/" not in rows
-    assert f'data-step="{plan["search"].pk}"' in rows
+    assert f'id="step-{plan["search"].pk}"' in rows
     assert 'aria-label="Actions for step 1.2"' in rows and 'aria-label="Done: step 1.1"' in rows
     assert html.count('role="menu"') == 1 and html.count('data-step-form="edit"') == 1
 

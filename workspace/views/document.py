@@ -14,7 +14,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import path
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from .. import panels, selectors
 from ..errors import DocumentConflict, WorkspaceError
@@ -133,7 +133,18 @@ def document_latest(request, thread_id):
     return render(request, panels.PANEL_TEMPLATES["centre"], context)
 
 
+@login_required
+@require_GET
+def document_preview(request, thread_id):
+    """The saved document as sanitised HTML: a long document's preview, which
+    the page asks for once it has loaded (panels.PREVIEW_INLINE_MAX_CHARS)."""
+    thread = get_thread_for_user(request, thread_id)
+    html = render_markdown(selectors.document_for(thread=thread).content)
+    return HttpResponse(html or '<p class="muted">Nothing to preview yet.</p>')
+
+
 urlpatterns = [
+    path("document/preview/", document_preview, name="document-preview"),
     path("document/save/", document_save, name="document-save"),
     path("document/latest/", document_latest, name="document-latest"),
 ]

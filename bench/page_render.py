@@ -1,0 +1,95 @@
+"""How long the page of a big workspace takes to render, and how big it is.
+
+The workspace of DESIGN §6: 100 preferences, 300 plan steps, a 30 000-character
+document and 20 artifacts. The floor is the same request to a page that
+renders nothing but the site's base template (the login page), so the ratio
+says what the workspace adds; the absolute figures are what the target
+(<= 30 ms, <= 200 KB) is about. Production settings (DEBUG off).
+
+Run: .venv/bin/python -m bench.page_render [--repeats 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(tempfile.mkdtemp(prefix="haico-page-"))
+os.environ.update(
+    DATABASE_URL=f"sqlite:///{BENCH_DIR / 'page.sqlite3'}", DJANGO_SETTINGS_MODULE="haico_site.settings",
+    DEBUG="False", SECRET_KEY=os.urandom(32).hex(), SECURE_SSL_REDIRECT="False", HAICO_LOG_LEVEL="WARNING",
+)
+os.environ.pop("REDIS_URL", None)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.test import Client  # noqa: E402
+
+from conversations.services import thread_create  # noqa: E402
+from workspace.services import artifacts as artifact_services  # noqa: E402
+from workspace.services import document as document_services  # noqa: E402
+from workspace.services import plan as plan_services  # noqa: E402
+from workspace.services import preferences as preference_services  # noqa: E402
+
+
+def big_workspace(owner):
+    thread = thread_create(owner=owner, title="Big workspace")
+    plan_services.todos_add_outline(
+        thread=thread, steps=[{"text": f"Step {i} of a long plan with some words", "depth": [0, 1, 2, 1][i % 4]} for i in range(300)]
+    )
+    for i in range(100):
+        preference_services.preference_add(
+            thread=thread, title=f"Preference number {i}", subtitle="Some detail about it",
+            kind="hard" if i % 3 == 0 else "soft", respect_lock=False,
+        )
+    body = ("## Section\n\nLorem ipsum dolor sit amet, **consectetur** adipiscing elit. " * 400)[:30000]
+    document_services.document_save(thread=thread, title="Report", content=body)
+    for i in range(20):
+        artifact_services.artifact_create(
+            thread=thread, artifact_type="bar_chart", title=f"Chart {i}",
+            payload={"title": f"Chart {i}", "data": [{"name": "Q1", "value": 1}, {"name": "Q2", "value": 2}]}, turn_index=0,
+        )
+    return thread
+
+
+def timed(client, url, repeats) -> tuple[float, int]:
+    client.get(url)  # compile templates, warm caches
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        response = client.get(url)
+        samples.append((time.perf_counter() - start) * 1000)
+        assert response.status_code == 200, response.status_code
+    return statistics.median(samples), len(response.content)
+
+
+def main(repeats: int) -> None:
+    call_command("migrate", verbosity=0)
+    owner = get_user_model().objects.create_user(username="bench", password="bench-pass-123")
+    thread = big_workspace(owner)
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(owner)
+    page_ms, page_bytes = timed(client, f"/threads/{thread.pk}/workspace/", repeats)
+    preview_ms, preview_bytes = timed(client, f"/threads/{thread.pk}/workspace/document/preview/", repeats)
+    floor_ms, _ = timed(Client(HTTP_HOST="127.0.0.1"), "/accounts/login/", repeats)
+    print(f"HAICO page render bench ({repeats} repeats, medians; 100 preferences, 300 steps, 30 000-char document, 20 artifacts)")
+    print(f"  workspace page   {page_ms:6.1f} ms  {page_bytes / 1024:6.1f} KB   (targets <= 30 ms, <= 200 KB)"
+          f"  {'OK' if page_ms <= 30 and page_bytes <= 200 * 1024 else 'OVER'}")
+    print(f"  its preview      {preview_ms:6.1f} ms  {preview_bytes / 1024:6.1f} KB   (a second request, after the page)")
+    print(f"  floor (log-in)   {floor_ms:6.1f} ms                -> page x floor {page_ms / floor_ms:.1f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=30)
+    main(parser.parse_args().repeats)
