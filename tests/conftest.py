@@ -115,3 +115,16 @@ def redis_url():
     if not url:
         pytest.skip("HAICO_TEST_REDIS_URL is not set (scripts/test_services.sh start prints it)")
     return url
+
+
+@pytest.fixture(scope="session", autouse=True)
+def close_worker_thread_connections(django_db_setup, django_db_blocker):
+    """Async tests reach the database from asgiref's shared worker thread, whose
+    connection outlives the test (CONN_MAX_AGE); close it before the test
+    database is dropped (PostgreSQL refuses to drop a database in use)."""
+    yield
+    from asgiref.sync import SyncToAsync
+    from django.db import connections
+
+    with django_db_blocker.unblock():
+        SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)

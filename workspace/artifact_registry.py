@@ -187,17 +187,20 @@ def _hex_with_alpha(colour: str, alpha: str) -> str:
     return f"{colour}{alpha}"
 
 
-def chart_series(data) -> tuple[list[str], list[str], list[list]]:
+def chart_series(data, order=None) -> tuple[list[str], list[str], list[list]]:
     """(labels, series names, values per series) from the chart tool's `data`.
 
     Every key other than "name" holding a JSON number in some point is a
-    series, in order of first appearance (a key holding only quoted numbers
-    like "2024" is a label, not a series); a point missing a series, or with a
-    value that is not a number, gets a gap (None).
+    series (a key holding only quoted numbers like "2024" is a label, not a
+    series), in the order `order` gives (the payload's "series": PostgreSQL's
+    jsonb does not keep a point's key order), then in order of first
+    appearance; a point missing a series, or with a value that is not a
+    number, gets a gap (None).
     """
     if not isinstance(data, list) or not data:
         raise PayloadError("The chart has no data points.")
     series: list[str] = []
+    named = [key for key in order if isinstance(key, str)] if isinstance(order, list) else []
     for n, point in enumerate(data, start=1):
         if not isinstance(point, dict):
             raise PayloadError(f"Data point {n} is not an object with a name and values.")
@@ -206,6 +209,7 @@ def chart_series(data) -> tuple[list[str], list[str], list[list]]:
                 series.append(key)
     if not series:
         raise PayloadError("The chart's data has no numeric values to plot.")
+    series = [key for key in named if key in series] + [key for key in series if key not in named]
     labels = [_cell_text(point.get("name")) or f"#{n}" for n, point in enumerate(data, start=1)]
     values = [[_number(point.get(key)) for point in data] for key in series]
     return labels, series, values
@@ -281,7 +285,7 @@ def chart_config(kind: str, *, labels: list[str], series_labels: list[str], valu
 
 def build_chart(payload: dict, artifact: Artifact) -> dict:
     kind = CHART_KINDS[artifact.artifact_type]
-    labels, keys, values = chart_series(payload.get("data"))
+    labels, keys, values = chart_series(payload.get("data"), payload.get("series"))
     single = len(keys) == 1
     series_labels = [_series_label(k, single=single, payload=payload) for k in keys]
     style = ChartStyle.from_payload(payload.get("style"))

@@ -4,13 +4,14 @@ Payload (what the centre-panel renderer reads), for artifact_type
 "line_chart" / "bar_chart" / "pie_chart":
 
     {"title": str, "description": str, "data": [{"name": str, <series>: number, ...}, ...],
-     "x_axis_title": str, "y_axis_title": str,
+     "series": [str, ...], "x_axis_title": str, "y_axis_title": str,
      "style": {"palette": "default"|"soft"|"vivid"|"monochrome", "show_grid": bool,
                "show_legend": bool, "donut": bool, "stacked": bool, "smooth": bool,
                "label_size": int}}
 
-Every point has the same series keys, in the first point's order; strings are
-"" when not given; every style field is filled in.
+Every point has the same series keys; "series" lists them in the order the
+model gave (PostgreSQL's jsonb does not keep an object's key order); strings
+are "" when not given; every style field is filled in.
 """
 
 from .decorator import workspace_tool
@@ -55,6 +56,7 @@ def chart_generator(
         "title": title,
         "description": description or "",
         "data": data,
+        "series": series,
         "x_axis_title": x_axis_title or "",
         "y_axis_title": y_axis_title or "",
         "style": chart_style(style, chart_type=chart_type, series_count=len(series)),

@@ -37,6 +37,7 @@ async def test_bar_chart_is_persisted_and_returned_in_the_envelope(thread):
         "title": "Q1 vs Q2",
         "description": "Revenue per quarter",
         "data": Q1_Q2,
+        "series": ["value"],
         "x_axis_title": "",
         "y_axis_title": "Revenue (k€)",
         "style": {

@@ -21,9 +21,21 @@ pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
 
 
-async def test_one_saver_per_loop_on_the_django_database_file():
+def _postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+async def test_one_saver_per_loop_on_the_django_database():
     first, second = await asyncio.gather(checkpointers.get_checkpointer(), checkpointers.get_checkpointer())
     assert first is second is await checkpointers.get_checkpointer()
+    if _postgres():
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        assert isinstance(first, AsyncPostgresSaver)
+        async with first.conn.connection() as conn:
+            names = {row["tablename"] for row in await (await conn.execute("SELECT tablename FROM pg_tables")).fetchall()}
+        assert {"checkpoints", "checkpoint_writes"} <= names
+        return
     assert isinstance(first, AsyncSqliteSaver)
     assert checkpointers.sqlite_path() == connection.settings_dict["NAME"]
     with sqlite3.connect(checkpointers.sqlite_path()) as db:
@@ -31,8 +43,16 @@ async def test_one_saver_per_loop_on_the_django_database_file():
     assert {"checkpoints", "writes"} <= tables
 
 
-async def test_closing_stops_the_connection_thread_and_a_new_one_opens_after():
+async def test_closing_releases_the_connection_and_a_new_one_opens_after():
     saver = await checkpointers.get_checkpointer()
+    if _postgres():
+        pool = saver.conn
+        await checkpointers.close_checkpointer()
+        assert pool.closed
+        await checkpointers.close_checkpointer()  # twice is harmless
+        again = await checkpointers.get_checkpointer()
+        assert again is not saver and not again.conn.closed
+        return
     worker = saver.conn._thread
     assert worker.is_alive() and worker.daemon  # can never keep a process alive
     await checkpointers.close_checkpointer()

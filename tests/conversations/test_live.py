@@ -92,3 +92,26 @@ async def test_a_publish_from_a_worker_thread_arrives_through_the_servers_loop(t
     await sync_to_async(publisher.publish, thread_sensitive=False)(thread.pk, "<b>from a thread</b>")
     message = await asyncio.wait_for(layer.receive(listener), 2)
     assert message["html"] == "<b>from a thread</b>"
+
+
+async def test_ticking_one_step_of_a_300_step_plan_pushes_under_2_kb(owner, thread, sockets):
+    from workspace.services import plan as plan_services
+
+    steps = [{"text": f"Step number {i} of the long plan", "depth": 0 if i % 4 == 0 else 1} for i in range(300)]
+    await sync_to_async(plan_services.todos_add_outline)(thread=thread, steps=steps)
+    tab = await sockets(thread.pk, owner)
+    await sync_to_async(plan_services.todos_toggle_by_index)(thread=thread, indices=[151])
+    html = await tab.receive_from(timeout=3)
+    assert len(html.encode()) <= 2048, len(html.encode())
+    [row] = only_patch(html, "plan").rows
+    assert row.checked and row.number.count(".") == 1
+
+
+async def test_adding_a_preference_pushes_that_row_not_the_panel(owner, thread, sockets):
+    for i in range(50):
+        await sync_to_async(preference_services.preference_add)(thread=thread, title=f"Existing {i}", respect_lock=False)
+    tab = await sockets(thread.pk, owner)
+    await sync_to_async(preference_services.preference_add)(thread=thread, title="Brand new", kind="hard", respect_lock=False)
+    html = await tab.receive_from(timeout=3)
+    [row] = only_patch(html, "preferences").rows
+    assert row.text == "Brand new" and "Existing" not in html and len(html.encode()) <= 2048
