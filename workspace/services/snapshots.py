@@ -8,21 +8,24 @@ from ..models import Thread, WorkspaceSnapshot
 
 @transaction.atomic
 def snapshot_capture(*, thread: Thread, turn_index: int, user_message: str) -> WorkspaceSnapshot:
-    """Record the workspace as the agent will see it at the start of this turn. Write-once."""
-    document = selectors.document_for(thread=thread)
+    """Record the workspace as the agent will see it at the start of this turn.
+    Write-once. Read with the prompt's own light reads (selectors.workspace_reading_for):
+    the same values, hard preferences first and the plan in pre-order."""
+    reading = selectors.workspace_reading_for(thread=thread)
+    title, content, _updated_at = reading.document or ("Untitled", "", None)
     return WorkspaceSnapshot.objects.create(
         thread=thread,
         turn_index=turn_index,
         user_message=user_message,
-        document_title=document.title,
-        document_content=document.content,
-        objective_text=selectors.objective_text_for(thread=thread),
+        document_title=title,
+        document_content=content,
+        objective_text=reading.objective_text,
         preferences_json=[
-            {"title": p.title, "subtitle": p.subtitle, "kind": p.kind, "locked": p.locked}
-            for p in selectors.preferences_for(thread=thread)
+            {"title": title_, "subtitle": subtitle, "kind": kind, "locked": locked}
+            for kind, title_, subtitle, locked in reading.preferences
         ],
         todos_json=[
-            {"text": t.text, "done": t.done, "position": t.position, "depth": t.depth}
-            for t in selectors.todos_for(thread=thread)
+            {"text": text, "done": done, "position": position, "depth": depth}
+            for position, (text, done, depth) in enumerate(reading.todos)
         ],
     )
