@@ -201,7 +201,7 @@ class _AttemptGate(BaseCallbackHandler, _StreamingCallbackHandler):
             if meta is not None:
                 for message_id in self._streamed_ids.get(run_id, []):
                     # Relies on StreamMessagesHandler._emit (langgraph pinned in
-                    # requirements.txt); tests/agent/test_model_retry.py covers it.
+                    # requirements.txt); tests/agent/test_middleware.py covers it.
                     self.inner._emit(meta, RemoveMessage(id=message_id))
             self.inner.on_llm_error(_DiscardedAttempt(), run_id=run_id)
 

@@ -6,7 +6,7 @@ what the next call sees. The static text comes first and never changes, so
 providers that cache prompt prefixes can reuse it across calls and turns.
 
 The `<workspace>` block follows core seed §3.2 to the character; tests in
-tests/agent/test_workspace_block.py pin the format.
+tests/agent/test_prompt.py pin the format.
 """
 
 from __future__ import annotations

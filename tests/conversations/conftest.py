@@ -5,26 +5,12 @@ authenticate through the real ASGI stack (session cookie, origin check)."""
 import asyncio
 
 import pytest
-from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 
-from agent import checkpointer as checkpointers
-from conversations.turns import registry
+from tests.support.admin import populated  # noqa: F401  (the admin tests' rows of every model)
+from tests.support.turns import turn_environment  # noqa: F401  (autouse: every test here)
 
 from .helpers import Script, open_socket
-
-
-@pytest.fixture(autouse=True)
-async def turn_environment():
-    """Every turn started in a test ends inside it, and the saver opened in
-    this test's event loop is closed in that loop (an open aiosqlite thread
-    would keep pytest from exiting)."""
-    layer = get_channel_layer()
-    await layer.flush()
-    yield
-    await registry.stop_all_turns()
-    await checkpointers.close_checkpointer()
-    await layer.flush()
 
 
 @pytest.fixture

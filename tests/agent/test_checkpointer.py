@@ -1,0 +1,173 @@
+"""The process's checkpointer: one per event loop, on Django's database, closed on shutdown."""
+
+import asyncio
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from agent import checkpointer as checkpointers
+from tests.support.turns import turn_environment  # noqa: F401  (autouse: closes the saver a test opened)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+async def test_one_saver_per_loop_on_the_django_database():
+    first, second = await asyncio.gather(checkpointers.get_checkpointer(), checkpointers.get_checkpointer())
+    assert first is second is await checkpointers.get_checkpointer()
+    if _postgres():
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        assert isinstance(first, AsyncPostgresSaver)
+        async with first.conn.connection() as conn:
+            names = {row["tablename"] for row in await (await conn.execute("SELECT tablename FROM pg_tables")).fetchall()}
+        assert {"checkpoints", "checkpoint_writes"} <= names
+        return
+    assert isinstance(first, AsyncSqliteSaver)
+    assert checkpointers.sqlite_path() == connection.settings_dict["NAME"]
+    with sqlite3.connect(checkpointers.sqlite_path()) as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"checkpoints", "writes"} <= tables
+
+
+async def test_closing_releases_the_connection_and_a_new_one_opens_after():
+    saver = await checkpointers.get_checkpointer()
+    if _postgres():
+        pool = saver.conn
+        await checkpointers.close_checkpointer()
+        assert pool.closed
+        await checkpointers.close_checkpointer()  # twice is harmless
+        again = await checkpointers.get_checkpointer()
+        assert again is not saver and not again.conn.closed
+        return
+    worker = saver.conn._thread
+    assert worker.is_alive() and worker.daemon  # can never keep a process alive
+    await checkpointers.close_checkpointer()
+    await asyncio.sleep(0)
+    worker.join(timeout=2)
+    assert not worker.is_alive()
+    await checkpointers.close_checkpointer()  # twice is harmless
+    again = await checkpointers.get_checkpointer()
+    assert again is not saver and again.conn._thread.is_alive()
+
+
+async def test_a_saver_from_a_finished_loop_is_replaced():
+    opened = {}
+
+    def in_other_loop():
+        async def open_and_close():
+            opened["saver"] = await checkpointers.get_checkpointer()
+            await checkpointers.close_checkpointer()
+
+        asyncio.run(open_and_close())
+
+    await asyncio.to_thread(in_other_loop)
+    mine = await checkpointers.get_checkpointer()
+    assert mine is not opened["saver"]
+    assert mine.loop is asyncio.get_running_loop()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_daphne_closes_the_saver_and_exits_on_sigterm(tmp_path):
+    port = _free_port()
+    marker = tmp_path / "closed.txt"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LANGSMITH_"))},
+        "DJANGO_SETTINGS_MODULE": "haico_site.settings",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'probe.sqlite3'}",
+        "HAICO_PROBE_MARKER": str(marker),
+        "PYTHONPATH": str(ROOT),
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "tests.agent.daphne_probe:application"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        body = None
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and body is None:
+            try:
+                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/open", timeout=2).read().decode()
+            except OSError:
+                time.sleep(0.2)
+        assert body is not None and body.startswith("open"), server.stdout.read1().decode() if server.poll() else ""
+        server.terminate()
+        assert server.wait(timeout=15) == 0
+        assert marker.read_text() == "closed"
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+PG_TURN = """
+import asyncio, json
+from asgiref.sync import sync_to_async
+from django.contrib.auth import get_user_model
+from agent import checkpointer as checkpointers
+from agent.builder import AgentProvider
+from agent.history import past_turns
+from conversations.services import thread_create
+from conversations.turns import registry
+from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
+
+model = ScriptedChatModel(script=[
+    Reply(tool_calls=[tool_call("add_todos", "Planning on Postgres.", steps=[{"text": "One", "depth": 0}])]),
+    Reply(text="Done on **Postgres**."),
+])
+
+registry.agents = AgentProvider(model_factory=lambda name: model)
+
+async def main():
+    owner = await sync_to_async(get_user_model().objects.create_user)(username="pg", password="a-long-enough-password")
+    thread = await sync_to_async(thread_create)(owner=owner, title="PG")
+    await registry.start_turn(thread=thread, user_message="plan on postgres")
+    await registry.wait_for_turn(thread.pk)
+    saver = await checkpointers.get_checkpointer()
+    kind = type(saver).__name__
+    await checkpointers.close_checkpointer()
+    turns = await sync_to_async(past_turns)(thread.pk)
+    print(json.dumps({"saver": kind, "turns": [[t.turn_index, t.user_message, t.steps, t.answer] for t in turns]}))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.postgres
+def test_on_postgres_a_turn_is_checkpointed_by_the_pooled_saver_and_read_back(postgres_database_url):
+    import json
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LANGSMITH_", "HAICO_TEST_DB", "REDIS_URL"))}
+    env.update({"DATABASE_URL": postgres_database_url, "DJANGO_SETTINGS_MODULE": "haico_site.settings", "PYTHONPATH": str(ROOT)})
+
+    def manage(*args):
+        proc = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+        assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+        return proc.stdout
+
+    manage("migrate", "--noinput")
+    result = json.loads(manage("shell", "-c", PG_TURN).strip().splitlines()[-1])
+    assert result["saver"] == "AsyncPostgresSaver"
+    assert result["turns"] == [[1, "plan on postgres", ["Planning on Postgres."], "Done on **Postgres**."]]

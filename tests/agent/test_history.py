@@ -1,0 +1,60 @@
+"""agent.history: past turns told apart by their human message, and the
+repair that answers every open tool call of a stopped or failed turn."""
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from agent.history import GENERIC_STEP, STOPPED_KEY, STOPPED_PLACEHOLDER, TURN_INDEX_KEY, repair_update, turns_from_messages
+
+
+def test_turns_are_grouped_by_their_human_message():
+    call = {"name": "add_todos", "args": {"steps": []}, "id": "c1", "type": "tool_call"}
+    turns = turns_from_messages(
+        [
+            HumanMessage("one", response_metadata={"haico_turn_index": 3}),
+            AIMessage("", tool_calls=[call]),
+            ToolMessage("{}", tool_call_id="c1"),
+            AIMessage("answer one"),
+            HumanMessage("two", response_metadata={"haico_turn_index": 4}),
+            AIMessage(STOPPED_PLACEHOLDER, response_metadata={"haico_stopped": True}),
+            HumanMessage("three"),
+        ]
+    )
+    assert [(t.turn_index, t.user_message) for t in turns] == [(3, "one"), (4, "two"), (5, "three")]
+    assert turns[0].steps == [GENERIC_STEP] and turns[0].answer == "answer one"
+    assert turns[1].stopped and turns[1].answer == ""
+    assert not turns[2].answer and not turns[2].stopped
+
+
+# --- repairing a stopped or failed turn --------------------------------------------------
+
+
+def _call(name="add_todos", sentence="Planning it.", call_id="c1"):
+    return {"name": name, "args": {"action_and_reasoning": sentence, "steps": []}, "id": call_id, "type": "tool_call"}
+
+
+def _human(turn):
+    return HumanMessage(content=f"message {turn}", response_metadata={TURN_INDEX_KEY: turn})
+
+
+def test_repair_answers_every_open_call_and_keeps_existing_results():
+    calls = AIMessage(content="", tool_calls=[_call(call_id="a"), _call(call_id="b")])
+    done = ToolMessage(content="ok", tool_call_id="a", name="add_todos")
+    history = [_human(1), AIMessage(content="old answer"), _human(2), calls, done]
+    update = repair_update(history, turn_index=2, user_message="message 2", partial="half an ans", tool_result="Cancelled.")
+    assert [(type(m).__name__, getattr(m, "tool_call_id", None), m.content) for m in update] == [
+        ("ToolMessage", "a", "ok"),
+        ("ToolMessage", "b", "Cancelled."),
+        ("AIMessage", None, "half an ans"),
+    ]
+    assert update[-1].response_metadata == {STOPPED_KEY: True}
+
+
+def test_repair_of_a_failed_turn_with_nothing_dangling_writes_nothing():
+    history = [_human(1), AIMessage(content="fine")]
+    assert repair_update(history, turn_index=1, user_message="message 1", partial=None, tool_result="x") is None
+
+
+def test_repair_adds_the_message_of_a_turn_that_never_reached_the_history():
+    update = repair_update([_human(1)], turn_index=2, user_message="lost?", partial="", tool_result="x")
+    assert [m.content for m in update] == ["lost?", STOPPED_PLACEHOLDER]
+    assert update[0].response_metadata == {TURN_INDEX_KEY: 2}

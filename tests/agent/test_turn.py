@@ -1,0 +1,68 @@
+"""agent.turn: what a turn reports as typed events."""
+
+import pytest
+from langchain_core.messages import AIMessage, AIMessageChunk, RemoveMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from agent.builder import build_agent
+from agent.context import AgentContext
+from agent.events import Answer, Diagnostic, DraftWithdrawn, StepFinished, StepsStarted, Token
+from agent.history import TURN_INDEX_KEY
+from agent.turn import _events, stream_turn
+from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _call(name="add_todos", sentence="Planning it.", call_id="c1"):
+    return {"name": name, "args": {"action_and_reasoning": sentence, "steps": []}, "id": call_id, "type": "tool_call"}
+
+
+def test_the_same_update_twice_is_reported_once():
+    seen: set = set()
+    update = {"model": {"messages": [AIMessage(content="", id="m1", tool_calls=[_call()])]}}
+    first = list(_events("updates", update, seen))
+    again = list(_events("updates", update, seen))
+    # A new message carrying a call already reported adds no step either.
+    repeat_call = list(_events("updates", {"model": {"messages": [AIMessage(content="", id="m2", tool_calls=[_call()])]}}, seen))
+    assert first == [DraftWithdrawn(), StepsStarted(("Planning it.",))]
+    assert again == []
+    assert repeat_call == [DraftWithdrawn()]
+
+
+def test_tokens_come_only_from_the_model_node_and_a_removal_withdraws_the_draft():
+    seen: set = set()
+    token = list(_events("messages", (AIMessageChunk(content="Hel"), {"langgraph_node": "model"}), seen))
+    elsewhere = list(_events("messages", (AIMessageChunk(content="x"), {"langgraph_node": "tools"}), seen))
+    removal = list(_events("messages", (RemoveMessage(id="m1"), {"langgraph_node": "model"}), seen))
+    assert (token, elsewhere, removal) == ([Token("Hel")], [], [DraftWithdrawn()])
+
+
+def test_tool_results_report_success_or_failure_once():
+    seen: set = set()
+    ok = ToolMessage(content='{"success": true, "summary": "done"}', tool_call_id="c1", name="add_todos")
+    bad = ToolMessage(content='{"success": false, "error": "no"}', tool_call_id="c2", name="toggle_todos")
+    events = [*_events("updates", {"tools": {"messages": [ok, bad]}}, seen), *_events("updates", {"tools": {"messages": [ok]}}, seen)]
+    assert events == [StepFinished("add_todos", True), StepFinished("toggle_todos", False)]
+
+
+async def test_a_turn_streams_steps_tokens_and_its_answer(thread):
+    model = ScriptedChatModel(
+        script=[
+            Reply(text="Let me", tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship it")]),
+            Reply(text="All done", finish_reason="length"),
+        ]
+    )
+    agent = build_agent(model=model, checkpointer=InMemorySaver())
+    events = [e async for e in stream_turn(agent, context=AgentContext(thread=thread, turn_index=3), user_message="go")]
+    kinds = [type(e).__name__ for e in events]
+    assert kinds.index("StepsStarted") < kinds.index("StepFinished") < kinds.index("Answer")
+    assert StepsStarted(("Writing down the goal.",)) in events and StepFinished("set_objective", True) in events
+    assert "".join(e.text for e in events if isinstance(e, Token)) == "Let meAll done"
+    assert events[kinds.index("StepsStarted") - 1] == DraftWithdrawn()  # the preamble is not the answer
+    assert [e for e in events if isinstance(e, Answer)] == [Answer("All done")]
+    [diagnostic] = [e for e in events if isinstance(e, Diagnostic)]
+    assert diagnostic.level == "warning" and "HAICO_MODEL_MAX_TOKENS" in diagnostic.message
+    # The turn index tags the person's message in the history.
+    state = await agent.aget_state({"configurable": {"thread_id": str(thread.pk)}})
+    assert state.values["messages"][0].response_metadata[TURN_INDEX_KEY] == 3

@@ -1,0 +1,208 @@
+"""Charts, tables and past artifacts: payloads, persistence, turn tagging, failures."""
+
+import json
+
+import pytest
+
+from conversations.services import thread_create
+from tests.agent.tools.helpers import call, db
+from workspace import selectors
+from workspace.models import Artifact
+from workspace.services import artifacts as artifacts_services
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+Q1_Q2 = [{"name": "Q1", "value": 120}, {"name": "Q2", "value": 180}]
+
+
+def _artifacts(thread):
+    return list(Artifact.objects.filter(thread=thread).order_by("id").values("id", "artifact_type", "title", "payload", "turn_index"))
+
+
+async def test_bar_chart_is_persisted_and_returned_in_the_envelope(thread):
+    result = await call(
+        thread,
+        "chart_generator",
+        turn_index=7,
+        chart_type="bar",
+        title="Q1 vs Q2",
+        description="Revenue per quarter",
+        data=Q1_Q2,
+        y_axis_title="Revenue (k€)",
+    )
+    assert result["success"] is True
+    assert result["summary"] == "Created a bar chart titled 'Q1 vs Q2' with 2 points."
+    payload = {
+        "title": "Q1 vs Q2",
+        "description": "Revenue per quarter",
+        "data": Q1_Q2,
+        "series": ["value"],
+        "x_axis_title": "",
+        "y_axis_title": "Revenue (k€)",
+        "style": {
+            "palette": "default",
+            "show_grid": True,
+            "show_legend": False,
+            "donut": False,
+            "stacked": False,
+            "smooth": False,
+            "label_size": 12,
+        },
+    }
+    assert result["artifact"] == {"artifact_type": "bar_chart", "title": "Q1 vs Q2", "payload": payload}
+    rows = await db(_artifacts, thread)
+    assert rows == [
+        {"id": result["artifact_id"], "artifact_type": "bar_chart", "title": "Q1 vs Q2", "payload": payload, "turn_index": 7}
+    ]
+
+
+async def test_artifact_is_tagged_with_the_turn_of_its_run(thread):
+    await call(thread, "data_table", turn_index=3, title="Inside", columns=["a"], rows=[[1]])
+    await call(thread, "data_table", title="Outside", columns=["a"], rows=[[1]])
+    assert [(r["title"], r["turn_index"]) for r in await db(_artifacts, thread)] == [("Inside", 3), ("Outside", 0)]
+
+
+async def test_multi_series_line_chart_with_style(thread):
+    data = [{"name": "Jan", "revenue": 10, "cost": 7.5}, {"name": "Feb", "cost": 8, "revenue": 12}]
+    result = await call(
+        thread,
+        "chart_generator",
+        chart_type="line",
+        title="Revenue and cost",
+        data=data,
+        style={"palette": "soft", "show_grid": False, "smooth": True, "label_size": 16},
+    )
+    assert result["success"] is True
+    assert result["summary"] == "Created a line chart titled 'Revenue and cost' with 2 points across 2 series (revenue, cost)."
+    payload = result["artifact"]["payload"]
+    # Every point carries the series in the first point's order.
+    assert payload["data"] == [{"name": "Jan", "revenue": 10, "cost": 7.5}, {"name": "Feb", "revenue": 12, "cost": 8}]
+    assert payload["style"] == {
+        "palette": "soft",
+        "show_grid": False,
+        "show_legend": True,
+        "donut": False,
+        "stacked": False,
+        "smooth": True,
+        "label_size": 16,
+    }
+    assert result["artifact"]["artifact_type"] == "line_chart"
+
+
+async def test_pie_chart_as_donut(thread):
+    result = await call(
+        thread,
+        "chart_generator",
+        chart_type="pie",
+        title="Share",
+        data=[{"name": 2024, "value": 3}, {"name": "Other", "value": 0}],
+        style={"donut": True},
+    )
+    assert result["success"] is True
+    payload = result["artifact"]["payload"]
+    assert payload["data"][0]["name"] == "2024"
+    assert payload["style"]["donut"] is True and payload["style"]["show_legend"] is True
+    assert result["artifact"]["artifact_type"] == "pie_chart"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ({"chart_type": "bar", "title": "T", "data": []}, "data: List should have at least 1 item"),
+        ({"chart_type": "bar", "title": "T", "data": [{"value": 1}]}, "data point 1 needs a 'name'"),
+        ({"chart_type": "bar", "title": "T", "data": [{"name": "Q1"}]}, "data point 1 ('Q1') has no numeric value"),
+        ({"chart_type": "bar", "title": "T", "data": [{"name": "Q1", "value": "120"}]}, "'value' must be a number"),
+        (
+            {"chart_type": "line", "title": "T", "data": [{"name": "A", "x": 1}, {"name": "B", "y": 2}]},
+            "every point must use the same series keys",
+        ),
+        (
+            {"chart_type": "pie", "title": "T", "data": [{"name": "A", "x": 1, "y": 2}]},
+            "a pie chart takes one series, not 2",
+        ),
+        ({"chart_type": "pie", "title": "T", "data": [{"name": "A", "value": -1}]}, "is negative"),
+        ({"chart_type": "radar", "title": "T", "data": Q1_Q2}, "chart_type: Input should be 'line', 'bar' or 'pie'"),
+        ({"chart_type": "bar", "title": "T", "data": Q1_Q2, "style": {"label_size": 40}}, "style → label_size"),
+        ({"chart_type": "bar", "data": Q1_Q2}, "title: Field required"),
+    ],
+)
+async def test_invalid_chart_arguments_fail_without_an_artifact(thread, args, message):
+    result = await call(thread, "chart_generator", **args)
+    assert result["success"] is False
+    assert message in result["error"]
+    assert result["error"].startswith("Invalid arguments for chart_generator: ")
+    assert await db(_artifacts, thread) == []
+
+
+async def test_data_table_persists_columns_and_rows(thread):
+    rows = [["CRISPR", 2012, True, None], ["TALEN", 2011, False, 3.5]]
+    result = await call(
+        thread, "data_table", title="Methods", description="Gene editing tools", columns=["Name", "Year", "Used", "Score"], rows=rows
+    )
+    assert result["success"] is True
+    assert result["summary"] == "Created a table titled 'Methods' with 2 rows and 4 columns."
+    payload = {"title": "Methods", "description": "Gene editing tools", "columns": ["Name", "Year", "Used", "Score"], "rows": rows}
+    assert result["artifact"] == {"artifact_type": "data_table", "title": "Methods", "payload": payload}
+    stored = await db(_artifacts, thread)
+    assert stored[0]["payload"] == payload and stored[0]["id"] == result["artifact_id"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ({"title": "T", "columns": ["a", "b"], "rows": [[1, 2], [3]]}, "row 2 has 1 cells but there are 2 columns"),
+        ({"title": "T", "columns": [], "rows": [[1]]}, "columns: List should have at least 1 item"),
+        ({"title": "T", "columns": ["a"], "rows": []}, "rows: List should have at least 1 item"),
+        ({"title": "T", "columns": [" "], "rows": [[1]]}, "column 1 has an empty heading"),
+        ({"title": "T", "columns": ["a"], "rows": [[{"nested": 1}]]}, "rows → item 1 → item 1"),
+    ],
+)
+async def test_invalid_tables_fail_without_an_artifact(thread, args, message):
+    result = await call(thread, "data_table", **args)
+    assert result["success"] is False
+    assert message in result["error"]
+    assert await db(_artifacts, thread) == []
+
+
+async def test_list_artifacts_newest_first_with_filter_and_limit(thread):
+    assert (await call(thread, "list_artifacts"))["summary"] == "(no artifacts yet)"
+    first = await call(thread, "chart_generator", turn_index=3, chart_type="line", title="Q1 vs Q2", data=Q1_Q2)
+    second = await call(thread, "data_table", turn_index=4, title="Raw numbers", columns=["q", "v"], rows=[["Q1", 120]])
+    result = await call(thread, "list_artifacts")
+    assert result["summary"] == (
+        f"#{second['artifact_id']} [turn 4] data_table: Raw numbers\n#{first['artifact_id']} [turn 3] line_chart: Q1 vs Q2"
+    )
+    only_charts = await call(thread, "list_artifacts", artifact_type="line_chart")
+    assert only_charts["summary"] == f"#{first['artifact_id']} [turn 3] line_chart: Q1 vs Q2"
+    assert (await call(thread, "list_artifacts", limit=1))["summary"].count("\n") == 0
+    assert (await call(thread, "list_artifacts", artifact_type="pie_chart"))["summary"] == "(no pie_chart artifacts yet)"
+    too_many = await call(thread, "list_artifacts", limit=51)
+    assert too_many["success"] is False and "limit" in too_many["error"]
+
+
+async def test_get_artifact_returns_metadata_and_payload(thread):
+    made = await call(thread, "chart_generator", turn_index=2, chart_type="bar", title="Q1 vs Q2", data=Q1_Q2)
+    result = await call(thread, "get_artifact", artifact_id=made["artifact_id"])
+    assert result["success"] is True
+    assert json.loads(result["summary"]) == {
+        "id": made["artifact_id"],
+        "type": "bar_chart",
+        "title": "Q1 vs Q2",
+        "turn_index": 2,
+        "payload": made["artifact"]["payload"],
+    }
+
+
+async def test_get_artifact_wrong_id_or_other_thread_fails(thread, other_user):
+    other = await db(thread_create, owner=other_user, title="Theirs")
+    theirs = await db(
+        artifacts_services.artifact_create, thread=other, artifact_type="bar_chart", title="Secret", payload={"x": 1}, turn_index=1
+    )
+    for artifact_id in (theirs.pk, 999_999, 2**70):
+        result = await call(thread, "get_artifact", artifact_id=artifact_id)
+        assert result == {
+            "success": False,
+            "error": f"No artifact with id {artifact_id} in this conversation; call list_artifacts to see the ids.",
+        }
+    assert (await call(thread, "list_artifacts"))["summary"] == "(no artifacts yet)"
+    assert await db(lambda: selectors.artifact_for(thread=other, artifact_id=theirs.pk).title) == "Secret"

@@ -1,0 +1,104 @@
+"""Sign up, log in, log out under /accounts/."""
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from tests.conftest import PASSWORD
+
+pytestmark = pytest.mark.django_db
+
+
+def test_signup_page_shows_the_form(client):
+    response = client.get("/accounts/signup/")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'name="username"' in html and 'name="password1"' in html and 'name="password2"' in html
+    assert "csrfmiddlewaretoken" in html
+
+
+def test_signup_creates_account_logs_in_and_opens_thread_list(client):
+    response = client.post(
+        "/accounts/signup/", {"username": "newcomer", "password1": PASSWORD, "password2": PASSWORD}, follow=True
+    )
+
+    assert get_user_model().objects.filter(username="newcomer").exists()
+    assert response.redirect_chain == [("/threads/", 302)]
+    assert response.context["user"].username == "newcomer"
+    assert "Your threads" in response.content.decode()
+
+
+def test_signup_with_mismatched_passwords_is_refused(client):
+    response = client.post("/accounts/signup/", {"username": "newcomer", "password1": PASSWORD, "password2": "other-pass-123"})
+    assert response.status_code == 400
+    assert 'role="alert"' in response.content.decode()
+    assert not get_user_model().objects.filter(username="newcomer").exists()
+
+
+def test_signup_with_taken_username_is_refused(client, owner):
+    response = client.post("/accounts/signup/", {"username": "owner", "password1": PASSWORD, "password2": PASSWORD})
+    assert response.status_code == 400
+    assert "already exists" in response.content.decode()
+    assert get_user_model().objects.filter(username="owner").count() == 1
+
+
+def test_signup_when_logged_in_goes_to_threads(owner_client):
+    response = owner_client.get("/accounts/signup/")
+    assert response.status_code == 302 and response["Location"] == "/threads/"
+
+
+def test_login_page_links_to_signup(client):
+    html = client.get("/accounts/login/").content.decode()
+    assert 'href="/accounts/signup/"' in html and 'name="password"' in html
+
+
+def test_login_with_right_password_opens_thread_list(client, owner):
+    response = client.post("/accounts/login/", {"username": "owner", "password": PASSWORD})
+    assert response.status_code == 302 and response["Location"] == "/threads/"
+    assert client.get("/threads/").status_code == 200
+
+
+def test_login_returns_to_the_page_asked_for(client, thread):
+    target = f"/threads/{thread.pk}/workspace/"
+    response = client.post("/accounts/login/", {"username": "owner", "password": PASSWORD, "next": target})
+    assert response.status_code == 302 and response["Location"] == target
+
+
+def test_login_with_wrong_password_shows_error(client, owner):
+    response = client.post("/accounts/login/", {"username": "owner", "password": "wrong"})
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'role="alert"' in html and "do not match" in html
+    assert client.get("/threads/").status_code == 302
+
+
+def test_logout_needs_post_and_ends_the_session(owner_client):
+    assert owner_client.get("/accounts/logout/").status_code == 405
+    assert owner_client.get("/threads/").status_code == 200
+
+    response = owner_client.post("/accounts/logout/")
+
+    assert response.status_code == 302 and response["Location"] == "/accounts/login/"
+    assert owner_client.get("/threads/").status_code == 302
+
+
+def test_pages_show_username_and_logout_form_when_logged_in(owner_client):
+    html = owner_client.get("/threads/").content.decode()
+    assert "owner" in html
+    assert 'action="/accounts/logout/"' in html and "Log out" in html
+
+
+def test_password_reset_for_a_known_address_sends_the_mail_and_never_fails(client, django_user_model, mailoutbox):
+    django_user_model.objects.create_user(username="mia", email="mia@example.com", password="a-long-password-123")
+    response = client.post("/accounts/password_reset/", {"email": "mia@example.com"})
+    assert response.status_code == 302 and response["Location"].endswith("/accounts/password_reset/done/")
+    assert len(mailoutbox) == 1 and mailoutbox[0].to == ["mia@example.com"]
+
+
+def test_the_configured_mail_backend_never_needs_a_mail_server():
+    # pytest-django swaps in the locmem backend during tests; what a fresh
+    # install uses is what the settings module itself computes.
+    import importlib
+
+    import haico_site.settings as site_settings
+
+    assert importlib.reload(site_settings).EMAIL_BACKEND == "django.core.mail.backends.console.EmailBackend"

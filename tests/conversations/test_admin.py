@@ -1,0 +1,293 @@
+"""The staff admin (conversations.admin, the site's admin): every model
+reachable, preference locks and thread moderation going through the services
+and recorded."""
+
+import pytest
+from django.contrib.admin.models import LogEntry
+from django.urls import reverse
+
+from conversations import services as conversation_services
+from conversations.models import ActivityLogEntry, BranchLink, Feedback, ModerationAction
+from tests.support.admin import _change, _changelist
+from workspace.models import Artifact, Document, Objective, Preference, Thread, Todo, WorkspaceSnapshot
+from workspace.services import preferences as preferences_services
+
+pytestmark = pytest.mark.django_db
+
+
+ALL_KEYS = [
+    "thread",
+    "objective",
+    "hard",
+    "todo",
+    "document",
+    "artifact",
+    "snapshot",
+    "feedback",
+    "branch",
+    "activity",
+    "moderation",
+]
+
+
+@pytest.mark.parametrize("key", ALL_KEYS)
+def test_staff_opens_every_changelist_and_change_page(staff_client, populated, key):
+    obj = populated[key]
+    listing = staff_client.get(_changelist(obj))
+    assert listing.status_code == 200
+    assert _change(obj) in listing.content.decode()
+    detail = staff_client.get(_change(obj))
+    assert detail.status_code == 200
+
+
+def test_admin_index_lists_every_model_under_haico_header(staff_client, populated):
+    response = staff_client.get(reverse("admin:index"))
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "HAICO administration" in body
+    for model in (Thread, BranchLink, Feedback, ModerationAction, ActivityLogEntry, Objective, Preference, Todo, Document, Artifact, WorkspaceSnapshot):
+        assert _changelist(model()) in body
+
+
+def test_changelist_search_with_a_non_uuid_term_does_not_fail(staff_client, populated):
+    response = staff_client.get(_changelist(populated["thread"]), {"q": "Lit"})
+    assert response.status_code == 200
+    assert "Lit review" in response.content.decode()
+    for key in ("snapshot", "hard", "moderation", "artifact"):
+        assert staff_client.get(_changelist(populated[key]), {"q": "not-a-uuid"}).status_code == 200
+
+
+def test_changelist_search_by_thread_id_finds_its_rows(staff_client, populated, owner):
+    other = conversation_services.thread_create(owner=owner, title="Unrelated")
+    preferences_services.preference_add(thread=other, title="Elsewhere", respect_lock=False)
+    response = staff_client.get(_changelist(populated["hard"]), {"q": str(populated["thread"].pk)})
+    body = response.content.decode()
+    assert "Short paragraphs" in body
+    assert "Elsewhere" not in body
+
+
+# --- non-staff ------------------------------------------------------------------
+
+
+def test_non_staff_owner_is_sent_to_admin_login(owner_client, populated):
+    for url in (reverse("admin:index"), _changelist(populated["thread"]), _change(populated["snapshot"])):
+        response = owner_client.get(url)
+        assert response.status_code == 302
+        assert response["Location"].startswith(reverse("admin:login"))
+
+
+def test_anonymous_is_sent_to_admin_login(client, populated):
+    response = client.get(_changelist(populated["snapshot"]))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("admin:login"))
+
+
+# --- preference lock / unlock -------------------------------------------------------
+
+
+def _lock_records(preference):
+    return ModerationAction.objects.filter(
+        thread=preference.thread, action__in=[ModerationAction.Action.LOCK_PREFERENCE, ModerationAction.Action.UNLOCK_PREFERENCE]
+    )
+
+
+def test_lock_action_locks_through_the_service_and_records_it(staff_client, staff, populated):
+    hard, soft = populated["hard"], populated["soft"]
+    response = staff_client.post(
+        _changelist(hard), {"action": "lock_selected", "_selected_action": [hard.pk, soft.pk]}, follow=True
+    )
+    assert response.status_code == 200
+    assert "Locked 2 preference(s)" in response.content.decode()
+    assert set(Preference.objects.values_list("locked", flat=True)) == {True}
+    records = _lock_records(hard)
+    assert records.count() == 2
+    assert all(r.staff_user == staff and r.action == ModerationAction.Action.LOCK_PREFERENCE for r in records)
+    assert sorted(r.detail for r in records) == ["Preference 'Cite <b>peer-reviewed</b> work'", "Preference 'Short paragraphs'"]
+
+
+def test_lock_action_on_an_already_locked_preference_records_nothing(staff_client, populated):
+    hard = populated["hard"]
+    preferences_services.preference_set_locked(preference=hard, locked=True, respect_lock=False)
+    staff_client.post(_changelist(hard), {"action": "lock_selected", "_selected_action": [hard.pk]})
+    assert not _lock_records(hard).exists()
+
+
+def test_unlock_action_unlocks_and_records_it(staff_client, staff, populated):
+    soft = populated["soft"]
+    preferences_services.preference_set_locked(preference=soft, locked=True, respect_lock=False)
+    staff_client.post(_changelist(soft), {"action": "unlock_selected", "_selected_action": [soft.pk]})
+    soft.refresh_from_db()
+    assert soft.locked is False
+    record = _lock_records(soft).get()
+    assert (record.action, record.staff_user, record.detail) == (
+        ModerationAction.Action.UNLOCK_PREFERENCE,
+        staff,
+        "Preference 'Short paragraphs'",
+    )
+
+
+def _list_editable_post(preferences, locked_ids):
+    data = {
+        "form-TOTAL_FORMS": str(len(preferences)),
+        "form-INITIAL_FORMS": str(len(preferences)),
+        "form-MIN_NUM_FORMS": "0",
+        "form-MAX_NUM_FORMS": "1000",
+        "_save": "Save",
+    }
+    for n, preference in enumerate(preferences):
+        data[f"form-{n}-id"] = str(preference.pk)
+        if preference.pk in locked_ids:
+            data[f"form-{n}-locked"] = "on"
+    return data
+
+
+def test_list_editable_lock_toggle_changes_the_db_and_records_it(staff_client, staff, populated):
+    url = _changelist(populated["hard"])
+    # The formset must match the rows on the page, in the page's order.
+    page = staff_client.get(url)
+    preferences = list(page.context["cl"].result_list)
+    hard = populated["hard"]
+    response = staff_client.post(url, _list_editable_post(preferences, {hard.pk}))
+    assert response.status_code == 302
+    assert dict(Preference.objects.values_list("title", "locked")) == {
+        "Cite <b>peer-reviewed</b> work": True,
+        "Short paragraphs": False,
+    }
+    record = _lock_records(hard).get()
+    assert (record.action, record.staff_user) == (ModerationAction.Action.LOCK_PREFERENCE, staff)
+
+    response = staff_client.post(url, _list_editable_post(preferences, set()))
+    assert response.status_code == 302
+    hard.refresh_from_db()
+    assert hard.locked is False
+    assert list(_lock_records(hard).order_by("created_at", "id").values_list("action", flat=True)) == [
+        ModerationAction.Action.LOCK_PREFERENCE,
+        ModerationAction.Action.UNLOCK_PREFERENCE,
+    ]
+
+
+def test_preference_change_form_only_changes_the_lock(staff_client, staff, populated):
+    soft = populated["soft"]
+    response = staff_client.post(_change(soft), {"locked": "on", "title": "Hijacked", "kind": "hard"})
+    assert response.status_code == 302
+    soft.refresh_from_db()
+    assert (soft.locked, soft.title, soft.kind) == (True, "Short paragraphs", "soft")
+    assert _lock_records(soft).get().staff_user == staff
+
+
+def test_preferences_cannot_be_added_or_deleted_in_admin(staff_client, populated):
+    hard = populated["hard"]
+    assert staff_client.get(reverse("admin:workspace_preference_add")).status_code == 403
+    assert staff_client.post(reverse("admin:workspace_preference_delete", args=[hard.pk]), {"post": "yes"}).status_code == 403
+    assert Preference.objects.filter(pk=hard.pk).exists()
+
+
+# --- thread moderation ------------------------------------------------------------------
+
+
+def test_soft_delete_action_hides_the_thread_and_records_who(staff_client, staff, populated, owner):
+    thread = populated["thread"]
+    keep = conversation_services.thread_create(owner=owner, title="Keep me")
+    before = ModerationAction.objects.count()
+    response = staff_client.post(
+        _changelist(thread), {"action": "soft_delete_selected", "_selected_action": [str(thread.pk)]}, follow=True
+    )
+    assert "Soft-deleted 1 thread(s)" in response.content.decode()
+    thread.refresh_from_db()
+    keep.refresh_from_db()
+    assert thread.is_deleted and thread.deleted_at is not None
+    assert not keep.is_deleted
+    assert ModerationAction.objects.count() == before + 1
+    record = ModerationAction.objects.filter(thread=thread, action=ModerationAction.Action.SOFT_DELETE, staff_user=staff).latest("id")
+    assert record.created_at is not None
+    # The owner no longer sees it.
+    from workspace.selectors import threads_for_user
+
+    assert thread not in threads_for_user(user=owner)
+
+
+def test_soft_delete_action_skips_threads_already_deleted(staff_client, populated):
+    thread = populated["thread"]
+    conversation_services.thread_soft_delete(thread=thread)
+    before = ModerationAction.objects.count()
+    staff_client.post(_changelist(thread), {"action": "soft_delete_selected", "_selected_action": [str(thread.pk)]})
+    assert ModerationAction.objects.count() == before
+
+
+def test_restore_action_brings_the_thread_back_and_records_it(staff_client, staff, populated, owner):
+    thread = populated["thread"]
+    conversation_services.thread_soft_delete(thread=thread, staff_user=staff)
+    staff_client.post(_changelist(thread), {"action": "restore_selected", "_selected_action": [str(thread.pk)]})
+    thread.refresh_from_db()
+    assert not thread.is_deleted and thread.deleted_at is None
+    assert ModerationAction.objects.filter(thread=thread, action=ModerationAction.Action.RESTORE, staff_user=staff).count() == 1
+    from workspace.selectors import threads_for_user
+
+    assert thread in threads_for_user(user=owner)
+
+
+def test_thread_change_page_shows_moderation_history(staff_client, staff, populated):
+    thread = populated["thread"]
+    staff_client.post(_changelist(thread), {"action": "soft_delete_selected", "_selected_action": [str(thread.pk)]})
+    staff_client.post(_changelist(thread), {"action": "restore_selected", "_selected_action": [str(thread.pk)]})
+    body = staff_client.get(_change(thread)).content.decode()
+    assert "Moderation history" in body
+    assert body.count("Soft-deleted") >= 2  # the fixture's record and the action's
+    assert "Restored" in body
+    assert "spam" in body
+    # Read-only inline: no way to add, edit or remove history from the thread page.
+    assert "moderation_actions-0-DELETE" not in body
+    assert 'name="moderation_actions-0-detail"' not in body
+    before = list(ModerationAction.objects.order_by("id").values_list("id", "action", "detail"))
+    staff_client.post(
+        _change(thread),
+        {
+            "title": thread.title,
+            "moderation_actions-TOTAL_FORMS": "1",
+            "moderation_actions-INITIAL_FORMS": "0",
+            "moderation_actions-0-action": "restore",
+            "moderation_actions-0-detail": "forged",
+        },
+    )
+    assert list(ModerationAction.objects.order_by("id").values_list("id", "action", "detail")) == before
+
+
+def test_moderation_log_has_its_own_read_only_changelist(staff_client, populated):
+    record = populated["moderation"]
+    body = staff_client.get(_changelist(record)).content.decode()
+    assert "spam" in body
+    assert staff_client.get(reverse("admin:conversations_moderationaction_add")).status_code == 403
+    assert staff_client.post(_change(record), {"detail": "nothing happened"}).status_code == 403
+    assert staff_client.post(reverse("admin:conversations_moderationaction_delete", args=[record.pk]), {"post": "yes"}).status_code == 403
+    record.refresh_from_db()
+    assert record.detail == "spam"
+
+
+def test_thread_changelist_filters_by_owner_and_deleted(staff_client, populated, other_user):
+    mine = populated["thread"]
+    theirs = conversation_services.thread_create(owner=other_user, title="Other person's thread")
+    conversation_services.thread_soft_delete(thread=theirs)
+    url = _changelist(mine)
+    by_owner = staff_client.get(url, {"owner__id__exact": other_user.pk})
+    assert list(by_owner.context["cl"].result_list) == [theirs]
+    deleted = staff_client.get(url, {"is_deleted__exact": "1"})
+    assert list(deleted.context["cl"].result_list) == [theirs]
+    body = staff_client.get(url).content.decode()
+    assert "Turns" in body
+    assert "Other person&#x27;s thread" in body
+
+
+def test_thread_rename_in_admin_goes_through_validation(staff_client, populated):
+    thread = populated["thread"]
+    response = staff_client.post(_change(thread), {"title": "  Renamed   by   staff  ", "moderation_actions-TOTAL_FORMS": "0", "moderation_actions-INITIAL_FORMS": "0"})
+    assert response.status_code == 302
+    thread.refresh_from_db()
+    assert thread.title == "Renamed by staff"
+    assert LogEntry.objects.filter(object_id=str(thread.pk)).exists()
+
+
+def test_thread_hard_delete_is_not_offered(staff_client, populated):
+    thread = populated["thread"]
+    response = staff_client.post(reverse("admin:workspace_thread_delete", args=[thread.pk]), {"post": "yes"})
+    assert response.status_code == 403
+    assert Thread.objects.filter(pk=thread.pk).exists()

@@ -1,0 +1,123 @@
+"""conversations.chat: past turns on page load, read back from the checkpointer."""
+
+import re
+
+import pytest
+from channels.db import database_sync_to_async
+from django.template.loader import render_to_string
+
+from conversations.chat import chat_context
+from conversations.turns import registry
+from conversations.turns.guard import turn_begin
+from tests.support.fake_model import Reply, tool_call
+
+from .helpers import frame_containing, frames_until_turn_end
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def _run_turn(thread, message):
+    await registry.start_turn(thread=thread, user_message=message)
+    await registry.wait_for_turn(thread.pk)
+
+
+@database_sync_to_async
+def _context(thread, user):
+    from workspace.models import Thread
+
+    return chat_context(thread=Thread.objects.get(pk=thread.pk), user=user)
+
+
+async def _page(async_client, user, thread):
+    await async_client.aforce_login(user)
+    response = await async_client.get(f"/threads/{thread.pk}/workspace/")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def _chat_panel(html: str) -> str:
+    return html[html.index('id="panel-chat"') :]
+
+
+async def test_after_a_turn_the_page_shows_it_with_reasoning_collapsed(owner, thread, script, async_client):
+    script(
+        Reply(tool_calls=[tool_call("add_todos", "Laying out the plan.", steps=[{"text": "Outline", "depth": 0}])]),
+        Reply(text="I planned it: **one step**."),
+    )
+    await _run_turn(thread, "plan my essay")
+
+    context = await _context(thread, owner)
+    [turn] = context["turns"]
+    assert turn["turn_index"] == 1 and turn["user_message"] == "plan my essay"
+    assert turn["steps"] == ["Laying out the plan."]
+    assert "<strong>one step</strong>" in turn["answer_html"]
+    assert context["running"] is False
+
+    chat = _chat_panel(await _page(async_client, owner, thread))
+    details = re.search(r'<details id="turn-1-reasoning"[^>]*>', chat).group(0)
+    assert 'aria-label="Internal reasoning"' in details and " open" not in details and "hidden" not in details
+    assert "Laying out the plan." in chat and "<strong>one step</strong>" in chat
+    assert "add_todos" not in chat
+    assert re.search(r'<button id="chat-send" type="submit" class="btn btn-primary">Send</button>', chat)
+    assert 'aria-label="Message"' in chat and 'ws-connect="/ws/threads/' in chat
+
+
+async def test_a_stopped_turn_is_marked_stopped_after_reload(owner, thread, script, sockets, async_client):
+    script(Reply(text="first second third fourth fifth", token_delay=0.15))
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="go")
+    await frame_containing(socket, "second</div>")
+    await registry.request_stop(thread=thread)
+    await frames_until_turn_end(socket)
+
+    [turn] = (await _context(thread, owner))["turns"]
+    assert turn["stopped"] is True and "first second" in turn["answer_html"]
+    chat = _chat_panel(await _page(async_client, owner, thread))
+    assert re.search(r'id="turn-1-marker" class="turn-marker is-stopped"[^>]*>Stopped<', chat)
+
+
+async def test_a_failed_turn_shows_its_error_after_reload(owner, thread, script, async_client):
+    def broken(messages):
+        raise RuntimeError("boom")
+
+    script(broken)
+    await _run_turn(thread, "do it")
+    chat = _chat_panel(await _page(async_client, owner, thread))
+    assert "do it" in chat
+    assert re.search(r'id="turn-1-marker" class="turn-marker is-error" role="alert"[^>]*>Something went wrong', chat)
+
+
+async def test_a_page_loaded_mid_turn_shows_the_running_turn_and_stop(owner, thread, script, async_client):
+    script(Reply(text="unused"))
+    await database_sync_to_async(turn_begin)(thread=thread, user_message="still working on <this>")
+    chat = _chat_panel(await _page(async_client, owner, thread))
+    assert "still working on &lt;this&gt;" in chat
+    assert 'id="turn-1-answer-content"' in chat and 'id="turn-1-steps"' in chat
+    assert re.search(r'<details id="turn-1-reasoning"[^>]* open', chat)
+    assert 'data-state="running"' in chat and ">Stop</button>" in chat
+    assert re.search(r'<button id="chat-send"[^>]*disabled', chat)
+
+
+async def test_user_text_is_escaped_and_the_model_selector_appears_with_several_models(owner, thread, script, async_client):
+    script(Reply(text="<img src=x onerror=alert(1)> done"))
+    await _run_turn(thread, "<script>alert('x')</script>")
+    chat = _chat_panel(await _page(async_client, owner, thread))
+    assert "<script>alert" not in chat and "&lt;script&gt;" in chat
+    assert "<img" not in chat
+    assert '<select name="model" class="chat-model" aria-label="Model">' in chat
+    assert '<option value="scripted-default" selected>' in chat
+
+
+async def test_one_model_means_no_selector(owner, thread, model_settings, async_client):
+    model_settings.HAICO_MODELS = ["scripted-default"]
+    chat = _chat_panel(await _page(async_client, owner, thread))
+    assert 'name="model"' not in chat
+    assert 'aria-label="Chat"' in chat
+
+
+def test_the_chat_panel_partial_renders_without_turns(owner, thread, model_settings):
+    from conversations.chat import chat_context as sync_context
+
+    html = render_to_string("conversations/panels/chat.html#panel", sync_context(thread=thread, user=owner))
+    assert 'id="panel-chat"' in html and 'role="region"' in html and 'aria-label="Chat"' in html
+    assert 'id="chat-messages"' in html and 'data-state="idle"' in html

@@ -1,0 +1,333 @@
+"""conversations.views: the thread list, new thread, rename, soft delete, the
+activity log and the page of one thread (every panel and the chat, for its
+owner only, and light however big the workspace grows): method, access,
+database effect and what the person sees."""
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from conversations.models import ActivityLogEntry
+from conversations.services import activity_log, thread_create, thread_soft_delete
+from tests.support.web import HTMX, ws_url
+from workspace.models import Thread
+from workspace.services import artifacts as artifact_services
+from workspace.services import document as document_services
+from workspace.services import plan as plan_services
+from workspace.services import preferences as preference_services
+
+pytestmark = pytest.mark.django_db
+
+
+# --- list ------------------------------------------------------------------------
+
+
+def test_thread_list_shows_own_live_threads_newest_first(owner_client, owner, other_user):
+    older = thread_create(owner=owner, title="Older thread")
+    newer = thread_create(owner=owner, title="Newer thread")
+    Thread.objects.filter(pk=older.pk).update(last_activity_at=timezone.now() - timedelta(days=2))
+    gone = thread_create(owner=owner, title="Deleted thread")
+    thread_soft_delete(thread=gone)
+    thread_create(owner=other_user, title="Someone else's thread")
+
+    response = owner_client.get("/threads/")
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert html.index("Newer thread") < html.index("Older thread")
+    assert "Deleted thread" not in html
+    assert "Someone else" not in html
+    assert f'href="/threads/{newer.pk}/workspace/"' in html
+    assert "Last activity" in html
+
+
+def test_thread_list_empty_state_offers_new_thread(owner_client):
+    html = owner_client.get("/threads/").content.decode()
+    assert "No threads yet" in html
+    assert "New thread" in html
+
+
+def test_thread_list_requires_login(client):
+    response = client.get("/threads/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+
+
+def test_root_redirects_to_thread_list(owner_client):
+    response = owner_client.get("/")
+    assert response.status_code == 302
+    assert response["Location"] == "/threads/"
+
+
+def test_thread_list_refuses_post(owner_client):
+    assert owner_client.post("/threads/").status_code == 405
+
+
+# --- create ------------------------------------------------------------------------
+
+
+def test_new_thread_creates_and_opens_its_workspace(owner_client, owner):
+    response = owner_client.post("/threads/new/")
+
+    thread = Thread.objects.get(owner=owner)
+    assert response.status_code == 302
+    assert response["Location"] == f"/threads/{thread.pk}/workspace/"
+    assert thread.title == "New thread"
+
+
+def test_new_thread_refuses_get(owner_client, owner):
+    assert owner_client.get("/threads/new/").status_code == 405
+    assert not Thread.objects.filter(owner=owner).exists()
+
+
+def test_new_thread_requires_login(client):
+    response = client.post("/threads/new/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+    assert not Thread.objects.exists()
+
+
+# --- rename ------------------------------------------------------------------------
+
+
+def test_rename_with_htmx_returns_the_renamed_row(owner_client, thread):
+    response = owner_client.post(f"/threads/{thread.pk}/rename/", {"title": "  Survey   of methods "}, **HTMX)
+
+    thread.refresh_from_db()
+    assert response.status_code == 200
+    assert thread.title == "Survey of methods"
+    html = response.content.decode()
+    assert f'id="thread-{thread.pk}"' in html
+    assert "Survey of methods" in html
+    assert "<html" not in html
+
+
+def test_rename_without_htmx_redirects_to_list(owner_client, thread):
+    response = owner_client.post(f"/threads/{thread.pk}/rename/", {"title": "Renamed"})
+    thread.refresh_from_db()
+    assert response.status_code == 302
+    assert response["Location"] == "/threads/"
+    assert thread.title == "Renamed"
+
+
+@pytest.mark.parametrize(
+    "title, message",
+    [("   ", "Title cannot be empty."), ("x" * 201, "Title is too long (201 characters; the limit is 200).")],
+)
+def test_rename_bad_title_shows_error_and_keeps_old_title(owner_client, thread, title, message):
+    response = owner_client.post(f"/threads/{thread.pk}/rename/", {"title": title}, **HTMX)
+
+    thread.refresh_from_db()
+    assert response.status_code == 200
+    assert thread.title == "Lit review"
+    html = response.content.decode()
+    assert 'role="alert"' in html
+    assert message in html
+
+
+def test_rename_bad_title_without_htmx_is_400(owner_client, thread):
+    response = owner_client.post(f"/threads/{thread.pk}/rename/", {"title": ""})
+    assert response.status_code == 400
+    thread.refresh_from_db()
+    assert thread.title == "Lit review"
+
+
+def test_rename_refuses_get(owner_client, thread):
+    assert owner_client.get(f"/threads/{thread.pk}/rename/").status_code == 405
+
+
+def test_rename_of_another_users_thread_is_404(other_client, thread):
+    response = other_client.post(f"/threads/{thread.pk}/rename/", {"title": "Hijacked"}, **HTMX)
+    thread.refresh_from_db()
+    assert response.status_code == 404
+    assert thread.title == "Lit review"
+
+
+def test_rename_requires_login(client, thread):
+    response = client.post(f"/threads/{thread.pk}/rename/", {"title": "Anon"})
+    thread.refresh_from_db()
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+    assert thread.title == "Lit review"
+
+
+def test_rename_of_deleted_thread_is_404(owner_client, thread):
+    thread_soft_delete(thread=thread)
+    assert owner_client.post(f"/threads/{thread.pk}/rename/", {"title": "Back"}).status_code == 404
+
+
+# --- delete ------------------------------------------------------------------------
+
+
+def test_delete_with_htmx_soft_deletes_and_removes_the_row(owner_client, thread):
+    response = owner_client.post(f"/threads/{thread.pk}/delete/", **HTMX)
+
+    thread.refresh_from_db()
+    assert response.status_code == 200
+    assert response.content == b""
+    assert thread.is_deleted and thread.deleted_at is not None
+    assert "Lit review" not in owner_client.get("/threads/").content.decode()
+    assert owner_client.get(ws_url(thread)).status_code == 404
+
+
+def test_delete_without_htmx_redirects_to_list(owner_client, thread):
+    response = owner_client.post(f"/threads/{thread.pk}/delete/")
+    thread.refresh_from_db()
+    assert response.status_code == 302
+    assert response["Location"] == "/threads/"
+    assert thread.is_deleted
+
+
+def test_delete_refuses_get(owner_client, thread):
+    assert owner_client.get(f"/threads/{thread.pk}/delete/").status_code == 405
+    thread.refresh_from_db()
+    assert not thread.is_deleted
+
+
+def test_delete_of_another_users_thread_is_404(other_client, thread):
+    assert other_client.post(f"/threads/{thread.pk}/delete/").status_code == 404
+    thread.refresh_from_db()
+    assert not thread.is_deleted
+
+
+def test_delete_requires_login(client, thread):
+    response = client.post(f"/threads/{thread.pk}/delete/")
+    assert response.status_code == 302
+    thread.refresh_from_db()
+    assert not thread.is_deleted
+
+
+# --- workspace page -----------------------------------------------------------------
+
+
+def test_workspace_page_shows_every_region(owner_client, thread):
+    response = owner_client.get(ws_url(thread))
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    for label in ("Preferences", "Planning", "Document", "Chat", "Trajectory"):
+        assert f'aria-label="{label}"' in html, label
+    for panel_id in ("panel-objective", "panel-preferences", "panel-plan", "panel-centre", "panel-chat"):
+        assert f'id="{panel_id}"' in html, panel_id
+    assert "Lit review" in html
+    assert "The trajectory map of this thread’s turns and forks will appear here." in html
+    assert "hx-swap-oob" not in html
+    assert "X-CSRFToken" in html
+
+
+def test_workspace_page_of_another_users_thread_is_404(other_client, thread):
+    assert other_client.get(ws_url(thread)).status_code == 404
+
+
+def test_workspace_page_of_unknown_thread_is_404(owner_client):
+    assert owner_client.get(f"/threads/{uuid.uuid4()}/workspace/").status_code == 404
+
+
+def test_workspace_page_of_deleted_thread_is_404(owner_client, thread):
+    thread_soft_delete(thread=thread)
+    assert owner_client.get(ws_url(thread)).status_code == 404
+
+
+def test_workspace_page_requires_login(client, thread):
+    response = client.get(ws_url(thread))
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+
+
+def test_workspace_page_refuses_post(owner_client, thread):
+    assert owner_client.post(ws_url(thread)).status_code == 405
+
+
+def _page(client, thread):
+    return client.get(f"/threads/{thread.pk}/workspace/")
+
+
+def test_the_owner_gets_every_region(owner_client, thread):
+    html = _page(owner_client, thread).content.decode()
+    for region in ("Preferences", "Planning", "Document", "Chat", "Trajectory"):
+        assert f'aria-label="{region}"' in html
+    assert 'id="live-inbox"' in html and f"/threads/{thread.pk}/workspace/live/" in html
+
+
+def test_another_person_gets_404(other_client, thread):
+    assert _page(other_client, thread).status_code == 404
+
+
+def test_anonymous_visitor_is_sent_to_log_in(client, thread):
+    response = _page(client, thread)
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+def test_a_big_workspace_page_stays_under_200_kb_with_no_per_row_forms(owner_client, owner):
+    thread = thread_create(owner=owner, title="Big")
+    plan_services.todos_add_outline(
+        thread=thread, steps=[{"text": f"Step {i} of a long plan with some words", "depth": [0, 1, 2, 1][i % 4]} for i in range(300)]
+    )
+    for i in range(100):
+        preference_services.preference_add(
+            thread=thread, title=f"Preference number {i}", subtitle="Some detail about it",
+            kind="hard" if i % 3 == 0 else "soft", respect_lock=False,
+        )
+    body = ("## Section\n\nLorem ipsum dolor sit amet, **consectetur** adipiscing elit. " * 400)[:30000]
+    document_services.document_save(thread=thread, title="Report", content=body)
+    for i in range(20):
+        artifact_services.artifact_create(
+            thread=thread, artifact_type="bar_chart", title=f"Chart {i}",
+            payload={"title": f"Chart {i}", "data": [{"name": "Q1", "value": 1}]}, turn_index=0,
+        )
+
+    response = _page(owner_client, thread)
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert len(response.content) <= 200 * 1024, len(response.content)
+    assert html.count('class="step') >= 300 and html.count('class="pref pref-') == 100
+    steps = html.split('id="plan-steps"', 1)[1].split("</ol>", 1)[0]
+    assert "<form" not in steps and "hx-post" not in steps
+    # A long document's preview comes by its own request after the page.
+    assert f"/threads/{thread.pk}/workspace/document/preview/" in html
+
+
+# --- activity log (model warnings and turn errors, in the chat header) ---------------
+
+
+def _url(thread):
+    return f"/threads/{thread.pk}/activity/"
+
+
+def test_owner_sees_warnings_and_errors_newest_first(owner_client, thread):
+    activity_log(thread=thread, message="The model's reply was cut off; raise HAICO_MODEL_MAX_TOKENS.", level="warning", turn_index=2)
+    activity_log(thread=thread, message="The model server could not be reached.", level=ActivityLogEntry.Level.ERROR, turn_index=3)
+    response = owner_client.get(_url(thread), HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert html.index("could not be reached") < html.index("raise HAICO_MODEL_MAX_TOKENS")
+    assert "turn 3" in html and "Warning" in html and "Error" in html
+
+
+def test_an_empty_log_says_so(owner_client, thread):
+    response = owner_client.get(_url(thread))
+    assert "no warnings or errors" in response.content.decode()
+
+
+def test_the_workspace_page_offers_the_activity_log(owner_client, thread):
+    html = owner_client.get(f"/threads/{thread.pk}/workspace/").content.decode()
+    assert "Activity log" in html and _url(thread) in html
+
+
+def test_another_user_gets_404_and_sees_nothing(other_client, thread):
+    activity_log(thread=thread, message="secret warning", level="warning")
+    response = other_client.get(_url(thread))
+    assert response.status_code == 404
+    assert b"secret warning" not in response.content
+
+
+def test_anonymous_is_sent_to_login(client, thread):
+    response = client.get(_url(thread))
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_post_is_not_allowed(owner_client, thread):
+    assert owner_client.post(_url(thread)).status_code == 405

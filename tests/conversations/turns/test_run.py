@@ -1,0 +1,156 @@
+"""The turn runner on its own: heartbeats, stops from another process, a stop
+in the middle of a tool call, duplicate frames, server shutdown."""
+
+import asyncio
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+
+from agent import checkpointer as checkpointers
+from conversations.live import group_name
+from conversations.turns import guard, registry, run
+from conversations.turns.guard import turn_request_cancel
+from tests.conversations.helpers import frame_containing, frames_until_turn_end
+from tests.support.fake_model import Reply, tool_call
+from workspace.models import Thread
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def _start(thread, message):
+    return await registry.start_turn(thread=thread, user_message=message)
+
+
+async def test_a_quiet_model_gets_heartbeats_and_still_finishes(owner, thread, script, sockets, monkeypatch):
+    monkeypatch.setattr(run, "HEARTBEAT_SECONDS", 0.1)
+    script(Reply(text="Done.", token_delay=0.5))
+    socket = await sockets(thread.pk, owner)
+    await _start(thread, "think hard")
+    frames = await frames_until_turn_end(socket)
+    heartbeats = [i for i, f in enumerate(frames) if 'id="chat-heartbeat"' in f]
+    token = next(i for i, f in enumerate(frames) if 'hx-swap-oob="beforeend">Done.' in f)
+    assert len(heartbeats) >= 2 and heartbeats[0] < token
+    assert "<p>Done.</p>" in frames[-1]
+
+
+async def test_a_stop_flagged_by_another_process_stops_the_turn(owner, thread, script, sockets, monkeypatch):
+    monkeypatch.setattr(registry, "CANCEL_POLL_SECONDS", 0.05)
+    script(Reply(text="one two three four five six seven", token_delay=0.1), Reply(text="next"))
+    socket = await sockets(thread.pk, owner)
+    await _start(thread, "count")
+    await frame_containing(socket, "two</div>")
+    # What a Stop on another server process does: only the database flag.
+    assert await database_sync_to_async(turn_request_cancel)(thread=thread)
+    frames = await frames_until_turn_end(socket)
+    assert "Stopped" in frames[-1] and "seven" not in frames[-1]
+    refreshed = await database_sync_to_async(Thread.objects.get)(pk=thread.pk)
+    assert refreshed.running_turn_index is None and refreshed.cancel_requested is False
+
+
+@tool
+async def wait_for_approval(topic: str, action_and_reasoning: str) -> str:
+    """Waits a long time (stands in for a slow tool)."""
+    await asyncio.sleep(30)
+    return "approved"
+
+
+async def test_a_stop_during_a_tool_call_leaves_every_call_answered(owner, thread, script, sockets):
+    model = script(
+        Reply(
+            tool_calls=[
+                tool_call("set_objective", "Writing down the goal.", text="Ship the report"),
+                tool_call("wait_for_approval", "Waiting for the go-ahead.", topic="report"),
+            ]
+        ),
+        Reply(text="Next turn answer."),
+        extra_tools=[wait_for_approval],
+    )
+    socket = await sockets(thread.pk, owner)
+    await _start(thread, "ship it")
+    await frame_containing(socket, 'innerHTML:#objective-view')  # the fast tool has finished
+    assert await registry.request_stop(thread=thread)
+    frames = await frames_until_turn_end(socket)
+    assert "Stopped" in frames[-1]
+
+    await _start(thread, "and now?")
+    frames = await frames_until_turn_end(socket)
+    assert "Next turn answer." in frames[-1]
+    sent = [m for m in model.requests[-1] if m.type != "system"]
+    results = {m.tool_call_id: m.content for m in sent if isinstance(m, ToolMessage)}
+    calls = [call["id"] for m in sent if isinstance(m, AIMessage) for call in m.tool_calls]
+    assert sorted(results) == sorted(calls)
+    assert "Cancelled by the user." in results.values()
+    assert any("Ship the report" in c or "objective" in c.lower() for c in results.values() if c != "Cancelled by the user.")
+    stopped = [m for m in sent if isinstance(m, AIMessage) and m.response_metadata.get("haico_stopped")]
+    assert len(stopped) == 1
+
+
+async def test_server_shutdown_stops_running_turns_and_releases_the_slot(owner, thread, script, sockets):
+    script(Reply(text="a long answer that is cut by the shutdown", token_delay=0.2))
+    socket = await sockets(thread.pk, owner)
+    await _start(thread, "long")
+    await frame_containing(socket, "long</div>")
+    await checkpointers.shutdown()
+    frames = await frames_until_turn_end(socket)
+    assert "Stopped" in frames[-1]
+    refreshed = await database_sync_to_async(Thread.objects.get)(pk=thread.pk)
+    assert refreshed.running_turn_index is None
+    assert thread.pk not in registry._running
+
+
+async def test_turn_fragments_go_only_to_the_threads_group(owner, thread, script, model_settings):
+    script(Reply(text="hello there"))
+    layer = get_channel_layer()
+    mine = await layer.new_channel()
+    await layer.group_add(group_name(thread.pk), mine)
+    await _start(thread, "hi")
+    await registry.wait_for_turn(thread.pk)
+    received = []
+    while True:
+        try:
+            received.append(await asyncio.wait_for(layer.receive(mine), 0.2))
+        except asyncio.TimeoutError:
+            break
+    assert received and all(event["type"] == "thread.fragment" for event in received)
+    assert "<p>hello there</p>" in received[-1]["html"]
+    assert group_name(thread.pk) == f"thread.{thread.pk.hex}"
+
+
+async def test_text_of_a_retried_malformed_attempt_is_taken_back_from_the_bubble(owner, thread, script, sockets):
+    script(
+        Reply(text="Half a broken call", finish_reason="MALFORMED_FUNCTION_CALL"),
+        Reply(text="The clean answer."),
+    )
+    socket = await sockets(thread.pk, owner)
+    await _start(thread, "go")
+    frames = await frames_until_turn_end(socket)
+    # Fragments may share a frame (the live layer batches them); their order is what counts.
+    stream = "".join(frames)
+    broken = stream.index('hx-swap-oob="beforeend"> broken')
+    clean = stream.index('hx-swap-oob="beforeend"> clean')
+    reset = stream.find('<div id="turn-1-answer-content" class="bubble-text answer is-streaming" hx-swap-oob="true">', broken)
+    assert broken < reset < clean, "the discarded attempt's text must be cleared before the retry streams"
+    assert "broken" not in stream[reset:] and "<p>The clean answer.</p>" in frames[-1]
+
+
+async def test_a_long_turn_keeps_its_claim_fresh_so_no_other_process_takes_it_over(owner, thread, script, sockets, monkeypatch):
+    from datetime import timedelta
+
+    monkeypatch.setattr(registry, "CANCEL_POLL_SECONDS", 0.05)
+    monkeypatch.setattr(guard, "TURN_KEEPALIVE", timedelta(seconds=0.05))
+    script(Reply(text="one two three four five six", token_delay=0.1))
+    socket = await sockets(thread.pk, owner)
+    await _start(thread, "take your time")
+
+    def claimed_at():
+        return Thread.objects.values_list("running_since", flat=True).get(pk=thread.pk)
+
+    first = await database_sync_to_async(claimed_at)()
+    await frame_containing(socket, "four</div>")
+    later = await database_sync_to_async(claimed_at)()
+    assert first is not None and later is not None and later > first
+    await frames_until_turn_end(socket)
+    assert await database_sync_to_async(claimed_at)() is None

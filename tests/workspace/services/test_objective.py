@@ -1,0 +1,38 @@
+"""workspace.services.objective, checked against what the database holds afterwards."""
+
+import pytest
+
+from tests.workspace.helpers import _activity
+from workspace import selectors
+from workspace.errors import InvalidInput
+from workspace.models import OBJECTIVE_MAX_CHARS, Objective
+from workspace.services import objective as objective_services
+
+pytestmark = pytest.mark.django_db
+
+
+def test_objective_set_creates_then_replaces_the_single_objective(thread):
+    before = _activity(thread)
+    objective_services.objective_set(thread=thread, text="  Draft a review  ")
+    objective_services.objective_set(thread=thread, text="Draft a systematic review")
+    assert list(Objective.objects.filter(thread=thread).values_list("text", flat=True)) == ["Draft a systematic review"]
+    assert _activity(thread) > before
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [("", "Objective cannot be empty."), ("   ", "Objective cannot be empty."), (None, "Objective must be text.")],
+)
+def test_objective_set_refuses_empty_text(thread, text, message):
+    objective_services.objective_set(thread=thread, text="Keep me")
+    with pytest.raises(InvalidInput) as exc:
+        objective_services.objective_set(thread=thread, text=text)
+    assert exc.value.message == message
+    assert selectors.objective_text_for(thread=thread) == "Keep me"
+
+
+def test_objective_set_refuses_over_long_text(thread):
+    with pytest.raises(InvalidInput, match="too long"):
+        objective_services.objective_set(thread=thread, text="x" * (OBJECTIVE_MAX_CHARS + 1))
+    assert not Objective.objects.filter(thread=thread).exists()
+    assert selectors.objective_text_for(thread=thread) is None

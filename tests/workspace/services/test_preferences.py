@@ -1,0 +1,216 @@
+"""workspace.services.preferences, checked against what the database holds
+afterwards: fields, batches by index (hard first), locks, stale objects."""
+
+import pytest
+
+from tests.workspace.helpers import _prefs
+from workspace import selectors
+from workspace.errors import InvalidInput, NotFound, PreferenceLocked
+from workspace.models import PREFERENCE_TITLE_MAX_CHARS, Preference
+from workspace.services import preferences as preferences_services
+
+pytestmark = pytest.mark.django_db
+
+# The seeds word it "locked and cannot be modified/removed ... the user must
+# unlock it first" (core seed §5.2); the agent tools' tests pin the full text.
+LOCKED_HINT = "ask the user to unlock it first."
+
+
+def test_preference_add_appends_with_cleaned_fields(thread):
+    first = preferences_services.preference_add(thread=thread, title=" APA style ", subtitle=" 7th ed ", kind="hard", respect_lock=True)
+    second = preferences_services.preference_add(thread=thread, title="Be brief", respect_lock=False)
+    assert (first.title, first.subtitle, first.kind, first.locked) == ("APA style", "7th ed", "hard", False)
+    assert second.kind == "soft"
+    assert second.position > first.position
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"title": ""}, "Title cannot be empty."),
+        ({"title": "x" * (PREFERENCE_TITLE_MAX_CHARS + 1)}, "Title is too long"),
+        ({"title": "ok", "kind": "medium"}, "Kind must be 'hard' or 'soft', not 'medium'."),
+        ({"title": "ok", "subtitle": "s" * 501}, "Subtitle is too long"),
+    ],
+)
+def test_preference_add_refuses_bad_input(thread, kwargs, message):
+    with pytest.raises(InvalidInput) as exc:
+        preferences_services.preference_add(thread=thread, respect_lock=False, **kwargs)
+    assert exc.value.message.startswith(message)
+    assert not Preference.objects.exists()
+
+
+def test_preferences_add_dedupes_case_insensitively_within_and_across_batches(thread):
+    preferences_services.preference_add(thread=thread, title="Use British spelling", respect_lock=False)
+    result = preferences_services.preferences_add(
+        thread=thread,
+        items=[
+            {"title": "use british SPELLING", "kind": "hard"},
+            {"title": "Cite sources", "kind": "hard"},
+            {"title": "cite sources"},
+        ],
+        respect_lock=True,
+    )
+    assert _prefs(thread) == [("Cite sources", "hard", False), ("Use British spelling", "soft", False)]
+    assert result.done == ["recorded 'Cite sources' (hard)"]
+    assert len(result.skipped) == 2
+    assert all("already recorded" in skipped for skipped in result.skipped)
+
+
+def test_preferences_add_validates_every_item_before_writing(thread):
+    with pytest.raises(InvalidInput) as exc:
+        preferences_services.preferences_add(thread=thread, items=[{"title": "Fine"}, {"title": "Bad", "kind": "nope"}], respect_lock=True)
+    assert exc.value.message.startswith("Item 2: Kind must be")
+    assert not Preference.objects.exists()
+    with pytest.raises(InvalidInput, match="at least one"):
+        preferences_services.preferences_add(thread=thread, items=[], respect_lock=True)
+
+
+def test_preference_update_changes_only_given_fields(thread):
+    preference = preferences_services.preference_add(thread=thread, title="Tone", subtitle="formal", respect_lock=False)
+    preferences_services.preference_update(preference=preference, kind="hard", respect_lock=True)
+    preference.refresh_from_db()
+    assert (preference.title, preference.subtitle, preference.kind) == ("Tone", "formal", "hard")
+
+
+def test_preference_update_validates(thread):
+    preference = preferences_services.preference_add(thread=thread, title="Tone", respect_lock=False)
+    with pytest.raises(InvalidInput):
+        preferences_services.preference_update(preference=preference, title=" ", respect_lock=False)
+    with pytest.raises(InvalidInput):
+        preferences_services.preference_update(preference=Preference.objects.get(), kind="maybe", respect_lock=False)
+    assert _prefs(thread) == [("Tone", "soft", False)]
+
+
+def test_locked_preference_refuses_the_agent_and_accepts_the_person(thread):
+    preference = preferences_services.preference_add(thread=thread, title="No jargon", respect_lock=False)
+    preferences_services.preference_set_locked(preference=preference, locked=True, respect_lock=False)
+    with pytest.raises(PreferenceLocked) as exc:
+        preferences_services.preference_update(preference=preference, title="Some jargon", respect_lock=True)
+    assert exc.value.message == "Preference 'No jargon' is locked and cannot be modified; ask the user to unlock it first."
+    with pytest.raises(PreferenceLocked) as exc:
+        preferences_services.preference_delete(preference=preference, respect_lock=True)
+    assert exc.value.message == "Preference 'No jargon' is locked and cannot be removed; ask the user to unlock it first."
+    assert _prefs(thread) == [("No jargon", "soft", True)]
+
+    preferences_services.preference_update(preference=preference, title="Some jargon", respect_lock=False)
+    assert _prefs(thread) == [("Some jargon", "soft", True)]
+    preferences_services.preference_delete(preference=preference, respect_lock=False)
+    assert _prefs(thread) == []
+
+
+def test_preference_set_locked_is_refused_on_the_agent_path(thread):
+    preference = preferences_services.preference_add(thread=thread, title="No jargon", respect_lock=False)
+    with pytest.raises(PreferenceLocked, match="Only the user"):
+        preferences_services.preference_set_locked(preference=preference, locked=True, respect_lock=True)
+    assert not Preference.objects.get().locked
+    preferences_services.preference_set_locked(preference=preference, locked=True, respect_lock=False)
+    assert Preference.objects.get().locked
+    preferences_services.preference_set_locked(preference=preference, locked=False, respect_lock=False)
+    assert not Preference.objects.get().locked
+
+
+def test_preferences_update_by_index_uses_hard_first_order(mixed_preferences):
+    thread = mixed_preferences
+    result = preferences_services.preferences_update_by_index(
+        thread=thread, updates=[{"index": 1, "title": "B2"}, {"index": 3, "kind": "hard"}], respect_lock=True
+    )
+    assert result.done == ["updated 'B2'", "updated 'A'"]
+    assert _prefs(thread) == [("A", "hard", False), ("B2", "hard", False), ("D", "hard", False), ("C", "soft", False)]
+
+
+def test_preferences_update_by_index_skips_locked_on_agent_path(mixed_preferences):
+    thread = mixed_preferences
+    preferences_services.preference_set_locked(preference=Preference.objects.get(title="D"), locked=True, respect_lock=False)
+    result = preferences_services.preferences_update_by_index(
+        thread=thread, updates=[{"index": 2, "title": "D2"}, {"index": 4, "title": "C2"}], respect_lock=True
+    )
+    assert result.done == ["updated 'C2'"]
+    assert result.skipped == ["Preference 'D' is locked and cannot be modified; " + LOCKED_HINT]
+    assert [p.title for p in selectors.preferences_for(thread=thread)] == ["B", "D", "A", "C2"]
+
+    preferences_services.preferences_update_by_index(thread=thread, updates=[{"index": 2, "title": "D2"}], respect_lock=False)
+    assert Preference.objects.filter(title="D2", locked=True).exists()
+
+
+@pytest.mark.parametrize(
+    "updates, message",
+    [
+        ([{"index": 5, "title": "x"}], "Preference index 5 is out of range; there are 4 preferences (1-based)."),
+        ([{"index": 0, "title": "x"}], "Preference index 0 is out of range"),
+        ([{"index": "1", "title": "x"}], "Index '1' is not a number."),
+        ([{"index": 1}], "Update for index 1 changes nothing"),
+        ([{"index": 1, "title": "ok"}, {"index": 2, "kind": "odd"}], "Kind must be"),
+        ([], "Give at least one update."),
+    ],
+)
+def test_preferences_update_by_index_bad_batch_changes_nothing(mixed_preferences, updates, message):
+    before = _prefs(mixed_preferences)
+    with pytest.raises(InvalidInput) as exc:
+        preferences_services.preferences_update_by_index(thread=mixed_preferences, updates=updates, respect_lock=True)
+    assert exc.value.message.startswith(message)
+    assert _prefs(mixed_preferences) == before
+
+
+def test_preferences_update_by_index_on_empty_list_says_so(thread):
+    with pytest.raises(InvalidInput) as exc:
+        preferences_services.preferences_update_by_index(thread=thread, updates=[{"index": 1, "title": "x"}], respect_lock=True)
+    assert exc.value.message == "Preference index 1 is out of range; there are no preferences yet."
+
+
+def test_preferences_remove_by_index_removes_by_hard_first_index_and_ignores_duplicates(mixed_preferences):
+    result = preferences_services.preferences_remove_by_index(thread=mixed_preferences, indices=[3, 1, 3], respect_lock=True)
+    assert result.done == ["removed 'A'", "removed 'B'"]
+    assert [p.title for p in selectors.preferences_for(thread=mixed_preferences)] == ["D", "C"]
+
+
+def test_preferences_remove_by_index_skips_locked_then_person_removes_it(mixed_preferences):
+    thread = mixed_preferences
+    preferences_services.preference_set_locked(preference=Preference.objects.get(title="B"), locked=True, respect_lock=False)
+    result = preferences_services.preferences_remove_by_index(thread=thread, indices=[1, 2], respect_lock=True)
+    assert result.done == ["removed 'D'"]
+    assert result.skipped == ["Preference 'B' is locked and cannot be removed; " + LOCKED_HINT]
+    preferences_services.preferences_remove_by_index(thread=thread, indices=[1], respect_lock=False)
+    assert [p.title for p in selectors.preferences_for(thread=thread)] == ["A", "C"]
+
+
+def test_preferences_remove_by_index_out_of_range_changes_nothing(mixed_preferences):
+    with pytest.raises(InvalidInput, match="Preference index 9 is out of range; there are 4"):
+        preferences_services.preferences_remove_by_index(thread=mixed_preferences, indices=[1, 9], respect_lock=True)
+    assert Preference.objects.count() == 4
+    with pytest.raises(InvalidInput, match="at least one"):
+        preferences_services.preferences_remove_by_index(thread=mixed_preferences, indices=[], respect_lock=True)
+
+
+# --- stale preference objects (another tab or the agent changed the row meanwhile) ---
+
+
+def test_agent_edit_with_a_stale_object_still_respects_a_lock_set_meanwhile(thread):
+    loaded = preferences_services.preference_add(thread=thread, title="No jargon", respect_lock=False)
+    preferences_services.preference_set_locked(preference=Preference.objects.get(pk=loaded.pk), locked=True, respect_lock=False)
+    with pytest.raises(PreferenceLocked):
+        preferences_services.preference_update(preference=loaded, title="Jargon is fine", respect_lock=True)
+    with pytest.raises(PreferenceLocked):
+        preferences_services.preference_delete(preference=loaded, respect_lock=True)
+    assert _prefs(thread) == [("No jargon", "soft", True)]
+
+
+def test_person_edit_with_a_stale_object_keeps_a_lock_set_meanwhile(thread):
+    loaded = preferences_services.preference_add(thread=thread, title="No jargon", respect_lock=False)
+    preferences_services.preference_set_locked(preference=Preference.objects.get(pk=loaded.pk), locked=True, respect_lock=False)
+    preferences_services.preference_update(preference=loaded, title="Plain words", respect_lock=False)
+    assert _prefs(thread) == [("Plain words", "soft", True)]
+
+
+def test_editing_a_preference_deleted_meanwhile_does_not_bring_it_back(thread):
+    loaded = preferences_services.preference_add(thread=thread, title="Gone soon", respect_lock=False)
+    preferences_services.preference_delete(preference=Preference.objects.get(pk=loaded.pk), respect_lock=False)
+    for write in (
+        lambda: preferences_services.preference_update(preference=loaded, title="Back?", respect_lock=False),
+        lambda: preferences_services.preference_set_locked(preference=loaded, locked=True, respect_lock=False),
+        lambda: preferences_services.preference_delete(preference=loaded, respect_lock=False),
+    ):
+        with pytest.raises(NotFound) as exc:
+            write()
+        assert exc.value.message == "That preference no longer exists."
+    assert not Preference.objects.exists()

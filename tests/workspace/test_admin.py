@@ -1,0 +1,77 @@
+"""The staff admin of the workspace models (workspace.admin): snapshots and
+the workspace contents are read-only."""
+
+import html
+import json
+
+import pytest
+from django.urls import reverse
+
+from tests.support.admin import _change, _changelist
+from workspace.models import Artifact, Document, Objective, Todo, WorkspaceSnapshot
+
+pytestmark = pytest.mark.django_db
+
+
+# --- snapshots are read-only ------------------------------------------------------
+
+
+def test_snapshot_add_is_refused(staff_client, populated):
+    add_url = reverse("admin:workspace_workspacesnapshot_add")
+    assert staff_client.get(add_url).status_code == 403
+    response = staff_client.post(add_url, {"thread": populated["thread"].pk, "turn_index": 9, "user_message": "x"})
+    assert response.status_code == 403
+    assert WorkspaceSnapshot.objects.count() == 1
+
+
+def test_snapshot_change_post_is_refused_and_changes_nothing(staff_client, populated):
+    snapshot = populated["snapshot"]
+    response = staff_client.post(_change(snapshot), {"user_message": "rewritten history", "turn_index": 7})
+    assert response.status_code == 403
+    snapshot.refresh_from_db()
+    assert snapshot.user_message == "Start the review"
+    assert snapshot.turn_index == 1
+
+
+def test_snapshot_delete_is_refused(staff_client, populated):
+    snapshot = populated["snapshot"]
+    delete_url = reverse("admin:workspace_workspacesnapshot_delete", args=[snapshot.pk])
+    assert staff_client.post(delete_url, {"post": "yes"}).status_code == 403
+    bulk = staff_client.post(
+        _changelist(snapshot), {"action": "delete_selected", "_selected_action": [snapshot.pk], "post": "yes"}
+    )
+    assert bulk.status_code in (200, 302)
+    assert WorkspaceSnapshot.objects.filter(pk=snapshot.pk).exists()
+
+
+def test_snapshot_detail_shows_every_field_read_only_with_pretty_json(staff_client, populated):
+    body = staff_client.get(_change(populated["snapshot"])).content.decode()
+    for name in ("thread", "turn_index", "user_message", "objective_text", "document_title", "document_content", "preferences_json", "todos_json"):
+        assert f'name="{name}"' not in body
+    assert "Start the review" in body
+    assert "Write a literature review" in body
+    assert "# Review" in body
+    # Indented JSON, with the person's text escaped rather than rendered.
+    assert "Cite &lt;b&gt;peer-reviewed&lt;/b&gt; work" in body
+    assert "<b>peer-reviewed" not in body
+    text = html.unescape(body)
+    snapshot = populated["snapshot"]
+    snapshot.refresh_from_db()  # key order as the database returns it (jsonb sorts keys)
+    assert json.dumps(snapshot.preferences_json, indent=2) in text
+    assert json.dumps(snapshot.todos_json, indent=2) in text
+    assert '[\n  {\n    "' in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+    assert "<script>alert(1)</script>" not in body
+    assert 'name="_save"' not in body
+
+
+# --- workspace contents are view-only ----------------------------------------------
+
+
+@pytest.mark.parametrize("model", [Todo, Document, Artifact, Objective])
+def test_workspace_contents_are_view_only(staff_client, populated, model):
+    obj = model.objects.first()
+    before = {f.attname: getattr(obj, f.attname) for f in model._meta.concrete_fields}
+    assert staff_client.post(_change(obj), {"text": "changed", "title": "changed", "content": "changed"}).status_code == 403
+    obj.refresh_from_db()
+    assert {f.attname: getattr(obj, f.attname) for f in model._meta.concrete_fields} == before

@@ -1,0 +1,144 @@
+"""workspace.selectors: the ownership scoping every view relies on, the
+ordered reads of each surface, the objective's history, and
+`workspace_reading_for`, the prompt's read of the workspace, which is
+hand-written SQL for speed: it must return exactly what the ORM returns."""
+
+import datetime
+
+import pytest
+from django.contrib.auth.models import AnonymousUser
+from django.http import Http404
+
+from conversations import services
+from conversations.services import thread_create
+from tests.workspace.helpers import _outline
+from workspace import selectors
+from workspace import selectors as thread_selectors
+from workspace.models import Artifact, Document, Objective, Preference, Todo
+from workspace.services import artifacts as artifacts_services
+from workspace.services import document as document_services
+from workspace.services import objective as objective_services
+from workspace.services import plan as plan_services
+from workspace.services import preferences as preferences_services
+from workspace.services import snapshots as snapshots_services
+
+pytestmark = pytest.mark.django_db
+
+
+# --- ownership -----------------------------------------------------------------------
+
+
+def test_threads_for_user_lists_own_live_threads_most_recent_first(owner, other_user):
+    older = services.thread_create(owner=owner, title="Older")
+    newer = services.thread_create(owner=owner, title="Newer")
+    services.thread_create(owner=other_user, title="Theirs")
+    gone = services.thread_create(owner=owner, title="Gone")
+    services.thread_soft_delete(thread=gone)
+    assert [t.title for t in thread_selectors.threads_for_user(user=owner)] == ["Newer", "Older"]
+    # Work in the older thread makes it the most recent.
+    plan_services.todo_add(thread=older, text="step")
+    assert [t.pk for t in thread_selectors.threads_for_user(user=owner)] == [older.pk, newer.pk]
+
+
+def test_thread_for_user_refuses_other_people_anonymous_and_deleted(thread, owner, other_user):
+    assert thread_selectors.thread_for_user(user=owner, thread_id=thread.pk) == thread
+    assert thread_selectors.thread_for_user(user=other_user, thread_id=thread.pk) is None
+    assert thread_selectors.thread_for_user(user=AnonymousUser(), thread_id=thread.pk) is None
+    with pytest.raises(Http404):
+        thread_selectors.get_thread_for_user_or_404(user=other_user, thread_id=thread.pk)
+    assert thread_selectors.get_thread_for_user_or_404(user=owner, thread_id=thread.pk) == thread
+
+
+# --- surfaces --------------------------------------------------------------------------
+
+
+def test_preferences_for_lists_hard_before_soft_then_by_position(mixed_preferences):
+    assert [p.title for p in selectors.preferences_for(thread=mixed_preferences)] == ["B", "D", "A", "C"]
+
+
+def test_plan_steps_carry_outline_numbers_in_pre_order(thread):
+    _outline(thread, ("A", 0), ("A.1", 1), ("A.1.a", 2), ("A.2", 1), ("B", 0))
+    steps = selectors.plan_steps(thread=thread)
+    assert [(s.number, s.text, s.depth) for s in steps] == [
+        ("1", "A", 0), ("1.1", "A.1", 1), ("1.1.1", "A.1.a", 2), ("1.2", "A.2", 1), ("2", "B", 0)
+    ]
+
+
+# --- objective history -------------------------------------------------------------------
+
+
+def test_objective_history_collapses_repeats_and_ends_with_the_live_value(thread):
+    snapshots_services.snapshot_capture(thread=thread, turn_index=1, user_message="m1")  # standing objective
+    objective_services.objective_set(thread=thread, text="First")
+    snapshots_services.snapshot_capture(thread=thread, turn_index=2, user_message="m2")
+    snapshots_services.snapshot_capture(thread=thread, turn_index=3, user_message="m3")  # unchanged: collapsed
+    objective_services.objective_set(thread=thread, text="Second")
+    snapshots_services.snapshot_capture(thread=thread, turn_index=4, user_message="m4")
+    objective_services.objective_set(thread=thread, text="Third")
+    history = selectors.objective_history(thread=thread)
+    assert [(e.text, e.turn_index) for e in history] == [(None, 1), ("First", 2), ("Second", 4), ("Third", None)]
+    assert history[-1].at is not None
+
+
+def test_objective_history_of_a_new_thread_is_the_standing_objective(thread):
+    assert [(e.text, e.turn_index, e.at) for e in selectors.objective_history(thread=thread)] == [(None, None, None)]
+    assert selectors.STANDING_OBJECTIVE.startswith("Understand what the user is trying to achieve")
+
+
+# --- the prompt's reading of the workspace -------------------------------------------------
+
+
+def orm_reading(thread) -> selectors.WorkspaceReading:
+    document = Document.objects.filter(thread=thread).values_list("title", "content", "updated_at").first()
+    artifact = (
+        Artifact.objects.filter(thread=thread).order_by("-id").values_list("id", "artifact_type", "turn_index", "title").first()
+    )
+    return selectors.WorkspaceReading(
+        objective_text=Objective.objects.filter(thread=thread).values_list("text", flat=True).first(),
+        preferences=[
+            (p.kind, p.title, p.subtitle, p.locked) for p in selectors.preferences_for(thread=thread)
+        ],
+        todos=[(t.text, t.done, t.depth) for t in selectors.todos_for(thread=thread)],
+        document=document,
+        latest_artifact=artifact,
+    )
+
+
+def test_reading_of_an_empty_workspace(thread):
+    reading = selectors.workspace_reading_for(thread=thread)
+    assert reading == selectors.WorkspaceReading(
+        objective_text=None, preferences=[], todos=[], document=None, latest_artifact=None
+    )
+
+
+def test_reading_matches_the_orm_with_the_same_types(owner, thread):
+    objective_services.objective_set(thread=thread, text="Compare the two surveys")
+    preferences_services.preference_add(thread=thread, title="Short sentences", kind="soft", respect_lock=False)
+    locked = preferences_services.preference_add(
+        thread=thread, title="Cite \"every\" figure", subtitle="Peer-reviewed", kind="hard", respect_lock=False
+    )
+    preferences_services.preference_set_locked(preference=locked, locked=True, respect_lock=False)
+    plan_services.todos_add_outline(
+        thread=thread, steps=[{"text": "Gather", "depth": 0}, {"text": "Search", "depth": 1}, {"text": "Write", "depth": 0}]
+    )
+    plan_services.todos_toggle_by_index(thread=thread, indices=[2])
+    document_services.document_save(thread=thread, title="Report", content="Intro — *draft*.")
+    for title in ("First", "Second"):
+        artifacts_services.artifact_create(
+            thread=thread, artifact_type="table", title=title, payload={"columns": [], "rows": []}, turn_index=1
+        )
+    # Another thread's workspace stays out of it.
+    other = thread_create(owner=owner, title="Other")
+    objective_services.objective_set(thread=other, text="Something else")
+    plan_services.todo_add(thread=other, text="Not ours")
+
+    reading = selectors.workspace_reading_for(thread=thread)
+
+    assert reading == orm_reading(thread)
+    assert reading.preferences[0] == ("hard", 'Cite "every" figure', "Peer-reviewed", True)
+    assert reading.todos == [("Gather", False, 0), ("Search", True, 1), ("Write", False, 0)]
+    assert all(type(done) is bool for _, done, _ in reading.todos)
+    assert isinstance(reading.document[2], datetime.datetime) and reading.document[2].tzinfo is not None
+    assert reading.latest_artifact[1:] == ("table", 1, "Second")
+    assert reading.latest_artifact[0] == Artifact.objects.get(title="Second").pk
+    assert Preference.objects.filter(thread=thread).count() == 2 and Todo.objects.filter(thread=thread).count() == 3
