@@ -24,12 +24,18 @@ from langchain.agents.middleware import ModelRequest, dynamic_prompt
 from langchain_core.language_models import BaseChatModel
 
 from .context import AgentContext
-from .middleware import ModelTurnRetryMiddleware, TurnCallLimitMiddleware
+from .middleware import (
+    ModelTurnRetryMiddleware,
+    RefusedCallsMiddleware,
+    TurnCallLimitMiddleware,
+)
 from .model import available_models, get_chat_model
+from .model_input import ModelInputMiddleware
 from .prompt import build_system_prompt
 from .tools.registry import build_tools
 
 DEFAULT_MODEL_CALL_LIMIT = 25
+DEFAULT_CONTEXT_TOKENS = 60_000
 
 # What the HTTP client and LangChain import lazily on the first model request
 # (found by comparing sys.modules around one): ~30 ms of the first turn.
@@ -65,7 +71,11 @@ def build_agent(*, model: BaseChatModel, checkpointer=None):
         # The prompt is computed once per model call and shared by the
         # retry's attempts (nothing can change the workspace in between).
         workspace_prompt,
+        # A valid history within the budget, counted with the prompt.
+        ModelInputMiddleware(max_tokens=getattr(settings, "HAICO_CONTEXT_TOKENS", DEFAULT_CONTEXT_TOKENS)),
         ModelTurnRetryMiddleware(),
+        # Tool calls the retry refused get their error instead of running.
+        RefusedCallsMiddleware(),
     ]
     return create_agent(
         model=model,

@@ -27,33 +27,46 @@ class DraftWithdrawn:
 @dataclass(frozen=True)
 class StepsStarted:
     """The model decided to call tools; one plain sentence per call
-    (its `action_and_reasoning`), in call order."""
+    (its `action_and_reasoning`), in call order, with the calls' ids."""
 
     sentences: tuple[str, ...]
+    call_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class StepFinished:
-    """A tool call returned; `succeeded` is False for a failure envelope."""
+    """A tool call returned: "done", "skipped" (in part: some targets were
+    left alone) or "failed" (a failure envelope, or the call was not run)."""
 
     tool_name: str
-    succeeded: bool
+    status: str
+    call_id: str = ""
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status != "failed"
 
 
 @dataclass(frozen=True)
 class Answer:
-    """The turn's final message (a model reply without tool calls)."""
+    """The turn's final message (a model reply without tool calls).
+    `cut_off` says the model did not finish it: it hit the output limit, or
+    the stream ended without saying it was done."""
 
     text: str
+    cut_off: bool = False
 
 
 @dataclass(frozen=True)
 class Diagnostic:
     """Something the person may want to know about the model's behaviour
-    (a reply cut off at the output limit, repeated blank replies)."""
+    (a reply cut off at the output limit, repeated blank replies). With
+    `no_answer`, it is also why the turn ends without an answer, said in
+    the turn's bubble."""
 
     level: str  # "info" | "warning" | "error"
     message: str
+    no_answer: bool = False
 
 
 AgentEvent = Token | DraftWithdrawn | StepsStarted | StepFinished | Answer | Diagnostic

@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from .checkpointer import SQLITE_TIMEOUT_SECONDS, database_vendor, postgres_conninfo, sqlite_path
+from .checkpointer import (
+    SQLITE_TIMEOUT_SECONDS,
+    database_vendor,
+    postgres_conninfo,
+    sqlite_path,
+)
+from .tools.envelope import step_status
 
 logger = logging.getLogger("haico.agent.history")
 
@@ -36,7 +42,8 @@ GENERIC_STEP = "Working on the shared workspace."
 class PastTurn:
     turn_index: int
     user_message: str
-    steps: list[str] = field(default_factory=list)
+    # {"text": the call's sentence, "status": "done" | "skipped" | "failed" | "" (no result)}
+    steps: list[dict] = field(default_factory=list)
     answer: str = ""
     stopped: bool = False
     error: str = ""
@@ -68,17 +75,27 @@ def step_sentence(tool_call: dict) -> str:
 def turns_from_messages(messages: list[BaseMessage]) -> list[PastTurn]:
     """Group a thread's message history into turns, oldest first."""
     turns: list[PastTurn] = []
+    calls: dict[str, dict] = {}  # tool call id -> its step, for the result's status
     for message in messages:
         if isinstance(message, HumanMessage):
             tagged = (message.response_metadata or {}).get(TURN_INDEX_KEY)
             index = tagged if isinstance(tagged, int) else (turns[-1].turn_index + 1 if turns else 1)
             turns.append(PastTurn(turn_index=index, user_message=message_text(message)))
             continue
+        if isinstance(message, ToolMessage):
+            step = calls.get(message.tool_call_id)
+            if step is not None:
+                step["status"] = step_status(message.content, error=message.status == "error")
+            continue
         if not turns or not isinstance(message, AIMessage):
             continue
         turn = turns[-1]
         if message.tool_calls:
-            turn.steps.extend(step_sentence(call) for call in message.tool_calls)
+            for call in message.tool_calls:
+                step = {"text": step_sentence(call), "status": ""}
+                turn.steps.append(step)
+                if call.get("id"):
+                    calls[call["id"]] = step
             continue
         text = message_text(message)
         if (message.response_metadata or {}).get(STOPPED_KEY):

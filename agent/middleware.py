@@ -1,13 +1,23 @@
-"""Model-call middleware: the workspace prompt and the blank / malformed / truncated retry.
+"""Model-call middleware: the blank / malformed / truncated retry, and the
+tool calls that must not run.
 
 Core seed §4.1. A provider sometimes answers a model call with nothing useful:
 
-| case      | signal                                         | action                     |
-|-----------|------------------------------------------------|----------------------------|
-| blank     | no text and no tool calls                      | ask again (≤ 3 calls)      |
-| malformed | finish_reason == "MALFORMED_FUNCTION_CALL"     | ask again (≤ 3 calls)      |
-| truncated | finish_reason / stop_reason in length,         | no retry; warn (log and a  |
-|           | max_tokens, MAX_TOKENS                         | diagnostic for the person) |
+| case           | signal                                    | action                                |
+|----------------|-------------------------------------------|---------------------------------------|
+| blank          | no text and no tool calls                 | ask again (≤ 3 calls)                 |
+| malformed      | finish_reason == "MALFORMED_FUNCTION_CALL"| ask again (≤ 3 calls); then its tool  |
+|                |                                           | calls are refused, not run            |
+| truncated      | finish_reason / stop_reason in length,    | with tool calls: ask once more with a |
+|                | max_tokens, MAX_TOKENS                    | note to write less, then refuse them; |
+|                |                                           | an answer is kept, marked cut off     |
+| bad arguments  | tool-call arguments that are not a JSON   | refused with an error the model can   |
+|                | object (agent.model INVALID_TOOL_ARGS_KEY,| act on; never repaired into partial   |
+|                | or LangChain's invalid_tool_calls)        | arguments and run                     |
+
+A refused call gets a failure envelope as its result, written by
+`RefusedCallsMiddleware` in place of running the tool, so the model reads
+why and the person's trace shows the step failed (docs/adr/0012).
 
 Why not langchain's `ModelRetryMiddleware`: it retries when the model call
 *raises*. A blank or malformed reply is a successful call with a useless
@@ -48,20 +58,47 @@ from uuid import UUID
 from django.conf import settings
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
-from langchain_core.messages import AIMessage, RemoveMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from langgraph.config import get_stream_writer
 from langgraph.pregel._messages import StreamMessagesHandler, StreamMessagesHandlerV2
 
 from .events import Diagnostic
+from .model import INVALID_TOOL_ARGS_KEY
+from .tools.envelope import failure_envelope
 
 logger = logging.getLogger("haico.agent")
 
 MAX_MODEL_ATTEMPTS = 3
 MALFORMED_FINISH_REASONS = frozenset({"MALFORMED_FUNCTION_CALL"})
 TRUNCATED_FINISH_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS"})
+# A reply whose finish reason is one of these was finished by the model.
+FINISHED_REASONS = frozenset({"stop", "tool_calls", "function_call", "end_turn", "stop_sequence", "STOP"})
 STREAM_POLICIES = ("live", "buffered")
+
+# On a reply written by HAICO itself (not a model), e.g. the call-limit note.
+SYNTHETIC_KEY = "haico_synthetic"
+# On a reply whose tool calls must not run: {tool call id: why}.
+REFUSED_CALLS_KEY = "haico_refused_calls"
+
+WRITE_LESS_NOTE = (
+    "(Note from the HAICO system, not the user: your previous reply was cut off at the output limit "
+    "in the middle of a tool call, so it was not run. Write less in one reply: make smaller edits, or add "
+    "a long document in several append_to_document calls.)"
+)
+TRUNCATED_CALL_ERROR = (
+    "Not run: your reply was cut off at the output limit in the middle of this call, so its arguments "
+    "are incomplete. Nothing was changed. Make a smaller change, or split long text over several calls."
+)
+MALFORMED_CALL_ERROR = (
+    "Not run: the model service reported this call as malformed. Nothing was changed; call the tool "
+    "again with complete, valid arguments."
+)
+INVALID_ARGS_ERROR = (
+    "Not run: the arguments of this call were {problem}. Nothing was changed; call the tool again with "
+    "complete arguments as one valid JSON object."
+)
 
 
 # --------------------------------------------------------------------------
@@ -77,6 +114,41 @@ def is_truncated(message: AIMessage) -> bool:
     return bool(_finish_reasons(message) & TRUNCATED_FINISH_REASONS)
 
 
+def reply_finished(message: AIMessage) -> bool:
+    """Whether the model said it was done: False for a reply cut off at the
+    output limit, and for a stream that ended without any finish reason."""
+    meta = message.response_metadata or {}
+    return bool(meta.get(SYNTHETIC_KEY)) or bool(_finish_reasons(message) & FINISHED_REASONS)
+
+
+def refusals(message: AIMessage, verdict: str | None) -> dict[str, str]:
+    """The tool calls of an accepted reply that must not run, with why."""
+    refused: dict[str, str] = {}
+    if verdict == "truncated":
+        refused.update({call["id"]: TRUNCATED_CALL_ERROR for call in message.tool_calls if call.get("id")})
+    elif verdict == "exhausted:malformed":
+        refused.update({call["id"]: MALFORMED_CALL_ERROR for call in message.tool_calls if call.get("id")})
+    for call_id, problem in ((message.additional_kwargs or {}).get(INVALID_TOOL_ARGS_KEY) or {}).items():
+        refused.setdefault(call_id, INVALID_ARGS_ERROR.format(problem=problem))
+    for call in message.invalid_tool_calls or []:
+        if call.get("id") and call.get("name"):
+            refused.setdefault(call["id"], INVALID_ARGS_ERROR.format(problem="not valid JSON"))
+    return refused
+
+
+def with_refusals(message: AIMessage, refused: dict[str, str]) -> AIMessage:
+    """The reply with its refused calls marked, and calls LangChain could not
+    parse at all turned into calls (with no arguments) so each gets its
+    error as a result instead of vanishing."""
+    calls = list(message.tool_calls)
+    known = {call.get("id") for call in calls}
+    for call in message.invalid_tool_calls or []:
+        if call.get("id") in refused and call["id"] not in known:
+            calls.append({"name": call["name"], "args": {}, "id": call["id"], "type": "tool_call"})
+    meta = {**(message.response_metadata or {}), REFUSED_CALLS_KEY: refused}
+    return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": [], "response_metadata": meta})
+
+
 def retry_reason(message: AIMessage) -> str | None:
     """"malformed", "blank", or None when the reply is usable as it is.
 
@@ -87,7 +159,7 @@ def retry_reason(message: AIMessage) -> str | None:
         return None
     if _finish_reasons(message) & MALFORMED_FINISH_REASONS:
         return "malformed"
-    if not message.tool_calls and not message.text.strip():
+    if not message.tool_calls and not message.invalid_tool_calls and not message.text.strip():
         return "blank"
     return None
 
@@ -288,6 +360,7 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
         request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
+        shortened = False
         for attempt in range(1, self.max_attempts + 1):
             with _gated_stream(live=self.live) as gate:
                 try:
@@ -297,12 +370,14 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
                     # stays, as the partial answer the person saw.
                     gate.abandon()
                     raise
-            kept, verdict = self._settle(gate, response, attempt)
-            if not kept:
+            verdict = self._judge(response, attempt, shortened=shortened)
+            if verdict in ("retry", "shorter"):
+                gate.discard()
+                if verdict == "shorter":
+                    request, shortened = self._asking_for_less(request), True
                 continue
-            if verdict is not None:
-                self._report(verdict)
-            return response
+            gate.accept()
+            return self._conclude(response, verdict)
         raise AssertionError("unreachable")  # the last attempt always returns
 
     # -- sync (graph.invoke; tests and scripts) ---------------------------
@@ -312,6 +387,7 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
         request: ModelRequest,
         handler: Callable[[ModelRequest], ModelResponse],
     ) -> ModelResponse:
+        shortened = False
         for attempt in range(1, self.max_attempts + 1):
             with _gated_stream(live=self.live) as gate:
                 try:
@@ -319,32 +395,28 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
                 except BaseException:
                     gate.abandon()
                     raise
-            kept, verdict = self._settle(gate, response, attempt)
-            if not kept:
+            verdict = self._judge(response, attempt, shortened=shortened)
+            if verdict in ("retry", "shorter"):
+                gate.discard()
+                if verdict == "shorter":
+                    request, shortened = self._asking_for_less(request), True
                 continue
-            if verdict is not None:
-                self._report(verdict)
-            return response
+            gate.accept()
+            return self._conclude(response, verdict)
         raise AssertionError("unreachable")
 
     # -- shared -----------------------------------------------------------
 
-    def _settle(self, gate, response, attempt: int) -> tuple[bool, str | None]:
-        """Keep or discard one attempt (releasing or retracting what it
-        streamed); returns (kept, warning verdict to record)."""
-        verdict = self._judge(response, attempt)
-        if verdict == "retry":
-            gate.discard()
-            return False, None
-        gate.accept()
-        return True, verdict
-
-    def _judge(self, response, attempt: int) -> str | None:
-        """"retry", a warning to record ("truncated" / "exhausted:<reason>"), or None."""
+    def _judge(self, response, attempt: int, *, shortened: bool) -> str | None:
+        """"retry", "shorter" (retry with a note to write less), a verdict to
+        report ("truncated" / "exhausted:<reason>"), or None."""
         reply = _reply_of(response)
         if reply is None:
             return None
         if is_truncated(reply):
+            if (reply.tool_calls or reply.invalid_tool_calls) and not shortened and attempt < self.max_attempts:
+                logger.info("a tool call was cut off at the output limit; asking again for less")
+                return "shorter"
             return "truncated"
         reason = retry_reason(reply)
         if reason is None:
@@ -354,28 +426,83 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
             return "retry"
         return f"exhausted:{reason}"
 
-    def _report(self, verdict: str) -> None:
+    @staticmethod
+    def _asking_for_less(request: ModelRequest) -> ModelRequest:
+        return request.override(messages=[*request.messages, HumanMessage(content=WRITE_LESS_NOTE)])
+
+    def _conclude(self, response, verdict: str | None):
+        """The accepted reply, with the calls that must not run marked."""
+        if verdict is not None:
+            self._report(verdict, response)
+        reply = _reply_of(response)
+        if reply is None:
+            return response
+        refused = refusals(reply, verdict)
+        if not refused:
+            return response
+        logger.info("refusing %d tool call(s): %s", len(refused), sorted(set(refused.values())))
+        marked = with_refusals(reply, refused)
+        if isinstance(response, AIMessage):
+            return marked
+        return ModelResponse(
+            result=[marked if message is reply else message for message in response.result],
+            structured_response=response.structured_response,
+        )
+
+    def _report(self, verdict: str, response) -> None:
         """Log the warning and hand it to whoever streams the run (LangGraph's
         "custom" stream mode), as a Diagnostic the person can see."""
+        no_answer = False
         if verdict == "truncated":
             limit = getattr(settings, "HAICO_MODEL_MAX_TOKENS", None)
+            reply = _reply_of(response)
+            what = "a tool call, which was not run" if reply is not None and reply.tool_calls else "the answer"
             message = (
-                f"The model's reply was cut off at the model's output limit (HAICO_MODEL_MAX_TOKENS={limit}); "
-                "raise HAICO_MODEL_MAX_TOKENS so replies and tool calls fit."
+                f"The model's reply was cut off at the model's output limit (HAICO_MODEL_MAX_TOKENS={limit}) "
+                f"in {what}; raise HAICO_MODEL_MAX_TOKENS so replies and tool calls fit."
             )
         else:
             reason = verdict.split(":", 1)[1]
             kind = "an empty" if reason == "blank" else "a malformed tool call in its"
             message = (
                 f"The model returned {kind} reply {self.max_attempts} times in a row; "
-                "the turn ended without an answer. Send the message again, or choose another model."
+                "the turn ended without an answer. Retry, or choose another model."
             )
+            no_answer = reason == "blank"
         logger.warning("%s", message)
         try:
             writer = get_stream_writer()
         except RuntimeError:  # called outside a graph run
             return
-        writer(Diagnostic(level="warning", message=message))
+        writer(Diagnostic(level="warning", message=message, no_answer=no_answer))
+
+
+class RefusedCallsMiddleware(AgentMiddleware):
+    """Answers the tool calls the model-call retry refused (REFUSED_CALLS_KEY)
+    with their error instead of running them."""
+
+    @property
+    def name(self) -> str:
+        return "RefusedCalls"
+
+    @staticmethod
+    def _refusal(request) -> ToolMessage | None:
+        call = request.tool_call
+        for message in reversed((request.state or {}).get("messages") or []):
+            if isinstance(message, AIMessage) and any(c.get("id") == call.get("id") for c in message.tool_calls):
+                reason = ((message.response_metadata or {}).get(REFUSED_CALLS_KEY) or {}).get(call.get("id"))
+                if reason is None:
+                    return None
+                return ToolMessage(
+                    content=failure_envelope(reason), tool_call_id=call["id"], name=call.get("name"), status="error"
+                )
+        return None
+
+    async def awrap_tool_call(self, request, handler):
+        return self._refusal(request) or await handler(request)
+
+    def wrap_tool_call(self, request, handler):
+        return self._refusal(request) or handler(request)
 
 
 # --------------------------------------------------------------------------
@@ -423,7 +550,8 @@ class TurnCallLimitMiddleware(AgentMiddleware):
         if model_calls_this_turn(request.state.get("messages") or request.messages) < self.run_limit:
             return None
         logger.warning("turn stopped at the model-call limit of %s", self.run_limit)
-        return ModelResponse(result=[AIMessage(content=CALL_LIMIT_MESSAGE.format(limit=self.run_limit))])
+        note = AIMessage(content=CALL_LIMIT_MESSAGE.format(limit=self.run_limit), response_metadata={SYNTHETIC_KEY: True})
+        return ModelResponse(result=[note])
 
     async def awrap_model_call(self, request: ModelRequest, handler) -> ModelResponse:
         return self._limit_reached(request) or await handler(request)

@@ -8,9 +8,15 @@ override it and the whole app agrees on one configuration.
 
 from __future__ import annotations
 
+import json
+
 from django.conf import settings
+from langchain_core.messages import AIMessageChunk
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr
+
+from workspace.text import replace_lone_surrogates
 
 # Local OpenAI-compatible servers ignore the key, but the OpenAI SDK refuses
 # to build a client without one.
@@ -35,15 +41,97 @@ class ModelNotConfigured(Exception):
         super().__init__(self.message)
 
 
+# Set on a streamed reply whose tool-call arguments were not valid JSON:
+# {tool call id: what was wrong}. LangChain repairs a cut-off argument string
+# into a partial object ('{"text": "hal' becomes {"text": "hal"}), which
+# would run the tool with half an argument; agent.middleware refuses those
+# calls instead (docs/adr/0012).
+INVALID_TOOL_ARGS_KEY = "haico_invalid_tool_args"
+
+
+class _ToolArgsCheck:
+    """Collects a streamed reply's raw tool-call argument strings."""
+
+    def __init__(self):
+        self._args: dict[int, list[str]] = {}
+        self._ids: dict[int, str] = {}
+
+    def add(self, message) -> None:
+        for chunk in getattr(message, "tool_call_chunks", None) or []:
+            index = chunk.get("index") or 0
+            self._args.setdefault(index, []).append(chunk.get("args") or "")
+            if chunk.get("id") and index not in self._ids:
+                self._ids[index] = chunk["id"]
+
+    def problems(self) -> dict[str, str]:
+        found = {}
+        for index, parts in self._args.items():
+            raw = "".join(parts)
+            if not raw.strip():
+                continue  # a call without arguments
+            try:
+                value = json.loads(raw)
+            except ValueError as exc:
+                found[self._ids.get(index, str(index))] = f"not valid JSON ({exc.msg} at character {exc.pos})"
+                continue
+            if not isinstance(value, dict):
+                found[self._ids.get(index, str(index))] = "not a JSON object"
+        return found
+
+
+def _clean_chunk(chunk: ChatGenerationChunk) -> ChatGenerationChunk:
+    """The chunk with lone surrogates in its text and tool arguments
+    replaced (a provider can send them as JSON escapes)."""
+    message = chunk.message
+    if isinstance(message.content, str):
+        message.content = replace_lone_surrogates(message.content)
+    for part in getattr(message, "tool_call_chunks", None) or []:
+        if isinstance(part.get("args"), str):
+            part["args"] = replace_lone_surrogates(part["args"])
+    if isinstance(chunk.text, str):
+        chunk.text = replace_lone_surrogates(chunk.text)
+    return chunk
+
+
 class HaicoChatOpenAI(ChatOpenAI):
-    """ChatOpenAI that converts the tool list to OpenAI's format once.
+    """ChatOpenAI that converts the tool list to OpenAI's format once, and
+    checks what a streamed reply carries.
 
     `create_agent` binds the tools again before every model call (middleware
     may change them per call); ours are the same objects for every call of
     the process, and converting sixteen schemas each time was ~2 % of a busy
-    server's time (docs/adr/0009)."""
+    server's time (docs/adr/0009).
+
+    A streamed reply's tool-call arguments are checked as the JSON they were
+    sent as (INVALID_TOOL_ARGS_KEY), and lone surrogates in its text are
+    replaced, so a bad character cannot break a socket or the checkpoint."""
 
     _bound: dict = PrivateAttr(default_factory=dict)
+
+    def _stream(self, *args, **kwargs):
+        check = _ToolArgsCheck()
+        for chunk in super()._stream(*args, **kwargs):
+            check.add(chunk.message)
+            yield _clean_chunk(chunk)
+        problems = check.problems()
+        if problems:
+            yield ChatGenerationChunk(message=AIMessageChunk(content="", additional_kwargs={INVALID_TOOL_ARGS_KEY: problems}))
+
+    async def _astream(self, *args, **kwargs):
+        check = _ToolArgsCheck()
+        async for chunk in super()._astream(*args, **kwargs):
+            check.add(chunk.message)
+            yield _clean_chunk(chunk)
+        problems = check.problems()
+        if problems:
+            yield ChatGenerationChunk(message=AIMessageChunk(content="", additional_kwargs={INVALID_TOOL_ARGS_KEY: problems}))
+
+    def _create_chat_result(self, *args, **kwargs) -> ChatResult:
+        result = super()._create_chat_result(*args, **kwargs)
+        for generation in result.generations:
+            if isinstance(generation.message.content, str):
+                generation.message.content = replace_lone_surrogates(generation.message.content)
+        return result
 
     def bind_tools(self, tools, **kwargs):
         # The cache holds the tools themselves, so their ids stay theirs.

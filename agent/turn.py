@@ -18,9 +18,18 @@ from collections.abc import AsyncIterator
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 
 from .context import AgentContext
-from .events import AgentEvent, Answer, Diagnostic, DraftWithdrawn, StepFinished, StepsStarted, Token
+from .events import (
+    AgentEvent,
+    Answer,
+    Diagnostic,
+    DraftWithdrawn,
+    StepFinished,
+    StepsStarted,
+    Token,
+)
 from .history import TURN_INDEX_KEY, message_text, repair_update, step_sentence
-from .tools.envelope import parse_envelope
+from .middleware import reply_finished
+from .tools.envelope import step_status
 
 logger = logging.getLogger("haico.agent.turn")
 
@@ -35,6 +44,7 @@ DURABILITY = "sync"
 
 CANCELLED_TOOL_RESULT = "Cancelled by the user."
 FAILED_TOOL_RESULT = "Not run: the turn failed before this step finished."
+INTERRUPTED_TOOL_RESULT = "Not finished: the server was shutting down; whether this step changed anything is unknown."
 
 
 def turn_config(thread_id) -> dict:
@@ -95,26 +105,30 @@ def _message_events(message, seen: set):
             return
         seen.add(key)
         if not message.tool_calls:
-            yield Answer(message_text(message))
+            yield Answer(message_text(message), cut_off=not reply_finished(message))
             return
-        sentences = []
+        sentences, ids = [], []
         for call in message.tool_calls:
             call_key = ("call", call.get("id"))
             if call.get("id") and call_key in seen:
                 continue
             seen.add(call_key)
             sentences.append(step_sentence(call))
+            ids.append(call.get("id") or "")
         # The text this call streamed was a preamble to its tool calls.
         yield DraftWithdrawn()
         if sentences:
-            yield StepsStarted(tuple(sentences))
+            yield StepsStarted(tuple(sentences), tuple(ids))
     elif isinstance(message, ToolMessage):
         key = ("tool", message.tool_call_id or message.id)
         if key in seen:
             return
         seen.add(key)
-        envelope = parse_envelope(message.content)
-        yield StepFinished(tool_name=message.name or "", succeeded=bool(envelope and envelope.get("success")))
+        yield StepFinished(
+            tool_name=message.name or "",
+            status=step_status(message.content, error=message.status == "error"),
+            call_id=message.tool_call_id or "",
+        )
 
 
 async def repair_history(graph, *, context: AgentContext, user_message: str, partial: str | None, tool_result: str) -> None:

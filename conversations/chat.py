@@ -14,49 +14,66 @@ from django.conf import settings
 
 from agent.history import PastTurn, past_turns
 from agent.model import available_models, default_model_name
-from workspace.markdown import render_markdown
 from workspace.models import Thread
 from workspace.selectors import snapshot_messages_for
 
-from .selectors import turn_errors_for
+from .models import Turn
+from .selectors import turn_errors_for, turn_rows_for
+from .turns.fragments import turn_context
 from .turns.guard import running_turn
+from .turns.outcome import INTERRUPTED_LOST, marker
 
 
-def turn_display(turn: PastTurn) -> dict:
-    return {
-        "turn_index": turn.turn_index,
-        "user_message": turn.user_message,
-        "steps": list(turn.steps),
-        "answer_html": render_markdown(turn.answer) if turn.answer else "",
-        "stopped": turn.stopped,
-        "error": turn.error,
-        "running": turn.running,
-    }
+def chat_turns(*, thread: Thread) -> list[dict]:
+    """Every turn of the thread as the chat shows it, oldest first.
 
-
-def chat_turns(*, thread: Thread) -> list[PastTurn]:
+    The checkpointer gives each turn's message, steps and answer; its turn
+    row (conversations.models.Turn) how it ended, and the answer when the
+    checkpointer has none (a turn interrupted mid-answer). Older threads
+    have no rows: their failures come from the activity log."""
     turns = {turn.turn_index: turn for turn in past_turns(thread.pk)}
     for turn_index, user_message in snapshot_messages_for(thread=thread):
         if turn_index not in turns:
             turns[turn_index] = PastTurn(turn_index=turn_index, user_message=user_message)
+    rows = turn_rows_for(thread=thread)
     running = running_turn(thread)
-    errors = turn_errors_for(thread=thread)
-    for index, turn in turns.items():
-        if index == running:
-            turn.running = True
+    errors = turn_errors_for(thread=thread) if len(rows) < len(turns) else {}
+    latest = max(turns, default=None)
+    shown = []
+    for index in sorted(turns):
+        turn, row = turns[index], rows.get(index)
+        is_running = index == running
+        if is_running:
             # The page shows the running turn empty; what has streamed so far
             # arrives over the socket (conversations.turns.registry.resync_html).
-            turn.answer = ""
-        elif not turn.answer and not turn.stopped and index in errors:
-            turn.error = errors[index]
-    return [turns[index] for index in sorted(turns)]
+            answer, ending = "", None
+        elif row is not None:
+            answer = turn.answer if turn.answer.strip() else row.answer
+            status, notice = row.status, row.notice
+            if status == Turn.Status.RUNNING:
+                # Its server died and nobody has released it yet.
+                status, notice = (Turn.Status.STOPPED, "") if turn.stopped else (Turn.Status.INTERRUPTED, INTERRUPTED_LOST)
+            ending = marker(status=status, cut_off=row.cut_off, notice=notice, answered=bool(answer.strip()))
+        elif turn.stopped:
+            answer, ending = turn.answer, marker(status=Turn.Status.STOPPED)
+        elif not turn.answer and index in errors:
+            answer, ending = "", marker(status=Turn.Status.FAILED, notice=errors[index])
+        else:
+            answer, ending = turn.answer, marker(status=Turn.Status.COMPLETE)
+        shown.append(
+            turn_context(
+                turn_index=index, user_message=turn.user_message, steps=turn.steps, answer=answer,
+                running=is_running, ending=ending, latest=index == latest,
+            )
+        )
+    return shown
 
 
 def chat_context(*, thread: Thread, user) -> dict:
     running = running_turn(thread)
     return {
         "thread": thread,
-        "turns": [turn_display(turn) for turn in chat_turns(thread=thread)],
+        "turns": chat_turns(thread=thread),
         "running": running is not None,
         "running_turn_index": running,
         "models": available_models(),

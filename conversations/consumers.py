@@ -13,6 +13,9 @@ ws extension does not reconnect on them.
 Messages (JSON; `ws-send` posts the form fields plus a HEADERS object):
   {"message": "...", "model": "..."}   start a turn
   {"action": "stop"}                   stop the running turn
+  {"action": "retry", "turn": N}       run turn N's message again as a new
+                                       turn (N: the latest turn, which
+                                       failed, was interrupted or cut off)
 """
 
 import asyncio
@@ -28,7 +31,7 @@ from workspace.selectors import thread_for_user
 
 from .live import group_name, publisher
 from .turns import fragments, registry
-from .turns.guard import clean_user_message
+from .turns.guard import clean_user_message, retry_message
 
 logger = logging.getLogger("haico.conversations.ws")
 
@@ -69,7 +72,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         self._renewal = asyncio.ensure_future(self._renew_membership())
         # Behind any fragment already on its way to the thread, so nothing
         # arrives twice or out of order.
-        publisher.publish_to_consumer(self.thread.pk, self, registry.resync_html(self.thread.pk))
+        publisher.publish_to_consumer(self.thread.pk, self, await registry.connect_html(self.thread.pk))
 
     async def _refuse(self, message: str, code: int):
         await self.accept()
@@ -100,6 +103,9 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         if data.get("action") == "stop":
             await self._stop()
             return
+        if data.get("action") == "retry":
+            await self._retry(data.get("turn"))
+            return
         if "action" in data:
             await self._notice("Unknown action.")
             return
@@ -122,6 +128,22 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             return
         if not await registry.request_stop(thread=thread):
             await self._notice("No turn is running.")
+
+    async def _retry(self, turn):
+        thread = await self._current_thread()
+        if thread is None:
+            return
+        try:
+            message, model = await database_sync_to_async(retry_message)(thread=thread, turn=turn)
+        except UserFacingError as exc:
+            await self._notice(exc.message)
+            return
+        if model and model not in available_models():
+            model = None  # no longer offered: the default model
+        try:
+            await registry.start_turn(thread=thread, user_message=message, model_name=model, retry_of=int(turn))
+        except UserFacingError as exc:
+            await self._notice(exc.message)
 
     async def _start_turn(self, data: dict):
         try:

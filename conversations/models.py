@@ -96,3 +96,49 @@ class ActivityLogEntry(models.Model):
 
     def __str__(self):
         return f"[{self.level}] {self.message[:60]}"
+
+
+class Turn(models.Model):
+    """One user turn as the person sees it: the message, how the turn ended,
+    and the answer streamed so far.
+
+    The agent's own history is the LangGraph checkpointer's; this row holds
+    what the checkpointer cannot: a running turn's answer as it streams (so a
+    server killed mid-answer loses at most the last half second of it), the
+    server process that runs it (so its successor can release it at once),
+    and endings with no message of their own: interrupted, cut off, failed,
+    finished without an answer (docs/adr/0011)."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "Running"
+        COMPLETE = "complete", "Complete"
+        STOPPED = "stopped", "Stopped"
+        FAILED = "failed", "Failed"
+        INTERRUPTED = "interrupted", "Interrupted"
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="turns")
+    index = models.PositiveIntegerField()
+    user_message = models.TextField()
+    model_name = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.RUNNING)
+    # While running: what has streamed so far. Once ended: the answer shown.
+    answer = models.TextField(blank=True)
+    # The answer ended before the model finished it (output limit, a cut stream).
+    cut_off = models.BooleanField(default=False)
+    # What the person is told about how the turn ended, in plain words.
+    notice = models.TextField(blank=True)
+    # The server process running it: a stable name (HAICO_INSTANCE) and the
+    # id of that process's boot.
+    instance = models.CharField(max_length=200, blank=True)
+    boot = models.CharField(max_length=32, blank=True)
+    retry_of = models.PositiveIntegerField(null=True, blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["thread", "index"]
+        constraints = [models.UniqueConstraint(fields=["thread", "index"], name="turn_thread_index_unique")]
+        indexes = [models.Index(fields=["status", "instance"], name="turn_status_instance_idx")]
+
+    def __str__(self):
+        return f"{self.thread_id} turn {self.index} ({self.status})"

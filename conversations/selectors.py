@@ -3,7 +3,7 @@ Thread lookups scoped to their owner are workspace.selectors'."""
 
 from workspace.models import Thread
 
-from .models import ActivityLogEntry
+from .models import ActivityLogEntry, Turn
 
 
 def activity_for(*, thread: Thread, limit: int = 50) -> list[ActivityLogEntry]:
@@ -16,3 +16,12 @@ def turn_errors_for(*, thread: Thread) -> dict[int, str]:
         thread=thread, level=ActivityLogEntry.Level.ERROR, turn_index__isnull=False
     ).order_by("created_at")
     return dict(entries.values_list("turn_index", "message"))
+
+
+def turn_rows_for(*, thread: Thread) -> dict:
+    """The thread's turn rows by turn index (conversations.models.Turn)."""
+    return {row.index: row for row in Turn.objects.filter(thread=thread)}
+
+
+def latest_turn_row(*, thread_id) -> "Turn | None":
+    return Turn.objects.filter(thread_id=thread_id).order_by("-index").first()

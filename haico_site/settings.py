@@ -185,6 +185,18 @@ HAICO_MODEL_MAX_RETRIES = env("HAICO_MODEL_MAX_RETRIES")
 HAICO_MODEL_MAX_TOKENS = env("HAICO_MODEL_MAX_TOKENS")
 # Model calls allowed in one turn, so a model that keeps calling tools cannot loop forever.
 HAICO_MODEL_CALL_LIMIT = env("HAICO_MODEL_CALL_LIMIT")
+# The most the history sent with one model call may take, in (approximate)
+# tokens; older turns beyond it are left out of that call, never out of the
+# thread (agent.middleware.ContextBudgetMiddleware). Leave room for the
+# system prompt, the workspace block and the reply.
+HAICO_CONTEXT_TOKENS = env.int("HAICO_CONTEXT_TOKENS", default=60_000)
+
+# A stable name for this server process (say "web-1" or "host:8000"): a
+# restarted process with the same name releases the turns its predecessor
+# was running at once. haico_site.serve and runserver set it from the
+# address they listen on; unset, each process is unique and a dead one's
+# turns are released once its claims go stale (conversations.turns.guard).
+HAICO_INSTANCE = env.str("HAICO_INSTANCE", default="")
 
 # --- Limits (documented in README) ---
 HAICO_DOCUMENT_MAX_CHARS = 200_000

@@ -8,7 +8,11 @@ message instead of failing on save), must fit its limit, and must not be
 blank unless the field allows that.
 """
 
+import re
+
 from .errors import InvalidInput
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def clean_text(
@@ -39,3 +43,15 @@ def clean_text(
     if len(value) > max_chars:
         raise InvalidInput(f"{label} is too long ({len(value):,} characters; the limit is {max_chars:,}).")
     return value
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """`text` with every lone surrogate (a half of a UTF-16 pair, which no
+    encoder accepts) replaced by U+FFFD: for text nobody can be asked to fix,
+    such as a model's output, so one bad character cannot break a socket or
+    a checkpoint write."""
+    if not isinstance(text, str) or not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+

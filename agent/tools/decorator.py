@@ -39,6 +39,7 @@ from workspace.services.artifacts import artifact_create
 
 from ..context import AgentContext
 from .envelope import describe_validation_error, failure_envelope, success_envelope
+from .text import Summary
 
 logger = logging.getLogger("haico.agent.tools")
 
@@ -122,8 +123,8 @@ def registered_specs() -> list[ToolSpec]:
 # --- running one call --------------------------------------------------------------
 
 
-def _split_result(name: str, result) -> tuple[str, dict | None]:
-    if isinstance(result, str):
+def _split_result(name: str, result) -> tuple[str | Summary, dict | None]:
+    if isinstance(result, str | Summary):
         return result, None
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], str) and isinstance(result[1], dict):
         artifact = result[1]
@@ -170,6 +171,8 @@ def run_tool_call(spec: ToolSpec, thread: Thread, arguments: dict[str, Any], *, 
             f"An internal error stopped {spec.name}; nothing was changed. Try once more; "
             "if it fails again, tell the user this step could not be done."
         )
+    if isinstance(summary, Summary):
+        return success_envelope(summary.text, artifact=artifact, artifact_id=artifact_id, skipped=summary.skipped)
     return success_envelope(summary, artifact=artifact, artifact_id=artifact_id)
 
 

@@ -1,6 +1,6 @@
 """The JSON envelope every tool returns (core seed §5.3).
 
-Success: {"success": true, "summary": ..., ["artifact": {...}, "artifact_id": N]}
+Success: {"success": true, "summary": ..., ["skipped": true], ["artifact": {...}, "artifact_id": N]}
 Failure: {"success": false, "error": ...}
 
 The model reads it as the ToolMessage content; agent.turn reads it with
@@ -14,8 +14,12 @@ import json
 from pydantic import ValidationError
 
 
-def success_envelope(summary: str, *, artifact: dict | None = None, artifact_id: int | None = None) -> str:
+def success_envelope(
+    summary: str, *, artifact: dict | None = None, artifact_id: int | None = None, skipped: bool = False
+) -> str:
     body: dict = {"success": True, "summary": summary}
+    if skipped:
+        body["skipped"] = True  # some targets were left alone (locked, missing)
     if artifact is not None:
         body["artifact"] = artifact
         body["artifact_id"] = artifact_id
@@ -24,6 +28,17 @@ def success_envelope(summary: str, *, artifact: dict | None = None, artifact_id:
 
 def failure_envelope(error: str) -> str:
     return json.dumps({"success": False, "error": error}, ensure_ascii=False)
+
+
+def step_status(content, *, error: bool = False) -> str:
+    """How a tool call went, for the person's reasoning trace: "done",
+    "skipped" (done in part: some targets were left alone) or "failed"."""
+    envelope = parse_envelope(content)
+    if envelope is None:
+        return "failed" if error else "done"
+    if not envelope["success"]:
+        return "failed"
+    return "skipped" if envelope.get("skipped") else "done"
 
 
 def parse_envelope(content) -> dict | None:
@@ -56,8 +71,7 @@ def describe_validation_error(tool_name: str, error: ValidationError) -> str:
     problems = []
     for detail in error.errors(include_url=False, include_context=False, include_input=False):
         message = detail.get("msg", "invalid value")
-        if message.startswith("Value error, "):
-            message = message[len("Value error, ") :]
+        message = message.removeprefix("Value error, ")
         where = _location(tuple(detail.get("loc", ())))
         problems.append(f"{where}: {message}" if where else message)
     listed = "; ".join(problems[:8])

@@ -8,7 +8,45 @@ turn-N-answer-content, turn-N-marker."""
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
+from workspace.markdown import render_markdown
+
+from .outcome import Marker, marker
+
 TEMPLATE = "conversations/fragments/turn.html"
+
+
+def turn_context(
+    *, turn_index: int, user_message: str, steps=(), answer: str = "", running: bool = False,
+    ending: Marker | None = None, latest: bool = True,
+) -> dict:
+    """The one shape every turn partial renders: a past turn on the page, a
+    running one, and one ended by another process. Retry is offered on the
+    thread's latest turn only (a retry runs as the next turn)."""
+    ending = ending or marker(status="running" if running else "complete", answered=bool(answer.strip()))
+    return {
+        "turn_index": turn_index,
+        "user_message": user_message,
+        "steps": list(steps),
+        "answer_html": render_markdown(answer) if answer.strip() else "",
+        "running": running,
+        "marker_kind": ending.kind,
+        "marker_text": ending.text,
+        "retry": ending.retry and latest and not running,
+    }
+
+
+def ended(row, *, latest: bool) -> str:
+    """A turn another process ended for its dead server (turns.guard): its
+    answer so far, its marker and idle controls. Its reasoning steps are
+    left as the tab shows them (they live in the checkpointer)."""
+    turn = turn_context(
+        turn_index=row.index,
+        user_message=row.user_message,
+        answer=row.answer,
+        ending=marker(status=row.status, cut_off=row.cut_off, notice=row.notice, answered=bool(row.answer.strip())),
+        latest=latest,
+    )
+    return fragment("answer", turn=turn, oob=True) + fragment("marker", turn=turn, oob=True) + controls(running=False)
 
 
 def fragment(name: str, **context) -> str:
@@ -27,14 +65,25 @@ def turn_shell(turn: dict, *, title: str | None = None) -> str:
     """The new turn appended to the chat, the running controls and, for the
     thread's first turn, the title the message gave it."""
     return (
-        fragment("turn_append", turn=turn, oob=False)
+        fragment("retry_gone", turn_index=turn["turn_index"] - 1)
+        + fragment("turn_append", turn=turn, oob=False)
         + controls(running=True)
         + (fragment("thread_title", title=title) if title else "")
     )
 
 
-def steps(turn_index: int, sentences) -> str:
-    return "".join(fragment("step", turn_index=turn_index, sentence=sentence) for sentence in sentences)
+def steps(turn_index: int, steps, *, first_number: int) -> str:
+    """Steps appended to the turn's reasoning; `steps` are {"text", "status"}
+    dicts, numbered on from `first_number` (their element ids)."""
+    return "".join(
+        fragment("step", turn_index=turn_index, step=step, number=number)
+        for number, step in enumerate(steps, start=first_number)
+    )
+
+
+def step_result(turn_index: int, number: int, step: dict) -> str:
+    """A step that failed or was skipped in part, re-rendered in place."""
+    return fragment("step_item", turn_index=turn_index, step=step, number=number, swap=True)
 
 
 def tokens(turn_index: int, text: str) -> str:

@@ -1,28 +1,42 @@
-"""The one-turn-at-a-time guard, in the database (docs/adr/0003).
+"""The one-turn-at-a-time guard and the turn rows, in the database (docs/adr/0003, 0011).
 
-A thread's running-turn columns (workspace.models.Thread) are written only
-here. Claiming a turn bumps the counter and snapshots the workspace in the
-same transaction, before the agent runs."""
+A thread's running-turn columns (workspace.models.Thread) and its turn rows
+(conversations.models.Turn) are written only here. Claiming a turn bumps
+the counter, records the turn row and snapshots the workspace in one
+transaction, before the agent runs.
+
+A claim names the server process that holds it (turns.process). It is
+released by its turn's end, by that process's successor at start-up
+(`turns_release_predecessor`), by any process once the claim has gone
+unrefreshed for STALE_TURN_AFTER (`turns_release_stale`, and the next
+message or a Stop on that thread), and every open tab is told."""
+
+from __future__ import annotations
 
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
+from workspace.errors import InvalidInput
 from workspace.models import Thread, WorkspaceSnapshot
 from workspace.services.snapshots import snapshot_capture
 from workspace.text import clean_text
 
 from ..errors import TurnAlreadyRunning
+from ..live import publisher
+from ..models import Turn
 from ..services import DEFAULT_THREAD_TITLE, announce_thread, title_from_message
+from . import fragments, outcome, process
 
 # How often a running turn refreshes its claim (turns.registry), and how
 # long a claim may go unrefreshed before it counts as left by a server that
-# died mid-turn (then the next message takes the thread over).
-TURN_KEEPALIVE = timedelta(seconds=15)
-STALE_TURN_AFTER = timedelta(seconds=90)
+# died mid-turn. Three refreshes fit in it, so a server busy enough to be
+# late with one is not taken for dead.
+TURN_KEEPALIVE = timedelta(seconds=10)
+STALE_TURN_AFTER = timedelta(seconds=30)
 
 
 def running_turn(thread: Thread, now=None) -> int | None:
@@ -40,19 +54,24 @@ def clean_user_message(message) -> str:
 
 
 @transaction.atomic
-def turn_begin(*, thread: Thread, user_message: str) -> tuple[int, WorkspaceSnapshot]:
-    """Claim the thread's single running-turn slot, bump the turn counter and
-    snapshot the workspace, all before the agent runs.
+def turn_begin(
+    *, thread: Thread, user_message: str, model_name: str | None = None, retry_of: int | None = None
+) -> tuple[int, WorkspaceSnapshot]:
+    """Claim the thread's single running-turn slot, bump the turn counter,
+    record the turn row and snapshot the workspace, all before the agent runs.
 
     The claim is a row update in the database, so it holds across server
     processes. Raises TurnAlreadyRunning while another turn is in progress,
-    and InvalidInput for a message that cannot be stored.
+    and InvalidInput for a message that cannot be stored. A claim left by a
+    dead server is taken over, its turn marked interrupted.
     """
     user_message = clean_user_message(user_message)
     locked = Thread.objects.select_for_update().get(pk=thread.pk)
     now = timezone.now()
     if running_turn(locked, now) is not None:
         raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
+    if locked.running_turn_index is not None:
+        _release(locked, locked.running_turn_index, notice=outcome.INTERRUPTED_LOST, now=now)
     locked.turn_index += 1
     locked.running_turn_index = locked.turn_index
     locked.running_since = now
@@ -64,6 +83,15 @@ def turn_begin(*, thread: Thread, user_message: str) -> tuple[int, WorkspaceSnap
         update_fields.append("title")
         announce_thread(locked)
     locked.save(update_fields=update_fields)
+    Turn.objects.create(
+        thread=locked,
+        index=locked.turn_index,
+        user_message=user_message,
+        model_name=model_name or "",
+        retry_of=retry_of,
+        instance=process.instance(),
+        boot=process.BOOT,
+    )
     snapshot = snapshot_capture(thread=locked, turn_index=locked.turn_index, user_message=user_message)
     for name in ("turn_index", "title", "running_turn_index", "running_since", "cancel_requested"):
         setattr(thread, name, getattr(locked, name))
@@ -83,6 +111,15 @@ def turns_keepalive(*, turns: dict) -> int:
     return Thread.objects.filter(mine).update(running_since=timezone.now())
 
 
+@transaction.atomic
+def turns_save_answers(*, answers: dict) -> None:
+    """Store what running turns have streamed so far ({(thread id, turn
+    index): text}), all in one transaction, so a server killed mid-answer
+    leaves the answer the person was reading."""
+    for (thread_id, turn_index), text in answers.items():
+        Turn.objects.filter(thread_id=thread_id, index=turn_index, status=Turn.Status.RUNNING).update(answer=text)
+
+
 def cancel_requested_among(thread_ids) -> set:
     """Which of these threads a Stop was requested for (from any process)."""
     if not thread_ids:
@@ -91,16 +128,112 @@ def cancel_requested_among(thread_ids) -> set:
 
 
 @transaction.atomic
-def turn_finish(*, thread: Thread, turn_index: int) -> None:
-    """Release the running-turn slot (only if it is still this turn's)."""
+def turn_finish(
+    *, thread: Thread, turn_index: int, status: str = Turn.Status.COMPLETE, answer: str = "",
+    cut_off: bool = False, notice: str = "",
+) -> None:
+    """Release the running-turn slot (only if it is still this turn's) and
+    record how the turn ended (only if nobody recorded it for us: a turn
+    another process took for dead keeps "interrupted")."""
+    now = timezone.now()
     Thread.objects.filter(pk=thread.pk, running_turn_index=turn_index).update(
-        running_turn_index=None, running_since=None, cancel_requested=False, last_activity_at=timezone.now()
+        running_turn_index=None, running_since=None, cancel_requested=False, last_activity_at=now
+    )
+    Turn.objects.filter(thread=thread, index=turn_index, status=Turn.Status.RUNNING).update(
+        status=status, answer=answer, cut_off=cut_off, notice=notice, ended_at=now
     )
 
 
 @transaction.atomic
 def turn_request_cancel(*, thread: Thread) -> bool:
-    """Ask the running turn to stop; True if a turn was running."""
-    return bool(
-        Thread.objects.filter(pk=thread.pk, running_turn_index__isnull=False).update(cancel_requested=True)
+    """Ask the running turn to stop; True if a turn was running.
+
+    A turn whose server is known dead (its claim went stale, or this is the
+    same server started again) cannot hear the request: it is released here."""
+    locked = Thread.objects.select_for_update().get(pk=thread.pk)
+    if locked.running_turn_index is None:
+        return False
+    row = Turn.objects.filter(thread=locked, index=locked.running_turn_index).first()
+    predecessor = row is not None and row.instance == process.instance() and row.boot != process.BOOT
+    if running_turn(locked) is None or predecessor:
+        _release(locked, locked.running_turn_index, notice=outcome.INTERRUPTED_STOP)
+        return True
+    Thread.objects.filter(pk=locked.pk).update(cancel_requested=True)
+    return True
+
+
+def turns_release_predecessor() -> int:
+    """At start-up: the turns an earlier run of this server (same name,
+    another boot) left running are released, interrupted. Returns how many."""
+    rows = Turn.objects.filter(status=Turn.Status.RUNNING, instance=process.instance()).exclude(boot=process.BOOT)
+    return _release_rows(rows.values_list("thread_id", "index"), notice=outcome.INTERRUPTED_RESTART)
+
+
+def turns_release_stale() -> int:
+    """Any process, now and then: turns whose server stopped refreshing their
+    claims are released, interrupted. Returns how many."""
+    cutoff = timezone.now() - STALE_TURN_AFTER
+    running = Turn.objects.filter(status=Turn.Status.RUNNING)
+    stale = running.filter(
+        Q(thread__running_since__lt=cutoff)
+        | Q(thread__running_since__isnull=True)
+        | ~Q(thread__running_turn_index=F("index"))
     )
+    return _release_rows(stale.values_list("thread_id", "index"), notice=outcome.INTERRUPTED_LOST, if_stale=True)
+
+
+def _release_rows(pairs, *, notice: str, if_stale: bool = False) -> int:
+    released = 0
+    for thread_id, turn_index in list(pairs):
+        with transaction.atomic():
+            locked = Thread.objects.select_for_update().filter(pk=thread_id).first()
+            if locked is None:
+                continue
+            row = Turn.objects.filter(thread=locked, index=turn_index, status=Turn.Status.RUNNING).first()
+            if row is None:
+                continue  # ended meanwhile
+            if if_stale and locked.running_turn_index == turn_index and running_turn(locked) is not None:
+                continue  # refreshed meanwhile: its server is alive
+            _release(locked, turn_index, notice=notice)
+            released += 1
+    return released
+
+
+def _release(locked: Thread, turn_index: int, *, notice: str, now=None) -> None:
+    """Within the caller's transaction, on the row-locked thread: free the
+    slot if this turn holds it, mark the turn interrupted (keeping what it
+    streamed), and after commit tell every open tab the turn ended."""
+    now = now or timezone.now()
+    if locked.running_turn_index == turn_index:
+        Thread.objects.filter(pk=locked.pk).update(
+            running_turn_index=None, running_since=None, cancel_requested=False
+        )
+        locked.running_turn_index = locked.running_since = None
+        locked.cancel_requested = False
+    Turn.objects.filter(thread=locked, index=turn_index, status=Turn.Status.RUNNING).update(
+        status=Turn.Status.INTERRUPTED, notice=notice, ended_at=now
+    )
+    row = Turn.objects.filter(thread=locked, index=turn_index).first()
+    if row is not None:
+        html = fragments.ended(row, latest=row.index == locked.turn_index)
+        thread_id = locked.pk
+        transaction.on_commit(lambda: publisher.publish(thread_id, html))
+
+
+def retry_message(*, thread: Thread, turn) -> tuple[str, str]:
+    """The message and model of the turn to run again, or InvalidInput
+    saying why it cannot be: only the thread's latest turn, once it has
+    failed, been interrupted or been cut off (conversations.turns.outcome)."""
+    if isinstance(turn, str) and turn.isascii() and turn.isdigit():
+        turn = int(turn)
+    if not isinstance(turn, int) or isinstance(turn, bool):
+        raise InvalidInput("Choose a turn to retry.")
+    row = Turn.objects.filter(thread=thread, index=turn).first()
+    if row is None:
+        raise InvalidInput("That turn does not exist in this thread.")
+    if turn != thread.turn_index:
+        raise InvalidInput("Only the latest turn can be retried; send the message again instead.")
+    ending = outcome.marker(status=row.status, cut_off=row.cut_off, notice=row.notice, answered=bool(row.answer.strip()))
+    if not ending.retry:
+        raise InvalidInput("That turn cannot be retried: it " + ("is still running." if row.status == Turn.Status.RUNNING else "ended normally."))
+    return row.user_message, row.model_name

@@ -3,10 +3,15 @@
 `start_turn` claims the thread's turn slot in the database (turns.guard)
 and runs the turn as a task of the server's event loop, not tied to the
 socket that asked. One watcher task per process looks after every local
-turn at once: about once a second it reads which of them a Stop was
-requested for (from any process: the flag is in the database), and every
-15 s it refreshes all their claims in one statement (docs/adr/0003). A
-turn therefore costs the database nothing while it streams.
+turn at once: twice a second it stores the answers streamed since (one
+transaction for all of them), about once a second it reads which turns a
+Stop was requested for (from any process: the flag is in the database),
+and every 10 s it refreshes all their claims in one statement
+(docs/adr/0003, 0011).
+
+One recovery task per process releases the turns of dead servers: at
+start-up those its own predecessor left running, then every 10 s those
+whose claims went stale (turns.guard).
 """
 
 from __future__ import annotations
@@ -23,13 +28,18 @@ from agent.builder import AgentProvider
 from workspace.models import Thread
 
 from ..live import publisher
-from . import guard
+from ..selectors import latest_turn_row
+from . import fragments, guard
 from .run import TurnRun
 
 logger = logging.getLogger("haico.conversations.turns")
 
-# How often the watcher looks at the database stop flags (set by any process).
+# How often the watcher stores what running turns streamed, and looks at
+# the database stop flags (set by any process).
+SAVE_ANSWERS_SECONDS = 0.5
 CANCEL_POLL_SECONDS = 1.0
+# How often the recovery task looks for turns left by dead servers.
+RECOVERY_SECONDS = 10.0
 # On server shutdown, how long running turns get to wind down before being cancelled.
 SHUTDOWN_GRACE_SECONDS = 5.0
 
@@ -46,6 +56,7 @@ class _Running:
 
 _running: dict[uuid.UUID, _Running] = {}
 _watcher: asyncio.Task | None = None
+_recovery: asyncio.Task | None = None
 _warmed_loop = None
 _warm_task: asyncio.Task | None = None
 
@@ -61,7 +72,34 @@ def warm_up() -> None:
         return
     _warmed_loop = loop
     _warm_task = loop.create_task(_warm_up(), name="haico-warm-up")
+    _ensure_recovery()
     checkpointers.on_shutdown(stop_all_turns)
+
+
+def _ensure_recovery() -> None:
+    global _recovery
+    loop = asyncio.get_running_loop()
+    if _recovery is None or _recovery.done() or _recovery.get_loop() is not loop:
+        _recovery = loop.create_task(_recover(), name="haico-turn-recovery")
+
+
+async def _recover() -> None:
+    """Release the turns of dead servers: this one's predecessor's at once,
+    then any whose claims went stale."""
+    try:
+        released = await database_sync_to_async(guard.turns_release_predecessor)()
+        if released:
+            logger.warning("released %d turn(s) left running by this server's previous run", released)
+    except Exception:
+        logger.exception("could not release the turns of this server's previous run")
+    while True:
+        await asyncio.sleep(RECOVERY_SECONDS)
+        try:
+            released = await database_sync_to_async(guard.turns_release_stale)()
+            if released:
+                logger.warning("released %d turn(s) whose server stopped answering", released)
+        except Exception:
+            logger.exception("the turn recovery could not reach the database; trying again")
 
 
 async def _warm_up() -> None:
@@ -76,7 +114,9 @@ async def _warm_up() -> None:
         logger.debug("warm-up failed", exc_info=True)
 
 
-async def start_turn(*, thread: Thread, user_message: str, model_name: str | None = None) -> int:
+async def start_turn(
+    *, thread: Thread, user_message: str, model_name: str | None = None, retry_of: int | None = None
+) -> int:
     """Claim the thread's single turn slot, snapshot the workspace, and start
     the agent in a server-owned task. Returns the turn index.
 
@@ -84,7 +124,10 @@ async def start_turn(*, thread: Thread, user_message: str, model_name: str | Non
     another turn of this thread runs, in any process.
     """
     publisher.attach()
-    turn_index, _snapshot = await database_sync_to_async(guard.turn_begin)(thread=thread, user_message=user_message)
+    _ensure_recovery()
+    turn_index, _snapshot = await database_sync_to_async(guard.turn_begin)(
+        thread=thread, user_message=user_message, model_name=model_name, retry_of=retry_of
+    )
     turn = TurnRun(thread=thread, turn_index=turn_index, user_message=user_message, model_name=model_name, agents=agents)
     task = asyncio.create_task(turn.run(), name=f"haico-turn-{thread.pk}-{turn_index}")
     _running[thread.pk] = _Running(task=task, turn=turn)
@@ -108,18 +151,28 @@ def _ensure_watcher() -> None:
 
 
 async def _watch() -> None:
-    """Stop flags and claim refreshes for every local turn, in one query each."""
+    """Answers so far, stop flags and claim refreshes for every local turn,
+    in one statement or transaction each."""
     loop = asyncio.get_running_loop()
-    last_keepalive = loop.time()
+    last_poll = last_keepalive = loop.time()
     while _running:
-        await asyncio.sleep(CANCEL_POLL_SECONDS)
+        await asyncio.sleep(SAVE_ANSWERS_SECONDS)
         local = {key: running for key, running in _running.items() if not running.task.done()}
         if not local:
             continue
         try:
-            flagged = await database_sync_to_async(guard.cancel_requested_among)(list(local))
-            for key in flagged:
-                local[key].turn.stop_event.set()
+            answers = {}
+            for key, running in local.items():
+                text = running.turn.unsaved_answer()
+                if text is not None:
+                    answers[(key, running.turn.turn_index)] = text
+            if answers:
+                await database_sync_to_async(guard.turns_save_answers)(answers=answers)
+            if loop.time() - last_poll >= CANCEL_POLL_SECONDS:
+                last_poll = loop.time()
+                flagged = await database_sync_to_async(guard.cancel_requested_among)(list(local))
+                for key in flagged:
+                    local[key].turn.stop_event.set()
             if loop.time() - last_keepalive >= guard.TURN_KEEPALIVE.total_seconds():
                 last_keepalive = loop.time()
                 await database_sync_to_async(guard.turns_keepalive)(
@@ -130,12 +183,13 @@ async def _watch() -> None:
 
 
 async def request_stop(*, thread: Thread) -> bool:
-    """Ask the thread's running turn to stop, wherever it runs. True if one was running."""
-    flagged = await database_sync_to_async(guard.turn_request_cancel)(thread=thread)
+    """Ask the thread's running turn to stop, wherever it runs (a turn whose
+    server is dead is released on the spot). True if one was running."""
     local = _running.get(thread.pk)
-    if local is not None:
+    if local is not None and not local.task.done():
         local.turn.stop_event.set()
-    return flagged or local is not None
+        return True
+    return await database_sync_to_async(guard.turn_request_cancel)(thread=thread)
 
 
 def resync_html(thread_id) -> str:
@@ -150,6 +204,24 @@ def resync_html(thread_id) -> str:
     if local is None or local.task.done():
         return ""
     return local.turn.resync_html()
+
+
+async def connect_html(thread_id) -> str:
+    """What a page that just connected may have missed: the turn running in
+    this process so far, or, when none runs anywhere, how the latest turn
+    ended (a page that lost its socket to a server that died still shows
+    that turn running)."""
+    html = resync_html(thread_id)
+    if html:
+        return html
+    return await database_sync_to_async(_ended_html)(thread_id)
+
+
+def _ended_html(thread_id) -> str:
+    row = latest_turn_row(thread_id=thread_id)
+    if row is None or row.status == row.Status.RUNNING:
+        return ""  # running elsewhere: its fragments come through the layer
+    return fragments.ended(row, latest=True)
 
 
 async def wait_for_turn(thread_id, timeout: float = 30.0) -> None:
@@ -167,6 +239,7 @@ async def stop_all_turns() -> None:
         await asyncio.wait((_warm_task,), timeout=SHUTDOWN_GRACE_SECONDS)
     local = list(_running.values())
     for running in local:
+        running.turn.shutting_down = True
         running.turn.stop_event.set()
     tasks = [running.task for running in local if not running.task.done()]
     if not tasks:

@@ -34,15 +34,28 @@ from django.utils.html import escape
 from agent import checkpointer as checkpointers
 from agent.builder import AgentProvider
 from agent.context import AgentContext
-from agent.events import Answer, Diagnostic, DraftWithdrawn, StepFinished, StepsStarted, Token
-from agent.turn import CANCELLED_TOOL_RESULT, FAILED_TOOL_RESULT, repair_history, stream_turn
+from agent.events import (
+    Answer,
+    Diagnostic,
+    DraftWithdrawn,
+    StepFinished,
+    StepsStarted,
+    Token,
+)
+from agent.turn import (
+    CANCELLED_TOOL_RESULT,
+    FAILED_TOOL_RESULT,
+    INTERRUPTED_TOOL_RESULT,
+    repair_history,
+    stream_turn,
+)
 from workspace.markdown import render_markdown
 from workspace.models import Thread
 
 from .. import services
 from ..live import publisher
-from ..models import ActivityLogEntry
-from . import fragments, guard
+from ..models import ActivityLogEntry, Turn
+from . import fragments, guard, outcome
 from .errors import safe_error_message
 
 logger = logging.getLogger("haico.conversations.turns")
@@ -50,14 +63,17 @@ logger = logging.getLogger("haico.conversations.turns")
 # With nothing to send for this long, a harmless fragment keeps proxies and
 # browsers from dropping an idle socket during one long generation.
 HEARTBEAT_SECONDS = 10.0
+INTERRUPTED_SHUTDOWN = "Interrupted: the server was shutting down."
 
 
 class TurnStopped(Exception):
-    """The person asked the turn to stop."""
+    """The person asked the turn to stop (or the server is shutting down)."""
 
 
 class TurnRun:
-    def __init__(self, *, thread: Thread, turn_index: int, user_message: str, model_name: str | None, agents: AgentProvider):
+    def __init__(
+        self, *, thread: Thread, turn_index: int, user_message: str, model_name: str | None, agents: AgentProvider
+    ):
         self.thread = thread
         self.context = AgentContext(thread=thread, turn_index=turn_index)
         self.turn_index = turn_index
@@ -65,22 +81,29 @@ class TurnRun:
         self.model_name = model_name or None
         self.agents = agents
         self.stop_event = asyncio.Event()
+        self.shutting_down = False  # set with stop_event by a server shutdown
         self.graph = None
-        self.steps: list[str] = []
+        self.steps: list[dict] = []  # {"text", "status"}, in call order
+        self._step_numbers: dict[str, int] = {}  # tool call id -> 1-based step number
         self.draft: list[str] = []  # text streamed by the current model call
         self._held_whitespace = ""
         self.final_text = ""
+        self.cut_off = False
+        self.no_answer_notice = ""
+        self._saved_length = 0  # of the draft, as last stored (turns.registry)
         self._last_sent = time.monotonic()
 
     @staticmethod
     def prepare() -> None:
         """Load what a turn's first fragments would: the chat and live-patch
         templates and the markdown renderer."""
-        turn = {"turn_index": 0, "user_message": "", "steps": ["x"], "answer_html": render_markdown("*x*"),
-                "stopped": False, "error": "", "running": True}
+        turn = fragments.turn_context(
+            turn_index=0, user_message="", steps=[{"text": "x", "status": ""}], answer="*x*", running=True
+        )
         fragments.turn_shell(turn, title="x")
-        fragments.steps(0, ["x"])
+        fragments.steps(0, [{"text": "x", "status": ""}], first_number=1)
         fragments.closing({**turn, "running": False})
+        render_markdown("*x*")
         for name in ("objective", "preferences", "plan", "centre"):
             get_template(f"workspace/panels/{name}.html")
         get_template("workspace/panels/live.html")
@@ -91,59 +114,77 @@ class TurnRun:
         publisher.publish(self.thread.pk, html)
         self._last_sent = time.monotonic()
 
-    def _turn(self, **overrides) -> dict:
-        turn = {
-            "turn_index": self.turn_index,
-            "user_message": self.user_message,
-            "steps": self.steps,
-            "answer_html": "",
-            "stopped": False,
-            "error": "",
-            "running": True,
-        }
-        turn.update(overrides)
-        return turn
+    def _turn(self, *, answer: str = "", running: bool = True, ending=None) -> dict:
+        return fragments.turn_context(
+            turn_index=self.turn_index, user_message=self.user_message, steps=self.steps, answer=answer,
+            running=running, ending=ending,
+        )
 
     def resync_html(self) -> str:
-        return fragments.in_progress(self._turn(answer_html=escape("".join(self.draft))))
+        turn = self._turn()
+        turn["answer_html"] = escape("".join(self.draft))
+        return fragments.in_progress(turn)
+
+    def unsaved_answer(self) -> str | None:
+        """The answer streamed so far if it grew since it was last stored,
+        else None; marks it stored (turns.registry stores it)."""
+        if len(self.draft) == self._saved_length:
+            return None
+        self._saved_length = len(self.draft)
+        return "".join(self.draft)
 
     # -- the task --
 
     async def run(self) -> str:
-        """Run the turn to its end; returns "complete", "stopped" or "error"."""
-        outcome, error = "complete", ""
+        """Run the turn to its end; returns the turn's status (conversations.models.Turn.Status)."""
+        status, notice = Turn.Status.COMPLETE, ""
         try:
             self.send(fragments.turn_shell(self._turn(), title=self.thread.title if self.turn_index == 1 else None))
             await self._stream()
         except TurnStopped:
-            outcome = "stopped"
-            await self._repair(partial="".join(self.draft), tool_result=CANCELLED_TOOL_RESULT)
+            if self.shutting_down:
+                status, notice = Turn.Status.INTERRUPTED, INTERRUPTED_SHUTDOWN
+            else:
+                status = Turn.Status.STOPPED
+            await self._repair(
+                partial="".join(self.draft),
+                tool_result=INTERRUPTED_TOOL_RESULT if self.shutting_down else CANCELLED_TOOL_RESULT,
+            )
         except asyncio.CancelledError:
             # Server shutdown after the grace period: still release the slot below.
-            outcome = "stopped"
+            status, notice = Turn.Status.INTERRUPTED, INTERRUPTED_SHUTDOWN
             raise
         except Exception as exc:
-            outcome, error = "error", safe_error_message(exc)
+            status, notice = Turn.Status.FAILED, safe_error_message(exc)
             logger.exception("turn %s of thread %s failed", self.turn_index, self.thread.pk)
-            await self._record(error, level=ActivityLogEntry.Level.ERROR)
+            await self._record(notice, level=ActivityLogEntry.Level.ERROR)
             await self._repair(partial=None, tool_result=FAILED_TOOL_RESULT)
         finally:
+            answer = self.final_text if status == Turn.Status.COMPLETE else "".join(self.draft)
+            cut_off = self.cut_off and status == Turn.Status.COMPLETE
+            if status == Turn.Status.COMPLETE and not answer.strip():
+                notice = self.no_answer_notice
+            elif cut_off:
+                notice = outcome.CUT_OFF
             try:
-                await database_sync_to_async(guard.turn_finish)(thread=self.thread, turn_index=self.turn_index)
+                await database_sync_to_async(guard.turn_finish)(
+                    thread=self.thread, turn_index=self.turn_index, status=status, answer=answer,
+                    cut_off=cut_off, notice=notice,
+                )
             except Exception:
                 logger.exception("could not release the turn slot of thread %s", self.thread.pk)
             try:
-                self.send(self._closing_html(outcome, error))
+                ending = outcome.marker(status=status, cut_off=cut_off, notice=notice, answered=bool(answer.strip()))
+                self.send(fragments.closing(self._turn(answer=answer, running=False, ending=ending)))
             except Exception:
                 logger.exception("could not send the end of turn %s of thread %s", self.turn_index, self.thread.pk)
-        return outcome
+        return status
 
     async def _stream(self) -> None:
         saver = await checkpointers.get_checkpointer()
         self.graph = self.agents.graph(model_name=self.model_name, checkpointer=saver)
         events = stream_turn(self.graph, context=self.context, user_message=self.user_message)
         await self._drain(events)
-
     async def _drain(self, events) -> None:
         """Consume the agent's events until they end or a stop is asked for.
 
@@ -192,14 +233,30 @@ class TurnRun:
         elif isinstance(event, DraftWithdrawn):
             self._withdraw_draft()
         elif isinstance(event, StepsStarted):
-            self.steps.extend(event.sentences)
-            self.send(fragments.steps(self.turn_index, event.sentences))
+            self._steps_started(event)
         elif isinstance(event, Answer):
-            self.final_text = event.text
+            self.final_text, self.cut_off = event.text, event.cut_off
         elif isinstance(event, Diagnostic):
+            if event.no_answer:
+                self.no_answer_notice = event.message
             await self._record(event.message, level=event.level)
         elif isinstance(event, StepFinished):
-            pass  # what the step changed is announced by the services themselves
+            # What the step changed is announced by the services themselves;
+            # the trace only marks a step that did not work (or only in part).
+            number = self._step_numbers.get(event.call_id)
+            if number is not None:
+                self.steps[number - 1]["status"] = event.status
+                if event.status != "done":
+                    self.send(fragments.step_result(self.turn_index, number, self.steps[number - 1]))
+
+    def _steps_started(self, event: StepsStarted) -> None:
+        first = len(self.steps) + 1
+        new = [{"text": sentence, "status": ""} for sentence in event.sentences]
+        for offset, call_id in enumerate(event.call_ids):
+            if call_id:
+                self._step_numbers[call_id] = first + offset
+        self.steps.extend(new)
+        self.send(fragments.steps(self.turn_index, new, first_number=first))
 
     def _token(self, text: str) -> None:
         self.draft.append(text)
@@ -214,25 +271,9 @@ class TurnRun:
     def _withdraw_draft(self) -> None:
         if self.draft:
             self.draft.clear()
+            self._saved_length = -1  # what was stored is no longer the answer
             self._held_whitespace = ""
             self.send(fragments.answer(self._turn()))
-
-    # -- endings --
-
-    def _closing_html(self, outcome: str, error: str) -> str:
-        if outcome == "complete":
-            answer = self.final_text
-        elif outcome == "stopped":
-            answer = "".join(self.draft)
-        else:
-            answer = ""
-        turn = self._turn(
-            running=False,
-            answer_html=render_markdown(answer) if answer.strip() else "",
-            stopped=outcome == "stopped",
-            error=error,
-        )
-        return fragments.closing(turn)
 
     async def _record(self, message: str, *, level: str) -> None:
         try:

@@ -170,4 +170,4 @@ def test_on_postgres_a_turn_is_checkpointed_by_the_pooled_saver_and_read_back(po
     manage("migrate", "--noinput")
     result = json.loads(manage("shell", "-c", PG_TURN).strip().splitlines()[-1])
     assert result["saver"] == "AsyncPostgresSaver"
-    assert result["turns"] == [[1, "plan on postgres", ["Planning on Postgres."], "Done on **Postgres**."]]
+    assert result["turns"] == [[1, "plan on postgres", [{"text": "Planning on Postgres.", "status": "done"}], "Done on **Postgres**."]]

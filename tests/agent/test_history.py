@@ -11,8 +11,10 @@ def test_turns_are_grouped_by_their_human_message():
     turns = turns_from_messages(
         [
             HumanMessage("one", response_metadata={"haico_turn_index": 3}),
-            AIMessage("", tool_calls=[call]),
+            AIMessage("", tool_calls=[call, {**call, "id": "c2"}, {**call, "id": "c3"}]),
             ToolMessage("{}", tool_call_id="c1"),
+            ToolMessage('{"success": false, "error": "Refused."}', tool_call_id="c2"),
+            ToolMessage('{"success": true, "summary": "s", "skipped": true}', tool_call_id="c3"),
             AIMessage("answer one"),
             HumanMessage("two", response_metadata={"haico_turn_index": 4}),
             AIMessage(STOPPED_PLACEHOLDER, response_metadata={"haico_stopped": True}),
@@ -20,7 +22,12 @@ def test_turns_are_grouped_by_their_human_message():
         ]
     )
     assert [(t.turn_index, t.user_message) for t in turns] == [(3, "one"), (4, "two"), (5, "three")]
-    assert turns[0].steps == [GENERIC_STEP] and turns[0].answer == "answer one"
+    assert turns[0].steps == [
+        {"text": GENERIC_STEP, "status": "done"},
+        {"text": GENERIC_STEP, "status": "failed"},
+        {"text": GENERIC_STEP, "status": "skipped"},
+    ]
+    assert turns[0].answer == "answer one"
     assert turns[1].stopped and turns[1].answer == ""
     assert not turns[2].answer and not turns[2].stopped
 

@@ -25,7 +25,7 @@ def test_the_same_update_twice_is_reported_once():
     again = list(_events("updates", update, seen))
     # A new message carrying a call already reported adds no step either.
     repeat_call = list(_events("updates", {"model": {"messages": [AIMessage(content="", id="m2", tool_calls=[_call()])]}}, seen))
-    assert first == [DraftWithdrawn(), StepsStarted(("Planning it.",))]
+    assert first == [DraftWithdrawn(), StepsStarted(("Planning it.",), ("c1",))]
     assert again == []
     assert repeat_call == [DraftWithdrawn()]
 
@@ -38,12 +38,22 @@ def test_tokens_come_only_from_the_model_node_and_a_removal_withdraws_the_draft(
     assert (token, elsewhere, removal) == ([Token("Hel")], [], [DraftWithdrawn()])
 
 
-def test_tool_results_report_success_or_failure_once():
+def test_tool_results_report_done_skipped_or_failed_once():
     seen: set = set()
     ok = ToolMessage(content='{"success": true, "summary": "done"}', tool_call_id="c1", name="add_todos")
     bad = ToolMessage(content='{"success": false, "error": "no"}', tool_call_id="c2", name="toggle_todos")
-    events = [*_events("updates", {"tools": {"messages": [ok, bad]}}, seen), *_events("updates", {"tools": {"messages": [ok]}}, seen)]
-    assert events == [StepFinished("add_todos", True), StepFinished("toggle_todos", False)]
+    part = ToolMessage(content='{"success": true, "summary": "s", "skipped": true}', tool_call_id="c3", name="update_preferences")
+    refused = ToolMessage(content="Not run.", tool_call_id="c4", name="set_objective", status="error")
+    events = [
+        *_events("updates", {"tools": {"messages": [ok, bad, part, refused]}}, seen),
+        *_events("updates", {"tools": {"messages": [ok]}}, seen),
+    ]
+    assert events == [
+        StepFinished("add_todos", "done", "c1"),
+        StepFinished("toggle_todos", "failed", "c2"),
+        StepFinished("update_preferences", "skipped", "c3"),
+        StepFinished("set_objective", "failed", "c4"),
+    ]
 
 
 async def test_a_turn_streams_steps_tokens_and_its_answer(thread):
@@ -57,10 +67,14 @@ async def test_a_turn_streams_steps_tokens_and_its_answer(thread):
     events = [e async for e in stream_turn(agent, context=AgentContext(thread=thread, turn_index=3), user_message="go")]
     kinds = [type(e).__name__ for e in events]
     assert kinds.index("StepsStarted") < kinds.index("StepFinished") < kinds.index("Answer")
-    assert StepsStarted(("Writing down the goal.",)) in events and StepFinished("set_objective", True) in events
+    [started] = [e for e in events if isinstance(e, StepsStarted)]
+    [finished] = [e for e in events if isinstance(e, StepFinished)]
+    assert started.sentences == ("Writing down the goal.",) and finished.status == "done"
+    assert finished.call_id == started.call_ids[0]
     assert "".join(e.text for e in events if isinstance(e, Token)) == "Let meAll done"
     assert events[kinds.index("StepsStarted") - 1] == DraftWithdrawn()  # the preamble is not the answer
-    assert [e for e in events if isinstance(e, Answer)] == [Answer("All done")]
+    # Cut off at the output limit: kept, and said to be unfinished.
+    assert [e for e in events if isinstance(e, Answer)] == [Answer("All done", cut_off=True)]
     [diagnostic] = [e for e in events if isinstance(e, Diagnostic)]
     assert diagnostic.level == "warning" and "HAICO_MODEL_MAX_TOKENS" in diagnostic.message
     # The turn index tags the person's message in the history.

@@ -49,7 +49,7 @@ async def test_after_a_turn_the_page_shows_it_with_reasoning_collapsed(owner, th
     context = await _context(thread, owner)
     [turn] = context["turns"]
     assert turn["turn_index"] == 1 and turn["user_message"] == "plan my essay"
-    assert turn["steps"] == ["Laying out the plan."]
+    assert turn["steps"] == [{"text": "Laying out the plan.", "status": "done"}]
     assert "<strong>one step</strong>" in turn["answer_html"]
     assert context["running"] is False
 
@@ -58,6 +58,8 @@ async def test_after_a_turn_the_page_shows_it_with_reasoning_collapsed(owner, th
     assert 'aria-label="Internal reasoning"' in details and " open" not in details and "hidden" not in details
     assert "Laying out the plan." in chat and "<strong>one step</strong>" in chat
     assert "add_todos" not in chat
+    assert re.search(r'<li id="turn-1-step-1" class="reasoning-step">Laying out the plan.</li>', chat)
+    assert 'id="turn-1-marker"' in chat and "Retry" not in chat
     assert re.search(r'<button id="chat-send" type="submit" class="btn btn-primary">Send</button>', chat)
     assert 'aria-label="Message"' in chat and 'ws-connect="/ws/threads/' in chat
 
@@ -71,9 +73,10 @@ async def test_a_stopped_turn_is_marked_stopped_after_reload(owner, thread, scri
     await frames_until_turn_end(socket)
 
     [turn] = (await _context(thread, owner))["turns"]
-    assert turn["stopped"] is True and "first second" in turn["answer_html"]
+    assert turn["marker_kind"] == "stopped" and "first second" in turn["answer_html"]
     chat = _chat_panel(await _page(async_client, owner, thread))
-    assert re.search(r'id="turn-1-marker" class="turn-marker is-stopped"[^>]*>Stopped<', chat)
+    assert re.search(r'id="turn-1-marker" class="turn-marker is-stopped"[^>]*>\s*<span class="turn-marker-text">Stopped<', chat)
+    assert "Retry" not in chat  # the person stopped it: nothing to retry
 
 
 async def test_a_failed_turn_shows_its_error_after_reload(owner, thread, script, async_client):
@@ -84,7 +87,10 @@ async def test_a_failed_turn_shows_its_error_after_reload(owner, thread, script,
     await _run_turn(thread, "do it")
     chat = _chat_panel(await _page(async_client, owner, thread))
     assert "do it" in chat
-    assert re.search(r'id="turn-1-marker" class="turn-marker is-error" role="alert"[^>]*>Something went wrong', chat)
+    assert re.search(
+        r'id="turn-1-marker" class="turn-marker is-error" role="alert"[^>]*>\s*<span class="turn-marker-text">Something went wrong', chat
+    )
+    assert 'aria-label="Retry turn 1"' in chat
 
 
 async def test_a_page_loaded_mid_turn_shows_the_running_turn_and_stop(owner, thread, script, async_client):
@@ -121,3 +127,78 @@ def test_the_chat_panel_partial_renders_without_turns(owner, thread, model_setti
     html = render_to_string("conversations/panels/chat.html#panel", sync_context(thread=thread, user=owner))
     assert 'id="panel-chat"' in html and 'role="region"' in html and 'aria-label="Chat"' in html
     assert 'id="chat-messages"' in html and 'data-state="idle"' in html
+
+
+async def test_an_interrupted_turn_keeps_what_streamed_and_offers_retry_after_reload(owner, thread, script, async_client):
+    from conversations.turns import guard, outcome
+
+    script(Reply(text="unused"))
+    await database_sync_to_async(turn_begin)(thread=thread, user_message="write the intro")
+    await database_sync_to_async(guard.turns_save_answers)(answers={(thread.pk, 1): "The intro so **far**"})
+    await database_sync_to_async(lambda: thread.turns.update(boot="earlier-boot"))()
+    await database_sync_to_async(guard.turns_release_predecessor)()
+
+    chat = _chat_panel(await _page(async_client, owner, thread))
+    assert "The intro so <strong>far</strong>" in chat
+    assert re.search(r'class="turn-marker is-interrupted" role="alert"', chat)
+    assert outcome.INTERRUPTED_RESTART in chat and 'aria-label="Retry turn 1"' in chat
+    assert 'data-state="idle"' in chat and not re.search(r'<button id="chat-send"[^>]*disabled', chat)
+
+
+async def test_a_turn_whose_server_died_unnoticed_reads_as_interrupted(owner, thread, script, async_client):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from conversations.turns.guard import STALE_TURN_AFTER
+    from workspace.models import Thread
+
+    script(Reply(text="unused"))
+    await database_sync_to_async(turn_begin)(thread=thread, user_message="hello")
+    stale = timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1)
+    await database_sync_to_async(Thread.objects.filter(pk=thread.pk).update)(running_since=stale)
+    chat = _chat_panel(await _page(async_client, owner, thread))
+    assert "Interrupted" in chat and "Working…" not in chat and 'aria-label="Retry turn 1"' in chat
+
+
+async def test_a_cut_off_answer_is_marked_cut_off_with_retry(owner, thread, script, async_client):
+    script(Reply(text="The answer stops in the mid", finish_reason="length"))
+    await _run_turn(thread, "explain")
+    chat = _chat_panel(await _page(async_client, owner, thread))
+    assert "The answer stops in the mid" in chat
+    assert re.search(r'class="turn-marker is-cut-off" role="alert"', chat) and "Cut off" in chat
+    assert 'aria-label="Retry turn 1"' in chat
+
+
+async def test_a_turn_without_an_answer_says_so_in_its_bubble(owner, thread, script, async_client):
+    script(Reply(text=""), Reply(text=""), Reply(text=""))
+    await _run_turn(thread, "anything?")
+    chat = _chat_panel(await _page(async_client, owner, thread))
+    assert re.search(r'class="turn-marker is-notice" role="alert"', chat)
+    assert "returned an empty reply 3 times" in chat and 'aria-label="Retry turn 1"' in chat
+
+
+async def test_failed_and_skipped_steps_are_marked_in_the_trace(owner, thread, script, async_client):
+    from workspace.services import preferences as preference_services
+
+    await database_sync_to_async(preference_services.preference_add)(thread=thread, title="Locked rule", kind="hard", respect_lock=False)
+    await database_sync_to_async(lambda: thread.preferences.update(locked=True))()
+    await database_sync_to_async(preference_services.preference_add)(thread=thread, title="Open rule", kind="soft", respect_lock=False)
+    script(
+        Reply(
+            tool_calls=[
+                tool_call("chart_generator", "Drawing a chart with no data.", chart_type="bar", title="Empty", data=[]),
+                tool_call("remove_preferences", "Removing the rule you asked me to drop.", indices=[1]),
+                tool_call("update_preferences", "Rewording both rules.", updates=[{"index": 1, "title": "x"}, {"index": 2, "title": "y"}]),
+                tool_call("set_objective", "Writing down the goal.", text="Goal"),
+            ]
+        ),
+        Reply(text="Done what I could."),
+    )
+    await _run_turn(thread, "go")
+    [turn] = (await _context(thread, owner))["turns"]
+    assert [step["status"] for step in turn["steps"]] == ["failed", "failed", "skipped", "done"]
+    chat = _chat_panel(await _page(async_client, owner, thread))
+    assert re.search(r'<li id="turn-1-step-1" class="reasoning-step is-failed">Drawing a chart with no data. <span class="step-status">Failed</span>', chat)
+    assert re.search(r'<li id="turn-1-step-3" class="reasoning-step is-skipped">Rewording both rules. <span class="step-status">Skipped in part</span>', chat)
+    assert re.search(r'<li id="turn-1-step-4" class="reasoning-step">Writing down the goal.</li>', chat)

@@ -362,3 +362,88 @@ def _assert_valid_history(messages):
         if message.type == "ai":
             open_calls = {call["id"] for call in message.tool_calls}
     assert not open_calls
+
+
+# --- Retry, and a page that reconnects after its server died -----------------------------
+
+
+async def test_retry_runs_a_failed_turns_message_again_as_the_next_turn(owner, thread, script, sockets):
+    def unreachable(messages):
+        raise ConnectionError("model server down")
+
+    script(unreachable, Reply(text="Worked this time."))
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("Summarise the notes"))
+    frames = await frames_until_turn_end(socket)
+    assert 'aria-label="Retry turn 1"' in frames[-1] and "Something went wrong" in frames[-1]
+
+    await socket.send_to(text_data=json.dumps({"action": "retry", "turn": "1", "HEADERS": {"HX-Request": "true"}}))
+    frames = await frames_until_turn_end(socket)
+    shell = frames[_index(frames, 'id="turn-2"')]
+    assert '<div id="turn-1-retry" hx-swap-oob="delete"></div>' in shell  # the old button goes
+    assert "Summarise the notes" in shell  # the same message, not retyped
+    assert "Worked this time." in frames[-1] and "Retry turn 2" not in frames[-1]
+
+    from conversations.models import Turn
+
+    rows = await database_sync_to_async(lambda: list(Turn.objects.filter(thread=thread).values_list("index", "user_message", "status", "retry_of")))()
+    assert rows == [(1, "Summarise the notes", "failed", None), (2, "Summarise the notes", "complete", 1)]
+    snapshots = await database_sync_to_async(lambda: list(WorkspaceSnapshot.objects.filter(thread=thread).values_list("turn_index", "user_message")))()
+    assert snapshots == [(1, "Summarise the notes"), (2, "Summarise the notes")]
+
+
+async def test_retry_of_a_turn_that_ended_normally_is_refused_with_a_notice(owner, thread, script, sockets):
+    script(Reply(text="All good."))
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("hello"))
+    await frames_until_turn_end(socket)
+    await socket.send_to(text_data=json.dumps({"action": "retry", "turn": 1}))
+    notice = await socket.receive_from(timeout=5)
+    assert 'id="chat-notice"' in notice and "ended normally" in notice
+    for bad in ("x", None, 99, [1]):
+        await socket.send_to(text_data=json.dumps({"action": "retry", "turn": bad}))
+        assert 'id="chat-notice"' in await socket.receive_from(timeout=5)
+    assert (await _db(thread))["turn_index"] == 1
+
+
+async def test_another_users_socket_cannot_retry_or_see_a_turn(owner, other_user, thread, script, sockets):
+    from conversations.models import Turn
+    from conversations.turns import guard
+
+    script(Reply(text="never"))
+    await database_sync_to_async(guard.turn_begin)(thread=thread, user_message="private")
+    await database_sync_to_async(guard.turn_finish)(thread=thread, turn_index=1, status=Turn.Status.FAILED, notice="x")
+    socket = await open_socket(thread.pk, other_user)
+    assert "does not exist or is not yours" in await socket.receive_from(timeout=5)
+    assert (await socket.receive_output(timeout=5))["type"] == "websocket.close"
+    assert (await _db(thread))["turn_index"] == 1
+
+
+async def test_a_page_reconnecting_after_its_server_died_learns_how_the_turn_ended(owner, thread, script, sockets):
+    from conversations.models import Turn
+    from conversations.turns import guard, outcome, process
+
+    script(Reply(text="unused"))
+    await database_sync_to_async(guard.turn_begin)(thread=thread, user_message="killed mid-answer")
+    await database_sync_to_async(guard.turns_save_answers)(answers={(thread.pk, 1): "The first half"})
+    await database_sync_to_async(Turn.objects.filter(thread=thread).update)(boot="earlier-boot")
+    # The restarted server releases it at start-up (before the page reconnects).
+    assert await database_sync_to_async(guard.turns_release_predecessor)() == 1
+    assert process.instance()
+    socket = await sockets(thread.pk, owner)
+    html = await frame_containing(socket, outcome.INTERRUPTED_RESTART)
+    assert "The first half" in html[-1] and 'aria-label="Retry turn 1"' in html[-1] and 'data-state="idle"' in html[-1]
+
+
+async def test_a_failed_step_is_marked_in_the_live_trace(owner, thread, script, sockets):
+    script(
+        Reply(tool_calls=[tool_call("chart_generator", "Drawing a chart with no data.", chart_type="bar", title="Empty", data=[])]),
+        Reply(text="The chart needs data."),
+    )
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("chart it"))
+    frames = await frames_until_turn_end(socket)
+    marked = frames[_index(frames, 'class="reasoning-step is-failed"')]
+    assert re.search(r'<li id="turn-1-step-1" class="reasoning-step is-failed" hx-swap-oob="true">Drawing a chart with no data. <span class="step-status">Failed</span></li>', marked)
+    # The closing fragment keeps the mark.
+    assert "is-failed" in frames[-1]

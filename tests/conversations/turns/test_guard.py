@@ -8,7 +8,8 @@ from django.utils import timezone
 
 from conversations import services
 from conversations.errors import TurnAlreadyRunning
-from conversations.turns import guard
+from conversations.models import Turn
+from conversations.turns import guard, outcome, process
 from conversations.turns.guard import STALE_TURN_AFTER
 from workspace.errors import UserFacingError
 from workspace.models import Thread, WorkspaceSnapshot
@@ -94,6 +95,9 @@ def test_a_stale_running_turn_lets_the_next_message_through(thread):
     assert turn == 2
     assert _fresh(thread).running_turn_index == 2
     assert snapshot.user_message == "try again"
+    # The abandoned turn says what happened to it.
+    abandoned = Turn.objects.get(thread=thread, index=1)
+    assert abandoned.status == Turn.Status.INTERRUPTED and abandoned.notice == outcome.INTERRUPTED_LOST
 
 
 def test_a_recent_running_turn_is_not_stale(thread):
@@ -151,3 +155,154 @@ def test_cancel_requested_among_reads_every_flag_in_one_go(thread, owner):
     guard.turn_request_cancel(thread=other)
     assert guard.cancel_requested_among([thread.pk, other.pk]) == {other.pk}
     assert guard.cancel_requested_among([]) == set()
+
+
+# --- turn rows, and turns left by a dead server -------------------------------------------
+
+
+def test_turn_begin_records_the_turn_row_with_its_server(thread):
+    guard.turn_begin(thread=thread, user_message="hello", model_name="scripted-other")
+    row = Turn.objects.get(thread=thread, index=1)
+    assert (row.user_message, row.model_name, row.status) == ("hello", "scripted-other", Turn.Status.RUNNING)
+    assert (row.instance, row.boot) == (process.instance(), process.BOOT)
+    guard.turn_finish(thread=thread, turn_index=1, status=Turn.Status.COMPLETE, answer="Hi.", cut_off=False)
+    row.refresh_from_db()
+    assert (row.status, row.answer) == (Turn.Status.COMPLETE, "Hi.") and row.ended_at is not None
+
+
+def test_the_answer_streamed_so_far_is_stored_for_running_turns_only(thread, owner):
+    other = services.thread_create(owner=owner, title="Other")
+    guard.turn_begin(thread=thread, user_message="one")
+    guard.turn_begin(thread=other, user_message="two")
+    guard.turn_finish(thread=other, turn_index=1, answer="final")
+    guard.turns_save_answers(answers={(thread.pk, 1): "half an ans", (other.pk, 1): "late draft"})
+    assert Turn.objects.get(thread=thread, index=1).answer == "half an ans"
+    assert Turn.objects.get(thread=other, index=1).answer == "final"  # an ended turn keeps its answer
+
+
+def _as_if_started_by(thread, index, *, instance, boot):
+    Turn.objects.filter(thread=thread, index=index).update(instance=instance, boot=boot)
+
+
+def test_a_restarted_server_releases_the_turns_its_predecessor_left_at_once(thread, owner):
+    other = services.thread_create(owner=owner, title="Other process")
+    guard.turn_begin(thread=thread, user_message="killed mid-answer")
+    guard.turns_save_answers(answers={(thread.pk, 1): "What streamed before"})
+    _as_if_started_by(thread, 1, instance=process.instance(), boot="earlier-boot")
+    guard.turn_begin(thread=other, user_message="on another server")
+    _as_if_started_by(other, 1, instance="web-2", boot="its-boot")
+
+    assert guard.turns_release_predecessor() == 1
+    # At once: the claim is seconds old, far from stale.
+    stored = _fresh(thread)
+    assert (stored.running_turn_index, stored.running_since, stored.cancel_requested) == (None, None, False)
+    row = Turn.objects.get(thread=thread, index=1)
+    assert (row.status, row.notice, row.answer) == (Turn.Status.INTERRUPTED, outcome.INTERRUPTED_RESTART, "What streamed before")
+    # Another server's turn is its own business.
+    assert _fresh(other).running_turn_index == 1
+    assert Turn.objects.get(thread=other, index=1).status == Turn.Status.RUNNING
+    # And the thread takes a new message right away.
+    assert guard.turn_begin(thread=_fresh(thread), user_message="again")[0] == 2
+
+
+def test_stale_claims_are_released_by_any_process_and_fresh_ones_kept(thread, owner):
+    other = services.thread_create(owner=owner, title="Alive")
+    guard.turn_begin(thread=thread, user_message="its server died")
+    _as_if_started_by(thread, 1, instance="web-9", boot="gone")
+    guard.turn_begin(thread=other, user_message="its server is fine")
+    _as_if_started_by(other, 1, instance="web-2", boot="alive")
+    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
+
+    assert guard.turns_release_stale() == 1
+    assert _fresh(thread).running_turn_index is None
+    assert Turn.objects.get(thread=thread, index=1).status == Turn.Status.INTERRUPTED
+    assert _fresh(other).running_turn_index == 1
+    assert guard.turns_release_stale() == 0
+
+
+def test_stale_means_three_missed_refreshes_at_most_thirty_seconds():
+    assert guard.STALE_TURN_AFTER <= timedelta(seconds=30)
+    assert guard.STALE_TURN_AFTER >= 3 * guard.TURN_KEEPALIVE
+
+
+def test_stop_on_a_turn_whose_server_died_releases_it(thread, owner):
+    guard.turn_begin(thread=thread, user_message="stale")
+    _as_if_started_by(thread, 1, instance="web-9", boot="gone")
+    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
+    assert guard.turn_request_cancel(thread=_fresh(thread)) is True
+    assert _fresh(thread).running_turn_index is None
+    row = Turn.objects.get(thread=thread, index=1)
+    assert (row.status, row.notice) == (Turn.Status.INTERRUPTED, outcome.INTERRUPTED_STOP)
+
+    # This server's own earlier run is known dead even before its claim is stale.
+    restarted = services.thread_create(owner=owner, title="Restarted")
+    guard.turn_begin(thread=restarted, user_message="before the restart")
+    _as_if_started_by(restarted, 1, instance=process.instance(), boot="earlier-boot")
+    assert guard.turn_request_cancel(thread=_fresh(restarted)) is True
+    assert _fresh(restarted).running_turn_index is None
+
+
+def test_stop_on_a_live_servers_turn_only_asks_it_to_stop(thread):
+    guard.turn_begin(thread=thread, user_message="alive elsewhere")
+    _as_if_started_by(thread, 1, instance="web-2", boot="alive")
+    assert guard.turn_request_cancel(thread=_fresh(thread)) is True
+    stored = _fresh(thread)
+    assert stored.running_turn_index == 1 and stored.cancel_requested
+    assert Turn.objects.get(thread=thread, index=1).status == Turn.Status.RUNNING
+
+
+def test_a_turn_finishing_after_it_was_taken_for_dead_keeps_interrupted(thread):
+    guard.turn_begin(thread=thread, user_message="slow")
+    _as_if_started_by(thread, 1, instance="web-9", boot="paused")
+    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
+    guard.turns_release_stale()
+    guard.turn_finish(thread=thread, turn_index=1, status=Turn.Status.COMPLETE, answer="late")
+    assert Turn.objects.get(thread=thread, index=1).status == Turn.Status.INTERRUPTED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_released_turn_is_announced_to_every_open_tab(thread):
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    from conversations.live import group_name
+
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(group_name(thread.pk), channel)
+    guard.turn_begin(thread=thread, user_message="killed")
+    guard.turns_save_answers(answers={(thread.pk, 1): "Half of the **answer**"})
+    _as_if_started_by(thread, 1, instance=process.instance(), boot="earlier-boot")
+    guard.turns_release_predecessor()
+    html = async_to_sync(layer.receive)(channel)["html"]
+    assert "Half of the <strong>answer</strong>" in html
+    assert outcome.INTERRUPTED_RESTART in html and 'aria-label="Retry turn 1"' in html
+    assert 'data-state="idle"' in html
+
+
+def test_retry_is_offered_for_the_latest_failed_interrupted_or_cut_off_turn_only(thread):
+    guard.turn_begin(thread=thread, user_message="first")
+    with pytest.raises(UserFacingError, match="still running"):
+        guard.retry_message(thread=_fresh(thread), turn=1)
+    guard.turn_finish(thread=thread, turn_index=1, status=Turn.Status.FAILED, notice="The model server could not be reached.")
+    assert guard.retry_message(thread=_fresh(thread), turn=1) == ("first", "")
+    assert guard.retry_message(thread=_fresh(thread), turn="1") == ("first", "")
+    for bad in (None, "one", "¹", 1.5, True, [1]):
+        with pytest.raises(UserFacingError, match="Choose a turn"):
+            guard.retry_message(thread=_fresh(thread), turn=bad)
+    with pytest.raises(UserFacingError, match="does not exist"):
+        guard.retry_message(thread=_fresh(thread), turn=7)
+
+    guard.turn_begin(thread=_fresh(thread), user_message="second")
+    guard.turn_finish(thread=thread, turn_index=2, status=Turn.Status.COMPLETE, answer="Done.")
+    with pytest.raises(UserFacingError, match="Only the latest"):
+        guard.retry_message(thread=_fresh(thread), turn=1)
+    with pytest.raises(UserFacingError, match="ended normally"):
+        guard.retry_message(thread=_fresh(thread), turn=2)
+
+    guard.turn_begin(thread=_fresh(thread), user_message="third")
+    guard.turn_finish(thread=thread, turn_index=3, status=Turn.Status.COMPLETE, answer="Half", cut_off=True)
+    assert guard.retry_message(thread=_fresh(thread), turn=3) == ("third", "")
+    guard.turn_begin(thread=_fresh(thread), user_message="fourth")
+    guard.turn_finish(thread=thread, turn_index=4, status=Turn.Status.COMPLETE, answer="")
+    assert guard.retry_message(thread=_fresh(thread), turn=4) == ("fourth", "")  # no answer at all

@@ -11,6 +11,7 @@ from langchain_core.tools import tool
 
 from agent import checkpointer as checkpointers
 from conversations.live import group_name
+from conversations.models import Turn
 from conversations.turns import guard, registry, run
 from conversations.turns.guard import turn_request_cancel
 from tests.conversations.helpers import frame_containing, frames_until_turn_end
@@ -92,13 +93,15 @@ async def test_server_shutdown_stops_running_turns_and_releases_the_slot(owner, 
     script(Reply(text="a long answer that is cut by the shutdown", token_delay=0.2))
     socket = await sockets(thread.pk, owner)
     await _start(thread, "long")
-    await frame_containing(socket, "long</div>")
+    await frame_containing(socket, " answer</div>")
     await checkpointers.shutdown()
     frames = await frames_until_turn_end(socket)
-    assert "Stopped" in frames[-1]
+    assert "Interrupted: the server was shutting down." in frames[-1] and "Retry turn 1" in frames[-1]
     refreshed = await database_sync_to_async(Thread.objects.get)(pk=thread.pk)
     assert refreshed.running_turn_index is None
     assert thread.pk not in registry._running
+    row = await database_sync_to_async(Turn.objects.get)(thread=thread, index=1)
+    assert row.status == Turn.Status.INTERRUPTED and row.answer.startswith("a long")
 
 
 async def test_turn_fragments_go_only_to_the_threads_group(owner, thread, script, model_settings):

@@ -1,0 +1,44 @@
+"""How a turn ended, in the words the chat shows under its answer.
+
+One rule for the live turn (turns.run), the page (conversations.chat) and a
+turn released by another process (turns.guard): the marker's kind and text,
+and whether the turn offers Retry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..models import Turn
+
+INTERRUPTED_RESTART = "Interrupted: the server restarted before the turn finished."
+INTERRUPTED_LOST = "Interrupted: the server running this turn stopped answering."
+INTERRUPTED_STOP = "Interrupted: the server running this turn had stopped; the turn is released."
+NO_ANSWER = "The assistant finished without writing an answer."
+CUT_OFF = "Cut off: the answer ended before the model finished it."
+
+# Endings a person may want to run again with the same message.
+RETRYABLE = frozenset({Turn.Status.FAILED, Turn.Status.INTERRUPTED})
+
+
+@dataclass(frozen=True)
+class Marker:
+    kind: str  # "" (nothing to say), "running", "stopped", "error", "interrupted", "cut-off", "notice"
+    text: str
+    retry: bool
+
+
+def marker(*, status: str, cut_off: bool = False, notice: str = "", answered: bool = True) -> Marker:
+    """What the chat says under a turn's answer."""
+    if status == Turn.Status.RUNNING:
+        return Marker("running", "", False)
+    if status == Turn.Status.STOPPED:
+        return Marker("stopped", "Stopped", False)
+    if status == Turn.Status.FAILED:
+        return Marker("error", notice or "The turn failed.", True)
+    if status == Turn.Status.INTERRUPTED:
+        return Marker("interrupted", notice or INTERRUPTED_LOST, True)
+    if cut_off:
+        return Marker("cut-off", notice or CUT_OFF, True)
+    if not answered:
+        return Marker("notice", notice or NO_ANSWER, True)
+    return Marker("", "", False)
