@@ -64,6 +64,8 @@ from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from langgraph.config import get_stream_writer
 from langgraph.pregel._messages import StreamMessagesHandler, StreamMessagesHandlerV2
 
+from workspace.text import replace_lone_surrogates
+
 from .events import Diagnostic
 from .model import INVALID_TOOL_ARGS_KEY
 from .tools.envelope import failure_envelope
@@ -134,6 +136,18 @@ def refusals(message: AIMessage, verdict: str | None) -> dict[str, str]:
         if call.get("id") and call.get("name"):
             refused.setdefault(call["id"], INVALID_ARGS_ERROR.format(problem="not valid JSON"))
     return refused
+
+
+def _without_lone_surrogates(value):
+    """Arguments as parsed from the model's JSON, where an escaped lone
+    surrogate becomes a character no encoder accepts."""
+    if isinstance(value, str):
+        return replace_lone_surrogates(value)
+    if isinstance(value, dict):
+        return {key: _without_lone_surrogates(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_lone_surrogates(item) for item in value]
+    return value
 
 
 def with_refusals(message: AIMessage, refused: dict[str, str]) -> AIMessage:
@@ -431,17 +445,21 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
         return request.override(messages=[*request.messages, HumanMessage(content=WRITE_LESS_NOTE)])
 
     def _conclude(self, response, verdict: str | None):
-        """The accepted reply, with the calls that must not run marked."""
+        """The accepted reply, with the calls that must not run marked and
+        lone surrogates out of the arguments (agent.model cleans the text)."""
         if verdict is not None:
             self._report(verdict, response)
         reply = _reply_of(response)
         if reply is None:
             return response
         refused = refusals(reply, verdict)
-        if not refused:
+        calls = [{**call, "args": _without_lone_surrogates(call["args"])} for call in reply.tool_calls]
+        if not refused and calls == reply.tool_calls:
             return response
-        logger.info("refusing %d tool call(s): %s", len(refused), sorted(set(refused.values())))
-        marked = with_refusals(reply, refused)
+        if refused:
+            logger.info("refusing %d tool call(s): %s", len(refused), sorted(set(refused.values())))
+        cleaned = reply.model_copy(update={"tool_calls": calls}) if calls != reply.tool_calls else reply
+        marked = with_refusals(cleaned, refused) if refused else cleaned
         if isinstance(response, AIMessage):
             return marked
         return ModelResponse(

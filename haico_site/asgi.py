@@ -13,11 +13,15 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from conversations.live import publisher  # noqa: E402
 from conversations.routing import websocket_urlpatterns  # noqa: E402
+from conversations.turns import registry  # noqa: E402
 
 
 async def http_application(scope, receive, send):
     # Changes that HTTP requests commit are pushed from this loop (conversations.live).
     publisher.attach()
+    # The first request of a server started without haico_site.serve (say
+    # runserver) releases what a killed predecessor left running; once per loop.
+    registry.warm_up()
     await django_asgi_app(scope, receive, send)
 
 

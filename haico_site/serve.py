@@ -9,7 +9,39 @@ creates the loop it runs Twisted on.
 """
 
 import asyncio
+import os
+import socket
 import sys
+
+
+def name_instance(name: str) -> None:
+    """This server's stable name (settings.HAICO_INSTANCE), unless the
+    environment gives one: a restart under the same name releases the turns
+    its predecessor was running at once (conversations.turns.guard)."""
+    os.environ.setdefault("HAICO_INSTANCE", f"{socket.gethostname()}/{name}")
+
+
+def instance_from_daphne_args(argv: list[str]) -> str:
+    """The address daphne will listen on, from its own options."""
+    def option(*names):
+        for i, arg in enumerate(argv):
+            for name in names:
+                if arg == name and i + 1 < len(argv):
+                    return argv[i + 1]
+                if arg.startswith(name + "="):
+                    return arg.split("=", 1)[1]
+        return None
+
+    unix = option("-u", "--unix-socket")
+    if unix:
+        return f"daphne@unix:{unix}"
+    fd = option("--fd")
+    if fd:
+        return f"daphne@fd:{fd}"
+    endpoint = option("-e", "--endpoint")
+    if endpoint:
+        return f"daphne@{endpoint}"
+    return f"daphne@{option('-b', '--bind') or '127.0.0.1'}:{option('-p', '--port') or '8000'}"
 
 
 def use_uvloop() -> None:
@@ -19,8 +51,9 @@ def use_uvloop() -> None:
 
 
 def warm_up_when_running() -> None:
-    """Once the server runs: everything the first turn would load, so it is
-    as quick as the rest (conversations.turns.registry.warm_up)."""
+    """Once the server runs: release the turns a killed predecessor left
+    running, and load everything the first turn would, so it is as quick as
+    the rest (conversations.turns.registry.warm_up)."""
     from twisted.internet import reactor
 
     def start() -> None:
@@ -35,6 +68,7 @@ def warm_up_when_running() -> None:
 
 def main(argv: list[str]) -> None:
     use_uvloop()
+    name_instance(instance_from_daphne_args(argv))
     from daphne.cli import CommandLineInterface
 
     warm_up_when_running()  # daphne.cli has installed the asyncio reactor by now

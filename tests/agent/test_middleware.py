@@ -6,13 +6,24 @@ import logging
 import pytest
 from asgiref.sync import sync_to_async
 from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage, RemoveMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent.builder import build_agent
 from agent.context import AgentContext
 from agent.events import Diagnostic
-from agent.middleware import ModelTurnRetryMiddleware
+from agent.middleware import (
+    MALFORMED_CALL_ERROR,
+    REFUSED_CALLS_KEY,
+    SYNTHETIC_KEY,
+    TRUNCATED_CALL_ERROR,
+    WRITE_LESS_NOTE,
+    ModelTurnRetryMiddleware,
+    refusals,
+    reply_finished,
+    with_refusals,
+)
+from agent.model import INVALID_TOOL_ARGS_KEY
 from agent.turn import stream_turn, turn_config
 from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
 from workspace import selectors
@@ -115,6 +126,71 @@ async def test_other_truncation_signals_are_reported_too(thread, signal):
 
     assert len(turn.model.requests) == 1
     assert len(turn.diagnostics) == 1
+
+
+# --- tool calls that must not run -------------------------------------------------------
+
+
+async def test_a_tool_call_cut_off_at_the_output_limit_is_not_run_but_asked_again_shorter(thread):
+    turn = await _turn(
+        thread,
+        [
+            Reply(tool_calls=[tool_call("set_objective", "Writing the goal.", text="Ship the repo")], finish_reason="length"),
+            Reply(tool_calls=[tool_call("set_objective", "Writing the goal.", text="Ship the report")]),
+            Reply(text="Recorded."),
+        ],
+    )
+    # The cut-off call never ran; the second attempt was told why it was asked again.
+    assert await sync_to_async(lambda: selectors.objective_for(thread=thread).text)() == "Ship the report"
+    second = turn.model.requests[1]
+    assert isinstance(second[-1], HumanMessage) and second[-1].content == WRITE_LESS_NOTE
+    # The note is for that attempt only: the history never holds it.
+    assert WRITE_LESS_NOTE not in [m.content for m in turn.messages]
+    assert turn.diagnostics == []
+
+
+async def test_a_tool_call_cut_off_twice_fails_with_an_error_the_model_reads(thread):
+    cut = Reply(tool_calls=[tool_call("set_objective", "Writing the goal.", text="Half a goa")], finish_reason="length")
+    turn = await _turn(thread, [cut, cut, Reply(text="I could not write the goal.")])
+
+    assert await sync_to_async(lambda: selectors.objective_for(thread=thread))() is None
+    [result] = [m for m in turn.messages if m.type == "tool"]
+    assert result.status == "error" and TRUNCATED_CALL_ERROR in result.content and '"success": false' in result.content
+    assert TRUNCATED_CALL_ERROR in turn.model.requests[2][-1].content  # the model was told
+    [diagnostic] = turn.diagnostics
+    assert "a tool call, which was not run" in diagnostic.message
+
+
+async def test_an_exhausted_malformed_reply_does_not_run_its_tool_calls(thread):
+    malformed = Reply(tool_calls=[tool_call("set_objective", "Writing the goal.", text="garbled")], finish_reason="MALFORMED_FUNCTION_CALL")
+    turn = await _turn(thread, [malformed, malformed, malformed, Reply(text="Sorry.")])
+
+    assert await sync_to_async(lambda: selectors.objective_for(thread=thread))() is None
+    [result] = [m for m in turn.messages if m.type == "tool"]
+    assert MALFORMED_CALL_ERROR in result.content
+
+
+def test_refusals_name_bad_arguments_and_unparseable_calls():
+    message = AIMessage(
+        content="",
+        tool_calls=[{"name": "set_objective", "args": {"text": "hal"}, "id": "a", "type": "tool_call"}],
+        invalid_tool_calls=[{"name": "add_todos", "args": "{oops", "id": "b", "error": "bad", "type": "invalid_tool_call"}],
+        additional_kwargs={INVALID_TOOL_ARGS_KEY: {"a": "not valid JSON (Unterminated string at character 9)"}},
+        response_metadata={"finish_reason": "tool_calls"},
+    )
+    refused = refusals(message, None)
+    assert set(refused) == {"a", "b"} and "Unterminated string" in refused["a"]
+    marked = with_refusals(message, refused)
+    # The unparseable call becomes a call, so it gets its error as a result.
+    assert [call["id"] for call in marked.tool_calls] == ["a", "b"] and marked.invalid_tool_calls == []
+    assert marked.response_metadata[REFUSED_CALLS_KEY] == refused
+
+
+def test_a_reply_is_finished_only_when_the_model_said_so():
+    assert reply_finished(AIMessage(content="x", response_metadata={"finish_reason": "stop"}))
+    assert not reply_finished(AIMessage(content="x", response_metadata={"finish_reason": "length"}))
+    assert not reply_finished(AIMessage(content="x"))  # a stream that ended without a finish reason
+    assert reply_finished(AIMessage(content="x", response_metadata={SYNTHETIC_KEY: True}))
 
 
 # --- streaming ---------------------------------------------------------------

@@ -13,7 +13,8 @@ Fixtures:
   log tail are kept under /tmp/haico-browser-failures/ when the test fails.
 - ``haico_server`` (function): a running server with a fresh database
   (``.url``, ``.db_path``, ``.query(sql, params)``, ``.manage(*args)``,
-  ``.create_user(username, password)``, ``.log_tail()``).
+  ``.create_user(username, password)``, ``.log_tail()``, ``.kill()`` (SIGKILL,
+  as a crash would) and ``.start()`` (again, on the same address and database)).
 - ``start_haico_server(extra_env=None, *, database_url=None)`` (function):
   the factory behind it, for tests that need another environment (a scripted
   model server: OPENAI_BASE_URL / OPENAI_API_KEY / HAICO_MODEL; REDIS_URL) or
@@ -183,6 +184,36 @@ class HaicoServer:
         except OSError:
             return "(no server log)"
 
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    def start(self) -> None:
+        """Start (or start again) the server on its address, and wait until it answers."""
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _RUN_WITH_DEFAULT_SIGINT, "manage.py", "runserver", "--noreload", f"127.0.0.1:{self.port}"],
+                cwd=BASE_DIR,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        _wait_until_serving(self)
+
+    def kill(self) -> None:
+        """SIGKILL the whole server, the way a crash or the OOM killer would:
+        nothing gets to clean up."""
+        proc = self.process
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        proc.wait(timeout=10)
+
     def stop(self) -> None:
         proc = self.process
         if proc is None or proc.poll() is not None:
@@ -269,19 +300,9 @@ def start_haico_server(_migrated_db_template, request):
         for _attempt in range(3):
             port = _free_port()
             server = HaicoServer(url=f"http://127.0.0.1:{port}", db_path=db_path, env=env, log_path=log_path)
-            with open(log_path, "ab") as log:
-                server.process = subprocess.Popen(
-                    [sys.executable, "-c", _RUN_WITH_DEFAULT_SIGINT, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
-                    cwd=BASE_DIR,
-                    env=env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
             started.append(server)
             try:
-                _wait_until_serving(server)
+                server.start()
                 return server
             except RuntimeError as exc:
                 last_error = exc

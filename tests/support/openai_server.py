@@ -17,8 +17,10 @@ request says `"stream": true`: text one token per event, each tool call's
 arguments split over several events (`args_chunk_chars`), then the
 finish_reason, an optional usage event, and `data: [DONE]`. `GET /v1/models`
 lists `models`. A script step is a `Reply` (from tests.support.fake_model), an
-`HTTPFailure` (answer with an error status), or a callable taking the request
-body and returning either. Stdlib only; the server runs in a daemon thread on
+`HTTPFailure` (answer with an error status), a `Misbehave` (a reply sent
+wrong on purpose: hanging, arguments that are not JSON, a stream cut or
+ending without a finish reason), or a callable taking the request body and
+returning one of them. Stdlib only; the server runs in a daemon thread on
 a port the OS picks, and `stop()` (or leaving the `with`) shuts it down.
 """
 
@@ -30,13 +32,13 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from tests.support.fake_model import Reply
 
-__all__ = ["HTTPFailure", "OpenAICompatibleServer", "Reply"]
+__all__ = ["HTTPFailure", "Misbehave", "OpenAICompatibleServer", "Reply"]
 
 
 @dataclass
@@ -48,12 +50,58 @@ class HTTPFailure:
     retry_after: float | None = None
 
 
-Step = Reply | HTTPFailure | Callable[[dict], "Reply | HTTPFailure"]
+@dataclass
+class Misbehave:
+    """A reply sent wrong on purpose, the way real servers sometimes do.
+
+    hang_seconds      wait this long before answering at all (the client's
+                      timeout should fire first)
+    raw_arguments     each tool call's arguments sent as this exact text
+                      (e.g. JSON cut off half-way) instead of `reply`'s args
+    cut_after_tokens  stream: close the connection after this many text
+                      tokens, mid-answer, with no finish reason and no [DONE]
+    no_finish_reason  stream: end with [DONE] but never send a finish reason
+    """
+
+    reply: Reply = field(default_factory=Reply)
+    hang_seconds: float = 0.0
+    raw_arguments: list[str] | None = None
+    cut_after_tokens: int | None = None
+    no_finish_reason: bool = False
+
+
+Step = Reply | HTTPFailure | Misbehave | Callable[[dict], "Reply | HTTPFailure | Misbehave"]
+
+
+def history_problem(messages: list) -> str | None:
+    """What OpenAI's API would refuse in a request's messages (HTTP 400), or
+    None: every assistant tool call answered by a tool message right after
+    it, and no tool message without its call."""
+    waiting: set = set()
+    for message in messages:
+        role = message.get("role")
+        if role == "tool":
+            if message.get("tool_call_id") not in waiting:
+                return "messages with role 'tool' must be a response to a preceding message with 'tool_calls'."
+            waiting.discard(message.get("tool_call_id"))
+            continue
+        if waiting:
+            return (
+                "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(sorted(waiting))}"
+            )
+        if role == "assistant":
+            waiting = {call.get("id") for call in message.get("tool_calls") or []}
+    return None
 
 
 class OpenAICompatibleServer:
-    def __init__(self, *, host: str = "127.0.0.1", models: list[str] | None = None, args_chunk_chars: int = 12):
+    def __init__(
+        self, *, host: str = "127.0.0.1", models: list[str] | None = None, args_chunk_chars: int = 12, strict_history: bool = True
+    ):
         self.host = host
+        # Like OpenAI: a history with a tool call left unanswered gets HTTP 400.
+        self.strict_history = strict_history
         self.models = models or ["scripted"]
         self.args_chunk_chars = max(1, args_chunk_chars)
         self.default_reply: Step | None = None
@@ -142,7 +190,7 @@ class OpenAICompatibleServer:
                 step = self.default_reply
             else:
                 step = HTTPFailure(500, "the test server's script is exhausted")
-        if callable(step) and not isinstance(step, (Reply, HTTPFailure)):
+        if callable(step) and not isinstance(step, (Reply, HTTPFailure, Misbehave)):
             step = step(body)
         return step
 
@@ -175,27 +223,42 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             self._json(400, {"error": {"message": "invalid JSON", "type": "invalid_request_error"}})
             return
+        problem = history_problem(body.get("messages") or []) if self.app.strict_history else None
+        if problem is not None:
+            with self.app._lock:
+                self.app._requests.append(body)
+            self._json(400, {"error": {"message": problem, "type": "invalid_request_error", "param": "messages"}})
+            return
         step = self.app._next(body)
+        misbehave = step if isinstance(step, Misbehave) else Misbehave(reply=step) if isinstance(step, Reply) else None
+        if misbehave is not None:
+            if misbehave.hang_seconds:
+                time.sleep(misbehave.hang_seconds)
+            step = misbehave.reply
         if isinstance(step, HTTPFailure):
             headers = {"Retry-After": str(step.retry_after)} if step.retry_after is not None else {}
             self._json(step.status, {"error": {"message": step.message, "type": "server_error"}}, headers)
             return
         model = body.get("model") or self.app.models[0]
-        if body.get("stream"):
-            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            self._stream(step, model, include_usage)
-        else:
-            self._json(200, self._completion(step, model))
+        try:
+            if body.get("stream"):
+                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                self._stream(step, model, include_usage, misbehave)
+            else:
+                self._json(200, self._completion(step, model, misbehave))
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout, a cancelled turn)
 
     # -- bodies -----------------------------------------------------------
 
     @staticmethod
-    def _tool_calls(reply: Reply, call_no: str) -> list[dict]:
+    def _tool_calls(reply: Reply, call_no: str, misbehave: Misbehave | None = None) -> list[dict]:
+        raw = misbehave.raw_arguments if misbehave is not None else None
         return [
             {
                 "id": call.get("id") or f"call_{call_no}_{i}",
                 "type": "function",
-                "function": {"name": call["name"], "arguments": json.dumps(call["args"])},
+                "function": {"name": call["name"], "arguments": raw[i] if raw is not None else json.dumps(call["args"])},
             }
             for i, call in enumerate(reply.tool_calls)
         ]
@@ -205,11 +268,11 @@ class _Handler(BaseHTTPRequestHandler):
         completion = max(1, len(reply.text.split()) + 10 * len(reply.tool_calls))
         return {"prompt_tokens": 100, "completion_tokens": completion, "total_tokens": 100 + completion}
 
-    def _completion(self, reply: Reply, model: str) -> dict:
+    def _completion(self, reply: Reply, model: str, misbehave: Misbehave | None = None) -> dict:
         completion_id = self.app._completion_id()
         message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
         if reply.tool_calls:
-            message["tool_calls"] = self._tool_calls(reply, completion_id)
+            message["tool_calls"] = self._tool_calls(reply, completion_id, misbehave)
         return {
             "id": completion_id,
             "object": "chat.completion",
@@ -219,7 +282,7 @@ class _Handler(BaseHTTPRequestHandler):
             "usage": self._usage(reply),
         }
 
-    def _stream(self, reply: Reply, model: str, include_usage: bool) -> None:
+    def _stream(self, reply: Reply, model: str, include_usage: bool, misbehave: Misbehave | None = None) -> None:
         completion_id = self.app._completion_id()
         created = int(time.time())
 
@@ -232,13 +295,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
+        cut_after = misbehave.cut_after_tokens if misbehave is not None else None
         try:
             self._event(chunk({"role": "assistant", "content": ""}))
-            for token in [t for t in re.split(r"(\s+)", reply.text) if t]:
+            for number, token in enumerate([t for t in re.split(r"(\s+)", reply.text) if t]):
+                if cut_after is not None and number >= cut_after:
+                    self.close_connection = True
+                    return  # the connection drops mid-answer
                 if reply.token_delay:
                     time.sleep(reply.token_delay)
                 self._event(chunk({"content": token}))
-            for i, call in enumerate(self._tool_calls(reply, completion_id)):
+            for i, call in enumerate(self._tool_calls(reply, completion_id, misbehave)):
                 arguments = call["function"]["arguments"]
                 head = {"index": i, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}
                 self._event(chunk({"tool_calls": [head]}))
@@ -246,7 +313,8 @@ class _Handler(BaseHTTPRequestHandler):
                 for start in range(0, len(arguments), size):
                     piece = {"index": i, "function": {"arguments": arguments[start : start + size]}}
                     self._event(chunk({"tool_calls": [piece]}))
-            self._event(chunk({}, reply.resolved_finish_reason))
+            if misbehave is None or not misbehave.no_finish_reason:
+                self._event(chunk({}, reply.resolved_finish_reason))
             if include_usage:
                 self._event(chunk(None, usage=self._usage(reply)))
             self.wfile.write(b"data: [DONE]\n\n")
