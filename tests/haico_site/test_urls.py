@@ -14,7 +14,8 @@ data, PUT, DELETE; plain and htmx):
   thread and the owner's step / preference / artifact id;
 - an anonymous visitor is sent to log in, and nothing changes;
 - the owner gets the page or the change (the same request is not refused),
-  which is what makes the refusals above mean something.
+  which is what makes the refusals above mean something; the owner's
+  change without its CSRF token (a forged cross-site form) is refused.
 Admin routes refuse everyone but staff; staff reach them. Each request runs
 in a savepoint rolled back afterwards, so every one starts from the same
 rows. The WebSocket routes are in tests/haico_site/test_asgi.py.
@@ -311,9 +312,9 @@ def client_for(user) -> Client:
     return client
 
 
-def send(client, method: str, path: str, *, query=None, data=None, htmx=False):
+def send(client, method: str, path: str, *, query=None, data=None, htmx=False, csrf=True):
     """One request in a savepoint that is rolled back; returns (response, rows changed?)."""
-    extra = {"HTTP_X_CSRFTOKEN": client.csrf, **(HTMX if htmx else {})}
+    extra = {**({"HTTP_X_CSRFTOKEN": client.csrf} if csrf else {}), **(HTMX if htmx else {})}
     with transaction.atomic():
         before = database_rows()
         if method == "GET":
@@ -477,8 +478,13 @@ def _check_owned(route, spec, world, owner, other_user):
         assert refused_with[method] == 404, f"{route.key} {method}: another person got {refused_with[method]}, not 404"
         if method == "GET":
             assert SECRET in body(response), f"{route.key}: the owner's GET does not show the owner's workspace"
-        elif spec.writes:
+            continue
+        if spec.writes:
             assert changed, f"{route.key} {method}: the owner's plausible request changed nothing; fix its post data"
+        # The same request without the CSRF token (a forged cross-site form) is refused.
+        response, changed = send(owner_client, method, path, query=query, data=post, htmx=True, csrf=False)
+        assert response.status_code == 403, f"{route.key} {method} without a CSRF token: {response.status_code}"
+        assert not changed, f"{route.key} {method} without a CSRF token changed the database"
     assert accepted, f"{route.key} accepts none of {METHODS}"
     assert ("POST" in accepted) == (spec.post is not None), (
         f"{route.key}: the view {'takes' if 'POST' in accepted else 'refuses'} POST; say so in ROUTES (post=...)"
