@@ -2,7 +2,8 @@
 threads (DESIGN §7), enumerated from the application itself so a new route
 is tested the day it is wired in (the HTTP routes: tests/haico_site/test_urls.py).
 
-Close codes are the consumer's (conversations/consumers.py): 4401 not logged
+A page of another site cannot open one with the person's cookie (the origin
+check of haico_site/asgi.py). Close codes are the consumer's (conversations/consumers.py): 4401 not logged
 in, 4404 not your thread, each after a notice saying why.
 """
 
@@ -68,8 +69,8 @@ def world(owner, other_user):
     return {"thread": thread}
 
 
-async def connect(path, user):
-    headers = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000")]
+async def connect(path, user, origin=b"http://127.0.0.1:8000"):
+    headers = [(b"origin", origin), (b"host", b"127.0.0.1:8000")] if origin else [(b"host", b"127.0.0.1:8000")]
     if user is not None:
         headers.append((b"cookie", await sync_to_async(_session_cookie)(user)))
     socket = WebsocketCommunicator(application, path, headers=headers)
@@ -123,6 +124,16 @@ async def test_websocket_route_refuses_other_people_and_anonymous_visitors(name,
         finally:
             await disconnect(socket)
         assert await sync_to_async(database_rows)() == before, f"{name} opened by {who} changed the database"
+
+    # The owner's own cookie from another site's page (cross-site WebSocket
+    # hijacking), or with no Origin at all: refused before the consumer runs.
+    for origin in (b"http://evil.example", b"null", None):
+        socket, connected = await connect(path, owner, origin=origin)
+        try:
+            assert not connected, f"{name} opened with the owner's cookie from origin {origin!r}"
+        finally:
+            await disconnect(socket)
+    assert await sync_to_async(database_rows)() == before
 
     # The owner's socket opens and stays open: the refusals above are real.
     socket, connected = await connect(path, owner)
