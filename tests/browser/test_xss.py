@@ -12,7 +12,8 @@ have made (event handlers, javascript:/data: URLs, script, iframe, svg…),
 and that each payload reads as text where it was written.
 
 The person types a few fields in the UI (the objective, a preference, a
-step, the document, the chat message, a thread's new name); a scripted
+step, the document, the chat message, a thread's new name, a model name
+sent over the socket by hand); a scripted
 model (the real ChatOpenAI against tests/support/openai_server.py) fills
 the rest through its tools' arguments, its reasoning sentences and its
 answer; what neither can write (a read-only document artifact, an unknown
@@ -327,6 +328,16 @@ def test_no_payload_runs_in_the_workspace_chat_artifacts_or_thread_list(new_page
         expect_texts(page.locator("#thread-title"), [xss.payload("chat message", 0)], "the title the message gave the thread")
         check_agent_fields(page, watch, "live, as the turn was pushed")
 
+        # A hand-made client can name any model; the refusal names it back, as text.
+        model_name = xss.packed("model name", 200)
+        page.evaluate(
+            "(text) => document.querySelector('[ws-connect]')['htmx-internal-data'].webSocket.socket.send(text)",
+            json.dumps({"message": "hello", "model": model_name}),
+        )
+        expect(page.locator("#chat-notice")).to_contain_text("Unknown model")
+        expect_texts(page.locator("#chat-notice"), [model_name], "the unknown model's name")
+        watch.check("the unknown model's notice")
+
         # The same, rendered by the server for a reload.
         page.reload()
         wait_for_socket(page)
@@ -408,7 +419,7 @@ def create_users_and_seed(server) -> dict:
     return json.loads(server.manage("shell", "-c", code).strip().splitlines()[-1])
 
 
-def test_no_payload_runs_in_the_admin_or_the_login_pages(new_page, haico_server):
+def test_no_payload_runs_in_the_admin_the_login_pages_or_an_unsent_message(new_page, haico_server):
     server = haico_server
     thread = create_users_and_seed(server)["thread"].replace("-", "")
 
@@ -462,6 +473,17 @@ def test_no_payload_runs_in_the_admin_or_the_login_pages(new_page, haico_server)
         (branch,) = server.query("SELECT id FROM conversations_branchlink WHERE parent_id = ?", (thread,))
         main = change_page("conversations", "branchlink", branch[0])
         expect_texts(main, [xss.packed("branch reason", 500)], "the branch link")
+
+        # With no model configured, a message is handed back unsent beside the notice.
+        create_thread(page, server.url)
+        wait_for_socket(page)
+        chat = page.get_by_role("region", name="Chat")
+        chat.get_by_role("textbox", name="Message").fill(xss.joined("chat message (no model)", "\n\n"))
+        chat.get_by_role("button", name="Send").click()
+        unsent = chat.locator(".turn-unsent")
+        expect(unsent).to_contain_text("HAICO_MODEL")
+        expect_texts(unsent.locator(".bubble-user"), [xss.joined("chat message (no model)", "\n\n")], "the unsent message")
+        watch.check("the unsent message")
 
 
 def app_label_of(model: str) -> str:

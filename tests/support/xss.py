@@ -83,6 +83,8 @@ FIELDS = [
     "feedback comment",
     "branch reason",
     "search query",
+    "model name",
+    "chat message (no model)",
 ]
 
 
