@@ -1,0 +1,145 @@
+"""Every WebSocket route of the ASGI application refuses other people's
+threads (DESIGN §7), enumerated from the application itself so a new route
+is tested the day it is wired in (the HTTP routes: tests/haico_site/test_urls.py).
+
+A page of another site cannot open one with the person's cookie (the origin
+check of haico_site/asgi.py). Close codes are the consumer's (conversations/consumers.py): 4401 not logged
+in, 4404 not your thread, each after a notice saying why.
+"""
+
+import asyncio
+import contextlib
+import json
+import re
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+
+from conversations import services as conversation_services
+from conversations.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
+from haico_site.asgi import application
+from tests.conversations.helpers import _session_cookie
+from tests.support.turns import turn_environment  # noqa: F401  (autouse: the consumer warms the turn machinery)
+from tests.support.web import database_rows
+from workspace.services import objective as objective_services
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SECRET = "owner-secret-ws-41c2"
+
+# Route name -> kwarg -> key of the owner's object in `world`.
+WS_ROUTES = {
+    "thread-ws": {"thread_id": "thread"},
+}
+
+
+def websocket_routes(app=None, prefix="", kwargs=()):
+    """(name, path pattern, kwarg names, pattern levels) of every route behind the
+    application's "websocket" entry, through its middleware and nested routers."""
+    app = app or application.application_mapping["websocket"]
+    while not isinstance(app, URLRouter):
+        app = getattr(app, "application", None) or getattr(app, "inner", None)
+        assert app is not None, "no URLRouter behind the websocket entry of haico_site.asgi"
+    found = []
+    for route in app.routes:
+        pattern = str(route.pattern)
+        names = (*kwargs, *route.pattern.regex.groupindex)
+        callback = route.callback
+        if isinstance(callback, URLRouter):
+            found += websocket_routes(callback, prefix + pattern, names)
+        else:
+            found.append((route.name or prefix + pattern, prefix + pattern, names))
+    return found
+
+
+ROUTES = websocket_routes()
+
+
+def ws_path(pattern: str, values: dict) -> str:
+    path = re.sub(r"<(?:\w+:)?(\w+)>", lambda m: str(values[m.group(1)]), pattern)
+    return "/" + path.lstrip("^").rstrip("$")
+
+
+@pytest.fixture
+def world(owner, other_user):
+    thread = conversation_services.thread_create(owner=owner, title=f"Thread {SECRET}")
+    objective_services.objective_set(thread=thread, text=f"Objective {SECRET}")
+    return {"thread": thread}
+
+
+async def connect(path, user, origin=b"http://127.0.0.1:8000"):
+    headers = [(b"origin", origin), (b"host", b"127.0.0.1:8000")] if origin else [(b"host", b"127.0.0.1:8000")]
+    if user is not None:
+        headers.append((b"cookie", await sync_to_async(_session_cookie)(user)))
+    socket = WebsocketCommunicator(application, path, headers=headers)
+    connected, _ = await socket.connect(timeout=5)
+    return socket, connected
+
+
+async def disconnect(socket):
+    # A refused socket's application has already ended (it closed the socket).
+    with contextlib.suppress(asyncio.CancelledError):
+        await socket.disconnect(timeout=2)
+
+
+async def frames_until_closed(socket, timeout=3) -> tuple[list[str], int | None]:
+    """What the socket sends until it closes (the close code) or goes quiet (None)."""
+    frames = []
+    while True:
+        try:
+            output = await socket.receive_output(timeout=timeout)
+        except TimeoutError:
+            return frames, None
+        if output["type"] == "websocket.close":
+            return frames, output.get("code")
+        frames.append(output.get("text", ""))
+
+
+def test_every_websocket_route_is_in_the_table():
+    unknown = [f"{name} ({pattern})" for name, pattern, _ in ROUTES if name not in WS_ROUTES]
+    assert not unknown, f"add these WebSocket routes to WS_ROUTES of {__name__}, saying how to fill their kwargs: {unknown}"
+    assert set(WS_ROUTES) <= {name for name, _, _ in ROUTES}, "WS_ROUTES lists routes that no longer exist"
+
+
+@pytest.mark.parametrize(("name", "pattern", "kwargs"), ROUTES, ids=[r[0] for r in ROUTES])
+async def test_websocket_route_refuses_other_people_and_anonymous_visitors(name, pattern, kwargs, world, owner, other_user):
+    if name not in WS_ROUTES:
+        pytest.fail(f"add the WebSocket route {name} ({pattern}) to WS_ROUTES of {__name__}")
+    table = WS_ROUTES[name]
+    assert set(table) == set(kwargs), f"{name} takes {sorted(kwargs)}; WS_ROUTES of {__name__} fills {sorted(table)}"
+    path = ws_path(pattern, {kwarg: world[key].pk for kwarg, key in table.items()})
+    before = await sync_to_async(database_rows)()
+
+    for who, user, code in (("another person", other_user, CLOSE_NOT_FOUND), ("an anonymous visitor", None, CLOSE_UNAUTHENTICATED)):
+        socket, connected = await connect(path, user)
+        try:
+            if connected:
+                # Whatever it sends on a refused socket goes nowhere.
+                await socket.send_to(text_data=json.dumps({"message": "hello", "HEADERS": {"HX-Request": "true"}}))
+                frames, closed = await frames_until_closed(socket)
+                assert closed == code, f"{name} opened by {who}: closed with {closed}, not {code}"
+                assert not any(SECRET in frame for frame in frames), f"{name} sent {who} the owner's text"
+        finally:
+            await disconnect(socket)
+        assert await sync_to_async(database_rows)() == before, f"{name} opened by {who} changed the database"
+
+    # The owner's own cookie from another site's page (cross-site WebSocket
+    # hijacking), or with no Origin at all: refused before the consumer runs.
+    for origin in (b"http://evil.example", b"null", None):
+        socket, connected = await connect(path, owner, origin=origin)
+        try:
+            assert not connected, f"{name} opened with the owner's cookie from origin {origin!r}"
+        finally:
+            await disconnect(socket)
+    assert await sync_to_async(database_rows)() == before
+
+    # The owner's socket opens and stays open: the refusals above are real.
+    socket, connected = await connect(path, owner)
+    try:
+        assert connected
+        frames, closed = await frames_until_closed(socket, timeout=1)
+        assert closed is None, f"{name}: the owner's socket was closed with {closed}"
+    finally:
+        await disconnect(socket)

@@ -1,0 +1,527 @@
+"""Every HTTP route of the site, enumerated from the URL conf, refuses people
+who must not use it (DESIGN §7: every endpoint refuses other users' threads).
+
+The routes are walked from `get_resolver()` through every include, so a new
+route is tested the day it is added: a route missing from `ROUTES` (or from
+the admin's kwarg table) fails with a message saying where to add it.
+
+For a route on something a person owns (`Owned`), built with the owner's
+objects and sent with every method (GET, POST with plausible, CSRF-valid
+data, PUT, DELETE; plain and htmx):
+- another signed-in person gets 404 (never a 403 that would confirm the
+  thread exists: conversations/views.py), sees none of the owner's text, and
+  the database is exactly as before; so does that person with their own
+  thread and the owner's step / preference / artifact id;
+- an anonymous visitor is sent to log in, and nothing changes;
+- the owner gets the page or the change (the same request is not refused),
+  which is what makes the refusals above mean something; the owner's
+  change without its CSRF token (a forged cross-site form) is refused.
+Admin routes refuse everyone but staff; staff reach them. Each request runs
+in a savepoint rolled back afterwards, so every one starts from the same
+rows. The WebSocket routes are in tests/haico_site/test_asgi.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+import pytest
+from django.apps import apps
+from django.conf import settings
+from django.contrib import admin
+from django.contrib.auth.models import Group
+from django.contrib.contenttypes.models import ContentType
+from django.db import transaction
+from django.shortcuts import resolve_url
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, resolve
+from django.urls.resolvers import RegexPattern, RoutePattern
+
+from conversations import services as conversation_services
+from conversations.models import BranchLink, ModerationAction
+from conversations.turns import guard
+from tests.support.web import HTMX, database_rows
+from workspace import selectors
+from workspace.models import Thread
+from workspace.services import artifacts as artifact_services
+from workspace.services import document as document_services
+from workspace.services import objective as objective_services
+from workspace.services import plan as plan_services
+from workspace.services import preferences as preference_services
+
+pytestmark = pytest.mark.django_db
+
+# In every text the owner's workspace holds, so a response that leaks any of it shows.
+SECRET = "owner-secret-7f3a"
+METHODS = ("GET", "POST", "PUT", "DELETE")
+
+
+# --- walking the URL conf -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Route:
+    key: str  # the namespaced name, or the full pattern of an unnamed route
+    pattern: str
+    levels: tuple  # the pattern of each level, outermost first
+    callback: Callable
+    kwargs: tuple[str, ...]
+    admin_model: type | None = None  # for an admin route under <app_label>/<model_name>/
+
+    @property
+    def is_admin(self) -> bool:
+        return self.key.startswith("admin:") or self.pattern.startswith("admin/")
+
+    def build(self, values: dict) -> str:
+        """The path with `values` filled in, checked by resolving it back."""
+        path = "/" + "".join(_fill(level, values) for level in self.levels)
+        match = resolve(path)
+        assert match.func is self.callback, f"{self.key}: {path} resolves to {match.view_name}, not to this route"
+        return path
+
+
+def _fill(pattern, values: dict) -> str:
+    if isinstance(pattern, RoutePattern):
+        text = str(pattern)
+        for name, converter in pattern.converters.items():
+            value = str(converter.to_url(values[name]))
+            text = re.sub(rf"<(?:\w+:)?{name}>", lambda _match, value=value: value, text)
+        return text
+    assert isinstance(pattern, RegexPattern), pattern
+    text = str(pattern).lstrip("^").rstrip("$")
+    return re.sub(r"\(\?P<(\w+)>[^)]*\)", lambda m: str(values[m.group(1)]), text)
+
+
+def _admin_model(resolver: URLResolver, namespace: str):
+    """The model whose ModelAdmin urls this include holds (<app_label>/<model_name>/)."""
+    match = re.fullmatch(r"(\w+)/(\w+)/", str(resolver.pattern))
+    if namespace != "admin:" or match is None:
+        return None
+    try:
+        model = apps.get_model(*match.groups())
+    except LookupError:
+        return None
+    return model if admin.site.is_registered(model) else None
+
+
+def site_routes(resolver=None, *, namespace="", levels=(), kwargs=(), admin_model=None) -> list[Route]:
+    resolver = resolver or get_resolver()
+    found = []
+    for entry in resolver.url_patterns:
+        names = tuple(entry.pattern.regex.groupindex)
+        if isinstance(entry, URLResolver):
+            inner = f"{namespace}{entry.namespace}:" if entry.namespace else namespace
+            found += site_routes(
+                entry,
+                namespace=inner,
+                levels=(*levels, entry.pattern),
+                kwargs=(*kwargs, *names),
+                admin_model=_admin_model(entry, inner) or admin_model,
+            )
+        else:
+            assert isinstance(entry, URLPattern)
+            full = (*levels, entry.pattern)
+            pattern = "".join(str(p) for p in full)
+            key = f"{namespace}{entry.name}" if entry.name else pattern
+            found.append(Route(key, pattern, full, entry.callback, (*kwargs, *names), admin_model))
+    return found
+
+
+ALL_ROUTES = site_routes()
+SITE_ROUTES = [r for r in ALL_ROUTES if not r.is_admin]
+ADMIN_ROUTES = [r for r in ALL_ROUTES if r.is_admin]
+
+
+# --- what each route is --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Public:
+    """Anyone may use it; it takes no id of anything a person owns."""
+
+    kwargs: dict = field(default_factory=dict)  # kwarg -> a literal value
+
+
+@dataclass(frozen=True)
+class Account:
+    """Signed-in only, about the person asking (their list, their password):
+    no id of anything owned is in the URL."""
+
+
+@dataclass(frozen=True)
+class Owned:
+    """A route on something a person owns.
+
+    kwargs: kwarg -> key of the owner's object in `world` (its pk is used).
+    query: query parameter -> key of the owner's object in `world`.
+    post: plausible form data (values may be callables of `world`), with
+    which the owner's POST succeeds; None if the view takes no POST.
+    writes: the owner's POST changes the database (so the other person's
+    unchanged database is a refusal, not a no-op).
+    """
+
+    kwargs: dict
+    query: dict = field(default_factory=dict)
+    post: dict | None = None
+    writes: bool = True
+
+
+T = {"thread_id": "thread"}
+STEP = {**T, "pk": "step"}
+PREF = {**T, "pk": "preference"}
+
+ROUTES: dict[str, Public | Account | Owned] = {
+    "": Public(),  # the site root redirects to the thread list
+    "signup": Public(),
+    "login": Public(),
+    "logout": Public(),
+    "password_change": Account(),
+    "password_change_done": Account(),
+    "password_reset": Public(),
+    "password_reset_done": Public(),
+    "password_reset_confirm": Public({"uidb64": "MQ", "token": "set-password"}),
+    "password_reset_complete": Public(),
+    "conversations:list": Account(),
+    "conversations:create": Account(),
+    "conversations:rename": Owned(T, post={"title": "Renamed"}),
+    "conversations:delete": Owned(T, post={}),
+    "conversations:activity": Owned(T),
+    "thread-page": Owned(T),
+    "workspace:objective": Owned(T),
+    "workspace:objective-update": Owned(T, post={"text": "Another objective"}),
+    "workspace:objective-history": Owned(T),
+    "workspace:preferences": Owned(T),
+    "workspace:preference-add": Owned(T, post={"title": "Another preference", "kind": "hard"}),
+    "workspace:preference-update": Owned(PREF, post={"title": "Edited", "subtitle": "", "kind": "soft"}),
+    "workspace:preference-delete": Owned(PREF, post={}),
+    "workspace:preference-lock": Owned(PREF, post={"locked": "1"}),
+    "workspace:plan": Owned(T),
+    "workspace:plan-add": Owned(T, post={"text": "Another step"}),
+    "workspace:plan-add-child": Owned(STEP, post={"text": "A sub-step"}),
+    "workspace:plan-update": Owned(STEP, post={"text": "Edited"}),
+    "workspace:plan-done": Owned(STEP, post={"done": "1"}),
+    "workspace:plan-delete": Owned(STEP, post={}),
+    "workspace:plan-indent": Owned(STEP, post={}),
+    "workspace:plan-outdent": Owned({**T, "pk": "sub_step"}, post={}),
+    "workspace:plan-move": Owned(STEP, post={"direction": "up"}),
+    "workspace:document-preview": Owned(T),
+    "workspace:document-save": Owned(
+        T, post={"title": "Edited", "content": "Edited text", "base_version": lambda w: w["document"].version}
+    ),
+    "workspace:document-latest": Owned(T, post={"title": "Typed", "content": "Typed text"}, writes=False),
+    "workspace:centre": Owned(T, query={"artifact": "artifact"}),
+    "workspace:live": Owned(T),
+}
+
+# Admin routes are derived from the admin site, so a newly registered model
+# is covered without an entry here; only their kwargs need a source.
+# Each source takes the route's model (a thread for routes outside a model's
+# admin, e.g. view_on_site) and the `world` fixture.
+ADMIN_KWARGS: dict[str, Callable] = {
+    "object_id": lambda model, w: w[model].pk,
+    "id": lambda model, w: w["owner"].pk,  # auth_user_password_change
+    "content_type_id": lambda model, w: ContentType.objects.get_for_model(model).pk,  # view_on_site
+    "app_label": lambda model, w: "workspace",
+    "url": lambda model, w: "no-such-page/",  # the admin's catch-all
+}
+ADMIN_PUBLIC = {"admin:login", "admin:logout"}
+# Staff get 404 here by design: no model has get_absolute_url(), and the
+# catch-all is for URLs that do not exist.
+ADMIN_STAFF_NOT_FOUND = {"admin:view_on_site", "admin/(?P<url>.*)$"}
+# Whatever the form, the action or the deletion, a non-staff POST must change nothing.
+ADMIN_POST = {"title": "Hijacked", "locked": "on", "post": "yes", "action": "soft_delete_selected"}
+
+
+def missing(route: Route) -> str:
+    return (
+        f"The route {route.key!r} ({route.pattern}) is not in ROUTES of {__name__}: add it there, "
+        "saying whether it is Public, Account or Owned and how to fill its kwargs, so it is tested "
+        "against other users."
+    )
+
+
+# --- the owner's workspace, another person and their own thread ------------------------
+
+
+@pytest.fixture
+def world(owner, other_user, staff):
+    thread = conversation_services.thread_create(owner=owner, title=f"Thread {SECRET}")
+    objective_services.objective_set(thread=thread, text=f"Objective {SECRET}")
+    preference = preference_services.preference_add(
+        thread=thread, title=f"Preference {SECRET}", subtitle=f"Why {SECRET}", kind="soft", respect_lock=False
+    )
+    # Step 2 can be indented and moved up; its sub-step 2.1 can be outdented.
+    plan_services.todo_add(thread=thread, text=f"Step one {SECRET}")
+    step = plan_services.todo_add(thread=thread, text=f"Step two {SECRET}")
+    sub_step = plan_services.todo_add(thread=thread, text=f"Step two point one {SECRET}", parent=step)
+    document_services.document_save(thread=thread, title=f"Document {SECRET}", content=f"# Text {SECRET}")
+    artifact = artifact_services.artifact_create(
+        thread=thread, artifact_type="data_table", title=f"Table {SECRET}",
+        payload={"columns": ["Name"], "rows": [[SECRET]]}, turn_index=1,
+    )
+    turn, snapshot = guard.turn_begin(thread=thread, user_message=f"Message {SECRET}")
+    guard.turn_finish(thread=thread, turn_index=turn)
+    activity = conversation_services.activity_log(thread=thread, message=f"Warning {SECRET}", level="warning", turn_index=1)
+    feedback = conversation_services.feedback_add(thread=thread, user=owner, turn_index=1, rating=4, comment=SECRET)
+    fork = conversation_services.thread_create(owner=owner, title=f"Fork {SECRET}")
+    branch = BranchLink.objects.create(thread=fork, parent=thread, branch_point_turn=1, reason=SECRET)
+    moderation = conversation_services.moderation_record(
+        thread=thread, staff_user=staff, action=ModerationAction.Action.LOCK_PREFERENCE, detail=SECRET
+    )
+    group = Group.objects.create(name=f"Group {SECRET}")
+
+    # The other person's own thread, with one of everything, for the
+    # "own thread, owner's row id" requests.
+    theirs = conversation_services.thread_create(owner=other_user, title="Mine")
+    preference_services.preference_add(thread=theirs, title="Mine", respect_lock=False)
+    plan_services.todo_add(thread=theirs, text="Mine")
+    artifact_services.artifact_create(thread=theirs, artifact_type="data_table", title="Mine",
+                                      payload={"columns": ["A"], "rows": []}, turn_index=0)
+
+    thread.refresh_from_db()
+    rows = {
+        "owner": owner,
+        "thread": thread,
+        "preference": preference,
+        "step": step,
+        "sub_step": sub_step,
+        "document": selectors.document_for(thread=thread),
+        "artifact": artifact,
+        "their_thread": theirs,
+    }
+    # One row of every model the admin shows, by model.
+    for obj in (thread, selectors.objective_for(thread=thread), preference, step, rows["document"], artifact,
+                snapshot, activity, feedback, branch, moderation, group, owner):
+        rows[type(obj)] = obj
+    return rows
+
+
+# --- requests ------------------------------------------------------------------------
+
+
+def client_for(user) -> Client:
+    """A client that enforces CSRF like a browser, holding a valid token."""
+    client = Client(enforce_csrf_checks=True)
+    if user is not None:
+        client.force_login(user)
+    client.get(resolve_url(settings.LOGIN_URL))  # the login form sets the CSRF cookie
+    client.csrf = client.cookies[settings.CSRF_COOKIE_NAME].value
+    return client
+
+
+def send(client, method: str, path: str, *, query=None, data=None, htmx=False, csrf=True):
+    """One request in a savepoint that is rolled back; returns (response, rows changed?)."""
+    extra = {**({"HTTP_X_CSRFTOKEN": client.csrf} if csrf else {}), **(HTMX if htmx else {})}
+    with transaction.atomic():
+        before = database_rows()
+        if method == "GET":
+            response = client.get(path, query or {}, **extra)
+        else:
+            url = path + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
+            response = client.generic(
+                method, url, urlencode(data or {}), content_type="application/x-www-form-urlencoded", **extra
+            )
+        changed = database_rows() != before
+        transaction.set_rollback(True)
+    return response, changed
+
+
+def body(response) -> str:
+    return b"".join(response.streaming_content).decode() if response.streaming else response.content.decode()
+
+
+def is_login_redirect(response, login_url: str) -> bool:
+    return response.status_code == 302 and response["Location"].split("?")[0] == login_url
+
+
+def values_for(spec: Owned, world) -> tuple[dict, dict, dict]:
+    kwargs = {name: world[key].pk for name, key in spec.kwargs.items()}
+    query = {name: world[key].pk for name, key in spec.query.items()}
+    post = {k: (v(world) if callable(v) else v) for k, v in (spec.post or {}).items()}
+    return kwargs, query, post
+
+
+# --- the table covers the URL conf -------------------------------------------------------
+
+
+def test_every_route_of_the_url_conf_is_in_the_table():
+    unknown = [missing(route) for route in SITE_ROUTES if route.key not in ROUTES]
+    assert not unknown, "\n".join(unknown)
+
+
+def test_every_entry_of_the_table_is_still_a_route():
+    stale = set(ROUTES) - {route.key for route in SITE_ROUTES}
+    assert not stale, f"ROUTES lists routes the URL conf no longer has (remove them): {sorted(stale)}"
+
+
+def test_the_table_fills_exactly_the_kwargs_of_each_route():
+    problems = []
+    for route in SITE_ROUTES:
+        spec = ROUTES.get(route.key)
+        if spec is None:
+            continue
+        filled = set(spec.kwargs) if isinstance(spec, (Owned, Public)) else set()
+        for name in sorted(set(route.kwargs) - filled):
+            problems.append(f"{route.key}: add how to fill its kwarg {name!r} to its entry in ROUTES of {__name__}")
+        for name in sorted(filled - set(route.kwargs)):
+            problems.append(f"{route.key}: ROUTES fills {name!r}, which the route does not take")
+    assert not problems, "\n".join(problems)
+
+
+def test_every_admin_kwarg_has_a_source():
+    unknown = sorted({name for route in ADMIN_ROUTES for name in route.kwargs} - set(ADMIN_KWARGS))
+    assert not unknown, f"admin routes take kwargs ADMIN_KWARGS of {__name__} cannot fill; add them: {unknown}"
+
+
+def test_the_walk_sees_the_routes_that_take_owned_ids():
+    # The walk itself is what the rest relies on: it must find the nested with the thread id of their include and the row id.
+    # workspace routes with the thread id of their include and the row id,
+    # and the model of each admin route.
+    keys = {route.key: route for route in ALL_ROUTES}
+    assert keys["workspace:plan-move"].kwargs == ("thread_id", "pk")
+    assert keys["conversations:activity"].kwargs == ("thread_id",)
+    assert keys["admin:workspace_thread_change"].admin_model is Thread
+    assert keys["admin:workspace_thread_change"].is_admin and not keys["thread-page"].is_admin
+
+
+# --- routes on what a person owns ---------------------------------------------------------
+
+
+def _route_id(route: Route) -> str:
+    return route.key or "root"
+
+
+@pytest.mark.parametrize("route", SITE_ROUTES, ids=_route_id)
+def test_route_refuses_other_people_and_anonymous_visitors(route, world, owner, other_user):
+    spec = ROUTES.get(route.key)
+    if spec is None:
+        pytest.fail(missing(route))
+    filled = set(getattr(spec, "kwargs", {}))
+    if filled != set(route.kwargs):
+        pytest.fail(f"{route.key} takes {sorted(route.kwargs)} but ROUTES of {__name__} fills {sorted(filled)}: "
+                    "add how to fill each kwarg to its entry")
+    if isinstance(spec, Public):
+        _check_public(route, spec, world)
+    elif isinstance(spec, Account):
+        _check_account(route, world, other_user)
+    else:
+        _check_owned(route, spec, world, owner, other_user)
+
+
+def _check_public(route, spec, world):
+    assert not ({"thread_id", "pk"} & set(route.kwargs)), f"{route.key} takes an owned id but is marked Public"
+    response, _ = send(client_for(None), "GET", route.build(spec.kwargs))
+    assert response.status_code < 500
+    assert SECRET not in body(response)
+
+
+def _check_account(route, world, other_user):
+    login = resolve_url(settings.LOGIN_URL)
+    path = route.build({})
+    anonymous = client_for(None)
+    for method in METHODS:
+        response, changed = send(anonymous, method, path, data={"title": "x"})
+        assert is_login_redirect(response, login) or response.status_code in (401, 403, 405), (route.key, method)
+        assert not changed, f"{route.key}: an anonymous {method} changed the database"
+    response, _ = send(client_for(other_user), "GET", path)
+    assert response.status_code < 500
+    assert SECRET not in body(response), f"{route.key} shows the owner's workspace to another person"
+
+
+def _check_owned(route, spec, world, owner, other_user):
+    kwargs, query, post = values_for(spec, world)
+    path = route.build(kwargs)
+    login = resolve_url(settings.LOGIN_URL)
+    intruder, anonymous, owner_client = client_for(other_user), client_for(None), client_for(owner)
+
+    # Another person's thread: 404 whatever the method, nothing shown, nothing changed.
+    refused_with = {}
+    for method in METHODS:
+        for htmx in (False, True):
+            response, changed = send(intruder, method, path, query=query, data=post, htmx=htmx)
+            where = f"{route.key} {method}{' (htmx)' if htmx else ''} by another person"
+            assert response.status_code in (404, 405), f"{where}: {response.status_code}, not 404"
+            assert SECRET not in body(response), f"{where} shows the owner's text"
+            assert not changed, f"{where} changed the database"
+            refused_with[method] = response.status_code
+
+    # Their own thread with the owner's row id (step, preference, artifact): 404 too.
+    if set(spec.kwargs) - {"thread_id"} or spec.query:
+        own_path = route.build({**kwargs, "thread_id": world["their_thread"].pk})
+        for method in METHODS:
+            response, changed = send(intruder, method, own_path, query=query, data=post)
+            where = f"{route.key} {method} on the other person's own thread with the owner's ids"
+            assert response.status_code in (404, 405), f"{where}: {response.status_code}, not 404"
+            assert SECRET not in body(response), f"{where} shows the owner's text"
+            assert not changed, f"{where} changed the database"
+
+    # Anonymous: sent to log in (or 401/403), nothing changed.
+    for method in METHODS:
+        response, changed = send(anonymous, method, path, query=query, data=post)
+        assert is_login_redirect(response, login) or response.status_code in (401, 403, 405), (
+            f"{route.key} {method} by an anonymous visitor: {response.status_code}"
+        )
+        assert not changed, f"{route.key} {method} by an anonymous visitor changed the database"
+
+    # The owner: the same requests go through, so the refusals above are real.
+    accepted = []
+    for method in METHODS:
+        response, changed = send(owner_client, method, path, query=query, data=post, htmx=True)
+        if response.status_code == 405:
+            continue
+        accepted.append(method)
+        assert response.status_code in (200, 302), f"{route.key} {method} by the owner: {response.status_code}"
+        assert not is_login_redirect(response, login)
+        assert refused_with[method] == 404, f"{route.key} {method}: another person got {refused_with[method]}, not 404"
+        if method == "GET":
+            assert SECRET in body(response), f"{route.key}: the owner's GET does not show the owner's workspace"
+            continue
+        if spec.writes:
+            assert changed, f"{route.key} {method}: the owner's plausible request changed nothing; fix its post data"
+        # The same request without the CSRF token (a forged cross-site form) is refused.
+        response, changed = send(owner_client, method, path, query=query, data=post, htmx=True, csrf=False)
+        assert response.status_code == 403, f"{route.key} {method} without a CSRF token: {response.status_code}"
+        assert not changed, f"{route.key} {method} without a CSRF token changed the database"
+    assert accepted, f"{route.key} accepts none of {METHODS}"
+    assert ("POST" in accepted) == (spec.post is not None), (
+        f"{route.key}: the view {'takes' if 'POST' in accepted else 'refuses'} POST; say so in ROUTES (post=...)"
+    )
+
+
+# --- the admin --------------------------------------------------------------------------
+
+
+def _admin_values(route, world) -> dict:
+    values = {}
+    for name in route.kwargs:
+        if name not in ADMIN_KWARGS:
+            pytest.fail(f"{route.key}: the admin kwarg {name!r} has no source; add it to ADMIN_KWARGS of {__name__}")
+        if name == "object_id" and route.admin_model is not None and route.admin_model not in world:
+            pytest.fail(f"{route.key}: add a row of {route.admin_model.__name__} to the `world` fixture of {__name__}")
+        values[name] = ADMIN_KWARGS[name](route.admin_model or type(world["thread"]), world)
+    return values
+
+
+@pytest.mark.parametrize("route", ADMIN_ROUTES, ids=_route_id)
+def test_admin_route_refuses_everyone_but_staff(route, world, owner, other_user, staff):
+    if route.key in ADMIN_PUBLIC:
+        response, _ = send(client_for(None), "GET", route.build({}))
+        assert response.status_code in (200, 302, 405)
+        assert SECRET not in body(response)
+        return
+    path = route.build(_admin_values(route, world))
+    admin_login = resolve_url("admin:login")
+    for who, user in (("the owner", owner), ("another person", other_user), ("an anonymous visitor", None)):
+        client = client_for(user)
+        for method, data in (("GET", None), ("POST", {**ADMIN_POST, "_selected_action": world["thread"].pk})):
+            response, changed = send(client, method, path, data=data)
+            assert is_login_redirect(response, admin_login), f"{route.key} {method} by {who}: {response.status_code}"
+            assert SECRET not in body(response), f"{route.key} {method} by {who} shows workspace text"
+            assert not changed, f"{route.key} {method} by {who} changed the database"
+    response, _ = send(client_for(staff), "GET", path)
+    assert not is_login_redirect(response, admin_login) and response.status_code < 500, (route.key, response.status_code)
+    if route.key not in ADMIN_STAFF_NOT_FOUND:
+        assert response.status_code != 404, f"{route.key}: staff get 404 at {path}; is the kwarg filled right?"
