@@ -25,6 +25,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from agent.model import ModelNotConfigured, available_models
 from workspace.errors import UserFacingError
 from workspace.selectors import thread_for_user
+from workspace.text import encodable
 
 from .live import group_name, publisher
 from .turns import fragments, registry
@@ -70,6 +71,13 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         # Behind any fragment already on its way to the thread, so nothing
         # arrives twice or out of order.
         publisher.publish_to_consumer(self.thread.pk, self, registry.resync_html(self.thread.pk))
+
+    async def send(self, text_data=None, bytes_data=None, close=False):
+        # The server could not encode a lone surrogate and would drop the
+        # connection: whatever a frame carries, the page gets it readable.
+        if text_data is not None:
+            text_data = encodable(text_data)
+        await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
 
     async def _refuse(self, message: str, code: int):
         await self.accept()
@@ -183,6 +191,6 @@ def _parse(text_data) -> dict | None:
         return None
     try:
         data = json.loads(text_data)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply
         return None
     return data if isinstance(data, dict) else None
