@@ -160,6 +160,10 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+# Django's database sessions; a session whose key changes (a password
+# change) takes its open sockets along (conversations.sessions).
+SESSION_ENGINE = "conversations.sessions"
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "conversations:list"
 LOGOUT_REDIRECT_URL = "login"
