@@ -7,6 +7,7 @@ Production (DEBUG off) refuses to start with the development secret.
 
 import os
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -30,6 +31,8 @@ env = environ.Env(
     HAICO_MODEL_MAX_TOKENS=(int, 4096),
     HAICO_MODEL_CALL_LIMIT=(int, 25),
     SECURE_SSL_REDIRECT=(bool, True),
+    LOGIN_FAILURE_LIMIT=(int, 5),
+    LOGIN_COOLOFF_MINUTES=(int, 15),
 )
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
@@ -53,6 +56,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    "axes",
     "django_htmx",
     "template_partials",
     "channels",
@@ -70,6 +74,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a lockout into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "haico_site.urls"
@@ -163,6 +169,23 @@ AUTH_PASSWORD_VALIDATORS = [
 # Django's database sessions; a session whose key changes (a password
 # change) takes its open sockets along (conversations.sessions).
 SESSION_ENGINE = "conversations.sessions"
+
+# Login rate limit (django-axes), for the site's login and the admin's alike:
+# after LOGIN_FAILURE_LIMIT wrong passwords for one username from one
+# address, that pair is refused (even the right password) for
+# LOGIN_COOLOFF_MINUTES, counted again from each attempt made meanwhile; a
+# successful login clears the count. Other users and other addresses are
+# unaffected. Behind a proxy, run daphne with --proxy-headers so the address
+# is the client's, not the proxy's.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: it refuses before any password is checked
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env("LOGIN_FAILURE_LIMIT")
+AXES_COOLOFF_TIME = timedelta(minutes=env("LOGIN_COOLOFF_MINUTES"))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "conversations.account_views.locked_out"
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "conversations:list"

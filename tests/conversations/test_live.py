@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from django.http import HttpRequest
 from django.test import Client
 
 from conversations.live import FRAGMENT_EVENT, Publisher, group_name
@@ -40,7 +41,8 @@ async def test_a_staff_lock_in_the_admin_reaches_the_owners_tab(owner, staff, th
     preference = await sync_to_async(preference_services.preference_add)(thread=thread, title="Cite sources", respect_lock=False)
     tab = await sockets(thread.pk, owner)
     client = Client()
-    await sync_to_async(client.login)(username="staff", password=PASSWORD)
+    # django-axes checks every authentication against the request it came with.
+    await sync_to_async(client.login)(request=HttpRequest(), username="staff", password=PASSWORD)
     response = await sync_to_async(client.post)(
         "/admin/workspace/preference/",
         {"action": "lock_selected", "_selected_action": [preference.pk], "index": "0"},
