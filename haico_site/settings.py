@@ -226,11 +226,23 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+# Everything goes to stderr (the server's log). With DEBUG off, Django's own
+# console handler is silent and its mail_admins handler needs ADMINS, so
+# without the "errors" handler a 500 left no line at all. 4xx warnings of
+# django.request (every 404) stay out of a production log; security warnings
+# (a refused CSRF token, a disallowed host) stay in.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"require_debug_false": {"()": "django.utils.log.RequireDebugFalse"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        # With DEBUG on, Django's console handler already prints these.
+        "errors": {"class": "logging.StreamHandler", "filters": ["require_debug_false"]},
+    },
     "loggers": {
         "haico": {"handlers": ["console"], "level": env("HAICO_LOG_LEVEL", default="INFO")},
+        "django.request": {"handlers": ["errors"], "level": "ERROR"},
+        "django.security": {"handlers": ["errors"], "level": "WARNING"},
     },
 }
