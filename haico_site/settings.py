@@ -69,6 +69,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # Before CSRF: it answers a body too big to read before CSRF's check
+    # reads it (haico_site.middleware).
+    "haico_site.middleware.HtmxErrorsMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -79,6 +82,8 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "haico_site.urls"
+# A stale tab's htmx post gets a message, not the 403 page (haico_site.views).
+CSRF_FAILURE_VIEW = "haico_site.views.csrf_failure"
 ASGI_APPLICATION = "haico_site.asgi.application"
 WSGI_APPLICATION = "haico_site.wsgi.application"
 
