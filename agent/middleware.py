@@ -64,7 +64,7 @@ from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from langgraph.config import get_stream_writer
 from langgraph.pregel._messages import StreamMessagesHandler, StreamMessagesHandlerV2
 
-from workspace.text import replace_lone_surrogates
+from workspace.text import encodable
 
 from .events import Diagnostic
 from .model import INVALID_TOOL_ARGS_KEY
@@ -142,7 +142,7 @@ def _without_lone_surrogates(value):
     """Arguments as parsed from the model's JSON, where an escaped lone
     surrogate becomes a character no encoder accepts."""
     if isinstance(value, str):
-        return replace_lone_surrogates(value)
+        return encodable(value)
     if isinstance(value, dict):
         return {key: _without_lone_surrogates(item) for key, item in value.items()}
     if isinstance(value, list):

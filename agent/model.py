@@ -16,7 +16,7 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr
 
-from workspace.text import replace_lone_surrogates
+from workspace.text import encodable
 
 # Local OpenAI-compatible servers ignore the key, but the OpenAI SDK refuses
 # to build a client without one.
@@ -84,12 +84,12 @@ def _clean_chunk(chunk: ChatGenerationChunk) -> ChatGenerationChunk:
     replaced (a provider can send them as JSON escapes)."""
     message = chunk.message
     if isinstance(message.content, str):
-        message.content = replace_lone_surrogates(message.content)
+        message.content = encodable(message.content)
     for part in getattr(message, "tool_call_chunks", None) or []:
         if isinstance(part.get("args"), str):
-            part["args"] = replace_lone_surrogates(part["args"])
+            part["args"] = encodable(part["args"])
     if isinstance(chunk.text, str):
-        chunk.text = replace_lone_surrogates(chunk.text)
+        chunk.text = encodable(chunk.text)
     return chunk
 
 
@@ -130,7 +130,7 @@ class HaicoChatOpenAI(ChatOpenAI):
         result = super()._create_chat_result(*args, **kwargs)
         for generation in result.generations:
             if isinstance(generation.message.content, str):
-                generation.message.content = replace_lone_surrogates(generation.message.content)
+                generation.message.content = encodable(generation.message.content)
         return result
 
     def bind_tools(self, tools, **kwargs):

@@ -8,6 +8,8 @@ links, feedback and the activity log are written by the app; staff inspect
 them here rather than editing them past the services' validation.
 """
 
+from axes import admin as axes_admin
+from axes.models import AccessAttempt
 from django.contrib import admin, messages
 from django.db import transaction
 
@@ -207,3 +209,22 @@ class PreferenceAdmin(admin.ModelAdmin):
     @admin.action(description="Unlock selected preferences", permissions=["change"])
     def unlock_selected(self, request, queryset):
         self._set_locked(request, queryset, False)
+
+
+# --- the login rate limit's records (django-axes) ------------------------------
+
+
+class AccessAttemptAdmin(axes_admin.AccessAttemptAdmin):
+    """axes' own admin, with its "Clean up expired attempts" action working:
+    axes 8.3.1 reads the cool-off threshold from `request.axes_attempt_time`,
+    which only its login handling sets, so the action was a 500 on every use."""
+
+    @admin.action(description="Clean up expired attempts")
+    def cleanup_expired_attempts(self, request, queryset):
+        if not hasattr(request, "axes_attempt_time"):
+            request.axes_attempt_time = None  # "now", as axes counts it
+        return super().cleanup_expired_attempts(request, queryset)
+
+
+admin.site.unregister(AccessAttempt)
+admin.site.register(AccessAttempt, AccessAttemptAdmin)

@@ -7,8 +7,12 @@ class ConversationsConfig(AppConfig):
 
     def ready(self):
         # Every committed workspace change reaches the thread's open tabs.
+        from django.contrib.auth.signals import user_logged_out
+
         from workspace import events
 
-        from . import live
+        from . import live, sessions
 
         events.subscribe(live.on_changes)
+        # Logging out closes that session's open sockets (conversations.sessions).
+        user_logged_out.connect(sessions.on_logout, dispatch_uid="haico-close-sockets-on-logout")

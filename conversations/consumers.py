@@ -6,9 +6,12 @@ validates what the chat form sends and hands a turn to the turn registry,
 which runs it as a server-owned task; this consumer only passes on what the
 live layer gives it (`deliver`) or the layer brings (`thread.fragment`).
 
-Close codes: 4401 not logged in, 4404 not your thread (or deleted). Both are
-sent after accepting, with a notice first, so the page can say why; the htmx
-ws extension does not reconnect on them.
+Close codes: 4401 not logged in, or the session ended (logged out, which
+closes the session's sockets at once; or a password change elsewhere, a
+deactivated account, an expired session, caught before acting on the next
+message: conversations.sessions), 4404 not your thread (or deleted). Both
+are sent after accepting, with a notice first, so the page can say why; the
+htmx ws extension does not reconnect on them.
 
 Messages (JSON; `ws-send` posts the form fields plus a HEADERS object):
   {"message": "...", "model": "..."}   start a turn
@@ -28,8 +31,10 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from agent.model import ModelNotConfigured, available_models
 from workspace.errors import UserFacingError
 from workspace.selectors import thread_for_user
+from workspace.text import encodable
 
 from .live import group_name, publisher
+from .sessions import session_group, session_signs_in
 from .turns import fragments, registry
 from .turns.guard import clean_user_message, retry_message
 
@@ -50,6 +55,7 @@ LOGIN_MESSAGE = "Your session has ended; log in again to use the chat."
 class ThreadConsumer(AsyncWebsocketConsumer):
     thread = None
     group = None
+    session_group = None
     _renewal = None
 
     async def connect(self):
@@ -66,6 +72,9 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         self.group = group_name(self.thread.pk)
         self._seen: dict[str, int] = {}  # other processes' last sequence number
         await self.channel_layer.group_add(self.group, self.channel_name)
+        self.session_key = self.scope["session"].session_key
+        self.session_group = session_group(self.session_key)
+        await self.channel_layer.group_add(self.session_group, self.channel_name)
         await self.accept()
         publisher.join(self.thread.pk, self)
         registry.warm_up()
@@ -73,6 +82,13 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         # Behind any fragment already on its way to the thread, so nothing
         # arrives twice or out of order.
         publisher.publish_to_consumer(self.thread.pk, self, await registry.connect_html(self.thread.pk))
+
+    async def send(self, text_data=None, bytes_data=None, close=False):
+        # The server could not encode a lone surrogate and would drop the
+        # connection: whatever a frame carries, the page gets it readable.
+        if text_data is not None:
+            text_data = encodable(text_data)
+        await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
 
     async def _refuse(self, message: str, code: int):
         await self.accept()
@@ -85,16 +101,39 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             if self._renewal is not None:
                 self._renewal.cancel()
             await self.channel_layer.group_discard(self.group, self.channel_name)
+            await self.channel_layer.group_discard(self.session_group, self.channel_name)
 
     async def _renew_membership(self):
         while True:
             await asyncio.sleep(RENEW_GROUP_SECONDS)
             await self.channel_layer.group_add(self.group, self.channel_name)
+            await self.channel_layer.group_add(self.session_group, self.channel_name)
+
+    async def _end_session(self):
+        await self._notice(LOGIN_MESSAGE)
+        await self.close(code=CLOSE_UNAUTHENTICATED)
+
+    async def session_ended(self, event):
+        """The session this socket was opened with logged out (conversations.sessions)."""
+        await self._end_session()
+
+    async def session_renewed(self, event):
+        """The session lives on under a new key (a password change in this browser)."""
+        await self.channel_layer.group_discard(self.session_group, self.channel_name)
+        self.session_key = event["session_key"]
+        self.session_group = session_group(self.session_key)
+        await self.channel_layer.group_add(self.session_group, self.channel_name)
 
     # -- from the browser --
 
     async def receive(self, text_data=None, bytes_data=None):
         if self.thread is None:
+            return
+        # The session may have ended since the socket opened: a socket must
+        # not outlive a logout or a password change made elsewhere.
+        signed_in = await database_sync_to_async(session_signs_in)(session_key=self.session_key, user=self.scope["user"])
+        if not signed_in:
+            await self._end_session()
             return
         data = _parse(text_data)
         if data is None:
@@ -205,6 +244,6 @@ def _parse(text_data) -> dict | None:
         return None
     try:
         data = json.loads(text_data)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply
         return None
     return data if isinstance(data, dict) else None

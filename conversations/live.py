@@ -41,6 +41,7 @@ from django.template.loader import render_to_string
 from workspace import panels
 from workspace.events import Change
 from workspace.models import Thread
+from workspace.text import encodable
 
 logger = logging.getLogger("haico.conversations.live")
 
@@ -123,6 +124,9 @@ class Publisher:
             self._submit(group_name(thread_id), consumer, html)
 
     def _submit(self, group: str, consumer, html: str) -> None:
+        # One string no socket (or Redis) can encode must not close every
+        # page of the thread: lone surrogates become U+FFFD here, once.
+        html = encodable(html)
         loop = self.loop
         if loop is None or loop.is_closed():
             # No server loop in this process (a management command, the

@@ -9,11 +9,13 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.urls import re_path  # noqa: E402
 
 from conversations.live import publisher  # noqa: E402
 from conversations.routing import websocket_urlpatterns  # noqa: E402
 from conversations.turns import registry  # noqa: E402
+
+from .websocket import CsrfOriginValidator, unrouted  # noqa: E402
 
 
 async def http_application(scope, receive, send):
@@ -28,7 +30,8 @@ async def http_application(scope, receive, send):
 application = ProtocolTypeRouter(
     {
         "http": http_application,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        # Origins as strict as Django's CSRF check; any other path is refused quietly (haico_site.websocket).
+        "websocket": CsrfOriginValidator(AuthMiddlewareStack(URLRouter([*websocket_urlpatterns, re_path(r"", unrouted)]))),
     }
 )
 

@@ -7,6 +7,7 @@ Production (DEBUG off) refuses to start with the development secret.
 
 import os
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -30,6 +31,8 @@ env = environ.Env(
     HAICO_MODEL_MAX_TOKENS=(int, 4096),
     HAICO_MODEL_CALL_LIMIT=(int, 25),
     SECURE_SSL_REDIRECT=(bool, True),
+    LOGIN_FAILURE_LIMIT=(int, 5),
+    LOGIN_COOLOFF_MINUTES=(int, 15),
 )
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
@@ -53,6 +56,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    "axes",
     "django_htmx",
     "template_partials",
     "channels",
@@ -65,14 +69,22 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # Before CSRF: it answers a body too big to read before CSRF's check
+    # reads it (haico_site.middleware).
+    "haico_site.middleware.HtmxErrorsMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "haico_site.middleware.AdminSelectionMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a lockout into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "haico_site.urls"
+# A stale tab's htmx post gets a message, not the 403 page (haico_site.views).
+CSRF_FAILURE_VIEW = "haico_site.views.csrf_failure"
 ASGI_APPLICATION = "haico_site.asgi.application"
 WSGI_APPLICATION = "haico_site.wsgi.application"
 
@@ -160,6 +172,27 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+# Django's database sessions; a session whose key changes (a password
+# change) takes its open sockets along (conversations.sessions).
+SESSION_ENGINE = "conversations.sessions"
+
+# Login rate limit (django-axes), for the site's login and the admin's alike:
+# after LOGIN_FAILURE_LIMIT wrong passwords for one username from one
+# address, that pair is refused (even the right password) for
+# LOGIN_COOLOFF_MINUTES, counted again from each attempt made meanwhile; a
+# successful login clears the count. Other users and other addresses are
+# unaffected. Behind a proxy, run daphne with --proxy-headers so the address
+# is the client's, not the proxy's.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: it refuses before any password is checked
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env("LOGIN_FAILURE_LIMIT")
+AXES_COOLOFF_TIME = timedelta(minutes=env("LOGIN_COOLOFF_MINUTES"))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "conversations.account_views.locked_out"
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "conversations:list"
 LOGOUT_REDIRECT_URL = "login"
@@ -211,11 +244,23 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+# Everything goes to stderr (the server's log). With DEBUG off, Django's own
+# console handler is silent and its mail_admins handler needs ADMINS, so
+# without the "errors" handler a 500 left no line at all. 4xx warnings of
+# django.request (every 404) stay out of a production log; security warnings
+# (a refused CSRF token, a disallowed host) stay in.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"require_debug_false": {"()": "django.utils.log.RequireDebugFalse"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        # With DEBUG on, Django's console handler already prints these.
+        "errors": {"class": "logging.StreamHandler", "filters": ["require_debug_false"]},
+    },
     "loggers": {
         "haico": {"handlers": ["console"], "level": env("HAICO_LOG_LEVEL", default="INFO")},
+        "django.request": {"handlers": ["errors"], "level": "ERROR"},
+        "django.security": {"handlers": ["errors"], "level": "WARNING"},
     },
 }

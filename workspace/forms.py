@@ -130,10 +130,20 @@ VERSION_ERRORS = {
 }
 
 
+class VersionField(forms.IntegerField):
+    """A JSON body may send any type: only a whole number or its digits is a
+    version (a nested list would otherwise reach str() and may recurse)."""
+
+    def to_python(self, value):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, str))):
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
+
+
 class DocumentSaveForm(forms.Form):
     """A save from the editor: based on `base_version`; title and/or content."""
 
-    base_version = forms.IntegerField(min_value=0, error_messages=VERSION_ERRORS)
+    base_version = VersionField(min_value=0, error_messages=VERSION_ERRORS)
     title = RuleTextField(label="Document title", max_chars=DOCUMENT_TITLE_MAX_CHARS)
     content = RuleTextField(
         label="Document content", max_chars=settings.HAICO_DOCUMENT_MAX_CHARS, allow_empty=True, strip=False

@@ -4,15 +4,34 @@ Every text field (titles, preference wording, plan steps, the objective,
 the document, chat messages) goes through `clean_text`, so the same input
 gets the same answer everywhere: it must be a string, must not contain NUL
 (PostgreSQL text columns refuse it, so it is refused up front with a clear
-message instead of failing on save), must fit its limit, and must not be
-blank unless the field allows that.
+message instead of failing on save) nor a lone surrogate (a JSON body or a
+socket frame can carry "\\ud800"; no database, page or socket can encode
+it), must fit its limit, and must not be blank unless the field allows that.
+
+`encodable` is the last line of defence where text leaves the server (the
+live layer, the socket): one unencodable string must never close a socket.
 """
 
 import re
 
 from .errors import InvalidInput
 
+# In a Python string every surrogate code point is unpaired (a JSON pair
+# "\\ud83d\\ude00" decodes to one astral character), so none can be UTF-8 encoded.
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_lone_surrogate(value: str) -> bool:
+    return _SURROGATE.search(value) is not None
+
+
+def encodable(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD, so it can be sent:
+    for text nobody can be asked to fix (a model's output, a page on its way
+    out), so one bad character cannot break a socket or a checkpoint write."""
+    if not isinstance(text, str) or not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def clean_text(
@@ -40,18 +59,8 @@ def clean_text(
         raise InvalidInput(f"{label} cannot be empty.")
     if "\x00" in value:
         raise InvalidInput(f"{label} cannot contain NUL characters.")
+    if has_lone_surrogate(value):
+        raise InvalidInput(f"{label} contains a character that cannot be stored (a lone surrogate); remove it and try again.")
     if len(value) > max_chars:
         raise InvalidInput(f"{label} is too long ({len(value):,} characters; the limit is {max_chars:,}).")
     return value
-
-
-def replace_lone_surrogates(text: str) -> str:
-    """`text` with every lone surrogate (a half of a UTF-16 pair, which no
-    encoder accepts) replaced by U+FFFD: for text nobody can be asked to fix,
-    such as a model's output, so one bad character cannot break a socket or
-    a checkpoint write."""
-    if not isinstance(text, str) or not _SURROGATE.search(text):
-        return text
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-

@@ -156,6 +156,12 @@
 
   HAICO.flash = flash;
 
+  // A refusal the server could only answer for the whole page (a body too
+  // big to read, something deleted in another tab): haico_site/middleware.py.
+  document.addEventListener("haico:flash", function (event) {
+    if (event.detail && event.detail.message) flash(event.detail.message);
+  });
+
   document.addEventListener("htmx:beforeSwap", function (event) {
     var xhr = event.detail.xhr;
     // login_required answered with a redirect that the browser followed: the

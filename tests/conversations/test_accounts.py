@@ -1,7 +1,10 @@
 """Sign up, log in, log out under /accounts/."""
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth import get_user_model
+from django.test import Client
 
 from tests.conftest import PASSWORD
 
@@ -102,3 +105,65 @@ def test_the_configured_mail_backend_never_needs_a_mail_server():
     import haico_site.settings as site_settings
 
     assert importlib.reload(site_settings).EMAIL_BACKEND == "django.core.mail.backends.console.EmailBackend"
+
+
+# --- login rate limit (django-axes) ----------------------------------------------
+
+WRONG = "not-the-password"
+
+
+def _log_in(client, username, password, *, path="/accounts/login/", address="127.0.0.1"):
+    return client.post(path, {"username": username, "password": password}, REMOTE_ADDR=address)
+
+
+def _fail(client, username, times, **where):
+    """`times` wrong passwords; the fifth answers with the lockout page itself."""
+    for attempt in range(1, times + 1):
+        response = _log_in(client, username, WRONG, **where)
+        if attempt < 5:
+            assert response.status_code == 200 and "do not match" in response.content.decode()
+        else:
+            assert response.status_code == 429
+
+
+def test_after_five_wrong_passwords_even_the_right_one_is_refused_with_the_wait(client, owner):
+    _fail(client, "owner", 5)
+    response = _log_in(client, "owner", PASSWORD)
+    html = response.content.decode()
+    assert response.status_code == 429
+    assert "Too many failed attempts to log in as “owner”" in html and "Try again in 15 minutes" in html
+    assert client.get("/threads/").status_code == 302  # not logged in
+
+
+def test_a_locked_out_username_leaves_other_users_and_other_addresses_alone(client, owner, other_user):
+    _fail(client, "owner", 5)
+    assert _log_in(client, "owner", PASSWORD).status_code == 429
+    assert _log_in(Client(), "intruder", PASSWORD).status_code == 302
+    assert _log_in(Client(), "owner", PASSWORD, address="10.0.0.2").status_code == 302
+
+
+def test_a_successful_login_clears_the_failure_count(client, owner):
+    _fail(client, "owner", 4)
+    assert _log_in(client, "owner", PASSWORD).status_code == 302
+    other_browser = Client()
+    _fail(other_browser, "owner", 4)
+    assert _log_in(other_browser, "owner", PASSWORD).status_code == 302
+
+
+def test_once_the_wait_is_over_the_right_password_works_again(client, owner):
+    from axes.models import AccessAttempt
+    from django.utils import timezone
+
+    _fail(client, "owner", 5)
+    AccessAttempt.objects.update(attempt_time=timezone.now() - timedelta(minutes=16))
+    assert _log_in(client, "owner", PASSWORD).status_code == 302
+
+
+def test_the_admin_login_is_limited_the_same_way(client, staff):
+    for _ in range(4):
+        assert _log_in(client, "staff", WRONG, path="/admin/login/").status_code == 200
+    assert _log_in(client, "staff", WRONG, path="/admin/login/").status_code == 429
+    response = _log_in(client, "staff", PASSWORD, path="/admin/login/")
+    assert response.status_code == 429
+    assert "Too many failed attempts" in response.content.decode()
+    assert client.get("/admin/").status_code == 302

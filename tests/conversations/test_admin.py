@@ -291,3 +291,40 @@ def test_thread_hard_delete_is_not_offered(staff_client, populated):
     response = staff_client.post(reverse("admin:workspace_thread_delete", args=[thread.pk]), {"post": "yes"})
     assert response.status_code == 403
     assert Thread.objects.filter(pk=thread.pk).exists()
+
+
+def test_staff_cleans_up_expired_login_attempts_keeping_recent_ones(staff_client):
+    from datetime import timedelta
+
+    from axes.models import AccessAttempt
+    from django.utils import timezone
+
+    fields = {"ip_address": "127.0.0.1", "user_agent": "test", "http_accept": "*/*", "path_info": "/accounts/login/",
+              "get_data": "", "post_data": "", "failures_since_start": 3}
+    old = AccessAttempt.objects.create(username="old", **fields)
+    AccessAttempt.objects.filter(pk=old.pk).update(attempt_time=timezone.now() - timedelta(days=1))
+    AccessAttempt.objects.create(username="recent", **fields)
+
+    response = staff_client.post(
+        reverse("admin:axes_accessattempt_changelist"),
+        {"action": "cleanup_expired_attempts", "_selected_action": [old.pk]},
+        follow=True,
+    )
+
+    assert response.status_code == 200
+    assert "Cleaned up 1 expired access attempts." in response.content.decode()
+    assert list(AccessAttempt.objects.values_list("username", flat=True)) == ["recent"]
+
+
+def test_bulk_action_with_ids_no_row_could_have_selects_nothing(staff_client, populated):
+    thread = populated["thread"]
+    response = staff_client.post(
+        reverse("admin:workspace_thread_changelist"),
+        {"action": "soft_delete_selected", "_selected_action": ["²", "not-a-uuid"], "index": "0"},
+        follow=True,
+    )
+
+    assert response.status_code == 200
+    assert "Items must be selected in order to perform actions on them" in response.content.decode()
+    thread.refresh_from_db()
+    assert thread.deleted_at is None

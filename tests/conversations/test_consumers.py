@@ -245,8 +245,14 @@ async def test_a_second_message_while_a_turn_runs_is_refused_and_not_stored(owne
         ("{not json", "could not be read"),
         (json.dumps(["hello"]), "could not be read"),
         (json.dumps({"action": "explode"}), "Unknown action"),
+        (json.dumps({"message": "a\ud800b"}), "Message contains a character that cannot be stored"),
+        (json.dumps({"message": "hello", "model": "gpt\udfff"}), "Unknown model \u201cgpt\ufffd\u201d"),
+        ("[" * 100_000, "could not be read"),
+        ('{"message": ' + "[" * 5_000 + "]" * 5_000 + "}", "could not be read"),
+        (json.dumps({"message": [[["deep"]]], "model": {"a": 1}}), "Message must be text."),
     ],
-    ids=["empty", "whitespace", "not-text", "too-long", "nul-character", "unknown-model", "malformed-json", "not-an-object", "unknown-action"],
+    ids=["empty", "whitespace", "not-text", "too-long", "nul-character", "unknown-model", "malformed-json", "not-an-object",
+         "unknown-action", "lone-surrogate", "lone-surrogate-echoed", "nested-array", "nested-message", "wrong-types"],
 )
 async def test_bad_input_gets_a_clear_error_and_nothing_is_stored(owner, thread, script, sockets, settings, payload, expected):
     settings.HAICO_MESSAGE_MAX_CHARS = 50
@@ -255,6 +261,7 @@ async def test_bad_input_gets_a_clear_error_and_nothing_is_stored(owner, thread,
     await socket.send_to(text_data=payload)
     html = await socket.receive_from()
     assert 'id="chat-notice"' in html and expected in html
+    html.encode("utf-8")  # a frame the server can send
     assert await socket.receive_nothing(timeout=0.2)
     stored = await _db(thread)
     assert stored["turn_index"] == 0 and stored["snapshots"] == [] and stored["running"] is None

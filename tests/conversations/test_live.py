@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from django.http import HttpRequest
 from django.test import Client
 
 from conversations.live import FRAGMENT_EVENT, Publisher, group_name
@@ -40,7 +41,8 @@ async def test_a_staff_lock_in_the_admin_reaches_the_owners_tab(owner, staff, th
     preference = await sync_to_async(preference_services.preference_add)(thread=thread, title="Cite sources", respect_lock=False)
     tab = await sockets(thread.pk, owner)
     client = Client()
-    await sync_to_async(client.login)(username="staff", password=PASSWORD)
+    # django-axes checks every authentication against the request it came with.
+    await sync_to_async(client.login)(request=HttpRequest(), username="staff", password=PASSWORD)
     response = await sync_to_async(client.post)(
         "/admin/workspace/preference/",
         {"action": "lock_selected", "_selected_action": [preference.pk], "index": "0"},
@@ -115,3 +117,25 @@ async def test_adding_a_preference_pushes_that_row_not_the_panel(owner, thread, 
     html = await tab.receive_from(timeout=3)
     [row] = only_patch(html, "preferences").rows
     assert row.text == "Brand new" and "Existing" not in html and len(html.encode()) <= 2048
+
+
+async def test_a_fragment_no_socket_could_encode_reaches_every_tab_readable(owner, thread, sockets):
+    from conversations.live import publisher
+
+    tabs = [await sockets(thread.pk, owner), await sockets(thread.pk, owner)]
+    layer = get_channel_layer()
+    other_process = await layer.new_channel()
+    await layer.group_add(group_name(thread.pk), other_process)
+
+    publisher.publish(thread.pk, "<p>lone \ud800 surrogate</p>")
+    publisher.publish(thread.pk, "<p>and the next one</p>")
+
+    for tab in tabs:
+        html = await tab.receive_from(timeout=3)
+        if "next one" not in html:
+            html += await tab.receive_from(timeout=3)
+        assert html == "<p>lone \ufffd surrogate</p><p>and the next one</p>"
+    # What goes to other processes can be encoded too (channels-redis packs UTF-8).
+    message = await asyncio.wait_for(layer.receive(other_process), 2)
+    assert "\ufffd" in message["html"]
+    message["html"].encode("utf-8")

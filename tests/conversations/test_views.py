@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from conversations.models import ActivityLogEntry
 from conversations.services import activity_log, thread_create, thread_soft_delete
-from tests.support.web import HTMX, ws_url
+from tests.support.web import HTMX, answered_as_missing, ws_url
 from workspace.models import Thread
 from workspace.services import artifacts as artifact_services
 from workspace.services import document as document_services
@@ -141,7 +141,7 @@ def test_rename_refuses_get(owner_client, thread):
 def test_rename_of_another_users_thread_is_404(other_client, thread):
     response = other_client.post(f"/threads/{thread.pk}/rename/", {"title": "Hijacked"}, **HTMX)
     thread.refresh_from_db()
-    assert response.status_code == 404
+    assert answered_as_missing(response)
     assert thread.title == "Lit review"
 
 

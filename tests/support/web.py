@@ -24,3 +24,14 @@ def database_rows() -> dict:
             cursor.execute(f"SELECT * FROM {connection.ops.quote_name(model._meta.db_table)} ORDER BY 1")
             rows[model._meta.label] = cursor.fetchall()
     return rows
+
+
+def answered_as_missing(response) -> bool:
+    """How a thread or row that is not there for this person (deleted, maybe
+    in another tab, or someone else's) is answered: a plain request gets a
+    404; an htmx one 200 and a message the page shows instead of an error
+    page (haico_site.middleware, workspace.views.common.gone)."""
+    if not response.wsgi_request.htmx:
+        return response.status_code == 404
+    shown = response.content.decode() + response.get("HX-Trigger", "")
+    return response.status_code == 200 and "no longer exists" in shown

@@ -6,7 +6,7 @@ from django.db import transaction
 
 from ..errors import InvalidInput
 from ..models import ARTIFACT_TITLE_MAX_CHARS, Artifact, Thread
-from ..text import clean_text
+from ..text import clean_text, has_lone_surrogate
 from .common import changed
 
 ARTIFACT_PAYLOAD_MAX_BYTES = 1_000_000
@@ -22,13 +22,17 @@ def artifact_create(*, thread: Thread, artifact_type: str, title: str, payload: 
     try:
         # NaN / Infinity are not JSON: the database's JSON check would reject
         # them on insert (an IntegrityError, i.e. a 500) instead of a clear message.
-        encoded = json.dumps(payload, allow_nan=False)
-    except (TypeError, ValueError):
+        # Not ASCII-escaped, so a lone surrogate stays visible (jsonb refuses
+        # its escape too); control characters such as NUL are still escaped.
+        encoded = json.dumps(payload, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
         raise InvalidInput("Artifact payload must be plain JSON (objects, lists, text, numbers).") from None
     if "\\u0000" in encoded:
         # PostgreSQL's jsonb cannot store the NUL escape.
         raise InvalidInput("Artifact payload cannot contain NUL characters.")
-    size = len(encoded)
+    if has_lone_surrogate(encoded):
+        raise InvalidInput("Artifact payload contains a character that cannot be stored (a lone surrogate).")
+    size = len(encoded.encode("utf-8"))
     if size > ARTIFACT_PAYLOAD_MAX_BYTES:
         raise InvalidInput(f"Artifact payload is too large ({size:,} bytes; the limit is {ARTIFACT_PAYLOAD_MAX_BYTES:,}).")
     artifact = Artifact.objects.create(

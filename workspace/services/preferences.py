@@ -95,12 +95,15 @@ def preference_update(
     respect_lock: bool,
 ) -> Preference:
     _check_lock(preference, respect_lock=respect_lock, verb="modified")
+    before = (preference.title, preference.subtitle, preference.kind)
     if title is not None:
         preference.title = _clean_title(title)
     if subtitle is not None:
         preference.subtitle = _clean_subtitle(subtitle)
     if kind is not None:
         preference.kind = _clean_kind(kind)
+    if (preference.title, preference.subtitle, preference.kind) == before:
+        return preference  # nothing to write, nothing to announce
     # Named fields only, so a stale object never writes back an old lock.
     preference.save(update_fields=["title", "subtitle", "kind", "updated_at"])
     changed(preference.thread_id, "preferences", [preference.pk])

@@ -8,7 +8,7 @@ from django.views.decorators.http import require_GET
 
 from .. import panels, selectors
 from ..forms import ArtifactChoiceForm, first_error
-from .common import get_thread_for_user
+from .common import flash, get_thread_for_user
 
 
 @login_required
@@ -18,6 +18,8 @@ def centre_panel(request, thread_id):
     thread = get_thread_for_user(request, thread_id)
     form = ArtifactChoiceForm({"artifact": request.GET.get("artifact", "").strip() or None})
     if not form.is_valid():
+        if request.htmx:
+            return flash(first_error(form))
         return HttpResponse(first_error(form), status=400, content_type="text/plain")
     selected_id = form.cleaned_data["artifact"]
     if selected_id is not None and selectors.artifact_for(thread=thread, artifact_id=selected_id) is None:

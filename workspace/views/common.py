@@ -7,12 +7,17 @@ of the thread receives over its socket, so the person's own tab and their
 other tabs show the same thing. A refusal (`refused`) answers htmx with a
 message patch shown where the person asked, leaving what they typed in
 place. Plain form posts (no JavaScript) get the page back on success and the
-panel with its message (400) on a refusal."""
+panel with its message (400) on a refusal.
+
+A row another tab deleted (`gone`) is answered like a refusal, with the
+panel's rows refreshed so the page drops it; what has no place in a panel
+(`flash`) goes to the page's flash line. Never an error status for htmx: with
+DEBUG on, django-htmx replaces the whole page with the error page."""
 
 from django.db.models import Model
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
-from django_htmx.http import trigger_client_event
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django_htmx.http import reswap, trigger_client_event
 
 from .. import panels
 from ..events import Change
@@ -20,6 +25,9 @@ from ..models import Thread
 from ..selectors import get_thread_for_user_or_404
 
 SAVED_EVENT = "haico:saved"
+FLASH_EVENT = "haico:flash"
+# Panels whose rows another tab may delete, and how to bring their rows up to date.
+REFRESH_ROWS = {"plan": panels.render_plan_patch, "preferences": panels.render_preferences_patch}
 
 
 def get_thread_for_user(request: HttpRequest, thread_id) -> Thread:
@@ -27,9 +35,24 @@ def get_thread_for_user(request: HttpRequest, thread_id) -> Thread:
     return get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
 
 
-def get_in_thread_or_404(model: type[Model], *, thread: Thread, pk: int):
-    """A workspace row by id, only if it belongs to `thread`."""
-    return get_object_or_404(model, thread=thread, pk=pk)
+def in_thread_or_none(model: type[Model], *, thread: Thread, pk: int):
+    """A workspace row by id if it belongs to `thread`; None when it is not (or no longer) there."""
+    return model.objects.filter(thread=thread, pk=pk).first()
+
+
+def gone(request: HttpRequest, panel: str, *, thread: Thread, message: str) -> HttpResponse:
+    """The row asked for is not in the thread (another tab deleted it): htmx
+    gets the message in the panel and every row as stored (a complete patch,
+    so the page drops the stale one); a plain request a 404."""
+    if not request.htmx:
+        raise Http404(message)
+    error = panels.render_error(panel=panel, target="panel", message=message)
+    return HttpResponse(error + REFRESH_ROWS[panel](thread=thread))
+
+
+def flash(message: str) -> HttpResponse:
+    """200 that leaves the page as it is and shows `message` in its flash line (static/js/workspace.js)."""
+    return trigger_client_event(reswap(HttpResponse(""), "none"), FLASH_EVENT, {"message": message})
 
 
 def changed(request: HttpRequest, thread: Thread, changes: list[Change]) -> HttpResponse:

@@ -21,6 +21,7 @@ from ..errors import DocumentConflict, WorkspaceError
 from ..forms import DocumentSaveForm, first_error
 from ..markdown import render_markdown
 from ..services import document as document_services
+from ..text import encodable
 from .common import get_thread_for_user
 
 SAVE_STATE = "workspace/panels/centre.html#save_state"
@@ -33,7 +34,7 @@ def read_body(request) -> dict | str:
     if request.content_type == "application/json":
         try:
             data = json.loads(request.body or b"")
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply
             return "The request body is not valid JSON."
         return data if isinstance(data, dict) else "The request body must be a JSON object."
     try:
@@ -67,7 +68,8 @@ def _submitted_version(data) -> int | str:
     value = data.get("base_version") if hasattr(data, "get") else None
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
-    if isinstance(value, str) and value.strip().isdigit():
+    # isdigit() is also true of "²", which int() refuses.
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         return int(value)
     return ""
 
@@ -110,7 +112,8 @@ def document_save(request, thread_id):
 def _as_text(value) -> str | None:
     if not isinstance(value, str):
         return None
-    return value.replace("\r\n", "\n").replace("\r", "\n")
+    # Handed back as typed, but a lone surrogate cannot be sent to the page.
+    return encodable(value.replace("\r\n", "\n").replace("\r", "\n"))
 
 
 @login_required

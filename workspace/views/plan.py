@@ -12,9 +12,10 @@ from ..errors import WorkspaceError
 from ..forms import StepDoneForm, StepMoveForm, StepTextForm, first_error
 from ..models import Todo
 from ..services import plan as plan_services
-from .common import changed, get_in_thread_or_404, get_thread_for_user, panel_response, refused
+from .common import changed, get_thread_for_user, gone, in_thread_or_none, panel_response, refused
 
 PANEL = "plan"
+STEP_GONE = "That step no longer exists (it may have been deleted in another tab); the plan now shows what is left."
 
 
 @login_required
@@ -42,7 +43,9 @@ def step_add(request, thread_id):
 def _on_step(request, thread_id, pk, action, *, form_class=None, target="row"):
     """Validate `form_class`, then run `action(todo, cleaned_data)` on a step of this thread."""
     thread = get_thread_for_user(request, thread_id)
-    todo = get_in_thread_or_404(Todo, thread=thread, pk=pk)
+    todo = in_thread_or_none(Todo, thread=thread, pk=pk)
+    if todo is None:
+        return gone(request, PANEL, thread=thread, message=STEP_GONE)
     data = {}
     if form_class is not None:
         form = form_class(request.POST)

@@ -11,9 +11,10 @@ from ..errors import WorkspaceError
 from ..forms import PreferenceAddForm, PreferenceEditForm, PreferenceLockForm, first_error
 from ..models import Preference
 from ..services import preferences as preference_services
-from .common import changed, get_in_thread_or_404, get_thread_for_user, panel_response, refused
+from .common import changed, get_thread_for_user, gone, in_thread_or_none, panel_response, refused
 
 PANEL = "preferences"
+PREFERENCE_GONE = "That preference no longer exists (it may have been deleted in another tab); the list now shows what is left."
 
 
 @login_required
@@ -40,7 +41,9 @@ def preference_add(request, thread_id):
 
 def _on_preference(request, thread_id, pk, action, *, form_class=None, target="row"):
     thread = get_thread_for_user(request, thread_id)
-    preference = get_in_thread_or_404(Preference, thread=thread, pk=pk)
+    preference = in_thread_or_none(Preference, thread=thread, pk=pk)
+    if preference is None:
+        return gone(request, PANEL, thread=thread, message=PREFERENCE_GONE)
     data = {}
     if form_class is not None:
         form = form_class(request.POST)

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from conversations.services import thread_create
-from tests.support.web import HTMX, ws_url
+from tests.support.web import HTMX, answered_as_missing, ws_url
 from workspace.panels import render_panel
 from workspace.services import artifacts as artifacts_services
 from workspace.services import document as document_services
@@ -142,20 +142,24 @@ def test_centre_escapes_payload_text(owner_client, thread):
 def test_centre_artifact_of_another_thread_is_404(owner_client, owner, thread):
     elsewhere = thread_create(owner=owner, title="Other work")
     foreign = _bar(elsewhere)
-    assert _get(owner_client, thread, f"?artifact={foreign.pk}").status_code == 404
-    assert _get(owner_client, thread, "?artifact=999999").status_code == 404
+    assert answered_as_missing(_get(owner_client, thread, f"?artifact={foreign.pk}"))
+    assert answered_as_missing(_get(owner_client, thread, "?artifact=999999"))
 
 
-def test_centre_artifact_id_that_is_not_a_number_is_400(owner_client, thread):
-    response = _get(owner_client, thread, "?artifact=abc")
-    assert response.status_code == 400
-    assert b"must be a number" in response.content
+@pytest.mark.parametrize("artifact_id", ["abc", "²", "-1", "1.5"])
+def test_centre_artifact_id_that_is_not_a_number_is_refused_with_a_message(owner_client, thread, artifact_id):
+    # htmx: 200 and the page's flash line, the page left as it is; a plain request: 400.
+    response = _get(owner_client, thread, f"?artifact={artifact_id}")
+    assert response.status_code == 200 and response["HX-Reswap"] == "none"
+    assert "must be a number" in response["HX-Trigger"]
+    plain = owner_client.get(ws_url(thread, "centre/") + f"?artifact={artifact_id}")
+    assert plain.status_code == 400 and b"must be a number" in plain.content
 
 
 def test_centre_other_users_thread_is_404(other_client, thread):
     chart = _bar(thread)
-    assert _get(other_client, thread).status_code == 404
-    assert _get(other_client, thread, f"?artifact={chart.pk}").status_code == 404
+    assert answered_as_missing(_get(other_client, thread))
+    assert answered_as_missing(_get(other_client, thread, f"?artifact={chart.pk}"))
 
 
 def test_centre_unknown_thread_is_404(owner_client):

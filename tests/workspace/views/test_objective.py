@@ -4,7 +4,7 @@ import pytest
 
 from conversations.services import thread_soft_delete
 from conversations.turns.guard import turn_begin, turn_finish
-from tests.support.web import HTMX, ws_url
+from tests.support.web import HTMX, answered_as_missing, ws_url
 from workspace.models import Objective
 from workspace.selectors import STANDING_OBJECTIVE
 from workspace.services import objective as objective_services
@@ -79,13 +79,13 @@ def test_objective_history_refuses_post(owner_client, thread):
 
 def test_objective_edit_of_another_users_thread_is_404(other_client, thread):
     response = other_client.post(ws_url(thread, "objective/edit/"), {"text": "Mine now"}, **HTMX)
-    assert response.status_code == 404
+    assert answered_as_missing(response)
     assert not Objective.objects.filter(thread=thread).exists()
 
 
 @pytest.mark.parametrize("suffix", ["objective/", "objective/history/"])
 def test_objective_reads_of_another_users_thread_are_404(other_client, thread, suffix):
-    assert other_client.get(ws_url(thread, suffix), **HTMX).status_code == 404
+    assert answered_as_missing(other_client.get(ws_url(thread, suffix), **HTMX))
 
 
 def test_objective_edit_requires_login(client, thread):

@@ -4,7 +4,7 @@ import pytest
 
 from conversations.services import thread_create
 from tests.support.patches import only_patch, read_patches
-from tests.support.web import HTMX, ws_url
+from tests.support.web import HTMX, answered_as_missing, ws_url
 from workspace.models import Todo
 from workspace.services import plan as plan_services
 
@@ -62,7 +62,7 @@ def test_empty_plan_says_so(owner_client, thread):
 
 
 def test_plan_panel_of_another_users_thread_is_404(other_client, thread):
-    assert other_client.get(ws_url(thread, "plan/"), **HTMX).status_code == 404
+    assert answered_as_missing(other_client.get(ws_url(thread, "plan/"), **HTMX))
 
 
 # --- add --------------------------------------------------------------------------------
@@ -128,7 +128,7 @@ def test_add_refuses_get(owner_client, thread):
 
 
 def test_add_to_another_users_thread_is_404(other_client, thread):
-    assert other_client.post(ws_url(thread, "plan/add/"), {"text": "Sneaky"}, **HTMX).status_code == 404
+    assert answered_as_missing(other_client.post(ws_url(thread, "plan/add/"), {"text": "Sneaky"}, **HTMX))
     assert outline(thread) == []
 
 
@@ -159,7 +159,7 @@ def test_step_actions_refuse_get(owner_client, thread, plan, action, data):
 
 @pytest.mark.parametrize("action, data", STEP_ACTIONS)
 def test_step_actions_on_another_users_thread_are_404(other_client, thread, plan, action, data):
-    assert other_client.post(step_url(thread, plan["screen"], action), data, **HTMX).status_code == 404
+    assert answered_as_missing(other_client.post(step_url(thread, plan["screen"], action), data, **HTMX))
     assert outline(thread) == ORIGINAL
 
 
@@ -176,13 +176,13 @@ def test_step_of_another_thread_is_404(owner_client, owner, thread, action, data
     foreign = plan_services.todo_add(thread=elsewhere, text="Foreign")
     plan_services.todo_add(thread=elsewhere, text="Foreign child", parent=foreign)
     response = owner_client.post(ws_url(thread, f"plan/{foreign.pk}/{action}/"), data, **HTMX)
-    assert response.status_code == 404
+    assert answered_as_missing(response)
     assert outline(elsewhere) == [(0, "Foreign", False), (1, "Foreign child", False)]
 
 
 @pytest.mark.parametrize("action, data", STEP_ACTIONS)
 def test_unknown_step_id_is_404(owner_client, thread, plan, action, data):
-    assert owner_client.post(ws_url(thread, f"plan/999999/{action}/"), data, **HTMX).status_code == 404
+    assert answered_as_missing(owner_client.post(ws_url(thread, f"plan/999999/{action}/"), data, **HTMX))
     assert outline(thread) == ORIGINAL
 
 

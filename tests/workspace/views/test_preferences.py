@@ -3,7 +3,7 @@
 import pytest
 
 from tests.support.patches import only_patch
-from tests.support.web import HTMX, ws_url
+from tests.support.web import HTMX, answered_as_missing, ws_url
 from workspace.models import Preference
 from workspace.services import preferences as preferences_services
 
@@ -43,7 +43,7 @@ def test_panel_lists_hard_before_soft_and_marks_locked(owner_client, thread):
 
 
 def test_panel_of_another_users_thread_is_404(other_client, thread):
-    assert other_client.get(ws_url(thread, "preferences/"), **HTMX).status_code == 404
+    assert answered_as_missing(other_client.get(ws_url(thread, "preferences/"), **HTMX))
 
 
 # --- add ------------------------------------------------------------------------------
@@ -107,7 +107,7 @@ def test_add_refuses_get(owner_client, thread):
 
 def test_add_to_another_users_thread_is_404(other_client, thread):
     response = other_client.post(ws_url(thread, "preferences/add/"), {"title": "Sneaky", "kind": "soft"}, **HTMX)
-    assert response.status_code == 404
+    assert answered_as_missing(response)
     assert snapshot(thread) == []
 
 
@@ -165,7 +165,7 @@ def test_edit_refuses_get(owner_client, thread):
 def test_edit_of_another_users_preference_is_404(other_client, thread):
     pref = add_pref(thread, "Theirs")
     response = other_client.post(ws_url(thread, f"preferences/{pref.pk}/edit/"), {"title": "Mine"}, **HTMX)
-    assert response.status_code == 404
+    assert answered_as_missing(response)
     assert snapshot(thread) == [("Theirs", "", "soft", False)]
 
 
@@ -175,12 +175,12 @@ def test_preference_id_from_another_thread_is_404(owner_client, owner, thread):
     other_thread = thread_create(owner=owner, title="Other")
     pref = add_pref(other_thread, "Elsewhere")
     response = owner_client.post(ws_url(thread, f"preferences/{pref.pk}/edit/"), {"title": "Moved"}, **HTMX)
-    assert response.status_code == 404
+    assert answered_as_missing(response)
     assert snapshot(other_thread) == [("Elsewhere", "", "soft", False)]
 
 
 def test_unknown_preference_id_is_404(owner_client, thread):
-    assert owner_client.post(ws_url(thread, "preferences/999999/edit/"), {"title": "x"}, **HTMX).status_code == 404
+    assert answered_as_missing(owner_client.post(ws_url(thread, "preferences/999999/edit/"), {"title": "x"}, **HTMX))
 
 
 def test_edit_requires_login(client, thread):
@@ -213,7 +213,7 @@ def test_delete_refuses_get(owner_client, thread):
 
 def test_delete_of_another_users_preference_is_404(other_client, thread):
     pref = add_pref(thread, "Theirs")
-    assert other_client.post(ws_url(thread, f"preferences/{pref.pk}/delete/"), **HTMX).status_code == 404
+    assert answered_as_missing(other_client.post(ws_url(thread, f"preferences/{pref.pk}/delete/"), **HTMX))
     assert Preference.objects.filter(pk=pref.pk).exists()
 
 
@@ -258,7 +258,7 @@ def test_lock_refuses_get(owner_client, thread):
 
 def test_lock_of_another_users_preference_is_404(other_client, thread):
     pref = add_pref(thread, "Theirs")
-    assert other_client.post(ws_url(thread, f"preferences/{pref.pk}/lock/"), {"locked": "1"}, **HTMX).status_code == 404
+    assert answered_as_missing(other_client.post(ws_url(thread, f"preferences/{pref.pk}/lock/"), {"locked": "1"}, **HTMX))
     pref.refresh_from_db()
     assert not pref.locked
 

@@ -1,0 +1,86 @@
+"""A thread's socket lives only as long as the session it was opened with
+(conversations.consumers).
+
+Logging out closes that session's open sockets at once, in every process:
+each socket joins its session's channel group and `on_logout` (a
+`user_logged_out` receiver) tells the group. Whatever else ends a session (a
+password change in another session, a deactivated account, an expired or
+deleted session) is caught by `session_signs_in`, which the consumer asks
+before it acts on each message.
+
+A session that lives on under a new key (Django cycles the key when the
+person changes their password, or logs in again) takes its sockets along:
+this module is the SESSION_ENGINE, Django's database sessions plus a
+`cycle_key` that tells the old key's sockets the new one. The key travels
+through the channel layer, which already carries everything the pages show.
+"""
+
+import hashlib
+import logging
+from importlib import import_module
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, load_backend
+from django.contrib.sessions.backends import db
+from django.utils.crypto import constant_time_compare
+
+logger = logging.getLogger("haico.conversations.sessions")
+
+SESSION_ENDED_EVENT = "session.ended"
+SESSION_RENEWED_EVENT = "session.renewed"
+
+
+def session_group(session_key: str) -> str:
+    """The channel group of one session's sockets. A digest, not the key:
+    group names can be read by whoever can read the channel layer (Redis)."""
+    return "session." + hashlib.sha256(session_key.encode()).hexdigest()[:40]
+
+
+def session_signs_in(*, session_key: str | None, user) -> bool:
+    """Whether session `session_key` still signs `user` in, by the checks
+    Django's next request would make: the session exists and has not
+    expired, it names this user and an enabled backend, the backend still
+    lets the user in (ModelBackend refuses inactive users), and the session's
+    auth hash matches the user's password now (or a SECRET_KEY_FALLBACKS
+    one). Read only: unlike django.contrib.auth.get_user it never flushes or
+    cycles the session, which is the browser's."""
+    if not session_key:
+        return False
+    data = import_module(settings.SESSION_ENGINE).SessionStore(session_key).load()
+    backend_path = data.get(BACKEND_SESSION_KEY)
+    if data.get(SESSION_KEY) != str(user.pk) or backend_path not in settings.AUTHENTICATION_BACKENDS:
+        return False
+    current = load_backend(backend_path).get_user(user.pk)
+    if current is None:
+        return False
+    session_hash = data.get(HASH_SESSION_KEY)
+    if not session_hash:
+        return False
+    hashes = [current.get_session_auth_hash(), *current.get_session_auth_fallback_hash()]
+    return any(constant_time_compare(session_hash, known) for known in hashes)
+
+
+def _tell_sockets(session_key: str, event: dict) -> None:
+    try:
+        async_to_sync(get_channel_layer().group_send)(session_group(session_key), event)
+    except Exception:
+        # Logging out (or changing a password) must work even when the
+        # channel layer does not; the sockets then end at their next message.
+        logger.exception("could not tell the open sockets of a session about %s", event["type"])
+
+
+def on_logout(sender, request, user, **kwargs):
+    """`user_logged_out` receiver: runs before the session is flushed, so its key is still known."""
+    session_key = getattr(getattr(request, "session", None), "session_key", None)
+    if session_key:
+        _tell_sockets(session_key, {"type": SESSION_ENDED_EVENT})
+
+
+class SessionStore(db.SessionStore):
+    def cycle_key(self):
+        old_key = self.session_key
+        super().cycle_key()
+        if old_key and self.session_key != old_key:
+            _tell_sockets(old_key, {"type": SESSION_RENEWED_EVENT, "session_key": self.session_key})

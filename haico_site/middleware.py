@@ -1,0 +1,127 @@
+"""htmx requests get a message the page shows, never an error page; the
+admin's bulk actions never fail on ids no row could have.
+
+The workspace's htmx views answer a refusal with 200 and a message where the
+person acted (the house rule: htmx does not swap an error response, and with
+DEBUG the error page is a whole document). Two failures happen before a view
+can say anything, and this middleware answers them the same way:
+
+- a body too big to read (over DATA_UPLOAD_MAX_MEMORY_SIZE, or more than
+  DATA_UPLOAD_MAX_NUMBER_FIELDS fields). Django raises as soon as anything
+  reads the body, and CSRF's check reads it first, so the request would end
+  as a bare 400. `process_view` (this middleware sits before
+  CsrfViewMiddleware) reads the body first and answers; a plain form post
+  gets a 413 page saying the same.
+- a 404 raised by a view: a thread deleted in another tab, or one that is
+  not yours (the same answer, so it confirms nothing). A row deleted
+  elsewhere is answered by the panel's own view, with its rows refreshed
+  (workspace.views.common.gone). A plain request still gets the 404.
+
+Where the message goes: the document save's own status (the editor keeps
+the text), the plan or preferences panel's error line, or else the page's
+flash line (workspace.views.common.flash), leaving the page as it is.
+"""
+
+from django.conf import settings
+from django.contrib.admin import helpers as admin_helpers
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, ValidationError
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+from django.template.loader import render_to_string
+from django_htmx.http import reswap
+
+from workspace import panels
+from workspace.views.common import flash
+
+DOCUMENT_SAVE = "workspace:document-save"
+SAVE_STATE = "workspace/panels/centre.html#save_state"
+# The panels whose rows post to these URLs show a refusal in their own error line.
+PANEL_OF_URL = {"workspace:plan": "plan", "workspace:preference": "preferences"}
+
+GONE = "That no longer exists (it may have been deleted in another tab) or is not yours; nothing was changed."
+
+
+def too_big_message(request, exception) -> str:
+    if request.resolver_match and request.resolver_match.view_name == DOCUMENT_SAVE:
+        return "The document is too long to send; nothing was saved."
+    if isinstance(exception, TooManyFieldsSent):
+        return f"That was too many fields to send at once (the limit is {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS:,}); nothing was saved."
+    limit_mb = settings.DATA_UPLOAD_MAX_MEMORY_SIZE / (1024 * 1024)
+    return f"That was too much to send at once (the limit is {limit_mb:.1f} MB); nothing was saved."
+
+
+def htmx_message(request, message: str) -> HttpResponse:
+    """200 with `message` where the person acted, changing nothing else on the page."""
+    view_name = request.resolver_match.view_name if request.resolver_match else ""
+    if view_name == DOCUMENT_SAVE:
+        # Blank version: the next save is refused rather than overwriting a
+        # version this editor never saw (as the document view does).
+        context = {"doc_state": "error", "doc_message": message, "doc_base_version": ""}
+        return HttpResponse(render_to_string(SAVE_STATE, context, request=request))
+    panel = next((name for prefix, name in PANEL_OF_URL.items() if view_name.startswith(prefix)), None)
+    if panel is not None:
+        return reswap(HttpResponse(panels.render_error(panel=panel, target="panel", message=message)), "none")
+    return flash(message)
+
+
+class HtmxErrorsMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view, args, kwargs):
+        if request.method != "POST":
+            return None
+        try:
+            # What CsrfViewMiddleware and the view would read; reading it is
+            # where Django applies its size limits.
+            request.POST
+            if request.content_type != "multipart/form-data":
+                request.body
+        except (RequestDataTooBig, TooManyFieldsSent) as exc:
+            message = too_big_message(request, exc)
+            if request.htmx:
+                return htmx_message(request, message)
+            return render(request, "errors/too_big.html", {"message": message}, status=413)
+        return None
+
+    def process_exception(self, request, exception):
+        if request.htmx and isinstance(exception, Http404):
+            return htmx_message(request, GONE)
+        return None
+
+
+class AdminSelectionMiddleware:
+    """The admin runs a bulk action on `pk__in=<the ticked ids>`, and an id that
+    is not one the primary key could hold ("²" or 10**23 for an integer,
+    "x" for a UUID) raised a 500 from every changelist, ours and the packages' alike.
+    Such ids cannot name a row, so they are taken out before the admin reads
+    them: with none left it says no items were selected, as for an empty tick."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view, args, kwargs):
+        model_admin = getattr(view, "model_admin", None)
+        field = admin_helpers.ACTION_CHECKBOX_NAME
+        if request.method != "POST" or model_admin is None or field not in request.POST:
+            return None
+        primary_key = model_admin.model._meta.pk
+        valid = []
+        for value in request.POST.getlist(field):
+            try:
+                # The key's own validators hold the database's integer range.
+                primary_key.run_validators(primary_key.to_python(value))
+            except (ValidationError, ValueError, TypeError, OverflowError):
+                continue
+            valid.append(value)
+        if len(valid) != len(request.POST.getlist(field)):
+            post = request.POST.copy()
+            post.setlist(field, valid)
+            request.POST = post
+        return None

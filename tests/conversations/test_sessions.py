@@ -1,0 +1,166 @@
+"""A thread's socket lives only as long as its session (conversations.sessions):
+logging out closes that session's sockets at once, with the page told why;
+a password change elsewhere, a deactivated account or a deleted session ends
+a socket at its next message, before anything is stored."""
+
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+from conversations.sessions import SessionStore
+from django.contrib.sessions.models import Session
+from django.test import Client
+
+from conversations.sessions import session_signs_in
+from tests.conftest import PASSWORD
+from tests.support.fake_model import Reply
+from workspace.models import WorkspaceSnapshot
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+NEW_PASSWORD = "a-brand-new-password-42"
+ENDED = "Your session has ended; log in again to use the chat."
+
+
+@sync_to_async
+def _log_in(user) -> str:
+    """A new signed-in session of `user` (a browser of theirs), by its key."""
+    session = SessionStore()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.save()
+    return session.session_key
+
+
+def _browser(session_key) -> Client:
+    client = Client()
+    client.cookies[settings.SESSION_COOKIE_NAME] = session_key
+    return client
+
+
+@pytest.fixture
+async def session_sockets():
+    opened: list[WebsocketCommunicator] = []
+
+    async def open_(thread, session_key):
+        from haico_site.asgi import application
+
+        headers = [
+            (b"origin", b"http://127.0.0.1:8000"),
+            (b"host", b"127.0.0.1:8000"),
+            (b"cookie", f"{settings.SESSION_COOKIE_NAME}={session_key}".encode()),
+        ]
+        communicator = WebsocketCommunicator(application, f"/ws/threads/{thread.pk}/", headers=headers)
+        connected, _ = await communicator.connect(timeout=5)
+        assert connected
+        opened.append(communicator)
+        return communicator
+
+    yield open_
+    for communicator in opened:
+        try:
+            await communicator.disconnect(timeout=2)
+        except Exception:
+            pass
+
+
+def _message(text):
+    return json.dumps({"message": text, "HEADERS": {"HX-Request": "true"}})
+
+
+async def _ended(socket):
+    assert ENDED in await socket.receive_from(timeout=3)
+    assert await socket.receive_output(timeout=3) == {"type": "websocket.close", "code": 4401}
+
+
+async def _still_open(socket):
+    """The socket still answers (a stop with no turn running says so)."""
+    await socket.send_to(text_data=json.dumps({"action": "stop"}))
+    assert "No turn is running." in await socket.receive_from(timeout=3)
+
+
+@sync_to_async
+def _snapshots(thread):
+    return list(WorkspaceSnapshot.objects.filter(thread=thread).values_list("user_message", flat=True))
+
+
+async def test_logging_out_closes_that_sessions_sockets_at_once_and_no_others(owner, thread, script, session_sockets):
+    mine, elsewhere = await _log_in(owner), await _log_in(owner)
+    first_tab, second_tab = await session_sockets(thread, mine), await session_sockets(thread, mine)
+    other_browser = await session_sockets(thread, elsewhere)
+
+    response = await sync_to_async(_browser(mine).post)("/accounts/logout/")
+
+    assert response.status_code == 302
+    await _ended(first_tab)
+    await _ended(second_tab)
+    assert await other_browser.receive_nothing(timeout=0.2)
+    await _still_open(other_browser)
+
+
+async def test_logging_out_in_the_admin_closes_the_sessions_sockets_too(staff, thread, script, session_sockets):
+    # Staff may open only their own threads; the admin's logout is the same logout.
+    from conversations.services import thread_create
+
+    theirs = await sync_to_async(thread_create)(owner=staff, title="Staff notes")
+    key = await _log_in(staff)
+    tab = await session_sockets(theirs, key)
+    response = await sync_to_async(_browser(key).post)("/admin/logout/")
+    assert response.status_code == 302
+    await _ended(tab)
+
+
+async def test_a_password_change_ends_other_sessions_sockets_at_their_next_message_and_keeps_its_own(owner, thread, script, session_sockets):
+    script(Reply(text="must not run"))
+    stale, changing = await _log_in(owner), await _log_in(owner)
+    stale_tab = await session_sockets(thread, stale)
+    changing_tab = await session_sockets(thread, changing)
+
+    response = await sync_to_async(_browser(changing).post)(
+        "/accounts/password_change/",
+        {"old_password": PASSWORD, "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD},
+    )
+    assert response.status_code == 302
+
+    await stale_tab.send_to(text_data=_message("sent from the old session"))
+    await _ended(stale_tab)
+    assert await _snapshots(thread) == []
+    # The session that changed the password keeps its socket (Django updates its hash).
+    await _still_open(changing_tab)
+
+
+async def test_a_deactivated_account_ends_its_sockets_at_their_next_message(owner, thread, script, session_sockets):
+    script(Reply(text="must not run"))
+    tab = await session_sockets(thread, await _log_in(owner))
+    owner.is_active = False
+    await sync_to_async(owner.save)()
+
+    await tab.send_to(text_data=_message("hello"))
+
+    await _ended(tab)
+    assert await _snapshots(thread) == []
+
+
+async def test_a_deleted_session_ends_its_sockets_at_their_next_message(owner, thread, script, session_sockets):
+    key = await _log_in(owner)
+    tab = await session_sockets(thread, key)
+    await sync_to_async(Session.objects.filter(session_key=key).delete)()
+
+    await tab.send_to(text_data=json.dumps({"action": "stop"}))
+
+    await _ended(tab)
+
+
+async def test_checking_a_session_never_changes_it(owner):
+    key = await _log_in(owner)
+    assert await sync_to_async(session_signs_in)(session_key=key, user=owner)
+    owner.set_password(NEW_PASSWORD)
+    await sync_to_async(owner.save)()
+    assert not await sync_to_async(session_signs_in)(session_key=key, user=owner)
+    # Still there, as the browser left it: only Django's next request decides what to do with it.
+    assert await sync_to_async(Session.objects.filter(session_key=key).exists)()
+    assert not await sync_to_async(session_signs_in)(session_key=None, user=owner)
