@@ -1,5 +1,5 @@
 """htmx requests get a message the page shows, never an error page; the
-admin's bulk actions never fail on ids no row could have.
+admin never fails on input no row could match (AdminInputMiddleware).
 
 The workspace's htmx views answer a refusal with 200 and a message where the
 person acted (the house rule: htmx does not swap an error response, and with
@@ -25,7 +25,7 @@ flash line (workspace.views.common.flash), leaving the page as it is.
 from django.conf import settings
 from django.contrib.admin import helpers as admin_helpers
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, ValidationError
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django_htmx.http import reswap
@@ -93,12 +93,16 @@ class HtmxErrorsMiddleware:
         return None
 
 
-class AdminSelectionMiddleware:
-    """The admin runs a bulk action on `pk__in=<the ticked ids>`, and an id that
-    is not one the primary key could hold ("²" or 10**23 for an integer,
-    "x" for a UUID) raised a 500 from every changelist, ours and the packages' alike.
-    Such ids cannot name a row, so they are taken out before the admin reads
-    them: with none left it says no items were selected, as for an empty tick."""
+class AdminInputMiddleware:
+    """Two inputs the admin turned into a 500, ours and the packages' pages alike.
+
+    - A bulk action runs on `pk__in=<the ticked ids>`, and an id the primary
+      key could not hold ("²" or 10**23 for an integer, "x" for a UUID)
+      raised. Such ids cannot name a row, so they are taken out before the
+      admin reads them: with none left it says no items were selected.
+    - A NUL in a query (a search term) reaches PostgreSQL, whose text
+      cannot hold one: refused with a 400 saying so, as every form of the
+      site refuses it (workspace.text)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -107,6 +111,11 @@ class AdminSelectionMiddleware:
         return self.get_response(request)
 
     def process_view(self, request, view, args, kwargs):
+        match = request.resolver_match
+        if match is None or match.app_name != "admin":
+            return None
+        if any("\x00" in value for values in request.GET.lists() for value in values[1]):
+            return HttpResponseBadRequest("A search or filter cannot contain NUL characters.", content_type="text/plain")
         model_admin = getattr(view, "model_admin", None)
         field = admin_helpers.ACTION_CHECKBOX_NAME
         if request.method != "POST" or model_admin is None or field not in request.POST:

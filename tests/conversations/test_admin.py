@@ -328,3 +328,13 @@ def test_bulk_action_with_ids_no_row_could_have_selects_nothing(staff_client, po
     assert "Items must be selected in order to perform actions on them" in response.content.decode()
     thread.refresh_from_db()
     assert thread.deleted_at is None
+
+
+def test_search_with_a_nul_character_is_refused_with_a_message(staff_client, populated):
+    for url in (
+        reverse("admin:workspace_thread_changelist") + "?q=a%00b",
+        reverse("admin:autocomplete") + "?app_label=workspace&model_name=todo&field_name=thread&term=%00",
+    ):
+        response = staff_client.get(url)
+        assert response.status_code == 400
+        assert "cannot contain NUL characters" in response.content.decode()
