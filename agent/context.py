@@ -15,7 +15,7 @@ class Seen:
     """What the latest model call of the run was shown, recorded by the
     prompt middleware before every call (agent.builder). A tool's write is
     based on it: the document version is update_document's base version, so
-    what the person changed since is merged, not overwritten (docs/adr/0010).
+    what the person changed since is merged, not overwritten (docs/adr/0013).
     None until a model call has been shown the workspace."""
 
     document_version: int | None = None

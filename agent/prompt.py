@@ -195,7 +195,7 @@ def document_version(reading: selectors.WorkspaceReading) -> int:
 def _document_block(reading: selectors.WorkspaceReading) -> str:
     # A document never written yet reads as an empty "Untitled" one at
     # version 0, with no updated_at. The version is what the agent's
-    # update_document is based on (docs/adr/0010).
+    # update_document is based on (docs/adr/0013).
     title, content, updated_at, version = reading.document or ("Untitled", "", None, 0)
     attrs = f'title="{_attr(title)}" version="{version}"'
     if updated_at:

@@ -1,4 +1,4 @@
-"""Three-way merge of the shared document's text (docs/adr/0010).
+"""Three-way merge of the shared document's text (docs/adr/0013).
 
 Pure Python, no Django: `merge_text(base, ours, theirs)` combines two edits
 of the same `base` text. `theirs` is the current text (what is saved now),

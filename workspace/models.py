@@ -120,7 +120,7 @@ class Document(models.Model):
 class DocumentRevision(models.Model):
     """One version of a document, as written: every write of the document
     adds one in the same transaction, so a save based on any earlier version
-    can be merged against that version's text (docs/adr/0010). Write-once;
+    can be merged against that version's text (docs/adr/0013). Write-once;
     none is ever removed."""
 
     class Author(models.TextChoices):

@@ -1,4 +1,4 @@
-"""Document revisions (docs/adr/0010): every version of a document with its
+"""Document revisions (docs/adr/0013): every version of a document with its
 text, so a save based on an older version can be merged.
 
 Existing documents get one revision for the version they are at now (author

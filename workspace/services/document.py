@@ -6,7 +6,7 @@ longer the current one, the save is merged three-way against it
 (workspace.merge): base = that version's text, theirs = the current text,
 ours = the submitted text. A clean merge is written (the result says so);
 overlapping edits raise `DocumentConflict` and nothing is written
-(docs/adr/0010).
+(docs/adr/0013).
 """
 
 from dataclasses import dataclass

@@ -4,7 +4,7 @@ The save answers with the small save-state fragment (status text plus the
 version the next save is based on) and out-of-band the preview and the
 conflict view, never with the editor, so the textarea and its caret are left
 alone while the person types. A save based on an older version is merged
-with what changed since (docs/adr/0010): merged cleanly, the fragment also
+with what changed since (docs/adr/0013): merged cleanly, the fragment also
 carries the merged text for static/js/centre.js to put in the editor; where
 both sides edited the same passage nothing is written and the one conflict
 view shows both versions with those parts marked, and "Keep mine", "Keep
