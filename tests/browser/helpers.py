@@ -125,3 +125,56 @@ def step_menu_item(page: Page, number: str, action: str):
     planning = page.get_by_role("region", name="Planning")
     planning.get_by_role("button", name=f"Actions for step {number}", exact=True).click()
     return page.get_by_role("menu", name="Step actions").get_by_role("menuitem", name=action, exact=True)
+
+
+# --- the document editor --------------------------------------------------------------------
+
+AUTOSAVE_WAIT_MS = 8_000  # 1.5 s debounce plus the request, with headroom for a busy CI box
+
+
+def document_text(page: Page):
+    return page.get_by_role("region", name="Document").get_by_role("textbox", name="Document text")
+
+
+def document_status(page: Page):
+    return page.get_by_role("region", name="Document").locator("[data-doc-status]")
+
+
+def type_after(page: Page, anchor: str, text: str) -> None:
+    """Put the caret just after `anchor` in the document text and type `text`
+    (real key presses: the page then counts as used, which a beforeunload
+    prompt needs)."""
+    editor = document_text(page)
+    editor.click()
+    editor.evaluate(
+        "(el, anchor) => { const at = el.value.indexOf(anchor); if (at < 0) throw new Error('no ' + anchor);"
+        " el.setSelectionRange(at + anchor.length, at + anchor.length); }",
+        anchor,
+    )
+    page.keyboard.type(text, delay=5)
+
+
+def save_document_now(page: Page, text: str) -> None:
+    """Replace the document text and save at once (Enter in the title), as a
+    person in another tab would, without waiting for the autosave delay."""
+    document_text(page).fill(text)
+    page.get_by_role("region", name="Document").get_by_role("textbox", name="Document title").press("Enter")
+    expect(document_status(page)).to_have_text("Saved", timeout=AUTOSAVE_WAIT_MS)
+
+
+def delay_document_saves(page: Page, ms: int) -> None:
+    """Hold every document save this long in the browser after htmx has
+    prepared it (its text and base version are fixed by then), so a test
+    can type while it is on its way."""
+    page.evaluate(
+        """(ms) => {
+            const open = XMLHttpRequest.prototype.open, send = XMLHttpRequest.prototype.send;
+            XMLHttpRequest.prototype.open = function (method, url) { this.__url = String(url); return open.apply(this, arguments); };
+            XMLHttpRequest.prototype.send = function (body) {
+                if (!this.__url.includes("/document/save/")) return send.call(this, body);
+                setTimeout(() => send.call(this, body), ms);
+            };
+        }""",
+        ms,
+    )
+
