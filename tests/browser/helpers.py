@@ -178,3 +178,57 @@ def delay_document_saves(page: Page, ms: int) -> None:
         ms,
     )
 
+
+# --- a socket that connects late ------------------------------------------------------------
+
+# Installed before the page's scripts: each WebSocket the page opens connects
+# to the server only after window.__socketDelayMs (default 1500 ms), and
+# window.__dropSocket() cuts the open one as a network failure would (close
+# code 1006, after which htmx's ws extension reconnects, late again).
+LATE_SOCKET_SCRIPT = """
+(() => {
+  const Real = window.WebSocket;
+  let current = null;
+  class LateSocket extends EventTarget {
+    constructor(url, protocols) {
+      super();
+      this.url = url; this.readyState = 0; this.binaryType = "blob";
+      this.CONNECTING = 0; this.OPEN = 1; this.CLOSING = 2; this.CLOSED = 3;
+      current = this;
+      this._timer = setTimeout(() => this._connect(protocols), window.__socketDelayMs ?? 1500);
+    }
+    _connect(protocols) {
+      const ws = this._ws = new Real(this.url, protocols);
+      ws.binaryType = this.binaryType;
+      ws.onopen = (e) => { this.readyState = 1; this._fire("open", new Event("open")); };
+      ws.onmessage = (e) => this._fire("message", new MessageEvent("message", { data: e.data }));
+      ws.onerror = () => this._fire("error", new Event("error"));
+      ws.onclose = (e) => this._closed(e.code, e.reason);
+    }
+    _fire(type, event) {
+      if (this["on" + type]) this["on" + type](event);
+      this.dispatchEvent(event);
+    }
+    _closed(code, reason) {
+      if (this.readyState === 3) return;
+      this.readyState = 3;
+      this._fire("close", new CloseEvent("close", { code, reason }));
+    }
+    send(data) {
+      if (this.readyState !== 1) throw new DOMException("not open", "InvalidStateError");
+      this._ws.send(data);
+    }
+    close(code, reason) {
+      clearTimeout(this._timer);
+      if (this._ws) this._ws.close(code, reason);
+      this._closed(code || 1000, reason || "");
+    }
+  }
+  window.WebSocket = LateSocket;
+  window.__dropSocket = () => {
+    const socket = current;
+    if (socket._ws) { socket._ws.onclose = null; socket._ws.close(); }
+    socket._closed(1006, "dropped by the test");
+  };
+})();
+"""

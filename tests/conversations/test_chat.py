@@ -58,7 +58,8 @@ async def test_after_a_turn_the_page_shows_it_with_reasoning_collapsed(owner, th
     assert 'aria-label="Internal reasoning"' in details and " open" not in details and "hidden" not in details
     assert "Laying out the plan." in chat and "<strong>one step</strong>" in chat
     assert "add_todos" not in chat
-    assert re.search(r'<button id="chat-send" type="submit" class="btn btn-primary">Send</button>', chat)
+    # Not a submit button: the composer never submits natively (static/js/chat.js sends it).
+    assert re.search(r'<button id="chat-send" type="button" class="btn btn-primary" onclick="[^"]*earlySend[^"]*">Send</button>', chat)
     assert 'aria-label="Message"' in chat and 'ws-connect="/ws/threads/' in chat
 
 
