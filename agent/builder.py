@@ -23,6 +23,8 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import ModelRequest, dynamic_prompt
 from langchain_core.language_models import BaseChatModel
 
+from workspace import selectors
+
 from .context import AgentContext
 from .middleware import (
     ModelTurnRetryMiddleware,
@@ -31,7 +33,7 @@ from .middleware import (
 )
 from .model import available_models, get_chat_model
 from .model_input import ModelInputMiddleware
-from .prompt import build_system_prompt
+from .prompt import document_version, system_prompt_for
 from .tools.registry import build_tools
 
 DEFAULT_MODEL_CALL_LIMIT = 25
@@ -50,11 +52,18 @@ FIRST_CALL_IMPORTS = (
 )
 
 
+def _prompt_for(context: AgentContext) -> str:
+    reading = selectors.workspace_reading_for(thread=context.thread)
+    # The version this call is shown is what a tool it calls edits from.
+    context.seen.document_version = document_version(reading)
+    return system_prompt_for(reading)
+
+
 @dynamic_prompt
 async def workspace_prompt(request: ModelRequest) -> str:
-    """Static instructions + the live <workspace> block of the run's thread."""
-    context: AgentContext = request.runtime.context
-    return await sync_to_async(build_system_prompt)(context.thread)
+    """Static instructions + the live <workspace> block of the run's thread,
+    noting on the run's context the document version it shows."""
+    return await sync_to_async(_prompt_for)(request.runtime.context)
 
 
 def build_agent(*, model: BaseChatModel, checkpointer=None):

@@ -5,12 +5,25 @@ per model per process); LangGraph hands this context to the middleware
 (`request.runtime.context`) and to every tool (`runtime.context`) of the
 run it was passed to. It is never checkpointed."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from workspace.models import Thread
+
+
+@dataclass
+class Seen:
+    """What the latest model call of the run was shown, recorded by the
+    prompt middleware before every call (agent.builder). A tool's write is
+    based on it: the document version is update_document's base version, so
+    what the person changed since is merged, not overwritten (docs/adr/0013).
+    None until a model call has been shown the workspace."""
+
+    document_version: int | None = None
 
 
 @dataclass(frozen=True)
 class AgentContext:
     thread: Thread
     turn_index: int = 0
+    # Mutable, one per run: the context itself stays frozen.
+    seen: Seen = field(default_factory=Seen)

@@ -100,7 +100,7 @@ A preference marked (locked) was locked by the person. Treat it as read-only: do
 Steps and preferences are numbered from 1, in the order shown in the <workspace> block.
 
 Document
-- update_document: replace the whole document (and optionally its title); for restructuring and large rewrites.
+- update_document: replace the whole document (and optionally its title); for restructuring and large rewrites. It is based on the document version shown in the <document> block. If the person edited other parts meanwhile, their edits are merged into yours and the result says so. If you both changed the same passage, nothing is written and the error shows the current text there: redo your edit on that text.
 - append_to_document: add text to the end of the document; for incremental writing.
 
 Objective
@@ -187,10 +187,17 @@ def _todos_block(reading: selectors.WorkspaceReading) -> str:
     return f"<todos>\n{body}\n</todos>"
 
 
+def document_version(reading: selectors.WorkspaceReading) -> int:
+    """The document version the block shows (0: never written yet)."""
+    return reading.document[3] if reading.document else 0
+
+
 def _document_block(reading: selectors.WorkspaceReading) -> str:
-    # A document never written yet reads as an empty "Untitled" one, with no updated_at.
-    title, content, updated_at = reading.document or ("Untitled", "", None)
-    attrs = f'title="{_attr(title)}"'
+    # A document never written yet reads as an empty "Untitled" one at
+    # version 0, with no updated_at. The version is what the agent's
+    # update_document is based on (docs/adr/0013).
+    title, content, updated_at, version = reading.document or ("Untitled", "", None, 0)
+    attrs = f'title="{_attr(title)}" version="{version}"'
     if updated_at:
         attrs += f' updated_at="{_timestamp(updated_at)}"'
     if not content:
@@ -234,4 +241,8 @@ def render_reading(reading: selectors.WorkspaceReading) -> str:
 
 def build_system_prompt(thread: Thread) -> str:
     """Static instructions first (a cacheable prefix), then the live workspace."""
-    return SYSTEM_PROMPT + "\n\n" + render_workspace_block(thread)
+    return system_prompt_for(selectors.workspace_reading_for(thread=thread))
+
+
+def system_prompt_for(reading: selectors.WorkspaceReading) -> str:
+    return SYSTEM_PROMPT + "\n\n" + render_reading(reading)

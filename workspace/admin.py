@@ -10,9 +10,10 @@ recorded moderation actions: they live in conversations/admin.py.
 import json
 
 from django.contrib import admin
+from django.urls import reverse
 from django.utils.html import format_html
 
-from .models import Artifact, Document, Objective, Todo, WorkspaceSnapshot
+from .models import Artifact, Document, DocumentRevision, Objective, Todo, WorkspaceSnapshot
 
 
 class ReadOnlyAdminMixin:
@@ -67,6 +68,27 @@ class TodoAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         return format_html('<span style="padding-left: {}em">{}</span>', obj.depth * 1.5, excerpt(obj.text))
 
 
+class DocumentRevisionInline(ReadOnlyAdminMixin, admin.TabularInline):
+    """Every version of the document, newest first; each links to its text."""
+
+    model = DocumentRevision
+    fields = ("version_link", "author", "title", "length", "created_at")
+    readonly_fields = fields
+    ordering = ("-version",)
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    @admin.display(description="Version")
+    def version_link(self, obj):
+        url = reverse("admin:workspace_documentrevision_change", args=[obj.pk])
+        return format_html('<a href="{}">v{}</a>', url, obj.version)
+
+    @admin.display(description="Characters")
+    def length(self, obj):
+        return len(obj.content)
+
+
 @admin.register(Document)
 class DocumentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("title", "thread", "version", "length", "updated_at")
@@ -75,10 +97,28 @@ class DocumentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_select_related = ("thread",)
     raw_id_fields = ("thread",)
     fields = ("thread", "title", "version", "updated_at", "content_text")
+    inlines = [DocumentRevisionInline]
 
     @admin.display(description="Characters")
     def length(self, obj):
         return len(obj.content)
+
+    @admin.display(description="Content")
+    def content_text(self, obj):
+        return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>', obj.content)
+
+
+@admin.register(DocumentRevision)
+class DocumentRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Write-once: each version of a document as it was written, and by whom."""
+
+    list_display = ("document", "version", "author", "title", "created_at")
+    list_filter = ("author",)
+    search_fields = ("title", "content", "document__thread__title", "=document__thread__id")
+    date_hierarchy = "created_at"
+    list_select_related = ("document",)
+    raw_id_fields = ("document",)
+    fields = ("document", "version", "author", "created_at", "title", "content_text")
 
     @admin.display(description="Content")
     def content_text(self, obj):

@@ -33,8 +33,31 @@ class PreferenceLocked(WorkspaceError):
 
 
 class DocumentConflict(WorkspaceError):
-    """A save was based on a document version that is no longer current."""
+    """A save based on an older version overlaps what changed since; nothing
+    was written. Carries both sides so an interface can show them: the
+    current version and its text, what was submitted, and the overlapping
+    parts (`workspace.merge.Conflict`s, placed in both texts); `title_conflict`
+    is (submitted, current) when both changed the title differently."""
 
-    def __init__(self, message: str, *, current_version: int):
+    def __init__(
+        self,
+        message: str,
+        *,
+        current_version: int,
+        base_version: int | None = None,
+        current_title: str = "",
+        current_content: str = "",
+        submitted_title: str = "",
+        submitted_content: str = "",
+        conflicts=(),
+        title_conflict: tuple[str, str] | None = None,
+    ):
         super().__init__(message)
         self.current_version = current_version
+        self.base_version = base_version
+        self.current_title = current_title
+        self.current_content = current_content
+        self.submitted_title = submitted_title
+        self.submitted_content = submitted_content
+        self.conflicts = list(conflicts)
+        self.title_conflict = title_conflict

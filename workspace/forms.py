@@ -141,18 +141,25 @@ class VersionField(forms.IntegerField):
 
 
 class DocumentSaveForm(forms.Form):
-    """A save from the editor: based on `base_version`; title and/or content."""
+    """A save from the editor: based on `base_version`; title and/or content;
+    `resolve` is the person's choice in the conflict view (empty: none)."""
 
     base_version = VersionField(min_value=0, error_messages=VERSION_ERRORS)
     title = RuleTextField(label="Document title", max_chars=DOCUMENT_TITLE_MAX_CHARS)
     content = RuleTextField(
         label="Document content", max_chars=settings.HAICO_DOCUMENT_MAX_CHARS, allow_empty=True, strip=False
     )
+    resolve = forms.ChoiceField(
+        required=False,
+        choices=[("", ""), ("ours", "Keep mine"), ("theirs", "Keep theirs"), ("both", "Keep both")],
+        error_messages={"invalid_choice": "Choose Keep mine, Keep theirs or Keep both."},
+    )
 
     def clean(self):
         data = super().clean()
         if not self.errors and data.get("title") is None and data.get("content") is None:
             raise forms.ValidationError("Nothing to save: send a title or content.")
+        data["resolve"] = data.get("resolve") or None
         return data
 
 

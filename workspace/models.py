@@ -117,6 +117,35 @@ class Document(models.Model):
         return f"{self.title} v{self.version}"
 
 
+class DocumentRevision(models.Model):
+    """One version of a document, as written: every write of the document
+    adds one in the same transaction, so a save based on any earlier version
+    can be merged against that version's text (docs/adr/0013). Write-once;
+    none is ever removed."""
+
+    class Author(models.TextChoices):
+        PERSON = "person", "Person"
+        AGENT = "agent", "Agent"
+        SYSTEM = "system", "System"  # scripts, data migrations, staff tooling
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="revisions")
+    version = models.PositiveIntegerField()
+    title = models.CharField(max_length=DOCUMENT_TITLE_MAX_CHARS)
+    content = models.TextField(blank=True)
+    author = models.CharField(max_length=6, choices=Author.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            # Also the index every lookup uses: (document, version).
+            models.UniqueConstraint(fields=["document", "version"], name="docrev_unique_document_version"),
+        ]
+        ordering = ["document", "-version"]
+
+    def __str__(self):
+        return f"{self.document_id} v{self.version} ({self.author})"
+
+
 class Artifact(models.Model):
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="artifacts")
     artifact_type = models.CharField(max_length=50)

@@ -201,13 +201,13 @@ class WorkspaceReading:
     objective_text: str | None
     preferences: list[tuple[str, str, str, bool]]  # (kind, title, subtitle, locked), hard first
     todos: list[tuple[str, bool, int]]  # (text, done, depth), pre-order
-    document: tuple[str, str, object] | None  # (title, content, updated_at)
+    document: tuple[str, str, object, int] | None  # (title, content, updated_at, version)
     latest_artifact: tuple[int, str, int, str] | None  # (id, type, turn_index, title)
 
 
 def workspace_reading_for(*, thread: Thread) -> WorkspaceReading:
     objective = _plain_rows(Objective, ("text",), thread=thread, limit=1)
-    document = _plain_rows(Document, ("title", "content", "updated_at"), thread=thread, limit=1)
+    document = _plain_rows(Document, ("title", "content", "updated_at", "version"), thread=thread, limit=1)
     artifact = _plain_rows(
         Artifact, ("id", "artifact_type", "turn_index", "title"), thread=thread, order_by=[("id", "DESC")], limit=1
     )

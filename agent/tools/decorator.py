@@ -9,7 +9,8 @@ returns the summary the model reads, optionally with a typed artifact
   which it pops and logs, so bodies and services never see it;
 - finds the thread and turn in the run's context (`agent.context.AgentContext`,
   injected by LangGraph as the tool's `runtime`), so one compiled agent
-  serves every thread;
+  serves every thread; a body declared `uses_seen` also gets what the
+  latest model call was shown (`seen=`, agent.context.Seen);
 - runs the body in its own database transaction, off the event loop through
   asgiref's `sync_to_async` (the ORM is synchronous); the services announce
   what they changed after commit, which is how the open tabs hear of it;
@@ -37,7 +38,7 @@ from workspace.errors import WorkspaceError
 from workspace.models import Thread
 from workspace.services.artifacts import artifact_create
 
-from ..context import AgentContext
+from ..context import AgentContext, Seen
 from .envelope import describe_validation_error, failure_envelope, success_envelope
 from .text import Summary
 
@@ -80,6 +81,7 @@ class ToolSpec:
     full_schema: type[BaseModel]  # what the model sees
     body: ToolBody
     read_only: bool = False
+    uses_seen: bool = False
 
 
 _REGISTERED: dict[str, ToolSpec] = {}
@@ -91,10 +93,12 @@ def workspace_tool(
     description: str,
     args_schema: type[BaseModel] = NoArgs,
     read_only: bool = False,
+    uses_seen: bool = False,
     register: bool = True,
 ) -> Callable[[ToolBody], ToolBody]:
     """Declare an agent tool. `read_only` tools change nothing, so they run
-    without a transaction."""
+    without a transaction. A `uses_seen` body takes `seen=` (what the
+    latest model call was shown; None outside a run)."""
 
     def decorate(body: ToolBody) -> ToolBody:
         spec = ToolSpec(
@@ -104,6 +108,7 @@ def workspace_tool(
             full_schema=with_reasoning(args_schema),
             body=body,
             read_only=read_only,
+            uses_seen=uses_seen,
         )
         if register:
             if name in _REGISTERED and _REGISTERED[name].body is not body:
@@ -134,7 +139,9 @@ def _split_result(name: str, result) -> tuple[str | Summary, dict | None]:
     raise TypeError(f"Tool {name} returned {type(result).__name__}; expected str or (str, artifact dict).")
 
 
-def run_tool_call(spec: ToolSpec, thread: Thread, arguments: dict[str, Any], *, turn_index: int = 0) -> str:
+def run_tool_call(
+    spec: ToolSpec, thread: Thread, arguments: dict[str, Any], *, turn_index: int = 0, seen: Seen | None = None
+) -> str:
     """Run one call synchronously and return its envelope. Never raises."""
     arguments = dict(arguments)
     reason = arguments.pop(REASON_FIELD, "")
@@ -147,7 +154,8 @@ def run_tool_call(spec: ToolSpec, thread: Thread, arguments: dict[str, Any], *, 
         # Read-only tools skip the transaction: on SQLite (IMMEDIATE mode) it
         # would take the write lock and make concurrent turns wait for a read.
         with nullcontext() if spec.read_only else transaction.atomic():
-            summary, artifact = _split_result(spec.name, spec.body(thread, **values))
+            extra = {"seen": seen} if spec.uses_seen else {}
+            summary, artifact = _split_result(spec.name, spec.body(thread, **values, **extra))
             artifact_id = None
             if artifact is not None:
                 row = artifact_create(
@@ -181,12 +189,12 @@ def as_langchain_tool(spec: ToolSpec) -> StructuredTool:
 
     def call(runtime: ToolRuntime, **arguments) -> str:
         context: AgentContext = runtime.context
-        return run_tool_call(spec, context.thread, arguments, turn_index=context.turn_index)
+        return run_tool_call(spec, context.thread, arguments, turn_index=context.turn_index, seen=context.seen)
 
     async def acall(runtime: ToolRuntime, **arguments) -> str:
         context: AgentContext = runtime.context
         return await sync_to_async(run_tool_call, thread_sensitive=True)(
-            spec, context.thread, arguments, turn_index=context.turn_index
+            spec, context.thread, arguments, turn_index=context.turn_index, seen=context.seen
         )
 
     def on_invalid_arguments(error: ValidationError) -> str:

@@ -1,9 +1,28 @@
-"""The shared document (centre panel)."""
+"""The shared document (centre panel).
 
+update_document is based on the document version the model was shown: the
+prompt middleware records it on the run's context before every model call
+(agent.context.Seen), so a paragraph the person typed meanwhile is merged
+in, never overwritten, and an edit of the same passage is refused with what
+the model needs to redo it (docs/adr/0013). The schema has no version
+argument: the seed's `{content, title?}` is a stable interface (DESIGN §5),
+and the version the run showed the model is known for certain, where a
+number the model copies back may be wrong.
+"""
+
+from workspace.errors import DocumentConflict, WorkspaceError
+from workspace.models import DocumentRevision
 from workspace.services import document as document_services
 
 from .decorator import workspace_tool
 from .schemas import AppendToDocumentArgs, UpdateDocumentArgs
+
+AGENT = DocumentRevision.Author.AGENT
+# How much of the current text around each conflict the failure shows, and
+# how many conflicts at most: enough to redo the edit, not the whole document.
+CONTEXT_CHARS = 150
+PART_MAX_CHARS = 400
+MAX_CONFLICTS_SHOWN = 5
 
 
 @workspace_tool(
@@ -11,10 +30,60 @@ from .schemas import AppendToDocumentArgs, UpdateDocumentArgs
     description="Replace the whole shared document (and optionally its title). "
     "Use for restructuring or large rewrites; pass the complete new text.",
     args_schema=UpdateDocumentArgs,
+    uses_seen=True,
 )
-def update_document(thread, *, content: str, title: str | None = None) -> str:
-    document = document_services.document_save(thread=thread, title=title, content=content)
+def update_document(thread, *, content: str, title: str | None = None, seen=None) -> str:
+    base_version = seen.document_version if seen is not None else None
+    try:
+        saved = document_services.document_save(
+            thread=thread, title=title, content=content, base_version=base_version, author=AGENT
+        )
+    except DocumentConflict as exc:
+        raise WorkspaceError(conflict_report(exc)) from exc
+    document = saved.document
+    if saved.merged:
+        return (
+            f"Saved the document '{document.title}' as version {document.version}, merged with the person's "
+            f"concurrent edits: you wrote from version {base_version}, and what they changed since is kept, so the "
+            f"document now differs from the text you sent ({len(document.content):,} characters). "
+            "The next workspace block shows it."
+        )
     return f"Replaced the document '{document.title}' ({len(document.content):,} characters, version {document.version})."
+
+
+def _excerpt(text: str, limit: int = PART_MAX_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit // 2] + " […] " + text[-limit // 2 :]
+
+
+def _around(text: str, start: int, end: int, part: str) -> str:
+    """`part` (at start:end of `text`) between ⟦ ⟧, with some text either side."""
+    before = text[max(0, start - CONTEXT_CHARS) : start]
+    after = text[end : end + CONTEXT_CHARS]
+    lead = "…" if start > CONTEXT_CHARS else ""
+    tail = "…" if end + CONTEXT_CHARS < len(text) else ""
+    return f"{lead}{before}⟦{_excerpt(part)}⟧{after}{tail}"
+
+
+def conflict_report(exc: DocumentConflict) -> str:
+    """The failure the model reads: nothing was written, and for each
+    overlap the current text around it and its own version of that part."""
+    lines = [
+        f"Nothing was written: the person edited the same passages of the document while you were writing "
+        f"(you wrote from version {exc.base_version}; it is now version {exc.current_version}). "
+        f"Redo your edit on the current text (version {exc.current_version}, in the next workspace block), "
+        "keeping the person's changes. The overlapping parts are marked ⟦ ⟧:"
+    ]
+    if exc.title_conflict:
+        yours, theirs = exc.title_conflict
+        lines.append(f"- Title: now “{theirs}”; yours “{yours}”.")
+    for n, conflict in enumerate(exc.conflicts[:MAX_CONFLICTS_SHOWN], start=1):
+        current = _around(exc.current_content, conflict.start, conflict.end, conflict.theirs)
+        yours = _around(exc.submitted_content, conflict.ours_start, conflict.ours_end, conflict.ours)
+        lines.append(f"- Overlap {n}, current text: {current!r}\n  your text: {yours!r}")
+    hidden = len(exc.conflicts) - MAX_CONFLICTS_SHOWN
+    if hidden > 0:
+        lines.append(f"- and {hidden} more overlap{'s' if hidden > 1 else ''}.")
+    return "\n".join(lines)
 
 
 @workspace_tool(
@@ -23,5 +92,5 @@ def update_document(thread, *, content: str, title: str | None = None) -> str:
     args_schema=AppendToDocumentArgs,
 )
 def append_to_document(thread, *, text: str) -> str:
-    document = document_services.document_append(thread=thread, text=text)
+    document = document_services.document_append(thread=thread, text=text, author=AGENT)
     return f"Appended {len(text):,} characters to '{document.title}' (now {len(document.content):,} characters)."

@@ -1,20 +1,30 @@
-/* The centre panel: document autosave and its guards, Chart.js charts,
- * sortable tables. No build step; loaded on every workspace page.
+/* The centre panel: document autosave, merges and conflicts, Chart.js
+ * charts, sortable tables. No build step; loaded on every workspace page.
  *
- * The one rule behind the guards: text the person typed is never replaced
- * by anything the server sends until it is saved or they choose to drop it.
+ * The one rule behind the document code: text the person typed is never
+ * replaced by anything the server sends until it is saved (merged with what
+ * changed meanwhile, docs/adr/0013) or they choose what to keep.
  */
 (function () {
   "use strict";
 
   var AUTOSAVE_DELAY_MS = 1500;
   var MODE_KEY = "haico.docMode";
+  var HAICO = (window.HAICO = window.HAICO || {});
 
   // --- per-editor state, kept on the form element itself ----------------------
+  //
+  // dirty: the editor holds text the server does not have (until a save of
+  //   exactly that text succeeds); inFlight: a save is on its way; sent /
+  //   sentBase: what it carries and the version it is based on; conflict:
+  //   the conflict view is open; resolve: the choice the next save carries.
 
   function editorState(form) {
     if (!form.__haico) {
-      form.__haico = { dirty: false, timer: null, inFlight: false, sent: null, waiters: [] };
+      form.__haico = {
+        dirty: false, timer: null, inFlight: false, sent: null, sentBase: null,
+        conflict: false, resolve: null, returnToEditor: false, waiters: [],
+      };
     }
     return form.__haico;
   }
@@ -25,6 +35,15 @@
 
   function values(form) {
     return { title: form.elements.title.value, content: form.elements.content.value };
+  }
+
+  function baseField(form) {
+    return form.querySelector("input[name=base_version]");
+  }
+
+  function baseVersion(form) {
+    var field = baseField(form);
+    return field ? parseInt(field.value, 10) : NaN;
   }
 
   function setStatus(form, text, state) {
@@ -54,11 +73,9 @@
     if (alert) alert.remove();
   }
 
-  function hasUnsavedWork(panel) {
-    var form = panel.querySelector("#doc-form");
-    if (form && editorState(form).dirty) return true;
-    // The person's own text handed back after a conflict is unsaved work too.
-    return !!panel.querySelector("[data-doc-unsaved]");
+  function hasUnsavedWork(form) {
+    var state = editorState(form);
+    return state.dirty || state.inFlight || state.conflict;
   }
 
   // --- autosave ----------------------------------------------------------------
@@ -66,7 +83,7 @@
   function scheduleSave(form) {
     var state = editorState(form);
     state.dirty = true;
-    setStatus(form, "Unsaved changes");
+    if (!state.conflict) setStatus(form, "Unsaved changes");
     clearTimeout(state.timer);
     state.timer = setTimeout(function () { saveNow(form); }, AUTOSAVE_DELAY_MS);
   }
@@ -97,11 +114,11 @@
     return true;
   }
 
-  // Run `then` once everything typed is saved; drop it if the save fails
-  // (the failure message is on screen and the text stays).
+  // Run `then` once everything typed is saved; `otherwise` if the save
+  // fails or conflicts (the message is on screen and the text stays).
   function whenSaved(form, then, otherwise) {
     var state = editorState(form);
-    if (!state.dirty) { then(); return; }
+    if (!state.dirty && !state.inFlight) { then(); return; }
     state.waiters.push({ then: then, otherwise: otherwise });
     if (!state.inFlight) saveNow(form);
   }
@@ -111,20 +128,46 @@
     waiters.forEach(function (w) { if (w.otherwise) w.otherwise(); });
   }
 
-  function settle(form, outcome) {
+  function same(a, b) {
+    return !!a && !!b && a.title === b.title && a.content === b.content;
+  }
+
+  // The server has exactly what the editor shows: done, and whoever waited goes on.
+  function savedAll(form) {
     var state = editorState(form);
+    state.dirty = false;
+    var waiters = state.waiters.splice(0);
+    waiters.forEach(function (w) { w.then(); });
+  }
+
+  function settle(form, outcome, holder) {
+    var state = editorState(form);
+    var sent = state.sent;
+    var typedMeanwhile = !same(values(form), sent);
     state.inFlight = false;
-    if (outcome === "saved") {
-      var now = values(form);
-      var sent = state.sent || {};
-      if (now.title === sent.title && now.content === sent.content) {
-        state.dirty = false;
-        var waiters = state.waiters.splice(0);
-        waiters.forEach(function (w) { w.then(); });
+    if (outcome === "saved" || outcome === "merged") {
+      state.conflict = false;
+      if (outcome === "merged" && typedMeanwhile) {
+        // The merged text lacks what was typed while the save was on its
+        // way: stay on the version that text was edited from and save it
+        // again at once, to be merged the same way.
+        baseField(form).value = state.sentBase;
+        saveNow(form);
+      } else if (outcome === "merged") {
+        adoptMerged(form, holder.querySelector("template[data-doc-merged]"));
+        savedAll(form);
+      } else if (!typedMeanwhile) {
+        savedAll(form);
       } else if (state.waiters.length && !state.timer) {
         saveNow(form); // typed again while saving; someone is waiting to leave
       }
+      if (state.returnToEditor && !state.inFlight) {
+        state.returnToEditor = false;
+        form.elements.content.focus();
+      }
     } else {
+      state.conflict = outcome === "conflict";
+      state.returnToEditor = false;
       failWaiters(form);
     }
     applyHeldPatch(form);
@@ -147,6 +190,11 @@
     var state = editorState(form);
     state.inFlight = true;
     state.sent = values(form);
+    state.sentBase = baseField(form).value;
+    if (state.resolve) {
+      event.detail.parameters.resolve = state.resolve;
+      state.resolve = null;
+    }
     setStatus(form, "Saving…");
   });
 
@@ -161,7 +209,7 @@
       return;
     }
     var holder = document.getElementById("doc-save-state");
-    settle(form, holder ? holder.dataset.state : "error");
+    settle(form, holder ? holder.dataset.state : "error", holder);
   });
 
   document.addEventListener("htmx:sendError", function (event) {
@@ -172,24 +220,49 @@
     }
   });
 
+  // The conflict view's choices: save again, settling the overlaps that way.
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("#doc-conflict [data-doc-resolve]");
+    var form = currentForm();
+    if (!button || !form) return;
+    var state = editorState(form);
+    state.resolve = button.getAttribute("data-doc-resolve");
+    state.returnToEditor = true;
+    state.dirty = true;
+    if (state.inFlight) {
+      // hx-sync queues this save behind the one on its way.
+      htmx.trigger(form, "haico:save");
+    } else {
+      saveNow(form);
+    }
+  });
+
   // Leaving the editor (the selector, "Show it"): save first, then go.
   document.addEventListener("htmx:confirm", function (event) {
     var elt = event.detail.elt;
     if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-leaves-editor")) return;
     var form = currentForm();
-    if (!form || !editorState(form).dirty) return;
+    if (!form || !hasUnsavedWork(form)) return;
     event.preventDefault();
     whenSaved(form, function () { event.detail.issueRequest(true); }, function () {
       if (elt.tagName === "SELECT") elt.value = "";
     });
   });
 
-  // A closed tab must not lose the last second of typing.
+  // Leaving the page with text the server does not have: the browser asks first.
+  window.addEventListener("beforeunload", function (event) {
+    var form = currentForm();
+    if (!form || !hasUnsavedWork(form)) return;
+    event.preventDefault();
+    event.returnValue = "";
+  });
+
+  // A closed tab must not lose the last second of typing (merged like any save).
   window.addEventListener("pagehide", function () {
     var form = currentForm();
     if (!form || !navigator.sendBeacon) return;
     var state = editorState(form);
-    if (!state.dirty || state.inFlight || tooLong(form)) return;
+    if (!state.dirty || state.inFlight || state.conflict || tooLong(form)) return;
     var data = new FormData(form);
     if (!data.has("csrfmiddlewaretoken")) {
       try {
@@ -200,20 +273,28 @@
     navigator.sendBeacon(form.getAttribute("action"), data);
   });
 
+  // Before a chat message goes, what the person typed in the document is
+  // saved, so the turn's snapshot and the model's first call see it
+  // (static/js/chat.js). Resolves true once saved, false if it could not be
+  // (the document shows why; the message still goes).
+  HAICO.documentSaved = function () {
+    return new Promise(function (resolve) {
+      var form = currentForm();
+      if (!form || editorState(form).conflict) { resolve(!form); return; }
+      whenSaved(form, function () { resolve(true); }, function () { resolve(false); });
+    });
+  };
+
   // --- the document changed elsewhere (the agent, another tab) ----------------------
   //
   // live.js hands over the new title, text and preview. With nothing unsaved
   // in this editor they go straight in, the caret and the scroll position kept
   // where they were relative to the text around them; while a save is on its
-  // way the patch waits for it; over unsaved text it is never applied: the
-  // banner offers to load it (the person's text is then handed back below).
+  // way the patch waits for it; over unsaved text the text is saved at once,
+  // merged on the server with the new version, and the merged text comes
+  // back in the save's answer.
 
   var heldPatch = null;
-
-  function baseVersion(form) {
-    var field = form.querySelector("input[name=base_version]");
-    return field ? parseInt(field.value, 10) : NaN;
-  }
 
   function mapPosition(position, before, after) {
     var prefix = 0;
@@ -226,25 +307,37 @@
     return after.length - suffix; // inside the changed span: just after the new text
   }
 
-  function applyDocumentPatch(form, patch) {
-    var fields = patch.content;
+  // Put a saved version in the editor, keeping the caret and the scroll position.
+  function putText(form, title, content, version) {
     var editor = form.elements.content;
     var before = editor.value;
-    var after = fields.querySelector("textarea").value;
     var focused = document.activeElement === editor;
     var start = editor.selectionStart, end = editor.selectionEnd, scroll = editor.scrollTop;
-    if (after !== before) {
-      editor.value = after;
-      if (focused) editor.setSelectionRange(mapPosition(start, before, after), mapPosition(end, before, after));
+    if (content !== before) {
+      editor.value = content;
+      if (focused) editor.setSelectionRange(mapPosition(start, before, content), mapPosition(end, before, content));
       editor.scrollTop = scroll;
     }
-    form.elements.title.value = fields.querySelector("input[name=title]").getAttribute("value") || "";
-    form.querySelector("input[name=base_version]").value = patch.getAttribute("data-version");
+    if (form.elements.title.value !== title) form.elements.title.value = title;
+    baseField(form).value = version;
+    var panel = form.closest("#panel-centre");
+    if (panel) panel.setAttribute("data-document-version", version);
+  }
+
+  function adoptMerged(form, template) {
+    if (!template) return;
+    var fields = template.content;
+    putText(form, fields.querySelector("input[name=title]").getAttribute("value") || "",
+      fields.querySelector("textarea").value, template.getAttribute("data-version"));
+  }
+
+  function applyDocumentPatch(form, patch) {
+    var fields = patch.content;
+    putText(form, fields.querySelector("input[name=title]").getAttribute("value") || "",
+      fields.querySelector("textarea").value, patch.getAttribute("data-version"));
     var preview = document.getElementById("doc-preview");
     var incoming = fields.querySelector("[data-preview]");
     if (preview && incoming) preview.innerHTML = incoming.innerHTML;
-    var panel = form.closest("#panel-centre");
-    if (panel) panel.setAttribute("data-document-version", patch.getAttribute("data-version"));
   }
 
   function offerPatch(form, patch) {
@@ -253,9 +346,9 @@
     var state = editorState(form);
     if (state.inFlight) {
       heldPatch = patch;
-    } else if (state.dirty || form.closest("#panel-centre").querySelector("[data-doc-unsaved]")) {
+    } else if (state.dirty || state.conflict) {
       heldPatch = null;
-      showAgentBanner(form.closest("#panel-centre"), null);
+      saveNow(form); // merged with the new version on the server
     } else {
       heldPatch = null;
       applyDocumentPatch(form, patch);
@@ -279,7 +372,9 @@
 
   document.addEventListener("htmx:oobBeforeSwap", function (event) {
     var panel = event.detail.target;
-    if (!panel || panel.id !== "panel-centre" || !hasUnsavedWork(panel)) return;
+    if (!panel || panel.id !== "panel-centre") return;
+    var form = panel.querySelector("#doc-form");
+    if (!form || !hasUnsavedWork(form)) return;
     event.preventDefault();
     var fragment = event.detail.fragment;
     var incoming = fragment && (fragment.firstElementChild || fragment);
@@ -290,7 +385,6 @@
     var banner = panel.querySelector("[data-agent-banner]");
     if (!banner) return;
     var text = banner.querySelector("[data-agent-banner-text]");
-    var documentButton = banner.querySelector("[data-agent-banner-document]");
     var artifactButton = banner.querySelector("[data-agent-banner-artifact]");
     var incomingSelect = incoming && incoming.querySelector && incoming.querySelector("select[name=artifact]");
     var select = panel.querySelector("select[name=artifact]");
@@ -301,18 +395,12 @@
       select.value = keep;
     }
     var artifactId = incoming && incoming.dataset ? incoming.dataset.artifactId : "";
-    if (incoming && incoming.dataset && incoming.dataset.view === "artifact" && artifactId) {
-      var option = incomingSelect && incomingSelect.querySelector("option[value='" + artifactId + "']");
-      var label = option ? option.textContent.trim() : "a new artifact";
-      text.textContent = "The agent added “" + label + "”; your unsaved edits are kept.";
-      artifactButton.dataset.artifactId = artifactId;
-      artifactButton.hidden = false;
-      if (documentButton) documentButton.hidden = true;
-    } else {
-      text.textContent = "The agent updated the document; your unsaved edits are kept.";
-      artifactButton.hidden = true;
-      if (documentButton) documentButton.hidden = false;
-    }
+    if (!(incoming && incoming.dataset && incoming.dataset.view === "artifact" && artifactId)) return;
+    var option = incomingSelect && incomingSelect.querySelector("option[value='" + artifactId + "']");
+    var label = option ? option.textContent.trim() : "a new artifact";
+    text.textContent = "The agent added “" + label + "”; your unsaved edits are kept.";
+    artifactButton.dataset.artifactId = artifactId;
+    artifactButton.hidden = false;
     banner.hidden = false;
   }
 
@@ -338,24 +426,6 @@
     if (mode) {
       applyMode(panel, mode.dataset.docMode);
       try { localStorage.setItem(MODE_KEY, mode.dataset.docMode); } catch (e) { /* private mode */ }
-      return;
-    }
-    var restore = target.closest("[data-unsaved-restore]");
-    if (restore) {
-      var box = restore.closest("[data-doc-unsaved]");
-      var editor = currentForm();
-      if (!editor || !box) return;
-      var title = box.querySelector("[data-unsaved-title]").value;
-      if (title.trim()) editor.elements.title.value = title;
-      editor.elements.content.value = box.querySelector("[data-unsaved-content]").value;
-      box.remove();
-      scheduleSave(editor);
-      editor.elements.content.focus();
-      return;
-    }
-    var discard = target.closest("[data-unsaved-dismiss]");
-    if (discard && window.confirm("Discard the text you had typed? It was not saved.")) {
-      discard.closest("[data-doc-unsaved]").remove();
     }
   });
 

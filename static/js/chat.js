@@ -1,7 +1,16 @@
 /* The chat composer. Everything else (bubbles, reasoning, tokens, the Send
  * button's disabled state, the Stop button) arrives as server-rendered
  * fragments over the thread's WebSocket; this file only:
- * - sends on Enter (Shift+Enter is a new line);
+ * - sends on Enter (Shift+Enter is a new line) and on Send. The form never
+ *   submits natively (Send is not a submit button, and a stray submit is
+ *   cancelled), so a message typed before the page's scripts or socket are
+ *   ready is never lost in a page load;
+ * - before sending, waits for the document's unsaved text to be saved
+ *   (static/js/centre.js), so the turn's snapshot and the model's first
+ *   call see what the person just typed there;
+ * - while the socket is not open (the page is still connecting, or it
+ *   dropped and reconnects) holds the message, says so, and sends it once
+ *   the socket opens (also a click on Send made before this file ran);
  * - clears the composer once the server confirms it stored the message
  *   (#chat-ack, sent to this tab only), so a refused message is never lost;
  * - keeps the conversation scrolled to the newest text unless the person
@@ -10,11 +19,23 @@
 (function () {
   "use strict";
 
+  var HAICO = (window.HAICO = window.HAICO || {});
+  // A document save that never answers must not hold the message forever.
+  var DOCUMENT_WAIT_MS = 10000;
+  var CONNECTING_TEXT = "Connecting… it will be sent when connected.";
+
   var lastAck = null;
   var pinned = true;
+  var connected = false; // the thread's socket is open
+  var waiting = false; // a message waits for the socket
+  var preparing = false; // a message waits for the document to save
 
   function messages() {
     return document.getElementById("chat-messages");
+  }
+
+  function composer() {
+    return document.querySelector('#chat-form textarea[name="message"]');
   }
 
   function scrollToEnd() {
@@ -22,16 +43,99 @@
     if (list) list.scrollTop = list.scrollHeight;
   }
 
+  // The thread's socket is open: htmx:wsOpen / wsClose keep `connected`,
+  // and the socket itself is asked too, in case it opened before this file ran.
+  function isConnected() {
+    if (connected) return true;
+    var el = document.querySelector("[ws-connect]");
+    var data = el && el["htmx-internal-data"];
+    var ws = data && data.webSocket;
+    return !!(ws && ws.socket && ws.socket.readyState === 1);
+  }
+
+  function showPending(text) {
+    var line = document.getElementById("chat-pending");
+    if (!line) return;
+    line.textContent = text || "";
+    line.hidden = !text;
+  }
+
+  function documentSaved() {
+    if (!HAICO.documentSaved) return Promise.resolve(true);
+    return Promise.race([
+      HAICO.documentSaved(),
+      new Promise(function (resolve) { setTimeout(function () { resolve(false); }, DOCUMENT_WAIT_MS); }),
+    ]);
+  }
+
+  function transmit() {
+    var form = document.getElementById("chat-form");
+    var field = composer();
+    waiting = false;
+    showPending("");
+    if (!form || !field || !field.value.trim()) return;
+    // The ws extension sends the form's fields; the text stays in the box until the ack.
+    htmx.trigger(form, "haico:send");
+  }
+
+  function send() {
+    var field = composer();
+    var button = document.getElementById("chat-send");
+    if (!field || !field.value.trim() || (button && button.disabled) || preparing) return;
+    preparing = true;
+    documentSaved().then(function () {
+      preparing = false;
+      if (isConnected() && window.htmx) {
+        transmit();
+      } else {
+        waiting = true;
+        showPending(CONNECTING_TEXT);
+      }
+    });
+  }
+
+  HAICO.sendMessage = send;
+
   document.addEventListener("keydown", function (event) {
     var field = event.target;
     if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
     if (!field.matches || !field.matches('#chat-form textarea[name="message"]')) return;
     event.preventDefault();
-    var send = document.getElementById("chat-send");
-    if (send && send.disabled) return;
-    if (!field.value.trim()) return;
-    field.form.requestSubmit();
+    send();
   });
+
+  document.addEventListener("click", function (event) {
+    if (event.target.closest && event.target.closest("#chat-send")) send();
+  });
+
+  document.addEventListener("submit", function (event) {
+    if (event.target.id !== "chat-form") return;
+    event.preventDefault();
+    send();
+  }, true);
+
+  document.addEventListener("htmx:wsOpen", function () {
+    connected = true;
+    if (waiting) transmit();
+  });
+
+  document.addEventListener("htmx:wsClose", function () {
+    connected = false;
+  });
+
+  // A message still held (the socket is connecting) is not on the server yet.
+  window.addEventListener("beforeunload", function (event) {
+    if (!waiting && !preparing) return;
+    event.preventDefault();
+    event.returnValue = "";
+  });
+
+  // Send was clicked before this file ran (the page was still loading;
+  // static/js/early_send.js noted it).
+  if (HAICO.earlySend) {
+    HAICO.earlySend = false;
+    send();
+  }
 
   document.addEventListener(
     "scroll",
@@ -48,7 +152,7 @@
     var turn = ack ? ack.getAttribute("data-turn") : "";
     if (turn && turn !== lastAck) {
       lastAck = turn;
-      var field = document.querySelector('#chat-form textarea[name="message"]');
+      var field = composer();
       if (field) field.value = "";
       pinned = true;
     }

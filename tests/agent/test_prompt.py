@@ -81,6 +81,9 @@ def test_prompt_has_each_section(heading):
         "try once more",  # error handling: one retry with fixes
         "ask how to proceed",
         "one pointed question",
+        "based on the document version shown in the <document> block",  # update_document's base
+        "their edits are merged into yours",
+        "redo your edit on that text",
     ],
 )
 def test_prompt_states_each_rule(rule):
@@ -126,7 +129,7 @@ def test_empty_workspace(thread):
         "(no plan yet)\n"
         "</todos>\n"
         "\n"
-        '<document title="Untitled">\n'
+        '<document title="Untitled" version="0">\n'
         "(the document is empty)\n"
         "</document>\n"
         "</workspace>"
@@ -160,7 +163,7 @@ def test_objective_document_and_preferences_hard_first_with_lock_marker(thread):
         "(no plan yet)\n"
         "</todos>\n"
         "\n"
-        '<document title="The &quot;sleep&quot; review" updated_at="2026-05-15T10:23:11">\n'
+        '<document title="The &quot;sleep&quot; review" version="1" updated_at="2026-05-15T10:23:11">\n'
         "# Intro\n"
         "\n"
         "Sleep matters.\n"
@@ -203,7 +206,7 @@ def test_long_document_is_cut_at_30000_characters_with_the_marker(thread):
 
     assert DOCUMENT_INJECT_MAX_CHARS == 30_000
     assert (
-        '<document title="Long" updated_at="2026-05-15T10:23:11">\n'
+        '<document title="Long" version="1" updated_at="2026-05-15T10:23:11">\n'
         + body[:30_000]
         + "\n[… truncated; use document tools to read the full content …]\n"
         "</document>\n"
@@ -235,7 +238,7 @@ def test_latest_artifact_is_a_pointer_line_without_payload(thread):
     block = render_workspace_block(thread)
 
     assert block.endswith(
-        '<document title="Untitled" updated_at="2026-05-15T10:23:11">\n'
+        '<document title="Untitled" version="1" updated_at="2026-05-15T10:23:11">\n'
         "(the document is empty)\n"
         "</document>\n"
         "\n"

@@ -125,3 +125,110 @@ def step_menu_item(page: Page, number: str, action: str):
     planning = page.get_by_role("region", name="Planning")
     planning.get_by_role("button", name=f"Actions for step {number}", exact=True).click()
     return page.get_by_role("menu", name="Step actions").get_by_role("menuitem", name=action, exact=True)
+
+
+# --- the document editor --------------------------------------------------------------------
+
+AUTOSAVE_WAIT_MS = 8_000  # 1.5 s debounce plus the request, with headroom for a busy CI box
+
+
+def document_text(page: Page):
+    return page.get_by_role("region", name="Document").get_by_role("textbox", name="Document text")
+
+
+def document_status(page: Page):
+    return page.get_by_role("region", name="Document").locator("[data-doc-status]")
+
+
+def type_after(page: Page, anchor: str, text: str) -> None:
+    """Put the caret just after `anchor` in the document text and type `text`
+    (real key presses: the page then counts as used, which a beforeunload
+    prompt needs)."""
+    editor = document_text(page)
+    editor.click()
+    editor.evaluate(
+        "(el, anchor) => { const at = el.value.indexOf(anchor); if (at < 0) throw new Error('no ' + anchor);"
+        " el.setSelectionRange(at + anchor.length, at + anchor.length); }",
+        anchor,
+    )
+    page.keyboard.type(text, delay=5)
+
+
+def save_document_now(page: Page, text: str) -> None:
+    """Replace the document text and save at once (Enter in the title), as a
+    person in another tab would, without waiting for the autosave delay."""
+    document_text(page).fill(text)
+    page.get_by_role("region", name="Document").get_by_role("textbox", name="Document title").press("Enter")
+    expect(document_status(page)).to_have_text("Saved", timeout=AUTOSAVE_WAIT_MS)
+
+
+def delay_document_saves(page: Page, ms: int) -> None:
+    """Hold every document save this long in the browser after htmx has
+    prepared it (its text and base version are fixed by then), so a test
+    can type while it is on its way."""
+    page.evaluate(
+        """(ms) => {
+            const open = XMLHttpRequest.prototype.open, send = XMLHttpRequest.prototype.send;
+            XMLHttpRequest.prototype.open = function (method, url) { this.__url = String(url); return open.apply(this, arguments); };
+            XMLHttpRequest.prototype.send = function (body) {
+                if (!this.__url.includes("/document/save/")) return send.call(this, body);
+                setTimeout(() => send.call(this, body), ms);
+            };
+        }""",
+        ms,
+    )
+
+
+# --- a socket that connects late ------------------------------------------------------------
+
+# Installed before the page's scripts: each WebSocket the page opens connects
+# to the server only after window.__socketDelayMs (default 1500 ms), and
+# window.__dropSocket() cuts the open one as a network failure would (close
+# code 1006, after which htmx's ws extension reconnects, late again).
+LATE_SOCKET_SCRIPT = """
+(() => {
+  const Real = window.WebSocket;
+  let current = null;
+  class LateSocket extends EventTarget {
+    constructor(url, protocols) {
+      super();
+      this.url = url; this.readyState = 0; this.binaryType = "blob";
+      this.CONNECTING = 0; this.OPEN = 1; this.CLOSING = 2; this.CLOSED = 3;
+      current = this;
+      this._timer = setTimeout(() => this._connect(protocols), window.__socketDelayMs ?? 1500);
+    }
+    _connect(protocols) {
+      const ws = this._ws = new Real(this.url, protocols);
+      ws.binaryType = this.binaryType;
+      ws.onopen = (e) => { this.readyState = 1; this._fire("open", new Event("open")); };
+      ws.onmessage = (e) => this._fire("message", new MessageEvent("message", { data: e.data }));
+      ws.onerror = () => this._fire("error", new Event("error"));
+      ws.onclose = (e) => this._closed(e.code, e.reason);
+    }
+    _fire(type, event) {
+      if (this["on" + type]) this["on" + type](event);
+      this.dispatchEvent(event);
+    }
+    _closed(code, reason) {
+      if (this.readyState === 3) return;
+      this.readyState = 3;
+      this._fire("close", new CloseEvent("close", { code, reason }));
+    }
+    send(data) {
+      if (this.readyState !== 1) throw new DOMException("not open", "InvalidStateError");
+      this._ws.send(data);
+    }
+    close(code, reason) {
+      clearTimeout(this._timer);
+      if (this._ws) this._ws.close(code, reason);
+      this._closed(code || 1000, reason || "");
+    }
+  }
+  window.WebSocket = LateSocket;
+  window.__dropSocket = () => {
+    const socket = current;
+    if (socket._ws) { socket._ws.onclose = null; socket._ws.close(); }
+    socket._closed(1006, "dropped by the test");
+  };
+})();
+"""

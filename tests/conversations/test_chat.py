@@ -60,7 +60,8 @@ async def test_after_a_turn_the_page_shows_it_with_reasoning_collapsed(owner, th
     assert "add_todos" not in chat
     assert re.search(r'<li id="turn-1-step-1" class="reasoning-step">Laying out the plan.</li>', chat)
     assert 'id="turn-1-marker"' in chat and "Retry" not in chat
-    assert re.search(r'<button id="chat-send" type="submit" class="btn btn-primary">Send</button>', chat)
+    # Not a submit button: the composer never submits natively (static/js/chat.js sends it).
+    assert re.search(r'<button id="chat-send" type="button" class="btn btn-primary">Send</button>', chat)
     assert 'aria-label="Message"' in chat and 'ws-connect="/ws/threads/' in chat
 
 

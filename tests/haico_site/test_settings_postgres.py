@@ -59,7 +59,7 @@ print(json.dumps({
         objective_text=Objective.objects.filter(thread=thread).values_list("text", flat=True).first(),
         preferences=[(p.kind, p.title, p.subtitle, p.locked) for p in selectors.preferences_for(thread=thread)],
         todos=[(t.text, t.done, t.depth) for t in selectors.todos_for(thread=thread)],
-        document=Document.objects.filter(thread=thread).values_list("title", "content", "updated_at").first(),
+        document=Document.objects.filter(thread=thread).values_list("title", "content", "updated_at", "version").first(),
         latest_artifact=None,
     ),
 }))

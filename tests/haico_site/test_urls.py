@@ -213,7 +213,6 @@ ROUTES: dict[str, Public | Account | Owned] = {
     "workspace:document-save": Owned(
         T, post={"title": "Edited", "content": "Edited text", "base_version": lambda w: w["document"].version}
     ),
-    "workspace:document-latest": Owned(T, post={"title": "Typed", "content": "Typed text"}, writes=False),
     "workspace:centre": Owned(T, query={"artifact": "artifact"}),
     "workspace:live": Owned(T),
 }
@@ -303,7 +302,8 @@ def world(owner, other_user, staff):
         "their_thread": theirs,
     }
     # One row of every model the admin shows, by model.
-    for obj in (thread, selectors.objective_for(thread=thread), preference, step, rows["document"], artifact,
+    revision = rows["document"].revisions.order_by("-version").first()
+    for obj in (thread, selectors.objective_for(thread=thread), preference, step, rows["document"], revision, artifact,
                 snapshot, activity, feedback, branch, moderation, group, owner, *login_records):
         rows[type(obj)] = obj
     return rows

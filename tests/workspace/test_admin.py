@@ -8,7 +8,8 @@ import pytest
 from django.urls import reverse
 
 from tests.support.admin import _change, _changelist
-from workspace.models import Artifact, Document, Objective, Todo, WorkspaceSnapshot
+from workspace.models import Artifact, Document, DocumentRevision, Objective, Todo, WorkspaceSnapshot
+from workspace.services import document as document_services
 
 pytestmark = pytest.mark.django_db
 
@@ -68,10 +69,35 @@ def test_snapshot_detail_shows_every_field_read_only_with_pretty_json(staff_clie
 # --- workspace contents are view-only ----------------------------------------------
 
 
-@pytest.mark.parametrize("model", [Todo, Document, Artifact, Objective])
+@pytest.mark.parametrize("model", [Todo, Document, Artifact, Objective, DocumentRevision])
 def test_workspace_contents_are_view_only(staff_client, populated, model):
     obj = model.objects.first()
     before = {f.attname: getattr(obj, f.attname) for f in model._meta.concrete_fields}
     assert staff_client.post(_change(obj), {"text": "changed", "title": "changed", "content": "changed"}).status_code == 403
     obj.refresh_from_db()
     assert {f.attname: getattr(obj, f.attname) for f in model._meta.concrete_fields} == before
+
+
+# --- document revisions ---------------------------------------------------------------
+
+
+def test_document_page_lists_its_revisions_newest_first(staff_client, populated):
+    document = populated["document"]
+    document_services.document_save(thread=populated["thread"], content="Second <i>version</i>", base_version=1, author="agent")
+    body = staff_client.get(_change(document)).content.decode()
+    newest, oldest = DocumentRevision.objects.filter(document=document).order_by("-version")
+    assert body.index(f'>v{newest.version}</a>') < body.index(f'>v{oldest.version}</a>')
+    assert _change(newest) in body
+    assert "Agent" in body and "System" in body
+    assert 'name="revisions-0-title"' not in body  # read-only rows, no inputs
+
+
+def test_revision_page_shows_its_text_escaped_and_read_only(staff_client, populated):
+    revision = DocumentRevision.objects.get(document=populated["document"])
+    body = staff_client.get(_change(revision)).content.decode()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body and "<script>alert(1)</script>" not in body
+    assert 'name="content"' not in body and 'name="_save"' not in body
+    assert staff_client.get(reverse("admin:workspace_documentrevision_add")).status_code == 403
+    delete_url = reverse("admin:workspace_documentrevision_delete", args=[revision.pk])
+    assert staff_client.post(delete_url, {"post": "yes"}).status_code == 403
+    assert DocumentRevision.objects.filter(pk=revision.pk).exists()

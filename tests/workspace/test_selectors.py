@@ -89,7 +89,7 @@ def test_objective_history_of_a_new_thread_is_the_standing_objective(thread):
 
 
 def orm_reading(thread) -> selectors.WorkspaceReading:
-    document = Document.objects.filter(thread=thread).values_list("title", "content", "updated_at").first()
+    document = Document.objects.filter(thread=thread).values_list("title", "content", "updated_at", "version").first()
     artifact = (
         Artifact.objects.filter(thread=thread).order_by("-id").values_list("id", "artifact_type", "turn_index", "title").first()
     )

@@ -1,58 +1,185 @@
-"""The shared document: versioned, so a save based on an old version is refused."""
+"""The shared document: versioned, every version kept, concurrent edits merged.
+
+Every write adds a `DocumentRevision` with the new version's text in the
+same transaction. A save names the version it was based on; if that is no
+longer the current one, the save is merged three-way against it
+(workspace.merge): base = that version's text, theirs = the current text,
+ours = the submitted text. A clean merge is written (the result says so);
+overlapping edits raise `DocumentConflict` and nothing is written
+(docs/adr/0013).
+"""
+
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
 
+from .. import merge
 from ..errors import DocumentConflict, InvalidInput
-from ..models import DOCUMENT_TITLE_MAX_CHARS, Document, Thread
+from ..models import DOCUMENT_TITLE_MAX_CHARS, Document, DocumentRevision, Thread
 from ..text import clean_text
 from .common import changed
+
+Author = DocumentRevision.Author
+
+# Version 0 is the document before its first write: always this text.
+EMPTY_TITLE, EMPTY_CONTENT = "Untitled", ""
+
+
+@dataclass(frozen=True)
+class DocumentSaved:
+    document: Document
+    # The save was based on an older version and was merged with what had
+    # changed since: the stored text differs from the text submitted.
+    merged: bool = False
 
 
 def _document_for_update(thread: Thread) -> Document:
     document, _ = Document.objects.select_for_update().get_or_create(
-        thread=thread, defaults={"title": "Untitled", "content": "", "version": 0}
+        thread=thread, defaults={"title": EMPTY_TITLE, "content": EMPTY_CONTENT, "version": 0}
     )
     return document
 
 
 def _clean_content(content) -> str:
+    if isinstance(content, str):
+        # Stored with plain newlines whoever writes it, so merges compare like with like.
+        content = content.replace("\r\n", "\n").replace("\r", "\n")
     return clean_text(
         content, label="Document content", max_chars=settings.HAICO_DOCUMENT_MAX_CHARS, allow_empty=True, strip=False
     )
 
 
-@transaction.atomic
-def document_save(
-    *, thread: Thread, title: str | None = None, content: str | None = None, base_version: int | None = None
-) -> Document:
-    """Write the title and/or content. With `base_version` (the person's path),
-    a save based on a version that is no longer current is refused."""
-    document = _document_for_update(thread)
-    if base_version is not None and base_version != document.version:
-        raise DocumentConflict(
-            "The document changed since you loaded it (someone or the agent edited it). "
-            "Your text is kept here; copy what you need, then reload to see the latest version.",
-            current_version=document.version,
-        )
-    if title is not None:
-        document.title = clean_text(title, label="Document title", max_chars=DOCUMENT_TITLE_MAX_CHARS)
-    if content is not None:
-        document.content = _clean_content(content)
+def _clean_title(title) -> str:
+    return clean_text(title, label="Document title", max_chars=DOCUMENT_TITLE_MAX_CHARS)
+
+
+def _write(document: Document, *, title: str, content: str, author: str) -> Document:
+    document.title, document.content = title, content
     document.version += 1
     document.save()
-    changed(thread.pk, "document")
+    DocumentRevision.objects.create(
+        document=document, version=document.version, title=title, content=content, author=author
+    )
+    changed(document.thread_id, "document")
     return document
 
 
+def _base_text(document: Document, version: int) -> tuple[str, str] | None:
+    """(title, content) of `version`, or None when no such version is kept."""
+    if version == 0:
+        return EMPTY_TITLE, EMPTY_CONTENT
+    return DocumentRevision.objects.filter(document=document, version=version).values_list("title", "content").first()
+
+
+def _merged_title(base: str | None, ours: str, theirs: str, resolve: str | None) -> tuple[str, tuple[str, str] | None]:
+    """(title to write, (ours, theirs) when both changed it differently and
+    `resolve` does not say how to settle it). `base` None: unknown."""
+    if base is None:
+        title, conflicted = (theirs, False) if ours == theirs else (ours, True)
+    else:
+        title, conflicted = merge.merge_value(base, ours, theirs)
+    if not conflicted:
+        return title, None
+    if resolve == merge.THEIRS:
+        return theirs, None
+    if resolve == merge.BOTH and len(f"{ours} / {theirs}") <= DOCUMENT_TITLE_MAX_CHARS:
+        return f"{ours} / {theirs}", None
+    if resolve is not None:
+        return ours, None  # "ours", or "both" when the two would not fit
+    return ours, (ours, theirs)
+
+
 @transaction.atomic
-def document_append(*, thread: Thread, text: str) -> Document:
+def document_save(
+    *,
+    thread: Thread,
+    title: str | None = None,
+    content: str | None = None,
+    base_version: int | None = None,
+    author: str = Author.SYSTEM,
+    resolve: str | None = None,
+) -> DocumentSaved:
+    """Write the title and/or content (None leaves it as it is).
+
+    `base_version`: the version the text was edited from. The person's
+    editor and the agent's tool always pass one; None (scripts, seeding)
+    writes over whatever is current. `resolve` ("ours", "theirs", "both")
+    settles the parts both sides changed that way instead of raising (the
+    person's choice in the conflict view); it applies to the current text,
+    under the lock, so what it writes is based on the current version."""
+    if resolve is not None and resolve not in merge.RESOLUTIONS:
+        raise InvalidInput(f"Choose how to settle the conflict: one of {', '.join(merge.RESOLUTIONS)}.")
+    if title is not None:
+        title = _clean_title(title)
+    if content is not None:
+        content = _clean_content(content)
+    document = _document_for_update(thread)
+    current_title, current_content = document.title, document.content
+    if base_version is None or base_version == document.version:
+        new_title = current_title if title is None else title
+        new_content = current_content if content is None else content
+        return DocumentSaved(_write(document, title=new_title, content=new_content, author=author))
+
+    # What is not submitted is unchanged since the base.
+    base = _base_text(document, base_version)
+    if base is None:
+        # Without that version's text nothing tells what changed since:
+        # never overwrite; the two texts are one conflict unless equal.
+        title_base, base_content = (current_title if title is None else None), None
+    else:
+        title_base, base_content = base
+    ours_title = title if title is not None else (title_base or current_title)
+    new_title, title_conflict = _merged_title(title_base, ours_title, current_title, resolve)
+    if content is None:
+        result = merge.MergeResult((current_content,))  # a title-only save leaves the text as it is
+    elif base_content is None:
+        result = merge.without_base(content, current_content)
+    else:
+        result = merge.merge_text(base_content, content, current_content)
+
+    if (result.conflicts and resolve is None) or title_conflict:
+        raise DocumentConflict(
+            _conflict_message(base_version, document.version, known=base is not None),
+            current_version=document.version,
+            base_version=base_version,
+            current_title=current_title,
+            current_content=current_content,
+            submitted_title=ours_title,
+            submitted_content=current_content if content is None else content,
+            conflicts=result.conflicts,
+            title_conflict=title_conflict,
+        )
+    try:
+        new_content = _clean_content(result.resolve(resolve or merge.OURS))
+    except InvalidInput as exc:
+        raise InvalidInput(
+            f"Merged with the changes made since version {base_version}, the document would be too long: "
+            f"{exc.message} Nothing was saved; shorten it and it will be saved again."
+        ) from None
+    saved = _write(document, title=new_title, content=new_content, author=author)
+    return DocumentSaved(saved, merged=True)
+
+
+def _conflict_message(base_version: int, current_version: int, *, known: bool) -> str:
+    if not known:
+        return (
+            f"The document is now at version {current_version}, and the version {base_version} this text was based on "
+            "is not kept, so the two cannot be merged. Nothing was saved; choose which text to keep."
+        )
+    return (
+        f"The document changed since version {base_version} (it is now version {current_version}), and some of the "
+        "same passages were edited on both sides. Nothing was saved; choose which text to keep where they overlap."
+    )
+
+
+@transaction.atomic
+def document_append(*, thread: Thread, text: str, author: str = Author.SYSTEM) -> Document:
+    """Add `text` at the end. An append commutes with any other edit, so it
+    needs no base version."""
     if not isinstance(text, str) or not text.strip():
         raise InvalidInput("Text to append cannot be empty.")
     document = _document_for_update(thread)
     separator = "" if not document.content or document.content.endswith("\n") else "\n"
-    document.content = _clean_content(document.content + separator + text)
-    document.version += 1
-    document.save()
-    changed(thread.pk, "document")
-    return document
+    content = _clean_content(document.content + separator + text)
+    return _write(document, title=document.title, content=content, author=author)

@@ -12,7 +12,7 @@ def snapshot_capture(*, thread: Thread, turn_index: int, user_message: str) -> W
     Write-once. Read with the prompt's own light reads (selectors.workspace_reading_for):
     the same values, hard preferences first and the plan in pre-order."""
     reading = selectors.workspace_reading_for(thread=thread)
-    title, content, _updated_at = reading.document or ("Untitled", "", None)
+    title, content, _updated_at, _version = reading.document or ("Untitled", "", None, 0)
     return WorkspaceSnapshot.objects.create(
         thread=thread,
         turn_index=turn_index,

@@ -1,9 +1,14 @@
-"""The live document in the centre panel: autosave and conflict recovery.
+"""The live document in the centre panel: autosave, merges and the conflict view.
 
 The save answers with the small save-state fragment (status text plus the
-version the next save is based on) and an out-of-band preview, never with
-the editor, so the textarea and its caret are left alone while the person
-types. A stale save is refused by the service and nothing is overwritten.
+version the next save is based on) and out-of-band the preview and the
+conflict view, never with the editor, so the textarea and its caret are left
+alone while the person types. A save based on an older version is merged
+with what changed since (docs/adr/0013): merged cleanly, the fragment also
+carries the merged text for static/js/centre.js to put in the editor; where
+both sides edited the same passage nothing is written and the one conflict
+view shows both versions with those parts marked, and "Keep mine", "Keep
+theirs" and "Keep both", which save again with that choice.
 """
 
 import json
@@ -11,21 +16,23 @@ import json
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse
-from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import path
+from django.utils.html import escape, format_html
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import panels, selectors
+from .. import selectors
 from ..errors import DocumentConflict, WorkspaceError
 from ..forms import DocumentSaveForm, first_error
 from ..markdown import render_markdown
+from ..models import DocumentRevision
 from ..services import document as document_services
-from ..text import encodable
 from .common import get_thread_for_user
 
 SAVE_STATE = "workspace/panels/centre.html#save_state"
 PREVIEW = "workspace/panels/centre.html#preview"
+CONFLICT = "workspace/panels/centre.html#conflict"
 
 
 def read_body(request) -> dict | str:
@@ -44,7 +51,8 @@ def read_body(request) -> dict | str:
 
 
 def _save_state_response(request, *, thread, document, state: str, message: str = "", base_version: int | str,
-                         status: int = 200, with_preview: bool = False) -> HttpResponse:
+                         status: int = 200, with_preview: bool = False, merged: bool = False,
+                         conflict: dict | None = None) -> HttpResponse:
     """htmx gets 200 so it swaps the message in (the house rule for panel
     errors); any other client gets the real status code."""
     context = {
@@ -53,12 +61,40 @@ def _save_state_response(request, *, thread, document, state: str, message: str 
         "doc_state": state,
         "doc_message": message,
         "doc_base_version": base_version,
+        "doc_merged": merged,
     }
     html = render_to_string(SAVE_STATE, context, request=request)
     if with_preview:
         preview = {"document_html": render_markdown(document.content), "preview_oob": True}
         html += render_to_string(PREVIEW, preview, request=request)
+    if state != "error":
+        # A save that went through closes the conflict view; a conflict replaces it.
+        html += render_to_string(CONFLICT, {"conflict": conflict, "conflict_oob": True}, request=request)
     return HttpResponse(html, status=200 if request.htmx else status)
+
+
+def _marked(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` escaped, each (start, end) span in a <mark> (an empty one
+    where the other side added text and this one has none)."""
+    parts, at = [], 0
+    for start, end in spans:
+        parts.append(escape(text[at:start]))
+        parts.append(format_html('<mark class="doc-conflict-part">{}</mark>', text[start:end]))
+        at = end
+    parts.append(escape(text[at:]))
+    return mark_safe("".join(parts))
+
+
+def conflict_context(exc: DocumentConflict) -> dict:
+    """Both versions for the conflict view, their overlapping parts marked."""
+    return {
+        "message": exc.message,
+        "current_version": exc.current_version,
+        "count": len(exc.conflicts),
+        "ours_html": _marked(exc.submitted_content, [(c.ours_start, c.ours_end) for c in exc.conflicts]),
+        "theirs_html": _marked(exc.current_content, [(c.start, c.end) for c in exc.conflicts]),
+        "title_conflict": exc.title_conflict,
+    }
 
 
 def _submitted_version(data) -> int | str:
@@ -89,51 +125,27 @@ def document_save(request, thread_id):
         )
     values = form.cleaned_data
     try:
-        document = document_services.document_save(
-            thread=thread, title=values["title"], content=values["content"], base_version=values["base_version"]
+        saved = document_services.document_save(
+            thread=thread, title=values["title"], content=values["content"], base_version=values["base_version"],
+            author=DocumentRevision.Author.PERSON, resolve=values["resolve"],
         )
     except DocumentConflict as exc:
-        # The person's stale version is kept on the form, so every later
-        # autosave is refused too until they choose what to do.
+        # The save stays based on the version the person edited, so the
+        # next one (edited, or with a choice) is merged against it again.
         return _save_state_response(
             request, thread=thread, document=current, state="conflict", message=exc.message,
-            base_version=values["base_version"], status=409,
+            base_version=values["base_version"], status=409, conflict=conflict_context(exc),
         )
     except WorkspaceError as exc:
         return _save_state_response(
             request, thread=thread, document=current, state="error", message=exc.message + " Nothing was saved.",
             base_version=values["base_version"], status=400,
         )
+    document = saved.document
     return _save_state_response(
-        request, thread=thread, document=document, state="saved", base_version=document.version, with_preview=True
+        request, thread=thread, document=document, state="merged" if saved.merged else "saved",
+        base_version=document.version, with_preview=True, merged=saved.merged,
     )
-
-
-def _as_text(value) -> str | None:
-    if not isinstance(value, str):
-        return None
-    # Handed back as typed, but a lone surrogate cannot be sent to the page.
-    return encodable(value.replace("\r\n", "\n").replace("\r", "\n"))
-
-
-@login_required
-@require_POST
-def document_latest(request, thread_id):
-    """Reload the editor with the latest saved document while handing back
-    what the person had typed, shown below it, so resolving a conflict never
-    loses text. Nothing is written."""
-    thread = get_thread_for_user(request, thread_id)
-    data = read_body(request)
-    title = content = None
-    if not isinstance(data, str):
-        # What the person typed, as typed: even text the save would refuse
-        # (too long, say) is handed back, never dropped.
-        title, content = (_as_text(data.get(name)) for name in ("title", "content"))
-    document = selectors.document_for(thread=thread)
-    unchanged = (title is None or title.strip() == document.title) and (content is None or content == document.content)
-    extra = {} if unchanged else {"unsaved_title": title or "", "unsaved_content": content or ""}
-    context = panels.centre_context(thread=thread, **extra)
-    return render(request, panels.PANEL_TEMPLATES["centre"], context)
 
 
 @login_required
@@ -149,5 +161,4 @@ def document_preview(request, thread_id):
 urlpatterns = [
     path("document/preview/", document_preview, name="document-preview"),
     path("document/save/", document_save, name="document-save"),
-    path("document/latest/", document_latest, name="document-latest"),
 ]

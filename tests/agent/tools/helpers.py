@@ -7,7 +7,7 @@ import json
 from asgiref.sync import sync_to_async
 from langchain.tools import ToolRuntime
 
-from agent.context import AgentContext
+from agent.context import AgentContext, Seen
 from agent.tools.registry import build_tools
 
 REASON = "Keeping the shared workspace in step with what you asked for."
@@ -17,11 +17,13 @@ def tools_by_name() -> dict:
     return {tool.name: tool for tool in build_tools()}
 
 
-def runtime_for(thread, turn_index: int = 0) -> ToolRuntime:
-    """What LangGraph's tools node injects as a tool's `runtime` during a run."""
+def runtime_for(thread, turn_index: int = 0, seen_version: int | None = None) -> ToolRuntime:
+    """What LangGraph's tools node injects as a tool's `runtime` during a run;
+    `seen_version` is the document version the run's latest model call was
+    shown (the prompt middleware records it; None: no model call yet)."""
     return ToolRuntime(
         state={"messages": []},
-        context=AgentContext(thread=thread, turn_index=turn_index),
+        context=AgentContext(thread=thread, turn_index=turn_index, seen=Seen(document_version=seen_version)),
         config={},
         stream_writer=lambda _chunk: None,
         tool_call_id="test-call",
@@ -29,11 +31,14 @@ def runtime_for(thread, turn_index: int = 0) -> ToolRuntime:
     )
 
 
-async def call(thread, name: str, reason: str | None = REASON, *, turn_index: int = 0, **args) -> dict:
+async def call(
+    thread, name: str, reason: str | None = REASON, *, turn_index: int = 0, seen_version: int | None = None, **args
+) -> dict:
     """Invoke tool `name` on `thread` with `args` and return the parsed envelope."""
     if reason is not None:
         args["action_and_reasoning"] = reason
-    content = await tools_by_name()[name].ainvoke({**args, "runtime": runtime_for(thread, turn_index)})
+    runtime = runtime_for(thread, turn_index, seen_version)
+    content = await tools_by_name()[name].ainvoke({**args, "runtime": runtime})
     return json.loads(content)
 
 

@@ -1,67 +1,237 @@
-"""workspace.services.document: versions, conflicts, the size cap, appends."""
+"""workspace.services.document: versions and their revisions, merges of
+saves based on older versions, conflicts, the size cap, appends."""
 
 import pytest
 from django.conf import settings
 
 from workspace import selectors
 from workspace.errors import DocumentConflict, InvalidInput
-from workspace.models import Document
+from workspace.models import Document, DocumentRevision
 from workspace.services import document as document_services
 
 pytestmark = pytest.mark.django_db
+
+PERSON, AGENT, SYSTEM = (DocumentRevision.Author.PERSON, DocumentRevision.Author.AGENT, DocumentRevision.Author.SYSTEM)
+
+REPORT = "# Soil carbon\n\nIntro paragraph.\n\nMethods paragraph.\n\nResults paragraph.\n"
+
+
+def _stored(thread):
+    document = Document.objects.get(thread=thread)
+    return document.title, document.content, document.version
+
+
+def _revisions(thread):
+    return list(
+        DocumentRevision.objects.filter(document__thread=thread)
+        .order_by("version")
+        .values_list("version", "title", "content", "author")
+    )
+
+
+def _save(thread, **fields):
+    return document_services.document_save(thread=thread, **fields)
+
+
+# --- versions and revisions -----------------------------------------------------------
 
 
 def test_document_starts_empty_at_version_zero_and_each_save_bumps_it(thread):
     draft = selectors.document_for(thread=thread)
     assert (draft.pk, draft.title, draft.content, draft.version) == (None, "Untitled", "", 0)
-    first = document_services.document_save(thread=thread, title="Review", content="# Intro", base_version=0)
-    assert first.version == 1
-    second = document_services.document_save(thread=thread, content="# Intro\n\nMore", base_version=1)
-    assert (second.title, second.content, second.version) == ("Review", "# Intro\n\nMore", 2)
-    document_services.document_save(thread=thread, title="Review v2")
-    stored = Document.objects.get(thread=thread)
-    assert (stored.title, stored.content, stored.version) == ("Review v2", "# Intro\n\nMore", 3)
+    first = _save(thread, title="Review", content="# Intro", base_version=0)
+    assert (first.document.version, first.merged) == (1, False)
+    second = _save(thread, content="# Intro\n\nMore", base_version=1)
+    assert (second.document.title, second.document.content, second.document.version) == ("Review", "# Intro\n\nMore", 2)
+    _save(thread, title="Review v2")
+    assert _stored(thread) == ("Review v2", "# Intro\n\nMore", 3)
 
 
-def test_document_save_on_a_stale_version_is_a_conflict_and_changes_nothing(thread):
-    document_services.document_save(thread=thread, content="mine", base_version=0)
-    document_services.document_save(thread=thread, content="agent's edit")
-    with pytest.raises(DocumentConflict) as exc:
-        document_services.document_save(thread=thread, content="stale text", base_version=1)
-    assert exc.value.current_version == 2
-    assert "changed since you loaded it" in exc.value.message
-    stored = Document.objects.get(thread=thread)
-    assert (stored.content, stored.version) == ("agent's edit", 2)
+def test_every_write_keeps_a_revision_with_its_text_and_author(thread):
+    _save(thread, title="Review", content="Draft.", base_version=0, author=PERSON)
+    _save(thread, content="Draft, revised.", base_version=1, author=AGENT)
+    document_services.document_append(thread=thread, text="Appended.", author=AGENT)
+    _save(thread, title="Review 2")
+    assert _revisions(thread) == [
+        (1, "Review", "Draft.", PERSON),
+        (2, "Review", "Draft, revised.", AGENT),
+        (3, "Review", "Draft, revised.\nAppended.", AGENT),
+        (4, "Review 2", "Draft, revised.\nAppended.", SYSTEM),
+    ]
 
 
-def test_document_conflict_on_a_never_saved_document_creates_nothing(thread):
+def test_a_refused_write_keeps_no_revision(thread):
+    _save(thread, content="keep", base_version=0)
+    with pytest.raises(InvalidInput):
+        _save(thread, content="x" * (settings.HAICO_DOCUMENT_MAX_CHARS + 1), base_version=1)
+    with pytest.raises(InvalidInput):
+        document_services.document_append(thread=thread, text=" ")
+    assert [version for version, *_ in _revisions(thread)] == [1]
+
+
+def test_line_breaks_are_stored_as_plain_newlines_whoever_writes(thread):
+    _save(thread, content="a\r\nb\rc", base_version=0)
+    assert _stored(thread)[1] == "a\nb\nc"
+
+
+# --- a save based on an older version is merged -----------------------------------------
+
+
+def test_person_and_agent_editing_different_paragraphs_both_land(thread):
+    _save(thread, title="Report", content=REPORT, base_version=0, author=PERSON)  # version 1
+    # The agent rewrites the results from version 1...
+    agent = _save(
+        thread, content=REPORT.replace("Results paragraph.", "Results: +12% carbon."), base_version=1, author=AGENT
+    )
+    assert (agent.document.version, agent.merged) == (2, False)
+    # ...while the person, still on version 1, had typed into the intro.
+    person = _save(thread, content=REPORT.replace("Intro paragraph.", "Intro, by me."), base_version=1, author=PERSON)
+    assert person.merged is True
+    expected = REPORT.replace("Intro paragraph.", "Intro, by me.").replace("Results paragraph.", "Results: +12% carbon.")
+    assert _stored(thread) == ("Report", expected, 3)
+    assert _revisions(thread)[-1] == (3, "Report", expected, PERSON)
+
+
+def test_agent_update_based_on_an_old_version_keeps_what_the_person_typed_since(thread):
+    _save(thread, content=REPORT, base_version=0, author=AGENT)  # version 1: what the agent saw
+    _save(thread, content=REPORT + "\nA paragraph the person typed.\n", base_version=1, author=PERSON)
+    saved = _save(thread, content=REPORT.replace("Methods paragraph.", "Methods, rewritten."), base_version=1, author=AGENT)
+    assert saved.merged is True
+    content = _stored(thread)[1]
+    assert "Methods, rewritten." in content and "A paragraph the person typed." in content
+
+
+def test_person_and_agent_replacing_the_same_words_conflict_and_nothing_is_written(thread):
+    _save(thread, title="Report", content=REPORT, base_version=0)
+    _save(thread, content=REPORT.replace("Methods paragraph.", "Methods by the agent."), base_version=1, author=AGENT)
+    with pytest.raises(DocumentConflict) as caught:
+        _save(thread, content=REPORT.replace("Methods paragraph.", "Methods by the person."), base_version=1, author=PERSON)
+    exc = caught.value
+    assert (exc.current_version, exc.base_version) == (2, 1)
+    assert "Nothing was saved" in exc.message and "version 1" in exc.message and "version 2" in exc.message
+    [conflict] = exc.conflicts
+    assert (conflict.ours, conflict.theirs) == ("person", "agent")
+    assert exc.current_content[conflict.start : conflict.end] == "agent"
+    assert exc.submitted_content[conflict.ours_start : conflict.ours_end] == "person"
+    assert _stored(thread) == ("Report", REPORT.replace("Methods paragraph.", "Methods by the agent."), 2)
+    assert len(_revisions(thread)) == 2
+
+
+@pytest.mark.parametrize(
+    ("resolve", "methods"),
+    [("ours", "Methods by the person."), ("theirs", "Methods by the agent."), ("both", "Methods by the person agent.")],
+)
+def test_a_choice_settles_the_overlap_and_keeps_both_sides_other_edits(thread, resolve, methods):
+    _save(thread, content=REPORT, base_version=0)
+    agent_text = REPORT.replace("Methods paragraph.", "Methods by the agent.").replace("Results paragraph.", "Results!")
+    _save(thread, content=agent_text, base_version=1, author=AGENT)
+    mine = REPORT.replace("Methods paragraph.", "Methods by the person.").replace("Intro paragraph.", "Intro!")
+    saved = _save(thread, content=mine, base_version=1, author=PERSON, resolve=resolve)
+    assert saved.merged is True
+    assert _stored(thread)[1:] == (REPORT.replace("Methods paragraph.", methods).replace("Results paragraph.", "Results!").replace("Intro paragraph.", "Intro!"), 3)
+
+
+def test_an_unknown_choice_is_refused(thread):
+    with pytest.raises(InvalidInput, match="Choose how to settle"):
+        _save(thread, content="x", base_version=0, resolve="mine")
+
+
+def test_a_base_version_with_no_revision_is_a_conflict_never_an_overwrite(thread):
+    _save(thread, content="first text", base_version=0)
+    _save(thread, content="agent text", base_version=1)
+    # Versions from before revisions were kept (the migration recorded only
+    # the current one), or never written at all.
+    DocumentRevision.objects.filter(document__thread=thread, version=1).delete()
+    with pytest.raises(DocumentConflict) as caught:
+        _save(thread, content="person text", base_version=1)
+    assert "cannot be merged" in caught.value.message
+    [conflict] = caught.value.conflicts
+    assert (conflict.base, conflict.ours, conflict.theirs) == (None, "person text", "agent text")
+    with pytest.raises(DocumentConflict):
+        _save(thread, content="person text", base_version=7)  # a version from the future
+    assert _stored(thread)[1:] == ("agent text", 2)
+    # A choice still settles it: the whole text is the overlap.
+    _save(thread, content="person text", base_version=7, resolve="both")
+    assert _stored(thread)[1] == "person text\nagent text"
+
+
+def test_a_conflict_on_a_never_saved_document_creates_nothing(thread):
     with pytest.raises(DocumentConflict):
         document_services.document_save(thread=thread, content="x", base_version=4)
     assert not Document.objects.filter(thread=thread).exists()
 
 
+def test_version_zero_is_the_empty_document_so_a_first_save_merges_with_an_agent_write(thread):
+    document_services.document_append(thread=thread, text="Agent's first line.")  # version 1
+    saved = _save(thread, title="Mine", content="", base_version=0, author=PERSON)  # the page loaded at version 0
+    assert saved.merged is True
+    assert _stored(thread) == ("Mine", "Agent's first line.", 2)
+
+
+def test_appends_commute_with_a_stale_save(thread):
+    _save(thread, content=REPORT, base_version=0)
+    document_services.document_append(thread=thread, text="Appended by the agent.")
+    _save(thread, content=REPORT.replace("Intro paragraph.", "Intro, edited."), base_version=1)
+    assert _stored(thread)[1] == REPORT.replace("Intro paragraph.", "Intro, edited.") + "Appended by the agent."
+
+
+# --- the title, three-way --------------------------------------------------------------
+
+
+def test_title_changed_on_one_side_takes_that_side(thread):
+    _save(thread, title="Draft", content="text", base_version=0)
+    _save(thread, title="Agent's title", content="text, more", base_version=1)
+    _save(thread, title="Draft", content="text", base_version=1)  # the person changed neither
+    assert _stored(thread)[0] == "Agent's title"
+    _save(thread, title="My title", content="text, more", base_version=3)
+    assert _stored(thread)[0] == "My title"
+
+
+def test_title_changed_differently_on_both_sides_is_a_conflict(thread):
+    _save(thread, title="Draft", content="text", base_version=0)
+    _save(thread, title="Agent's title", base_version=1)
+    with pytest.raises(DocumentConflict) as caught:
+        _save(thread, title="My title", content="text", base_version=1)
+    assert caught.value.title_conflict == ("My title", "Agent's title")
+    assert caught.value.conflicts == []
+    assert _stored(thread)[0] == "Agent's title"
+    _save(thread, title="My title", content="text", base_version=1, resolve="both")
+    assert _stored(thread)[0] == "My title / Agent's title"
+
+
+# --- limits ---------------------------------------------------------------------------
+
+
 def test_document_save_refuses_over_the_size_cap_and_bad_title(thread):
-    document_services.document_save(thread=thread, content="keep", base_version=0)
+    _save(thread, content="keep", base_version=0)
     limit = settings.HAICO_DOCUMENT_MAX_CHARS
     with pytest.raises(InvalidInput, match="too long"):
-        document_services.document_save(thread=thread, content="x" * (limit + 1), base_version=1)
+        _save(thread, content="x" * (limit + 1), base_version=1)
     with pytest.raises(InvalidInput, match="Document title cannot be empty"):
-        document_services.document_save(thread=thread, title="  ", base_version=1)
+        _save(thread, title="  ", base_version=1)
     with pytest.raises(InvalidInput, match="must be text"):
-        document_services.document_save(thread=thread, content=["not", "text"], base_version=1)
-    stored = Document.objects.get(thread=thread)
-    assert (stored.content, stored.version) == ("keep", 1)
-    document_services.document_save(thread=thread, content="x" * limit, base_version=1)
-    assert len(Document.objects.get(thread=thread).content) == limit
+        _save(thread, content=["not", "text"], base_version=1)
+    assert _stored(thread)[1:] == ("keep", 1)
+    _save(thread, content="x" * limit, base_version=1)
+    assert len(_stored(thread)[1]) == limit
+
+
+def test_a_merge_that_would_exceed_the_size_cap_is_refused_and_nothing_written(thread, settings):
+    settings.HAICO_DOCUMENT_MAX_CHARS = 40
+    _save(thread, content="a\n\nb\n", base_version=0)
+    _save(thread, content="a\n\nb" + "!" * 30 + "\n", base_version=1)
+    with pytest.raises(InvalidInput, match="would be too long") as caught:
+        _save(thread, content="a" + "?" * 30 + "\n\nb\n", base_version=1)
+    assert "Nothing was saved" in caught.value.message
+    assert _stored(thread)[2] == 2
 
 
 def test_document_append_adds_a_line_and_bumps_the_version(thread):
     document_services.document_append(thread=thread, text="First")
     document_services.document_append(thread=thread, text="Second")
-    stored = Document.objects.get(thread=thread)
-    assert (stored.content, stored.version) == ("First\nSecond", 2)
+    assert _stored(thread)[1:] == ("First\nSecond", 2)
     with pytest.raises(InvalidInput, match="cannot be empty"):
         document_services.document_append(thread=thread, text="  ")
     with pytest.raises(InvalidInput, match="too long"):
         document_services.document_append(thread=thread, text="x" * settings.HAICO_DOCUMENT_MAX_CHARS)
-    assert Document.objects.get(thread=thread).content == "First\nSecond"
+    assert _stored(thread)[1] == "First\nSecond"

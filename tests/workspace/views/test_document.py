@@ -1,5 +1,6 @@
-"""The live document: autosave, conflicts, size cap and the "load latest"
-recovery. Method, access, database effect and what the person sees."""
+"""The live document: autosave, merges of saves based on an older version,
+the conflict view and its choices, the size cap. Method, access, database
+effect and what the person sees."""
 
 
 import pytest
@@ -7,7 +8,7 @@ from django.conf import settings
 
 from tests.support.web import HTMX, answered_as_missing, ws_url
 from workspace import selectors
-from workspace.models import Document
+from workspace.models import Document, DocumentRevision
 from workspace.services import document as document_services
 
 pytestmark = pytest.mark.django_db
@@ -54,19 +55,84 @@ def test_save_stores_browser_line_breaks_as_plain_newlines(owner_client, thread)
     assert _doc(thread).content == "a\nb\n"
 
 
-def test_stale_version_is_refused_with_conflict_and_keeps_the_database(owner_client, thread):
-    document_services.document_save(thread=thread, title="Ours", content="agent wrote this")  # version 1
-    document_services.document_append(thread=thread, text="and more")  # version 2
-    response = _save(owner_client, thread, title="Mine", content="person's text", base_version=1)
+def test_save_is_recorded_as_the_persons_revision(owner_client, thread):
+    _save(owner_client, thread, title="T", content="mine", base_version=0)
+    assert list(DocumentRevision.objects.filter(document__thread=thread).values_list("version", "author")) == [(1, "person")]
+
+
+REPORT = "# Report\n\nIntro paragraph.\n\nMethods paragraph.\n"
+
+
+def test_stale_save_of_another_paragraph_is_merged_and_the_editor_gets_the_merged_text(owner_client, thread):
+    document_services.document_save(thread=thread, title="Report", content=REPORT)  # version 1
+    document_services.document_save(thread=thread, content=REPORT.replace("Methods paragraph.", "Methods <by> agent."))
+    response = _save(owner_client, thread, title="Report", content=REPORT.replace("Intro paragraph.", "Intro by me."), base_version=1)
     html = response.content.decode()
-    assert response.status_code == 200  # htmx swaps the message in
-    assert 'data-state="conflict"' in html
-    assert 'role="alert"' in html and "The document changed since you loaded it" in html
-    assert "Load latest (your text is copied below)" in html
-    # Later autosaves stay based on the stale version, so they cannot overwrite either.
+    merged = REPORT.replace("Intro paragraph.", "Intro by me.").replace("Methods paragraph.", "Methods <by> agent.")
+    assert response.status_code == 200
+    assert (_doc(thread).content, _doc(thread).version) == (merged, 3)
+    assert 'data-state="merged"' in html and "Saved, merged with the latest changes" in html
+    assert 'name="base_version" value="3"' in html
+    # The merged text, for the editor, escaped, in a template that is never submitted.
+    assert '<template data-doc-merged data-version="3"><input name="title" value="Report">' in html
+    assert "Intro by me.\n\nMethods &lt;by&gt; agent.\n</textarea></template>" in html
+    assert "<h1>Report</h1>" in html  # the preview, out of band
+    # The conflict view is closed (empty and hidden) out of band.
+    assert '<div id="doc-conflict" class="doc-conflict" role="region" aria-label="Document conflict" hidden hx-swap-oob="true">' in html
+
+
+def test_stale_save_of_the_same_words_shows_one_conflict_view_and_keeps_the_database(owner_client, thread):
+    document_services.document_save(thread=thread, title="Report", content=REPORT)
+    document_services.document_save(thread=thread, content=REPORT.replace("Methods paragraph.", "Methods by <the> agent."))
+    response = _save(
+        owner_client, thread, title="Report", content=REPORT.replace("Methods paragraph.", "Methods by me."), base_version=1
+    )
+    html = response.content.decode()
+    assert response.status_code == 200  # htmx swaps the view in
+    assert 'data-state="conflict"' in html and "Not saved: overlapping edits" in html
+    # Later autosaves stay based on the version the person edited, to be merged again.
     assert 'name="base_version" value="1"' in html
-    doc = _doc(thread)
-    assert (doc.title, doc.content, doc.version) == ("Ours", "agent wrote this\nand more", 2)
+    assert html.count('id="doc-conflict"') == 1 and html.count('role="alert"') == 1
+    assert "Nothing was saved" in html
+    assert '<section class="doc-conflict-version" aria-label="Your version">' in html
+    assert "Latest saved (version 2)" in html
+    assert 'Methods by <mark class="doc-conflict-part">me</mark>.' in html
+    assert 'Methods by <mark class="doc-conflict-part">&lt;the&gt; agent</mark>.' in html
+    for name, choice in (("Keep mine", "ours"), ("Keep theirs", "theirs"), ("Keep both", "both")):
+        assert f'<button type="button" class="btn btn-small" data-doc-resolve="{choice}">{name}</button>' in html
+    assert "Load latest" not in html and "data-doc-merged" not in html
+    assert (_doc(thread).content, _doc(thread).version) == (REPORT.replace("Methods paragraph.", "Methods by <the> agent."), 2)
+
+
+@pytest.mark.parametrize(
+    ("resolve", "methods"),
+    [("ours", "Methods by me."), ("theirs", "Methods by the agent."), ("both", "Methods by me the agent.")],
+)
+def test_a_choice_from_the_conflict_view_writes_and_closes_it(owner_client, thread, resolve, methods):
+    document_services.document_save(thread=thread, title="Report", content=REPORT)
+    document_services.document_save(thread=thread, content=REPORT.replace("Methods paragraph.", "Methods by the agent."))
+    mine = REPORT.replace("Methods paragraph.", "Methods by me.")
+    response = _save(owner_client, thread, title="Report", content=mine, base_version=1, resolve=resolve)
+    html = response.content.decode()
+    assert 'data-state="merged"' in html and 'name="base_version" value="3"' in html
+    assert 'aria-label="Document conflict" hidden hx-swap-oob="true"' in html
+    assert (_doc(thread).content, _doc(thread).version) == (REPORT.replace("Methods paragraph.", methods), 3)
+
+
+def test_an_unknown_choice_is_refused_and_nothing_saved(owner_client, thread):
+    response = _save(owner_client, thread, htmx=False, title="T", content="x", base_version=0, resolve="mine")
+    assert response.status_code == 400
+    assert "Choose Keep mine, Keep theirs or Keep both." in response.content.decode()
+    assert _doc(thread) is None
+
+
+def test_title_changed_on_both_sides_shows_both_titles(owner_client, thread):
+    document_services.document_save(thread=thread, title="Draft", content="text")
+    document_services.document_save(thread=thread, title="Agent's <title>")
+    html = _save(owner_client, thread, title="My title", content="text", base_version=1).content.decode()
+    assert "Title: yours “My title”, latest saved “Agent&#x27;s &lt;title&gt;”." in html
+    assert "Only the title was changed on both sides" in html
+    assert _doc(thread).title == "Agent's <title>"
 
 
 def test_stale_version_without_htmx_is_409(owner_client, thread):
@@ -168,40 +234,6 @@ def test_save_requires_csrf_token(owner, thread):
     response = strict.post(ws_url(thread, "document/save/"), {"title": "T", "content": "c", "base_version": 0})
     assert response.status_code == 403
     assert _doc(thread) is None
-
-
-# --- load latest (conflict recovery) ------------------------------------------------
-
-
-def test_load_latest_shows_latest_in_editor_and_the_persons_text_below(owner_client, thread):
-    document_services.document_save(thread=thread, title="Agent title", content="agent version")
-    response = owner_client.post(
-        ws_url(thread, "document/latest/"), {"title": "My title", "content": "my <b>precious</b> text", "base_version": 0},
-        **HTMX,
-    )
-    html = response.content.decode()
-    assert response.status_code == 200
-    assert html.lstrip().startswith('<section id="panel-centre"')
-    assert 'value="Agent title"' in html and "agent version</textarea>" in html
-    assert 'name="base_version" value="1"' in html
-    assert "Your unsaved text" in html
-    assert 'value="My title"' in html
-    assert "my &lt;b&gt;precious&lt;/b&gt; text</textarea>" in html
-    assert (_doc(thread).content, _doc(thread).version) == ("agent version", 1)
-
-
-def test_load_latest_with_text_equal_to_latest_shows_no_copy(owner_client, thread):
-    document_services.document_save(thread=thread, title="Same", content="same")
-    html = owner_client.post(ws_url(thread, "document/latest/"), {"title": "Same", "content": "same"}, **HTMX).content.decode()
-    assert "Your unsaved text" not in html
-
-
-def test_load_latest_other_users_thread_is_404(other_client, thread):
-    assert other_client.post(ws_url(thread, "document/latest/"), {"content": "x"}).status_code == 404
-
-
-def test_load_latest_refuses_get(owner_client, thread):
-    assert owner_client.get(ws_url(thread, "document/latest/")).status_code == 405
 
 
 def test_saved_document_survives_a_reload_of_the_panel(owner_client, thread):

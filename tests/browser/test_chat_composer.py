@@ -1,0 +1,152 @@
+"""The chat composer never loses a message, and a message is sent only once
+the document text typed before it is saved (docs/adr/0013), in Chromium
+against the real server and a scripted model.
+
+- Sent before the page's socket is connected (the page still connecting, or
+  reconnecting after a drop): the message is held, the composer says so, and
+  it goes once the socket opens; the page never submits the form natively.
+- Send clicked while the page's scripts are still loading: the message stays
+  and goes once they run.
+- Enter in the chat within the autosave delay of typing in the document: the
+  turn's snapshot and the model's first call see the typed text.
+"""
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.support.fake_model import Reply
+from tests.support.openai_server import OpenAICompatibleServer
+
+from .helpers import (
+    LATE_SOCKET_SCRIPT,
+    MODEL,
+    TURN_WAIT_MS,
+    create_thread,
+    document_status,
+    document_text,
+    sign_up,
+    thread_id_from,
+    wait_for_socket,
+)
+
+CONNECTING = "Connecting… it will be sent when connected."
+
+
+@pytest.fixture
+def model_server():
+    with OpenAICompatibleServer(models=[MODEL]) as server:
+        yield server
+
+
+def _start(new_page, start_haico_server, model_server) -> tuple[object, Page, str]:
+    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    page = new_page()
+    sign_up(page, server.url, "ada")
+    url = create_thread(page, server.url)
+    return server, page, url
+
+
+def _chat(page: Page):
+    return page.get_by_role("region", name="Chat")
+
+
+def _socket_state(page: Page):
+    return page.evaluate(
+        "() => { const el = document.querySelector('[ws-connect]');"
+        " const ws = el && el['htmx-internal-data'] && el['htmx-internal-data'].webSocket;"
+        " return ws && ws.socket ? ws.socket.readyState : null; }"
+    )
+
+
+def _stored_messages(server, thread_id: str) -> list[str]:
+    return [
+        message
+        for (message,) in server.query(
+            "SELECT user_message FROM workspace_workspacesnapshot WHERE thread_id = ? ORDER BY turn_index",
+            (thread_id.replace("-", ""),),
+        )
+    ]
+
+
+def test_a_message_sent_before_the_socket_connects_is_held_and_sent_once_it_does(
+    new_page, start_haico_server, model_server
+):
+    model_server.script([Reply(text="First answer."), Reply(text="Second answer.")])
+    server, page, url = _start(new_page, start_haico_server, model_server)
+    page.add_init_script("window.__socketDelayMs = 2500;")
+    page.add_init_script(LATE_SOCKET_SCRIPT)
+    page.goto(url)
+
+    chat = _chat(page)
+    box = chat.get_by_role("textbox", name="Message")
+    box.fill("Sent before the socket is up")
+    box.press("Enter")
+    assert _socket_state(page) == 0  # still connecting: the test is about this moment
+    expect(chat.get_by_role("status").filter(has_text="Connecting")).to_have_text(CONNECTING)
+    expect(box).to_have_value("Sent before the socket is up")
+    assert page.url == url  # no native submit (a GET that loses the message)
+    assert _stored_messages(server, thread_id_from(url)) == []
+
+    expect(chat.locator(".bubble-user .bubble-text")).to_have_text(["Sent before the socket is up"], timeout=TURN_WAIT_MS)
+    expect(chat.locator(".answer")).to_have_text(["First answer."], timeout=TURN_WAIT_MS)
+    expect(box).to_have_value("")
+    expect(page.locator("#chat-pending")).to_be_hidden()
+    assert _stored_messages(server, thread_id_from(url)) == ["Sent before the socket is up"]
+
+    # The socket drops; a message sent while it reconnects is held the same way.
+    page.evaluate("() => { window.__socketDelayMs = 2000; window.__dropSocket(); }")
+    box.fill("Sent while reconnecting")
+    chat.get_by_role("button", name="Send").click()
+    expect(page.locator("#chat-pending")).to_have_text(CONNECTING)
+    expect(chat.locator(".answer")).to_have_text(["First answer.", "Second answer."], timeout=TURN_WAIT_MS)
+    expect(box).to_have_value("")
+    assert _stored_messages(server, thread_id_from(url)) == ["Sent before the socket is up", "Sent while reconnecting"]
+    assert len(model_server.requests) == 2  # each message sent once
+
+
+def test_send_clicked_while_the_page_is_still_loading_keeps_the_message_and_sends_it(
+    new_page, start_haico_server, model_server
+):
+    model_server.script([Reply(text="Got it.")])
+    server, page, url = _start(new_page, start_haico_server, model_server)
+    held = []
+    page.route("**/htmx-2.min.js", lambda route: held.append(route))  # the scripts wait for it (defer keeps order)
+    page.goto(url, wait_until="commit")
+
+    chat = _chat(page)
+    box = chat.get_by_role("textbox", name="Message")
+    box.fill("Clicked before the scripts ran")
+    chat.get_by_role("button", name="Send").click()
+    page.wait_for_timeout(300)
+    assert page.url == url
+    expect(box).to_have_value("Clicked before the scripts ran")
+
+    assert held, "the page did not ask for htmx"
+    held[0].continue_()
+    expect(chat.locator(".answer")).to_have_text(["Got it."], timeout=TURN_WAIT_MS)
+    expect(box).to_have_value("")
+    assert _stored_messages(server, thread_id_from(url)) == ["Clicked before the scripts ran"]
+
+
+def test_document_text_typed_just_before_enter_is_saved_before_the_message_goes(
+    new_page, start_haico_server, model_server
+):
+    model_server.script([Reply(text="I see your draft.")])
+    server, page, url = _start(new_page, start_haico_server, model_server)
+    wait_for_socket(page)
+
+    editor = document_text(page)
+    editor.click()
+    page.keyboard.type("Draft typed just now", delay=5)
+    expect(document_status(page)).to_have_text("Unsaved changes")
+    box = _chat(page).get_by_role("textbox", name="Message")
+    box.fill("Look at my draft")
+    box.press("Enter")  # well within the 1.5 s autosave delay
+
+    expect(_chat(page).locator(".answer")).to_have_text(["I see your draft."], timeout=TURN_WAIT_MS)
+    expect(document_status(page)).to_have_text("Saved")
+    thread_id = thread_id_from(url).replace("-", "")
+    assert server.query(
+        "SELECT user_message, document_content FROM workspace_workspacesnapshot WHERE thread_id = ?", (thread_id,)
+    ) == [("Look at my draft", "Draft typed just now")]
+    assert "Draft typed just now" in model_server.system_prompt(0)

@@ -1,0 +1,309 @@
+"""Three-way merge of the shared document's text (docs/adr/0013).
+
+Pure Python, no Django: `merge_text(base, ours, theirs)` combines two edits
+of the same `base` text. `theirs` is the current text (what is saved now),
+`ours` the text being saved, `base` the version `ours` was edited from.
+
+1. merge3 aligns the three texts line by line. A line region changed on one
+   side only takes that side; changed identically on both, it is taken once.
+2. A region changed on both sides (merge3's conflict) is merged again the
+   same way over word / whitespace / punctuation tokens, so two edits on
+   neighbouring lines, or in different words of one line, both land.
+3. What still overlaps at token level merges only when one side merely
+   added text at an edge of it (before or after the text the other side
+   replaced), or when both wrote the same tokens at its start or end and
+   what is left changed on one side only (an addition that extends the
+   other side's addition at the same place). Anything else is a
+   `Conflict`: reported, never guessed.
+
+Input is expected with plain "\\n" line breaks (the document service
+normalises them); nothing here depends on it for correctness.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from merge3 import Merge3
+
+OURS, THEIRS, BOTH = "ours", "theirs", "both"
+RESOLUTIONS = (OURS, THEIRS, BOTH)
+
+_LINES = re.compile(r"[^\n]*\n|[^\n]+")
+_TOKENS = re.compile(r"\w+|\s+|[^\w\s]")
+# A side that kept less than this share of a passage's characters rewrote
+# it: it is not merged with the other side word by word (see _TokenMatcher).
+MIN_KEPT_SHARE = 0.5
+# Passages up to this many tokens are aligned exactly (see _TokenMatcher).
+EXACT_ALIGNMENT_MAX_TOKENS = 1_000
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A part both sides changed differently. `base` is None when the common
+    version is unknown. Offsets are character positions: `start`/`end` in
+    the current text (theirs), `ours_start`/`ours_end` in ours."""
+
+    base: str | None
+    ours: str
+    theirs: str
+    start: int
+    end: int
+    ours_start: int
+    ours_end: int
+
+    def resolved(self, choice: str, *, whole_lines: bool = False) -> str:
+        if choice == OURS:
+            return self.ours
+        if choice == THEIRS:
+            return self.theirs
+        if choice == BOTH:
+            return self.ours + _separator(self.ours, self.theirs, whole_lines) + self.theirs
+        raise ValueError(f"choice must be one of {RESOLUTIONS}, not {choice!r}")
+
+
+def _separator(first: str, second: str, whole_lines: bool) -> str:
+    # Lines stack one under the other; words sit side by side.
+    if not first or not second or first.endswith("\n") or second.startswith("\n"):
+        return ""
+    return "\n" if whole_lines or "\n" in first or "\n" in second else " "
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """The merged text as agreed pieces (str) and `Conflict`s, in order."""
+
+    pieces: tuple[str | Conflict, ...]
+
+    @property
+    def conflicts(self) -> list[Conflict]:
+        return [piece for piece in self.pieces if isinstance(piece, Conflict)]
+
+    @property
+    def clean(self) -> bool:
+        return not self.conflicts
+
+    @property
+    def text(self) -> str | None:
+        """The merged text; None while anything conflicts."""
+        return self.resolve(OURS) if self.clean else None
+
+    def resolve(self, choice: str) -> str:
+        """The text with every conflict settled the same way: `ours`, `theirs`,
+        or `both` (ours first, on its own line when the conflict is whole
+        lines)."""
+        out = []
+        for i, piece in enumerate(self.pieces):
+            if not isinstance(piece, Conflict):
+                out.append(piece)
+                continue
+            before = self.pieces[i - 1] if i else "\n"
+            after = self.pieces[i + 1] if i + 1 < len(self.pieces) else "\n"
+            whole_lines = isinstance(before, str) and isinstance(after, str) and before.endswith("\n") and after.startswith("\n")
+            out.append(piece.resolved(choice, whole_lines=whole_lines))
+        return "".join(out)
+
+
+class _TokenMatcher(difflib.SequenceMatcher):
+    """difflib for the word-level pass (merge3 compares the base, as `a`,
+    with each side), with two changes.
+
+    - Its "popular item" heuristic is off for passages of up to
+      EXACT_ALIGNMENT_MAX_TOKENS tokens: it would stop a space or a common
+      word from anchoring a match. Beyond that it stays on, because aligning
+      many repeats of one item without it is quadratic or worse (a long
+      markdown table is mostly "|" and spaces). The line pass keeps
+      difflib's defaults, as merge3 does.
+    - A side that rewrote the passage (kept less than MIN_KEPT_SHARE of it)
+      keeps only the matches at its start and end: inside a rewrite, a
+      stray "of the" shared with the old text is a coincidence, not a place
+      where the other side's edit may land.
+    """
+
+    def __init__(self, isjunk=None, a="", b=""):
+        small = len(a) <= EXACT_ALIGNMENT_MAX_TOKENS and len(b) <= EXACT_ALIGNMENT_MAX_TOKENS
+        super().__init__(isjunk, a, b, autojunk=not small)
+
+    def get_matching_blocks(self):
+        blocks = super().get_matching_blocks()
+        kept = sum(len(token) for i, _, n in blocks for token in self.a[i : i + n])
+        if kept >= MIN_KEPT_SHARE * sum(len(token) for token in self.a):
+            return blocks
+        edges = [
+            (i, j, n)
+            for i, j, n in blocks[:-1]
+            if (i == 0 and j == 0) or (i + n == len(self.a) and j + n == len(self.b))
+        ]
+        return edges + blocks[-1:]
+
+
+def merge_text(base: str, ours: str, theirs: str) -> MergeResult:
+    if ours == theirs or ours == base:
+        return MergeResult((theirs,) if theirs else ())
+    if theirs == base:
+        return MergeResult((ours,) if ours else ())
+    pieces = _merge_items(_LINES.findall(base), _LINES.findall(ours), _LINES.findall(theirs), 0, 0, refine=True)
+    return MergeResult(tuple(_coalesce(pieces)))
+
+
+def without_base(ours: str, theirs: str) -> MergeResult:
+    """Two texts whose common version is unknown: one conflict spanning both,
+    unless they are equal."""
+    if ours == theirs:
+        return MergeResult((ours,) if ours else ())
+    return MergeResult((Conflict(None, ours, theirs, 0, len(theirs), 0, len(ours)),))
+
+
+def merge_value(base: str, ours: str, theirs: str) -> tuple[str, bool]:
+    """A one-line value (the title) merged as a whole: (merged, conflicted).
+    When conflicted, `merged` is ours."""
+    if ours == theirs or ours == base:
+        return theirs, False
+    if theirs == base:
+        return ours, False
+    return ours, True
+
+
+# --- the walk -----------------------------------------------------------------------
+
+
+def _offsets(items: list[str], start: int) -> list[int]:
+    """offsets[i] = where item i starts; offsets[len(items)] = where they end."""
+    offsets = [start]
+    for item in items:
+        offsets.append(offsets[-1] + len(item))
+    return offsets
+
+
+def _merge_items(base, ours, theirs, ours_at: int, theirs_at: int, *, refine: bool) -> list[str | Conflict]:
+    """Merge three item lists (lines or tokens); `ours_at` / `theirs_at` are
+    where they start in the full texts, for the conflicts' offsets."""
+    ours_offsets, theirs_offsets = _offsets(ours, ours_at), _offsets(theirs, theirs_at)
+    pieces: list[str | Conflict] = []
+    iz = io = it = 0
+    # Sync regions are where all three agree; between two of them each side
+    # either kept the base, or changed it. The last one is empty, at the ends.
+    merger = Merge3(base, ours, theirs, sequence_matcher=None if refine else _TokenMatcher)
+    for zs, ze, os_, oe, ts, te in merger.find_sync_regions():
+        if (iz, io, it) != (zs, os_, ts):
+            pieces += _settle(
+                base[iz:zs], ours[io:os_], theirs[it:ts], ours_offsets[io], theirs_offsets[it], refine=refine
+            )
+        if ze > zs:
+            pieces.append("".join(base[zs:ze]))
+        iz, io, it = ze, oe, te
+    return pieces
+
+
+def _settle(base, ours, theirs, ours_at: int, theirs_at: int, *, refine: bool) -> list[str | Conflict]:
+    z, o, t = "".join(base), "".join(ours), "".join(theirs)
+    if o == t:
+        return [o]
+    if o == z:
+        return [t]
+    if t == z:
+        return [o]
+    if refine:
+        # Both sides changed these lines: look again, word by word.
+        return _merge_items(
+            _TOKENS.findall(z), _TOKENS.findall(o), _TOKENS.findall(t), ours_at, theirs_at, refine=False
+        )
+    added = _edge_addition(z, o, t)
+    if added is not None:
+        return [added]
+    return _trimmed_overlap(base, ours, theirs, ours_at, theirs_at)
+
+
+def _edge_addition(z: str, o: str, t: str) -> str | None:
+    """Both sides changed the same tokens `z`. Text one side only added
+    before or after `z` does not overlap the other side's change of it."""
+    ours_added, theirs_added = _addition(z, o), _addition(z, t)
+    if ours_added and not theirs_added:
+        side, added = ours_added
+        return added + t if side == "before" else t + added
+    if theirs_added and not ours_added:
+        side, added = theirs_added
+        return added + o if side == "before" else o + added
+    if ours_added and theirs_added and ours_added[0] != theirs_added[0]:
+        before, after = (ours_added[1], theirs_added[1]) if ours_added[0] == "before" else (theirs_added[1], ours_added[1])
+        return before + z + after
+    return None
+
+
+def _addition(z: str, side: str) -> tuple[str, str] | None:
+    """("before" | "after", the added text) when `side` is `z` with text
+    added at one end only; None otherwise (and for an empty `z`)."""
+    if not z or side == z:
+        return None
+    if side.endswith(z):
+        return "before", side[: len(side) - len(z)]
+    if side.startswith(z):
+        return "after", side[len(z) :]
+    return None
+
+
+def _trimmed_overlap(base, ours, theirs, ours_at: int, theirs_at: int) -> list[str | Conflict]:
+    """Tokens both sides wrote alike at the start or end of an overlap are
+    agreed (two additions at one place where one extends the other, the
+    person typing on while their first save was on its way); if what is
+    left changed on one side only, it takes that side, else it conflicts."""
+    head = _shared(ours, theirs)
+    tail = _shared(ours[head:][::-1], theirs[head:][::-1])
+    prefix, suffix = "".join(ours[:head]), "".join(ours[len(ours) - tail :])
+    # The base loses the same tokens where it has them too.
+    base_head = head if base[:head] == ours[:head] else 0
+    rest = base[base_head:]
+    base_tail = tail if 0 < tail <= len(rest) and rest[len(rest) - tail :] == ours[len(ours) - tail :] else 0
+    z = "".join(rest[: len(rest) - base_tail])
+    o, t = "".join(ours[head : len(ours) - tail]), "".join(theirs[head : len(theirs) - tail])
+    if t == z:
+        middle = o
+    elif o == z:
+        middle = t
+    else:
+        at_ours, at_theirs = ours_at + len(prefix), theirs_at + len(prefix)
+        middle = Conflict(z, o, t, at_theirs, at_theirs + len(t), at_ours, at_ours + len(o))
+    return [prefix, middle, suffix]
+
+
+def _shared(a: list[str], b: list[str]) -> int:
+    n = 0
+    while n < len(a) and n < len(b) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _coalesce(pieces: list[str | Conflict]) -> list[str | Conflict]:
+    """Join neighbouring agreed pieces, and two conflicts separated only by
+    spaces within a line (one edit of a phrase, not two)."""
+    out: list[str | Conflict] = []
+    for piece in pieces:
+        if isinstance(piece, str):
+            if not piece:
+                continue
+            if out and isinstance(out[-1], str):
+                out[-1] += piece
+            else:
+                out.append(piece)
+            continue
+        if len(out) >= 2 and isinstance(out[-2], Conflict) and isinstance(out[-1], str) and not out[-1].strip(" \t"):
+            gap = out.pop()
+            piece = _join(out.pop(), gap, piece)
+        elif out and isinstance(out[-1], Conflict):
+            piece = _join(out.pop(), "", piece)
+        out.append(piece)
+    return out
+
+
+def _join(first: Conflict, gap: str, second: Conflict) -> Conflict:
+    return Conflict(
+        first.base + gap + second.base,
+        first.ours + gap + second.ours,
+        first.theirs + gap + second.theirs,
+        first.start,
+        second.end,
+        first.ours_start,
+        second.ours_end,
+    )
