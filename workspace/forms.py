@@ -163,6 +163,30 @@ class DocumentSaveForm(forms.Form):
         return data
 
 
+class DocumentRestoreForm(forms.Form):
+    """"Restore this version": which version, and the version the person's
+    page was showing (so a concurrent write is merged, never overwritten)."""
+
+    version = VersionField(min_value=0, error_messages={
+        "required": "Say which version to restore.",
+        "invalid": "The version to restore must be a number.",
+        "min_value": "The version to restore must be a number.",
+    })
+    base_version = VersionField(min_value=0, error_messages=VERSION_ERRORS)
+
+
+class DocumentDiffForm(forms.Form):
+    """The two versions to compare; either left out means the current one
+    (`old` left out: the version before `new`)."""
+
+    old = VersionField(required=False, min_value=0, error_messages={
+        "invalid": "The versions to compare must be numbers.", "min_value": "The versions to compare must be numbers.",
+    })
+    new = VersionField(required=False, min_value=0, error_messages={
+        "invalid": "The versions to compare must be numbers.", "min_value": "The versions to compare must be numbers.",
+    })
+
+
 class ArtifactChoiceForm(forms.Form):
     """`?artifact=<id>` picks an artifact for the centre panel; empty shows the document."""
 

@@ -8,7 +8,17 @@ from django.db.models import Case, IntegerField, Value, When
 from django.http import Http404
 
 from . import plan_tree
-from .models import Artifact, Document, Objective, Preference, Thread, Todo, WorkspaceSnapshot
+from .diff import TextDiff, diff_text
+from .models import (
+    Artifact,
+    Document,
+    DocumentRevision,
+    Objective,
+    Preference,
+    Thread,
+    Todo,
+    WorkspaceSnapshot,
+)
 
 STANDING_OBJECTIVE = (
     "Understand what the user is trying to achieve, clearing up any ambiguity and "
@@ -155,6 +165,106 @@ def document_for(*, thread: Thread) -> Document:
     if document is None:
         document = Document(thread=thread, title="Untitled", content="", version=0)
     return document
+
+
+# --- the document's versions ------------------------------------------------------
+
+# Versions listed in the history, newest first; older ones are still kept
+# and can be compared and restored by number.
+DOCUMENT_HISTORY_LIMIT = 100
+
+
+@dataclass(frozen=True)
+class DocumentVersion:
+    version: int
+    title: str
+    author: str  # DocumentRevision.Author; "" for version 0
+    created_at: object  # None for version 0
+    # The turn an agent's edit was made in: the last turn started before it
+    # (one turn runs at a time per thread, docs/adr/0003). None for the
+    # person's and the system's edits, which may fall between turns.
+    turn_index: int | None = None
+
+    @property
+    def author_label(self) -> str:
+        return DocumentRevision.Author(self.author).label if self.author else ""
+
+
+@dataclass(frozen=True)
+class DocumentHistory:
+    current_version: int
+    versions: list[DocumentVersion]  # newest first, at most DOCUMENT_HISTORY_LIMIT
+    total: int  # every kept version (the document may have more than it lists)
+
+
+def _turns_started(thread: Thread) -> list[tuple[object, int]]:
+    return list(WorkspaceSnapshot.objects.filter(thread=thread).order_by("captured_at").values_list("captured_at", "turn_index"))
+
+
+def _turn_at(turns: list[tuple[object, int]], at) -> int | None:
+    found = None
+    for captured_at, turn_index in turns:
+        if captured_at > at:
+            break
+        found = turn_index
+    return found
+
+
+def document_history(*, thread: Thread, limit: int = DOCUMENT_HISTORY_LIMIT) -> DocumentHistory:
+    """The document's kept versions, newest first, without their text."""
+    document = Document.objects.filter(thread=thread).only("pk", "version").first()
+    if document is None:
+        return DocumentHistory(current_version=0, versions=[], total=0)
+    revisions = DocumentRevision.objects.filter(document=document)
+    rows = list(revisions.order_by("-version").values_list("version", "title", "author", "created_at")[:limit])
+    turns = _turns_started(thread) if any(r[2] == DocumentRevision.Author.AGENT for r in rows) else []
+    versions = [
+        DocumentVersion(
+            version=version, title=title, author=author, created_at=created_at,
+            turn_index=_turn_at(turns, created_at) if author == DocumentRevision.Author.AGENT else None,
+        )
+        for version, title, author, created_at in rows
+    ]
+    return DocumentHistory(current_version=document.version, versions=versions, total=revisions.count())
+
+
+def document_version_text(*, thread: Thread, version: int) -> tuple[str, str] | None:
+    """(title, content) of one kept version; version 0 is the empty document
+    before its first write. None when that version is not kept."""
+    if version == 0:
+        return "Untitled", ""
+    return (
+        DocumentRevision.objects.filter(document__thread=thread, version=version)
+        .values_list("title", "content")
+        .first()
+    )
+
+
+@dataclass(frozen=True)
+class DocumentDiff:
+    old_version: int
+    new_version: int
+    old_title: str
+    new_title: str
+    text: TextDiff
+
+    @property
+    def title_changed(self) -> bool:
+        return self.old_title != self.new_title
+
+    @property
+    def identical(self) -> bool:
+        return self.text.identical and not self.title_changed
+
+
+def document_diff(*, thread: Thread, old_version: int, new_version: int) -> DocumentDiff | None:
+    """What changed from `old_version` to `new_version` (either may be the
+    older); None when either is not kept."""
+    old = document_version_text(thread=thread, version=old_version)
+    new = document_version_text(thread=thread, version=new_version)
+    if old is None or new is None:
+        return None
+    return DocumentDiff(old_version, new_version, old[0], new[0], diff_text(old[1], new[1]))
 
 
 def artifacts_for(*, thread: Thread, artifact_type: str | None = None, limit: int | None = None) -> list[Artifact]:

@@ -213,6 +213,11 @@ ROUTES: dict[str, Public | Account | Owned] = {
     "workspace:document-save": Owned(
         T, post={"title": "Edited", "content": "Edited text", "base_version": lambda w: w["document"].version}
     ),
+    "workspace:document-history": Owned(T),
+    "workspace:document-diff": Owned(T),
+    "workspace:document-restore": Owned(
+        T, post={"version": 1, "base_version": lambda w: w["document"].version}
+    ),
     "workspace:centre": Owned(T, query={"artifact": "artifact"}),
     "workspace:live": Owned(T),
 }

@@ -142,3 +142,74 @@ def test_reading_matches_the_orm_with_the_same_types(owner, thread):
     assert reading.latest_artifact[1:] == ("table", 1, "Second")
     assert reading.latest_artifact[0] == Artifact.objects.get(title="Second").pk
     assert Preference.objects.filter(thread=thread).count() == 2 and Todo.objects.filter(thread=thread).count() == 3
+
+
+# --- the document's history and diffs ------------------------------------------------------
+
+
+def test_document_history_lists_every_version_newest_first_with_who_and_the_agents_turn(thread):
+    from workspace.models import DocumentRevision
+    from workspace.services import snapshots as snapshot_services
+
+    document_services.document_save(thread=thread, title="Plan", content="one", base_version=0, author="person")
+    snapshot_services.snapshot_capture(thread=thread, turn_index=1, user_message="Improve it")
+    document_services.document_save(thread=thread, content="one, by the agent", base_version=1, author="agent")
+    document_services.document_save(thread=thread, content="one, by the agent, and me", base_version=2, author="person")
+    snapshot_services.snapshot_capture(thread=thread, turn_index=2, user_message="Again")
+    document_services.document_save(thread=thread, content="final", base_version=3, author="agent")
+
+    history = selectors.document_history(thread=thread)
+    assert history.current_version == 4 and history.total == 4
+    shown = [(v.version, v.author, v.author_label, v.turn_index, v.title) for v in history.versions]
+    assert shown == [
+        (4, "agent", "Agent", 2, "Plan"),
+        (3, "person", "Person", None, "Plan"),
+        (2, "agent", "Agent", 1, "Plan"),
+        (1, "person", "Person", None, "Plan"),
+    ]
+    created = [v.created_at for v in history.versions]
+    assert created == sorted(created, reverse=True)
+    assert DocumentRevision.objects.filter(document__thread=thread).count() == 4
+
+
+def test_document_history_lists_at_most_its_limit_and_counts_the_rest(thread):
+    for version in range(5):
+        document_services.document_save(thread=thread, title="T", content=f"v{version + 1}", base_version=version)
+    history = selectors.document_history(thread=thread, limit=2)
+    assert [v.version for v in history.versions] == [5, 4] and history.total == 5
+
+
+def test_document_history_of_a_document_never_written_is_empty(thread):
+    history = selectors.document_history(thread=thread)
+    assert (history.current_version, history.versions, history.total) == (0, [], 0)
+
+
+def test_document_diff_shows_what_changed_between_two_versions_either_way(thread):
+    document_services.document_save(thread=thread, title="Plan", content="Intro.\nMethods are here.\n", base_version=0)
+    document_services.document_save(thread=thread, title="Plan v2", content="Intro.\nBetter methods are here.\n", base_version=1)
+
+    diff = selectors.document_diff(thread=thread, old_version=1, new_version=2)
+    assert diff.title_changed and (diff.old_title, diff.new_title) == ("Plan", "Plan v2")
+    changed = [row for row in diff.text.rows if getattr(row, "kind", "") == "changed"]
+    assert [[(s.text, s.change) for s in row.segments] for row in changed] == [
+        [("Methods", "removed"), ("Better methods", "added"), (" are here.", "same")]
+    ]
+    back = selectors.document_diff(thread=thread, old_version=2, new_version=1)
+    assert (back.old_title, back.new_title) == ("Plan v2", "Plan")
+    assert back.text.lines_changed == 1
+
+
+def test_document_diff_of_a_version_with_itself_is_identical_and_from_version_0_is_all_added(thread):
+    document_services.document_save(thread=thread, title="Plan", content="a\nb", base_version=0)
+    assert selectors.document_diff(thread=thread, old_version=1, new_version=1).identical
+    from_empty = selectors.document_diff(thread=thread, old_version=0, new_version=1)
+    assert (from_empty.text.lines_added, from_empty.text.lines_removed) == (2, 0)
+    assert from_empty.title_changed  # "Untitled" before the first save
+
+
+def test_document_diff_of_a_version_not_kept_is_none(thread, other_user):
+    document_services.document_save(thread=thread, title="Plan", content="a", base_version=0)
+    assert selectors.document_diff(thread=thread, old_version=1, new_version=7) is None
+    # Another thread's versions are not this thread's.
+    theirs = thread_create(owner=other_user, title="Theirs")
+    assert selectors.document_diff(thread=theirs, old_version=0, new_version=1) is None

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import transaction
 
 from .. import merge
-from ..errors import DocumentConflict, InvalidInput
+from ..errors import DocumentConflict, InvalidInput, NotFound
 from ..models import DOCUMENT_TITLE_MAX_CHARS, Document, DocumentRevision, Thread
 from ..text import clean_text
 from .common import changed
@@ -159,6 +159,24 @@ def document_save(
         ) from None
     saved = _write(document, title=new_title, content=new_content, author=author)
     return DocumentSaved(saved, merged=True)
+
+
+def document_restore(*, thread: Thread, version: int, base_version: int | None) -> DocumentSaved:
+    """Make the document read as `version` did: a new edit by the person
+    (a new version; the history keeps every one in between).
+
+    `base_version` is the version the person was looking at when they chose
+    to restore. If the agent (or another tab) wrote since, the restore is
+    merged with that like any stale save: what changed since is kept, and an
+    overlap raises `DocumentConflict` with nothing written (docs/adr/0013)."""
+    document = Document.objects.filter(thread=thread).only("pk").first()
+    kept = _base_text(document, version) if document is not None else None
+    if kept is None:
+        raise NotFound(f"Version {version} of the document is not kept, so it cannot be restored.")
+    title, content = kept
+    return document_save(
+        thread=thread, title=title, content=content, base_version=base_version, author=Author.PERSON
+    )
 
 
 def _conflict_message(base_version: int, current_version: int, *, known: bool) -> str:

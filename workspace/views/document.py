@@ -16,15 +16,16 @@ import json
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse
+from django.shortcuts import redirect
 from django.template.loader import render_to_string
 from django.urls import path
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import selectors
+from .. import panels, selectors
 from ..errors import DocumentConflict, WorkspaceError
-from ..forms import DocumentSaveForm, first_error
+from ..forms import DocumentDiffForm, DocumentRestoreForm, DocumentSaveForm, first_error
 from ..markdown import render_markdown
 from ..models import DocumentRevision
 from ..services import document as document_services
@@ -33,6 +34,8 @@ from .common import get_thread_for_user
 SAVE_STATE = "workspace/panels/centre.html#save_state"
 PREVIEW = "workspace/panels/centre.html#preview"
 CONFLICT = "workspace/panels/centre.html#conflict"
+HISTORY = "workspace/panels/centre.html#history"
+DIFF = "workspace/panels/centre.html#diff"
 
 
 def read_body(request) -> dict | str:
@@ -158,7 +161,104 @@ def document_preview(request, thread_id):
     return HttpResponse(html or '<p class="muted">Nothing to preview yet.</p>')
 
 
+# --- history: every kept version, what changed between two, restoring one -------------
+
+
+def _diff_context(thread, *, old: int | None, new: int | None, current: int) -> dict:
+    """The diff of `old` to `new`; `new` None is the current version, `old`
+    None the version before `new`."""
+    new = current if new is None else new
+    old = max(new - 1, 0) if old is None else old
+    diff = selectors.document_diff(thread=thread, old_version=old, new_version=new)
+    message = "" if diff is not None else (
+        f"Version {old if selectors.document_version_text(thread=thread, version=old) is None else new} "
+        "of the document is not kept, so it cannot be compared."
+    )
+    return {"thread": thread, "diff": diff, "diff_old": old, "diff_new": new, "current_version": current,
+            "diff_message": message}
+
+
+def _history_html(request, thread, *, message: str = "", alert: bool = False) -> str:
+    history = selectors.document_history(thread=thread)
+    context = {
+        "thread": thread,
+        "history": history,
+        "history_message": message,
+        "history_alert": alert,
+        **_diff_context(thread, old=None, new=None, current=history.current_version),
+    }
+    return render_to_string(HISTORY, context, request=request)
+
+
+@login_required
+@require_GET
+def document_history(request, thread_id):
+    """The history region: the kept versions, newest first, each with
+    "Compare with now" and "Restore this version", and what the last edit
+    changed. Loaded beside the editor, which it never touches."""
+    thread = get_thread_for_user(request, thread_id)
+    return HttpResponse(_history_html(request, thread))
+
+
+@login_required
+@require_GET
+def document_diff(request, thread_id):
+    thread = get_thread_for_user(request, thread_id)
+    form = DocumentDiffForm(request.GET)
+    current = selectors.document_for(thread=thread).version
+    if not form.is_valid():
+        context = {"thread": thread, "diff": None, "diff_message": first_error(form), "current_version": current}
+        return HttpResponse(render_to_string(DIFF, context, request=request), status=200 if request.htmx else 400)
+    context = _diff_context(thread, old=form.cleaned_data["old"], new=form.cleaned_data["new"], current=current)
+    status = 200 if request.htmx or context["diff"] is not None else 404
+    return HttpResponse(render_to_string(DIFF, context, request=request), status=status)
+
+
+@login_required
+@require_POST
+def document_restore(request, thread_id):
+    """A new edit by the person with the chosen version's title and text,
+    based on the version their page showed (a concurrent edit is merged).
+    htmx gets the refreshed history and the document's new text as a live
+    patch (static/js/centre.js puts it in the editor, as it does with the
+    same patch from the socket)."""
+    thread = get_thread_for_user(request, thread_id)
+    form = DocumentRestoreForm(request.POST)
+    error, status = None, 400
+    if not form.is_valid():
+        error = first_error(form) + " Nothing was restored."
+    else:
+        version = form.cleaned_data["version"]
+        try:
+            saved = document_services.document_restore(
+                thread=thread, version=version, base_version=form.cleaned_data["base_version"]
+            )
+        except DocumentConflict as exc:
+            status = 409
+            error = (
+                f"The document changed while you looked (it is now version {exc.current_version}), in the same "
+                f"passages version {version} differs in. Nothing was restored; look at the latest changes and "
+                "restore again if you still want it."
+            )
+        except WorkspaceError as exc:
+            error = exc.message + " Nothing was restored."
+    if not request.htmx:
+        if error is None:
+            return redirect("thread-page", thread_id=thread.pk)
+        return HttpResponse(error, status=status, content_type="text/plain")
+    if error is not None:
+        return HttpResponse(_history_html(request, thread, message=error, alert=True))
+    message = f"Version {version} restored as version {saved.document.version}."
+    if saved.merged:
+        message = (f"Version {version} restored as version {saved.document.version}, merged with the changes "
+                   "saved meanwhile.")
+    return HttpResponse(_history_html(request, thread, message=message) + panels.render_document_patch(thread=thread))
+
+
 urlpatterns = [
+    path("document/history/", document_history, name="document-history"),
+    path("document/history/diff/", document_diff, name="document-diff"),
+    path("document/history/restore/", document_restore, name="document-restore"),
     path("document/preview/", document_preview, name="document-preview"),
     path("document/save/", document_save, name="document-save"),
 ]

@@ -235,3 +235,52 @@ def test_document_append_adds_a_line_and_bumps_the_version(thread):
     with pytest.raises(InvalidInput, match="too long"):
         document_services.document_append(thread=thread, text="x" * settings.HAICO_DOCUMENT_MAX_CHARS)
     assert _stored(thread)[1] == "First\nSecond"
+
+
+# --- restoring a version ------------------------------------------------------------------
+
+
+def test_restore_writes_the_old_version_as_a_new_edit_by_the_person(thread):
+    _save(thread, title="Draft", content=REPORT, base_version=0)
+    _save(thread, title="Rewritten", content="Nothing left.", base_version=1, author=AGENT)
+
+    saved = document_services.document_restore(thread=thread, version=1, base_version=2)
+
+    assert not saved.merged
+    assert _stored(thread) == ("Draft", REPORT, 3)
+    assert _revisions(thread)[-1] == (3, "Draft", REPORT, PERSON)
+    assert [r[0] for r in _revisions(thread)] == [1, 2, 3]  # nothing in between is lost
+
+
+def test_restore_based_on_an_older_version_merges_a_concurrent_agent_edit(thread):
+    _save(thread, title="Report", content=REPORT, base_version=0)  # v1
+    _save(thread, content=REPORT.replace("Intro paragraph.", "Intro, revised by me."), base_version=1, author=PERSON)  # v2
+    # The person looks at v2 and restores v1; meanwhile the agent wrote v3 on another paragraph.
+    agent_text = REPORT.replace("Intro paragraph.", "Intro, revised by me.").replace("Results paragraph.", "Results by the agent.")
+    _save(thread, content=agent_text, base_version=2, author=AGENT)
+
+    saved = document_services.document_restore(thread=thread, version=1, base_version=2)
+
+    assert saved.merged
+    # The restore undid the person's intro; the agent's results stay.
+    assert _stored(thread) == ("Report", REPORT.replace("Results paragraph.", "Results by the agent."), 4)
+    assert _revisions(thread)[-1][3] == PERSON
+
+
+def test_restore_overlapping_a_concurrent_edit_writes_nothing(thread):
+    _save(thread, title="Report", content=REPORT, base_version=0)  # v1
+    _save(thread, content=REPORT.replace("Methods paragraph.", "Methods by me."), base_version=1)  # v2
+    _save(thread, content=REPORT.replace("Methods paragraph.", "Methods by the agent."), base_version=2, author=AGENT)  # v3
+
+    with pytest.raises(DocumentConflict):
+        document_services.document_restore(thread=thread, version=1, base_version=2)
+    assert _stored(thread)[2] == 3 and len(_revisions(thread)) == 3
+
+
+def test_restore_of_a_version_not_kept_is_refused(thread):
+    from workspace.errors import NotFound
+
+    _save(thread, title="T", content="one", base_version=0)
+    with pytest.raises(NotFound, match="Version 9 of the document is not kept"):
+        document_services.document_restore(thread=thread, version=9, base_version=1)
+    assert _stored(thread)[2] == 1

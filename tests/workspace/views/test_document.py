@@ -270,3 +270,125 @@ def test_a_long_documents_preview_comes_by_its_own_request(owner_client, other_u
 def test_a_short_documents_preview_is_on_the_page(owner_client, thread):
     document_services.document_save(thread=thread, title="Short", content="# Short")
     assert "<h1>Short</h1>" in owner_client.get(ws_url(thread, "centre/")).content.decode()
+
+
+# --- history, diff and restore ------------------------------------------------------------
+
+HISTORY = "document/history/"
+DIFF = "document/history/diff/"
+RESTORE = "document/history/restore/"
+
+
+def _two_versions(thread):
+    document_services.document_save(thread=thread, title="Plan", content="Intro.\nThe <b>first</b> draft.\n",
+                                    base_version=0, author="person")
+    document_services.document_save(thread=thread, title="Plan", content="Intro.\nThe second draft.\n",
+                                    base_version=1, author="agent")
+
+
+def test_history_lists_the_versions_newest_first_and_shows_the_last_change(owner_client, thread):
+    _two_versions(thread)
+    response = owner_client.get(ws_url(thread, HISTORY), **HTMX)
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert html.index("Version 2") < html.index("Version 1")
+    assert "Agent" in html and "Person" in html
+    # Only older versions can be restored or compared with now; the current one says so.
+    assert 'aria-label="Restore version 1"' in html and 'aria-label="Restore version 2"' not in html
+    assert '<span class="badge">Current</span>' in html
+    # What the last edit changed, escaped: the person's markup is text.
+    assert "Changes from version 1 to now (version 2)" in html
+    assert "<del>&lt;b&gt;first&lt;/b&gt;</del>" in html and "<ins>second</ins>" in html
+    assert "<b>first</b>" not in html
+    # The editor is not in it: opening the history leaves the editor's text alone.
+    assert "<textarea" not in html and 'name="content"' not in html
+
+
+def test_diff_between_two_chosen_versions_and_identical_versions(owner_client, thread):
+    _two_versions(thread)
+    html = owner_client.get(ws_url(thread, DIFF), {"old": 2, "new": 1}, **HTMX).content.decode()
+    assert "Changes from version 2 to version 1" in html
+    assert "<del>second</del>" in html and "<ins>&lt;b&gt;first&lt;/b&gt;</ins>" in html
+    same = owner_client.get(ws_url(thread, DIFF), {"old": 1, "new": 1}, **HTMX).content.decode()
+    assert "The two versions are the same." in same and "<ins>" not in same
+
+
+def test_diff_of_a_version_not_kept_or_not_a_number_says_so(owner_client, thread):
+    _two_versions(thread)
+    missing = owner_client.get(ws_url(thread, DIFF), {"old": 9}, **HTMX)
+    assert missing.status_code == 200 and "Version 9 of the document is not kept" in missing.content.decode()
+    assert owner_client.get(ws_url(thread, DIFF), {"old": 9}).status_code == 404
+    bad = owner_client.get(ws_url(thread, DIFF), {"old": "<x>"}, **HTMX)
+    assert bad.status_code == 200 and "must be numbers" in bad.content.decode()
+    assert owner_client.get(ws_url(thread, DIFF), {"old": "<x>"}).status_code == 400
+
+
+def test_restore_writes_a_new_version_by_the_person_and_sends_it_to_the_editor(owner_client, thread):
+    _two_versions(thread)
+    response = owner_client.post(ws_url(thread, RESTORE), {"version": 1, "base_version": 2}, **HTMX)
+    html = response.content.decode()
+    assert response.status_code == 200
+    doc = _doc(thread)
+    assert (doc.content, doc.version) == ("Intro.\nThe <b>first</b> draft.\n", 3)
+    assert DocumentRevision.objects.get(document=doc, version=3).author == "person"
+    assert "Version 1 restored as version 3." in html
+    # The refreshed history, and the new text as the live patch the editor takes in.
+    assert html.index("Version 3") < html.index("Version 2")
+    assert '<template data-live-patch="document" data-version="3">' in html
+    assert "The &lt;b&gt;first&lt;/b&gt; draft." in html
+
+
+def test_restore_merges_with_an_edit_made_since_the_page_showed_the_history(owner_client, thread):
+    _two_versions(thread)
+    document_services.document_save(thread=thread, content="Intro, by the agent.\nThe second draft.\n",
+                                    base_version=2, author="agent")  # v3, unseen by the person
+    response = owner_client.post(ws_url(thread, RESTORE), {"version": 1, "base_version": 2}, **HTMX)
+    assert "merged with the changes saved meanwhile" in response.content.decode()
+    assert (_doc(thread).content, _doc(thread).version) == ("Intro, by the agent.\nThe <b>first</b> draft.\n", 4)
+
+
+def test_restore_that_overlaps_an_edit_made_since_writes_nothing_and_says_why(owner_client, thread):
+    _two_versions(thread)
+    document_services.document_save(thread=thread, content="Intro.\nThe agent's draft.\n", base_version=2, author="agent")
+    response = owner_client.post(ws_url(thread, RESTORE), {"version": 1, "base_version": 2}, **HTMX)
+    html = response.content.decode()
+    assert response.status_code == 200 and 'role="alert"' in html
+    assert "it is now version 3" in html and "Nothing was restored" in html
+    assert _doc(thread).version == 3
+    assert owner_client.post(ws_url(thread, RESTORE), {"version": 1, "base_version": 2}).status_code == 409
+
+
+def test_restore_refuses_a_missing_or_unknown_version(owner_client, thread):
+    _two_versions(thread)
+    for fields, shown in (({"base_version": 2}, "Say which version to restore."),
+                          ({"version": 8, "base_version": 2}, "Version 8 of the document is not kept")):
+        response = owner_client.post(ws_url(thread, RESTORE), fields, **HTMX)
+        assert response.status_code == 200 and shown in response.content.decode()
+        assert owner_client.post(ws_url(thread, RESTORE), fields).status_code == 400
+    assert _doc(thread).version == 2
+
+
+def test_restore_without_htmx_goes_back_to_the_page(owner_client, thread):
+    _two_versions(thread)
+    response = owner_client.post(ws_url(thread, RESTORE), {"version": 1, "base_version": 2})
+    assert response.status_code == 302 and response["Location"] == f"/threads/{thread.pk}/workspace/"
+    assert _doc(thread).version == 3
+
+
+@pytest.mark.parametrize("suffix", [HISTORY, DIFF])
+def test_history_and_diff_are_the_owners_only(client, other_client, thread, suffix):
+    _two_versions(thread)
+    refused = other_client.get(ws_url(thread, suffix))
+    assert refused.status_code == 404 and "draft" not in refused.content.decode()
+    assert answered_as_missing(other_client.get(ws_url(thread, suffix), **HTMX))
+    client.logout()
+    assert client.get(ws_url(thread, suffix)).status_code == 302
+
+
+def test_restore_is_the_owners_only(client, other_client, thread):
+    _two_versions(thread)
+    assert other_client.post(ws_url(thread, RESTORE), {"version": 1, "base_version": 2}).status_code == 404
+    client.logout()
+    response = client.post(ws_url(thread, RESTORE), {"version": 1, "base_version": 2})
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+    assert _doc(thread).version == 2

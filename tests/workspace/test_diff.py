@@ -1,0 +1,88 @@
+"""What the document's history shows changed between two versions:
+lines added and removed, words changed inside a line, unchanged stretches
+shortened, identical and empty texts."""
+
+from workspace.diff import ADDED, CHANGED, REMOVED, SAME, Gap, diff_text
+
+
+def _shown(diff):
+    """Each row as (kind, text with [-removed-] and {+added+} marked), gaps as ("gap", count)."""
+    rows = []
+    for row in diff.rows:
+        if isinstance(row, Gap):
+            rows.append(("gap", row.count))
+            continue
+        marked = "".join(
+            s.text if s.change == SAME or row.kind != CHANGED else (f"[-{s.text}-]" if s.change == REMOVED else f"{{+{s.text}+}}")
+            for s in row.segments
+        )
+        rows.append((row.kind, marked))
+    return rows
+
+
+def test_an_added_line_and_a_removed_line_are_shown_with_the_lines_around_them():
+    old = "# Report\nIntro.\nMethods.\nResults."
+    new = "# Report\nIntro.\nA new paragraph.\nMethods."
+    diff = diff_text(old, new)
+    assert _shown(diff) == [
+        (SAME, "# Report"), (SAME, "Intro."), (ADDED, "A new paragraph."), (SAME, "Methods."), (REMOVED, "Results."),
+    ]
+    assert (diff.lines_added, diff.lines_removed, diff.lines_changed) == (1, 1, 0)
+    assert not diff.identical
+
+
+def test_a_changed_word_inside_a_line_is_marked_word_by_word():
+    diff = diff_text("The results were good.\n", "The results were excellent.\n")
+    assert _shown(diff) == [(CHANGED, "The results were [-good-]{+excellent+}."), (SAME, "")]
+    assert (diff.lines_added, diff.lines_removed, diff.lines_changed) == (0, 0, 1)
+    [line, _] = diff.rows
+    assert (line.old_number, line.new_number) == (1, 1)
+
+
+def test_a_rewritten_line_reads_as_one_removed_and_one_added():
+    diff = diff_text("alpha beta gamma", "completely different words here")
+    assert _shown(diff) == [(REMOVED, "alpha beta gamma"), (ADDED, "completely different words here")]
+
+
+def test_long_unchanged_stretches_are_shortened_to_the_lines_around_a_change():
+    lines = [f"line {n}" for n in range(1, 21)]
+    changed = list(lines)
+    changed[9] = "line ten"
+    diff = diff_text("\n".join(lines), "\n".join(changed))
+    shown = _shown(diff)
+    assert shown[0] == ("gap", 6)  # lines 1-6 left out, 7-9 kept before the change
+    assert shown[1:4] == [(SAME, "line 7"), (SAME, "line 8"), (SAME, "line 9")]
+    assert shown[4] == (CHANGED, "line [-10-]{+ten+}")
+    assert shown[5:8] == [(SAME, "line 11"), (SAME, "line 12"), (SAME, "line 13")]
+    assert shown[8] == ("gap", 7)
+    assert len(shown) == 9
+
+
+def test_identical_versions_have_no_rows():
+    diff = diff_text("same\ntext\n", "same\ntext\n")
+    assert diff.identical and diff.rows == ()
+    assert diff_text("", "").identical
+
+
+def test_from_and_to_an_empty_document():
+    added = diff_text("", "First line\nSecond")
+    assert _shown(added) == [(ADDED, "First line"), (ADDED, "Second")]
+    removed = diff_text("First line\nSecond", "")
+    assert _shown(removed) == [(REMOVED, "First line"), (REMOVED, "Second")]
+    assert (removed.lines_added, removed.lines_removed) == (0, 2)
+
+
+def test_a_trailing_line_break_added_is_a_change():
+    diff = diff_text("text", "text\n")
+    assert not diff.identical
+    assert _shown(diff) == [(SAME, "text"), (ADDED, "")]
+
+
+def test_the_segments_spell_out_both_versions_exactly():
+    old = "# Plan\n\n<b>Keep</b> this line.\nChange *this* one, please.\nDrop me.\n"
+    new = "# Plan\n\n<b>Keep</b> this line.\nChange <i>that</i> one, please!\nNew line.\n"
+    diff = diff_text(old, new, context=100)
+    lines = [row for row in diff.rows if not isinstance(row, Gap)]
+    old_lines = ["".join(s.text for s in r.segments if s.change != ADDED) for r in lines if r.old_number]
+    new_lines = ["".join(s.text for s in r.segments if s.change != REMOVED) for r in lines if r.new_number]
+    assert "\n".join(old_lines) == old and "\n".join(new_lines) == new
