@@ -1,0 +1,133 @@
+"""The document's history in Chromium: the person writes, the agent (a
+scripted model) rewrites, the person opens the history, reads what changed
+and restores their version, which comes back as a new version; text not yet
+saved in the editor is never lost by opening the history or restoring."""
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.support.fake_model import Reply, tool_call
+from tests.support.openai_server import OpenAICompatibleServer
+
+from .helpers import (
+    AUTOSAVE_WAIT_MS,
+    MODEL,
+    TURN_WAIT_MS,
+    create_thread,
+    delay_document_saves,
+    document_text,
+    save_document_now,
+    sign_up,
+    thread_id_from,
+    type_after,
+    wait_for_socket,
+)
+
+MINE = "# Report\n\nIntro paragraph.\n\nResults are good.\n"
+AGENTS = "# Report\n\nIntro paragraph.\n\nResults are excellent, says the agent.\n"
+
+
+@pytest.fixture
+def model_server():
+    with OpenAICompatibleServer(models=[MODEL]) as server:
+        yield server
+
+
+def _revisions(server, thread_id):
+    return server.query(
+        "SELECT r.version, r.author, r.content FROM workspace_documentrevision r"
+        " JOIN workspace_document d ON r.document_id = d.id WHERE d.thread_id = ? ORDER BY r.version",
+        (thread_id,),
+    )
+
+
+def _person_then_agent(new_page, start_haico_server, model_server):
+    model_server.script([
+        Reply(tool_calls=[tool_call("update_document", "Making the results stronger.", content=AGENTS)]),
+        Reply(text="I rewrote the results."),
+    ])
+    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    page = new_page()
+    sign_up(page, server.url, "hedy")
+    url = create_thread(page, server.url)
+    wait_for_socket(page)
+    save_document_now(page, MINE)  # version 1, the person's
+    chat = page.get_by_role("region", name="Chat")
+    chat.get_by_role("textbox", name="Message").fill("Make the results stronger")
+    chat.get_by_role("button", name="Send").click()
+    expect(chat.locator("#chat-messages .answer").first).to_have_text("I rewrote the results.", timeout=TURN_WAIT_MS)
+    expect(document_text(page)).to_have_value(AGENTS)  # version 2, the agent's
+    return server, page, thread_id_from(url).replace("-", "")
+
+
+def test_the_person_sees_what_the_agent_changed_and_restores_their_version(new_page, start_haico_server, model_server):
+    server, page, thread_id = _person_then_agent(new_page, start_haico_server, model_server)
+    document = page.get_by_role("region", name="Document")
+
+    document.get_by_role("button", name="History", exact=True).click()
+    history = page.get_by_role("region", name="Document history")
+    expect(history).to_be_visible()
+    expect(document.get_by_role("button", name="History", exact=True)).to_have_attribute("aria-expanded", "true")
+    versions = history.get_by_role("list", name="Versions, newest first").get_by_role("listitem")
+    expect(versions).to_have_count(2)
+    expect(versions.nth(0)).to_contain_text("Version 2")
+    expect(versions.nth(0)).to_contain_text("Agent, turn 1")
+    expect(versions.nth(0)).to_contain_text("Current")
+    expect(versions.nth(1)).to_contain_text("Version 1")
+    expect(versions.nth(1)).to_contain_text("Person")
+
+    # What the agent's edit changed: the words it removed and added.
+    changes = history.get_by_role("region", name="Changes between versions")
+    expect(changes.get_by_role("heading")).to_have_text("Changes from version 1 to now (version 2)")
+    expect(changes.locator("del")).to_have_text(["good"])
+    expect(changes.locator("ins")).to_have_text(["excellent, says the agent"])
+
+    # Any two versions, by number, from the keyboard.
+    compare = history.get_by_role("form", name="Compare two versions")
+    compare.get_by_label("From version").fill("2")
+    compare.get_by_label("to version").fill("1")
+    compare.get_by_label("to version").press("Enter")
+    expect(changes.get_by_role("heading")).to_have_text("Changes from version 2 to version 1")
+    expect(changes.locator("ins")).to_have_text(["good"])
+
+    history.get_by_role("button", name="Restore version 1").click()
+    expect(history.get_by_role("status")).to_have_text("Version 1 restored as version 3.")
+    expect(document_text(page)).to_have_value(MINE)
+    expect(page.locator("#panel-centre")).to_have_attribute("data-document-version", "3")
+    expect(document.locator("input[name=base_version]")).to_have_value("3")
+    versions = history.get_by_role("list", name="Versions, newest first").get_by_role("listitem")
+    expect(versions.nth(0)).to_contain_text("Version 3")
+    expect(versions.nth(0)).to_contain_text("Person")
+    assert _revisions(server, thread_id) == [(1, "person", MINE), (2, "agent", AGENTS), (3, "person", MINE)]
+
+    # The editor goes on from the restored version: the next save is version 4.
+    type_after(page, "Intro paragraph.", " More.")
+    expect(document.locator("input[name=base_version]")).to_have_value("4", timeout=AUTOSAVE_WAIT_MS)
+    assert _revisions(server, thread_id)[-1] == (4, "person", MINE.replace("Intro paragraph.", "Intro paragraph. More."))
+    history.get_by_role("button", name="Close history").click()
+    expect(history).to_be_hidden()
+    expect(document.get_by_role("button", name="History", exact=True)).to_be_focused()
+
+
+def test_unsaved_text_survives_opening_the_history_and_is_saved_before_a_restore(new_page, start_haico_server, model_server):
+    server, page, thread_id = _person_then_agent(new_page, start_haico_server, model_server)
+    document = page.get_by_role("region", name="Document")
+    # Typed and not yet saved: the autosave (after 1.5 s) is held on its way
+    # long enough for the person to open the history and choose a version.
+    delay_document_saves(page, 4_000)
+    type_after(page, "Intro paragraph.", " Unsaved words.")
+    unsaved = AGENTS.replace("Intro paragraph.", "Intro paragraph. Unsaved words.")
+    document.get_by_role("button", name="History", exact=True).click()
+    history = page.get_by_role("region", name="Document history")
+    expect(history).to_be_visible()
+    expect(document_text(page)).to_have_value(unsaved)
+
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.accept()))
+    history.get_by_role("button", name="Restore version 1").click()
+    expect(document_text(page)).to_have_value(MINE, timeout=AUTOSAVE_WAIT_MS)
+    assert len(dialogs) == 1 and "not saved yet" in dialogs[0]
+    # The unsaved text was saved first (version 3) and the restore came after it.
+    assert [(v, a) for v, a, _ in _revisions(server, thread_id)] == [(1, "person"), (2, "agent"), (3, "person"), (4, "person")]
+    assert _revisions(server, thread_id)[2][2] == unsaved
+    expect(history.get_by_role("status")).to_have_text("Version 1 restored as version 4.")
