@@ -368,6 +368,31 @@ def test_no_payload_runs_in_the_workspace_chat_artifacts_or_thread_list(new_page
         watch.check("the objective history")
         page.keyboard.press("Escape")
 
+        # The document's history: the versions' titles, and the diffs of the
+        # person's and the agent's versions against the empty document (whole
+        # lines added, so each payload reads whole).
+        document = page.get_by_role("region", name="Document")
+        document.get_by_role("button", name="History", exact=True).click()
+        doc_history = page.get_by_role("region", name="Document history")
+        expect(doc_history.get_by_role("heading", name="Document history")).to_be_visible()
+        expect_texts(doc_history.get_by_role("list", name="Versions, newest first"),
+                     [xss.packed("document title (agent)", 200), xss.packed("document title (person)", 200)],
+                     "the document history's titles")
+        watch.check("the document history and the agent's last change")
+        current = int(doc_history.get_attribute("data-current-version"))
+        compare = doc_history.get_by_role("form", name="Compare two versions")
+        changes = doc_history.get_by_role("region", name="Changes between versions")
+        for new, field in ((current, "agent"), (current - 1, "person")):
+            compare.get_by_label("From version").fill("0")
+            compare.get_by_label("to version").fill(str(new))
+            compare.get_by_role("button", name="Show changes").click()
+            shown_to = f"now (version {new})" if new == current else f"version {new}"
+            expect(changes.get_by_role("heading")).to_have_text(f"Changes from version 0 to {shown_to}")
+            expect_texts(changes, [xss.packed(f"document title ({field})", 200), *xss.every(f"document text ({field})")],
+                         f"the diff of the {field}'s document version")
+            watch.check(f"the diff of the {field}'s document version")
+        doc_history.get_by_role("button", name="Close history").click()
+
         # The activity log, loaded when opened.
         page.locator("#activity-log summary").click()
         entries = page.get_by_role("list", name="Activity log entries")
