@@ -396,8 +396,23 @@
     if (!region || region.id !== "doc-history") return;
     var button = historyButton();
     if (button) button.setAttribute("aria-expanded", "true");
+    // Focus moves into it only when the person came from the History
+    // button or from inside it (a restore): never out of the editor.
+    var active = document.activeElement;
+    var fromHistory = !active || active === document.body || active.hasAttribute("data-doc-history-open");
     var heading = region.querySelector("#doc-history-title");
-    if (heading) heading.focus();
+    if (heading && fromHistory) heading.focus();
+  });
+
+  // A version saved while the history is open (the agent, another tab): say
+  // so and offer the latest, rather than replacing what the person reads.
+  document.addEventListener("haico:document-patch", function (event) {
+    var region = document.getElementById("doc-history");
+    if (!region || region.hidden || !region.hasAttribute("data-current-version")) return;
+    var version = parseInt(event.detail.template.getAttribute("data-version"), 10);
+    if (!(version > parseInt(region.getAttribute("data-current-version"), 10))) return;
+    var note = region.querySelector("[data-doc-history-newer]");
+    if (note) note.hidden = false;
   });
 
   document.addEventListener("htmx:confirm", function (event) {

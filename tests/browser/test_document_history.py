@@ -104,6 +104,10 @@ def test_the_person_sees_what_the_agent_changed_and_restores_their_version(new_p
     type_after(page, "Intro paragraph.", " More.")
     expect(document.locator("input[name=base_version]")).to_have_value("4", timeout=AUTOSAVE_WAIT_MS)
     assert _revisions(server, thread_id)[-1] == (4, "person", MINE.replace("Intro paragraph.", "Intro paragraph. More."))
+    # The open list says a newer version exists, and shows it on request.
+    history.get_by_role("button", name="Show the latest").click()
+    expect(history.get_by_role("list", name="Versions, newest first").get_by_role("listitem").first).to_contain_text("Version 4")
+    expect(history.get_by_role("button", name="Show the latest")).to_be_hidden()
     history.get_by_role("button", name="Close history").click()
     expect(history).to_be_hidden()
     expect(document.get_by_role("button", name="History", exact=True)).to_be_focused()
