@@ -392,3 +392,9 @@ def test_restore_is_the_owners_only(client, other_client, thread):
     response = client.post(ws_url(thread, RESTORE), {"version": 1, "base_version": 2})
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
     assert _doc(thread).version == 2
+
+
+def test_history_of_a_document_never_saved_says_so(owner_client, thread):
+    html = owner_client.get(ws_url(thread, HISTORY), **HTMX).content.decode()
+    assert "No versions yet: the document has not been saved." in html
+    assert "Restore" not in html and "Changes from" not in html
