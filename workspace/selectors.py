@@ -1,5 +1,6 @@
 """Reads of the workspace. No function here writes."""
 
+import bisect
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -197,17 +198,17 @@ class DocumentHistory:
     total: int  # every kept version (the document may have more than it lists)
 
 
-def _turns_started(thread: Thread) -> list[tuple[object, int]]:
-    return list(WorkspaceSnapshot.objects.filter(thread=thread).order_by("captured_at").values_list("captured_at", "turn_index"))
+def _turns_started(thread: Thread) -> tuple[list, list[int]]:
+    """(capture times, turn numbers) of the thread's snapshots, oldest first."""
+    rows = WorkspaceSnapshot.objects.filter(thread=thread).order_by("captured_at").values_list("captured_at", "turn_index")
+    return [at for at, _ in rows], [turn for _, turn in rows]
 
 
-def _turn_at(turns: list[tuple[object, int]], at) -> int | None:
-    found = None
-    for captured_at, turn_index in turns:
-        if captured_at > at:
-            break
-        found = turn_index
-    return found
+def _turn_at(turns: tuple[list, list[int]], at) -> int | None:
+    """The last turn started at or before `at`."""
+    times, numbers = turns
+    index = bisect.bisect_right(times, at)
+    return numbers[index - 1] if index else None
 
 
 def document_history(*, thread: Thread, limit: int = DOCUMENT_HISTORY_LIMIT) -> DocumentHistory:
@@ -217,7 +218,7 @@ def document_history(*, thread: Thread, limit: int = DOCUMENT_HISTORY_LIMIT) -> 
         return DocumentHistory(current_version=0, versions=[], total=0)
     revisions = DocumentRevision.objects.filter(document=document)
     rows = list(revisions.order_by("-version").values_list("version", "title", "author", "created_at")[:limit])
-    turns = _turns_started(thread) if any(r[2] == DocumentRevision.Author.AGENT for r in rows) else []
+    turns = _turns_started(thread) if any(r[2] == DocumentRevision.Author.AGENT for r in rows) else ([], [])
     versions = [
         DocumentVersion(
             version=version, title=title, author=author, created_at=created_at,

@@ -1,4 +1,5 @@
-"""The live document in the centre panel: autosave, merges and the conflict view.
+"""The live document in the centre panel: autosave, merges, the conflict view,
+and the history (every kept version, the diff of two, restoring one).
 
 The save answers with the small save-state fragment (status text plus the
 version the next save is based on) and out-of-band the preview and the
@@ -9,6 +10,10 @@ carries the merged text for static/js/centre.js to put in the editor; where
 both sides edited the same passage nothing is written and the one conflict
 view shows both versions with those parts marked, and "Keep mine", "Keep
 theirs" and "Keep both", which save again with that choice.
+
+The history is a region beside the editor, outside its form: opening it or
+comparing versions never touches the editor's text. Restoring is a save by
+the person based on the version the editor holds, merged like any other.
 """
 
 import json
@@ -236,8 +241,8 @@ def document_restore(request, thread_id):
         except DocumentConflict as exc:
             status = 409
             error = (
-                f"The document changed while you looked (it is now version {exc.current_version}), in the same "
-                f"passages version {version} differs in. Nothing was restored; look at the latest changes and "
+                f"The document changed while you looked (it is now version {exc.current_version}), in passages "
+                f"where version {version} differs too. Nothing was restored; look at the latest changes and "
                 "restore again if you still want it."
             )
         except WorkspaceError as exc:
