@@ -18,7 +18,10 @@ model (the real ChatOpenAI against tests/support/openai_server.py) fills
 the rest through its tools' arguments, its reasoning sentences and its
 answer; what neither can write (a read-only document artifact, an unknown
 artifact type, the activity log, a snapshot, the admin's rows) is seeded
-through the services inside the server. Staff then open the admin pages.
+through the services inside the server. The written text is then read back
+where the app shows it again, among them the objective's and the document's
+histories (the versions' titles and their diffs). Staff then open the admin
+pages.
 """
 
 from __future__ import annotations
