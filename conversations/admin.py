@@ -121,12 +121,29 @@ class BranchLinkAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 @admin.register(Feedback)
 class FeedbackAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ("created_at", "thread", "turn_index", "user", "scope", "aspect", "rating", "comment_excerpt")
-    list_filter = ("scope", "aspect", "rating")
-    search_fields = ("comment", "thread__title", "user__username")
+    """What people thought of their turns, filterable by scope, aspect,
+    rating, thread, person and date (the thread filter lists only threads
+    that have feedback)."""
+
+    list_display = (
+        "created_at", "thread", "turn_index", "user", "about", "aspect", "rating", "comment_excerpt", "updated_at",
+    )
+    list_filter = (
+        "scope",
+        "aspect",
+        "rating",
+        ("thread", admin.RelatedOnlyFieldListFilter),
+        ("user", admin.RelatedOnlyFieldListFilter),
+        "created_at",
+    )
+    search_fields = ("comment", "artifact_title", "thread__title", "user__username", "=thread__id")
     date_hierarchy = "created_at"
-    list_select_related = ("thread", "user")
-    raw_id_fields = ("thread", "user")
+    list_select_related = ("thread", "user", "artifact")
+    raw_id_fields = ("thread", "user", "artifact")
+
+    @admin.display(description="About", ordering="scope")
+    def about(self, obj):
+        return obj.scope_label
 
     @admin.display(description="Comment")
     def comment_excerpt(self, obj):

@@ -338,3 +338,70 @@ def test_search_with_a_nul_character_is_refused_with_a_message(staff_client, pop
         response = staff_client.get(url)
         assert response.status_code == 400
         assert "cannot contain NUL characters" in response.content.decode()
+
+
+# --- feedback -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def feedback_mix(populated, owner, other_user):
+    """The populated thread's one entry ("useful", 4, helpfulness of turn 1)
+    plus entries differing in scope, aspect, rating, thread, person and date."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from conversations.turns import guard
+
+    thread = populated["thread"]
+    plan_entry = conversation_services.feedback_leave(
+        thread=thread, user=owner, turn_index=1, rating=2, scope="plan", aspect="tone", comment="plan-too-terse"
+    )
+    theirs = conversation_services.thread_create(owner=other_user, title="Other person's thread")
+    turn, _ = guard.turn_begin(thread=theirs, user_message="hi")
+    guard.turn_finish(thread=theirs, turn_index=turn)
+    their_entry = conversation_services.feedback_leave(
+        thread=theirs, user=other_user, turn_index=1, rating=5, aspect="correctness", comment="their-praise"
+    )
+    Feedback.objects.filter(pk=their_entry.pk).update(created_at=timezone.now() - timedelta(days=40))
+    return {"useful": populated["feedback"], "plan": plan_entry, "theirs": their_entry, "their_thread": theirs}
+
+
+@pytest.mark.parametrize(
+    "query, shown",
+    [
+        ({"scope__exact": "plan"}, {"plan-too-terse"}),
+        ({"aspect__exact": "correctness"}, {"their-praise"}),
+        ({"rating__exact": "4"}, {"useful"}),
+        ({"created_at__gte": "{recent}"}, {"useful", "plan-too-terse"}),
+        ({"q": "praise"}, {"their-praise"}),
+    ],
+)
+def test_feedback_changelist_filters_by_scope_aspect_rating_date_and_search(staff_client, feedback_mix, query, shown):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    recent = (timezone.now() - timedelta(days=7)).isoformat()
+    query = {k: v.format(recent=recent) for k, v in query.items()}
+    body = staff_client.get(_changelist(feedback_mix["useful"]), query).content.decode()
+    assert {c for c in ("useful", "plan-too-terse", "their-praise") if c in body} == shown
+
+
+def test_feedback_changelist_filters_by_thread_and_person(staff_client, feedback_mix, other_user, owner):
+    url = _changelist(feedback_mix["useful"])
+    by_thread = staff_client.get(url, {"thread__id__exact": str(feedback_mix["their_thread"].pk)}).content.decode()
+    by_person = staff_client.get(url, {"user__id__exact": str(owner.pk)}).content.decode()
+    assert "their-praise" in by_thread and "useful" not in by_thread
+    assert "useful" in by_person and "plan-too-terse" in by_person and "their-praise" not in by_person
+    # The filters offer each thread and person that has feedback.
+    listing = staff_client.get(url).content.decode()
+    assert "Other person&#x27;s thread" in listing and other_user.username in listing
+    assert "The plan" in listing and "Tone" in listing
+
+
+def test_feedback_is_read_only_in_the_admin(staff_client, feedback_mix):
+    entry = feedback_mix["plan"]
+    staff_client.post(_change(entry), {"rating": "5", "comment": "staff edit"})
+    entry.refresh_from_db()
+    assert (entry.rating, entry.comment) == (2, "plan-too-terse")
