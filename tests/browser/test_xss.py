@@ -12,7 +12,7 @@ have made (event handlers, javascript:/data: URLs, script, iframe, svg…),
 and that each payload reads as text where it was written.
 
 The person types a few fields in the UI (the objective, a preference, a
-step, the document, the chat message, a thread's new name, a model name
+step, the document, the chat message, feedback on a turn, a thread's new name, a model name
 sent over the socket by hand); a scripted
 model (the real ChatOpenAI against tests/support/openai_server.py) fills
 the rest through its tools' arguments, its reasoning sentences and its
@@ -345,6 +345,21 @@ def test_no_payload_runs_in_the_workspace_chat_artifacts_or_thread_list(new_page
         expect_texts(page.locator("#thread-title"), [xss.payload("chat message", 0)], "the thread title after a reload")
         assert xss.payload("chat message", 0) in page.locator("#thread-title").get_attribute("title")
         assert xss.payload("chat message", 0) in page.title()
+
+        # Feedback on the turn: the comment listed, then in its edit form, as text.
+        chat = page.get_by_role("region", name="Chat")
+        chat.get_by_role("button", name="Feedback on turn 1").click()
+        feedback = chat.get_by_role("region", name="Your feedback on turn 1")
+        feedback.get_by_role("radio", name="1 (poor)").check()
+        feedback.get_by_label("Comment (optional)").fill(xss.joined("feedback comment"))
+        feedback.get_by_role("button", name="Save feedback").click()
+        expect(feedback.get_by_role("status")).to_have_text("Thank you: your feedback is saved.")
+        expect_texts(feedback.locator(".feedback-comment"), [xss.joined("feedback comment")], "the feedback comment")
+        watch.check("the feedback comment")
+        feedback.get_by_role("button", name=re.compile("^Edit feedback")).click()
+        expect(feedback.get_by_label("Comment (optional)")).to_have_value(xss.joined("feedback comment"))
+        watch.check("the feedback comment's edit form")
+        feedback.get_by_role("button", name="Close feedback on turn 1").click()
 
         # Edit forms the browser builds from a row's text: they start from it, as text.
         planning = page.get_by_role("region", name="Planning")
