@@ -102,6 +102,7 @@ class ModerationAction(models.Model):
         RESTORE = "restore", "Restored"
         LOCK_PREFERENCE = "lock_preference", "Locked a preference"
         UNLOCK_PREFERENCE = "unlock_preference", "Unlocked a preference"
+        RENAME = "rename", "Renamed"
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="moderation_actions")
     staff_user = models.ForeignKey(

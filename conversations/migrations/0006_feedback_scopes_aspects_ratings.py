@@ -4,7 +4,8 @@ artifact), its aspects as choices and a 1-5 rating.
 Rows left before: a rating of -1 or 0 (the old thumbs-down) becomes 1; the
 old free-text aspect becomes its nearest choice ("overall" helpfulness,
 "accuracy" correctness), or "other" with its name kept at the start of the
-comment, so nothing a person said is lost."""
+comment, so nothing a person said is lost. A staff rename of a thread is now
+a recorded moderation action too."""
 
 import django.db.models.deletion
 from django.conf import settings
@@ -75,5 +76,10 @@ class Migration(migrations.Migration):
         migrations.AddConstraint(
             model_name='feedback',
             constraint=models.CheckConstraint(condition=models.Q(('rating__gte', 1), ('rating__lte', 5)), name='feedback_rating_1_to_5'),
+        ),
+        migrations.AlterField(
+            model_name='moderationaction',
+            name='action',
+            field=models.CharField(choices=[('soft_delete', 'Soft-deleted'), ('restore', 'Restored'), ('lock_preference', 'Locked a preference'), ('unlock_preference', 'Unlocked a preference'), ('rename', 'Renamed')], max_length=30),
         ),
     ]

@@ -405,3 +405,89 @@ def test_feedback_is_read_only_in_the_admin(staff_client, feedback_mix):
     staff_client.post(_change(entry), {"rating": "5", "comment": "staff edit"})
     entry.refresh_from_db()
     assert (entry.rating, entry.comment) == (2, "plan-too-terse")
+
+
+# --- the read-only review of a thread --------------------------------------------------------
+
+
+def _review_url(thread):
+    return reverse("admin:workspace_thread_review", args=[thread.pk])
+
+
+def _content_main(html: str) -> str:
+    return html[html.index('id="content-main"'):html.index('id="footer"')]
+
+
+def test_staff_review_shows_transcript_beside_snapshots_branches_feedback_and_workspace(staff_client, populated):
+    from conversations.models import Turn
+    from tests.support.web import database_rows
+
+    thread = populated["thread"]
+    Turn.objects.filter(thread=thread, index=1).update(answer="The **review** is started.")
+    before = database_rows()
+    response = staff_client.get(_review_url(thread))
+    assert database_rows() == before, "opening the review changed the database"
+    assert response.status_code == 200
+    main = _content_main(response.content.decode())
+
+    # The transcript: the person's message and the answer (sanitised markdown).
+    assert "Start the review" in main and "The <strong>review</strong> is started." in main
+    # Beside it, the snapshot the turn started from, as lists rather than JSON.
+    snapshot = main[main.index('aria-label="Snapshot at the start of turn 1"'):]
+    assert "<li>Cite &lt;b&gt;peer-reviewed&lt;/b&gt; work (hard)</li>" in snapshot
+    assert "1 Collect sources" in snapshot and "1.1 Search databases" in snapshot
+    assert '"title"' not in main and "&quot;title&quot;" not in main
+    # The branch family, feedback and moderation history.
+    assert f'href="{_review_url(populated["branch"].thread)}"' in main and "from turn 1" in main
+    assert "owner: The turn · Helpfulness · 4 of 5: useful" in main
+    assert "Soft-deleted by" in main and "spam" in main
+    # The workspace now, as the owner sees it: the document rendered, its script gone.
+    assert "Write a literature review" in main and "Short paragraphs (soft)" in main
+    assert "<h1>Review</h1>" in main and "<script>" not in main
+    assert "Papers per year" in main
+    # Nothing on the page writes.
+    assert "<form" not in main
+
+
+def test_a_branch_review_names_its_parent(staff_client, populated):
+    main = _content_main(staff_client.get(_review_url(populated["branch"].thread)).content.decode())
+    assert f'Branched from <a href="{_review_url(populated["thread"])}">Lit review</a> at turn 1' in main
+    assert "No turns yet." in main
+
+
+def test_the_thread_change_page_links_to_its_review(staff_client, populated):
+    assert f'href="{_review_url(populated["thread"])}"' in staff_client.get(_change(populated["thread"])).content.decode()
+
+
+def test_the_owner_who_is_not_staff_cannot_open_the_review(owner_client, client, populated):
+    from tests.support.web import database_rows
+
+    before = database_rows()
+    for response in (owner_client.get(_review_url(populated["thread"])), owner_client.post(_review_url(populated["thread"]))):
+        assert response.status_code == 302 and response["Location"].startswith(reverse("admin:login"))
+        assert "Start the review" not in response.content.decode()
+    assert database_rows() == before
+
+
+def test_the_review_takes_no_posts_and_a_missing_thread_is_a_404(staff_client, populated):
+    import uuid
+
+    from tests.support.web import database_rows
+
+    before = database_rows()
+    assert staff_client.post(_review_url(populated["thread"])).status_code == 405
+    assert database_rows() == before
+    assert staff_client.get(reverse("admin:workspace_thread_review", args=[uuid.uuid4()])).status_code == 404
+
+
+def test_a_staff_rename_is_recorded_as_a_moderation_action(staff_client, staff, populated):
+    thread = populated["thread"]
+    response = staff_client.post(_change(thread), {"title": "Renamed by staff", **_empty_inline("moderation_actions")})
+    assert response.status_code == 302
+    action = ModerationAction.objects.filter(thread=thread, action=ModerationAction.Action.RENAME).get()
+    assert (action.staff_user, action.detail) == (staff, "'Lit review' -> 'Renamed by staff'")
+    assert Thread.objects.get(pk=thread.pk).title == "Renamed by staff"
+
+
+def _empty_inline(prefix):
+    return {f"{prefix}-TOTAL_FORMS": "0", f"{prefix}-INITIAL_FORMS": "0"}
