@@ -491,3 +491,27 @@ def test_a_staff_rename_is_recorded_as_a_moderation_action(staff_client, staff, 
 
 def _empty_inline(prefix):
     return {f"{prefix}-TOTAL_FORMS": "0", f"{prefix}-INITIAL_FORMS": "0"}
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_review_transcript_reads_reasoning_steps_from_the_checkpointer(thread, staff, script, async_client):
+    from conversations.turns import registry
+    from tests.support.fake_model import Reply, tool_call
+
+    script(
+        Reply(tool_calls=[tool_call("add_todos", "Laying out the plan.", steps=[{"text": "Outline", "depth": 0}])]),
+        Reply(text="I planned it: **one step**."),
+    )
+    await registry.start_turn(thread=thread, user_message="plan my essay")
+    await registry.wait_for_turn(thread.pk)
+
+    await async_client.aforce_login(staff)
+    response = await async_client.get(_review_url(thread))
+    main = _content_main(response.content.decode())
+    turn = main[main.index('id="review-turn-1"'):]
+    assert "plan my essay" in turn and "<strong>one step</strong>" in turn
+    assert '<ol class="review-steps"><li>Laying out the plan.</li></ol>' in turn
+    assert "add_todos" not in main
+    # The plan the turn wrote is in the workspace now, not in the snapshot it started from.
+    assert "1 Outline" in main[main.index('id="review-workspace"'):]
+    assert "Outline" not in turn[turn.index("Snapshot at the start of turn 1"):turn.index("</aside>")]
