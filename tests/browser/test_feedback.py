@@ -34,7 +34,7 @@ def test_the_person_leaves_feedback_on_a_turn_and_then_changes_it(page, start_ha
     open_button = chat.get_by_role("button", name="Feedback on turn 1")
     expect(open_button).to_be_visible(timeout=TURN_WAIT_MS)
     open_button.focus()
-    page.keyboard.press("Enter")
+    page.keyboard.press("Space")
     region = chat.get_by_role("region", name="Your feedback on turn 1")
     expect(region).to_be_visible()
     expect(region.get_by_role("heading", name="Your feedback on turn 1")).to_be_focused()

@@ -362,7 +362,7 @@ def test_each_ended_turn_offers_feedback_with_the_count_left(owner_client, ended
     html = owner_client.get(ws_url(ended_turns)).content.decode()
     assert f'hx-get="{feedback_url(ended_turns, 1)}"' in html
     assert 'Feedback<span class="visually-hidden"> on turn 2</span> (1 left)' in html
-    assert 'Feedback<span class="visually-hidden"> on turn 1</span></a>' in html
+    assert 'Feedback<span class="visually-hidden"> on turn 1</span></button>' in html
 
 
 def test_a_running_turn_offers_no_feedback_yet(owner_client, ended_turns):
