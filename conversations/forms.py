@@ -8,7 +8,12 @@ from django import forms
 from workspace.forms import RuleTextField
 from workspace.models import Artifact, Thread
 
-from .models import FEEDBACK_COMMENT_MAX_CHARS, FEEDBACK_RATING_MAX, FEEDBACK_RATING_MIN, Feedback
+from .models import (
+    FEEDBACK_COMMENT_MAX_CHARS,
+    FEEDBACK_RATING_MAX,
+    FEEDBACK_RATING_MIN,
+    Feedback,
+)
 
 RATING_WORDS = {1: "poor", 2: "weak", 3: "fair", 4: "good", 5: "excellent"}
 RATING_MESSAGE = f"Choose a rating from {FEEDBACK_RATING_MIN} (poor) to {FEEDBACK_RATING_MAX} (excellent)."

@@ -11,7 +11,6 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-
 ASPECT_OF = {"overall": "helpfulness", "helpful": "helpfulness", "helpfulness": "helpfulness",
              "accuracy": "correctness", "correct": "correctness", "correctness": "correctness",
              "preferences": "preferences", "tone": "tone", "other": "other"}

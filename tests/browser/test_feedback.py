@@ -8,7 +8,17 @@ from playwright.sync_api import expect
 
 from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import ANSWER, MODEL, REQUEST, TURN_WAIT_MS, chart_turn_script, create_thread, sign_up, thread_id_from, wait_for_socket
+from .helpers import (
+    ANSWER,
+    MODEL,
+    REQUEST,
+    TURN_WAIT_MS,
+    chart_turn_script,
+    create_thread,
+    sign_up,
+    thread_id_from,
+    wait_for_socket,
+)
 
 
 @pytest.fixture

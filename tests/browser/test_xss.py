@@ -470,6 +470,14 @@ def test_no_payload_runs_in_the_admin_the_login_pages_or_an_unsent_message(new_p
         expect(main.get_by_role("textbox", name="Title")).to_have_value(title)
         expect_texts(main, [xss.packed("moderation detail", 500)], "the thread's moderation history")
 
+        # The thread's read-only review: transcript, snapshot, branches, feedback, workspace.
+        page.goto(f"{server.url}/admin/workspace/thread/{thread_uuid(thread)}/review/")
+        review = page.locator("#content-main")
+        expect(review).to_be_visible()
+        watch.check("the thread's review")
+        expect_texts(review, [xss.joined("chat message", "\n\n"), xss.joined("feedback comment"),
+                              xss.packed("branch reason", 500), xss.joined("objective (person)")], "the thread's review")
+
         (snapshot,) = server.query("SELECT id FROM workspace_workspacesnapshot WHERE thread_id = ?", (thread,))
         main = change_page("workspace", "workspacesnapshot", snapshot[0])
         expect_texts(main, [xss.joined("chat message", "\n\n"), xss.joined("objective (person)"),
