@@ -423,6 +423,8 @@ def test_feedback_on_an_artifact_lists_the_turns_artifacts(owner_client, ended_t
         ({"scope": "artifact"}, "Choose which artifact the feedback is about."),
         ({"scope": "artifact", "artifact": "99999"}, "That artifact is not part of this thread at this turn."),
         ({"scope": "artifact", "artifact": "nope"}, "That artifact is not part of this thread at this turn."),
+        ({"scope": "artifact", "artifact": "9" * 30}, "That artifact is not part of this thread at this turn."),
+        ({"rating": "9" * 30}, "Choose a rating from 1 (poor) to 5 (excellent)."),
         ({"comment": "a\x00b"}, "Comment (optional) cannot contain NUL characters."),
         ({"comment": "x" * 5001}, "Comment (optional) is too long"),
     ],
