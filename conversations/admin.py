@@ -11,13 +11,23 @@ them here rather than editing them past the services' validation.
 from axes import admin as axes_admin
 from axes.models import AccessAttempt
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.http import Http404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+from django.views.decorators.http import require_GET
 
+from workspace import selectors as workspace_selectors
 from workspace.admin import ReadOnlyAdminMixin
-from workspace.models import Preference, Thread
+from workspace.markdown import render_markdown
+from workspace.models import Preference, Thread, WorkspaceSnapshot
+from workspace.plan_tree import outline_numbers
 from workspace.services import preferences as preference_services
 
 from . import services
+from .chat import chat_turns
 from .models import ActivityLogEntry, BranchLink, Feedback, ModerationAction
 
 admin.site.site_header = "HAICO administration"
@@ -49,6 +59,7 @@ class ThreadAdmin(admin.ModelAdmin):
     # only through the recorded actions below, the turn counter never by hand.
     fields = (
         "id",
+        "staff_review",
         "title",
         "owner",
         "turn_index",
@@ -62,6 +73,7 @@ class ThreadAdmin(admin.ModelAdmin):
     )
     readonly_fields = tuple(f for f in fields if f != "title")
     inlines = (ModerationActionInline,)
+    review_template = "admin/workspace/thread/review.html"
     actions = ("soft_delete_selected", "restore_selected")
 
     def has_add_permission(self, request):
@@ -76,9 +88,51 @@ class ThreadAdmin(admin.ModelAdmin):
     def turn_count(self, obj):
         return obj.turn_index
 
+    @admin.display(description="Review")
+    def staff_review(self, obj):
+        if obj is None or obj.pk is None:
+            return "-"
+        url = reverse("admin:workspace_thread_review", args=[obj.pk])
+        return format_html('<a href="{}">Transcript, snapshots, branches, feedback and workspace (read-only)</a>', url)
+
     def save_model(self, request, obj, form, change):
         if change and "title" in form.changed_data:
-            services.thread_rename(thread=obj, title=obj.title)
+            old_title = form.initial.get("title", "")
+            with transaction.atomic():
+                services.thread_rename(thread=obj, title=obj.title)
+                services.moderation_record(
+                    thread=obj, staff_user=request.user, action=ModerationAction.Action.RENAME,
+                    detail=f"'{old_title}' -> '{obj.title}'",
+                )
+
+    # -- the read-only review of one thread --
+
+    def get_urls(self):
+        review = path(
+            "<path:object_id>/review/",
+            self.admin_site.admin_view(require_GET(self.review_view)),
+            name="workspace_thread_review",
+        )
+        return [review, *super().get_urls()]
+
+    def review_view(self, request, object_id):
+        """A thread as staff review it, read-only: its transcript, beside
+        the snapshot each turn started from, the branch family, feedback,
+        the moderation history, and the workspace as its owner sees it now.
+        Nothing here writes; the recorded actions are on the thread's list."""
+        thread = self.get_object(request, object_id)
+        if thread is None:
+            raise Http404("No such thread.")
+        if not self.has_view_permission(request, thread):
+            raise PermissionDenied
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "original": thread,
+            "title": f"Review: {thread.title}",
+            **thread_review(thread),
+        }
+        return TemplateResponse(request, self.review_template, context)
 
     @admin.action(description="Soft-delete selected threads", permissions=["change"])
     def soft_delete_selected(self, request, queryset):
@@ -97,6 +151,44 @@ class ThreadAdmin(admin.ModelAdmin):
                 services.thread_restore(thread=thread, staff_user=request.user)
                 count += 1
         self.message_user(request, f"Restored {count} thread(s); each action is recorded.", messages.SUCCESS)
+
+
+def _snapshot_view(snapshot: WorkspaceSnapshot) -> dict:
+    todos = snapshot.todos_json or []
+    numbers = outline_numbers([todo.get("depth", 0) for todo in todos])
+    return {
+        "snapshot": snapshot,
+        "preferences": snapshot.preferences_json or [],
+        "plan": [{**todo, "number": number} for todo, number in zip(todos, numbers)],
+    }
+
+
+def thread_review(thread: Thread) -> dict:
+    """What the review page shows, read from the rows and the checkpointer;
+    each turn beside the snapshot it started from."""
+    snapshots = {s.turn_index: s for s in WorkspaceSnapshot.objects.filter(thread=thread).order_by("turn_index")}
+    feedback = list(Feedback.objects.filter(thread=thread).select_related("user", "artifact").order_by("turn_index", "pk"))
+    turns = [
+        {**turn, "snapshot": _snapshot_view(snapshots[turn["turn_index"]]) if turn["turn_index"] in snapshots else None,
+         "feedback": [entry for entry in feedback if entry.turn_index == turn["turn_index"]]}
+        for turn in chat_turns(thread=thread)
+    ]
+    parent_link = BranchLink.objects.filter(thread=thread).select_related("parent").first()
+    document = workspace_selectors.document_for(thread=thread)
+    return {
+        "thread": thread,
+        "turns": turns,
+        "feedback": feedback,
+        "parent_link": parent_link,
+        "child_links": list(thread.child_links.select_related("thread").order_by("branch_point_turn", "created_at")),
+        "moderation": list(thread.moderation_actions.select_related("staff_user")),
+        "objective": workspace_selectors.objective_text_for(thread=thread),
+        "preferences": workspace_selectors.preferences_for(thread=thread),
+        "plan": workspace_selectors.plan_steps(thread=thread),
+        "document": document,
+        "document_html": render_markdown(document.content),
+        "artifacts": workspace_selectors.artifacts_for(thread=thread),
+    }
 
 
 @admin.register(ModerationAction)
@@ -121,12 +213,29 @@ class BranchLinkAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 @admin.register(Feedback)
 class FeedbackAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ("created_at", "thread", "turn_index", "user", "scope", "aspect", "rating", "comment_excerpt")
-    list_filter = ("scope", "aspect", "rating")
-    search_fields = ("comment", "thread__title", "user__username")
+    """What people thought of their turns, filterable by scope, aspect,
+    rating, thread, person and date (the thread filter lists only threads
+    that have feedback)."""
+
+    list_display = (
+        "created_at", "thread", "turn_index", "user", "about", "aspect", "rating", "comment_excerpt", "updated_at",
+    )
+    list_filter = (
+        "scope",
+        "aspect",
+        "rating",
+        ("thread", admin.RelatedOnlyFieldListFilter),
+        ("user", admin.RelatedOnlyFieldListFilter),
+        "created_at",
+    )
+    search_fields = ("comment", "artifact_title", "thread__title", "user__username", "=thread__id")
     date_hierarchy = "created_at"
-    list_select_related = ("thread", "user")
-    raw_id_fields = ("thread", "user")
+    list_select_related = ("thread", "user", "artifact")
+    raw_id_fields = ("thread", "user", "artifact")
+
+    @admin.display(description="About", ordering="scope")
+    def about(self, obj):
+        return obj.scope_label
 
     @admin.display(description="Comment")
     def comment_excerpt(self, obj):

@@ -18,13 +18,13 @@ from workspace.models import Thread
 from workspace.selectors import snapshot_messages_for
 
 from .models import Turn
-from .selectors import turn_errors_for, turn_rows_for
+from .selectors import feedback_counts, turn_errors_for, turn_rows_for
 from .turns.fragments import turn_context
 from .turns.guard import running_turn
 from .turns.outcome import INTERRUPTED_LOST, marker
 
 
-def chat_turns(*, thread: Thread) -> list[dict]:
+def chat_turns(*, thread: Thread, user=None) -> list[dict]:
     """Every turn of the thread as the chat shows it, oldest first.
 
     The checkpointer gives each turn's message, steps and answer; its turn
@@ -36,6 +36,7 @@ def chat_turns(*, thread: Thread) -> list[dict]:
         if turn_index not in turns:
             turns[turn_index] = PastTurn(turn_index=turn_index, user_message=user_message)
     rows = turn_rows_for(thread=thread)
+    feedback = feedback_counts(thread=thread, user=user) if user is not None else {}
     running = running_turn(thread)
     errors = turn_errors_for(thread=thread) if len(rows) < len(turns) else {}
     latest = max(turns, default=None)
@@ -64,6 +65,7 @@ def chat_turns(*, thread: Thread) -> list[dict]:
             turn_context(
                 turn_index=index, user_message=turn.user_message, steps=turn.steps, answer=answer,
                 running=is_running, ending=ending, latest=index == latest,
+                thread_id=thread.pk, feedback_count=feedback.get(index, 0),
             )
         )
     return shown
@@ -73,7 +75,7 @@ def chat_context(*, thread: Thread, user) -> dict:
     running = running_turn(thread)
     return {
         "thread": thread,
-        "turns": chat_turns(thread=thread),
+        "turns": chat_turns(thread=thread, user=user),
         "running": running is not None,
         "running_turn_index": running,
         "models": available_models(),

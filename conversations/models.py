@@ -27,26 +27,71 @@ class BranchLink(models.Model):
         return f"{self.parent_id} @{self.branch_point_turn} -> {self.thread_id}"
 
 
+FEEDBACK_COMMENT_MAX_CHARS = 5000
+FEEDBACK_RATING_MIN, FEEDBACK_RATING_MAX = 1, 5
+
+
 class Feedback(models.Model):
+    """What a person thought of one turn (thread, turn_index): which part of
+    the workspace it is about (scope, and which artifact), which quality
+    (aspect), a rating from 1 (poor) to 5 (excellent) and an optional comment.
+
+    A 1-5 scale rather than thumbs: the aspects are matters of degree (an
+    answer can be mostly correct, the tone a little off), five steps are
+    the familiar scale people answer without a legend, and an average per
+    aspect stays meaningful in the admin. One entry per person, turn, scope,
+    aspect and artifact; leaving it again changes it (conversations.services)."""
+
     class Scope(models.TextChoices):
-        TURN = "turn", "Turn"
-        THREAD = "thread", "Thread"
+        TURN = "turn", "The turn"
+        DOCUMENT = "document", "The document"
+        PLAN = "plan", "The plan"
+        PREFERENCES = "preferences", "The preferences"
+        ARTIFACT = "artifact", "An artifact"
+        THREAD = "thread", "The whole conversation"
+
+    class Aspect(models.TextChoices):
+        HELPFULNESS = "helpfulness", "Helpfulness"
+        CORRECTNESS = "correctness", "Correctness"
+        PREFERENCES = "preferences", "Followed my preferences"
+        TONE = "tone", "Tone"
+        OTHER = "other", "Other"
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="feedback")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="feedback")
     turn_index = models.PositiveIntegerField()
-    scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.TURN)
-    aspect = models.CharField(max_length=50, default="overall")
-    rating = models.SmallIntegerField()
+    scope = models.CharField(max_length=12, choices=Scope.choices, default=Scope.TURN)
+    # Set exactly when scope is "artifact"; the title is kept so the entry
+    # still says what it was about if the artifact goes.
+    artifact = models.ForeignKey(
+        "workspace.Artifact", on_delete=models.SET_NULL, null=True, blank=True, related_name="feedback"
+    )
+    artifact_title = models.CharField(max_length=200, blank=True)
+    aspect = models.CharField(max_length=20, choices=Aspect.choices, default=Aspect.HELPFULNESS)
+    rating = models.PositiveSmallIntegerField()
     comment = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         verbose_name_plural = "feedback"
+        ordering = ["thread", "turn_index", "created_at"]
         indexes = [models.Index(fields=["thread", "turn_index"], name="feedback_thread_turn_idx")]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(rating__gte=FEEDBACK_RATING_MIN, rating__lte=FEEDBACK_RATING_MAX),
+                name="feedback_rating_1_to_5",
+            ),
+        ]
 
     def __str__(self):
-        return f"{self.thread_id} turn {self.turn_index} {self.aspect}={self.rating}"
+        return f"{self.thread_id} turn {self.turn_index} {self.scope}/{self.aspect}={self.rating}"
+
+    @property
+    def scope_label(self) -> str:
+        if self.scope == self.Scope.ARTIFACT:
+            return f"Artifact “{self.artifact.title if self.artifact else self.artifact_title}”"
+        return self.get_scope_display()
 
 
 class ModerationAction(models.Model):
@@ -57,6 +102,7 @@ class ModerationAction(models.Model):
         RESTORE = "restore", "Restored"
         LOCK_PREFERENCE = "lock_preference", "Locked a preference"
         UNLOCK_PREFERENCE = "unlock_preference", "Unlocked a preference"
+        RENAME = "rename", "Renamed"
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="moderation_actions")
     staff_user = models.ForeignKey(

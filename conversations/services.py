@@ -7,10 +7,17 @@ from django.utils import timezone
 
 from workspace.errors import InvalidInput
 from workspace.events import Change, announce
-from workspace.models import Thread
+from workspace.models import Artifact, Thread
 from workspace.text import clean_text
 
-from .models import ActivityLogEntry, Feedback, ModerationAction
+from .models import (
+    FEEDBACK_COMMENT_MAX_CHARS,
+    FEEDBACK_RATING_MAX,
+    FEEDBACK_RATING_MIN,
+    ActivityLogEntry,
+    Feedback,
+    ModerationAction,
+)
 
 THREAD_TITLE_MAX_CHARS = 200
 DEFAULT_THREAD_TITLE = "New thread"
@@ -71,22 +78,101 @@ def activity_log(*, thread: Thread, message: str, level: str = ActivityLogEntry.
     return ActivityLogEntry.objects.create(thread=thread, message=message, level=level, turn_index=turn_index)
 
 
-@transaction.atomic
-def feedback_add(
-    *, thread: Thread, user: AbstractBaseUser, turn_index: int, rating: int, scope: str = "turn", aspect: str = "overall", comment: str = ""
-) -> Feedback:
-    if scope not in Feedback.Scope.values:
-        raise InvalidInput(f"Scope must be one of {', '.join(Feedback.Scope.values)}.")
-    # bool is an int subclass; a checkbox's True is not a rating.
-    if not isinstance(rating, int) or isinstance(rating, bool) or not -1 <= rating <= 5:
-        raise InvalidInput("Rating must be a whole number from -1 to 5.")
-    if not isinstance(turn_index, int) or isinstance(turn_index, bool) or not 1 <= turn_index <= thread.turn_index:
+def _is_int(value) -> bool:
+    # bool is an int subclass; a checkbox's True is not a number.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _clean_feedback(*, thread: Thread, turn_index, scope, aspect, rating, comment, artifact) -> dict:
+    """The feedback fields as they will be stored, or InvalidInput saying
+    what is wrong. The form (conversations.forms) refuses the same first;
+    this holds for every other caller."""
+    from .turns.guard import running_turn  # the guard builds on this module
+
+    # As stored now: the caller's copy may predate the turn's start or end.
+    current = Thread.objects.get(pk=thread.pk)
+    if not _is_int(turn_index) or not 1 <= turn_index <= current.turn_index:
         raise InvalidInput(f"Turn {turn_index!r} does not exist in this thread.")
-    aspect = clean_text(aspect, label="Aspect", max_chars=50)
-    comment = clean_text(comment, label="Comment", max_chars=5000, allow_empty=True)
-    return Feedback.objects.create(
-        thread=thread, user=user, turn_index=turn_index, rating=rating, scope=scope, aspect=aspect, comment=comment
+    if turn_index == running_turn(current):
+        raise InvalidInput(f"Turn {turn_index} is still running; leave feedback once it has ended.")
+    if scope not in Feedback.Scope.values:
+        raise InvalidInput(f"Scope must be one of: {', '.join(Feedback.Scope.labels)}.")
+    if aspect not in Feedback.Aspect.values:
+        raise InvalidInput(f"Aspect must be one of: {', '.join(Feedback.Aspect.labels)}.")
+    if not _is_int(rating) or not FEEDBACK_RATING_MIN <= rating <= FEEDBACK_RATING_MAX:
+        raise InvalidInput(f"Rating must be a whole number from {FEEDBACK_RATING_MIN} (poor) to {FEEDBACK_RATING_MAX} (excellent).")
+    if scope == Feedback.Scope.ARTIFACT:
+        if artifact is None:
+            raise InvalidInput("Choose which artifact the feedback is about.")
+        if artifact.thread_id != thread.pk or artifact.turn_index > turn_index:
+            raise InvalidInput(f"That artifact is not part of this thread at turn {turn_index}.")
+    else:
+        artifact = None
+    comment = clean_text(comment, label="Comment", max_chars=FEEDBACK_COMMENT_MAX_CHARS, allow_empty=True)
+    return {
+        "turn_index": turn_index, "scope": scope, "aspect": aspect, "rating": rating, "comment": comment,
+        "artifact": artifact, "artifact_title": artifact.title if artifact else "",
+    }
+
+
+def _same_subject(*, thread: Thread, user, fields: dict):
+    return Feedback.objects.filter(
+        thread=thread, user=user, turn_index=fields["turn_index"], scope=fields["scope"],
+        aspect=fields["aspect"], artifact=fields["artifact"],
     )
+
+
+@transaction.atomic
+def feedback_leave(
+    *, thread: Thread, user: AbstractBaseUser, turn_index: int, rating: int, scope: str = Feedback.Scope.TURN,
+    aspect: str = Feedback.Aspect.HELPFULNESS, comment: str = "", artifact: Artifact | None = None,
+) -> Feedback:
+    """The person's feedback on one turn. Leaving it again on the same
+    scope, artifact and aspect changes the entry they left, so a turn holds
+    one rating per subject and person."""
+    fields = _clean_feedback(
+        thread=thread, turn_index=turn_index, scope=scope, aspect=aspect, rating=rating, comment=comment,
+        artifact=artifact,
+    )
+    existing = _same_subject(thread=thread, user=user, fields=fields).select_for_update().first()
+    if existing is not None:
+        return _save_feedback(existing, fields)
+    return Feedback.objects.create(thread=thread, user=user, **fields)
+
+
+# The name the rest of the code base first knew it by.
+feedback_add = feedback_leave
+
+
+def _save_feedback(feedback: Feedback, fields: dict) -> Feedback:
+    for name, value in fields.items():
+        setattr(feedback, name, value)
+    feedback.save()
+    return feedback
+
+
+@transaction.atomic
+def feedback_update(
+    *, feedback: Feedback, rating: int, scope: str, aspect: str, comment: str = "", artifact: Artifact | None = None
+) -> Feedback:
+    """Change an entry (it stays on its turn). Refused when the person
+    already left another entry on the new subject: they change that one."""
+    fields = _clean_feedback(
+        thread=feedback.thread, turn_index=feedback.turn_index, scope=scope, aspect=aspect, rating=rating,
+        comment=comment, artifact=artifact,
+    )
+    other = _same_subject(thread=feedback.thread, user=feedback.user, fields=fields).exclude(pk=feedback.pk)
+    if other.exists():
+        raise InvalidInput(
+            f"You already rated {Feedback.Aspect(aspect).label.lower()} of that on turn {feedback.turn_index}; "
+            "change that entry instead."
+        )
+    return _save_feedback(feedback, fields)
+
+
+@transaction.atomic
+def feedback_remove(*, feedback: Feedback) -> None:
+    feedback.delete()
 
 
 @transaction.atomic

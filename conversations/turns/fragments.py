@@ -17,11 +17,12 @@ TEMPLATE = "conversations/fragments/turn.html"
 
 def turn_context(
     *, turn_index: int, user_message: str, steps=(), answer: str = "", running: bool = False,
-    ending: Marker | None = None, latest: bool = True,
+    ending: Marker | None = None, latest: bool = True, thread_id=None, feedback_count: int = 0,
 ) -> dict:
     """The one shape every turn partial renders: a past turn on the page, a
     running one, and one ended by another process. Retry is offered on the
-    thread's latest turn only (a retry runs as the next turn)."""
+    thread's latest turn only (a retry runs as the next turn); feedback on
+    every ended turn (`thread_id` names its URLs)."""
     ending = ending or marker(status="running" if running else "complete", answered=bool(answer.strip()))
     return {
         "turn_index": turn_index,
@@ -32,6 +33,9 @@ def turn_context(
         "marker_kind": ending.kind,
         "marker_text": ending.text,
         "retry": ending.retry and latest and not running,
+        "thread_id": thread_id,
+        "feedback": thread_id is not None and not running,
+        "feedback_count": feedback_count,
     }
 
 
@@ -45,8 +49,12 @@ def ended(row, *, latest: bool) -> str:
         answer=row.answer,
         ending=marker(status=row.status, cut_off=row.cut_off, notice=row.notice, answered=bool(row.answer.strip())),
         latest=latest,
+        thread_id=row.thread_id,
     )
-    return fragment("answer", turn=turn, oob=True) + fragment("marker", turn=turn, oob=True) + controls(running=False)
+    return (
+        fragment("answer", turn=turn, oob=True) + fragment("marker", turn=turn, oob=True)
+        + fragment("feedback", turn=turn, oob=True) + controls(running=False)
+    )
 
 
 def fragment(name: str, **context) -> str:
@@ -104,6 +112,7 @@ def closing(turn: dict) -> str:
         fragment("answer", turn=turn, oob=True)
         + fragment("reasoning", turn=turn, oob=True)
         + fragment("marker", turn=turn, oob=True)
+        + fragment("feedback", turn=turn, oob=True)
         + controls(running=False)
     )
 

@@ -12,7 +12,7 @@ have made (event handlers, javascript:/data: URLs, script, iframe, svg…),
 and that each payload reads as text where it was written.
 
 The person types a few fields in the UI (the objective, a preference, a
-step, the document, the chat message, a thread's new name, a model name
+step, the document, the chat message, feedback on a turn, a thread's new name, a model name
 sent over the socket by hand); a scripted
 model (the real ChatOpenAI against tests/support/openai_server.py) fills
 the rest through its tools' arguments, its reasoning sentences and its
@@ -349,6 +349,21 @@ def test_no_payload_runs_in_the_workspace_chat_artifacts_or_thread_list(new_page
         assert xss.payload("chat message", 0) in page.locator("#thread-title").get_attribute("title")
         assert xss.payload("chat message", 0) in page.title()
 
+        # Feedback on the turn: the comment listed, then in its edit form, as text.
+        chat = page.get_by_role("region", name="Chat")
+        chat.get_by_role("button", name="Feedback on turn 1").click()
+        feedback = chat.get_by_role("region", name="Your feedback on turn 1")
+        feedback.get_by_role("radio", name="1 (poor)").check()
+        feedback.get_by_label("Comment (optional)").fill(xss.joined("feedback comment"))
+        feedback.get_by_role("button", name="Save feedback").click()
+        expect(feedback.get_by_role("status")).to_have_text("Thank you: your feedback is saved.")
+        expect_texts(feedback.locator(".feedback-comment"), [xss.joined("feedback comment")], "the feedback comment")
+        watch.check("the feedback comment")
+        feedback.get_by_role("button", name=re.compile("^Edit feedback")).click()
+        expect(feedback.get_by_label("Comment (optional)")).to_have_value(xss.joined("feedback comment"))
+        watch.check("the feedback comment's edit form")
+        feedback.get_by_role("button", name="Close feedback on turn 1").click()
+
         # Edit forms the browser builds from a row's text: they start from it, as text.
         planning = page.get_by_role("region", name="Planning")
         planning.get_by_role("list", name="Plan steps").locator(".step-text").first.dblclick()
@@ -482,6 +497,14 @@ def test_no_payload_runs_in_the_admin_the_login_pages_or_an_unsent_message(new_p
         main = change_page("workspace", "thread", thread_uuid(thread))
         expect(main.get_by_role("textbox", name="Title")).to_have_value(title)
         expect_texts(main, [xss.packed("moderation detail", 500)], "the thread's moderation history")
+
+        # The thread's read-only review: transcript, snapshot, branches, feedback, workspace.
+        page.goto(f"{server.url}/admin/workspace/thread/{thread_uuid(thread)}/review/")
+        review = page.locator("#content-main")
+        expect(review).to_be_visible()
+        watch.check("the thread's review")
+        expect_texts(review, [xss.joined("chat message", "\n\n"), xss.joined("feedback comment"),
+                              xss.packed("branch reason", 500), xss.joined("objective (person)")], "the thread's review")
 
         (snapshot,) = server.query("SELECT id FROM workspace_workspacesnapshot WHERE thread_id = ?", (thread,))
         main = change_page("workspace", "workspacesnapshot", snapshot[0])

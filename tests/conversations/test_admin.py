@@ -338,3 +338,180 @@ def test_search_with_a_nul_character_is_refused_with_a_message(staff_client, pop
         response = staff_client.get(url)
         assert response.status_code == 400
         assert "cannot contain NUL characters" in response.content.decode()
+
+
+# --- feedback -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def feedback_mix(populated, owner, other_user):
+    """The populated thread's one entry ("useful", 4, helpfulness of turn 1)
+    plus entries differing in scope, aspect, rating, thread, person and date."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from conversations.turns import guard
+
+    thread = populated["thread"]
+    plan_entry = conversation_services.feedback_leave(
+        thread=thread, user=owner, turn_index=1, rating=2, scope="plan", aspect="tone", comment="plan-too-terse"
+    )
+    theirs = conversation_services.thread_create(owner=other_user, title="Other person's thread")
+    turn, _ = guard.turn_begin(thread=theirs, user_message="hi")
+    guard.turn_finish(thread=theirs, turn_index=turn)
+    their_entry = conversation_services.feedback_leave(
+        thread=theirs, user=other_user, turn_index=1, rating=5, aspect="correctness", comment="their-praise"
+    )
+    Feedback.objects.filter(pk=their_entry.pk).update(created_at=timezone.now() - timedelta(days=40))
+    return {"useful": populated["feedback"], "plan": plan_entry, "theirs": their_entry, "their_thread": theirs}
+
+
+@pytest.mark.parametrize(
+    "query, shown",
+    [
+        ({"scope__exact": "plan"}, {"plan-too-terse"}),
+        ({"aspect__exact": "correctness"}, {"their-praise"}),
+        ({"rating__exact": "4"}, {"useful"}),
+        ({"created_at__gte": "{recent}"}, {"useful", "plan-too-terse"}),
+        ({"q": "praise"}, {"their-praise"}),
+    ],
+)
+def test_feedback_changelist_filters_by_scope_aspect_rating_date_and_search(staff_client, feedback_mix, query, shown):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    recent = (timezone.now() - timedelta(days=7)).isoformat()
+    query = {k: v.format(recent=recent) for k, v in query.items()}
+    body = staff_client.get(_changelist(feedback_mix["useful"]), query).content.decode()
+    assert {c for c in ("useful", "plan-too-terse", "their-praise") if c in body} == shown
+
+
+def test_feedback_changelist_filters_by_thread_and_person(staff_client, feedback_mix, other_user, owner):
+    url = _changelist(feedback_mix["useful"])
+    by_thread = staff_client.get(url, {"thread__id__exact": str(feedback_mix["their_thread"].pk)}).content.decode()
+    by_person = staff_client.get(url, {"user__id__exact": str(owner.pk)}).content.decode()
+    assert "their-praise" in by_thread and "useful" not in by_thread
+    assert "useful" in by_person and "plan-too-terse" in by_person and "their-praise" not in by_person
+    # The filters offer each thread and person that has feedback.
+    listing = staff_client.get(url).content.decode()
+    assert "Other person&#x27;s thread" in listing and other_user.username in listing
+    assert "The plan" in listing and "Tone" in listing
+
+
+def test_feedback_is_read_only_in_the_admin(staff_client, feedback_mix):
+    entry = feedback_mix["plan"]
+    staff_client.post(_change(entry), {"rating": "5", "comment": "staff edit"})
+    entry.refresh_from_db()
+    assert (entry.rating, entry.comment) == (2, "plan-too-terse")
+
+
+# --- the read-only review of a thread --------------------------------------------------------
+
+
+def _review_url(thread):
+    return reverse("admin:workspace_thread_review", args=[thread.pk])
+
+
+def _content_main(html: str) -> str:
+    return html[html.index('id="content-main"'):html.index('id="footer"')]
+
+
+def test_staff_review_shows_transcript_beside_snapshots_branches_feedback_and_workspace(staff_client, populated):
+    from conversations.models import Turn
+    from tests.support.web import database_rows
+
+    thread = populated["thread"]
+    Turn.objects.filter(thread=thread, index=1).update(answer="The **review** is started.")
+    before = database_rows()
+    response = staff_client.get(_review_url(thread))
+    assert database_rows() == before, "opening the review changed the database"
+    assert response.status_code == 200
+    main = _content_main(response.content.decode())
+
+    # The transcript: the person's message and the answer (sanitised markdown).
+    assert "Start the review" in main and "The <strong>review</strong> is started." in main
+    # Beside it, the snapshot the turn started from, as lists rather than JSON.
+    snapshot = main[main.index('aria-label="Snapshot at the start of turn 1"'):]
+    assert "<li>Cite &lt;b&gt;peer-reviewed&lt;/b&gt; work (hard)</li>" in snapshot
+    assert "1 Collect sources" in snapshot and "1.1 Search databases" in snapshot
+    assert '"title"' not in main and "&quot;title&quot;" not in main
+    # The branch family, feedback and moderation history.
+    assert f'href="{_review_url(populated["branch"].thread)}"' in main and "from turn 1" in main
+    assert "owner: The turn · Helpfulness · 4 of 5: useful" in main
+    assert "Soft-deleted by" in main and "spam" in main
+    # The workspace now, as the owner sees it: the document rendered, its script gone.
+    assert "Write a literature review" in main and "Short paragraphs (soft)" in main
+    assert "<h1>Review</h1>" in main and "<script>" not in main
+    assert "Papers per year" in main
+    # Nothing on the page writes.
+    assert "<form" not in main
+
+
+def test_a_branch_review_names_its_parent(staff_client, populated):
+    main = _content_main(staff_client.get(_review_url(populated["branch"].thread)).content.decode())
+    assert f'Branched from <a href="{_review_url(populated["thread"])}">Lit review</a> at turn 1' in main
+    assert "No turns yet." in main
+
+
+def test_the_thread_change_page_links_to_its_review(staff_client, populated):
+    assert f'href="{_review_url(populated["thread"])}"' in staff_client.get(_change(populated["thread"])).content.decode()
+
+
+def test_the_owner_who_is_not_staff_cannot_open_the_review(owner_client, client, populated):
+    from tests.support.web import database_rows
+
+    before = database_rows()
+    for response in (owner_client.get(_review_url(populated["thread"])), owner_client.post(_review_url(populated["thread"]))):
+        assert response.status_code == 302 and response["Location"].startswith(reverse("admin:login"))
+        assert "Start the review" not in response.content.decode()
+    assert database_rows() == before
+
+
+def test_the_review_takes_no_posts_and_a_missing_thread_is_a_404(staff_client, populated):
+    import uuid
+
+    from tests.support.web import database_rows
+
+    before = database_rows()
+    assert staff_client.post(_review_url(populated["thread"])).status_code == 405
+    assert database_rows() == before
+    assert staff_client.get(reverse("admin:workspace_thread_review", args=[uuid.uuid4()])).status_code == 404
+
+
+def test_a_staff_rename_is_recorded_as_a_moderation_action(staff_client, staff, populated):
+    thread = populated["thread"]
+    response = staff_client.post(_change(thread), {"title": "Renamed by staff", **_empty_inline("moderation_actions")})
+    assert response.status_code == 302
+    action = ModerationAction.objects.filter(thread=thread, action=ModerationAction.Action.RENAME).get()
+    assert (action.staff_user, action.detail) == (staff, "'Lit review' -> 'Renamed by staff'")
+    assert Thread.objects.get(pk=thread.pk).title == "Renamed by staff"
+
+
+def _empty_inline(prefix):
+    return {f"{prefix}-TOTAL_FORMS": "0", f"{prefix}-INITIAL_FORMS": "0"}
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_review_transcript_reads_reasoning_steps_from_the_checkpointer(thread, staff, script, async_client):
+    from conversations.turns import registry
+    from tests.support.fake_model import Reply, tool_call
+
+    script(
+        Reply(tool_calls=[tool_call("add_todos", "Laying out the plan.", steps=[{"text": "Outline", "depth": 0}])]),
+        Reply(text="I planned it: **one step**."),
+    )
+    await registry.start_turn(thread=thread, user_message="plan my essay")
+    await registry.wait_for_turn(thread.pk)
+
+    await async_client.aforce_login(staff)
+    response = await async_client.get(_review_url(thread))
+    main = _content_main(response.content.decode())
+    turn = main[main.index('id="review-turn-1"'):]
+    assert "plan my essay" in turn and "<strong>one step</strong>" in turn
+    assert '<ol class="review-steps"><li>Laying out the plan.</li></ol>' in turn
+    assert "add_todos" not in main
+    # The plan the turn wrote is in the workspace now, not in the snapshot it started from.
+    assert "1 Outline" in main[main.index('id="review-workspace"'):]
+    assert "Outline" not in turn[turn.index("Snapshot at the start of turn 1"):turn.index("</aside>")]

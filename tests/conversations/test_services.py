@@ -9,6 +9,7 @@ from conversations.turns import guard
 from workspace import selectors as thread_selectors
 from workspace.errors import InvalidInput
 from workspace.models import Thread
+from workspace.services import artifacts as artifact_services
 
 pytestmark = pytest.mark.django_db
 
@@ -98,12 +99,70 @@ def two_turns(thread):
     return _fresh(thread)
 
 
-def test_feedback_add_stores_a_rating_for_a_turn(two_turns, owner):
-    feedback = services.feedback_add(thread=two_turns, user=owner, turn_index=2, rating=5, aspect="accuracy", comment="spot on")
+def test_feedback_leave_stores_a_rating_for_a_turn(two_turns, owner):
+    feedback = services.feedback_leave(
+        thread=two_turns, user=owner, turn_index=2, rating=5, aspect="correctness", comment="spot on"
+    )
     stored = Feedback.objects.get(pk=feedback.pk)
-    assert (stored.turn_index, stored.rating, stored.scope, stored.aspect, stored.comment) == (2, 5, "turn", "accuracy", "spot on")
-    services.feedback_add(thread=two_turns, user=owner, turn_index=1, rating=-1, scope="thread")
+    assert (stored.turn_index, stored.rating, stored.scope, stored.aspect, stored.comment) == (
+        2, 5, "turn", "correctness", "spot on"
+    )
+    services.feedback_leave(thread=two_turns, user=owner, turn_index=1, rating=1, scope="plan", aspect="tone")
     assert Feedback.objects.count() == 2
+
+
+def test_feedback_left_again_on_the_same_subject_changes_the_entry(two_turns, owner):
+    first = services.feedback_leave(thread=two_turns, user=owner, turn_index=1, rating=2, aspect="tone")
+    again = services.feedback_leave(thread=two_turns, user=owner, turn_index=1, rating=4, aspect="tone", comment="better")
+    other_aspect = services.feedback_leave(thread=two_turns, user=owner, turn_index=1, rating=3, aspect="correctness")
+    assert again.pk == first.pk != other_aspect.pk
+    assert list(Feedback.objects.order_by("pk").values_list("aspect", "rating", "comment")) == [
+        ("tone", 4, "better"), ("correctness", 3, ""),
+    ]
+
+
+def test_feedback_on_an_artifact_names_it_and_keeps_its_title_when_it_goes(two_turns, owner):
+    table = artifact_services.artifact_create(
+        thread=two_turns, artifact_type="data_table", title="Budget", payload={"columns": ["A"], "rows": []}, turn_index=1
+    )
+    feedback = services.feedback_leave(thread=two_turns, user=owner, turn_index=2, rating=4, scope="artifact", artifact=table)
+    assert (feedback.artifact, feedback.artifact_title, feedback.scope_label) == (table, "Budget", "Artifact “Budget”")
+    table.delete()
+    feedback.refresh_from_db()
+    assert (feedback.artifact, feedback.scope_label) == (None, "Artifact “Budget”")
+
+
+def test_feedback_on_another_scope_drops_the_artifact(two_turns, owner):
+    table = artifact_services.artifact_create(
+        thread=two_turns, artifact_type="data_table", title="Budget", payload={"columns": ["A"], "rows": []}, turn_index=1
+    )
+    feedback = services.feedback_leave(thread=two_turns, user=owner, turn_index=1, rating=4, scope="document", artifact=table)
+    assert (feedback.artifact, feedback.artifact_title) == (None, "")
+
+
+def test_feedback_refuses_an_artifact_of_another_thread_or_a_later_turn(two_turns, owner, other_user):
+    theirs = services.thread_create(owner=other_user)
+    foreign = artifact_services.artifact_create(
+        thread=theirs, artifact_type="data_table", title="X", payload={"columns": ["A"], "rows": []}, turn_index=0
+    )
+    later = artifact_services.artifact_create(
+        thread=two_turns, artifact_type="data_table", title="Y", payload={"columns": ["A"], "rows": []}, turn_index=2
+    )
+    for artifact, turn in ((foreign, 2), (later, 1)):
+        with pytest.raises(InvalidInput) as exc:
+            services.feedback_leave(thread=two_turns, user=owner, turn_index=turn, rating=3, scope="artifact", artifact=artifact)
+        assert exc.value.message == f"That artifact is not part of this thread at turn {turn}."
+    with pytest.raises(InvalidInput, match="Choose which artifact"):
+        services.feedback_leave(thread=two_turns, user=owner, turn_index=1, rating=3, scope="artifact")
+    assert not Feedback.objects.exists()
+
+
+def test_feedback_waits_for_a_running_turn_to_end(two_turns, owner):
+    turn, _ = guard.turn_begin(thread=two_turns, user_message="third")
+    with pytest.raises(InvalidInput) as exc:
+        services.feedback_leave(thread=_fresh(two_turns), user=owner, turn_index=turn, rating=3)
+    assert exc.value.message == "Turn 3 is still running; leave feedback once it has ended."
+    assert not Feedback.objects.exists()
 
 
 @pytest.mark.parametrize(
@@ -112,19 +171,66 @@ def test_feedback_add_stores_a_rating_for_a_turn(two_turns, owner):
         ({"turn_index": 3}, "Turn 3 does not exist in this thread."),
         ({"turn_index": 0}, "Turn 0 does not exist in this thread."),
         ({"turn_index": "1"}, "Turn '1' does not exist in this thread."),
-        ({"rating": 6}, "Rating must be a whole number from -1 to 5."),
-        ({"rating": -2}, "Rating must be a whole number from -1 to 5."),
-        ({"rating": 2.5}, "Rating must be a whole number from -1 to 5."),
-        ({"rating": True}, "Rating must be a whole number from -1 to 5."),
-        ({"scope": "galaxy"}, "Scope must be one of turn, thread."),
-        ({"aspect": ""}, "Aspect cannot be empty."),
-        ({"aspect": 7}, "Aspect must be text."),
+        ({"rating": 6}, "Rating must be a whole number from 1 (poor) to 5 (excellent)."),
+        ({"rating": 0}, "Rating must be a whole number from 1 (poor) to 5 (excellent)."),
+        ({"rating": -1}, "Rating must be a whole number from 1 (poor) to 5 (excellent)."),
+        ({"rating": 2.5}, "Rating must be a whole number from 1 (poor) to 5 (excellent)."),
+        ({"rating": True}, "Rating must be a whole number from 1 (poor) to 5 (excellent)."),
+        ({"scope": "galaxy"}, "Scope must be one of: The turn, The document, The plan"),
+        ({"aspect": ""}, "Aspect must be one of: Helpfulness, Correctness, Followed my preferences, Tone, Other."),
+        ({"aspect": 7}, "Aspect must be one of:"),
         ({"comment": None}, "Comment must be text."),
+        ({"comment": "x" * 5001}, "Comment is too long"),
+        ({"comment": "a\x00b"}, "Comment cannot contain NUL characters."),
     ],
 )
-def test_feedback_add_refuses_bad_input(two_turns, owner, kwargs, message):
+def test_feedback_leave_refuses_bad_input(two_turns, owner, kwargs, message):
     args = {"thread": two_turns, "user": owner, "turn_index": 1, "rating": 3} | kwargs
     with pytest.raises(InvalidInput) as exc:
-        services.feedback_add(**args)
+        services.feedback_leave(**args)
     assert exc.value.message.startswith(message)
     assert not Feedback.objects.exists()
+
+
+def test_feedback_update_changes_the_entry_on_its_turn(two_turns, owner):
+    feedback = services.feedback_leave(thread=two_turns, user=owner, turn_index=2, rating=2, comment="meh")
+    services.feedback_update(feedback=feedback, rating=5, scope="document", aspect="correctness", comment="on reflection, right")
+    stored = Feedback.objects.get(pk=feedback.pk)
+    assert (stored.turn_index, stored.scope, stored.aspect, stored.rating, stored.comment) == (
+        2, "document", "correctness", 5, "on reflection, right"
+    )
+
+
+def test_feedback_update_refuses_to_duplicate_another_entry(two_turns, owner):
+    services.feedback_leave(thread=two_turns, user=owner, turn_index=1, rating=2, aspect="tone")
+    other = services.feedback_leave(thread=two_turns, user=owner, turn_index=1, rating=4, aspect="correctness")
+    with pytest.raises(InvalidInput) as exc:
+        services.feedback_update(feedback=other, rating=4, scope="turn", aspect="tone")
+    assert exc.value.message == "You already rated tone of that on turn 1; change that entry instead."
+    assert Feedback.objects.get(pk=other.pk).aspect == "correctness"
+
+
+def test_feedback_update_refuses_bad_input_and_keeps_the_entry(two_turns, owner):
+    feedback = services.feedback_leave(thread=two_turns, user=owner, turn_index=1, rating=2, comment="kept")
+    with pytest.raises(InvalidInput):
+        services.feedback_update(feedback=feedback, rating=9, scope="turn", aspect="tone")
+    stored = Feedback.objects.get(pk=feedback.pk)
+    assert (stored.rating, stored.aspect, stored.comment) == (2, "helpfulness", "kept")
+
+
+def test_feedback_remove_deletes_only_that_entry(two_turns, owner):
+    kept = services.feedback_leave(thread=two_turns, user=owner, turn_index=1, rating=2, aspect="tone")
+    removed = services.feedback_leave(thread=two_turns, user=owner, turn_index=1, rating=4, aspect="correctness")
+    services.feedback_remove(feedback=removed)
+    assert list(Feedback.objects.values_list("pk", flat=True)) == [kept.pk]
+
+
+def test_feedback_selectors_give_one_persons_entries_per_turn(two_turns, owner, other_user):
+    first = services.feedback_leave(thread=two_turns, user=owner, turn_index=1, rating=2, aspect="tone")
+    second = services.feedback_leave(thread=two_turns, user=owner, turn_index=1, rating=4, aspect="correctness")
+    services.feedback_leave(thread=two_turns, user=owner, turn_index=2, rating=4)
+    # Someone else's entry on the same thread (staff see it in the admin; the person never does).
+    services.feedback_leave(thread=two_turns, user=other_user, turn_index=1, rating=1)
+    assert selectors.feedback_on_turn(thread=two_turns, user=owner, turn_index=1) == [first, second]
+    assert selectors.feedback_counts(thread=two_turns, user=owner) == {1: 2, 2: 1}
+    assert selectors.feedback_of_user_or_none(thread=two_turns, user=other_user, pk=first.pk) is None

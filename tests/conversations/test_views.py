@@ -3,13 +3,14 @@ activity log and the page of one thread (every panel and the chat, for its
 owner only, and light however big the workspace grows): method, access,
 database effect and what the person sees."""
 
+import re
 import uuid
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from conversations.models import ActivityLogEntry
+from conversations.models import ActivityLogEntry, Feedback
 from conversations.services import activity_log, thread_create, thread_soft_delete
 from tests.support.web import HTMX, answered_as_missing, ws_url
 from workspace.models import Thread
@@ -331,3 +332,189 @@ def test_anonymous_is_sent_to_login(client, thread):
 
 def test_post_is_not_allowed(owner_client, thread):
     assert owner_client.post(_url(thread)).status_code == 405
+
+
+# --- feedback on a turn ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def ended_turns(thread):
+    from conversations.turns import guard
+
+    for n in (1, 2):
+        guard.turn_begin(thread=thread, user_message=f"message {n}")
+        guard.turn_finish(thread=thread, turn_index=n)
+    thread.refresh_from_db()
+    return thread
+
+
+def feedback_url(thread, turn=1):
+    return f"/threads/{thread.pk}/turns/{turn}/feedback/"
+
+
+GOOD_FEEDBACK = {"scope": "document", "aspect": "correctness", "rating": "4", "comment": "Mostly right"}
+
+
+def test_each_ended_turn_offers_feedback_with_the_count_left(owner_client, ended_turns, owner):
+    from conversations.services import feedback_leave
+
+    feedback_leave(thread=ended_turns, user=owner, turn_index=2, rating=3)
+    html = owner_client.get(ws_url(ended_turns)).content.decode()
+    assert f'hx-get="{feedback_url(ended_turns, 1)}"' in html
+    assert 'Feedback<span class="visually-hidden"> on turn 2</span> (1 left)' in html
+    assert 'Feedback<span class="visually-hidden"> on turn 1</span></button>' in html
+
+
+def test_a_running_turn_offers_no_feedback_yet(owner_client, ended_turns):
+    from conversations.turns import guard
+
+    guard.turn_begin(thread=ended_turns, user_message="third")
+    html = owner_client.get(ws_url(ended_turns)).content.decode()
+    assert feedback_url(ended_turns, 2) in html
+    assert feedback_url(ended_turns, 3) not in html
+    response = owner_client.post(feedback_url(ended_turns, 3), GOOD_FEEDBACK, **HTMX)
+    assert "still running" in response.content.decode()
+    assert not Feedback.objects.exists()
+
+
+def test_opening_feedback_shows_a_labelled_form(owner_client, ended_turns):
+    response = owner_client.get(feedback_url(ended_turns, 2), **HTMX)
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="turn-2-feedback"' in html and "Your feedback on turn 2" in html
+    for label in ("About", "Which artifact", "Aspect", "Comment (optional)"):
+        assert f">{label}:</label>" in html
+    assert "Rating, 1 (poor) to 5 (excellent)" in html
+    assert 'value="preferences">Followed my preferences' in html and 'value="artifact">An artifact' in html
+
+
+def test_leaving_feedback_stores_it_and_shows_it(owner_client, ended_turns, owner):
+    response = owner_client.post(feedback_url(ended_turns, 2), GOOD_FEEDBACK, **HTMX)
+    html = response.content.decode()
+    stored = Feedback.objects.get()
+    assert (stored.thread, stored.user, stored.turn_index, stored.scope, stored.aspect, stored.rating, stored.comment) == (
+        ended_turns, owner, 2, "document", "correctness", 4, "Mostly right"
+    )
+    assert "Thank you: your feedback is saved." in html
+    assert "The document" in html and "Correctness" in html and "4 of 5" in html and "Mostly right" in html
+
+
+def test_feedback_on_an_artifact_lists_the_turns_artifacts(owner_client, ended_turns):
+    early = artifact_services.artifact_create(
+        thread=ended_turns, artifact_type="data_table", title="Early table", payload={"columns": ["A"], "rows": []}, turn_index=1
+    )
+    artifact_services.artifact_create(
+        thread=ended_turns, artifact_type="data_table", title="Later table", payload={"columns": ["A"], "rows": []}, turn_index=2
+    )
+    html = owner_client.get(feedback_url(ended_turns, 1), **HTMX).content.decode()
+    assert "Early table" in html and "Later table" not in html
+    owner_client.post(feedback_url(ended_turns, 1), {**GOOD_FEEDBACK, "scope": "artifact", "artifact": str(early.pk)}, **HTMX)
+    assert Feedback.objects.get().artifact == early
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"rating": "9"}, "Choose a rating from 1 (poor) to 5 (excellent)."),
+        ({"rating": ""}, "Choose a rating from 1 (poor) to 5 (excellent)."),
+        ({"rating": "x"}, "Choose a rating from 1 (poor) to 5 (excellent)."),
+        ({"aspect": "vibes"}, "Choose an aspect from the list."),
+        ({"scope": ""}, "Choose what the feedback is about."),
+        ({"scope": "artifact"}, "Choose which artifact the feedback is about."),
+        ({"scope": "artifact", "artifact": "99999"}, "That artifact is not part of this thread at this turn."),
+        ({"scope": "artifact", "artifact": "nope"}, "That artifact is not part of this thread at this turn."),
+        ({"scope": "artifact", "artifact": "9" * 30}, "That artifact is not part of this thread at this turn."),
+        ({"rating": "9" * 30}, "Choose a rating from 1 (poor) to 5 (excellent)."),
+        ({"comment": "a\x00b"}, "Comment (optional) cannot contain NUL characters."),
+        ({"comment": "x" * 5001}, "Comment (optional) is too long"),
+    ],
+)
+def test_bad_feedback_is_refused_with_a_message_and_nothing_stored(owner_client, ended_turns, data, message):
+    htmx = owner_client.post(feedback_url(ended_turns), {**GOOD_FEEDBACK, **data}, **HTMX)
+    plain = owner_client.post(feedback_url(ended_turns), {**GOOD_FEEDBACK, **data})
+    assert htmx.status_code == 200 and plain.status_code == 400
+    for response in (htmx, plain):
+        assert message in response.content.decode()
+    assert not Feedback.objects.exists()
+
+
+def test_feedback_on_a_turn_that_does_not_exist_is_a_404(owner_client, ended_turns):
+    assert owner_client.get(feedback_url(ended_turns, 3)).status_code == 404
+    assert owner_client.post(feedback_url(ended_turns, 0), GOOD_FEEDBACK).status_code == 404
+    assert not Feedback.objects.exists()
+
+
+def test_feedback_without_javascript_works_on_its_own_page(owner_client, ended_turns):
+    response = owner_client.post(feedback_url(ended_turns), GOOD_FEEDBACK)
+    assert response.status_code == 302 and response["Location"] == feedback_url(ended_turns)
+    page = owner_client.get(feedback_url(ended_turns)).content.decode()
+    assert "<html" in page and "Mostly right" in page and f'href="{ws_url(ended_turns)}"' in page
+
+
+def test_the_person_edits_then_removes_their_feedback(owner_client, ended_turns, owner):
+    from conversations.services import feedback_leave
+
+    entry = feedback_leave(thread=ended_turns, user=owner, turn_index=1, rating=2, aspect="tone", comment="Too curt")
+    edit_url = f"/threads/{ended_turns.pk}/feedback/{entry.pk}/"
+
+    form = owner_client.get(edit_url, **HTMX).content.decode()
+    assert "Change this feedback" in form and "Too curt</textarea>" in form
+    assert 'value="tone" selected' in form
+    assert re.search(r'value="2"[^>]*checked', form) and len(re.findall(r"checked", form)) == 1
+
+    changed = owner_client.post(edit_url, {"scope": "turn", "aspect": "tone", "rating": "4", "comment": "Fine now"}, **HTMX)
+    entry.refresh_from_db()
+    assert (entry.rating, entry.comment) == (4, "Fine now")
+    assert "Your feedback is changed." in changed.content.decode()
+
+    removed = owner_client.post(f"{edit_url}delete/", **HTMX)
+    assert not Feedback.objects.exists()
+    assert "Your feedback is removed." in removed.content.decode() and "Fine now" not in removed.content.decode()
+
+
+def test_an_edit_that_would_duplicate_another_entry_is_refused(owner_client, ended_turns, owner):
+    from conversations.services import feedback_leave
+
+    feedback_leave(thread=ended_turns, user=owner, turn_index=1, rating=2, aspect="tone")
+    other = feedback_leave(thread=ended_turns, user=owner, turn_index=1, rating=5, aspect="correctness")
+    response = owner_client.post(
+        f"/threads/{ended_turns.pk}/feedback/{other.pk}/", {"scope": "turn", "aspect": "tone", "rating": "3"}, **HTMX
+    )
+    assert response.status_code == 200
+    assert "You already rated tone of that on turn 1" in response.content.decode()
+    assert Feedback.objects.get(pk=other.pk).aspect == "correctness"
+
+
+def test_closing_feedback_gives_back_the_button_with_the_count(owner_client, ended_turns, owner):
+    from conversations.services import feedback_leave
+
+    feedback_leave(thread=ended_turns, user=owner, turn_index=1, rating=2)
+    html = owner_client.get(feedback_url(ended_turns), {"closed": "1"}, **HTMX).content.decode()
+    assert html.strip().startswith('<div id="turn-1-feedback" class="turn-feedback">')
+    assert "(1 left)" in html and "autofocus" in html
+
+
+def test_another_person_gets_404_for_feedback_and_changes_nothing(other_client, ended_turns, owner):
+    from conversations.services import feedback_leave
+
+    entry = feedback_leave(thread=ended_turns, user=owner, turn_index=1, rating=2, comment="owner-private")
+    edit_url = f"/threads/{ended_turns.pk}/feedback/{entry.pk}/"
+    for response in (
+        other_client.get(feedback_url(ended_turns)),
+        other_client.post(feedback_url(ended_turns), GOOD_FEEDBACK),
+        other_client.get(edit_url),
+        other_client.post(edit_url, GOOD_FEEDBACK),
+        other_client.post(f"{edit_url}delete/"),
+    ):
+        assert response.status_code == 404
+        assert "owner-private" not in response.content.decode()
+    htmx = other_client.post(f"{edit_url}delete/", **HTMX)
+    assert answered_as_missing(htmx)
+    entry.refresh_from_db()
+    assert (Feedback.objects.count(), entry.rating, entry.comment) == (1, 2, "owner-private")
+
+
+def test_an_anonymous_visitor_is_sent_to_log_in_for_feedback(client, ended_turns):
+    for response in (client.get(feedback_url(ended_turns)), client.post(feedback_url(ended_turns), GOOD_FEEDBACK)):
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+    assert not Feedback.objects.exists()
