@@ -47,7 +47,7 @@ from conversations.turns import guard
 from haico_site.views import STALE_PAGE
 from tests.support.web import HTMX, answered_as_missing, database_rows
 from workspace import selectors
-from workspace.models import Thread
+from workspace.models import ObjectiveRevision, Thread, WorkspaceSnapshot
 from workspace.services import artifacts as artifact_services
 from workspace.services import document as document_services
 from workspace.services import objective as objective_services
@@ -157,7 +157,8 @@ class Account:
 class Owned:
     """A route on something a person owns.
 
-    kwargs: kwarg -> key of the owner's object in `world` (its pk is used).
+    kwargs: kwarg -> key of the owner's object in `world` (its pk is used),
+    or a callable of `world` giving the value.
     query: query parameter -> key of the owner's object in `world`.
     post: plausible form data (values may be callables of `world`), with
     which the owner's POST succeeds; None if the view takes no POST.
@@ -215,6 +216,8 @@ ROUTES: dict[str, Public | Account | Owned] = {
     ),
     "workspace:centre": Owned(T, query={"artifact": "artifact"}),
     "workspace:live": Owned(T),
+    "workspace:snapshots": Owned(T),
+    "workspace:snapshot": Owned({**T, "turn_index": lambda w: w[WorkspaceSnapshot].turn_index}),
 }
 
 # Admin routes are derived from the admin site, so a newly registered model
@@ -303,7 +306,8 @@ def world(owner, other_user, staff):
     }
     # One row of every model the admin shows, by model.
     revision = rows["document"].revisions.order_by("-version").first()
-    for obj in (thread, selectors.objective_for(thread=thread), preference, step, rows["document"], revision, artifact,
+    objective_revision = ObjectiveRevision.objects.filter(thread=thread).first()
+    for obj in (thread, selectors.objective_for(thread=thread), objective_revision, preference, step, rows["document"], revision, artifact,
                 snapshot, activity, feedback, branch, moderation, group, owner, *login_records):
         rows[type(obj)] = obj
     return rows
@@ -348,7 +352,7 @@ def is_login_redirect(response, login_url: str) -> bool:
 
 
 def values_for(spec: Owned, world) -> tuple[dict, dict, dict]:
-    kwargs = {name: world[key].pk for name, key in spec.kwargs.items()}
+    kwargs = {name: (key(world) if callable(key) else world[key].pk) for name, key in spec.kwargs.items()}
     query = {name: world[key].pk for name, key in spec.query.items()}
     post = {k: (v(world) if callable(v) else v) for k, v in (spec.post or {}).items()}
     return kwargs, query, post
