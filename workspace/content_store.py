@@ -50,9 +50,11 @@ def store_text(model, text: str, *, base=None):
             )
     try:
         with transaction.atomic():  # a savepoint: a concurrent writer of the same text may win
-            return model.objects.create(**fields)
+            blob = model.objects.create(**fields)
     except IntegrityError:
         return model.objects.get(sha256=key)
+    blob._rebuilt = text  # the next delta against it (a migration's run of snapshots) needs no rebuild
+    return blob
 
 
 def read_text(model, blob) -> str:
