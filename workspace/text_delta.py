@@ -8,7 +8,6 @@ any text, whatever its script or line breaks, rebuilds exactly.
 """
 
 import json
-from difflib import SequenceMatcher
 
 Delta = list  # of [start, length] | str
 
@@ -17,15 +16,15 @@ def delta_between(base: str, new: str) -> Delta:
     """Operations that turn `base` into `new`.
 
     The common start and end are cut first (one edit anywhere costs a copy,
-    the edit and a copy, in time linear in the text); what is left is
-    aligned by line, and each replaced run of lines is cut the same way, so
-    a word changed inside a long paragraph costs that word."""
+    the edit and a copy, in time linear in the text). What is left is
+    aligned on its anchors, the lines found exactly once on each side, kept
+    in the longest run that is in the same order on both (a patience diff,
+    O(n log n): no alignment on repeated lines such as blank ones, which is
+    quadratic); between two anchors the same is done again, and what has no
+    anchor is cut at its common start and end, so a word changed inside a
+    long paragraph costs that word."""
     ops: Delta = []
-    prefix = _common_prefix(base, new)
-    suffix = _common_suffix(base, new, limit=min(len(base), len(new)) - prefix)
-    _copy(ops, 0, prefix)
-    _middle(ops, base, new, prefix, len(base) - suffix, prefix, len(new) - suffix)
-    _copy(ops, len(base) - suffix, suffix)
+    _align(ops, base, new, 0, len(base), 0, len(new), depth=0)
     return ops
 
 
@@ -41,41 +40,83 @@ def decode(text: str) -> Delta:
     return json.loads(text)
 
 
-def _middle(ops: Delta, base: str, new: str, a_start: int, a_end: int, b_start: int, b_end: int) -> None:
-    if a_start == a_end:
-        _insert(ops, new[b_start:b_end])
-        return
-    if b_start == b_end:
-        return
-    a_lines = base[a_start:a_end].splitlines(keepends=True)
-    b_lines = new[b_start:b_end].splitlines(keepends=True)
-    if len(a_lines) == 1 or len(b_lines) == 1:
-        _insert(ops, new[b_start:b_end])
-        return
-    a_offsets = _offsets(a_lines, a_start)
-    b_offsets = _offsets(b_lines, b_start)
-    matcher = SequenceMatcher(None, a_lines, b_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        a_from, a_to, b_from, b_to = a_offsets[i1], a_offsets[i2], b_offsets[j1], b_offsets[j2]
-        if tag == "equal":
-            _copy(ops, a_from, a_to - a_from)
-        elif tag == "insert":
-            _insert(ops, new[b_from:b_to])
-        elif tag == "replace":
-            a_chunk, b_chunk = base[a_from:a_to], new[b_from:b_to]
-            prefix = _common_prefix(a_chunk, b_chunk)
-            suffix = _common_suffix(a_chunk, b_chunk, limit=min(len(a_chunk), len(b_chunk)) - prefix)
-            _copy(ops, a_from, prefix)
-            _insert(ops, b_chunk[prefix : len(b_chunk) - suffix])
-            _copy(ops, a_to - suffix, suffix)
-        # "delete": nothing of it is copied
+# Rounds of anchoring inside the gaps between anchors; what is left after them is cut, not aligned.
+MAX_ALIGN_DEPTH = 3
 
 
-def _offsets(lines: list[str], start: int) -> list[int]:
-    offsets = [start]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line))
-    return offsets
+def _align(ops: Delta, base: str, new: str, a_start: int, a_end: int, b_start: int, b_end: int, *, depth: int) -> None:
+    """Append the operations that rebuild new[b_start:b_end] from base[a_start:a_end]."""
+    a_chunk, b_chunk = base[a_start:a_end], new[b_start:b_end]
+    prefix = _common_prefix(a_chunk, b_chunk)
+    suffix = _common_suffix(a_chunk, b_chunk, limit=min(len(a_chunk), len(b_chunk)) - prefix)
+    _copy(ops, a_start, prefix)
+    a_start, a_end, b_start, b_end = a_start + prefix, a_end - suffix, b_start + prefix, b_end - suffix
+    anchors = _anchors(base, new, a_start, a_end, b_start, b_end) if depth < MAX_ALIGN_DEPTH else []
+    if not anchors:
+        _insert(ops, new[b_start:b_end])  # nothing to align on: this part of `new` as it is
+    else:
+        for a_from, b_from, length in anchors:
+            if base[a_start:a_from] == new[b_start:b_from]:  # most gaps: unchanged (a blank line)
+                _copy(ops, a_start, a_from - a_start)
+            else:
+                _align(ops, base, new, a_start, a_from, b_start, b_from, depth=depth + 1)
+            _copy(ops, a_from, length)
+            a_start, b_start = a_from + length, b_from + length
+        _align(ops, base, new, a_start, a_end, b_start, b_end, depth=depth + 1)
+    _copy(ops, a_end, suffix)
+
+
+def _anchors(base: str, new: str, a_start: int, a_end: int, b_start: int, b_end: int) -> list[tuple[int, int, int]]:
+    """(offset in base, offset in new, length) of the lines found once on each
+    side, in the longest run that is in the same order on both."""
+    if a_start == a_end or b_start == b_end:
+        return []
+    a_lines = _lines_once(base, a_start, a_end)
+    b_lines = _lines_once(new, b_start, b_end)
+    pairs = sorted((a_lines[line], b_lines[line], len(line)) for line in a_lines.keys() & b_lines.keys())
+    return _longest_increasing(pairs)
+
+
+def _lines_once(text: str, start: int, end: int) -> dict[str, int]:
+    """Each line of text[start:end] found there exactly once, with its offset."""
+    seen: dict[str, int] = {}
+    repeated: set[str] = set()
+    offset = start
+    for line in text[start:end].splitlines(keepends=True):
+        if line in seen:
+            repeated.add(line)
+        else:
+            seen[line] = offset
+        offset += len(line)
+    for line in repeated:
+        del seen[line]
+    return seen
+
+
+def _longest_increasing(pairs: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """The longest subsequence of `pairs` (sorted by base offset) whose new
+    offsets increase too (patience sorting)."""
+    tails: list[int] = []  # tails[k]: index in pairs ending the best run of length k + 1
+    previous: list[int] = [-1] * len(pairs)
+    for i, (_a, b, _length) in enumerate(pairs):
+        low, high = 0, len(tails)
+        while low < high:
+            mid = (low + high) // 2
+            if pairs[tails[mid]][1] < b:
+                low = mid + 1
+            else:
+                high = mid
+        if low:
+            previous[i] = tails[low - 1]
+        if low == len(tails):
+            tails.append(i)
+        else:
+            tails[low] = i
+    run, i = [], tails[-1] if tails else -1
+    while i != -1:
+        run.append(pairs[i])
+        i = previous[i]
+    return run[::-1]
 
 
 def _copy(ops: Delta, start: int, length: int) -> None:

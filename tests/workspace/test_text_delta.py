@@ -52,3 +52,18 @@ def test_a_small_edit_in_a_long_text_costs_about_its_size():
     encoded = encode(delta_between(base, new))
     assert apply_delta(base, decode(encoded)) == new
     assert len(base) > 30_000 and len(encoded) < 120
+
+
+def test_a_long_document_with_many_blank_lines_is_aligned_quickly_and_each_edit_costs_its_size():
+    import time
+
+    base = "".join(f"Paragraph {i} has some words in it.\n\n" for i in range(5000))[:200_000]
+    every_tenth = "".join(("changed\n" if i % 10 == 0 else line) for i, line in enumerate(base.splitlines(True)))
+    edges = "X" + base[1:100_000] + "Y" + base[100_001:-1] + "Z"
+    start = time.perf_counter()
+    for new in (every_tenth, edges):
+        ops = delta_between(base, new)
+        assert apply_delta(base, ops) == new
+    # Generous for a loaded machine; aligning on the repeated blank lines took seconds.
+    assert time.perf_counter() - start < 5
+    assert len(encode(delta_between(base, edges))) < 60

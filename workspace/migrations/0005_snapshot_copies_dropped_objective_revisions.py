@@ -26,7 +26,7 @@ def record_objective_history(apps, schema_editor):
             Revision.objects.bulk_create(batch)
             batch.clear()
 
-    for objective in Objective.objects.order_by("thread_id").iterator(chunk_size=BATCH):
+    for objective in Objective.objects.select_related("thread").order_by("thread_id").iterator(chunk_size=BATCH):
         last = None
         seen = Snapshot.objects.filter(thread_id=objective.thread_id).order_by("turn_index")
         for text, turn_index, captured_at in seen.values_list("objective_text", "turn_index", "captured_at"):
