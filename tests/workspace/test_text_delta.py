@@ -2,6 +2,7 @@
 edit costs about its own size."""
 
 import random
+import time
 
 import pytest
 
@@ -55,8 +56,6 @@ def test_a_small_edit_in_a_long_text_costs_about_its_size():
 
 
 def test_a_long_document_with_many_blank_lines_is_aligned_quickly_and_each_edit_costs_its_size():
-    import time
-
     base = "".join(f"Paragraph {i} has some words in it.\n\n" for i in range(5000))[:200_000]
     every_tenth = "".join(("changed\n" if i % 10 == 0 else line) for i, line in enumerate(base.splitlines(True)))
     edges = "X" + base[1:100_000] + "Y" + base[100_001:-1] + "Z"
