@@ -13,7 +13,7 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
-from .models import Artifact, Document, DocumentRevision, Objective, Todo, WorkspaceSnapshot
+from .models import Artifact, Document, DocumentRevision, Objective, ObjectiveRevision, Todo, WorkspaceSnapshot
 
 
 class ReadOnlyAdminMixin:
@@ -48,6 +48,23 @@ class ObjectiveAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     date_hierarchy = "updated_at"
     list_select_related = ("thread",)
     raw_id_fields = ("thread",)
+
+    @admin.display(description="Objective")
+    def text_excerpt(self, obj):
+        return excerpt(obj.text)
+
+
+@admin.register(ObjectiveRevision)
+class ObjectiveRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Write-once: every value the objective has had, by whom and when."""
+
+    list_display = ("text_excerpt", "author", "turn_index", "thread", "created_at")
+    list_filter = ("author",)
+    search_fields = ("text", "thread__title", "=thread__id")
+    date_hierarchy = "created_at"
+    list_select_related = ("thread",)
+    raw_id_fields = ("thread",)
+    fields = ("thread", "author", "turn_index", "created_at", "text")
 
     @admin.display(description="Objective")
     def text_excerpt(self, obj):
@@ -149,6 +166,8 @@ class WorkspaceSnapshotAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     date_hierarchy = "captured_at"
     list_select_related = ("thread",)
     raw_id_fields = ("thread",)
+    # The document text, preferences and plan are read back from their
+    # content blobs (docs/adr/0015) by the model's properties.
     fields = (
         "thread",
         "turn_index",

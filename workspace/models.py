@@ -6,10 +6,14 @@ The thread lives here, at the bottom of the app graph, because every surface
 hangs off it and every layer needs to find a person's thread (docs/adr/0006).
 """
 
+import json
 import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
+
+from . import content_store
 
 OBJECTIVE_MAX_CHARS = 1000
 PREFERENCE_TITLE_MAX_CHARS = 200
@@ -164,17 +168,61 @@ class Artifact(models.Model):
         return f"#{self.pk} {self.artifact_type}: {self.title}"
 
 
+class ContentBlob(models.Model):
+    """One distinct text, stored once however many snapshots hold it
+    (docs/adr/0015). Keyed by the SHA-256 of its UTF-8 bytes; held whole
+    (`text`) or as a delta (`delta`, workspace.text_delta) against `base`,
+    at most workspace.content_store.MAX_CHAIN deltas from the whole text
+    `keyframe`. Write-once; read through workspace.content_store."""
+
+    sha256 = models.CharField(max_length=64, unique=True)
+    length = models.PositiveIntegerField()  # characters of the text
+    text = models.TextField(null=True, blank=True)
+    delta = models.TextField(null=True, blank=True)
+    base = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    keyframe = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    depth = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(text__isnull=False, delta__isnull=True, base__isnull=True, keyframe__isnull=True, depth=0)
+                    | models.Q(text__isnull=True, delta__isnull=False, base__isnull=False, keyframe__isnull=False)
+                ),
+                name="contentblob_whole_or_delta",
+            ),
+        ]
+        indexes = [models.Index(fields=["keyframe", "depth"], name="contentblob_chain_idx")]
+
+    def __str__(self):
+        kind = "whole" if self.text is not None else f"delta {self.depth}"
+        return f"{self.sha256[:12]} ({self.length} chars, {kind})"
+
+
+def _read_blob(blob: ContentBlob) -> str:
+    return content_store.read_text(ContentBlob, blob)
+
+
 class WorkspaceSnapshot(models.Model):
-    """The workspace as the agent saw it at the start of one turn. Write-once."""
+    """The workspace as the agent saw it at the start of one turn. Write-once.
+
+    The document text, preferences and plan are stored by content
+    (`ContentBlob`): a snapshot whose document did not change refers to the
+    same blob as the one before, and a small edit costs a small delta
+    (docs/adr/0015). `document_content`, `preferences_json` and `todos_json`
+    read them back exactly as captured."""
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="snapshots")
     turn_index = models.PositiveIntegerField()
     user_message = models.TextField()
     document_title = models.CharField(max_length=DOCUMENT_TITLE_MAX_CHARS, blank=True)
-    document_content = models.TextField(blank=True)
+    document_body = models.ForeignKey(ContentBlob, on_delete=models.PROTECT, related_name="+")
     objective_text = models.TextField(null=True, blank=True)
-    preferences_json = models.JSONField(default=list)
-    todos_json = models.JSONField(default=list)
+    # JSON text of [{title, subtitle, kind, locked}] and [{text, done, position, depth}].
+    preferences_body = models.ForeignKey(ContentBlob, on_delete=models.PROTECT, related_name="+")
+    todos_body = models.ForeignKey(ContentBlob, on_delete=models.PROTECT, related_name="+")
     captured_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -185,3 +233,38 @@ class WorkspaceSnapshot(models.Model):
 
     def __str__(self):
         return f"{self.thread_id} turn {self.turn_index}"
+
+    @property
+    def document_content(self) -> str:
+        return _read_blob(self.document_body)
+
+    @property
+    def preferences_json(self) -> list:
+        return json.loads(_read_blob(self.preferences_body))
+
+    @property
+    def todos_json(self) -> list:
+        return json.loads(_read_blob(self.todos_body))
+
+
+class ObjectiveRevision(models.Model):
+    """One change of a thread's objective, by whom and when (the agent's
+    `set_objective`, the person's edit, or a script). Write-once; the newest
+    is the live value. `turn_index` is the thread's turn counter when it
+    was written: during turn N (the agent) or after it (the person)."""
+
+    Author = DocumentRevision.Author
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="objective_revisions")
+    text = models.TextField()
+    author = models.CharField(max_length=6, choices=Author.choices)
+    turn_index = models.PositiveIntegerField(default=0)
+    # A default, not auto_now_add, so migration 0005 can date the history it recovers.
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["thread", "-id"], name="objrev_thread_newest_idx")]
+        ordering = ["thread", "-id"]
+
+    def __str__(self):
+        return f"{self.thread_id} by {self.author}: {self.text[:60]}"

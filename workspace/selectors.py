@@ -15,6 +15,7 @@ from .models import (
     Document,
     DocumentRevision,
     Objective,
+    ObjectiveRevision,
     Preference,
     Thread,
     Todo,
@@ -65,27 +66,26 @@ def objective_text_for(*, thread: Thread) -> str | None:
 @dataclass(frozen=True)
 class ObjectiveHistoryEntry:
     text: str | None  # None means the standing objective
-    turn_index: int | None  # None for the live value
+    author: str | None  # ObjectiveRevision.Author; None for the standing objective
+    turn_index: int | None  # the turn counter when it was written; None for the standing objective
     at: object
 
 
 def objective_history(*, thread: Thread) -> list[ObjectiveHistoryEntry]:
-    """One entry per change seen at the start of a turn, then the live value.
-
-    Consecutive equal values are collapsed, so the list shows changes only.
-    """
-    entries: list[ObjectiveHistoryEntry] = []
-    rows = WorkspaceSnapshot.objects.filter(thread=thread).order_by("turn_index").values_list(
-        "objective_text", "turn_index", "captured_at"
-    )
-    for text, turn_index, captured_at in rows:
-        if entries and entries[-1].text == text:
-            continue
-        entries.append(ObjectiveHistoryEntry(text=text, turn_index=turn_index, at=captured_at))
+    """Every value the objective has had, newest (the live value) first, each
+    with who set it and when; the standing objective it started from last."""
+    revisions = [
+        ObjectiveHistoryEntry(text=text, author=author, turn_index=turn_index, at=at)
+        for text, author, turn_index, at in ObjectiveRevision.objects.filter(thread=thread)
+        .order_by("-id")
+        .values_list("text", "author", "turn_index", "created_at")
+    ]
     live = objective_for(thread=thread)
-    live_text = live.text if live else None
-    entries.append(ObjectiveHistoryEntry(text=live_text, turn_index=None, at=live.updated_at if live else None))
-    return entries
+    if live is not None and (not revisions or revisions[0].text != live.text):
+        # Written without the service (no revision): still the live value.
+        revisions.insert(0, ObjectiveHistoryEntry(text=live.text, author=None, turn_index=None, at=live.updated_at))
+    standing = ObjectiveHistoryEntry(text=None, author=None, turn_index=None, at=None)
+    return [*revisions, standing]
 
 
 _HARD_FIRST = Case(
@@ -300,7 +300,22 @@ def snapshot_messages_for(*, thread: Thread) -> list[tuple[int, str]]:
 
 
 def snapshot_for(*, thread: Thread, turn_index: int) -> WorkspaceSnapshot | None:
-    return WorkspaceSnapshot.objects.filter(thread=thread, turn_index=turn_index).first()
+    """One snapshot with its stored texts, read back as captured."""
+    return (
+        WorkspaceSnapshot.objects.filter(thread=thread, turn_index=turn_index)
+        .select_related("document_body", "preferences_body", "todos_body")
+        .first()
+    )
+
+
+def snapshot_index_for(*, thread: Thread) -> list[dict]:
+    """Every snapshot of the thread, oldest first, without what it stored:
+    id, turn_index, user_message, captured_at (the seed's compact list)."""
+    return list(
+        WorkspaceSnapshot.objects.filter(thread=thread)
+        .order_by("turn_index")
+        .values("id", "turn_index", "user_message", "captured_at")
+    )
 
 
 @dataclass(frozen=True)

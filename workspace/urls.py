@@ -4,7 +4,7 @@ named "thread-page" in the site URLs).
 
 Each area keeps its own routes next to its views."""
 
-from .views import artifacts, document, live, objective, plan, preferences
+from .views import artifacts, document, live, objective, plan, preferences, snapshots
 
 app_name = "workspace"
 
@@ -15,4 +15,5 @@ urlpatterns = [
     *document.urlpatterns,
     *artifacts.urlpatterns,
     *live.urlpatterns,
+    *snapshots.urlpatterns,
 ]

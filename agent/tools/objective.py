@@ -13,5 +13,5 @@ from .schemas import SetObjectiveArgs
     args_schema=SetObjectiveArgs,
 )
 def set_objective(thread, *, text: str) -> str:
-    objective = objective_services.objective_set(thread=thread, text=text)
+    objective = objective_services.objective_set(thread=thread, text=text, author=objective_services.Author.AGENT)
     return f"Objective set to: {objective.text}"

@@ -146,7 +146,10 @@ def test_document_text_typed_just_before_enter_is_saved_before_the_message_goes(
     expect(_chat(page).locator(".answer")).to_have_text(["I see your draft."], timeout=TURN_WAIT_MS)
     expect(document_status(page)).to_have_text("Saved")
     thread_id = thread_id_from(url).replace("-", "")
+    # The thread's first snapshot holds its document text whole (docs/adr/0015).
     assert server.query(
-        "SELECT user_message, document_content FROM workspace_workspacesnapshot WHERE thread_id = ?", (thread_id,)
+        "SELECT s.user_message, b.text FROM workspace_workspacesnapshot s"
+        " JOIN workspace_contentblob b ON b.id = s.document_body_id WHERE s.thread_id = ?",
+        (thread_id,),
     ) == [("Look at my draft", "Draft typed just now")]
     assert "Draft typed just now" in model_server.system_prompt(0)

@@ -378,10 +378,10 @@ def test_no_payload_runs_in_the_workspace_chat_artifacts_or_thread_list(new_page
         expect(planning.get_by_role("textbox", name="Objective")).to_have_value(xss.joined("objective (agent)"))
         watch.check("the edit forms")
 
-        # The objective's history: the person's (snapshotted by the turn), then the agent's.
+        # The objective's history, newest first: the agent's, the person's, the standing one it started from.
         page.get_by_role("button", name="Objective history").click()
         history = page.get_by_role("dialog", name="Objective history")
-        expect(history.locator(".history-entry")).to_have_count(2)
+        expect(history.locator(".history-entry")).to_have_count(3)
         expect_texts(history, [xss.joined("objective (agent)"), xss.joined("objective (person)")], "the objective history")
         watch.check("the objective history")
         page.keyboard.press("Escape")

@@ -47,7 +47,7 @@ from conversations.turns import guard
 from haico_site.views import STALE_PAGE
 from tests.support.web import HTMX, answered_as_missing, database_rows
 from workspace import selectors
-from workspace.models import Thread
+from workspace.models import ObjectiveRevision, Thread, WorkspaceSnapshot
 from workspace.services import artifacts as artifact_services
 from workspace.services import document as document_services
 from workspace.services import objective as objective_services
@@ -228,6 +228,8 @@ ROUTES: dict[str, Public | Account | Owned] = {
     ),
     "workspace:centre": Owned(T, query={"artifact": "artifact"}),
     "workspace:live": Owned(T),
+    "workspace:snapshots": Owned(T),
+    "workspace:snapshot": Owned({**T, "turn_index": lambda w: w[WorkspaceSnapshot].turn_index}),
 }
 
 # Admin routes are derived from the admin site, so a newly registered model
@@ -317,7 +319,8 @@ def world(owner, other_user, staff):
     }
     # One row of every model the admin shows, by model.
     revision = rows["document"].revisions.order_by("-version").first()
-    for obj in (thread, selectors.objective_for(thread=thread), preference, step, rows["document"], revision, artifact,
+    objective_revision = ObjectiveRevision.objects.filter(thread=thread).first()
+    for obj in (thread, selectors.objective_for(thread=thread), objective_revision, preference, step, rows["document"], revision, artifact,
                 snapshot, activity, feedback, branch, moderation, group, owner, *login_records):
         rows[type(obj)] = obj
     return rows

@@ -14,7 +14,7 @@ from conversations.services import thread_create
 from tests.workspace.helpers import _outline
 from workspace import selectors
 from workspace import selectors as thread_selectors
-from workspace.models import Artifact, Document, Objective, Preference, Todo
+from workspace.models import Artifact, Document, Objective, ObjectiveRevision, Preference, Thread, Todo
 from workspace.services import artifacts as artifacts_services
 from workspace.services import document as document_services
 from workspace.services import objective as objective_services
@@ -67,17 +67,33 @@ def test_plan_steps_carry_outline_numbers_in_pre_order(thread):
 # --- objective history -------------------------------------------------------------------
 
 
-def test_objective_history_collapses_repeats_and_ends_with_the_live_value(thread):
-    snapshots_services.snapshot_capture(thread=thread, turn_index=1, user_message="m1")  # standing objective
-    objective_services.objective_set(thread=thread, text="First")
-    snapshots_services.snapshot_capture(thread=thread, turn_index=2, user_message="m2")
-    snapshots_services.snapshot_capture(thread=thread, turn_index=3, user_message="m3")  # unchanged: collapsed
-    objective_services.objective_set(thread=thread, text="Second")
-    snapshots_services.snapshot_capture(thread=thread, turn_index=4, user_message="m4")
-    objective_services.objective_set(thread=thread, text="Third")
+def test_objective_history_lists_every_change_newest_first_with_who_and_when(thread):
+    snapshots_services.snapshot_capture(thread=thread, turn_index=1, user_message="m1")
+    Thread.objects.filter(pk=thread.pk).update(turn_index=1)
+    objective_services.objective_set(thread=thread, text="First", author="agent")
+    objective_services.objective_set(thread=thread, text="Second", author="agent")  # two changes in one turn
+    Thread.objects.filter(pk=thread.pk).update(turn_index=2)
+    snapshots_services.snapshot_capture(thread=thread, turn_index=2, user_message="m2")  # a turn start changes nothing
+    objective_services.objective_set(thread=thread, text="Mine", author="person")
+    objective_services.objective_set(thread=thread, text="Mine", author="person")  # the same value: not a change
+
     history = selectors.objective_history(thread=thread)
-    assert [(e.text, e.turn_index) for e in history] == [(None, 1), ("First", 2), ("Second", 4), ("Third", None)]
-    assert history[-1].at is not None
+
+    assert [(e.text, e.author, e.turn_index) for e in history] == [
+        ("Mine", "person", 2),
+        ("Second", "agent", 1),
+        ("First", "agent", 1),
+        (None, None, None),  # the standing objective it started from
+    ]
+    assert history[0].at >= history[1].at >= history[2].at
+    assert ObjectiveRevision.objects.filter(thread=thread).count() == 3
+
+
+def test_an_objective_written_without_the_service_is_still_the_live_value(thread):
+    objective_services.objective_set(thread=thread, text="Recorded", author="agent")
+    Objective.objects.filter(thread=thread).update(text="Written by hand")
+    history = selectors.objective_history(thread=thread)
+    assert [(e.text, e.author) for e in history] == [("Written by hand", None), ("Recorded", "agent"), (None, None)]
 
 
 def test_objective_history_of_a_new_thread_is_the_standing_objective(thread):

@@ -1,15 +1,32 @@
-"""The objective: the agent's one-line reading of the goal, which the person may edit."""
+"""The objective: the agent's one-line reading of the goal, which the person may edit.
+
+Every change is kept with who made it (ObjectiveRevision), so its history
+shows each value once, by whom and when, not only what a turn started with."""
 
 from django.db import transaction
 
-from ..models import OBJECTIVE_MAX_CHARS, Objective, Thread
+from ..models import OBJECTIVE_MAX_CHARS, Objective, ObjectiveRevision, Thread
 from ..text import clean_text
 from .common import changed
 
+Author = ObjectiveRevision.Author
+
 
 @transaction.atomic
-def objective_set(*, thread: Thread, text: str) -> Objective:
+def objective_set(*, thread: Thread, text: str, author: str = Author.SYSTEM) -> Objective:
+    """Write the objective. `author`: the person's edit, the agent's
+    `set_objective`, or a script (the default), as for the document."""
     text = clean_text(text, label="Objective", max_chars=OBJECTIVE_MAX_CHARS)
-    objective, _ = Objective.objects.update_or_create(thread=thread, defaults={"text": text})
+    objective = Objective.objects.select_for_update().filter(thread=thread).first()
+    if objective is not None and objective.text == text:
+        return objective  # the same value again is not a change
+    if objective is None:
+        objective = Objective.objects.create(thread=thread, text=text)
+    else:
+        objective.text = text
+        objective.save(update_fields=["text", "updated_at"])
+    # The counter as it is now (the caller's row may be older): during turn N, or after it.
+    turn_index = Thread.objects.filter(pk=thread.pk).values_list("turn_index", flat=True).first() or 0
+    ObjectiveRevision.objects.create(thread=thread, text=text, author=author, turn_index=turn_index)
     changed(thread.pk, "objective")
     return objective

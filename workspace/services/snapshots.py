@@ -1,9 +1,21 @@
-"""Per-turn snapshots: the workspace as the agent saw it at the start of a turn."""
+"""Per-turn snapshots: the workspace as the agent saw it at the start of a turn.
+
+The document text, preferences and plan are stored by content, each as a
+delta against the same field of the thread's previous snapshot when that is
+smaller (docs/adr/0015): a turn that changed nothing costs three references."""
+
+import json
 
 from django.db import transaction
 
-from .. import selectors
-from ..models import Thread, WorkspaceSnapshot
+from .. import content_store, selectors
+from ..models import ContentBlob, Thread, WorkspaceSnapshot
+
+
+def snapshot_json(value) -> str:
+    """The stored JSON text of a snapshot's preferences or plan: compact, keys
+    in the order they were captured, so equal values are equal texts."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 @transaction.atomic
@@ -13,19 +25,31 @@ def snapshot_capture(*, thread: Thread, turn_index: int, user_message: str) -> W
     the same values, hard preferences first and the plan in pre-order."""
     reading = selectors.workspace_reading_for(thread=thread)
     title, content, _updated_at, _version = reading.document or ("Untitled", "", None, 0)
+    preferences = [
+        {"title": title_, "subtitle": subtitle, "kind": kind, "locked": locked}
+        for kind, title_, subtitle, locked in reading.preferences
+    ]
+    todos = [
+        {"text": text, "done": done, "position": position, "depth": depth}
+        for position, (text, done, depth) in enumerate(reading.todos)
+    ]
+    previous = (
+        WorkspaceSnapshot.objects.filter(thread=thread, turn_index__lt=turn_index)
+        .select_related("document_body", "preferences_body", "todos_body")
+        .order_by("-turn_index")
+        .first()
+    )
+
+    def stored(text: str, field: str) -> ContentBlob:
+        return content_store.store_text(ContentBlob, text, base=getattr(previous, field) if previous else None)
+
     return WorkspaceSnapshot.objects.create(
         thread=thread,
         turn_index=turn_index,
         user_message=user_message,
         document_title=title,
-        document_content=content,
+        document_body=stored(content, "document_body"),
         objective_text=reading.objective_text,
-        preferences_json=[
-            {"title": title_, "subtitle": subtitle, "kind": kind, "locked": locked}
-            for kind, title_, subtitle, locked in reading.preferences
-        ],
-        todos_json=[
-            {"text": text, "done": done, "position": position, "depth": depth}
-            for position, (text, done, depth) in enumerate(reading.todos)
-        ],
+        preferences_body=stored(snapshot_json(preferences), "preferences_body"),
+        todos_body=stored(snapshot_json(todos), "todos_body"),
     )

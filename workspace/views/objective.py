@@ -30,7 +30,9 @@ def objective_update(request, thread_id):
     error = None if form.is_valid() else first_error(form)
     if error is None:
         try:
-            objective_services.objective_set(thread=thread, text=form.cleaned_data["text"])
+            objective_services.objective_set(
+                thread=thread, text=form.cleaned_data["text"], author=objective_services.Author.PERSON
+            )
         except WorkspaceError as exc:
             error = exc.message
     if error is None and not request.htmx:
@@ -50,9 +52,10 @@ def objective_history(request, thread_id):
     history = selectors.objective_history(thread=thread)
     context = {
         "thread": thread,
-        "live": history[-1],
         # Newest first: the person opens the popover to see what it was just before.
-        "past": list(reversed(history[:-1])),
+        "live": history[0],
+        "past": history[1:],
+        "history": history,
         "standing_objective": selectors.STANDING_OBJECTIVE,
     }
     return render(request, "workspace/panels/objective.html#history", context)

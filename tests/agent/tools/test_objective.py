@@ -14,6 +14,12 @@ async def test_set_objective_stores_the_text(thread):
     assert await db(selectors.objective_text_for, thread=thread) == "Write a 2-page review of CRISPR delivery methods"
 
 
+async def test_set_objective_is_recorded_as_the_agents_change(thread):
+    await call(thread, "set_objective", text="Compare two drafts")
+    history = await db(selectors.objective_history, thread=thread)
+    assert [(e.text, e.author) for e in history] == [("Compare two drafts", "agent"), (None, None)]
+
+
 async def test_set_objective_empty_fails_and_keeps_standing_objective(thread):
     result = await call(thread, "set_objective", text="")
     assert result == {"success": False, "error": "Objective cannot be empty."}

@@ -4,7 +4,7 @@ import pytest
 
 from tests.workspace.helpers import _outline
 from workspace import selectors
-from workspace.models import WorkspaceSnapshot
+from workspace.models import ContentBlob, Document, WorkspaceSnapshot
 from workspace.services import document as document_services
 from workspace.services import objective as objective_services
 from workspace.services import plan as plan_services
@@ -41,3 +41,56 @@ def test_snapshot_of_an_empty_workspace(thread):
     assert (stored.objective_text, stored.document_title, stored.document_content) == (None, "Untitled", "")
     assert (stored.preferences_json, stored.todos_json) == ([], [])
     assert selectors.snapshot_for(thread=thread, turn_index=1) == stored
+
+
+# --- stored by content (docs/adr/0015) ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["", "plain", "line\r\nbreaks\r\nkept", "naïve café 🌍 日本語\n\n", "\ttabs and trailing spaces   "],
+)
+def test_every_snapshot_reads_back_exactly_as_captured(thread, content):
+    long_start = "A paragraph that stays the same across turns.\n" * 60
+    preferences_services.preference_add(thread=thread, title="Prefer “curly” quotes 🌍", respect_lock=False)
+    captured = []
+    for turn, text in enumerate([long_start, long_start + content, content, content + "x"], start=1):
+        # Written around the service so the text is stored exactly as given (the service normalises line breaks).
+        document_services.document_save(thread=thread, title=f"Doc {turn}", content="placeholder")
+        Document.objects.filter(thread=thread).update(content=text)
+        plan_services.todo_add(thread=thread, text=f"Step {turn} — ünïcode")
+        snapshots_services.snapshot_capture(thread=thread, turn_index=turn, user_message=f"m{turn}")
+        captured.append((f"Doc {turn}", text, turn))
+    for title, text, turn in captured:
+        stored = WorkspaceSnapshot.objects.get(thread=thread, turn_index=turn)
+        assert (stored.document_title, stored.document_content) == (title, text)
+        assert stored.preferences_json == [
+            {"title": "Prefer “curly” quotes 🌍", "subtitle": "", "kind": "soft", "locked": False}
+        ]
+        assert [t["text"] for t in stored.todos_json] == [f"Step {i} — ünïcode" for i in range(1, turn + 1)]
+        assert list(stored.todos_json[0]) == ["text", "done", "position", "depth"]  # keys in captured order
+
+
+def test_an_unchanged_workspace_costs_a_reference(thread):
+    document_services.document_save(thread=thread, title="Doc", content="Body text " * 1000)
+    plan_services.todo_add(thread=thread, text="Step")
+    for turn in (1, 2, 3):
+        snapshots_services.snapshot_capture(thread=thread, turn_index=turn, user_message=f"m{turn}")
+    snapshots = list(WorkspaceSnapshot.objects.filter(thread=thread))
+    assert len({s.document_body_id for s in snapshots}) == 1
+    assert len({(s.preferences_body_id, s.todos_body_id) for s in snapshots}) == 1
+    assert ContentBlob.objects.count() == 3  # the document, the preferences and the plan, once each
+
+
+def test_a_small_edit_is_stored_as_a_small_delta_against_the_previous_turn(thread):
+    text = "".join(f"Paragraph {i}, long enough to matter in a document.\n" for i in range(600))
+    document_services.document_save(thread=thread, title="Doc", content=text)
+    first = snapshots_services.snapshot_capture(thread=thread, turn_index=1, user_message="m1")
+    document_services.document_save(thread=thread, content=text.replace("Paragraph 300,", "Paragraph 300 (edited),"))
+    second = snapshots_services.snapshot_capture(thread=thread, turn_index=2, user_message="m2")
+    body = ContentBlob.objects.get(pk=second.document_body_id)
+    assert body.text is None and body.base_id == first.document_body_id
+    assert len(body.delta) < 100 and len(text) > 30_000
+    assert WorkspaceSnapshot.objects.get(pk=second.pk).document_content == text.replace(
+        "Paragraph 300,", "Paragraph 300 (edited),"
+    )

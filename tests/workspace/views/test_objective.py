@@ -5,7 +5,7 @@ import pytest
 from conversations.services import thread_soft_delete
 from conversations.turns.guard import turn_begin, turn_finish
 from tests.support.web import HTMX, answered_as_missing, ws_url
-from workspace.models import Objective
+from workspace.models import Objective, ObjectiveRevision
 from workspace.selectors import STANDING_OBJECTIVE
 from workspace.services import objective as objective_services
 
@@ -33,6 +33,11 @@ def test_set_objective_persists_and_returns_the_panel(owner_client, thread):
     assert "Standing objective" not in html
     # The page after a reload shows the same value.
     assert "Compare three survey designs" in owner_client.get(ws_url(thread)).content.decode()
+
+
+def test_the_persons_edit_is_recorded_as_theirs(owner_client, thread):
+    owner_client.post(ws_url(thread, "objective/edit/"), {"text": "Mine"}, **HTMX)
+    assert list(ObjectiveRevision.objects.filter(thread=thread).values_list("text", "author")) == [("Mine", "person")]
 
 
 def test_set_objective_without_htmx_redirects_to_page(owner_client, thread):
@@ -100,29 +105,35 @@ def test_objective_edit_of_deleted_thread_is_404(owner_client, thread):
     assert owner_client.post(ws_url(thread, "objective/edit/"), {"text": "x"}).status_code == 404
 
 
-def test_objective_history_lists_past_values_with_turns_and_the_live_one(owner_client, thread):
-    # Turn 1 starts with no objective; turn 2 after it was set; then it changes again.
+def test_objective_history_lists_each_change_with_who_made_it_newest_first(owner_client, thread):
+    # Turn 1: the agent sets it; the person edits it; turn 2 starts (no change); the agent sharpens it.
     index, _ = turn_begin(thread=thread, user_message="hello")
+    objective_services.objective_set(thread=thread, text="First objective", author="agent")
     turn_finish(thread=thread, turn_index=index)
-    objective_services.objective_set(thread=thread, text="First objective")
+    owner_client.post(ws_url(thread, "objective/edit/"), {"text": "My own objective"}, **HTMX)
     index, _ = turn_begin(thread=thread, user_message="more")
+    objective_services.objective_set(thread=thread, text="Sharper objective", author="agent")
     turn_finish(thread=thread, turn_index=index)
-    objective_services.objective_set(thread=thread, text="Sharper objective")
 
     response = owner_client.get(ws_url(thread, "objective/history/"), **HTMX)
 
     html = response.content.decode()
     assert response.status_code == 200
-    assert "Now" in html and "Sharper objective" in html
-    assert "Turn 2" in html and "First objective" in html
-    assert "Turn 1" in html and STANDING_OBJECTIVE in html
-    assert html.index("Sharper objective") < html.index("First objective") < html.index("Turn 1")
+    order = [html.index(text) for text in ("Now", "Sharper objective", "My own objective", "First objective", STANDING_OBJECTIVE)]
+    assert order == sorted(order)
+    assert html.count("Sharper objective") == 1  # the live value is not listed a second time
+    assert "Set by the agent during turn 2" in html
+    assert "Edited by you after turn 1" in html
+    assert "Set by the agent during turn 1" in html
 
 
-def test_objective_history_with_no_turns_says_so(owner_client, thread):
+def test_objective_history_with_no_changes_says_so(owner_client, thread):
+    index, _ = turn_begin(thread=thread, user_message="hello")
+    turn_finish(thread=thread, turn_index=index)
     html = owner_client.get(ws_url(thread, "objective/history/"), **HTMX).content.decode()
     assert "No earlier values yet" in html
     assert STANDING_OBJECTIVE in html
+    assert "Turn 1" not in html
 
 
 def test_an_objective_change_pushes_only_its_read_view(thread):

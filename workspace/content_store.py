@@ -1,0 +1,95 @@
+"""Texts stored by content (docs/adr/0015): one `ContentBlob` per distinct
+text, keyed by the SHA-256 of its UTF-8 bytes, held either whole or as a
+delta against another blob (workspace.text_delta).
+
+The functions take the blob model as an argument so that migrations can
+use them with their historical model; everything else goes through
+`store_text` / `read_text` with `workspace.models.ContentBlob`.
+"""
+
+import hashlib
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+
+from . import text_delta
+
+# A delta rebuilds from the nearest whole text through at most this many
+# deltas, so reading a snapshot costs at most this many small rebuilds.
+MAX_CHAIN = 50
+
+
+class CorruptContent(Exception):
+    """A blob rebuilt to a text whose hash is not its key."""
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def store_text(model, text: str, *, base=None):
+    """The blob holding `text`: the existing one if that text is stored
+    already, else a new one, a delta against `base` (a blob, normally the
+    same field of the previous snapshot) when that is much smaller than
+    the text itself. Call it inside a transaction."""
+    key = digest(text)
+    found = model.objects.filter(sha256=key).first()
+    if found is not None:
+        return found
+    fields = {"sha256": key, "length": len(text), "text": text}
+    if base is not None and base.depth < MAX_CHAIN:
+        ops = text_delta.delta_between(read_text(model, base), text)
+        encoded = text_delta.encode(ops)
+        if len(encoded) * 2 < len(text):
+            fields.update(
+                text=None,
+                delta=encoded,
+                base_id=base.pk,
+                depth=base.depth + 1,
+                keyframe_id=base.keyframe_id or base.pk,
+            )
+    try:
+        with transaction.atomic():  # a savepoint: a concurrent writer of the same text may win
+            blob = model.objects.create(**fields)
+    except IntegrityError:
+        return model.objects.get(sha256=key)
+    blob._rebuilt = text  # the next delta against it (a migration's run of snapshots) needs no rebuild
+    return blob
+
+
+def read_text(model, blob) -> str:
+    """The text exactly as stored, checked against its key."""
+    if blob.text is not None:
+        return blob.text
+    if getattr(blob, "_rebuilt", None) is not None:
+        return blob._rebuilt
+    # The keyframe and every delta under it up to this depth, in one query;
+    # the chain is walked back from this blob through `base`.
+    rows = {
+        pk: (text, delta, base_id)
+        for pk, text, delta, base_id in model.objects.filter(
+            Q(pk=blob.keyframe_id) | Q(keyframe_id=blob.keyframe_id, depth__lt=blob.depth)
+        ).values_list("pk", "text", "delta", "base_id")
+    }
+    chain = [blob.delta]
+    current = blob.base_id
+    while current != blob.keyframe_id:
+        _text, delta, base_id = rows[current]
+        chain.append(delta)
+        current = base_id
+    text = rows[blob.keyframe_id][0]
+    for delta in reversed(chain):
+        text = text_delta.apply_delta(text, text_delta.decode(delta))
+    if digest(text) != blob.sha256:
+        raise CorruptContent(f"Content blob {blob.pk} does not rebuild to the text it was stored for.")
+    blob._rebuilt = text
+    return text
+
+
+def stored_bytes(model) -> int:
+    """What the blobs hold: the UTF-8 bytes of their whole texts and deltas,
+    plus the 64-character key of each."""
+    total = 0
+    for text, delta in model.objects.values_list("text", "delta").iterator():
+        total += 64 + len((text if text is not None else delta).encode("utf-8"))
+    return total
