@@ -10,4 +10,5 @@ urlpatterns = [
     path("<uuid:thread_id>/rename/", views.thread_rename, name="rename"),
     path("<uuid:thread_id>/delete/", views.thread_delete, name="delete"),
     path("<uuid:thread_id>/activity/", views.thread_activity, name="activity"),
+    path("<uuid:thread_id>/trajectory/<int:turn_index>/", views.trajectory_turn, name="trajectory-turn"),
 ]

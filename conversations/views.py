@@ -7,7 +7,7 @@ so another person's (or a deleted) thread is a 404, never a 403 that would
 confirm it exists."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -15,8 +15,8 @@ from workspace import panels
 from workspace.errors import UserFacingError
 from workspace.selectors import get_thread_for_user_or_404, threads_for_user
 
-from . import selectors, services
-from .chat import chat_context
+from . import selectors, services, trajectory
+from .chat import chat_context, chat_turns
 
 ROW_TEMPLATE = "conversations/thread_list.html#row"
 
@@ -78,6 +78,7 @@ def page_context(*, thread, user) -> dict:
         **panels.plan_context(thread=thread),
         **panels.centre_context(thread=thread, selected_artifact_id=None),
         **chat_context(thread=thread, user=user),
+        **trajectory.map_context(trajectory.family_graph(thread=thread)),
         "thread": thread,
         "oob": False,
     }
@@ -88,3 +89,22 @@ def page_context(*, thread, user) -> dict:
 def workspace_page(request, thread_id):
     thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
     return render(request, "conversations/thread_page.html", page_context(thread=thread, user=request.user))
+
+
+@login_required
+@require_GET
+def trajectory_turn(request, thread_id, turn_index):
+    """The read-only preview of the workspace after one turn of the map
+    (the node's own thread), with "Continue from here" (docs/adr/0016)."""
+    source = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    if not trajectory.is_own_turn(thread=source, turn_index=turn_index):
+        raise Http404("No such turn.")
+    chat = [turn for turn in chat_turns(thread=source) if turn["turn_index"] <= turn_index]
+    context = {
+        **trajectory.workspace_after_turn(thread=source, turn_index=turn_index),
+        "thread": source,
+        "source": source,
+        "turn_index": turn_index,
+        "chat": chat,
+    }
+    return render(request, "conversations/panels/trajectory.html#preview", context)

@@ -52,7 +52,7 @@ from agent.turn import (
 from workspace.markdown import render_markdown
 from workspace.models import Thread
 
-from .. import services
+from .. import services, trajectory
 from ..live import publisher
 from ..models import ActivityLogEntry, Turn
 from . import fragments, guard, outcome
@@ -178,6 +178,11 @@ class TurnRun:
                 self.send(fragments.closing(self._turn(answer=answer, running=False, ending=ending)))
             except Exception:
                 logger.exception("could not send the end of turn %s of thread %s", self.turn_index, self.thread.pk)
+            try:
+                # The ended turn is a new node on every open map of the family.
+                await database_sync_to_async(trajectory.publish_family)(thread_id=self.thread.pk)
+            except Exception:
+                logger.exception("could not update the trajectory map of thread %s", self.thread.pk)
         return status
 
     async def _stream(self) -> None:

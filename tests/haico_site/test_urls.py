@@ -157,7 +157,8 @@ class Account:
 class Owned:
     """A route on something a person owns.
 
-    kwargs: kwarg -> key of the owner's object in `world` (its pk is used).
+    kwargs: kwarg -> key of the owner's object in `world` (its pk is used),
+    or a callable of `world` giving the value (a turn number).
     query: query parameter -> key of the owner's object in `world`.
     post: plausible form data (values may be callables of `world`), with
     which the owner's POST succeeds; None if the view takes no POST.
@@ -191,6 +192,7 @@ ROUTES: dict[str, Public | Account | Owned] = {
     "conversations:rename": Owned(T, post={"title": "Renamed"}),
     "conversations:delete": Owned(T, post={}),
     "conversations:activity": Owned(T),
+    "conversations:trajectory-turn": Owned({**T, "turn_index": lambda w: 1}, writes=False),
     "thread-page": Owned(T),
     "workspace:objective": Owned(T),
     "workspace:objective-update": Owned(T, post={"text": "Another objective"}),
@@ -348,7 +350,7 @@ def is_login_redirect(response, login_url: str) -> bool:
 
 
 def values_for(spec: Owned, world) -> tuple[dict, dict, dict]:
-    kwargs = {name: world[key].pk for name, key in spec.kwargs.items()}
+    kwargs = {name: key(world) if callable(key) else world[key].pk for name, key in spec.kwargs.items()}
     query = {name: world[key].pk for name, key in spec.query.items()}
     post = {k: (v(world) if callable(v) else v) for k, v in (spec.post or {}).items()}
     return kwargs, query, post
