@@ -19,14 +19,19 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from django.db.models.functions import Substr
+from html import escape
+
+from django.db.models import CharField
+from django.db.models.functions import Cast, Substr
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 
 from workspace import plan_tree
 from workspace.markdown import render_markdown
 from workspace.models import Thread, WorkspaceSnapshot
-from workspace.selectors import snapshot_for, workspace_reading_for
+from workspace.errors import InvalidInput
+from workspace.selectors import snapshot_for, thread_for_user, workspace_reading_for
 
 from .live import publisher
 from .models import BranchLink, Turn
@@ -41,9 +46,10 @@ ROW_HEIGHT = 34
 NODE_WIDTH = 136
 NODE_HEIGHT = 26
 PAD = 6
+NO_SUCH_TURN = "That turn is not on your trajectory map any more; reload the page and choose another."
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FamilyThread:
     pk: uuid.UUID
     title: str
@@ -52,7 +58,7 @@ class FamilyThread:
     running: int | None = None  # its turn in progress, not drawn yet
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TurnFact:
     thread: uuid.UUID
     index: int
@@ -60,35 +66,27 @@ class TurnFact:
     status: str = Turn.Status.COMPLETE
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     thread: uuid.UUID
     index: int
     message: str
     status: str
     lane: int
-    on_path: bool = False
-    current: bool = False
+    position: int  # in Graph.nodes
+    x: int = 0
+    y: int = 0
 
-    @property
-    def key(self) -> tuple:
-        return (self.thread, self.index)
-
-    @property
-    def x(self) -> int:
-        return PAD + self.lane * LANE_WIDTH
-
-    @property
-    def y(self) -> int:
-        return PAD + (self.index - 1) * ROW_HEIGHT
+    def __post_init__(self):
+        self.x = PAD + self.lane * LANE_WIDTH
+        self.y = PAD + (self.index - 1) * ROW_HEIGHT
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Edge:
     source: Node
     target: Node
     kind: str  # "turn" or "branch"
-    on_path: bool
 
     @property
     def d(self) -> str:
@@ -103,11 +101,25 @@ class Edge:
 
 @dataclass
 class Graph:
-    current_thread: uuid.UUID
+    """The family's nodes and edges, and one member's path through them:
+    its turns from 1 to its latest ended one, wherever each is drawn."""
+
     threads: list[FamilyThread]  # in lane order
     nodes: list[Node] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
-    current: Node | None = None
+    current_thread: uuid.UUID | None = None
+    path: list[Node] = field(default_factory=list)  # by turn number
+    path_edges: list[Edge] = field(default_factory=list)
+    _index: dict = field(default_factory=dict, repr=False)  # (lane, turn) -> node
+    _lanes: dict = field(default_factory=dict, repr=False)  # thread pk -> lane
+    _last: dict = field(default_factory=dict, repr=False)  # lane -> its latest own turn
+
+    @property
+    def current(self) -> Node | None:
+        return self.path[-1] if self.path else None
+
+    def on_path(self, node: Node) -> bool:
+        return any(step is node for step in self.path)
 
     @property
     def width(self) -> int:
@@ -119,7 +131,8 @@ class Graph:
         return 2 * PAD + max(rows - 1, 0) * ROW_HEIGHT + NODE_HEIGHT
 
     def node(self, thread, index) -> Node | None:
-        return next((n for n in self.nodes if n.thread == thread and n.index == index), None)
+        lane = self._lanes.get(thread)
+        return None if lane is None else self._index.get((lane, index))
 
 
 # --- the family ---------------------------------------------------------------
@@ -157,48 +170,71 @@ def lane_order(root, children: dict) -> list[uuid.UUID]:
 
 
 def assemble(*, current, threads: list[FamilyThread], turns: list[TurnFact]) -> Graph:
-    """The laid-out graph of a family: `threads` in lane order (a parent before
-    its forks), `turns` every turn they have (shared ones included or not:
-    a fork's turns up to its branch point are dropped here)."""
-    by_pk = {t.pk: t for t in threads}
-    lanes = {t.pk: lane for lane, t in enumerate(threads)}
-    graph = Graph(current_thread=current, threads=threads)
-    own: dict[uuid.UUID, list[Node]] = {t.pk: [] for t in threads}
-    for fact in sorted(turns, key=lambda f: (lanes.get(f.thread, -1), f.index)):
-        thread = by_pk.get(fact.thread)
-        if thread is None or fact.index <= thread.branch_point or fact.index == thread.running:
+    """The laid-out graph of a family and `current`'s path through it:
+    `threads` in lane order (a parent before its forks), `turns` every turn
+    they have (shared ones included or not: a fork's turns up to its branch
+    point are dropped here)."""
+    graph = Graph(threads=threads)
+    lanes = graph._lanes = {t.pk: lane for lane, t in enumerate(threads)}
+    skip = [(t.branch_point, t.running) for t in threads]
+    own: list[list[Node]] = [[] for _ in threads]
+    for fact in turns:
+        lane = lanes.get(fact.thread)
+        if lane is None:
             continue
-        node = Node(fact.thread, fact.index, fact.message, fact.status, lanes[fact.thread])
-        own[fact.thread].append(node)
-        graph.nodes.append(node)
-    index = {node.key: node for node in graph.nodes}
-
-    def owner(thread_pk, turn_index):
-        """The thread whose own turn `turn_index` of `thread_pk` is."""
-        thread = by_pk[thread_pk]
-        while thread.parent is not None and turn_index <= thread.branch_point:
-            thread = by_pk[thread.parent]
-        return thread.pk
-
-    if current in by_pk:
-        last = max((f.index for f in turns if f.thread == current and f.index != by_pk[current].running), default=0)
-        last = max(last, by_pk[current].branch_point)
-        for turn_index in range(1, last + 1):
-            node = index.get((owner(current, turn_index), turn_index))
-            if node is not None:
-                node.on_path = True
-                graph.current = node
-        if graph.current is not None:
-            graph.current.current = True
-
-    for thread in threads:
-        nodes = own[thread.pk]
+        branch_point, running = skip[lane]
+        if fact.index <= branch_point or fact.index == running:
+            continue
+        own[lane].append(Node(fact.thread, fact.index, fact.message, fact.status, lane, 0))
+    index = graph._index
+    for lane, nodes in enumerate(own):
+        nodes.sort(key=lambda node: node.index)
+        for node in nodes:
+            node.position = len(graph.nodes)
+            graph.nodes.append(node)
+            index[(lane, node.index)] = node
+        if nodes:
+            graph._last[lane] = nodes[-1].index
+    for lane, thread in enumerate(threads):
+        nodes = own[lane]
         if nodes and thread.parent is not None:
-            point = index.get((owner(thread.parent, thread.branch_point), thread.branch_point))
+            point = index.get((_owner_lane(graph, lane, thread.branch_point), thread.branch_point))
             if point is not None:
-                graph.edges.append(Edge(point, nodes[0], "branch", point.on_path and nodes[0].on_path))
-        for earlier, later in zip(nodes, nodes[1:]):
-            graph.edges.append(Edge(earlier, later, "turn", earlier.on_path and later.on_path))
+                graph.edges.append(Edge(point, nodes[0], "branch"))
+        graph.edges.extend(Edge(earlier, later, "turn") for earlier, later in zip(nodes, nodes[1:]))
+    if current is not None:
+        set_path(graph, current)
+    return graph
+
+
+def _owner_lane(graph: Graph, lane: int, turn_index: int) -> int:
+    """The lane whose own turn `turn_index` of the thread in `lane` is."""
+    threads, lanes = graph.threads, graph._lanes
+    thread = threads[lane]
+    while thread.parent is not None and turn_index <= thread.branch_point:
+        lane = lanes[thread.parent]
+        thread = threads[lane]
+    return lane
+
+
+def set_path(graph: Graph, current) -> Graph:
+    """Make `current` the member whose path the graph highlights."""
+    graph.current_thread = current
+    graph.path, graph.path_edges = [], []
+    lane = graph._lanes.get(current)
+    if lane is None:
+        return graph
+    thread = graph.threads[lane]
+    last = max(thread.branch_point, graph._last.get(lane, 0))
+    previous = None
+    for turn_index in range(1, last + 1):
+        node = graph._index.get((_owner_lane(graph, lane, turn_index), turn_index))
+        if node is None:
+            continue
+        if previous is not None:
+            graph.path_edges.append(Edge(previous, node, "turn" if previous.lane == node.lane else "branch"))
+        graph.path.append(node)
+        previous = node
     return graph
 
 
@@ -230,24 +266,34 @@ def family_graph(*, thread: Thread) -> Graph:
         if parent not in present:
             parent, point = None, 0
         threads.append(FamilyThread(pk, row.title, parent, point, running_turn(row)))
-    members = [t.pk for t in threads]
+    # Thread ids come back as text (Cast), mapped to the members' UUIDs by a
+    # dict: building a UUID per row was most of the assembly time.
+    by_text = {}
+    for member in threads:
+        by_text[member.pk.hex] = by_text[str(member.pk)] = member.pk
+    members = [member.pk for member in threads]
+    as_text = Cast("thread_id", output_field=CharField())
+    # Only the turns that did not complete have a status worth a row here.
     statuses = {
-        (thread_id, index): status
-        for thread_id, index, status in Turn.objects.filter(thread_id__in=members).values_list(
-            "thread_id", "index", "status"
-        )
+        (by_text[thread_id], index): status
+        for thread_id, index, status in Turn.objects.filter(thread_id__in=members)
+        .exclude(status=Turn.Status.COMPLETE)
+        .values_list(as_text, "index", "status")
     }
-    turns = [
-        TurnFact(thread_id, index, _start(message), statuses.get((thread_id, index), Turn.Status.COMPLETE))
-        for thread_id, index, message in WorkspaceSnapshot.objects.filter(thread_id__in=members)
-        .annotate(start=Substr("user_message", 1, MESSAGE_START_CHARS + 1))
-        .values_list("thread_id", "turn_index", "start")
-    ]
+    turns = []
+    complete = Turn.Status.COMPLETE
+    for thread_id, index, message in (
+        WorkspaceSnapshot.objects.filter(thread_id__in=members)
+        .values_list(as_text, "turn_index", Substr("user_message", 1, MESSAGE_START_CHARS + 1))
+    ):
+        pk = by_text[thread_id]
+        turns.append(TurnFact(pk, index, _start(message), statuses.get((pk, index), complete)))
     return assemble(current=thread.pk, threads=threads, turns=turns)
 
 
 def _start(message: str) -> str:
-    message = " ".join(message.split())
+    if "\n" in message or "\t" in message or "\r" in message:
+        message = " ".join(message.split())
     return message if len(message) <= MESSAGE_START_CHARS else message[:MESSAGE_START_CHARS].rstrip() + "…"
 
 
@@ -262,19 +308,78 @@ def is_own_turn(*, thread: Thread, turn_index: int) -> bool:
     return WorkspaceSnapshot.objects.filter(thread=thread, turn_index=turn_index).exists()
 
 
+def continue_point(*, user, thread_id, turn_index) -> tuple[Thread, int]:
+    """The thread and turn a message sent from a preview continues from, as
+    the chat form carries them ("Continue from here"); InvalidInput when
+    they are not a turn of the person's map."""
+    try:
+        thread_id = uuid.UUID(str(thread_id))
+        turn_index = int(turn_index)
+    except (TypeError, ValueError, AttributeError):
+        raise InvalidInput(NO_SUCH_TURN) from None
+    thread = thread_for_user(user=user, thread_id=thread_id)
+    if thread is None or not is_own_turn(thread=thread, turn_index=turn_index):
+        raise InvalidInput(NO_SUCH_TURN)
+    return thread, turn_index
+
+
+def navigate_html(thread: Thread) -> str:
+    """Sends the page to `thread` (static/js/live.js, the "navigate" patch)."""
+    url = reverse("thread-page", kwargs={"thread_id": thread.pk})
+    return render_to_string(f"{TEMPLATE}#navigate", {"url": url})
+
+
 # --- rendering ----------------------------------------------------------------------
 
 
+class MapMarkup:
+    """The map's markup for a family, rendered once and shared by every
+    member's page: only the nodes on a member's path (and its current node)
+    are rendered again for it. Plain string building with the stdlib's
+    escape, not a template loop: a thousand nodes render in milliseconds
+    (docs/adr/0016)."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.urls = [
+            reverse("conversations:trajectory-turn", kwargs={"thread_id": thread.pk, "turn_index": 0})[: -len("0/")]
+            for thread in graph.threads
+        ]
+        self.node_parts = [self._node(node, "") for node in graph.nodes]
+        self.edges = "".join(
+            f'<path class="tedge tedge-{edge.kind}" d="{edge.d}"/>' for edge in graph.edges
+        )
+
+    def _node(self, node: Node, state: str) -> str:
+        # Kept short: a family of a thousand turns is pushed whole. The
+        # preview URL is the lane's (data-urls on the map) plus the turn
+        # number (static/js/trajectory.js).
+        status = "" if node.status == Turn.Status.COMPLETE else f" tnode-{node.status}"
+        current = ' aria-current="step" data-current' if state == "current" else ""
+        path = " on-path" if state else ""
+        return (
+            f'<button type="button" class="tnode{status}{path}" style="left:{node.x}px;top:{node.y}px"'
+            f' aria-label="Turn {node.index}" data-lane="{node.lane}" data-turn="{node.index}"{current}>'
+            f"<b>{node.index}</b><span>{escape(node.message)}</span></button>"
+        )
+
+    def for_member(self, current) -> dict:
+        """The map's template context with `current`'s path highlighted."""
+        graph = set_path(self.graph, current)
+        parts = list(self.node_parts)
+        for node in graph.path:
+            parts[node.position] = self._node(node, "current" if node is graph.current else "path")
+        path = "".join(f'<path class="tedge on-path" d="{edge.d}"/>' for edge in graph.path_edges)
+        return {
+            "graph": graph,
+            "lane_urls": " ".join(self.urls),
+            "nodes_html": mark_safe("".join(parts)),
+            "edges_html": mark_safe(self.edges + path),
+        }
+
+
 def map_context(graph: Graph) -> dict:
-    """The map's template context: each node with the URL of its preview
-    (reversed once per thread, not once per node: a family of a thousand
-    turns renders in a few milliseconds, docs/adr/0016)."""
-    prefixes = {}
-    for thread in graph.threads:
-        url = reverse("conversations:trajectory-turn", kwargs={"thread_id": thread.pk, "turn_index": 0})
-        prefixes[thread.pk] = url[: -len("0/")]
-    items = [{"node": node, "url": f"{prefixes[node.thread]}{node.index}/"} for node in graph.nodes]
-    return {"graph": graph, "items": items}
+    return MapMarkup(graph).for_member(graph.current_thread)
 
 
 def render_map(graph: Graph, *, oob: bool = False) -> str:
@@ -283,20 +388,15 @@ def render_map(graph: Graph, *, oob: bool = False) -> str:
 
 def publish_family(*, thread_id) -> None:
     """Bring every open page of the family up to date (a turn ended, a
-    branch was made). Each page highlights its own path, so each member
-    gets its own rendering of the one graph."""
+    branch was made). One assembly and one rendering of the family; each
+    member's page gets it with its own path highlighted."""
     thread = Thread.objects.filter(pk=thread_id).first()
     if thread is None:
         return
-    graph = family_graph(thread=thread)
-    for member in graph.threads:
-        graph_for_member = graph if member.pk == thread.pk else _repath(graph, member.pk)
-        publisher.publish(member.pk, render_map(graph_for_member, oob=True))
-
-
-def _repath(graph: Graph, current) -> Graph:
-    facts = [TurnFact(n.thread, n.index, n.message, n.status) for n in graph.nodes]
-    return assemble(current=current, threads=graph.threads, turns=facts)
+    markup = MapMarkup(family_graph(thread=thread))
+    for member in markup.graph.threads:
+        context = markup.for_member(member.pk)
+        publisher.publish(member.pk, render_to_string(f"{TEMPLATE}#map", {**context, "oob": True}))
 
 
 # --- a turn's preview ---------------------------------------------------------------

@@ -2,7 +2,8 @@
  *
  * - The map scrolls inside its region; the current turn (aria-current) is
  *   brought into view on load and whenever the map is pushed again.
- * - A node's preview is fetched by htmx into #trajectory-preview.
+ * - A node's preview is fetched by htmx into #trajectory-preview (one
+ *   delegated handler: a node carries only its lane and turn).
  * - "Continue from here" creates nothing: it marks the chat form so the next
  *   message sent carries the turn to continue from, and the server forks
  *   the thread then (conversations.consumers). Closing the preview, or
@@ -54,6 +55,15 @@
     form.setAttribute("data-continuing", turn);
   }
 
+  // Each node names its lane and turn; the map lists each lane's preview URL.
+  function openPreview(node) {
+    var map = node.closest("#trajectory-map");
+    var urls = (map.getAttribute("data-urls") || "").split(" ");
+    var url = urls[Number(node.getAttribute("data-lane"))];
+    if (!url || !window.htmx) return;
+    htmx.ajax("GET", url + node.getAttribute("data-turn") + "/", { target: "#trajectory-preview", swap: "outerHTML" });
+  }
+
   function closePreview() {
     var preview = document.getElementById("trajectory-preview");
     if (!preview) return;
@@ -70,6 +80,7 @@
     if (!target) return;
     if (target.matches(".tnode")) {
       clearContinue(); // looking at another turn is looking again
+      openPreview(target);
       return;
     }
     if (target.matches("[data-trajectory-close]")) {

@@ -55,20 +55,19 @@ def test_shared_turns_are_drawn_once_in_the_thread_that_owns_them():
 
 def test_the_current_threads_path_runs_through_its_ancestors_turns():
     graph = assemble(current=C, threads=FAMILY, turns=TURNS)
-    assert keys(n for n in graph.nodes if n.on_path) == {(A, 1), (A, 2), (B, 3), (B, 4), (C, 5)}
+    assert [(n.thread, n.index) for n in graph.path] == [(A, 1), (A, 2), (B, 3), (B, 4), (C, 5)]
     assert (graph.current.thread, graph.current.index) == (C, 5)
-    assert [n for n in graph.nodes if n.current] == [graph.current]
-    on_path = {(s, t) for s, t, _kind in edges(graph) if graph.node(*s).on_path and graph.node(*t).on_path}
-    assert {((e.source.thread, e.source.index), (e.target.thread, e.target.index)) for e in graph.edges
-            if e.on_path} == on_path
-    assert len(on_path) == 4  # A1-A2, A2-B3, B3-B4, B4-C5
+    path_edges = {((e.source.thread, e.source.index), (e.target.thread, e.target.index), e.kind) for e in graph.path_edges}
+    assert path_edges == {((A, 1), (A, 2), "turn"), ((A, 2), (B, 3), "branch"), ((B, 3), (B, 4), "turn"),
+                          ((B, 4), (C, 5), "branch")}
+    assert path_edges <= edges(graph)  # the highlight follows edges that are drawn
 
 
 def test_the_root_path_is_its_own_turns_and_a_fresh_fork_ends_at_its_branch_point():
     root = assemble(current=A, threads=FAMILY, turns=TURNS)
-    assert keys(n for n in root.nodes if n.on_path) == {(A, 1), (A, 2), (A, 3), (A, 4)}
+    assert keys(n for n in root.nodes if root.on_path(n)) == {(A, 1), (A, 2), (A, 3), (A, 4)}
     fresh = assemble(current=D, threads=FAMILY, turns=[f for f in TURNS if f.thread != D])
-    assert keys(n for n in fresh.nodes if n.on_path) == {(A, 1)}
+    assert keys(n for n in fresh.nodes if fresh.on_path(n)) == {(A, 1)}
     assert (fresh.current.thread, fresh.current.index) == (A, 1)
 
 
@@ -134,7 +133,7 @@ def test_every_member_sees_the_whole_family(family, django_assert_max_num_querie
             graph = trajectory.family_graph(thread=member)
         assert keys(graph.nodes) == expected
     graph = trajectory.family_graph(thread=c)
-    assert keys(n for n in graph.nodes if n.on_path) == {(root.pk, 1), (root.pk, 2), (b.pk, 3), (b.pk, 4), (c.pk, 5)}
+    assert keys(n for n in graph.nodes if graph.on_path(n)) == {(root.pk, 1), (root.pk, 2), (b.pk, 3), (b.pk, 4), (c.pk, 5)}
     assert graph.node(b.pk, 3).message == "b three"
 
 
@@ -159,7 +158,8 @@ def test_a_turn_in_progress_joins_the_map_when_it_ends(family):
     guard.turn_finish(thread=root, turn_index=index, status=Turn.Status.FAILED)
     root.refresh_from_db()
     node = trajectory.family_graph(thread=root).node(root.pk, index)
-    assert node is not None and node.status == Turn.Status.FAILED and node.current
+    graph = trajectory.family_graph(thread=root)
+    assert node is not None and node.status == Turn.Status.FAILED and graph.current.index == index
 
 
 @pytest.mark.django_db
@@ -170,8 +170,9 @@ def test_the_map_names_each_node_by_its_turn_and_shows_its_message(owner):
     assert re.findall(r'aria-label="(Turn \d+)"', html) == ["Turn 1", "Turn 2"]
     assert "&lt;b&gt;Plan&lt;/b&gt; a trip" in html and "<b>Plan" not in html
     assert "goes on and on past the node" not in html  # only its start
-    assert html.count("aria-current") == 1
-    assert reverse("conversations:trajectory-turn", kwargs={"thread_id": thread.pk, "turn_index": 2}) in html
+    assert re.findall(r'aria-label="(Turn \d+)"[^>]*aria-current', html) == ["Turn 2"]
+    lane_url = re.search(r'data-urls="([^"]*)"', html).group(1)
+    assert lane_url + "2/" == reverse("conversations:trajectory-turn", kwargs={"thread_id": thread.pk, "turn_index": 2})
 
 
 @pytest.mark.django_db
