@@ -36,6 +36,10 @@ def chat_turns(*, thread: Thread) -> list[dict]:
         if turn_index not in turns:
             turns[turn_index] = PastTurn(turn_index=turn_index, user_message=user_message)
     rows = turn_rows_for(thread=thread)
+    for turn_index, row in rows.items():
+        # A branch has its source's turn rows but none of its snapshots.
+        if turn_index not in turns:
+            turns[turn_index] = PastTurn(turn_index=turn_index, user_message=row.user_message)
     running = running_turn(thread)
     errors = turn_errors_for(thread=thread) if len(rows) < len(turns) else {}
     latest = max(turns, default=None)
