@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-
 from html import escape
+from itertools import pairwise
 
 from django.db.models import CharField
 from django.db.models.functions import Cast, Substr
@@ -28,10 +28,10 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 
 from workspace import plan_tree
+from workspace.errors import InvalidInput
 from workspace.markdown import render_markdown
 from workspace.models import Thread, WorkspaceSnapshot
-from workspace.errors import InvalidInput
-from workspace.selectors import snapshot_for, thread_for_user, workspace_reading_for
+from workspace.selectors import thread_for_user, workspace_after_turn
 
 from .live import publisher
 from .models import BranchLink, Turn
@@ -201,7 +201,7 @@ def assemble(*, current, threads: list[FamilyThread], turns: list[TurnFact]) -> 
             point = index.get((_owner_lane(graph, lane, thread.branch_point), thread.branch_point))
             if point is not None:
                 graph.edges.append(Edge(point, nodes[0], "branch"))
-        graph.edges.extend(Edge(earlier, later, "turn") for earlier, later in zip(nodes, nodes[1:]))
+        graph.edges.extend(Edge(earlier, later, "turn") for earlier, later in pairwise(nodes))
     if current is not None:
         set_path(graph, current)
     return graph
@@ -386,54 +386,45 @@ def render_map(graph: Graph, *, oob: bool = False) -> str:
     return render_to_string(f"{TEMPLATE}#map", {**map_context(graph), "oob": oob})
 
 
-def publish_family(*, thread_id) -> None:
-    """Bring every open page of the family up to date (a turn ended, a
-    branch was made). One assembly and one rendering of the family; each
-    member's page gets it with its own path highlighted."""
+def family_maps(*, thread_id) -> dict:
+    """Every family member's map (to swap in on its open pages), by thread:
+    one assembly and one rendering of the family, each member's path
+    highlighted in its own."""
     thread = Thread.objects.filter(pk=thread_id).first()
     if thread is None:
-        return
+        return {}
     markup = MapMarkup(family_graph(thread=thread))
-    for member in markup.graph.threads:
-        context = markup.for_member(member.pk)
-        publisher.publish(member.pk, render_to_string(f"{TEMPLATE}#map", {**context, "oob": True}))
+    return {
+        member.pk: render_to_string(f"{TEMPLATE}#map", {**markup.for_member(member.pk), "oob": True})
+        for member in markup.graph.threads
+    }
+
+
+def publish_family(*, thread_id) -> None:
+    """Bring every open page of the family up to date (a turn ended, a branch was made)."""
+    for member, html in family_maps(thread_id=thread_id).items():
+        publisher.publish(member, html)
 
 
 # --- a turn's preview ---------------------------------------------------------------
 
 
-def workspace_after_turn(*, thread: Thread, turn_index: int) -> dict:
-    """The workspace as it stood after `turn_index` ended: what the next
-    turn's snapshot captured, or the live rows when no later turn exists.
-    Plain values for the read-only preview (nothing in it links to a row)."""
-    snapshot = snapshot_for(thread=thread, turn_index=turn_index + 1)
-    if snapshot is not None:
-        objective_text = snapshot.objective_text
-        preferences = [
-            {"kind": p.get("kind", ""), "title": p.get("title", ""), "subtitle": p.get("subtitle", ""),
-             "locked": bool(p.get("locked"))}
-            for p in snapshot.preferences_json
-        ]
-        todos = [(t.get("text", ""), bool(t.get("done")), int(t.get("depth", 0))) for t in snapshot.todos_json]
-        document_title, document_content = snapshot.document_title or "Untitled", snapshot.document_content
-    else:
-        reading = workspace_reading_for(thread=thread)
-        objective_text = reading.objective_text
-        preferences = [
-            {"kind": kind, "title": title, "subtitle": subtitle, "locked": locked}
-            for kind, title, subtitle, locked in reading.preferences
-        ]
-        todos = reading.todos
-        document_title, document_content = (reading.document or ("Untitled", ""))[:2]
-    numbers = plan_tree.outline_numbers([depth for _text, _done, depth in todos])
+def preview_context(*, thread: Thread, turn_index: int) -> dict | None:
+    """The workspace after `turn_index` as the preview shows it: the state a
+    branch from there starts from (workspace.selectors.workspace_after_turn,
+    docs/adr/0014), read-only plain values. None if it cannot be read."""
+    after = workspace_after_turn(thread=thread, turn_index=turn_index)
+    if after is None:
+        return None
+    numbers = plan_tree.outline_numbers([step["depth"] for step in after.todos])
     plan = [
-        {"text": text, "done": done, "indent": depth * 1.2, "number": number}
-        for (text, done, depth), number in zip(todos, numbers)
+        {"text": step["text"], "done": step["done"], "indent": step["depth"] * 1.2, "number": number}
+        for step, number in zip(after.todos, numbers)
     ]
     return {
-        "objective_text": objective_text,
-        "preferences": preferences,
+        "objective_text": after.objective_text,
+        "preferences": after.preferences,
         "plan": plan,
-        "document_title": document_title,
-        "document_html": render_markdown(document_content),
+        "document_title": after.document_title,
+        "document_html": render_markdown(after.document_content),
     }

@@ -97,11 +97,12 @@ def trajectory_turn(request, thread_id, turn_index):
     """The read-only preview of the workspace after one turn of the map
     (the node's own thread), with "Continue from here" (docs/adr/0016)."""
     source = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
-    if not trajectory.is_own_turn(thread=source, turn_index=turn_index):
+    workspace = trajectory.preview_context(thread=source, turn_index=turn_index)
+    if workspace is None or not trajectory.is_own_turn(thread=source, turn_index=turn_index):
         raise Http404("No such turn.")
     chat = [turn for turn in chat_turns(thread=source) if turn["turn_index"] <= turn_index]
     context = {
-        **trajectory.workspace_after_turn(thread=source, turn_index=turn_index),
+        **workspace,
         "thread": source,
         "source": source,
         "turn_index": turn_index,

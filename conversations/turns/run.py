@@ -174,15 +174,20 @@ class TurnRun:
             except Exception:
                 logger.exception("could not release the turn slot of thread %s", self.thread.pk)
             try:
-                ending = outcome.marker(status=status, cut_off=cut_off, notice=notice, answered=bool(answer.strip()))
-                self.send(fragments.closing(self._turn(answer=answer, running=False, ending=ending)))
-            except Exception:
-                logger.exception("could not send the end of turn %s of thread %s", self.turn_index, self.thread.pk)
-            try:
-                # The ended turn is a new node on every open map of the family.
-                await database_sync_to_async(trajectory.publish_family)(thread_id=self.thread.pk)
+                # The ended turn is a new node on every open map of the
+                # family; this thread's map goes with the turn's end.
+                maps = await database_sync_to_async(trajectory.family_maps)(thread_id=self.thread.pk)
             except Exception:
                 logger.exception("could not update the trajectory map of thread %s", self.thread.pk)
+                maps = {}
+            try:
+                ending = outcome.marker(status=status, cut_off=cut_off, notice=notice, answered=bool(answer.strip()))
+                closing = fragments.closing(self._turn(answer=answer, running=False, ending=ending))
+                self.send(closing + maps.pop(self.thread.pk, ""))
+            except Exception:
+                logger.exception("could not send the end of turn %s of thread %s", self.turn_index, self.thread.pk)
+            for member, html in maps.items():
+                publisher.publish(member, html)
         return status
 
     async def _stream(self) -> None:
