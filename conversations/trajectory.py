@@ -42,7 +42,7 @@ TEMPLATE = "conversations/panels/trajectory.html"
 MESSAGE_START_CHARS = 60
 # Layout grid, in CSS pixels: one lane per thread, one row per turn number.
 LANE_WIDTH = 150
-ROW_HEIGHT = 34
+ROW_HEIGHT = 44
 NODE_WIDTH = 136
 NODE_HEIGHT = 26
 PAD = 6
