@@ -386,6 +386,13 @@ def render_map(graph: Graph, *, oob: bool = False) -> str:
     return render_to_string(f"{TEMPLATE}#map", {**map_context(graph), "oob": oob})
 
 
+def map_push(*, thread_id) -> str:
+    """The thread's own map, to swap in on its page (one that may have
+    missed a turn's end), or ""."""
+    thread = Thread.objects.filter(pk=thread_id).first()
+    return "" if thread is None else render_map(family_graph(thread=thread), oob=True)
+
+
 def family_maps(*, thread_id) -> dict:
     """Every family member's map (to swap in on its open pages), by thread:
     one assembly and one rendering of the family, each member's path

@@ -27,6 +27,7 @@ from agent import checkpointer as checkpointers
 from agent.builder import AgentProvider
 from workspace.models import Thread
 
+from .. import trajectory
 from ..live import publisher
 from ..selectors import latest_turn_row
 from . import fragments, guard
@@ -221,7 +222,8 @@ def _ended_html(thread_id) -> str:
     row = latest_turn_row(thread_id=thread_id)
     if row is None or row.status == row.Status.RUNNING:
         return ""  # running elsewhere: its fragments come through the layer
-    return fragments.ended(row, latest=True)
+    # The page may have been built before that turn ended: its map too.
+    return fragments.ended(row, latest=True) + trajectory.map_push(thread_id=thread_id)
 
 
 async def wait_for_turn(thread_id, timeout: float = 30.0) -> None:
