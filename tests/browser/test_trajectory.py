@@ -4,6 +4,9 @@ here", send a new message; the page moves to the new branch, which starts
 from the workspace after turn 1 and holds the new turn, and the original
 thread is unchanged."""
 
+import re
+import uuid
+
 import pytest
 from playwright.sync_api import expect
 
@@ -91,3 +94,31 @@ def test_continue_from_turn_one_branches_with_its_workspace_and_leaves_the_threa
     assert rows["document"] == "Draft after turn one."
     assert rows["snapshots"] == [(2, "Take it somewhere else", "Draft after turn one.")]
     assert _thread_rows(server, original) == before
+
+
+SEED_LONG_THREAD = (
+    "from conversations.turns import guard; from workspace.models import Thread; "
+    "thread = Thread.objects.get(pk='{thread_id}'); "
+    "[guard.turn_finish(thread=thread, turn_index=guard.turn_begin(thread=thread, user_message=f'Message number {{i}}')[0]) "
+    "for i in range(1, 201)]"
+)
+
+
+def test_a_map_of_200_turns_scrolls_and_shows_the_current_turn(new_page, start_haico_server):
+    server = start_haico_server()
+    page = new_page()
+    sign_up(page, server.url, "ada")
+    url = create_thread(page, server.url)
+    server.manage("shell", "-c", SEED_LONG_THREAD.format(thread_id=uuid.UUID(thread_id_from(url))))
+    page.goto(url)
+
+    trajectory = page.get_by_role("region", name="Trajectory")
+    expect(trajectory.get_by_role("button", name=re.compile(r"^Turn \d+$"))).to_have_count(200)
+    current = trajectory.get_by_role("button", name="Turn 200", exact=True)
+    expect(current).to_have_attribute("aria-current", "step")
+    expect(current).to_be_in_viewport()
+    expect(trajectory.get_by_role("button", name="Turn 1", exact=True)).not_to_be_in_viewport()
+    box = page.locator("#trajectory-scroll")
+    assert box.evaluate("el => el.scrollHeight > el.clientHeight && el.scrollTop > 0")
+    # The region stays its size: the page itself does not grow with the map.
+    assert page.evaluate("() => document.documentElement.scrollHeight <= window.innerHeight + 1")
