@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from django.db.models import Q
 
 from workspace.models import Thread
+from workspace.selectors import threads_for_user
 
 from .models import ActivityLogEntry, BranchLink, Turn
 
@@ -103,3 +104,40 @@ def turn_versions_for(*, thread: Thread) -> dict[int, TurnVersions]:
             next_id=homes[at + 1] if at + 1 < len(homes) else None,
         )
     return found
+
+
+def with_branch_points(threads: list[Thread]) -> list[Thread]:
+    """Each thread with `branch_point` (the turn it was branched after, or
+    None), `parent_id` and `parent_title`, from one query."""
+    links = {
+        link.thread_id: link
+        for link in BranchLink.objects.filter(thread__in=threads, status=BranchLink.Status.ACTIVE).select_related("parent")
+    }
+    for thread in threads:
+        link = links.get(thread.pk)
+        thread.branch_point = link.branch_point_turn if link else None
+        thread.parent_id = link.parent_id if link else None
+        thread.parent_title = link.parent.title if link else ""
+    return threads
+
+
+def thread_list_for(*, user) -> list[Thread]:
+    """The person's threads, each branch right under the thread it was
+    branched from (`depth` 1 under its parent, 2 under a branch, ...); a
+    branch whose parent is not listed (deleted) stands on its own."""
+    threads = with_branch_points(threads_for_user(user=user))
+    listed = {thread.pk for thread in threads}
+    children: dict = {}
+    for thread in threads:  # most recently active first, at every level
+        key = thread.parent_id if thread.parent_id in listed else None
+        children.setdefault(key, []).append(thread)
+    ordered: list[Thread] = []
+
+    def visit(parent_id, depth):
+        for thread in children.get(parent_id, []):
+            thread.depth = depth
+            ordered.append(thread)
+            visit(thread.pk, depth + 1)
+
+    visit(None, 0)
+    return ordered

@@ -16,7 +16,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from workspace import panels
 from workspace.errors import UserFacingError
-from workspace.selectors import get_thread_for_user_or_404, threads_for_user
+from workspace.selectors import get_thread_for_user_or_404
 from workspace.views.common import flash
 
 from . import selectors, services
@@ -30,7 +30,7 @@ ROW_TEMPLATE = "conversations/thread_list.html#row"
 @login_required
 @require_GET
 def thread_list(request):
-    return render(request, "conversations/thread_list.html", {"threads": threads_for_user(user=request.user)})
+    return render(request, "conversations/thread_list.html", {"threads": selectors.thread_list_for(user=request.user)})
 
 
 @login_required
@@ -40,6 +40,11 @@ def thread_create(request):
     return redirect("thread-page", thread_id=thread.pk)
 
 
+def _listed(request, thread):
+    """The thread as its row in the list shows it (branch point, depth)."""
+    return next((t for t in selectors.thread_list_for(user=request.user) if t.pk == thread.pk), thread)
+
+
 @login_required
 @require_POST
 def thread_rename(request, thread_id):
@@ -47,11 +52,11 @@ def thread_rename(request, thread_id):
     try:
         services.thread_rename(thread=thread, title=request.POST.get("title", ""))
     except UserFacingError as exc:
-        thread.refresh_from_db()
+        thread = _listed(request, thread)
         context = {"thread": thread, "error": exc.message, "values": request.POST}
         return render(request, ROW_TEMPLATE, context, status=200 if request.htmx else 400)
     if request.htmx:
-        return render(request, ROW_TEMPLATE, {"thread": thread})
+        return render(request, ROW_TEMPLATE, {"thread": _listed(request, thread)})
     return redirect("conversations:list")
 
 
