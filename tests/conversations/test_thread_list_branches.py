@@ -26,7 +26,7 @@ def _thread(owner, title, *, minutes_ago, parent=None, at=None, status=BranchLin
 def _rows(html: str) -> list[str]:
     """Each row's title, branch point and indentation, in list order."""
     rows = []
-    for row in re.findall(r'<li class="thread-row[^"]*".*?</li>', html, re.S):
+    for row in re.findall(r'<li class="thread-row[^"]*".*?</li>', html, re.DOTALL):
         title = re.search(r'class="thread-title"[^>]*>([^<]*)<', row).group(1)
         point = re.search(r'class="thread-branch-point">([^<]*)<', row)
         depth = re.search(r"--thread-depth: (\d+)", row)
