@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import uuid
 
-from channels.db import database_sync_to_async
+from asgiref.sync import async_to_sync
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
@@ -218,23 +218,35 @@ def rerun_plan(*, source: Thread, turn_index: int, user: AbstractBaseUser, messa
     return message, model
 
 
-async def rerun_in_branch(
-    *, source: Thread, turn_index: int, user: AbstractBaseUser, message: str | None = None
-) -> Thread:
+def rerun_in_branch(*, source: Thread, turn_index: int, user: AbstractBaseUser, message: str | None = None) -> Thread:
     """Fork `source` at turn N-1 and start turn N there with the turn's own
     message (Regenerate) or `message` (Edit). Nothing of `source` changes.
     Returns the branch, its turn N running (a server-owned task)."""
-    text, model = await database_sync_to_async(rerun_plan)(
-        source=source, turn_index=turn_index, user=user, message=message
-    )
-    branch = await database_sync_to_async(fork_thread)(
-        source=source, turn_index=turn_index - 1, user=user,
+    text, model = rerun_plan(source=source, turn_index=turn_index, user=user, message=message)
+    return start_in_branch(
+        source=source, after_turn=turn_index - 1, user=user, message=text, model_name=model,
         reason=f"{'Regenerated' if message is None else 'Edited'} turn {turn_index}",
     )
+
+
+def start_in_branch(
+    *, source: Thread, after_turn: int, user: AbstractBaseUser, message: str, model_name: str | None = None,
+    reason: str = "",
+) -> Thread:
+    """Fork `source` after turn `after_turn` and start the branch's next turn
+    with `message` (already validated: guard.clean_user_message): what
+    Regenerate, Edit and "Continue from here" do. Returns the branch, its
+    turn running; if the turn cannot start, the branch is removed again.
+
+    Synchronous, for a view (or `database_sync_to_async` from the socket):
+    the turn is started on the server's event loop, which the request's
+    thread reaches through async_to_sync; the turn registry starts its tasks
+    detached from the request (docs/adr/0014)."""
+    branch = fork_thread(source=source, turn_index=after_turn, user=user, reason=reason)
     try:
-        await registry.start_turn(thread=branch, user_message=text, model_name=model)
+        async_to_sync(registry.start_turn)(thread=branch, user_message=message, model_name=model_name)
     except BaseException:
         # A branch without the turn it was made for would be an empty copy.
-        await database_sync_to_async(discard_branch)(branch.pk)
+        discard_branch(branch.pk)
         raise
     return branch

@@ -6,9 +6,8 @@ Every view that takes a thread id looks it up scoped to the signed-in owner,
 so another person's (or a deleted) thread is a 404, never a 403 that would
 confirm it exists."""
 
-from channels.db import database_sync_to_async
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -102,8 +101,6 @@ def workspace_page(request, thread_id):
 
 
 # -- Regenerate and Edit: turn N run again in a branch at N-1 (docs/adr/0014) --
-# Async views: the turn they start is a task of the server's event loop, like
-# one the thread's socket starts (conversations.consumers).
 
 
 def _refused(request, message: str) -> HttpResponse:
@@ -112,11 +109,18 @@ def _refused(request, message: str) -> HttpResponse:
     return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
 
 
-async def _rerun(request, thread_id, turn_index: int, *, message: str | None) -> HttpResponse:
-    user = await request.auser()
-    thread = await database_sync_to_async(get_thread_for_user_or_404)(user=user, thread_id=thread_id)
+def _thread_with_turn_or_404(request, thread_id, turn_index: int):
+    """A turn the thread does not have is missing like a row that is not there."""
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    if not 1 <= turn_index <= thread.turn_index:
+        raise Http404("No such turn.")
+    return thread
+
+
+def _rerun(request, thread_id, turn_index: int, *, message: str | None) -> HttpResponse:
+    thread = _thread_with_turn_or_404(request, thread_id, turn_index)
     try:
-        branch = await rerun_in_branch(source=thread, turn_index=turn_index, user=user, message=message)
+        branch = rerun_in_branch(source=thread, turn_index=turn_index, user=request.user, message=message)
     except UserFacingError as exc:
         return _refused(request, exc.message)
     url = reverse("thread-page", kwargs={"thread_id": branch.pk}) + f"#turn-{turn_index}"
@@ -127,17 +131,17 @@ async def _rerun(request, thread_id, turn_index: int, *, message: str | None) ->
 
 @login_required
 @require_POST
-async def turn_regenerate(request, thread_id, turn_index: int):
+def turn_regenerate(request, thread_id, turn_index: int):
     """A new reply to turn N's message, in a new branch; the page moves there."""
-    return await _rerun(request, thread_id, turn_index, message=None)
+    return _rerun(request, thread_id, turn_index, message=None)
 
 
 @login_required
 @require_POST
-async def turn_edit(request, thread_id, turn_index: int):
+def turn_edit(request, thread_id, turn_index: int):
     """Turn N with a changed message, in a new branch; the page moves there."""
+    _thread_with_turn_or_404(request, thread_id, turn_index)
     form = EditTurnForm(request.POST)
     if not form.is_valid():
-        await database_sync_to_async(get_thread_for_user_or_404)(user=await request.auser(), thread_id=thread_id)
         return _refused(request, " ".join(error for errors in form.errors.values() for error in errors))
-    return await _rerun(request, thread_id, turn_index, message=form.cleaned_data["message"])
+    return _rerun(request, thread_id, turn_index, message=form.cleaned_data["message"])

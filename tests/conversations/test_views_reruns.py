@@ -156,10 +156,13 @@ async def test_another_persons_thread_is_a_404_and_nothing_is_made(owner, other_
     assert await database_sync_to_async(Thread.objects.count)() == 1
 
 
-async def test_a_turn_that_does_not_exist_is_refused_with_a_message(owner, two_turns):
+async def test_a_turn_that_does_not_exist_is_missing(owner, two_turns):
     client = await _client(owner)
     response = await client.post(_url(two_turns, 3, "regenerate"))
-    assert response.status_code == 200 and "Turn 3 does not exist" in response["HX-Trigger"]
+    assert response.status_code == 200 and "no longer exists" in response["HX-Trigger"]
+    plain = await _client(owner, htmx=False)
+    for action in ("regenerate", "edit"):
+        assert (await plain.post(_url(two_turns, 3, action), {"message": "x"})).status_code == 404
     assert await database_sync_to_async(Thread.objects.count)() == 1
 
 
