@@ -23,11 +23,13 @@ from __future__ import annotations
 import logging
 import uuid
 
+from asgiref.sync import async_to_sync
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
 from agent.history import read_messages
+from agent.model import ModelNotConfigured, available_models
 from agent.seeding import (
     HistoryNotSplittable,
     delete_history,
@@ -35,13 +37,14 @@ from agent.seeding import (
     seed_history,
 )
 from workspace.models import Thread
-from workspace.selectors import workspace_after_turn
+from workspace.selectors import snapshot_for, workspace_after_turn
 from workspace.services.branching import workspace_copy
 from workspace.text import clean_text
 
 from .errors import ConversationError
 from .models import BranchLink, Turn
-from .turns.guard import running_turn
+from .turns import registry
+from .turns.guard import clean_user_message, running_turn
 
 logger = logging.getLogger("haico.conversations.branching")
 
@@ -164,6 +167,12 @@ def activate(*, new_id) -> None:
 # -- compensation --
 
 
+def discard_branch(thread_id) -> None:
+    """Remove a branch that was just made and never used, active or not."""
+    BranchLink.objects.filter(thread_id=thread_id).update(status=BranchLink.Status.PENDING)
+    discard(thread_id)
+
+
 def discard(new_id) -> None:
     """Remove everything a failed fork wrote: the thread (its rows go with it)
     and its checkpointer thread. Best effort on the checkpointer: a failure
@@ -178,3 +187,66 @@ def discard(new_id) -> None:
         delete_history(new_id)
     except Exception:
         logger.exception("could not remove the checkpointer thread of failed branch %s", new_id)
+
+
+# -- a turn run again in a branch (the chat's Regenerate and Edit) --
+
+
+def rerun_plan(*, source: Thread, turn_index: int, user: AbstractBaseUser, message: str | None = None) -> tuple[str, str | None]:
+    """What Regenerate (`message` None: the turn's own message) or Edit
+    (`message`: the new text) of turn N would run as turn N of a branch at
+    N-1: (the message, the model to use or None for the default). Raises
+    BranchRefused, or InvalidInput for a message that cannot be stored;
+    nothing is written."""
+    if source.owner_id != user.pk or source.is_deleted:
+        raise BranchRefused(NOT_YOURS)
+    if not isinstance(turn_index, int) or isinstance(turn_index, bool) or not 1 <= turn_index <= source.turn_index:
+        raise BranchRefused(f"Turn {turn_index} does not exist in this thread.")
+    row = Turn.objects.filter(thread=source, index=turn_index).first()
+    if message is None:
+        snapshot = None if row is not None else snapshot_for(thread=source, turn_index=turn_index)
+        original = row.user_message if row is not None else (snapshot.user_message if snapshot is not None else None)
+        if original is None:
+            raise BranchRefused(f"The message of turn {turn_index} was not recorded, so it cannot be run again.")
+        message = original
+    message = clean_user_message(message)
+    models = available_models()
+    if not models:
+        # Refused before forking: a branch whose turn cannot run would be empty.
+        raise BranchRefused(ModelNotConfigured().message)
+    model = row.model_name if row is not None and row.model_name in models else None
+    return message, model
+
+
+def rerun_in_branch(*, source: Thread, turn_index: int, user: AbstractBaseUser, message: str | None = None) -> Thread:
+    """Fork `source` at turn N-1 and start turn N there with the turn's own
+    message (Regenerate) or `message` (Edit). Nothing of `source` changes.
+    Returns the branch, its turn N running (a server-owned task)."""
+    text, model = rerun_plan(source=source, turn_index=turn_index, user=user, message=message)
+    return start_in_branch(
+        source=source, after_turn=turn_index - 1, user=user, message=text, model_name=model,
+        reason=f"{'Regenerated' if message is None else 'Edited'} turn {turn_index}",
+    )
+
+
+def start_in_branch(
+    *, source: Thread, after_turn: int, user: AbstractBaseUser, message: str, model_name: str | None = None,
+    reason: str = "",
+) -> Thread:
+    """Fork `source` after turn `after_turn` and start the branch's next turn
+    with `message` (already validated: guard.clean_user_message): what
+    Regenerate, Edit and "Continue from here" do. Returns the branch, its
+    turn running; if the turn cannot start, the branch is removed again.
+
+    Synchronous, for a view (or `database_sync_to_async` from the socket):
+    the turn is started on the server's event loop, which the request's
+    thread reaches through async_to_sync; the turn registry starts its tasks
+    detached from the request (docs/adr/0014)."""
+    branch = fork_thread(source=source, turn_index=after_turn, user=user, reason=reason)
+    try:
+        async_to_sync(registry.start_turn)(thread=branch, user_message=message, model_name=model_name)
+    except BaseException:
+        # A branch without the turn it was made for would be an empty copy.
+        discard_branch(branch.pk)
+        raise
+    return branch

@@ -18,7 +18,7 @@ from workspace.models import Thread
 from workspace.selectors import snapshot_messages_for
 
 from .models import Turn
-from .selectors import turn_errors_for, turn_rows_for
+from .selectors import turn_errors_for, turn_rows_for, turn_versions_for
 from .turns.fragments import turn_context
 from .turns.guard import running_turn
 from .turns.outcome import INTERRUPTED_LOST, marker
@@ -43,6 +43,7 @@ def chat_turns(*, thread: Thread) -> list[dict]:
     running = running_turn(thread)
     errors = turn_errors_for(thread=thread) if len(rows) < len(turns) else {}
     latest = max(turns, default=None)
+    versions = turn_versions_for(thread=thread)
     shown = []
     for index in sorted(turns):
         turn, row = turns[index], rows.get(index)
@@ -68,6 +69,7 @@ def chat_turns(*, thread: Thread) -> list[dict]:
             turn_context(
                 turn_index=index, user_message=turn.user_message, steps=turn.steps, answer=answer,
                 running=is_running, ending=ending, latest=index == latest,
+                thread_id=thread.pk, versions=versions.get(index),
             )
         )
     return shown

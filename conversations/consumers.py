@@ -38,7 +38,7 @@ from workspace.selectors import thread_for_user
 from workspace.text import encodable
 
 from . import trajectory
-from .branching import fork_thread
+from .branching import discard_branch, fork_thread
 from .live import group_name, publisher
 from .sessions import session_group, session_signs_in
 from .turns import fragments, registry
@@ -241,7 +241,11 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             return
         try:
             turn_index = await registry.start_turn(thread=branch, user_message=message, model_name=model)
-        except UserFacingError as exc:
+        except BaseException as exc:
+            # A branch without the turn it was made for would be an empty copy.
+            await database_sync_to_async(discard_branch)(branch.pk)
+            if not isinstance(exc, UserFacingError):
+                raise
             await self._notice(exc.message)
             return
         await self.send(text_data=fragments.ack(turn_index) + trajectory.navigate_html(branch))

@@ -11,4 +11,6 @@ urlpatterns = [
     path("<uuid:thread_id>/delete/", views.thread_delete, name="delete"),
     path("<uuid:thread_id>/activity/", views.thread_activity, name="activity"),
     path("<uuid:thread_id>/trajectory/<int:turn_index>/", views.trajectory_turn, name="trajectory-turn"),
+    path("<uuid:thread_id>/turns/<int:turn_index>/regenerate/", views.turn_regenerate, name="turn-regenerate"),
+    path("<uuid:thread_id>/turns/<int:turn_index>/edit/", views.turn_edit, name="turn-edit"),
 ]

@@ -17,7 +17,7 @@ TEMPLATE = "conversations/fragments/turn.html"
 
 def turn_context(
     *, turn_index: int, user_message: str, steps=(), answer: str = "", running: bool = False,
-    ending: Marker | None = None, latest: bool = True,
+    ending: Marker | None = None, latest: bool = True, thread_id=None, versions=None,
 ) -> dict:
     """The one shape every turn partial renders: a past turn on the page, a
     running one, and one ended by another process. Retry is offered on the
@@ -32,6 +32,10 @@ def turn_context(
         "marker_kind": ending.kind,
         "marker_text": ending.text,
         "retry": ending.retry and latest and not running,
+        # With the thread: the message's Regenerate and Edit (conversations.branching).
+        "thread_id": thread_id,
+        # conversations.selectors.TurnVersions, when the turn has several.
+        "versions": versions,
     }
 
 
@@ -44,7 +48,7 @@ def ended(row, *, latest: bool) -> str:
         user_message=row.user_message,
         answer=row.answer,
         ending=marker(status=row.status, cut_off=row.cut_off, notice=row.notice, answered=bool(row.answer.strip())),
-        latest=latest,
+        latest=latest, thread_id=row.thread_id,
     )
     return fragment("answer", turn=turn, oob=True) + fragment("marker", turn=turn, oob=True) + controls(running=False)
 

@@ -117,7 +117,7 @@ class TurnRun:
     def _turn(self, *, answer: str = "", running: bool = True, ending=None) -> dict:
         return fragments.turn_context(
             turn_index=self.turn_index, user_message=self.user_message, steps=self.steps, answer=answer,
-            running=running, ending=ending,
+            running=running, ending=ending, thread_id=self.thread.pk,
         )
 
     def resync_html(self) -> str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from urllib.parse import urlencode
 
 import pytest
@@ -157,8 +158,7 @@ class Account:
 class Owned:
     """A route on something a person owns.
 
-    kwargs: kwarg -> key of the owner's object in `world` (its pk is used),
-    or a callable of `world` giving the value (a turn number).
+    kwargs: kwarg -> key of the owner's object in `world` (its pk is used).
     query: query parameter -> key of the owner's object in `world`.
     post: plausible form data (values may be callables of `world`), with
     which the owner's POST succeeds; None if the view takes no POST.
@@ -192,7 +192,11 @@ ROUTES: dict[str, Public | Account | Owned] = {
     "conversations:rename": Owned(T, post={"title": "Renamed"}),
     "conversations:delete": Owned(T, post={}),
     "conversations:activity": Owned(T),
-    "conversations:trajectory-turn": Owned({**T, "turn_index": lambda w: 1}, writes=False),
+    "conversations:trajectory-turn": Owned({**T, "turn_index": "turn"}, writes=False),
+    # No model is configured here, so the owner's request is answered with
+    # that message and nothing is branched (tests/conversations/test_views_reruns.py).
+    "conversations:turn-regenerate": Owned({**T, "turn_index": "turn"}, post={}, writes=False),
+    "conversations:turn-edit": Owned({**T, "turn_index": "turn"}, post={"message": "Edited"}, writes=False),
     "thread-page": Owned(T),
     "workspace:objective": Owned(T),
     "workspace:objective-update": Owned(T, post={"text": "Another objective"}),
@@ -302,6 +306,8 @@ def world(owner, other_user, staff):
         "document": selectors.document_for(thread=thread),
         "artifact": artifact,
         "their_thread": theirs,
+        # A turn is addressed by its number in the thread (Regenerate, Edit).
+        "turn": SimpleNamespace(pk=turn),
     }
     # One row of every model the admin shows, by model.
     revision = rows["document"].revisions.order_by("-version").first()
@@ -350,7 +356,7 @@ def is_login_redirect(response, login_url: str) -> bool:
 
 
 def values_for(spec: Owned, world) -> tuple[dict, dict, dict]:
-    kwargs = {name: key(world) if callable(key) else world[key].pk for name, key in spec.kwargs.items()}
+    kwargs = {name: world[key].pk for name, key in spec.kwargs.items()}
     query = {name: world[key].pk for name, key in spec.query.items()}
     post = {k: (v(world) if callable(v) else v) for k, v in (spec.post or {}).items()}
     return kwargs, query, post
