@@ -147,7 +147,9 @@ class ThreadAdmin(admin.ModelAdmin):
     def restore_selected(self, request, queryset):
         count = 0
         with transaction.atomic():
-            for thread in queryset.select_for_update().filter(is_deleted=True):
+            # A branch still being made is hidden as deleted (docs/adr/0014); it is not restorable.
+            being_made = BranchLink.objects.filter(status=BranchLink.Status.PENDING).values("thread_id")
+            for thread in queryset.select_for_update().filter(is_deleted=True).exclude(pk__in=being_made):
                 services.thread_restore(thread=thread, staff_user=request.user)
                 count += 1
         self.message_user(request, f"Restored {count} thread(s); each action is recorded.", messages.SUCCESS)

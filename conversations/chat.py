@@ -18,7 +18,7 @@ from workspace.models import Thread
 from workspace.selectors import snapshot_messages_for
 
 from .models import Turn
-from .selectors import feedback_counts, turn_errors_for, turn_rows_for
+from .selectors import feedback_counts, turn_errors_for, turn_rows_for, turn_versions_for
 from .turns.fragments import turn_context
 from .turns.guard import running_turn
 from .turns.outcome import INTERRUPTED_LOST, marker
@@ -37,9 +37,14 @@ def chat_turns(*, thread: Thread, user=None) -> list[dict]:
             turns[turn_index] = PastTurn(turn_index=turn_index, user_message=user_message)
     rows = turn_rows_for(thread=thread)
     feedback = feedback_counts(thread=thread, user=user) if user is not None else {}
+    for turn_index, row in rows.items():
+        # A branch has its source's turn rows but none of its snapshots.
+        if turn_index not in turns:
+            turns[turn_index] = PastTurn(turn_index=turn_index, user_message=row.user_message)
     running = running_turn(thread)
     errors = turn_errors_for(thread=thread) if len(rows) < len(turns) else {}
     latest = max(turns, default=None)
+    versions = turn_versions_for(thread=thread)
     shown = []
     for index in sorted(turns):
         turn, row = turns[index], rows.get(index)
@@ -65,7 +70,7 @@ def chat_turns(*, thread: Thread, user=None) -> list[dict]:
             turn_context(
                 turn_index=index, user_message=turn.user_message, steps=turn.steps, answer=answer,
                 running=is_running, ending=ending, latest=index == latest,
-                thread_id=thread.pk, feedback_count=feedback.get(index, 0),
+                thread_id=thread.pk, feedback_count=feedback.get(index, 0), versions=versions.get(index),
             )
         )
     return shown

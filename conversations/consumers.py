@@ -16,6 +16,10 @@ htmx ws extension does not reconnect on them.
 Messages (JSON; `ws-send` posts the form fields plus a HEADERS object):
   {"message": "...", "model": "..."}   start a turn
   {"action": "stop"}                   stop the running turn
+  {"message": "...", "continue_thread": id, "continue_turn": N}
+                                       branch that thread after turn N (a
+                                       preview's "Continue from here") and
+                                       run the message there
   {"action": "retry", "turn": N}       run turn N's message again as a new
                                        turn (N: the latest turn, which
                                        failed, was interrupted or cut off)
@@ -33,6 +37,8 @@ from workspace.errors import UserFacingError
 from workspace.selectors import thread_for_user
 from workspace.text import encodable
 
+from . import trajectory
+from .branching import discard_branch, fork_thread
 from .live import group_name, publisher
 from .sessions import session_group, session_signs_in
 from .turns import fragments, registry
@@ -206,6 +212,9 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         if model is not None and model not in models:
             await self._notice(f"Unknown model “{model}”; choose one of: {', '.join(models)}.")
             return
+        if "continue_thread" in data or "continue_turn" in data:
+            await self._continue_from(data, message=message, model=model)
+            return
         try:
             turn_index = await registry.start_turn(thread=thread, user_message=message, model_name=model)
         except UserFacingError as exc:  # TurnAlreadyRunning, or a message the guard refuses
@@ -213,6 +222,33 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             return
         # Only the sender's composer is cleared, and only once the message is stored.
         await self.send(text_data=fragments.ack(turn_index))
+
+    async def _continue_from(self, data: dict, *, message: str, model: str | None):
+        """A message sent from a turn's preview ("Continue from here"). Only
+        now is the branch made, so looking at a turn never leaves an empty
+        thread; the turn runs in the branch and this tab goes there, where
+        it finds the turn so far (docs/adr/0016)."""
+        user = self.scope["user"]
+        try:
+            source, turn = await database_sync_to_async(trajectory.continue_point)(
+                user=user, thread_id=data.get("continue_thread"), turn_index=data.get("continue_turn")
+            )
+            branch = await database_sync_to_async(fork_thread)(
+                source=source, turn_index=turn, user=user, reason=f"Continued from turn {turn}"
+            )
+        except UserFacingError as exc:  # not a turn of theirs; the branch refused or undone
+            await self._notice(exc.message)
+            return
+        try:
+            turn_index = await registry.start_turn(thread=branch, user_message=message, model_name=model)
+        except BaseException as exc:
+            # A branch without the turn it was made for would be an empty copy.
+            await database_sync_to_async(discard_branch)(branch.pk)
+            if not isinstance(exc, UserFacingError):
+                raise
+            await self._notice(exc.message)
+            return
+        await self.send(text_data=fragments.ack(turn_index) + trajectory.navigate_html(branch))
 
     # -- from the live layer --
 

@@ -1,9 +1,11 @@
-"""The conversation's HTTP input: feedback on a turn.
+"""The conversation's HTTP input: feedback on a turn, and the chat's
+per-message Edit.
 
 The form refuses what the service (conversations.services) would, with a
 message a person can act on; `first_error` is the one the panel shows."""
 
 from django import forms
+from django.conf import settings
 
 from workspace.forms import RuleTextField
 from workspace.models import Artifact, Thread
@@ -67,3 +69,14 @@ class FeedbackForm(forms.Form):
     def service_kwargs(self) -> dict:
         data = self.cleaned_data
         return {name: data[name] for name in ("scope", "aspect", "rating", "comment", "artifact")}
+
+
+class EditTurnForm(forms.Form):
+    # Kept exactly as typed, like a chat message (turns.guard.clean_user_message).
+    message = forms.CharField(strip=False, max_length=settings.HAICO_MESSAGE_MAX_CHARS)
+
+    def clean_message(self):
+        message = self.cleaned_data["message"]
+        if not message.strip():
+            raise forms.ValidationError("Write the message to send.")
+        return message

@@ -1,11 +1,14 @@
 """Reads for a thread's conversation: its activity log, turn errors and feedback.
 Thread lookups scoped to their owner are workspace.selectors'."""
 
-from django.db.models import Count
+from dataclasses import dataclass
+
+from django.db.models import Count, Q
 
 from workspace.models import Thread
+from workspace.selectors import threads_for_user
 
-from .models import ActivityLogEntry, Feedback, Turn
+from .models import ActivityLogEntry, BranchLink, Feedback, Turn
 
 
 def activity_for(*, thread: Thread, limit: int = 50) -> list[ActivityLogEntry]:
@@ -46,3 +49,114 @@ def feedback_counts(*, thread: Thread, user) -> dict[int, int]:
 
 def feedback_of_user_or_none(*, thread: Thread, user, pk: int) -> Feedback | None:
     return Feedback.objects.filter(thread=thread, user=user, pk=pk).select_related("thread", "user").first()
+
+
+# -- branches --
+
+
+@dataclass(frozen=True)
+class TurnVersions:
+    """The versions of one turn across a thread's branches: every thread
+    that ran its own turn N on the same turns 1..N-1 (docs/adr/0014)."""
+
+    position: int  # 1-based, of the version this thread shows
+    count: int
+    previous_id: object | None  # the thread to open for the previous version
+    next_id: object | None
+
+
+def _family(thread: Thread) -> tuple[dict, dict]:
+    """({id: thread} of every thread linked to `thread` by active branch
+    links, {branch id: (parent id, branch point)})."""
+    root, seen = thread.pk, {thread.pk}
+    while True:
+        link = BranchLink.objects.filter(thread_id=root, status=BranchLink.Status.ACTIVE).values_list("parent_id", flat=True).first()
+        if link is None or link in seen:
+            break
+        seen.add(link)
+        root = link
+    parents, frontier, ids = {}, [root], {root}
+    while frontier:
+        links = list(
+            BranchLink.objects.filter(parent_id__in=frontier, status=BranchLink.Status.ACTIVE).values_list(
+                "thread_id", "parent_id", "branch_point_turn"
+            )
+        )
+        frontier = []
+        for child, parent, point in links:
+            if child not in ids:
+                ids.add(child)
+                parents[child] = (parent, point)
+                frontier.append(child)
+    threads = {t.pk: t for t in Thread.objects.filter(pk__in=ids, owner_id=thread.owner_id).only("id", "turn_index", "is_deleted", "created_at")}
+    return threads, parents
+
+
+def turn_versions_for(*, thread: Thread) -> dict[int, TurnVersions]:
+    """Turn index -> its versions, for the turns that have more than one."""
+    if not BranchLink.objects.filter(Q(thread=thread) | Q(parent=thread), status=BranchLink.Status.ACTIVE).exists():
+        return {}
+    threads, parents = _family(thread)
+    threads[thread.pk] = thread
+
+    def origin(thread_id, turn_index):
+        """The thread where `thread_id`'s turn `turn_index` was run (0: the family's root)."""
+        while thread_id in parents and parents[thread_id][1] >= turn_index:
+            thread_id = parents[thread_id][0]
+        return thread_id
+
+    order = sorted(threads.values(), key=lambda t: (t.created_at, str(t.pk)))
+    found = {}
+    for turn_index in range(1, thread.turn_index + 1):
+        base, mine = origin(thread.pk, turn_index - 1), origin(thread.pk, turn_index)
+        homes = [
+            t.pk for t in order
+            if (t.pk == mine or (not t.is_deleted and t.turn_index >= turn_index))
+            and origin(t.pk, turn_index) == t.pk and origin(t.pk, turn_index - 1) == base
+        ]
+        if len(homes) < 2 or mine not in homes:
+            continue
+        at = homes.index(mine)
+        found[turn_index] = TurnVersions(
+            position=at + 1, count=len(homes),
+            previous_id=homes[at - 1] if at > 0 else None,
+            next_id=homes[at + 1] if at + 1 < len(homes) else None,
+        )
+    return found
+
+
+def with_branch_points(threads: list[Thread]) -> list[Thread]:
+    """Each thread with `branch_point` (the turn it was branched after, or
+    None), `parent_id` and `parent_title`, from one query."""
+    links = {
+        link.thread_id: link
+        for link in BranchLink.objects.filter(thread__in=threads, status=BranchLink.Status.ACTIVE).select_related("parent")
+    }
+    for thread in threads:
+        link = links.get(thread.pk)
+        thread.branch_point = link.branch_point_turn if link else None
+        thread.parent_id = link.parent_id if link else None
+        thread.parent_title = link.parent.title if link else ""
+    return threads
+
+
+def thread_list_for(*, user) -> list[Thread]:
+    """The person's threads, each branch right under the thread it was
+    branched from (`depth` 1 under its parent, 2 under a branch, ...); a
+    branch whose parent is not listed (deleted) stands on its own."""
+    threads = with_branch_points(threads_for_user(user=user))
+    listed = {thread.pk for thread in threads}
+    children: dict = {}
+    for thread in threads:  # most recently active first, at every level
+        key = thread.parent_id if thread.parent_id in listed else None
+        children.setdefault(key, []).append(thread)
+    ordered: list[Thread] = []
+
+    def visit(parent_id, depth):
+        for thread in children.get(parent_id, []):
+            thread.depth = depth
+            ordered.append(thread)
+            visit(thread.pk, depth + 1)
+
+    visit(None, 0)
+    return ordered

@@ -319,6 +319,58 @@ def snapshot_index_for(*, thread: Thread) -> list[dict]:
 
 
 @dataclass(frozen=True)
+class WorkspaceAfterTurn:
+    """The workspace as it stood after one turn, as plain values (what a
+    branch starts from: docs/adr/0014). Preferences hard first, the plan in
+    pre-order; no positions, they are the list order."""
+
+    document_title: str
+    document_content: str
+    objective_text: str | None
+    preferences: list[dict]  # {"title", "subtitle", "kind", "locked"}
+    todos: list[dict]  # {"text", "done", "depth"}
+
+
+def workspace_after_turn(*, thread: Thread, turn_index: int) -> WorkspaceAfterTurn | None:
+    """After turn k: the snapshot of turn k+1 when a later turn exists (it
+    also holds the person's edits made before that turn began: the state
+    exactly as the agent saw it next), else the live rows. None when a
+    later turn exists but its snapshot does not."""
+    if turn_index < thread.turn_index:
+        snapshot = snapshot_for(thread=thread, turn_index=turn_index + 1)
+        if snapshot is None:
+            return None
+        return WorkspaceAfterTurn(
+            document_title=snapshot.document_title or "Untitled",
+            document_content=snapshot.document_content,
+            objective_text=snapshot.objective_text,
+            preferences=[
+                {
+                    "title": p.get("title", ""), "subtitle": p.get("subtitle", ""),
+                    "kind": p.get("kind", Preference.Kind.SOFT), "locked": bool(p.get("locked")),
+                }
+                for p in snapshot.preferences_json
+            ],
+            todos=[
+                {"text": t.get("text", ""), "done": bool(t.get("done")), "depth": int(t.get("depth") or 0)}
+                for t in sorted(snapshot.todos_json, key=lambda t: t.get("position", 0))
+            ],
+        )
+    reading = workspace_reading_for(thread=thread)
+    title, content, _updated_at, _version = reading.document or ("Untitled", "", None, 0)
+    return WorkspaceAfterTurn(
+        document_title=title,
+        document_content=content,
+        objective_text=reading.objective_text,
+        preferences=[
+            {"title": title_, "subtitle": subtitle, "kind": kind, "locked": locked}
+            for kind, title_, subtitle, locked in reading.preferences
+        ],
+        todos=[{"text": text, "done": done, "depth": depth} for text, done, depth in reading.todos],
+    )
+
+
+@dataclass(frozen=True)
 class WorkspaceReading:
     """The workspace as plain values, read with one light query per surface:
     what the agent's prompt needs before every model call (no model

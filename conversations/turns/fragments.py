@@ -17,7 +17,7 @@ TEMPLATE = "conversations/fragments/turn.html"
 
 def turn_context(
     *, turn_index: int, user_message: str, steps=(), answer: str = "", running: bool = False,
-    ending: Marker | None = None, latest: bool = True, thread_id=None, feedback_count: int = 0,
+    ending: Marker | None = None, latest: bool = True, thread_id=None, feedback_count: int = 0, versions=None,
 ) -> dict:
     """The one shape every turn partial renders: a past turn on the page, a
     running one, and one ended by another process. Retry is offered on the
@@ -36,6 +36,8 @@ def turn_context(
         "thread_id": thread_id,
         "feedback": thread_id is not None and not running,
         "feedback_count": feedback_count,
+        # conversations.selectors.TurnVersions, when the turn has several.
+        "versions": versions,
     }
 
 

@@ -17,6 +17,7 @@ whose claims went stale (turns.guard).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import uuid
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from agent import checkpointer as checkpointers
 from agent.builder import AgentProvider
 from workspace.models import Thread
 
+from .. import trajectory
 from ..live import publisher
 from ..selectors import latest_turn_row
 from . import fragments, guard
@@ -123,18 +125,31 @@ async def start_turn(
     Raises conversations.errors.TurnAlreadyRunning (nothing stored) while
     another turn of this thread runs, in any process.
     """
-    publisher.attach()
-    _ensure_recovery()
+    # The tasks this starts outlive the caller, so they start from an empty
+    # context: a task inherits its creator's context variables, and an HTTP
+    # request's (the chat's Regenerate and Edit) name the executor of the
+    # thread serving it, gone once the response is sent.
+    detached = contextvars.Context()
+    detached.run(_prepare)
     turn_index, _snapshot = await database_sync_to_async(guard.turn_begin)(
         thread=thread, user_message=user_message, model_name=model_name, retry_of=retry_of
     )
     turn = TurnRun(thread=thread, turn_index=turn_index, user_message=user_message, model_name=model_name, agents=agents)
-    task = asyncio.create_task(turn.run(), name=f"haico-turn-{thread.pk}-{turn_index}")
+    detached.run(_launch, thread, turn)
+    return turn_index
+
+
+def _prepare() -> None:
+    publisher.attach()
+    _ensure_recovery()
+
+
+def _launch(thread: Thread, turn: TurnRun) -> None:
+    task = asyncio.create_task(turn.run(), name=f"haico-turn-{thread.pk}-{turn.turn_index}")
     _running[thread.pk] = _Running(task=task, turn=turn)
     task.add_done_callback(lambda done, key=thread.pk: _forget(key, done))
     _ensure_watcher()
     checkpointers.on_shutdown(stop_all_turns)
-    return turn_index
 
 
 def _forget(key, task: asyncio.Task) -> None:
@@ -221,7 +236,8 @@ def _ended_html(thread_id) -> str:
     row = latest_turn_row(thread_id=thread_id)
     if row is None or row.status == row.Status.RUNNING:
         return ""  # running elsewhere: its fragments come through the layer
-    return fragments.ended(row, latest=True)
+    # The page may have been built before that turn ended: its map too.
+    return fragments.ended(row, latest=True) + trajectory.map_push(thread_id=thread_id)
 
 
 async def wait_for_turn(thread_id, timeout: float = 30.0) -> None:

@@ -52,7 +52,7 @@ from agent.turn import (
 from workspace.markdown import render_markdown
 from workspace.models import Thread
 
-from .. import services
+from .. import services, trajectory
 from ..live import publisher
 from ..models import ActivityLogEntry, Turn
 from . import fragments, guard, outcome
@@ -174,10 +174,20 @@ class TurnRun:
             except Exception:
                 logger.exception("could not release the turn slot of thread %s", self.thread.pk)
             try:
+                # The ended turn is a new node on every open map of the
+                # family; this thread's map goes with the turn's end.
+                maps = await database_sync_to_async(trajectory.family_maps)(thread_id=self.thread.pk)
+            except Exception:
+                logger.exception("could not update the trajectory map of thread %s", self.thread.pk)
+                maps = {}
+            try:
                 ending = outcome.marker(status=status, cut_off=cut_off, notice=notice, answered=bool(answer.strip()))
-                self.send(fragments.closing(self._turn(answer=answer, running=False, ending=ending)))
+                closing = fragments.closing(self._turn(answer=answer, running=False, ending=ending))
+                self.send(closing + maps.pop(self.thread.pk, ""))
             except Exception:
                 logger.exception("could not send the end of turn %s of thread %s", self.turn_index, self.thread.pk)
+            for member, html in maps.items():
+                publisher.publish(member, html)
         return status
 
     async def _stream(self) -> None:

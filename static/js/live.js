@@ -13,6 +13,7 @@
  *   checklist are recomputed from the rows.
  * - "document": handed to centre.js (haico:document-patch).
  * - "error": a refusal, shown where the person asked.
+ * - "navigate": go to another thread's page (a branch this tab just made).
  * If a patch does not fit what the page shows (it missed a push), the page
  * asks for the whole workspace again (GET workspace/live/), as it does after
  * its socket reconnects.
@@ -164,6 +165,9 @@
       showError(template);
     } else if (kind === "resync") {
       resync(); // a push was lost on its way here
+    } else if (kind === "navigate") {
+      // This tab's message started a branch (docs/adr/0016): its turn runs there.
+      window.location.assign(template.getAttribute("data-url"));
     }
   }
 

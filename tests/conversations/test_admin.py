@@ -226,6 +226,17 @@ def test_restore_action_brings_the_thread_back_and_records_it(staff_client, staf
     assert thread in threads_for_user(user=owner)
 
 
+def test_restore_action_leaves_a_branch_that_is_still_being_made_hidden(staff_client, populated, owner):
+    from conversations.models import BranchLink
+    from workspace.models import Thread
+
+    pending = Thread.objects.create(owner=owner, title="Half made", is_deleted=True)
+    BranchLink.objects.create(thread=pending, parent=populated["thread"], branch_point_turn=1)
+    staff_client.post(_changelist(pending), {"action": "restore_selected", "_selected_action": [str(pending.pk)]})
+    pending.refresh_from_db()
+    assert pending.is_deleted
+
+
 def test_thread_change_page_shows_moderation_history(staff_client, staff, populated):
     thread = populated["thread"]
     staff_client.post(_changelist(thread), {"action": "soft_delete_selected", "_selected_action": [str(thread.pk)]})

@@ -454,3 +454,52 @@ async def test_a_failed_step_is_marked_in_the_live_trace(owner, thread, script, 
     assert re.search(r'<li id="turn-1-step-1" class="reasoning-step is-failed" hx-swap-oob="true">Drawing a chart with no data. <span class="step-status">Failed</span></li>', marked)
     # The closing fragment keeps the mark.
     assert "is-failed" in frames[-1]
+
+
+# --- continuing from a turn of the trajectory map (docs/adr/0016) -----------------
+
+
+def _continue(message, thread_id, turn):
+    return json.dumps({"message": message, "continue_thread": str(thread_id), "continue_turn": str(turn),
+                       "HEADERS": {"HX-Request": "true"}})
+
+
+async def test_a_message_sent_from_a_turns_preview_branches_there_and_runs_in_the_branch(owner, thread, script, sockets):
+    from conversations.models import BranchLink
+
+    script(Reply(text="First answer."), Reply(text="Second answer."), Reply(text="Branch answer."))
+    socket = await sockets(thread.pk, owner)
+    for message in ("first", "second"):
+        await socket.send_to(text_data=_send(message))
+        frames = await frames_until_turn_end(socket)
+    assert 'id="trajectory-map"' in frames[-1] and 'aria-label="Turn 2"' in frames[-1]  # the map rides the turn's end
+    before = await _db(thread)
+
+    await socket.send_to(text_data=_continue("a new direction", thread.pk, 1))
+    frames = await frame_containing(socket, 'data-live-patch="navigate"')
+    url = re.search(r'data-url="/threads/([0-9a-f-]+)/workspace/"', frames[-1])
+    assert url is not None and url.group(1) != str(thread.pk)
+    branch = await database_sync_to_async(Thread.objects.get)(pk=url.group(1))
+    await registry.wait_for_turn(branch.pk)
+
+    link = await database_sync_to_async(lambda: BranchLink.objects.values_list("parent_id", "branch_point_turn", "status").get(thread=branch))()
+    assert link == (thread.pk, 1, BranchLink.Status.ACTIVE)
+    after_branch = await _db(branch)
+    assert after_branch["turn_index"] == 2 and after_branch["snapshots"] == [(2, "a new direction")]
+    assert await _db(thread) == before  # the source is as it was
+
+
+async def test_continuing_from_a_turn_that_is_not_yours_is_refused_and_nothing_is_made(owner, other_user, thread, script, sockets):
+    from conversations.turns import guard
+
+    script(Reply(text="never"))
+    await database_sync_to_async(guard.turn_begin)(thread=thread, user_message="private")
+    await database_sync_to_async(guard.turn_finish)(thread=thread, turn_index=1)
+    theirs = await database_sync_to_async(thread_create)(owner=other_user, title="Theirs")
+    socket = await sockets(theirs.pk, other_user)
+    count = await database_sync_to_async(Thread.objects.count)()
+    for thread_id, turn in ((thread.pk, 1), (theirs.pk, 1), ("not-a-uuid", 1), (thread.pk, "x"), (theirs.pk, None)):
+        await socket.send_to(text_data=_continue("take it", thread_id, turn))
+        notice = await socket.receive_from(timeout=5)
+        assert 'id="chat-notice"' in notice and "not on your trajectory map" in notice
+    assert await database_sync_to_async(Thread.objects.count)() == count

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from urllib.parse import urlencode
 
 import pytest
@@ -199,6 +200,11 @@ ROUTES: dict[str, Public | Account | Owned] = {
         {**T, "pk": "feedback"}, post={"scope": "plan", "aspect": "tone", "rating": "2", "comment": "changed"}
     ),
     "conversations:feedback-delete": Owned({**T, "pk": "feedback"}, post={}),
+    "conversations:trajectory-turn": Owned({**T, "turn_index": "turn"}, writes=False),
+    # No model is configured here, so the owner's request is answered with
+    # that message and nothing is branched (tests/conversations/test_views_reruns.py).
+    "conversations:turn-regenerate": Owned({**T, "turn_index": "turn"}, post={}, writes=False),
+    "conversations:turn-edit": Owned({**T, "turn_index": "turn"}, post={"message": "Edited"}, writes=False),
     "thread-page": Owned(T),
     "workspace:objective": Owned(T),
     "workspace:objective-update": Owned(T, post={"text": "Another objective"}),
@@ -316,6 +322,8 @@ def world(owner, other_user, staff):
         "artifact": artifact,
         "feedback": feedback,
         "their_thread": theirs,
+        # A turn is addressed by its number in the thread (Regenerate, Edit).
+        "turn": SimpleNamespace(pk=turn),
     }
     # One row of every model the admin shows, by model.
     revision = rows["document"].revisions.order_by("-version").first()

@@ -1,0 +1,252 @@
+"""Forking a thread at a completed turn into a new thread ("fork, never
+destroy"; docs/adr/0014).
+
+A branch at turn k is a new thread of the same owner that starts from the
+workspace as it stood after turn k, holds turns 1..k as they happened in
+the source (the chat shows them; the turn counter starts at k, so its next
+turn is k+1 and numbers stay aligned across sibling branches) and whose
+checkpointer history is the source's messages before turn k+1. The source
+thread is only read.
+
+Three phases, because the checkpointer is not in the database transaction:
+1. rows, in one transaction: the thread (hidden: `is_deleted` until
+   active, so every owner-scoped lookup already refuses it with a 404),
+   its BranchLink with status pending, the workspace, the turn rows;
+2. the checkpointer thread, seeded in one state update;
+3. the BranchLink marked active and the thread shown.
+A failure in any phase removes the new thread's rows and its checkpointer
+thread before the error reaches the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from asgiref.sync import async_to_sync
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from agent.history import read_messages
+from agent.model import ModelNotConfigured, available_models
+from agent.seeding import (
+    HistoryNotSplittable,
+    delete_history,
+    history_prefix,
+    seed_history,
+)
+from workspace.models import Thread
+from workspace.selectors import snapshot_for, workspace_after_turn
+from workspace.services.branching import workspace_copy
+from workspace.text import clean_text
+
+from .errors import ConversationError
+from .models import BranchLink, Turn
+from .turns import registry
+from .turns.guard import clean_user_message, running_turn
+
+logger = logging.getLogger("haico.conversations.branching")
+
+BRANCH_REASON_MAX_CHARS = 500
+NOT_YOURS = "This thread does not exist or is not yours."
+BRANCH_FAILED = "The branch could not be created; nothing was changed. Try again."
+
+
+class BranchRefused(ConversationError):
+    """The fork was refused before anything was written."""
+
+
+class BranchFailed(ConversationError):
+    """The fork failed part-way; what it had written was removed."""
+
+
+def fork_thread(*, source: Thread, turn_index: int, user: AbstractBaseUser, reason: str = "") -> Thread:
+    """A new active thread of `user` branched from `source` after turn
+    `turn_index` (0: before turn 1). Raises BranchRefused (nothing written)
+    or BranchFailed (what was written removed)."""
+    if transaction.get_connection().in_atomic_block:
+        # Phase 1 must be committed before another connection seeds the
+        # checkpointer (on SQLite it would wait on this transaction's lock).
+        raise RuntimeError("fork_thread commits in phases; call it outside a transaction")
+    if not isinstance(turn_index, int) or isinstance(turn_index, bool):
+        raise BranchRefused("Choose a turn to branch from.")
+    reason = clean_text(reason, label="Reason", max_chars=BRANCH_REASON_MAX_CHARS, allow_empty=True)
+    new_id = uuid.uuid4()
+    try:
+        write_pending_rows(new_id=new_id, source=source, turn_index=turn_index, user=user, reason=reason)
+        seed_checkpointer(new_id=new_id, source=source, turn_index=turn_index)
+        activate(new_id=new_id)
+    except BranchRefused:
+        discard(new_id)
+        raise
+    except BaseException as exc:
+        discard(new_id)
+        if isinstance(exc, Exception) and not isinstance(exc, BranchFailed):
+            logger.exception("branching thread %s at turn %s failed", source.pk, turn_index)
+            raise BranchFailed(BRANCH_FAILED) from exc
+        raise
+    return Thread.objects.get(pk=new_id)
+
+
+# -- phase 1 --
+
+
+@transaction.atomic
+def write_pending_rows(*, new_id, source: Thread, turn_index: int, user: AbstractBaseUser, reason: str) -> Thread:
+    # Locked so a turn cannot begin on the source while its workspace is read.
+    locked = Thread.objects.select_for_update().filter(pk=source.pk, owner_id=user.pk, is_deleted=False).first()
+    if locked is None:
+        raise BranchRefused(NOT_YOURS)
+    _check_turn(locked, turn_index)
+    workspace = workspace_after_turn(thread=locked, turn_index=turn_index)
+    if workspace is None:
+        raise BranchRefused(f"The workspace after turn {turn_index} was not recorded, so it cannot be branched from.")
+    now = timezone.now()
+    thread = Thread.objects.create(
+        pk=new_id, owner=locked.owner, title=locked.title, turn_index=turn_index,
+        # Hidden until phase 3: owner-scoped lookups skip deleted threads.
+        is_deleted=True, created_at=now, last_activity_at=now,
+    )
+    BranchLink.objects.create(
+        thread=thread, parent=locked, branch_point_turn=turn_index, status=BranchLink.Status.PENDING, reason=reason
+    )
+    workspace_copy(thread=thread, workspace=workspace, source=locked, through_turn=turn_index)
+    Turn.objects.bulk_create(
+        _copied_turn(row, thread) for row in Turn.objects.filter(thread=locked, index__lte=turn_index).order_by("index")
+    )
+    return thread
+
+
+def _check_turn(thread: Thread, turn_index: int) -> None:
+    if turn_index < 0 or turn_index > thread.turn_index:
+        raise BranchRefused(f"Turn {turn_index} does not exist in this thread.")
+    if thread.turn_index == 0:
+        raise BranchRefused("This thread has no turns yet; there is nothing to branch from.")
+    row = Turn.objects.filter(thread=thread, index=turn_index).only("status").first() if turn_index else None
+    if running_turn(thread) == turn_index or (row is not None and row.status == Turn.Status.RUNNING):
+        raise BranchRefused(f"Turn {turn_index} is still running; branch from it once it has finished.")
+
+
+def _copied_turn(row: Turn, thread: Thread) -> Turn:
+    status, notice = row.status, row.notice
+    if status == Turn.Status.RUNNING:
+        # An earlier turn left running by a dead server: in the copy it ended.
+        status, notice = Turn.Status.INTERRUPTED, notice or "Interrupted."
+    return Turn(
+        thread=thread, index=row.index, user_message=row.user_message, model_name=row.model_name, status=status,
+        answer=row.answer, cut_off=row.cut_off, notice=notice, retry_of=row.retry_of,
+        started_at=row.started_at, ended_at=row.ended_at,
+    )
+
+
+# -- phase 2 --
+
+
+def seed_checkpointer(*, new_id, source: Thread, turn_index: int) -> None:
+    try:
+        prefix = history_prefix(read_messages(source.pk), through_turn=turn_index)
+    except HistoryNotSplittable as exc:
+        raise BranchRefused(f"The history of turn {turn_index} is incomplete, so it cannot be branched from.") from exc
+    seed_history(new_id, prefix)
+
+
+# -- phase 3 --
+
+
+@transaction.atomic
+def activate(*, new_id) -> None:
+    activated = BranchLink.objects.filter(thread_id=new_id, status=BranchLink.Status.PENDING).update(
+        status=BranchLink.Status.ACTIVE
+    )
+    if activated != 1:
+        raise BranchFailed(BRANCH_FAILED)
+    Thread.objects.filter(pk=new_id).update(is_deleted=False, last_activity_at=timezone.now())
+
+
+# -- compensation --
+
+
+def discard_branch(thread_id) -> None:
+    """Remove a branch that was just made and never used, active or not."""
+    BranchLink.objects.filter(thread_id=thread_id).update(status=BranchLink.Status.PENDING)
+    discard(thread_id)
+
+
+def discard(new_id) -> None:
+    """Remove everything a failed fork wrote: the thread (its rows go with it)
+    and its checkpointer thread. Best effort on the checkpointer: a failure
+    there is logged, and the id is never reused."""
+    try:
+        with transaction.atomic():
+            # Only a thread that never became active: an active one is someone's branch.
+            Thread.objects.filter(pk=new_id).exclude(branch_link__status=BranchLink.Status.ACTIVE).delete()
+    except Exception:
+        logger.exception("could not remove the rows of failed branch %s", new_id)
+    try:
+        delete_history(new_id)
+    except Exception:
+        logger.exception("could not remove the checkpointer thread of failed branch %s", new_id)
+
+
+# -- a turn run again in a branch (the chat's Regenerate and Edit) --
+
+
+def rerun_plan(*, source: Thread, turn_index: int, user: AbstractBaseUser, message: str | None = None) -> tuple[str, str | None]:
+    """What Regenerate (`message` None: the turn's own message) or Edit
+    (`message`: the new text) of turn N would run as turn N of a branch at
+    N-1: (the message, the model to use or None for the default). Raises
+    BranchRefused, or InvalidInput for a message that cannot be stored;
+    nothing is written."""
+    if source.owner_id != user.pk or source.is_deleted:
+        raise BranchRefused(NOT_YOURS)
+    if not isinstance(turn_index, int) or isinstance(turn_index, bool) or not 1 <= turn_index <= source.turn_index:
+        raise BranchRefused(f"Turn {turn_index} does not exist in this thread.")
+    row = Turn.objects.filter(thread=source, index=turn_index).first()
+    if message is None:
+        snapshot = None if row is not None else snapshot_for(thread=source, turn_index=turn_index)
+        original = row.user_message if row is not None else (snapshot.user_message if snapshot is not None else None)
+        if original is None:
+            raise BranchRefused(f"The message of turn {turn_index} was not recorded, so it cannot be run again.")
+        message = original
+    message = clean_user_message(message)
+    models = available_models()
+    if not models:
+        # Refused before forking: a branch whose turn cannot run would be empty.
+        raise BranchRefused(ModelNotConfigured().message)
+    model = row.model_name if row is not None and row.model_name in models else None
+    return message, model
+
+
+def rerun_in_branch(*, source: Thread, turn_index: int, user: AbstractBaseUser, message: str | None = None) -> Thread:
+    """Fork `source` at turn N-1 and start turn N there with the turn's own
+    message (Regenerate) or `message` (Edit). Nothing of `source` changes.
+    Returns the branch, its turn N running (a server-owned task)."""
+    text, model = rerun_plan(source=source, turn_index=turn_index, user=user, message=message)
+    return start_in_branch(
+        source=source, after_turn=turn_index - 1, user=user, message=text, model_name=model,
+        reason=f"{'Regenerated' if message is None else 'Edited'} turn {turn_index}",
+    )
+
+
+def start_in_branch(
+    *, source: Thread, after_turn: int, user: AbstractBaseUser, message: str, model_name: str | None = None,
+    reason: str = "",
+) -> Thread:
+    """Fork `source` after turn `after_turn` and start the branch's next turn
+    with `message` (already validated: guard.clean_user_message): what
+    Regenerate, Edit and "Continue from here" do. Returns the branch, its
+    turn running; if the turn cannot start, the branch is removed again.
+
+    Synchronous, for a view (or `database_sync_to_async` from the socket):
+    the turn is started on the server's event loop, which the request's
+    thread reaches through async_to_sync; the turn registry starts its tasks
+    detached from the request (docs/adr/0014)."""
+    branch = fork_thread(source=source, turn_index=after_turn, user=user, reason=reason)
+    try:
+        async_to_sync(registry.start_turn)(thread=branch, user_message=message, model_name=model_name)
+    except BaseException:
+        # A branch without the turn it was made for would be an empty copy.
+        discard_branch(branch.pk)
+        raise
+    return branch

@@ -1,0 +1,125 @@
+"""The trajectory map in Chromium against the real server and a scripted
+model (docs/adr/0016): two turns, open "Turn 1" on the map, "Continue from
+here", send a new message; the page moves to the new branch, which starts
+from the workspace after turn 1 and holds the new turn, and the original
+thread is unchanged."""
+
+import re
+import uuid
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.support.fake_model import Reply, tool_call
+from tests.support.openai_server import OpenAICompatibleServer
+
+from .helpers import MODEL, TURN_WAIT_MS, create_thread, sign_up, thread_id_from
+
+
+@pytest.fixture
+def model_server():
+    with OpenAICompatibleServer(models=[MODEL]) as server:
+        yield server
+
+
+def _hex(thread_id: str) -> str:
+    return thread_id.replace("-", "")
+
+
+def _thread_rows(server, thread_id: str) -> dict:
+    (turn_index,), = server.query("SELECT turn_index FROM conversations_thread WHERE id = ?", (_hex(thread_id),))
+    (document,), = server.query("SELECT content FROM workspace_document WHERE thread_id = ?", (_hex(thread_id),))
+    snapshots = server.query(
+        # Short texts are stored whole (workspace.content_store), so the blob's text is the document's.
+        "SELECT s.turn_index, s.user_message, b.text FROM workspace_workspacesnapshot s"
+        " JOIN workspace_contentblob b ON b.id = s.document_body_id WHERE s.thread_id = ? ORDER BY s.turn_index",
+        (_hex(thread_id),),
+    )
+    return {"turn_index": turn_index, "document": document, "snapshots": [tuple(row) for row in snapshots]}
+
+
+def test_continue_from_turn_one_branches_with_its_workspace_and_leaves_the_thread_as_it_was(
+    new_page, start_haico_server, model_server
+):
+    model_server.script([
+        Reply(tool_calls=[tool_call("update_document", "Writing the first draft.", content="Draft after turn one.")]),
+        Reply(text="Drafted."),
+        Reply(tool_calls=[tool_call("update_document", "Revising the draft.", content="Draft after turn two.")]),
+        Reply(text="Revised."),
+        Reply(text="Branch answer."),
+    ])
+    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    page = new_page()
+    sign_up(page, server.url, "ada")
+    url = create_thread(page, server.url)
+    original = thread_id_from(url)
+
+    chat = page.get_by_role("region", name="Chat")
+    box = chat.get_by_role("textbox", name="Message")
+    for message, answers in (("Write a draft", ["Drafted."]), ("Revise it", ["Drafted.", "Revised."])):
+        box.fill(message)
+        box.press("Enter")
+        expect(chat.locator(".answer")).to_have_text(answers, timeout=TURN_WAIT_MS)
+
+    trajectory = page.get_by_role("region", name="Trajectory")
+    expect(trajectory.get_by_role("button", name="Turn 2", exact=True)).to_have_attribute("aria-current", "step")
+    expect(trajectory.get_by_role("button", name="Turn 1", exact=True)).to_contain_text("Write a draft")
+    before = _thread_rows(server, original)
+
+    trajectory.get_by_role("button", name="Turn 1", exact=True).click()
+    preview = page.get_by_role("region", name="Turn preview")
+    expect(preview.get_by_role("status")).to_contain_text("Viewing turn 1")
+    expect(preview.locator("[data-preview-document]")).to_have_text("Draft after turn one.")
+    expect(preview).not_to_contain_text("Revised.")  # the chat up to turn 1 only
+    assert _thread_rows(server, original) == before  # looking made nothing
+    assert len(server.query("SELECT id FROM conversations_thread")) == 1
+
+    preview.get_by_role("button", name="Continue from here").click()
+    expect(preview).to_contain_text("Your next message in the chat starts a new branch from turn 1")
+    expect(box).to_be_focused()
+    box.fill("Take it somewhere else")
+    box.press("Enter")
+
+    page.wait_for_url(lambda address: "/workspace/" in address and thread_id_from(address) != original,
+                      timeout=TURN_WAIT_MS)
+    branch = thread_id_from(page.url)
+    chat = page.get_by_role("region", name="Chat")
+    expect(chat.locator(".answer")).to_have_text(["Drafted.", "Branch answer."], timeout=TURN_WAIT_MS)
+    trajectory = page.get_by_role("region", name="Trajectory")
+    # The branch's map: the original's two turns, and the branch's turn 2 hanging off turn 1, current.
+    expect(trajectory.get_by_role("button", name="Turn 2", exact=True)).to_have_count(2)
+    expect(trajectory.locator(".tnode[aria-current]")).to_contain_text("Take it somewhere else")
+
+    rows = _thread_rows(server, branch)
+    assert rows["turn_index"] == 2
+    assert rows["document"] == "Draft after turn one."
+    assert rows["snapshots"] == [(2, "Take it somewhere else", "Draft after turn one.")]
+    assert _thread_rows(server, original) == before
+
+
+SEED_LONG_THREAD = (
+    "from conversations.turns import guard; from workspace.models import Thread; "
+    "thread = Thread.objects.get(pk='{thread_id}'); "
+    "[guard.turn_finish(thread=thread, turn_index=guard.turn_begin(thread=thread, user_message=f'Message number {{i}}')[0]) "
+    "for i in range(1, 201)]"
+)
+
+
+def test_a_map_of_200_turns_scrolls_and_shows_the_current_turn(new_page, start_haico_server):
+    server = start_haico_server()
+    page = new_page()
+    sign_up(page, server.url, "ada")
+    url = create_thread(page, server.url)
+    server.manage("shell", "-c", SEED_LONG_THREAD.format(thread_id=uuid.UUID(thread_id_from(url))))
+    page.goto(url)
+
+    trajectory = page.get_by_role("region", name="Trajectory")
+    expect(trajectory.get_by_role("button", name=re.compile(r"^Turn \d+$"))).to_have_count(200)
+    current = trajectory.get_by_role("button", name="Turn 200", exact=True)
+    expect(current).to_have_attribute("aria-current", "step")
+    expect(current).to_be_in_viewport()
+    expect(trajectory.get_by_role("button", name="Turn 1", exact=True)).not_to_be_in_viewport()
+    box = page.locator("#trajectory-scroll")
+    assert box.evaluate("el => el.scrollHeight > el.clientHeight && el.scrollTop > 0")
+    # The region stays its size: the page itself does not grow with the map.
+    assert page.evaluate("() => document.documentElement.scrollHeight <= window.innerHeight + 1")

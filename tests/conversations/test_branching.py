@@ -1,0 +1,342 @@
+"""Forking a thread at a completed turn (conversations.branching, docs/adr/0014):
+what the branch starts from, how its turns are numbered, what its agent sees,
+what is refused, and that a failure in any phase leaves nothing behind.
+Runs on SQLite, and on PostgreSQL with DATABASE_URL set."""
+
+import pytest
+from channels.db import database_sync_to_async
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from agent import seeding
+from agent.history import read_messages
+from conversations import branching
+from conversations.branching import BranchFailed, BranchRefused, fork_thread
+from conversations.chat import chat_turns
+from conversations.models import BranchLink, Turn
+from conversations.turns import registry
+from tests.support.fake_model import Reply, tool_call
+from workspace.models import (
+    Artifact,
+    Document,
+    Objective,
+    Preference,
+    Thread,
+    Todo,
+    WorkspaceSnapshot,
+)
+from workspace.selectors import thread_for_user, threads_for_user
+from workspace.services.document import document_save
+from workspace.services.preferences import preference_add
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+fork = database_sync_to_async(fork_thread)
+
+
+async def _turn(thread, message):
+    index = await registry.start_turn(thread=thread, user_message=message)
+    await registry.wait_for_turn(thread.pk)
+    return index
+
+
+def _chart(title):
+    return tool_call(
+        "chart_generator", f"Charting {title}.", chart_type="bar", title=title, data=[{"name": "Q1", "value": 1}]
+    )
+
+
+async def _two_turns(thread, script):
+    """Turn 1: the agent sets the objective, a preference, a plan step and a
+    chart; the person then edits the document and adds a preference; turn 2:
+    the agent changes the objective and adds a second chart."""
+    script(
+        Reply(
+            tool_calls=[
+                tool_call("set_objective", "Noting the goal.", text="Goal after turn one"),
+                tool_call("add_preferences", "Recording a rule.", items=[{"title": "Short", "kind": "soft"}]),
+                tool_call("add_todos", "Planning.", steps=[{"text": "Outline", "depth": 0}, {"text": "Intro", "depth": 1}]),
+                _chart("First chart"),
+            ]
+        ),
+        Reply(text="Answer one."),
+        Reply(tool_calls=[tool_call("set_objective", "New goal.", text="Goal after turn two"), _chart("Second chart")]),
+        Reply(text="Answer two."),
+        default=Reply(text="Branch answer."),
+    )
+    await _turn(thread, "first message")
+    await database_sync_to_async(document_save)(thread=thread, title="Draft", content="Person's text\n")
+    await database_sync_to_async(preference_add)(thread=thread, title="British English", kind="hard", respect_lock=False)
+    await _turn(thread, "second message")
+
+
+def _source_state(thread):
+    """Everything of the source a fork could touch."""
+    thread = Thread.objects.get(pk=thread.pk)
+    return {
+        "thread": (thread.title, thread.turn_index, thread.is_deleted),
+        "objective": Objective.objects.get(thread=thread).text,
+        "preferences": list(Preference.objects.filter(thread=thread).values_list("title", "kind", "position")),
+        "todos": list(Todo.objects.filter(thread=thread).values_list("text", "depth", "position")),
+        "document": Document.objects.filter(thread=thread).values_list("title", "content", "version").first(),
+        "artifacts": list(Artifact.objects.filter(thread=thread).values_list("title", "turn_index")),
+        "snapshots": WorkspaceSnapshot.objects.filter(thread=thread).count(),
+        "turns": list(Turn.objects.filter(thread=thread).values_list("index", "status", "answer")),
+        "messages": [m.content for m in read_messages(thread.pk)],
+    }
+
+
+def _rows_of(thread):
+    return {
+        "objective": Objective.objects.filter(thread=thread).values_list("text", flat=True).first(),
+        "preferences": list(
+            Preference.objects.filter(thread=thread).order_by("position").values_list("title", "kind", "position")
+        ),
+        "todos": list(Todo.objects.filter(thread=thread).order_by("position").values_list("text", "depth", "position")),
+        "document": Document.objects.filter(thread=thread).values_list("title", "content").first(),
+        "artifacts": list(Artifact.objects.filter(thread=thread).order_by("id").values_list("title", "turn_index")),
+    }
+
+
+async def test_a_branch_at_an_earlier_turn_starts_from_the_workspace_the_next_turn_saw(owner, thread, script):
+    await _two_turns(thread, script)
+    before = await database_sync_to_async(_source_state)(thread)
+
+    branch = await fork(source=thread, turn_index=1, user=owner, reason="try another way")
+
+    rows = await database_sync_to_async(_rows_of)(branch)
+    # Snapshot 2: the agent's turn-1 work plus the person's edits before turn 2.
+    assert rows == {
+        "objective": "Goal after turn one",
+        "preferences": [("British English", "hard", 0), ("Short", "soft", 1)],
+        "todos": [("Outline", 0, 0), ("Intro", 1, 1)],
+        "document": ("Draft", "Person's text\n"),
+        "artifacts": [("First chart", 1)],
+    }
+    assert (branch.owner_id, branch.title, branch.turn_index, branch.is_deleted) == (owner.pk, "Lit review", 1, False)
+    link = await database_sync_to_async(BranchLink.objects.get)(thread=branch)
+    assert (link.parent_id, link.branch_point_turn, link.status, link.reason) == (
+        thread.pk, 1, BranchLink.Status.ACTIVE, "try another way"
+    )
+    assert await database_sync_to_async(_source_state)(thread) == before
+
+
+async def test_a_branch_at_the_latest_turn_copies_the_live_workspace(owner, thread, script):
+    await _two_turns(thread, script)
+    await database_sync_to_async(document_save)(thread=thread, content="Edited after turn two\n")
+
+    branch = await fork(source=thread, turn_index=2, user=owner)
+
+    rows = await database_sync_to_async(_rows_of)(branch)
+    assert rows["objective"] == "Goal after turn two"
+    assert rows["document"] == ("Draft", "Edited after turn two\n")
+    assert rows["artifacts"] == [("First chart", 1), ("Second chart", 2)]
+    assert branch.turn_index == 2
+
+
+async def test_the_branch_shows_turns_up_to_the_branch_point_and_its_next_turn_is_numbered_on(owner, thread, script):
+    await _two_turns(thread, script)
+    branch = await fork(source=thread, turn_index=1, user=owner)
+
+    shown = await database_sync_to_async(chat_turns)(thread=branch)
+    assert [(t["turn_index"], t["user_message"], t["answer_html"].strip()) for t in shown] == [(1, "first message", "<p>Answer one.</p>")]
+    assert [s["text"] for s in shown[0]["steps"]] == ["Noting the goal.", "Recording a rule.", "Planning.", "Charting First chart."]
+
+    model = script.model
+    assert await _turn(branch, "a different second message") == 2
+    await database_sync_to_async(branch.refresh_from_db)()
+    await database_sync_to_async(thread.refresh_from_db)()
+    sent = [m for m in model.requests[-1] if m.type != "system"]
+    humans = [m.content for m in sent if isinstance(m, HumanMessage)]
+    assert humans == ["first message", "a different second message"]
+    assert "Answer one." in [m.content for m in sent if isinstance(m, AIMessage)]
+    assert "Answer two." not in [m.content for m in sent if isinstance(m, AIMessage)]
+    shown = await database_sync_to_async(chat_turns)(thread=branch)
+    assert [(t["turn_index"], t["answer_html"].strip()) for t in shown] == [(1, "<p>Answer one.</p>"), (2, "<p>Branch answer.</p>")]
+    turn_two = await database_sync_to_async(Turn.objects.get)(thread=branch, index=2)
+    assert turn_two.status == Turn.Status.COMPLETE
+    # The source still has its own turn 2.
+    source_turns = await database_sync_to_async(chat_turns)(thread=thread)
+    assert [(t["turn_index"], t["answer_html"].strip()) for t in source_turns] == [(1, "<p>Answer one.</p>"), (2, "<p>Answer two.</p>")]
+
+
+async def test_the_seeded_history_is_the_prefix_with_every_tool_call_answered(owner, thread, script):
+    await _two_turns(thread, script)
+    branch = await fork(source=thread, turn_index=1, user=owner)
+
+    messages = await database_sync_to_async(read_messages)(branch.pk)
+    source = await database_sync_to_async(read_messages)(thread.pk)
+    second = next(i for i, m in enumerate(source) if isinstance(m, HumanMessage) and m.content == "second message")
+    assert [m.id for m in messages] == [m.id for m in source[:second]]
+    calls = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
+    assert calls and calls == {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+
+
+async def test_a_branch_before_the_first_turn_has_no_history_and_the_first_turns_workspace(owner, thread, script):
+    await database_sync_to_async(document_save)(thread=thread, content="Before anything\n")
+    await _two_turns(thread, script)
+    branch = await fork(source=thread, turn_index=0, user=owner)
+
+    rows = await database_sync_to_async(_rows_of)(branch)
+    assert rows["document"] == ("Untitled", "Before anything\n")
+    assert rows["objective"] is None and rows["artifacts"] == [] and rows["preferences"] == []
+    assert branch.turn_index == 0
+    assert not await database_sync_to_async(seeding.has_history)(branch.pk)
+    assert await database_sync_to_async(chat_turns)(thread=branch) == []
+
+
+async def test_branches_of_branches_keep_the_numbering(owner, thread, script):
+    await _two_turns(thread, script)
+    branch = await fork(source=thread, turn_index=1, user=owner)
+    await _turn(branch, "branch turn two")
+    grandchild = await fork(source=branch, turn_index=2, user=owner)
+    shown = await database_sync_to_async(chat_turns)(thread=grandchild)
+    assert [(t["turn_index"], t["user_message"]) for t in shown] == [(1, "first message"), (2, "branch turn two")]
+    assert grandchild.turn_index == 2
+
+
+# -- refusals --
+
+
+async def test_another_persons_thread_is_refused(owner, other_user, thread, script):
+    await _two_turns(thread, script)
+    with pytest.raises(BranchRefused, match="does not exist or is not yours"):
+        await fork(source=thread, turn_index=1, user=other_user)
+    assert await database_sync_to_async(Thread.objects.count)() == 1
+
+
+@pytest.mark.parametrize("turn_index", [-1, 3, 99])
+async def test_a_turn_that_did_not_happen_is_refused(owner, thread, script, turn_index):
+    await _two_turns(thread, script)
+    with pytest.raises(BranchRefused, match=f"Turn {turn_index} does not exist"):
+        await fork(source=thread, turn_index=turn_index, user=owner)
+    assert await database_sync_to_async(Thread.objects.count)() == 1
+
+
+async def test_a_thread_without_turns_is_refused(owner, thread):
+    with pytest.raises(BranchRefused, match="no turns yet"):
+        await fork(source=thread, turn_index=0, user=owner)
+
+
+async def test_a_running_turn_is_refused_but_the_turn_before_it_can_be_branched(owner, thread, script):
+    script(Reply(text="Answer one."), Reply(text="slow " * 40, token_delay=0.05))
+    await _turn(thread, "first message")
+    await registry.start_turn(thread=thread, user_message="second message")
+    with pytest.raises(BranchRefused, match="Turn 2 is still running"):
+        await fork(source=thread, turn_index=2, user=owner)
+    branch = await fork(source=thread, turn_index=1, user=owner)
+    assert branch.turn_index == 1
+    await registry.request_stop(thread=thread)
+    await registry.wait_for_turn(thread.pk)
+
+
+async def test_a_deleted_thread_or_a_pending_branch_cannot_be_branched(owner, thread, script):
+    await _two_turns(thread, script)
+    thread.is_deleted = True
+    await database_sync_to_async(thread.save)()
+    with pytest.raises(BranchRefused, match="not yours"):
+        await fork(source=thread, turn_index=1, user=owner)
+
+
+def test_it_refuses_to_run_inside_a_transaction(owner, thread):
+    from django.db import transaction
+
+    with transaction.atomic(), pytest.raises(RuntimeError):
+        fork_thread(source=thread, turn_index=0, user=owner)
+
+
+# -- failures: the compensating cleanup --
+
+
+def _all_rows():
+    return {
+        model.__name__: model.objects.count()
+        for model in (Thread, BranchLink, Document, Objective, Preference, Todo, Artifact, Turn, WorkspaceSnapshot)
+    }
+
+
+class Injected(Exception):
+    pass
+
+
+@pytest.fixture
+def seeded_ids(monkeypatch):
+    """The checkpointer threads the forks seed (the real seeding, recorded)."""
+    ids = []
+    real = branching.seed_history
+
+    def recording(thread_id, messages):
+        ids.append(thread_id)
+        real(thread_id, messages)
+
+    monkeypatch.setattr(branching, "seed_history", recording)
+    return ids
+
+
+async def _assert_nothing_left(thread, before, seeded_ids):
+    assert await database_sync_to_async(_all_rows)() == before
+    for thread_id in seeded_ids:
+        assert not await database_sync_to_async(seeding.has_history)(thread_id)
+    assert [t.pk for t in await database_sync_to_async(threads_for_user)(user=thread.owner)] == [thread.pk]
+
+
+async def test_a_failure_writing_the_rows_leaves_nothing(owner, thread, script, monkeypatch, seeded_ids):
+    await _two_turns(thread, script)
+    before = await database_sync_to_async(_all_rows)()
+
+    def failing_copy(**kwargs):
+        raise Injected("disk full")
+
+    monkeypatch.setattr(branching, "workspace_copy", failing_copy)
+    with pytest.raises(BranchFailed, match="nothing was changed"):
+        await fork(source=thread, turn_index=1, user=owner)
+    await _assert_nothing_left(thread, before, seeded_ids)
+    assert seeded_ids == []
+
+
+async def test_a_failure_seeding_the_checkpointer_removes_the_rows_and_the_checkpoint(
+    owner, thread, script, monkeypatch, seeded_ids
+):
+    await _two_turns(thread, script)
+    before = await database_sync_to_async(_all_rows)()
+    real = branching.seed_history
+
+    def seed_then_fail(thread_id, messages):
+        real(thread_id, messages)  # the checkpoint is written, then the phase fails
+        assert seeding.has_history(thread_id)
+        raise Injected("connection lost")
+
+    monkeypatch.setattr(branching, "seed_history", seed_then_fail)
+    with pytest.raises(BranchFailed):
+        await fork(source=thread, turn_index=1, user=owner)
+    monkeypatch.undo()
+    await _assert_nothing_left(thread, before, seeded_ids)
+
+
+async def test_a_failure_activating_removes_the_rows_and_the_checkpoint(owner, thread, script, monkeypatch, seeded_ids):
+    await _two_turns(thread, script)
+    before = await database_sync_to_async(_all_rows)()
+    pending = []
+
+    def failing_activate(*, new_id):
+        # What a reader sees before phase 3: the pending branch is nowhere.
+        assert BranchLink.objects.get(thread_id=new_id).status == BranchLink.Status.PENDING
+        assert thread_for_user(user=owner, thread_id=new_id) is None
+        assert [t.pk for t in threads_for_user(user=owner)] == [thread.pk]
+        pending.append(new_id)
+        raise Injected("database went away")
+
+    monkeypatch.setattr(branching, "activate", failing_activate)
+    with pytest.raises(BranchFailed):
+        await fork(source=thread, turn_index=1, user=owner)
+    assert pending and seeded_ids == pending
+    await _assert_nothing_left(thread, before, seeded_ids)
+
+
+async def test_a_history_that_cannot_be_cut_is_refused_and_leaves_nothing(owner, thread, script, seeded_ids):
+    await _two_turns(thread, script)
+    before = await database_sync_to_async(_all_rows)()
+    dangling = [HumanMessage(content="x"), AIMessage(content="", tool_calls=[{"name": "t", "args": {}, "id": "c1"}])]
+    with pytest.raises(seeding.HistoryNotSplittable):
+        seeding.history_prefix(dangling, through_turn=1)
+    assert seeding.history_prefix(dangling, through_turn=0) == []
+    assert await database_sync_to_async(_all_rows)() == before
