@@ -68,7 +68,7 @@ def test_chart_request_shows_reasoning_chart_and_streamed_answer_and_survives_re
     chat.get_by_role("button", name="Send").click()
 
     # The person's message, then the one reasoning sentence (never a tool name).
-    expect(chat.get_by_text(REQUEST)).to_be_visible()
+    expect(chat.locator(".bubble-text", has_text=REQUEST)).to_be_visible()
     reasoning = chat.get_by_role("group", name="Internal reasoning")
     expect(reasoning).to_contain_text(REASONING, timeout=TURN_WAIT_MS)
     expect(reasoning).not_to_contain_text("chart_generator")
@@ -107,7 +107,7 @@ def test_chart_request_shows_reasoning_chart_and_streamed_answer_and_survives_re
     # --- Reload: the conversation, its reasoning and the chart are all still there.
     page.reload()
     chat = page.get_by_role("region", name="Chat")
-    expect(chat.get_by_text(REQUEST)).to_be_visible()
+    expect(chat.locator(".bubble-text", has_text=REQUEST)).to_be_visible()
     expect(chat.locator("#chat-messages .answer").first).to_have_text(ANSWER)
     reasoning = chat.get_by_role("group", name="Internal reasoning")
     reasoning.locator("summary").click()  # past turns show their reasoning collapsed

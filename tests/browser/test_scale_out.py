@@ -56,7 +56,7 @@ def test_turn_started_on_one_server_streams_to_a_tab_on_another(
 
         # The other server's tab sees the whole turn live.
         chat_b = tab_b.get_by_role("region", name="Chat")
-        expect(chat_b.get_by_text(REQUEST)).to_be_visible(timeout=TURN_WAIT_MS)
+        expect(chat_b.locator(".bubble-text", has_text=REQUEST)).to_be_visible(timeout=TURN_WAIT_MS)
         expect(chat_b.get_by_role("group", name="Internal reasoning")).to_contain_text(
             REASONING, timeout=TURN_WAIT_MS
         )
@@ -69,6 +69,6 @@ def test_turn_started_on_one_server_streams_to_a_tab_on_another(
         for tab in (tab_a, tab_b):
             tab.reload()
             chat = tab.get_by_role("region", name="Chat")
-            expect(chat.get_by_text(REQUEST)).to_be_visible()
+            expect(chat.locator(".bubble-text", has_text=REQUEST)).to_be_visible()
             expect(chat.locator("#chat-messages .answer").first).to_have_text(ANSWER)
         assert len(model_server.requests) == 2
