@@ -87,13 +87,13 @@ def _clean_feedback(*, thread: Thread, turn_index, scope, aspect, rating, commen
     """The feedback fields as they will be stored, or InvalidInput saying
     what is wrong. The form (conversations.forms) refuses the same first;
     this holds for every other caller."""
-    from .turns.guard import running_turn  # the guard builds on this module
-
     # As stored now: the caller's copy may predate the turn's start or end.
     current = Thread.objects.get(pk=thread.pk)
     if not _is_int(turn_index) or not 1 <= turn_index <= current.turn_index:
         raise InvalidInput(f"Turn {turn_index!r} does not exist in this thread.")
-    if turn_index == running_turn(current):
+    # The claim itself, stale or not: a turn whose server died is released
+    # within seconds (conversations.turns.guard), and is rated after that.
+    if turn_index == current.running_turn_index:
         raise InvalidInput(f"Turn {turn_index} is still running; leave feedback once it has ended.")
     if scope not in Feedback.Scope.values:
         raise InvalidInput(f"Scope must be one of: {', '.join(Feedback.Scope.labels)}.")
