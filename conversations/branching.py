@@ -15,7 +15,9 @@ Three phases, because the checkpointer is not in the database transaction:
 2. the checkpointer thread, seeded in one state update;
 3. the BranchLink marked active and the thread shown.
 A failure in any phase removes the new thread's rows and its checkpointer
-thread before the error reaches the caller.
+thread before the error reaches the caller; a fork its server died in the
+middle of is removed by any server a few minutes later
+(conversations.branch_cleanup).
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from agent.history import read_messages
 from agent.model import ModelNotConfigured, available_models
 from agent.seeding import (
     HistoryNotSplittable,
-    delete_history,
     history_prefix,
     seed_history,
 )
@@ -41,6 +42,7 @@ from workspace.selectors import snapshot_for, workspace_after_turn
 from workspace.services.branching import workspace_copy
 from workspace.text import clean_text
 
+from .branch_cleanup import discard, discard_branch  # noqa: F401  (discard_branch: the consumer's)
 from .errors import ConversationError
 from .models import BranchLink, Turn
 from .turns import registry
@@ -162,31 +164,6 @@ def activate(*, new_id) -> None:
     if activated != 1:
         raise BranchFailed(BRANCH_FAILED)
     Thread.objects.filter(pk=new_id).update(is_deleted=False, last_activity_at=timezone.now())
-
-
-# -- compensation --
-
-
-def discard_branch(thread_id) -> None:
-    """Remove a branch that was just made and never used, active or not."""
-    BranchLink.objects.filter(thread_id=thread_id).update(status=BranchLink.Status.PENDING)
-    discard(thread_id)
-
-
-def discard(new_id) -> None:
-    """Remove everything a failed fork wrote: the thread (its rows go with it)
-    and its checkpointer thread. Best effort on the checkpointer: a failure
-    there is logged, and the id is never reused."""
-    try:
-        with transaction.atomic():
-            # Only a thread that never became active: an active one is someone's branch.
-            Thread.objects.filter(pk=new_id).exclude(branch_link__status=BranchLink.Status.ACTIVE).delete()
-    except Exception:
-        logger.exception("could not remove the rows of failed branch %s", new_id)
-    try:
-        delete_history(new_id)
-    except Exception:
-        logger.exception("could not remove the checkpointer thread of failed branch %s", new_id)
 
 
 # -- a turn run again in a branch (the chat's Regenerate and Edit) --

@@ -29,6 +29,7 @@ from agent.builder import AgentProvider
 from workspace.models import Thread
 
 from .. import trajectory
+from ..branch_cleanup import discard_abandoned_branches
 from ..live import publisher
 from ..selectors import latest_turn_row
 from . import fragments, guard
@@ -87,7 +88,8 @@ def _ensure_recovery() -> None:
 
 async def _recover() -> None:
     """Release the turns of dead servers: this one's predecessor's at once,
-    then any whose claims went stale."""
+    then any whose claims went stale; and remove branches a dead server
+    left half made."""
     try:
         released = await database_sync_to_async(guard.turns_release_predecessor)()
         if released:
@@ -100,6 +102,9 @@ async def _recover() -> None:
             released = await database_sync_to_async(guard.turns_release_stale)()
             if released:
                 logger.warning("released %d turn(s) whose server stopped answering", released)
+            removed = await database_sync_to_async(discard_abandoned_branches)()
+            if removed:
+                logger.warning("removed %d branch(es) a server died while making", removed)
         except Exception:
             logger.exception("the turn recovery could not reach the database; trying again")
 

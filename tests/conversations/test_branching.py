@@ -3,13 +3,18 @@ what the branch starts from, how its turns are numbered, what its agent sees,
 what is refused, and that a failure in any phase leaves nothing behind.
 Runs on SQLite, and on PostgreSQL with DATABASE_URL set."""
 
+import uuid
+from datetime import timedelta
+
 import pytest
 from channels.db import database_sync_to_async
+from django.utils import timezone
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agent import seeding
 from agent.history import read_messages
 from conversations import branching
+from conversations.branch_cleanup import discard_abandoned_branches
 from conversations.branching import BranchFailed, BranchRefused, fork_thread
 from conversations.chat import chat_turns
 from conversations.models import BranchLink, Turn
@@ -340,3 +345,35 @@ async def test_a_history_that_cannot_be_cut_is_refused_and_leaves_nothing(owner,
         seeding.history_prefix(dangling, through_turn=1)
     assert seeding.history_prefix(dangling, through_turn=0) == []
     assert await database_sync_to_async(_all_rows)() == before
+
+
+# -- a fork its server died in the middle of --
+
+
+def _half_made_branch(source, owner):
+    """What a server killed between phases 2 and 3 leaves: pending rows and a seeded checkpoint."""
+    new_id = uuid.uuid4()
+    branching.write_pending_rows(new_id=new_id, source=source, turn_index=1, user=owner, reason="")
+    branching.seed_checkpointer(new_id=new_id, source=source, turn_index=1)
+    return new_id
+
+
+async def test_a_branch_left_half_made_by_a_dead_server_is_swept_once_it_is_old(owner, thread, script):
+    await _two_turns(thread, script)
+    kept = await fork(source=thread, turn_index=1, user=owner)
+    before = await database_sync_to_async(_all_rows)()
+    new_id = await database_sync_to_async(_half_made_branch)(thread, owner)
+    assert await database_sync_to_async(seeding.has_history)(new_id)
+    now = timezone.now()
+
+    # Younger than any fork could take to finish: left alone.
+    assert await database_sync_to_async(discard_abandoned_branches)(now=now + timedelta(minutes=4)) == 0
+    assert await database_sync_to_async(BranchLink.objects.filter(thread_id=new_id).exists)()
+
+    assert await database_sync_to_async(discard_abandoned_branches)(now=now + timedelta(minutes=6)) == 1
+    assert await database_sync_to_async(_all_rows)() == before
+    assert not await database_sync_to_async(seeding.has_history)(new_id)
+    # The source and the finished branch are untouched.
+    assert await database_sync_to_async(seeding.has_history)(kept.pk)
+    listed = {t.pk for t in await database_sync_to_async(threads_for_user)(user=owner)}
+    assert listed == {thread.pk, kept.pk}
