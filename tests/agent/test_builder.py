@@ -1,10 +1,8 @@
 """The agent loop: the workspace prompt is rebuilt before every model call and never stored."""
 
-import threading
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import connection
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -13,6 +11,7 @@ from agent.builder import build_agent
 from agent.context import AgentContext
 from agent.prompt import SYSTEM_PROMPT
 from tests.support.fake_model import Reply, ScriptedChatModel, system_text, tool_call
+from tests.support.requests import as_another_request
 from workspace import selectors
 from workspace.services import document as document_services
 from workspace.services import preferences as preferences_services
@@ -24,24 +23,6 @@ def _config(thread_id="t-1"):
     return {"configurable": {"thread_id": thread_id}}
 
 
-def _as_person(fn):
-    """Run a service call the way a person's HTMX request would: on another thread,
-    with its own database connection, while the turn is in flight."""
-    errors = []
-
-    def run():
-        try:
-            fn()
-        except Exception as exc:  # pragma: no cover - surfaced below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    worker = threading.Thread(target=run)
-    worker.start()
-    worker.join()
-    if errors:
-        raise errors[0]
 
 
 async def _run(agent, thread, text, config, turn_index=1):
@@ -79,8 +60,8 @@ async def test_second_model_call_sees_the_first_calls_tool_effects(thread):
 async def test_a_persons_edit_during_the_turn_reaches_the_next_model_call(thread):
     def first_step(messages):
         # The model is "thinking" while the person edits the document and adds a preference.
-        _as_person(lambda: document_services.document_save(thread=thread, title="Notes", content="Typed by the person."))
-        _as_person(lambda: preferences_services.preference_add(thread=thread, title="Short answers", kind="hard", respect_lock=False))
+        as_another_request(lambda: document_services.document_save(thread=thread, title="Notes", content="Typed by the person."))
+        as_another_request(lambda: preferences_services.preference_add(thread=thread, title="Short answers", kind="hard", respect_lock=False))
         return Reply(tool_calls=[tool_call("list_todos", "Reading the plan.")])
 
     model = ScriptedChatModel(script=[first_step, Reply(text="Done.")])

@@ -2,18 +2,17 @@
 database effect; update_document is based on the version the model was shown
 and merged with the person's concurrent edits, or refused on an overlap."""
 
-import threading
 
 import pytest
-from django.db import connection
-from langgraph.checkpoint.memory import InMemorySaver
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
 
 from agent.builder import build_agent
 from agent.context import AgentContext
 from agent.tools.documents import MAX_CONFLICTS_SHOWN
 from tests.agent.tools.helpers import call, db
 from tests.support.fake_model import Reply, ScriptedChatModel, system_text, tool_call
+from tests.support.requests import as_another_request
 from workspace import selectors
 from workspace.models import DocumentRevision
 from workspace.services import document as document_services
@@ -150,24 +149,6 @@ async def _turn(thread, script):
     return model
 
 
-def _meanwhile(fn):
-    """Run `fn` the way a person's request would, while the model call is in
-    flight: on another thread with its own database connection."""
-    errors = []
-
-    def run():
-        try:
-            fn()
-        except Exception as exc:  # pragma: no cover - surfaced below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    worker = threading.Thread(target=run)
-    worker.start()
-    worker.join()
-    if errors:
-        raise errors[0]
 
 
 def _tool_results(model):
@@ -179,7 +160,7 @@ async def test_the_person_typing_while_the_model_thinks_is_merged_into_its_updat
 
     def thinking(messages):
         # The person saves a new intro while the model writes its update from version 1.
-        _meanwhile(lambda: _person_saves(thread, REPORT.replace("Intro paragraph.", "Intro typed meanwhile."), base_version=1))
+        as_another_request(lambda: _person_saves(thread, REPORT.replace("Intro paragraph.", "Intro typed meanwhile."), base_version=1))
         return Reply(tool_calls=[tool_call("update_document", "Rewriting the results.", content=REPORT.replace("Results paragraph.", "New results."))])
 
     model = await _turn(thread, [thinking, Reply(text="Done.")])
@@ -199,7 +180,7 @@ async def test_an_overlapping_update_fails_and_the_redo_from_the_version_shown_n
     mine = REPORT.replace("Methods paragraph.", "Methods the person chose.")
 
     def thinking(messages):
-        _meanwhile(lambda: _person_saves(thread, mine, base_version=1))
+        as_another_request(lambda: _person_saves(thread, mine, base_version=1))
         return Reply(tool_calls=[tool_call("update_document", "Rewriting the methods.", content=REPORT.replace("Methods paragraph.", "Methods the agent chose."))])
 
     redo = Reply(tool_calls=[tool_call("update_document", "Adding to the person's methods.", content=mine.replace("chose.", "chose, with controls."))])
