@@ -2,7 +2,6 @@
 database effect; update_document is based on the version the model was shown
 and merged with the person's concurrent edits, or refused on an overlap."""
 
-
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
