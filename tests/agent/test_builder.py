@@ -1,6 +1,5 @@
 """The agent loop: the workspace prompt is rebuilt before every model call and never stored."""
 
-
 import pytest
 from asgiref.sync import sync_to_async
 from langchain_core.messages import HumanMessage, SystemMessage
