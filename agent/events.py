@@ -36,11 +36,18 @@ class StepsStarted:
 @dataclass(frozen=True)
 class StepFinished:
     """A tool call returned: "done", "skipped" (in part: some targets were
-    left alone) or "failed" (a failure envelope, or the call was not run)."""
+    left alone) or "failed" (a failure envelope, or the call was not run).
+    `error`: the failure's (or the skipped part's) own words; `refused`: the
+    call was not run at all (arguments that were not JSON, cut off, an
+    unknown tool); `arguments`: the call's arguments as JSON, for the
+    operator."""
 
     tool_name: str
     status: str
     call_id: str = ""
+    error: str = ""
+    refused: bool = False
+    arguments: str = ""
 
     @property
     def succeeded(self) -> bool:
@@ -67,6 +74,36 @@ class Diagnostic:
     level: str  # "info" | "warning" | "error"
     message: str
     no_answer: bool = False
+    kind: str = "other"  # as conversations.models.ActivityLogEntry.Kind
+    detail: str = ""  # for the operator (settings, finish reasons)
 
 
-AgentEvent = Token | DraftWithdrawn | StepsStarted | StepFinished | Answer | Diagnostic
+@dataclass(frozen=True)
+class ModelCallRetried:
+    """One model call took more than one attempt. `reasons` has one word per
+    attempt that was tried again, in order: "busy" (HTTP 429), "server_error"
+    (5xx), "no_answer" (timed out, or the connection failed), "status" (another
+    status the SDK retries), "blank", "malformed", "cut_off" (asked again for
+    less: agent.middleware). `succeeded`: a later attempt worked; a call that
+    gave up carries this on its exception instead (MODEL_RETRIES_ATTR), since
+    the turn ends with it. `detail`: every attempt's outcome, for the operator."""
+
+    reasons: tuple[str, ...]
+    detail: str = ""
+    succeeded: bool = True
+
+
+@dataclass(frozen=True)
+class CapReached:
+    """The turn hit one of its caps (e.g. the model calls per turn)."""
+
+    cap: str
+    limit: int
+    detail: str = ""
+
+
+# The ModelCallRetried of a model call that gave up, set on the exception it raised.
+MODEL_RETRIES_ATTR = "haico_model_retries"
+
+
+AgentEvent = Token | DraftWithdrawn | StepsStarted | StepFinished | Answer | Diagnostic | ModelCallRetried | CapReached

@@ -66,8 +66,8 @@ from langgraph.pregel._messages import StreamMessagesHandler, StreamMessagesHand
 
 from workspace.text import encodable
 
-from .events import Diagnostic
-from .model import INVALID_TOOL_ARGS_KEY
+from .events import MODEL_RETRIES_ATTR, CapReached, Diagnostic, ModelCallRetried
+from .model import INVALID_TOOL_ARGS_KEY, ModelAttempts, counting_attempts
 from .tools.envelope import failure_envelope
 
 logger = logging.getLogger("haico.agent")
@@ -375,23 +375,27 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
         shortened = False
-        for attempt in range(1, self.max_attempts + 1):
-            with _gated_stream(live=self.live) as gate:
-                try:
-                    response = await handler(request)
-                except BaseException:
-                    # An error or a cancelled turn (Stop): what was streamed
-                    # stays, as the partial answer the person saw.
-                    gate.abandon()
-                    raise
-            verdict = self._judge(response, attempt, shortened=shortened)
-            if verdict in ("retry", "shorter"):
-                gate.discard()
-                if verdict == "shorter":
-                    request, shortened = self._asking_for_less(request), True
-                continue
-            gate.accept()
-            return self._conclude(response, verdict)
+        with counting_attempts() as attempts:
+            for attempt in range(1, self.max_attempts + 1):
+                attempts.call_started()
+                with _gated_stream(live=self.live) as gate:
+                    try:
+                        response = await handler(request)
+                    except BaseException as exc:
+                        # An error or a cancelled turn (Stop): what was streamed
+                        # stays, as the partial answer the person saw.
+                        gate.abandon()
+                        _gave_up(attempts, exc)
+                        raise
+                verdict = self._judge(response, attempt, shortened=shortened)
+                if verdict in ("retry", "shorter"):
+                    gate.discard()
+                    _asked_again(attempts, response, verdict)
+                    if verdict == "shorter":
+                        request, shortened = self._asking_for_less(request), True
+                    continue
+                gate.accept()
+                return self._conclude(response, verdict, attempts)
         raise AssertionError("unreachable")  # the last attempt always returns
 
     # -- sync (graph.invoke; tests and scripts) ---------------------------
@@ -402,21 +406,25 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], ModelResponse],
     ) -> ModelResponse:
         shortened = False
-        for attempt in range(1, self.max_attempts + 1):
-            with _gated_stream(live=self.live) as gate:
-                try:
-                    response = handler(request)
-                except BaseException:
-                    gate.abandon()
-                    raise
-            verdict = self._judge(response, attempt, shortened=shortened)
-            if verdict in ("retry", "shorter"):
-                gate.discard()
-                if verdict == "shorter":
-                    request, shortened = self._asking_for_less(request), True
-                continue
-            gate.accept()
-            return self._conclude(response, verdict)
+        with counting_attempts() as attempts:
+            for attempt in range(1, self.max_attempts + 1):
+                attempts.call_started()
+                with _gated_stream(live=self.live) as gate:
+                    try:
+                        response = handler(request)
+                    except BaseException as exc:
+                        gate.abandon()
+                        _gave_up(attempts, exc)
+                        raise
+                verdict = self._judge(response, attempt, shortened=shortened)
+                if verdict in ("retry", "shorter"):
+                    gate.discard()
+                    _asked_again(attempts, response, verdict)
+                    if verdict == "shorter":
+                        request, shortened = self._asking_for_less(request), True
+                    continue
+                gate.accept()
+                return self._conclude(response, verdict, attempts)
         raise AssertionError("unreachable")
 
     # -- shared -----------------------------------------------------------
@@ -444,11 +452,14 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
     def _asking_for_less(request: ModelRequest) -> ModelRequest:
         return request.override(messages=[*request.messages, HumanMessage(content=WRITE_LESS_NOTE)])
 
-    def _conclude(self, response, verdict: str | None):
+    def _conclude(self, response, verdict: str | None, attempts: ModelAttempts | None = None):
         """The accepted reply, with the calls that must not run marked and
-        lone surrogates out of the arguments (agent.model cleans the text)."""
+        lone surrogates out of the arguments (agent.model cleans the text).
+        A verdict's warning tells the call's retries too (one entry per call)."""
         if verdict is not None:
-            self._report(verdict, response)
+            self._report(verdict, response, attempts)
+        elif attempts is not None:
+            _report_retries(attempts)
         reply = _reply_of(response)
         if reply is None:
             return response
@@ -467,32 +478,76 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
             structured_response=response.structured_response,
         )
 
-    def _report(self, verdict: str, response) -> None:
+    def _report(self, verdict: str, response, attempts: ModelAttempts | None = None) -> None:
         """Log the warning and hand it to whoever streams the run (LangGraph's
         "custom" stream mode), as a Diagnostic the person can see."""
         no_answer = False
+        reply = _reply_of(response)
+        reasons = ", ".join(sorted(_finish_reasons(reply))) if reply is not None else ""
         if verdict == "truncated":
             limit = getattr(settings, "HAICO_MODEL_MAX_TOKENS", None)
-            reply = _reply_of(response)
             what = "a tool call, which was not run" if reply is not None and reply.tool_calls else "the answer"
-            message = (
-                f"The model's reply was cut off at the model's output limit (HAICO_MODEL_MAX_TOKENS={limit}) "
-                f"in {what}; raise HAICO_MODEL_MAX_TOKENS so replies and tool calls fit."
+            message = f"The model's reply was cut off at the model's output limit in {what}."
+            detail = (
+                f"finish_reason={reasons or '-'}; HAICO_MODEL_MAX_TOKENS={limit}: raise HAICO_MODEL_MAX_TOKENS so "
+                "replies and tool calls fit."
             )
+            kind = "truncation"
         else:
             reason = verdict.split(":", 1)[1]
-            kind = "an empty" if reason == "blank" else "a malformed tool call in its"
+            what = "an empty" if reason == "blank" else "a malformed tool call in its"
             message = (
-                f"The model returned {kind} reply {self.max_attempts} times in a row; "
+                f"The model returned {what} reply {self.max_attempts} times in a row; "
                 "the turn ended without an answer. Retry, or choose another model."
             )
+            detail = f"{self.max_attempts} attempts; finish_reason of the last: {reasons or '-'}"
             no_answer = reason == "blank"
-        logger.warning("%s", message)
-        try:
-            writer = get_stream_writer()
-        except RuntimeError:  # called outside a graph run
-            return
-        writer(Diagnostic(level="warning", message=message, no_answer=no_answer))
+            kind = "provider_error"
+        if attempts is not None and attempts.details:
+            detail = "\n".join([*attempts.details, detail])
+        logger.warning("%s (%s)", message, detail)
+        _emit(Diagnostic(level="warning", message=message, no_answer=no_answer, kind=kind, detail=detail))
+
+
+def _emit(event) -> None:
+    """Hand an event to whoever streams the run (LangGraph's "custom" stream mode)."""
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:  # called outside a graph run
+        return
+    writer(event)
+
+
+def _asked_again(attempts: ModelAttempts, response, verdict: str) -> None:
+    reply = _reply_of(response)
+    if verdict == "shorter":
+        attempts.asked_again("cut_off", "a tool call was cut off at the output limit; asked again to write less")
+        return
+    reason = retry_reason(reply) if reply is not None else None
+    finish = ", ".join(sorted(_finish_reasons(reply))) if reply is not None else ""
+    if reason == "malformed":
+        attempts.asked_again("malformed", f"finish_reason={finish}; asked again")
+    else:
+        attempts.asked_again("blank", "no text and no tool calls; asked again")
+
+
+def _report_retries(attempts: ModelAttempts) -> None:
+    if attempts.reasons:
+        _emit(ModelCallRetried(reasons=tuple(attempts.reasons), detail="\n".join(attempts.details)))
+
+
+def _gave_up(attempts: ModelAttempts, exc: BaseException) -> None:
+    """A call that raised carries its attempts on the exception: the turn
+    ends with it, before anything else of the stream is read."""
+    if not isinstance(exc, Exception):
+        return  # a stop, not a failure
+    attempts.gave_up()
+    try:
+        setattr(exc, MODEL_RETRIES_ATTR, ModelCallRetried(
+            reasons=tuple(attempts.reasons), detail="\n".join(attempts.details), succeeded=False
+        ))
+    except Exception:
+        pass  # an exception that takes no attributes
 
 
 class RefusedCallsMiddleware(AgentMiddleware):
@@ -568,6 +623,7 @@ class TurnCallLimitMiddleware(AgentMiddleware):
         if model_calls_this_turn(request.state.get("messages") or request.messages) < self.run_limit:
             return None
         logger.warning("turn stopped at the model-call limit of %s", self.run_limit)
+        _emit(CapReached(cap="model_calls", limit=self.run_limit, detail=f"HAICO_MODEL_CALL_LIMIT={self.run_limit}"))
         note = AIMessage(content=CALL_LIMIT_MESSAGE.format(limit=self.run_limit), response_metadata={SYNTHETIC_KEY: True})
         return ModelResponse(result=[note])
 

@@ -8,8 +8,12 @@ override it and the whole app agrees on one configuration.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
+from contextvars import ContextVar
 
+import openai
 from django.conf import settings
 from langchain_core.messages import AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
@@ -47,6 +51,135 @@ class ModelNotConfigured(Exception):
 # would run the tool with half an argument; agent.middleware refuses those
 # calls instead (docs/adr/0012).
 INVALID_TOOL_ARGS_KEY = "haico_invalid_tool_args"
+
+
+# How much of an error response's body the operator's detail keeps.
+BODY_EXCERPT_CHARS = 300
+
+
+class ModelAttempts:
+    """The attempts of one model call, as the activity log tells them
+    (conversations.activity): the OpenAI SDK's own retries (it retries
+    429, 5xx, timeouts and connection errors silently, `max_retries`), seen
+    by the HTTP client's event hooks below, and the model-call middleware's
+    re-asks (agent.middleware)."""
+
+    def __init__(self):
+        self.reasons: list[str] = []
+        self.details: list[str] = []
+        self._request_open = False
+        self._outcome: tuple[int, str] | None = None  # the open request's response
+
+    # -- the HTTP client's hooks --
+
+    def request_sent(self) -> None:
+        if self._request_open:
+            # Another request within one call of the model: the SDK retried.
+            self._retried(self._outcome)
+        self._request_open, self._outcome = True, None
+
+    def response_received(self, status: int, body: str) -> None:
+        self._outcome = (status, body)
+
+    def _retried(self, outcome) -> None:
+        if outcome is None:
+            self.reasons.append("no_answer")
+        else:
+            status = outcome[0]
+            self.reasons.append("busy" if status == 429 else "server_error" if status >= 500 else "status")
+        self.details.append(_outcome_text(outcome) + "; retried")
+
+    # -- the middleware --
+
+    def call_started(self) -> None:
+        """The middleware calls the model (again): its requests start afresh."""
+        self._request_open, self._outcome = False, None
+
+    def asked_again(self, reason: str, detail: str) -> None:
+        self.reasons.append(reason)
+        self.details.append(detail)
+
+    def gave_up(self) -> None:
+        """The call raised: how its last request ended, for the detail."""
+        if self._request_open:
+            self.details.append(_outcome_text(self._outcome) + "; gave up")
+            self._request_open = False
+
+
+def _outcome_text(outcome) -> str:
+    if outcome is None:
+        return "no response (timed out, or the connection failed)"
+    status, body = outcome
+    return f"HTTP {status}: {body}" if body else f"HTTP {status}"
+
+
+_attempts: ContextVar[ModelAttempts | None] = ContextVar("haico_model_attempts", default=None)
+
+
+@contextlib.contextmanager
+def counting_attempts() -> Iterator[ModelAttempts]:
+    """Count the attempts of the model call made inside the block."""
+    attempts = ModelAttempts()
+    token = _attempts.set(attempts)
+    try:
+        yield attempts
+    finally:
+        _attempts.reset(token)
+
+
+def _excerpt(text: str) -> str:
+    text = " ".join(encodable(text).split())
+    return text if len(text) <= BODY_EXCERPT_CHARS else text[: BODY_EXCERPT_CHARS - 1] + "…"
+
+
+def _on_request(request) -> None:
+    attempts = _attempts.get()
+    if attempts is not None:
+        attempts.request_sent()
+
+
+def _on_response(response) -> None:
+    attempts = _attempts.get()
+    if attempts is None:
+        return
+    body = ""
+    if response.status_code >= 400:
+        try:
+            response.read()
+            body = _excerpt(response.text)
+        except Exception:
+            pass
+    attempts.response_received(response.status_code, body)
+
+
+async def _on_request_async(request) -> None:
+    _on_request(request)
+
+
+async def _on_response_async(response) -> None:
+    attempts = _attempts.get()
+    if attempts is None:
+        return
+    body = ""
+    if response.status_code >= 400:
+        try:
+            await response.aread()
+            body = _excerpt(response.text)
+        except Exception:
+            pass
+    attempts.response_received(response.status_code, body)
+
+
+def _http_clients() -> dict:
+    """The SDK's own HTTP clients (its defaults), with the hooks that count
+    its retries. One pair per chat model; the agent is compiled once per
+    model (docs/adr/0008)."""
+    return {
+        "http_client": openai.DefaultHttpxClient(event_hooks={"request": [_on_request], "response": [_on_response]}),
+        "http_async_client": openai.DefaultAsyncHttpxClient(
+            event_hooks={"request": [_on_request_async], "response": [_on_response_async]}
+        ),
+    }
 
 
 class _ToolArgsCheck:
@@ -194,4 +327,5 @@ def get_chat_model(model_name: str | None = None) -> HaicoChatOpenAI:
         # Token usage in streamed replies too; langchain-openai leaves it off
         # by default whenever a custom base URL is set.
         stream_usage=True,
+        **_http_clients(),
     )

@@ -12,6 +12,7 @@ pending step and closes the stream, then calls `repair_history`.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 
@@ -21,20 +22,24 @@ from .context import AgentContext
 from .events import (
     AgentEvent,
     Answer,
+    CapReached,
     Diagnostic,
     DraftWithdrawn,
+    ModelCallRetried,
     StepFinished,
     StepsStarted,
     Token,
 )
 from .history import TURN_INDEX_KEY, message_text, repair_update, step_sentence
-from .middleware import reply_finished
-from .tools.envelope import step_status
+from .middleware import REFUSED_CALLS_KEY, reply_finished
+from .tools.envelope import parse_envelope, step_status
 
 logger = logging.getLogger("haico.agent.turn")
 
 # LangGraph steps per turn (a tool round is two); generous for plan-and-execute turns.
 RECURSION_LIMIT = 100
+# How much of a step's arguments the activity log keeps for the operator.
+ARGUMENTS_DETAIL_CHARS = 1000
 
 # Each step's checkpoint is written before the next step runs: a server killed
 # mid-turn loses at most the step in flight. On the shared SQLite file it is
@@ -62,15 +67,19 @@ async def stream_turn(graph, *, context: AgentContext, user_message: str) -> Asy
         durability=DURABILITY,
     )
     seen: set = set()
+    calls: dict = {}
     try:
         async for mode, payload in stream:
-            for event in _events(mode, payload, seen):
+            for event in _events(mode, payload, seen, calls):
                 yield event
     finally:
         await stream.aclose()
 
 
-def _events(mode: str, payload, seen: set):
+def _events(mode: str, payload, seen: set, calls: dict | None = None):
+    """`calls`: {tool call id: (its arguments as JSON, why it was refused or
+    None)}, filled from the model's replies for the steps' results."""
+    calls = {} if calls is None else calls
     if mode == "messages":
         chunk, metadata = payload
         if isinstance(chunk, RemoveMessage):
@@ -83,7 +92,7 @@ def _events(mode: str, payload, seen: set):
                 yield Token(text)
         return
     if mode == "custom":
-        if isinstance(payload, Diagnostic):
+        if isinstance(payload, Diagnostic | ModelCallRetried | CapReached):
             yield payload
         return
     if mode != "updates" or not isinstance(payload, dict):
@@ -94,19 +103,49 @@ def _events(mode: str, payload, seen: set):
         for item in update if isinstance(update, list) else [update]:
             if isinstance(item, dict):
                 for message in item.get("messages") or []:
-                    yield from _message_events(message, seen)
+                    yield from _message_events(message, seen, calls)
 
 
-def _message_events(message, seen: set):
+def _arguments(args) -> str:
+    text = json.dumps(_operator_args(args), ensure_ascii=False, default=str)
+    return text if len(text) <= ARGUMENTS_DETAIL_CHARS else text[: ARGUMENTS_DETAIL_CHARS - 1] + "…"
+
+
+def _operator_args(args):
+    # The step's sentence is told already; the operator wants the rest.
+    if isinstance(args, dict):
+        return {key: value for key, value in args.items() if key != "action_and_reasoning"}
+    return args
+
+
+def _step_error(content, status: str) -> tuple[str, bool]:
+    """What went wrong with a step, in the tool's words, and whether the call
+    was refused rather than run."""
+    envelope = parse_envelope(content)
+    if envelope is not None:
+        if status == "skipped":
+            return str(envelope.get("summary") or ""), True
+        return str(envelope.get("error") or ""), bool(envelope.get("refused"))
+    text = content if isinstance(content, str) else ""
+    # LangGraph's answer to a call of a tool the agent does not have.
+    unknown = text.startswith("Error: ") and " is not a valid tool" in text
+    return text, unknown
+
+
+def _message_events(message, seen: set, calls: dict):
     if isinstance(message, AIMessage):
-        calls = tuple(call.get("id") or "" for call in message.tool_calls)
-        key = ("ai", message.id, message_text(message), calls)
+        call_ids = tuple(call.get("id") or "" for call in message.tool_calls)
+        key = ("ai", message.id, message_text(message), call_ids)
         if key in seen:
             return
         seen.add(key)
         if not message.tool_calls:
             yield Answer(message_text(message), cut_off=not reply_finished(message))
             return
+        refused = (message.response_metadata or {}).get(REFUSED_CALLS_KEY) or {}
+        for call in message.tool_calls:
+            if call.get("id"):
+                calls[call["id"]] = (_arguments(call.get("args")), refused.get(call["id"]))
         sentences, ids = [], []
         for call in message.tool_calls:
             call_key = ("call", call.get("id"))
@@ -124,10 +163,16 @@ def _message_events(message, seen: set):
         if key in seen:
             return
         seen.add(key)
+        status = step_status(message.content, error=message.status == "error")
+        arguments, refusal = calls.get(message.tool_call_id or "", ("", None))
+        error, refused = _step_error(message.content, status) if status != "done" else ("", False)
         yield StepFinished(
             tool_name=message.name or "",
-            status=step_status(message.content, error=message.status == "error"),
+            status=status,
             call_id=message.tool_call_id or "",
+            error=error,
+            refused=refused or refusal is not None,
+            arguments=arguments,
         )
 
 

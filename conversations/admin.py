@@ -60,6 +60,7 @@ class ThreadAdmin(admin.ModelAdmin):
     fields = (
         "id",
         "staff_review",
+        "activity_log",
         "title",
         "owner",
         "turn_index",
@@ -94,6 +95,14 @@ class ThreadAdmin(admin.ModelAdmin):
             return "-"
         url = reverse("admin:workspace_thread_review", args=[obj.pk])
         return format_html('<a href="{}">Transcript, snapshots, branches, feedback and workspace (read-only)</a>', url)
+
+    @admin.display(description="Activity log")
+    def activity_log(self, obj):
+        if obj is None or obj.pk is None:
+            return "-"
+        count = obj.activity.count()
+        url = reverse("admin:conversations_activitylogentry_changelist") + f"?thread__id__exact={obj.pk}"
+        return format_html('<a href="{}">{} activity log entries (errors, retries, refused calls…)</a>', url, count)
 
     def save_model(self, request, obj, form, change):
         if change and "title" in form.changed_data:
@@ -246,9 +255,11 @@ class FeedbackAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 @admin.register(ActivityLogEntry)
 class ActivityLogEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ("created_at", "level", "thread", "turn_index", "message_excerpt")
-    list_filter = ("level",)
-    search_fields = ("message", "thread__title", "=thread__id")
+    list_display = ("created_at", "level", "kind", "thread", "turn_index", "message_excerpt")
+    list_filter = ("kind", "level")
+    search_fields = ("message", "detail", "thread__title", "=thread__id")
+    fields = ("thread", "turn_index", "created_at", "level", "kind", "message", "detail")
+    readonly_fields = fields
     date_hierarchy = "created_at"
     list_select_related = ("thread",)
     raw_id_fields = ("thread",)

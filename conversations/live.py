@@ -56,6 +56,7 @@ IDLE_SECONDS = 2.0
 # Redis connection (settings.REDIS_MAX_CONNECTIONS must stay above this).
 LAYER_SENDS_AT_ONCE = 64
 CHAT_FRAGMENTS = "conversations/fragments/turn.html"
+ACTIVITY_TEMPLATE = "conversations/panels/activity.html"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -257,3 +258,21 @@ def on_changes(changes: list[Change]) -> None:
             # the row would cost as much as rendering them.
             thread = Thread(pk=thread_id)
         publisher.publish(thread_id, render_changes(thread, thread_changes))
+
+
+# --- the activity log ---------------------------------------------------------
+
+
+def render_activity_push(entry) -> str:
+    """A new activity log entry for an open page: put at the top of the log
+    (a closed log counts it as unread, static/js/activity.js)."""
+    return render_to_string(f"{ACTIVITY_TEMPLATE}#pushed", {"entry": entry})
+
+
+def publish_activity(entry) -> None:
+    """services.activity_log's on-commit hook."""
+    try:
+        publisher.publish(entry.thread_id, render_activity_push(entry))
+    except Exception:
+        # The entry is stored; a page that missed it shows it when the log is opened.
+        logger.exception("could not push activity log entry %s", entry.pk)

@@ -121,17 +121,35 @@ class ModerationAction(models.Model):
 
 
 class ActivityLogEntry(models.Model):
-    """Diagnostics a person may want to see (model warnings, turn errors)."""
+    """What happened behind a thread's turns that a person may want to know:
+    provider errors and retries, cut-off replies, failed and refused tool
+    calls, caps reached. `message` is written for the person; `detail` is
+    the operator's (status code, body excerpt, exception class, tool
+    arguments), shown one click away."""
 
     class Level(models.TextChoices):
         INFO = "info", "Info"
         WARNING = "warning", "Warning"
         ERROR = "error", "Error"
 
+    class Kind(models.TextChoices):
+        PROVIDER_ERROR = "provider_error", "Provider error"
+        RETRY = "retry", "Retry"
+        TRUNCATION = "truncation", "Cut off"
+        TOOL_FAILURE = "tool_failure", "Tool failure"
+        REFUSED_CALL = "refused_call", "Refused call"
+        CAP_REACHED = "cap_reached", "Cap reached"
+        APPROVAL_ASKED = "approval_asked", "Approval asked"
+        APPROVAL_ANSWERED = "approval_answered", "Approval answered"
+        MCP = "mcp", "MCP"
+        OTHER = "other", "Other"
+
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="activity")
     turn_index = models.PositiveIntegerField(null=True, blank=True)
     level = models.CharField(max_length=10, choices=Level.choices, default=Level.INFO)
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.OTHER)
     message = models.TextField()
+    detail = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

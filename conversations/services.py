@@ -1,6 +1,8 @@
 """Writes for threads: creation, renaming, soft-delete, feedback, staff
 moderation and the activity log. The turn guard is conversations.turns.guard."""
 
+import functools
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
@@ -8,7 +10,9 @@ from django.utils import timezone
 from workspace.errors import InvalidInput
 from workspace.events import Change, announce
 from workspace.models import Artifact, Thread
-from workspace.text import clean_text
+from workspace.text import clean_text, encodable
+
+from . import live
 
 from .models import (
     FEEDBACK_COMMENT_MAX_CHARS,
@@ -73,9 +77,28 @@ def title_from_message(message: str, *, limit: int = 60) -> str:
     return words[: limit - 1].rsplit(" ", 1)[0] + "…"
 
 
+ACTIVITY_DETAIL_MAX_CHARS = 4000
+
+
 @transaction.atomic
-def activity_log(*, thread: Thread, message: str, level: str = ActivityLogEntry.Level.INFO, turn_index: int | None = None):
-    return ActivityLogEntry.objects.create(thread=thread, message=message, level=level, turn_index=turn_index)
+def activity_log(
+    *,
+    thread: Thread,
+    message: str,
+    level: str = ActivityLogEntry.Level.INFO,
+    turn_index: int | None = None,
+    kind: str = ActivityLogEntry.Kind.OTHER,
+    detail: str = "",
+) -> ActivityLogEntry:
+    """Record an entry of the thread's activity log; once committed it
+    reaches every open tab of the thread (conversations.live)."""
+    entry = ActivityLogEntry.objects.create(
+        thread=thread, message=encodable(message), level=level, turn_index=turn_index,
+        kind=kind if kind in ActivityLogEntry.Kind.values else ActivityLogEntry.Kind.OTHER,
+        detail=encodable(detail or "")[:ACTIVITY_DETAIL_MAX_CHARS],
+    )
+    transaction.on_commit(functools.partial(live.publish_activity, entry))
+    return entry
 
 
 def _is_int(value) -> bool:

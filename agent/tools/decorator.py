@@ -34,7 +34,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
-from workspace.errors import WorkspaceError
+from workspace.errors import PreferenceLocked, WorkspaceError
 from workspace.models import Thread
 from workspace.services.artifacts import artifact_create
 
@@ -172,7 +172,7 @@ def run_tool_call(
         return failure_envelope(describe_validation_error(spec.name, exc))
     except WorkspaceError as exc:
         logger.info("tool %s failed: %s", spec.name, exc.message)
-        return failure_envelope(exc.message)
+        return failure_envelope(exc.message, refused=isinstance(exc, PreferenceLocked))
     except Exception:
         logger.exception("tool %s crashed on thread %s", spec.name, thread.pk)
         return failure_envelope(

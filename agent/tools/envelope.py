@@ -26,8 +26,13 @@ def success_envelope(
     return json.dumps(body, ensure_ascii=False)
 
 
-def failure_envelope(error: str) -> str:
-    return json.dumps({"success": False, "error": error}, ensure_ascii=False)
+def failure_envelope(error: str, *, refused: bool = False) -> str:
+    """`refused`: the call was not allowed at all (a locked target), not a
+    call that went wrong; the activity log tells them apart."""
+    body: dict = {"success": False, "error": error}
+    if refused:
+        body["refused"] = True
+    return json.dumps(body, ensure_ascii=False)
 
 
 def step_status(content, *, error: bool = False) -> str:

@@ -36,8 +36,10 @@ from agent.builder import AgentProvider
 from agent.context import AgentContext
 from agent.events import (
     Answer,
+    CapReached,
     Diagnostic,
     DraftWithdrawn,
+    ModelCallRetried,
     StepFinished,
     StepsStarted,
     Token,
@@ -52,7 +54,7 @@ from agent.turn import (
 from workspace.markdown import render_markdown
 from workspace.models import Thread
 
-from .. import services, trajectory
+from .. import activity, services, trajectory
 from ..live import publisher
 from ..models import ActivityLogEntry, Turn
 from . import fragments, guard, outcome
@@ -90,6 +92,7 @@ class TurnRun:
         self.final_text = ""
         self.cut_off = False
         self.no_answer_notice = ""
+        self._cut_off_logged = False  # the activity log told of a cut-off reply already
         self._saved_length = 0  # of the draft, as last stored (turns.registry)
         self._last_sent = time.monotonic()
 
@@ -157,7 +160,7 @@ class TurnRun:
         except Exception as exc:
             status, notice = Turn.Status.FAILED, safe_error_message(exc)
             logger.exception("turn %s of thread %s failed", self.turn_index, self.thread.pk)
-            await self._record(notice, level=ActivityLogEntry.Level.ERROR)
+            await self._note(activity.turn_failed(exc, notice))
             await self._repair(partial=None, tool_result=FAILED_TOOL_RESULT)
         finally:
             answer = self.final_text if status == Turn.Status.COMPLETE else "".join(self.draft)
@@ -246,10 +249,17 @@ class TurnRun:
             self._steps_started(event)
         elif isinstance(event, Answer):
             self.final_text, self.cut_off = event.text, event.cut_off
+            if event.cut_off and not self._cut_off_logged:
+                await self._note(activity.answer_cut_off())
         elif isinstance(event, Diagnostic):
             if event.no_answer:
                 self.no_answer_notice = event.message
-            await self._record(event.message, level=event.level)
+            self._cut_off_logged = self._cut_off_logged or event.kind == ActivityLogEntry.Kind.TRUNCATION
+            await self._note(activity.diagnostic(event))
+        elif isinstance(event, ModelCallRetried):
+            await self._note(activity.retried(event))
+        elif isinstance(event, CapReached):
+            await self._note(activity.cap_reached(event))
         elif isinstance(event, StepFinished):
             # What the step changed is announced by the services themselves;
             # the trace only marks a step that did not work (or only in part).
@@ -258,6 +268,8 @@ class TurnRun:
                 self.steps[number - 1]["status"] = event.status
                 if event.status != "done":
                     self.send(fragments.step_result(self.turn_index, number, self.steps[number - 1]))
+            sentence = self.steps[number - 1]["text"] if number is not None else ""
+            await self._note(activity.step_result(event, sentence))
 
     def _steps_started(self, event: StepsStarted) -> None:
         first = len(self.steps) + 1
@@ -285,13 +297,16 @@ class TurnRun:
             self._held_whitespace = ""
             self.send(fragments.answer(self._turn()))
 
-    async def _record(self, message: str, *, level: str) -> None:
+    async def _note(self, note: activity.Note | None) -> None:
+        """Record an activity log entry of this turn (it reaches the open tabs on commit)."""
+        if note is None:
+            return
         try:
             await database_sync_to_async(services.activity_log)(
-                thread=self.thread, message=message, level=level, turn_index=self.turn_index
+                thread=self.thread, turn_index=self.turn_index, **note.fields()
             )
         except Exception:
-            logger.exception("could not record %s of turn %s", level, self.turn_index)
+            logger.exception("could not record the %s of turn %s", note.kind, self.turn_index)
 
     async def _repair(self, *, partial: str | None, tool_result: str) -> None:
         if self.graph is not None:

@@ -116,8 +116,10 @@ async def test_truncated_reply_is_not_retried_but_reported(thread, caplog):
     assert "cut off at the model's output limit" in record.getMessage()
     assert "raise HAICO_MODEL_MAX_TOKENS" in record.getMessage()
     [diagnostic] = turn.diagnostics
-    assert diagnostic.level == "warning"
-    assert "raise HAICO_MODEL_MAX_TOKENS" in diagnostic.message
+    assert diagnostic.level == "warning" and diagnostic.kind == "truncation"
+    # Written for the person; the setting to change is the operator's detail.
+    assert "cut off at the model's output limit in the answer" in diagnostic.message
+    assert "raise HAICO_MODEL_MAX_TOKENS" in diagnostic.detail and "finish_reason=length" in diagnostic.detail
 
 
 @pytest.mark.parametrize("signal", [{"finish_reason": "max_tokens"}, {"finish_reason": "MAX_TOKENS"}])

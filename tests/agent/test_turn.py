@@ -50,9 +50,32 @@ def test_tool_results_report_done_skipped_or_failed_once():
     ]
     assert events == [
         StepFinished("add_todos", "done", "c1"),
-        StepFinished("toggle_todos", "failed", "c2"),
-        StepFinished("update_preferences", "skipped", "c3"),
-        StepFinished("set_objective", "failed", "c4"),
+        StepFinished("toggle_todos", "failed", "c2", error="no"),
+        StepFinished("update_preferences", "skipped", "c3", error="s", refused=True),
+        StepFinished("set_objective", "failed", "c4", error="Not run."),
+    ]
+
+
+def test_a_steps_result_carries_its_arguments_and_whether_it_was_refused():
+    seen: set = set()
+    calls = [
+        {"name": "set_objective", "args": {"action_and_reasoning": "Goal.", "text": "Ship"}, "id": "c1", "type": "tool_call"},
+        {"name": "nope", "args": {}, "id": "c2", "type": "tool_call"},
+        {"name": "remove_preferences", "args": {"indices": [1]}, "id": "c3", "type": "tool_call"},
+    ]
+    reply = AIMessage(content="", id="m1", tool_calls=calls, response_metadata={"haico_refused_calls": {"c1": "Not run: cut off."}})
+    results = [
+        ToolMessage(content='{"success": false, "error": "Not run: cut off."}', tool_call_id="c1", name="set_objective"),
+        ToolMessage(content="Error: nope is not a valid tool, try one of [a].", tool_call_id="c2", name="nope", status="error"),
+        ToolMessage(content='{"success": false, "error": "Locked.", "refused": true}', tool_call_id="c3", name="remove_preferences"),
+    ]
+    calls_seen: dict = {}
+    list(_events("updates", {"model": {"messages": [reply]}}, seen, calls_seen))
+    events = list(_events("updates", {"tools": {"messages": results}}, seen, calls_seen))
+    assert [(e.refused, e.error, e.arguments) for e in events] == [
+        (True, "Not run: cut off.", '{"text": "Ship"}'),
+        (True, "Error: nope is not a valid tool, try one of [a].", "{}"),
+        (True, "Locked.", '{"indices": [1]}'),
     ]
 
 
@@ -76,7 +99,7 @@ async def test_a_turn_streams_steps_tokens_and_its_answer(thread):
     # Cut off at the output limit: kept, and said to be unfinished.
     assert [e for e in events if isinstance(e, Answer)] == [Answer("All done", cut_off=True)]
     [diagnostic] = [e for e in events if isinstance(e, Diagnostic)]
-    assert diagnostic.level == "warning" and "HAICO_MODEL_MAX_TOKENS" in diagnostic.message
+    assert diagnostic.level == "warning" and "HAICO_MODEL_MAX_TOKENS" in diagnostic.detail
     # The turn index tags the person's message in the history.
     state = await agent.aget_state({"configurable": {"thread_id": str(thread.pk)}})
     assert state.values["messages"][0].response_metadata[TURN_INDEX_KEY] == 3

@@ -75,6 +75,7 @@ async def test_update_preferences_all_locked_is_a_failure(thread):
     assert result == {
         "success": False,
         "error": "Preference 'Citation required' is locked and cannot be modified; ask the user to unlock it first.",
+        "refused": True,  # not run at all: the activity log says so
     }
     assert (await db(_prefs, thread))[0] == ("Citation required", "", "hard", True)
 
