@@ -266,7 +266,7 @@ def on_changes(changes: list[Change]) -> None:
 def render_activity_push(entry) -> str:
     """A new activity log entry for an open page: put at the top of the log
     (a closed log counts it as unread, static/js/activity.js)."""
-    return render_to_string(f"{ACTIVITY_TEMPLATE}#pushed", {"entry": entry})
+    return render_to_string(f"{ACTIVITY_TEMPLATE}#pushed", {"entry": entry}).strip()
 
 
 def publish_activity(entry) -> None:

@@ -526,3 +526,54 @@ async def test_the_review_transcript_reads_reasoning_steps_from_the_checkpointer
     # The plan the turn wrote is in the workspace now, not in the snapshot it started from.
     assert "1 Outline" in main[main.index('id="review-workspace"'):]
     assert "Outline" not in turn[turn.index("Snapshot at the start of turn 1"):turn.index("</aside>")]
+
+
+# --- the activity log -----------------------------------------------------------
+
+
+def _activity_rows(thread):
+    conversation_services.activity_log(
+        thread=thread, message="The model was busy; retried twice.", kind=ActivityLogEntry.Kind.RETRY,
+        detail="HTTP 429: quota exceeded", turn_index=1,
+    )
+    conversation_services.activity_log(
+        thread=thread, message="A step did not work: “Ticking step 9.”.", kind=ActivityLogEntry.Kind.TOOL_FAILURE,
+        level="warning", detail="tool: toggle_todos", turn_index=2,
+    )
+
+
+def test_staff_filter_the_activity_log_by_kind_and_level_and_search_its_detail(staff_client, thread):
+    _activity_rows(thread)
+    listing = _changelist(ActivityLogEntry())
+    by_kind = staff_client.get(listing, {"kind__exact": "retry"}).content.decode()
+    assert "The model was busy" in by_kind and "Ticking step 9" not in by_kind
+    by_level = staff_client.get(listing, {"level__exact": "warning"}).content.decode()
+    assert "Ticking step 9" in by_level and "The model was busy" not in by_level
+    found = staff_client.get(listing, {"q": "quota exceeded"}).content.decode()
+    assert "The model was busy" in found and "Ticking step 9" not in found
+
+
+def test_an_entrys_page_shows_its_kind_and_detail(staff_client, thread):
+    _activity_rows(thread)
+    entry = ActivityLogEntry.objects.get(kind="retry")
+    html = staff_client.get(_change(entry)).content.decode()
+    assert "HTTP 429: quota exceeded" in html and "Retry" in html
+
+
+def test_the_threads_admin_page_links_to_its_activity_log(staff_client, owner, thread):
+    _activity_rows(thread)
+    other = conversation_services.thread_create(owner=owner, title="Other")
+    conversation_services.activity_log(thread=other, message="Elsewhere.")
+    page = staff_client.get(_change(thread)).content.decode()
+    link = f'{_changelist(ActivityLogEntry())}?thread__id__exact={thread.pk}'
+    assert f'<a href="{link}">2 activity log entries' in page
+    listing = staff_client.get(link).content.decode()
+    assert "The model was busy" in listing and "Ticking step 9" in listing and "Elsewhere." not in listing
+
+
+def test_the_activity_log_admin_is_refused_to_people_who_are_not_staff(owner_client, thread):
+    _activity_rows(thread)
+    entry = ActivityLogEntry.objects.get(kind="retry")
+    for url in (_changelist(entry), _change(entry)):
+        response = owner_client.get(url)
+        assert response.status_code == 302 and "/admin/login/" in response["Location"]

@@ -11,7 +11,7 @@ from django.http import HttpRequest
 from django.test import Client
 
 from conversations.live import FRAGMENT_EVENT, Publisher, group_name
-from conversations.services import thread_create
+from conversations.services import activity_log, thread_create
 from tests.conftest import PASSWORD
 from tests.support.patches import only_patch
 from workspace.models import Preference
@@ -139,3 +139,19 @@ async def test_a_fragment_no_socket_could_encode_reaches_every_tab_readable(owne
     message = await asyncio.wait_for(layer.receive(other_process), 2)
     assert "\ufffd" in message["html"]
     message["html"].encode("utf-8")
+
+
+async def test_a_new_activity_entry_reaches_every_open_tab_of_its_thread_only(owner, other_user, thread, sockets):
+    first_tab, second_tab = await sockets(thread.pk, owner), await sockets(thread.pk, owner)
+    elsewhere = await sync_to_async(thread_create)(owner=other_user, title="Theirs")
+    their_tab = await sockets(elsewhere.pk, other_user)
+    await sync_to_async(activity_log)(
+        thread=thread, message="The model was busy; retried twice.", kind="retry", detail="HTTP 429: <slow down>", turn_index=1
+    )
+    for tab in (first_tab, second_tab):
+        html = await tab.receive_from(timeout=3)
+        # At the top of an open log; a closed one counts it (static/js/activity.js).
+        assert html.startswith('<ol id="activity-entries" hx-swap-oob="afterbegin">')
+        assert "The model was busy; retried twice." in html and 'class="activity-entry level-info kind-retry is-new"' in html
+        assert "<summary>Details</summary>" in html and "HTTP 429: &lt;slow down&gt;" in html
+    assert await their_tab.receive_nothing(timeout=0.3)

@@ -308,6 +308,24 @@ def test_owner_sees_warnings_and_errors_newest_first(owner_client, thread):
     assert "turn 3" in html and "Warning" in html and "Error" in html
 
 
+def test_an_entry_shows_its_detail_one_click_away_escaped(owner_client, thread):
+    activity_log(
+        thread=thread, message="A step did not work: <b>x</b>.", kind=ActivityLogEntry.Kind.TOOL_FAILURE,
+        detail='tool: toggle_todos\narguments: {"indices": [9]} <script>', level="warning", turn_index=1,
+    )
+    html = owner_client.get(_url(thread), HTTP_HX_REQUEST="true").content.decode()
+    assert "A step did not work: &lt;b&gt;x&lt;/b&gt;." in html
+    details = html[html.index('<details class="activity-detail">'):]
+    assert details.index("<summary>Details</summary>") < details.index("tool: toggle_todos")
+    assert "&lt;script&gt;" in details and "<script>" not in html
+
+
+def test_an_entry_without_detail_has_no_details(owner_client, thread):
+    activity_log(thread=thread, message="Plain.", level="info")
+    html = owner_client.get(_url(thread), HTTP_HX_REQUEST="true").content.decode()
+    assert "Plain." in html and "activity-detail" not in html
+
+
 def test_an_empty_log_says_so(owner_client, thread):
     response = owner_client.get(_url(thread))
     assert "no warnings or errors" in response.content.decode()
