@@ -547,7 +547,7 @@ def _gave_up(attempts: ModelAttempts, exc: BaseException) -> None:
             reasons=tuple(attempts.reasons), detail="\n".join(attempts.details), succeeded=False
         ))
     except Exception:
-        pass  # an exception that takes no attributes
+        logger.debug("could not mark %r with its attempts", exc, exc_info=True)
 
 
 class RefusedCallsMiddleware(AgentMiddleware):

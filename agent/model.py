@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Iterator
 from contextvars import ContextVar
 
@@ -25,6 +26,8 @@ from workspace.text import encodable
 # Local OpenAI-compatible servers ignore the key, but the OpenAI SDK refuses
 # to build a client without one.
 PLACEHOLDER_API_KEY = "not-needed"
+
+logger = logging.getLogger("haico.agent")
 
 
 class ModelNotConfigured(Exception):
@@ -148,7 +151,7 @@ def _on_response(response) -> None:
             response.read()
             body = _excerpt(response.text)
         except Exception:
-            pass
+            logger.debug("could not read an error response's body", exc_info=True)
     attempts.response_received(response.status_code, body)
 
 
@@ -166,7 +169,7 @@ async def _on_response_async(response) -> None:
             await response.aread()
             body = _excerpt(response.text)
         except Exception:
-            pass
+            logger.debug("could not read an error response's body", exc_info=True)
     attempts.response_received(response.status_code, body)
 
 

@@ -12,11 +12,22 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+import httpx
 import openai
 from langgraph.errors import GraphRecursionError
 
-from agent.events import MODEL_RETRIES_ATTR, CapReached, Diagnostic, ModelCallRetried, StepFinished
-from agent.middleware import INVALID_ARGS_ERROR, MALFORMED_CALL_ERROR, TRUNCATED_CALL_ERROR
+from agent.events import (
+    MODEL_RETRIES_ATTR,
+    CapReached,
+    Diagnostic,
+    ModelCallRetried,
+    StepFinished,
+)
+from agent.middleware import (
+    INVALID_ARGS_ERROR,
+    MALFORMED_CALL_ERROR,
+    TRUNCATED_CALL_ERROR,
+)
 from agent.model import BODY_EXCERPT_CHARS, ModelNotConfigured
 
 from .models import ActivityLogEntry
@@ -95,7 +106,7 @@ def turn_failed(exc: BaseException, notice: str) -> Note:
 def _body(exc: openai.APIStatusError) -> str:
     try:
         text = exc.response.text
-    except Exception:
+    except (AttributeError, httpx.ResponseNotRead):
         text = str(exc.body or "")
     text = " ".join(str(text).split())
     return text if len(text) <= BODY_EXCERPT_CHARS else text[: BODY_EXCERPT_CHARS - 1] + "…"

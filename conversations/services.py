@@ -13,7 +13,6 @@ from workspace.models import Artifact, Thread
 from workspace.text import clean_text, encodable
 
 from . import live
-
 from .models import (
     FEEDBACK_COMMENT_MAX_CHARS,
     FEEDBACK_RATING_MAX,

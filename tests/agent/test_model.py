@@ -3,7 +3,13 @@
 import pytest
 
 from agent.builder import AgentProvider
-from agent.model import ModelNotConfigured, available_models, get_chat_model
+from agent.model import (
+    ModelNotConfigured,
+    available_models,
+    counting_attempts,
+    get_chat_model,
+)
+from tests.support.openai_server import HTTPFailure, OpenAICompatibleServer, Reply
 
 
 @pytest.fixture
@@ -101,3 +107,47 @@ def test_the_agent_without_a_model_raises_not_configured(no_model):
 def test_the_agent_refuses_an_unknown_model(ollama):
     with pytest.raises(ValueError):
         AgentProvider().graph(model_name="not-offered", checkpointer=None)
+
+
+# --- counting the SDK's own retries (conversations.activity tells them) ---
+
+
+@pytest.fixture
+def scripted_endpoint(settings):
+    with OpenAICompatibleServer(models=["scripted"]) as server:
+        settings.OPENAI_BASE_URL = server.base_url
+        settings.OPENAI_API_KEY = "test-key"
+        settings.HAICO_MODEL = "scripted"
+        settings.HAICO_MODELS = ["scripted"]
+        settings.HAICO_MODEL_TIMEOUT = 1.0
+        settings.HAICO_MODEL_MAX_RETRIES = 3
+        yield server
+
+
+def _failures_then_an_answer():
+    return [HTTPFailure(429, "slow down", retry_after=0), HTTPFailure(503, "overloaded", retry_after=0), Reply(text="Hi.")]
+
+
+def test_the_sdks_retries_of_one_call_are_counted_with_why(scripted_endpoint):
+    scripted_endpoint.script(_failures_then_an_answer())
+    with counting_attempts() as attempts:
+        reply = get_chat_model().invoke("hello")
+    assert reply.content == "Hi."
+    assert attempts.reasons == ["busy", "server_error"]
+    assert attempts.details[0].startswith("HTTP 429: ") and "slow down" in attempts.details[0]
+    assert attempts.details[1].startswith("HTTP 503: ") and "overloaded" in attempts.details[1]
+
+
+async def test_the_sdks_retries_of_a_streamed_call_are_counted_too(scripted_endpoint):
+    scripted_endpoint.script(_failures_then_an_answer())
+    with counting_attempts() as attempts:
+        text = "".join([chunk.content async for chunk in get_chat_model().astream("hello")])
+    assert text == "Hi." and attempts.reasons == ["busy", "server_error"]
+
+
+def test_calls_outside_a_count_are_not_counted_by_another(scripted_endpoint):
+    scripted_endpoint.script(_failures_then_an_answer())
+    with counting_attempts() as attempts:
+        pass
+    get_chat_model().invoke("hello")
+    assert attempts.reasons == []

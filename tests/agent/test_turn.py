@@ -1,12 +1,24 @@
 """agent.turn: what a turn reports as typed events."""
 
 import pytest
-from langchain_core.messages import AIMessage, AIMessageChunk, RemoveMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    RemoveMessage,
+    ToolMessage,
+)
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent.builder import build_agent
 from agent.context import AgentContext
-from agent.events import Answer, Diagnostic, DraftWithdrawn, StepFinished, StepsStarted, Token
+from agent.events import (
+    Answer,
+    Diagnostic,
+    DraftWithdrawn,
+    StepFinished,
+    StepsStarted,
+    Token,
+)
 from agent.history import TURN_INDEX_KEY
 from agent.turn import _events, stream_turn
 from tests.support.fake_model import Reply, ScriptedChatModel, tool_call

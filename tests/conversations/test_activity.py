@@ -10,6 +10,8 @@ import pytest
 from channels.db import database_sync_to_async
 
 from agent.builder import AgentProvider
+from agent.events import ModelCallRetried
+from conversations import activity
 from conversations.models import ActivityLogEntry
 from conversations.turns import registry
 from tests.support.fake_model import Reply, tool_call
@@ -173,3 +175,9 @@ async def test_an_entry_is_escaped_in_the_tab(send, thread, model_server):
     html = await send("Tick")
     pushed = html[html.index('id="activity-entries"'):]
     assert "<img src=x>" not in pushed and "&lt;img src=x&gt;" in pushed
+
+
+def test_a_call_retried_for_several_reasons_says_each_once():
+    note = activity.retried(ModelCallRetried(reasons=("busy", "busy", "blank")))
+    assert note.message == "The model call was retried 3 times: the model was busy (twice), the model gave an empty reply (once)."
+    assert activity.retried(ModelCallRetried(reasons=())) is None

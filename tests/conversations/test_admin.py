@@ -7,9 +7,22 @@ from django.contrib.admin.models import LogEntry
 from django.urls import reverse
 
 from conversations import services as conversation_services
-from conversations.models import ActivityLogEntry, BranchLink, Feedback, ModerationAction
+from conversations.models import (
+    ActivityLogEntry,
+    BranchLink,
+    Feedback,
+    ModerationAction,
+)
 from tests.support.admin import _change, _changelist
-from workspace.models import Artifact, Document, Objective, Preference, Thread, Todo, WorkspaceSnapshot
+from workspace.models import (
+    Artifact,
+    Document,
+    Objective,
+    Preference,
+    Thread,
+    Todo,
+    WorkspaceSnapshot,
+)
 from workspace.services import preferences as preferences_services
 
 pytestmark = pytest.mark.django_db
