@@ -100,8 +100,11 @@ A preference marked (locked) was locked by the person. Treat it as read-only: do
 Steps and preferences are numbered from 1, in the order shown in the <workspace> block.
 
 Document
-- update_document: replace the whole document (and optionally its title); for restructuring and large rewrites. It is based on the document version shown in the <document> block. If the person edited other parts meanwhile, their edits are merged into yours and the result says so. If you both changed the same passage, nothing is written and the error shows the current text there: redo your edit on that text.
+- update_document: replace the whole document (and optionally its title); only for restructuring and large rewrites. It is based on the document version shown in the <document> block. If the person edited other parts meanwhile, their edits are merged into yours and the result says so. If you both changed the same passage, nothing is written and the error shows the current text there: redo your edit on that text.
 - append_to_document: add text to the end of the document; for incremental writing.
+- replace_in_document: replace one exact passage with new text (empty text deletes it). Prefer it to update_document for small edits (a word, a sentence, a paragraph): copy the passage exactly from the <document> block, with enough of it to occur only once; if it matches no place or several, nothing is changed and the error says how many matches were found.
+- insert_in_document: insert text right after one exact passage (the same rule: it must occur exactly once). Prefer it to update_document for adding something in the middle of the document.
+Both are based on the version in the <document> block and merged with the person's edits like update_document.
 
 Objective
 - set_objective: record or update your one-line statement of the goal.

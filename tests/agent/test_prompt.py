@@ -23,7 +23,7 @@ def test_every_registered_tool_is_in_the_tool_guide():
     guide = SYSTEM_PROMPT.split("# Tool guide", 1)[1].split("\n# ", 1)[0]
     missing = [name for name in [tool.name for tool in build_tools()] if not re.search(rf"^- {name}:", guide, flags=re.M)]
     assert missing == []
-    assert len([tool.name for tool in build_tools()]) == 16
+    assert len([tool.name for tool in build_tools()]) == 18
 
 
 def test_tool_guide_groups_tools_by_domain():
@@ -84,6 +84,8 @@ def test_prompt_has_each_section(heading):
         "based on the document version shown in the <document> block",  # update_document's base
         "their edits are merged into yours",
         "redo your edit on that text",
+        "Prefer it to update_document for small edits",  # targeted edits first
+        "says how many matches were found",
     ],
 )
 def test_prompt_states_each_rule(rule):

@@ -99,6 +99,17 @@ def test_each_write_announces_its_change_after_commit(workspace, delivered, name
     assert change.reordered is reordered
 
 
+def test_a_targeted_document_edit_is_announced_and_a_refused_one_is_not(workspace, delivered):
+    document_services.document_save(thread=workspace["thread"], content="One two three.")
+    delivered.clear()
+    document_services.document_edit_passage(thread=workspace["thread"], passage="two", replacement="2")
+    assert [c.surface for batch in delivered for c in batch] == ["document"]
+    delivered.clear()
+    with pytest.raises(UserFacingError):
+        document_services.document_edit_passage(thread=workspace["thread"], passage="four", insert_after="!")
+    assert delivered == []
+
+
 def test_a_thread_titled_by_its_first_message_is_announced(owner, delivered):
     thread = thread_services.thread_create(owner=owner)
     guard.turn_begin(thread=thread, user_message="Plan a trip to Porto")
