@@ -16,6 +16,8 @@ from datetime import UTC
 from workspace import plan_tree, selectors
 from workspace.models import Thread
 
+from . import modes
+
 DOCUMENT_INJECT_MAX_CHARS = 30_000
 TRUNCATION_MARKER = "[… truncated; use document tools to read the full content …]"
 NO_PREFERENCES = "(none recorded yet)"
@@ -242,10 +244,13 @@ def render_reading(reading: selectors.WorkspaceReading) -> str:
     return "<workspace>\n" + "\n\n".join(blocks) + "\n</workspace>"
 
 
-def build_system_prompt(thread: Thread) -> str:
-    """Static instructions first (a cacheable prefix), then the live workspace."""
-    return system_prompt_for(selectors.workspace_reading_for(thread=thread))
+def build_system_prompt(thread: Thread, *, mode: str = modes.DEFAULT_MODE) -> str:
+    """Static instructions first (a cacheable prefix), then the live
+    workspace, then which mode the turn runs in."""
+    return system_prompt_for(selectors.workspace_reading_for(thread=thread), mode=mode)
 
 
-def system_prompt_for(reading: selectors.WorkspaceReading) -> str:
-    return SYSTEM_PROMPT + "\n\n" + render_reading(reading)
+def system_prompt_for(reading: selectors.WorkspaceReading, *, mode: str = modes.DEFAULT_MODE) -> str:
+    # The mode goes last: the instructions and the workspace read the same
+    # whatever the mode, and it is the last word before the conversation.
+    return SYSTEM_PROMPT + "\n\n" + render_reading(reading) + "\n\n" + modes.mode_prompt(mode)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from agent.modes import mode_prompt
 from agent.prompt import DOCUMENT_INJECT_MAX_CHARS, SYSTEM_PROMPT, build_system_prompt, render_workspace_block
 from agent.tools.registry import build_tools
 from workspace.models import Document, Preference
@@ -251,13 +252,32 @@ def test_latest_artifact_is_a_pointer_line_without_payload(thread):
     assert "Old" not in block
 
 
-def test_system_prompt_is_static_text_then_the_block(thread):
+def test_system_prompt_is_static_text_then_the_block_then_the_mode(thread):
     objective_services.objective_set(thread=thread, text="Chart quarterly revenue")
 
     prompt = build_system_prompt(thread)
 
-    assert prompt == SYSTEM_PROMPT + "\n\n" + render_workspace_block(thread)
+    assert prompt == SYSTEM_PROMPT + "\n\n" + render_workspace_block(thread) + "\n\n" + mode_prompt("execute")
     assert prompt.index("Chart quarterly revenue") > len(SYSTEM_PROMPT)
+    assert prompt.endswith("# Mode: Execute\n\nThe person chose Execute mode: every tool is available; "
+                           "plan and carry out the work as described above.")
+
+
+@pytest.mark.parametrize(
+    "mode, says",
+    [
+        ("explore", ["# Mode: Explore", "you cannot change the workspace", "only the reading tools"]),
+        ("plan", ["# Mode: Plan", "the objective and the plan only", "do not carry it out"]),
+        ("execute", ["# Mode: Execute", "every tool is available"]),
+    ],
+)
+def test_the_prompt_says_which_mode_the_turn_runs_in(thread, mode, says):
+    prompt = build_system_prompt(thread, mode=mode)
+    tail = prompt.split("</workspace>", 1)[1]
+    for words in says:
+        assert words in tail
+    others = {"explore", "plan", "execute"} - {mode}
+    assert not any(f"# Mode: {other.title()}" in prompt for other in others)
 
 
 def test_the_prompt_never_reads_an_artifact_payload(thread):
