@@ -139,3 +139,15 @@ async def test_a_fragment_no_socket_could_encode_reaches_every_tab_readable(owne
     message = await asyncio.wait_for(layer.receive(other_process), 2)
     assert "\ufffd" in message["html"]
     message["html"].encode("utf-8")
+
+
+async def test_a_mode_chosen_in_one_tab_updates_the_selector_in_another(owner, thread, sockets):
+    second_tab = await sockets(thread.pk, owner)
+    response = await sync_to_async(_post)(owner, f"/threads/{thread.pk}/mode/", {"mode": "plan"})
+    assert response.status_code == 200
+    html = await second_tab.receive_from(timeout=3)
+    assert '<select id="chat-mode"' in html and 'hx-swap-oob="true"' in html
+    assert '<option value="plan" selected>' in html
+    # Choosing the mode it already has announces nothing.
+    await sync_to_async(_post)(owner, f"/threads/{thread.pk}/mode/", {"mode": "plan"})
+    assert await second_tab.receive_nothing(timeout=0.3)
