@@ -107,8 +107,14 @@ ALLOWED_TOOLS = {mode: _allowed_names(mode) for mode in Mode.values}
 
 
 def allowed_tools(mode: str) -> frozenset[str]:
-    """The names of the tools the model may call in `mode`."""
+    """The names of the registered tools the model may call in `mode`."""
     return ALLOWED_TOOLS[rules_for(mode).mode]
+
+
+def allows(mode: str, tool_name: str | None) -> bool:
+    # A mode that allows every domain allows any tool, including one added
+    # to the agent outside the registry.
+    return rules_for(mode).domains is None or tool_name in allowed_tools(mode)
 
 
 def mode_prompt(mode: str) -> str:
@@ -144,8 +150,8 @@ class ModeMiddleware(AgentMiddleware):
         return getattr(getattr(runtime, "context", None), "mode", DEFAULT_MODE)
 
     def _filtered(self, request: ModelRequest) -> ModelRequest:
-        allowed = allowed_tools(self._mode(request.runtime))
-        tools = [tool for tool in request.tools if getattr(tool, "name", None) in allowed]
+        mode = self._mode(request.runtime)
+        tools = [tool for tool in request.tools if allows(mode, getattr(tool, "name", None))]
         if len(tools) == len(request.tools):
             return request
         return request.override(tools=tools)
@@ -159,7 +165,7 @@ class ModeMiddleware(AgentMiddleware):
     def _refusal(self, request) -> ToolMessage | None:
         call = request.tool_call
         mode = self._mode(request.runtime)
-        if call.get("name") in allowed_tools(mode):
+        if allows(mode, call.get("name")):
             return None
         return ToolMessage(
             content=failure_envelope(out_of_mode_error(call.get("name") or "this tool", mode)),
