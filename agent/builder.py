@@ -33,10 +33,10 @@ from .middleware import (
 )
 from .model import available_models, get_chat_model
 from .model_input import ModelInputMiddleware
+from .modes import ModeMiddleware, call_limits
 from .prompt import document_version, system_prompt_for
 from .tools.registry import build_tools
 
-DEFAULT_MODEL_CALL_LIMIT = 25
 DEFAULT_CONTEXT_TOKENS = 60_000
 
 # What the HTTP client and LangChain import lazily on the first model request
@@ -56,7 +56,7 @@ def _prompt_for(context: AgentContext) -> str:
     reading = selectors.workspace_reading_for(thread=context.thread)
     # The version this call is shown is what a tool it calls edits from.
     context.seen.document_version = document_version(reading)
-    return system_prompt_for(reading)
+    return system_prompt_for(reading, mode=context.mode)
 
 
 @dynamic_prompt
@@ -68,15 +68,17 @@ async def workspace_prompt(request: ModelRequest) -> str:
 
 def build_agent(*, model: BaseChatModel, checkpointer=None):
     """The compiled agent graph around `model`; run it with
-    `context=AgentContext(thread=..., turn_index=...)`."""
-    call_limit = getattr(settings, "HAICO_MODEL_CALL_LIMIT", DEFAULT_MODEL_CALL_LIMIT)
+    `context=AgentContext(thread=..., turn_index=..., mode=...)`."""
+    limits = call_limits()
     middleware = []
-    if call_limit:
+    if any(limits.values()):
         # Outermost, so a turn at its limit costs no prompt build: ends the
         # turn with a short message instead of looping forever when a model
-        # keeps calling tools. Counted per turn.
-        middleware.append(TurnCallLimitMiddleware(run_limit=call_limit))
+        # keeps calling tools. Counted per turn, capped per mode (agent.modes).
+        middleware.append(TurnCallLimitMiddleware(limits=limits))
     middleware += [
+        # Only the mode's tools are shown, and only they run (docs/adr/0018).
+        ModeMiddleware(),
         # The prompt is computed once per model call and shared by the
         # retry's attempts (nothing can change the workspace in between).
         workspace_prompt,

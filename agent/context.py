@@ -1,4 +1,4 @@
-"""What one run of the agent is about: the thread and the turn.
+"""What one run of the agent is about: the thread, the turn and its mode.
 
 The compiled agent is shared by every thread (agent.builder builds it once
 per model per process); LangGraph hands this context to the middleware
@@ -25,5 +25,9 @@ class Seen:
 class AgentContext:
     thread: Thread
     turn_index: int = 0
+    # The mode the turn runs in, as chosen when its message was sent: a
+    # change of the thread's mode during the turn applies to the next one
+    # (agent.modes, docs/adr/0018).
+    mode: str = Thread.Mode.EXECUTE
     # Mutable, one per run: the context itself stays frozen.
     seen: Seen = field(default_factory=Seen)

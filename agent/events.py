@@ -100,6 +100,7 @@ class CapReached:
     cap: str
     limit: int
     detail: str = ""
+    mode: str = ""  # the mode whose cap it was (agent.modes), if any
 
 
 # The ModelCallRetried of a model call that gave up, set on the exception it raised.

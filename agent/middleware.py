@@ -68,6 +68,7 @@ from workspace.text import encodable
 
 from .events import MODEL_RETRIES_ATTR, CapReached, Diagnostic, ModelCallRetried
 from .model import INVALID_TOOL_ARGS_KEY, ModelAttempts, counting_attempts
+from .modes import CALL_LIMIT_SETTINGS, DEFAULT_MODE, label
 from .tools.envelope import failure_envelope
 
 logger = logging.getLogger("haico.agent")
@@ -582,9 +583,10 @@ class RefusedCallsMiddleware(AgentMiddleware):
 # Call limit
 
 CALL_LIMIT_MESSAGE = (
-    "I stopped because this turn reached its limit of {limit} model calls (HAICO_MODEL_CALL_LIMIT). "
+    "I stopped because this turn reached the {mode} mode's limit of {limit} model calls ({setting}). "
     "Everything done so far is kept in the workspace; send a message to let me continue."
 )
+CALL_LIMIT_DIAGNOSTIC = "Call cap reached: the turn stopped at the {mode} mode's limit of {limit} model calls ({setting})."
 
 
 def model_calls_this_turn(messages: list) -> int:
@@ -601,7 +603,9 @@ def model_calls_this_turn(messages: list) -> int:
 
 class TurnCallLimitMiddleware(AgentMiddleware):
     """Ends a turn whose model keeps calling tools, with a message a person can
-    act on, after `run_limit` model calls.
+    act on, after the run's mode's number of model calls (`limits`: mode ->
+    cap, 0 for none; agent.modes). Reaching it is also a Diagnostic, which
+    the conversation layer records in the activity log.
 
     Why not langchain's `ModelCallLimitMiddleware`: its before/after-model hooks
     become graph nodes, i.e. two extra supersteps (and checkpoint writes) per
@@ -609,22 +613,27 @@ class TurnCallLimitMiddleware(AgentMiddleware):
     Counting the turn's AI messages inside the model call costs nothing and
     needs no state of its own, so it is naturally per turn."""
 
-    def __init__(self, *, run_limit: int):
+    def __init__(self, *, limits: dict[str, int]):
         super().__init__()
-        if run_limit < 1:
-            raise ValueError("run_limit must be at least 1")
-        self.run_limit = run_limit
+        if any(limit < 0 for limit in limits.values()):
+            raise ValueError("a call limit must be 0 (none) or more")
+        self.limits = dict(limits)
 
     @property
     def name(self) -> str:
         return "TurnCallLimit"
 
     def _limit_reached(self, request: ModelRequest) -> ModelResponse | None:
-        if model_calls_this_turn(request.state.get("messages") or request.messages) < self.run_limit:
+        mode = getattr(getattr(request.runtime, "context", None), "mode", DEFAULT_MODE)
+        if mode not in self.limits:
+            mode = DEFAULT_MODE
+        limit = self.limits.get(mode) or 0
+        if not limit or model_calls_this_turn(request.state.get("messages") or request.messages) < limit:
             return None
-        logger.warning("turn stopped at the model-call limit of %s", self.run_limit)
-        _emit(CapReached(cap="model_calls", limit=self.run_limit, detail=f"HAICO_MODEL_CALL_LIMIT={self.run_limit}"))
-        note = AIMessage(content=CALL_LIMIT_MESSAGE.format(limit=self.run_limit), response_metadata={SYNTHETIC_KEY: True})
+        words = {"mode": label(mode), "limit": limit, "setting": CALL_LIMIT_SETTINGS[mode]}
+        logger.warning("turn stopped at the %s mode's model-call limit of %s", mode, limit)
+        _emit(CapReached(cap="model_calls", limit=limit, detail=CALL_LIMIT_DIAGNOSTIC.format(**words), mode=words["mode"]))
+        note = AIMessage(content=CALL_LIMIT_MESSAGE.format(**words), response_metadata={SYNTHETIC_KEY: True})
         return ModelResponse(result=[note])
 
     async def awrap_model_call(self, request: ModelRequest, handler) -> ModelResponse:

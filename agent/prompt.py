@@ -16,6 +16,8 @@ from datetime import UTC
 from workspace import plan_tree, selectors
 from workspace.models import Thread
 
+from . import modes
+
 DOCUMENT_INJECT_MAX_CHARS = 30_000
 TRUNCATION_MARKER = "[… truncated; use document tools to read the full content …]"
 NO_PREFERENCES = "(none recorded yet)"
@@ -100,8 +102,11 @@ A preference marked (locked) was locked by the person. Treat it as read-only: do
 Steps and preferences are numbered from 1, in the order shown in the <workspace> block.
 
 Document
-- update_document: replace the whole document (and optionally its title); for restructuring and large rewrites. It is based on the document version shown in the <document> block. If the person edited other parts meanwhile, their edits are merged into yours and the result says so. If you both changed the same passage, nothing is written and the error shows the current text there: redo your edit on that text.
+- update_document: replace the whole document (and optionally its title); only for restructuring and large rewrites. It is based on the document version shown in the <document> block. If the person edited other parts meanwhile, their edits are merged into yours and the result says so. If you both changed the same passage, nothing is written and the error shows the current text there: redo your edit on that text.
 - append_to_document: add text to the end of the document; for incremental writing.
+- replace_in_document: replace one exact passage with new text (empty text deletes it). Prefer it to update_document for small edits (a word, a sentence, a paragraph): copy the passage exactly from the <document> block, with enough of it to occur only once; if it matches no place or several, nothing is changed and the error says how many matches were found.
+- insert_in_document: insert text right after one exact passage (the same rule: it must occur exactly once). Prefer it to update_document for adding something in the middle of the document.
+Both are based on the version in the <document> block and merged with the person's edits like update_document.
 
 Objective
 - set_objective: record or update your one-line statement of the goal.
@@ -239,10 +244,13 @@ def render_reading(reading: selectors.WorkspaceReading) -> str:
     return "<workspace>\n" + "\n\n".join(blocks) + "\n</workspace>"
 
 
-def build_system_prompt(thread: Thread) -> str:
-    """Static instructions first (a cacheable prefix), then the live workspace."""
-    return system_prompt_for(selectors.workspace_reading_for(thread=thread))
+def build_system_prompt(thread: Thread, *, mode: str = modes.DEFAULT_MODE) -> str:
+    """Static instructions first (a cacheable prefix), then the live
+    workspace, then which mode the turn runs in."""
+    return system_prompt_for(selectors.workspace_reading_for(thread=thread), mode=mode)
 
 
-def system_prompt_for(reading: selectors.WorkspaceReading) -> str:
-    return SYSTEM_PROMPT + "\n\n" + render_reading(reading)
+def system_prompt_for(reading: selectors.WorkspaceReading, *, mode: str = modes.DEFAULT_MODE) -> str:
+    # The mode goes last: the instructions and the workspace read the same
+    # whatever the mode, and it is the last word before the conversation.
+    return SYSTEM_PROMPT + "\n\n" + render_reading(reading) + "\n\n" + modes.mode_prompt(mode)

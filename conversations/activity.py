@@ -131,8 +131,9 @@ def answer_cut_off() -> Note:
 
 def cap_reached(event: CapReached) -> Note:
     if event.cap == "model_calls":
+        whose = f"the {event.mode} mode's" if event.mode else "its"
         message = (
-            f"The turn stopped at its limit of {event.limit} model calls. "
+            f"The turn stopped at {whose} limit of {event.limit} model calls. "
             "Everything done so far is kept; send a message to let the assistant continue."
         )
     else:

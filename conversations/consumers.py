@@ -14,7 +14,9 @@ are sent after accepting, with a notice first, so the page can say why; the
 htmx ws extension does not reconnect on them.
 
 Messages (JSON; `ws-send` posts the form fields plus a HEADERS object):
-  {"message": "...", "model": "..."}   start a turn
+  {"message": "...", "model": "...", "mode": "..."}
+                                       start a turn (mode: the Mode
+                                       selector's, stored if it differs)
   {"action": "stop"}                   stop the running turn
   {"message": "...", "continue_thread": id, "continue_turn": N}
                                        branch that thread after turn N (a
@@ -34,12 +36,15 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from agent.model import ModelNotConfigured, available_models
 from workspace.errors import UserFacingError
+from workspace.models import Thread
 from workspace.selectors import thread_for_user
 from workspace.text import encodable
 
 from . import trajectory
 from .branching import discard_branch, fork_thread
+from .forms import MODE_MESSAGE
 from .live import group_name, publisher
+from .services import thread_set_mode
 from .sessions import session_group, session_signs_in
 from .turns import fragments, registry
 from .turns.guard import clean_user_message, retry_message
@@ -200,6 +205,10 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         if model is not None and not isinstance(model, str):
             await self._notice("Choose a model from the list.")
             return
+        mode = data.get("mode")
+        if mode is not None and mode not in Thread.Mode.values:
+            await self._notice(MODE_MESSAGE)
+            return
         thread = await self._current_thread()
         if thread is None:
             return
@@ -213,17 +222,21 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             await self._notice(f"Unknown model “{model}”; choose one of: {', '.join(models)}.")
             return
         if "continue_thread" in data or "continue_turn" in data:
-            await self._continue_from(data, message=message, model=model)
+            await self._continue_from(data, message=message, model=model, mode=mode)
             return
+        if mode is not None and mode != thread.mode:
+            # The selector's own save may still be on its way: the message
+            # says which mode it was sent in, and the thread remembers it.
+            thread = await database_sync_to_async(thread_set_mode)(thread=thread, mode=mode)
         try:
-            turn_index = await registry.start_turn(thread=thread, user_message=message, model_name=model)
+            turn_index = await registry.start_turn(thread=thread, user_message=message, model_name=model, mode=mode)
         except UserFacingError as exc:  # TurnAlreadyRunning, or a message the guard refuses
             await self._notice(exc.message)
             return
         # Only the sender's composer is cleared, and only once the message is stored.
         await self.send(text_data=fragments.ack(turn_index))
 
-    async def _continue_from(self, data: dict, *, message: str, model: str | None):
+    async def _continue_from(self, data: dict, *, message: str, model: str | None, mode: str | None):
         """A message sent from a turn's preview ("Continue from here"). Only
         now is the branch made, so looking at a turn never leaves an empty
         thread; the turn runs in the branch and this tab goes there, where
@@ -240,7 +253,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             await self._notice(exc.message)
             return
         try:
-            turn_index = await registry.start_turn(thread=branch, user_message=message, model_name=model)
+            turn_index = await registry.start_turn(thread=branch, user_message=message, model_name=model, mode=mode)
         except BaseException as exc:
             # A branch without the turn it was made for would be an empty copy.
             await database_sync_to_async(discard_branch)(branch.pk)

@@ -80,3 +80,14 @@ class EditTurnForm(forms.Form):
         if not message.strip():
             raise forms.ValidationError("Write the message to send.")
         return message
+
+
+MODE_MESSAGE = f"Choose a mode: one of {', '.join(Thread.Mode.labels)}."
+
+
+class ModeForm(forms.Form):
+    """The chat's Mode selector (docs/adr/0018)."""
+
+    mode = forms.ChoiceField(
+        choices=Thread.Mode.choices, error_messages={"required": MODE_MESSAGE, "invalid_choice": MODE_MESSAGE}
+    )

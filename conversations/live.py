@@ -57,6 +57,7 @@ IDLE_SECONDS = 2.0
 LAYER_SENDS_AT_ONCE = 64
 CHAT_FRAGMENTS = "conversations/fragments/turn.html"
 ACTIVITY_TEMPLATE = "conversations/panels/activity.html"
+MODE_SELECTOR = "conversations/panels/chat.html#mode"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -232,14 +233,16 @@ publisher = Publisher()
 
 def render_changes(thread: Thread, changes: list[Change]) -> str:
     """What brings an open page of `thread` up to date with `changes`: the
-    workspace's patches (workspace.panels) and the thread's title or its
-    deletion."""
+    workspace's patches (workspace.panels), the thread's title or its
+    deletion, and its Mode selector."""
     html = panels.render_changes(thread, changes)
     if any(change.surface == "thread" for change in changes):
         if thread.is_deleted:
             html += render_to_string(f"{CHAT_FRAGMENTS}#notice", {"message": "This thread was deleted.", "oob": True})
         else:
             html += render_to_string(f"{CHAT_FRAGMENTS}#thread_title", {"title": thread.title})
+    if any(change.surface == "mode" for change in changes):
+        html += render_to_string(MODE_SELECTOR, {"thread": thread, "oob": True})
     return html
 
 
@@ -249,7 +252,7 @@ def on_changes(changes: list[Change]) -> None:
     for change in changes:
         by_thread.setdefault(change.thread_id, []).append(change)
     for thread_id, thread_changes in by_thread.items():
-        if any(change.surface == "thread" for change in thread_changes):
+        if any(change.surface in ("thread", "mode") for change in thread_changes):
             thread = Thread.objects.filter(pk=thread_id).first()
             if thread is None:
                 continue

@@ -69,6 +69,20 @@ def thread_restore(*, thread: Thread, staff_user: AbstractBaseUser) -> Thread:
     return thread
 
 
+@transaction.atomic
+def thread_set_mode(*, thread: Thread, mode: str) -> Thread:
+    """The agent's mode for the thread's next turns (docs/adr/0018); every
+    open tab's Mode selector hears of it. A turn already running keeps the
+    mode it started with."""
+    if mode not in Thread.Mode.values:
+        raise InvalidInput(f"Choose a mode: one of {', '.join(Thread.Mode.labels)}.")
+    updated = Thread.objects.filter(pk=thread.pk).exclude(mode=mode).update(mode=mode)
+    thread.mode = mode
+    if updated:
+        announce(Change(thread_id=thread.pk, surface="mode"))
+    return thread
+
+
 def title_from_message(message: str, *, limit: int = 60) -> str:
     words = " ".join(message.split())
     if len(words) <= limit:

@@ -21,11 +21,12 @@ from workspace.views.common import flash
 from . import selectors, services, trajectory
 from .branching import rerun_in_branch
 from .chat import chat_context, chat_turns
-from .forms import EditTurnForm, FeedbackForm
+from .forms import EditTurnForm, FeedbackForm, ModeForm
 from .turns.guard import running_turn
 
 ROW_TEMPLATE = "conversations/thread_list.html#row"
 FEEDBACK_TEMPLATE = "conversations/fragments/feedback.html"
+MODE_TEMPLATE = "conversations/panels/chat.html#mode"
 
 
 @login_required
@@ -70,6 +71,21 @@ def thread_delete(request, thread_id):
         # An empty body swapped over the row removes it from the list.
         return HttpResponse("")
     return redirect("conversations:list")
+
+
+@login_required
+@require_POST
+def thread_mode(request, thread_id):
+    """The Mode selector's choice: stored on the thread for its next turns;
+    the tabs' selectors are updated by the service's announcement."""
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    form = ModeForm(request.POST)
+    if not form.is_valid():
+        return _refused(request, form.errors["mode"][0])
+    services.thread_set_mode(thread=thread, mode=form.cleaned_data["mode"])
+    if request.htmx:
+        return render(request, MODE_TEMPLATE, {"thread": thread, "oob": False})
+    return redirect("thread-page", thread_id=thread.pk)
 
 
 @login_required

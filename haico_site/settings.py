@@ -30,6 +30,8 @@ env = environ.Env(
     HAICO_MODEL_MAX_RETRIES=(int, 3),
     HAICO_MODEL_MAX_TOKENS=(int, 4096),
     HAICO_MODEL_CALL_LIMIT=(int, 25),
+    HAICO_EXPLORE_CALL_LIMIT=(int, 10),
+    HAICO_PLAN_CALL_LIMIT=(int, 10),
     SECURE_SSL_REDIRECT=(bool, True),
     LOGIN_FAILURE_LIMIT=(int, 5),
     LOGIN_COOLOFF_MINUTES=(int, 15),
@@ -218,6 +220,10 @@ HAICO_MODEL_MAX_RETRIES = env("HAICO_MODEL_MAX_RETRIES")
 HAICO_MODEL_MAX_TOKENS = env("HAICO_MODEL_MAX_TOKENS")
 # Model calls allowed in one turn, so a model that keeps calling tools cannot loop forever.
 HAICO_MODEL_CALL_LIMIT = env("HAICO_MODEL_CALL_LIMIT")
+# The same in the Explore and Plan modes (HAICO_MODEL_CALL_LIMIT is Execute's;
+# 0: no limit), docs/adr/0018.
+HAICO_EXPLORE_CALL_LIMIT = env("HAICO_EXPLORE_CALL_LIMIT")
+HAICO_PLAN_CALL_LIMIT = env("HAICO_PLAN_CALL_LIMIT")
 # The most the history sent with one model call may take, in (approximate)
 # tokens; older turns beyond it are left out of that call, never out of the
 # thread (agent.middleware.ContextBudgetMiddleware). Leave room for the

@@ -33,7 +33,16 @@ class Thread(models.Model):
     The running-turn columns hold the single guard that keeps one turn at a
     time per thread across server processes; conversations.turns.guard is the
     only code that reads or writes them (docs/adr/0003).
+
+    `mode` is what the agent may do in the thread's next turns (the chat's
+    "Mode" selector): Explore reads and answers, Plan changes only the
+    objective and the plan, Execute may change everything (docs/adr/0018).
     """
+
+    class Mode(models.TextChoices):
+        EXPLORE = "explore", "Explore"
+        PLAN = "plan", "Plan"
+        EXECUTE = "execute", "Execute"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="threads")
@@ -46,6 +55,7 @@ class Thread(models.Model):
     running_turn_index = models.PositiveIntegerField(null=True, blank=True)
     running_since = models.DateTimeField(null=True, blank=True)
     cancel_requested = models.BooleanField(default=False)
+    mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.EXECUTE)
 
     class Meta:
         # The table keeps the name it had when conversations owned the model.

@@ -1,6 +1,7 @@
 """The shared document (centre panel).
 
-update_document is based on the document version the model was shown: the
+update_document (and the targeted replace_in_document / insert_in_document)
+is based on the document version the model was shown: the
 prompt middleware records it on the run's context before every model call
 (agent.context.Seen), so a paragraph the person typed meanwhile is merged
 in, never overwritten, and an edit of the same passage is refused with what
@@ -15,7 +16,12 @@ from workspace.models import DocumentRevision
 from workspace.services import document as document_services
 
 from .decorator import workspace_tool
-from .schemas import AppendToDocumentArgs, UpdateDocumentArgs
+from .schemas import (
+    AppendToDocumentArgs,
+    InsertInDocumentArgs,
+    ReplaceInDocumentArgs,
+    UpdateDocumentArgs,
+)
 
 AGENT = DocumentRevision.Author.AGENT
 # How much of the current text around each conflict the failure shows, and
@@ -94,3 +100,40 @@ def conflict_report(exc: DocumentConflict) -> str:
 def append_to_document(thread, *, text: str) -> str:
     document = document_services.document_append(thread=thread, text=text, author=AGENT)
     return f"Appended {len(text):,} characters to '{document.title}' (now {len(document.content):,} characters)."
+
+
+def _edit_passage(thread, seen, **edit) -> str:
+    """A targeted edit, based on the version the model was shown like
+    update_document (docs/adr/0018)."""
+    base_version = seen.document_version if seen is not None else None
+    try:
+        saved = document_services.document_edit_passage(thread=thread, base_version=base_version, author=AGENT, **edit)
+    except DocumentConflict as exc:
+        raise WorkspaceError(conflict_report(exc)) from exc
+    document = saved.document
+    merged = " It was merged with the person's concurrent edits; the next workspace block shows the result." if saved.merged else ""
+    return f"'{document.title}' is now version {document.version} ({len(document.content):,} characters).{merged}"
+
+
+@workspace_tool(
+    name="replace_in_document",
+    description="Replace one exact passage of the shared document with new text. Prefer it to update_document "
+    "for small edits; the passage must occur exactly once.",
+    args_schema=ReplaceInDocumentArgs,
+    uses_seen=True,
+)
+def replace_in_document(thread, *, old_text: str, new_text: str, seen=None) -> str:
+    summary = _edit_passage(thread, seen, passage=old_text, replacement=new_text)
+    return f"Replaced one passage ({len(old_text):,} characters with {len(new_text):,}). {summary}"
+
+
+@workspace_tool(
+    name="insert_in_document",
+    description="Insert text right after one exact passage of the shared document. Prefer it to update_document "
+    "for additions in the middle; the passage must occur exactly once.",
+    args_schema=InsertInDocumentArgs,
+    uses_seen=True,
+)
+def insert_in_document(thread, *, after_text: str, text: str, seen=None) -> str:
+    summary = _edit_passage(thread, seen, passage=after_text, insert_after=text)
+    return f"Inserted {len(text):,} characters after the passage. {summary}"

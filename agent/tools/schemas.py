@@ -22,6 +22,30 @@ class AppendToDocumentArgs(BaseModel):
     text: str = Field(description="Markdown to add at the end of the document.")
 
 
+Passage = Annotated[
+    str,
+    Field(
+        min_length=1,
+        description="A passage copied exactly from the <document> block (same spelling, spaces and line "
+        "breaks), long enough to occur only once in the document.",
+    ),
+]
+
+
+class ReplaceInDocumentArgs(BaseModel):
+    old_text: Passage
+    new_text: str = Field(description="The text that takes its place (Markdown); empty to delete the passage.")
+
+
+class InsertInDocumentArgs(BaseModel):
+    after_text: Passage
+    text: str = Field(
+        min_length=1,
+        description="Markdown to insert right after that passage, as it should read there "
+        "(start it with a line break to begin a new line or paragraph).",
+    )
+
+
 # --- objective -----------------------------------------------------------------------
 
 

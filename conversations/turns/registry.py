@@ -122,10 +122,14 @@ async def _warm_up() -> None:
 
 
 async def start_turn(
-    *, thread: Thread, user_message: str, model_name: str | None = None, retry_of: int | None = None
+    *, thread: Thread, user_message: str, model_name: str | None = None, retry_of: int | None = None,
+    mode: str | None = None,
 ) -> int:
     """Claim the thread's single turn slot, snapshot the workspace, and start
     the agent in a server-owned task. Returns the turn index.
+
+    `mode`: the agent's mode for this turn (the one shown when the message
+    was sent); None: the thread's (docs/adr/0018).
 
     Raises conversations.errors.TurnAlreadyRunning (nothing stored) while
     another turn of this thread runs, in any process.
@@ -139,7 +143,10 @@ async def start_turn(
     turn_index, _snapshot = await database_sync_to_async(guard.turn_begin)(
         thread=thread, user_message=user_message, model_name=model_name, retry_of=retry_of
     )
-    turn = TurnRun(thread=thread, turn_index=turn_index, user_message=user_message, model_name=model_name, agents=agents)
+    turn = TurnRun(
+        thread=thread, turn_index=turn_index, user_message=user_message, model_name=model_name, agents=agents,
+        mode=mode or thread.mode,
+    )
     detached.run(_launch, thread, turn)
     return turn_index
 

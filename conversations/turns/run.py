@@ -74,10 +74,12 @@ class TurnStopped(Exception):
 
 class TurnRun:
     def __init__(
-        self, *, thread: Thread, turn_index: int, user_message: str, model_name: str | None, agents: AgentProvider
+        self, *, thread: Thread, turn_index: int, user_message: str, model_name: str | None, agents: AgentProvider,
+        mode: str = Thread.Mode.EXECUTE,
     ):
         self.thread = thread
-        self.context = AgentContext(thread=thread, turn_index=turn_index)
+        # The mode travels with the turn: changing it meanwhile is for the next one.
+        self.context = AgentContext(thread=thread, turn_index=turn_index, mode=mode)
         self.turn_index = turn_index
         self.user_message = user_message
         self.model_name = model_name or None

@@ -137,7 +137,7 @@ async def test_looping_model_is_stopped_by_the_call_limit(thread, settings):
     assert len(model.requests) == 3
     last = result["messages"][-1]
     assert last.type == "ai" and not last.tool_calls
-    assert "limit of 3 model calls" in last.content
+    assert "limit of 3 model calls" in last.content and "Execute mode" in last.content
     # History stays valid for the next turn: every tool call has its result.
     calls = {c["id"] for m in result["messages"] if m.type == "ai" for c in m.tool_calls}
     results = {m.tool_call_id for m in result["messages"] if m.type == "tool"}

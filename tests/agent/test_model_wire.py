@@ -13,6 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from agent.builder import AgentProvider
 from agent.context import AgentContext
+from agent.modes import mode_prompt
 from agent.prompt import SYSTEM_PROMPT
 from agent.tools.registry import build_tools
 from tests.support.fake_model import Reply, tool_call
@@ -48,7 +49,7 @@ def _config(name):
 def _assert_tools_declared(body):
     tools = body["tools"]
     assert [t["function"]["name"] for t in tools] == list([tool.name for tool in build_tools()])
-    assert len(tools) == 16
+    assert len(tools) == 18
     for tool in tools:
         assert tool["type"] == "function"
         assert "action_and_reasoning" in tool["function"]["parameters"]["required"], tool["function"]["name"]
@@ -58,7 +59,7 @@ def _assert_system_first(body, *, contains):
     first = body["messages"][0]
     assert first["role"] == "system"
     assert first["content"].startswith(SYSTEM_PROMPT + "\n\n<workspace>\n<objective>\n")
-    assert first["content"].endswith("</workspace>")
+    assert first["content"].endswith("</workspace>\n\n" + mode_prompt("execute"))
     assert contains in first["content"]
     assert [m["role"] for m in body["messages"]].count("system") == 1
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from agent.modes import mode_prompt
 from agent.prompt import DOCUMENT_INJECT_MAX_CHARS, SYSTEM_PROMPT, build_system_prompt, render_workspace_block
 from agent.tools.registry import build_tools
 from workspace.models import Document, Preference
@@ -23,7 +24,7 @@ def test_every_registered_tool_is_in_the_tool_guide():
     guide = SYSTEM_PROMPT.split("# Tool guide", 1)[1].split("\n# ", 1)[0]
     missing = [name for name in [tool.name for tool in build_tools()] if not re.search(rf"^- {name}:", guide, flags=re.M)]
     assert missing == []
-    assert len([tool.name for tool in build_tools()]) == 16
+    assert len([tool.name for tool in build_tools()]) == 18
 
 
 def test_tool_guide_groups_tools_by_domain():
@@ -84,6 +85,8 @@ def test_prompt_has_each_section(heading):
         "based on the document version shown in the <document> block",  # update_document's base
         "their edits are merged into yours",
         "redo your edit on that text",
+        "Prefer it to update_document for small edits",  # targeted edits first
+        "says how many matches were found",
     ],
 )
 def test_prompt_states_each_rule(rule):
@@ -249,13 +252,32 @@ def test_latest_artifact_is_a_pointer_line_without_payload(thread):
     assert "Old" not in block
 
 
-def test_system_prompt_is_static_text_then_the_block(thread):
+def test_system_prompt_is_static_text_then_the_block_then_the_mode(thread):
     objective_services.objective_set(thread=thread, text="Chart quarterly revenue")
 
     prompt = build_system_prompt(thread)
 
-    assert prompt == SYSTEM_PROMPT + "\n\n" + render_workspace_block(thread)
+    assert prompt == SYSTEM_PROMPT + "\n\n" + render_workspace_block(thread) + "\n\n" + mode_prompt("execute")
     assert prompt.index("Chart quarterly revenue") > len(SYSTEM_PROMPT)
+    assert prompt.endswith("# Mode: Execute\n\nThe person chose Execute mode: every tool is available; "
+                           "plan and carry out the work as described above.")
+
+
+@pytest.mark.parametrize(
+    "mode, says",
+    [
+        ("explore", ["# Mode: Explore", "you cannot change the workspace", "only the reading tools"]),
+        ("plan", ["# Mode: Plan", "the objective and the plan only", "do not carry it out"]),
+        ("execute", ["# Mode: Execute", "every tool is available"]),
+    ],
+)
+def test_the_prompt_says_which_mode_the_turn_runs_in(thread, mode, says):
+    prompt = build_system_prompt(thread, mode=mode)
+    tail = prompt.split("</workspace>", 1)[1]
+    for words in says:
+        assert words in tail
+    others = {"explore", "plan", "execute"} - {mode}
+    assert not any(f"# Mode: {other.title()}" in prompt for other in others)
 
 
 def test_the_prompt_never_reads_an_artifact_payload(thread):

@@ -6,9 +6,11 @@ import re
 import pytest
 from channels.db import database_sync_to_async
 
-from conversations.services import thread_create, thread_soft_delete
+from conversations.models import ActivityLogEntry
+from conversations.services import thread_create, thread_set_mode, thread_soft_delete
 from conversations.turns import registry
 from tests.support.fake_model import Reply, tool_call
+from tests.support.requests import as_another_request
 from workspace.models import Artifact, Preference, Thread, Todo, WorkspaceSnapshot
 
 from .helpers import frame_containing, frames_until_turn_end, open_socket
@@ -503,3 +505,74 @@ async def test_continuing_from_a_turn_that_is_not_yours_is_refused_and_nothing_i
         notice = await socket.receive_from(timeout=5)
         assert 'id="chat-notice"' in notice and "not on your trajectory map" in notice
     assert await database_sync_to_async(Thread.objects.count)() == count
+
+
+# --- the agent's mode (docs/adr/0018) -------------------------------------------------
+
+PLAN_TOOLS = {"set_objective", "add_todos", "toggle_todos", "update_todos", "remove_todos", "list_todos",
+              "list_preferences", "list_artifacts", "get_artifact"}
+
+
+def _send_in_mode(message, mode):
+    return json.dumps({"message": message, "mode": mode, "HEADERS": {"HX-Request": "true"}})
+
+
+async def test_a_turn_runs_in_the_mode_sent_with_its_message_and_the_thread_remembers_it(owner, thread, script, sockets):
+    model = script(Reply(text="Planned."))
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send_in_mode("plan it", "plan"))
+    await frames_until_turn_end(socket)
+    assert set(model.tool_lists[0]) == PLAN_TOOLS
+    assert "# Mode: Plan" in model.requests[0][0].content
+    assert (await database_sync_to_async(Thread.objects.get)(pk=thread.pk)).mode == "plan"
+
+
+async def test_a_message_without_a_mode_runs_in_the_threads_mode(owner, thread, script, sockets):
+    await database_sync_to_async(Thread.objects.filter(pk=thread.pk).update)(mode="explore")
+    model = script(Reply(text="Read."))
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("what is there?"))
+    await frames_until_turn_end(socket)
+    assert set(model.tool_lists[0]) == {"list_todos", "list_preferences", "list_artifacts", "get_artifact"}
+
+
+@pytest.mark.parametrize("mode", ["destroy", "", 3, ["plan"], {"mode": "plan"}])
+async def test_an_unknown_mode_is_refused_with_a_notice_and_nothing_is_stored(owner, thread, script, sockets, mode):
+    script(Reply(text="must not run"))
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send_in_mode("hi", mode))
+    html = await socket.receive_from()
+    assert 'id="chat-notice"' in html and "Choose a mode: one of Explore, Plan, Execute." in html
+    assert await socket.receive_nothing(timeout=0.2)
+    stored = await _db(thread)
+    assert stored["turn_index"] == 0 and stored["snapshots"] == []
+    assert (await database_sync_to_async(Thread.objects.get)(pk=thread.pk)).mode == "execute"
+
+
+async def test_a_change_of_mode_during_a_turn_is_for_the_next_turn(owner, thread, script, sockets):
+    def change_mode_meanwhile(messages):
+        # The person picks Explore in another tab while the model is thinking.
+        as_another_request(lambda: thread_set_mode(thread=Thread.objects.get(pk=thread.pk), mode="explore"))
+        return Reply(tool_calls=[tool_call("list_todos", "Reading the plan.")])
+
+    model = script(change_mode_meanwhile, Reply(text="Done."), Reply(text="Second."))
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("go"))
+    await frames_until_turn_end(socket)
+    assert len(model.tool_lists[1]) == len(model.tool_lists[0]) == 18  # the whole turn in Execute
+    await socket.send_to(text_data=_send("again"))
+    await frames_until_turn_end(socket)
+    assert len(model.tool_lists[2]) == 4
+    assert "# Mode: Explore" in model.requests[2][0].content
+
+
+async def test_reaching_the_modes_call_cap_is_said_in_the_chat_and_logged(owner, thread, script, sockets, settings):
+    settings.HAICO_EXPLORE_CALL_LIMIT = 2
+    script(default=Reply(tool_calls=[tool_call("list_todos", "Reading the plan.")]))
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send_in_mode("loop", "explore"))
+    frames = await frames_until_turn_end(socket)
+    assert "reached the Explore mode's limit of 2 model calls (HAICO_EXPLORE_CALL_LIMIT)" in frames[-1]
+    [entry] = await database_sync_to_async(list)(ActivityLogEntry.objects.filter(thread=thread))
+    assert entry.level == "warning" and entry.turn_index == 1
+    assert entry.message.startswith("Call cap reached: the turn stopped at the Explore mode's limit of 2 model calls")

@@ -155,3 +155,15 @@ async def test_a_new_activity_entry_reaches_every_open_tab_of_its_thread_only(ow
         assert "The model was busy; retried twice." in html and 'class="activity-entry level-info kind-retry is-new"' in html
         assert "<summary>Details</summary>" in html and "HTTP 429: &lt;slow down&gt;" in html
     assert await their_tab.receive_nothing(timeout=0.3)
+
+
+async def test_a_mode_chosen_in_one_tab_updates_the_selector_in_another(owner, thread, sockets):
+    second_tab = await sockets(thread.pk, owner)
+    response = await sync_to_async(_post)(owner, f"/threads/{thread.pk}/mode/", {"mode": "plan"})
+    assert response.status_code == 200
+    html = await second_tab.receive_from(timeout=3)
+    assert '<select id="chat-mode"' in html and 'hx-swap-oob="true"' in html
+    assert '<option value="plan" selected>' in html
+    # Choosing the mode it already has announces nothing.
+    await sync_to_async(_post)(owner, f"/threads/{thread.pk}/mode/", {"mode": "plan"})
+    assert await second_tab.receive_nothing(timeout=0.3)

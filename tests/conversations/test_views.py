@@ -536,3 +536,44 @@ def test_an_anonymous_visitor_is_sent_to_log_in_for_feedback(client, ended_turns
     for response in (client.get(feedback_url(ended_turns)), client.post(feedback_url(ended_turns), GOOD_FEEDBACK)):
         assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
     assert not Feedback.objects.exists()
+
+
+# --- the Mode selector (docs/adr/0018) ------------------------------------------------
+
+
+def test_the_page_shows_the_mode_selector_with_the_threads_mode(owner_client, thread):
+    Thread.objects.filter(pk=thread.pk).update(mode="plan")
+    html = owner_client.get(f"/threads/{thread.pk}/workspace/").content.decode()
+    select = re.search(r'<select id="chat-mode"[^>]*aria-label="Mode".*?</select>', html, flags=re.DOTALL).group(0)
+    assert re.findall(r">(\w+)</option>", select) == ["Explore", "Plan", "Execute"]
+    assert '<option value="plan" selected>' in select
+
+
+def test_choosing_a_mode_stores_it_and_answers_with_the_selector(owner_client, thread):
+    response = owner_client.post(f"/threads/{thread.pk}/mode/", {"mode": "explore"}, **HTMX)
+    assert response.status_code == 200
+    assert '<option value="explore" selected>' in response.content.decode()
+    assert Thread.objects.get(pk=thread.pk).mode == "explore"
+
+
+def test_choosing_a_mode_without_htmx_goes_back_to_the_page(owner_client, thread):
+    response = owner_client.post(f"/threads/{thread.pk}/mode/", {"mode": "plan"})
+    assert response.status_code == 302 and response.url == f"/threads/{thread.pk}/workspace/"
+    assert Thread.objects.get(pk=thread.pk).mode == "plan"
+
+
+@pytest.mark.parametrize("data", [{"mode": "destroy"}, {}, {"mode": ""}])
+def test_an_unknown_mode_is_refused_with_a_message_and_nothing_changes(owner_client, thread, data):
+    response = owner_client.post(f"/threads/{thread.pk}/mode/", data, **HTMX)
+    assert response.status_code == 200
+    assert "Choose a mode: one of Explore, Plan, Execute." in response.headers["HX-Trigger"]
+    plain = owner_client.post(f"/threads/{thread.pk}/mode/", data)
+    assert plain.status_code == 400 and "Choose a mode" in plain.content.decode()
+    assert Thread.objects.get(pk=thread.pk).mode == "execute"
+
+
+def test_another_persons_thread_mode_cannot_be_changed(client, other_user, thread):
+    client.force_login(other_user)
+    response = client.post(f"/threads/{thread.pk}/mode/", {"mode": "explore"}, **HTMX)
+    assert answered_as_missing(response)
+    assert Thread.objects.get(pk=thread.pk).mode == "execute"

@@ -192,6 +192,7 @@ ROUTES: dict[str, Public | Account | Owned] = {
     "conversations:create": Account(),
     "conversations:rename": Owned(T, post={"title": "Renamed"}),
     "conversations:delete": Owned(T, post={}),
+    "conversations:mode": Owned(T, post={"mode": "plan"}),
     "conversations:activity": Owned(T),
     "conversations:feedback": Owned(
         {**T, "turn_index": lambda w: 1}, post={"scope": "turn", "aspect": "correctness", "rating": "3", "comment": "ok"}

@@ -55,6 +55,7 @@ class ScriptedChatModel(BaseChatModel):
     token_clock: Any = None
 
     _requests: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _tool_lists: list[list[str]] = PrivateAttr(default_factory=list)
     _nonce: str = PrivateAttr(default_factory=lambda: uuid.uuid4().hex[:8])
     _calls: int = PrivateAttr(default=0)
 
@@ -75,8 +76,15 @@ class ScriptedChatModel(BaseChatModel):
         return f"run-scripted-{self._nonce}-{call_no}"
 
     def bind_tools(self, tools, **kwargs):  # tools are described by the agent; the script decides calls
+        # Bound once per model call, just before it: what each call was offered.
         self._bound_tools = tools
+        self._tool_lists.append([getattr(tool, "name", None) or tool.get("name") for tool in tools])
         return self
+
+    @property
+    def tool_lists(self) -> list[list[str]]:
+        """The names of the tools bound for each model call, in call order."""
+        return self._tool_lists
 
     def _next_reply(self, messages: list[BaseMessage]) -> Reply:
         self._requests.append(list(messages))

@@ -86,6 +86,7 @@ WRITES = [
      "artifacts", lambda w: set(w["thread"].artifacts.values_list("id", flat=True)), False),
     ("thread_rename", lambda w: thread_services.thread_rename(thread=w["thread"], title="Renamed"), "thread", lambda w: set(), False),
     ("thread_soft_delete", lambda w: thread_services.thread_soft_delete(thread=w["thread"]), "thread", lambda w: set(), False),
+    ("thread_set_mode", lambda w: thread_services.thread_set_mode(thread=w["thread"], mode="plan"), "mode", lambda w: set(), False),
 ]
 
 
@@ -97,6 +98,17 @@ def test_each_write_announces_its_change_after_commit(workspace, delivered, name
     assert change.thread_id == workspace["thread"].pk
     assert set(change.ids) == ids(workspace)
     assert change.reordered is reordered
+
+
+def test_a_targeted_document_edit_is_announced_and_a_refused_one_is_not(workspace, delivered):
+    document_services.document_save(thread=workspace["thread"], content="One two three.")
+    delivered.clear()
+    document_services.document_edit_passage(thread=workspace["thread"], passage="two", replacement="2")
+    assert [c.surface for batch in delivered for c in batch] == ["document"]
+    delivered.clear()
+    with pytest.raises(UserFacingError):
+        document_services.document_edit_passage(thread=workspace["thread"], passage="four", insert_after="!")
+    assert delivered == []
 
 
 def test_a_thread_titled_by_its_first_message_is_announced(owner, delivered):
@@ -118,8 +130,9 @@ def test_staff_restore_is_announced(workspace, staff, delivered):
         lambda w: plan_services.todo_indent(todo=w["a"]),
         lambda w: preference_services.preferences_remove_by_index(thread=w["thread"], indices=[9], respect_lock=True),
         lambda w: document_services.document_save(thread=w["thread"], content="x", base_version=99),
+        lambda w: thread_services.thread_set_mode(thread=w["thread"], mode="reckless"),
     ],
-    ids=["blank objective", "impossible indent", "unknown index", "stale document"],
+    ids=["blank objective", "impossible indent", "unknown index", "stale document", "unknown mode"],
 )
 def test_a_refused_write_announces_nothing(workspace, delivered, refused):
     with pytest.raises(UserFacingError):

@@ -191,6 +191,66 @@ def _conflict_message(base_version: int, current_version: int, *, known: bool) -
     )
 
 
+def passage_matches(text: str, passage: str) -> list[int]:
+    """Where `passage` starts in `text`, overlapping occurrences included
+    ("aa" is in "aaa" twice), so "exactly once" means one place to edit."""
+    starts, start = [], text.find(passage)
+    while start != -1 and passage:
+        starts.append(start)
+        start = text.find(passage, start + 1)
+    return starts
+
+
+@transaction.atomic
+def document_edit_passage(
+    *,
+    thread: Thread,
+    passage: str,
+    replacement: str | None = None,
+    insert_after: str | None = None,
+    base_version: int | None = None,
+    author: str = Author.SYSTEM,
+) -> DocumentSaved:
+    """Replace `passage` with `replacement`, or insert `insert_after` right
+    after it (exactly one of the two). The passage must occur exactly once
+    in the version the edit is based on (the text its author was shown);
+    the edited text is then saved from that version like any other save, so
+    what changed since is merged and an overlap raises DocumentConflict
+    (docs/adr/0013, 0018). `base_version` None: the current version."""
+    if (replacement is None) == (insert_after is None):
+        raise InvalidInput("Give either the replacement text or the text to insert, not both.")
+    if not isinstance(passage, str) or not passage:
+        raise InvalidInput("The passage to find cannot be empty.")
+    passage = passage.replace("\r\n", "\n").replace("\r", "\n")
+    document = _document_for_update(thread)
+    base = _base_text(document, base_version) if base_version is not None else None
+    if base is None:
+        # No base given, or that version is not kept: edit the current text.
+        base_version, base_text = document.version, document.content
+    else:
+        base_text = base[1]
+    starts = passage_matches(base_text, passage)
+    if len(starts) != 1:
+        where = f"version {base_version} of the document" if base_version else "the document"
+        advice = (
+            "Copy the passage exactly as it stands in the <document> block (same spelling, spaces and line breaks)."
+            if not starts
+            else "Include more of the surrounding text so the passage matches exactly one place."
+        )
+        found = "was not found in" if not starts else f"was found {len(starts)} times in"
+        raise InvalidInput(
+            f"The passage {found} {where} ({len(starts)} matches); it must match exactly once. "
+            f"Nothing was changed. {advice}"
+        )
+    start = starts[0]
+    end = start + len(passage)
+    if replacement is not None:
+        content = base_text[:start] + replacement + base_text[end:]
+    else:
+        content = base_text[:end] + insert_after + base_text[end:]
+    return document_save(thread=thread, content=content, base_version=base_version, author=author)
+
+
 @transaction.atomic
 def document_append(*, thread: Thread, text: str, author: str = Author.SYSTEM) -> Document:
     """Add `text` at the end. An append commutes with any other edit, so it

@@ -191,3 +191,109 @@ async def test_an_overlapping_update_fails_and_the_redo_from_the_version_shown_n
     assert '"success": true' in redo_result and "merged" not in redo_result
     document = await db(selectors.document_for, thread=thread)
     assert (document.version, document.content) == (3, mine.replace("chose.", "chose, with controls."))
+
+
+# --- targeted edits: replace_in_document and insert_in_document ---------------------
+
+
+async def _revisions(thread):
+    return await db(lambda: DocumentRevision.objects.filter(document__thread=thread).count())
+
+
+async def test_replace_in_document_replaces_the_one_matching_passage_as_a_new_version(thread):
+    await db(_person_saves, thread, REPORT, base_version=0)
+
+    result = await call(
+        thread, "replace_in_document", seen_version=1, old_text="Methods paragraph.", new_text="Methods, rewritten."
+    )
+
+    assert result["success"] is True
+    assert "version 2" in result["summary"]
+    document = await db(selectors.document_for, thread=thread)
+    assert document.content == REPORT.replace("Methods paragraph.", "Methods, rewritten.")
+    latest = await db(lambda: DocumentRevision.objects.filter(document__thread=thread).order_by("-version").first())
+    assert (latest.version, latest.author, latest.content) == (2, "agent", document.content)
+
+
+async def test_replace_in_document_with_no_match_fails_saying_zero_matches_and_writes_nothing(thread):
+    await db(_person_saves, thread, REPORT, base_version=0)
+
+    result = await call(thread, "replace_in_document", seen_version=1, old_text="Discussion paragraph.", new_text="X")
+
+    assert result["success"] is False
+    assert "was not found" in result["error"] and "(0 matches)" in result["error"]
+    assert "Nothing was changed" in result["error"]
+    assert (await db(selectors.document_for, thread=thread)).content == REPORT
+    assert await _revisions(thread) == 1
+
+
+async def test_replace_in_document_with_two_matches_fails_saying_how_many_and_writes_nothing(thread):
+    await db(_person_saves, thread, REPORT, base_version=0)
+
+    result = await call(thread, "replace_in_document", seen_version=1, old_text=" paragraph.", new_text=" part.")
+
+    assert result["success"] is False
+    assert "found 3 times" in result["error"] and "(3 matches)" in result["error"]
+    assert "more of the surrounding text" in result["error"]
+    assert (await db(selectors.document_for, thread=thread)).content == REPORT
+
+
+async def test_replace_in_document_counts_two_matches_as_two(thread):
+    await db(_person_saves, thread, "Alpha. Beta. Alpha.\n", base_version=0)
+
+    result = await call(thread, "replace_in_document", seen_version=1, old_text="Alpha.", new_text="Gamma.")
+
+    assert result["success"] is False
+    assert "(2 matches)" in result["error"]
+    assert (await db(selectors.document_for, thread=thread)).content == "Alpha. Beta. Alpha.\n"
+
+
+async def test_insert_in_document_inserts_right_after_the_passage(thread):
+    await db(_person_saves, thread, REPORT, base_version=0)
+
+    result = await call(
+        thread, "insert_in_document", seen_version=1, after_text="Intro paragraph.", text="\n\nBackground paragraph."
+    )
+
+    assert result["success"] is True
+    document = await db(selectors.document_for, thread=thread)
+    assert document.content == REPORT.replace("Intro paragraph.", "Intro paragraph.\n\nBackground paragraph.")
+    assert document.version == 2
+
+
+async def test_insert_in_document_after_an_ambiguous_passage_fails(thread):
+    await db(_person_saves, thread, REPORT, base_version=0)
+    result = await call(thread, "insert_in_document", seen_version=1, after_text="paragraph.", text=" More.")
+    assert result["success"] is False and "(3 matches)" in result["error"]
+    assert await _revisions(thread) == 1
+
+
+async def test_a_targeted_edit_is_matched_in_the_version_shown_and_merged_with_the_persons_edit(thread):
+    await db(_person_saves, thread, REPORT, base_version=0)  # version 1: what the model was shown
+    await db(_person_saves, thread, REPORT.replace("Intro paragraph.", "Intro the person typed."), base_version=1)
+
+    result = await call(
+        thread, "replace_in_document", seen_version=1, old_text="Results paragraph.", new_text="Results by the agent."
+    )
+
+    assert result["success"] is True and "merged" in result["summary"]
+    document = await db(selectors.document_for, thread=thread)
+    assert document.content == REPORT.replace("Intro paragraph.", "Intro the person typed.").replace(
+        "Results paragraph.", "Results by the agent."
+    )
+
+
+async def test_a_targeted_edit_of_a_passage_the_person_changed_meanwhile_is_refused(thread):
+    await db(_person_saves, thread, REPORT, base_version=0)
+    await db(_person_saves, thread, REPORT.replace("Methods paragraph.", "Methods, as the person wants them."), base_version=1)
+
+    result = await call(
+        thread, "replace_in_document", seen_version=1, old_text="Methods paragraph.", new_text="Methods by the agent."
+    )
+
+    assert result["success"] is False
+    assert result["error"].startswith("Nothing was written")
+    assert (await db(selectors.document_for, thread=thread)).content == REPORT.replace(
+        "Methods paragraph.", "Methods, as the person wants them."
+    )
+

@@ -10,6 +10,8 @@ pytestmark = pytest.mark.django_db
 EXPECTED_ARGS = {
     "update_document": {"content", "title"},
     "append_to_document": {"text"},
+    "replace_in_document": {"old_text", "new_text"},
+    "insert_in_document": {"after_text", "text"},
     "set_objective": {"text"},
     "add_todos": {"steps", "parent_index"},
     "toggle_todos": {"indices"},
@@ -28,6 +30,8 @@ EXPECTED_ARGS = {
 EXPECTED_REQUIRED = {
     "update_document": {"content"},
     "append_to_document": {"text"},
+    "replace_in_document": {"old_text", "new_text"},
+    "insert_in_document": {"after_text", "text"},
     "set_objective": {"text"},
     "add_todos": {"steps"},
     "toggle_todos": {"indices"},
@@ -49,7 +53,7 @@ def _parameters(tool) -> dict:
     return convert_to_openai_tool(tool)["function"]["parameters"]
 
 
-def test_build_tools_returns_the_sixteen_tools_in_seed_order(thread):
+def test_build_tools_returns_the_seed_tools_in_seed_order_and_the_targeted_edits(thread):
     assert [tool.name for tool in build_tools()] == list(EXPECTED_ARGS)
 
 

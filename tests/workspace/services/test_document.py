@@ -284,3 +284,31 @@ def test_restore_of_a_version_not_kept_is_refused(thread):
     with pytest.raises(NotFound, match="Version 9 of the document is not kept"):
         document_services.document_restore(thread=thread, version=9, base_version=1)
     assert _stored(thread)[2] == 1
+
+
+# --- targeted edits (document_edit_passage) ------------------------------------------
+
+
+def test_passage_matches_counts_overlapping_occurrences():
+    assert document_services.passage_matches("aaa", "aa") == [0, 1]
+    assert document_services.passage_matches("abc", "d") == []
+
+
+def test_edit_passage_without_a_base_edits_the_current_text(thread):
+    document_services.document_save(thread=thread, content="Hello world.")
+    saved = document_services.document_edit_passage(thread=thread, passage="world", replacement="there")
+    assert (saved.document.content, saved.document.version, saved.merged) == ("Hello there.", 2, False)
+
+
+def test_edit_passage_needs_exactly_one_kind_of_edit(thread):
+    document_services.document_save(thread=thread, content="Hello world.")
+    with pytest.raises(InvalidInput):
+        document_services.document_edit_passage(thread=thread, passage="world", replacement="a", insert_after="b")
+    with pytest.raises(InvalidInput):
+        document_services.document_edit_passage(thread=thread, passage="world")
+
+
+def test_edit_passage_with_an_empty_passage_is_refused(thread):
+    document_services.document_save(thread=thread, content="Hello world.")
+    with pytest.raises(InvalidInput, match="cannot be empty"):
+        document_services.document_edit_passage(thread=thread, passage="", insert_after="x")
