@@ -168,6 +168,7 @@ _HARMONY = re.compile(
     r"(?:<\|start\|>\s*assistant\s*)?(?:<\|channel\|>\s*\w+\s*)?to=functions\.(?P<name>[\w\-.]+)\s*"
     r"(?:<\|channel\|>\s*\w+\s*)?(?:<\|constrain\|>\s*)?(?:json\s*)?<\|message\|>"
 )
+_HARMONY_ANALYSIS = re.compile(r"(?:<\|start\|>\s*assistant\s*)?<\|channel\|>\s*analysis\s*<\|message\|>.*?(?:<\|end\|>|\Z)", re.DOTALL)
 _HARMONY_END = re.compile(r"\s*(?:<\|call\|>|<\|end\|>)")
 _FENCE = re.compile(r"```[ \t]*(?:json|tool_call|tool_code|javascript)?[ \t]*\n(?P<body>.*?)\n?[ \t]*```", re.DOTALL)
 _NAME_IN_BROKEN_JSON = re.compile(r'"(?:name|tool)"\s*:\s*"(?P<name>[\w\-.]+)"')
@@ -280,7 +281,9 @@ def find_text_calls(text: str, tool_names: Iterable[str]) -> Extraction:
         pieces.append(text[last:start])
         last = end
     pieces.append(text[last:])
-    remaining = re.sub(r"\n{3,}", "\n\n", "".join(pieces)).strip()
+    # gpt-oss thinks aloud in an analysis channel before its call: not a preamble.
+    remaining = _HARMONY_ANALYSIS.sub("", "".join(pieces))
+    remaining = re.sub(r"\n{3,}", "\n\n", remaining).strip()
     return Extraction([call for _, _, calls in spans for call in calls], remaining)
 
 

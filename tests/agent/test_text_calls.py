@@ -31,6 +31,10 @@ SHAPES = {
     "mistral list": f'[TOOL_CALLS][{{"name": "set_objective", "arguments": {GOAL_JSON}}}]',
     "mistral v11": f"[TOOL_CALLS]set_objective[ARGS]{GOAL_JSON}",
     "gpt-oss channel": f"<|channel|>commentary to=functions.set_objective <|constrain|>json<|message|>{GOAL_JSON}<|call|>",
+    "gpt-oss after its analysis": (
+        "<|channel|>analysis<|message|>The person wants the goal recorded.<|end|>"
+        f"<|start|>assistant<|channel|>commentary to=functions.set_objective <|constrain|>json<|message|>{GOAL_JSON}<|call|>"
+    ),
     "gpt-oss recipient first": f"<|start|>assistant to=functions.set_objective<|channel|>commentary json<|message|>{GOAL_JSON}<|call|>",
     "fenced json": f'I will record the goal.\n```json\n{{"name": "set_objective", "arguments": {GOAL_JSON}}}\n```',
     "openai shape, arguments as a string": json.dumps(
@@ -129,7 +133,9 @@ def _valid_history(messages) -> bool:
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("shape", ["llama python_tag", "qwen tool_call", "gpt-oss channel", "mistral list"])
+@pytest.mark.parametrize(
+    "shape", ["llama python_tag", "llama bare json", "qwen tool_call", "gpt-oss channel", "mistral list", "fenced json"]
+)
 async def test_a_text_call_runs_the_tool_and_the_next_call_sees_a_valid_history(thread, shape):
     model, events, messages = await _turn(thread, [Reply(text=SHAPES[shape]), Reply(text="I recorded the goal.")])
 
