@@ -13,6 +13,7 @@ import asyncio
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.test.utils import override_settings
 
 from agent.builder import AgentProvider
 from agent.model import PLACEHOLDER_API_KEY, HaicoChatOpenAI
@@ -66,10 +67,14 @@ class Command(BaseCommand):
             scenarios = scenarios_named(options["scenario"])
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
-        runs = asyncio.run(
-            run_eval(
-                models=models, provider_for=provider_for, scenarios=scenarios, turn_timeout=options["turn_timeout"],
-                keep=options["keep"], progress=lambda line: self.stderr.write(f"running {line}"),
+        # A process name of its own: under the server's HAICO_INSTANCE its
+        # start-up would release the server's running turns as a dead
+        # predecessor's (conversations.turns.guard).
+        with override_settings(HAICO_INSTANCE=""):
+            runs = asyncio.run(
+                run_eval(
+                    models=models, provider_for=provider_for, scenarios=scenarios, turn_timeout=options["turn_timeout"],
+                    keep=options["keep"], progress=lambda line: self.stderr.write(f"running {line}"),
+                )
             )
-        )
         self.stdout.write(report(runs))
