@@ -35,6 +35,7 @@ from .model import available_models, get_chat_model
 from .model_input import ModelInputMiddleware
 from .modes import ModeMiddleware, call_limits
 from .prompt import document_version, system_prompt_for
+from .text_calls import TextToolCallsMiddleware
 from .tools.registry import build_tools
 
 DEFAULT_CONTEXT_TOKENS = 60_000
@@ -85,9 +86,13 @@ def build_agent(*, model: BaseChatModel, checkpointer=None):
         # A valid history within the budget, counted with the prompt.
         ModelInputMiddleware(max_tokens=getattr(settings, "HAICO_CONTEXT_TOKENS", DEFAULT_CONTEXT_TOKENS)),
         ModelTurnRetryMiddleware(),
-        # Tool calls the retry refused get their error instead of running.
-        RefusedCallsMiddleware(),
     ]
+    if getattr(settings, "HAICO_TEXT_TOOL_CALLS", True):
+        # Inside the retry, so it judges a reply with the calls its text
+        # held (docs/adr/0020).
+        middleware.append(TextToolCallsMiddleware())
+    # Tool calls the retry refused get their error instead of running.
+    middleware.append(RefusedCallsMiddleware())
     return create_agent(
         model=model,
         tools=build_tools(),

@@ -229,6 +229,9 @@ HAICO_PLAN_CALL_LIMIT = env("HAICO_PLAN_CALL_LIMIT")
 # thread (agent.middleware.ContextBudgetMiddleware). Leave room for the
 # system prompt, the workspace block and the reply.
 HAICO_CONTEXT_TOKENS = env.int("HAICO_CONTEXT_TOKENS", default=60_000)
+# Tool calls a model writes in its text (small Ollama / llama.cpp models do)
+# are run as real tool calls (agent.text_calls, docs/adr/0020).
+HAICO_TEXT_TOOL_CALLS = env.bool("HAICO_TEXT_TOOL_CALLS", default=True)
 
 # A stable name for this server process (say "web-1" or "host:8000"): a
 # restarted process with the same name releases the turns its predecessor

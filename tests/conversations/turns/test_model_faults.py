@@ -226,3 +226,18 @@ async def test_no_step_of_an_earlier_turn_reappears_in_the_next_turns_trace(chat
     second = await chat.send("Second")
     assert "Step of the second turn." in second and "Step of the first turn." not in second
     assert 'id="turn-2-step-1"' in second and 'id="turn-2-step-2"' not in second
+
+
+async def test_a_tool_call_written_as_text_runs_and_is_taken_back_from_the_bubble(chat, model_server):
+    # What a small Llama writes when it does not use the API's tool calls (docs/adr/0020).
+    text_call = '<|python_tag|>{"name": "set_objective", "parameters": {"action_and_reasoning": "Writing the goal.", "text": "Ship the report"}}'
+    model_server.script([Reply(text=text_call), Reply(text="I recorded the goal."), NEXT])
+    html = await chat.send("Record the goal")
+    assert await chat.objective() == "Ship the report"
+    assert "Writing the goal." in html and "<p>I recorded the goal.</p>" in html
+    # The streamed call text was replaced in the bubble before the answer came.
+    withdrawn = html.rindex('<div id="turn-1-answer-content" class="bubble-text answer is-streaming" hx-swap-oob="true">')
+    assert "python_tag" in html[:withdrawn] and "python_tag" not in html[withdrawn:]
+    rows = await database_sync_to_async(lambda: list(Turn.objects.filter(thread=chat.thread).values_list("answer", flat=True)))()
+    assert rows == ["I recorded the goal."]
+    await chat.kept_and_recovers("Record the goal", "complete")

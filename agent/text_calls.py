@@ -1,0 +1,359 @@
+"""Tool calls a model wrote as text, run as real tool calls (docs/adr/0020).
+
+Small open models served by Ollama or llama.cpp often answer a tool-calling
+request with the call written out in their own chat format instead of the
+API's `tool_calls` field, so the call would be shown to the person as the
+answer and nothing would happen. `TextToolCallsMiddleware` looks at a reply
+that has no native tool calls, takes out the calls written in it and puts
+them in the reply's `tool_calls` with generated ids, so the tools run and the
+history sent with the next model call is a valid one (each call answered by
+its tool message). The text that was the call is removed from the reply.
+
+Shapes recognised (`find_text_calls`):
+
+| shape                                   | written by            | name must be known |
+|-----------------------------------------|-----------------------|--------------------|
+| `<tool_call>{"name", "arguments"}</tool_call>` | Qwen 2.5 / 3, Hermes | no            |
+| `<|python_tag|>{"name", "parameters"}`  | Llama 3.x             | no                 |
+| `[TOOL_CALLS][{"name", "arguments"}]`, `[TOOL_CALLS]name[ARGS]{…}` | Mistral | no   |
+| `<|channel|>… to=functions.NAME … <|message|>{…}` | gpt-oss (harmony) | no         |
+| a fenced ```json block holding a call   | many                  | yes                |
+| a bare JSON object (or list) of calls   | Llama 3.2, others     | yes                |
+
+After an explicit marker the text is a call whatever it names: an unknown
+name gets the same error as a native call to an unknown tool. Without a
+marker, only JSON naming one of the offered tools is a call, so a JSON
+example in an answer stays an answer.
+
+The rules of docs/adr/0012 hold: arguments that are not one valid JSON
+object are never repaired; a call after a marker whose arguments are broken
+is refused with the same error a native call gets (INVALID_TOOL_ARGS_KEY),
+and a reply cut off at the output limit is handled by the model-call retry,
+which sits outside this middleware and so sees the extracted calls.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage
+
+from .model import INVALID_TOOL_ARGS_KEY
+
+logger = logging.getLogger("haico.agent")
+
+# On a reply whose tool calls were taken from its text: how many.
+TEXT_CALLS_KEY = "haico_text_tool_calls"
+
+_NAME_KEYS = ("name", "tool", "tool_name")
+_ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
+_CALL_KEYS = frozenset({*_NAME_KEYS, *_ARGUMENT_KEYS, "id", "type", "function"})
+
+_decoder = json.JSONDecoder()
+
+
+@dataclass(frozen=True)
+class TextCall:
+    """One call found in the text; `problem` says why its arguments cannot
+    be used (then `args` is empty and the call is refused, not run)."""
+
+    name: str
+    args: dict
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class Extraction:
+    calls: list[TextCall]
+    remaining: str  # the text with the calls taken out
+
+
+# --------------------------------------------------------------------------
+# Reading one call
+
+
+def _json_at(text: str, position: int):
+    """The JSON value starting at `position` (after whitespace) and where it
+    ends, or (None, position) when there is none; strict, never repaired."""
+    start = position
+    while start < len(text) and text[start].isspace():
+        start += 1
+    try:
+        value, end = _decoder.raw_decode(text, start)
+    except ValueError:
+        return None, position
+    return value, end
+
+
+def _json_problem(raw: str) -> str:
+    try:
+        json.loads(raw)
+    except ValueError as exc:
+        return f"not valid JSON ({exc.msg} at character {exc.pos})"
+    return "not a JSON object"
+
+
+def _arguments(value) -> tuple[dict, str | None]:
+    if value is None:
+        return {}, None
+    if isinstance(value, str):  # some models send the arguments as a JSON string
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except ValueError as exc:
+            return {}, f"not valid JSON ({exc.msg} at character {exc.pos})"
+    if not isinstance(value, dict):
+        return {}, "not a JSON object"
+    return value, None
+
+
+def _as_call(value) -> TextCall | None:
+    """`value` read as a call ({"name", "arguments"} and its variants, or
+    OpenAI's {"type": "function", "function": {...}}), or None."""
+    if not isinstance(value, dict) or not value:
+        return None
+    function = value.get("function")
+    if isinstance(function, dict):
+        return _as_call(function)
+    if not set(value) <= _CALL_KEYS:
+        return None
+    name = next((value[key] for key in (*_NAME_KEYS, "function") if isinstance(value.get(key), str)), None)
+    if not name or not name.strip():
+        return None
+    present = [key for key in _ARGUMENT_KEYS if key in value]
+    args, problem = _arguments(value[present[0]] if present else None)
+    return TextCall(name=name.strip(), args=args, problem=problem)
+
+
+def _as_calls(value) -> list[TextCall] | None:
+    """A call or a list of calls; None unless every item is one."""
+    items = value if isinstance(value, list) else [value]
+    calls = [_as_call(item) for item in items]
+    if not calls or any(call is None for call in calls):
+        return None
+    return calls
+
+
+def _json_sequence(text: str, position: int) -> tuple[list, int]:
+    """JSON values one after another from `position`, separated by
+    whitespace or `;` (Llama writes several calls that way)."""
+    values, end = [], position
+    while True:
+        value, after = _json_at(text, end)
+        if after == end:
+            return values, end
+        values.append(value)
+        end = after
+        rest = re.match(r"\s*;", text[end:])
+        if rest:
+            end += rest.end()
+
+
+# --------------------------------------------------------------------------
+# The shapes
+
+
+_QWEN = re.compile(r"<tool_call>")
+_QWEN_END = re.compile(r"\s*</tool_call>")
+_LLAMA = re.compile(r"<\|python_tag\|>")
+_LLAMA_END = re.compile(r"\s*(?:<\|eom_id\|>|<\|eot_id\|>)")
+_MISTRAL = re.compile(r"\[TOOL_CALLS\]")
+_MISTRAL_NAMED = re.compile(r"\s*(?P<name>[A-Za-z_][\w\-.]*)\s*(?:\[CALL_ID\]\s*[\w\-]+\s*)?\[ARGS\]")
+_HARMONY = re.compile(
+    r"(?:<\|start\|>\s*assistant\s*)?(?:<\|channel\|>\s*\w+\s*)?to=functions\.(?P<name>[\w\-.]+)\s*"
+    r"(?:<\|channel\|>\s*\w+\s*)?(?:<\|constrain\|>\s*)?(?:json\s*)?<\|message\|>"
+)
+_HARMONY_ANALYSIS = re.compile(r"(?:<\|start\|>\s*assistant\s*)?<\|channel\|>\s*analysis\s*<\|message\|>.*?(?:<\|end\|>|\Z)", re.DOTALL)
+_HARMONY_END = re.compile(r"\s*(?:<\|call\|>|<\|end\|>)")
+_FENCE = re.compile(r"```[ \t]*(?:json|tool_call|tool_code|javascript)?[ \t]*\n(?P<body>.*?)\n?[ \t]*```", re.DOTALL)
+_NAME_IN_BROKEN_JSON = re.compile(r'"(?:name|tool)"\s*:\s*"(?P<name>[\w\-.]+)"')
+_TAG_END = re.compile(r"</tool_call>|<\|eom_id\|>|<\|eot_id\|>|<\|call\|>|\Z")
+
+
+def _broken_after_marker(text: str, position: int, name: str | None) -> tuple[TextCall | None, int]:
+    """A marker followed by something that is not valid JSON: a call refused
+    for its arguments when the name can be read, else nothing."""
+    tail_end = _TAG_END.search(text, position)
+    end = tail_end.end() if tail_end else len(text)
+    raw = text[position:tail_end.start() if tail_end else len(text)]
+    if name is None:
+        found = _NAME_IN_BROKEN_JSON.search(raw)
+        name = found["name"] if found else None
+    if not name:
+        return None, position
+    return TextCall(name=name, args={}, problem=_json_problem(raw.strip())), end
+
+
+def _marked(text: str) -> Iterable[tuple[int, int, list[TextCall]]]:
+    """(start, end, calls) for every call after an explicit marker."""
+    for marker, closing in ((_QWEN, _QWEN_END), (_LLAMA, _LLAMA_END)):
+        for found in marker.finditer(text):
+            values, end = _json_sequence(text, found.end())
+            calls = [call for value in values for call in (_as_calls(value) or [])]
+            if values and len(calls) >= len(values):
+                closed = closing.match(text, end)
+                yield found.start(), closed.end() if closed else end, calls
+            else:
+                call, end = _broken_after_marker(text, found.end(), None)
+                if call is not None:
+                    yield found.start(), end, [call]
+    for found in _MISTRAL.finditer(text):
+        named = _MISTRAL_NAMED.match(text, found.end())
+        if named:
+            value, end = _json_at(text, named.end())
+            if end == named.end():
+                call, end = _broken_after_marker(text, named.end(), named["name"])
+                yield found.start(), end, [call]
+                continue
+            args, problem = _arguments(value)
+            yield found.start(), end, [TextCall(name=named["name"], args=args, problem=problem)]
+            continue
+        value, end = _json_at(text, found.end())
+        calls = _as_calls(value) if end != found.end() else None
+        if calls:
+            yield found.start(), end, calls
+    for found in _HARMONY.finditer(text):
+        value, end = _json_at(text, found.end())
+        if end == found.end():
+            call, end = _broken_after_marker(text, found.end(), found["name"])
+            yield found.start(), end, [call]
+            continue
+        args, problem = _arguments(value)
+        closed = _HARMONY_END.match(text, end)
+        yield found.start(), closed.end() if closed else end, [TextCall(name=found["name"], args=args, problem=problem)]
+
+
+def _unmarked(text: str, tool_names: frozenset[str], taken: list[tuple[int, int]]) -> Iterable[tuple[int, int, list[TextCall]]]:
+    """Calls in a fenced JSON block or as bare JSON at the start of a line,
+    naming only offered tools and with valid arguments."""
+
+    def usable(calls):
+        return bool(calls) and all(call.name in tool_names and call.problem is None for call in calls)
+
+    def free(start, end):
+        return all(end <= a or start >= b for a, b in taken)
+
+    for found in _FENCE.finditer(text):
+        if not free(found.start(), found.end()):
+            continue
+        values, end = _json_sequence(found["body"], 0)
+        if not values or found["body"][end:].strip():
+            continue
+        calls = [call for value in values for call in (_as_calls(value) or [None])]
+        if None not in calls and usable(calls):
+            taken.append((found.start(), found.end()))
+            yield found.start(), found.end(), calls
+    for line in re.finditer(r"(?m)^[ \t]*(?=[\[{])", text):
+        start = line.end()
+        if not free(start, start + 1):
+            continue
+        values, end = _json_sequence(text, start)
+        if not values:
+            continue
+        calls = [call for value in values for call in (_as_calls(value) or [None])]
+        if None not in calls and usable(calls):
+            taken.append((start, end))
+            yield start, end, calls
+
+
+def find_text_calls(text: str, tool_names: Iterable[str]) -> Extraction:
+    """The tool calls written in `text`, in the order written, and the text
+    without them."""
+    if not text or not text.strip():
+        return Extraction([], text)
+    names = frozenset(tool_names)
+    spans = []
+    for start, end, calls in _marked(text):
+        if all(end <= a or start >= b for a, b, _ in spans):
+            spans.append((start, end, calls))
+    taken = [(a, b) for a, b, _ in spans]
+    spans.extend(_unmarked(text, names, taken))
+    if not spans:
+        return Extraction([], text)
+    spans.sort(key=lambda span: span[0])
+    pieces, last = [], 0
+    for start, end, _ in spans:
+        pieces.append(text[last:start])
+        last = end
+    pieces.append(text[last:])
+    # gpt-oss thinks aloud in an analysis channel before its call: not a preamble.
+    remaining = _HARMONY_ANALYSIS.sub("", "".join(pieces))
+    remaining = re.sub(r"\n{3,}", "\n\n", remaining).strip()
+    return Extraction([call for _, _, calls in spans for call in calls], remaining)
+
+
+# --------------------------------------------------------------------------
+# The middleware
+
+
+def new_call_id() -> str:
+    return f"call_text_{uuid.uuid4().hex[:20]}"
+
+
+def with_text_calls(reply: AIMessage, tool_names: Iterable[str]) -> AIMessage:
+    """`reply` with the calls written in its text as real tool calls, or
+    `reply` itself when it has native calls or none are written."""
+    if reply.tool_calls or reply.invalid_tool_calls:
+        return reply
+    found = find_text_calls(reply.text, tool_names)
+    if not found.calls:
+        return reply
+    calls, problems = [], {}
+    for call in found.calls:
+        call_id = new_call_id()
+        calls.append({"name": call.name, "args": call.args, "id": call_id, "type": "tool_call"})
+        if call.problem:
+            problems[call_id] = call.problem
+    extra = dict(reply.additional_kwargs or {})
+    if problems:
+        extra[INVALID_TOOL_ARGS_KEY] = {**(extra.get(INVALID_TOOL_ARGS_KEY) or {}), **problems}
+    meta = {**(reply.response_metadata or {}), TEXT_CALLS_KEY: len(calls)}
+    logger.info("took %d tool call(s) from the model's text: %s", len(calls), [call["name"] for call in calls])
+    return reply.model_copy(
+        update={"content": found.remaining, "tool_calls": calls, "additional_kwargs": extra, "response_metadata": meta}
+    )
+
+
+def _tool_names(request: ModelRequest) -> list[str]:
+    names = []
+    for tool in request.tools or []:
+        name = tool.get("name") if isinstance(tool, dict) else getattr(tool, "name", None)
+        if isinstance(name, str):
+            names.append(name)
+    return names
+
+
+class TextToolCallsMiddleware(AgentMiddleware):
+    """Turns tool calls written in a reply's text into real ones. Inside the
+    model-call retry, so a cut-off or malformed reply is judged with its
+    calls (docs/adr/0012)."""
+
+    @property
+    def name(self) -> str:
+        return "TextToolCalls"
+
+    def _extracted(self, request: ModelRequest, response):
+        messages = [response] if isinstance(response, AIMessage) else response.result
+        index = next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)), None)
+        if index is None:
+            return response
+        reply = messages[index]
+        updated = with_text_calls(reply, _tool_names(request))
+        if updated is reply:
+            return response
+        if isinstance(response, AIMessage):
+            return updated
+        result = list(messages)
+        result[index] = updated
+        return ModelResponse(result=result, structured_response=response.structured_response)
+
+    async def awrap_model_call(self, request: ModelRequest, handler) -> ModelResponse:
+        return self._extracted(request, await handler(request))
+
+    def wrap_model_call(self, request: ModelRequest, handler) -> ModelResponse:
+        return self._extracted(request, handler(request))
