@@ -80,3 +80,16 @@ class EditTurnForm(forms.Form):
         if not message.strip():
             raise forms.ValidationError("Write the message to send.")
         return message
+
+
+class LayoutForm(forms.Form):
+    """A side rail of the workspace page collapsed or opened (docs/adr/0022)."""
+
+    rail = forms.ChoiceField(choices=[("left", "Left"), ("right", "Right")],
+                             error_messages={"required": "Choose the left or the right rail.",
+                                             "invalid_choice": "Choose the left or the right rail."})
+    collapsed = forms.BooleanField(required=False)
+
+
+class ThreadSearchForm(forms.Form):
+    q = forms.CharField(required=False, max_length=200)
