@@ -228,6 +228,15 @@
     }
   });
 
+  // A turn's preview (docs/adr/0016) opens over the document: on a phone
+  // the node was tapped in the Chat view, so show the Document view.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var path = (event.detail && event.detail.pathInfo && event.detail.pathInfo.requestPath) || "";
+    if (narrow.matches && path.indexOf("/trajectory/") !== -1 && document.querySelector("section#trajectory-preview")) {
+      selectTab("document", false);
+    }
+  });
+
   // Focus landing in a view the tabs hide (a form live.js opens, a find in
   // page) shows that view.
   document.addEventListener("focusin", function (event) {
