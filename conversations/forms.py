@@ -91,3 +91,16 @@ class ModeForm(forms.Form):
     mode = forms.ChoiceField(
         choices=Thread.Mode.choices, error_messages={"required": MODE_MESSAGE, "invalid_choice": MODE_MESSAGE}
     )
+
+
+class LayoutForm(forms.Form):
+    """A side rail of the workspace page collapsed or opened (docs/adr/0022)."""
+
+    rail = forms.ChoiceField(choices=[("left", "Left"), ("right", "Right")],
+                             error_messages={"required": "Choose the left or the right rail.",
+                                             "invalid_choice": "Choose the left or the right rail."})
+    collapsed = forms.BooleanField(required=False)
+
+
+class ThreadSearchForm(forms.Form):
+    q = forms.CharField(required=False, max_length=200)

@@ -206,3 +206,16 @@ class Turn(models.Model):
 
     def __str__(self):
         return f"{self.thread_id} turn {self.index} ({self.status})"
+
+
+class LayoutPreference(models.Model):
+    """How a person keeps the workspace page laid out, on every device they
+    sign in from: which side rails are collapsed (docs/adr/0022)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="layout_preference")
+    left_rail_collapsed = models.BooleanField(default=False)
+    right_rail_collapsed = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"layout of {self.user_id}"

@@ -8,7 +8,7 @@ from django.db.models import Count, Q
 from workspace.models import Thread
 from workspace.selectors import threads_for_user
 
-from .models import ActivityLogEntry, BranchLink, Feedback, Turn
+from .models import ActivityLogEntry, BranchLink, Feedback, LayoutPreference, Turn
 
 
 def activity_for(*, thread: Thread, limit: int = 50) -> list[ActivityLogEntry]:
@@ -160,3 +160,20 @@ def thread_list_for(*, user) -> list[Thread]:
 
     visit(None, 0)
     return ordered
+
+
+SWITCHER_LIMIT = 30
+
+
+def threads_matching(*, user, query: str = "", limit: int = SWITCHER_LIMIT) -> list[Thread]:
+    """The person's own live threads whose title contains `query` (any case),
+    most recently active first: the top bar's thread switcher."""
+    threads = Thread.objects.filter(owner=user, is_deleted=False)
+    if query:
+        threads = threads.filter(title__icontains=query)
+    return list(threads.order_by("-last_activity_at").only("pk", "title", "last_activity_at")[:limit])
+
+
+def layout_for(*, user) -> LayoutPreference:
+    """The person's workspace layout (an unsaved default when they never changed it)."""
+    return LayoutPreference.objects.filter(user=user).first() or LayoutPreference(user=user)

@@ -19,6 +19,7 @@ from .models import (
     FEEDBACK_RATING_MIN,
     ActivityLogEntry,
     Feedback,
+    LayoutPreference,
     ModerationAction,
 )
 
@@ -214,3 +215,17 @@ def feedback_remove(*, feedback: Feedback) -> None:
 @transaction.atomic
 def moderation_record(*, thread: Thread, staff_user: AbstractBaseUser, action: str, detail: str = "") -> ModerationAction:
     return ModerationAction.objects.create(thread=thread, staff_user=staff_user, action=action, detail=detail[:500])
+
+
+@transaction.atomic
+def layout_set_rail(*, user: AbstractBaseUser, rail: str, collapsed: bool) -> LayoutPreference:
+    """Remember whether the person keeps a side rail of the workspace page
+    collapsed. It belongs to the person, not to a thread, so no open tab is
+    told: the next page they open is laid out this way (docs/adr/0022)."""
+    field = {"left": "left_rail_collapsed", "right": "right_rail_collapsed"}.get(rail)
+    if field is None:
+        raise InvalidInput("Choose the left or the right rail.")
+    layout, _ = LayoutPreference.objects.get_or_create(user=user)
+    setattr(layout, field, bool(collapsed))
+    layout.save(update_fields=[field, "updated_at"])
+    return layout

@@ -21,12 +21,14 @@ from workspace.views.common import flash
 from . import selectors, services, trajectory
 from .branching import rerun_in_branch
 from .chat import chat_context, chat_turns
-from .forms import EditTurnForm, FeedbackForm, ModeForm
+from .forms import EditTurnForm, FeedbackForm, LayoutForm, ModeForm, ThreadSearchForm
 from .turns.guard import running_turn
 
 ROW_TEMPLATE = "conversations/thread_list.html#row"
 FEEDBACK_TEMPLATE = "conversations/fragments/feedback.html"
 MODE_TEMPLATE = "conversations/panels/chat.html#mode"
+TITLE_TEMPLATE = "conversations/fragments/turn.html#thread_title"
+SWITCHER_TEMPLATE = "conversations/panels/switcher.html#results"
 
 
 @login_required
@@ -50,6 +52,8 @@ def _listed(request, thread):
 @login_required
 @require_POST
 def thread_rename(request, thread_id):
+    if request.htmx and request.htmx.target == "thread-title":
+        return _renamed_from_top_bar(request, thread_id)
     thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
     try:
         services.thread_rename(thread=thread, title=request.POST.get("title", ""))
@@ -60,6 +64,18 @@ def thread_rename(request, thread_id):
     if request.htmx:
         return render(request, ROW_TEMPLATE, {"thread": _listed(request, thread)})
     return redirect("conversations:list")
+
+
+def _renamed_from_top_bar(request, thread_id):
+    """Rename from the workspace page's top bar: the answer is the new title
+    (the same fragment every open tab of the thread gets pushed), a refusal
+    goes to the page's flash line."""
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    try:
+        services.thread_rename(thread=thread, title=request.POST.get("title", ""))
+    except UserFacingError as exc:
+        return flash(exc.message)
+    return render(request, TITLE_TEMPLATE, {"title": thread.title})
 
 
 @login_required
@@ -98,9 +114,35 @@ def thread_activity(request, thread_id):
     return render(request, "conversations/panels/activity.html#entries", {"thread": thread, "entries": entries})
 
 
+@login_required
+@require_GET
+def thread_switcher(request):
+    """The top bar's thread switcher: the person's own threads whose title
+    contains what they typed (never anyone else's)."""
+    form = ThreadSearchForm(request.GET)
+    query = form.cleaned_data["q"].strip() if form.is_valid() else ""
+    threads = selectors.threads_matching(user=request.user, query=query)
+    return render(request, SWITCHER_TEMPLATE, {"threads": threads, "query": query,
+                                               "current": request.GET.get("current", "")})
+
+
+@login_required
+@require_POST
+def layout_save(request):
+    """A side rail collapsed or opened on the workspace page, remembered for
+    the person on every device (docs/adr/0022)."""
+    form = LayoutForm(request.POST)
+    if not form.is_valid():
+        message = next(iter(form.errors.values()))[0]
+        return flash(message) if request.htmx else HttpResponse(message, status=400)
+    services.layout_set_rail(user=request.user, rail=form.cleaned_data["rail"], collapsed=form.cleaned_data["collapsed"])
+    return HttpResponse("") if request.htmx else redirect("conversations:list")
+
+
 def page_context(*, thread, user) -> dict:
     """One context for all panels; their keys are disjoint apart from `thread`."""
     return {
+        "layout": selectors.layout_for(user=user),
         **panels.objective_context(thread=thread),
         **panels.preferences_context(thread=thread),
         **panels.plan_context(thread=thread),

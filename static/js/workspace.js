@@ -130,6 +130,8 @@
     });
     var add = panel.querySelector(".plan-add");
     if (add) add.hidden = planView !== "tree";
+    var addToggle = panel.querySelector("[data-add-toggle]");
+    if (addToggle) addToggle.hidden = planView !== "tree";
     if (planView === "markdown" && HAICO.writeChecklist) HAICO.writeChecklist(panel);
   }
 

@@ -39,6 +39,20 @@ def create_thread(page: Page, base_url: str) -> str:
     return page.url
 
 
+ADD_TOGGLES = {"Add step": "Add a step", "Add preference": "Add a preference"}
+
+
+def open_add_form(page: Page, region: str, form: str):
+    """The add form `form` ("Add step", "Add preference") of `region`, opened
+    from its compact "Add" control if it is closed."""
+    panel = page.get_by_role("region", name=region)
+    add = panel.get_by_role("form", name=form)
+    if not add.is_visible():
+        panel.get_by_role("button", name=ADD_TOGGLES[form], exact=True).click()
+    expect(add).to_be_visible()
+    return add
+
+
 def thread_id_from(url: str) -> str:
     match = WORKSPACE_URL.search(url)
     assert match, url

@@ -13,12 +13,12 @@ from playwright.sync_api import Page, expect
 from tests.support.fake_model import Reply, tool_call
 from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, create_thread, sign_up, step_action, wait_for_socket
+from .helpers import MODEL, TURN_WAIT_MS, create_thread, open_add_form, sign_up, step_action, wait_for_socket
 from .test_workspace_flow import AUTOSAVE_WAIT_MS, add_preference, expect_plan
 
 
 def add_step(page: Page, text: str) -> None:
-    form = page.get_by_role("region", name="Planning").get_by_role("form", name="Add step")
+    form = open_add_form(page, "Planning", "Add step")
     form.get_by_role("textbox", name="New step").fill(text)
     form.get_by_role("button", name="Add step").click()
 
@@ -126,7 +126,7 @@ def test_an_agent_turn_keeps_an_open_edit_half_typed_text_and_the_caret(new_page
     step_action(page, "2", "Edit")
     planning = page.get_by_role("region", name="Planning")
     planning.get_by_role("textbox", name="Text of step 2").fill("Write the final draft")
-    planning.get_by_role("form", name="Add step").get_by_role("textbox", name="New step").fill("Half-typ")
+    open_add_form(page, "Planning", "Add step").get_by_role("textbox", name="New step").fill("Half-typ")
     editor.focus()
     editor.evaluate("el => el.setSelectionRange(5, 5)")
 

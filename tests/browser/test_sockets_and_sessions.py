@@ -16,7 +16,7 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from .conftest import PASSWORD
-from .helpers import create_thread, sign_up, step_action, thread_id_from, wait_for_socket
+from .helpers import create_thread, open_add_form, sign_up, step_action, thread_id_from, wait_for_socket
 
 ENDED = "Your session has ended; log in again to use the chat."
 
@@ -151,7 +151,7 @@ def test_a_stale_tab_acting_on_a_deleted_step_or_thread_gets_a_message_not_the_e
     sign_up(page, haico_server.url, "ada")
     url = create_thread(page, haico_server.url)
     planning = page.get_by_role("region", name="Planning")
-    add = planning.get_by_role("form", name="Add step")
+    add = open_add_form(page, "Planning", "Add step")
     add.get_by_role("textbox", name="New step").fill("Gather sources")
     add.get_by_role("button", name="Add step").click()
     expect(planning.locator(".step-text")).to_have_text(["Gather sources"])

@@ -5,7 +5,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from .helpers import create_thread, sign_up, step_action, step_menu_item, thread_id_from
+from .helpers import create_thread, open_add_form, sign_up, step_action, step_menu_item, thread_id_from
 
 AUTOSAVE_WAIT_MS = 8_000  # 1.5 s debounce plus the request, with headroom for a busy CI box
 
@@ -32,7 +32,7 @@ def expect_plan(page: Page, expected: list[tuple[str, str, bool]]) -> None:
 
 def add_preference(page: Page, title: str, detail: str, kind: str) -> None:
     prefs = page.get_by_role("region", name="Preferences")
-    form = prefs.get_by_role("form", name="Add preference")
+    form = open_add_form(page, "Preferences", "Add preference")
     form.get_by_label("Preference title").fill(title)
     form.get_by_label("Preference detail").fill(detail)
     form.get_by_label("Kind").select_option(kind)
@@ -80,7 +80,7 @@ def test_person_builds_a_workspace_and_finds_it_intact_after_reload(page, haico_
     expect(planning.get_by_text("Standing objective")).to_have_count(0)
 
     # --- Plan: two steps, a sub-step, indent and outdent, check one.
-    add_step = planning.get_by_role("form", name="Add step")
+    add_step = open_add_form(page, "Planning", "Add step")
     add_step.get_by_role("textbox", name="New step").fill("Gather sources")
     add_step.get_by_role("button", name="Add step").click()
     expect_plan(page, [("1", "Gather sources", False)])

@@ -41,6 +41,7 @@ from .helpers import (
     TURN_WAIT_MS,
     create_thread,
     log_in,
+    open_add_form,
     sign_up,
     thread_id_from,
     wait_for_socket,
@@ -211,14 +212,14 @@ def type_person_fields(page: Page, watch: Watch) -> None:
     expect_soon(planning.locator("#objective-view"), xss.joined("objective (person)"))
 
     prefs = page.get_by_role("region", name="Preferences")
-    form = prefs.get_by_role("form", name="Add preference")
+    form = open_add_form(page, "Preferences", "Add preference")
     form.get_by_label("Preference title").fill(xss.packed("preference title (person)", 200))
     form.get_by_label("Preference detail").fill(xss.packed("preference subtitle (person)", 500))
     form.get_by_label("Kind").select_option("hard")
     form.get_by_role("button", name="Add").click()
     expect_soon(prefs.get_by_role("list", name="Hard preferences"), xss.packed("preference title (person)", 200))
 
-    add_step = planning.get_by_role("form", name="Add step")
+    add_step = open_add_form(page, "Planning", "Add step")
     add_step.get_by_role("textbox", name="New step").fill(xss.joined("plan step (person)"))
     add_step.get_by_role("button", name="Add step").click()
     expect_soon(planning.get_by_role("list", name="Plan steps"), xss.joined("plan step (person)"))

@@ -190,6 +190,8 @@ ROUTES: dict[str, Public | Account | Owned] = {
     "password_reset_complete": Public(),
     "conversations:list": Account(),
     "conversations:create": Account(),
+    "conversations:switcher": Account(),
+    "conversations:layout": Account(),
     "conversations:rename": Owned(T, post={"title": "Renamed"}),
     "conversations:delete": Owned(T, post={}),
     "conversations:mode": Owned(T, post={"mode": "plan"}),

@@ -1,0 +1,247 @@
+/* HAICO workspace page: its layout at every width (docs/adr/0022).
+ *
+ * - Side rails collapse from the top bar; the choice is saved for the person
+ *   (conversations.views.layout_save) so every device opens the same way.
+ * - Below laptop width the page shows one view at a time behind the tabs
+ *   Workspace / Document / Chat (roving tab stop, arrow keys move).
+ * - Skip links focus the Message box or the document text, opening the tab
+ *   that holds it first.
+ * - The add forms of Preferences and the plan open from a compact "Add"
+ *   control; a row the person just added is scrolled into view.
+ * - The thread switcher: a dialog searching the person's own threads.
+ * - Top bar rename: the form closes once the new title is in.
+ * Everything is delegated from document (static/js/workspace.js does the same).
+ */
+(function () {
+  "use strict";
+
+  var grid = document.querySelector(".workspace-grid");
+  if (!grid) return;
+  var narrow = window.matchMedia("(max-width: 1023.98px)");
+
+  // --- side rails ---------------------------------------------------------------
+  function csrfHeaders() {
+    try {
+      return JSON.parse(document.body.getAttribute("hx-headers") || "{}");
+    } catch (e) {
+      return {};
+    }
+  }
+
+  function saveRail(rail, collapsed) {
+    var box = document.querySelector("[data-layout-url]");
+    if (!box || !window.fetch) return;
+    var body = new URLSearchParams({ rail: rail, collapsed: collapsed ? "on" : "" });
+    var headers = csrfHeaders();
+    headers["HX-Request"] = "true";
+    window.fetch(box.getAttribute("data-layout-url"), {
+      method: "POST", body: body, headers: headers, credentials: "same-origin",
+    }).catch(function () {
+      if (window.HAICO && window.HAICO.flash) window.HAICO.flash("Could not save the layout; it applies to this page only.");
+    });
+  }
+
+  function toggleRail(button) {
+    var rail = button.getAttribute("data-rail-toggle");
+    var collapsed = button.getAttribute("aria-expanded") === "true";
+    button.setAttribute("aria-expanded", String(!collapsed));
+    grid.classList.toggle("is-" + rail + "-collapsed", collapsed);
+    saveRail(rail, collapsed);
+  }
+
+  // --- tabs below laptop width ------------------------------------------------------
+  function tabs() {
+    return Array.prototype.slice.call(document.querySelectorAll(".workspace-tabs [role=tab]"));
+  }
+
+  function selectTab(name, focus) {
+    grid.setAttribute("data-tab", name);
+    tabs().forEach(function (tab) {
+      var on = tab.getAttribute("data-tab") === name;
+      tab.setAttribute("aria-selected", String(on));
+      tab.tabIndex = on ? 0 : -1;
+      if (on && focus) tab.focus();
+    });
+  }
+
+  // The rails are tab panels only while the tabs show.
+  function applyWidth() {
+    ["rail-left", "centre-column", "rail-right"].forEach(function (id) {
+      var panel = document.getElementById(id);
+      if (!panel) return;
+      if (narrow.matches) panel.setAttribute("role", "tabpanel");
+      else panel.removeAttribute("role");
+    });
+  }
+  if (narrow.addEventListener) narrow.addEventListener("change", applyWidth);
+  applyWidth();
+
+  // Which tab holds an element (for skip links and a focus moving elsewhere).
+  function tabOf(el) {
+    if (el.closest("#rail-left")) return "workspace";
+    if (el.closest("#rail-right")) return "chat";
+    return "document";
+  }
+
+  function reveal(el) {
+    if (narrow.matches) selectTab(tabOf(el), false);
+    var rail = el.closest(".rail");
+    var side = rail && (rail.id === "rail-left" ? "left" : "right");
+    if (side && !narrow.matches && grid.classList.contains("is-" + side + "-collapsed")) {
+      var button = document.querySelector('[data-rail-toggle="' + side + '"]');
+      if (button) toggleRail(button);
+    }
+  }
+
+  // --- skip links ---------------------------------------------------------------------
+  // In order of preference: an artifact on show has no document text, so
+  // the document link lands on the "Show" selector that leads back to it.
+  var SKIP_TARGETS = {
+    chat: ['#panel-chat textarea[name="message"]'],
+    document: ["#panel-centre textarea.doc-content", "#panel-centre select.centre-select"],
+  };
+
+  function skipTo(name) {
+    var target = null;
+    SKIP_TARGETS[name].some(function (selector) { return (target = document.querySelector(selector)); });
+    if (!target) return;
+    reveal(target);
+    target.focus();
+  }
+
+  // --- add forms ------------------------------------------------------------------------
+  function setAddOpen(toggle, open) {
+    var form = document.getElementById(toggle.getAttribute("aria-controls"));
+    if (!form) return;
+    toggle.setAttribute("aria-expanded", String(open));
+    if (open) {
+      form.removeAttribute("data-collapsed");
+      var field = form.querySelector("input[type=text], select");
+      if (field) field.focus();
+    } else {
+      form.setAttribute("data-collapsed", "");
+      if (form.contains(document.activeElement)) toggle.focus();
+    }
+  }
+
+  // The row a person is adding: the panel's rows before the request, so the
+  // first row that was not there is the new one, whichever way it arrives
+  // (the HTMX answer or the socket's push).
+  var adding = null;
+
+  function rowIds(panel) {
+    var ids = {};
+    panel.querySelectorAll("li[id]").forEach(function (li) { ids[li.id] = true; });
+    return ids;
+  }
+
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var form = event.detail.elt && event.detail.elt.closest && event.detail.elt.closest(".add-form");
+    var panel = form && form.closest("[data-live-panel]");
+    if (panel) adding = { panelId: panel.id, known: rowIds(panel), until: Date.now() + 15000 };
+  });
+
+  new MutationObserver(function () {
+    if (!adding) return;
+    var panel = document.getElementById(adding.panelId);
+    if (!panel || Date.now() > adding.until) {
+      adding = null;
+      return;
+    }
+    var rows = panel.querySelectorAll("li[id]");
+    for (var i = 0; i < rows.length; i++) {
+      if (!adding.known[rows[i].id]) {
+        adding = null;
+        rows[i].scrollIntoView({ block: "nearest" });
+        return;
+      }
+    }
+  }).observe(grid, { childList: true, subtree: true });
+
+  // --- thread switcher ----------------------------------------------------------------------
+  function openSwitcher() {
+    var dialog = document.getElementById("thread-switcher");
+    if (!dialog || dialog.open) return;
+    dialog.showModal();
+    var search = dialog.querySelector("input[type=search]");
+    search.focus();
+    if (window.htmx) window.htmx.trigger(search, "haico:load");
+  }
+
+  // --- top bar rename -------------------------------------------------------------------------
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var form = event.detail.elt;
+    if (!form.classList || !form.classList.contains("topbar-rename")) return;
+    // A refusal answers with an empty body and a flash; the form stays open.
+    if (event.detail.successful && event.detail.xhr.responseText.trim() && window.HAICO.closeForms) {
+      var scope = form.closest("[data-edit-scope]");
+      window.HAICO.closeForms(scope);
+      var again = scope.querySelector("[data-edit-open]");
+      if (again) again.focus();
+    }
+  });
+
+  // --- events -----------------------------------------------------------------------------------
+  document.addEventListener("click", function (event) {
+    var railButton = event.target.closest("[data-rail-toggle]");
+    if (railButton) return toggleRail(railButton);
+    var tab = event.target.closest(".workspace-tabs [role=tab]");
+    if (tab) return selectTab(tab.getAttribute("data-tab"), true);
+    var skip = event.target.closest("[data-skip]");
+    if (skip) {
+      event.preventDefault();
+      return skipTo(skip.getAttribute("data-skip"));
+    }
+    var addToggle = event.target.closest("[data-add-toggle]");
+    if (addToggle) return setAddOpen(addToggle, addToggle.getAttribute("aria-expanded") !== "true");
+    if (event.target.closest("[data-switcher-open]")) return openSwitcher();
+    if (event.target.closest("[data-switcher-close]")) return document.getElementById("thread-switcher").close();
+    // A click on the dialog's backdrop closes it.
+    if (event.target.id === "thread-switcher") event.target.close();
+  });
+
+  document.addEventListener("keydown", function (event) {
+    var tab = event.target.closest && event.target.closest(".workspace-tabs [role=tab]");
+    if (tab && (event.key === "ArrowRight" || event.key === "ArrowLeft" || event.key === "Home" || event.key === "End")) {
+      var all = tabs();
+      var at = all.indexOf(tab);
+      var next = event.key === "Home" ? 0 : event.key === "End" ? all.length - 1
+        : (at + (event.key === "ArrowRight" ? 1 : all.length - 1)) % all.length;
+      event.preventDefault();
+      selectTab(all[next].getAttribute("data-tab"), true);
+      return;
+    }
+    // Escape in the switcher's search box would only clear it.
+    var switcher = event.key === "Escape" && event.target.closest && event.target.closest("#thread-switcher");
+    if (switcher) {
+      event.preventDefault();
+      switcher.close();
+      return;
+    }
+    var form = event.key === "Escape" && event.target.closest && event.target.closest(".add-form");
+    if (form) {
+      var toggle = document.querySelector('[data-add-toggle][aria-controls="' + form.id + '"]');
+      if (toggle) {
+        event.preventDefault();
+        setAddOpen(toggle, false);
+      }
+    }
+  });
+
+  // A turn's preview (docs/adr/0016) opens over the document: on a phone
+  // the node was tapped in the Chat view, so show the Document view.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var path = (event.detail && event.detail.pathInfo && event.detail.pathInfo.requestPath) || "";
+    if (narrow.matches && path.indexOf("/trajectory/") !== -1 && document.querySelector("section#trajectory-preview")) {
+      selectTab("document", false);
+    }
+  });
+
+  // Focus landing in a view the tabs hide (a form live.js opens, a find in
+  // page) shows that view.
+  document.addEventListener("focusin", function (event) {
+    if (narrow.matches && grid.contains(event.target) && tabOf(event.target) !== grid.getAttribute("data-tab")) {
+      selectTab(tabOf(event.target), false);
+    }
+  });
+})();
