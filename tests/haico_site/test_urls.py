@@ -161,6 +161,7 @@ class Owned:
     kwargs: kwarg -> key of the owner's object in `world` (its pk is used),
     or a callable of `world` giving the value (a turn number).
     query: query parameter -> key of the owner's object in `world`.
+    params: query parameters with literal values that name nothing owned (a format).
     post: plausible form data (values may be callables of `world`), with
     which the owner's POST succeeds; None if the view takes no POST.
     writes: the owner's POST changes the database (so the other person's
@@ -169,6 +170,7 @@ class Owned:
 
     kwargs: dict
     query: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)
     post: dict | None = None
     writes: bool = True
 
@@ -233,6 +235,8 @@ ROUTES: dict[str, Public | Account | Owned] = {
         T, post={"version": 1, "base_version": lambda w: w["document"].version}
     ),
     "workspace:centre": Owned(T, query={"artifact": "artifact"}),
+    "workspace:document-export": Owned(T, params={"format": "markdown"}, writes=False),
+    "workspace:artifact-export": Owned({**T, "artifact_id": "artifact"}, params={"format": "json"}, writes=False),
     "workspace:live": Owned(T),
     "workspace:snapshots": Owned(T),
     "workspace:snapshot": Owned({**T, "turn_index": lambda w: w[WorkspaceSnapshot].turn_index}),
@@ -374,7 +378,7 @@ def is_login_redirect(response, login_url: str) -> bool:
 
 def values_for(spec: Owned, world) -> tuple[dict, dict, dict]:
     kwargs = {name: key(world) if callable(key) else world[key].pk for name, key in spec.kwargs.items()}
-    query = {name: world[key].pk for name, key in spec.query.items()}
+    query = {**spec.params, **{name: world[key].pk for name, key in spec.query.items()}}
     post = {k: (v(world) if callable(v) else v) for k, v in (spec.post or {}).items()}
     return kwargs, query, post
 
