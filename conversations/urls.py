@@ -1,12 +1,14 @@
 from django.urls import path
 
-from . import views
+from . import archive_views, views
 
 app_name = "conversations"
 
 urlpatterns = [
     path("", views.thread_list, name="list"),
     path("new/", views.thread_create, name="create"),
+    path("import/", archive_views.thread_import, name="import"),
+    path("<uuid:thread_id>/export/", archive_views.thread_export, name="export"),
     path("<uuid:thread_id>/rename/", views.thread_rename, name="rename"),
     path("<uuid:thread_id>/delete/", views.thread_delete, name="delete"),
     path("<uuid:thread_id>/activity/", views.thread_activity, name="activity"),

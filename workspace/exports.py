@@ -18,6 +18,7 @@ import re
 import unicodedata
 
 from django.template.loader import render_to_string
+
 from .artifact_registry import PayloadError, build_chart, build_data_table
 from .markdown import markdown_tokens, render_markdown
 from .models import Artifact, Document

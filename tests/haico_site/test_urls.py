@@ -192,6 +192,8 @@ ROUTES: dict[str, Public | Account | Owned] = {
     "password_reset_complete": Public(),
     "conversations:list": Account(),
     "conversations:create": Account(),
+    "conversations:import": Account(),
+    "conversations:export": Owned(T, writes=False),
     "conversations:rename": Owned(T, post={"title": "Renamed"}),
     "conversations:delete": Owned(T, post={}),
     "conversations:activity": Owned(T),
