@@ -44,6 +44,7 @@ from django.urls.resolvers import RegexPattern, RoutePattern
 
 from conversations import services as conversation_services
 from conversations.models import BranchLink, ModerationAction
+from conversations.tokens import token_create
 from conversations.turns import guard
 from haico_site.views import STALE_PAGE
 from tests.support.web import HTMX, answered_as_missing, database_rows
@@ -193,6 +194,8 @@ ROUTES: dict[str, Public | Account | Owned] = {
     "conversations:list": Account(),
     "conversations:create": Account(),
     "conversations:import": Account(),
+    "tokens": Account(),
+    "token-revoke": Owned({"pk": "token"}, post={}),
     "conversations:export": Owned(T, writes=False),
     "conversations:rename": Owned(T, post={"title": "Renamed"}),
     "conversations:delete": Owned(T, post={}),
@@ -300,6 +303,7 @@ def world(owner, other_user, staff):
         thread=thread, staff_user=staff, action=ModerationAction.Action.LOCK_PREFERENCE, detail=SECRET
     )
     group = Group.objects.create(name=f"Group {SECRET}")
+    token, _secret = token_create(user=owner, name=f"Token {SECRET}")
     # The login rate limit's records (django-axes), as staff see them in the admin.
     attempt_fields = {"username": f"user-{SECRET}", "ip_address": "127.0.0.1", "user_agent": "probe",
                       "http_accept": "*/*", "path_info": "/accounts/login/"}
@@ -327,6 +331,7 @@ def world(owner, other_user, staff):
         "document": selectors.document_for(thread=thread),
         "artifact": artifact,
         "feedback": feedback,
+        "token": token,
         "their_thread": theirs,
         # A turn is addressed by its number in the thread (Regenerate, Edit).
         "turn": SimpleNamespace(pk=turn),
@@ -335,7 +340,7 @@ def world(owner, other_user, staff):
     revision = rows["document"].revisions.order_by("-version").first()
     objective_revision = ObjectiveRevision.objects.filter(thread=thread).first()
     for obj in (thread, selectors.objective_for(thread=thread), objective_revision, preference, step, rows["document"], revision, artifact,
-                snapshot, activity, feedback, branch, moderation, group, owner, *login_records):
+                snapshot, activity, feedback, branch, moderation, group, token, owner, *login_records):
         rows[type(obj)] = obj
     return rows
 
