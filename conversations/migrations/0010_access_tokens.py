@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0006_feedback_scopes_aspects_ratings'),
+        ('conversations', '0009_layout_preference'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
