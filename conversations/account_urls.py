@@ -1,7 +1,9 @@
 from django.urls import path
 
-from . import account_views
+from . import account_views, token_views
 
 urlpatterns = [
     path("signup/", account_views.signup, name="signup"),
+    path("tokens/", token_views.token_list, name="tokens"),
+    path("tokens/<int:pk>/revoke/", token_views.token_revoke, name="token-revoke"),
 ]

@@ -28,7 +28,7 @@ from workspace.services import preferences as preference_services
 
 from . import services
 from .chat import chat_turns
-from .models import ActivityLogEntry, BranchLink, Feedback, ModerationAction
+from .models import AccessToken, ActivityLogEntry, BranchLink, Feedback, ModerationAction
 
 admin.site.site_header = "HAICO administration"
 admin.site.site_title = "HAICO administration"
@@ -267,6 +267,18 @@ class ActivityLogEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description="Message")
     def message_excerpt(self, obj):
         return obj.message[:120]
+
+
+@admin.register(AccessToken)
+class AccessTokenAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Who holds MCP tokens and when they were last used; the secrets are
+    not stored, so there is nothing more to see."""
+
+    list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter),)
+    search_fields = ("name", "prefix", "user__username")
+    list_select_related = ("user",)
+    fields = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
 
 
 def staff_set_preference_locked(*, preference: Preference, locked: bool, staff_user) -> bool:

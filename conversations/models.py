@@ -219,3 +219,32 @@ class LayoutPreference(models.Model):
 
     def __str__(self):
         return f"layout of {self.user_id}"
+
+
+ACCESS_TOKEN_NAME_MAX_CHARS = 100
+
+
+class AccessToken(models.Model):
+    """A personal access token for the MCP server (conversations.mcp_server):
+    it acts as its person, on that person's threads only. The secret is shown
+    once when made and stored only as its SHA-256 (a random 256-bit secret
+    needs no slow hash); `prefix` lets the person tell tokens apart."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="access_tokens")
+    name = models.CharField(max_length=ACCESS_TOKEN_NAME_MAX_CHARS)
+    prefix = models.CharField(max_length=16)
+    secret_sha256 = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["user", "-created_at"], name="token_user_idx")]
+
+    def __str__(self):
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

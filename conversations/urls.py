@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import archive_views, views
 
 app_name = "conversations"
 
@@ -9,6 +9,8 @@ urlpatterns = [
     path("new/", views.thread_create, name="create"),
     path("switch/", views.thread_switcher, name="switcher"),
     path("layout/", views.layout_save, name="layout"),
+    path("import/", archive_views.thread_import, name="import"),
+    path("<uuid:thread_id>/export/", archive_views.thread_export, name="export"),
     path("<uuid:thread_id>/rename/", views.thread_rename, name="rename"),
     path("<uuid:thread_id>/delete/", views.thread_delete, name="delete"),
     path("<uuid:thread_id>/mode/", views.thread_mode, name="mode"),

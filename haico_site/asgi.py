@@ -12,6 +12,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
 from conversations.live import publisher  # noqa: E402
+from conversations.mcp_transport import MCP_PATHS, http_endpoint  # noqa: E402
 from conversations.routing import websocket_urlpatterns  # noqa: E402
 from conversations.turns import registry  # noqa: E402
 
@@ -24,6 +25,10 @@ async def http_application(scope, receive, send):
     # The first request of a server started without haico_site.serve (say
     # runserver) releases what a killed predecessor left running; once per loop.
     registry.warm_up()
+    if scope["path"] in MCP_PATHS:
+        # The MCP server (bearer tokens, not sessions: docs/adr/0026).
+        await http_endpoint(scope, receive, send)
+        return
     await django_asgi_app(scope, receive, send)
 
 

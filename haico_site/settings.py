@@ -243,6 +243,8 @@ HAICO_INSTANCE = env.str("HAICO_INSTANCE", default="")
 # --- Limits (documented in README) ---
 HAICO_DOCUMENT_MAX_CHARS = 200_000
 HAICO_MESSAGE_MAX_CHARS = 20_000
+# A thread archive (conversations.archive) larger than this is refused before it is read.
+HAICO_ARCHIVE_MAX_BYTES = env.int("HAICO_ARCHIVE_MAX_BYTES", default=25 * 1024 * 1024)
 
 if not DEBUG:
     SESSION_COOKIE_SECURE = True

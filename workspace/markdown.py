@@ -45,6 +45,12 @@ def render_markdown(text: str | None) -> SafeString:
     return _render(str(text))
 
 
+def markdown_tokens(text: str) -> list:
+    """The parser's block tokens for `text`, for exports that build their own
+    output (workspace.exports): the same dialect the preview renders."""
+    return _parser().parse(text or "")
+
+
 # A long document costs tens of milliseconds to render, and the same version
 # is rendered for its push, the page and the preview request alike.
 @lru_cache(maxsize=32)

@@ -11,7 +11,7 @@ centre. The live layer pushes them; the HTMX views answer with them."""
 from django.conf import settings
 from django.template.loader import render_to_string
 
-from . import rows, selectors
+from . import exports, rows, selectors
 from .artifact_registry import artifact_view, option_label
 from .events import Change
 from .markdown import render_markdown
@@ -81,6 +81,8 @@ def centre_context(*, thread: Thread, selected_artifact_id: int | None = None, *
         "artifact_options": [(a, option_label(a)) for a in artifacts],
         "selected_artifact": selected,
         "artifact_view": artifact_view(selected) if selected else None,
+        "csv_types": exports.CSV_TYPES,
+        "artifact_filename": exports.file_stem(selected.title, default="chart") if selected else "",
         **extra,
     }
 

@@ -4,7 +4,7 @@ named "thread-page" in the site URLs).
 
 Each area keeps its own routes next to its views."""
 
-from .views import artifacts, document, live, objective, plan, preferences, snapshots
+from .views import artifacts, document, exports, live, objective, plan, preferences, snapshots
 
 app_name = "workspace"
 
@@ -14,6 +14,7 @@ urlpatterns = [
     *plan.urlpatterns,
     *document.urlpatterns,
     *artifacts.urlpatterns,
+    *exports.urlpatterns,
     *live.urlpatterns,
     *snapshots.urlpatterns,
 ]

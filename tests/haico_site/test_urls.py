@@ -44,6 +44,7 @@ from django.urls.resolvers import RegexPattern, RoutePattern
 
 from conversations import services as conversation_services
 from conversations.models import BranchLink, ModerationAction
+from conversations.tokens import token_create
 from conversations.turns import guard
 from haico_site.views import STALE_PAGE
 from tests.support.web import HTMX, answered_as_missing, database_rows
@@ -161,6 +162,7 @@ class Owned:
     kwargs: kwarg -> key of the owner's object in `world` (its pk is used),
     or a callable of `world` giving the value (a turn number).
     query: query parameter -> key of the owner's object in `world`.
+    params: query parameters with literal values that name nothing owned (a format).
     post: plausible form data (values may be callables of `world`), with
     which the owner's POST succeeds; None if the view takes no POST.
     writes: the owner's POST changes the database (so the other person's
@@ -169,6 +171,7 @@ class Owned:
 
     kwargs: dict
     query: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)
     post: dict | None = None
     writes: bool = True
 
@@ -192,6 +195,10 @@ ROUTES: dict[str, Public | Account | Owned] = {
     "conversations:create": Account(),
     "conversations:switcher": Account(),
     "conversations:layout": Account(),
+    "conversations:import": Account(),
+    "tokens": Account(),
+    "token-revoke": Owned({"pk": "token"}, post={}),
+    "conversations:export": Owned(T, writes=False),
     "conversations:rename": Owned(T, post={"title": "Renamed"}),
     "conversations:delete": Owned(T, post={}),
     "conversations:mode": Owned(T, post={"mode": "plan"}),
@@ -236,6 +243,8 @@ ROUTES: dict[str, Public | Account | Owned] = {
         T, post={"version": 1, "base_version": lambda w: w["document"].version}
     ),
     "workspace:centre": Owned(T, query={"artifact": "artifact"}),
+    "workspace:document-export": Owned(T, params={"format": "markdown"}, writes=False),
+    "workspace:artifact-export": Owned({**T, "artifact_id": "artifact"}, params={"format": "json"}, writes=False),
     "workspace:live": Owned(T),
     "workspace:snapshots": Owned(T),
     "workspace:snapshot": Owned({**T, "turn_index": lambda w: w[WorkspaceSnapshot].turn_index}),
@@ -297,6 +306,7 @@ def world(owner, other_user, staff):
         thread=thread, staff_user=staff, action=ModerationAction.Action.LOCK_PREFERENCE, detail=SECRET
     )
     group = Group.objects.create(name=f"Group {SECRET}")
+    token, _secret = token_create(user=owner, name=f"Token {SECRET}")
     # The login rate limit's records (django-axes), as staff see them in the admin.
     attempt_fields = {"username": f"user-{SECRET}", "ip_address": "127.0.0.1", "user_agent": "probe",
                       "http_accept": "*/*", "path_info": "/accounts/login/"}
@@ -324,6 +334,7 @@ def world(owner, other_user, staff):
         "document": selectors.document_for(thread=thread),
         "artifact": artifact,
         "feedback": feedback,
+        "token": token,
         "their_thread": theirs,
         # A turn is addressed by its number in the thread (Regenerate, Edit).
         "turn": SimpleNamespace(pk=turn),
@@ -332,7 +343,7 @@ def world(owner, other_user, staff):
     revision = rows["document"].revisions.order_by("-version").first()
     objective_revision = ObjectiveRevision.objects.filter(thread=thread).first()
     for obj in (thread, selectors.objective_for(thread=thread), objective_revision, preference, step, rows["document"], revision, artifact,
-                snapshot, activity, feedback, branch, moderation, group, owner, *login_records):
+                snapshot, activity, feedback, branch, moderation, group, token, owner, *login_records):
         rows[type(obj)] = obj
     return rows
 
@@ -377,7 +388,7 @@ def is_login_redirect(response, login_url: str) -> bool:
 
 def values_for(spec: Owned, world) -> tuple[dict, dict, dict]:
     kwargs = {name: key(world) if callable(key) else world[key].pk for name, key in spec.kwargs.items()}
-    query = {name: world[key].pk for name, key in spec.query.items()}
+    query = {**spec.params, **{name: world[key].pk for name, key in spec.query.items()}}
     post = {k: (v(world) if callable(v) else v) for k, v in (spec.post or {}).items()}
     return kwargs, query, post
 

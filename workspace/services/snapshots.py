@@ -33,6 +33,18 @@ def snapshot_capture(*, thread: Thread, turn_index: int, user_message: str) -> W
         {"text": text, "done": done, "position": position, "depth": depth}
         for position, (text, done, depth) in enumerate(reading.todos)
     ]
+    return snapshot_store(
+        thread=thread, turn_index=turn_index, user_message=user_message, document_title=title,
+        document_content=content, objective_text=reading.objective_text, preferences=preferences, todos=todos,
+    )
+
+
+def snapshot_store(
+    *, thread: Thread, turn_index: int, user_message: str, document_title: str, document_content: str,
+    objective_text: str | None, preferences: list[dict], todos: list[dict],
+) -> WorkspaceSnapshot:
+    """Write one snapshot, its texts stored against the thread's previous
+    snapshot (the turn's capture, or an imported archive's, in turn order)."""
     previous = (
         WorkspaceSnapshot.objects.filter(thread=thread, turn_index__lt=turn_index)
         .select_related("document_body", "preferences_body", "todos_body")
@@ -47,9 +59,9 @@ def snapshot_capture(*, thread: Thread, turn_index: int, user_message: str) -> W
         thread=thread,
         turn_index=turn_index,
         user_message=user_message,
-        document_title=title,
-        document_body=stored(content, "document_body"),
-        objective_text=reading.objective_text,
+        document_title=document_title,
+        document_body=stored(document_content, "document_body"),
+        objective_text=objective_text,
         preferences_body=stored(snapshot_json(preferences), "preferences_body"),
         todos_body=stored(snapshot_json(todos), "todos_body"),
     )

@@ -1,0 +1,179 @@
+"""The workspace tools over the Model Context Protocol (docs/adr/0026).
+
+An MCP client gets the in-app agent's own tools: the same names, the same
+argument schemas the model is shown (each with its required
+`action_and_reasoning` sentence), run by the same `run_tool_call` over the
+same services and lock rules. What MCP adds, and only that:
+
+- every tool takes `thread_id`: a client is not inside one thread's run;
+- `update_document` also takes `base_version`, the document version the
+  client last read, so what the person wrote since is merged, never
+  overwritten (docs/adr/0013); without it the call is refused;
+- two reads the in-app agent does not need because its prompt carries the
+  workspace: `list_threads` and `get_workspace` (the same workspace block
+  the agent's prompt shows).
+
+A token acts as its person: only their live threads exist for it. Every
+write is recorded in the thread's activity log with the token's name; the
+services announce it after commit, so open tabs see it live (on one server
+process with the in-memory channel layer, or across processes with Redis).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from functools import lru_cache
+
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import ValidationError
+
+from agent.context import Seen
+from agent.prompt import render_workspace_block
+from agent.tools.decorator import (
+    REASON_FIELD,
+    ToolSpec,
+    as_langchain_tool,
+    run_tool_call,
+)
+from agent.tools.envelope import (
+    describe_validation_error,
+    failure_envelope,
+    parse_envelope,
+)
+from agent.tools.registry import tool_specs
+from workspace.models import Thread
+from workspace.selectors import threads_for_user
+
+from .models import AccessToken, ActivityLogEntry
+from .services import activity_log
+
+THREAD_FIELD = "thread_id"
+BASE_FIELD = "base_version"
+THREAD_DESCRIPTION = "The id of the thread to act on (from list_threads)."
+BASE_DESCRIPTION = (
+    "The document version your text is based on: the version attribute of <document> in get_workspace. "
+    "Changes made since are merged with yours; overlapping ones are reported, nothing is overwritten."
+)
+SERVER_INSTRUCTIONS = (
+    "HAICO workspaces: each thread has an objective, preferences (some locked by the person), a nested "
+    "plan, a markdown document and artifacts. Call list_threads to choose a thread, get_workspace to read "
+    "it, then the workspace tools with that thread_id. Every tool also asks for one plain sentence, "
+    "action_and_reasoning, which the person sees."
+)
+LIST_THREADS = "list_threads"
+GET_WORKSPACE = "get_workspace"
+
+
+@dataclass(frozen=True)
+class McpTool:
+    name: str
+    description: str
+    input_schema: dict
+
+
+def agent_parameters(spec: ToolSpec) -> dict:
+    """The argument schema the in-app model is shown for `spec`."""
+    return convert_to_openai_tool(as_langchain_tool(spec))["function"]["parameters"]
+
+
+def _with_thread(parameters: dict, *, base_version: bool = False) -> dict:
+    schema = json.loads(json.dumps(parameters))  # a copy: the agent's schema is left as it is
+    extra = {THREAD_FIELD: {"type": "string", "format": "uuid", "description": THREAD_DESCRIPTION}}
+    if base_version:
+        extra[BASE_FIELD] = {"type": "integer", "minimum": 0, "description": BASE_DESCRIPTION}
+    schema["properties"] = {**extra, **schema.get("properties", {})}
+    schema["required"] = [*extra, *schema.get("required", [])]
+    return schema
+
+
+@lru_cache(maxsize=1)
+def mcp_tools() -> tuple[McpTool, ...]:
+    reads = (
+        McpTool(LIST_THREADS, "List your threads, most recently active first: id, title, turns.",
+                {"type": "object", "properties": {}}),
+        McpTool(GET_WORKSPACE, "Read one thread's workspace: objective, preferences, plan, document (with its "
+                "version) and latest artifact, exactly as the in-app assistant sees it.",
+                _with_thread({"type": "object", "properties": {}, "required": []})),
+    )
+    workspace = tuple(
+        McpTool(spec.name, spec.description, _with_thread(agent_parameters(spec), base_version=spec.uses_seen))
+        for spec in tool_specs()
+    )
+    return reads + workspace
+
+
+@lru_cache(maxsize=1)
+def _specs() -> dict[str, ToolSpec]:
+    return {spec.name: spec for spec in tool_specs()}
+
+
+@dataclass(frozen=True)
+class CallResult:
+    text: str
+    is_error: bool
+
+
+def _refused(message: str) -> CallResult:
+    return CallResult(failure_envelope(message), True)
+
+
+def _thread(token: AccessToken, value) -> Thread | None:
+    try:
+        thread_id = uuid.UUID(str(value))
+    except ValueError:
+        return None
+    return Thread.objects.filter(pk=thread_id, owner_id=token.user_id, is_deleted=False).first()
+
+
+def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
+    """Run one MCP tool call as `token`'s person. Synchronous (the ORM); never raises."""
+    if not isinstance(arguments, dict):
+        return _refused("The arguments must be a JSON object.")
+    arguments = dict(arguments)
+    if name == LIST_THREADS:
+        threads = [
+            {"id": str(t.pk), "title": t.title, "turns": t.turn_index, "last_activity_at": t.last_activity_at.isoformat()}
+            for t in threads_for_user(user=token.user)
+        ]
+        return CallResult(json.dumps({"success": True, "threads": threads}, ensure_ascii=False), False)
+    if name != GET_WORKSPACE and name not in _specs():
+        return _refused(f"There is no tool named {name!r}. Call tools/list for the tools there are.")
+    if THREAD_FIELD not in arguments:
+        return _refused(f"{THREAD_FIELD} is required: the id of one of your threads (list_threads).")
+    thread = _thread(token, arguments.pop(THREAD_FIELD))
+    if thread is None:
+        return _refused("No such thread among yours. Call list_threads for their ids.")
+    if name == GET_WORKSPACE:
+        return CallResult(render_workspace_block(thread), False)
+
+    spec = _specs()[name]
+    seen = None
+    if spec.uses_seen:
+        base = arguments.pop(BASE_FIELD, None)
+        if not isinstance(base, int) or isinstance(base, bool) or base < 0:
+            return _refused(
+                f"{BASE_FIELD} is required: the version of the document you read (get_workspace), so the "
+                "person's edits made since are merged rather than overwritten."
+            )
+        seen = Seen(document_version=base)
+    try:
+        # The full schema, with the reasoning sentence: what LangChain checks for the in-app model.
+        spec.full_schema.model_validate(arguments)
+    except ValidationError as exc:
+        return _refused(describe_validation_error(spec.name, exc))
+    reason = " ".join(str(arguments.get(REASON_FIELD, "")).split())
+    envelope = run_tool_call(spec, thread, arguments, turn_index=thread.turn_index, seen=seen)
+    body = parse_envelope(envelope) or {}
+    failed = not body.get("success", False)
+    if not spec.read_only:
+        outcome = f"failed: {body.get('error', '')}" if failed else "done"
+        activity_log(
+            thread=thread,
+            message=f"Through MCP (token “{token.name}”): {reason} ({outcome})",
+            turn_index=thread.turn_index or None,
+            kind=ActivityLogEntry.Kind.MCP,
+            detail=f"tool {spec.name}, token {token.prefix}…, arguments {json.dumps(arguments, ensure_ascii=False)[:500]}",
+        )
+    return CallResult(envelope, failed)

@@ -1,0 +1,113 @@
+"""Exports in Chromium: the Document region's Export menu downloads the
+document (text typed a moment ago included) and a chart as an image and as
+CSV; the thread list exports a whole thread and imports it back as a new
+thread."""
+
+import io
+import re
+
+import pytest
+from docx import Document as WordDocument
+from playwright.sync_api import expect
+
+from tests.support.openai_server import OpenAICompatibleServer
+
+from .helpers import (
+    MODEL,
+    REQUEST,
+    TURN_WAIT_MS,
+    chart_turn_script,
+    create_thread,
+    document_text,
+    sign_up,
+    thread_id_from,
+    wait_for_socket,
+)
+
+TEXT = "# Field notes\n\nWritten just now, not yet saved.\n"
+
+
+@pytest.fixture
+def model_server():
+    with OpenAICompatibleServer(models=[MODEL]) as server:
+        yield server
+
+
+def _download(page, name):
+    centre = page.get_by_role("region", name="Document")
+    centre.get_by_role("button", name="Export").click()
+    with page.expect_download() as info:
+        centre.get_by_role("group", name="Export").get_by_text(name, exact=True).click()
+    download = info.value
+    with open(download.path(), "rb") as f:
+        return download.suggested_filename, f.read()
+
+
+def test_the_document_downloads_with_the_text_just_typed(haico_server, new_page):
+    page = new_page()
+    sign_up(page, haico_server.url, "ada")
+    create_thread(page, haico_server.url)
+    wait_for_socket(page)
+    page.get_by_role("region", name="Document").get_by_role("textbox", name="Document title").fill("Field notes")
+    document_text(page).fill(TEXT)  # the autosave has not run yet
+
+    name, body = _download(page, "Markdown")
+    assert (name, body.decode()) == ("field-notes.md", TEXT)
+    name, body = _download(page, "HTML")
+    assert name == "field-notes.html" and "<h1>Field notes</h1>" in body.decode()
+    name, body = _download(page, "DOCX")
+    word = WordDocument(io.BytesIO(body))
+    assert name == "field-notes.docx"
+    assert [p.text for p in word.paragraphs] == ["Field notes", "Written just now, not yet saved."]
+
+
+def test_a_chart_downloads_as_an_image_and_as_csv(start_haico_server, new_page, model_server):
+    model_server.script(chart_turn_script())
+    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    page = new_page()
+    sign_up(page, server.url, "grace")
+    create_thread(page, server.url)
+    wait_for_socket(page)
+    chat = page.get_by_role("region", name="Chat")
+    chat.get_by_role("textbox", name="Message").fill(REQUEST)
+    chat.get_by_role("button", name="Send").click()
+    centre = page.get_by_role("region", name="Document")
+    canvas = centre.get_by_role("img", name=re.compile("Q1 vs Q2 Revenue"))
+    expect(canvas).to_be_visible(timeout=TURN_WAIT_MS)
+    page.wait_for_function("el => window.Chart && Chart.getChart(el)", arg=canvas.element_handle())
+
+    name, body = _download(page, "PNG image")
+    assert name == "q1-vs-q2-revenue.png" and body[:8] == b"\x89PNG\r\n\x1a\n" and len(body) > 1000
+    name, body = _download(page, "CSV")
+    assert (name, body.decode()) == ("q1-vs-q2-revenue.csv", "Name,Revenue\r\nQ1,120\r\nQ2,180\r\n")
+
+
+def test_a_thread_exported_from_the_list_imports_as_a_new_thread(haico_server, new_page, tmp_path):
+    page = new_page()
+    sign_up(page, haico_server.url, "edsger")
+    url = create_thread(page, haico_server.url)
+    wait_for_socket(page)
+    document_text(page).fill(TEXT)
+    page.get_by_role("region", name="Document").get_by_role("textbox", name="Document title").press("Enter")
+    expect(page.get_by_role("region", name="Document").locator("[data-doc-status]")).to_have_text("Saved")
+
+    page.goto(f"{haico_server.url}/threads/")
+    with page.expect_download() as info:
+        page.get_by_role("link", name=re.compile("^Export thread")).click()
+    archive = tmp_path / info.value.suggested_filename
+    info.value.save_as(archive)
+    form = page.get_by_role("form", name="Import a thread")
+    form.get_by_label("Import a thread archive").set_input_files(str(archive))
+    form.get_by_role("button", name="Import", exact=True).click()
+    expect(page).to_have_url(re.compile(r"/threads/[0-9a-f-]{36}/workspace/$"))
+    assert thread_id_from(page.url) != thread_id_from(url)
+    expect(document_text(page)).to_have_value(TEXT)
+
+    page.goto(f"{haico_server.url}/threads/")
+    bad = tmp_path / "broken.json"
+    bad.write_text("{ not json")
+    form = page.get_by_role("form", name="Import a thread")
+    form.get_by_label("Import a thread archive").set_input_files(str(bad))
+    form.get_by_role("button", name="Import", exact=True).click()
+    expect(page.get_by_role("alert")).to_contain_text("not valid JSON")
+    expect(page.get_by_role("list", name="Threads").get_by_role("listitem")).to_have_count(2)

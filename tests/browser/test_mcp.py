@@ -1,0 +1,114 @@
+"""The MCP server end to end: a person makes a token on their account page,
+an MCP client (the official SDK's) uses it over streamable HTTP against the
+running server, and what it adds appears live in the person's open tab and
+in the activity log; the same tools over stdio (the mcp_stdio command); a
+revoked token and another person's thread are refused."""
+
+import asyncio
+import json
+import re
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from playwright.sync_api import expect
+
+from .conftest import BASE_DIR
+from .helpers import create_thread, sign_up, thread_id_from, wait_for_socket
+
+WHY = "Recording the tone you asked for."
+
+
+def run_async(coroutine):
+    """Run an MCP client beside Playwright, whose sync API holds this thread's event loop."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result(timeout=120)
+
+
+def _make_token(page, base_url, name):
+    page.goto(f"{base_url}/accounts/tokens/")
+    page.get_by_label("Name").fill(name)
+    page.get_by_role("button", name="Create token").click()
+    secret = page.get_by_role("region", name="New token").locator("[data-token-secret]").inner_text()
+    assert re.fullmatch(r"haico_[A-Za-z0-9_-]{20,}", secret)
+    return secret
+
+
+async def _over_http(url, secret, calls):
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=30)
+    async with Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+        return [await client.call_tool(name, arguments) for name, arguments in calls]
+
+
+def test_a_preference_added_through_mcp_appears_live_in_the_open_tab(haico_server, new_page):
+    page = new_page()
+    sign_up(page, haico_server.url, "barbara")
+    secret = _make_token(page, haico_server.url, "Desktop agent")
+    thread_url = create_thread(page, haico_server.url)
+    thread_id = thread_id_from(thread_url)
+    wait_for_socket(page)
+
+    listed, added = run_async(_over_http(haico_server.url, secret, [
+        ("list_threads", {}),
+        ("add_preferences", {"thread_id": thread_id, "action_and_reasoning": WHY,
+                             "items": [{"title": "Plain, friendly tone", "kind": "hard"}]}),
+    ]))
+    assert [t["id"] for t in json.loads(listed.content[0].text)["threads"]] == [thread_id]
+    assert not added.is_error
+
+    preferences = page.get_by_role("region", name="Preferences")
+    expect(preferences).to_contain_text("Plain, friendly tone")  # pushed, no reload
+    page.get_by_text("Activity log").click()
+    expect(page.locator("#activity-log")).to_contain_text(f"Through MCP (token “Desktop agent”): {WHY}")
+
+    # The token page shows when it was last used.
+    page.goto(f"{haico_server.url}/accounts/tokens/")
+    expect(page.get_by_role("table", name="Your tokens")).not_to_contain_text("Never")
+
+
+def test_revoked_tokens_and_other_peoples_threads_are_refused(haico_server, new_page):
+    owner = new_page()
+    sign_up(owner, haico_server.url, "frances")
+    thread_id = thread_id_from(create_thread(owner, haico_server.url))
+    intruder = new_page()
+    sign_up(intruder, haico_server.url, "mallory")
+    theirs = _make_token(intruder, haico_server.url, "Mallory's agent")
+
+    (result,) = run_async(_over_http(haico_server.url, theirs, [
+        ("set_objective", {"thread_id": thread_id, "action_and_reasoning": WHY, "text": "Taken over"}),
+    ]))
+    assert result.is_error and "No such thread among yours" in result.content[0].text
+    assert haico_server.query("SELECT count(*) FROM workspace_objective") == [(0,)]
+
+    intruder.get_by_role("button", name="Revoke token Mallory's agent").click()
+    expect(intruder.get_by_role("table", name="Your tokens")).to_contain_text("Revoked")
+    response = httpx2.post(f"{haico_server.url}/mcp", headers={"Authorization": f"Bearer {theirs}"},
+                           json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert response.status_code == 401
+
+
+def test_the_stdio_server_offers_the_same_tools_and_writes_the_same_way(haico_server, new_page):
+    page = new_page()
+    sign_up(page, haico_server.url, "radia")
+    secret = _make_token(page, haico_server.url, "Terminal agent")
+    thread_id = thread_id_from(create_thread(page, haico_server.url))
+    wait_for_socket(page)
+
+    async def over_stdio():
+        params = StdioServerParameters(
+            command=sys.executable, args=["manage.py", "mcp_stdio"], cwd=str(BASE_DIR),
+            env={**haico_server.env, "HAICO_TOKEN": secret},
+        )
+        async with Client(params) as client:
+            tools = await client.list_tools()
+            result = await client.call_tool("set_objective", {
+                "thread_id": thread_id, "action_and_reasoning": WHY, "text": "Ship the field guide",
+            })
+            return tools, result
+
+    tools, result = run_async(over_stdio())
+    assert {"list_threads", "get_workspace", "add_preferences", "update_document"} <= {t.name for t in tools.tools}
+    assert not result.is_error
+    assert haico_server.query("SELECT text FROM workspace_objective") == [("Ship the field guide",)]

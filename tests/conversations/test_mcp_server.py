@@ -1,0 +1,168 @@
+"""The MCP server (conversations.mcp_server, conversations.mcp_transport):
+the tool list is the in-app agent's, calls act only on the token owner's
+threads through the same services and lock rules, every write is in the
+activity log with the token's name, and the HTTP transport driven by the
+SDK's own client. Runs on SQLite, and on PostgreSQL with DATABASE_URL set."""
+
+import json
+
+import httpx2
+import pytest
+from asgiref.sync import sync_to_async
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from agent.builder import AgentProvider
+from conversations import mcp_transport
+from conversations.mcp_server import BASE_FIELD, THREAD_FIELD, call_tool, mcp_tools
+from conversations.models import ActivityLogEntry
+from conversations.tokens import token_create, token_revoke
+from conversations.turns import registry
+from tests.support.fake_model import Reply
+from tests.support.openai_server import OpenAICompatibleServer
+from workspace.models import Preference
+from workspace.selectors import document_for
+from workspace.services import preferences as preference_services
+from workspace.services.document import document_save
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WHY = "Recording what you asked for."
+
+
+def _envelope(result):
+    return json.loads(result.text)
+
+
+@pytest.fixture
+def token(owner):
+    return token_create(user=owner, name="Laptop editor")[0]
+
+
+async def test_the_tool_list_is_what_the_in_app_model_is_sent(thread, settings, monkeypatch):
+    """Names and argument schemas as the real ChatOpenAI puts them on the wire,
+    plus the thread (and, for update_document, the base version) MCP adds."""
+    with OpenAICompatibleServer(models=["scripted"]) as server:
+        settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = server.base_url, "test-key"
+        settings.HAICO_MODEL, settings.HAICO_MODELS = "scripted", ["scripted"]
+        monkeypatch.setattr(registry, "agents", AgentProvider())
+        server.script([Reply(text="Hello.")])
+        await registry.start_turn(thread=thread, user_message="hi")
+        await registry.wait_for_turn(thread.pk)
+        sent = {t["function"]["name"]: t["function"]["parameters"] for t in server.requests[0]["tools"]}
+
+    listed = {t.name: t.input_schema for t in mcp_tools()}
+    assert set(listed) == set(sent) | {"list_threads", "get_workspace"}
+    for name, parameters in sent.items():
+        schema = json.loads(json.dumps(listed[name]))
+        added = [THREAD_FIELD, BASE_FIELD] if name == "update_document" else [THREAD_FIELD]
+        assert schema["required"][: len(added)] == added
+        for field in added:
+            schema["properties"].pop(field)
+            schema["required"].remove(field)
+        assert schema == parameters, name
+
+
+def test_a_preference_added_through_mcp_is_in_the_thread_and_the_activity_log(thread, token):
+    result = call_tool(token, "add_preferences", {
+        THREAD_FIELD: str(thread.pk), "action_and_reasoning": WHY, "items": [{"title": "British English", "kind": "hard"}],
+    })
+    assert not result.is_error and _envelope(result)["success"]
+    assert list(Preference.objects.filter(thread=thread).values_list("title", "kind")) == [("British English", "hard")]
+    entry = ActivityLogEntry.objects.get(thread=thread)
+    assert entry.message == f"Through MCP (token “Laptop editor”): {WHY} (done)"
+
+
+def test_another_persons_thread_does_not_exist_for_the_token(thread, other_user):
+    theirs = token_create(user=other_user, name="Theirs")[0]
+    for name in ("get_workspace", "add_preferences"):
+        result = call_tool(theirs, name, {
+            THREAD_FIELD: str(thread.pk), "action_and_reasoning": WHY, "items": [{"title": "x", "kind": "soft"}],
+        })
+        assert result.is_error and "No such thread among yours" in _envelope(result)["error"]
+    assert not Preference.objects.filter(thread=thread).exists()
+    listed = _envelope(call_tool(theirs, "list_threads", {}))
+    assert listed == {"success": True, "threads": []}
+
+
+def test_locked_preferences_stay_locked_through_mcp(thread, token):
+    preference = preference_services.preference_add(thread=thread, title="Formal tone", kind="hard", respect_lock=False)
+    preference_services.preference_set_locked(preference=preference, locked=True, respect_lock=False)
+    result = call_tool(token, "remove_preferences", {THREAD_FIELD: str(thread.pk), "action_and_reasoning": WHY, "indices": [1]})
+    assert Preference.objects.filter(pk=preference.pk).exists()
+    assert "locked" in result.text.lower()
+
+
+def test_update_document_needs_the_version_read_and_merges_what_changed_since(thread, token):
+    document_save(thread=thread, title="Notes", content="Intro.\n\nMiddle.\n\nEnd.\n")
+    workspace = call_tool(token, "get_workspace", {THREAD_FIELD: str(thread.pk)}).text
+    assert 'version="1"' in workspace and "Middle." in workspace
+    # The person edits the end after the client read the document.
+    document_save(thread=thread, content="Intro.\n\nMiddle.\n\nEnd, by the person.\n", base_version=1, author="person")
+
+    refused = call_tool(token, "update_document", {THREAD_FIELD: str(thread.pk), "action_and_reasoning": WHY,
+                                                   "content": "Intro, by MCP.\n\nMiddle.\n\nEnd.\n"})
+    assert refused.is_error and "base_version is required" in _envelope(refused)["error"]
+    merged = call_tool(token, "update_document", {THREAD_FIELD: str(thread.pk), BASE_FIELD: 1, "action_and_reasoning": WHY,
+                                                  "content": "Intro, by MCP.\n\nMiddle.\n\nEnd.\n"})
+    assert not merged.is_error
+    assert document_for(thread=thread).content == "Intro, by MCP.\n\nMiddle.\n\nEnd, by the person.\n"
+
+
+def test_bad_calls_get_an_envelope_error_and_change_nothing(thread, token):
+    cases = [
+        ("no_such_tool", {THREAD_FIELD: str(thread.pk)}, "There is no tool named"),
+        ("set_objective", {"text": "x", "action_and_reasoning": WHY}, "thread_id is required"),
+        ("set_objective", {THREAD_FIELD: "not-a-uuid", "text": "x", "action_and_reasoning": WHY}, "No such thread"),
+        ("set_objective", {THREAD_FIELD: str(thread.pk), "text": "x"}, "action_and_reasoning"),
+        ("set_objective", {THREAD_FIELD: str(thread.pk), "text": 5, "action_and_reasoning": WHY}, "text"),
+        ("set_objective", [1, 2], "must be a JSON object"),
+    ]
+    for name, arguments, message in cases:
+        result = call_tool(token, name, arguments)
+        assert result.is_error and message in _envelope(result)["error"], (name, arguments, result.text)
+    assert not ActivityLogEntry.objects.exists()
+
+
+@pytest.fixture
+async def mcp_endpoint():
+    yield mcp_transport.http_endpoint
+    await mcp_transport.http_endpoint.close()
+
+
+def _client(secret: str | None):
+    from haico_site.asgi import application
+
+    headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+    http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=application), headers=headers, base_url="http://localhost")
+    return Client(streamable_http_client("http://localhost/mcp", http_client=http))
+
+
+async def test_the_sdk_client_lists_tools_and_adds_a_preference_over_http(thread, owner, mcp_endpoint):
+    _token, secret = await sync_to_async(token_create)(user=owner, name="Desktop agent")
+    async with _client(secret) as client:
+        tools = await client.list_tools()
+        assert {t.name for t in tools.tools} == {t.name for t in mcp_tools()}
+        threads = json.loads((await client.call_tool("list_threads", {})).content[0].text)
+        assert [t["id"] for t in threads["threads"]] == [str(thread.pk)]
+        result = await client.call_tool("add_preferences", {
+            THREAD_FIELD: str(thread.pk), "action_and_reasoning": WHY, "items": [{"title": "Short answers", "kind": "soft"}],
+        })
+        assert not result.is_error
+    titles = await sync_to_async(lambda: list(Preference.objects.filter(thread=thread).values_list("title", flat=True)))()
+    assert titles == ["Short answers"]
+
+
+async def test_a_missing_or_revoked_token_is_refused_over_http(thread, owner, mcp_endpoint):
+    token, secret = await sync_to_async(token_create)(user=owner, name="Old")
+    await sync_to_async(token_revoke)(user=owner, token_id=token.pk)
+    from haico_site.asgi import application
+
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=application), base_url="http://localhost") as http:
+        for headers in ({}, {"Authorization": f"Bearer {secret}"}, {"Authorization": "Bearer haico_guess"}):
+            response = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers)
+            assert response.status_code == 401
+            assert "valid access token is required" in response.json()["error"]
+            assert response.headers["www-authenticate"].startswith("Bearer")
+        foreign = await http.post("/mcp", json={}, headers={"Host": "evil.example", "Authorization": f"Bearer {secret}"})
+        assert foreign.status_code == 400

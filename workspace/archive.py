@@ -1,0 +1,273 @@
+"""The workspace part of a thread archive (docs/adr/0025): reading it out of
+a thread, and checking an archive's workspace part before anything is
+written.
+
+An archive comes from a file anyone can edit, so nothing in it is trusted:
+`parse_workspace` checks every field's type, range and length with the same
+limits the services apply, and answers the first problem with where it is
+("workspace.plan[3].depth: ..."). What it returns is plain data that
+`services.archive.workspace_restore` writes as is.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+
+from . import plan_tree
+from .models import (
+    ARTIFACT_TITLE_MAX_CHARS,
+    DOCUMENT_TITLE_MAX_CHARS,
+    OBJECTIVE_MAX_CHARS,
+    PREFERENCE_SUBTITLE_MAX_CHARS,
+    PREFERENCE_TITLE_MAX_CHARS,
+    TODO_TEXT_MAX_CHARS,
+    Artifact,
+    Document,
+    DocumentRevision,
+    ObjectiveRevision,
+    Preference,
+    Thread,
+    WorkspaceSnapshot,
+)
+from .selectors import objective_text_for, preferences_for, todos_for
+from .text import has_lone_surrogate
+
+# Far above what a person writes in a thread, low enough that a crafted
+# archive cannot make one import take minutes.
+MAX_ROWS = 5_000
+MAX_REVISIONS = 20_000
+ARTIFACT_PAYLOAD_MAX_CHARS = 1_000_000
+MESSAGE_MAX_CHARS = 1_000_000
+AUTHORS = {choice for choice, _ in DocumentRevision.Author.choices}
+KINDS = {choice for choice, _ in Preference.Kind.choices}
+
+
+class ArchiveRefused(Exception):
+    """The archive cannot be imported; nothing was written."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+# -- reading a thread's workspace --
+
+
+def workspace_section(thread: Thread) -> dict:
+    """Everything of the workspace a person would want back: the live
+    objective, preferences, plan and document, their histories, the
+    artifacts and the per-turn snapshots."""
+    document = Document.objects.filter(thread=thread).first()
+    return {
+        "objective": objective_text_for(thread=thread),
+        "objective_history": [
+            {"text": text, "author": author, "turn": turn, "at": at.isoformat()}
+            for text, author, turn, at in ObjectiveRevision.objects.filter(thread=thread)
+            .order_by("id").values_list("text", "author", "turn_index", "created_at")
+        ],
+        "preferences": [
+            {"title": p.title, "subtitle": p.subtitle, "kind": p.kind, "locked": p.locked}
+            for p in preferences_for(thread=thread)
+        ],
+        "plan": [{"text": t.text, "done": t.done, "depth": t.depth} for t in todos_for(thread=thread)],
+        "document": None if document is None else {
+            "title": document.title,
+            "content": document.content,
+            "version": document.version,
+            "revisions": [
+                {"version": version, "title": title, "content": content, "author": author, "at": at.isoformat()}
+                for version, title, content, author, at in document.revisions.order_by("version")
+                .values_list("version", "title", "content", "author", "created_at")
+            ],
+        },
+        "artifacts": [
+            {"artifact_type": a.artifact_type, "title": a.title, "payload": a.payload, "turn": a.turn_index,
+             "at": a.created_at.isoformat()}
+            for a in Artifact.objects.filter(thread=thread).order_by("id")
+        ],
+        "snapshots": [
+            {
+                "turn": s.turn_index, "user_message": s.user_message, "document_title": s.document_title,
+                "document_content": s.document_content, "objective": s.objective_text,
+                "preferences": s.preferences_json,
+                "plan": sorted(s.todos_json, key=lambda t: t.get("position", 0)), "at": s.captured_at.isoformat(),
+            }
+            for s in WorkspaceSnapshot.objects.filter(thread=thread)
+            .select_related("document_body", "preferences_body", "todos_body").order_by("turn_index")
+        ],
+    }
+
+
+# -- checking an archive --
+
+
+class Fields:
+    """Typed reads from untrusted JSON, each naming where a problem is."""
+
+    def __init__(self, value, path: str):
+        if not isinstance(value, dict):
+            raise ArchiveRefused(f"{path}: expected an object.")
+        self.value = value
+        self.path = path
+
+    def at(self, key: str) -> str:
+        return f"{self.path}.{key}"
+
+    def obj(self, key: str, *, optional: bool = False) -> Fields | None:
+        value = self.value.get(key)
+        if value is None and optional:
+            return None
+        return Fields(value, self.at(key))
+
+    def items(self, key: str, *, max_items: int) -> list:
+        value = self.value.get(key, [])
+        if not isinstance(value, list):
+            raise ArchiveRefused(f"{self.at(key)}: expected a list.")
+        if len(value) > max_items:
+            raise ArchiveRefused(f"{self.at(key)}: {len(value):,} entries; at most {max_items:,} can be imported.")
+        return value
+
+    def text(self, key: str, *, max_chars: int, optional: bool = False, blank: bool = True) -> str | None:
+        value = self.value.get(key)
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            raise ArchiveRefused(f"{self.at(key)}: expected text.")
+        check_text(value, self.at(key), max_chars=max_chars)
+        if not blank and not value.strip():
+            raise ArchiveRefused(f"{self.at(key)}: cannot be empty.")
+        return value
+
+    def choice(self, key: str, choices: set[str]) -> str:
+        value = self.value.get(key)
+        if value not in choices:
+            raise ArchiveRefused(f"{self.at(key)}: expected one of {', '.join(sorted(choices))}.")
+        return value
+
+    def number(self, key: str, *, low: int, high: int, optional: bool = False) -> int | None:
+        value = self.value.get(key)
+        if value is None and optional:
+            return None
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            raise ArchiveRefused(f"{self.at(key)}: expected a whole number from {low} to {high}.")
+        return value
+
+    def flag(self, key: str) -> bool:
+        value = self.value.get(key, False)
+        if not isinstance(value, bool):
+            raise ArchiveRefused(f"{self.at(key)}: expected true or false.")
+        return value
+
+
+def check_text(value: str, path: str, *, max_chars: int) -> None:
+    if len(value) > max_chars:
+        raise ArchiveRefused(f"{path}: {len(value):,} characters; the limit is {max_chars:,}.")
+    if "\x00" in value or has_lone_surrogate(value):
+        raise ArchiveRefused(f"{path}: contains a character that cannot be stored (NUL or a lone surrogate).")
+
+
+def _preference(value, path: str) -> dict:
+    row = Fields(value, path)
+    return {
+        "title": row.text("title", max_chars=PREFERENCE_TITLE_MAX_CHARS, blank=False),
+        "subtitle": row.text("subtitle", max_chars=PREFERENCE_SUBTITLE_MAX_CHARS, optional=True) or "",
+        "kind": row.choice("kind", KINDS),
+        "locked": row.flag("locked"),
+    }
+
+
+def _plan(items: list, path: str) -> list[dict]:
+    steps = []
+    for n, value in enumerate(items):
+        row = Fields(value, f"{path}[{n}]")
+        steps.append({
+            "text": row.text("text", max_chars=TODO_TEXT_MAX_CHARS, blank=False),
+            "done": row.flag("done"),
+            "depth": row.number("depth", low=0, high=MAX_ROWS),
+        })
+    if not plan_tree.is_valid([step["depth"] for step in steps]):
+        raise ArchiveRefused(f"{path}: the steps' depths do not form an outline (each step at most one level below the one before).")
+    return steps
+
+
+def parse_workspace(value, *, turns: int) -> dict:
+    """The archive's workspace part, checked; ArchiveRefused at the first problem."""
+    section = Fields(value, "workspace")
+    max_doc = settings.HAICO_DOCUMENT_MAX_CHARS
+    parsed: dict = {
+        "objective": section.text("objective", max_chars=OBJECTIVE_MAX_CHARS, optional=True, blank=False),
+        "objective_history": [],
+        "preferences": [
+            _preference(v, f"workspace.preferences[{n}]")
+            for n, v in enumerate(section.items("preferences", max_items=MAX_ROWS))
+        ],
+        "plan": _plan(section.items("plan", max_items=MAX_ROWS), "workspace.plan"),
+        "document": None,
+        "artifacts": [],
+        "snapshots": [],
+    }
+    for n, v in enumerate(section.items("objective_history", max_items=MAX_REVISIONS)):
+        row = Fields(v, f"workspace.objective_history[{n}]")
+        parsed["objective_history"].append({
+            "text": row.text("text", max_chars=OBJECTIVE_MAX_CHARS, blank=False),
+            "author": row.choice("author", AUTHORS),
+            "turn": row.number("turn", low=0, high=turns),
+        })
+    document = section.obj("document", optional=True)
+    if document is not None:
+        revisions = []
+        for n, v in enumerate(document.items("revisions", max_items=MAX_REVISIONS)):
+            row = Fields(v, f"workspace.document.revisions[{n}]")
+            revisions.append({
+                "version": row.number("version", low=1, high=10**9),
+                "title": row.text("title", max_chars=DOCUMENT_TITLE_MAX_CHARS),
+                "content": row.text("content", max_chars=max_doc),
+                "author": row.choice("author", AUTHORS),
+            })
+        versions = [r["version"] for r in revisions]
+        if versions != sorted(set(versions)):
+            raise ArchiveRefused("workspace.document.revisions: versions must be distinct and in order.")
+        version = document.number("version", low=1, high=10**9)
+        if versions and versions[-1] > version:
+            raise ArchiveRefused("workspace.document.version: older than its newest revision.")
+        parsed["document"] = {
+            "title": document.text("title", max_chars=DOCUMENT_TITLE_MAX_CHARS),
+            "content": document.text("content", max_chars=max_doc),
+            "version": version,
+            "revisions": revisions,
+        }
+    for n, v in enumerate(section.items("artifacts", max_items=MAX_ROWS)):
+        row = Fields(v, f"workspace.artifacts[{n}]")
+        payload = row.value.get("payload")
+        if not isinstance(payload, dict):
+            raise ArchiveRefused(f"workspace.artifacts[{n}].payload: expected an object.")
+        if len(json.dumps(payload, ensure_ascii=False)) > ARTIFACT_PAYLOAD_MAX_CHARS:
+            raise ArchiveRefused(f"workspace.artifacts[{n}].payload: too large to import.")
+        parsed["artifacts"].append({
+            "artifact_type": row.text("artifact_type", max_chars=50, blank=False),
+            "title": row.text("title", max_chars=ARTIFACT_TITLE_MAX_CHARS),
+            "payload": payload,
+            "turn": row.number("turn", low=0, high=turns),
+        })
+    seen_turns = set()
+    for n, v in enumerate(section.items("snapshots", max_items=MAX_ROWS)):
+        path = f"workspace.snapshots[{n}]"
+        row = Fields(v, path)
+        turn = row.number("turn", low=1, high=turns)
+        if turn in seen_turns:
+            raise ArchiveRefused(f"{path}.turn: turn {turn} has two snapshots.")
+        seen_turns.add(turn)
+        parsed["snapshots"].append({
+            "turn": turn,
+            "user_message": row.text("user_message", max_chars=MESSAGE_MAX_CHARS),
+            "document_title": row.text("document_title", max_chars=DOCUMENT_TITLE_MAX_CHARS),
+            "document_content": row.text("document_content", max_chars=max_doc),
+            "objective": row.text("objective", max_chars=OBJECTIVE_MAX_CHARS, optional=True),
+            "preferences": [
+                _preference(p, f"{path}.preferences[{i}]") for i, p in enumerate(row.items("preferences", max_items=MAX_ROWS))
+            ],
+            "plan": _plan(row.items("plan", max_items=MAX_ROWS), f"{path}.plan"),
+        })
+    return parsed
