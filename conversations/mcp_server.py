@@ -6,9 +6,11 @@ argument schemas the model is shown (each with its required
 same services and lock rules. What MCP adds, and only that:
 
 - every tool takes `thread_id`: a client is not inside one thread's run;
-- `update_document` also takes `base_version`, the document version the
-  client last read, so what the person wrote since is merged, never
-  overwritten (docs/adr/0013); without it the call is refused;
+- the tools that edit the document's text (`update_document`,
+  `replace_in_document`, `insert_in_document`) also take `base_version`,
+  the document version the client last read, so what the person wrote
+  since is merged, never overwritten (docs/adr/0013); without it the call
+  is refused;
 - two reads the in-app agent does not need because its prompt carries the
   workspace: `list_threads` and `get_workspace` (the same workspace block
   the agent's prompt shows).

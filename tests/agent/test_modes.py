@@ -10,7 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from agent.builder import build_agent
 from agent.context import AgentContext
-from agent.events import Answer, Diagnostic, StepFinished
+from agent.events import Answer, CapReached, StepFinished
 from agent.modes import allowed_tools
 from agent.tools.registry import build_tools
 from agent.turn import stream_turn
@@ -138,9 +138,9 @@ async def test_each_mode_has_its_own_call_cap_and_reaching_it_is_reported(thread
     [answer] = [e for e in events if isinstance(e, Answer)]
     assert "reached the Explore mode's limit of 2 model calls (HAICO_EXPLORE_CALL_LIMIT)" in answer.text
     assert not answer.cut_off
-    [diagnostic] = [e for e in events if isinstance(e, Diagnostic)]
-    assert diagnostic.level == "warning" and diagnostic.message.startswith("Call cap reached")
-    assert "Explore mode's limit of 2" in diagnostic.message
+    [cap] = [e for e in events if isinstance(e, CapReached)]
+    assert (cap.cap, cap.limit, cap.mode) == ("model_calls", 2, "Explore")
+    assert cap.detail.startswith("Call cap reached") and "Explore mode's limit of 2" in cap.detail
 
     execute_model = ScriptedChatModel(script=[], default_reply=looping)
     agent = build_agent(model=execute_model, checkpointer=InMemorySaver())

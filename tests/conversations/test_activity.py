@@ -163,8 +163,8 @@ async def test_the_model_call_cap_is_logged(send, thread, model_server, settings
     await send("Go on and on")
     [entry] = await entries(thread)
     assert (entry.kind, entry.level) == (Kind.CAP_REACHED, "warning")
-    assert entry.message.startswith("The turn stopped at its limit of 1 model calls.")
-    assert "HAICO_MODEL_CALL_LIMIT=1" in entry.detail
+    assert entry.message.startswith("The turn stopped at the Execute mode's limit of 1 model calls.")
+    assert "limit of 1 model calls (HAICO_MODEL_CALL_LIMIT)" in entry.detail
 
 
 async def test_an_entry_is_escaped_in_the_tab(send, thread, model_server):

@@ -41,7 +41,8 @@ def token(owner):
 
 async def test_the_tool_list_is_what_the_in_app_model_is_sent(thread, settings, monkeypatch):
     """Names and argument schemas as the real ChatOpenAI puts them on the wire,
-    plus the thread (and, for update_document, the base version) MCP adds."""
+    plus the thread (and, for the tools that edit the document text, the base
+    version) MCP adds."""
     with OpenAICompatibleServer(models=["scripted"]) as server:
         settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = server.base_url, "test-key"
         settings.HAICO_MODEL, settings.HAICO_MODELS = "scripted", ["scripted"]
@@ -55,7 +56,8 @@ async def test_the_tool_list_is_what_the_in_app_model_is_sent(thread, settings, 
     assert set(listed) == set(sent) | {"list_threads", "get_workspace"}
     for name, parameters in sent.items():
         schema = json.loads(json.dumps(listed[name]))
-        added = [THREAD_FIELD, BASE_FIELD] if name == "update_document" else [THREAD_FIELD]
+        edits_text = name in {"update_document", "replace_in_document", "insert_in_document"}
+        added = [THREAD_FIELD, BASE_FIELD] if edits_text else [THREAD_FIELD]
         assert schema["required"][: len(added)] == added
         for field in added:
             schema["properties"].pop(field)
