@@ -25,6 +25,7 @@ from langchain_core.language_models import BaseChatModel
 
 from workspace import selectors
 
+from .approvals import ApprovalMiddleware
 from .context import AgentContext
 from .middleware import (
     ModelTurnRetryMiddleware,
@@ -85,6 +86,8 @@ def build_agent(*, model: BaseChatModel, checkpointer=None):
         ModelTurnRetryMiddleware(),
         # Tool calls the retry refused get their error instead of running.
         RefusedCallsMiddleware(),
+        # Hard-to-undo calls wait for the person's approval (docs/adr/0017).
+        ApprovalMiddleware(),
     ]
     return create_agent(
         model=model,

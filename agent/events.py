@@ -69,4 +69,16 @@ class Diagnostic:
     no_answer: bool = False
 
 
-AgentEvent = Token | DraftWithdrawn | StepsStarted | StepFinished | Answer | Diagnostic
+
+
+@dataclass(frozen=True)
+class ApprovalAsked:
+    """The turn paused before a hard-to-undo tool call (agent.approvals):
+    `request` is what the person is asked, `interrupt_id` what the answer
+    resumes."""
+
+    interrupt_id: str
+    request: dict
+
+
+AgentEvent = Token | DraftWithdrawn | StepsStarted | StepFinished | Answer | Diagnostic | ApprovalAsked
