@@ -223,6 +223,8 @@ def _turn_number(turn, *, action: str) -> int:
         turn = int(turn)
     if not isinstance(turn, int) or isinstance(turn, bool):
         raise InvalidInput(f"Choose a turn to {action}.")
+    if not 0 <= turn <= 2**31 - 1:  # beyond any column's reach, on every database
+        raise InvalidInput("That turn does not exist in this thread.")
     return turn
 
 

@@ -205,3 +205,40 @@ async def test_a_small_change_runs_without_asking(owner, thread, script, sockets
     frames = await frames_until_turn_end(socket)
     assert "Noted." in frames[-1] and "is-pending" not in "".join(frames)
     assert sorted(await _titles(thread)) == ["Be brief", "Formal tone"]
+
+
+@database_sync_to_async
+def _write_document(thread, content):
+    from workspace.models import DocumentRevision
+    from workspace.services import document as document_services
+
+    document_services.document_save(thread=thread, content=content, author=DocumentRevision.Author.PERSON)
+
+
+async def test_the_document_card_previews_what_would_be_removed(owner, thread, script, sockets):
+    report = "\n\n".join(f"Paragraph {n} says something worth keeping." for n in range(1, 9))
+    await _write_document(thread, report)
+    script(
+        Reply(tool_calls=[tool_call("update_document", "Rewriting it shorter.", content="Paragraph 1 says something worth keeping.")]),
+        Reply(text="Shorter now."),
+    )
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="make it short")
+    card = (await frame_containing(socket, CARD + ' class="approval is-pending"'))[-1]
+    assert "Replace the document" in card and "of its text would be removed" in card
+    assert "Preview of the document change" in card and "Removed line: " in card
+    assert "Paragraph 8 says something worth keeping." in card
+    await socket.send_json_to({"action": "approval", "turn": 1, "decision": "approve"})
+    frames = await frames_until_turn_end(socket)
+    assert "Shorter now." in frames[-1]
+    document = await database_sync_to_async(selectors.document_for)(thread=thread)
+    assert document.content == "Paragraph 1 says something worth keeping."
+
+
+async def test_a_waiting_turn_cannot_be_branched_from(owner, thread, script, sockets):
+    from conversations.branching import fork_thread
+    from workspace.errors import UserFacingError
+
+    await _ask(thread, owner, script, sockets)
+    with pytest.raises(UserFacingError, match="waiting for your approval"):
+        await database_sync_to_async(fork_thread)(source=await _fresh(thread), turn_index=1, user=owner)
