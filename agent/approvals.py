@@ -166,7 +166,7 @@ def _answer_waiting() -> bool:
 
         scratchpad = get_config()["configurable"].get(CONFIG_KEY_SCRATCHPAD)
         return bool(scratchpad is not None and scratchpad.resume)
-    except Exception:
+    except (ImportError, RuntimeError, KeyError, AttributeError):  # outside a graph run, or another LangGraph
         return False
 
 

@@ -44,6 +44,7 @@ from agent.events import (
     StepsStarted,
     Token,
 )
+from agent.history import turn_steps
 from agent.turn import (
     CANCELLED_TOOL_RESULT,
     FAILED_TOOL_RESULT,
@@ -53,7 +54,6 @@ from agent.turn import (
     stream_turn,
     turn_config,
 )
-from agent.history import turn_steps
 from workspace.markdown import render_markdown
 from workspace.models import Thread
 

@@ -8,7 +8,12 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from agent.approvals import DOCUMENT_MIN_CHARS, DOCUMENT_REMOVED_SHARE, approval_request, removed_share
+from agent.approvals import (
+    DOCUMENT_MIN_CHARS,
+    DOCUMENT_REMOVED_SHARE,
+    approval_request,
+    removed_share,
+)
 from agent.builder import build_agent
 from agent.context import AgentContext
 from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
