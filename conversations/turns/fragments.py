@@ -36,7 +36,8 @@ def turn_context(
         "marker_text": ending.text,
         "retry": ending.retry and latest and not running,
         "thread_id": thread_id,
-        "feedback": thread_id is not None and not running,
+        # Not on a turn waiting for an approval: it has not ended.
+        "feedback": thread_id is not None and not running and ending.kind != "awaiting",
         "feedback_count": feedback_count,
         # conversations.selectors.TurnVersions, when the turn has several.
         "versions": versions,

@@ -242,3 +242,27 @@ async def test_a_waiting_turn_cannot_be_branched_from(owner, thread, script, soc
     await _ask(thread, owner, script, sockets)
     with pytest.raises(UserFacingError, match="waiting for your approval"):
         await database_sync_to_async(fork_thread)(source=await _fresh(thread), turn_index=1, user=owner)
+
+
+async def test_two_changes_asked_in_one_step_are_asked_one_after_the_other(owner, thread, script, sockets):
+    await _add_preferences(thread, "Formal tone", "Short paragraphs", "Cite sources")
+    script(
+        Reply(tool_calls=[
+            tool_call("remove_preferences", "Dropping the first rule.", indices=[1]),
+            tool_call("remove_preferences", "Dropping the third rule.", indices=[3]),
+        ]),
+        Reply(text="Both answered."),
+    )
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="drop two rules")
+    first = (await frame_containing(socket, CARD + ' class="approval is-pending"'))[-1]
+    await registry.wait_for_turn(thread.pk)
+    await registry.answer_approval(thread=thread, turn=1, decision=guard.APPROVED)
+    second = (await frame_containing(socket, CARD + ' class="approval is-pending"'))[-1]
+    assert first != second
+    await registry.wait_for_turn(thread.pk)
+    await registry.answer_approval(thread=thread, turn=1, decision=guard.REJECTED)
+    frames = await frames_until_turn_end(socket)
+    assert "Both answered." in frames[-1]
+    assert len(await _titles(thread)) == 2  # one removed, one kept
+    assert (await _row(thread)).status == Turn.Status.COMPLETE
