@@ -266,3 +266,17 @@ async def test_two_changes_asked_in_one_step_are_asked_one_after_the_other(owner
     assert "Both answered." in frames[-1]
     assert len(await _titles(thread)) == 2  # one removed, one kept
     assert (await _row(thread)).status == Turn.Status.COMPLETE
+
+
+async def test_the_card_shows_what_the_agent_and_person_wrote_as_text(owner, thread, script, sockets, async_client):
+    payload = '<img src=x onerror="alert(1)">'
+    await _add_preferences(thread, payload)
+    script(Reply(tool_calls=[tool_call("remove_preferences", f"Dropping {payload}.", indices=[1])]), Reply(text="ok"))
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="drop it")
+    card = (await frame_containing(socket, CARD + ' class="approval is-pending"'))[-1]
+    await registry.wait_for_turn(thread.pk)
+    await async_client.aforce_login(owner)
+    page = (await async_client.get(f"/threads/{thread.pk}/workspace/")).content.decode()
+    for html in (card, page):
+        assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html and payload not in html
