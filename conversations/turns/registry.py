@@ -26,6 +26,7 @@ from channels.db import database_sync_to_async
 
 from agent import checkpointer as checkpointers
 from agent.builder import AgentProvider
+from agent.model import available_models
 from workspace.errors import UserFacingError
 from workspace.models import Thread
 
@@ -156,8 +157,10 @@ async def answer_approval(*, thread: Thread, turn, decision: str) -> int:
     detached.run(_prepare)
     row = await database_sync_to_async(guard.turn_answer_claim)(thread=thread, turn=turn, decision=decision)
     resume = Resume(interrupt_id=row.approval.get("interrupt_id") or "", decision=decision, approval=row.approval)
+    # The turn goes on with the model it began with, unless it is no longer offered.
+    model = row.model_name if row.model_name in available_models() else None
     run = TurnRun(
-        thread=thread, turn_index=row.index, user_message=row.user_message, model_name=row.model_name or None,
+        thread=thread, turn_index=row.index, user_message=row.user_message, model_name=model,
         agents=agents, resume=resume,
     )
     detached.run(_launch, thread, run)
