@@ -25,6 +25,7 @@ from langchain_core.language_models import BaseChatModel
 
 from workspace import selectors
 
+from .approvals import ApprovalMiddleware
 from .context import AgentContext
 from .middleware import (
     ModelTurnRetryMiddleware,
@@ -93,6 +94,8 @@ def build_agent(*, model: BaseChatModel, checkpointer=None):
         middleware.append(TextToolCallsMiddleware())
     # Tool calls the retry refused get their error instead of running.
     middleware.append(RefusedCallsMiddleware())
+    # Hard-to-undo calls wait for the person's approval (docs/adr/0017).
+    middleware.append(ApprovalMiddleware())
     return create_agent(
         model=model,
         tools=build_tools(),

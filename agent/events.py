@@ -107,4 +107,17 @@ class CapReached:
 MODEL_RETRIES_ATTR = "haico_model_retries"
 
 
-AgentEvent = Token | DraftWithdrawn | StepsStarted | StepFinished | Answer | Diagnostic | ModelCallRetried | CapReached
+@dataclass(frozen=True)
+class ApprovalAsked:
+    """The turn paused before a hard-to-undo tool call (agent.approvals):
+    `request` is what the person is asked, `interrupt_id` what the answer
+    resumes."""
+
+    interrupt_id: str
+    request: dict
+
+
+AgentEvent = (
+    Token | DraftWithdrawn | StepsStarted | StepFinished | Answer | Diagnostic | ModelCallRetried | CapReached
+    | ApprovalAsked
+)

@@ -106,6 +106,23 @@ def turns_from_messages(messages: list[BaseMessage]) -> list[PastTurn]:
     return turns
 
 
+def turn_steps(messages: list[BaseMessage], *, turn_index: int) -> list[tuple[str, dict]]:
+    """The steps of turn `turn_index` so far, in call order, each with its
+    tool call id: (call id, {"text", "status"}). A turn resumed after an
+    approval (agent.approvals) numbers its new steps on from these."""
+    start = None
+    for i, message in enumerate(messages):
+        if isinstance(message, HumanMessage) and (message.response_metadata or {}).get(TURN_INDEX_KEY) == turn_index:
+            start = i
+    if start is None:
+        return []
+    ours = messages[start:]
+    grouped = turns_from_messages(ours)
+    steps = grouped[0].steps if grouped else []
+    ids = [call.get("id") or "" for m in ours if isinstance(m, AIMessage) for call in m.tool_calls]
+    return list(zip(ids, steps, strict=False))
+
+
 def repair_update(
     messages: list[BaseMessage], *, turn_index: int, user_message: str, partial: str | None, tool_result: str
 ) -> list[BaseMessage] | None:

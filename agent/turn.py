@@ -17,11 +17,13 @@ import logging
 from collections.abc import AsyncIterator
 
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
+from langgraph.types import Command
 
 from .context import AgentContext
 from .events import (
     AgentEvent,
     Answer,
+    ApprovalAsked,
     CapReached,
     Diagnostic,
     DraftWithdrawn,
@@ -59,8 +61,20 @@ def turn_config(thread_id) -> dict:
 async def stream_turn(graph, *, context: AgentContext, user_message: str) -> AsyncIterator[AgentEvent]:
     """Run one turn of `graph` on the context's thread, yielding its events."""
     human = HumanMessage(content=user_message, response_metadata={TURN_INDEX_KEY: context.turn_index})
+    async for event in _run({"messages": [human]}, graph, context=context):
+        yield event
+
+
+async def resume_turn(graph, *, context: AgentContext, interrupt_id: str, decision: dict) -> AsyncIterator[AgentEvent]:
+    """Go on with a turn paused for an approval (agent.approvals), from the
+    checkpointer: `decision` answers the interrupt `interrupt_id`."""
+    async for event in _run(Command(resume={interrupt_id: decision}), graph, context=context):
+        yield event
+
+
+async def _run(graph_input, graph, *, context: AgentContext) -> AsyncIterator[AgentEvent]:
     stream = graph.astream(
-        {"messages": [human]},
+        graph_input,
         turn_config(context.thread.pk),
         context=context,
         stream_mode=["updates", "messages", "custom"],
@@ -98,6 +112,11 @@ def _events(mode: str, payload, seen: set, calls: dict | None = None):
     if mode != "updates" or not isinstance(payload, dict):
         return
     for node, update in payload.items():
+        if node == "__interrupt__":
+            for pending in update or ():
+                if isinstance(getattr(pending, "value", None), dict):
+                    yield ApprovalAsked(interrupt_id=pending.id, request=pending.value)
+            continue
         if node.startswith("__"):
             continue
         for item in update if isinstance(update, list) else [update]:

@@ -170,3 +170,21 @@ def _refusal(event: StepFinished, step: str, error: str) -> str:
     if error.startswith("Error: ") and " is not a valid tool" in error:
         return f"Not run: the model asked for a tool that does not exist ({event.tool_name})."
     return f"Not run: {step}. {error}".strip()
+
+
+# --------------------------------------------------------------------------
+# Approvals (docs/adr/0017)
+
+
+def approval_asked(request: dict) -> Note:
+    """The details list what would go; the reason is the agent's sentence."""
+    lines = [f"{request.get('kind', '')}: {request.get('reason', '')}", *map(str, request.get("details") or [])]
+    return Note(
+        message=f"Approval asked: {request.get('summary', '')}", kind=Kind.APPROVAL_ASKED, level=Level.INFO,
+        detail="\n".join(lines)[:2000],
+    )
+
+
+def approval_answered(words: str, summary: str) -> Note:
+    """`words`: "Approved", "Rejected" or "Rejected (Stop)"."""
+    return Note(message=f"{words}: {summary}", kind=Kind.APPROVAL_ANSWERED, level=Level.INFO)

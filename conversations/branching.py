@@ -128,6 +128,9 @@ def _check_turn(thread: Thread, turn_index: int) -> None:
     row = Turn.objects.filter(thread=thread, index=turn_index).only("status").first() if turn_index else None
     if running_turn(thread) == turn_index or (row is not None and row.status == Turn.Status.RUNNING):
         raise BranchRefused(f"Turn {turn_index} is still running; branch from it once it has finished.")
+    if row is not None and row.status == Turn.Status.AWAITING:
+        # Its paused graph is in the checkpointer; a copy would carry a question nobody answers there.
+        raise BranchRefused(f"Turn {turn_index} is waiting for your approval; answer it before branching from it.")
 
 
 def _copied_turn(row: Turn, thread: Thread) -> Turn:

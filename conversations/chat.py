@@ -19,8 +19,8 @@ from workspace.selectors import snapshot_messages_for
 
 from .models import Turn
 from .selectors import feedback_counts, turn_errors_for, turn_rows_for, turn_versions_for
-from .turns.fragments import turn_context
-from .turns.guard import running_turn
+from .turns.fragments import approval_view, turn_context
+from .turns.guard import awaiting_approval, running_turn
 from .turns.outcome import INTERRUPTED_LOST, marker
 
 
@@ -60,6 +60,8 @@ def chat_turns(*, thread: Thread, user=None) -> list[dict]:
                 # Its server died and nobody has released it yet.
                 status, notice = (Turn.Status.STOPPED, "") if turn.stopped else (Turn.Status.INTERRUPTED, INTERRUPTED_LOST)
             ending = marker(status=status, cut_off=row.cut_off, notice=notice, answered=bool(answer.strip()))
+            if status == Turn.Status.AWAITING:
+                answer = ""  # its answer is still to come, after the approval
         elif turn.stopped:
             answer, ending = turn.answer, marker(status=Turn.Status.STOPPED)
         elif not turn.answer and index in errors:
@@ -71,6 +73,7 @@ def chat_turns(*, thread: Thread, user=None) -> list[dict]:
                 turn_index=index, user_message=turn.user_message, steps=turn.steps, answer=answer,
                 running=is_running, ending=ending, latest=index == latest,
                 thread_id=thread.pk, feedback_count=feedback.get(index, 0), versions=versions.get(index),
+                approval=approval_view(row.approval, pending=row.status == Turn.Status.AWAITING) if row else None,
             )
         )
     return shown
@@ -83,6 +86,7 @@ def chat_context(*, thread: Thread, user) -> dict:
         "turns": chat_turns(thread=thread, user=user),
         "running": running is not None,
         "running_turn_index": running,
+        "awaiting_approval": running is None and awaiting_approval(thread.pk) is not None,
         "models": available_models(),
         "default_model": default_model_name(),
         "message_max_chars": settings.HAICO_MESSAGE_MAX_CHARS,

@@ -25,6 +25,10 @@ Messages (JSON; `ws-send` posts the form fields plus a HEADERS object):
   {"action": "retry", "turn": N}       run turn N's message again as a new
                                        turn (N: the latest turn, which
                                        failed, was interrupted or cut off)
+  {"action": "approval", "turn": N, "decision": "approve" | "reject"}
+                                       answer the approval turn N waits
+                                       for (docs/adr/0017); Stop on a
+                                       waiting turn rejects and ends it
 """
 
 import asyncio
@@ -46,7 +50,7 @@ from .forms import MODE_MESSAGE
 from .live import group_name, publisher
 from .services import thread_set_mode
 from .sessions import session_group, session_signs_in
-from .turns import fragments, registry
+from .turns import fragments, guard, registry
 from .turns.guard import clean_user_message, retry_message
 
 logger = logging.getLogger("haico.conversations.ws")
@@ -156,6 +160,9 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         if data.get("action") == "retry":
             await self._retry(data.get("turn"))
             return
+        if data.get("action") == "approval":
+            await self._answer_approval(data.get("turn"), data.get("decision"))
+            return
         if "action" in data:
             await self._notice("Unknown action.")
             return
@@ -193,6 +200,19 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         try:
             await registry.start_turn(thread=thread, user_message=message, model_name=model, retry_of=int(turn))
         except UserFacingError as exc:
+            await self._notice(exc.message)
+
+    async def _answer_approval(self, turn, decision):
+        decisions = {"approve": guard.APPROVED, "reject": guard.REJECTED}
+        if not isinstance(decision, str) or decision not in decisions:
+            await self._notice("Choose Approve or Reject.")
+            return
+        thread = await self._current_thread()
+        if thread is None:
+            return
+        try:
+            await registry.answer_approval(thread=thread, turn=turn, decision=decisions[decision])
+        except UserFacingError as exc:  # nothing waits (answered in another tab), or not a turn number
             await self._notice(exc.message)
 
     async def _start_turn(self, data: dict):

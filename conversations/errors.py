@@ -7,3 +7,7 @@ class ConversationError(UserFacingError):
 
 class TurnAlreadyRunning(ConversationError):
     """A second message arrived while the agent is still working on this thread."""
+
+
+class ApprovalPending(TurnAlreadyRunning):
+    """A message arrived while the latest turn waits for the person's approval (docs/adr/0017)."""

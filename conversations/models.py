@@ -179,6 +179,9 @@ class Turn(models.Model):
         STOPPED = "stopped", "Stopped"
         FAILED = "failed", "Failed"
         INTERRUPTED = "interrupted", "Interrupted"
+        # Paused before a hard-to-undo change until the person answers
+        # (docs/adr/0017): no process runs it, recovery leaves it alone.
+        AWAITING = "awaiting", "Awaiting approval"
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="turns")
     index = models.PositiveIntegerField()
@@ -196,6 +199,10 @@ class Turn(models.Model):
     instance = models.CharField(max_length=200, blank=True)
     boot = models.CharField(max_length=32, blank=True)
     retry_of = models.PositiveIntegerField(null=True, blank=True)
+    # While awaiting approval: the interrupt to resume and what the person is
+    # asked ({"interrupt_id", "request"}); the checkpointer holds the paused
+    # graph itself, this copy lets a page render the card without it.
+    approval = models.JSONField(null=True, blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
     ended_at = models.DateTimeField(null=True, blank=True)
 

@@ -271,6 +271,12 @@ FRAMES = [
     json.dumps({"message": "a\x00b"}), json.dumps({"message": "x" * 300_001}), json.dumps({"message": "  \n "}),
     json.dumps({"action": "\ud800"}), json.dumps({"action": ["stop"]}), json.dumps({"action": None}),
     json.dumps({"action": "²"}), json.dumps({"HEADERS": "\ud800"}), json.dumps({"message": "hi", "model": "²"}),
+    json.dumps({"action": "approval"}), json.dumps({"action": "approval", "turn": 1, "decision": "approve"}),
+    json.dumps({"action": "approval", "turn": "\ud800", "decision": "reject"}),
+    json.dumps({"action": "approval", "turn": 10**30, "decision": "approve"}),
+    json.dumps({"action": "approval", "turn": True, "decision": "approve"}),
+    json.dumps({"action": "approval", "turn": 1, "decision": ["approve"]}),
+    json.dumps({"action": "approval", "turn": [1], "decision": "\ud800"}),
 ]
 
 

@@ -2,6 +2,7 @@
 
 Success: {"success": true, "summary": ..., ["skipped": true], ["artifact": {...}, "artifact_id": N]}
 Failure: {"success": false, "error": ...}
+Rejected by the person (agent.approvals): {"success": false, "error": ..., "rejected": true}
 
 The model reads it as the ToolMessage content; agent.turn reads it with
 `parse_envelope` to tell the person's reasoning trace whether a step worked.
@@ -35,14 +36,19 @@ def failure_envelope(error: str, *, refused: bool = False) -> str:
     return json.dumps(body, ensure_ascii=False)
 
 
+def rejected_envelope(error: str) -> str:
+    return json.dumps({"success": False, "error": error, "rejected": True}, ensure_ascii=False)
+
+
 def step_status(content, *, error: bool = False) -> str:
     """How a tool call went, for the person's reasoning trace: "done",
-    "skipped" (done in part: some targets were left alone) or "failed"."""
+    "skipped" (done in part: some targets were left alone), "rejected" (the
+    person did not approve it) or "failed"."""
     envelope = parse_envelope(content)
     if envelope is None:
         return "failed" if error else "done"
     if not envelope["success"]:
-        return "failed"
+        return "rejected" if envelope.get("rejected") else "failed"
     return "skipped" if envelope.get("skipped") else "done"
 
 

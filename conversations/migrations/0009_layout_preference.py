@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0007_activity_kind_detail'),
+        ('conversations', '0008_turn_awaiting_approval'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

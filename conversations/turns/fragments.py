@@ -8,6 +8,7 @@ turn-N-answer-content, turn-N-marker."""
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
+from workspace.diff import diff_text
 from workspace.markdown import render_markdown
 
 from .outcome import Marker, marker
@@ -18,6 +19,7 @@ TEMPLATE = "conversations/fragments/turn.html"
 def turn_context(
     *, turn_index: int, user_message: str, steps=(), answer: str = "", running: bool = False,
     ending: Marker | None = None, latest: bool = True, thread_id=None, feedback_count: int = 0, versions=None,
+    approval: dict | None = None,
 ) -> dict:
     """The one shape every turn partial renders: a past turn on the page, a
     running one, and one ended by another process. Retry is offered on the
@@ -34,11 +36,52 @@ def turn_context(
         "marker_text": ending.text,
         "retry": ending.retry and latest and not running,
         "thread_id": thread_id,
-        "feedback": thread_id is not None and not running,
+        # Not on a turn waiting for an approval: it has not ended.
+        "feedback": thread_id is not None and not running and ending.kind != "awaiting",
         "feedback_count": feedback_count,
         # conversations.selectors.TurnVersions, when the turn has several.
         "versions": versions,
+        # approval_view(): the turn's approval card, pending or answered.
+        "approval": approval,
     }
+
+
+# The document preview shows at most this many diff rows (changed lines and
+# the gaps between them); the summary above it says how much changes.
+APPROVAL_DIFF_ROWS = 80
+
+
+def approval_view(approval: dict | None, *, pending: bool) -> dict | None:
+    """What the approval card shows, from a turn row's `approval`
+    ({"interrupt_id", "request", "decision"?}, turns.guard); None without one."""
+    if not isinstance(approval, dict) or not isinstance(approval.get("request"), dict):
+        return None
+    request = approval["request"]
+    view = {
+        "pending": pending,
+        "decision": "" if pending else approval.get("decision") or "",
+        "summary": str(request.get("summary") or ""),
+        "reason": str(request.get("reason") or ""),
+        "details": [str(d) for d in request.get("details") or []],
+        "diff": None,
+    }
+    document = request.get("document")
+    if isinstance(document, dict):
+        diff = diff_text(str(document.get("old") or ""), str(document.get("new") or ""))
+        view["diff"] = diff
+        view["diff_rows"] = diff.rows[:APPROVAL_DIFF_ROWS]
+        view["diff_more"] = len(diff.rows) > APPROVAL_DIFF_ROWS
+        if document.get("new_title") and document.get("new_title") != document.get("old_title"):
+            view["new_title"], view["old_title"] = str(document["new_title"]), str(document.get("old_title") or "")
+    return view
+
+
+def approval_card(turn: dict) -> str:
+    """The turn's approval card in place, its marker, and the controls it implies."""
+    waiting = bool(turn["approval"] and turn["approval"]["pending"])
+    return fragment("approval", turn=turn, oob=True) + fragment("marker", turn=turn, oob=True) + controls(
+        running=not waiting, awaiting=waiting
+    )
 
 
 def ended(row, *, latest: bool) -> str:
@@ -63,8 +106,9 @@ def fragment(name: str, **context) -> str:
     return render_to_string(f"{TEMPLATE}#{name}", context)
 
 
-def controls(*, running: bool) -> str:
-    return fragment("controls", running=running, oob=True)
+def controls(*, running: bool, awaiting: bool = False) -> str:
+    """`awaiting`: the latest turn waits for an approval (Stop rejects it)."""
+    return fragment("controls", running=running, awaiting=awaiting, oob=True)
 
 
 def notice(message: str) -> str:

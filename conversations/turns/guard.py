@@ -25,7 +25,7 @@ from workspace.models import Thread, WorkspaceSnapshot
 from workspace.services.snapshots import snapshot_capture
 from workspace.text import clean_text
 
-from ..errors import TurnAlreadyRunning
+from ..errors import ApprovalPending, TurnAlreadyRunning
 from ..live import publisher
 from ..models import Turn
 from ..services import DEFAULT_THREAD_TITLE, announce_thread, title_from_message
@@ -37,6 +37,9 @@ from . import fragments, outcome, process
 # late with one is not taken for dead.
 TURN_KEEPALIVE = timedelta(seconds=10)
 STALE_TURN_AFTER = timedelta(seconds=30)
+
+APPROVAL_PENDING = "Answer the pending approval first: approve or reject the change the assistant asked about."
+APPROVED, REJECTED, STOPPED = "approved", "rejected", "stopped"
 
 
 def running_turn(thread: Thread, now=None) -> int | None:
@@ -70,6 +73,8 @@ def turn_begin(
     now = timezone.now()
     if running_turn(locked, now) is not None:
         raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
+    if Turn.objects.filter(thread=locked, index=locked.turn_index, status=Turn.Status.AWAITING).exists():
+        raise ApprovalPending(APPROVAL_PENDING)
     if locked.running_turn_index is not None:
         _release(locked, locked.running_turn_index, notice=outcome.INTERRUPTED_LOST, now=now)
     locked.turn_index += 1
@@ -162,6 +167,67 @@ def turn_request_cancel(*, thread: Thread) -> bool:
     return True
 
 
+def awaiting_approval(thread_id) -> Turn | None:
+    """The thread's latest turn if it waits for the person's approval (docs/adr/0017)."""
+    row = Turn.objects.filter(thread_id=thread_id).order_by("-index").first()
+    return row if row is not None and row.status == Turn.Status.AWAITING else None
+
+
+@transaction.atomic
+def turn_await_approval(*, thread: Thread, turn_index: int, interrupt_id: str, request: dict, answer: str = "") -> bool:
+    """The running turn paused before a hard-to-undo change: its slot is
+    released (no process runs it; nothing keeps its claim alive) and its row
+    waits with the question. Recovery only releases running turns, so a
+    waiting one is never taken for interrupted; turn_begin refuses the next
+    message until it is answered. False if the turn was not running any
+    more (another process took it for dead meanwhile)."""
+    now = timezone.now()
+    Thread.objects.filter(pk=thread.pk, running_turn_index=turn_index).update(
+        running_turn_index=None, running_since=None, cancel_requested=False, last_activity_at=now
+    )
+    return bool(
+        Turn.objects.filter(thread=thread, index=turn_index, status=Turn.Status.RUNNING).update(
+            status=Turn.Status.AWAITING, answer=answer, approval={"interrupt_id": interrupt_id, "request": request}
+        )
+    )
+
+
+@transaction.atomic
+def turn_answer_claim(*, thread: Thread, turn, decision: str) -> Turn:
+    """Claim the slot again for the turn awaiting approval, on this process,
+    to go on with it with the person's `decision` (APPROVED, REJECTED or
+    STOPPED), recorded on the row. Only the first answer counts: a second
+    one (another tab) is refused with InvalidInput, as is an answer to a
+    turn that does not wait."""
+    turn = _turn_number(turn, action="answer")
+    locked = Thread.objects.select_for_update().get(pk=thread.pk)
+    row = Turn.objects.filter(thread=locked, index=turn).first()
+    if row is None or row.status != Turn.Status.AWAITING or turn != locked.turn_index:
+        raise InvalidInput("No approval is waiting for an answer in that turn; it was answered already.")
+    if running_turn(locked) is not None:
+        raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
+    now = timezone.now()
+    Thread.objects.filter(pk=locked.pk).update(
+        running_turn_index=turn, running_since=now, cancel_requested=False, last_activity_at=now
+    )
+    row.status = Turn.Status.RUNNING
+    row.instance, row.boot = process.instance(), process.BOOT
+    row.approval = {**(row.approval or {}), "decision": decision}
+    row.save(update_fields=["status", "instance", "boot", "approval"])
+    thread.running_turn_index, thread.running_since, thread.cancel_requested = turn, now, False
+    return row
+
+
+def _turn_number(turn, *, action: str) -> int:
+    if isinstance(turn, str) and turn.isascii() and turn.isdigit():
+        turn = int(turn)
+    if not isinstance(turn, int) or isinstance(turn, bool):
+        raise InvalidInput(f"Choose a turn to {action}.")
+    if not 0 <= turn <= 2**31 - 1:  # beyond any column's reach, on every database
+        raise InvalidInput("That turn does not exist in this thread.")
+    return turn
+
+
 def turns_release_predecessor() -> int:
     """At start-up: the turns an earlier run of this server (same name,
     another boot) left running are released, interrupted. Returns how many."""
@@ -224,10 +290,7 @@ def retry_message(*, thread: Thread, turn) -> tuple[str, str]:
     """The message and model of the turn to run again, or InvalidInput
     saying why it cannot be: only the thread's latest turn, once it has
     failed, been interrupted or been cut off (conversations.turns.outcome)."""
-    if isinstance(turn, str) and turn.isascii() and turn.isdigit():
-        turn = int(turn)
-    if not isinstance(turn, int) or isinstance(turn, bool):
-        raise InvalidInput("Choose a turn to retry.")
+    turn = _turn_number(turn, action="retry")
     row = Turn.objects.filter(thread=thread, index=turn).first()
     if row is None:
         raise InvalidInput("That turn does not exist in this thread.")
@@ -235,5 +298,6 @@ def retry_message(*, thread: Thread, turn) -> tuple[str, str]:
         raise InvalidInput("Only the latest turn can be retried; send the message again instead.")
     ending = outcome.marker(status=row.status, cut_off=row.cut_off, notice=row.notice, answered=bool(row.answer.strip()))
     if not ending.retry:
-        raise InvalidInput("That turn cannot be retried: it " + ("is still running." if row.status == Turn.Status.RUNNING else "ended normally."))
+        state = {Turn.Status.RUNNING: "is still running.", Turn.Status.AWAITING: "is waiting for your approval."}
+        raise InvalidInput("That turn cannot be retried: it " + state.get(row.status, "ended normally."))
     return row.user_message, row.model_name

@@ -14,6 +14,7 @@ INTERRUPTED_RESTART = "Interrupted: the server restarted before the turn finishe
 INTERRUPTED_LOST = "Interrupted: the server running this turn stopped answering."
 INTERRUPTED_STOP = "Interrupted: the server running this turn had stopped; the turn is released."
 NO_ANSWER = "The assistant finished without writing an answer."
+AWAITING_APPROVAL = "Waiting for your approval of the change above."
 CUT_OFF = "Cut off: the answer ended before the model finished it."
 
 # Endings a person may want to run again with the same message.
@@ -22,7 +23,7 @@ RETRYABLE = frozenset({Turn.Status.FAILED, Turn.Status.INTERRUPTED})
 
 @dataclass(frozen=True)
 class Marker:
-    kind: str  # "" (nothing to say), "running", "stopped", "error", "interrupted", "cut-off", "notice"
+    kind: str  # "" (nothing to say), "running", "awaiting", "stopped", "error", "interrupted", "cut-off", "notice"
     text: str
     retry: bool
 
@@ -31,6 +32,8 @@ def marker(*, status: str, cut_off: bool = False, notice: str = "", answered: bo
     """What the chat says under a turn's answer."""
     if status == Turn.Status.RUNNING:
         return Marker("running", "", False)
+    if status == Turn.Status.AWAITING:
+        return Marker("awaiting", AWAITING_APPROVAL, False)
     if status == Turn.Status.STOPPED:
         return Marker("stopped", "Stopped", False)
     if status == Turn.Status.FAILED:

@@ -26,14 +26,16 @@ from channels.db import database_sync_to_async
 
 from agent import checkpointer as checkpointers
 from agent.builder import AgentProvider
+from agent.model import available_models
+from workspace.errors import UserFacingError
 from workspace.models import Thread
 
 from .. import trajectory
 from ..branch_cleanup import discard_abandoned_branches
 from ..live import publisher
 from ..selectors import latest_turn_row
-from . import fragments, guard
-from .run import TurnRun
+from . import fragments, guard, outcome
+from .run import Resume, TurnRun
 
 logger = logging.getLogger("haico.conversations.turns")
 
@@ -151,6 +153,27 @@ async def start_turn(
     return turn_index
 
 
+async def answer_approval(*, thread: Thread, turn, decision: str) -> int:
+    """Answer the approval the thread's latest turn waits for (docs/adr/0017)
+    and go on with that turn here, from the checkpointer: on any process,
+    also after the one that asked was restarted. `decision` is
+    guard.APPROVED, REJECTED or STOPPED (rejected, and the turn ends).
+    Returns the turn index; raises InvalidInput when no approval waits (or
+    another tab answered first)."""
+    detached = contextvars.Context()
+    detached.run(_prepare)
+    row = await database_sync_to_async(guard.turn_answer_claim)(thread=thread, turn=turn, decision=decision)
+    resume = Resume(interrupt_id=row.approval.get("interrupt_id") or "", decision=decision, approval=row.approval)
+    # The turn goes on with the model it began with, unless it is no longer offered.
+    model = row.model_name if row.model_name in available_models() else None
+    run = TurnRun(
+        thread=thread, turn_index=row.index, user_message=row.user_message, model_name=model,
+        agents=agents, resume=resume,
+    )
+    detached.run(_launch, thread, run)
+    return row.index
+
+
 def _prepare() -> None:
     publisher.attach()
     _ensure_recovery()
@@ -216,6 +239,15 @@ async def request_stop(*, thread: Thread) -> bool:
     if local is not None and not local.task.done():
         local.turn.stop_event.set()
         return True
+    waiting = await database_sync_to_async(guard.awaiting_approval)(thread.pk)
+    if waiting is not None:
+        # Stop on a pending approval: the change is rejected and the turn ends (docs/adr/0017).
+        try:
+            await answer_approval(thread=thread, turn=waiting.index, decision=guard.STOPPED)
+        except UserFacingError:
+            pass  # answered meanwhile: that answer's turn is running, and stops below
+        else:
+            return True
     return await database_sync_to_async(guard.turn_request_cancel)(thread=thread)
 
 
@@ -248,6 +280,13 @@ def _ended_html(thread_id) -> str:
     row = latest_turn_row(thread_id=thread_id)
     if row is None or row.status == row.Status.RUNNING:
         return ""  # running elsewhere: its fragments come through the layer
+    if row.status == row.Status.AWAITING:
+        # The page may have been built before the turn paused: the card.
+        turn = fragments.turn_context(
+            turn_index=row.index, user_message=row.user_message, thread_id=thread_id,
+            ending=outcome.marker(status=row.status), approval=fragments.approval_view(row.approval, pending=True),
+        )
+        return fragments.approval_card(turn)
     # The page may have been built before that turn ended: its map too.
     return fragments.ended(row, latest=True) + trajectory.map_push(thread_id=thread_id)
 

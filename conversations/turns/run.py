@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
 from django.template.loader import get_template
@@ -36,6 +37,7 @@ from agent.builder import AgentProvider
 from agent.context import AgentContext
 from agent.events import (
     Answer,
+    ApprovalAsked,
     CapReached,
     Diagnostic,
     DraftWithdrawn,
@@ -44,12 +46,15 @@ from agent.events import (
     StepsStarted,
     Token,
 )
+from agent.history import turn_steps
 from agent.turn import (
     CANCELLED_TOOL_RESULT,
     FAILED_TOOL_RESULT,
     INTERRUPTED_TOOL_RESULT,
     repair_history,
+    resume_turn,
     stream_turn,
+    turn_config,
 )
 from workspace.markdown import render_markdown
 from workspace.models import Thread
@@ -68,14 +73,31 @@ HEARTBEAT_SECONDS = 10.0
 INTERRUPTED_SHUTDOWN = "Interrupted: the server was shutting down."
 
 
+# Stop on a pending approval rejects the change and ends the turn (docs/adr/0017).
+APPROVAL_STOPPED_RESULT = "Not done: the person pressed Stop instead of approving this change; nothing was changed."
+
+
 class TurnStopped(Exception):
     """The person asked the turn to stop (or the server is shutting down)."""
+
+
+@dataclass(frozen=True)
+class Resume:
+    """The person's answer to the approval a turn waits for (turns.guard):
+    the interrupt it answers, what the agent is told, and the row's
+    `approval` (its request, for the card). `decision` is guard.APPROVED,
+    REJECTED or STOPPED (Stop: rejected, and the turn ends)."""
+
+    interrupt_id: str
+    decision: str
+    approval: dict
 
 
 class TurnRun:
     def __init__(
         self, *, thread: Thread, turn_index: int, user_message: str, model_name: str | None, agents: AgentProvider,
         mode: str = Thread.Mode.EXECUTE,
+        resume: Resume | None = None,
     ):
         self.thread = thread
         # The mode travels with the turn: changing it meanwhile is for the next one.
@@ -97,6 +119,8 @@ class TurnRun:
         self._cut_off_logged = False  # the activity log told of a cut-off reply already
         self._saved_length = 0  # of the draft, as last stored (turns.registry)
         self._last_sent = time.monotonic()
+        self.resume = resume
+        self.approval: ApprovalAsked | None = None  # the approval the turn paused for
 
     @staticmethod
     def prepare() -> None:
@@ -119,10 +143,10 @@ class TurnRun:
         publisher.publish(self.thread.pk, html)
         self._last_sent = time.monotonic()
 
-    def _turn(self, *, answer: str = "", running: bool = True, ending=None) -> dict:
+    def _turn(self, *, answer: str = "", running: bool = True, ending=None, approval=None) -> dict:
         return fragments.turn_context(
             turn_index=self.turn_index, user_message=self.user_message, steps=self.steps, answer=answer,
-            running=running, ending=ending, thread_id=self.thread.pk,
+            running=running, ending=ending, thread_id=self.thread.pk, approval=approval,
         )
 
     def resync_html(self) -> str:
@@ -144,16 +168,23 @@ class TurnRun:
         """Run the turn to its end; returns the turn's status (conversations.models.Turn.Status)."""
         status, notice = Turn.Status.COMPLETE, ""
         try:
-            self.send(fragments.turn_shell(self._turn(), title=self.thread.title if self.turn_index == 1 else None))
+            if self.resume is None:
+                self.send(fragments.turn_shell(self._turn(), title=self.thread.title if self.turn_index == 1 else None))
+            else:
+                await self._answered()
             await self._stream()
+            if self.approval is not None:
+                status = Turn.Status.AWAITING
         except TurnStopped:
             if self.shutting_down:
                 status, notice = Turn.Status.INTERRUPTED, INTERRUPTED_SHUTDOWN
             else:
                 status = Turn.Status.STOPPED
+            stopped_approval = self.resume is not None and self.resume.decision == guard.STOPPED
             await self._repair(
                 partial="".join(self.draft),
-                tool_result=INTERRUPTED_TOOL_RESULT if self.shutting_down else CANCELLED_TOOL_RESULT,
+                tool_result=INTERRUPTED_TOOL_RESULT if self.shutting_down
+                else APPROVAL_STOPPED_RESULT if stopped_approval else CANCELLED_TOOL_RESULT,
             )
         except asyncio.CancelledError:
             # Server shutdown after the grace period: still release the slot below.
@@ -165,41 +196,102 @@ class TurnRun:
             await self._note(activity.turn_failed(exc, notice))
             await self._repair(partial=None, tool_result=FAILED_TOOL_RESULT)
         finally:
-            answer = self.final_text if status == Turn.Status.COMPLETE else "".join(self.draft)
-            cut_off = self.cut_off and status == Turn.Status.COMPLETE
-            if status == Turn.Status.COMPLETE and not answer.strip():
-                notice = self.no_answer_notice
-            elif cut_off:
-                notice = outcome.CUT_OFF
-            try:
-                await database_sync_to_async(guard.turn_finish)(
-                    thread=self.thread, turn_index=self.turn_index, status=status, answer=answer,
-                    cut_off=cut_off, notice=notice,
-                )
-            except Exception:
-                logger.exception("could not release the turn slot of thread %s", self.thread.pk)
-            try:
-                # The ended turn is a new node on every open map of the
-                # family; this thread's map goes with the turn's end.
-                maps = await database_sync_to_async(trajectory.family_maps)(thread_id=self.thread.pk)
-            except Exception:
-                logger.exception("could not update the trajectory map of thread %s", self.thread.pk)
-                maps = {}
-            try:
-                ending = outcome.marker(status=status, cut_off=cut_off, notice=notice, answered=bool(answer.strip()))
-                closing = fragments.closing(self._turn(answer=answer, running=False, ending=ending))
-                self.send(closing + maps.pop(self.thread.pk, ""))
-            except Exception:
-                logger.exception("could not send the end of turn %s of thread %s", self.turn_index, self.thread.pk)
-            for member, html in maps.items():
-                publisher.publish(member, html)
+            if status == Turn.Status.AWAITING:
+                await self._hold_for_approval()
+            else:
+                await self._end(status, notice)
         return status
+
+    async def _end(self, status: str, notice: str) -> None:
+        """Release the slot, record how the turn ended and tell every open tab."""
+        answer = self.final_text if status == Turn.Status.COMPLETE else "".join(self.draft)
+        cut_off = self.cut_off and status == Turn.Status.COMPLETE
+        if status == Turn.Status.COMPLETE and not answer.strip():
+            notice = self.no_answer_notice
+        elif cut_off:
+            notice = outcome.CUT_OFF
+        try:
+            await database_sync_to_async(guard.turn_finish)(
+                thread=self.thread, turn_index=self.turn_index, status=status, answer=answer,
+                cut_off=cut_off, notice=notice,
+            )
+        except Exception:
+            logger.exception("could not release the turn slot of thread %s", self.thread.pk)
+        try:
+            # The ended turn is a new node on every open map of the
+            # family; this thread's map goes with the turn's end.
+            maps = await database_sync_to_async(trajectory.family_maps)(thread_id=self.thread.pk)
+        except Exception:
+            logger.exception("could not update the trajectory map of thread %s", self.thread.pk)
+            maps = {}
+        try:
+            ending = outcome.marker(status=status, cut_off=cut_off, notice=notice, answered=bool(answer.strip()))
+            closing = fragments.closing(self._turn(answer=answer, running=False, ending=ending))
+            self.send(closing + maps.pop(self.thread.pk, ""))
+        except Exception:
+            logger.exception("could not send the end of turn %s of thread %s", self.turn_index, self.thread.pk)
+        for member, html in maps.items():
+            publisher.publish(member, html)
+
+    # -- approvals (docs/adr/0017) --
+
+    async def _hold_for_approval(self) -> None:
+        """The agent paused before a hard-to-undo change: the turn waits,
+        with no process running it, until the person answers (registry.answer_approval)."""
+        asked = self.approval
+        try:
+            waiting = await database_sync_to_async(guard.turn_await_approval)(
+                thread=self.thread, turn_index=self.turn_index, interrupt_id=asked.interrupt_id, request=asked.request
+            )
+        except Exception:
+            logger.exception("could not record the approval turn %s of thread %s waits for", self.turn_index, self.thread.pk)
+            waiting = False
+        if not waiting:
+            return  # released meanwhile by another process, which told the tabs
+        await self._note(activity.approval_asked(asked.request))
+        approval = fragments.approval_view({"request": asked.request}, pending=True)
+        ending = outcome.marker(status=Turn.Status.AWAITING)
+        try:
+            self.send(fragments.in_progress(self._turn()) + fragments.approval_card(self._turn(ending=ending, approval=approval)))
+        except Exception:
+            logger.exception("could not send the approval card of turn %s of thread %s", self.turn_index, self.thread.pk)
+
+    async def _answered(self) -> None:
+        """Going on after the person's answer: the card says what they chose, in every tab."""
+        decision = self.resume.decision
+        words = {guard.APPROVED: "Approved", guard.REJECTED: "Rejected", guard.STOPPED: "Rejected (Stop)"}[decision]
+        summary = (self.resume.approval.get("request") or {}).get("summary", "")
+        await self._note(activity.approval_answered(words, summary))
+        approval = fragments.approval_view({**self.resume.approval, "decision": decision}, pending=False)
+        self.send(fragments.approval_card(self._turn(approval=approval)))
 
     async def _stream(self) -> None:
         saver = await checkpointers.get_checkpointer()
         self.graph = self.agents.graph(model_name=self.model_name, checkpointer=saver)
-        events = stream_turn(self.graph, context=self.context, user_message=self.user_message)
+        if self.resume is None:
+            events = stream_turn(self.graph, context=self.context, user_message=self.user_message)
+        else:
+            await self._load_steps()
+            if self.resume.decision == guard.STOPPED:
+                raise TurnStopped
+            decision = {
+                "approved": self.resume.decision == guard.APPROVED,
+                "document_version": ((self.resume.approval.get("request") or {}).get("document") or {}).get("version"),
+            }
+            events = resume_turn(
+                self.graph, context=self.context, interrupt_id=self.resume.interrupt_id, decision=decision
+            )
         await self._drain(events)
+
+    async def _load_steps(self) -> None:
+        """A resumed turn's steps so far, from the checkpointer: the tabs
+        show them already, and new ones are numbered on from them."""
+        state = await self.graph.aget_state(turn_config(self.thread.pk))
+        messages = list((state.values or {}).get("messages") or [])
+        for call_id, step in turn_steps(messages, turn_index=self.turn_index):
+            self.steps.append(step)
+            if call_id:
+                self._step_numbers[call_id] = len(self.steps)
     async def _drain(self, events) -> None:
         """Consume the agent's events until they end or a stop is asked for.
 
@@ -262,6 +354,11 @@ class TurnRun:
             await self._note(activity.retried(event))
         elif isinstance(event, CapReached):
             await self._note(activity.cap_reached(event))
+        elif isinstance(event, ApprovalAsked):
+            # Several calls of one step may ask: one card at a time; the
+            # others ask again when the graph goes on.
+            if self.approval is None:
+                self.approval = event
         elif isinstance(event, StepFinished):
             # What the step changed is announced by the services themselves;
             # the trace only marks a step that did not work (or only in part).

@@ -1,0 +1,212 @@
+"""Agent actions that are hard to undo wait for the person's approval (docs/adr/0017).
+
+`ApprovalMiddleware` looks at every tool call before it runs. A call that
+would
+
+- replace the document and remove a large share of its text (at least
+  DOCUMENT_REMOVED_SHARE of it, once it has DOCUMENT_MIN_CHARS characters:
+  a short draft is cheap to write again),
+- remove plan steps that have sub-steps, or
+- remove preferences (unlocked ones: the tool skips locked ones anyway),
+
+pauses the turn with LangGraph's `interrupt()`: the graph stops and the
+pending call lives in the checkpointer, so the question survives a reload
+and a server restart, and whichever process receives the answer resumes
+the graph from there (conversations.turns). The interrupt's value is the
+approval request (`approval_request`): plain words for the card and, for
+the document, the text before and after for its preview.
+
+On resume LangGraph runs the tool step again from its start, so everything
+before `interrupt()` only reads: the rule is re-evaluated (on the current
+workspace), and `interrupt()` then returns the person's decision instead of
+pausing. An approved call runs; a rejected one is answered with a result
+telling the model the person said no and to continue without it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from asgiref.sync import sync_to_async
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import ToolMessage
+from langgraph.types import interrupt
+
+from workspace import selectors
+from workspace.diff import REMOVED, diff_text
+
+from .context import AgentContext
+from .tools.envelope import rejected_envelope
+
+logger = logging.getLogger("haico.agent.approvals")
+
+# Replacing the document asks first when it removes at least this share of
+# the current text (characters, by the document diff), once the document
+# has this many characters.
+DOCUMENT_REMOVED_SHARE = 0.3
+DOCUMENT_MIN_CHARS = 200
+
+DOCUMENT, PLAN, PREFERENCES = "document", "plan", "preferences"
+
+REJECTED = (
+    "The person rejected this change, so nothing was changed: {summary} "
+    "Continue without it and do not try it again unless they ask for it."
+)
+
+
+def removed_share(old: str, new: str) -> float:
+    """The share of `old`'s characters that replacing it with `new` removes."""
+    if not old:
+        return 0.0
+    removed = 0
+    for row in diff_text(old, new, context=0).rows:
+        if row.kind == "gap":
+            continue
+        if row.kind == REMOVED:
+            removed += len(row.text) + 1  # and its line break
+        else:
+            removed += sum(len(part.text) for part in row.segments if part.change == REMOVED)
+    return min(1.0, removed / len(old))
+
+
+def _document_request(thread, args: dict) -> dict | None:
+    content = args.get("content")
+    if not isinstance(content, str):
+        return None  # the tool refuses its arguments itself
+    document = selectors.document_for(thread=thread)
+    old = document.content
+    if len(old) < DOCUMENT_MIN_CHARS:
+        return None
+    share = removed_share(old, content)
+    if share < DOCUMENT_REMOVED_SHARE:
+        return None
+    title = args.get("title") if isinstance(args.get("title"), str) and args.get("title").strip() else document.title
+    return {
+        "kind": DOCUMENT,
+        "summary": f"Replace the document “{document.title}”: about {round(share * 100)}% of its text would be removed.",
+        "details": [],
+        "document": {
+            "old": old, "new": content, "old_title": document.title, "new_title": title, "version": document.version,
+        },
+    }
+
+
+def _indices(args: dict) -> list[int]:
+    indices = args.get("indices")
+    if not isinstance(indices, list):
+        return []
+    return [i for i in indices if isinstance(i, int) and not isinstance(i, bool)]
+
+
+def _plan_request(thread, args: dict) -> dict | None:
+    todos = selectors.todos_for(thread=thread)
+    details = []
+    steps = sub_steps = 0
+    for index in dict.fromkeys(_indices(args)):
+        if not 1 <= index <= len(todos):
+            continue
+        position = index - 1
+        end = position + 1
+        while end < len(todos) and todos[end].depth > todos[position].depth:
+            end += 1
+        below = end - position - 1
+        steps += 1
+        sub_steps += below
+        details.append(f"“{todos[position].text}”" + (f" and its {below} sub-step{'s' if below > 1 else ''}" if below else ""))
+    if not sub_steps:
+        return None
+    return {
+        "kind": PLAN,
+        "summary": f"Remove {steps} plan step{'s' if steps > 1 else ''} together with {sub_steps} "
+        f"sub-step{'s' if sub_steps > 1 else ''}.",
+        "details": details,
+    }
+
+
+def _preferences_request(thread, args: dict) -> dict | None:
+    preferences = selectors.preferences_for(thread=thread)
+    targets = []
+    for index in dict.fromkeys(_indices(args)):
+        if 1 <= index <= len(preferences) and not preferences[index - 1].locked:
+            targets.append(preferences[index - 1])
+    if not targets:
+        return None
+    return {
+        "kind": PREFERENCES,
+        "summary": f"Remove {len(targets)} preference{'s' if len(targets) > 1 else ''}.",
+        "details": [f"“{p.title}” ({p.kind})" for p in targets],
+    }
+
+
+RULES = {"update_document": _document_request, "remove_todos": _plan_request, "remove_preferences": _preferences_request}
+
+
+def approval_request(thread, tool_call: dict) -> dict | None:
+    """What the person is asked before `tool_call` runs, or None when it
+    may run without asking. Only reads."""
+    rule = RULES.get(tool_call.get("name"))
+    args = tool_call.get("args")
+    if rule is None or not isinstance(args, dict):
+        return None
+    request = rule(thread, args)
+    if request is not None:
+        request["call_id"] = tool_call.get("id") or ""
+        request["reason"] = args.get("action_and_reasoning") if isinstance(args.get("action_and_reasoning"), str) else ""
+    return request
+
+
+def _answer_waiting() -> bool:
+    """Whether this task is being resumed with an answer (LangGraph's task
+    scratchpad holds the resume values). A call that asked keeps its answer
+    even when the workspace changed meanwhile so that the rule would no
+    longer ask: a rejection must never run the call."""
+    try:
+        from langgraph._internal._constants import CONFIG_KEY_SCRATCHPAD
+        from langgraph.config import get_config
+
+        scratchpad = get_config()["configurable"].get(CONFIG_KEY_SCRATCHPAD)
+        return bool(scratchpad is not None and scratchpad.resume)
+    except (ImportError, RuntimeError, KeyError, AttributeError):  # outside a graph run, or another LangGraph
+        return False
+
+
+def decision_approved(decision) -> bool:
+    return isinstance(decision, dict) and decision.get("approved") is True
+
+
+class ApprovalMiddleware(AgentMiddleware):
+    """Pauses a hard-to-undo tool call for the person's approval (module docstring)."""
+
+    @property
+    def name(self) -> str:
+        return "Approvals"
+
+    @staticmethod
+    def _ask(request, asked: dict | None):
+        """The result to return instead of running the call, or None to run it."""
+        if asked is None and not _answer_waiting():
+            return None
+        call = request.tool_call
+        decision = interrupt(asked or {"call_id": call.get("id") or ""})
+        context: AgentContext = request.runtime.context
+        if decision_approved(decision):
+            version = decision.get("document_version")
+            if isinstance(version, int) and context.seen.document_version is None:
+                # The resumed run has made no model call: the document
+                # version the model wrote from is the one the person saw.
+                context.seen.document_version = version
+            return None
+        summary = (asked or {}).get("summary") or "the change was not made."
+        return ToolMessage(
+            content=rejected_envelope(REJECTED.format(summary=summary)),
+            tool_call_id=call["id"], name=call.get("name"), status="error",
+        )
+
+    async def awrap_tool_call(self, request, handler):
+        context: AgentContext = request.runtime.context
+        asked = await sync_to_async(approval_request)(context.thread, request.tool_call)
+        return self._ask(request, asked) or await handler(request)
+
+    def wrap_tool_call(self, request, handler):
+        context: AgentContext = request.runtime.context
+        return self._ask(request, approval_request(context.thread, request.tool_call)) or handler(request)

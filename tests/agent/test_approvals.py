@@ -1,0 +1,141 @@
+"""agent.approvals: which calls ask first (the document threshold, plan steps
+with sub-steps, preferences), and the pause and resume on a real compiled
+agent and checkpointer (docs/adr/0017)."""
+
+import pytest
+from asgiref.sync import sync_to_async
+from langchain_core.messages import HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from agent.approvals import (
+    DOCUMENT_MIN_CHARS,
+    DOCUMENT_REMOVED_SHARE,
+    approval_request,
+    removed_share,
+)
+from agent.builder import build_agent
+from agent.context import AgentContext
+from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
+from workspace import selectors
+from workspace.models import DocumentRevision
+from workspace.services import document as document_services
+from workspace.services import plan as plan_services
+from workspace.services import preferences as preference_services
+
+PARAGRAPHS = [f"Paragraph {n}: " + "words about the topic " * 4 for n in range(1, 11)]
+REPORT = "\n\n".join(PARAGRAPHS)
+
+
+def _document(thread, content):
+    return document_services.document_save(thread=thread, content=content, author=DocumentRevision.Author.PERSON)
+
+
+def _ask(thread, name, **args):
+    return approval_request(thread, {"name": name, "id": "call-1", "args": {**args, "action_and_reasoning": "Why."}})
+
+
+def test_the_removed_share_counts_what_goes():
+    assert removed_share("", "anything") == 0.0
+    assert removed_share(REPORT, REPORT + "\n\nMore.") == 0.0
+    assert removed_share(REPORT, "") == 1.0
+    half = "\n\n".join(PARAGRAPHS[:5])
+    assert 0.45 < removed_share(REPORT, half) < 0.55
+
+
+@pytest.mark.django_db
+def test_replacing_the_document_asks_only_when_it_removes_a_large_share(thread):
+    _document(thread, REPORT)
+    keeps_most = "\n\n".join(PARAGRAPHS[:8]) + "\n\nA new ending."
+    assert removed_share(REPORT, keeps_most) < DOCUMENT_REMOVED_SHARE
+    assert _ask(thread, "update_document", content=keeps_most) is None
+    asked = _ask(thread, "update_document", content="\n\n".join(PARAGRAPHS[:3]), title="Short")
+    assert asked["kind"] == "document" and "about 70% of its text would be removed" in asked["summary"]
+    assert asked["document"]["old"] == REPORT and asked["document"]["new_title"] == "Short"
+    assert asked["call_id"] == "call-1" and asked["reason"] == "Why."
+
+
+@pytest.mark.django_db
+def test_a_short_document_is_replaced_without_asking(thread):
+    _document(thread, "x" * (DOCUMENT_MIN_CHARS - 1))
+    assert _ask(thread, "update_document", content="") is None
+
+
+@pytest.mark.django_db
+def test_removing_plan_steps_asks_only_for_steps_with_sub_steps(thread):
+    plan_services.todos_add_outline(
+        thread=thread,
+        steps=[{"text": "Research", "depth": 0}, {"text": "Find papers", "depth": 1}, {"text": "Read", "depth": 1},
+               {"text": "Write", "depth": 0}],
+    )
+    assert _ask(thread, "remove_todos", indices=[4]) is None
+    assert _ask(thread, "remove_todos", indices=[2, 99]) is None  # a leaf, and one the tool refuses
+    asked = _ask(thread, "remove_todos", indices=[1, 4])
+    assert asked["summary"] == "Remove 2 plan steps together with 2 sub-steps."
+    assert asked["details"] == ["“Research” and its 2 sub-steps", "“Write”"]
+
+
+@pytest.mark.django_db
+def test_removing_preferences_asks_unless_every_target_is_locked(thread):
+    preference_services.preferences_add(
+        thread=thread, items=[{"title": "Formal", "kind": "soft"}, {"title": "Cite", "kind": "hard"}], respect_lock=False
+    )
+    cite = next(p for p in selectors.preferences_for(thread=thread) if p.title == "Cite")
+    cite.locked = True
+    cite.save(update_fields=["locked"])
+    assert _ask(thread, "remove_preferences", indices=[1]) is None  # hard first: Cite, locked
+    assert _ask(thread, "remove_preferences", indices=[1, 2])["details"] == ["“Formal” (soft)"]
+    assert _ask(thread, "add_preferences", items=[]) is None
+
+
+def _graph(model):
+    return build_agent(model=model, checkpointer=InMemorySaver())
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_approved_replacement_keeps_what_the_person_wrote_meanwhile(thread):
+    await sync_to_async(_document)(thread, REPORT)
+    short = "\n\n".join(PARAGRAPHS[:2])
+    model = ScriptedChatModel(
+        script=[Reply(tool_calls=[tool_call("update_document", "Cutting it down.", content=short)]), Reply(text="Cut.")]
+    )
+    graph = _graph(model)
+    config = {"configurable": {"thread_id": str(thread.pk)}}
+    context = AgentContext(thread=thread, turn_index=1)
+    await graph.ainvoke({"messages": [HumanMessage("shorten it")]}, config, context=context)
+    state = await graph.aget_state(config)
+    [pending] = state.interrupts
+    assert pending.value["kind"] == "document"
+    version = pending.value["document"]["version"]
+    assert (await sync_to_async(selectors.document_for)(thread=thread)).content == REPORT  # nothing written yet
+
+    # The person adds a line at the end while the question waits.
+    await sync_to_async(document_services.document_save)(
+        thread=thread, content=REPORT + "\n\nMy own note.", base_version=version, author=DocumentRevision.Author.PERSON
+    )
+    resumed = AgentContext(thread=thread, turn_index=1)
+    await graph.ainvoke(Command(resume={pending.id: {"approved": True, "document_version": version}}), config, context=resumed)
+    content = (await sync_to_async(selectors.document_for)(thread=thread)).content
+    assert content.startswith(short) and content.endswith("My own note.")
+    assert not (await graph.aget_state(config)).interrupts
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_rejection_stands_even_if_the_call_no_longer_needs_asking(thread):
+    await sync_to_async(_document)(thread, REPORT)
+    model = ScriptedChatModel(
+        script=[Reply(tool_calls=[tool_call("update_document", "Clearing it.", content="")]), Reply(text="Left it.")]
+    )
+    graph = _graph(model)
+    config = {"configurable": {"thread_id": str(thread.pk)}}
+    await graph.ainvoke({"messages": [HumanMessage("clear")]}, config, context=AgentContext(thread=thread, turn_index=1))
+    [pending] = (await graph.aget_state(config)).interrupts
+    # Meanwhile the person empties the document themselves: replacing it would remove nothing now.
+    await sync_to_async(_document)(thread, "")
+    await sync_to_async(_document)(thread, "Fresh start by the person, long enough? no.")
+    result = await graph.ainvoke(
+        Command(resume={pending.id: {"approved": False}}), config, context=AgentContext(thread=thread, turn_index=1)
+    )
+    [tool_result] = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert '"rejected": true' in tool_result.content
+    assert (await sync_to_async(selectors.document_for)(thread=thread)).content.startswith("Fresh start")

@@ -1,0 +1,89 @@
+"""The approval card in Chromium (docs/adr/0017): the agent asks before
+removing a preference; the card has "Approve" and "Reject" buttons, another
+open tab shows it too, a reload shows it still pending, a new message is
+refused meanwhile, and Reject / Approve go on with the turn."""
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.support.fake_model import Reply, tool_call
+from tests.support.openai_server import OpenAICompatibleServer
+
+from .helpers import MODEL, TURN_WAIT_MS, create_thread, sign_up, wait_for_socket
+
+ASKING = "Dropping the rule you no longer want."
+
+
+@pytest.fixture
+def model_server():
+    with OpenAICompatibleServer(models=[MODEL]) as server:
+        server.script(
+            [
+                Reply(tool_calls=[tool_call("add_preferences", "Noting your rules.", items=[
+                    {"title": "Formal tone", "kind": "soft"}, {"title": "Short paragraphs", "kind": "soft"}])]),
+                Reply(text="Noted both rules."),
+                Reply(tool_calls=[tool_call("remove_preferences", ASKING, indices=[1])]),
+                Reply(text="Kept it, as you said."),
+                Reply(tool_calls=[tool_call("remove_preferences", ASKING, indices=[1])]),
+                Reply(text="Removed it."),
+            ]
+        )
+        yield server
+
+
+def _send(page: Page, text: str) -> None:
+    chat = page.get_by_role("region", name="Chat")
+    chat.get_by_role("textbox", name="Message").fill(text)
+    chat.get_by_role("button", name="Send").click()
+
+
+def _card(page: Page):
+    return page.get_by_role("region", name="Approval for turn 2")
+
+
+def test_the_approval_card_asks_in_every_tab_survives_a_reload_and_answers(new_page, start_haico_server, model_server):
+    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    page = new_page()
+    sign_up(page, server.url, "ada")
+    url = create_thread(page, server.url)
+    wait_for_socket(page)
+    _send(page, "remember: formal tone, short paragraphs")
+    expect(page.locator("#chat-messages .answer").first).to_have_text("Noted both rules.", timeout=TURN_WAIT_MS)
+    preferences = page.get_by_role("region", name="Preferences")
+    expect(preferences.get_by_text("Formal tone")).to_be_visible()
+
+    other = page.context.new_page()
+    other.goto(url)
+    wait_for_socket(other)
+    _send(page, "drop the formal tone rule")
+    for tab in (page, other):
+        card = _card(tab)
+        expect(card).to_contain_text("Remove 1 preference.", timeout=TURN_WAIT_MS)
+        expect(card).to_contain_text("“Formal tone” (soft)")
+        expect(card.get_by_role("button", name="Approve", exact=True)).to_be_visible()
+        expect(card.get_by_role("button", name="Reject", exact=True)).to_be_visible()
+        expect(tab.get_by_role("status")).to_contain_text("Waiting for your approval.")
+
+    # Another message waits too: it is refused and stays in the box.
+    _send(other, "something else")
+    expect(other.locator("#chat-notice")).to_contain_text("Answer the pending approval first")
+    expect(other.get_by_role("region", name="Chat").get_by_role("textbox", name="Message")).to_have_value("something else")
+
+    page.reload()
+    wait_for_socket(page)
+    expect(_card(page).get_by_role("button", name="Reject", exact=True)).to_be_visible()
+    _card(page).get_by_role("button", name="Reject", exact=True).click()
+    for tab in (page, other):
+        expect(tab.locator("#chat-messages .answer").nth(1)).to_have_text("Kept it, as you said.", timeout=TURN_WAIT_MS)
+        expect(_card(tab)).to_contain_text("You rejected this change")
+        expect(_card(tab).get_by_role("button", name="Approve", exact=True)).to_have_count(0)
+    expect(preferences.get_by_text("Formal tone")).to_be_visible()
+
+    other.get_by_role("region", name="Chat").get_by_role("textbox", name="Message").fill("")
+    _send(page, "no, really drop it")
+    card = page.get_by_role("region", name="Approval for turn 3")
+    card.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.locator("#chat-messages .answer").nth(2)).to_have_text("Removed it.", timeout=TURN_WAIT_MS)
+    expect(card).to_contain_text("You approved this change")
+    expect(preferences.get_by_text("Formal tone")).to_have_count(0)
+    expect(other.get_by_role("region", name="Preferences").get_by_text("Formal tone")).to_have_count(0)

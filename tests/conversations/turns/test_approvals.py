@@ -1,0 +1,282 @@
+"""Approvals of hard-to-undo agent changes, driven through the real agent,
+checkpointer and socket with the scripted model (docs/adr/0017): approve,
+reject, reload then approve, a server restart then approve, Stop, and the
+guard that refuses another turn meanwhile."""
+
+import pytest
+from channels.db import database_sync_to_async
+from langchain_core.messages import ToolMessage
+
+from agent import checkpointer as checkpointers
+from conversations.models import ActivityLogEntry, Turn
+from conversations.turns import guard, process, registry
+from tests.conversations.helpers import frame_containing, frames_until_turn_end
+from tests.support.fake_model import Reply, tool_call
+from workspace import selectors
+from workspace.models import Thread
+from workspace.services import preferences as preference_services
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CARD = 'id="turn-1-approval"'
+
+
+@database_sync_to_async
+def _add_preferences(thread, *titles):
+    preference_services.preferences_add(
+        thread=thread, items=[{"title": t, "kind": "soft"} for t in titles], respect_lock=False
+    )
+
+
+@database_sync_to_async
+def _titles(thread):
+    return [p.title for p in selectors.preferences_for(thread=thread)]
+
+
+@database_sync_to_async
+def _row(thread, index=1):
+    return Turn.objects.get(thread=thread, index=index)
+
+
+@database_sync_to_async
+def _log(thread):
+    return list(ActivityLogEntry.objects.filter(thread=thread).order_by("pk").values_list("message", flat=True))
+
+
+@database_sync_to_async
+def _fresh(thread):
+    return Thread.objects.get(pk=thread.pk)
+
+
+def _removal_script(script):
+    return script(
+        Reply(tool_calls=[tool_call("remove_preferences", "Dropping the rule you no longer want.", indices=[1])]),
+        Reply(text="Done as you decided."),
+    )
+
+
+async def _ask(thread, owner, script, sockets):
+    await _add_preferences(thread, "Formal tone", "Short paragraphs")
+    model = _removal_script(script)
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="drop the formal tone rule")
+    frames = await frame_containing(socket, CARD + ' class="approval is-pending"')
+    await registry.wait_for_turn(thread.pk)
+    return model, socket, frames[-1]
+
+
+async def test_an_approved_removal_runs_and_the_turn_goes_on(owner, thread, script, sockets):
+    model, socket, card = await _ask(thread, owner, script, sockets)
+    assert "Remove 1 preference." in card and "“Formal tone” (soft)" in card
+    assert ">Approve</button>" in card and ">Reject</button>" in card
+    assert 'data-state="awaiting"' in card and "Waiting for your approval." in card
+    assert await _titles(thread) == ["Formal tone", "Short paragraphs"]  # nothing removed yet
+    row = await _row(thread)
+    assert row.status == Turn.Status.AWAITING and (await _fresh(thread)).running_turn_index is None
+
+    await registry.answer_approval(thread=thread, turn=1, decision=guard.APPROVED)
+    frames = await frames_until_turn_end(socket)
+    assert any("You approved this change" in f for f in frames)
+    assert "Done as you decided." in frames[-1]
+    assert await _titles(thread) == ["Short paragraphs"]
+    assert (await _row(thread)).status == Turn.Status.COMPLETE
+    log = await _log(thread)
+    assert "Approval asked: Remove 1 preference." in log and "Approved: Remove 1 preference." in log
+    # The model called once before the pause and once after, with the tool's real result.
+    results = [m for m in model.requests[-1] if isinstance(m, ToolMessage)]
+    assert len(model.requests) == 2 and '"success": true' in results[-1].content
+
+
+async def test_a_rejected_removal_is_not_made_and_the_agent_is_told(owner, thread, script, sockets):
+    model, socket, _card = await _ask(thread, owner, script, sockets)
+    await registry.answer_approval(thread=thread, turn=1, decision=guard.REJECTED)
+    frames = await frames_until_turn_end(socket)
+    assert any("You rejected this change" in f for f in frames)
+    assert "Done as you decided." in frames[-1]
+    assert await _titles(thread) == ["Formal tone", "Short paragraphs"]
+    [result] = [m for m in model.requests[-1] if isinstance(m, ToolMessage)]
+    assert "The person rejected this change" in result.content and '"rejected": true' in result.content
+    assert "Rejected by you" in "".join(frames)  # the step in the reasoning says so
+    assert "Rejected: Remove 1 preference." in await _log(thread)
+
+
+async def test_a_new_message_is_refused_while_an_approval_waits(owner, thread, script, sockets):
+    _model, socket, _card = await _ask(thread, owner, script, sockets)
+    await socket.send_json_to({"message": "something else"})
+    [notice] = await frame_containing(socket, 'id="chat-notice"')
+    assert "Answer the pending approval first" in notice
+    assert (await _fresh(thread)).turn_index == 1
+    # Nor can the waiting turn be retried, or branched from.
+    await socket.send_json_to({"action": "retry", "turn": 1})
+    [notice] = await frame_containing(socket, 'id="chat-notice"')
+    assert "waiting for your approval" in notice
+
+
+async def test_the_answer_is_validated(owner, thread, script, sockets):
+    _model, socket, _card = await _ask(thread, owner, script, sockets)
+    for bad in ({"action": "approval", "turn": 1, "decision": "maybe"}, {"action": "approval", "turn": 1}):
+        await socket.send_json_to(bad)
+        [notice] = await frame_containing(socket, 'id="chat-notice"')
+        assert "Choose Approve or Reject." in notice
+    await socket.send_json_to({"action": "approval", "turn": "x", "decision": "approve"})
+    [notice] = await frame_containing(socket, 'id="chat-notice"')
+    assert "Choose a turn to answer." in notice
+    await socket.send_json_to({"action": "approval", "turn": 2, "decision": "approve"})
+    [notice] = await frame_containing(socket, 'id="chat-notice"')
+    assert "No approval is waiting" in notice
+    assert (await _row(thread)).status == Turn.Status.AWAITING
+
+
+async def test_a_second_answer_from_another_tab_is_refused(owner, thread, script, sockets):
+    _model, socket, _card = await _ask(thread, owner, script, sockets)
+    other = await sockets(thread.pk, owner)
+    await registry.answer_approval(thread=thread, turn=1, decision=guard.APPROVED)
+    await other.send_json_to({"action": "approval", "turn": 1, "decision": "reject"})
+    frames = await frame_containing(other, "No approval is waiting")
+    await frames_until_turn_end(socket)
+    assert await _titles(thread) == ["Short paragraphs"] and frames
+
+
+async def test_reload_shows_the_pending_card_and_its_approve_still_works(owner, thread, script, sockets, async_client):
+    _model, socket, _card = await _ask(thread, owner, script, sockets)
+    await socket.disconnect()
+    await async_client.aforce_login(owner)
+    page = (await async_client.get(f"/threads/{thread.pk}/workspace/")).content.decode()
+    assert CARD + ' class="approval is-pending"' in page and ">Approve</button>" in page
+    assert "Dropping the rule you no longer want." in page  # the step that asked
+    assert 'data-state="awaiting"' in page
+    # A socket that connects now is sent the card too (a page built before the pause).
+    again = await sockets(thread.pk, owner)
+    await frame_containing(again, CARD + ' class="approval is-pending"')
+    await again.send_json_to({"action": "approval", "turn": 1, "decision": "approve"})
+    frames = await frames_until_turn_end(again)
+    assert "Done as you decided." in frames[-1]
+    assert await _titles(thread) == ["Short paragraphs"]
+
+
+async def test_after_a_server_restart_the_approval_waits_and_resumes(owner, thread, script, sockets, monkeypatch):
+    _model, socket, _card = await _ask(thread, owner, script, sockets)
+    await socket.disconnect()
+    # The server goes away: its saver is closed, and the next process is a new boot of the same instance.
+    await registry.stop_all_turns()
+    await checkpointers.close_checkpointer()
+    monkeypatch.setattr(process, "BOOT", "the-next-boot")
+    assert await database_sync_to_async(guard.turns_release_predecessor)() == 0
+    assert await database_sync_to_async(guard.turns_release_stale)() == 0
+    assert (await _row(thread)).status == Turn.Status.AWAITING
+
+    socket = await sockets(thread.pk, owner)
+    await frame_containing(socket, CARD + ' class="approval is-pending"')
+    await socket.send_json_to({"action": "approval", "turn": 1, "decision": "approve"})
+    frames = await frames_until_turn_end(socket)
+    assert "Done as you decided." in frames[-1]
+    assert await _titles(thread) == ["Short paragraphs"]
+    assert (await _row(thread)).boot == "the-next-boot"
+
+
+async def test_stop_on_a_pending_approval_rejects_it_and_ends_the_turn(owner, thread, script, sockets):
+    model, socket, _card = await _ask(thread, owner, script, sockets)
+    await socket.send_json_to({"action": "stop"})
+    frames = await frames_until_turn_end(socket)
+    assert "Stopped" in frames[-1] and "Done as you decided." not in "".join(frames)
+    assert await _titles(thread) == ["Formal tone", "Short paragraphs"]
+    row = await _row(thread)
+    assert row.status == Turn.Status.STOPPED and (await _fresh(thread)).running_turn_index is None
+    assert len(model.requests) == 1  # the agent did not go on
+    assert "Rejected (Stop): Remove 1 preference." in await _log(thread)
+
+    # The thread takes the next message, and its history has the call answered.
+    script(Reply(text="Fine."))
+    await registry.start_turn(thread=thread, user_message="ok")
+    frames = await frames_until_turn_end(socket)
+    assert "Fine." in frames[-1]
+    [result] = [m for m in registry.agents.model.requests[-1] if isinstance(m, ToolMessage)]
+    assert "pressed Stop instead of approving" in result.content
+
+
+async def test_a_small_change_runs_without_asking(owner, thread, script, sockets):
+    await _add_preferences(thread, "Formal tone")
+    script(
+        Reply(tool_calls=[tool_call("add_preferences", "Noting your rule.", items=[{"title": "Be brief", "kind": "hard"}])]),
+        Reply(text="Noted."),
+    )
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="be brief")
+    frames = await frames_until_turn_end(socket)
+    assert "Noted." in frames[-1] and "is-pending" not in "".join(frames)
+    assert sorted(await _titles(thread)) == ["Be brief", "Formal tone"]
+
+
+@database_sync_to_async
+def _write_document(thread, content):
+    from workspace.models import DocumentRevision
+    from workspace.services import document as document_services
+
+    document_services.document_save(thread=thread, content=content, author=DocumentRevision.Author.PERSON)
+
+
+async def test_the_document_card_previews_what_would_be_removed(owner, thread, script, sockets):
+    report = "\n\n".join(f"Paragraph {n} says something worth keeping." for n in range(1, 9))
+    await _write_document(thread, report)
+    script(
+        Reply(tool_calls=[tool_call("update_document", "Rewriting it shorter.", content="Paragraph 1 says something worth keeping.")]),
+        Reply(text="Shorter now."),
+    )
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="make it short")
+    card = (await frame_containing(socket, CARD + ' class="approval is-pending"'))[-1]
+    assert "Replace the document" in card and "of its text would be removed" in card
+    assert "Preview of the document change" in card and "Removed line: " in card
+    assert "Paragraph 8 says something worth keeping." in card
+    await socket.send_json_to({"action": "approval", "turn": 1, "decision": "approve"})
+    frames = await frames_until_turn_end(socket)
+    assert "Shorter now." in frames[-1]
+    document = await database_sync_to_async(selectors.document_for)(thread=thread)
+    assert document.content == "Paragraph 1 says something worth keeping."
+
+
+async def test_a_waiting_turn_cannot_be_branched_from(owner, thread, script, sockets):
+    from conversations.branching import fork_thread
+    from workspace.errors import UserFacingError
+
+    await _ask(thread, owner, script, sockets)
+    with pytest.raises(UserFacingError, match="waiting for your approval"):
+        await database_sync_to_async(fork_thread)(source=await _fresh(thread), turn_index=1, user=owner)
+
+
+async def test_two_changes_asked_in_one_step_are_asked_one_after_the_other(owner, thread, script, sockets):
+    await _add_preferences(thread, "Formal tone", "Short paragraphs", "Cite sources")
+    script(
+        Reply(tool_calls=[
+            tool_call("remove_preferences", "Dropping the first rule.", indices=[1]),
+            tool_call("remove_preferences", "Dropping the third rule.", indices=[3]),
+        ]),
+        Reply(text="Both answered."),
+    )
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="drop two rules")
+    first = (await frame_containing(socket, CARD + ' class="approval is-pending"'))[-1]
+    await registry.wait_for_turn(thread.pk)
+    await registry.answer_approval(thread=thread, turn=1, decision=guard.APPROVED)
+    second = (await frame_containing(socket, CARD + ' class="approval is-pending"'))[-1]
+    assert first != second
+    await registry.wait_for_turn(thread.pk)
+    await registry.answer_approval(thread=thread, turn=1, decision=guard.REJECTED)
+    frames = await frames_until_turn_end(socket)
+    assert "Both answered." in frames[-1]
+    assert len(await _titles(thread)) == 2  # one removed, one kept
+    assert (await _row(thread)).status == Turn.Status.COMPLETE
+
+
+async def test_the_card_shows_what_the_agent_and_person_wrote_as_text(owner, thread, script, sockets, async_client):
+    payload = '<img src=x onerror="alert(1)">'
+    await _add_preferences(thread, payload)
+    script(Reply(tool_calls=[tool_call("remove_preferences", f"Dropping {payload}.", indices=[1])]), Reply(text="ok"))
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="drop it")
+    card = (await frame_containing(socket, CARD + ' class="approval is-pending"'))[-1]
+    await registry.wait_for_turn(thread.pk)
+    await async_client.aforce_login(owner)
+    page = (await async_client.get(f"/threads/{thread.pk}/workspace/")).content.decode()
+    for html in (card, page):
+        assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html and payload not in html
