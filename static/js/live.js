@@ -79,7 +79,8 @@
 
   function copyAttributes(target, source) {
     Array.prototype.slice.call(target.attributes).forEach(function (attr) {
-      if (!source.hasAttribute(attr.name) && attr.name !== "hidden") target.removeAttribute(attr.name);
+      // hidden and tabindex are the page's own (an open form, the plan's one Tab stop).
+      if (!source.hasAttribute(attr.name) && attr.name !== "hidden" && attr.name !== "tabindex") target.removeAttribute(attr.name);
     });
     Array.prototype.slice.call(source.attributes).forEach(function (attr) {
       if (target.getAttribute(attr.name) !== attr.value) target.setAttribute(attr.name, attr.value);

@@ -82,9 +82,36 @@ def test_tab_from_the_top_reaches_the_message_box_within_15_presses_with_a_12_st
             break
     assert order[-1] == "TEXTAREA Message", order
     assert len(order) <= 15, order
+    print(f"{len(order)} Tab presses to the Message box")
     # The plan's twelve rows are one stop: the first row.
     plan_stops = [stop for stop in order if stop.startswith("LI ")]
     assert len(plan_stops) == 1, order
+
+
+PREFERENCES = (
+    "import uuid; from workspace.models import Thread; from workspace.services import preferences as p; "
+    "t = Thread.objects.get(pk=uuid.UUID('{thread_id}')); "
+    "[p.preference_add(thread=t, title=title, kind='hard', respect_lock=False) for title in ('Cite sources', 'Plain words')]"
+)
+
+
+def test_each_preference_row_and_an_empty_add_form_are_one_tab_stop(page, haico_server):
+    url = open_seeded(page, haico_server, [("Gather", 0)])
+    haico_server.manage("shell", "-c", PREFERENCES.format(thread_id=uuid.UUID(thread_id_from(url))))
+    page.goto(url)
+    prefs = page.get_by_role("region", name="Preferences")
+    expect(prefs.get_by_role("toolbar")).to_have_count(2)
+    page.locator("body").focus()
+    order = [page.keyboard.press("Tab") or focused(page) for _ in range(6)]
+    assert order[3:] == ["BUTTON Lock preference Cite sources", "BUTTON Lock preference Plain words", "INPUT Preference title"]
+    # Inside a row's toolbar the arrows go from button to button.
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("ArrowRight")
+    expect(prefs.get_by_role("button", name="Edit preference Plain words")).to_be_focused()
+    # With a title typed, the add form's other controls are in the Tab order again.
+    prefs.get_by_role("textbox", name="Preference title").fill("Short")
+    prefs.get_by_role("textbox", name="Preference title").press("Tab")
+    expect(prefs.get_by_role("combobox", name="Kind")).to_be_focused()
 
 
 def test_plan_rows_by_keyboard_and_the_step_editor_moves_and_renests_its_step(page, haico_server):
