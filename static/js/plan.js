@@ -87,7 +87,10 @@
     } else if (key === "Home" || key === "End") {
       focusRow(rows[key === "Home" ? 0 : rows.length - 1]);
     } else if (key === "Enter") {
-      plan().act(li, "edit");
+      // An editor already open keeps what is typed in it.
+      var open = li.querySelector(':scope > form[data-edit-form="edit"] input[name=text]');
+      if (open) open.focus();
+      else plan().act(li, "edit");
     } else if (key === " ") {
       var box = boxOf(li);
       if (box) box.click(); // live.js posts it on "change"
