@@ -195,6 +195,21 @@ def test_the_row_menu_by_keyboard_and_by_mouse(page, haico_server):
     expect_plan(page, ["1 Gather", "2 Write", "2.1 Search"])
 
 
+def test_on_a_touch_screen_a_rows_controls_and_its_menu_are_at_least_40_px(page, haico_server):
+    open_seeded(page, haico_server, [("Gather", 0), ("Search", 1)])
+    page.context.new_cdp_session(page).send("Emulation.setTouchEmulationEnabled", {"enabled": True, "maxTouchPoints": 1})
+    assert page.evaluate("() => matchMedia('(pointer: coarse)').matches")
+    planning = page.get_by_role("region", name="Planning")
+    targets = [planning.get_by_role("checkbox", name="Done: step 1.1"), planning.get_by_role("button", name="Actions for step 1.1")]
+    planning.get_by_role("button", name="Actions for step 1.1").click()
+    menu = page.get_by_role("menu", name="Step actions")
+    expect(menu).to_be_visible()
+    targets += menu.get_by_role("menuitem").all()
+    for target in targets:
+        box = target.bounding_box()
+        assert box["width"] >= 40 and box["height"] >= 40, (target, box)
+
+
 def test_a_drag_reorders_within_a_level_and_a_drag_onto_another_level_is_refused(page, haico_server):
     url = open_seeded(page, haico_server, [("Alpha", 0), ("Beta", 0), ("Beta one", 1), ("Beta two", 1), ("Gamma", 0)])
     planning = page.get_by_role("region", name="Planning")
