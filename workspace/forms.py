@@ -96,6 +96,25 @@ class StepMoveForm(forms.Form):
     )
 
 
+class StepPlaceForm(forms.Form):
+    """Where a dragged step was dropped: just before the step `before`, or
+    at the end of the plan when it is empty."""
+
+    before = forms.CharField(required=False, strip=True)
+
+    def clean_before(self):
+        value = self.cleaned_data["before"]
+        if "before" not in self.data:
+            # Only an explicit empty value means the end: a request that says
+            # nothing moves nothing.
+            raise forms.ValidationError("Say which step it was dropped before (a step id, or empty for the end).")
+        if not value:
+            return None
+        if not value.isascii() or not value.isdigit() or len(value) > 18:
+            raise forms.ValidationError(f"Say which step it was dropped before (a step id), not {value!r}.")
+        return int(value)
+
+
 KIND_ERRORS = {"invalid_choice": "Kind must be 'hard' or 'soft', not '%(value)s'.", "required": "Kind must be 'hard' or 'soft'."}
 
 

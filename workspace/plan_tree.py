@@ -149,6 +149,43 @@ def move_among_siblings(depths: list[int], i: int, sibling_index: int) -> Layout
     return Layout(order=order, depths=[depths[j] for j in order])
 
 
+ACROSS_LEVELS = (
+    "Dragging only reorders a step among the steps at its own level; "
+    "use Indent or Outdent to change its level."
+)
+
+
+def parent_of(depths: list[int], i: int) -> int | None:
+    """The row row i is a sub-step of, or None at the top level."""
+    j = i - 1
+    while j >= 0 and depths[j] >= depths[i]:
+        j -= 1
+    return j if j >= 0 else None
+
+
+def place_before(depths: list[int], i: int, before: int | None) -> Layout:
+    """Row i (with its subtree) dropped just before row `before` (None: at
+    the end of the plan), as a drag in the tree means it. The drop must land
+    among row i's siblings (between two of them, or after the last one, still
+    inside the parent's subtree); anywhere else would change its level, which
+    only indent and outdent do (docs/adr/0002, 0023)."""
+    end = subtree_end(depths, i)
+    if before is not None and i < before < end:
+        raise InvalidInput("A step cannot be dropped among its own sub-steps.")
+    if before == i:
+        return Layout(order=_identity(depths), depths=list(depths))
+    rest = [j for j in range(len(depths)) if not i <= j < end]
+    rest_depths = [depths[j] for j in rest]
+    slot = len(rest) if before is None else rest.index(before)
+    parent = parent_of(depths, i)  # before row i, so its place in `rest` is the same
+    first = 0 if parent is None else parent + 1
+    last = len(rest) if parent is None else subtree_end(rest_depths, parent)
+    depth = depths[i]
+    if not first <= slot <= last or (slot < last and rest_depths[slot] != depth):
+        raise InvalidInput(ACROSS_LEVELS)
+    return move_among_siblings(depths, i, sum(1 for d in rest_depths[first:slot] if d == depth))
+
+
 def move_step(depths: list[int], i: int, direction: str) -> Layout:
     """One place up or down among its siblings."""
     if direction not in ("up", "down"):

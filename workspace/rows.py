@@ -50,7 +50,7 @@ def preference_row(preference: Preference) -> str:
         f'<li id="pref-{int(preference.pk)}" class="pref pref-{kind}{" is-locked" if locked else ""}" data-kind="{kind}"'
         f'{_after(getattr(preference, "after", None))}><div class="edit-view pref-view">'
         f'<div class="pref-line"><span class="pref-title">{title}</span>{badge}</div>{subtitle}'
-        f'<div class="row-actions">'
+        f'<div class="row-actions" role="toolbar" aria-label="Actions for preference {title}">'
         f'<button data-pref-act="lock" aria-pressed="{"true" if locked else "false"}" aria-label="Lock preference {title}">'
         f'{"Unlock" if locked else "Lock"}</button>'
         f'<button data-pref-act="edit" aria-label="Edit preference {title}">Edit</button>'

@@ -79,7 +79,8 @@
 
   function copyAttributes(target, source) {
     Array.prototype.slice.call(target.attributes).forEach(function (attr) {
-      if (!source.hasAttribute(attr.name) && attr.name !== "hidden") target.removeAttribute(attr.name);
+      // hidden and tabindex are the page's own (an open form, the plan's one Tab stop).
+      if (!source.hasAttribute(attr.name) && attr.name !== "hidden" && attr.name !== "tabindex") target.removeAttribute(attr.name);
     });
     Array.prototype.slice.call(source.attributes).forEach(function (attr) {
       if (target.getAttribute(attr.name) !== attr.value) target.setAttribute(attr.name, attr.value);
@@ -145,13 +146,29 @@
     return fits;
   }
 
+  // A row that moves is taken out and put back where moveBefore is missing,
+  // which drops focus: give it back to the same element (a row, or the text
+  // field of its open editor, with the caret where it was).
+  function focusInPlan(steps) {
+    var active = document.activeElement;
+    if (!active || active === steps || !steps.contains(active)) return function () {};
+    var caret = typeof active.selectionStart === "number" ? [active.selectionStart, active.selectionEnd] : null;
+    return function () {
+      if (!active.isConnected || document.activeElement === active) return;
+      active.focus({ preventScroll: true });
+      if (caret) active.setSelectionRange(caret[0], caret[1]);
+    };
+  }
+
   function apply(template) {
     var kind = template.getAttribute("data-live-patch");
     if (kind === "plan") {
       var steps = document.getElementById("plan-steps");
       if (!steps) return;
+      var keep = focusInPlan(steps);
       if (!applyRows(template, "step-", function () { return steps; })) resync();
       planChanged();
+      keep();
     } else if (kind === "preferences") {
       if (!document.getElementById("pref-list-hard")) return;
       var fits = applyRows(template, "pref-", function (row) {
@@ -159,6 +176,7 @@
       });
       if (!fits) resync();
       preferencesChanged();
+      if (HAICO.rovingToolbars) HAICO.rovingToolbars(document.getElementById("panel-preferences"));
     } else if (kind === "document") {
       document.dispatchEvent(new CustomEvent("haico:document-patch", { detail: { template: template } }));
     } else if (kind === "error") {
@@ -234,7 +252,11 @@
       for (var i = 0; i < depth; i++) if (!counters[i]) counters[i] = 1;
       counters[depth] = (counters[depth] || 0) + 1;
       var number = counters.join(".");
-      if (stepNumber(li) !== number) label(li, number);
+      // A patched row arrives numbered, but its open editor is the page's own.
+      if (li.__labelled !== number) {
+        label(li, number);
+        li.__labelled = number;
+      }
       var box = li.querySelector(STEP_BOX);
       if (box && box.checked) done++;
     });
@@ -245,6 +267,7 @@
     }
     var panel = document.getElementById("panel-plan");
     if (panel) writeChecklist(panel);
+    if (HAICO.planRowsChanged) HAICO.planRowsChanged(rows);
   }
 
   function writeChecklist(panel) {
@@ -259,6 +282,19 @@
   }
 
   HAICO.writeChecklist = writeChecklist;
+  // For static/js/plan.js (the rows' keyboard and drag).
+  HAICO.plan = {
+    rows: stepRows,
+    depthOf: depthOf,
+    rowId: rowId,
+    url: planUrl,
+    act: function (li, act) { stepAction(li, act, li); },
+    openMenu: function (li) {
+      var opener = li.querySelector(":scope > .edit-view .step-menu");
+      if (opener) openMenu(li, opener);
+    },
+    post: function (url, li, values) { post(url, li, values); },
+  };
 
   function preferencesChanged() {
     var count = document.getElementById("pref-count");
@@ -343,7 +379,7 @@
       var scope = form.closest("[data-edit-scope], li.step, li.pref");
       if (scope) {
         HAICO.closeForms(scope);
-        var opener = scope.querySelector(".step-menu, [data-pref-act=edit]");
+        var opener = scope.matches("li.step") ? scope : scope.querySelector("[data-pref-act=edit]");
         if (opener) opener.focus();
       }
     }

@@ -153,6 +153,30 @@ class PlanModel:
             raise Refused("at the edge")
         self.move_to(pk, target)
 
+    def place_before(self, pk, before_pk):
+        """A drag: the node goes before `before_pk` (None: the end of the
+        plan), which must be a sibling, or the first row after its parent's
+        subtree (then it goes last among its siblings)."""
+        node, _, parent = self.locate(pk)
+        if before_pk == pk:
+            return
+        if before_pk in self.subtree(node):
+            raise Refused("inside itself")
+        siblings = [c.pk for c in parent.children]
+        if before_pk in siblings:
+            parent.children.remove(node)
+            parent.children.insert([c.pk for c in parent.children].index(before_pk), node)
+            return
+        order = [n.pk for n, _, _ in self.preorder()]
+        after_parent = None
+        if parent is not self.root:
+            end = order.index(parent.pk) + len(self.subtree(parent))
+            after_parent = order[end] if end < len(order) else None
+        if before_pk != after_parent:
+            raise Refused("another level")
+        parent.children.remove(node)
+        parent.children.append(node)
+
     def delete(self, pk) -> list[int]:
         node, _, parent = self.locate(pk)
         parent.children.remove(node)
@@ -209,6 +233,7 @@ OPERATIONS = [
     "set_done",
     "stale_step",
     "indent_then_outdent",
+    "place_before",
 ]
 
 
@@ -269,6 +294,7 @@ def _run(thread, model, name, data, deleted):
                     lambda t: plan_services.todo_outdent(todo=t),
                     lambda t: plan_services.todo_move(todo=t, direction="up"),
                     lambda t: plan_services.todo_move(todo=t, direction="down"),
+                    lambda t: plan_services.todo_place(todo=t),
                     lambda t: plan_services.todo_delete(todo=t),
                     lambda t: plan_services.todo_add(thread=thread, text="child of a ghost", parent=t),
                 ]
@@ -350,6 +376,27 @@ def _run(thread, model, name, data, deleted):
         stored = _stored(thread)
         start = [r[0] for r in stored].index(node.pk)
         assert [r[0] for r in stored[start : start + len(subtree)]] == subtree
+        return
+
+    if name == "place_before":
+        before_row = data.draw(st.none() | st.integers(0, len(rows) - 1), label="before")
+        before = None if before_row is None else rows[before_row][0]
+        subtree = model.subtree(node)
+        depth = model.locate(node.pk)[1]
+
+        def call():
+            plan_services.todo_place(todo=todo, before=None if before is None else _todo(before))
+
+        try:
+            model.place_before(node.pk, None if before is None else before.pk)
+        except Refused:
+            _expect_refusal(thread, InvalidInput, call)
+            return
+        call()
+        stored = _stored(thread)
+        start = [r[0] for r in stored].index(node.pk)
+        block = stored[start : start + len(subtree)]
+        assert [r[0] for r in block] == subtree and block[0][2] == depth
         return
 
     if name == "indent_then_outdent":
@@ -439,6 +486,21 @@ def test_move_among_siblings_reorders_whole_subtrees_at_one_level():
     for bad in (3, -1, "1", True):
         with pytest.raises(InvalidInput, match="out of range; this level has 3 steps"):
             plan_tree.move_among_siblings(depths, 0, bad)
+
+
+def test_place_before_moves_among_siblings_and_refuses_other_levels():
+    depths = [0, 1, 1, 0, 1, 0]  # A, A.1, A.2, B, B.1, C
+    # C before A; A.1 after A.2 (before B: the first row after A's subtree); B at the end.
+    assert plan_tree.place_before(depths, 5, 0) == plan_tree.Layout(order=[5, 0, 1, 2, 3, 4], depths=[0, 0, 1, 1, 0, 1])
+    assert plan_tree.place_before(depths, 1, 3).order == [0, 2, 1, 3, 4, 5]
+    assert plan_tree.place_before(depths, 3, None).order == [0, 1, 2, 5, 3, 4]
+    assert plan_tree.place_before(depths, 2, 2).order == [0, 1, 2, 3, 4, 5]
+    # A.1 before B.1 or C, C before A.2 or B.1: each would change its level.
+    for i, before in ((1, 4), (1, 5), (5, 2), (5, 4), (1, 0), (4, None)):
+        with pytest.raises(InvalidInput, match="only reorders a step among the steps at its own level"):
+            plan_tree.place_before(depths, i, before)
+    with pytest.raises(InvalidInput, match="among its own sub-steps"):
+        plan_tree.place_before(depths, 3, 4)
 
 
 def test_outline_numbers_restart_counters_below_a_new_parent():

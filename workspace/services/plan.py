@@ -51,8 +51,8 @@ def _write(todos: list[Todo], depths: list[int]) -> None:
         Todo.objects.bulk_update(moved, ["position", "depth"])
 
 
-def _rearrange(todo: Todo, layout_for) -> None:
-    todos = _plan(todo.thread_id)
+def _rearrange(todo: Todo, layout_for, todos: list[Todo] | None = None) -> None:
+    todos = _plan(todo.thread_id) if todos is None else todos
     i = _row_of(todos, todo)
     depths = _depths(todos)
     layout = layout_for(depths, i)
@@ -172,6 +172,16 @@ def todo_move(*, todo: Todo, direction: str) -> None:
     if direction not in ("up", "down"):
         raise InvalidInput("Direction must be 'up' or 'down'.")
     _rearrange(todo, lambda depths, i: plan_tree.move_step(depths, i, direction))
+
+
+@transaction.atomic
+def todo_place(*, todo: Todo, before: Todo | None = None) -> None:
+    """A drag in the tree: the step (with its subtree) goes just before
+    `before` (None: the end of the plan), which must keep it at its level
+    among its siblings; a drop anywhere else is refused, nothing moves."""
+    todos = _plan(todo.thread_id)
+    target = None if before is None else _row_of(todos, before)
+    _rearrange(todo, lambda depths, i: plan_tree.place_before(depths, i, target), todos)
 
 
 def _unique(todos: list[Todo]) -> list[Todo]:

@@ -8,8 +8,8 @@ from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import events
-from ..errors import WorkspaceError
-from ..forms import StepDoneForm, StepMoveForm, StepTextForm, first_error
+from ..errors import NotFound, WorkspaceError
+from ..forms import StepDoneForm, StepMoveForm, StepPlaceForm, StepTextForm, first_error
 from ..models import Todo
 from ..services import plan as plan_services
 from .common import changed, get_thread_for_user, gone, in_thread_or_none, panel_response, refused
@@ -114,6 +114,23 @@ def step_move(request, thread_id, pk):
     )
 
 
+@login_required
+@require_POST
+def step_place(request, thread_id, pk):
+    """A drag in the tree: the step goes before another step of its level
+    (the service refuses a drop that would change its level)."""
+
+    def place(todo, data):
+        before = None
+        if data["before"] is not None:
+            before = in_thread_or_none(Todo, thread=todo.thread, pk=data["before"])
+            if before is None:
+                raise NotFound(STEP_GONE)
+        plan_services.todo_place(todo=todo, before=before)
+
+    return _on_step(request, thread_id, pk, place, form_class=StepPlaceForm)
+
+
 urlpatterns = [
     path("plan/", plan_panel, name="plan"),
     path("plan/add/", step_add, name="plan-add"),
@@ -124,4 +141,5 @@ urlpatterns = [
     path("plan/<int:pk>/indent/", step_indent, name="plan-indent"),
     path("plan/<int:pk>/outdent/", step_outdent, name="plan-outdent"),
     path("plan/<int:pk>/move/", step_move, name="plan-move"),
+    path("plan/<int:pk>/place/", step_place, name="plan-place"),
 ]

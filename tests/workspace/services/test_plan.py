@@ -151,6 +151,24 @@ def test_todo_move_up_down_within_its_level_only(thread):
     assert _plan(thread) == [("B", 0), ("B.1", 1), ("A", 0), ("A.2", 1), ("A.1", 1)]
 
 
+def test_todo_place_reorders_within_a_level_with_subtrees_and_dense_positions(thread):
+    """What a drag in the tree does: the step goes before another step of its
+    level (or last), its sub-steps with it; a drop onto another level is refused."""
+    todos = _outline(thread, ("A", 0), ("A.1", 1), ("A.2", 1), ("A.2.a", 2), ("B", 0), ("C", 0))
+    a, a1, a2, _, b, c = todos
+    plan_services.todo_place(todo=c, before=a)
+    assert _plan(thread) == [("C", 0), ("A", 0), ("A.1", 1), ("A.2", 1), ("A.2.a", 2), ("B", 0)]
+    plan_services.todo_place(todo=a2, before=a1)
+    assert _plan(thread) == [("C", 0), ("A", 0), ("A.2", 1), ("A.2.a", 2), ("A.1", 1), ("B", 0)]
+    plan_services.todo_place(todo=a, before=None)
+    assert _plan(thread) == [("C", 0), ("B", 0), ("A", 0), ("A.2", 1), ("A.2.a", 2), ("A.1", 1)]
+    assert _positions(thread) == list(range(6))
+    for todo, before in ((a1, b), (b, a2), (c, a1), (a2, a)):
+        with pytest.raises(InvalidInput, match="only reorders a step among the steps at its own level"):
+            plan_services.todo_place(todo=todo, before=before)
+    assert _plan(thread) == [("C", 0), ("B", 0), ("A", 0), ("A.2", 1), ("A.2.a", 2), ("A.1", 1)]
+
+
 def test_todos_toggle_by_index_reports_outline_numbers_and_ignores_duplicates(thread):
     _outline(thread, ("A", 0), ("A.1", 1), ("B", 0))
     result = plan_services.todos_toggle_by_index(thread=thread, indices=[2, 2, 3])

@@ -148,6 +148,7 @@ STEP_ACTIONS = [
     ("indent", {}),
     ("outdent", {}),
     ("move", {"direction": "up"}),
+    ("place", {"before": ""}),
 ]
 
 
@@ -308,6 +309,49 @@ def test_moves_past_the_ends_or_unknown_direction_are_refused(owner_client, thre
     assert response.status_code == 200
     assert message in only_patch(response.content.decode(), "error").text
     assert outline(thread) == ORIGINAL
+
+
+def test_a_drop_before_a_sibling_moves_the_step_with_its_subtree(owner_client, thread, plan):
+    response = owner_client.post(step_url(thread, plan["write"], "place"), {"before": plan["gather"].pk}, **HTMX)
+    assert outline(thread) == [ORIGINAL[3], *ORIGINAL[:3]]
+    rows = only_patch(response.content.decode(), "plan").rows
+    assert [(r.text, r.number, r.after) for r in rows] == [("Write", "1", "")]
+
+    # Before nothing: the end of the plan.
+    owner_client.post(step_url(thread, plan["write"], "place"), {"before": ""}, **HTMX)
+    assert outline(thread) == ORIGINAL
+
+
+@pytest.mark.parametrize(
+    "step, before, message",
+    [
+        ("write", "search", "only reorders a step among the steps at its own level"),
+        ("write", "screen", "only reorders a step among the steps at its own level"),
+        ("screen", "gather", "only reorders a step among the steps at its own level"),
+        ("gather", "search", "among its own sub-steps"),
+    ],
+)
+def test_a_drop_onto_another_level_is_refused_by_the_server(owner_client, thread, plan, step, before, message):
+    response = owner_client.post(step_url(thread, plan[step], "place"), {"before": plan[before].pk}, **HTMX)
+    assert response.status_code == 200
+    assert message in only_patch(response.content.decode(), "error").text
+    assert outline(thread) == ORIGINAL
+
+
+@pytest.mark.parametrize("data", [{"before": "abc"}, {"before": "-1"}, {"before": "1.5"}, {"before": "١"}, {}])
+def test_a_drop_before_something_that_is_not_a_step_id_is_refused(owner_client, thread, plan, data):
+    response = owner_client.post(step_url(thread, plan["gather"], "place"), data, **HTMX)
+    assert "Say which step it was dropped before" in only_patch(response.content.decode(), "error").text
+    assert outline(thread) == ORIGINAL
+
+
+def test_a_drop_before_a_step_of_another_thread_or_a_gone_one_changes_nothing(owner_client, owner, thread, plan):
+    elsewhere = thread_create(owner=owner, title="Elsewhere")
+    foreign = plan_services.todo_add(thread=elsewhere, text="Foreign")
+    for before in (foreign.pk, 999999):
+        response = owner_client.post(step_url(thread, plan["write"], "place"), {"before": before}, **HTMX)
+        assert response.status_code == 200 and "no longer exists" in response.content.decode()
+        assert outline(thread) == ORIGINAL
 
 
 def test_refused_move_without_htmx_is_400(owner_client, thread, plan):
