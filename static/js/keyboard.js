@@ -17,7 +17,8 @@
 
   function controls(toolbar) {
     return Array.prototype.filter.call(toolbar.querySelectorAll("button, select, input, a[href]"), function (el) {
-      return !el.disabled && !el.closest("[hidden]") && el.closest("[role=toolbar]") === toolbar;
+      // A dialog or an open edit form inside a toolbar keeps its own Tab order.
+      return !el.disabled && !el.closest("[hidden], dialog, .edit-form") && el.closest("[role=toolbar]") === toolbar;
     });
   }
 

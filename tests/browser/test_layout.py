@@ -189,13 +189,14 @@ def test_thread_list_cards_read_on_a_phone(page, haico_server):
     expect(rows).to_have_count(2)
     for row in rows.all():
         card = box(row)
-        title = box(row.get_by_role("link"))
+        title = box(row.locator("a.thread-title"))
         assert title["width"] >= card["width"] * 0.6 or title["height"] > 30, (card, title)
         delete = box(row.get_by_role("button", name=re.compile("^Delete thread")))
         rename = box(row.get_by_role("button", name=re.compile("^Rename thread")))
-        for button in (delete, rename):
+        export = box(row.get_by_role("link", name=re.compile("^Export thread")))
+        for button in (delete, rename, export):
             assert card["x"] <= button["x"] and button["x"] + button["width"] <= card["x"] + card["width"], (card, button)
-    long_title = rows.first.get_by_role("link")
+    long_title = rows.first.locator("a.thread-title")
     # The whole title shows, wrapped, not cut to a few letters.
     assert long_title.evaluate("el => el.scrollWidth <= el.clientWidth")
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]

@@ -9,7 +9,7 @@ import uuid
 
 from playwright.sync_api import Page, expect
 
-from .helpers import create_thread, sign_up, thread_id_from
+from .helpers import create_thread, open_add_form, sign_up, thread_id_from
 
 SEED = (
     "import uuid, json; from workspace.models import Thread; from workspace.services import plan as p; "
@@ -81,7 +81,7 @@ def test_tab_from_the_top_reaches_the_message_box_within_15_presses_with_a_12_st
         if order[-1] == "TEXTAREA Message":
             break
     assert order[-1] == "TEXTAREA Message", order
-    assert len(order) <= 15, order
+    assert len(order) <= 15, "\n".join(order)
     print(f"{len(order)} Tab presses to the Message box")
     # The plan's twelve rows are one stop: the first row.
     plan_stops = [stop for stop in order if stop.startswith("LI ")]
@@ -102,12 +102,20 @@ def test_each_preference_row_and_an_empty_add_form_are_one_tab_stop(page, haico_
     prefs = page.get_by_role("region", name="Preferences")
     expect(prefs.get_by_role("toolbar")).to_have_count(2)
     page.locator("body").focus()
-    order = [page.keyboard.press("Tab") or focused(page) for _ in range(6)]
-    assert order[3:] == ["BUTTON Lock preference Cite sources", "BUTTON Lock preference Plain words", "INPUT Preference title"]
+    order = [page.keyboard.press("Tab") or focused(page) for _ in range(12)]
+    first = order.index("BUTTON Lock preference Cite sources")
+    # Each row is one stop (its Lock button); the next stop is past the list.
+    assert order[first + 1] == "BUTTON Lock preference Plain words"
+    assert "Plain words" not in order[first + 2] and "Cite sources" not in order[first + 2], order
     # Inside a row's toolbar the arrows go from button to button.
-    page.keyboard.press("Shift+Tab")
+    prefs.get_by_role("button", name="Lock preference Plain words").focus()
     page.keyboard.press("ArrowRight")
     expect(prefs.get_by_role("button", name="Edit preference Plain words")).to_be_focused()
+    # An empty add form is one stop: Tab from its title leaves the form.
+    add = open_add_form(page, "Preferences", "Add preference")
+    add.get_by_role("textbox", name="Preference title").focus()
+    page.keyboard.press("Tab")
+    assert add.evaluate("(form) => !form.contains(document.activeElement)")
     # With a title typed, the add form's other controls are in the Tab order again.
     prefs.get_by_role("textbox", name="Preference title").fill("Short")
     prefs.get_by_role("textbox", name="Preference title").press("Tab")
