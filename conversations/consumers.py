@@ -39,6 +39,7 @@ from workspace.text import encodable
 
 from . import trajectory
 from .branching import discard_branch, fork_thread
+from .forms import checked_selection
 from .live import group_name, publisher
 from .sessions import session_group, session_signs_in
 from .turns import fragments, registry
@@ -215,8 +216,13 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         if "continue_thread" in data or "continue_turn" in data:
             await self._continue_from(data, message=message, model=model)
             return
+        selection, note = await database_sync_to_async(checked_selection)(thread=thread, raw=data.get("selection"))
+        if note:
+            await self._notice(note)
         try:
-            turn_index = await registry.start_turn(thread=thread, user_message=message, model_name=model)
+            turn_index = await registry.start_turn(
+                thread=thread, user_message=message, model_name=model, selection=selection
+            )
         except UserFacingError as exc:  # TurnAlreadyRunning, or a message the guard refuses
             await self._notice(exc.message)
             return

@@ -26,6 +26,7 @@ from channels.db import database_sync_to_async
 
 from agent import checkpointer as checkpointers
 from agent.builder import AgentProvider
+from agent.context import Selection
 from workspace.models import Thread
 
 from .. import trajectory
@@ -122,7 +123,8 @@ async def _warm_up() -> None:
 
 
 async def start_turn(
-    *, thread: Thread, user_message: str, model_name: str | None = None, retry_of: int | None = None
+    *, thread: Thread, user_message: str, model_name: str | None = None, retry_of: int | None = None,
+    selection: Selection | None = None,
 ) -> int:
     """Claim the thread's single turn slot, snapshot the workspace, and start
     the agent in a server-owned task. Returns the turn index.
@@ -139,7 +141,10 @@ async def start_turn(
     turn_index, _snapshot = await database_sync_to_async(guard.turn_begin)(
         thread=thread, user_message=user_message, model_name=model_name, retry_of=retry_of
     )
-    turn = TurnRun(thread=thread, turn_index=turn_index, user_message=user_message, model_name=model_name, agents=agents)
+    turn = TurnRun(
+        thread=thread, turn_index=turn_index, user_message=user_message, model_name=model_name, agents=agents,
+        selection=selection,
+    )
     detached.run(_launch, thread, turn)
     return turn_index
 

@@ -33,7 +33,7 @@ from django.utils.html import escape
 
 from agent import checkpointer as checkpointers
 from agent.builder import AgentProvider
-from agent.context import AgentContext
+from agent.context import AgentContext, Selection
 from agent.events import (
     Answer,
     Diagnostic,
@@ -72,10 +72,12 @@ class TurnStopped(Exception):
 
 class TurnRun:
     def __init__(
-        self, *, thread: Thread, turn_index: int, user_message: str, model_name: str | None, agents: AgentProvider
+        self, *, thread: Thread, turn_index: int, user_message: str, model_name: str | None, agents: AgentProvider,
+        selection: Selection | None = None,
     ):
         self.thread = thread
-        self.context = AgentContext(thread=thread, turn_index=turn_index)
+        # The passage the person asked about, shown to every model call of the turn.
+        self.context = AgentContext(thread=thread, turn_index=turn_index, selection=selection)
         self.turn_index = turn_index
         self.user_message = user_message
         self.model_name = model_name or None
