@@ -485,6 +485,9 @@ class DocumentReview:
     total: int  # every hunk of the turn's change
     kept: int
     undone: int
+    # Grows with every write of the document and every answer: a page shows
+    # a review it receives only if it is not older than the one it shows.
+    stamp: int = 0
 
     @property
     def open(self) -> bool:
@@ -496,7 +499,7 @@ def document_review(*, thread: Thread, document: Document | None = None) -> Docu
     no agent turn changed the document (since turn numbers were recorded).
     `document`: the row as already read (locked, in the undo service)."""
     if document is None:
-        document = Document.objects.filter(thread=thread).only("pk", "content").first()
+        document = Document.objects.filter(thread=thread).only("pk", "content", "version").first()
     if document is None:
         return None
     agent = DocumentRevision.objects.filter(document=document, author=DocumentRevision.Author.AGENT, turn_index__gt=0)
@@ -525,4 +528,5 @@ def document_review(*, thread: Thread, document: Document | None = None) -> Docu
         total=len(hunks),
         kept=sum(1 for d in decisions.values() if d == DocumentReviewDecision.Decision.KEPT),
         undone=sum(1 for d in decisions.values() if d == DocumentReviewDecision.Decision.UNDONE),
+        stamp=document.version + DocumentReviewDecision.objects.filter(document=document).count(),
     )

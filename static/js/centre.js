@@ -457,9 +457,21 @@
   // text in the editor is saved first (merged like any save): an undo is
   // then checked against everything the person typed.
 
+  // While this tab's Keep / Undo is on its way, a pushed review waits: the
+  // button that asked must stay in the page for its answer to be shown. A
+  // review older than the one shown (pushes and answers may cross) is dropped.
+  var reviewAsking = null; // the button whose request is on its way
+  var heldReview = null;
+
+  function stamp(element) {
+    return parseInt(element.getAttribute("data-review-stamp") || "0", 10);
+  }
+
   function replaceReview(incoming) {
     var shown = document.getElementById("doc-review");
     if (!shown || !incoming) return;
+    if (reviewAsking) { heldReview = incoming; return; }
+    if (stamp(incoming) < stamp(shown)) return;
     var message = shown.querySelector("[data-review-message]");
     var fresh = document.importNode(incoming, true);
     if (message && !fresh.querySelector("[data-review-message]")) {
@@ -504,7 +516,18 @@
 
   document.addEventListener("htmx:beforeRequest", function (event) {
     var elt = event.detail.elt;
-    if (elt && elt.closest && elt.closest("#doc-review")) pendingReviewFocus = reviewFocus();
+    if (!elt || !elt.closest || !elt.closest("#doc-review")) return;
+    pendingReviewFocus = reviewFocus();
+    reviewAsking = elt;
+  });
+
+  document.addEventListener("htmx:afterRequest", function (event) {
+    if (!reviewAsking || event.detail.elt !== reviewAsking) return;
+    // The answer is swapped in by now (or failed): a review pushed meanwhile goes in if it is newer.
+    reviewAsking = null;
+    var held = heldReview;
+    heldReview = null;
+    if (held) replaceReview(held);
   });
 
   document.addEventListener("htmx:load", function (event) {
