@@ -14,7 +14,11 @@ are sent after accepting, with a notice first, so the page can say why; the
 htmx ws extension does not reconnect on them.
 
 Messages (JSON; `ws-send` posts the form fields plus a HEADERS object):
-  {"message": "...", "model": "..."}   start a turn
+  {"message": "...", "model": "..."}   start a turn; with "selection":
+                                       {"start", "end", "text"} the passage
+                                       of the document it asks about,
+                                       checked against the saved document
+                                       (conversations.forms.SelectionForm)
   {"action": "stop"}                   stop the running turn
   {"message": "...", "continue_thread": id, "continue_turn": N}
                                        branch that thread after turn N (a
