@@ -22,6 +22,18 @@ class Seen:
 
 
 @dataclass(frozen=True)
+class Selection:
+    """The passage of the document the person selected when they asked:
+    character offsets [start, end) into the text and the text itself, as
+    checked against the document when the message arrived. The prompt shows
+    it in a <selection> element and the agent keeps its edits within it."""
+
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
 class AgentContext:
     thread: Thread
     turn_index: int = 0
@@ -29,5 +41,6 @@ class AgentContext:
     # change of the thread's mode during the turn applies to the next one
     # (agent.modes, docs/adr/0018).
     mode: str = Thread.Mode.EXECUTE
+    selection: Selection | None = None
     # Mutable, one per run: the context itself stays frozen.
     seen: Seen = field(default_factory=Seen)

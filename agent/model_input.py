@@ -119,7 +119,12 @@ class ModelInputMiddleware(AgentMiddleware):
         messages = valid_history(request.messages)
         system = request.system_message
         budget = self.max_tokens - (count_tokens_approximately([system]) if system is not None else 0)
-        messages, left_out = within_budget(messages, max_tokens=max(budget, 1))
+        shaped, left_out = within_budget(messages, max_tokens=max(budget, 1))
+        if left_out:
+            # The note saying so is part of the prompt too: its room comes out of the history's.
+            note = count_tokens_approximately([SystemMessage(content=LEFT_OUT_NOTE.format(count=10**9))])
+            shaped, left_out = within_budget(messages, max_tokens=max(budget - note, 1))
+        messages = shaped
         if left_out:
             text = (system.text if system is not None else "") + LEFT_OUT_NOTE.format(count=left_out)
             return request.override(messages=messages, system_message=SystemMessage(content=text))

@@ -17,6 +17,7 @@ from workspace import plan_tree, selectors
 from workspace.models import Thread
 
 from . import modes
+from .context import Selection
 
 DOCUMENT_INJECT_MAX_CHARS = 30_000
 TRUNCATION_MARKER = "[… truncated; use document tools to read the full content …]"
@@ -107,6 +108,7 @@ Document
 - replace_in_document: replace one exact passage with new text (empty text deletes it). Prefer it to update_document for small edits (a word, a sentence, a paragraph): copy the passage exactly from the <document> block, with enough of it to occur only once; if it matches no place or several, nothing is changed and the error says how many matches were found.
 - insert_in_document: insert text right after one exact passage (the same rule: it must occur exactly once). Prefer it to update_document for adding something in the middle of the document.
 Both are based on the version in the <document> block and merged with the person's edits like update_document.
+- When the <workspace> block has a <selection start=".." end=".."> element, the person selected that passage of the document (character offsets into its text) and is asking about it. Answer about that passage, and keep any edit within it: change only the selected text and leave the rest of the document exactly as it is.
 
 Objective
 - set_objective: record or update your one-line statement of the goal.
@@ -226,31 +228,66 @@ def _latest_artifact_line(reading: selectors.WorkspaceReading) -> str | None:
     )
 
 
-def render_workspace_block(thread: Thread) -> str:
+def selection_in(reading: selectors.WorkspaceReading, selection: Selection | None) -> Selection | None:
+    """Where the person's selection is in the document as it now reads: at its
+    offsets while the text there is unchanged, else the same text nearest to
+    them (an edit earlier in the document moved it), else None (it was
+    rewritten: the agent is no longer shown a passage that is not there)."""
+    if selection is None or not selection.text:
+        return None
+    content = reading.document[1] if reading.document else ""
+    if content[selection.start:selection.end] == selection.text:
+        return selection
+    starts, at = [], content.find(selection.text)
+    while at != -1 and len(starts) < 100:
+        starts.append(at)
+        at = content.find(selection.text, at + 1)
+    if not starts:
+        return None
+    start = min(starts, key=lambda s: abs(s - selection.start))
+    return Selection(start=start, end=start + len(selection.text), text=selection.text)
+
+
+def _selection_line(reading: selectors.WorkspaceReading, selection: Selection | None) -> str | None:
+    selection = selection_in(reading, selection)
+    if selection is None:
+        return None
+    return f'<selection start="{selection.start}" end="{selection.end}">{selection.text}</selection>'
+
+
+def render_workspace_block(thread: Thread, selection: Selection | None = None) -> str:
     """The live workspace as the agent reads it (core seed §3.2). Reads the database."""
-    return render_reading(selectors.workspace_reading_for(thread=thread))
+    return render_reading(selectors.workspace_reading_for(thread=thread), selection)
 
 
-def render_reading(reading: selectors.WorkspaceReading) -> str:
+def render_reading(reading: selectors.WorkspaceReading, selection: Selection | None = None) -> str:
     blocks = [
         _objective_block(reading),
         _preferences_block(reading),
         _todos_block(reading),
         _document_block(reading),
     ]
+    selected = _selection_line(reading, selection)
+    if selected:
+        blocks.append(selected)
     latest = _latest_artifact_line(reading)
     if latest:
         blocks.append(latest)
     return "<workspace>\n" + "\n\n".join(blocks) + "\n</workspace>"
 
 
-def build_system_prompt(thread: Thread, *, mode: str = modes.DEFAULT_MODE) -> str:
+def build_system_prompt(
+    thread: Thread, selection: Selection | None = None, *, mode: str = modes.DEFAULT_MODE
+) -> str:
     """Static instructions first (a cacheable prefix), then the live
-    workspace, then which mode the turn runs in."""
-    return system_prompt_for(selectors.workspace_reading_for(thread=thread), mode=mode)
+    workspace (with the person's selection, if any), then which mode the
+    turn runs in."""
+    return system_prompt_for(selectors.workspace_reading_for(thread=thread), selection, mode=mode)
 
 
-def system_prompt_for(reading: selectors.WorkspaceReading, *, mode: str = modes.DEFAULT_MODE) -> str:
+def system_prompt_for(
+    reading: selectors.WorkspaceReading, selection: Selection | None = None, *, mode: str = modes.DEFAULT_MODE
+) -> str:
     # The mode goes last: the instructions and the workspace read the same
     # whatever the mode, and it is the last word before the conversation.
-    return SYSTEM_PROMPT + "\n\n" + render_reading(reading) + "\n\n" + modes.mode_prompt(mode)
+    return SYSTEM_PROMPT + "\n\n" + render_reading(reading, selection) + "\n\n" + modes.mode_prompt(mode)

@@ -16,7 +16,12 @@ htmx ws extension does not reconnect on them.
 Messages (JSON; `ws-send` posts the form fields plus a HEADERS object):
   {"message": "...", "model": "...", "mode": "..."}
                                        start a turn (mode: the Mode
-                                       selector's, stored if it differs)
+                                       selector's, stored if it differs);
+                                       with "selection": {"start", "end",
+                                       "text"} the passage of the document
+                                       it asks about, checked against the
+                                       saved document
+                                       (conversations.forms.SelectionForm)
   {"action": "stop"}                   stop the running turn
   {"message": "...", "continue_thread": id, "continue_turn": N}
                                        branch that thread after turn N (a
@@ -46,7 +51,7 @@ from workspace.text import encodable
 
 from . import trajectory
 from .branching import discard_branch, fork_thread
-from .forms import MODE_MESSAGE
+from .forms import MODE_MESSAGE, checked_selection
 from .live import group_name, publisher
 from .services import thread_set_mode
 from .sessions import session_group, session_signs_in
@@ -248,8 +253,13 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             # The selector's own save may still be on its way: the message
             # says which mode it was sent in, and the thread remembers it.
             thread = await database_sync_to_async(thread_set_mode)(thread=thread, mode=mode)
+        selection, note = await database_sync_to_async(checked_selection)(thread=thread, raw=data.get("selection"))
+        if note:
+            await self._notice(note)
         try:
-            turn_index = await registry.start_turn(thread=thread, user_message=message, model_name=model, mode=mode)
+            turn_index = await registry.start_turn(
+                thread=thread, user_message=message, model_name=model, mode=mode, selection=selection
+            )
         except UserFacingError as exc:  # TurnAlreadyRunning, or a message the guard refuses
             await self._notice(exc.message)
             return

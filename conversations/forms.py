@@ -7,6 +7,8 @@ message a person can act on; `first_error` is the one the panel shows."""
 from django import forms
 from django.conf import settings
 
+from agent.context import Selection
+from workspace import selectors as workspace_selectors
 from workspace.forms import RuleTextField
 from workspace.models import Artifact, Thread
 
@@ -104,3 +106,49 @@ class LayoutForm(forms.Form):
 
 class ThreadSearchForm(forms.Form):
     q = forms.CharField(required=False, max_length=200)
+SELECTION_UNREADABLE = "The selection could not be read, so the message was sent without it."
+SELECTION_DROPPED = "The selected text is no longer in the document as it was selected, so the message was sent without it."
+
+
+class SelectionForm(forms.Form):
+    """"Ask about selection": the passage of the document text the person
+    selected, as character offsets [start, end) and the text itself. It must
+    still be exactly that text of the document as saved, or it is dropped
+    (the message goes without it)."""
+
+    start = forms.IntegerField(min_value=0)
+    end = forms.IntegerField(min_value=1)
+    text = forms.CharField(strip=False, max_length=settings.HAICO_DOCUMENT_MAX_CHARS)
+
+    def __init__(self, *args, content: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.content = content
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        start, end, text = data["start"], data["end"], data["text"]
+        if not (start < end <= len(self.content)) or self.content[start:end] != text:
+            raise forms.ValidationError(SELECTION_DROPPED)
+        return data
+
+
+def checked_selection(*, thread: Thread, raw) -> tuple[Selection | None, str]:
+    """(the selection a chat message carries, checked against the thread's
+    document; a note for the person when one was sent but is dropped)."""
+    if raw in (None, "", {}):
+        return None, ""
+    if not isinstance(raw, dict):
+        return None, SELECTION_UNREADABLE
+    # Only plain values: a nested object or list is not an offset or a text.
+    fields = {name: raw.get(name) for name in ("start", "end", "text")}
+    if any(not isinstance(v, (str, int)) or isinstance(v, bool) for v in fields.values()):
+        return None, SELECTION_UNREADABLE
+    form = SelectionForm(fields, content=workspace_selectors.document_for(thread=thread).content)
+    if not form.is_valid():
+        # A field of its own refused (no text, an offset below 0): not a selection at all.
+        unreadable = any(name in form.errors for name in form.fields)
+        return None, SELECTION_UNREADABLE if unreadable else SELECTION_DROPPED
+    data = form.cleaned_data
+    return Selection(start=data["start"], end=data["end"], text=data["text"]), ""

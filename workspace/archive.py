@@ -25,6 +25,7 @@ from .models import (
     TODO_TEXT_MAX_CHARS,
     Artifact,
     Document,
+    DocumentReviewDecision,
     DocumentRevision,
     ObjectiveRevision,
     Preference,
@@ -42,6 +43,7 @@ ARTIFACT_PAYLOAD_MAX_CHARS = 1_000_000
 MESSAGE_MAX_CHARS = 1_000_000
 AUTHORS = {choice for choice, _ in DocumentRevision.Author.choices}
 KINDS = {choice for choice, _ in Preference.Kind.choices}
+DECISIONS = {choice for choice, _ in DocumentReviewDecision.Decision.choices}
 
 
 class ArchiveRefused(Exception):
@@ -77,9 +79,15 @@ def workspace_section(thread: Thread) -> dict:
             "content": document.content,
             "version": document.version,
             "revisions": [
-                {"version": version, "title": title, "content": content, "author": author, "at": at.isoformat()}
-                for version, title, content, author, at in document.revisions.order_by("version")
-                .values_list("version", "title", "content", "author", "created_at")
+                {"version": version, "title": title, "content": content, "author": author, "turn": turn,
+                 "at": at.isoformat()}
+                for version, title, content, author, turn, at in document.revisions.order_by("version")
+                .values_list("version", "title", "content", "author", "turn_index", "created_at")
+            ],
+            "review_decisions": [
+                {"turn": turn, "hunk": hunk, "decision": decision}
+                for turn, hunk, decision in document.review_decisions.order_by("turn_index", "hunk")
+                .values_list("turn_index", "hunk", "decision")
             ],
         },
         "artifacts": [
@@ -225,6 +233,7 @@ def parse_workspace(value, *, turns: int) -> dict:
                 "title": row.text("title", max_chars=DOCUMENT_TITLE_MAX_CHARS),
                 "content": row.text("content", max_chars=max_doc),
                 "author": row.choice("author", AUTHORS),
+                "turn": row.number("turn", low=0, high=turns, optional=True) or 0,
             })
         versions = [r["version"] for r in revisions]
         if versions != sorted(set(versions)):
@@ -232,7 +241,16 @@ def parse_workspace(value, *, turns: int) -> dict:
         version = document.number("version", low=1, high=10**9)
         if versions and versions[-1] > version:
             raise ArchiveRefused("workspace.document.version: older than its newest revision.")
+        decisions, seen_hunks = [], set()
+        for n, v in enumerate(document.items("review_decisions", max_items=MAX_REVISIONS)):
+            row = Fields(v, f"workspace.document.review_decisions[{n}]")
+            key = (row.number("turn", low=0, high=turns), row.number("hunk", low=0, high=MAX_REVISIONS))
+            if key in seen_hunks:
+                raise ArchiveRefused(f"workspace.document.review_decisions[{n}]: that change was answered twice.")
+            seen_hunks.add(key)
+            decisions.append({"turn": key[0], "hunk": key[1], "decision": row.choice("decision", DECISIONS)})
         parsed["document"] = {
+            "review_decisions": decisions,
             "title": document.text("title", max_chars=DOCUMENT_TITLE_MAX_CHARS),
             "content": document.text("content", max_chars=max_doc),
             "version": version,

@@ -13,6 +13,7 @@ template escapes it like any other text (docs/adr/0013 for the versions).
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -152,3 +153,102 @@ def diff_text(old: str, new: str, *, context: int = CONTEXT_LINES) -> TextDiff:
     if not (counts[ADDED] or counts[REMOVED] or counts[CHANGED]):
         rows = []
     return TextDiff(tuple(rows), counts[ADDED], counts[REMOVED], counts[CHANGED])
+
+
+# --- one turn's changes as hunks the person keeps or undoes one by one ---------------
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One changed stretch of lines between two texts: lines
+    [old_start, old_end) of the old text became [new_start, new_end) of the
+    new one (0-based; an empty range is a pure insertion or deletion)."""
+
+    index: int  # its place among the hunks of the two texts, from 0
+    old_start: int
+    old_end: int
+    new_start: int
+    new_end: int
+    old_lines: tuple[str, ...]
+    new_lines: tuple[str, ...]
+    rows: tuple[DiffLine, ...]  # for the view: removed / added / changed word by word
+    context_before: str = ""  # the unchanged line just above, for orientation
+    context_after: str = ""
+
+
+def change_hunks(old: str, new: str) -> list[Hunk]:
+    """The changed stretches of `old` -> `new`, in document order. Derived
+    from the two texts alone, so the same two texts always give the same
+    hunks with the same indexes (a kept or undone hunk is stored by index)."""
+    a, b = _lines(old), _lines(new)
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    hunks: list[Hunk] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        if tag == "replace":
+            rows = _changed_block(a[i1:i2], b[j1:j2], i1, j1)
+        else:
+            rows = [DiffLine(REMOVED, i1 + k + 1, None, (Segment(a[i1 + k], REMOVED),)) for k in range(i2 - i1)] + [
+                DiffLine(ADDED, None, j1 + k + 1, (Segment(b[j1 + k], ADDED),)) for k in range(j2 - j1)
+            ]
+        hunks.append(Hunk(
+            index=len(hunks), old_start=i1, old_end=i2, new_start=j1, new_end=j2,
+            old_lines=tuple(a[i1:i2]), new_lines=tuple(b[j1:j2]), rows=tuple(rows),
+            context_before=b[j1 - 1] if j1 > 0 else "", context_after=b[j2] if j2 < len(b) else "",
+        ))
+    return hunks
+
+
+def _line_map(after: list[str], current: list[str]) -> list[int | None]:
+    """For each line of `after`, where it is in `current` if it is unchanged there."""
+    where: list[int | None] = [None] * len(after)
+    matcher = difflib.SequenceMatcher(None, after, current, autojunk=False)
+    for i, j, size in matcher.get_matching_blocks():
+        for k in range(size):
+            where[i + k] = j + k
+    return where
+
+
+def _current_span(hunk: Hunk, where: list[int | None], after_len: int, current_len: int) -> tuple[int, int] | None:
+    """The lines of the current text that hold `hunk`'s new lines untouched,
+    as [start, end); None when any of them changed since (or, for a deletion,
+    when nothing around the place it was is left to find it by)."""
+    if hunk.new_end > hunk.new_start:
+        span = where[hunk.new_start:hunk.new_end]
+        if any(line is None for line in span):
+            return None
+        if any(later != earlier + 1 for earlier, later in itertools.pairwise(span)):
+            return None  # lines typed in between
+        return span[0], span[-1] + 1
+    # A deletion: put the old lines back where they were, between the
+    # neighbours they had, if those neighbours are still side by side.
+    before = where[hunk.new_start - 1] if hunk.new_start > 0 else -1
+    after = where[hunk.new_start] if hunk.new_start < after_len else current_len
+    if before is None or after is None or after != before + 1:
+        return None
+    return after, after
+
+
+def revert_hunks(after: str, current: str, hunks: list[Hunk]) -> tuple[str, list[int], list[int]]:
+    """`current` with each of `hunks` (hunks of some old text -> `after`)
+    put back to its old lines, where its new lines are still there exactly.
+
+    Returns (the text, indexes reverted, indexes refused because the person,
+    the agent or another tab changed those lines since). Nothing around a
+    reverted hunk is touched, so every other edit made since stays."""
+    a, c = _lines(after), _lines(current)
+    where = _line_map(a, c)
+    spans = []
+    reverted, refused = [], []
+    for hunk in hunks:
+        span = _current_span(hunk, where, len(a), len(c))
+        if span is None:
+            refused.append(hunk.index)
+        else:
+            spans.append((span, hunk))
+            reverted.append(hunk.index)
+    # From the end, so the spans still to replace keep their line numbers.
+    for (start, end), hunk in sorted(spans, key=lambda item: item[0], reverse=True):
+        c[start:end] = list(hunk.old_lines)
+    return "\n".join(c), reverted, refused

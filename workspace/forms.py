@@ -206,6 +206,20 @@ class DocumentDiffForm(forms.Form):
     })
 
 
+class DocumentReviewForm(forms.Form):
+    """Keep or Undo in the review of an agent turn's changes: which turn's
+    review the page showed, and which hunk (left out: every one left)."""
+
+    turn = VersionField(min_value=1, error_messages={
+        "required": "Say which turn's changes this is about.",
+        "invalid": "The turn must be a number.",
+        "min_value": "The turn must be a number.",
+    })
+    hunk = VersionField(required=False, min_value=0, error_messages={
+        "invalid": "The change must be a number.", "min_value": "The change must be a number.",
+    })
+
+
 class ArtifactChoiceForm(forms.Form):
     """`?artifact=<id>` picks an artifact for the centre panel; empty shows the document."""
 

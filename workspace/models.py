@@ -147,6 +147,10 @@ class DocumentRevision(models.Model):
     title = models.CharField(max_length=DOCUMENT_TITLE_MAX_CHARS)
     content = models.TextField(blank=True)
     author = models.CharField(max_length=6, choices=Author.choices)
+    # The thread's turn counter when it was written: an agent's revision
+    # with turn_index N was written by turn N (what the review of a turn's
+    # changes reads, docs/adr/0019). 0 for revisions from before it was kept.
+    turn_index = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -158,6 +162,32 @@ class DocumentRevision(models.Model):
 
     def __str__(self):
         return f"{self.document_id} v{self.version} ({self.author})"
+
+
+class DocumentReviewDecision(models.Model):
+    """The person's answer to one hunk of the changes an agent turn made to
+    the document: kept (dismissed from the review) or undone (reverted by a
+    new person-authored revision). The hunks are derived from the turn's
+    revisions, so a hunk is named by its index among them (docs/adr/0019).
+    Write-once: one answer per hunk."""
+
+    class Decision(models.TextChoices):
+        KEPT = "kept", "Kept"
+        UNDONE = "undone", "Undone"
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="review_decisions")
+    turn_index = models.PositiveIntegerField()
+    hunk = models.PositiveIntegerField()
+    decision = models.CharField(max_length=6, choices=Decision.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["document", "turn_index", "hunk"], name="docreview_unique_hunk"),
+        ]
+
+    def __str__(self):
+        return f"{self.document_id} turn {self.turn_index} hunk {self.hunk}: {self.decision}"
 
 
 class Artifact(models.Model):

@@ -80,6 +80,7 @@ def centre_context(*, thread: Thread, selected_artifact_id: int | None = None, *
         "artifacts": artifacts,
         "artifact_options": [(a, option_label(a)) for a in artifacts],
         "selected_artifact": selected,
+        "review": selectors.document_review(thread=thread) if selected is None else None,
         "artifact_view": artifact_view(selected) if selected else None,
         "csv_types": exports.CSV_TYPES,
         "artifact_filename": exports.file_stem(selected.title, default="chart") if selected else "",
@@ -128,9 +129,25 @@ def render_objective_patch(*, thread: Thread) -> str:
 
 
 def render_document_patch(*, thread: Thread) -> str:
+    """The document's new text and preview, and its review (docs/adr/0019),
+    which centre.js shows whether or not the editor can take the text yet."""
     document = selectors.document_for(thread=thread)
-    context = {"document": document, "document_html": render_markdown(document.content)}
+    context = {
+        "thread": thread,
+        "document": document,
+        "document_html": render_markdown(document.content),
+        "review": selectors.document_review(thread=thread),
+    }
     return render_to_string("workspace/panels/centre.html#document_patch", context)
+
+
+def render_review(*, thread: Thread, message: str = "", alert: bool = False, request=None) -> str:
+    """The review of the latest agent turn's document changes (docs/adr/0019),
+    with the answer to what the person just asked, swapped in by its id
+    before the document patch that follows it (which keeps that answer)."""
+    context = {"thread": thread, "review": selectors.document_review(thread=thread),
+               "review_message": message, "review_alert": alert, "review_oob": True}
+    return render_to_string("workspace/panels/centre.html#review", context, request=request)
 
 
 def render_error(*, panel: str, target: str, message: str, row_id=None) -> str:

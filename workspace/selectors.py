@@ -9,10 +9,11 @@ from django.db.models import Case, IntegerField, Value, When
 from django.http import Http404
 
 from . import plan_tree
-from .diff import TextDiff, diff_text
+from .diff import Hunk, TextDiff, change_hunks, diff_text, revert_hunks
 from .models import (
     Artifact,
     Document,
+    DocumentReviewDecision,
     DocumentRevision,
     Objective,
     ObjectiveRevision,
@@ -457,3 +458,75 @@ def _plain_rows(model, fields: tuple[str, ...], *, thread: Thread, order_by=(), 
                 row[i] = convert(row[i], col, connection)
         converted.append(tuple(row))
     return converted
+
+
+# --- the review of an agent turn's document changes (docs/adr/0019) --------------------
+
+
+@dataclass(frozen=True)
+class ReviewHunk:
+    hunk: Hunk
+    # Its new lines are still in the document exactly: Undo can put the old
+    # ones back without touching anything written since.
+    undoable: bool
+
+
+@dataclass(frozen=True)
+class DocumentReview:
+    """What the latest agent turn that changed the document changed: the text
+    before its first agent revision against its last, as hunks, less those
+    the person already kept or undid."""
+
+    turn_index: int
+    before_version: int  # the version just before the turn's first agent edit
+    after_version: int  # the turn's last agent edit
+    after_content: str
+    hunks: list[ReviewHunk]  # still to answer, in document order
+    total: int  # every hunk of the turn's change
+    kept: int
+    undone: int
+    # Grows with every write of the document and every answer: a page shows
+    # a review it receives only if it is not older than the one it shows.
+    stamp: int = 0
+
+    @property
+    def open(self) -> bool:
+        return bool(self.hunks)
+
+
+def document_review(*, thread: Thread, document: Document | None = None) -> DocumentReview | None:
+    """The review of the latest agent turn's document changes, or None when
+    no agent turn changed the document (since turn numbers were recorded).
+    `document`: the row as already read (locked, in the undo service)."""
+    if document is None:
+        document = Document.objects.filter(thread=thread).only("pk", "content", "version").first()
+    if document is None:
+        return None
+    agent = DocumentRevision.objects.filter(document=document, author=DocumentRevision.Author.AGENT, turn_index__gt=0)
+    turn_index = agent.order_by("-version").values_list("turn_index", flat=True).first()
+    if turn_index is None:
+        return None
+    versions = [v for v in agent.filter(turn_index=turn_index).values_list("version", flat=True)]
+    before_version, after_version = min(versions) - 1, max(versions)
+    before = document_version_text(thread=thread, version=before_version)
+    after = document_version_text(thread=thread, version=after_version)
+    if before is None or after is None:
+        return None
+    hunks = change_hunks(before[1], after[1])
+    decisions = dict(
+        DocumentReviewDecision.objects.filter(document=document, turn_index=turn_index).values_list("hunk", "decision")
+    )
+    pending = [hunk for hunk in hunks if hunk.index not in decisions]
+    _, reverted, _ = revert_hunks(after[1], document.content, pending) if pending else ("", [], [])
+    undoable = set(reverted)
+    return DocumentReview(
+        turn_index=turn_index,
+        before_version=before_version,
+        after_version=after_version,
+        after_content=after[1],
+        hunks=[ReviewHunk(hunk=hunk, undoable=hunk.index in undoable) for hunk in pending],
+        total=len(hunks),
+        kept=sum(1 for d in decisions.values() if d == DocumentReviewDecision.Decision.KEPT),
+        undone=sum(1 for d in decisions.values() if d == DocumentReviewDecision.Decision.UNDONE),
+        stamp=document.version + DocumentReviewDecision.objects.filter(document=document).count(),
+    )

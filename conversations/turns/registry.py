@@ -26,6 +26,7 @@ from channels.db import database_sync_to_async
 
 from agent import checkpointer as checkpointers
 from agent.builder import AgentProvider
+from agent.context import Selection
 from agent.model import available_models
 from workspace.errors import UserFacingError
 from workspace.models import Thread
@@ -126,6 +127,7 @@ async def _warm_up() -> None:
 async def start_turn(
     *, thread: Thread, user_message: str, model_name: str | None = None, retry_of: int | None = None,
     mode: str | None = None,
+    selection: Selection | None = None,
 ) -> int:
     """Claim the thread's single turn slot, snapshot the workspace, and start
     the agent in a server-owned task. Returns the turn index.
@@ -148,6 +150,7 @@ async def start_turn(
     turn = TurnRun(
         thread=thread, turn_index=turn_index, user_message=user_message, model_name=model_name, agents=agents,
         mode=mode or thread.mode,
+        selection=selection,
     )
     detached.run(_launch, thread, turn)
     return turn_index

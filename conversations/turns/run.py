@@ -34,7 +34,7 @@ from django.utils.html import escape
 
 from agent import checkpointer as checkpointers
 from agent.builder import AgentProvider
-from agent.context import AgentContext
+from agent.context import AgentContext, Selection
 from agent.events import (
     Answer,
     ApprovalAsked,
@@ -98,10 +98,13 @@ class TurnRun:
         self, *, thread: Thread, turn_index: int, user_message: str, model_name: str | None, agents: AgentProvider,
         mode: str = Thread.Mode.EXECUTE,
         resume: Resume | None = None,
+        selection: Selection | None = None,
     ):
         self.thread = thread
-        # The mode travels with the turn: changing it meanwhile is for the next one.
-        self.context = AgentContext(thread=thread, turn_index=turn_index, mode=mode)
+        # The mode travels with the turn (changing it meanwhile is for the
+        # next one), and so does the passage the person asked about, shown
+        # to every model call of the turn.
+        self.context = AgentContext(thread=thread, turn_index=turn_index, mode=mode, selection=selection)
         self.turn_index = turn_index
         self.user_message = user_message
         self.model_name = model_name or None

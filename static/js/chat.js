@@ -147,6 +147,63 @@
     true
   );
 
+  // --- "Ask about selection": the passage of the document text the message is about ---
+  //
+  // Taken from the "Document text" editor when the person asks, shown as a
+  // chip above the Message box until it is removed or the message is stored,
+  // and sent with the message as {start, end, text}: offsets in characters
+  // (code points, as the server counts them, not the editor's UTF-16 units).
+  // The server checks it against the saved document and drops it, saying
+  // so, if that text is no longer there.
+
+  var selection = null;
+
+  function showSelection(value, hint) {
+    selection = value;
+    var chip = document.getElementById("chat-selection");
+    var note = document.querySelector("[data-chat-selection-hint]");
+    if (chip) {
+      chip.hidden = !value;
+      var text = chip.querySelector("[data-chat-selection-text]");
+      if (text) text.textContent = value ? (value.text.length > 120 ? value.text.slice(0, 120) + "…" : value.text) : "";
+    }
+    if (note) { note.textContent = hint || ""; note.hidden = !hint; }
+  }
+
+  function editorSelection() {
+    var editor = document.querySelector('#doc-form textarea[name="content"]');
+    if (!editor) return null;
+    var from = editor.selectionStart, to = editor.selectionEnd;
+    if (!(to > from)) return null;
+    var value = editor.value;
+    return {
+      start: Array.from(value.slice(0, from)).length,
+      end: Array.from(value.slice(0, to)).length,
+      text: value.slice(from, to),
+    };
+  }
+
+  document.addEventListener("click", function (event) {
+    var target = event.target.closest ? event.target : null;
+    if (!target) return;
+    if (target.closest("[data-chat-ask-selection]")) {
+      var value = editorSelection();
+      showSelection(value, value ? "" : "Select some text in the document first, then ask about it.");
+      var field = composer();
+      if (value && field) field.focus();
+    } else if (target.closest("[data-chat-selection-remove]")) {
+      showSelection(null, "");
+      var box = composer();
+      if (box) box.focus();
+    }
+  });
+
+  document.addEventListener("htmx:wsConfigSend", function (event) {
+    var form = event.target;
+    if (!selection || !form || form.id !== "chat-form") return;
+    event.detail.parameters.selection = { start: selection.start, end: selection.end, text: selection.text };
+  });
+
   document.addEventListener("htmx:wsAfterMessage", function () {
     var ack = document.getElementById("chat-ack");
     var turn = ack ? ack.getAttribute("data-turn") : "";
@@ -154,6 +211,7 @@
       lastAck = turn;
       var field = composer();
       if (field) field.value = "";
+      showSelection(null, "");
       pinned = true;
     }
     if (pinned) scrollToEnd();

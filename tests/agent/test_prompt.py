@@ -291,3 +291,19 @@ def test_the_prompt_never_reads_an_artifact_payload(thread):
         text = build_system_prompt(thread)
     assert '<latest_artifact id="' in text and 'title="Big"/>' in text
     assert not any('"payload"' in q["sql"] for q in queries.captured_queries)
+
+
+def test_a_selection_is_shown_after_the_document_and_followed_where_an_edit_moved_it(thread):
+    from agent.context import Selection
+
+    document_services.document_save(thread=thread, content="Alpha.\n\nBeta paragraph.\n")
+    selection = Selection(start=8, end=23, text="Beta paragraph.")
+    block = render_workspace_block(thread, selection)
+    assert '</document>\n\n<selection start="8" end="23">Beta paragraph.</selection>\n</workspace>' in block
+
+    document_services.document_save(thread=thread, content="New intro.\n\nAlpha.\n\nBeta paragraph.\n")
+    assert '<selection start="20" end="35">Beta paragraph.</selection>' in render_workspace_block(thread, selection)
+
+    document_services.document_save(thread=thread, content="All rewritten.")
+    assert "</selection>" not in build_system_prompt(thread, selection)
+    assert "</selection>" not in render_workspace_block(thread)

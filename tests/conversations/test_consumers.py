@@ -575,4 +575,97 @@ async def test_reaching_the_modes_call_cap_is_said_in_the_chat_and_logged(owner,
     assert "reached the Explore mode's limit of 2 model calls (HAICO_EXPLORE_CALL_LIMIT)" in frames[-1]
     [entry] = await database_sync_to_async(list)(ActivityLogEntry.objects.filter(thread=thread))
     assert entry.level == "warning" and entry.turn_index == 1
-    assert entry.message.startswith("Call cap reached: the turn stopped at the Explore mode's limit of 2 model calls")
+    assert entry.message.startswith("The turn stopped at the Explore mode's limit of 2 model calls")
+    assert entry.kind == "cap_reached" and "HAICO_EXPLORE_CALL_LIMIT" in entry.detail
+# --- "Ask about selection": the passage a message is about --------------------------------
+
+SELECTED_DOCUMENT = "# Essay\n\nThe first paragraph stays.\n\nThe second paragraph is the one to tighten.\n"
+
+
+@database_sync_to_async
+def _write_document(thread, content):
+    from workspace.services import document as document_services
+
+    document_services.document_save(thread=thread, content=content)
+
+
+def _send_selection(message, selection):
+    return json.dumps({"message": message, "selection": selection, "HEADERS": {"HX-Request": "true"}})
+
+
+def _system_prompts(model):
+    return [m.content for request in model.requests for m in request if m.type == "system"]
+
+
+async def test_a_selection_sent_with_the_message_is_shown_to_every_model_call_of_the_turn(owner, thread, script, sockets):
+    await _write_document(thread, SELECTED_DOCUMENT)
+    start = SELECTED_DOCUMENT.index("The second")
+    text = "The second paragraph is the one to tighten."
+    model = script(
+        Reply(tool_calls=[tool_call("add_todos", "Planning the edit.", steps=[{"text": "Tighten", "depth": 0}])]),
+        Reply(text="Tightened."),
+    )
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send_selection(
+        "Make this shorter", {"start": start, "end": start + len(text), "text": text}
+    ))
+    frames = await frames_until_turn_end(socket)
+
+    prompts = _system_prompts(model)
+    assert len(prompts) == 2
+    element = f'<selection start="{start}" end="{start + len(text)}">{text}</selection>'
+    assert all(element in prompt for prompt in prompts)
+    # Inside the workspace block, after the document; and the rule that edits stay within it.
+    assert prompts[0].index("</document>") < prompts[0].index(element) < prompts[0].index("</workspace>")
+    assert "keep any edit within it" in prompts[0]
+    assert "no longer in the document" not in "".join(frames)
+
+
+@pytest.mark.parametrize(
+    "selection, note",
+    [
+        # The text at those offsets is not what was sent (the document changed since).
+        ({"start": 10, "end": 20, "text": "not there"}, "no longer in the document as it was selected"),
+        ({"start": 0, "end": 10_000, "text": "# Essay"}, "no longer in the document as it was selected"),
+        ({"start": 5, "end": 3, "text": "# E"}, "no longer in the document as it was selected"),
+        ({"start": 5, "end": 5, "text": ""}, "could not be read"),
+        ({"start": -1, "end": 3, "text": "# E"}, "could not be read"),
+        ({"start": "x", "end": 3, "text": "# E"}, "could not be read"),
+        ({"start": 0, "end": 3, "text": ["# E"]}, "could not be read"),
+        ({"start": True, "end": 3, "text": "# E"}, "could not be read"),
+        ("0-3", "could not be read"),
+        ([0, 3], "could not be read"),
+    ],
+)
+async def test_a_selection_that_does_not_match_the_document_is_dropped_with_a_note(
+    owner, thread, script, sockets, selection, note
+):
+    await _write_document(thread, SELECTED_DOCUMENT)
+    model = script(Reply(text="ok"))
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send_selection("About this", selection))
+    frames = await frames_until_turn_end(socket)
+
+    assert note in "".join(frames)
+    # The message still went, without a selection.
+    assert len(model.requests) == 1
+    assert "</selection>" not in _system_prompts(model)[0]
+
+
+async def test_a_selection_moved_by_an_edit_before_it_is_found_again_and_a_rewritten_one_is_dropped(
+    owner, thread, script, sockets
+):
+    from agent.context import Selection
+    from agent.prompt import selection_in
+    from workspace import selectors
+
+    await _write_document(thread, SELECTED_DOCUMENT)
+    text = "The first paragraph stays."
+    start = SELECTED_DOCUMENT.index(text)
+    selection = Selection(start=start, end=start + len(text), text=text)
+    await _write_document(thread, "Intro.\n\n" + SELECTED_DOCUMENT)
+    reading = await database_sync_to_async(selectors.workspace_reading_for)(thread=thread)
+    assert selection_in(reading, selection) == Selection(start=start + 8, end=start + 8 + len(text), text=text)
+    await _write_document(thread, "Rewritten entirely.")
+    reading = await database_sync_to_async(selectors.workspace_reading_for)(thread=thread)
+    assert selection_in(reading, selection) is None

@@ -49,7 +49,12 @@ from conversations.turns import guard
 from haico_site.views import STALE_PAGE
 from tests.support.web import HTMX, answered_as_missing, database_rows
 from workspace import selectors
-from workspace.models import ObjectiveRevision, Thread, WorkspaceSnapshot
+from workspace.models import (
+    DocumentRevision,
+    ObjectiveRevision,
+    Thread,
+    WorkspaceSnapshot,
+)
 from workspace.services import artifacts as artifact_services
 from workspace.services import document as document_services
 from workspace.services import objective as objective_services
@@ -243,6 +248,8 @@ ROUTES: dict[str, Public | Account | Owned] = {
     "workspace:document-restore": Owned(
         T, post={"version": 1, "base_version": lambda w: w["document"].version}
     ),
+    "workspace:document-review-keep": Owned(T, post={"turn": 1, "hunk": 0}),
+    "workspace:document-review-undo": Owned(T, post={"turn": 1, "hunk": 0}),
     "workspace:centre": Owned(T, query={"artifact": "artifact"}),
     "workspace:document-export": Owned(T, params={"format": "markdown"}, writes=False),
     "workspace:artifact-export": Owned({**T, "artifact_id": "artifact"}, params={"format": "json"}, writes=False),
@@ -298,6 +305,10 @@ def world(owner, other_user, staff):
         payload={"columns": ["Name"], "rows": [[SECRET]]}, turn_index=1,
     )
     turn, snapshot = guard.turn_begin(thread=thread, user_message=f"Message {SECRET}")
+    # The agent's turn changes the document: a review to keep or undo.
+    document_services.document_save(
+        thread=thread, content=f"# Text {SECRET}\n\nAn agent paragraph.", author=DocumentRevision.Author.AGENT
+    )
     guard.turn_finish(thread=thread, turn_index=turn)
     activity = conversation_services.activity_log(thread=thread, message=f"Warning {SECRET}", level="warning", turn_index=1)
     feedback = conversation_services.feedback_add(thread=thread, user=owner, turn_index=1, rating=4, comment=SECRET)

@@ -9,6 +9,7 @@ from django.db import transaction
 from ..models import (
     Artifact,
     Document,
+    DocumentReviewDecision,
     DocumentRevision,
     Objective,
     ObjectiveRevision,
@@ -40,8 +41,15 @@ def workspace_restore(*, thread: Thread, workspace: dict) -> None:
             thread=thread, title=document["title"], content=document["content"], version=document["version"]
         )
         DocumentRevision.objects.bulk_create(
-            DocumentRevision(document=row, version=r["version"], title=r["title"], content=r["content"], author=r["author"])
+            DocumentRevision(
+                document=row, version=r["version"], title=r["title"], content=r["content"], author=r["author"],
+                turn_index=r["turn"],
+            )
             for r in document["revisions"]
+        )
+        DocumentReviewDecision.objects.bulk_create(
+            DocumentReviewDecision(document=row, turn_index=d["turn"], hunk=d["hunk"], decision=d["decision"])
+            for d in document["review_decisions"]
         )
     Artifact.objects.bulk_create(
         Artifact(thread=thread, artifact_type=a["artifact_type"], title=a["title"], payload=a["payload"], turn_index=a["turn"])

@@ -58,8 +58,10 @@ def _write(document: Document, *, title: str, content: str, author: str) -> Docu
     document.title, document.content = title, content
     document.version += 1
     document.save()
+    turn_index = Thread.objects.filter(pk=document.thread_id).values_list("turn_index", flat=True).first() or 0
     DocumentRevision.objects.create(
-        document=document, version=document.version, title=title, content=content, author=author
+        document=document, version=document.version, title=title, content=content, author=author,
+        turn_index=turn_index,
     )
     changed(document.thread_id, "document")
     return document

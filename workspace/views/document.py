@@ -29,11 +29,18 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import panels, selectors
-from ..errors import DocumentConflict, WorkspaceError
-from ..forms import DocumentDiffForm, DocumentRestoreForm, DocumentSaveForm, first_error
+from ..errors import DocumentConflict, NotFound, WorkspaceError
+from ..forms import (
+    DocumentDiffForm,
+    DocumentRestoreForm,
+    DocumentReviewForm,
+    DocumentSaveForm,
+    first_error,
+)
 from ..markdown import render_markdown
 from ..models import DocumentRevision
 from ..services import document as document_services
+from ..services import review as review_services
 from .common import get_thread_for_user
 
 SAVE_STATE = "workspace/panels/centre.html#save_state"
@@ -260,10 +267,50 @@ def document_restore(request, thread_id):
     return HttpResponse(_history_html(request, thread, message=message) + panels.render_document_patch(thread=thread))
 
 
+# --- the review of an agent turn's changes: Keep / Undo per hunk (docs/adr/0019) -----------
+
+
+def _review_answer(request, thread_id, answer):
+    """htmx gets the review as it now stands, with the answer (a refusal in
+    an alert), and the document's patch (the new text after an undo, which
+    static/js/centre.js puts in the editor like any other); a plain post the
+    page, or the refusal as text with its status."""
+    thread = get_thread_for_user(request, thread_id)
+    form = DocumentReviewForm(request.POST)
+    error, status, message = None, 400, ""
+    if not form.is_valid():
+        error = first_error(form) + " Nothing was changed."
+    else:
+        try:
+            message = answer(thread=thread, turn_index=form.cleaned_data["turn"], hunk=form.cleaned_data["hunk"]).message
+        except WorkspaceError as exc:
+            error, status = exc.message, 404 if isinstance(exc, NotFound) else 409
+    if not request.htmx:
+        if error is None:
+            return redirect("thread-page", thread_id=thread.pk)
+        return HttpResponse(error, status=status, content_type="text/plain")
+    review = panels.render_review(thread=thread, message=error or message, alert=error is not None, request=request)
+    return HttpResponse(review + panels.render_document_patch(thread=thread))
+
+
+@login_required
+@require_POST
+def document_review_keep(request, thread_id):
+    return _review_answer(request, thread_id, review_services.review_keep)
+
+
+@login_required
+@require_POST
+def document_review_undo(request, thread_id):
+    return _review_answer(request, thread_id, review_services.review_undo)
+
+
 urlpatterns = [
     path("document/history/", document_history, name="document-history"),
     path("document/history/diff/", document_diff, name="document-diff"),
     path("document/history/restore/", document_restore, name="document-restore"),
     path("document/preview/", document_preview, name="document-preview"),
+    path("document/review/keep/", document_review_keep, name="document-review-keep"),
+    path("document/review/undo/", document_review_undo, name="document-review-undo"),
     path("document/save/", document_save, name="document-save"),
 ]

@@ -398,3 +398,55 @@ def test_history_of_a_document_never_saved_says_so(owner_client, thread):
     html = owner_client.get(ws_url(thread, HISTORY), **HTMX).content.decode()
     assert "No versions yet: the document has not been saved." in html
     assert "Restore" not in html and "Changes from" not in html
+
+
+# --- the review of an agent turn's changes: Keep / Undo (docs/adr/0019) --------------------
+
+REVIEWED_BEFORE = "# Notes\n\nFirst paragraph.\n\nSecond paragraph."
+REVIEWED_AFTER = "# Notes\n\nFirst paragraph, by the agent.\n\nSecond paragraph, by the agent."
+
+
+def _agent_turn(thread):
+    from workspace.models import Thread
+
+    document_services.document_save(thread=thread, content=REVIEWED_BEFORE, author=DocumentRevision.Author.PERSON)
+    Thread.objects.filter(pk=thread.pk).update(turn_index=1)
+    document_services.document_save(thread=thread, content=REVIEWED_AFTER, author=DocumentRevision.Author.AGENT)
+
+
+def test_the_centre_panel_shows_the_agent_turns_changes_with_keep_and_undo(owner_client, thread):
+    _agent_turn(thread)
+    html = owner_client.get(ws_url(thread, "centre/")).content.decode()
+    assert "The agent’s changes in turn 1" in html
+    assert html.count(">Keep</button>") == 2 and html.count(">Undo</button>") == 2
+    assert ">Keep all</button>" in html and ">Undo all</button>" in html
+
+
+def test_undo_answers_with_the_review_and_the_documents_new_text(owner_client, thread):
+    _agent_turn(thread)
+    response = owner_client.post(ws_url(thread, "document/review/undo/"), {"turn": 1, "hunk": 0}, **HTMX)
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "Change undone." in html and 'id="doc-review"' in html and 'hx-swap-oob="true"' in html
+    assert 'data-live-patch="document"' in html
+    assert _doc(thread).content == REVIEWED_AFTER.replace("First paragraph, by the agent.", "First paragraph.")
+
+
+def test_a_refused_undo_answers_200_with_the_reason_and_changes_nothing(owner_client, thread):
+    _agent_turn(thread)
+    edited = REVIEWED_AFTER.replace("Second paragraph, by the agent.", "Second paragraph, by me.")
+    document_services.document_save(thread=thread, content=edited, base_version=2, author=DocumentRevision.Author.PERSON)
+    response = owner_client.post(ws_url(thread, "document/review/undo/"), {"turn": 1, "hunk": 1}, **HTMX)
+    assert response.status_code == 200
+    assert "edited after the agent made it" in response.content.decode() and 'role="alert"' in response.content.decode()
+    assert _doc(thread).content == edited
+    plain = owner_client.post(ws_url(thread, "document/review/undo/"), {"turn": 1, "hunk": 1})
+    assert plain.status_code == 409
+
+
+@pytest.mark.parametrize("data", [{}, {"turn": "x"}, {"turn": 1, "hunk": "-1"}, {"turn": 1, "hunk": "9"}, {"turn": 5}])
+def test_review_answers_refuse_bad_input_without_an_error_page(owner_client, thread, data):
+    _agent_turn(thread)
+    response = owner_client.post(ws_url(thread, "document/review/keep/"), data, **HTMX)
+    assert response.status_code == 200 and 'role="alert"' in response.content.decode()
+    assert _doc(thread).content == REVIEWED_AFTER
