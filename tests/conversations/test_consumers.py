@@ -577,6 +577,8 @@ async def test_reaching_the_modes_call_cap_is_said_in_the_chat_and_logged(owner,
     assert entry.level == "warning" and entry.turn_index == 1
     assert entry.message.startswith("The turn stopped at the Explore mode's limit of 2 model calls")
     assert entry.kind == "cap_reached" and "HAICO_EXPLORE_CALL_LIMIT" in entry.detail
+
+
 # --- "Ask about selection": the passage a message is about --------------------------------
 
 SELECTED_DOCUMENT = "# Essay\n\nThe first paragraph stays.\n\nThe second paragraph is the one to tighten.\n"
