@@ -32,6 +32,13 @@ class SignupForm(UserCreationForm):
         fields = ("username", "email")
 
 
+class ChooseModelForm(forms.Form):
+    """The chat's model selector; which names are offered is the service's
+    check (conversations.services.thread_choose_model)."""
+
+    model = forms.CharField(max_length=200, error_messages={"required": "Choose a model from the list."})
+
+
 RATING_WORDS = {1: "poor", 2: "weak", 3: "fair", 4: "good", 5: "excellent"}
 RATING_MESSAGE = f"Choose a rating from {FEEDBACK_RATING_MIN} (poor) to {FEEDBACK_RATING_MAX} (excellent)."
 

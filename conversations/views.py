@@ -15,13 +15,14 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from workspace import panels
 from workspace.errors import UserFacingError
+from workspace.forms import first_error
 from workspace.selectors import get_thread_for_user_or_404
 from workspace.views.common import flash
 
 from . import selectors, services, trajectory
 from .branching import rerun_in_branch
 from .chat import chat_context, chat_turns
-from .forms import EditTurnForm, FeedbackForm
+from .forms import ChooseModelForm, EditTurnForm, FeedbackForm
 from .turns.guard import running_turn
 
 ROW_TEMPLATE = "conversations/thread_list.html#row"
@@ -59,6 +60,27 @@ def thread_rename(request, thread_id):
     if request.htmx:
         return render(request, ROW_TEMPLATE, {"thread": _listed(request, thread)})
     return redirect("conversations:list")
+
+
+@login_required
+@require_POST
+def thread_choose_model(request, thread_id):
+    """The chat's model selector changed: remembered for this thread, so the
+    page offers it again after a reload. htmx gets the (empty, or refusal)
+    status line under the selector."""
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    form = ChooseModelForm(request.POST)
+    message = first_error(form) if not form.is_valid() else ""
+    if not message:
+        try:
+            services.thread_choose_model(thread=thread, model=form.cleaned_data["model"])
+        except UserFacingError as exc:
+            message = exc.message
+    if request.htmx:
+        return HttpResponse(message)
+    if message:
+        return HttpResponse(message, status=400, content_type="text/plain")
+    return redirect("thread-page", thread_id=thread.pk)
 
 
 @login_required

@@ -165,15 +165,18 @@ class Owned:
     which the owner's POST succeeds; None if the view takes no POST.
     writes: the owner's POST changes the database (so the other person's
     unchanged database is a refusal, not a no-op).
+    settings: Django settings the route needs to do its work (e.g. a model offered).
     """
 
     kwargs: dict
     query: dict = field(default_factory=dict)
     post: dict | None = None
     writes: bool = True
+    settings: dict = field(default_factory=dict)
 
 
 T = {"thread_id": "thread"}
+OFFERED_MODEL = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "HAICO_MODEL": "walk-model", "HAICO_MODELS": []}
 STEP = {**T, "pk": "step"}
 PREF = {**T, "pk": "preference"}
 
@@ -192,6 +195,7 @@ ROUTES: dict[str, Public | Account | Owned] = {
     "conversations:create": Account(),
     "conversations:rename": Owned(T, post={"title": "Renamed"}),
     "conversations:delete": Owned(T, post={}),
+    "conversations:model": Owned(T, post={"model": "walk-model"}, settings=OFFERED_MODEL),
     "conversations:activity": Owned(T),
     "conversations:feedback": Owned(
         {**T, "turn_index": lambda w: 1}, post={"scope": "turn", "aspect": "correctness", "rating": "3", "comment": "ok"}
@@ -430,10 +434,12 @@ def _route_id(route: Route) -> str:
 
 
 @pytest.mark.parametrize("route", SITE_ROUTES, ids=_route_id)
-def test_route_refuses_other_people_and_anonymous_visitors(route, world, owner, other_user):
+def test_route_refuses_other_people_and_anonymous_visitors(route, world, owner, other_user, settings):
     spec = ROUTES.get(route.key)
     if spec is None:
         pytest.fail(missing(route))
+    for name, value in getattr(spec, "settings", {}).items():
+        setattr(settings, name, value)
     filled = set(getattr(spec, "kwargs", {}))
     if filled != set(route.kwargs):
         pytest.fail(f"{route.key} takes {sorted(route.kwargs)} but ROUTES of {__name__} fills {sorted(filled)}: "
