@@ -227,7 +227,7 @@ ROUTES: dict[str, Public | Account | Owned] = {
     "workspace:plan-indent": Owned(STEP, post={}),
     "workspace:plan-outdent": Owned({**T, "pk": "sub_step"}, post={}),
     "workspace:plan-move": Owned(STEP, post={"direction": "up"}),
-    "workspace:document-preview": Owned(T),
+    "workspace:document-preview": Owned(T, post={"content": "# Typed, not saved"}, writes=False),
     "workspace:document-save": Owned(
         T, post={"title": "Edited", "content": "Edited text", "base_version": lambda w: w["document"].version}
     ),
