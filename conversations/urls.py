@@ -10,6 +10,7 @@ urlpatterns = [
     path("<uuid:thread_id>/rename/", views.thread_rename, name="rename"),
     path("<uuid:thread_id>/delete/", views.thread_delete, name="delete"),
     path("<uuid:thread_id>/model/", views.thread_choose_model, name="model"),
+    path("<uuid:thread_id>/staff-view/", views.staff_workspace_page, name="staff-view"),
     path("<uuid:thread_id>/activity/", views.thread_activity, name="activity"),
     path("<uuid:thread_id>/turns/<int:turn_index>/feedback/", views.feedback_turn, name="feedback"),
     path("<uuid:thread_id>/feedback/<int:pk>/", views.feedback_edit, name="feedback-edit"),

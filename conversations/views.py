@@ -16,10 +16,11 @@ from django_htmx.http import HttpResponseClientRedirect
 from workspace import panels
 from workspace.errors import UserFacingError
 from workspace.forms import first_error
+from workspace.models import Thread
 from workspace.selectors import get_thread_for_user_or_404
 from workspace.views.common import flash
 
-from . import selectors, services, trajectory
+from . import selectors, services, staff_view, trajectory
 from .branching import rerun_in_branch
 from .chat import chat_context, chat_turns
 from .forms import ChooseModelForm, EditTurnForm, FeedbackForm
@@ -123,6 +124,21 @@ def page_context(*, thread, user) -> dict:
 def workspace_page(request, thread_id):
     thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
     return render(request, "conversations/thread_page.html", page_context(thread=thread, user=request.user))
+
+
+@login_required
+@require_GET
+def staff_workspace_page(request, thread_id):
+    """A thread's workspace for staff, read-only, from the admin's "View on
+    site" (conversations.staff_view); anyone else gets 404, its owner too,
+    who has the real page. Every visit is recorded in the moderation log."""
+    if not request.user.is_staff:
+        raise Http404("No such page.")
+    thread = Thread.objects.filter(pk=thread_id).select_related("owner").first()
+    if thread is None:
+        raise Http404("No such thread.")
+    staff_view.record_staff_visit(thread=thread, staff_user=request.user)
+    return render(request, "conversations/staff_workspace.html", staff_view.staff_workspace_context(thread=thread))
 
 
 # --- feedback on a turn -----------------------------------------------------------------
