@@ -116,3 +116,30 @@ def test_the_model_chosen_in_a_thread_is_still_chosen_after_a_reload(page, start
     page.get_by_role("button", name="New thread", exact=True).click()
     expect(page).not_to_have_url(f"{server.url}/threads/")
     expect(page.get_by_role("region", name="Chat").get_by_role("combobox", name="Model")).to_have_value("scripted-model")
+
+
+def test_the_rename_form_keeps_its_row_after_a_refused_title(page, haico_server):
+    sign_up(page, haico_server.url, "ada")
+    create_thread(page, haico_server.url)
+    page.goto(f"{haico_server.url}/threads/")
+    page.get_by_role("button", name="Rename thread New thread").click()
+    form = page.locator(".thread-rename")
+
+    def row_of(name):
+        box = form.get_by_role("button", name=name).bounding_box()
+        return box["y"], box["height"]
+
+    title = form.get_by_role("textbox", name="Thread title")
+    before = (title.bounding_box()["y"], row_of("Save")[0], row_of("Cancel")[0])
+    title.fill(" ")
+    title.evaluate("el => el.removeAttribute('required')")  # let the server refuse it
+    form.get_by_role("button", name="Save").click()
+    error = page.locator(".thread-rename").get_by_role("alert")
+    expect(error).to_have_text("Title cannot be empty.")
+
+    form = page.locator(".thread-rename")
+    title = form.get_by_role("textbox", name="Thread title")
+    after = (title.bounding_box()["y"], row_of("Save")[0], row_of("Cancel")[0])
+    assert after == before
+    # Title, Save and Cancel share one line; the message is on the line below.
+    assert abs(after[1] - after[2]) < 2 and error.bounding_box()["y"] > after[1] + row_of("Save")[1] - 1
