@@ -18,6 +18,7 @@ from .models import (
     Feedback,
 )
 
+
 class SignupForm(UserCreationForm):
     """A username and a password; an email address only if the person wants
     to be able to reset a forgotten password (the reset mails it there)."""

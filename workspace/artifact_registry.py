@@ -246,7 +246,6 @@ def chart_config(kind: str, *, labels: list[str], series_labels: list[str], valu
     """The Chart.js configuration: plain JSON, no callbacks, so it can be
     passed through json_script and checked in tests."""
     palette = PALETTES[style.palette]
-    multi = len(series_labels) > 1
     font = {"size": style.label_size}
     datasets = []
     for i, (label, data) in enumerate(zip(series_labels, values)):

@@ -133,7 +133,8 @@ def test_login_page_offers_forgot_password_and_every_page_has_the_favicon(client
     assert favicon and favicon.group(1) == "/static/img/favicon.svg"
     from django.contrib.staticfiles import finders
 
-    assert "<svg" in open(finders.find("img/favicon.svg")).read()
+    with open(finders.find("img/favicon.svg")) as svg:
+        assert "<svg" in svg.read()
 
 
 def test_password_reset_end_to_end_mail_link_new_password_log_in(client, django_user_model, mailoutbox):

@@ -161,7 +161,7 @@ def test_style_stacked_line_stacks_its_values_and_fills_each_band(thread):
 
 def test_a_style_field_only_applies_to_the_kinds_style_kinds_names(thread):
     style = {"stacked": True, "smooth": True, "donut": True}
-    for artifact_type, kind in CHART_KINDS.items():
+    for kind in CHART_KINDS.values():
         drawn = ChartStyle.from_payload(style).for_kind(kind, series_count=2)
         assert {name: getattr(drawn, name) for name in STYLE_KINDS} == {
             name: kind in kinds for name, kinds in STYLE_KINDS.items()
