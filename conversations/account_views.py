@@ -1,20 +1,21 @@
-"""Sign-up, and the page a login gets once it is locked out (django-axes,
+"""Sign-up (a username, a password, an optional email for password resets), and the page a login gets once it is locked out (django-axes,
 haico_site.settings: too many wrong passwords for one username from one address)."""
 
 import math
 
 from axes.helpers import get_client_username, get_cool_off
 from django.contrib.auth import login
-from django.contrib.auth.forms import UserCreationForm
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
+
+from .forms import SignupForm
 
 
 @require_http_methods(["GET", "POST"])
 def signup(request):
     if request.user.is_authenticated:
         return redirect("conversations:list")
-    form = UserCreationForm(request.POST or None)
+    form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")

@@ -85,6 +85,11 @@ class ThreadAdmin(admin.ModelAdmin):
         # "Fork, never destroy": staff moderate with the recorded soft-delete.
         return False
 
+    def view_on_site(self, obj):
+        """The admin's "View on site": the thread's workspace, read-only for
+        staff (conversations.staff_view), each visit recorded."""
+        return reverse("conversations:staff-view", kwargs={"thread_id": obj.pk})
+
     @admin.display(description="Turns", ordering="turn_index")
     def turn_count(self, obj):
         return obj.turn_index

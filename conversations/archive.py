@@ -76,7 +76,7 @@ def thread_archive(thread: Thread) -> dict:
         "version": ARCHIVE_VERSION,
         "exported_at": timezone.now().isoformat(),
         "thread": {"id": str(thread.pk), "title": thread.title, "turns": thread.turn_index,
-                   "created_at": thread.created_at.isoformat()},
+                   "mode": thread.mode, "chat_model": thread.chat_model, "created_at": thread.created_at.isoformat()},
         "workspace": workspace_section(thread),
         "transcript": {
             "turns": [
@@ -204,9 +204,14 @@ def parse_archive(data: dict) -> dict:
     transcript = Fields(data.get("transcript"), "transcript")
     branches = Fields(data.get("branches") or {}, "branches")
     parent = branches.obj("parent", optional=True)
+    mode = thread.value.get("mode", Thread.Mode.EXECUTE)
+    if mode not in Thread.Mode.values:
+        raise ArchiveRefused(f"thread.mode: expected one of {', '.join(Thread.Mode.values)}.")
     return {
         "title": title,
         "turns": turns,
+        "mode": mode,
+        "chat_model": thread.text("chat_model", max_chars=200, optional=True) or "",
         "workspace": parse_workspace(data.get("workspace"), turns=turns),
         "turn_rows": _turn_rows(transcript.items("turns", max_items=MAX_TURNS), turns=turns),
         "messages": _messages(transcript.items("messages", max_items=MAX_MESSAGES), turns=turns),
@@ -247,7 +252,8 @@ def import_archive(*, raw: bytes, owner: AbstractBaseUser) -> Thread:
 def _write_rows(*, new_id, owner: AbstractBaseUser, title: str, parsed: dict) -> Thread:
     now = timezone.now()
     thread = Thread.objects.create(
-        pk=new_id, owner=owner, title=title, turn_index=parsed["turns"], created_at=now, last_activity_at=now
+        pk=new_id, owner=owner, title=title, turn_index=parsed["turns"], mode=parsed["mode"],
+        chat_model=parsed["chat_model"], created_at=now, last_activity_at=now,
     )
     workspace_restore(thread=thread, workspace=parsed["workspace"])
     Turn.objects.bulk_create(Turn(thread=thread, ended_at=now, **row) for row in parsed["turn_rows"])

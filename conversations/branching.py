@@ -107,6 +107,7 @@ def write_pending_rows(*, new_id, source: Thread, turn_index: int, user: Abstrac
     now = timezone.now()
     thread = Thread.objects.create(
         pk=new_id, owner=locked.owner, title=locked.title, turn_index=turn_index, mode=locked.mode,
+        chat_model=locked.chat_model,
         # Hidden until phase 3: owner-scoped lookups skip deleted threads.
         is_deleted=True, created_at=now, last_activity_at=now,
     )

@@ -79,6 +79,14 @@ def chat_turns(*, thread: Thread, user=None) -> list[dict]:
     return shown
 
 
+def chosen_model(thread: Thread) -> str | None:
+    """The model the chat's selector shows: the one last chosen in this
+    thread while it is still offered, else the default."""
+    if thread.chat_model and thread.chat_model in available_models():
+        return thread.chat_model
+    return default_model_name()
+
+
 def chat_context(*, thread: Thread, user) -> dict:
     running = running_turn(thread)
     return {
@@ -88,6 +96,6 @@ def chat_context(*, thread: Thread, user) -> dict:
         "running_turn_index": running,
         "awaiting_approval": running is None and awaiting_approval(thread.pk) is not None,
         "models": available_models(),
-        "default_model": default_model_name(),
+        "default_model": chosen_model(thread),
         "message_max_chars": settings.HAICO_MESSAGE_MAX_CHARS,
     }

@@ -1,11 +1,12 @@
-"""The conversation's HTTP input: feedback on a turn, and the chat's
-per-message Edit.
+"""The conversation's HTTP input: sign-up, feedback on a turn, and the
+chat's per-message Edit.
 
 The form refuses what the service (conversations.services) would, with a
 message a person can act on; `first_error` is the one the panel shows."""
 
 from django import forms
 from django.conf import settings
+from django.contrib.auth.forms import UserCreationForm
 
 from agent.context import Selection
 from workspace import selectors as workspace_selectors
@@ -18,6 +19,28 @@ from .models import (
     FEEDBACK_RATING_MIN,
     Feedback,
 )
+
+
+class SignupForm(UserCreationForm):
+    """A username and a password; an email address only if the person wants
+    to be able to reset a forgotten password (the reset mails it there)."""
+
+    email = forms.EmailField(
+        label="Email (optional)", required=False, max_length=254,
+        help_text="Only used to send you a link if you forget your password.",
+        widget=forms.EmailInput(attrs={"autocomplete": "email"}),
+    )
+
+    class Meta(UserCreationForm.Meta):
+        fields = ("username", "email")
+
+
+class ChooseModelForm(forms.Form):
+    """The chat's model selector; which names are offered is the service's
+    check (conversations.services.thread_choose_model)."""
+
+    model = forms.CharField(max_length=200, error_messages={"required": "Choose a model from the list."})
+
 
 RATING_WORDS = {1: "poor", 2: "weak", 3: "fair", 4: "good", 5: "excellent"}
 RATING_MESSAGE = f"Choose a rating from {FEEDBACK_RATING_MIN} (poor) to {FEEDBACK_RATING_MAX} (excellent)."

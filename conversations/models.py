@@ -103,6 +103,7 @@ class ModerationAction(models.Model):
         LOCK_PREFERENCE = "lock_preference", "Locked a preference"
         UNLOCK_PREFERENCE = "unlock_preference", "Unlocked a preference"
         RENAME = "rename", "Renamed"
+        VIEW_WORKSPACE = "view_workspace", "Viewed the workspace (read-only)"
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="moderation_actions")
     staff_user = models.ForeignKey(

@@ -1,5 +1,5 @@
-"""Writes for threads: creation, renaming, soft-delete, feedback, staff
-moderation and the activity log. The turn guard is conversations.turns.guard."""
+"""Writes for threads: creation, renaming, the chat's model choice,
+soft-delete, feedback, staff moderation and the activity log. The turn guard is conversations.turns.guard."""
 
 import functools
 
@@ -7,6 +7,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from agent.model import available_models
 from workspace.errors import InvalidInput
 from workspace.events import Change, announce
 from workspace.models import Artifact, Thread
@@ -46,6 +47,18 @@ def thread_rename(*, thread: Thread, title: str) -> Thread:
     thread.title = clean_title(title)
     thread.save(update_fields=["title"])
     announce_thread(thread)
+    return thread
+
+
+def thread_choose_model(*, thread: Thread, model: str) -> Thread:
+    """Remember the model chosen in the thread's chat; one the server does
+    not offer is refused (it could never answer a turn)."""
+    models = available_models()
+    if model not in models:
+        offered = f" Choose one of: {', '.join(models)}." if models else " No model is configured."
+        raise InvalidInput(f"Unknown model “{model}”.{offered}")
+    Thread.objects.filter(pk=thread.pk).update(chat_model=model)
+    thread.chat_model = model
     return thread
 
 

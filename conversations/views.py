@@ -15,13 +15,15 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from workspace import panels
 from workspace.errors import UserFacingError
+from workspace.forms import first_error
+from workspace.models import Thread
 from workspace.selectors import get_thread_for_user_or_404
 from workspace.views.common import flash
 
-from . import selectors, services, trajectory
+from . import selectors, services, staff_view, trajectory
 from .branching import rerun_in_branch
 from .chat import chat_context, chat_turns
-from .forms import EditTurnForm, FeedbackForm, LayoutForm, ModeForm, ThreadSearchForm
+from .forms import ChooseModelForm, EditTurnForm, FeedbackForm, LayoutForm, ModeForm, ThreadSearchForm
 from .turns.guard import running_turn
 
 ROW_TEMPLATE = "conversations/thread_list.html#row"
@@ -76,6 +78,27 @@ def _renamed_from_top_bar(request, thread_id):
     except UserFacingError as exc:
         return flash(exc.message)
     return render(request, TITLE_TEMPLATE, {"title": thread.title})
+
+
+@login_required
+@require_POST
+def thread_choose_model(request, thread_id):
+    """The chat's model selector changed: remembered for this thread, so the
+    page offers it again after a reload. htmx gets the (empty, or refusal)
+    status line under the selector."""
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    form = ChooseModelForm(request.POST)
+    message = first_error(form) if not form.is_valid() else ""
+    if not message:
+        try:
+            services.thread_choose_model(thread=thread, model=form.cleaned_data["model"])
+        except UserFacingError as exc:
+            message = exc.message
+    if request.htmx:
+        return HttpResponse(message)
+    if message:
+        return HttpResponse(message, status=400, content_type="text/plain")
+    return redirect("thread-page", thread_id=thread.pk)
 
 
 @login_required
@@ -159,6 +182,21 @@ def page_context(*, thread, user) -> dict:
 def workspace_page(request, thread_id):
     thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
     return render(request, "conversations/thread_page.html", page_context(thread=thread, user=request.user))
+
+
+@login_required
+@require_GET
+def staff_workspace_page(request, thread_id):
+    """A thread's workspace for staff, read-only, from the admin's "View on
+    site" (conversations.staff_view); anyone else gets 404, its owner too,
+    who has the real page. Every visit is recorded in the moderation log."""
+    if not request.user.is_staff:
+        raise Http404("No such page.")
+    thread = Thread.objects.filter(pk=thread_id).select_related("owner").first()
+    if thread is None:
+        raise Http404("No such thread.")
+    staff_view.record_staff_visit(thread=thread, staff_user=request.user)
+    return render(request, "conversations/staff_workspace.html", staff_view.staff_workspace_context(thread=thread))
 
 
 # --- feedback on a turn -----------------------------------------------------------------

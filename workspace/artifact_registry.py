@@ -18,7 +18,7 @@ To add a type:
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from .markdown import render_markdown
 from .models import Artifact
@@ -154,10 +154,16 @@ LABEL_SIZE_MIN, LABEL_SIZE_MAX = 8, 24
 CHART_KINDS = {"line_chart": "line", "bar_chart": "bar", "pie_chart": "pie"}
 
 
+# Which chart kinds each kind-specific style field applies to. The one source
+# of truth: the chart tool's schema describes it, the tool stores the style it
+# gives (ChartStyle.for_kind), and chart_config draws it.
+STYLE_KINDS = {"donut": ("pie",), "stacked": ("line", "bar"), "smooth": ("line",)}
+
+
 @dataclass(frozen=True)
 class ChartStyle:
     palette: str = "default"
-    show_grid: bool = True
+    show_grid: bool | None = None  # None: drawn on line and bar charts (a pie has no grid)
     show_legend: bool | None = None  # None: shown when it tells something (several series, pie slices)
     donut: bool = False
     stacked: bool = False
@@ -181,6 +187,20 @@ class ChartStyle:
         if isinstance(size, (int, float)) and not isinstance(size, bool) and math.isfinite(size):
             values["label_size"] = int(min(max(round(size), LABEL_SIZE_MIN), LABEL_SIZE_MAX))
         return cls(**values)
+
+    def for_kind(self, kind: str, *, series_count: int) -> "ChartStyle":
+        """The complete style a chart of `kind` is drawn with: every default
+        filled in, each kind-specific field off where it does not apply."""
+        kind_specific = {name: getattr(self, name) and kind in kinds for name, kinds in STYLE_KINDS.items()}
+        return replace(
+            self,
+            show_grid=self.show_grid if self.show_grid is not None else kind != "pie",
+            show_legend=self.show_legend if self.show_legend is not None else (series_count > 1 or kind == "pie"),
+            **kind_specific,
+        )
+
+    def as_payload(self) -> dict:
+        return asdict(self)
 
 
 def _hex_with_alpha(colour: str, alpha: str) -> str:
@@ -226,7 +246,6 @@ def chart_config(kind: str, *, labels: list[str], series_labels: list[str], valu
     """The Chart.js configuration: plain JSON, no callbacks, so it can be
     passed through json_script and checked in tests."""
     palette = PALETTES[style.palette]
-    multi = len(series_labels) > 1
     font = {"size": style.label_size}
     datasets = []
     for i, (label, data) in enumerate(zip(series_labels, values)):
@@ -242,7 +261,8 @@ def chart_config(kind: str, *, labels: list[str], series_labels: list[str], valu
                 backgroundColor=_hex_with_alpha(colour, "33"),
                 pointBackgroundColor=colour,
                 tension=0.4 if style.smooth else 0,
-                fill=False,
+                # Stacked lines fill down to the series below, so each band reads as its own share.
+                fill=("origin" if i == 0 else "-1") if style.stacked else False,
                 spanGaps=True,
             )
         else:
@@ -251,13 +271,13 @@ def chart_config(kind: str, *, labels: list[str], series_labels: list[str], valu
                 dataset["stack"] = "stack"
         datasets.append(dataset)
 
-    show_legend = style.show_legend if style.show_legend is not None else (multi or kind == "pie")
+    style = style.for_kind(kind, series_count=len(series_labels))
     options: dict = {
         "responsive": True,
         "maintainAspectRatio": False,
         "font": font,
         "plugins": {
-            "legend": {"display": show_legend, "position": "bottom", "labels": {"font": font}},
+            "legend": {"display": style.show_legend, "position": "bottom", "labels": {"font": font}},
             "tooltip": {"titleFont": font, "bodyFont": font},
         },
     }
@@ -275,10 +295,10 @@ def chart_config(kind: str, *, labels: list[str], series_labels: list[str], valu
                 spec["beginAtZero"] = True
             return spec
 
-        stacked = style.stacked and kind == "bar"
+        # Bars stack along both axes (one column per label); lines stack their values only.
         options["scales"] = {
-            "x": axis(x_title, stacked=stacked, value_axis=False),
-            "y": axis(y_title, stacked=stacked, value_axis=True),
+            "x": axis(x_title, stacked=style.stacked and kind == "bar", value_axis=False),
+            "y": axis(y_title, stacked=style.stacked, value_axis=True),
         }
     return {"type": kind, "data": {"labels": labels, "datasets": datasets}, "options": options}
 

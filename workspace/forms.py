@@ -182,6 +182,14 @@ class DocumentSaveForm(forms.Form):
         return data
 
 
+class DocumentPreviewForm(forms.Form):
+    """The editor's text as it is now, for the live preview (nothing is saved)."""
+
+    content = RuleTextField(
+        label="Document content", max_chars=settings.HAICO_DOCUMENT_MAX_CHARS, allow_empty=True, strip=False
+    )
+
+
 class DocumentRestoreForm(forms.Form):
     """"Restore this version": which version, and the version the person's
     page was showing (so a concurrent write is merged, never overwritten)."""

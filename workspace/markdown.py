@@ -5,20 +5,27 @@ Raw HTML in the source is already escaped by the parser (html=False); the
 sanitiser is the second wall, so a parser bug or a future option change can
 never let a script, an event handler or a `javascript:` link through.
 
+Task list items (`- [ ] to do`, `- [x] done`) become list items with a
+checkbox that only shows the state: every <input> the sanitiser lets through
+is made a disabled checkbox, whatever the markup asked for.
+
 Images are not allowed: the document is partly written by the model, and an
 image URL is fetched without a click, which would let injected text leak
 workspace content to a third-party server.
 """
 
+import re
 from functools import lru_cache
 
 import nh3
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
+from markdown_it.token import Token
 
 ALLOWED_TAGS = {
     "a", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5", "h6",
-    "hr", "li", "ol", "p", "pre", "s", "strong", "table", "tbody", "td", "th",
+    "hr", "input", "li", "ol", "p", "pre", "s", "strong", "table", "tbody", "td", "th",
     "thead", "tr", "ul",
 }
 ALLOWED_ATTRIBUTES = {
@@ -27,15 +34,48 @@ ALLOWED_ATTRIBUTES = {
     "td": {"style"},
     "th": {"style"},
     "code": {"class"},
+    "input": {"checked"},
 }
+# Forced on every <input>: a checkbox nobody can tick in the preview.
+INPUT_ATTRIBUTES = {"input": {"type": "checkbox", "disabled": "disabled"}}
+ALLOWED_CLASSES = {"li": {"task-list-item"}, "ul": {"contains-task-list"}, "ol": {"contains-task-list"}}
+TASK_MARKER = re.compile(r"\[([ xX])\][ \t]+")
 URL_SCHEMES = {"http", "https", "mailto"}
 # Tables emit `style="text-align:…"` for column alignment; nothing else is kept.
 ALLOWED_STYLE_PROPERTIES = {"text-align"}
 
 
+def _task_lists(state: StateCore) -> None:
+    """A list item whose paragraph starts with "[ ] " or "[x] " becomes a
+    task: the marker is replaced by a checkbox, the item and its list get a
+    class for the stylesheet."""
+    tokens = state.tokens
+    for i in range(2, len(tokens)):
+        inline = tokens[i]
+        if inline.type != "inline" or tokens[i - 1].type != "paragraph_open" or tokens[i - 2].type != "list_item_open":
+            continue
+        match = TASK_MARKER.match(inline.content)
+        first = inline.children[0] if inline.children else None
+        if not match or first is None or first.type != "text" or not first.content.startswith(match.group(0)):
+            continue
+        first.content = first.content[match.end():]
+        box = Token("html_inline", "", 0)
+        box.content = '<input type="checkbox" disabled checked> ' if match.group(1) in "xX" else '<input type="checkbox" disabled> '
+        inline.children.insert(0, box)
+        tokens[i - 2].attrJoin("class", "task-list-item")
+        depth = tokens[i - 2].level - 1
+        for j in range(i - 3, -1, -1):
+            if tokens[j].type in ("bullet_list_open", "ordered_list_open") and tokens[j].level == depth:
+                if "contains-task-list" not in (tokens[j].attrGet("class") or ""):
+                    tokens[j].attrJoin("class", "contains-task-list")
+                break
+
+
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
-    return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    parser = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    parser.core.ruler.push("task_lists", _task_lists)
+    return parser
 
 
 def render_markdown(text: str | None) -> SafeString:
@@ -63,5 +103,7 @@ def _render(text: str) -> SafeString:
         url_schemes=URL_SCHEMES,
         link_rel="noopener noreferrer nofollow",
         filter_style_properties=ALLOWED_STYLE_PROPERTIES,
+        allowed_classes=ALLOWED_CLASSES,
+        set_tag_attribute_values=INPUT_ATTRIBUTES,
     )
     return mark_safe(clean)

@@ -56,6 +56,9 @@ class Thread(models.Model):
     running_since = models.DateTimeField(null=True, blank=True)
     cancel_requested = models.BooleanField(default=False)
     mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.EXECUTE)
+    # The model the person last chose in this thread's chat ("" for the
+    # default); the chat offers it again while it is still configured.
+    chat_model = models.CharField(max_length=200, blank=True, default="")
 
     class Meta:
         # The table keeps the name it had when conversations owned the model.

@@ -40,6 +40,7 @@ def preference_row(preference: Preference) -> str:
     title = escape(preference.title)
     kind = "hard" if preference.kind == Preference.Kind.HARD else "soft"
     locked = preference.locked
+    lock_verb = "Unlock" if locked else "Lock"
     subtitle = f'<p class="pref-subtitle">{escape(preference.subtitle)}</p>' if preference.subtitle else ""
     badge = (
         '<span class="badge badge-lock" title="Locked: the assistant cannot change or remove it">Locked</span>'
@@ -51,8 +52,10 @@ def preference_row(preference: Preference) -> str:
         f'{_after(getattr(preference, "after", None))}><div class="edit-view pref-view">'
         f'<div class="pref-line"><span class="pref-title">{title}</span>{badge}</div>{subtitle}'
         f'<div class="row-actions" role="toolbar" aria-label="Actions for preference {title}">'
-        f'<button data-pref-act="lock" aria-pressed="{"true" if locked else "false"}" aria-label="Lock preference {title}">'
-        f'{"Unlock" if locked else "Lock"}</button>'
+        # The button says what a click does, to the eye and to a screen reader alike
+        # (not a pressed toggle, whose name would have to stay the same).
+        f'<button data-pref-act="lock" data-locked="{"1" if locked else "0"}" aria-label="{lock_verb} preference {title}">'
+        f'{lock_verb}</button>'
         f'<button data-pref-act="edit" aria-label="Edit preference {title}">Edit</button>'
         f'<button data-pref-act="delete" aria-label="Delete preference {title}">Delete</button>'
         f"</div></div></li>"

@@ -14,24 +14,17 @@ model gave (PostgreSQL's jsonb does not keep an object's key order); strings
 are "" when not given; every style field is filled in.
 """
 
+from workspace.artifact_registry import ChartStyle
+
 from .decorator import workspace_tool
 from .schemas import ChartGeneratorArgs
 
-DEFAULT_LABEL_SIZE = 12
-
 
 def chart_style(style: dict | None, *, chart_type: str, series_count: int) -> dict:
-    """The complete style: what was asked for, defaults for the rest."""
-    style = {k: v for k, v in (style or {}).items() if v is not None}
-    return {
-        "palette": style.get("palette", "default"),
-        "show_grid": style.get("show_grid", chart_type != "pie"),
-        "show_legend": style.get("show_legend", series_count > 1 or chart_type == "pie"),
-        "donut": style.get("donut", False) and chart_type == "pie",
-        "stacked": style.get("stacked", False) and chart_type != "pie",
-        "smooth": style.get("smooth", False) and chart_type == "line",
-        "label_size": style.get("label_size", DEFAULT_LABEL_SIZE),
-    }
+    """The complete style, as the renderer draws it (workspace.artifact_registry
+    decides which field applies to which kind): what was asked for, defaults
+    for the rest."""
+    return ChartStyle.from_payload(style).for_kind(chart_type, series_count=series_count).as_payload()
 
 
 @workspace_tool(

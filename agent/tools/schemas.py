@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from workspace.artifact_registry import STYLE_KINDS
+
 Index = Annotated[int, Field(ge=1, description="1-based index, as listed in the workspace block.")]
 
 
@@ -125,13 +127,20 @@ class PreferenceIndicesArgs(BaseModel):
 # --- charts ------------------------------------------------------------------------
 
 
+def _style_kinds(name: str) -> str:
+    """"Line and bar charts": the kinds the renderer applies a style field to
+    (workspace.artifact_registry.STYLE_KINDS), so the schema never promises
+    what the chart does not draw."""
+    return " and ".join(STYLE_KINDS[name]).capitalize() + " charts"
+
+
 class ChartStyle(BaseModel):
     palette: Literal["default", "soft", "vivid", "monochrome"] | None = Field(default=None, description="Colour palette.")
     show_grid: bool | None = Field(default=None, description="Draw grid lines (default on).")
     show_legend: bool | None = Field(default=None, description="Show the legend (default on for several series and pies).")
-    donut: bool | None = Field(default=None, description="Pie charts only: draw as a donut.")
-    stacked: bool | None = Field(default=None, description="Bar and line charts with several series: stack them.")
-    smooth: bool | None = Field(default=None, description="Line charts only: smooth curves.")
+    donut: bool | None = Field(default=None, description=f"{_style_kinds('donut')} only: draw as a donut.")
+    stacked: bool | None = Field(default=None, description=f"{_style_kinds('stacked')} with several series: stack them.")
+    smooth: bool | None = Field(default=None, description=f"{_style_kinds('smooth')} only: smooth curves.")
     label_size: int | None = Field(default=None, ge=8, le=24, description="Label font size in pixels (8 to 24).")
 
 

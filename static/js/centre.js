@@ -338,6 +338,7 @@
     var preview = document.getElementById("doc-preview");
     var incoming = fields.querySelector("[data-preview]");
     if (preview && incoming) preview.innerHTML = incoming.innerHTML;
+    editorState(form).previewed = null;
   }
 
   function offerPatch(form, patch) {
@@ -617,6 +618,79 @@
       try { localStorage.setItem(MODE_KEY, mode.dataset.docMode); } catch (e) { /* private mode */ }
     }
   });
+
+  // --- the preview follows the typing --------------------------------------------
+  //
+  // A moment after the person stops typing, the editor's text is rendered by
+  // the server (the one markdown renderer, workspace/markdown.py) without
+  // saving it. Answers that come back out of order are dropped; a save's or
+  // a live patch's preview of older text is followed by a fresh render.
+
+  var PREVIEW_DELAY_MS = 250;
+
+  function csrfToken(form) {
+    var field = form.querySelector("input[name=csrfmiddlewaretoken]");
+    if (field) return field.value;
+    try { return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || ""; } catch (e) { return ""; }
+  }
+
+  function schedulePreview(form) {
+    var state = editorState(form);
+    clearTimeout(state.previewTimer);
+    state.previewTimer = setTimeout(function () { renderPreview(form); }, PREVIEW_DELAY_MS);
+  }
+
+  function renderPreview(form) {
+    var state = editorState(form);
+    var url = form.dataset.previewUrl;
+    if (!url || !form.isConnected || tooLong(form)) return;
+    var content = form.elements.content.value;
+    if (content === state.previewed) return;
+    var ticket = (state.previewTicket || 0) + 1;
+    state.previewTicket = ticket;
+    var body = new FormData();
+    body.append("content", content);
+    body.append("csrfmiddlewaretoken", csrfToken(form));
+    fetch(url, { method: "POST", body: body, credentials: "same-origin", headers: { "HX-Request": "true" } })
+      .then(function (response) { return response.ok ? response.text() : null; })
+      .then(function (html) {
+        var preview = document.getElementById("doc-preview");
+        if (html === null || !preview || ticket !== state.previewTicket) return;
+        preview.innerHTML = html;
+        state.previewed = content;
+        syncPreviewScroll(form);
+      })
+      .catch(function () { /* offline: the preview catches up with the next change */ });
+  }
+
+  document.addEventListener("input", function (event) {
+    if (!event.target.matches || !event.target.matches("#doc-form textarea[name=content]")) return;
+    schedulePreview(event.target.form);
+  });
+
+  // Something else filled the preview (a save, another tab's change): if the
+  // editor holds other text by now, render that instead.
+  document.addEventListener("htmx:oobAfterSwap", function (event) {
+    var form = currentForm();
+    if (!form || !event.detail.target || event.detail.target.id !== "doc-preview") return;
+    editorState(form).previewed = null;
+    if (editorState(form).dirty) schedulePreview(form);
+  });
+
+  // The preview scrolls with the editor, at the same proportion of its length.
+  function syncPreviewScroll(form) {
+    var editor = form.elements.content;
+    var pane = form.querySelector(".doc-preview-pane");
+    if (!editor || !pane) return;
+    var range = editor.scrollHeight - editor.clientHeight;
+    var ratio = range > 0 ? editor.scrollTop / range : 0;
+    pane.scrollTop = ratio * (pane.scrollHeight - pane.clientHeight);
+  }
+
+  document.addEventListener("scroll", function (event) {
+    var target = event.target;
+    if (target && target.matches && target.matches("#doc-form textarea[name=content]")) syncPreviewScroll(target.form);
+  }, true);
 
   // --- edit / preview modes -------------------------------------------------------
 

@@ -507,6 +507,13 @@ def test_no_payload_runs_in_the_admin_the_login_pages_or_an_unsent_message(new_p
         expect_texts(review, [xss.joined("chat message", "\n\n"), xss.joined("feedback comment"),
                               xss.packed("branch reason", 500), xss.joined("objective (person)")], "the thread's review")
 
+        # Staff's read-only view of the workspace itself (the admin's "View on site").
+        page.goto(f"{server.url}/threads/{thread_uuid(thread)}/staff-view/")
+        staff_view = page.locator("main")
+        expect(staff_view.get_by_text("Read-only view for staff.")).to_be_visible()
+        watch.check("staff's read-only workspace view")
+        expect_texts(staff_view, [xss.joined("objective (person)")], "staff's read-only workspace view")
+
         (snapshot,) = server.query("SELECT id FROM workspace_workspacesnapshot WHERE thread_id = ?", (thread,))
         main = change_page("workspace", "workspacesnapshot", snapshot[0])
         expect_texts(main, [xss.joined("chat message", "\n\n"), xss.joined("objective (person)"),

@@ -1,5 +1,6 @@
-"""Sign up, log in, log out under /accounts/."""
+"""Sign up, log in, log out and reset a forgotten password under /accounts/."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -28,6 +29,34 @@ def test_signup_creates_account_logs_in_and_opens_thread_list(client):
     assert response.redirect_chain == [("/threads/", 302)]
     assert response.context["user"].username == "newcomer"
     assert "Your threads" in response.content.decode()
+
+
+def test_signup_with_an_email_keeps_it_for_password_resets(client):
+    response = client.post(
+        "/accounts/signup/",
+        {"username": "newcomer", "email": "New@Example.com", "password1": PASSWORD, "password2": PASSWORD},
+    )
+    assert response.status_code == 302
+    assert get_user_model().objects.get(username="newcomer").email == "New@example.com"
+
+
+def test_signup_without_an_email_is_fine_and_the_form_says_it_is_optional(client):
+    html = client.get("/accounts/signup/").content.decode()
+    assert 'name="email"' in html and "Email (optional)" in html
+    response = client.post(
+        "/accounts/signup/", {"username": "newcomer", "email": "", "password1": PASSWORD, "password2": PASSWORD}
+    )
+    assert response.status_code == 302
+    assert get_user_model().objects.get(username="newcomer").email == ""
+
+
+def test_signup_with_an_address_that_is_not_one_is_refused(client):
+    response = client.post(
+        "/accounts/signup/", {"username": "newcomer", "email": "not-an-address", "password1": PASSWORD, "password2": PASSWORD}
+    )
+    assert response.status_code == 400
+    assert "Enter a valid email address." in response.content.decode()
+    assert not get_user_model().objects.filter(username="newcomer").exists()
 
 
 def test_signup_with_mismatched_passwords_is_refused(client):
@@ -95,6 +124,53 @@ def test_password_reset_for_a_known_address_sends_the_mail_and_never_fails(clien
     response = client.post("/accounts/password_reset/", {"email": "mia@example.com"})
     assert response.status_code == 302 and response["Location"].endswith("/accounts/password_reset/done/")
     assert len(mailoutbox) == 1 and mailoutbox[0].to == ["mia@example.com"]
+
+
+def test_login_page_offers_forgot_password_and_every_page_has_the_favicon(client):
+    html = client.get("/accounts/login/").content.decode()
+    assert '<a href="/accounts/password_reset/">Forgot password?</a>' in html
+    favicon = re.search(r'<link rel="icon" href="([^"]+)" type="image/svg\+xml">', html)
+    assert favicon and favicon.group(1) == "/static/img/favicon.svg"
+    from django.contrib.staticfiles import finders
+
+    with open(finders.find("img/favicon.svg")) as svg:
+        assert "<svg" in svg.read()
+
+
+def test_password_reset_end_to_end_mail_link_new_password_log_in(client, django_user_model, mailoutbox):
+    user = django_user_model.objects.create_user(username="mia", email="mia@example.com", password="old-password-123")
+    page = client.get("/accounts/password_reset/").content.decode()
+    assert "Reset your password" in page and 'class="auth-card"' in page  # the app's own page, not the admin's
+
+    done = client.post("/accounts/password_reset/", {"email": "mia@example.com"}, follow=True)
+    assert "Check your email" in done.content.decode()
+    (mail,) = mailoutbox
+    assert mail.subject == "Reset your HAICO password" and mail.to == ["mia@example.com"]
+    link = re.search(r"http://testserver(/accounts/reset/\S+/)", mail.body).group(1)
+
+    form = client.get(link, follow=True)  # Django moves the token out of the URL into the session
+    assert "Choose a new password" in form.content.decode()
+    new_password = "a-brand-new-password-456"
+    complete = client.post(
+        form.redirect_chain[-1][0], {"new_password1": new_password, "new_password2": new_password}, follow=True
+    )
+    assert "Password changed" in complete.content.decode()
+
+    user.refresh_from_db()
+    assert user.check_password(new_password)
+    fresh = Client()
+    assert fresh.post("/accounts/login/", {"username": "mia", "password": new_password}).status_code == 302
+    assert "This link no longer works" in client.get(link, follow=True).content.decode()
+
+
+def test_password_reset_never_tells_whether_an_address_has_an_account(client, django_user_model, mailoutbox):
+    django_user_model.objects.create_user(username="mia", email="mia@example.com", password="old-password-123")
+    known = client.post("/accounts/password_reset/", {"email": "mia@example.com"}, follow=True)
+    unknown = client.post("/accounts/password_reset/", {"email": "nobody@example.com"}, follow=True)
+    assert known.redirect_chain == unknown.redirect_chain == [("/accounts/password_reset/done/", 302)]
+    card = re.compile(r'<div class="auth-card">.*?</div>', re.S)
+    assert card.search(known.content.decode()).group(0) == card.search(unknown.content.decode()).group(0)
+    assert [m.to for m in mailoutbox] == [["mia@example.com"]]
 
 
 def test_the_configured_mail_backend_never_needs_a_mail_server():

@@ -138,6 +138,13 @@ async def test_a_branch_at_the_latest_turn_copies_the_live_workspace(owner, thre
     assert branch.turn_index == 2
 
 
+async def test_a_branch_keeps_the_model_chosen_in_its_parent(owner, thread, script):
+    await _two_turns(thread, script)
+    await database_sync_to_async(Thread.objects.filter(pk=thread.pk).update)(chat_model="scripted-other")
+    branch = await fork(source=thread, turn_index=2, user=owner)
+    assert (await database_sync_to_async(Thread.objects.get)(pk=branch.pk)).chat_model == "scripted-other"
+
+
 async def test_the_branch_shows_turns_up_to_the_branch_point_and_its_next_turn_is_numbered_on(owner, thread, script):
     await _two_turns(thread, script)
     branch = await fork(source=thread, turn_index=1, user=owner)

@@ -102,6 +102,8 @@ async def test_a_page_loaded_mid_turn_shows_the_running_turn_and_stop(owner, thr
     assert 'id="turn-1-answer-content"' in chat and 'id="turn-1-steps"' in chat
     assert re.search(r'<details id="turn-1-reasoning"[^>]* open', chat)
     assert 'data-state="running"' in chat and ">Stop</button>" in chat
+    # One ellipsis: the text says "Working" and the stylesheet draws the dots.
+    assert '<span class="typing">Working</span>' in chat and "Working…" not in chat
     assert re.search(r'<button id="chat-send"[^>]*disabled', chat)
 
 
@@ -111,7 +113,7 @@ async def test_user_text_is_escaped_and_the_model_selector_appears_with_several_
     chat = _chat_panel(await _page(async_client, owner, thread))
     assert "<script>alert" not in chat and "&lt;script&gt;" in chat
     assert "<img" not in chat
-    assert '<select name="model" class="chat-model" aria-label="Model">' in chat
+    assert '<select name="model" class="chat-model" aria-label="Model"' in chat
     assert '<option value="scripted-default" selected>' in chat
 
 
@@ -159,7 +161,7 @@ async def test_a_turn_whose_server_died_unnoticed_reads_as_interrupted(owner, th
     stale = timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1)
     await database_sync_to_async(Thread.objects.filter(pk=thread.pk).update)(running_since=stale)
     chat = _chat_panel(await _page(async_client, owner, thread))
-    assert "Interrupted" in chat and "Working…" not in chat and 'aria-label="Retry turn 1"' in chat
+    assert "Interrupted" in chat and ">Working<" not in chat and 'aria-label="Retry turn 1"' in chat
 
 
 async def test_a_cut_off_answer_is_marked_cut_off_with_retry(owner, thread, script, async_client):

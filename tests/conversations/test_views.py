@@ -159,6 +159,50 @@ def test_rename_of_deleted_thread_is_404(owner_client, thread):
     assert owner_client.post(f"/threads/{thread.pk}/rename/", {"title": "Back"}).status_code == 404
 
 
+# --- the chat's model, remembered per thread -----------------------------------------------
+
+
+def _selected_model(client, thread) -> str:
+    html = client.get(f"/threads/{thread.pk}/workspace/").content.decode()
+    select = re.search(r'<select name="model".*?</select>', html, re.S).group(0)
+    return re.search(r'<option value="([^"]+)" selected>', select).group(1)
+
+
+def test_the_model_chosen_in_a_thread_is_offered_again_after_a_reload(owner_client, owner, thread, model_settings):
+    other_thread = thread_create(owner=owner, title="Another")
+    assert _selected_model(owner_client, thread) == "scripted-default"
+
+    response = owner_client.post(f"/threads/{thread.pk}/model/", {"model": "scripted-other"}, **HTMX)
+
+    assert response.status_code == 200 and response.content == b""
+    assert Thread.objects.get(pk=thread.pk).chat_model == "scripted-other"
+    assert _selected_model(owner_client, thread) == "scripted-other"
+    assert _selected_model(owner_client, other_thread) == "scripted-default"  # per thread
+
+
+def test_an_unknown_model_is_refused_and_nothing_is_remembered(owner_client, thread, model_settings):
+    response = owner_client.post(f"/threads/{thread.pk}/model/", {"model": "gpt-unknown"}, **HTMX)
+    assert response.status_code == 200
+    assert "Unknown model “gpt-unknown”. Choose one of: scripted-default, scripted-other." in response.content.decode()
+    assert Thread.objects.get(pk=thread.pk).chat_model == ""
+
+    plain = owner_client.post(f"/threads/{thread.pk}/model/", {"model": ""})
+    assert plain.status_code == 400 and "Choose a model from the list." in plain.content.decode()
+
+
+def test_a_remembered_model_no_longer_offered_falls_back_to_the_default(owner_client, thread, model_settings):
+    Thread.objects.filter(pk=thread.pk).update(chat_model="scripted-other")
+    model_settings.HAICO_MODELS = ["scripted-default", "scripted-third"]
+    assert _selected_model(owner_client, thread) == "scripted-default"
+
+
+def test_another_persons_thread_model_cannot_be_chosen(client, other_user, thread, model_settings):
+    client.force_login(other_user)
+    response = client.post(f"/threads/{thread.pk}/model/", {"model": "scripted-other"}, **HTMX)
+    assert answered_as_missing(response)
+    assert Thread.objects.get(pk=thread.pk).chat_model == ""
+
+
 # --- delete ------------------------------------------------------------------------
 
 

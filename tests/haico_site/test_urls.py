@@ -172,6 +172,7 @@ class Owned:
     which the owner's POST succeeds; None if the view takes no POST.
     writes: the owner's POST changes the database (so the other person's
     unchanged database is a refusal, not a no-op).
+    settings: Django settings the route needs to do its work (e.g. a model offered).
     """
 
     kwargs: dict
@@ -179,13 +180,25 @@ class Owned:
     params: dict = field(default_factory=dict)
     post: dict | None = None
     writes: bool = True
+    settings: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StaffOnly:
+    """A read-only page for staff about something a person owns: staff get
+    it; everyone else 404 (its owner too), anonymous visitors the login;
+    nothing but GET. writes: what a staff visit records (the moderation log)."""
+
+    kwargs: dict
+    writes: bool = True
 
 
 T = {"thread_id": "thread"}
+OFFERED_MODEL = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "HAICO_MODEL": "walk-model", "HAICO_MODELS": []}
 STEP = {**T, "pk": "step"}
 PREF = {**T, "pk": "preference"}
 
-ROUTES: dict[str, Public | Account | Owned] = {
+ROUTES: dict[str, Public | Account | Owned | StaffOnly] = {
     "": Public(),  # the site root redirects to the thread list
     "signup": Public(),
     "login": Public(),
@@ -207,6 +220,8 @@ ROUTES: dict[str, Public | Account | Owned] = {
     "conversations:rename": Owned(T, post={"title": "Renamed"}),
     "conversations:delete": Owned(T, post={}),
     "conversations:mode": Owned(T, post={"mode": "plan"}),
+    "conversations:model": Owned(T, post={"model": "walk-model"}, settings=OFFERED_MODEL),
+    "conversations:staff-view": StaffOnly(T),
     "conversations:activity": Owned(T),
     "conversations:feedback": Owned(
         {**T, "turn_index": lambda w: 1}, post={"scope": "turn", "aspect": "correctness", "rating": "3", "comment": "ok"}
@@ -239,7 +254,7 @@ ROUTES: dict[str, Public | Account | Owned] = {
     "workspace:plan-outdent": Owned({**T, "pk": "sub_step"}, post={}),
     "workspace:plan-move": Owned(STEP, post={"direction": "up"}),
     "workspace:plan-place": Owned(STEP, post={"before": ""}),
-    "workspace:document-preview": Owned(T),
+    "workspace:document-preview": Owned(T, post={"content": "# Typed, not saved"}, writes=False),
     "workspace:document-save": Owned(
         T, post={"title": "Edited", "content": "Edited text", "base_version": lambda w: w["document"].version}
     ),
@@ -424,7 +439,7 @@ def test_the_table_fills_exactly_the_kwargs_of_each_route():
         spec = ROUTES.get(route.key)
         if spec is None:
             continue
-        filled = set(spec.kwargs) if isinstance(spec, (Owned, Public)) else set()
+        filled = set(spec.kwargs) if isinstance(spec, (Owned, Public, StaffOnly)) else set()
         for name in sorted(set(route.kwargs) - filled):
             problems.append(f"{route.key}: add how to fill its kwarg {name!r} to its entry in ROUTES of {__name__}")
         for name in sorted(filled - set(route.kwargs)):
@@ -456,10 +471,12 @@ def _route_id(route: Route) -> str:
 
 
 @pytest.mark.parametrize("route", SITE_ROUTES, ids=_route_id)
-def test_route_refuses_other_people_and_anonymous_visitors(route, world, owner, other_user):
+def test_route_refuses_other_people_and_anonymous_visitors(route, world, owner, other_user, staff, settings):
     spec = ROUTES.get(route.key)
     if spec is None:
         pytest.fail(missing(route))
+    for name, value in getattr(spec, "settings", {}).items():
+        setattr(settings, name, value)
     filled = set(getattr(spec, "kwargs", {}))
     if filled != set(route.kwargs):
         pytest.fail(f"{route.key} takes {sorted(route.kwargs)} but ROUTES of {__name__} fills {sorted(filled)}: "
@@ -468,6 +485,8 @@ def test_route_refuses_other_people_and_anonymous_visitors(route, world, owner, 
         _check_public(route, spec, world)
     elif isinstance(spec, Account):
         _check_account(route, world, other_user)
+    elif isinstance(spec, StaffOnly):
+        _check_staff_only(route, spec, world, owner, other_user, staff)
     else:
         _check_owned(route, spec, world, owner, other_user)
 
@@ -490,6 +509,31 @@ def _check_account(route, world, other_user):
     response, _ = send(client_for(other_user), "GET", path)
     assert response.status_code < 500
     assert SECRET not in body(response), f"{route.key} shows the owner's workspace to another person"
+
+
+def _check_staff_only(route, spec, world, owner, other_user, staff):
+    kwargs = {name: world[key].pk for name, key in spec.kwargs.items()}
+    path = route.build(kwargs)
+    login = resolve_url(settings.LOGIN_URL)
+    for user in (owner, other_user):
+        for method in METHODS:
+            for htmx in (False, True):
+                response, changed = send(client_for(user), method, path, data={}, htmx=htmx)
+                where = f"{route.key} {method}{' (htmx)' if htmx else ''} by {user.get_username()}"
+                assert response.status_code == 405 or answered_as_missing(response), f"{where}: {response.status_code}"
+                assert SECRET not in body(response), f"{where} shows the owner's text"
+                assert not changed, f"{where} changed the database"
+    for method in METHODS:
+        response, changed = send(client_for(None), method, path, data={})
+        assert is_login_redirect(response, login) or response.status_code in (401, 403, 405), (route.key, method)
+        assert not changed, f"{route.key} {method} by an anonymous visitor changed the database"
+    staff_client = client_for(staff)
+    response, changed = send(staff_client, "GET", path)
+    assert response.status_code == 200 and SECRET in body(response), f"{route.key}: staff do not get the page"
+    assert changed == spec.writes, f"{route.key}: a staff visit {'records nothing' if spec.writes else 'writes'}"
+    for method in ("POST", "PUT", "DELETE"):
+        response, changed = send(staff_client, method, path, data={})
+        assert response.status_code == 405 and not changed, f"{route.key} {method} by staff: {response.status_code}"
 
 
 def _check_owned(route, spec, world, owner, other_user):

@@ -5,9 +5,12 @@ import pytest
 from django.template.loader import render_to_string
 
 from workspace.artifact_registry import (
+    CHART_KINDS,
     FALLBACK_TEMPLATE,
     PALETTES,
     REGISTRY,
+    STYLE_KINDS,
+    ChartStyle,
     artifact_view,
     option_label,
     register,
@@ -144,6 +147,26 @@ def test_style_soft_palette_no_grid_and_label_size_reach_the_chart_config(thread
     assert scales["x"]["stacked"] is True and scales["y"]["stacked"] is True
     assert scales["x"]["ticks"]["font"]["size"] == 18
     assert config["options"]["plugins"]["legend"]["labels"]["font"]["size"] == 18
+
+
+def test_style_stacked_line_stacks_its_values_and_fills_each_band(thread):
+    config = _config(thread, "line_chart", data=REVENUE_AND_COST, style={"stacked": True})
+    scales = config["options"]["scales"]
+    assert scales["y"]["stacked"] is True and scales["x"]["stacked"] is False
+    assert [d["fill"] for d in config["data"]["datasets"]] == ["origin", "-1"]
+    unstacked = _config(thread, "line_chart", data=REVENUE_AND_COST)
+    assert unstacked["options"]["scales"]["y"]["stacked"] is False
+    assert [d["fill"] for d in unstacked["data"]["datasets"]] == [False, False]
+
+
+def test_a_style_field_only_applies_to_the_kinds_style_kinds_names(thread):
+    style = {"stacked": True, "smooth": True, "donut": True}
+    for kind in CHART_KINDS.values():
+        drawn = ChartStyle.from_payload(style).for_kind(kind, series_count=2)
+        assert {name: getattr(drawn, name) for name in STYLE_KINDS} == {
+            name: kind in kinds for name, kinds in STYLE_KINDS.items()
+        }, kind
+    assert _config(thread, "pie_chart", style=style)["data"]["datasets"][0].get("stack") is None
 
 
 def test_style_donut_pie_has_a_cutout_and_one_colour_per_slice(thread):

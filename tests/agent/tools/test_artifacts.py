@@ -7,6 +7,7 @@ import pytest
 from conversations.services import thread_create
 from tests.agent.tools.helpers import call, db
 from workspace import selectors
+from workspace.artifact_registry import artifact_view
 from workspace.models import Artifact
 from workspace.services import artifacts as artifacts_services
 
@@ -87,6 +88,15 @@ async def test_multi_series_line_chart_with_style(thread):
         "label_size": 16,
     }
     assert result["artifact"]["artifact_type"] == "line_chart"
+
+
+async def test_stacked_line_chart_is_stored_stacked_and_drawn_stacked(thread):
+    data = [{"name": "Jan", "revenue": 10, "cost": 7}, {"name": "Feb", "revenue": 12, "cost": 8}]
+    result = await call(thread, "chart_generator", chart_type="line", title="Stacked", data=data, style={"stacked": True})
+    assert result["artifact"]["payload"]["style"]["stacked"] is True
+    artifact = await db(lambda t: t.artifacts.get(), thread)
+    config = artifact_view(artifact).data["config"]
+    assert config["options"]["scales"]["y"]["stacked"] is True
 
 
 async def test_pie_chart_as_donut(thread):

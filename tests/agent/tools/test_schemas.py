@@ -90,6 +90,11 @@ def test_nested_item_schemas_describe_seed_fields(thread):
         "palette", "show_grid", "show_legend", "donut", "stacked", "smooth", "label_size"
     }
     assert schemas["chart_generator"]["properties"]["chart_type"]["enum"] == ["line", "bar", "pie"]
+    # What the schema promises is what the renderer draws (workspace.artifact_registry.STYLE_KINDS).
+    style = defs["ChartStyle"]["properties"]
+    assert style["stacked"]["description"].startswith("Line and bar charts")
+    assert style["smooth"]["description"].startswith("Line charts only")
+    assert style["donut"]["description"].startswith("Pie charts only")
 
 
 def test_only_the_four_readers_skip_the_transaction():

@@ -264,7 +264,32 @@ def test_a_long_documents_preview_comes_by_its_own_request(owner_client, other_u
     intruder = Client()
     intruder.force_login(other_user)
     assert intruder.get(ws_url(thread, "document/preview/")).status_code == 404
-    assert owner_client.post(ws_url(thread, "document/preview/")).status_code == 405
+
+
+def test_the_live_preview_renders_the_text_as_typed_and_saves_nothing(owner_client, other_user, thread):
+    from django.test import Client
+
+    document_services.document_save(thread=thread, title="Notes", content="saved text")
+    typed = "# Typed\n\n- [x] done\n\n<script>alert(1)</script>"
+    response = owner_client.post(ws_url(thread, "document/preview/"), {"content": typed}, **HTMX)
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "<h1>Typed</h1>" in html and 'type="checkbox"' in html and "<script" not in html
+    assert _doc(thread).content == "saved text" and _doc(thread).version == 1
+    assert DocumentRevision.objects.filter(document__thread=thread).count() == 1
+    assert "Nothing to preview yet." in owner_client.post(ws_url(thread, "document/preview/"), {"content": ""}).content.decode()
+
+    intruder = Client()
+    intruder.force_login(other_user)
+    assert intruder.post(ws_url(thread, "document/preview/"), {"content": typed}).status_code == 404
+
+
+def test_the_live_preview_refuses_text_over_the_documents_limit(owner_client, thread):
+    too_long = "x" * (settings.HAICO_DOCUMENT_MAX_CHARS + 1)
+    refused = owner_client.post(ws_url(thread, "document/preview/"), {"content": too_long}, **HTMX)
+    assert refused.status_code == 200 and "No preview:" in refused.content.decode()
+    assert owner_client.post(ws_url(thread, "document/preview/"), {"content": too_long}).status_code == 400
+    assert _doc(thread) is None
 
 
 def test_a_short_documents_preview_is_on_the_page(owner_client, thread):

@@ -35,9 +35,9 @@ def test_panel_lists_hard_before_soft_and_marks_locked(owner_client, thread):
     assert 'id="panel-preferences"' in html and 'aria-label="Preferences"' in html
     assert html.index("Cite peer-reviewed sources") < html.index("Short answers")
     assert "Locked</span>" in html
-    assert 'aria-pressed="true"' in html and 'aria-pressed="false"' in html
-    # The lock button says what pressing it does.
+    # The lock button says what pressing it does, in its text and its name.
     assert ">Unlock</button>" in html and ">Lock</button>" in html
+    assert 'aria-label="Unlock preference Cite peer-reviewed sources"' in html
     rows = html.split('id="pref-list-hard"', 1)[1].split('<template', 1)[0]
     assert "<form" not in rows and "hx-post" not in rows and "/preferences/" not in rows
 
@@ -233,7 +233,7 @@ def test_lock_then_unlock(owner_client, thread):
     pref.refresh_from_db()
     assert locked.status_code == 200 and pref.locked
     assert "Locked</span>" in locked.content.decode()
-    assert 'aria-pressed="true"' in locked.content.decode() and ">Unlock</button>" in locked.content.decode()
+    assert 'data-locked="1"' in locked.content.decode() and ">Unlock</button>" in locked.content.decode()
 
     unlocked = owner_client.post(ws_url(thread, f"preferences/{pref.pk}/lock/"), {"locked": "0"}, **HTMX)
     pref.refresh_from_db()
