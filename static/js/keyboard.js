@@ -37,8 +37,20 @@
     setCurrent(toolbar, current);
   }
 
+  // A preference row's Lock / Edit / Delete come from the server as a plain
+  // group (workspace/rows.py keeps a long list small); here they become a
+  // toolbar named after the preference.
+  function labelPreferenceActions(root) {
+    root.querySelectorAll(".pref .row-actions:not([role])").forEach(function (group) {
+      var title = group.closest(".pref").querySelector(".pref-title");
+      group.setAttribute("role", "toolbar");
+      group.setAttribute("aria-label", "Actions for preference " + (title ? title.textContent : ""));
+    });
+  }
+
   function rovingToolbars(root) {
     if (!root || !root.querySelectorAll) return;
+    labelPreferenceActions(root);
     if (root.matches && root.matches("[role=toolbar]")) setUp(root);
     root.querySelectorAll("[role=toolbar]").forEach(setUp);
   }

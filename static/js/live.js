@@ -583,7 +583,7 @@
     var act = button.getAttribute("data-pref-act");
     var url = prefsUrl() + rowId(li) + "/";
     if (act === "lock") {
-      post(url + "lock/", li, { locked: button.getAttribute("data-locked") === "1" ? "0" : "1" });
+      post(url + "lock/", li, { locked: button.hasAttribute("data-locked") ? "0" : "1" });
     } else if (act === "edit") {
       HAICO.openForm(li, "edit", prefForm);
     } else if (act === "delete") {

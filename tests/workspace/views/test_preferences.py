@@ -233,7 +233,7 @@ def test_lock_then_unlock(owner_client, thread):
     pref.refresh_from_db()
     assert locked.status_code == 200 and pref.locked
     assert "Locked</span>" in locked.content.decode()
-    assert 'data-locked="1"' in locked.content.decode() and ">Unlock</button>" in locked.content.decode()
+    assert 'data-pref-act="lock" data-locked ' in locked.content.decode() and ">Unlock</button>" in locked.content.decode()
 
     unlocked = owner_client.post(ws_url(thread, f"preferences/{pref.pk}/lock/"), {"locked": "0"}, **HTMX)
     pref.refresh_from_db()
