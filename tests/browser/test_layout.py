@@ -7,7 +7,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from .helpers import create_thread, document_text, log_in, open_add_form, sign_up
+from .helpers import create_thread, document_text, log_in, open_add_form, sign_up, wait_for_socket
 
 LAPTOPS = [(1024, 768), (1280, 800), (1440, 900)]
 PHONE = {"width": 390, "height": 844}
@@ -206,6 +206,8 @@ def test_skip_links_focus_the_message_box_and_the_document_text(page, haico_serv
     page.set_viewport_size({"width": 1280, "height": 800})
     sign_up(page, haico_server.url, "ada")
     url = create_thread(page, haico_server.url)
+    wait_for_socket(page)  # the page has loaded; then the first Tab from the top
+    page.locator("body").focus()
     page.keyboard.press("Tab")
     skip_chat = page.get_by_role("link", name="Skip to chat")
     expect(skip_chat).to_be_focused()
