@@ -193,10 +193,10 @@ class Removal:
     emptied: bool
     share: float
 
-    def describe(self) -> str:
+    def describe(self, *, done: bool) -> str:
         if self.emptied:
-            return f"emptied the document ({self.before_chars:,} characters)"
-        return f"removed {self.share:.0%} of the document's {self.before_chars:,} characters"
+            return f"{'Emptied' if done else 'would empty'} the document ({self.before_chars:,} characters)"
+        return f"{'Removed' if done else 'would remove'} {self.share:.0%} of the document's {self.before_chars:,} characters"
 
 
 def large_removal(thread: Thread, name: str, arguments: dict) -> Removal | None:
@@ -267,7 +267,7 @@ def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
     removal = large_removal(thread, name, arguments)
     if removal is not None and not allow_removal:
         return _refused(
-            f"Nothing was changed: this call {removal.describe()}. Ask your user first; if they agree, call it "
+            f"Nothing was changed: this call {removal.describe(done=False)}. Ask your user first; if they agree, call it "
             f"again with {REMOVAL_FIELD}: true (the text before stays in the document's history)."
         )
     reason = " ".join(str(arguments.get(REASON_FIELD, "")).split())
@@ -282,7 +282,7 @@ def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
         if removal is not None and not failed:
             # Said first and as a warning: the person should see it without opening anything.
             what = (
-                f"{removal.describe()[0].upper()}{removal.describe()[1:]}, confirmed by the client; version "
+                f"{removal.describe(done=True)}, confirmed by the client; version "
                 f"{removal.before_version} in the document's history keeps the text before. {reason}"
             )
             level = ActivityLogEntry.Level.WARNING

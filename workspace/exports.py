@@ -150,32 +150,33 @@ def artifact_tables(artifacts) -> list[ArtifactTable]:
         if artifact.artifact_type not in CSV_TYPES:
             continue
         kind = type_label(artifact.artifact_type)
-        title = artifact.title or f"Untitled {kind}"
         try:
-            columns, rows, numeric = _artifact_rows(artifact)
+            tables.append(_artifact_table(artifact, kind))
         except PayloadError as exc:
+            title = artifact.title or f"Untitled {kind}"
             tables.append(ArtifactTable(title, kind, artifact.turn_index, [], [], [], problem=exc.message))
-            continue
-        tables.append(ArtifactTable(title, kind, artifact.turn_index, columns, rows, numeric))
     return tables
 
 
-def _artifact_rows(artifact: Artifact) -> tuple[list[str], list[list[str]], list[bool]]:
-    """(header, rows, which columns hold numbers); PayloadError when the payload cannot be read."""
+def _artifact_table(artifact: Artifact, kind: str) -> ArtifactTable:
+    """As the centre panel's Data table shows it (the same builders); PayloadError
+    when the payload cannot be read."""
     payload = artifact.payload if isinstance(artifact.payload, dict) else None
     if payload is None:
         raise PayloadError("Its data is not an object.")
     if artifact.artifact_type == "data_table":
         data = build_data_table(payload, artifact)
         rows = [[cell["text"] for cell in row] for row in data["rows"]]
+        # A column of numbers (and blanks) is right-aligned, as numbers are in a spreadsheet.
         numeric = [
             bool(data["rows"]) and all(row[c]["sort"] is not None or not row[c]["text"] for row in data["rows"])
             for c in range(len(data["columns"]))
         ]
-        return data["columns"], rows, numeric
+        return ArtifactTable(data["title"], kind, artifact.turn_index, data["columns"], rows, numeric)
     data = build_chart(payload, artifact)
     columns = data["table_columns"]
-    return columns, data["table_rows"], [False] + [True] * (len(columns) - 1)
+    numeric = [False] + [True] * (len(columns) - 1)  # the labels, then one column of numbers per series
+    return ArtifactTable(data["title"], kind, artifact.turn_index, columns, data["table_rows"], numeric)
 
 
 # -- DOCX --

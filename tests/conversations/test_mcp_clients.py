@@ -225,10 +225,10 @@ def test_emptying_or_removing_most_of_the_document_needs_allow_removal(thread, o
     call = {THREAD_FIELD: str(thread.pk), BASE_FIELD: base, "action_and_reasoning": WHY}
     short = LONG[:len(LONG) // 3]
     attempts = [
-        ("update_document", {"content": ""}, "emptied the document"),
-        ("update_document", {"content": "  \n"}, "emptied the document"),
-        ("update_document", {"content": short}, "removed 6"),  # two thirds of it
-        ("replace_in_document", {"old_text": LONG, "new_text": ""}, "emptied the document"),
+        ("update_document", {"content": ""}, "this call would empty the document"),
+        ("update_document", {"content": "  \n"}, "would empty the document"),
+        ("update_document", {"content": short}, "would remove 6"),  # two thirds of it
+        ("replace_in_document", {"old_text": LONG, "new_text": ""}, "would empty the document"),
         ("update_document", {"content": "", REMOVAL_FIELD: "yes"}, "allow_removal must be true or false"),
     ]
     for name, arguments, message in attempts:
@@ -261,7 +261,7 @@ def test_a_short_document_may_be_rewritten_but_not_emptied_without_the_flag(thre
     call = {THREAD_FIELD: str(thread.pk), BASE_FIELD: 1, "action_and_reasoning": WHY}
     assert not call_tool(token, "update_document", {**call, "content": "Another draft.\n"}).is_error
     emptied = call_tool(token, "update_document", {**call, BASE_FIELD: 2, "content": ""})
-    assert emptied.is_error and "emptied the document" in emptied.text
+    assert emptied.is_error and "would empty the document" in emptied.text
 
 
 # -- whose edit it is --
