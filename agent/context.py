@@ -7,7 +7,7 @@ run it was passed to. It is never checkpointed."""
 
 from dataclasses import dataclass, field
 
-from workspace.models import Thread
+from workspace.models import DocumentRevision, Thread
 
 
 @dataclass
@@ -19,6 +19,19 @@ class Seen:
     None until a model call has been shown the workspace."""
 
     document_version: int | None = None
+
+
+@dataclass(frozen=True)
+class Author:
+    """Whom a tool call's writes are recorded as, on the document's and the
+    objective's history: the in-app agent (during its turn), or the person
+    through an MCP client, with the name of the token it used (docs/adr/0026)."""
+
+    kind: str = DocumentRevision.Author.AGENT
+    token_name: str = ""
+
+
+AGENT_AUTHOR = Author()
 
 
 @dataclass(frozen=True)

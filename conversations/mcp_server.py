@@ -13,12 +13,20 @@ same services and lock rules. What MCP adds, and only that:
   is refused;
 - two reads the in-app agent does not need because its prompt carries the
   workspace: `list_threads` and `get_workspace` (the same workspace block
-  the agent's prompt shows).
+  the agent's prompt shows);
+- `allow_removal` on `update_document` and `replace_in_document`: a call
+  that would empty the document, or remove as much of it as makes the
+  in-app agent ask the person first (agent.approvals), is refused unless
+  it says so — the client's own host is the one to ask its user;
+- annotations on every tool (read-only; else destructive or only adding,
+  idempotent or not), so a client knows which calls to confirm.
 
-A token acts as its person: only their live threads exist for it. Every
-write is recorded in the thread's activity log with the token's name; the
-services announce it after commit, so open tabs see it live (on one server
-process with the in-memory channel layer, or across processes with Redis).
+A token acts as its person: only their live threads exist for it. What it
+writes is recorded as theirs, through MCP with the token's name (the
+document's and the objective's history), never as an agent turn's. Every
+write is in the thread's activity log with the token's name; the services
+announce it after commit, so open tabs see it live (on one server process
+with the in-memory channel layer, or across processes with Redis).
 """
 
 from __future__ import annotations
@@ -31,7 +39,8 @@ from functools import lru_cache
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ValidationError
 
-from agent.context import Seen
+from agent.approvals import DOCUMENT_MIN_CHARS, DOCUMENT_REMOVED_SHARE, removed_share
+from agent.context import Author, Seen
 from agent.prompt import render_workspace_block
 from agent.tools.decorator import (
     REASON_FIELD,
@@ -45,18 +54,25 @@ from agent.tools.envelope import (
     parse_envelope,
 )
 from agent.tools.registry import tool_specs
-from workspace.models import Thread
-from workspace.selectors import threads_for_user
+from workspace.models import DocumentRevision, Thread
+from workspace.selectors import document_for, threads_for_user
 
 from .models import AccessToken, ActivityLogEntry
 from .services import activity_log
 
 THREAD_FIELD = "thread_id"
 BASE_FIELD = "base_version"
+REMOVAL_FIELD = "allow_removal"
 THREAD_DESCRIPTION = "The id of the thread to act on (from list_threads)."
 BASE_DESCRIPTION = (
     "The document version your text is based on: the version attribute of <document> in get_workspace. "
     "Changes made since are merged with yours; overlapping ones are reported, nothing is overwritten."
+)
+REMOVAL_TOOLS = ("update_document", "replace_in_document")
+REMOVAL_DESCRIPTION = (
+    f"Set to true only after your user confirmed it: this call empties the document or removes at least "
+    f"{DOCUMENT_REMOVED_SHARE:.0%} of its text (once it has {DOCUMENT_MIN_CHARS} characters). Without it such a "
+    "call is refused and nothing changes. The text before stays in the document's history."
 )
 SERVER_INSTRUCTIONS = (
     "HAICO workspaces: each thread has an objective, preferences (some locked by the person), a nested "
@@ -73,6 +89,8 @@ class McpTool:
     name: str
     description: str
     input_schema: dict
+    # MCP's tool annotations, by their wire names (readOnlyHint, ...).
+    annotations: dict
 
 
 def agent_parameters(spec: ToolSpec) -> dict:
@@ -80,27 +98,48 @@ def agent_parameters(spec: ToolSpec) -> dict:
     return convert_to_openai_tool(as_langchain_tool(spec))["function"]["parameters"]
 
 
-def _with_thread(parameters: dict, *, base_version: bool = False) -> dict:
+def _with_thread(parameters: dict, *, base_version: bool = False, removal: bool = False) -> dict:
     schema = json.loads(json.dumps(parameters))  # a copy: the agent's schema is left as it is
     extra = {THREAD_FIELD: {"type": "string", "format": "uuid", "description": THREAD_DESCRIPTION}}
     if base_version:
         extra[BASE_FIELD] = {"type": "integer", "minimum": 0, "description": BASE_DESCRIPTION}
     schema["properties"] = {**extra, **schema.get("properties", {})}
     schema["required"] = [*extra, *schema.get("required", [])]
+    if removal:  # optional, so last
+        schema["properties"][REMOVAL_FIELD] = {"type": "boolean", "default": False, "description": REMOVAL_DESCRIPTION}
     return schema
+
+
+READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
+
+
+def _annotations(spec: ToolSpec) -> dict:
+    if spec.read_only:
+        return READ_ONLY
+    return {
+        "readOnlyHint": False,
+        "destructiveHint": spec.destructive,
+        "idempotentHint": spec.idempotent,
+        "openWorldHint": False,
+    }
 
 
 @lru_cache(maxsize=1)
 def mcp_tools() -> tuple[McpTool, ...]:
     reads = (
         McpTool(LIST_THREADS, "List your threads, most recently active first: id, title, turns.",
-                {"type": "object", "properties": {}}),
+                {"type": "object", "properties": {}}, READ_ONLY),
         McpTool(GET_WORKSPACE, "Read one thread's workspace: objective, preferences, plan, document (with its "
                 "version) and latest artifact, exactly as the in-app assistant sees it.",
-                _with_thread({"type": "object", "properties": {}, "required": []})),
+                _with_thread({"type": "object", "properties": {}, "required": []}), READ_ONLY),
     )
     workspace = tuple(
-        McpTool(spec.name, spec.description, _with_thread(agent_parameters(spec), base_version=spec.uses_seen))
+        McpTool(
+            spec.name,
+            spec.description,
+            _with_thread(agent_parameters(spec), base_version=spec.uses_seen, removal=spec.name in REMOVAL_TOOLS),
+            _annotations(spec),
+        )
         for spec in tool_specs()
     )
     return reads + workspace
@@ -129,6 +168,58 @@ def _thread(token: AccessToken, value) -> Thread | None:
     return Thread.objects.filter(pk=thread_id, owner_id=token.user_id, is_deleted=False).first()
 
 
+def _is_whole_number(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _text_after(name: str, arguments: dict, current: str) -> str | None:
+    """The document's text once the call is done, as far as can be told
+    before running it (None: the call itself will refuse its arguments)."""
+    if name == "update_document":
+        content = arguments.get("content")
+        return content if isinstance(content, str) else None
+    old, new = arguments.get("old_text"), arguments.get("new_text")
+    if not isinstance(old, str) or not isinstance(new, str) or not old or current.count(old) != 1:
+        return None
+    return current.replace(old, new, 1)
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What a call would take out of the document: `emptied`, or `share` of its text."""
+
+    before_version: int
+    before_chars: int
+    emptied: bool
+    share: float
+
+    def describe(self, *, done: bool) -> str:
+        if self.emptied:
+            return f"{'Emptied' if done else 'would empty'} the document ({self.before_chars:,} characters)"
+        return f"{'Removed' if done else 'would remove'} {self.share:.0%} of the document's {self.before_chars:,} characters"
+
+
+def large_removal(thread: Thread, name: str, arguments: dict) -> Removal | None:
+    """The removal a call would make when it is one to confirm: emptying a
+    document that has text, or the share of it that makes the in-app agent
+    ask the person first (docs/adr/0017)."""
+    if name not in REMOVAL_TOOLS:
+        return None
+    document = document_for(thread=thread)
+    current = document.content
+    after = _text_after(name, arguments, current)
+    if after is None or not current.strip():
+        return None
+    if not after.strip():
+        return Removal(document.version, len(current), emptied=True, share=1.0)
+    if len(current) < DOCUMENT_MIN_CHARS:
+        return None
+    share = removed_share(current, after)
+    if share < DOCUMENT_REMOVED_SHARE:
+        return None
+    return Removal(document.version, len(current), emptied=False, share=share)
+
+
 def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
     """Run one MCP tool call as `token`'s person. Synchronous (the ORM); never raises."""
     if not isinstance(arguments, dict):
@@ -153,27 +244,52 @@ def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
     spec = _specs()[name]
     seen = None
     if spec.uses_seen:
-        base = arguments.pop(BASE_FIELD, None)
-        if not isinstance(base, int) or isinstance(base, bool) or base < 0:
+        if BASE_FIELD not in arguments:
             return _refused(
                 f"{BASE_FIELD} is required: the version of the document you read (get_workspace), so the "
                 "person's edits made since are merged rather than overwritten."
             )
+        base = arguments.pop(BASE_FIELD)
+        if not _is_whole_number(base) or base < 0:
+            return _refused(
+                f"{BASE_FIELD} must be a whole number, the version attribute of <document> in get_workspace "
+                f"(for example 5, not \"5\"); got {json.dumps(base, ensure_ascii=False)[:40]}."
+            )
         seen = Seen(document_version=base)
+    allow_removal = arguments.pop(REMOVAL_FIELD, False) if name in REMOVAL_TOOLS else False
+    if not isinstance(allow_removal, bool):
+        return _refused(f"{REMOVAL_FIELD} must be true or false.")
     try:
         # The full schema, with the reasoning sentence: what LangChain checks for the in-app model.
         spec.full_schema.model_validate(arguments)
     except ValidationError as exc:
         return _refused(describe_validation_error(spec.name, exc))
+    removal = large_removal(thread, name, arguments)
+    if removal is not None and not allow_removal:
+        return _refused(
+            f"Nothing was changed: this call {removal.describe(done=False)}. Ask your user first; if they agree, call it "
+            f"again with {REMOVAL_FIELD}: true (the text before stays in the document's history)."
+        )
     reason = " ".join(str(arguments.get(REASON_FIELD, "")).split())
-    envelope = run_tool_call(spec, thread, arguments, turn_index=thread.turn_index, seen=seen)
+    author = Author(kind=DocumentRevision.Author.MCP, token_name=token.name)
+    envelope = run_tool_call(spec, thread, arguments, turn_index=thread.turn_index, seen=seen, author=author)
     body = parse_envelope(envelope) or {}
     failed = not body.get("success", False)
     if not spec.read_only:
         outcome = f"failed: {body.get('error', '')}" if failed else "done"
+        what = reason
+        level = ActivityLogEntry.Level.INFO
+        if removal is not None and not failed:
+            # Said first and as a warning: the person should see it without opening anything.
+            what = (
+                f"{removal.describe(done=True)}, confirmed by the client; version "
+                f"{removal.before_version} in the document's history keeps the text before. {reason}"
+            )
+            level = ActivityLogEntry.Level.WARNING
         activity_log(
             thread=thread,
-            message=f"Through MCP (token “{token.name}”): {reason} ({outcome})",
+            message=f"Through MCP (token “{token.name}”): {what} ({outcome})",
+            level=level,
             turn_index=thread.turn_index or None,
             kind=ActivityLogEntry.Kind.MCP,
             detail=f"tool {spec.name}, token {token.prefix}…, arguments {json.dumps(arguments, ensure_ascii=False)[:500]}",

@@ -5,27 +5,38 @@ they do are conversations.mcp_server's.
 
 HTTP: every request carries `Authorization: Bearer <token>`; a missing,
 unknown or revoked token is answered 401 before the SDK sees the request,
-and the Host header must be one Django allows (ALLOWED_HOSTS), as for every
-other request. The SDK's session manager runs stateless with JSON answers
-(no session survives a request, so any server process can answer any
-request); daphne sends no ASGI lifespan events, so it is started on the
+with `WWW-Authenticate: Bearer error="invalid_token"`, the reason and where
+the protected-resource metadata is (RFC 9728, conversations.mcp_metadata).
+The Host header must be one Django allows (ALLOWED_HOSTS), as for every
+other request; the Origin header is checked in front of this app
+(haico_site.mcp_origin). Only POST carries messages: the session manager
+runs stateless with JSON answers (no session survives a request, so any
+server process can answer any request), so it could never send anything on
+a GET's stream; GET and DELETE are answered 405, as the transport allows.
+Daphne sends no ASGI lifespan events, so the manager is started on the
 first request, once per event loop.
+
+Every refusal's body is a JSON-RPC error (id null): MCP clients show its
+message, where they would show only a status for a body of another shape.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import logging
 
 import mcp_types as types
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
 from django.http.request import split_domain_port, validate_host
 from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from .mcp_metadata import resource_metadata_url
 from .mcp_server import SERVER_INSTRUCTIONS, call_tool, mcp_tools
 from .models import AccessToken
 from .tokens import token_for_secret
@@ -34,6 +45,8 @@ logger = logging.getLogger("haico.conversations.mcp")
 
 MCP_PATHS = ("/mcp", "/mcp/")
 TOKEN_SCOPE_KEY = "haico.mcp_token"
+# The methods /mcp answers; OPTIONS for a browser's preflight (haico_site.mcp_origin).
+ALLOWED_METHODS = "POST, OPTIONS"
 
 
 def _token_of(ctx) -> AccessToken | None:
@@ -45,7 +58,13 @@ def _token_of(ctx) -> AccessToken | None:
 
 async def _list_tools(ctx, params) -> types.ListToolsResult:
     return types.ListToolsResult(
-        tools=[types.Tool(name=t.name, description=t.description, input_schema=t.input_schema) for t in mcp_tools()]
+        tools=[
+            types.Tool(
+                name=t.name, description=t.description, input_schema=t.input_schema,
+                annotations=types.ToolAnnotations.model_validate(t.annotations),
+            )
+            for t in mcp_tools()
+        ]
     )
 
 
@@ -75,14 +94,37 @@ def _allowed_host(scope) -> bool:
     return bool(domain) and validate_host(domain, allowed)
 
 
-async def _answer(send, status: int, message: str, headers: tuple = ()) -> None:
-    body = json.dumps({"error": message}).encode()
+def refusal_body(message: str) -> bytes:
+    """A JSON-RPC error answering a request that was not read (id null)."""
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": types.INVALID_REQUEST, "message": message}}
+    ).encode()
+
+
+async def answer(send, status: int, message: str, headers: tuple = ()) -> None:
+    body = refusal_body(message)
     await send({
         "type": "http.response.start",
         "status": status,
         "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
     })
     await send({"type": "http.response.body", "body": body})
+
+
+def token_refusal(secret: str | None) -> str:
+    if secret is None:
+        return "A valid access token is required: send Authorization: Bearer <token> (make one at /accounts/tokens/)."
+    return (
+        "A valid access token is required: this one is unknown or revoked, or its account is inactive "
+        "(make a new one at /accounts/tokens/)."
+    )
+
+
+def _challenge(scope, message: str) -> bytes:
+    """RFC 6750's challenge with the reason, and RFC 9728's pointer to the
+    protected-resource metadata, which is where clients look next."""
+    metadata = resource_metadata_url(ASGIRequest(scope, io.BytesIO()))
+    return f'Bearer error="invalid_token", error_description="{message}", resource_metadata="{metadata}"'.encode("latin-1")
 
 
 def _bearer(scope) -> str | None:
@@ -131,15 +173,26 @@ class HttpEndpoint:
 
     async def __call__(self, scope, receive, send):
         if not _allowed_host(scope):
-            await _answer(send, 400, "This host is not allowed.")
+            await answer(send, 400, "This host is not allowed.")
+            return
+        method = scope.get("method", "")
+        if method == "OPTIONS":  # without an Origin (a browser's preflight is answered in front)
+            await send({"type": "http.response.start", "status": 204, "headers": [(b"allow", ALLOWED_METHODS.encode())]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if method != "POST":
+            await answer(
+                send, 405,
+                f"{method} is not supported at /mcp: send each message as a POST (this server keeps no sessions "
+                "and sends nothing on its own, so it has no stream to open).",
+                ((b"allow", ALLOWED_METHODS.encode()),),
+            )
             return
         secret = _bearer(scope)
         token = await sync_to_async(token_for_secret, thread_sensitive=False)(secret) if secret else None
         if token is None:
-            await _answer(
-                send, 401, "A valid access token is required (Authorization: Bearer <token>; make one at /accounts/tokens/).",
-                ((b"www-authenticate", b'Bearer realm="haico"'),),
-            )
+            message = token_refusal(secret)
+            await answer(send, 401, message, ((b"www-authenticate", _challenge(scope, message)),))
             return
         manager = await self._running_manager()
         await manager.handle_request({**scope, TOKEN_SCOPE_KEY: token}, receive, send)

@@ -16,7 +16,11 @@ from conversations.mcp_transport import MCP_PATHS, http_endpoint  # noqa: E402
 from conversations.routing import websocket_urlpatterns  # noqa: E402
 from conversations.turns import registry  # noqa: E402
 
+from .mcp_origin import McpOriginGuard  # noqa: E402
 from .websocket import CsrfOriginValidator, unrouted  # noqa: E402
+
+# Origins as strict as the socket's, browsers' preflights answered (haico_site.mcp_origin).
+mcp_application = McpOriginGuard(http_endpoint)
 
 
 async def http_application(scope, receive, send):
@@ -26,8 +30,8 @@ async def http_application(scope, receive, send):
     # runserver) releases what a killed predecessor left running; once per loop.
     registry.warm_up()
     if scope["path"] in MCP_PATHS:
-        # The MCP server (bearer tokens, not sessions: docs/adr/0026).
-        await http_endpoint(scope, receive, send)
+        # The MCP server (bearer tokens, not sessions: docs/adr/0026, 0052).
+        await mcp_application(scope, receive, send)
         return
     await django_asgi_app(scope, receive, send)
 

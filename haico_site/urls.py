@@ -2,10 +2,13 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from conversations import mcp_metadata
 from conversations.views import workspace_page
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Where MCP clients look after a 401 at /mcp (RFC 9728; docs/adr/0052).
+    path("", include(mcp_metadata.urlpatterns)),
     path("accounts/", include("conversations.account_urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("threads/", include("conversations.urls")),

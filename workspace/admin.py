@@ -58,13 +58,13 @@ class ObjectiveAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 class ObjectiveRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Write-once: every value the objective has had, by whom and when."""
 
-    list_display = ("text_excerpt", "author", "turn_index", "thread", "created_at")
+    list_display = ("text_excerpt", "author", "token_name", "turn_index", "thread", "created_at")
     list_filter = ("author",)
     search_fields = ("text", "thread__title", "=thread__id")
     date_hierarchy = "created_at"
     list_select_related = ("thread",)
     raw_id_fields = ("thread",)
-    fields = ("thread", "author", "turn_index", "created_at", "text")
+    fields = ("thread", "author", "token_name", "turn_index", "created_at", "text")
 
     @admin.display(description="Objective")
     def text_excerpt(self, obj):
@@ -89,7 +89,7 @@ class DocumentRevisionInline(ReadOnlyAdminMixin, admin.TabularInline):
     """Every version of the document, newest first; each links to its text."""
 
     model = DocumentRevision
-    fields = ("version_link", "author", "title", "length", "created_at")
+    fields = ("version_link", "author", "token_name", "title", "length", "created_at")
     readonly_fields = fields
     ordering = ("-version",)
     extra = 0
@@ -129,13 +129,13 @@ class DocumentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 class DocumentRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Write-once: each version of a document as it was written, and by whom."""
 
-    list_display = ("document", "version", "author", "title", "created_at")
+    list_display = ("document", "version", "author", "token_name", "title", "created_at")
     list_filter = ("author",)
     search_fields = ("title", "content", "document__thread__title", "=document__thread__id")
     date_hierarchy = "created_at"
     list_select_related = ("document",)
     raw_id_fields = ("document",)
-    fields = ("document", "version", "author", "created_at", "title", "content_text")
+    fields = ("document", "version", "author", "token_name", "created_at", "title", "content_text")
 
     @admin.display(description="Content")
     def content_text(self, obj):

@@ -23,6 +23,7 @@ from .models import (
     PREFERENCE_SUBTITLE_MAX_CHARS,
     PREFERENCE_TITLE_MAX_CHARS,
     TODO_TEXT_MAX_CHARS,
+    TOKEN_NAME_MAX_CHARS,
     Artifact,
     Document,
     DocumentReviewDecision,
@@ -65,9 +66,9 @@ def workspace_section(thread: Thread) -> dict:
     return {
         "objective": objective_text_for(thread=thread),
         "objective_history": [
-            {"text": text, "author": author, "turn": turn, "at": at.isoformat()}
-            for text, author, turn, at in ObjectiveRevision.objects.filter(thread=thread)
-            .order_by("id").values_list("text", "author", "turn_index", "created_at")
+            {"text": text, "author": author, "token": token, "turn": turn, "at": at.isoformat()}
+            for text, author, token, turn, at in ObjectiveRevision.objects.filter(thread=thread)
+            .order_by("id").values_list("text", "author", "token_name", "turn_index", "created_at")
         ],
         "preferences": [
             {"title": p.title, "subtitle": p.subtitle, "kind": p.kind, "locked": p.locked}
@@ -79,10 +80,10 @@ def workspace_section(thread: Thread) -> dict:
             "content": document.content,
             "version": document.version,
             "revisions": [
-                {"version": version, "title": title, "content": content, "author": author, "turn": turn,
-                 "at": at.isoformat()}
-                for version, title, content, author, turn, at in document.revisions.order_by("version")
-                .values_list("version", "title", "content", "author", "turn_index", "created_at")
+                {"version": version, "title": title, "content": content, "author": author, "token": token,
+                 "turn": turn, "at": at.isoformat()}
+                for version, title, content, author, token, turn, at in document.revisions.order_by("version")
+                .values_list("version", "title", "content", "author", "token_name", "turn_index", "created_at")
             ],
             "review_decisions": [
                 {"turn": turn, "hunk": hunk, "decision": decision}
@@ -221,6 +222,8 @@ def parse_workspace(value, *, turns: int) -> dict:
         parsed["objective_history"].append({
             "text": row.text("text", max_chars=OBJECTIVE_MAX_CHARS, blank=False),
             "author": row.choice("author", AUTHORS),
+            # The access token an MCP author wrote with; archives made before it was kept have none.
+            "token": row.text("token", max_chars=TOKEN_NAME_MAX_CHARS, optional=True) or "",
             "turn": row.number("turn", low=0, high=turns),
         })
     document = section.obj("document", optional=True)
@@ -233,6 +236,7 @@ def parse_workspace(value, *, turns: int) -> dict:
                 "title": row.text("title", max_chars=DOCUMENT_TITLE_MAX_CHARS),
                 "content": row.text("content", max_chars=max_doc),
                 "author": row.choice("author", AUTHORS),
+                "token": row.text("token", max_chars=TOKEN_NAME_MAX_CHARS, optional=True) or "",
                 "turn": row.number("turn", low=0, high=turns, optional=True) or 0,
             })
         versions = [r["version"] for r in revisions]

@@ -1,26 +1,32 @@
 """The document and the artifacts as files a person takes to other tools
 (docs/adr/0025).
 
-Every format is produced from the stored text alone: Markdown is the text as
+Every format is produced from the stored text: Markdown is the text as
 written; HTML is the same sanitised rendering the preview shows
-(workspace.markdown), wrapped in a page with its own readable styling and no
-scripts or outside requests; DOCX is built with python-docx from the
-markdown parser's tokens, so headings, lists, emphasis, code, quotes and
-tables become Word's own styles rather than a picture of the HTML.
+(workspace.markdown, images kept), wrapped in a page with its own readable
+styling and no scripts; DOCX is built with python-docx from the markdown
+parser's tokens, so headings, lists (each numbered list counting from its
+own start, nested ones at their level), links, emphasis, code, quotes and
+tables become Word's own structures rather than a picture of the HTML.
+HTML and DOCX end with the thread's charts and tables as data tables
+(docs/adr/0053). A CSV starts with a byte order mark.
 """
 
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
 import re
 import unicodedata
+from dataclasses import dataclass
 
 from django.template.loader import render_to_string
+from django.utils import timezone
 
-from .artifact_registry import PayloadError, build_chart, build_data_table
-from .markdown import markdown_tokens, render_markdown
+from .artifact_registry import PayloadError, build_chart, build_data_table, type_label
+from .markdown import markdown_tokens, render_markdown_for_export
 from .models import Artifact, Document
 
 DOCUMENT_FORMATS = {
@@ -33,6 +39,7 @@ ARTIFACT_FORMATS = {
     "csv": ("csv", "text/csv; charset=utf-8"),
 }
 CSV_TYPES = {"line_chart", "bar_chart", "pie_chart", "data_table"}
+CSV_BOM = "\ufeff"
 FILENAME_MAX_CHARS = 80
 
 
@@ -59,49 +66,280 @@ def document_markdown(document: Document) -> str:
     return document.content
 
 
-def document_html(document: Document) -> str:
+def _starts_with_title(content: str) -> bool:
+    """Whether the text opens with a level-one heading, which then is the
+    page's visible title (else the document's title is shown above it)."""
+    tokens = markdown_tokens(content)
+    return bool(tokens) and tokens[0].type == "heading_open" and tokens[0].tag == "h1"
+
+
+def document_html(document: Document, *, artifacts=()) -> str:
     return render_to_string(
-        "workspace/exports/document.html", {"title": document.title, "body": render_markdown(document.content)}
+        "workspace/exports/document.html",
+        {
+            "title": document.title,
+            "show_title": not _starts_with_title(document.content),
+            "body": render_markdown_for_export(document.content),
+            "artifacts": artifact_tables(artifacts),
+        },
     )
 
 
-def document_docx(document: Document) -> bytes:
+def document_docx(document: Document, *, author: str = "", artifacts=()) -> bytes:
     # Imported here: python-docx loads lxml and its template, which only exports need.
     from docx import Document as WordDocument
 
     word = WordDocument()
-    word.core_properties.title = document.title
-    _DocxWriter(word).write(markdown_tokens(document.content))
+    _set_properties(word, document, author=author or DEFAULT_AUTHOR)
+    writer = _DocxWriter(word)
+    writer.write(markdown_tokens(document.content))
+    writer.appendix(artifact_tables(artifacts))
     out = io.BytesIO()
     word.save(out)
     return out.getvalue()
 
 
-def export_document(document: Document, fmt: str) -> tuple[bytes, str, str]:
-    """(body, file name, content type) of the document in `fmt`; KeyError for an unknown format."""
+def export_document(document: Document, fmt: str, *, author: str = "", artifacts=()) -> tuple[bytes, str, str]:
+    """(body, file name, content type) of the document in `fmt`; KeyError for an unknown format.
+    `author`: the person exporting (the DOCX's creator); `artifacts`: the thread's, whose
+    charts and tables the HTML and DOCX end with."""
     extension, content_type = DOCUMENT_FORMATS[fmt]
     if fmt == "markdown":
         body = document_markdown(document).encode()
     elif fmt == "html":
-        body = document_html(document).encode()
+        body = document_html(document, artifacts=artifacts).encode()
     else:
-        body = document_docx(document)
+        body = document_docx(document, author=author, artifacts=artifacts)
     return body, f"{file_stem(document.title, default='document')}.{extension}", content_type
 
 
+# -- the artifacts appendix --
+
+
+@dataclass(frozen=True)
+class ArtifactTable:
+    """A chart's numbers or a table's cells, as the Data table shows them,
+    for the end of a document export (docs/adr/0053)."""
+
+    title: str
+    kind: str  # "bar chart", "table", ...
+    turn: int
+    columns: list[str]
+    rows: list[list[str]]
+    right_aligned: list[bool]  # per column: holds numbers
+    problem: str = ""  # why the data could not be read (then no columns)
+
+    @property
+    def header_cells(self) -> list[tuple[str, bool]]:
+        return list(zip(self.columns, self.right_aligned))
+
+    @property
+    def body_rows(self) -> list[list[tuple[str, bool]]]:
+        return [list(zip(row, self.right_aligned)) for row in self.rows]
+
+    @property
+    def note(self) -> str:
+        what = "the numbers it shows" if self.kind.endswith("chart") else "its cells"
+        return f"{self.kind[:1].upper()}{self.kind[1:]} from turn {self.turn}: {what}."
+
+
+def artifact_tables(artifacts) -> list[ArtifactTable]:
+    """The charts and tables among `artifacts`, oldest first."""
+    tables = []
+    for artifact in sorted(artifacts, key=lambda a: a.pk or 0):
+        if artifact.artifact_type not in CSV_TYPES:
+            continue
+        kind = type_label(artifact.artifact_type)
+        try:
+            tables.append(_artifact_table(artifact, kind))
+        except PayloadError as exc:
+            title = artifact.title or f"Untitled {kind}"
+            tables.append(ArtifactTable(title, kind, artifact.turn_index, [], [], [], problem=exc.message))
+    return tables
+
+
+def _artifact_table(artifact: Artifact, kind: str) -> ArtifactTable:
+    """As the centre panel's Data table shows it (the same builders); PayloadError
+    when the payload cannot be read."""
+    payload = artifact.payload if isinstance(artifact.payload, dict) else None
+    if payload is None:
+        raise PayloadError("Its data is not an object.")
+    if artifact.artifact_type == "data_table":
+        data = build_data_table(payload, artifact)
+        rows = [[cell["text"] for cell in row] for row in data["rows"]]
+        # A column of numbers (and blanks) is right-aligned, as numbers are in a spreadsheet.
+        numeric = [
+            bool(data["rows"]) and all(row[c]["sort"] is not None or not row[c]["text"] for row in data["rows"])
+            for c in range(len(data["columns"]))
+        ]
+        return ArtifactTable(data["title"], kind, artifact.turn_index, data["columns"], rows, numeric)
+    data = build_chart(payload, artifact)
+    columns = data["table_columns"]
+    numeric = [False] + [True] * (len(columns) - 1)  # the labels, then one column of numbers per series
+    return ArtifactTable(data["title"], kind, artifact.turn_index, columns, data["table_rows"], numeric)
+
+
+# -- DOCX --
+
+DEFAULT_AUTHOR = "HAICO"
+# Links and images that become real hyperlinks; anything else stays text
+# (markdown-it already drops javascript: and the like).
+LINK_SCHEMES = ("http://", "https://", "mailto:")
+# The names pandoc reads as a code block and as code within a line.
+CODE_STYLE, INLINE_CODE_STYLE = "Source Code", "Verbatim Char"
+LIST_INDENT_TWIPS = 720  # per list level
+LIST_LEVELS = 9  # what Word's numbering holds
+PROPERTY_MAX_CHARS = 255  # python-docx refuses longer core properties
+BULLETS = ("•", "◦", "▪")
+CHECKBOXES = {True: "☑ ", False: "☐ "}
+# What XML 1.0 cannot hold (lxml refuses it): control characters but tab and
+# line breaks, lone surrogates, and the two non-characters. Nobody sees them
+# in the preview, so the DOCX leaves them out.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_safe(text: str) -> str:
+    return _NOT_XML.sub("", text)
+
+
+APP_PROPERTIES = (
+    b"<?xml version='1.0' encoding='UTF-8' standalone='yes'?>\n"
+    b'<Properties xmlns="http://schemas.openxmlformats.org/officeDocument/2006/extended-properties" '
+    b'xmlns:vt="http://schemas.openxmlformats.org/officeDocument/2006/docPropsVTypes">'
+    b"<Application>HAICO</Application></Properties>"
+)
+
+
+def _utc(moment):
+    # python-docx writes the datetime as given, followed by "Z".
+    return moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
+
+
+def _set_properties(word, document: Document, *, author: str) -> None:
+    """The file's own metadata, not python-docx's template's: the person as
+    creator, the document's title and times, no description, no thumbnail."""
+    from docx.opc.constants import RELATIONSHIP_TYPE as RT
+
+    now = timezone.now()
+    first = document.revisions.order_by("version").values_list("created_at", flat=True).first() if document.pk else None
+    properties = word.core_properties
+    author = _xml_safe(author)[:PROPERTY_MAX_CHARS]
+    properties.author = author
+    properties.last_modified_by = author
+    properties.title = _xml_safe(document.title)[:PROPERTY_MAX_CHARS]
+    properties.comments = ""  # the template says "generated by python-docx"
+    properties.created = _utc(first or now)
+    properties.modified = _utc(document.updated_at if document.pk and document.updated_at else now)
+    properties.revision = max(1, document.version)
+    package = word.part.package
+    for rel_id, rel in list(package.rels.items()):
+        if rel.reltype == RT.THUMBNAIL:  # the template's blank page
+            del package.rels[rel_id]
+        elif rel.reltype == RT.EXTENDED_PROPERTIES:
+            rel.target_part._blob = APP_PROPERTIES  # the template's says "Microsoft Macintosh Word"
+
+
+@dataclass
+class _List:
+    ordered: bool
+    num_id: int
+    level: int  # 0-based nesting
+
+
+@dataclass
+class _Item:
+    numbered: bool = False  # its first paragraph (the numbered or bulleted one) is written
+
+
 class _DocxWriter:
-    """Markdown tokens → Word paragraphs, runs and tables.
+    """Markdown tokens → Word paragraphs, runs, lists and tables.
 
     Block tokens open and close; inline tokens carry the text of one
-    paragraph, heading or cell as children (text, emphasis, code, links).
+    paragraph, heading or cell as children (text, emphasis, code, links,
+    images, task checkboxes). Each list gets its own Word numbering
+    instance (w:num), so every numbered list starts at its own first
+    number, and its level is the nesting depth; a list item's later
+    paragraphs are indented under it, unnumbered.
     """
 
     def __init__(self, word):
         self.word = word
-        self.lists: list[str] = []  # "bullet" / "number", innermost last
+        self.lists: list[_List] = []
+        self.items: list[_Item] = []
         self.quote_depth = 0
-        self.table_rows: list[list[str]] | None = None
         self.heading_level: int | None = None
+        self.table: list[list[tuple]] | None = None  # rows of (inline token, alignment)
+        self.cell_alignment: str | None = None
+        self._numbering = None
+        self._abstract_ids: dict[bool, int] = {}
+        self._styles()
+
+    # -- styles and numbering --
+
+    def _styles(self) -> None:
+        from docx.enum.style import WD_STYLE_TYPE
+        from docx.shared import Pt, RGBColor, Twips
+
+        styles = self.word.styles
+        code = styles.add_style(CODE_STYLE, WD_STYLE_TYPE.PARAGRAPH)
+        code.base_style = styles["Normal"]
+        code.font.name = "Courier New"
+        code.font.size = Pt(9.5)
+        code.paragraph_format.left_indent = Twips(360)
+        code.paragraph_format.space_before = Pt(4)
+        code.paragraph_format.space_after = Pt(4)
+        verbatim = styles.add_style(INLINE_CODE_STYLE, WD_STYLE_TYPE.CHARACTER)
+        verbatim.font.name = "Courier New"
+        link = styles.add_style("Hyperlink", WD_STYLE_TYPE.CHARACTER)
+        link.font.color.rgb = RGBColor(0x0B, 0x57, 0xD0)
+        link.font.underline = True
+
+    def _num(self, ordered: bool, level: int, start: int) -> int:
+        """A new numbering instance for one list: numbered lists restart at `start`."""
+        from docx.oxml import parse_xml
+        from docx.oxml.ns import nsdecls
+
+        if self._numbering is None:
+            self._numbering = self.word.part.numbering_part.element
+        if ordered not in self._abstract_ids:
+            existing = [int(v) for v in self._numbering.xpath("./w:abstractNum/@w:abstractNumId")]
+            abstract_id = max(existing, default=-1) + 1
+            levels = "".join(self._level_xml(ordered, n) for n in range(LIST_LEVELS))
+            abstract = parse_xml(
+                f'<w:abstractNum {nsdecls("w")} w:abstractNumId="{abstract_id}">'
+                f'<w:multiLevelType w:val="multilevel"/>{levels}</w:abstractNum>'
+            )
+            # The schema wants every w:abstractNum before the first w:num.
+            nums = self._numbering.xpath("./w:num")
+            if nums:
+                nums[0].addprevious(abstract)
+            else:
+                self._numbering.append(abstract)
+            self._abstract_ids[ordered] = abstract_id
+        num = self._numbering.add_num(self._abstract_ids[ordered])
+        if ordered:
+            # Without a start override Word continues the count of the last list of the same kind.
+            override = parse_xml(
+                f'<w:lvlOverride {nsdecls("w")} w:ilvl="{level}"><w:startOverride w:val="{start}"/></w:lvlOverride>'
+            )
+            num.append(override)
+        return num.numId
+
+    @staticmethod
+    def _level_xml(ordered: bool, level: int) -> str:
+        indent = f'<w:pPr><w:ind w:left="{LIST_INDENT_TWIPS * (level + 1)}" w:hanging="360"/></w:pPr>'
+        if ordered:
+            return (
+                f'<w:lvl w:ilvl="{level}"><w:start w:val="1"/><w:numFmt w:val="decimal"/>'
+                f'<w:lvlText w:val="%{level + 1}."/><w:lvlJc w:val="left"/>{indent}</w:lvl>'
+            )
+        bullet = BULLETS[level % len(BULLETS)]
+        return (
+            f'<w:lvl w:ilvl="{level}"><w:start w:val="1"/><w:numFmt w:val="bullet"/>'
+            f'<w:lvlText w:val="{bullet}"/><w:lvlJc w:val="left"/>{indent}</w:lvl>'
+        )
+
+    # -- blocks --
 
     def write(self, tokens) -> None:
         for token in tokens:
@@ -110,12 +348,17 @@ class _DocxWriter:
                 self.heading_level = int(token.tag[1])
             elif kind == "heading_close":
                 self.heading_level = None
-            elif kind == "bullet_list_open":
-                self.lists.append("bullet")
-            elif kind == "ordered_list_open":
-                self.lists.append("number")
+            elif kind in ("bullet_list_open", "ordered_list_open"):
+                ordered = kind == "ordered_list_open"
+                start = int(token.attrGet("start") or 1) if ordered else 1
+                level = min(len(self.lists), LIST_LEVELS - 1)
+                self.lists.append(_List(ordered, self._num(ordered, level, start), level))
             elif kind in ("bullet_list_close", "ordered_list_close"):
                 self.lists.pop()
+            elif kind == "list_item_open":
+                self.items.append(_Item())
+            elif kind == "list_item_close":
+                self.items.pop()
             elif kind == "blockquote_open":
                 self.quote_depth += 1
             elif kind == "blockquote_close":
@@ -125,88 +368,167 @@ class _DocxWriter:
             elif kind == "hr":
                 self.word.add_paragraph("* * *").alignment = 1  # centred
             elif kind == "table_open":
-                self.table_rows = []
-            elif kind == "tr_open" and self.table_rows is not None:
-                self.table_rows.append([])
+                self.table = []
+            elif kind == "tr_open" and self.table is not None:
+                self.table.append([])
+            elif kind in ("th_open", "td_open"):
+                self.cell_alignment = _alignment(token.attrGet("style"))
             elif kind == "table_close":
-                self._table(self.table_rows or [])
-                self.table_rows = None
+                self._table(self.table or [])
+                self.table = None
             elif kind == "inline":
-                if self.table_rows is not None:
-                    if self.table_rows:
-                        self.table_rows[-1].append(token.content)
+                if self.table is not None:
+                    if self.table:
+                        self.table[-1].append((token, self.cell_alignment))
                 else:
-                    self._inline(token)
+                    self._inline(self._paragraph(), token)
 
     def _paragraph(self):
+        from docx.shared import Twips
+
         if self.heading_level is not None:
             return self.word.add_heading(level=min(self.heading_level, 9))
-        if self.lists:
+        if self.lists and self.items:
+            current, item = self.lists[-1], self.items[-1]
             depth = len(self.lists)
-            base = "List Bullet" if self.lists[-1] == "bullet" else "List Number"
-            return self.word.add_paragraph(style=base if depth == 1 else f"{base} {min(depth, 3)}")
+            if not item.numbered:
+                item.numbered = True
+                base = "List Number" if current.ordered else "List Bullet"
+                paragraph = self.word.add_paragraph(style=base if depth == 1 else f"{base} {min(depth, 3)}")
+                num_pr = paragraph._p.get_or_add_pPr().get_or_add_numPr()
+                num_pr.get_or_add_ilvl().val = current.level
+                num_pr.get_or_add_numId().val = current.num_id
+                return paragraph
+            # A later paragraph of the same item: under its text, not a new bullet.
+            paragraph = self.word.add_paragraph(style="List Paragraph")
+            paragraph.paragraph_format.left_indent = Twips(LIST_INDENT_TWIPS * depth)
+            return paragraph
         if self.quote_depth:
             return self.word.add_paragraph(style="Quote")
         return self.word.add_paragraph()
 
-    def _inline(self, token) -> None:
-        paragraph = self._paragraph()
-        bold = italic = strike = 0
-        link: str | None = None
-        for child in token.children or []:
-            kind = child.type
-            if kind == "strong_open":
-                bold += 1
-            elif kind == "strong_close":
-                bold -= 1
-            elif kind == "em_open":
-                italic += 1
-            elif kind == "em_close":
-                italic -= 1
-            elif kind == "s_open":
-                strike += 1
-            elif kind == "s_close":
-                strike -= 1
-            elif kind == "link_open":
-                link = child.attrs.get("href") if child.attrs else None
-            elif kind == "link_close":
-                if link:
-                    paragraph.add_run(f" ({link})")
-                link = None
-            elif kind in ("softbreak", "hardbreak"):
-                paragraph.add_run().add_break()
-            elif kind in ("text", "code_inline"):
-                run = paragraph.add_run(child.content)
-                run.bold = bold > 0 or None
-                run.italic = italic > 0 or None
-                run.font.strike = strike > 0 or None
-                if kind == "code_inline":
-                    run.font.name = "Courier New"
-            elif kind == "image":  # never fetched; its description stays
-                paragraph.add_run(child.content)
-
     def _code(self, text: str) -> None:
-        paragraph = self.word.add_paragraph()
+        from docx.shared import Twips
+
+        paragraph = self.word.add_paragraph(style=CODE_STYLE)
+        if self.lists:
+            paragraph.paragraph_format.left_indent = Twips(LIST_INDENT_TWIPS * len(self.lists) + 360)
         lines = text.rstrip("\n").split("\n")
         for n, line in enumerate(lines):
-            run = paragraph.add_run(line)
-            run.font.name = "Courier New"
+            run = paragraph.add_run(_xml_safe(line))  # leading spaces and tabs kept as written
             if n < len(lines) - 1:
                 run.add_break()
 
-    def _table(self, rows: list[list[str]]) -> None:
+    def _table(self, rows: list[list[tuple]]) -> None:
         if not rows:
             return
         width = max(len(row) for row in rows)
         table = self.word.add_table(rows=len(rows), cols=width)
         table.style = "Table Grid"
         for r, row in enumerate(rows):
-            for c, text in enumerate(row):
-                cell = table.cell(r, c)
-                cell.text = text
-                if r == 0:
-                    for run in cell.paragraphs[0].runs:
-                        run.bold = True
+            for c, (inline, alignment) in enumerate(row):
+                paragraph = table.cell(r, c).paragraphs[0]
+                self._inline(paragraph, inline, bold=r == 0)
+                if alignment is not None:
+                    paragraph.alignment = alignment
+        _repeat_header_row(table)
+
+    # -- inline --
+
+    def _inline(self, paragraph, token, *, bold: bool = False) -> None:
+        emphasis = {"strong": int(bold), "em": 0, "s": 0}
+        link = None  # the w:hyperlink the runs go into, while inside a link
+
+        def add(text: str, *, code: bool = False):
+            run = paragraph.add_run(_xml_safe(text))
+            run.bold = emphasis["strong"] > 0 or None
+            run.italic = emphasis["em"] > 0 or None
+            run.font.strike = emphasis["s"] > 0 or None
+            if code:
+                run.style = INLINE_CODE_STYLE
+                run.font.name = "Courier New"  # also where the style is not known
+            elif link is not None:
+                run.style = "Hyperlink"
+            if link is not None:
+                link.append(run._r)
+            return run
+
+        for child in token.children or []:
+            kind = child.type
+            if kind in ("strong_open", "em_open", "s_open"):
+                emphasis[kind[:-5]] += 1
+            elif kind in ("strong_close", "em_close", "s_close"):
+                emphasis[kind[:-6]] -= 1
+            elif kind == "link_open":
+                link = _hyperlink(paragraph, child.attrGet("href"))
+            elif kind == "link_close":
+                link = None
+            elif kind == "softbreak":
+                add(" ")  # as the preview shows it
+            elif kind == "hardbreak":
+                add("").add_break()
+            elif kind in ("text", "code_inline"):
+                add(child.content, code=kind == "code_inline")
+            elif kind == "html_inline" and "checkbox" in child.content:
+                add(CHECKBOXES["checked" in child.content])  # a task list item's box
+            elif kind == "image":  # never fetched: its description, linked to where it is
+                outer, link = link, link if link is not None else _hyperlink(paragraph, child.attrGet("src"))
+                add(child.content or "image")
+                link = outer
+
+    # -- the artifacts --
+
+    def appendix(self, tables: list[ArtifactTable]) -> None:
+        from docx.enum.text import WD_ALIGN_PARAGRAPH
+
+        if not tables:
+            return
+        self.word.add_heading("Artifacts", level=1)
+        for artifact in tables:
+            self.word.add_heading(_xml_safe(artifact.title), level=2)
+            self.word.add_paragraph(artifact.note)
+            if artifact.problem:
+                self.word.add_paragraph(_xml_safe(f"Its data could not be read: {artifact.problem}"))
+                continue
+            table = self.word.add_table(rows=len(artifact.rows) + 1, cols=len(artifact.columns))
+            table.style = "Table Grid"
+            for r, row in enumerate([artifact.columns, *artifact.rows]):
+                for c, text in enumerate(row):
+                    paragraph = table.cell(r, c).paragraphs[0]
+                    paragraph.add_run(_xml_safe(text)).bold = r == 0 or None
+                    if artifact.right_aligned[c]:
+                        paragraph.alignment = WD_ALIGN_PARAGRAPH.RIGHT
+            _repeat_header_row(table)
+
+
+def _alignment(style: str | None):
+    from docx.enum.text import WD_ALIGN_PARAGRAPH
+
+    match = re.search(r"text-align:\s*(left|center|right)", style or "")
+    return {"left": WD_ALIGN_PARAGRAPH.LEFT, "center": WD_ALIGN_PARAGRAPH.CENTER, "right": WD_ALIGN_PARAGRAPH.RIGHT}.get(
+        match.group(1) if match else "", None
+    )
+
+
+def _repeat_header_row(table) -> None:
+    """The first row is the table's header: Word repeats it on every page."""
+    from docx.oxml import OxmlElement
+
+    table.rows[0]._tr.get_or_add_trPr().append(OxmlElement("w:tblHeader"))
+
+
+def _hyperlink(paragraph, url: str | None):
+    """A w:hyperlink to `url` at the end of `paragraph`, or None for a URL that stays text."""
+    from docx.opc.constants import RELATIONSHIP_TYPE as RT
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    if not url or not url.lower().startswith(LINK_SCHEMES):
+        return None
+    element = OxmlElement("w:hyperlink")
+    element.set(qn("r:id"), paragraph.part.relate_to(url, RT.HYPERLINK, is_external=True))
+    paragraph._p.append(element)
+    return element
 
 
 # -- artifacts --
@@ -263,6 +585,8 @@ def _is_plain_number(value: str) -> bool:
 def export_artifact(artifact: Artifact, fmt: str) -> tuple[bytes, str, str]:
     """(body, file name, content type); KeyError for an unknown format, ExportRefused for CSV of a non-table."""
     extension, content_type = ARTIFACT_FORMATS[fmt]
-    body = artifact_json(artifact) if fmt == "json" else artifact_csv(artifact)
+    # A CSV starts with the UTF-8 byte order mark: without it spreadsheets
+    # (Excel above all) guess a legacy encoding and garble "€" or "ü".
+    body = artifact_json(artifact) if fmt == "json" else CSV_BOM + artifact_csv(artifact)
     stem = file_stem(artifact.title, default=artifact.artifact_type.replace("_", "-") or "artifact")
     return body.encode(), f"{stem}.{extension}", content_type

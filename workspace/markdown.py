@@ -9,9 +9,13 @@ Task list items (`- [ ] to do`, `- [x] done`) become list items with a
 checkbox that only shows the state: every <input> the sanitiser lets through
 is made a disabled checkbox, whatever the markup asked for.
 
-Images are not allowed: the document is partly written by the model, and an
-image URL is fetched without a click, which would let injected text leak
-workspace content to a third-party server.
+Images are not allowed in the app: the document is partly written by the
+model, and an image URL is fetched without a click, which would let
+injected text leak workspace content to a third-party server while the
+person reads. The HTML export (`render_markdown_for_export`) keeps them,
+with http(s) sources and their alt text: it is a file the person chose to
+take away and open, where a missing picture would be a loss, and they load
+with no referrer (docs/adr/0053).
 """
 
 import re
@@ -38,6 +42,8 @@ ALLOWED_ATTRIBUTES = {
 }
 # Forced on every <input>: a checkbox nobody can tick in the preview.
 INPUT_ATTRIBUTES = {"input": {"type": "checkbox", "disabled": "disabled"}}
+# Forced on every image of the HTML export: fetched without telling where from.
+IMAGE_ATTRIBUTES = {"img": {"referrerpolicy": "no-referrer", "loading": "lazy"}}
 ALLOWED_CLASSES = {"li": {"task-list-item"}, "ul": {"contains-task-list"}, "ol": {"contains-task-list"}}
 TASK_MARKER = re.compile(r"\[([ xX])\][ \t]+")
 URL_SCHEMES = {"http", "https", "mailto"}
@@ -95,15 +101,31 @@ def markdown_tokens(text: str) -> list:
 # is rendered for its push, the page and the preview request alike.
 @lru_cache(maxsize=32)
 def _render(text: str) -> SafeString:
-    html = _parser().render(text)
-    clean = nh3.clean(
+    return mark_safe(_clean(_parser().render(text)))
+
+
+def _clean(html: str, *, images: bool = False) -> str:
+    return nh3.clean(
         html,
-        tags=ALLOWED_TAGS,
-        attributes=ALLOWED_ATTRIBUTES,
+        tags=ALLOWED_TAGS | {"img"} if images else ALLOWED_TAGS,
+        attributes={**ALLOWED_ATTRIBUTES, "img": {"src", "alt", "title"}} if images else ALLOWED_ATTRIBUTES,
         url_schemes=URL_SCHEMES,
         link_rel="noopener noreferrer nofollow",
         filter_style_properties=ALLOWED_STYLE_PROPERTIES,
         allowed_classes=ALLOWED_CLASSES,
-        set_tag_attribute_values=INPUT_ATTRIBUTES,
+        set_tag_attribute_values={**INPUT_ATTRIBUTES, **IMAGE_ATTRIBUTES} if images else INPUT_ATTRIBUTES,
+        attribute_filter=_web_images_only if images else None,
     )
-    return mark_safe(clean)
+
+
+def _web_images_only(tag: str, attribute: str, value: str) -> str | None:
+    if tag == "img" and attribute == "src" and not value.lower().startswith(("http://", "https://")):
+        return None  # a mailto: or relative "image" shows as its alt text
+    return value
+
+
+def render_markdown_for_export(text: str | None) -> SafeString:
+    """As `render_markdown`, keeping images with an http(s) source (the HTML export)."""
+    if not text:
+        return mark_safe("")
+    return mark_safe(_clean(_parser().render(str(text)), images=True))

@@ -22,6 +22,9 @@ TODO_TEXT_MAX_CHARS = 1000
 TODO_MAX_DEPTH = 8
 DOCUMENT_TITLE_MAX_CHARS = 200
 ARTIFACT_TITLE_MAX_CHARS = 200
+# The name of the access token an MCP client wrote with (conversations'
+# AccessToken.name has the same limit).
+TOKEN_NAME_MAX_CHARS = 100
 
 
 class Thread(models.Model):
@@ -144,12 +147,17 @@ class DocumentRevision(models.Model):
         PERSON = "person", "Person"
         AGENT = "agent", "Agent"
         SYSTEM = "system", "System"  # scripts, data migrations, staff tooling
+        # The person, through an MCP client with one of their access tokens
+        # (docs/adr/0026): theirs, not an agent turn's; `token_name` says which.
+        MCP = "mcp", "Through MCP"
 
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="revisions")
     version = models.PositiveIntegerField()
     title = models.CharField(max_length=DOCUMENT_TITLE_MAX_CHARS)
     content = models.TextField(blank=True)
     author = models.CharField(max_length=6, choices=Author.choices)
+    # For an MCP author: the name of the token it wrote with, as it was then.
+    token_name = models.CharField(max_length=TOKEN_NAME_MAX_CHARS, blank=True, default="")
     # The thread's turn counter when it was written: an agent's revision
     # with turn_index N was written by turn N (what the review of a turn's
     # changes reads, docs/adr/0019). 0 for revisions from before it was kept.
@@ -301,6 +309,7 @@ class ObjectiveRevision(models.Model):
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="objective_revisions")
     text = models.TextField()
     author = models.CharField(max_length=6, choices=Author.choices)
+    token_name = models.CharField(max_length=TOKEN_NAME_MAX_CHARS, blank=True, default="")  # as on DocumentRevision
     turn_index = models.PositiveIntegerField(default=0)
     # A default, not auto_now_add, so migration 0005 can date the history it recovers.
     created_at = models.DateTimeField(default=timezone.now)

@@ -70,16 +70,17 @@ class ObjectiveHistoryEntry:
     author: str | None  # ObjectiveRevision.Author; None for the standing objective
     turn_index: int | None  # the turn counter when it was written; None for the standing objective
     at: object
+    token_name: str = ""  # the access token of an MCP author
 
 
 def objective_history(*, thread: Thread) -> list[ObjectiveHistoryEntry]:
     """Every value the objective has had, newest (the live value) first, each
     with who set it and when; the standing objective it started from last."""
     revisions = [
-        ObjectiveHistoryEntry(text=text, author=author, turn_index=turn_index, at=at)
-        for text, author, turn_index, at in ObjectiveRevision.objects.filter(thread=thread)
+        ObjectiveHistoryEntry(text=text, author=author, turn_index=turn_index, at=at, token_name=token_name)
+        for text, author, turn_index, at, token_name in ObjectiveRevision.objects.filter(thread=thread)
         .order_by("-id")
-        .values_list("text", "author", "turn_index", "created_at")
+        .values_list("text", "author", "turn_index", "created_at", "token_name")
     ]
     live = objective_for(thread=thread)
     if live is not None and (not revisions or revisions[0].text != live.text):
@@ -176,6 +177,11 @@ def document_for(*, thread: Thread) -> Document:
 DOCUMENT_HISTORY_LIMIT = 100
 
 
+def mcp_author_label(token_name: str) -> str:
+    """Who wrote through MCP, as the thread's owner reads it: they did, with a named token."""
+    return f"You, through MCP (token “{token_name}”)" if token_name else "You, through MCP"
+
+
 @dataclass(frozen=True)
 class DocumentVersion:
     version: int
@@ -186,9 +192,12 @@ class DocumentVersion:
     # (one turn runs at a time per thread, docs/adr/0003). None for the
     # person's and the system's edits, which may fall between turns.
     turn_index: int | None = None
+    token_name: str = ""  # the access token of an MCP author
 
     @property
     def author_label(self) -> str:
+        if self.author == DocumentRevision.Author.MCP:
+            return mcp_author_label(self.token_name)
         return DocumentRevision.Author(self.author).label if self.author else ""
 
 
@@ -218,14 +227,16 @@ def document_history(*, thread: Thread, limit: int = DOCUMENT_HISTORY_LIMIT) -> 
     if document is None:
         return DocumentHistory(current_version=0, versions=[], total=0)
     revisions = DocumentRevision.objects.filter(document=document)
-    rows = list(revisions.order_by("-version").values_list("version", "title", "author", "created_at")[:limit])
+    rows = list(
+        revisions.order_by("-version").values_list("version", "title", "author", "created_at", "token_name")[:limit]
+    )
     turns = _turns_started(thread) if any(r[2] == DocumentRevision.Author.AGENT for r in rows) else ([], [])
     versions = [
         DocumentVersion(
-            version=version, title=title, author=author, created_at=created_at,
+            version=version, title=title, author=author, created_at=created_at, token_name=token_name,
             turn_index=_turn_at(turns, created_at) if author == DocumentRevision.Author.AGENT else None,
         )
-        for version, title, author, created_at in rows
+        for version, title, author, created_at, token_name in rows
     ]
     return DocumentHistory(current_version=document.version, versions=versions, total=revisions.count())
 

@@ -10,7 +10,9 @@ returns the summary the model reads, optionally with a typed artifact
 - finds the thread and turn in the run's context (`agent.context.AgentContext`,
   injected by LangGraph as the tool's `runtime`), so one compiled agent
   serves every thread; a body declared `uses_seen` also gets what the
-  latest model call was shown (`seen=`, agent.context.Seen);
+  latest model call was shown (`seen=`, agent.context.Seen), and an
+  `authored` body whom its writes are recorded as (`author=`,
+  agent.context.Author: the agent, or the person through MCP);
 - runs the body in its own database transaction, off the event loop through
   asgiref's `sync_to_async` (the ORM is synchronous); the services announce
   what they changed after commit, which is how the open tabs hear of it;
@@ -38,7 +40,7 @@ from workspace.errors import PreferenceLocked, WorkspaceError
 from workspace.models import Thread
 from workspace.services.artifacts import artifact_create
 
-from ..context import AgentContext, Seen
+from ..context import AGENT_AUTHOR, AgentContext, Author, Seen
 from .envelope import describe_validation_error, failure_envelope, success_envelope
 from .text import Summary
 
@@ -82,6 +84,13 @@ class ToolSpec:
     body: ToolBody
     read_only: bool = False
     uses_seen: bool = False
+    authored: bool = False
+    # What a client outside the app is told before it calls (MCP's tool
+    # annotations, docs/adr/0026): it may overwrite or remove what is there
+    # (else it only adds), and calling it again with the same arguments
+    # changes nothing more.
+    destructive: bool = False
+    idempotent: bool = False
 
 
 _REGISTERED: dict[str, ToolSpec] = {}
@@ -94,11 +103,18 @@ def workspace_tool(
     args_schema: type[BaseModel] = NoArgs,
     read_only: bool = False,
     uses_seen: bool = False,
+    authored: bool = False,
+    destructive: bool = False,
+    idempotent: bool = False,
     register: bool = True,
 ) -> Callable[[ToolBody], ToolBody]:
     """Declare an agent tool. `read_only` tools change nothing, so they run
     without a transaction. A `uses_seen` body takes `seen=` (what the
-    latest model call was shown; None outside a run)."""
+    latest model call was shown; None outside a run); an `authored` one
+    takes `author=` (agent.context.Author) for the history rows it writes.
+    `destructive` and `idempotent` describe a writing tool (ToolSpec)."""
+    if read_only and (destructive or idempotent):
+        raise TypeError(f"{name}: a read-only tool is neither destructive nor idempotent in this sense.")
 
     def decorate(body: ToolBody) -> ToolBody:
         spec = ToolSpec(
@@ -109,6 +125,9 @@ def workspace_tool(
             body=body,
             read_only=read_only,
             uses_seen=uses_seen,
+            authored=authored,
+            destructive=destructive,
+            idempotent=idempotent,
         )
         if register:
             if name in _REGISTERED and _REGISTERED[name].body is not body:
@@ -140,9 +159,17 @@ def _split_result(name: str, result) -> tuple[str | Summary, dict | None]:
 
 
 def run_tool_call(
-    spec: ToolSpec, thread: Thread, arguments: dict[str, Any], *, turn_index: int = 0, seen: Seen | None = None
+    spec: ToolSpec,
+    thread: Thread,
+    arguments: dict[str, Any],
+    *,
+    turn_index: int = 0,
+    seen: Seen | None = None,
+    author: Author = AGENT_AUTHOR,
 ) -> str:
-    """Run one call synchronously and return its envelope. Never raises."""
+    """Run one call synchronously and return its envelope. Never raises.
+    `author`: whom the writes are recorded as (the in-app agent unless an
+    MCP client calls)."""
     arguments = dict(arguments)
     reason = arguments.pop(REASON_FIELD, "")
     logger.info("tool %s (thread %s, turn %s): %s", spec.name, thread.pk, turn_index, reason)
@@ -155,6 +182,8 @@ def run_tool_call(
         # would take the write lock and make concurrent turns wait for a read.
         with nullcontext() if spec.read_only else transaction.atomic():
             extra = {"seen": seen} if spec.uses_seen else {}
+            if spec.authored:
+                extra["author"] = author
             summary, artifact = _split_result(spec.name, spec.body(thread, **values, **extra))
             artifact_id = None
             if artifact is not None:

@@ -12,9 +12,9 @@ number the model copies back may be wrong.
 """
 
 from workspace.errors import DocumentConflict, WorkspaceError
-from workspace.models import DocumentRevision
 from workspace.services import document as document_services
 
+from ..context import AGENT_AUTHOR, Author
 from .decorator import workspace_tool
 from .schemas import (
     AppendToDocumentArgs,
@@ -23,7 +23,6 @@ from .schemas import (
     UpdateDocumentArgs,
 )
 
-AGENT = DocumentRevision.Author.AGENT
 # How much of the current text around each conflict the failure shows, and
 # how many conflicts at most: enough to redo the edit, not the whole document.
 CONTEXT_CHARS = 150
@@ -37,12 +36,18 @@ MAX_CONFLICTS_SHOWN = 5
     "Use for restructuring or large rewrites; pass the complete new text.",
     args_schema=UpdateDocumentArgs,
     uses_seen=True,
+    authored=True,
+    destructive=True,
+    idempotent=True,
 )
-def update_document(thread, *, content: str, title: str | None = None, seen=None) -> str:
+def update_document(
+    thread, *, content: str, title: str | None = None, seen=None, author: Author = AGENT_AUTHOR
+) -> str:
     base_version = seen.document_version if seen is not None else None
     try:
         saved = document_services.document_save(
-            thread=thread, title=title, content=content, base_version=base_version, author=AGENT
+            thread=thread, title=title, content=content, base_version=base_version,
+            author=author.kind, token_name=author.token_name,
         )
     except DocumentConflict as exc:
         raise WorkspaceError(conflict_report(exc)) from exc
@@ -96,18 +101,23 @@ def conflict_report(exc: DocumentConflict) -> str:
     name="append_to_document",
     description="Add text to the end of the shared document. Use for incremental additions.",
     args_schema=AppendToDocumentArgs,
+    authored=True,
 )
-def append_to_document(thread, *, text: str) -> str:
-    document = document_services.document_append(thread=thread, text=text, author=AGENT)
+def append_to_document(thread, *, text: str, author: Author = AGENT_AUTHOR) -> str:
+    document = document_services.document_append(
+        thread=thread, text=text, author=author.kind, token_name=author.token_name
+    )
     return f"Appended {len(text):,} characters to '{document.title}' (now {len(document.content):,} characters)."
 
 
-def _edit_passage(thread, seen, **edit) -> str:
+def _edit_passage(thread, seen, author: Author, **edit) -> str:
     """A targeted edit, based on the version the model was shown like
     update_document (docs/adr/0018)."""
     base_version = seen.document_version if seen is not None else None
     try:
-        saved = document_services.document_edit_passage(thread=thread, base_version=base_version, author=AGENT, **edit)
+        saved = document_services.document_edit_passage(
+            thread=thread, base_version=base_version, author=author.kind, token_name=author.token_name, **edit
+        )
     except DocumentConflict as exc:
         raise WorkspaceError(conflict_report(exc)) from exc
     document = saved.document
@@ -121,9 +131,11 @@ def _edit_passage(thread, seen, **edit) -> str:
     "for small edits; the passage must occur exactly once.",
     args_schema=ReplaceInDocumentArgs,
     uses_seen=True,
+    authored=True,
+    destructive=True,
 )
-def replace_in_document(thread, *, old_text: str, new_text: str, seen=None) -> str:
-    summary = _edit_passage(thread, seen, passage=old_text, replacement=new_text)
+def replace_in_document(thread, *, old_text: str, new_text: str, seen=None, author: Author = AGENT_AUTHOR) -> str:
+    summary = _edit_passage(thread, seen, author, passage=old_text, replacement=new_text)
     return f"Replaced one passage ({len(old_text):,} characters with {len(new_text):,}). {summary}"
 
 
@@ -133,7 +145,8 @@ def replace_in_document(thread, *, old_text: str, new_text: str, seen=None) -> s
     "for additions in the middle; the passage must occur exactly once.",
     args_schema=InsertInDocumentArgs,
     uses_seen=True,
+    authored=True,
 )
-def insert_in_document(thread, *, after_text: str, text: str, seen=None) -> str:
-    summary = _edit_passage(thread, seen, passage=after_text, insert_after=text)
+def insert_in_document(thread, *, after_text: str, text: str, seen=None, author: Author = AGENT_AUTHOR) -> str:
+    summary = _edit_passage(thread, seen, author, passage=after_text, insert_after=text)
     return f"Inserted {len(text):,} characters after the passage. {summary}"

@@ -24,6 +24,7 @@ def _outcome(result) -> str:
     description="Record rules the user explicitly stated (hard = non-negotiable, soft = preferred). "
     "A single one is a one-element list; an existing title is not duplicated.",
     args_schema=AddPreferencesArgs,
+    idempotent=True,
 )
 def add_preferences(thread, *, items: list[dict]) -> str:
     return batch_summary(preference_services.preferences_add(thread=thread, items=items, respect_lock=True))
@@ -54,6 +55,8 @@ def list_preferences(thread) -> str:
     description="Edit preferences by 1-based index (list of {index, title?, subtitle?, kind?}). "
     "Locked ones are skipped.",
     args_schema=UpdatePreferencesArgs,
+    destructive=True,
+    idempotent=True,
 )
 def update_preferences(thread, *, updates: list[dict]) -> str:
     return _outcome(preference_services.preferences_update_by_index(thread=thread, updates=updates, respect_lock=True))
@@ -64,6 +67,7 @@ def update_preferences(thread, *, updates: list[dict]) -> str:
     description="Delete preferences by 1-based index, only when the user explicitly asks; check the indices "
     "with list_preferences first. Locked ones are skipped.",
     args_schema=PreferenceIndicesArgs,
+    destructive=True,
 )
 def remove_preferences(thread, *, indices: list[int]) -> str:
     return _outcome(preference_services.preferences_remove_by_index(thread=thread, indices=indices, respect_lock=True))

@@ -28,6 +28,7 @@ def add_todos(thread, *, steps: list[dict], parent_index: int | None = None) -> 
     name="toggle_todos",
     description="Flip the done mark of plan steps (list of 1-based indices; one step is a one-element list).",
     args_schema=TodoIndicesArgs,
+    destructive=True,
 )
 def toggle_todos(thread, *, indices: list[int]) -> str:
     return batch_summary(plan_services.todos_toggle_by_index(thread=thread, indices=indices))
@@ -37,6 +38,8 @@ def toggle_todos(thread, *, indices: list[int]) -> str:
     name="update_todos",
     description="Rewrite the text of plan steps (list of {index, text}).",
     args_schema=UpdateTodosArgs,
+    destructive=True,
+    idempotent=True,
 )
 def update_todos(thread, *, updates: list[dict]) -> str:
     return batch_summary(plan_services.todos_update_by_index(thread=thread, updates=updates))
@@ -46,6 +49,7 @@ def update_todos(thread, *, updates: list[dict]) -> str:
     name="remove_todos",
     description="Delete plan steps by 1-based index; removing a step also removes its sub-steps.",
     args_schema=TodoIndicesArgs,
+    destructive=True,
 )
 def remove_todos(thread, *, indices: list[int]) -> str:
     return batch_summary(plan_services.todos_remove_by_index(thread=thread, indices=indices))

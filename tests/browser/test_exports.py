@@ -3,6 +3,7 @@ document (text typed a moment ago included) and a chart as an image and as
 CSV; the thread list exports a whole thread and imports it back as a new
 thread."""
 
+import base64
 import io
 import re
 
@@ -59,6 +60,11 @@ def test_the_document_downloads_with_the_text_just_typed(haico_server, new_page)
     word = WordDocument(io.BytesIO(body))
     assert name == "field-notes.docx"
     assert [p.text for p in word.paragraphs] == ["Field notes", "Written just now, not yet saved."]
+    assert word.core_properties.author == "ada"  # the person (no full name given), not "python-docx"
+    # One Export control in the Document region, in its header, not among the editor's buttons.
+    centre = page.get_by_role("region", name="Document")
+    expect(centre.get_by_role("button", name="Export")).to_have_count(1)
+    expect(centre.get_by_role("toolbar", name="Editor actions").get_by_role("button", name="Export")).to_have_count(0)
 
 
 def test_a_chart_downloads_as_an_image_and_as_csv(start_haico_server, new_page, model_server):
@@ -76,10 +82,46 @@ def test_a_chart_downloads_as_an_image_and_as_csv(start_haico_server, new_page, 
     expect(canvas).to_be_visible(timeout=TURN_WAIT_MS)
     page.wait_for_function("el => window.Chart && Chart.getChart(el)", arg=canvas.element_handle())
 
-    name, body = _download(page, "PNG image")
-    assert name == "q1-vs-q2-revenue.png" and body[:8] == b"\x89PNG\r\n\x1a\n" and len(body) > 1000
+    # One Export control, in the region's header, with the document's formats and the chart's.
+    expect(centre.get_by_role("button", name="Export")).to_have_count(1)
+    centre.get_by_role("button", name="Export").click()
+    options = centre.get_by_role("group", name="Export")
+    for label in ("Markdown", "HTML", "DOCX", "JSON", "CSV", "PNG image"):
+        expect(options.get_by_text(label, exact=True)).to_be_visible()
+    page.keyboard.press("Escape")
+
+    # The image is 1200 x 675 on white with the chart's title, whatever the window's size.
+    sizes = []
+    for width, height in ((1440, 900), (900, 700)):
+        page.set_viewport_size({"width": width, "height": height})
+        name, body = _download(page, "PNG image")
+        assert name == "q1-vs-q2-revenue.png" and body[:8] == b"\x89PNG\r\n\x1a\n"
+        sizes.append((int.from_bytes(body[16:20], "big"), int.from_bytes(body[20:24], "big")))
+    assert sizes == [(1200, 675), (1200, 675)]
+    drawn = page.evaluate(
+        """async (b64) => {
+            const image = new Image();
+            image.src = "data:image/png;base64," + b64;
+            await image.decode();
+            const canvas = Object.assign(document.createElement("canvas"), {width: image.width, height: image.height});
+            const context = canvas.getContext("2d");
+            context.drawImage(image, 0, 0);
+            const dark = (x, y, w, h) => {
+                const data = context.getImageData(x, y, w, h).data;
+                let count = 0;
+                for (let i = 0; i < data.length; i += 4) if (data[i] < 100 && data[i + 1] < 100 && data[i + 2] < 100) count++;
+                return count;
+            };
+            return {corner: Array.from(context.getImageData(2, 2, 1, 1).data),
+                    titleBand: dark(300, 0, 600, 80), leftMargin: dark(0, 0, 8, 675)};
+        }""",
+        base64.b64encode(body).decode(),
+    )
+    assert drawn["corner"] == [255, 255, 255, 255]  # white, not transparent
+    assert drawn["titleBand"] > 200  # the title's dark letters across the top centre
+    assert drawn["leftMargin"] == 0
     name, body = _download(page, "CSV")
-    assert (name, body.decode()) == ("q1-vs-q2-revenue.csv", "Name,Revenue\r\nQ1,120\r\nQ2,180\r\n")
+    assert (name, body) == ("q1-vs-q2-revenue.csv", "\ufeffName,Revenue\r\nQ1,120\r\nQ2,180\r\n".encode())
 
 
 def test_a_thread_exported_from_the_list_imports_as_a_new_thread(haico_server, new_page, tmp_path):

@@ -11,7 +11,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx2
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from playwright.sync_api import expect
 
@@ -112,3 +112,52 @@ def test_the_stdio_server_offers_the_same_tools_and_writes_the_same_way(haico_se
     assert {"list_threads", "get_workspace", "add_preferences", "update_document"} <= {t.name for t in tools.tools}
     assert not result.is_error
     assert haico_server.query("SELECT text FROM workspace_objective") == [("Ship the field guide",)]
+
+
+def test_the_real_server_checks_origin_refuses_get_and_points_a_401_at_its_metadata(haico_server, new_page):
+    """What an MCP client meets on the running server (docs/adr/0052): a page
+    on another origin is refused (DNS rebinding), GET gets 405 at once rather
+    than a stream held open, and a 401 names the reason and the metadata,
+    which names this endpoint. The SDK client reports the server's words."""
+    page = new_page()
+    sign_up(page, haico_server.url, "grace")
+    secret = _make_token(page, haico_server.url, "Laptop")
+    auth = {"Authorization": f"Bearer {secret}", "Accept": "application/json, text/event-stream"}
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+
+    foreign = httpx2.post(f"{haico_server.url}/mcp", json=listing, headers={**auth, "Origin": "http://evil.example"})
+    assert foreign.status_code == 403 and "not accepted here" in foreign.json()["error"]["message"]
+    own = httpx2.post(f"{haico_server.url}/mcp", json=listing, headers={**auth, "Origin": haico_server.url})
+    assert own.status_code == 200 and own.headers["access-control-allow-origin"] == haico_server.url
+    assert "update_document" in {tool["name"] for tool in own.json()["result"]["tools"]}
+    preflight = httpx2.options(f"{haico_server.url}/mcp", headers={
+        "Origin": haico_server.url, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type",
+    })
+    assert preflight.status_code == 204 and preflight.headers["access-control-allow-origin"] == haico_server.url
+
+    held = httpx2.get(f"{haico_server.url}/mcp", headers={**auth, "Accept": "text/event-stream"}, timeout=5)
+    assert held.status_code == 405 and held.headers["allow"] == "POST, OPTIONS"
+
+    unauthorised = httpx2.post(f"{haico_server.url}/mcp", json=listing, headers={"Authorization": "Bearer haico_wrong"})
+    assert unauthorised.status_code == 401
+    challenge = unauthorised.headers["www-authenticate"]
+    assert 'error="invalid_token"' in challenge and "unknown or revoked" in challenge
+    metadata_url = re.search(r'resource_metadata="([^"]+)"', challenge).group(1)
+    assert metadata_url == f"{haico_server.url}/.well-known/oauth-protected-resource/mcp"
+    metadata = httpx2.get(metadata_url).json()
+    assert metadata["resource"] == f"{haico_server.url}/mcp" and metadata["bearer_methods_supported"] == ["header"]
+
+    async def with_a_wrong_token():
+        http = httpx2.AsyncClient(headers={"Authorization": "Bearer haico_wrong"}, timeout=30)
+        try:
+            async with Client(streamable_http_client(f"{haico_server.url}/mcp", http_client=http)) as client:
+                await client.list_tools()
+        except BaseException as raised:  # the SDK's task groups wrap its MCPError
+            while isinstance(raised, BaseExceptionGroup):
+                raised = raised.exceptions[0]
+            return raised
+        return None
+
+    refused = run_async(with_a_wrong_token())
+    assert isinstance(refused, MCPError) and "this one is unknown or revoked" in str(refused)

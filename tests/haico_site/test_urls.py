@@ -209,6 +209,9 @@ ROUTES: dict[str, Public | Account | Owned | StaffOnly] = {
     "password_reset_done": Public(),
     "password_reset_confirm": Public({"uidb64": "MQ", "token": "set-password"}),
     "password_reset_complete": Public(),
+    # The MCP endpoint's protected-resource metadata (RFC 9728): the same for everyone.
+    "mcp-resource-metadata": Public(),
+    "mcp-resource-metadata-for-path": Public(),
     "conversations:list": Account(),
     "conversations:create": Account(),
     "conversations:switcher": Account(),

@@ -75,7 +75,8 @@ def test_docx_export_keeps_headings_lists_emphasis_code_and_tables(thread):
     assert ("List Number", "two") in paragraphs
     assert ("Quote", "quoted") in paragraphs
     intro = next(p for p in word.paragraphs if p.text.startswith("Intro"))
-    assert intro.text == "Intro with bold, italic, code and a link (https://example.com)."
+    assert intro.text == "Intro with bold, italic, code and a link."  # a real hyperlink (docs/adr/0053)
+    assert [(h.text, h.address) for h in intro.hyperlinks] == [("link", "https://example.com")]
     assert [r.text for r in intro.runs if r.bold] == ["bold"]
     assert [r.text for r in intro.runs if r.italic] == ["italic"]
     assert [r.text for r in intro.runs if r.font.name == "Courier New"] == ["code"]

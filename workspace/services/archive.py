@@ -25,7 +25,9 @@ def workspace_restore(*, thread: Thread, workspace: dict) -> None:
     if workspace["objective"] is not None:
         Objective.objects.create(thread=thread, text=workspace["objective"])
     ObjectiveRevision.objects.bulk_create(
-        ObjectiveRevision(thread=thread, text=r["text"], author=r["author"], turn_index=r["turn"])
+        ObjectiveRevision(
+            thread=thread, text=r["text"], author=r["author"], token_name=r["token"], turn_index=r["turn"]
+        )
         for r in workspace["objective_history"]
     )
     Preference.objects.bulk_create(
@@ -43,7 +45,7 @@ def workspace_restore(*, thread: Thread, workspace: dict) -> None:
         DocumentRevision.objects.bulk_create(
             DocumentRevision(
                 document=row, version=r["version"], title=r["title"], content=r["content"], author=r["author"],
-                turn_index=r["turn"],
+                token_name=r["token"], turn_index=r["turn"],
             )
             for r in document["revisions"]
         )

@@ -54,14 +54,14 @@ def _clean_title(title) -> str:
     return clean_text(title, label="Document title", max_chars=DOCUMENT_TITLE_MAX_CHARS)
 
 
-def _write(document: Document, *, title: str, content: str, author: str) -> Document:
+def _write(document: Document, *, title: str, content: str, author: str, token_name: str = "") -> Document:
     document.title, document.content = title, content
     document.version += 1
     document.save()
     turn_index = Thread.objects.filter(pk=document.thread_id).values_list("turn_index", flat=True).first() or 0
     DocumentRevision.objects.create(
         document=document, version=document.version, title=title, content=content, author=author,
-        turn_index=turn_index,
+        token_name=token_name, turn_index=turn_index,
     )
     changed(document.thread_id, "document")
     return document
@@ -100,6 +100,7 @@ def document_save(
     content: str | None = None,
     base_version: int | None = None,
     author: str = Author.SYSTEM,
+    token_name: str = "",
     resolve: str | None = None,
 ) -> DocumentSaved:
     """Write the title and/or content (None leaves it as it is).
@@ -109,7 +110,8 @@ def document_save(
     writes over whatever is current. `resolve` ("ours", "theirs", "both")
     settles the parts both sides changed that way instead of raising (the
     person's choice in the conflict view); it applies to the current text,
-    under the lock, so what it writes is based on the current version."""
+    under the lock, so what it writes is based on the current version.
+    `token_name`: the access token an MCP author wrote with (docs/adr/0026)."""
     if resolve is not None and resolve not in merge.RESOLUTIONS:
         raise InvalidInput(f"Choose how to settle the conflict: one of {', '.join(merge.RESOLUTIONS)}.")
     if title is not None:
@@ -121,7 +123,7 @@ def document_save(
     if base_version is None or base_version == document.version:
         new_title = current_title if title is None else title
         new_content = current_content if content is None else content
-        return DocumentSaved(_write(document, title=new_title, content=new_content, author=author))
+        return DocumentSaved(_write(document, title=new_title, content=new_content, author=author, token_name=token_name))
 
     # What is not submitted is unchanged since the base.
     base = _base_text(document, base_version)
@@ -159,7 +161,7 @@ def document_save(
             f"Merged with the changes made since version {base_version}, the document would be too long: "
             f"{exc.message} Nothing was saved; shorten it and it will be saved again."
         ) from None
-    saved = _write(document, title=new_title, content=new_content, author=author)
+    saved = _write(document, title=new_title, content=new_content, author=author, token_name=token_name)
     return DocumentSaved(saved, merged=True)
 
 
@@ -212,6 +214,7 @@ def document_edit_passage(
     insert_after: str | None = None,
     base_version: int | None = None,
     author: str = Author.SYSTEM,
+    token_name: str = "",
 ) -> DocumentSaved:
     """Replace `passage` with `replacement`, or insert `insert_after` right
     after it (exactly one of the two). The passage must occur exactly once
@@ -250,11 +253,13 @@ def document_edit_passage(
         content = base_text[:start] + replacement + base_text[end:]
     else:
         content = base_text[:end] + insert_after + base_text[end:]
-    return document_save(thread=thread, content=content, base_version=base_version, author=author)
+    return document_save(
+        thread=thread, content=content, base_version=base_version, author=author, token_name=token_name
+    )
 
 
 @transaction.atomic
-def document_append(*, thread: Thread, text: str, author: str = Author.SYSTEM) -> Document:
+def document_append(*, thread: Thread, text: str, author: str = Author.SYSTEM, token_name: str = "") -> Document:
     """Add `text` at the end. An append commutes with any other edit, so it
     needs no base version."""
     if not isinstance(text, str) or not text.strip():
@@ -262,4 +267,4 @@ def document_append(*, thread: Thread, text: str, author: str = Author.SYSTEM) -
     document = _document_for_update(thread)
     separator = "" if not document.content or document.content.endswith("\n") else "\n"
     content = _clean_content(document.content + separator + text)
-    return _write(document, title=document.title, content=content, author=author)
+    return _write(document, title=document.title, content=content, author=author, token_name=token_name)

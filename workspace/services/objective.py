@@ -13,9 +13,10 @@ Author = ObjectiveRevision.Author
 
 
 @transaction.atomic
-def objective_set(*, thread: Thread, text: str, author: str = Author.SYSTEM) -> Objective:
+def objective_set(*, thread: Thread, text: str, author: str = Author.SYSTEM, token_name: str = "") -> Objective:
     """Write the objective. `author`: the person's edit, the agent's
-    `set_objective`, or a script (the default), as for the document."""
+    `set_objective`, the person through MCP (with the token's name), or a
+    script (the default), as for the document."""
     text = clean_text(text, label="Objective", max_chars=OBJECTIVE_MAX_CHARS)
     objective = Objective.objects.select_for_update().filter(thread=thread).first()
     if objective is not None and objective.text == text:
@@ -27,6 +28,8 @@ def objective_set(*, thread: Thread, text: str, author: str = Author.SYSTEM) -> 
         objective.save(update_fields=["text", "updated_at"])
     # The counter as it is now (the caller's row may be older): during turn N, or after it.
     turn_index = Thread.objects.filter(pk=thread.pk).values_list("turn_index", flat=True).first() or 0
-    ObjectiveRevision.objects.create(thread=thread, text=text, author=author, turn_index=turn_index)
+    ObjectiveRevision.objects.create(
+        thread=thread, text=text, author=author, token_name=token_name, turn_index=turn_index
+    )
     changed(thread.pk, "objective")
     return objective

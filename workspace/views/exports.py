@@ -30,7 +30,10 @@ def document_export(request, thread_id):
     fmt = request.GET.get("format", "")
     if fmt not in exports.DOCUMENT_FORMATS:
         return refused(f"Choose a format: {', '.join(exports.DOCUMENT_FORMATS)}.")
-    return download(*exports.export_document(selectors.document_for(thread=thread), fmt))
+    document = selectors.document_for(thread=thread)
+    artifacts = selectors.artifacts_for(thread=thread) if fmt != "markdown" else ()
+    author = request.user.get_full_name() or request.user.get_username()
+    return download(*exports.export_document(document, fmt, author=author, artifacts=artifacts))
 
 
 @login_required

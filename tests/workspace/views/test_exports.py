@@ -41,7 +41,7 @@ def test_artifact_csv_download_and_refusal(owner_client, thread):
         thread=thread, artifact_type="document", title="Note", payload={"content": "x"}, turn_index=1
     )
     response = owner_client.get(ws_url(thread, f"artifacts/{table.pk}/export/?format=csv"))
-    assert response.status_code == 200 and response.content == b"a\r\n1\r\n"
+    assert response.status_code == 200 and response.content == b"\xef\xbb\xbfa\r\n1\r\n"  # UTF-8 with its BOM
     assert response["Content-Disposition"] == 'attachment; filename="costs.csv"'
     refused = owner_client.get(ws_url(thread, f"artifacts/{note.pk}/export/?format=csv"))
     assert refused.status_code == 400 and "Only charts and tables" in refused.content.decode()
@@ -57,3 +57,25 @@ def test_the_export_menu_offers_the_formats_for_what_is_shown(owner_client, thre
     assert ">Markdown</a>" in page and ">HTML</a>" in page and ">DOCX</a>" in page and ">CSV</a>" not in page
     shown = owner_client.get(ws_url(thread, f"centre/?artifact={chart.pk}")).content.decode()
     assert ">JSON</a>" in shown and ">CSV</a>" in shown and ">PNG image</button>" in shown
+
+
+def test_document_downloads_carry_the_person_and_the_threads_artifacts(owner_client, owner, thread):
+    import io
+
+    from docx import Document as WordDocument
+
+    document_services.document_save(thread=thread, title="Notes", content="# Notes\n\nBody.\n")
+    artifacts_services.artifact_create(
+        thread=thread, artifact_type="data_table", title="Costs", payload={"columns": ["a"], "rows": [[1]]}, turn_index=1
+    )
+    word = WordDocument(io.BytesIO(owner_client.get(ws_url(thread, "document/export/?format=docx")).content))
+    assert word.core_properties.author == "owner"  # no full name: the username
+    assert "Costs" in [p.text for p in word.paragraphs]
+    owner.first_name, owner.last_name = "Ada", "Lovelace"
+    owner.save()
+    word = WordDocument(io.BytesIO(owner_client.get(ws_url(thread, "document/export/?format=docx")).content))
+    assert word.core_properties.author == "Ada Lovelace"
+    html = owner_client.get(ws_url(thread, "document/export/?format=html")).content.decode()
+    assert '<h1 id="artifacts-title">Artifacts</h1>' in html and "<h2>Costs</h2>" in html
+    markdown = owner_client.get(ws_url(thread, "document/export/?format=markdown")).content.decode()
+    assert markdown == "# Notes\n\nBody.\n"  # the text as written, nothing added
