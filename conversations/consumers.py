@@ -196,14 +196,20 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         if thread is None:
             return
         try:
-            message, model = await database_sync_to_async(retry_message)(thread=thread, turn=turn)
+            message, model, stored = await database_sync_to_async(retry_message)(thread=thread, turn=turn)
         except UserFacingError as exc:
             await self._notice(exc.message)
             return
         if model and model not in available_models():
             model = None  # no longer offered: the default model
+        # The passage the turn asked about goes again, if the document still has it there.
+        selection, note = await database_sync_to_async(checked_selection)(thread=thread, raw=stored)
+        if note:
+            await self._notice(note)
         try:
-            await registry.start_turn(thread=thread, user_message=message, model_name=model, retry_of=int(turn))
+            await registry.start_turn(
+                thread=thread, user_message=message, model_name=model, retry_of=int(turn), selection=selection
+            )
         except UserFacingError as exc:
             await self._notice(exc.message)
 
@@ -282,8 +288,13 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         except UserFacingError as exc:  # not a turn of theirs; the branch refused or undone
             await self._notice(exc.message)
             return
+        # The selection was made in this thread's document; the branch starts
+        # from the document as it was after that turn.
+        selection, note = await database_sync_to_async(checked_selection)(thread=branch, raw=data.get("selection"))
         try:
-            turn_index = await registry.start_turn(thread=branch, user_message=message, model_name=model, mode=mode)
+            turn_index = await registry.start_turn(
+                thread=branch, user_message=message, model_name=model, mode=mode, selection=selection
+            )
         except BaseException as exc:
             # A branch without the turn it was made for would be an empty copy.
             await database_sync_to_async(discard_branch)(branch.pk)
@@ -291,7 +302,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
                 raise
             await self._notice(exc.message)
             return
-        await self.send(text_data=fragments.ack(turn_index) + trajectory.navigate_html(branch))
+        await self.send(text_data=fragments.ack(turn_index) + trajectory.navigate_html(branch, note=note))
 
     # -- from the live layer --
 

@@ -33,6 +33,7 @@ from workspace.markdown import render_markdown
 from workspace.models import Thread, WorkspaceSnapshot
 from workspace.selectors import thread_for_user, workspace_after_turn
 
+from .forms import page_note_query
 from .live import publisher
 from .models import BranchLink, Turn
 from .turns.guard import running_turn
@@ -323,9 +324,10 @@ def continue_point(*, user, thread_id, turn_index) -> tuple[Thread, int]:
     return thread, turn_index
 
 
-def navigate_html(thread: Thread) -> str:
-    """Sends the page to `thread` (static/js/live.js, the "navigate" patch)."""
-    url = reverse("thread-page", kwargs={"thread_id": thread.pk})
+def navigate_html(thread: Thread, *, note: str = "") -> str:
+    """Sends the page to `thread` (static/js/live.js, the "navigate" patch),
+    where `note` (one of conversations.forms.PAGE_NOTES) is shown."""
+    url = reverse("thread-page", kwargs={"thread_id": thread.pk}) + page_note_query(note)
     return render_to_string(f"{TEMPLATE}#navigate", {"url": url})
 
 

@@ -23,7 +23,16 @@ from workspace.views.common import flash
 from . import selectors, services, staff_view, trajectory
 from .branching import rerun_in_branch
 from .chat import chat_context, chat_turns
-from .forms import ChooseModelForm, EditTurnForm, FeedbackForm, LayoutForm, ModeForm, ThreadSearchForm
+from .forms import (
+    PAGE_NOTES,
+    ChooseModelForm,
+    EditTurnForm,
+    FeedbackForm,
+    LayoutForm,
+    ModeForm,
+    ThreadSearchForm,
+    page_note_query,
+)
 from .turns.guard import running_turn
 
 ROW_TEMPLATE = "conversations/thread_list.html#row"
@@ -181,7 +190,10 @@ def page_context(*, thread, user) -> dict:
 @require_GET
 def workspace_page(request, thread_id):
     thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
-    return render(request, "conversations/thread_page.html", page_context(thread=thread, user=request.user))
+    context = page_context(thread=thread, user=request.user)
+    # A branch a rerun just opened may have a note for the person (static/js/chat.js drops it from the address).
+    context["chat_notice"] = PAGE_NOTES.get(request.GET.get("note", ""), "")
+    return render(request, "conversations/thread_page.html", context)
 
 
 @login_required
@@ -336,10 +348,10 @@ def _thread_with_turn_or_404(request, thread_id, turn_index: int):
 def _rerun(request, thread_id, turn_index: int, *, message: str | None) -> HttpResponse:
     thread = _thread_with_turn_or_404(request, thread_id, turn_index)
     try:
-        branch = rerun_in_branch(source=thread, turn_index=turn_index, user=request.user, message=message)
+        branch, note = rerun_in_branch(source=thread, turn_index=turn_index, user=request.user, message=message)
     except UserFacingError as exc:
         return _refused(request, exc.message)
-    url = reverse("thread-page", kwargs={"thread_id": branch.pk}) + f"#turn-{turn_index}"
+    url = reverse("thread-page", kwargs={"thread_id": branch.pk}) + page_note_query(note) + f"#turn-{turn_index}"
     if request.htmx:
         return HttpResponseClientRedirect(url)
     return redirect(url)

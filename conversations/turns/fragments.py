@@ -51,15 +51,29 @@ def turn_context(
 APPROVAL_DIFF_ROWS = 80
 
 
+# What the card says when the change the person approved was not applied
+# in full (the row's approval "outcome", set by turns.run when the approved
+# call's step ends).
+APPROVAL_OUTCOMES = {
+    "overlap": "You approved this change, but it could not be applied: you edited the same passage meanwhile. "
+    "Nothing was overwritten.",
+    "failed": "You approved this change, but it could not be applied; nothing was changed.",
+    "partial": "You approved this change, but only part of it could be applied.",
+}
+
+
 def approval_view(approval: dict | None, *, pending: bool) -> dict | None:
     """What the approval card shows, from a turn row's `approval`
-    ({"interrupt_id", "request", "decision"?}, turns.guard); None without one."""
+    ({"interrupt_id", "request", "decision"?, "outcome"?}, turns.guard);
+    None without one."""
     if not isinstance(approval, dict) or not isinstance(approval.get("request"), dict):
         return None
     request = approval["request"]
+    decision = "" if pending else approval.get("decision") or ""
     view = {
         "pending": pending,
-        "decision": "" if pending else approval.get("decision") or "",
+        "decision": decision,
+        "outcome": APPROVAL_OUTCOMES.get(approval.get("outcome")) if decision == "approved" else None,
         "summary": str(request.get("summary") or ""),
         "reason": str(request.get("reason") or ""),
         "details": [str(d) for d in request.get("details") or []],
