@@ -9,6 +9,7 @@ from django.template.loader import render_to_string
 from django.utils.html import escape
 
 from workspace.diff import diff_text
+from workspace.models import Thread
 from workspace.markdown import render_markdown
 
 from .outcome import Marker, marker
@@ -19,7 +20,7 @@ TEMPLATE = "conversations/fragments/turn.html"
 def turn_context(
     *, turn_index: int, user_message: str, steps=(), answer: str = "", running: bool = False,
     ending: Marker | None = None, latest: bool = True, thread_id=None, feedback_count: int = 0, versions=None,
-    approval: dict | None = None,
+    approval: dict | None = None, mode: str = "",
 ) -> dict:
     """The one shape every turn partial renders: a past turn on the page, a
     running one, and one ended by another process. Retry is offered on the
@@ -43,6 +44,8 @@ def turn_context(
         "versions": versions,
         # approval_view(): the turn's approval card, pending or answered.
         "approval": approval,
+        # The mode the turn ran in (its row's; "" when unknown), for the admin's review.
+        "mode_label": Thread.Mode(mode).label if mode in Thread.Mode.values else "",
     }
 
 

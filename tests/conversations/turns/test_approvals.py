@@ -338,3 +338,34 @@ async def test_an_approved_change_that_applies_still_says_approved(owner, thread
     assert "You approved this change</p>" in [f for f in frames if CARD in f][-1]
     assert "could not be applied" not in "".join(frames)
     assert "outcome" not in (await _row(thread)).approval
+
+
+@database_sync_to_async
+def _outline(thread):
+    from workspace.services import plan as plan_services
+
+    outline = plan_services.todo_add(thread=thread, text="Outline")
+    plan_services.todo_add(thread=thread, text="Intro", parent=outline)
+
+
+async def test_a_turn_resumed_after_its_approval_goes_on_in_its_own_mode(owner, thread, script, sockets):
+    await _outline(thread)
+    model = script(
+        Reply(tool_calls=[tool_call("remove_todos", "Dropping the outline.", indices=[1])]),
+        Reply(text="Removed it."),
+    )
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="drop the outline", mode=Thread.Mode.PLAN)
+    await frame_containing(socket, CARD + ' class="approval is-pending"')
+    await registry.wait_for_turn(thread.pk)
+    # While the question waits, the person switches the thread to Explore for the next turns.
+    from conversations.services import thread_set_mode
+
+    await database_sync_to_async(thread_set_mode)(thread=await _fresh(thread), mode=Thread.Mode.EXPLORE)
+    await registry.answer_approval(thread=await _fresh(thread), turn=1, decision=guard.APPROVED)
+    frames = await frames_until_turn_end(socket)
+    assert "Removed it." in frames[-1]
+    prompts = [m.content for request in model.requests for m in request if m.type == "system"]
+    assert len(prompts) == 2 and all("# Mode: Plan" in prompt for prompt in prompts)
+    assert model.tool_lists[0] == model.tool_lists[1] and "update_document" not in model.tool_lists[1]
+    assert (await _row(thread)).mode == Thread.Mode.PLAN
