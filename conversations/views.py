@@ -20,7 +20,7 @@ from workspace.models import Thread
 from workspace.selectors import get_thread_for_user_or_404
 from workspace.views.common import flash
 
-from . import selectors, services, staff_view, trajectory
+from . import live, selectors, services, staff_view, trajectory
 from .branching import rerun_in_branch
 from .chat import chat_context, chat_turns
 from .forms import (
@@ -37,7 +37,6 @@ from .turns.guard import running_turn
 
 ROW_TEMPLATE = "conversations/thread_list.html#row"
 FEEDBACK_TEMPLATE = "conversations/fragments/feedback.html"
-MODE_TEMPLATE = "conversations/panels/chat.html#mode"
 TITLE_TEMPLATE = "conversations/fragments/turn.html#thread_title"
 SWITCHER_TEMPLATE = "conversations/panels/switcher.html#results"
 
@@ -125,14 +124,15 @@ def thread_delete(request, thread_id):
 @require_POST
 def thread_mode(request, thread_id):
     """The Mode selector's choice: stored on the thread for its next turns;
-    the tabs' selectors are updated by the service's announcement."""
+    the tabs' selectors are updated by the service's announcement (this
+    tab's shows it already, so htmx gets the same value patch)."""
     thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
     form = ModeForm(request.POST)
     if not form.is_valid():
         return _refused(request, form.errors["mode"][0])
     services.thread_set_mode(thread=thread, mode=form.cleaned_data["mode"])
     if request.htmx:
-        return render(request, MODE_TEMPLATE, {"thread": thread, "oob": False})
+        return HttpResponse(live.render_mode_patch(thread))
     return redirect("thread-page", thread_id=thread.pk)
 
 

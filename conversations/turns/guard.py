@@ -28,8 +28,8 @@ from workspace.services.snapshots import snapshot_capture
 from workspace.text import clean_text
 
 from ..errors import ApprovalPending, TurnAlreadyRunning
-from ..live import publisher
-from ..models import Turn
+from ..live import publish_turn_versions, publisher
+from ..models import BranchLink, Turn
 from ..services import DEFAULT_THREAD_TITLE, announce_thread, title_from_message
 from . import fragments, outcome, process
 
@@ -112,6 +112,10 @@ def turn_begin(
         boot=process.BOOT,
     )
     snapshot = snapshot_capture(thread=locked, turn_index=locked.turn_index, user_message=user_message)
+    if BranchLink.objects.filter(thread=locked, status=BranchLink.Status.ACTIVE, branch_point_turn=locked.turn_index - 1).exists():
+        # A branch's first own turn is a new version of that turn: the family's tabs show its arrows.
+        thread_id, turn_index = locked.pk, locked.turn_index
+        transaction.on_commit(lambda: publish_turn_versions(thread_id=thread_id, turn_index=turn_index))
     for name in ("turn_index", "title", "running_turn_index", "running_since", "cancel_requested"):
         setattr(thread, name, getattr(locked, name))
     return locked.turn_index, snapshot
