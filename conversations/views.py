@@ -310,6 +310,15 @@ def feedback_edit(request, thread_id, pk):
 
 @login_required
 @require_GET
+def trajectory_map(request, thread_id):
+    """The thread's trajectory map, for a page whose map no longer fits the
+    node patches it is sent (its family's lanes changed: docs/adr/0016)."""
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    return HttpResponse(trajectory.render_map(trajectory.family_graph(thread=thread)))
+
+
+@login_required
+@require_GET
 def trajectory_turn(request, thread_id, turn_index):
     """The read-only preview of the workspace after one turn of the map
     (the node's own thread), with "Continue from here" (docs/adr/0016)."""

@@ -234,8 +234,10 @@ class TurnRun:
             logger.exception("could not release the turn slot of thread %s", self.thread.pk)
         try:
             # The ended turn is a new node on every open map of the
-            # family; this thread's map goes with the turn's end.
-            maps = await database_sync_to_async(trajectory.family_maps)(thread_id=self.thread.pk)
+            # family; this thread's goes with the turn's end.
+            maps = await database_sync_to_async(trajectory.turn_ended_patches)(
+                thread_id=self.thread.pk, turn_index=self.turn_index
+            )
         except Exception:
             logger.exception("could not update the trajectory map of thread %s", self.thread.pk)
             maps = {}
