@@ -16,7 +16,6 @@ from django_htmx.http import HttpResponseClientRedirect
 from workspace import panels
 from workspace.errors import UserFacingError
 from workspace.forms import first_error
-from workspace.models import Thread
 from workspace.selectors import get_thread_for_user_or_404
 from workspace.views.common import flash
 
@@ -202,9 +201,9 @@ def staff_workspace_page(request, thread_id):
     """A thread's workspace for staff, read-only, from the admin's "View on
     site" (conversations.staff_view); anyone else gets 404, its owner too,
     who has the real page. Every visit is recorded in the moderation log."""
-    if not request.user.is_staff:
+    if not staff_view.may_view(request.user):
         raise Http404("No such page.")
-    thread = Thread.objects.filter(pk=thread_id).select_related("owner").first()
+    thread = staff_view.thread_for_staff(thread_id)
     if thread is None:
         raise Http404("No such thread.")
     staff_view.record_staff_visit(thread=thread, staff_user=request.user)
