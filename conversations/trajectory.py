@@ -375,7 +375,7 @@ class MapMarkup:
         path = "".join(f'<path class="tedge on-path" d="{edge.d}"/>' for edge in graph.path_edges)
         return {
             "graph": graph,
-            "layout": layout_key(graph),
+            "map_layout": layout_key(graph),
             "lane_urls": " ".join(self.urls),
             "nodes_html": mark_safe("".join(parts)),
             "edges_html": mark_safe(self.edges + path),
@@ -394,7 +394,7 @@ class MapMarkup:
         edges = [f'<path class="tedge tedge-{edge.kind}" d="{edge.d}"/>' for edge in graph.edges if edge.target is node]
         edges += [f'<path class="tedge on-path" d="{edge.d}"/>' for edge in graph.path_edges if edge.target is node]
         context = {
-            "graph": graph, "layout": layout_key(graph), "node_html": mark_safe(self._node(node, state)),
+            "graph": graph, "map_layout": layout_key(graph), "node_html": mark_safe(self._node(node, state)),
             "edges_html": mark_safe("".join(edges)),
         }
         return render_to_string(f"{TEMPLATE}#node_patch", context)
