@@ -39,8 +39,9 @@ class StepFinished:
     left alone) or "failed" (a failure envelope, or the call was not run).
     `error`: the failure's (or the skipped part's) own words; `refused`: the
     call was not run at all (arguments that were not JSON, cut off, an
-    unknown tool); `arguments`: the call's arguments as JSON, for the
-    operator."""
+    unknown tool); `overlap`: a document edit was not written because it
+    overlapped the person's edits made meanwhile; `arguments`: the call's
+    arguments as JSON, for the operator."""
 
     tool_name: str
     status: str
@@ -48,6 +49,7 @@ class StepFinished:
     error: str = ""
     refused: bool = False
     arguments: str = ""
+    overlap: bool = False
 
     @property
     def succeeded(self) -> bool:

@@ -19,11 +19,15 @@ Shapes recognised (`find_text_calls`):
 | `<|channel|>… to=functions.NAME … <|message|>{…}` | gpt-oss (harmony) | no         |
 | a fenced ```json block holding a call   | many                  | yes                |
 | a bare JSON object (or list) of calls   | Llama 3.2, others     | yes                |
+| pythonic `[f(a=1), g(b="x")]`, also after `<|python_tag|>` or in a ```python block | Llama 3.2 | yes |
 
-After an explicit marker the text is a call whatever it names: an unknown
-name gets the same error as a native call to an unknown tool. Without a
-marker, only JSON naming one of the offered tools is a call, so a JSON
-example in an answer stays an answer.
+After an explicit JSON marker the text is a call whatever it names: an
+unknown name gets the same error as a native call to an unknown tool.
+Without a marker, only JSON naming one of the offered tools is a call, so a
+JSON example in an answer stays an answer. Pythonic calls are read with
+`ast.parse` (never evaluated): only a list of calls of offered tools, with
+keyword arguments whose values are literals (strings, numbers, booleans,
+None and JSON's true / false / null, lists and dicts of them), is a call.
 
 The rules of docs/adr/0012 hold: arguments that are not one valid JSON
 object are never repaired; a call after a marker whose arguments are broken
@@ -34,7 +38,9 @@ which sits outside this middleware and so sees the extracted calls.
 
 from __future__ import annotations
 
+import ast
 import json
+import math
 import logging
 import re
 import uuid
@@ -155,6 +161,98 @@ def _json_sequence(text: str, position: int) -> tuple[list, int]:
 
 
 # --------------------------------------------------------------------------
+# Pythonic calls (Llama 3.2): read with `ast`, values as literals only
+
+
+# JSON's words for them, which these models also write inside Python syntax.
+_JSON_WORDS = {"true": True, "false": False, "null": None}
+
+
+class _NotLiteral(ValueError):
+    pass
+
+
+def _literal(node):
+    """The plain value `node` writes (a JSON-able literal), or _NotLiteral.
+    Nothing is evaluated: only these node shapes are read."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if value is None or isinstance(value, bool | str | int) or (isinstance(value, float) and math.isfinite(value)):
+            return value
+    elif isinstance(node, ast.List | ast.Tuple):
+        return [_literal(item) for item in node.elts]
+    elif isinstance(node, ast.Dict):
+        if any(key is None for key in node.keys):  # {**other}
+            raise _NotLiteral("a dict unpacked into another")
+        keys = [_literal(key) for key in node.keys]
+        if not all(isinstance(key, str) for key in keys):
+            raise _NotLiteral("a dict key that is not text")
+        return dict(zip(keys, (_literal(value) for value in node.values), strict=True))
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        operand = node.operand
+        if isinstance(operand, ast.Constant) and type(operand.value) in (int, float) and math.isfinite(operand.value):
+            return -operand.value if isinstance(node.op, ast.USub) else operand.value
+    elif isinstance(node, ast.Name) and node.id in _JSON_WORDS:
+        return _JSON_WORDS[node.id]
+    raise _NotLiteral(type(node).__name__)
+
+
+def _pythonic_calls(source: str, tool_names: frozenset[str], *, bare: bool = False) -> list[TextCall] | None:
+    """`source` read as a list of calls `[f(a=1), g(b="x")]` (with `bare`,
+    also one call or several separated by commas), each naming an offered
+    tool; None when it is not one. A call whose arguments are positional or
+    not literals is kept with a `problem` (refused, never run)."""
+    try:
+        body = ast.parse(source.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if isinstance(body, ast.List) or (bare and isinstance(body, ast.Tuple)):
+        nodes = body.elts
+    elif bare and isinstance(body, ast.Call):
+        nodes = [body]
+    else:
+        return None
+    if not nodes or not all(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in tool_names for node in nodes
+    ):
+        return None
+    calls = []
+    for node in nodes:
+        name = node.func.id
+        if node.args or any(keyword.arg is None for keyword in node.keywords):
+            calls.append(TextCall(name=name, args={}, problem="arguments without names; give each argument its name"))
+            continue
+        try:
+            args = {keyword.arg: _literal(keyword.value) for keyword in node.keywords}
+        except (_NotLiteral, RecursionError) as exc:
+            calls.append(TextCall(name=name, args={}, problem=f"an argument that is not a plain value ({exc})"))
+            continue
+        calls.append(TextCall(name=name, args=args))
+    return calls
+
+
+_PYTHONIC_START = re.compile(r"(?m)^[ \t]*\[\s*(?P<name>[A-Za-z_]\w*)\s*\(")
+_LINE_END_AFTER_BRACKET = re.compile(r"\][ \t]*(?=\r?\n|\Z)")
+# A pythonic list a reply holds ends within this many candidate line ends,
+# and a reply holds at most this many lists worth trying: a bound on the
+# parsing a crafted reply can cause.
+_PYTHONIC_TRIES = 40
+_PYTHONIC_STARTS = 20
+
+
+def _pythonic_list_at(text: str, start: int, tool_names: frozenset[str]) -> tuple[list[TextCall], int] | None:
+    """A list of calls starting at `start` and ending at the end of a line
+    (the shortest that reads as one), with where it ends."""
+    for tries, bracket in enumerate(_LINE_END_AFTER_BRACKET.finditer(text, start)):
+        if tries >= _PYTHONIC_TRIES:
+            return None
+        calls = _pythonic_calls(text[start:bracket.start() + 1], tool_names)
+        if calls is not None:
+            return calls, bracket.end()
+    return None
+
+
+# --------------------------------------------------------------------------
 # The shapes
 
 
@@ -170,7 +268,9 @@ _HARMONY = re.compile(
 )
 _HARMONY_ANALYSIS = re.compile(r"(?:<\|start\|>\s*assistant\s*)?<\|channel\|>\s*analysis\s*<\|message\|>.*?(?:<\|end\|>|\Z)", re.DOTALL)
 _HARMONY_END = re.compile(r"\s*(?:<\|call\|>|<\|end\|>)")
-_FENCE = re.compile(r"```[ \t]*(?:json|tool_call|tool_code|javascript)?[ \t]*\n(?P<body>.*?)\n?[ \t]*```", re.DOTALL)
+_FENCE = re.compile(
+    r"```[ \t]*(?P<language>json|tool_call|tool_code|javascript|python|py)?[ \t]*\n(?P<body>.*?)\n?[ \t]*```", re.DOTALL
+)
 _NAME_IN_BROKEN_JSON = re.compile(r'"(?:name|tool)"\s*:\s*"(?P<name>[\w\-.]+)"')
 _TAG_END = re.compile(r"</tool_call>|<\|eom_id\|>|<\|eot_id\|>|<\|call\|>|\Z")
 
@@ -189,7 +289,18 @@ def _broken_after_marker(text: str, position: int, name: str | None) -> tuple[Te
     return TextCall(name=name, args={}, problem=_json_problem(raw.strip())), end
 
 
-def _marked(text: str) -> Iterable[tuple[int, int, list[TextCall]]]:
+def _pythonic_after_python_tag(text: str, position: int, tool_names: frozenset[str]):
+    """Llama's `<|python_tag|>` followed by pythonic calls of offered tools
+    (up to its end-of-message token): (calls, end) or None."""
+    closing = re.compile(r"<\|eom_id\|>|<\|eot_id\|>").search(text, position)
+    stop = closing.start() if closing else len(text)
+    calls = _pythonic_calls(text[position:stop], tool_names, bare=True)
+    if calls is None:
+        return None
+    return calls, closing.end() if closing else stop
+
+
+def _marked(text: str, tool_names: frozenset[str]) -> Iterable[tuple[int, int, list[TextCall]]]:
     """(start, end, calls) for every call after an explicit marker."""
     for marker, closing in ((_QWEN, _QWEN_END), (_LLAMA, _LLAMA_END)):
         for found in marker.finditer(text):
@@ -198,10 +309,14 @@ def _marked(text: str) -> Iterable[tuple[int, int, list[TextCall]]]:
             if values and len(calls) >= len(values):
                 closed = closing.match(text, end)
                 yield found.start(), closed.end() if closed else end, calls
-            else:
-                call, end = _broken_after_marker(text, found.end(), None)
-                if call is not None:
-                    yield found.start(), end, [call]
+                continue
+            pythonic = _pythonic_after_python_tag(text, found.end(), tool_names) if marker is _LLAMA else None
+            if pythonic is not None:
+                yield found.start(), pythonic[1], pythonic[0]
+                continue
+            call, end = _broken_after_marker(text, found.end(), None)
+            if call is not None:
+                yield found.start(), end, [call]
     for found in _MISTRAL.finditer(text):
         named = _MISTRAL_NAMED.match(text, found.end())
         if named:
@@ -241,6 +356,12 @@ def _unmarked(text: str, tool_names: frozenset[str], taken: list[tuple[int, int]
     for found in _FENCE.finditer(text):
         if not free(found.start(), found.end()):
             continue
+        if found["language"] in ("python", "py", "tool_code"):
+            calls = _pythonic_calls(found["body"], tool_names)
+            if calls is not None and usable(calls):
+                taken.append((found.start(), found.end()))
+                yield found.start(), found.end(), calls
+                continue
         values, end = _json_sequence(found["body"], 0)
         if not values or found["body"][end:].strip():
             continue
@@ -259,6 +380,18 @@ def _unmarked(text: str, tool_names: frozenset[str], taken: list[tuple[int, int]
         if None not in calls and usable(calls):
             taken.append((start, end))
             yield start, end, calls
+    starts = 0
+    for found in _PYTHONIC_START.finditer(text):
+        start = text.index("[", found.start())
+        if found["name"] not in tool_names or not free(start, start + 1):
+            continue
+        starts += 1
+        if starts > _PYTHONIC_STARTS:
+            break
+        listed = _pythonic_list_at(text, start, tool_names)
+        if listed is not None and usable(listed[0]):
+            taken.append((start, listed[1]))
+            yield start, listed[1], listed[0]
 
 
 def find_text_calls(text: str, tool_names: Iterable[str]) -> Extraction:
@@ -268,7 +401,7 @@ def find_text_calls(text: str, tool_names: Iterable[str]) -> Extraction:
         return Extraction([], text)
     names = frozenset(tool_names)
     spans = []
-    for start, end, calls in _marked(text):
+    for start, end, calls in _marked(text, names):
         if all(end <= a or start >= b for a, b, _ in spans):
             spans.append((start, end, calls))
     taken = [(a, b) for a, b, _ in spans]

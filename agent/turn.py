@@ -185,6 +185,7 @@ def _message_events(message, seen: set, calls: dict):
         status = step_status(message.content, error=message.status == "error")
         arguments, refusal = calls.get(message.tool_call_id or "", ("", None))
         error, refused = _step_error(message.content, status) if status != "done" else ("", False)
+        envelope = parse_envelope(message.content) if status == "failed" else None
         yield StepFinished(
             tool_name=message.name or "",
             status=status,
@@ -192,6 +193,7 @@ def _message_events(message, seen: set, calls: dict):
             error=error,
             refused=refused or refusal is not None,
             arguments=arguments,
+            overlap=bool(envelope and envelope.get("overlap")),
         )
 
 

@@ -103,15 +103,19 @@ def main(repeats: int) -> None:
     both_ms, _ = timed(lambda: trajectory.render_map(trajectory.family_graph(thread=current)), repeats, "both")
 
     def push():
-        # What a turn end renders (publish_family, without the sends): one
-        # assembly, the shared markup, each member's map.
+        # What a turn end used to render (the whole map for each member, without the sends).
         markup = trajectory.MapMarkup(trajectory.family_graph(thread=current))
         return [
             render_to_string(f"{trajectory.TEMPLATE}#map", {**markup.for_member(member.pk), "oob": True})
             for member in markup.graph.threads
         ]
 
-    push_ms, _ = timed(push, repeats, "push")
+    def patches():
+        # What a turn end renders now (docs/adr/0047): each member's node patch for the current thread's last turn.
+        return trajectory.turn_ended_patches(thread_id=current.pk, turn_index=current.turn_index)
+
+    push_ms, maps = timed(push, repeats, "push")
+    patches_ms, node_patches = timed(patches, repeats, "patches")
     print(f"HAICO trajectory map bench ({repeats} repeats, medians; root + {BRANCHES} branches x {TURNS} turns: "
           f"{len(graph.nodes)} nodes, {len(graph.edges)} edges, {len(graph.threads)} lanes)")
     print(f"  (wall / CPU; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
@@ -119,7 +123,10 @@ def main(repeats: int) -> None:
     print(f"  render (map partial)           {render_ms:6.1f} / {CPU['render']:5.1f} ms   {len(html) / 1024:6.1f} KB")
     print(f"  assemble + render              {both_ms:6.1f} / {CPU['both']:5.1f} ms   (target <= 50 ms: "
           f"wall {'OK' if both_ms <= 50 else 'OVER'}, CPU {'OK' if CPU['both'] <= 50 else 'OVER'})")
-    print(f"  a turn end's push (all {len(graph.threads)} maps) {push_ms:6.1f} / {CPU['push']:5.1f} ms")
+    print(f"  whole maps for all {len(graph.threads)} members   {push_ms:6.1f} / {CPU['push']:5.1f} ms   "
+          f"{sum(map(len, maps)) / 1024:6.1f} KB")
+    print(f"  a turn end's node patches        {patches_ms:6.1f} / {CPU['patches']:5.1f} ms   "
+          f"{sum(map(len, node_patches.values())) / 1024:6.1f} KB ({max(map(len, node_patches.values()))} bytes at most each)")
 
 
 if __name__ == "__main__":

@@ -48,9 +48,9 @@ class ModerationActionInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 @admin.register(Thread)
 class ThreadAdmin(admin.ModelAdmin):
-    list_display = ("title", "owner", "turn_count", "last_activity_at", "is_deleted", "created_at")
+    list_display = ("title", "owner", "turn_count", "mode", "last_activity_at", "is_deleted", "created_at")
     list_display_links = ("title",)
-    list_filter = ("is_deleted", ("owner", admin.RelatedOnlyFieldListFilter))
+    list_filter = ("is_deleted", "mode", ("owner", admin.RelatedOnlyFieldListFilter))
     search_fields = ("title", "owner__username", "owner__email", "=id")
     date_hierarchy = "last_activity_at"
     list_select_related = ("owner",)
@@ -64,6 +64,9 @@ class ThreadAdmin(admin.ModelAdmin):
         "title",
         "owner",
         "turn_index",
+        "mode",
+        "chat_model",
+        "turn_modes",
         "is_deleted",
         "deleted_at",
         "created_at",
@@ -93,6 +96,25 @@ class ThreadAdmin(admin.ModelAdmin):
     @admin.display(description="Turns", ordering="turn_index")
     def turn_count(self, obj):
         return obj.turn_index
+
+    @admin.display(description="Mode of each turn")
+    def turn_modes(self, obj):
+        """The mode each turn ran in (the thread's mode is for its next ones), runs of one mode together."""
+        if obj is None or obj.pk is None:
+            return "-"
+        runs: list[list] = []
+        for index, mode in obj.turns.order_by("index").values_list("index", "mode"):
+            if runs and runs[-1][2] == mode and runs[-1][1] == index - 1:
+                runs[-1][1] = index
+            else:
+                runs.append([index, index, mode])
+        if not runs:
+            return "No turns yet."
+        return "; ".join(
+            f"turn{'s' if first != last else ''} {first}{f'–{last}' if first != last else ''}: "
+            f"{Thread.Mode(mode).label if mode in Thread.Mode.values else mode}"
+            for first, last, mode in runs
+        )
 
     @admin.display(description="Review")
     def staff_review(self, obj):

@@ -30,6 +30,7 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
+from agent.approvals import DOCUMENT, PLAN, PREFERENCES
 from agent.history import read_messages
 from agent.seeding import (
     HistoryNotSplittable,
@@ -46,11 +47,13 @@ from workspace.archive import (
     workspace_section,
 )
 from workspace.errors import InvalidInput
-from workspace.models import Thread
+from workspace.models import DOCUMENT_TITLE_MAX_CHARS, Thread
 from workspace.services.archive import workspace_restore
 
 from .models import BranchLink, Turn
 from .services import THREAD_TITLE_MAX_CHARS, clean_title
+from .turns.fragments import APPROVAL_OUTCOMES
+from .turns.guard import APPROVED, REJECTED, STOPPED
 
 logger = logging.getLogger("haico.conversations.archive")
 
@@ -60,6 +63,10 @@ MAX_TURNS = 5_000
 MAX_MESSAGES = 50_000
 MESSAGE_TYPES = {"human": HumanMessage, "ai": AIMessage, "tool": ToolMessage}
 TURN_STATUSES = {choice for choice, _ in Turn.Status.choices}
+APPROVAL_KINDS = {DOCUMENT, PLAN, PREFERENCES}
+APPROVAL_DECISIONS = {APPROVED, REJECTED, STOPPED}
+APPROVAL_DETAILS_MAX = 1_000
+APPROVAL_TEXT_MAX_CHARS = 10_000
 IMPORT_FAILED = "The archive could not be imported; nothing was created. Try again."
 
 
@@ -83,6 +90,7 @@ def thread_archive(thread: Thread) -> dict:
                 {
                     "index": t.index, "user_message": t.user_message, "model": t.model_name, "status": t.status,
                     "answer": t.answer, "cut_off": t.cut_off, "notice": t.notice, "retry_of": t.retry_of,
+                    "mode": t.mode, "selection": t.selection, "approval": t.approval,
                     "started_at": t.started_at.isoformat(), "ended_at": t.ended_at.isoformat() if t.ended_at else None,
                 }
                 for t in Turn.objects.filter(thread=thread).order_by("index")
@@ -170,7 +178,59 @@ def _check_strings(value, path: str) -> None:
             _check_strings(item, path)
 
 
-def _turn_rows(items: list, *, turns: int) -> list[dict]:
+def _selection(row: Fields) -> dict | None:
+    """A turn's selection ({"start", "end", "text"}), checked; None when the turn has none."""
+    value = row.obj("selection", optional=True)
+    if value is None:
+        return None
+    max_doc = settings.HAICO_DOCUMENT_MAX_CHARS
+    start = value.number("start", low=0, high=max_doc)
+    end = value.number("end", low=start + 1, high=max_doc)
+    text = value.text("text", max_chars=max_doc, blank=False)
+    if len(text) != end - start:
+        raise ArchiveRefused(f"{value.path}.text: {len(text):,} characters, but it spans {end - start:,}.")
+    return {"start": start, "end": end, "text": text}
+
+
+def _approval(row: Fields) -> dict | None:
+    """A turn's answered approval (what the card shows, docs/adr/0017),
+    rebuilt from its checked parts only; None when the turn asked nothing."""
+    value = row.obj("approval", optional=True)
+    if value is None:
+        return None
+    request = value.obj("request")
+    details = request.items("details", max_items=APPROVAL_DETAILS_MAX)
+    for n, item in enumerate(details):
+        if not isinstance(item, str):
+            raise ArchiveRefused(f"{request.path}.details[{n}]: expected text.")
+        check_text(item, f"{request.path}.details[{n}]", max_chars=APPROVAL_TEXT_MAX_CHARS)
+    clean = {
+        "kind": request.choice("kind", APPROVAL_KINDS),
+        "summary": request.text("summary", max_chars=APPROVAL_TEXT_MAX_CHARS),
+        "reason": request.text("reason", max_chars=APPROVAL_TEXT_MAX_CHARS, optional=True) or "",
+        "details": details,
+        "call_id": request.text("call_id", max_chars=200, optional=True) or "",
+    }
+    document = request.obj("document", optional=True)
+    if document is not None:
+        max_doc = settings.HAICO_DOCUMENT_MAX_CHARS
+        clean["document"] = {
+            "old": document.text("old", max_chars=max_doc),
+            "new": document.text("new", max_chars=max_doc),
+            "old_title": document.text("old_title", max_chars=DOCUMENT_TITLE_MAX_CHARS, optional=True) or "",
+            "new_title": document.text("new_title", max_chars=DOCUMENT_TITLE_MAX_CHARS, optional=True) or "",
+            "version": document.number("version", low=1, high=10**9, optional=True),
+        }
+    approval = {"interrupt_id": value.text("interrupt_id", max_chars=200, optional=True) or "", "request": clean}
+    if value.value.get("decision") is not None:
+        approval["decision"] = value.choice("decision", APPROVAL_DECISIONS)
+    if value.value.get("outcome") is not None:
+        approval["outcome"] = value.choice("outcome", set(APPROVAL_OUTCOMES))
+    return approval
+
+
+def _turn_rows(items: list, *, turns: int, mode: str) -> list[dict]:
+    """`mode`: the thread's, for turns of archives made before turns recorded theirs."""
     rows, seen = [], set()
     for n, value in enumerate(items):
         row = Fields(value, f"transcript.turns[{n}]")
@@ -180,8 +240,8 @@ def _turn_rows(items: list, *, turns: int) -> list[dict]:
         seen.add(index)
         status = row.choice("status", TURN_STATUSES)
         notice = row.text("notice", max_chars=MESSAGE_MAX_CHARS, optional=True) or ""
-        if status == Turn.Status.RUNNING:
-            # No server is running it here.
+        if status in (Turn.Status.RUNNING, Turn.Status.AWAITING):
+            # No server is running it here, and no paused graph came with it to resume.
             status, notice = Turn.Status.INTERRUPTED, notice or "Interrupted."
         rows.append({
             "index": index,
@@ -192,6 +252,9 @@ def _turn_rows(items: list, *, turns: int) -> list[dict]:
             "cut_off": row.flag("cut_off"),
             "notice": notice,
             "retry_of": row.number("retry_of", low=1, high=turns, optional=True),
+            "mode": row.choice("mode", set(Thread.Mode.values)) if row.value.get("mode") is not None else mode,
+            "selection": _selection(row),
+            "approval": _approval(row),
         })
     return rows
 
@@ -213,7 +276,7 @@ def parse_archive(data: dict) -> dict:
         "mode": mode,
         "chat_model": thread.text("chat_model", max_chars=200, optional=True) or "",
         "workspace": parse_workspace(data.get("workspace"), turns=turns),
-        "turn_rows": _turn_rows(transcript.items("turns", max_items=MAX_TURNS), turns=turns),
+        "turn_rows": _turn_rows(transcript.items("turns", max_items=MAX_TURNS), turns=turns, mode=mode),
         "messages": _messages(transcript.items("messages", max_items=MAX_MESSAGES), turns=turns),
         "parent": None if parent is None else {
             "thread_id": parent.text("thread_id", max_chars=64),

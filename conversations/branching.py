@@ -44,6 +44,7 @@ from workspace.text import clean_text
 
 from .branch_cleanup import discard, discard_branch  # noqa: F401  (discard_branch: the consumer's)
 from .errors import ConversationError
+from .forms import checked_selection
 from .models import BranchLink, Turn
 from .turns import registry
 from .turns.guard import clean_user_message, running_turn
@@ -139,10 +140,12 @@ def _copied_turn(row: Turn, thread: Thread) -> Turn:
     if status == Turn.Status.RUNNING:
         # An earlier turn left running by a dead server: in the copy it ended.
         status, notice = Turn.Status.INTERRUPTED, notice or "Interrupted."
+    # The approval card goes too (what was asked and answered): without it
+    # the copied transcript would read as if a rejected change had been made.
     return Turn(
         thread=thread, index=row.index, user_message=row.user_message, model_name=row.model_name, status=status,
-        answer=row.answer, cut_off=row.cut_off, notice=notice, retry_of=row.retry_of,
-        started_at=row.started_at, ended_at=row.ended_at,
+        answer=row.answer, cut_off=row.cut_off, notice=notice, retry_of=row.retry_of, mode=row.mode,
+        selection=row.selection, approval=row.approval, started_at=row.started_at, ended_at=row.ended_at,
     )
 
 
@@ -173,12 +176,14 @@ def activate(*, new_id) -> None:
 # -- a turn run again in a branch (the chat's Regenerate and Edit) --
 
 
-def rerun_plan(*, source: Thread, turn_index: int, user: AbstractBaseUser, message: str | None = None) -> tuple[str, str | None]:
+def rerun_plan(
+    *, source: Thread, turn_index: int, user: AbstractBaseUser, message: str | None = None
+) -> tuple[str, str | None, dict | None]:
     """What Regenerate (`message` None: the turn's own message) or Edit
     (`message`: the new text) of turn N would run as turn N of a branch at
-    N-1: (the message, the model to use or None for the default). Raises
-    BranchRefused, or InvalidInput for a message that cannot be stored;
-    nothing is written."""
+    N-1: (the message, the model to use or None for the default, the
+    selection turn N asked about as stored). Raises BranchRefused, or
+    InvalidInput for a message that cannot be stored; nothing is written."""
     if source.owner_id != user.pk or source.is_deleted:
         raise BranchRefused(NOT_YOURS)
     if not isinstance(turn_index, int) or isinstance(turn_index, bool) or not 1 <= turn_index <= source.turn_index:
@@ -196,28 +201,35 @@ def rerun_plan(*, source: Thread, turn_index: int, user: AbstractBaseUser, messa
         # Refused before forking: a branch whose turn cannot run would be empty.
         raise BranchRefused(ModelNotConfigured().message)
     model = row.model_name if row is not None and row.model_name in models else None
-    return message, model
+    return message, model, row.selection if row is not None else None
 
 
-def rerun_in_branch(*, source: Thread, turn_index: int, user: AbstractBaseUser, message: str | None = None) -> Thread:
+def rerun_in_branch(
+    *, source: Thread, turn_index: int, user: AbstractBaseUser, message: str | None = None
+) -> tuple[Thread, str]:
     """Fork `source` at turn N-1 and start turn N there with the turn's own
-    message (Regenerate) or `message` (Edit). Nothing of `source` changes.
-    Returns the branch, its turn N running (a server-owned task)."""
-    text, model = rerun_plan(source=source, turn_index=turn_index, user=user, message=message)
+    message (Regenerate) or `message` (Edit), about the passage turn N asked
+    about. Nothing of `source` changes. Returns the branch, its turn N
+    running (a server-owned task), and a note for the person when the
+    selection had to be left out ("" otherwise)."""
+    text, model, selection = rerun_plan(source=source, turn_index=turn_index, user=user, message=message)
     return start_in_branch(
-        source=source, after_turn=turn_index - 1, user=user, message=text, model_name=model,
+        source=source, after_turn=turn_index - 1, user=user, message=text, model_name=model, selection=selection,
         reason=f"{'Regenerated' if message is None else 'Edited'} turn {turn_index}",
     )
 
 
 def start_in_branch(
     *, source: Thread, after_turn: int, user: AbstractBaseUser, message: str, model_name: str | None = None,
-    reason: str = "",
-) -> Thread:
+    selection: dict | None = None, reason: str = "",
+) -> tuple[Thread, str]:
     """Fork `source` after turn `after_turn` and start the branch's next turn
-    with `message` (already validated: guard.clean_user_message): what
+    with `message` (already validated: guard.clean_user_message) and
+    `selection` (as sent or stored; checked against the branch's document,
+    and left out with a note when that no longer has it there): what
     Regenerate, Edit and "Continue from here" do. Returns the branch, its
-    turn running; if the turn cannot start, the branch is removed again.
+    turn running, and the note ("" when none); if the turn cannot start,
+    the branch is removed again.
 
     Synchronous, for a view (or `database_sync_to_async` from the socket):
     the turn is started on the server's event loop, which the request's
@@ -225,9 +237,12 @@ def start_in_branch(
     detached from the request (docs/adr/0014)."""
     branch = fork_thread(source=source, turn_index=after_turn, user=user, reason=reason)
     try:
-        async_to_sync(registry.start_turn)(thread=branch, user_message=message, model_name=model_name)
+        checked, note = checked_selection(thread=branch, raw=selection)
+        async_to_sync(registry.start_turn)(
+            thread=branch, user_message=message, model_name=model_name, selection=checked
+        )
     except BaseException:
         # A branch without the turn it was made for would be an empty copy.
         discard_branch(branch.pk)
         raise
-    return branch
+    return branch, note

@@ -74,6 +74,7 @@ def chat_turns(*, thread: Thread, user=None) -> list[dict]:
                 running=is_running, ending=ending, latest=index == latest,
                 thread_id=thread.pk, feedback_count=feedback.get(index, 0), versions=versions.get(index),
                 approval=approval_view(row.approval, pending=row.status == Turn.Status.AWAITING) if row else None,
+                mode=row.mode if row else "",
             )
         )
     return shown

@@ -37,11 +37,13 @@ Messages (JSON; `ws-send` posts the form fields plus a HEADERS object):
 """
 
 import asyncio
+import contextvars
 import json
 import logging
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.contrib.auth import get_user_model
 
 from agent.model import ModelNotConfigured, available_models
 from workspace.errors import UserFacingError
@@ -49,7 +51,7 @@ from workspace.models import Thread
 from workspace.selectors import thread_for_user
 from workspace.text import encodable
 
-from . import trajectory
+from . import staff_view, trajectory
 from .branching import discard_branch, fork_thread
 from .forms import MODE_MESSAGE, checked_selection
 from .live import group_name, publisher
@@ -69,6 +71,7 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 
 NOT_FOUND_MESSAGE = "This thread does not exist or is not yours."
+STAFF_NOT_FOUND_MESSAGE = "No such thread to view."
 LOGIN_MESSAGE = "Your session has ended; log in again to use the chat."
 
 
@@ -196,14 +199,20 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         if thread is None:
             return
         try:
-            message, model = await database_sync_to_async(retry_message)(thread=thread, turn=turn)
+            message, model, stored = await database_sync_to_async(retry_message)(thread=thread, turn=turn)
         except UserFacingError as exc:
             await self._notice(exc.message)
             return
         if model and model not in available_models():
             model = None  # no longer offered: the default model
+        # The passage the turn asked about goes again, if the document still has it there.
+        selection, note = await database_sync_to_async(checked_selection)(thread=thread, raw=stored)
+        if note:
+            await self._notice(note)
         try:
-            await registry.start_turn(thread=thread, user_message=message, model_name=model, retry_of=int(turn))
+            await registry.start_turn(
+                thread=thread, user_message=message, model_name=model, retry_of=int(turn), selection=selection
+            )
         except UserFacingError as exc:
             await self._notice(exc.message)
 
@@ -282,8 +291,13 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         except UserFacingError as exc:  # not a turn of theirs; the branch refused or undone
             await self._notice(exc.message)
             return
+        # The selection was made in this thread's document; the branch starts
+        # from the document as it was after that turn.
+        selection, note = await database_sync_to_async(checked_selection)(thread=branch, raw=data.get("selection"))
         try:
-            turn_index = await registry.start_turn(thread=branch, user_message=message, model_name=model, mode=mode)
+            turn_index = await registry.start_turn(
+                thread=branch, user_message=message, model_name=model, mode=mode, selection=selection
+            )
         except BaseException as exc:
             # A branch without the turn it was made for would be an empty copy.
             await database_sync_to_async(discard_branch)(branch.pk)
@@ -291,7 +305,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
                 raise
             await self._notice(exc.message)
             return
-        await self.send(text_data=fragments.ack(turn_index) + trajectory.navigate_html(branch))
+        await self.send(text_data=fragments.ack(turn_index) + trajectory.navigate_html(branch, note=note))
 
     # -- from the live layer --
 
@@ -316,6 +330,110 @@ class ThreadConsumer(AsyncWebsocketConsumer):
                 await self.send(text_data=event["html"] + RESYNC)
                 return
         await self.send(text_data=event["html"])
+
+
+class StaffThreadConsumer(AsyncWebsocketConsumer):
+    """The staff read-only view's socket (conversations.staff_view): it joins
+    the thread like an owner's page, but only listens. Whatever the thread's
+    pages are sent, it answers by sending its page the view's content again,
+    once the thread has been quiet for REFRESH_SECONDS or at most that long
+    after the first change (a streaming answer refreshes it about once a
+    second, not per token). Nothing it is sent does anything.
+
+    Close codes: 4401 not logged in (or the session ended), 4404 not staff
+    allowed to view threads, or no such thread; like the owner's socket,
+    after a notice."""
+
+    REFRESH_SECONDS = 1.0
+    thread_id = None
+    group = None
+    session_group = None
+    _refresh = None
+
+    async def connect(self):
+        publisher.attach()
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self._refuse(LOGIN_MESSAGE, CLOSE_UNAUTHENTICATED)
+            return
+        thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
+        allowed = await database_sync_to_async(staff_view.may_view)(user)
+        thread = await database_sync_to_async(staff_view.thread_for_staff)(thread_id) if allowed else None
+        if thread is None:
+            await self._refuse(STAFF_NOT_FOUND_MESSAGE, CLOSE_NOT_FOUND)
+            return
+        self.thread_id = thread.pk
+        self.group = group_name(thread.pk)
+        self.session_key = self.scope["session"].session_key
+        self.session_group = session_group(self.session_key)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.channel_layer.group_add(self.session_group, self.channel_name)
+        await self.accept()
+        publisher.join(thread.pk, self)
+
+    async def _refuse(self, message: str, code: int):
+        await self.accept()
+        await self.send(text_data=fragments.notice(message))
+        await self.close(code=code)
+
+    async def disconnect(self, code):
+        if self.group:
+            publisher.leave(self.thread_id, self)
+            if self._refresh is not None:
+                self._refresh.cancel()
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+            await self.channel_layer.group_discard(self.session_group, self.channel_name)
+
+    async def receive(self, text_data=None, bytes_data=None):
+        """Read-only: nothing a staff page sends changes anything."""
+
+    async def session_ended(self, event):
+        await self.send(text_data=fragments.notice(LOGIN_MESSAGE))
+        await self.close(code=CLOSE_UNAUTHENTICATED)
+
+    async def session_renewed(self, event):
+        await self.channel_layer.group_discard(self.session_group, self.channel_name)
+        self.session_key = event["session_key"]
+        self.session_group = session_group(self.session_key)
+        await self.channel_layer.group_add(self.session_group, self.channel_name)
+
+    # -- the thread changed --
+
+    async def deliver(self, html: str):
+        """This process's pushes to the thread (conversations.live)."""
+        self._changed()
+
+    async def thread_fragment(self, event):
+        """Another process's pushes; our own process's were delivered already."""
+        if event.get("origin") != publisher.origin:
+            self._changed()
+
+    def _changed(self):
+        if self._refresh is None or self._refresh.done():
+            # From an empty context: a push's delivery may run in one a
+            # writer's worker thread handed over (sync_to_async's), where
+            # this task's own database calls would be refused as nested.
+            self._refresh = asyncio.get_running_loop().create_task(self._send_content(), context=contextvars.Context())
+
+    async def _send_content(self):
+        await asyncio.sleep(self.REFRESH_SECONDS)
+        user = self.scope["user"]
+        signed_in = await database_sync_to_async(session_signs_in)(session_key=self.session_key, user=user)
+        if not signed_in:
+            await self.session_ended({})
+            return
+        # Staff rights may have been taken away since the page opened.
+        allowed = await database_sync_to_async(_still_may_view)(user.pk)
+        html = await database_sync_to_async(staff_view.render_live_content)(thread_id=self.thread_id) if allowed else ""
+        if not html:
+            await self.send(text_data=fragments.notice(STAFF_NOT_FOUND_MESSAGE))
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        await self.send(text_data=encodable(html))
+
+
+def _still_may_view(user_id) -> bool:
+    return staff_view.may_view(get_user_model().objects.filter(pk=user_id).first())
 
 
 def _parse(text_data) -> dict | None:

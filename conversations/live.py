@@ -37,11 +37,14 @@ from dataclasses import dataclass, field
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
 
 from workspace import panels
 from workspace.events import Change
 from workspace.models import Thread
 from workspace.text import encodable
+
+from .selectors import family_ids, feedback_counts, turn_versions_for
 
 logger = logging.getLogger("haico.conversations.live")
 
@@ -57,7 +60,8 @@ IDLE_SECONDS = 2.0
 LAYER_SENDS_AT_ONCE = 64
 CHAT_FRAGMENTS = "conversations/fragments/turn.html"
 ACTIVITY_TEMPLATE = "conversations/panels/activity.html"
-MODE_SELECTOR = "conversations/panels/chat.html#mode"
+LIVE_PATCHES = "conversations/fragments/live.html"
+FEEDBACK_CONTROL = "conversations/fragments/feedback.html#control"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -231,10 +235,25 @@ publisher = Publisher()
 # --- change events -> pushes --------------------------------------------------
 
 
+def render_value_patch(target: str, value: str) -> str:
+    """Set the value of the page's element `target` (a selector) in place."""
+    return render_to_string(f"{LIVE_PATCHES}#value", {"target": target, "value": value})
+
+
+def render_swap_patch(html: str, *, unless: str = "") -> str:
+    """Put `html`'s elements in place of the page's elements with their ids,
+    where the page has them (and they do not match the selector `unless`)."""
+    return render_to_string(f"{LIVE_PATCHES}#swap", {"html": mark_safe(html), "unless": unless})
+
+
+def render_mode_patch(thread: Thread) -> str:
+    return render_value_patch("chat-mode", thread.mode)
+
+
 def render_changes(thread: Thread, changes: list[Change]) -> str:
     """What brings an open page of `thread` up to date with `changes`: the
     workspace's patches (workspace.panels), the thread's title or its
-    deletion, and its Mode selector."""
+    deletion, and its Mode and Model selectors (values set in place)."""
     html = panels.render_changes(thread, changes)
     if any(change.surface == "thread" for change in changes):
         if thread.is_deleted:
@@ -242,7 +261,9 @@ def render_changes(thread: Thread, changes: list[Change]) -> str:
         else:
             html += render_to_string(f"{CHAT_FRAGMENTS}#thread_title", {"title": thread.title})
     if any(change.surface == "mode" for change in changes):
-        html += render_to_string(MODE_SELECTOR, {"thread": thread, "oob": True})
+        html += render_mode_patch(thread)
+    if any(change.surface == "model" for change in changes) and thread.chat_model:
+        html += render_value_patch("chat-model", thread.chat_model)
     return html
 
 
@@ -252,7 +273,7 @@ def on_changes(changes: list[Change]) -> None:
     for change in changes:
         by_thread.setdefault(change.thread_id, []).append(change)
     for thread_id, thread_changes in by_thread.items():
-        if any(change.surface in ("thread", "mode") for change in thread_changes):
+        if any(change.surface in ("thread", "mode", "model") for change in thread_changes):
             thread = Thread.objects.filter(pk=thread_id).first()
             if thread is None:
                 continue
@@ -261,6 +282,49 @@ def on_changes(changes: list[Change]) -> None:
             # the row would cost as much as rendering them.
             thread = Thread(pk=thread_id)
         publisher.publish(thread_id, render_changes(thread, thread_changes))
+
+
+# --- the chat's per-turn controls ----------------------------------------------
+
+
+def render_feedback_count(*, thread_id, turn_index: int, count: int) -> str:
+    """A turn's closed Feedback control with the number of entries left on
+    it; a tab that has the region open keeps it as it is."""
+    control = render_to_string(
+        FEEDBACK_CONTROL, {"thread_id": thread_id, "turn_index": turn_index, "count": count, "focus": False}
+    )
+    return render_swap_patch(control, unless=".is-open")
+
+
+def publish_feedback_count(*, thread_id, user, turn_index: int) -> None:
+    """services.feedback_leave / feedback_remove's on-commit hook: the count
+    in every open tab of the thread (only its owner leaves feedback there)."""
+    try:
+        count = feedback_counts(thread=Thread(pk=thread_id), user=user).get(turn_index, 0)
+        publisher.publish(thread_id, render_feedback_count(thread_id=thread_id, turn_index=turn_index, count=count))
+    except Exception:
+        # Stored; a tab that missed it shows the count when the region closes or the page reloads.
+        logger.exception("could not push the feedback count of turn %s of %s", turn_index, thread_id)
+
+
+def render_turn_versions(*, turn_index: int, versions) -> str:
+    """A turn's "‹ i/n ›" arrows (conversations.selectors.TurnVersions), to put in place."""
+    nav = render_to_string(f"{CHAT_FRAGMENTS}#versions", {"turn_index": turn_index, "versions": versions})
+    return render_swap_patch(nav)
+
+
+def publish_turn_versions(*, thread_id, turn_index: int) -> None:
+    """A branch ran its own turn `turn_index` (guard.turn_begin's on-commit
+    hook): every thread of its family that now has several versions of that
+    turn gets its arrows, in every open tab."""
+    try:
+        members = Thread.objects.filter(pk__in=family_ids(thread_id=thread_id), turn_index__gte=turn_index)
+        for member in members.only("id", "owner_id", "turn_index", "is_deleted", "created_at"):
+            versions = turn_versions_for(thread=member).get(turn_index)
+            if versions is not None:
+                publisher.publish(member.pk, render_turn_versions(turn_index=turn_index, versions=versions))
+    except Exception:
+        logger.exception("could not push the versions of turn %s of the family of %s", turn_index, thread_id)
 
 
 # --- the activity log ---------------------------------------------------------

@@ -200,9 +200,18 @@ class Turn(models.Model):
     instance = models.CharField(max_length=200, blank=True)
     boot = models.CharField(max_length=32, blank=True)
     retry_of = models.PositiveIntegerField(null=True, blank=True)
+    # The mode the turn ran in (docs/adr/0018): the thread's mode may change
+    # after it, and a turn resumed after an approval goes on in its own.
+    mode = models.CharField(max_length=10, choices=Thread.Mode.choices, default=Thread.Mode.EXECUTE)
+    # The passage of the document the message asked about ({"start", "end",
+    # "text"}, docs/adr/0019), as checked when it was sent: Retry, Regenerate
+    # and Edit send it again, checked again against the document then.
+    selection = models.JSONField(null=True, blank=True)
     # While awaiting approval: the interrupt to resume and what the person is
     # asked ({"interrupt_id", "request"}); the checkpointer holds the paused
-    # graph itself, this copy lets a page render the card without it.
+    # graph itself, this copy lets a page render the card without it. Once
+    # answered it also holds the "decision" and, when the approved call could
+    # not be applied, its "outcome" (turns.run); the card stays in copies.
     approval = models.JSONField(null=True, blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
     ended_at = models.DateTimeField(null=True, blank=True)

@@ -92,6 +92,15 @@ def _family(thread: Thread) -> tuple[dict, dict]:
     return threads, parents
 
 
+def family_ids(*, thread_id) -> set:
+    """The ids of every thread linked to `thread_id` by active branch links, its own included."""
+    thread = Thread.objects.filter(pk=thread_id).only("id", "owner_id").first()
+    if thread is None:
+        return set()
+    threads, _parents = _family(thread)
+    return {*threads, thread.pk}
+
+
 def turn_versions_for(*, thread: Thread) -> dict[int, TurnVersions]:
     """Turn index -> its versions, for the turns that have more than one."""
     if not BranchLink.objects.filter(Q(thread=thread) | Q(parent=thread), status=BranchLink.Status.ACTIVE).exists():

@@ -50,15 +50,19 @@ def thread_rename(*, thread: Thread, title: str) -> Thread:
     return thread
 
 
+@transaction.atomic
 def thread_choose_model(*, thread: Thread, model: str) -> Thread:
     """Remember the model chosen in the thread's chat; one the server does
-    not offer is refused (it could never answer a turn)."""
+    not offer is refused (it could never answer a turn). Every open tab's
+    Model selector hears of it."""
     models = available_models()
     if model not in models:
         offered = f" Choose one of: {', '.join(models)}." if models else " No model is configured."
         raise InvalidInput(f"Unknown model “{model}”.{offered}")
-    Thread.objects.filter(pk=thread.pk).update(chat_model=model)
+    updated = Thread.objects.filter(pk=thread.pk).exclude(chat_model=model).update(chat_model=model)
     thread.chat_model = model
+    if updated:
+        announce(Change(thread_id=thread.pk, surface="model"))
     return thread
 
 
@@ -187,7 +191,16 @@ def feedback_leave(
     existing = _same_subject(thread=thread, user=user, fields=fields).select_for_update().first()
     if existing is not None:
         return _save_feedback(existing, fields)
-    return Feedback.objects.create(thread=thread, user=user, **fields)
+    feedback = Feedback.objects.create(thread=thread, user=user, **fields)
+    _count_changed(feedback)
+    return feedback
+
+
+def _count_changed(feedback: Feedback) -> None:
+    """Every open tab shows the turn's new count of entries once committed."""
+    transaction.on_commit(functools.partial(
+        live.publish_feedback_count, thread_id=feedback.thread_id, user=feedback.user, turn_index=feedback.turn_index
+    ))
 
 
 # The name the rest of the code base first knew it by.
@@ -222,6 +235,7 @@ def feedback_update(
 
 @transaction.atomic
 def feedback_remove(*, feedback: Feedback) -> None:
+    _count_changed(feedback)
     feedback.delete()
 
 

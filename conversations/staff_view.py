@@ -1,11 +1,15 @@
 """A thread's workspace as staff see it from the admin ("View on site"):
 everything its owner sees, read-only.
 
-The page has no forms, no socket and no scripts that edit, so nothing on it
-can change the thread or start a turn; every visit is recorded in the
-thread's moderation history, like staff's other actions on it."""
+The page has no forms and no scripts that edit, so nothing on it can change
+the thread or start a turn; every visit is recorded in the thread's
+moderation history, like staff's other actions on it. It stays up to date:
+its socket (conversations.consumers.StaffThreadConsumer) only listens, and
+whenever the thread changes it is sent the page's content again
+(`render_live_content`, the same partial), at most about once a second."""
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.template.loader import render_to_string
 
 from workspace import selectors as workspace_selectors
 from workspace.artifact_registry import artifact_view
@@ -29,6 +33,30 @@ def staff_workspace_context(*, thread: Thread) -> dict:
         "artifacts": [artifact_view(artifact) for artifact in workspace_selectors.artifacts_for(thread=thread)],
         "turns": chat_turns(thread=thread),
     }
+
+
+def may_view(user) -> bool:
+    """Whether `user` may read threads here: active staff with the admin's
+    permission to view threads (the admin's thread review asks the same)."""
+    return bool(
+        user is not None and user.is_authenticated and user.is_active and user.is_staff
+        and (user.has_perm("workspace.view_thread") or user.has_perm("workspace.change_thread"))
+    )
+
+
+def thread_for_staff(thread_id) -> Thread | None:
+    """Any person's thread, soft-deleted ones too (staff review those)."""
+    return Thread.objects.filter(pk=thread_id).select_related("owner").first()
+
+
+def render_live_content(*, thread_id) -> str:
+    """The page's content as it is now, to swap in on an open staff page ("" if the thread is gone)."""
+    thread = thread_for_staff(thread_id)
+    if thread is None:
+        return ""
+    return render_to_string(
+        "conversations/staff_workspace.html#content", {**staff_workspace_context(thread=thread), "oob": True}
+    )
 
 
 def record_staff_visit(*, thread: Thread, staff_user: AbstractBaseUser) -> ModerationAction:

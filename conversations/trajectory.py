@@ -16,6 +16,7 @@ give the page, and every open page of the family, the same partial.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from dataclasses import dataclass, field
 from html import escape
@@ -33,6 +34,7 @@ from workspace.markdown import render_markdown
 from workspace.models import Thread, WorkspaceSnapshot
 from workspace.selectors import thread_for_user, workspace_after_turn
 
+from .forms import page_note_query
 from .live import publisher
 from .models import BranchLink, Turn
 from .turns.guard import running_turn
@@ -323,9 +325,10 @@ def continue_point(*, user, thread_id, turn_index) -> tuple[Thread, int]:
     return thread, turn_index
 
 
-def navigate_html(thread: Thread) -> str:
-    """Sends the page to `thread` (static/js/live.js, the "navigate" patch)."""
-    url = reverse("thread-page", kwargs={"thread_id": thread.pk})
+def navigate_html(thread: Thread, *, note: str = "") -> str:
+    """Sends the page to `thread` (static/js/live.js, the "navigate" patch),
+    where `note` (one of conversations.forms.PAGE_NOTES) is shown."""
+    url = reverse("thread-page", kwargs={"thread_id": thread.pk}) + page_note_query(note)
     return render_to_string(f"{TEMPLATE}#navigate", {"url": url})
 
 
@@ -372,10 +375,38 @@ class MapMarkup:
         path = "".join(f'<path class="tedge on-path" d="{edge.d}"/>' for edge in graph.path_edges)
         return {
             "graph": graph,
+            "map_layout": layout_key(graph),
             "lane_urls": " ".join(self.urls),
             "nodes_html": mark_safe("".join(parts)),
             "edges_html": mark_safe(self.edges + path),
         }
+
+    def node_patch(self, member, *, thread_id, turn_index: int) -> str | None:
+        """One node for `member`'s open map (static/js/trajectory.js puts it
+        in): the node of `thread_id`'s turn `turn_index` as that map draws it
+        (`member`'s current turn, on its path, or neither), the edges into
+        it and the map's new size. None when the map does not draw it."""
+        graph = set_path(self.graph, member)
+        node = graph.node(thread_id, turn_index)
+        if node is None:
+            return None
+        state = "current" if node is graph.current else "path" if graph.on_path(node) else ""
+        edges = [f'<path class="tedge tedge-{edge.kind}" d="{edge.d}"/>' for edge in graph.edges if edge.target is node]
+        edges += [f'<path class="tedge on-path" d="{edge.d}"/>' for edge in graph.path_edges if edge.target is node]
+        context = {
+            "graph": graph, "map_layout": layout_key(graph), "node_html": mark_safe(self._node(node, state)),
+            "edges_html": mark_safe("".join(edges)),
+        }
+        return render_to_string(f"{TEMPLATE}#node_patch", context)
+
+
+def layout_key(graph: Graph) -> str:
+    """Names a map's lanes (which thread each one is, in order): a node
+    patch fits an open map only when that map has the same lanes, since a
+    node's place depends on its lane (a new branch adds one, and may move
+    others right)."""
+    lanes = " ".join(str(thread.pk) for thread in graph.threads)
+    return hashlib.sha1(lanes.encode(), usedforsecurity=False).hexdigest()[:12]
 
 
 def map_context(graph: Graph) -> dict:
@@ -405,6 +436,27 @@ def family_maps(*, thread_id) -> dict:
         member.pk: render_to_string(f"{TEMPLATE}#map", {**markup.for_member(member.pk), "oob": True})
         for member in markup.graph.threads
     }
+
+
+def turn_ended_patches(*, thread_id, turn_index: int) -> dict:
+    """What every family member's open map needs after `thread_id`'s turn
+    `turn_index` ended, by thread: that turn's node (a few hundred bytes,
+    whatever the family's size), or the whole map when the node is the
+    first one drawn or is not drawn at all. A map whose lanes changed since
+    its page was built asks for itself again (static/js/trajectory.js)."""
+    thread = Thread.objects.filter(pk=thread_id).first()
+    if thread is None:
+        return {}
+    markup = MapMarkup(family_graph(thread=thread))
+    patches = {}
+    for member in markup.graph.threads:
+        patch = None if len(markup.graph.nodes) < 2 else markup.node_patch(
+            member.pk, thread_id=thread.pk, turn_index=turn_index
+        )
+        if patch is None:
+            patch = render_to_string(f"{TEMPLATE}#map", {**markup.for_member(member.pk), "oob": True})
+        patches[member.pk] = patch
+    return patches
 
 
 def publish_family(*, thread_id) -> None:

@@ -20,6 +20,7 @@ urlpatterns = [
     path("<uuid:thread_id>/turns/<int:turn_index>/feedback/", views.feedback_turn, name="feedback"),
     path("<uuid:thread_id>/feedback/<int:pk>/", views.feedback_edit, name="feedback-edit"),
     path("<uuid:thread_id>/feedback/<int:pk>/delete/", views.feedback_delete, name="feedback-delete"),
+    path("<uuid:thread_id>/trajectory/", views.trajectory_map, name="trajectory-map"),
     path("<uuid:thread_id>/trajectory/<int:turn_index>/", views.trajectory_turn, name="trajectory-turn"),
     path("<uuid:thread_id>/turns/<int:turn_index>/regenerate/", views.turn_regenerate, name="turn-regenerate"),
     path("<uuid:thread_id>/turns/<int:turn_index>/edit/", views.turn_edit, name="turn-edit"),

@@ -16,19 +16,26 @@ from django_htmx.http import HttpResponseClientRedirect
 from workspace import panels
 from workspace.errors import UserFacingError
 from workspace.forms import first_error
-from workspace.models import Thread
 from workspace.selectors import get_thread_for_user_or_404
 from workspace.views.common import flash
 
-from . import selectors, services, staff_view, trajectory
+from . import live, selectors, services, staff_view, trajectory
 from .branching import rerun_in_branch
 from .chat import chat_context, chat_turns
-from .forms import ChooseModelForm, EditTurnForm, FeedbackForm, LayoutForm, ModeForm, ThreadSearchForm
+from .forms import (
+    PAGE_NOTES,
+    ChooseModelForm,
+    EditTurnForm,
+    FeedbackForm,
+    LayoutForm,
+    ModeForm,
+    ThreadSearchForm,
+    page_note_query,
+)
 from .turns.guard import running_turn
 
 ROW_TEMPLATE = "conversations/thread_list.html#row"
 FEEDBACK_TEMPLATE = "conversations/fragments/feedback.html"
-MODE_TEMPLATE = "conversations/panels/chat.html#mode"
 TITLE_TEMPLATE = "conversations/fragments/turn.html#thread_title"
 SWITCHER_TEMPLATE = "conversations/panels/switcher.html#results"
 
@@ -116,14 +123,15 @@ def thread_delete(request, thread_id):
 @require_POST
 def thread_mode(request, thread_id):
     """The Mode selector's choice: stored on the thread for its next turns;
-    the tabs' selectors are updated by the service's announcement."""
+    the tabs' selectors are updated by the service's announcement (this
+    tab's shows it already, so htmx gets the same value patch)."""
     thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
     form = ModeForm(request.POST)
     if not form.is_valid():
         return _refused(request, form.errors["mode"][0])
     services.thread_set_mode(thread=thread, mode=form.cleaned_data["mode"])
     if request.htmx:
-        return render(request, MODE_TEMPLATE, {"thread": thread, "oob": False})
+        return HttpResponse(live.render_mode_patch(thread))
     return redirect("thread-page", thread_id=thread.pk)
 
 
@@ -181,7 +189,10 @@ def page_context(*, thread, user) -> dict:
 @require_GET
 def workspace_page(request, thread_id):
     thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
-    return render(request, "conversations/thread_page.html", page_context(thread=thread, user=request.user))
+    context = page_context(thread=thread, user=request.user)
+    # A branch a rerun just opened may have a note for the person (static/js/chat.js drops it from the address).
+    context["chat_notice"] = PAGE_NOTES.get(request.GET.get("note", ""), "")
+    return render(request, "conversations/thread_page.html", context)
 
 
 @login_required
@@ -190,9 +201,9 @@ def staff_workspace_page(request, thread_id):
     """A thread's workspace for staff, read-only, from the admin's "View on
     site" (conversations.staff_view); anyone else gets 404, its owner too,
     who has the real page. Every visit is recorded in the moderation log."""
-    if not request.user.is_staff:
+    if not staff_view.may_view(request.user):
         raise Http404("No such page.")
-    thread = Thread.objects.filter(pk=thread_id).select_related("owner").first()
+    thread = staff_view.thread_for_staff(thread_id)
     if thread is None:
         raise Http404("No such thread.")
     staff_view.record_staff_visit(thread=thread, staff_user=request.user)
@@ -298,6 +309,15 @@ def feedback_edit(request, thread_id, pk):
 
 @login_required
 @require_GET
+def trajectory_map(request, thread_id):
+    """The thread's trajectory map, for a page whose map no longer fits the
+    node patches it is sent (its family's lanes changed: docs/adr/0016)."""
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    return HttpResponse(trajectory.render_map(trajectory.family_graph(thread=thread)))
+
+
+@login_required
+@require_GET
 def trajectory_turn(request, thread_id, turn_index):
     """The read-only preview of the workspace after one turn of the map
     (the node's own thread), with "Continue from here" (docs/adr/0016)."""
@@ -336,10 +356,10 @@ def _thread_with_turn_or_404(request, thread_id, turn_index: int):
 def _rerun(request, thread_id, turn_index: int, *, message: str | None) -> HttpResponse:
     thread = _thread_with_turn_or_404(request, thread_id, turn_index)
     try:
-        branch = rerun_in_branch(source=thread, turn_index=turn_index, user=request.user, message=message)
+        branch, note = rerun_in_branch(source=thread, turn_index=turn_index, user=request.user, message=message)
     except UserFacingError as exc:
         return _refused(request, exc.message)
-    url = reverse("thread-page", kwargs={"thread_id": branch.pk}) + f"#turn-{turn_index}"
+    url = reverse("thread-page", kwargs={"thread_id": branch.pk}) + page_note_query(note) + f"#turn-{turn_index}"
     if request.htmx:
         return HttpResponseClientRedirect(url)
     return redirect(url)

@@ -151,7 +151,7 @@ class Fields:
 
     def choice(self, key: str, choices: set[str]) -> str:
         value = self.value.get(key)
-        if value not in choices:
+        if not isinstance(value, str) or value not in choices:
             raise ArchiveRefused(f"{self.at(key)}: expected one of {', '.join(sorted(choices))}.")
         return value
 

@@ -29,7 +29,7 @@ from django.db import transaction
 
 logger = logging.getLogger("haico.workspace.events")
 
-SURFACES = ("thread", "mode", "objective", "preferences", "plan", "document", "artifacts")
+SURFACES = ("thread", "mode", "model", "objective", "preferences", "plan", "document", "artifacts")
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,12 @@ def with_reasoning(schema: type[BaseModel]) -> type[BaseModel]:
     return type(schema.__name__, (schema, _Reasoned), {"__module__": schema.__module__, "__doc__": schema.__doc__})
 
 
+class EditOverlapped(WorkspaceError):
+    """A document edit overlapped what the person changed since the version
+    it was based on; nothing was written (docs/adr/0013). Its failure
+    envelope is marked `overlap`."""
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
@@ -201,7 +207,9 @@ def run_tool_call(
         return failure_envelope(describe_validation_error(spec.name, exc))
     except WorkspaceError as exc:
         logger.info("tool %s failed: %s", spec.name, exc.message)
-        return failure_envelope(exc.message, refused=isinstance(exc, PreferenceLocked))
+        return failure_envelope(
+            exc.message, refused=isinstance(exc, PreferenceLocked), overlap=isinstance(exc, EditOverlapped)
+        )
     except Exception:
         logger.exception("tool %s crashed on thread %s", spec.name, thread.pk)
         return failure_envelope(

@@ -11,11 +11,11 @@ and the version the run showed the model is known for certain, where a
 number the model copies back may be wrong.
 """
 
-from workspace.errors import DocumentConflict, WorkspaceError
+from workspace.errors import DocumentConflict
 from workspace.services import document as document_services
 
 from ..context import AGENT_AUTHOR, Author
-from .decorator import workspace_tool
+from .decorator import EditOverlapped, workspace_tool
 from .schemas import (
     AppendToDocumentArgs,
     InsertInDocumentArgs,
@@ -50,7 +50,7 @@ def update_document(
             author=author.kind, token_name=author.token_name,
         )
     except DocumentConflict as exc:
-        raise WorkspaceError(conflict_report(exc)) from exc
+        raise EditOverlapped(conflict_report(exc)) from exc
     document = saved.document
     if saved.merged:
         return (
@@ -119,7 +119,7 @@ def _edit_passage(thread, seen, author: Author, **edit) -> str:
             thread=thread, base_version=base_version, author=author.kind, token_name=author.token_name, **edit
         )
     except DocumentConflict as exc:
-        raise WorkspaceError(conflict_report(exc)) from exc
+        raise EditOverlapped(conflict_report(exc)) from exc
     document = saved.document
     merged = " It was merged with the person's concurrent edits; the next workspace block shows the result." if saved.merged else ""
     return f"'{document.title}' is now version {document.version} ({len(document.content):,} characters).{merged}"

@@ -1,7 +1,7 @@
 """The JSON envelope every tool returns (core seed §5.3).
 
 Success: {"success": true, "summary": ..., ["skipped": true], ["artifact": {...}, "artifact_id": N]}
-Failure: {"success": false, "error": ...}
+Failure: {"success": false, "error": ..., ["refused": true], ["overlap": true]}
 Rejected by the person (agent.approvals): {"success": false, "error": ..., "rejected": true}
 
 The model reads it as the ToolMessage content; agent.turn reads it with
@@ -27,12 +27,16 @@ def success_envelope(
     return json.dumps(body, ensure_ascii=False)
 
 
-def failure_envelope(error: str, *, refused: bool = False) -> str:
+def failure_envelope(error: str, *, refused: bool = False, overlap: bool = False) -> str:
     """`refused`: the call was not allowed at all (a locked target), not a
-    call that went wrong; the activity log tells them apart."""
+    call that went wrong; the activity log tells them apart. `overlap`: a
+    document edit overlapped what the person changed meanwhile, so nothing
+    was written (an approval card says so: conversations.turns.run)."""
     body: dict = {"success": False, "error": error}
     if refused:
         body["refused"] = True
+    if overlap:
+        body["overlap"] = True
     return json.dumps(body, ensure_ascii=False)
 
 

@@ -9,6 +9,7 @@ from django.template.loader import render_to_string
 from django.utils.html import escape
 
 from workspace.diff import diff_text
+from workspace.models import Thread
 from workspace.markdown import render_markdown
 
 from .outcome import Marker, marker
@@ -19,7 +20,7 @@ TEMPLATE = "conversations/fragments/turn.html"
 def turn_context(
     *, turn_index: int, user_message: str, steps=(), answer: str = "", running: bool = False,
     ending: Marker | None = None, latest: bool = True, thread_id=None, feedback_count: int = 0, versions=None,
-    approval: dict | None = None,
+    approval: dict | None = None, mode: str = "",
 ) -> dict:
     """The one shape every turn partial renders: a past turn on the page, a
     running one, and one ended by another process. Retry is offered on the
@@ -43,6 +44,8 @@ def turn_context(
         "versions": versions,
         # approval_view(): the turn's approval card, pending or answered.
         "approval": approval,
+        # The mode the turn ran in (its row's; "" when unknown), for the admin's review.
+        "mode_label": Thread.Mode(mode).label if mode in Thread.Mode.values else "",
     }
 
 
@@ -51,15 +54,29 @@ def turn_context(
 APPROVAL_DIFF_ROWS = 80
 
 
+# What the card says when the change the person approved was not applied
+# in full (the row's approval "outcome", set by turns.run when the approved
+# call's step ends).
+APPROVAL_OUTCOMES = {
+    "overlap": "You approved this change, but it could not be applied: you edited the same passage meanwhile. "
+    "Nothing was overwritten.",
+    "failed": "You approved this change, but it could not be applied; nothing was changed.",
+    "partial": "You approved this change, but only part of it could be applied.",
+}
+
+
 def approval_view(approval: dict | None, *, pending: bool) -> dict | None:
     """What the approval card shows, from a turn row's `approval`
-    ({"interrupt_id", "request", "decision"?}, turns.guard); None without one."""
+    ({"interrupt_id", "request", "decision"?, "outcome"?}, turns.guard);
+    None without one."""
     if not isinstance(approval, dict) or not isinstance(approval.get("request"), dict):
         return None
     request = approval["request"]
+    decision = "" if pending else approval.get("decision") or ""
     view = {
         "pending": pending,
-        "decision": "" if pending else approval.get("decision") or "",
+        "decision": decision,
+        "outcome": APPROVAL_OUTCOMES.get(approval.get("outcome")) if decision == "approved" else None,
         "summary": str(request.get("summary") or ""),
         "reason": str(request.get("reason") or ""),
         "details": [str(d) for d in request.get("details") or []],

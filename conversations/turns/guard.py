@@ -14,20 +14,22 @@ message or a Stop on that thread), and every open tab is told."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from agent.context import Selection
 from workspace.errors import InvalidInput
 from workspace.models import Thread, WorkspaceSnapshot
 from workspace.services.snapshots import snapshot_capture
 from workspace.text import clean_text
 
 from ..errors import ApprovalPending, TurnAlreadyRunning
-from ..live import publisher
-from ..models import Turn
+from ..live import publish_turn_versions, publisher
+from ..models import BranchLink, Turn
 from ..services import DEFAULT_THREAD_TITLE, announce_thread, title_from_message
 from . import fragments, outcome, process
 
@@ -56,12 +58,22 @@ def clean_user_message(message) -> str:
     return clean_text(message, label="Message", max_chars=settings.HAICO_MESSAGE_MAX_CHARS, strip=False)
 
 
+def selection_json(selection: Selection | None) -> dict | None:
+    """A turn's selection as its row stores it (conversations.models.Turn.selection)."""
+    if selection is None:
+        return None
+    return {"start": selection.start, "end": selection.end, "text": selection.text}
+
+
 @transaction.atomic
 def turn_begin(
-    *, thread: Thread, user_message: str, model_name: str | None = None, retry_of: int | None = None
+    *, thread: Thread, user_message: str, model_name: str | None = None, retry_of: int | None = None,
+    mode: str | None = None, selection: Selection | None = None,
 ) -> tuple[int, WorkspaceSnapshot]:
     """Claim the thread's single running-turn slot, bump the turn counter,
     record the turn row and snapshot the workspace, all before the agent runs.
+    The row records the turn's `mode` (None: the thread's) and the checked
+    `selection` its message asks about.
 
     The claim is a row update in the database, so it holds across server
     processes. Raises TurnAlreadyRunning while another turn is in progress,
@@ -94,10 +106,16 @@ def turn_begin(
         user_message=user_message,
         model_name=model_name or "",
         retry_of=retry_of,
+        mode=mode or locked.mode,
+        selection=selection_json(selection),
         instance=process.instance(),
         boot=process.BOOT,
     )
     snapshot = snapshot_capture(thread=locked, turn_index=locked.turn_index, user_message=user_message)
+    if BranchLink.objects.filter(thread=locked, status=BranchLink.Status.ACTIVE, branch_point_turn=locked.turn_index - 1).exists():
+        # A branch's first own turn is a new version of that turn: the family's tabs show its arrows.
+        thread_id, turn_index = locked.pk, locked.turn_index
+        transaction.on_commit(lambda: publish_turn_versions(thread_id=thread_id, turn_index=turn_index))
     for name in ("turn_index", "title", "running_turn_index", "running_since", "cancel_requested"):
         setattr(thread, name, getattr(locked, name))
     return locked.turn_index, snapshot
@@ -218,6 +236,18 @@ def turn_answer_claim(*, thread: Thread, turn, decision: str) -> Turn:
     return row
 
 
+@transaction.atomic
+def turn_approval_outcome(*, thread: Thread, turn_index: int, outcome: str) -> None:
+    """The change the person approved could not be applied (in full): the
+    turn row's approval records why (fragments.APPROVAL_OUTCOMES), so the
+    card says so after a reload and in copies too."""
+    row = Turn.objects.select_for_update().filter(thread=thread, index=turn_index).first()
+    if row is None or not isinstance(row.approval, dict):
+        return
+    row.approval = {**row.approval, "outcome": outcome}
+    row.save(update_fields=["approval"])
+
+
 def _turn_number(turn, *, action: str) -> int:
     if isinstance(turn, str) and turn.isascii() and turn.isdigit():
         turn = int(turn)
@@ -286,10 +316,20 @@ def _release(locked: Thread, turn_index: int, *, notice: str, now=None) -> None:
         transaction.on_commit(lambda: publisher.publish(thread_id, html))
 
 
-def retry_message(*, thread: Thread, turn) -> tuple[str, str]:
-    """The message and model of the turn to run again, or InvalidInput
-    saying why it cannot be: only the thread's latest turn, once it has
-    failed, been interrupted or been cut off (conversations.turns.outcome)."""
+class Rerun(NamedTuple):
+    """What a turn run again takes from it: its message, its model and the
+    selection it asked about (as stored; checked again before it is sent)."""
+
+    message: str
+    model: str
+    selection: dict | None = None
+
+
+def retry_message(*, thread: Thread, turn) -> Rerun:
+    """The message, model and selection of the turn to run again, or
+    InvalidInput saying why it cannot be: only the thread's latest turn,
+    once it has failed, been interrupted or been cut off
+    (conversations.turns.outcome)."""
     turn = _turn_number(turn, action="retry")
     row = Turn.objects.filter(thread=thread, index=turn).first()
     if row is None:
@@ -300,4 +340,4 @@ def retry_message(*, thread: Thread, turn) -> tuple[str, str]:
     if not ending.retry:
         state = {Turn.Status.RUNNING: "is still running.", Turn.Status.AWAITING: "is waiting for your approval."}
         raise InvalidInput("That turn cannot be retried: it " + state.get(row.status, "ended normally."))
-    return row.user_message, row.model_name
+    return Rerun(row.user_message, row.model_name, row.selection)

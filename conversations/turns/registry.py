@@ -36,7 +36,7 @@ from ..branch_cleanup import discard_abandoned_branches
 from ..live import publisher
 from ..selectors import latest_turn_row
 from . import fragments, guard, outcome
-from .run import Resume, TurnRun
+from .run import Resume, TurnRun, stored_selection
 
 logger = logging.getLogger("haico.conversations.turns")
 
@@ -144,12 +144,14 @@ async def start_turn(
     # thread serving it, gone once the response is sent.
     detached = contextvars.Context()
     detached.run(_prepare)
+    mode = mode or thread.mode
     turn_index, _snapshot = await database_sync_to_async(guard.turn_begin)(
-        thread=thread, user_message=user_message, model_name=model_name, retry_of=retry_of
+        thread=thread, user_message=user_message, model_name=model_name, retry_of=retry_of, mode=mode,
+        selection=selection,
     )
     turn = TurnRun(
         thread=thread, turn_index=turn_index, user_message=user_message, model_name=model_name, agents=agents,
-        mode=mode or thread.mode,
+        mode=mode,
         selection=selection,
     )
     detached.run(_launch, thread, turn)
@@ -167,11 +169,12 @@ async def answer_approval(*, thread: Thread, turn, decision: str) -> int:
     detached.run(_prepare)
     row = await database_sync_to_async(guard.turn_answer_claim)(thread=thread, turn=turn, decision=decision)
     resume = Resume(interrupt_id=row.approval.get("interrupt_id") or "", decision=decision, approval=row.approval)
-    # The turn goes on with the model it began with, unless it is no longer offered.
+    # The turn goes on with the model it began with, unless it is no longer
+    # offered, in the mode it began in and about the passage it asked about.
     model = row.model_name if row.model_name in available_models() else None
     run = TurnRun(
         thread=thread, turn_index=row.index, user_message=row.user_message, model_name=model,
-        agents=agents, resume=resume,
+        agents=agents, resume=resume, mode=row.mode, selection=stored_selection(row.selection),
     )
     detached.run(_launch, thread, run)
     return row.index

@@ -77,6 +77,18 @@ INTERRUPTED_SHUTDOWN = "Interrupted: the server was shutting down."
 APPROVAL_STOPPED_RESULT = "Not done: the person pressed Stop instead of approving this change; nothing was changed."
 
 
+def stored_selection(raw) -> Selection | None:
+    """A turn row's selection (guard.selection_json) for the agent, or None.
+    It was checked when the message was sent; the prompt places it in the
+    document as the document reads at each model call (agent.prompt)."""
+    if not isinstance(raw, dict):
+        return None
+    start, end, text = raw.get("start"), raw.get("end"), raw.get("text")
+    if not (isinstance(start, int) and isinstance(end, int) and isinstance(text, str) and text):
+        return None
+    return Selection(start=start, end=end, text=text)
+
+
 class TurnStopped(Exception):
     """The person asked the turn to stop (or the server is shutting down)."""
 
@@ -222,8 +234,10 @@ class TurnRun:
             logger.exception("could not release the turn slot of thread %s", self.thread.pk)
         try:
             # The ended turn is a new node on every open map of the
-            # family; this thread's map goes with the turn's end.
-            maps = await database_sync_to_async(trajectory.family_maps)(thread_id=self.thread.pk)
+            # family; this thread's goes with the turn's end.
+            maps = await database_sync_to_async(trajectory.turn_ended_patches)(
+                thread_id=self.thread.pk, turn_index=self.turn_index
+            )
         except Exception:
             logger.exception("could not update the trajectory map of thread %s", self.thread.pk)
             maps = {}
@@ -266,6 +280,33 @@ class TurnRun:
         summary = (self.resume.approval.get("request") or {}).get("summary", "")
         await self._note(activity.approval_answered(words, summary))
         approval = fragments.approval_view({**self.resume.approval, "decision": decision}, pending=False)
+        self.send(fragments.approval_card(self._turn(approval=approval)))
+
+    def _approved_call_id(self) -> str:
+        """The id of the tool call the person approved, if this run resumed with an approval."""
+        if self.resume is None or self.resume.decision != guard.APPROVED:
+            return ""
+        return str((self.resume.approval.get("request") or {}).get("call_id") or "")
+
+    async def _approved_call_ended(self, event: StepFinished) -> None:
+        """The approved change ran: if it could not be applied (in full) the
+        card says so instead of a plain "You approved", in every tab and on
+        the row (a reload, a branch and an archive show the same)."""
+        if event.status == "failed":
+            outcome = "overlap" if event.overlap else "failed"
+        elif event.status == "skipped":
+            outcome = "partial"
+        else:
+            return
+        try:
+            await database_sync_to_async(guard.turn_approval_outcome)(
+                thread=self.thread, turn_index=self.turn_index, outcome=outcome
+            )
+        except Exception:
+            logger.exception("could not record the outcome of the approval of turn %s", self.turn_index)
+        approval = fragments.approval_view(
+            {**self.resume.approval, "decision": guard.APPROVED, "outcome": outcome}, pending=False
+        )
         self.send(fragments.approval_card(self._turn(approval=approval)))
 
     async def _stream(self) -> None:
@@ -372,6 +413,8 @@ class TurnRun:
                     self.send(fragments.step_result(self.turn_index, number, self.steps[number - 1]))
             sentence = self.steps[number - 1]["text"] if number is not None else ""
             await self._note(activity.step_result(event, sentence))
+            if event.call_id and event.call_id == self._approved_call_id():
+                await self._approved_call_ended(event)
 
     def _steps_started(self, event: StepsStarted) -> None:
         first = len(self.steps) + 1

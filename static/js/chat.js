@@ -218,4 +218,12 @@
   });
 
   document.addEventListener("DOMContentLoaded", scrollToEnd);
+
+  // A note the server put on this page for a branch just opened (?note=…,
+  // shown in #chat-notice) is said once: a reload should not say it again.
+  if (window.history && window.history.replaceState && /[?&]note=/.test(window.location.search)) {
+    var url = new URL(window.location.href);
+    url.searchParams.delete("note");
+    window.history.replaceState(window.history.state, "", url.pathname + url.search + url.hash);
+  }
 })();

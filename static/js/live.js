@@ -12,6 +12,12 @@
  *   touched. Outline numbers and their labels, the done count and the
  *   checklist are recomputed from the rows.
  * - "document": handed to centre.js (haico:document-patch).
+ * - "value": a selector's value (the Mode, the Model), set in place so a
+ *   keyboard user on it keeps focus.
+ * - "swap": elements put in place of the page's elements with the same ids
+ *   (a turn's version arrows, its Feedback control), where the page has
+ *   them and they do not match data-unless; focus stays on the same control.
+ * - "trajectory": a turn's new node on the map (static/js/trajectory.js).
  * - "error": a refusal, shown where the person asked.
  * - "navigate": go to another thread's page (a branch this tab just made).
  * If a patch does not fit what the page shows (it missed a push), the page
@@ -160,6 +166,44 @@
     };
   }
 
+  function setValue(template) {
+    var field = document.getElementById(template.getAttribute("data-target"));
+    var value = template.getAttribute("data-value");
+    if (!field || field.value === value) return;
+    var offered = Array.prototype.some.call(field.options || [], function (option) { return option.value === value; });
+    if (offered) field.value = value; // no change event: nothing is sent back
+  }
+
+  // The control with focus inside `element`, as something its replacement can be searched for with.
+  function focusKey(element) {
+    var active = document.activeElement;
+    if (!active || active === document.body || !element.contains(active)) return null;
+    return { tag: active.tagName, label: active.getAttribute("aria-label"), text: active.textContent };
+  }
+
+  function refocus(element, key) {
+    if (!key) return;
+    var found = Array.prototype.filter.call(element.querySelectorAll(key.tag), function (candidate) {
+      return candidate.getAttribute("aria-label") === key.label;
+    });
+    var same = found.filter(function (candidate) { return candidate.textContent === key.text; })[0] || found[0];
+    if (!same && element.tagName === key.tag) same = element;
+    if (same) same.focus({ preventScroll: true });
+  }
+
+  function swapInPlace(template) {
+    var unless = template.getAttribute("data-unless");
+    Array.prototype.slice.call(template.content.children).forEach(function (incoming) {
+      var existing = incoming.id && document.getElementById(incoming.id);
+      if (!existing || (unless && existing.matches(unless))) return;
+      var key = focusKey(existing);
+      var element = document.importNode(incoming, true);
+      existing.replaceWith(element);
+      if (window.htmx) window.htmx.process(element);
+      refocus(element, key);
+    });
+  }
+
   function apply(template) {
     var kind = template.getAttribute("data-live-patch");
     if (kind === "plan") {
@@ -179,6 +223,12 @@
       if (HAICO.rovingToolbars) HAICO.rovingToolbars(document.getElementById("panel-preferences"));
     } else if (kind === "document") {
       document.dispatchEvent(new CustomEvent("haico:document-patch", { detail: { template: template } }));
+    } else if (kind === "value") {
+      setValue(template);
+    } else if (kind === "swap") {
+      swapInPlace(template);
+    } else if (kind === "trajectory") {
+      document.dispatchEvent(new CustomEvent("haico:trajectory-patch", { detail: { template: template } }));
     } else if (kind === "error") {
       showError(template);
     } else if (kind === "resync") {

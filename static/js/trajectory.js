@@ -1,7 +1,12 @@
 /* The trajectory map and a turn's preview (docs/adr/0016).
  *
  * - The map scrolls inside its region; the current turn (aria-current) is
- *   brought into view on load and whenever the map is pushed again.
+ *   brought into view on load and whenever the map changes.
+ * - After a turn ends its node arrives alone (a "trajectory" live patch:
+ *   the node, the edges into it, the canvas size), not the whole map. It is
+ *   put in only if this map has the lanes the patch was laid out for
+ *   (data-layout); otherwise (a branch was made or removed since this page
+ *   was built) the map is fetched whole.
  * - A node's preview is fetched by htmx into #trajectory-preview (one
  *   delegated handler: a node carries only its lane and turn).
  * - "Continue from here" creates nothing: it marks the chat form so the next
@@ -97,6 +102,50 @@
 
   document.addEventListener("keydown", function (event) {
     if (event.key === "Escape" && document.querySelector("section#trajectory-preview")) closePreview();
+  });
+
+  function reloadMap() {
+    var box = document.getElementById("trajectory-scroll");
+    var url = box && box.getAttribute("data-map-url");
+    if (url && window.htmx) htmx.ajax("GET", url, { target: "#trajectory-map", swap: "outerHTML" });
+  }
+
+  function sameEdge(svg, path) {
+    return Array.prototype.some.call(svg.children, function (edge) {
+      return edge.getAttribute("d") === path.getAttribute("d") && edge.getAttribute("class") === path.getAttribute("class");
+    });
+  }
+
+  document.addEventListener("haico:trajectory-patch", function (event) {
+    var template = event.detail.template;
+    var map = document.getElementById("trajectory-map");
+    var canvas = map && map.querySelector(".trajectory-canvas");
+    var svg = canvas && canvas.querySelector("svg.trajectory-edges");
+    if (!svg || map.getAttribute("data-layout") !== template.getAttribute("data-layout")) {
+      reloadMap();
+      return;
+    }
+    var node = document.importNode(template.content.querySelector(".tnode"), true);
+    var selector = '.tnode[data-lane="' + node.getAttribute("data-lane") + '"][data-turn="' + node.getAttribute("data-turn") + '"]';
+    if (node.hasAttribute("data-current")) {
+      // The turn before stays on this thread's path; only the newest is the current one.
+      canvas.querySelectorAll(".tnode[data-current]").forEach(function (old) {
+        old.removeAttribute("data-current");
+        old.removeAttribute("aria-current");
+      });
+    }
+    var existing = canvas.querySelector(selector);
+    if (existing) existing.replaceWith(node); // a turn that waited for an approval, now ended
+    else canvas.appendChild(node);
+    Array.prototype.slice.call(template.content.querySelectorAll("svg > path")).forEach(function (path) {
+      if (!sameEdge(svg, path)) svg.appendChild(document.importNode(path, true));
+    });
+    var width = template.getAttribute("data-width"), height = template.getAttribute("data-height");
+    canvas.style.width = width + "px";
+    canvas.style.height = height + "px";
+    svg.setAttribute("width", width);
+    svg.setAttribute("height", height);
+    scrollCurrentIntoView();
   });
 
   document.addEventListener("DOMContentLoaded", function () {

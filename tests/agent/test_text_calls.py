@@ -40,6 +40,16 @@ SHAPES = {
     "openai shape, arguments as a string": json.dumps(
         {"type": "function", "function": {"name": "set_objective", "arguments": GOAL_JSON}}
     ),
+    "llama 3.2 pythonic list": '[set_objective(action_and_reasoning="Writing down the goal.", text="Ship the report")]',
+    "llama 3.2 pythonic after python_tag": (
+        "<|python_tag|>set_objective(action_and_reasoning='Writing down the goal.', text='Ship the report')<|eom_id|>"
+    ),
+    "llama 3.2 pythonic list after python_tag": (
+        '<|python_tag|>[set_objective(action_and_reasoning="Writing down the goal.", text="Ship the report")]<|eot_id|>'
+    ),
+    "pythonic in a python block": (
+        'Recording it.\n```python\n[set_objective(action_and_reasoning="Writing down the goal.", text="Ship the report")]\n```'
+    ),
 }
 
 
@@ -69,7 +79,14 @@ NOT_CALLS = {
     "inline json in a sentence": 'The call would be {"name": "set_objective", "arguments": {"text": "x"}} in JSON.',
     "bare json naming an unknown tool": '{"name": "delete_everything", "arguments": {}}',
     "bare call with broken json": '{"name": "set_objective", "arguments": {"text": "hal',
-    "llama pythonic call": '<|python_tag|>set_objective(text="Ship")',
+    "pythonic call of an unknown tool": '[delete_everything(confirm=True)]',
+    "pythonic call after python_tag of an unknown tool": '<|python_tag|>brave_search.call(query="weather")',
+    "pythonic call inline in a sentence": 'You could say [set_objective(text="x")] to record it.',
+    "pythonic call with a value that is code": '[set_objective(text=open("notes.txt").read())]',
+    "pythonic call with positional arguments": '[set_objective("Ship")]',
+    "python list of data": "[1, 2, 3]",
+    "python code naming a tool without brackets": 'set_objective(text="Ship")',
+    "pythonic list with a tool and something else": '[set_objective(text="x"), print("hi")]',
 }
 
 
@@ -77,6 +94,59 @@ NOT_CALLS = {
 def test_text_that_is_not_a_call_is_left_alone(text):
     found = find_text_calls(text, TOOLS)
     assert found.calls == [] and found.remaining == text
+
+
+def test_pythonic_calls_keep_their_order_and_read_nested_values_strings_and_json_words():
+    text = (
+        "I will do both.\n"
+        '[set_objective(action_and_reasoning="Goal", text="Say \\"hi\\"\\nthen go \\u00e9\\t", ), '
+        'add_todos(action_and_reasoning=\'Plan\', steps=[{"text": "Outline", "depth": 0, "done": false}, '
+        '{"text": "Intro, part (1)", "depth": 1, "done": null, "weight": -2.5, "tags": ("a", "b")}], '
+        "extra={'nested': [[1, 2], {'k': True}]})]\n"
+        "Then I will report back."
+    )
+    found = find_text_calls(text, TOOLS)
+    assert [(call.name, call.args, call.problem) for call in found.calls] == [
+        ("set_objective", {"action_and_reasoning": "Goal", "text": 'Say "hi"\nthen go \u00e9\t'}, None),
+        ("add_todos", {
+            "action_and_reasoning": "Plan",
+            "steps": [{"text": "Outline", "depth": 0, "done": False},
+                      {"text": "Intro, part (1)", "depth": 1, "done": None, "weight": -2.5, "tags": ["a", "b"]}],
+            "extra": {"nested": [[1, 2], {"k": True}]},
+        }, None),
+    ]
+    assert found.remaining == "I will do both.\n\nThen I will report back."
+    several = '<|python_tag|>set_objective(text="A"), list_todos()<|eom_id|>'
+    assert [c.name for c in find_text_calls(several, TOOLS).calls] == ["set_objective", "list_todos"]
+    # Across lines, as a model may lay it out.
+    laid_out = '[\n  set_objective(\n    text="A",\n  ),\n  list_todos(),\n]'
+    assert [(c.name, c.args) for c in find_text_calls(laid_out, TOOLS).calls] == [("set_objective", {"text": "A"}), ("list_todos", {})]
+
+
+def test_pythonic_calls_are_read_never_run(tmp_path):
+    touched = tmp_path / "touched"
+    code = f'__import__("pathlib").Path({str(touched)!r}).touch()'
+    for text in (f"[set_objective(text={code})]", f"<|python_tag|>set_objective(text={code})",
+                 f"```python\n[set_objective(text={code})]\n```", f"[{code}]"):
+        find_text_calls(text, TOOLS)
+    assert not touched.exists()
+    # After the python tag a call of an offered tool whose value is code is refused, not run, and says why.
+    (call,) = find_text_calls(f"<|python_tag|>set_objective(text={code})", TOOLS).calls
+    assert (call.name, call.args) == ("set_objective", {}) and "not a plain value" in call.problem
+    (call,) = find_text_calls('<|python_tag|>set_objective("Ship")', TOOLS).calls
+    assert call.args == {} and "without names" in call.problem
+
+
+def test_a_huge_or_deeply_nested_pythonic_reply_is_left_alone_quickly():
+    import time
+
+    deep = "[set_objective(text=" + "[" * 5000 + "]" * 5000 + ")]"
+    long_prose = "\n".join(f"[set_objective(text='line {n}'" for n in range(2000))  # never closed
+    crafted = "\n".join("[set_objective(text=1\nx]" for _ in range(2000))  # every line end a candidate that fails
+    started = time.monotonic()
+    for text in (deep, long_prose, crafted):
+        assert find_text_calls(text, TOOLS).calls == []
+    assert time.monotonic() - started < 5
 
 
 def test_after_a_marker_broken_arguments_are_a_refused_call_never_repaired():
@@ -134,7 +204,10 @@ def _valid_history(messages) -> bool:
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(
-    "shape", ["llama python_tag", "llama bare json", "qwen tool_call", "gpt-oss channel", "mistral list", "fenced json"]
+    "shape", [
+        "llama python_tag", "llama bare json", "qwen tool_call", "gpt-oss channel", "mistral list", "fenced json",
+        "llama 3.2 pythonic list", "llama 3.2 pythonic after python_tag",
+    ]
 )
 async def test_a_text_call_runs_the_tool_and_the_next_call_sees_a_valid_history(thread, shape):
     model, events, messages = await _turn(thread, [Reply(text=SHAPES[shape]), Reply(text="I recorded the goal.")])
@@ -176,6 +249,15 @@ async def test_a_text_call_with_invalid_arguments_gets_the_tools_envelope_error(
 
 
 @pytest.mark.django_db(transaction=True)
+async def test_a_pythonic_call_with_a_value_that_is_code_is_refused_and_nothing_changes(thread):
+    code = '<|python_tag|>set_objective(action_and_reasoning="Goal.", text=input())'
+    _, _, messages = await _turn(thread, [Reply(text=code), Reply(text="I will write it plainly.")])
+    result = next(m for m in messages if isinstance(m, ToolMessage))
+    assert "not a plain value" in result.content and result.status == "error"
+    assert await sync_to_async(_objective)(thread) is None
+
+
+@pytest.mark.django_db(transaction=True)
 async def test_broken_json_after_a_marker_is_refused_and_nothing_changes(thread):
     broken = '<tool_call>{"name": "set_objective", "arguments": {"text": "Ship the rep</tool_call>'
     _, _, messages = await _turn(thread, [Reply(text=broken), Reply(text="I will try again later.")])
@@ -206,11 +288,12 @@ async def test_turned_off_the_text_stays_the_answer(thread, settings):
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_the_real_client_sends_an_extracted_call_as_a_valid_history(thread, settings):
+@pytest.mark.parametrize("shape", ["llama python_tag", "llama 3.2 pythonic list", "llama 3.2 pythonic after python_tag"])
+async def test_the_real_client_sends_an_extracted_call_as_a_valid_history(thread, settings, shape):
     with OpenAICompatibleServer(models=["small-local"], strict_history=True) as server:
         settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = server.base_url, ""
         settings.HAICO_MODEL, settings.HAICO_MODELS, settings.HAICO_MODEL_MAX_RETRIES = "small-local", [], 0
-        server.script([Reply(text=SHAPES["llama python_tag"]), Reply(text="I recorded the goal.")])
+        server.script([Reply(text=SHAPES[shape]), Reply(text="I recorded the goal.")])
         agent = AgentProvider().graph(model_name=None, checkpointer=InMemorySaver())
         events = [e async for e in stream_turn(agent, context=AgentContext(thread=thread, turn_index=1), user_message="Go")]
 
@@ -219,6 +302,7 @@ async def test_the_real_client_sends_an_extracted_call_as_a_valid_history(thread
         (call,) = assistant["tool_calls"]
         assert call["function"]["name"] == "set_objective" and json.loads(call["function"]["arguments"]) == GOAL
         assert tool["role"] == "tool" and tool["tool_call_id"] == call["id"]
-        assert "python_tag" not in json.dumps(server.requests[1]["messages"])
+        sent = json.dumps(server.requests[1]["messages"])
+        assert "python_tag" not in sent and "set_objective(" not in sent
     assert [e.text for e in events if isinstance(e, Answer)] == ["I recorded the goal."]
     assert await sync_to_async(_objective)(thread) == "Ship the report"

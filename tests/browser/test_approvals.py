@@ -9,7 +9,18 @@ from playwright.sync_api import Page, expect
 from tests.support.fake_model import Reply, tool_call
 from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, create_thread, sign_up, wait_for_socket
+from .helpers import (
+    AUTOSAVE_WAIT_MS,
+    MODEL,
+    TURN_WAIT_MS,
+    create_thread,
+    document_status,
+    document_text,
+    save_document_now,
+    sign_up,
+    type_after,
+    wait_for_socket,
+)
 
 ASKING = "Dropping the rule you no longer want."
 
@@ -87,3 +98,49 @@ def test_the_approval_card_asks_in_every_tab_survives_a_reload_and_answers(new_p
     expect(card).to_contain_text("You approved this change")
     expect(preferences.get_by_text("Formal tone")).to_have_count(0)
     expect(other.get_by_role("region", name="Preferences").get_by_text("Formal tone")).to_have_count(0)
+
+
+REPORT = "\n\n".join(f"Paragraph {n} says something worth keeping." for n in range(1, 9)) + "\n"
+OVERLAP = (
+    "You approved this change, but it could not be applied: you edited the same passage meanwhile. "
+    "Nothing was overwritten."
+)
+
+
+def test_an_approved_rewrite_of_a_passage_the_person_edited_meanwhile_says_it_was_not_applied(
+    new_page, start_haico_server
+):
+    with OpenAICompatibleServer(models=[MODEL]) as model_server:
+        model_server.script([
+            Reply(tool_calls=[tool_call("update_document", "Rewriting it much shorter.", content="Paragraph 1 is short now.\n")]),
+            Reply(text="I could not apply it: you changed that passage meanwhile."),
+        ])
+        server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+        page = new_page()
+        sign_up(page, server.url, "ada")
+        url = create_thread(page, server.url)
+        other = page.context.new_page()
+        other.goto(url)
+        wait_for_socket(page)
+        wait_for_socket(other)
+        save_document_now(page, REPORT)
+
+        _send(page, "make it short")
+        card = page.get_by_role("region", name="Approval for turn 1")
+        expect(card.get_by_role("button", name="Approve", exact=True)).to_be_visible(timeout=TURN_WAIT_MS)
+        # While the question waits, the person rewrites the passage the agent's text replaces.
+        type_after(page, "Paragraph 1 says something", " I wrote this myself, and")
+        expect(document_status(page)).to_have_text("Saved", timeout=AUTOSAVE_WAIT_MS)
+        card.get_by_role("button", name="Approve", exact=True).click()
+
+        for tab in (page, other):
+            expect(tab.locator("#chat-messages .answer").first).to_have_text(
+                "I could not apply it: you changed that passage meanwhile.", timeout=TURN_WAIT_MS
+            )
+            expect(tab.get_by_role("region", name="Approval for turn 1").locator(".approval-title")).to_have_text(OVERLAP)
+        mine = REPORT.replace("Paragraph 1 says something", "Paragraph 1 says something I wrote this myself, and")
+        expect(document_text(other)).to_have_value(mine)
+
+        other.reload()
+        expect(other.get_by_role("region", name="Approval for turn 1").locator(".approval-title")).to_have_text(OVERLAP)
+        assert server.query("SELECT content FROM workspace_document") == [(mine,)]

@@ -2,6 +2,8 @@
 reachable, preference locks and thread moderation going through the services
 and recorded."""
 
+import re
+
 import pytest
 from django.contrib.admin.models import LogEntry
 from django.urls import reverse
@@ -590,3 +592,29 @@ def test_the_activity_log_admin_is_refused_to_people_who_are_not_staff(owner_cli
     for url in (_changelist(entry), _change(entry)):
         response = owner_client.get(url)
         assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_the_thread_admin_and_the_review_show_the_mode_of_each_turn(staff_client, populated):
+    from conversations.models import Turn
+    from conversations.turns import guard
+
+    thread = populated["thread"]
+    for message, mode in (("look around", "explore"), ("plan it", "plan"), ("and again", "plan")):
+        turn, _ = guard.turn_begin(thread=Thread.objects.get(pk=thread.pk), user_message=message, mode=mode)
+        guard.turn_finish(thread=thread, turn_index=turn)
+    Thread.objects.filter(pk=thread.pk).update(mode="explore")
+    assert list(Turn.objects.filter(thread=thread).order_by("index").values_list("mode", flat=True)) == [
+        "execute", "explore", "plan", "plan",
+    ]
+
+    change = staff_client.get(_change(thread)).content.decode()
+    assert re.search(r'<div class="readonly">Explore</div>', change)  # the thread's mode, for its next turns
+    assert "turn 1: Execute; turn 2: Explore; turns 3–4: Plan" in change
+    listing = staff_client.get(reverse("admin:workspace_thread_changelist") + "?mode__exact=plan").content.decode()
+    assert "Lit review" not in listing
+    listing = staff_client.get(reverse("admin:workspace_thread_changelist") + "?mode__exact=explore").content.decode()
+    assert "Lit review" in listing
+
+    main = _content_main(staff_client.get(_review_url(thread)).content.decode())
+    modes = re.findall(r'id="review-turn-(\d+)".*?Mode: <strong>(\w+)</strong>', main, flags=re.DOTALL)
+    assert modes == [("1", "Execute"), ("2", "Explore"), ("3", "Plan"), ("4", "Plan")]

@@ -113,7 +113,7 @@ async def test_user_text_is_escaped_and_the_model_selector_appears_with_several_
     chat = _chat_panel(await _page(async_client, owner, thread))
     assert "<script>alert" not in chat and "&lt;script&gt;" in chat
     assert "<img" not in chat
-    assert '<select name="model" class="chat-model" aria-label="Model"' in chat
+    assert '<select id="chat-model" name="model" class="chat-model" aria-label="Model"' in chat
     assert '<option value="scripted-default" selected>' in chat
 
 

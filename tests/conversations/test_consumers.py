@@ -474,7 +474,8 @@ async def test_a_message_sent_from_a_turns_preview_branches_there_and_runs_in_th
     for message in ("first", "second"):
         await socket.send_to(text_data=_send(message))
         frames = await frames_until_turn_end(socket)
-    assert 'id="trajectory-map"' in frames[-1] and 'aria-label="Turn 2"' in frames[-1]  # the map rides the turn's end
+    # The turn's node rides the turn's end (the map itself came with the first turn's).
+    assert 'data-live-patch="trajectory"' in frames[-1] and 'aria-label="Turn 2"' in frames[-1]
     before = await _db(thread)
 
     await socket.send_to(text_data=_continue("a new direction", thread.pk, 1))

@@ -162,8 +162,67 @@ async def test_a_mode_chosen_in_one_tab_updates_the_selector_in_another(owner, t
     response = await sync_to_async(_post)(owner, f"/threads/{thread.pk}/mode/", {"mode": "plan"})
     assert response.status_code == 200
     html = await second_tab.receive_from(timeout=3)
-    assert '<select id="chat-mode"' in html and 'hx-swap-oob="true"' in html
-    assert '<option value="plan" selected>' in html
+    # Its value, set in place: the selector itself is not replaced (a keyboard user on it keeps focus).
+    assert html == (
+        '<div hx-swap-oob="beforeend:#live-inbox"><template data-live-patch="value" data-target="chat-mode" '
+        'data-value="plan"></template></div>'
+    )
     # Choosing the mode it already has announces nothing.
     await sync_to_async(_post)(owner, f"/threads/{thread.pk}/mode/", {"mode": "plan"})
     assert await second_tab.receive_nothing(timeout=0.3)
+
+
+async def test_a_model_chosen_in_one_tab_is_set_in_the_others_selector(owner, thread, sockets, model_settings):
+    second_tab = await sockets(thread.pk, owner)
+    response = await sync_to_async(_post)(owner, f"/threads/{thread.pk}/model/", {"model": "scripted-other"})
+    assert response.status_code == 200
+    html = await second_tab.receive_from(timeout=3)
+    assert html == (
+        '<div hx-swap-oob="beforeend:#live-inbox"><template data-live-patch="value" data-target="chat-model" '
+        'data-value="scripted-other"></template></div>'
+    )
+    await sync_to_async(_post)(owner, f"/threads/{thread.pk}/model/", {"model": "scripted-other"})
+    assert await second_tab.receive_nothing(timeout=0.3)
+
+
+def _ended_turn(thread):
+    from conversations.turns import guard
+
+    turn, _ = guard.turn_begin(thread=thread, user_message="hello")
+    guard.turn_finish(thread=thread, turn_index=turn, answer="Hi.")
+    return turn
+
+
+async def test_feedback_left_or_removed_in_one_tab_updates_the_count_in_the_others(owner, other_user, thread, sockets):
+    from conversations.models import Feedback
+
+    turn = await sync_to_async(_ended_turn)(thread)
+    second_tab = await sockets(thread.pk, owner)
+    assert 'id="turn-1-marker"' in await second_tab.receive_from(timeout=3)  # how the latest turn ended, on connect
+    elsewhere = await sync_to_async(thread_create)(owner=other_user, title="Theirs")
+    their_tab = await sockets(elsewhere.pk, other_user)
+    for rating, aspect in ((4, "helpfulness"), (2, "tone")):
+        response = await sync_to_async(_post)(
+            owner, f"/threads/{thread.pk}/turns/{turn}/feedback/", {"scope": "turn", "aspect": aspect, "rating": rating}
+        )
+        assert response.status_code == 200
+    counts = []
+    for _ in range(2):
+        html = await second_tab.receive_from(timeout=3)
+        # The closed control, put in place only where the region is closed (an open one keeps its form).
+        assert html.startswith('<div hx-swap-oob="beforeend:#live-inbox"><template data-live-patch="swap" data-unless=".is-open">')
+        assert f'<div id="turn-{turn}-feedback" class="turn-feedback">' in html
+        counts.append(html.split("</span>", 1)[1].split("</button>", 1)[0].strip())
+    assert counts == ["(1 left)", "(2 left)"]
+
+    entry = await Feedback.objects.filter(thread=thread).afirst()
+    await sync_to_async(_post)(owner, f"/threads/{thread.pk}/feedback/{entry.pk}/delete/", {})
+    html = await second_tab.receive_from(timeout=3)
+    assert "(1 left)" in html
+    # Changing an entry leaves the count as it is: nothing to push.
+    other = await Feedback.objects.filter(thread=thread).afirst()
+    await sync_to_async(_post)(
+        owner, f"/threads/{thread.pk}/feedback/{other.pk}/", {"scope": "turn", "aspect": other.aspect, "rating": 5}
+    )
+    assert await second_tab.receive_nothing(timeout=0.3)
+    assert await their_tab.receive_nothing(timeout=0.1)

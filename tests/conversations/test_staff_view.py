@@ -49,10 +49,11 @@ def test_staff_see_the_whole_workspace_read_only_with_the_banner(staff_client, w
     for text in ("Review soil carbon studies", "Peer-reviewed only", "No blogs", "Find the studies",
                  "Read the abstracts", "<h1>Findings</h1>", "Studies", "Smith 2021"):
         assert text in main, text
-    # Nothing to edit with, no socket, no turn to start.
-    for control in ("<form", "<textarea", "<select", "hx-post", "hx-get", "ws-connect", "ws-send",
+    # Nothing to edit with, no turn to start; its one socket only listens (it is the staff route's).
+    for control in ("<form", "<textarea", "<select", "hx-post", "hx-get", "ws-send",
                     "contenteditable", "data-pref-act", "step-menu"):
         assert control not in main, control
+    assert re.findall(r'ws-connect="([^"]+)"', main) == [f"/ws/staff/threads/{workspace.pk}/"]
     assert re.findall(r"<input[^>]*>", main) == [m for m in re.findall(r"<input[^>]*>", main) if "disabled" in m]
     assert "live.js" not in response.content.decode() and "chat.js" not in response.content.decode()
 
@@ -98,8 +99,16 @@ def test_the_admin_thread_page_links_to_it_as_view_on_site(staff_client, thread)
     assert "Read-only view for staff." in staff_client.get(link.group(1)).content.decode()
 
 
-def test_a_staff_member_who_is_not_superuser_can_view_too(client, django_user_model, thread):
+def test_a_staff_member_who_is_not_superuser_can_view_with_the_admins_permission_to_view_threads(
+    client, django_user_model, thread
+):
+    from django.contrib.auth.models import Permission
+
     moderator = django_user_model.objects.create_user(username="moderator", password=PASSWORD, is_staff=True)
     client.force_login(moderator)
+    # Staff without it cannot open the admin's review of a thread, and not this either.
+    assert client.get(url(thread)).status_code == 404
+    assert not ModerationAction.objects.exists()
+    moderator.user_permissions.add(Permission.objects.get(codename="view_thread", content_type__app_label="workspace"))
     assert client.get(url(thread)).status_code == 200
     assert ModerationAction.objects.get().staff_user == moderator

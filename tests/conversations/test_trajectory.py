@@ -175,6 +175,72 @@ def test_the_map_names_each_node_by_its_turn_and_shows_its_message(owner):
     assert lane_url + "2/" == reverse("conversations:trajectory-turn", kwargs={"thread_id": thread.pk, "turn_index": 2})
 
 
+def _patch_parts(html):
+    node = re.search(r'<button type="button" class="(tnode[^"]*)"[^>]*aria-label="(Turn \d+)"[^>]*>', html)
+    return {
+        "layout": re.search(r'data-layout="([0-9a-f]+)"', html).group(1),
+        "size": re.search(r'data-width="(\d+)" data-height="(\d+)"', html).groups(),
+        "nodes": re.findall(r'aria-label="(Turn \d+)"', html),
+        "classes": node.group(1),
+        "current": "aria-current" in node.group(0),
+        "edges": re.findall(r'<path class="([^"]+)"', html),
+    }
+
+
+@pytest.mark.django_db
+def test_a_turn_end_sends_each_member_only_the_new_node(family):
+    root, b, c, d = family
+    index, _snapshot = guard.turn_begin(thread=b, user_message="b six")
+    guard.turn_finish(thread=b, turn_index=index, answer="six")
+    patches = trajectory.turn_ended_patches(thread_id=b.pk, turn_index=index)
+    assert set(patches) == {root.pk, b.pk, c.pk, d.pk}
+    layout = re.search(r'data-layout="([0-9a-f]+)"', trajectory.render_map(trajectory.family_graph(thread=root))).group(1)
+    graph = trajectory.family_graph(thread=b)
+    for member, html in patches.items():
+        parts = _patch_parts(html)
+        # One node, whatever the family's size (the whole map is 10 nodes here), ~260 bytes a node.
+        assert parts["nodes"] == ["Turn 6"] and 'id="trajectory-map"' not in html and len(html) < 800
+        assert parts["layout"] == layout and parts["size"] == (str(graph.width), str(graph.height))
+        if member == b.pk:
+            # B's own new turn: its current one, on its path, the path's edge drawn over the turn edge.
+            assert parts["current"] and "on-path" in parts["classes"]
+            assert parts["edges"] == ["tedge tedge-turn", "tedge on-path"]
+        else:
+            assert not parts["current"] and "on-path" not in parts["classes"]
+            assert parts["edges"] == ["tedge tedge-turn"]
+
+
+@pytest.mark.django_db
+def test_the_first_node_and_a_new_lane_change_the_layout_a_node_patch_names(owner):
+    thread = services.thread_create(owner=owner)
+    run_turns(thread, "one")
+    [first] = trajectory.turn_ended_patches(thread_id=thread.pk, turn_index=1).values()
+    assert 'id="trajectory-map"' in first  # nothing drawn before it: the whole (one-node) map
+    before = re.search(r'data-layout="([0-9a-f]+)"', first).group(1)
+    branch = fork(thread, at=1)
+    run_turns(branch, "branch two")
+    patches = trajectory.turn_ended_patches(thread_id=branch.pk, turn_index=2)
+    # The branch's lane is new: an open map of the root built before it has other lanes and asks for itself again.
+    assert _patch_parts(patches[thread.pk])["layout"] != before
+    assert _patch_parts(patches[branch.pk])["edges"] == ["tedge tedge-branch", "tedge on-path"]
+
+
+@pytest.mark.django_db
+def test_the_map_is_served_whole_to_its_owner_only(owner, other_user):
+    from django.test import Client
+
+    thread = services.thread_create(owner=owner)
+    run_turns(thread, "first message", "second")
+    url = reverse("conversations:trajectory-map", kwargs={"thread_id": thread.pk})
+    clients = {user: Client() for user in (owner, other_user)}
+    for user, client in clients.items():
+        client.force_login(user)
+    html = clients[owner].get(url).content.decode()
+    assert html.startswith('<div id="trajectory-map"') and "hx-swap-oob" not in html
+    assert re.findall(r'aria-label="(Turn \d+)"', html) == ["Turn 1", "Turn 2"]
+    assert clients[other_user].get(url).status_code == 404
+
+
 @pytest.mark.django_db
 def test_the_page_shows_the_map(owner_client, owner):
     thread = services.thread_create(owner=owner)

@@ -135,6 +135,40 @@ async def test_the_versions_of_a_turn_link_the_sibling_branches(owner, two_turns
     assert 'aria-label="Versions of turn 1"' not in html
 
 
+async def _frame_with(socket, needle, timeout=5.0):
+    from tests.conversations.helpers import frame_containing
+
+    return (await frame_containing(socket, needle, timeout=timeout))[-1]
+
+
+async def test_the_arrows_of_a_new_version_reach_the_open_tabs_of_every_sibling(owner, two_turns, sockets):
+    thread = two_turns
+    original_tab = await sockets(thread.pk, owner)
+    client = await _client(owner)
+    await client.post(_url(thread, 2, "edit"), {"message": "edited once"})
+    first = await _the_branch(thread)
+    html = await _frame_with(original_tab, 'id="turn-2-versions"')
+    # The arrows, put in place of the page's (an empty placeholder until now) and nothing else of the turn.
+    assert html.startswith('<div hx-swap-oob="beforeend:#live-inbox"><template data-live-patch="swap">')
+    assert "1/2" in html and f'href="/threads/{first.thread_id}/workspace/#turn-2" aria-label="Next version of turn 2"' in html
+    assert 'id="turn-2"' not in html and len(html) < 1500
+
+    first_tab = await sockets(first.thread_id, owner)
+    await client.post(_url(first.thread, 2, "regenerate"))
+    second = await database_sync_to_async(BranchLink.objects.get)(parent_id=first.thread_id)
+    await registry.wait_for_turn(second.thread_id)
+    assert "1/3" in await _frame_with(original_tab, 'id="turn-2-versions"')
+    middle = await _frame_with(first_tab, 'id="turn-2-versions"')
+    assert "2/3" in middle and f'href="/threads/{second.thread_id}/workspace/#turn-2"' in middle
+
+
+async def test_a_turn_with_one_version_has_an_empty_placeholder_for_its_arrows(owner, two_turns):
+    client = await _client(owner, htmx=False)
+    html = (await client.get(f"/threads/{two_turns.pk}/workspace/")).content.decode()
+    for turn in (1, 2):
+        assert f'<span id="turn-{turn}-versions" hidden></span>' in html
+
+
 async def test_the_page_offers_regenerate_and_edit_on_every_message(owner, two_turns):
     client = await _client(owner, htmx=False)
     html = (await client.get(f"/threads/{two_turns.pk}/workspace/")).content.decode()

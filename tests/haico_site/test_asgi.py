@@ -33,7 +33,11 @@ SECRET = "owner-secret-ws-41c2"
 # Route name -> kwarg -> key of the owner's object in `world`.
 WS_ROUTES = {
     "thread-ws": {"thread_id": "thread"},
+    "staff-thread-ws": {"thread_id": "thread"},
 }
+# Routes for staff only (the read-only view's socket): the owner is refused
+# like anyone else who is not staff, and staff are let in.
+STAFF_WS_ROUTES = {"staff-thread-ws"}
 
 
 def websocket_routes(app=None, prefix="", kwargs=()):
@@ -107,15 +111,21 @@ def test_every_websocket_route_is_in_the_table():
 
 
 @pytest.mark.parametrize(("name", "pattern", "kwargs"), ROUTES, ids=[r[0] for r in ROUTES])
-async def test_websocket_route_refuses_other_people_and_anonymous_visitors(name, pattern, kwargs, world, owner, other_user):
+async def test_websocket_route_refuses_other_people_and_anonymous_visitors(
+    name, pattern, kwargs, world, owner, other_user, staff
+):
     if name not in WS_ROUTES:
         pytest.fail(f"add the WebSocket route {name} ({pattern}) to WS_ROUTES of {__name__}")
     table = WS_ROUTES[name]
     assert set(table) == set(kwargs), f"{name} takes {sorted(kwargs)}; WS_ROUTES of {__name__} fills {sorted(table)}"
     path = ws_path(pattern, {kwarg: world[key].pk for kwarg, key in table.items()})
     before = await sync_to_async(database_rows)()
+    refused = [("another person", other_user, CLOSE_NOT_FOUND), ("an anonymous visitor", None, CLOSE_UNAUTHENTICATED)]
+    if name in STAFF_WS_ROUTES:
+        refused.append(("the owner, who is not staff", owner, CLOSE_NOT_FOUND))
+        owner = staff  # who it is for
 
-    for who, user, code in (("another person", other_user, CLOSE_NOT_FOUND), ("an anonymous visitor", None, CLOSE_UNAUTHENTICATED)):
+    for who, user, code in refused:
         socket, connected = await connect(path, user)
         try:
             if connected:

@@ -233,6 +233,7 @@ ROUTES: dict[str, Public | Account | Owned | StaffOnly] = {
         {**T, "pk": "feedback"}, post={"scope": "plan", "aspect": "tone", "rating": "2", "comment": "changed"}
     ),
     "conversations:feedback-delete": Owned({**T, "pk": "feedback"}, post={}),
+    "conversations:trajectory-map": Owned(T),
     "conversations:trajectory-turn": Owned({**T, "turn_index": "turn"}, writes=False),
     # No model is configured here, so the owner's request is answered with
     # that message and nothing is branched (tests/conversations/test_views_reruns.py).

@@ -280,3 +280,92 @@ async def test_the_card_shows_what_the_agent_and_person_wrote_as_text(owner, thr
     page = (await async_client.get(f"/threads/{thread.pk}/workspace/")).content.decode()
     for html in (card, page):
         assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html and payload not in html
+
+
+REPORT = "\n\n".join(f"Paragraph {n} says something worth keeping." for n in range(1, 9))
+OVERLAP = (
+    "You approved this change, but it could not be applied: you edited the same passage meanwhile. "
+    "Nothing was overwritten."
+)
+
+
+async def test_an_approved_rewrite_refused_as_an_overlap_says_so_on_the_card(owner, thread, script, sockets, async_client):
+    await _write_document(thread, REPORT)
+    script(
+        Reply(tool_calls=[tool_call("update_document", "Rewriting it shorter.", content="Paragraph 1 is now short.")]),
+        Reply(text="I could not rewrite it; you changed it meanwhile."),
+    )
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="make it short")
+    await frame_containing(socket, CARD + ' class="approval is-pending"')
+    await registry.wait_for_turn(thread.pk)
+    # While the question waits, the person rewrites the passage the agent's text replaces.
+    mine = REPORT.replace("Paragraph 1 says something worth keeping.", "Paragraph 1 is what I wrote myself.")
+    await _write_document(thread, mine)
+
+    await socket.send_json_to({"action": "approval", "turn": 1, "decision": "approve"})
+    frames = await frames_until_turn_end(socket)
+    cards = [f for f in frames if CARD in f]
+    assert OVERLAP in cards[-1] and "is-not-applied" in cards[-1]
+    assert "You approved this change</p>" not in cards[-1]
+    document = await database_sync_to_async(selectors.document_for)(thread=thread)
+    assert document.content == mine  # nothing of the person's was overwritten
+    row = await _row(thread)
+    assert row.status == Turn.Status.COMPLETE and row.approval["decision"] == "approved"
+    assert row.approval["outcome"] == "overlap"
+
+    # After a reload the card says the same.
+    await async_client.aforce_login(owner)
+    page = (await async_client.get(f"/threads/{thread.pk}/workspace/")).content.decode()
+    card = page.split(CARD, 1)[1].split("</section>", 1)[0]
+    assert OVERLAP in card and ">Approve</button>" not in card
+
+
+async def test_an_approved_change_that_applies_still_says_approved(owner, thread, script, sockets, async_client):
+    await _write_document(thread, REPORT)
+    script(
+        Reply(tool_calls=[tool_call("update_document", "Rewriting it shorter.", content="Paragraph 1 is now short.")]),
+        Reply(text="Shorter now."),
+    )
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="make it short")
+    await frame_containing(socket, CARD + ' class="approval is-pending"')
+    await registry.wait_for_turn(thread.pk)
+    # An edit elsewhere than the passage the agent rewrites is merged, not an overlap.
+    await _write_document(thread, REPORT + "\n\nA closing line of mine.")
+    await socket.send_json_to({"action": "approval", "turn": 1, "decision": "approve"})
+    frames = await frames_until_turn_end(socket)
+    assert "You approved this change</p>" in [f for f in frames if CARD in f][-1]
+    assert "could not be applied" not in "".join(frames)
+    assert "outcome" not in (await _row(thread)).approval
+
+
+@database_sync_to_async
+def _outline(thread):
+    from workspace.services import plan as plan_services
+
+    outline = plan_services.todo_add(thread=thread, text="Outline")
+    plan_services.todo_add(thread=thread, text="Intro", parent=outline)
+
+
+async def test_a_turn_resumed_after_its_approval_goes_on_in_its_own_mode(owner, thread, script, sockets):
+    await _outline(thread)
+    model = script(
+        Reply(tool_calls=[tool_call("remove_todos", "Dropping the outline.", indices=[1])]),
+        Reply(text="Removed it."),
+    )
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="drop the outline", mode=Thread.Mode.PLAN)
+    await frame_containing(socket, CARD + ' class="approval is-pending"')
+    await registry.wait_for_turn(thread.pk)
+    # While the question waits, the person switches the thread to Explore for the next turns.
+    from conversations.services import thread_set_mode
+
+    await database_sync_to_async(thread_set_mode)(thread=await _fresh(thread), mode=Thread.Mode.EXPLORE)
+    await registry.answer_approval(thread=await _fresh(thread), turn=1, decision=guard.APPROVED)
+    frames = await frames_until_turn_end(socket)
+    assert "Removed it." in frames[-1]
+    prompts = [m.content for request in model.requests for m in request if m.type == "system"]
+    assert len(prompts) == 2 and all("# Mode: Plan" in prompt for prompt in prompts)
+    assert model.tool_lists[0] == model.tool_lists[1] and "update_document" not in model.tool_lists[1]
+    assert (await _row(thread)).mode == Thread.Mode.PLAN

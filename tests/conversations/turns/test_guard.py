@@ -285,8 +285,8 @@ def test_retry_is_offered_for_the_latest_failed_interrupted_or_cut_off_turn_only
     with pytest.raises(UserFacingError, match="still running"):
         guard.retry_message(thread=_fresh(thread), turn=1)
     guard.turn_finish(thread=thread, turn_index=1, status=Turn.Status.FAILED, notice="The model server could not be reached.")
-    assert guard.retry_message(thread=_fresh(thread), turn=1) == ("first", "")
-    assert guard.retry_message(thread=_fresh(thread), turn="1") == ("first", "")
+    assert guard.retry_message(thread=_fresh(thread), turn=1) == ("first", "", None)
+    assert guard.retry_message(thread=_fresh(thread), turn="1") == ("first", "", None)
     for bad in (None, "one", "¹", 1.5, True, [1]):
         with pytest.raises(UserFacingError, match="Choose a turn"):
             guard.retry_message(thread=_fresh(thread), turn=bad)
@@ -302,7 +302,7 @@ def test_retry_is_offered_for_the_latest_failed_interrupted_or_cut_off_turn_only
 
     guard.turn_begin(thread=_fresh(thread), user_message="third")
     guard.turn_finish(thread=thread, turn_index=3, status=Turn.Status.COMPLETE, answer="Half", cut_off=True)
-    assert guard.retry_message(thread=_fresh(thread), turn=3) == ("third", "")
+    assert guard.retry_message(thread=_fresh(thread), turn=3) == ("third", "", None)
     guard.turn_begin(thread=_fresh(thread), user_message="fourth")
     guard.turn_finish(thread=thread, turn_index=4, status=Turn.Status.COMPLETE, answer="")
-    assert guard.retry_message(thread=_fresh(thread), turn=4) == ("fourth", "")  # no answer at all
+    assert guard.retry_message(thread=_fresh(thread), turn=4) == ("fourth", "", None)  # no answer at all

@@ -1,0 +1,39 @@
+"""conversations/0012: turns from before it take their thread's mode, the only one known for them."""
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+BEFORE = [("conversations", "0011_moderation_staff_workspace_view"), ("workspace", "0008_thread_chat_model")]
+AFTER = [("conversations", "0012_turn_mode")]
+
+
+def _migrate(targets):
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(targets)
+    return executor.loader.project_state(targets).apps
+
+
+def test_existing_turns_take_their_threads_mode(owner):
+    apps = _migrate(BEFORE)
+    Thread, Turn = apps.get_model("workspace", "Thread"), apps.get_model("conversations", "Turn")
+    modes = {}
+    for title, mode in (("Planning", "plan"), ("Looking", "explore"), ("Doing", "execute")):
+        thread = Thread.objects.create(owner_id=owner.pk, title=title, turn_index=2, mode=mode)
+        for index in (1, 2):
+            Turn.objects.create(thread=thread, index=index, user_message=f"{title} {index}", status="complete")
+        modes[title] = mode
+    try:
+        apps = _migrate(AFTER)
+        Turn = apps.get_model("conversations", "Turn")
+        rows = Turn.objects.order_by("thread__title", "index").values_list("thread__title", "index", "mode")
+        assert list(rows) == [
+            ("Doing", 1, "execute"), ("Doing", 2, "execute"),
+            ("Looking", 1, "explore"), ("Looking", 2, "explore"),
+            ("Planning", 1, "plan"), ("Planning", 2, "plan"),
+        ]
+    finally:
+        _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
