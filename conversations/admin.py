@@ -28,7 +28,7 @@ from workspace.services import preferences as preference_services
 
 from . import services
 from .chat import chat_turns
-from .models import AccessToken, ActivityLogEntry, BranchLink, Feedback, ModerationAction
+from .models import AccessToken, ActivityLogEntry, ArchiveImport, BranchLink, Feedback, ModerationAction
 
 admin.site.site_header = "HAICO administration"
 admin.site.site_title = "HAICO administration"
@@ -161,9 +161,12 @@ class ThreadAdmin(admin.ModelAdmin):
     def restore_selected(self, request, queryset):
         count = 0
         with transaction.atomic():
-            # A branch still being made is hidden as deleted (docs/adr/0014); it is not restorable.
+            # A branch or an import still being made is hidden as deleted
+            # (docs/adr/0014, docs/adr/0049); it is not restorable.
             being_made = BranchLink.objects.filter(status=BranchLink.Status.PENDING).values("thread_id")
-            for thread in queryset.select_for_update().filter(is_deleted=True).exclude(pk__in=being_made):
+            being_imported = ArchiveImport.objects.values("thread_id")
+            for thread in (queryset.select_for_update().filter(is_deleted=True)
+                           .exclude(pk__in=being_made).exclude(pk__in=being_imported)):
                 services.thread_restore(thread=thread, staff_user=request.user)
                 count += 1
         self.message_user(request, f"Restored {count} thread(s); each action is recorded.", messages.SUCCESS)

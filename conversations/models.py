@@ -4,6 +4,7 @@ The thread itself is workspace.models.Thread (docs/adr/0006)."""
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from workspace.models import Thread
 
@@ -204,7 +205,9 @@ class Turn(models.Model):
     # asked ({"interrupt_id", "request"}); the checkpointer holds the paused
     # graph itself, this copy lets a page render the card without it.
     approval = models.JSONField(null=True, blank=True)
-    started_at = models.DateTimeField(auto_now_add=True)
+    # A default, not auto_now_add: a branch's copies and an imported
+    # archive's turns keep the time they started (docs/adr/0049).
+    started_at = models.DateTimeField(default=timezone.now)
     ended_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -256,3 +259,23 @@ class AccessToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class ArchiveImport(models.Model):
+    """A thread still being written from an imported archive
+    (conversations.archive, docs/adr/0049). While this row exists the thread
+    is hidden (`is_deleted`, so every owner-scoped lookup refuses it) and
+    the import writes it in short transactions, touching `touched_at` after
+    each; the row goes in the transaction that shows the thread. A row left
+    untouched for long belongs to an import whose server died: the turn
+    recovery removes the thread and its checkpointer history."""
+
+    thread = models.OneToOneField(Thread, on_delete=models.CASCADE, related_name="archive_import")
+    started_at = models.DateTimeField(auto_now_add=True)
+    touched_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["touched_at"], name="archive_import_touched_idx")]
+
+    def __str__(self):
+        return f"import of {self.thread_id} since {self.started_at:%Y-%m-%d %H:%M}"
