@@ -105,6 +105,10 @@ class ModerationAction(models.Model):
         UNLOCK_PREFERENCE = "unlock_preference", "Unlocked a preference"
         RENAME = "rename", "Renamed"
         VIEW_WORKSPACE = "view_workspace", "Viewed the workspace (read-only)"
+        # Staff reads in the admin: the review (the whole transcript) and the
+        # pages holding a thread's content (docs/adr/0050).
+        VIEW_REVIEW = "view_review", "Viewed the review (transcript, snapshots, feedback)"
+        VIEW_ADMIN = "view_admin", "Viewed in the admin"
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="moderation_actions")
     staff_user = models.ForeignKey(

@@ -3,7 +3,9 @@ everything its owner sees, read-only.
 
 The page has no forms, no socket and no scripts that edit, so nothing on it
 can change the thread or start a turn; every visit is recorded in the
-thread's moderation history, like staff's other actions on it."""
+thread's moderation history, like staff's other actions on it, and so is
+every other staff read of a thread's content (the admin's review and the
+admin pages that show it: conversations.admin)."""
 
 from django.contrib.auth.models import AbstractBaseUser
 
@@ -15,6 +17,16 @@ from workspace.models import Thread
 from . import services
 from .chat import chat_turns
 from .models import ModerationAction
+
+
+def may_review(user: AbstractBaseUser) -> bool:
+    """What the admin asks before showing a thread or its review
+    (ModelAdmin.has_view_permission behind admin_view): an active staff
+    member allowed to view, or to change, threads."""
+    return bool(
+        user.is_active and user.is_staff
+        and (user.has_perm("workspace.view_thread") or user.has_perm("workspace.change_thread"))
+    )
 
 
 def staff_workspace_context(*, thread: Thread) -> dict:
@@ -32,7 +44,14 @@ def staff_workspace_context(*, thread: Thread) -> dict:
 
 
 def record_staff_visit(*, thread: Thread, staff_user: AbstractBaseUser) -> ModerationAction:
-    return services.moderation_record(
+    return record_staff_read(
         thread=thread, staff_user=staff_user, action=ModerationAction.Action.VIEW_WORKSPACE,
         detail="Opened the read-only workspace view",
     )
+
+
+def record_staff_read(*, thread: Thread, staff_user: AbstractBaseUser, action: str, detail: str) -> ModerationAction:
+    """A staff member read this thread's content (a page of the admin, its
+    review, the read-only workspace): in its moderation history, like the
+    changes staff make (docs/adr/0050)."""
+    return services.moderation_record(thread=thread, staff_user=staff_user, action=action, detail=detail)

@@ -1,6 +1,7 @@
 """Imports written in steps behind a hidden thread (ArchiveImport), and a
 turn's start time a default rather than auto_now_add so copies and imports
-keep theirs (docs/adr/0049; the column itself does not change)."""
+keep theirs (docs/adr/0049; the column itself does not change); staff reads
+in the admin recorded as moderation actions (docs/adr/0050)."""
 
 import django.db.models.deletion
 import django.utils.timezone
@@ -24,6 +25,23 @@ class Migration(migrations.Migration):
                 ),
             ],
             database_operations=[],
+        ),
+        migrations.AlterField(
+            model_name="moderationaction",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("soft_delete", "Soft-deleted"),
+                    ("restore", "Restored"),
+                    ("lock_preference", "Locked a preference"),
+                    ("unlock_preference", "Unlocked a preference"),
+                    ("rename", "Renamed"),
+                    ("view_workspace", "Viewed the workspace (read-only)"),
+                    ("view_review", "Viewed the review (transcript, snapshots, feedback)"),
+                    ("view_admin", "Viewed in the admin"),
+                ],
+                max_length=30,
+            ),
         ),
         migrations.CreateModel(
             name="ArchiveImport",
