@@ -25,6 +25,7 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.exceptions import MCPError
 
 from .mcp_server import SERVER_INSTRUCTIONS, call_tool, mcp_tools
 from .models import AccessToken
@@ -36,23 +37,38 @@ MCP_PATHS = ("/mcp", "/mcp/")
 TOKEN_SCOPE_KEY = "haico.mcp_token"
 
 
-def _token_of(ctx) -> AccessToken | None:
+# The JSON-RPC error a stdio request gets once its token no longer acts
+# (the HTTP transport's 401); -32000..-32099 are the server's own codes.
+TOKEN_REFUSED_CODE = -32001
+TOKEN_REFUSED = (
+    "This access token has been revoked, or its person can no longer sign in; nothing was done. "
+    "Make a new token at /accounts/tokens/."
+)
+
+
+async def _token_of(ctx) -> AccessToken:
+    """The token this request acts as, checked for this request: over HTTP
+    by HttpEndpoint before the SDK saw it; over stdio here, so a session
+    started with a token stops acting the moment it is revoked or its
+    person deactivated, as the HTTP transport does."""
     request = getattr(ctx, "request", None)
     if request is not None:
-        return request.scope.get(TOKEN_SCOPE_KEY)
-    return _stdio_token
+        return request.scope[TOKEN_SCOPE_KEY]
+    token = await sync_to_async(token_for_secret, thread_sensitive=False)(_stdio_secret) if _stdio_secret else None
+    if token is None:
+        raise MCPError(TOKEN_REFUSED_CODE, TOKEN_REFUSED)
+    return token
 
 
 async def _list_tools(ctx, params) -> types.ListToolsResult:
+    await _token_of(ctx)
     return types.ListToolsResult(
         tools=[types.Tool(name=t.name, description=t.description, input_schema=t.input_schema) for t in mcp_tools()]
     )
 
 
 async def _call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-    token = _token_of(ctx)
-    if token is None:  # never: both transports authenticate first
-        return types.CallToolResult(content=[types.TextContent(text="Not authenticated.")], is_error=True)
+    token = await _token_of(ctx)
     result = await sync_to_async(call_tool, thread_sensitive=False)(token, params.name, params.arguments or {})
     return types.CallToolResult(content=[types.TextContent(text=result.text)], is_error=result.is_error)
 
@@ -150,15 +166,16 @@ http_endpoint = HttpEndpoint()
 
 # -- stdio --
 
-_stdio_token: AccessToken | None = None
+_stdio_secret: str | None = None
 
 
-async def serve_stdio(token: AccessToken) -> None:
-    """Serve one client over this process's stdin/stdout as `token`'s person."""
+async def serve_stdio(secret: str) -> None:
+    """Serve one client over this process's stdin/stdout as the person of
+    the token with this secret, checked again on every request."""
     from mcp.server.stdio import stdio_server
 
-    global _stdio_token
-    _stdio_token = token
+    global _stdio_secret
+    _stdio_secret = secret
     server = build_server()
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
