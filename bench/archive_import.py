@@ -13,10 +13,15 @@ must keep to a fraction of a second.
 The archive is a thread as a long collaboration leaves it: a 40 000-character
 document with 220 versions, 100 turns (each a snapshot, a user message, a
 tool call, its result and an answer), 50 objective changes, 20 preferences,
-60 plan steps, 30 artifacts. It is made here, in the archive format, not
-exported from a server, so the bench needs no model.
+60 plan steps, 30 artifacts (--mb scales the versions and turns). It is made
+here, in the archive format, not exported from a server, so the bench needs
+no model.
 
-Run: .venv/bin/python -m bench.archive_import [--mb 15] [--rename-every 0.1]
+With --two-servers Bob's renames go through a second server process on the
+same database, so what they wait for is the database alone; with one
+process they also share its CPU with the import (parsing 15 MB of JSON).
+
+Run: .venv/bin/python -m bench.archive_import [--mb 15] [--rename-every 0.1] [--two-servers]
 """
 
 from __future__ import annotations
@@ -80,8 +85,9 @@ def build_archive(*, target_mb: float, seed: int = 7) -> bytes:
 
     rng = random.Random(seed)
     start = datetime.now(timezone.utc) - timedelta(days=30)
-    turns = 100
-    revisions_count = 220
+    scale = target_mb / 15  # the sizes below make about 15 MB
+    turns = max(1, round(100 * scale))
+    revisions_count = max(1, round(220 * scale))
     text = document_of(40_000, rng)
     revisions, texts = [], []
     for version in range(1, revisions_count + 1):
@@ -214,10 +220,30 @@ def summary(results: list[tuple]) -> str:
 # --- the run -----------------------------------------------------------------------
 
 
+def start_server(res: Resources, env: dict, name: str) -> str:
+    port = free_port()
+    server = res.spawn([PYTHON, "-m", "haico_site.serve", "-b", "127.0.0.1", "-p", str(port)],
+                       log=res.dir / f"{name}.log", env=env)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if http_get(f"{base}/accounts/login/", timeout=2)[0] == 200:
+                return base
+        except OSError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the server did not start; see {res.dir / f'{name}.log'}")
+        time.sleep(0.1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=15.0, help="archive size to aim for (default 15)")
     parser.add_argument("--rename-every", type=float, default=0.1, help="seconds between Bob's renames")
+    parser.add_argument("--two-servers", action="store_true",
+                        help="Bob uses a second server process on the same database: what is left is the "
+                             "database's wait alone, not the one process's CPU shared with the import")
     args = parser.parse_args()
 
     res = Resources()
@@ -236,28 +262,17 @@ def main() -> None:
         raw = build_archive(target_mb=args.mb)
         print(f"archive: {len(raw) / 1e6:.1f} MB; database: {url.split(':', 1)[0]}")
 
-        port = free_port()
-        server = res.spawn([PYTHON, "-m", "haico_site.serve", "-b", "127.0.0.1", "-p", str(port)],
-                           log=res.dir / "server.log", env=env)
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if http_get(f"{base}/accounts/login/", timeout=2)[0] == 200:
-                    break
-            except OSError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"the server did not start; see {res.dir / 'server.log'}")
-            time.sleep(0.1)
+        base = start_server(res, env, "server")
+        bob_base = start_server(res, env, "server-bob") if args.two_servers else base
+        print("Bob renames through a second server process" if args.two_servers else "one server process")
 
-        idle = [rename(base, bob, n) for n in range(20)]
+        idle = [rename(bob_base, bob, n) for n in range(20)]
         print(f"alone:          {summary(idle)}")
 
         done = threading.Event()
         collected: list = []
         renamer = threading.Thread(
-            target=lambda: collected.extend(renames_while(base, bob, every=args.rename_every, until=done))
+            target=lambda: collected.extend(renames_while(bob_base, bob, every=args.rename_every, until=done))
         )
         renamer.start()
         time.sleep(0.5)

@@ -4,7 +4,8 @@ for desktop agents (the `mcp_stdio` management command). The tools and what
 they do are conversations.mcp_server's.
 
 HTTP: every request carries `Authorization: Bearer <token>`; a missing,
-unknown or revoked token is answered 401 before the SDK sees the request,
+unknown or revoked token is answered 401 before the SDK sees the request
+(and counted: past HAICO_RATE_MCP_AUTH_FAILURES from one address, 429),
 and the Host header must be one Django allows (ALLOWED_HOSTS), as for every
 other request. The SDK's session manager runs stateless with JSON answers
 (no session survives a request, so any server process can answer any
@@ -18,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 
 import mcp_types as types
 from asgiref.sync import sync_to_async
@@ -27,6 +29,7 @@ from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 
+from . import ratelimit
 from .mcp_server import SERVER_INSTRUCTIONS, call_tool, mcp_tools
 from .models import AccessToken
 from .tokens import token_for_secret
@@ -34,6 +37,8 @@ from .tokens import token_for_secret
 logger = logging.getLogger("haico.conversations.mcp")
 
 MCP_PATHS = ("/mcp", "/mcp/")
+# Requests with a missing or wrong token, per address (HAICO_RATE_MCP_AUTH_FAILURES, docs/adr/0051).
+MCP_AUTH_FAILURES = "mcp-auth-failures"
 TOKEN_SCOPE_KEY = "haico.mcp_token"
 
 
@@ -149,9 +154,19 @@ class HttpEndpoint:
         if not _allowed_host(scope):
             await _answer(send, 400, "This host is not allowed.")
             return
+        address = ratelimit.address_of(scope)
+        rate = ratelimit.rate_setting("HAICO_RATE_MCP_AUTH_FAILURES")
+        wait = await sync_to_async(ratelimit.over, thread_sensitive=False)(MCP_AUTH_FAILURES, address, rate)
+        if wait is not None:
+            await _answer(
+                send, 429, f"Too many requests with a missing or wrong access token from your address; try again "
+                f"in {ratelimit.duration_text(wait)}.", ((b"retry-after", str(max(1, math.ceil(wait))).encode()),),
+            )
+            return
         secret = _bearer(scope)
         token = await sync_to_async(token_for_secret, thread_sensitive=False)(secret) if secret else None
         if token is None:
+            await sync_to_async(ratelimit.hit, thread_sensitive=False)(MCP_AUTH_FAILURES, address, rate)
             await _answer(
                 send, 401, "A valid access token is required (Authorization: Bearer <token>; make one at /accounts/tokens/).",
                 ((b"www-authenticate", b'Bearer realm="haico"'),),

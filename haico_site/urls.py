@@ -7,7 +7,6 @@ from conversations.views import workspace_page
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("conversations.account_urls")),
-    path("accounts/", include("django.contrib.auth.urls")),
     path("threads/", include("conversations.urls")),
     # The page of one thread: every workspace panel and the chat. Lower apps
     # send people back here by this name after a plain (non-htmx) form post.
