@@ -1,14 +1,30 @@
-"""Sign-up (a username, a password, an optional email for password resets), and the page a login gets once it is locked out (django-axes,
-haico_site.settings: too many wrong passwords for one username from one address)."""
+"""Sign-up (a username, a password, an optional email for password resets),
+the password reset's own two views, and the page a login gets once it is
+locked out (django-axes, haico_site.settings: too many wrong passwords for
+one username from one address; docs/adr/0051).
 
+Sign-up says when a username is taken: a sign-up form has to, so it does
+tell whoever asks which names exist. Sign-ups are limited per address
+(HAICO_RATE_SIGNUP, haico_site.middleware.AccessLimitsMiddleware), which
+bounds how many names one address can try. The password reset says the
+same whatever the address given, so it confirms nothing."""
+
+import logging
 import math
 
 from axes.helpers import get_client_username, get_cool_off
+from axes.utils import reset as axes_reset
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.forms import PasswordResetForm
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from . import login_limits, ratelimit
 from .forms import SignupForm
+
+logger = logging.getLogger("haico.conversations.accounts")
+RESET_MAIL = "reset-mail"
 
 
 @require_http_methods(["GET", "POST"])
@@ -31,3 +47,34 @@ def locked_out(request, original_response=None, credentials=None):
         "minutes": math.ceil(cool_off.total_seconds() / 60) if cool_off else None,
     }
     return render(request, "registration/locked_out.html", context, status=429)
+
+
+class LimitedPasswordResetForm(PasswordResetForm):
+    """At most HAICO_RATE_RESET_MAIL reset mails to one account, however many
+    addresses ask: a request past it is answered as usual (the page never
+    says whether an account exists) and no mail is sent."""
+
+    def send_mail(self, subject_template_name, email_template_name, context, from_email, to_email,
+                  html_email_template_name=None):
+        user = context["user"]
+        if ratelimit.hit(RESET_MAIL, str(user.pk), ratelimit.rate_setting("HAICO_RATE_RESET_MAIL")) is not None:
+            logger.warning("password reset mail for user %s not sent: HAICO_RATE_RESET_MAIL reached", user.pk)
+            return
+        super().send_mail(subject_template_name, email_template_name, context, from_email, to_email,
+                          html_email_template_name)
+
+
+class PasswordReset(auth_views.PasswordResetView):
+    form_class = LimitedPasswordResetForm
+
+
+class PasswordResetConfirm(auth_views.PasswordResetConfirmView):
+    """Choosing a new password from the mailed link: the person has shown
+    they hold the account's mail, so the account's login lockouts end (from
+    every address) and this browser is remembered as theirs."""
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        axes_reset(username=form.user.get_username())
+        login_limits.remember(self.request, form.user)
+        return response

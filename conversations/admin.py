@@ -11,6 +11,7 @@ them here rather than editing them past the services' validation.
 from axes import admin as axes_admin
 from axes.models import AccessAttempt
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import Http404
@@ -20,15 +21,16 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET
 
 from workspace import selectors as workspace_selectors
+from workspace import admin as workspace_admin
 from workspace.admin import ReadOnlyAdminMixin
 from workspace.markdown import render_markdown
-from workspace.models import Preference, Thread, WorkspaceSnapshot
+from workspace.models import Document, DocumentRevision, Preference, Thread, WorkspaceSnapshot
 from workspace.plan_tree import outline_numbers
 from workspace.services import preferences as preference_services
 
-from . import services
+from . import services, staff_view
 from .chat import chat_turns
-from .models import AccessToken, ActivityLogEntry, BranchLink, Feedback, ModerationAction
+from .models import AccessToken, ActivityLogEntry, ArchiveImport, BranchLink, Feedback, ModerationAction
 
 admin.site.site_header = "HAICO administration"
 admin.site.site_title = "HAICO administration"
@@ -46,8 +48,30 @@ class ModerationActionInline(ReadOnlyAdminMixin, admin.TabularInline):
     verbose_name_plural = "Moderation history"
 
 
+class RecordsStaffReads:
+    """A staff member opening this admin's page of one row of a thread's
+    content is recorded in that thread's moderation history (docs/adr/0050):
+    what staff read of a person's work is as much on record as what they
+    change. Only a page actually shown (GET, 200) is recorded."""
+
+    def read_of(self, obj) -> tuple[Thread, str]:
+        """The thread `obj` belongs to, and what the record says was opened."""
+        raise NotImplementedError
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        response = super().change_view(request, object_id, form_url, extra_context)
+        if request.method == "GET" and response.status_code == 200:
+            obj = self.get_object(request, unquote(object_id))
+            if obj is not None:
+                thread, detail = self.read_of(obj)
+                staff_view.record_staff_read(
+                    thread=thread, staff_user=request.user, action=ModerationAction.Action.VIEW_ADMIN, detail=detail
+                )
+        return response
+
+
 @admin.register(Thread)
-class ThreadAdmin(admin.ModelAdmin):
+class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
     list_display = ("title", "owner", "turn_count", "mode", "last_activity_at", "is_deleted", "created_at")
     list_display_links = ("title",)
     list_filter = ("is_deleted", "mode", ("owner", admin.RelatedOnlyFieldListFilter))
@@ -87,6 +111,9 @@ class ThreadAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         # "Fork, never destroy": staff moderate with the recorded soft-delete.
         return False
+
+    def read_of(self, obj):
+        return obj, "Opened the thread's admin page"
 
     def view_on_site(self, obj):
         """The admin's "View on site": the thread's workspace, read-only for
@@ -161,6 +188,10 @@ class ThreadAdmin(admin.ModelAdmin):
             raise Http404("No such thread.")
         if not self.has_view_permission(request, thread):
             raise PermissionDenied
+        staff_view.record_staff_read(
+            thread=thread, staff_user=request.user, action=ModerationAction.Action.VIEW_REVIEW,
+            detail="Opened the review: transcript, snapshots, feedback and workspace",
+        )
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
@@ -183,9 +214,12 @@ class ThreadAdmin(admin.ModelAdmin):
     def restore_selected(self, request, queryset):
         count = 0
         with transaction.atomic():
-            # A branch still being made is hidden as deleted (docs/adr/0014); it is not restorable.
+            # A branch or an import still being made is hidden as deleted
+            # (docs/adr/0014, docs/adr/0049); it is not restorable.
             being_made = BranchLink.objects.filter(status=BranchLink.Status.PENDING).values("thread_id")
-            for thread in queryset.select_for_update().filter(is_deleted=True).exclude(pk__in=being_made):
+            being_imported = ArchiveImport.objects.values("thread_id")
+            for thread in (queryset.select_for_update().filter(is_deleted=True)
+                           .exclude(pk__in=being_made).exclude(pk__in=being_imported)):
                 services.thread_restore(thread=thread, staff_user=request.user)
                 count += 1
         self.message_user(request, f"Restored {count} thread(s); each action is recorded.", messages.SUCCESS)
@@ -370,6 +404,38 @@ class PreferenceAdmin(admin.ModelAdmin):
     @admin.action(description="Unlock selected preferences", permissions=["change"])
     def unlock_selected(self, request, queryset):
         self._set_locked(request, queryset, False)
+
+
+# --- staff reads of a thread's content in the workspace's admin pages ----------
+# workspace.admin cannot record them (the moderation log is this app's,
+# docs/adr/0006); the same admins are registered again here, recording.
+
+
+class RecordedDocumentAdmin(RecordsStaffReads, workspace_admin.DocumentAdmin):
+    def read_of(self, obj):
+        return obj.thread, "Opened the document and its list of versions"
+
+
+class RecordedDocumentRevisionAdmin(RecordsStaffReads, workspace_admin.DocumentRevisionAdmin):
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("document__thread")
+
+    def read_of(self, obj):
+        return obj.document.thread, f"Opened version {obj.version} of the document"
+
+
+class RecordedWorkspaceSnapshotAdmin(RecordsStaffReads, workspace_admin.WorkspaceSnapshotAdmin):
+    def read_of(self, obj):
+        return obj.thread, f"Opened the snapshot of turn {obj.turn_index}"
+
+
+for model, model_admin in (
+    (Document, RecordedDocumentAdmin),
+    (DocumentRevision, RecordedDocumentRevisionAdmin),
+    (WorkspaceSnapshot, RecordedWorkspaceSnapshotAdmin),
+):
+    admin.site.unregister(model)
+    admin.site.register(model, model_admin)
 
 
 # --- the login rate limit's records (django-axes) ------------------------------

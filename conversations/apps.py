@@ -7,12 +7,15 @@ class ConversationsConfig(AppConfig):
 
     def ready(self):
         # Every committed workspace change reaches the thread's open tabs.
-        from django.contrib.auth.signals import user_logged_out
+        from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
 
         from workspace import events
 
-        from . import live, sessions
+        from . import checks, live, login_limits, sessions  # noqa: F401  (checks: registers them)
 
         events.subscribe(live.on_changes)
         # Logging out closes that session's open sockets (conversations.sessions).
         user_logged_out.connect(sessions.on_logout, dispatch_uid="haico-close-sockets-on-logout")
+        # Login limits (conversations.login_limits, docs/adr/0051).
+        user_logged_in.connect(login_limits.on_login, dispatch_uid="haico-remember-browser")
+        user_login_failed.connect(login_limits.on_login_failed, dispatch_uid="haico-count-login-failures")

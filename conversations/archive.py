@@ -1,26 +1,29 @@
 """A whole thread as one JSON archive, and an archive imported as a new
-thread of the person importing it (docs/adr/0025).
+thread of the person importing it (docs/adr/0025, docs/adr/0049).
 
 The archive holds the workspace (workspace.archive), the transcript (the
 checkpointer's messages and the turn rows the chat shows) and the thread's
 branch links. Importing checks everything first (nothing is written for a
-refused archive), then writes in two steps because the checkpointer is not
-in the database transaction: the history into a fresh checkpointer thread,
-then every row in one transaction; a failure in the second removes the
-first. A branch link to a parent thread is kept when the importer owns that
-thread (an archive taken and brought back on the same server); links to
-threads that are not theirs are left out.
+refused archive), then writes the thread hidden, in short transactions, and
+shows it only once it is whole (import_archive). Every row keeps the time
+the archive gives it. A branch link to a parent thread is kept when the
+importer owns that thread (an archive taken and brought back on the same
+server); links to threads that are not theirs are left out.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from langchain_core.messages import (
     AIMessage,
@@ -42,15 +45,16 @@ from workspace.archive import (
     MESSAGE_MAX_CHARS,
     ArchiveRefused,
     Fields,
+    check_strings,
     check_text,
     parse_workspace,
     workspace_section,
 )
 from workspace.errors import InvalidInput
 from workspace.models import DOCUMENT_TITLE_MAX_CHARS, Thread
-from workspace.services.archive import workspace_restore
+from workspace.services.archive import workspace_restore_parts
 
-from .models import BranchLink, Turn
+from .models import ArchiveImport, BranchLink, Turn
 from .services import THREAD_TITLE_MAX_CHARS, clean_title
 from .turns.fragments import APPROVAL_OUTCOMES
 from .turns.guard import APPROVED, REJECTED, STOPPED
@@ -68,6 +72,14 @@ APPROVAL_DECISIONS = {APPROVED, REJECTED, STOPPED}
 APPROVAL_DETAILS_MAX = 1_000
 APPROVAL_TEXT_MAX_CHARS = 10_000
 IMPORT_FAILED = "The archive could not be imported; nothing was created. Try again."
+# An import writes in transactions of about this long, so nobody else's
+# write waits behind it for longer (docs/adr/0049). On SQLite, where a
+# writer holds the whole database, it then pauses this long, so a writer
+# waiting on the lock (which SQLite retries every 100 ms at most) gets in.
+IMPORT_STEP_SECONDS = 0.2
+IMPORT_PAUSE_SECONDS = 0.1
+# An import not heard from for this long died with its server.
+IMPORT_STALLED_AFTER = timedelta(minutes=2)
 
 
 # -- export --
@@ -132,30 +144,42 @@ def read_archive(raw: bytes) -> dict:
     """The archive's JSON object, or ArchiveRefused saying why not."""
     check_size(len(raw))
     try:
-        data = json.loads(raw.decode("utf-8"))
+        # NaN and Infinity are Python's extension of JSON; no database stores them.
+        data = json.loads(raw.decode("utf-8"), parse_constant=_not_json)
     except UnicodeDecodeError:
         raise ArchiveRefused("The file is not a HAICO thread archive (it is not UTF-8 text).")
     except (ValueError, RecursionError):
         raise ArchiveRefused("The file is not a HAICO thread archive (it is not valid JSON).")
     if not isinstance(data, dict) or data.get("format") != ARCHIVE_FORMAT:
         raise ArchiveRefused("The file is not a HAICO thread archive.")
-    if data.get("version") != ARCHIVE_VERSION:
-        raise ArchiveRefused(f"This archive's version ({data.get('version')!r}) cannot be imported here; version {ARCHIVE_VERSION} can.")
+    version = data.get("version")
+    if type(version) is not int or version != ARCHIVE_VERSION:
+        shown = f" ({version})" if type(version) is int else ""
+        raise ArchiveRefused(f"This archive's version{shown} cannot be imported here; version {ARCHIVE_VERSION} can.")
     return data
+
+
+def _not_json(constant: str):
+    raise ValueError(f"{constant} is not JSON")
 
 
 def _messages(items: list, *, turns: int) -> list:
     messages = []
     for n, value in enumerate(items):
         path = f"transcript.messages[{n}]"
-        if not isinstance(value, dict) or value.get("type") not in MESSAGE_TYPES or not isinstance(value.get("data"), dict):
+        kind = value.get("type") if isinstance(value, dict) else None
+        # Text first: a list or an object cannot be looked up in a dict.
+        if not isinstance(kind, str) or kind not in MESSAGE_TYPES or not isinstance(value.get("data"), dict):
             raise ArchiveRefused(f"{path}: expected a user, assistant or tool message.")
         if len(json.dumps(value, ensure_ascii=False)) > MESSAGE_MAX_CHARS:
             raise ArchiveRefused(f"{path}: too large to import.")
-        _check_strings(value, path)
+        check_strings(value, path, max_chars=MESSAGE_MAX_CHARS)
+        _check_message_data(Fields(value["data"], f"{path}.data"))
         try:
             (message,) = messages_from_dict([value])
-        except (ValueError, TypeError, KeyError):  # pydantic errors (ValueError) name internals; the path helps more
+        except (ValueError, TypeError, KeyError, AttributeError):
+            # pydantic's errors (ValueError) name internals, and LangChain
+            # reads some fields before checking them; the path helps more.
             raise ArchiveRefused(f"{path}: not a valid message.")
         messages.append(message)
     try:
@@ -166,16 +190,21 @@ def _messages(items: list, *, turns: int) -> list:
     return messages
 
 
-def _check_strings(value, path: str) -> None:
-    if isinstance(value, str):
-        check_text(value, path, max_chars=MESSAGE_MAX_CHARS)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_strings(key, path)
-            _check_strings(item, path)
-    elif isinstance(value, list):
-        for item in value:
-            _check_strings(item, path)
+def _check_message_data(data: Fields) -> None:
+    """The fields LangChain reads before it validates them (messages_from_dict
+    would fail on them with an AttributeError, not a message)."""
+    for key in ("additional_kwargs", "response_metadata"):
+        if data.value.get(key) is not None and not isinstance(data.value[key], dict):
+            raise ArchiveRefused(f"{data.at(key)}: expected an object.")
+    for key in ("tool_calls", "invalid_tool_calls"):
+        for i, call in enumerate(data.items(key, max_items=MAX_MESSAGES)):
+            if not isinstance(call, dict):
+                raise ArchiveRefused(f"{data.at(key)}[{i}]: expected an object.")
+            if key == "tool_calls":
+                call = Fields(call, f"{data.at(key)}[{i}]")
+                call.text("name", max_chars=MESSAGE_MAX_CHARS)
+                call.obj("args")
+                call.text("id", max_chars=MESSAGE_MAX_CHARS, optional=True)
 
 
 def _selection(row: Fields) -> dict | None:
@@ -255,6 +284,8 @@ def _turn_rows(items: list, *, turns: int, mode: str) -> list[dict]:
             "mode": row.choice("mode", set(Thread.Mode.values)) if row.value.get("mode") is not None else mode,
             "selection": _selection(row),
             "approval": _approval(row),
+            "started_at": row.time("started_at"),
+            "ended_at": row.time("ended_at"),
         })
     return rows
 
@@ -275,6 +306,7 @@ def parse_archive(data: dict) -> dict:
         "turns": turns,
         "mode": mode,
         "chat_model": thread.text("chat_model", max_chars=200, optional=True) or "",
+        "created_at": thread.time("created_at"),
         "workspace": parse_workspace(data.get("workspace"), turns=turns),
         "turn_rows": _turn_rows(transcript.items("turns", max_items=MAX_TURNS), turns=turns, mode=mode),
         "messages": _messages(transcript.items("messages", max_items=MAX_MESSAGES), turns=turns),
@@ -288,9 +320,21 @@ def parse_archive(data: dict) -> dict:
 
 def import_archive(*, raw: bytes, owner: AbstractBaseUser) -> Thread:
     """A new thread of `owner` holding the archive's thread. Raises
-    ArchiveRefused (nothing written) for an archive that cannot be imported."""
+    ArchiveRefused (nothing written, or what was written removed) for an
+    archive that cannot be imported.
+
+    Checked whole first; then written in phases, because the checkpointer
+    is not in the database transaction and because one transaction for a
+    large archive would hold up everyone else's writes (docs/adr/0049):
+    1. the thread, hidden, with an ArchiveImport row saying it is being made;
+    2. the checkpointer history;
+    3. the rows, in short transactions (IMPORT_STEP_SECONDS each);
+    4. the thread shown and the ArchiveImport row removed, in one transaction.
+    A failure removes what was written; an import whose server died is
+    removed by the turn recovery (discard_abandoned_imports)."""
     if transaction.get_connection().in_atomic_block:
-        raise RuntimeError("import_archive writes the checkpointer first; call it outside a transaction")
+        raise RuntimeError("import_archive writes in phases; call it outside a transaction")
+    started = time.monotonic()
     parsed = parse_archive(read_archive(raw))
     try:
         title = clean_title(parsed["title"])
@@ -298,29 +342,79 @@ def import_archive(*, raw: bytes, owner: AbstractBaseUser) -> Thread:
         raise ArchiveRefused(f"thread.title: {exc.message}")
     new_id = uuid.uuid4()
     try:
+        checked = time.monotonic()
+        thread = _begin(new_id=new_id, owner=owner, title=title, parsed=parsed)
         seed_history(new_id, parsed["messages"])
-        return _write_rows(new_id=new_id, owner=owner, title=title, parsed=parsed)
+        seeded = time.monotonic()
+        parts = workspace_restore_parts(thread=thread, workspace=parsed["workspace"])
+        parts += [partial(_turns_restore, thread=thread, rows=rows) for rows in _turn_chunks(parsed["turn_rows"])]
+        steps = _write_in_steps(thread_id=new_id, parts=parts)
+        _finish(thread_id=new_id, owner=owner, parent=parsed["parent"])
+        logger.info(
+            "imported a %s archive as thread %s in %.1f s: checked in %.1f s, history in %.1f s, "
+            "%d parts in %d transactions in %.1f s", size_text(len(raw)), new_id, time.monotonic() - started,
+            checked - started, seeded - checked, len(parts), steps, time.monotonic() - seeded,
+        )
     except BaseException as exc:
-        try:
-            delete_history(new_id)
-        except Exception:
-            logger.exception("could not remove the checkpointer thread of failed import %s", new_id)
+        discard_import(new_id)
         if isinstance(exc, Exception):
             logger.exception("importing an archive as thread %s failed", new_id)
             raise ArchiveRefused(IMPORT_FAILED) from exc
         raise
+    return Thread.objects.get(pk=new_id)
 
 
 @transaction.atomic
-def _write_rows(*, new_id, owner: AbstractBaseUser, title: str, parsed: dict) -> Thread:
+def _begin(*, new_id, owner: AbstractBaseUser, title: str, parsed: dict) -> Thread:
     now = timezone.now()
     thread = Thread.objects.create(
         pk=new_id, owner=owner, title=title, turn_index=parsed["turns"], mode=parsed["mode"],
-        chat_model=parsed["chat_model"], created_at=now, last_activity_at=now,
+        chat_model=parsed["chat_model"], created_at=parsed["created_at"] or now, last_activity_at=now,
+        # Hidden until phase 4: owner-scoped lookups skip deleted threads.
+        is_deleted=True,
     )
-    workspace_restore(thread=thread, workspace=parsed["workspace"])
-    Turn.objects.bulk_create(Turn(thread=thread, ended_at=now, **row) for row in parsed["turn_rows"])
-    parent = parsed["parent"]
+    ArchiveImport.objects.create(thread=thread, touched_at=now)
+    return thread
+
+
+def _turn_chunks(rows: list[dict], size: int = 200) -> list[list[dict]]:
+    return [rows[i:i + size] for i in range(0, len(rows), size)]
+
+
+@transaction.atomic
+def _turns_restore(*, thread: Thread, rows: list[dict]) -> None:
+    now = timezone.now()
+    Turn.objects.bulk_create(
+        Turn(thread=thread, **{**row, "started_at": row["started_at"] or now, "ended_at": row["ended_at"] or now})
+        for row in rows
+    )
+
+
+def _write_in_steps(*, thread_id, parts: list[Callable[[], None]]) -> int:
+    """Run `parts` in order, as many in one transaction as fit in
+    IMPORT_STEP_SECONDS, each transaction also saying the import is alive.
+    Returns how many transactions it took."""
+    position = steps = 0
+    while position < len(parts):
+        steps += 1
+        with transaction.atomic():
+            started = time.monotonic()
+            while position < len(parts) and time.monotonic() - started < IMPORT_STEP_SECONDS:
+                parts[position]()
+                position += 1
+            if not ArchiveImport.objects.filter(thread_id=thread_id).update(touched_at=timezone.now()):
+                raise RuntimeError("the import was given up for dead and removed meanwhile")
+        if position < len(parts) and connection.vendor == "sqlite":
+            time.sleep(IMPORT_PAUSE_SECONDS)
+    return steps
+
+
+@transaction.atomic
+def _finish(*, thread_id, owner: AbstractBaseUser, parent: dict | None) -> None:
+    marker = ArchiveImport.objects.select_for_update().filter(thread_id=thread_id).first()
+    if marker is None:
+        raise RuntimeError("the import was given up for dead and removed meanwhile")
+    thread = Thread.objects.get(pk=thread_id)
     if parent is not None:
         own = Thread.objects.filter(pk=_uuid_or_none(parent["thread_id"]), owner=owner, is_deleted=False).first()
         if own is not None and parent["at_turn"] <= own.turn_index:
@@ -328,7 +422,33 @@ def _write_rows(*, new_id, owner: AbstractBaseUser, title: str, parsed: dict) ->
                 thread=thread, parent=own, branch_point_turn=parent["at_turn"], status=BranchLink.Status.ACTIVE,
                 reason=parent["reason"],
             )
-    return thread
+    Thread.objects.filter(pk=thread_id).update(is_deleted=False, last_activity_at=timezone.now())
+    marker.delete()
+
+
+def discard_import(thread_id) -> None:
+    """Remove an import that did not finish: the thread (its rows go with it)
+    and its checkpointer history. A finished import (no ArchiveImport row
+    left) is the person's thread and is never touched. Best effort: a
+    failure is logged, and the id is never reused."""
+    try:
+        with transaction.atomic():
+            Thread.objects.filter(pk=thread_id, archive_import__isnull=False).delete()
+    except Exception:
+        logger.exception("could not remove the rows of failed import %s", thread_id)
+    try:
+        delete_history(thread_id)
+    except Exception:
+        logger.exception("could not remove the checkpointer thread of failed import %s", thread_id)
+
+
+def discard_abandoned_imports(now=None) -> int:
+    """Remove every import not heard from for IMPORT_STALLED_AFTER; how many."""
+    cutoff = (now or timezone.now()) - IMPORT_STALLED_AFTER
+    abandoned = list(ArchiveImport.objects.filter(touched_at__lt=cutoff).values_list("thread_id", flat=True))
+    for thread_id in abandoned:
+        discard_import(thread_id)
+    return len(abandoned)
 
 
 def _uuid_or_none(value: str):

@@ -9,9 +9,10 @@ live layer gives it (`deliver`) or the layer brings (`thread.fragment`).
 Close codes: 4401 not logged in, or the session ended (logged out, which
 closes the session's sockets at once; or a password change elsewhere, a
 deactivated account, an expired session, caught before acting on the next
-message: conversations.sessions), 4404 not your thread (or deleted). Both
-are sent after accepting, with a notice first, so the page can say why; the
-htmx ws extension does not reconnect on them.
+message: conversations.sessions), 4404 not your thread (or deleted), 4429
+the person has HAICO_MAX_OPEN_PAGES pages open already (docs/adr/0051).
+All are sent after accepting, with a notice first, so the page can say why;
+the htmx ws extension does not reconnect on them.
 
 Messages (JSON; `ws-send` posts the form fields plus a HEADERS object):
   {"message": "...", "model": "...", "mode": "..."}
@@ -40,9 +41,12 @@ import asyncio
 import contextvars
 import json
 import logging
+import time
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from agent.model import ModelNotConfigured, available_models
@@ -51,7 +55,7 @@ from workspace.models import Thread
 from workspace.selectors import thread_for_user
 from workspace.text import encodable
 
-from . import staff_view, trajectory
+from . import ratelimit, staff_view, trajectory
 from .branching import discard_branch, fork_thread
 from .forms import MODE_MESSAGE, checked_selection
 from .live import group_name, publisher
@@ -69,6 +73,7 @@ RESYNC = '<div hx-swap-oob="beforeend:#live-inbox"><template data-live-patch="re
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
+CLOSE_TOO_MANY = 4429
 
 NOT_FOUND_MESSAGE = "This thread does not exist or is not yours."
 STAFF_NOT_FOUND_MESSAGE = "No such thread to view."
@@ -80,6 +85,8 @@ class ThreadConsumer(AsyncWebsocketConsumer):
     group = None
     session_group = None
     _renewal = None
+    _page_count_renewal = None
+    _counted_windows: set = frozenset()
 
     async def connect(self):
         publisher.attach()
@@ -92,6 +99,16 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         if self.thread is None:
             await self._refuse(NOT_FOUND_MESSAGE, CLOSE_NOT_FOUND)
             return
+        limit = settings.HAICO_MAX_OPEN_PAGES
+        if limit and await _cache_call(ratelimit.sockets_open, user.pk) >= limit:
+            self.thread = None
+            await self._refuse(
+                f"You have {limit} HAICO pages open, the most at once; close one you no longer use, then reload "
+                "this page to use its chat.", CLOSE_TOO_MANY,
+            )
+            return
+        self._counted_windows = set()
+        await self._count_page()
         self.group = group_name(self.thread.pk)
         self._seen: dict[str, int] = {}  # other processes' last sequence number
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -102,6 +119,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         publisher.join(self.thread.pk, self)
         registry.warm_up()
         self._renewal = asyncio.ensure_future(self._renew_membership())
+        self._page_count_renewal = asyncio.ensure_future(self._renew_page_count())
         # Behind any fragment already on its way to the thread, so nothing
         # arrives twice or out of order.
         publisher.publish_to_consumer(self.thread.pk, self, await registry.connect_html(self.thread.pk))
@@ -119,12 +137,33 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         await self.close(code=code)
 
     async def disconnect(self, code):
+        if self._page_count_renewal is not None:
+            self._page_count_renewal.cancel()
+        if self._counted_windows:
+            await _cache_call(_uncount_page, self.scope["user"].pk, self._counted_windows)
+            self._counted_windows = set()
         if self.group:
             publisher.leave(self.thread.pk, self)
             if self._renewal is not None:
                 self._renewal.cancel()
             await self.channel_layer.group_discard(self.group, self.channel_name)
             await self.channel_layer.group_discard(self.session_group, self.channel_name)
+
+    # -- the person's open pages (HAICO_MAX_OPEN_PAGES, conversations.ratelimit) --
+
+    async def _count_page(self):
+        window = ratelimit.socket_window()
+        if window not in self._counted_windows:
+            await _cache_call(ratelimit.socket_count, self.scope["user"].pk, window, 1)
+            self._counted_windows = {w for w in self._counted_windows if w >= window - 1} | {window}
+
+    async def _renew_page_count(self):
+        """Count this page in every window it stays open for, so a page whose
+        server died stops counting within two windows."""
+        while True:
+            now = time.time()
+            await asyncio.sleep(ratelimit.SOCKET_WINDOW_SECONDS - now % ratelimit.SOCKET_WINDOW_SECONDS + 0.5)
+            await self._count_page()
 
     async def _renew_membership(self):
         while True:
@@ -434,6 +473,16 @@ class StaffThreadConsumer(AsyncWebsocketConsumer):
 
 def _still_may_view(user_id) -> bool:
     return staff_view.may_view(get_user_model().objects.filter(pk=user_id).first())
+async def _cache_call(function, *args):
+    # The cache (Redis, or memory), not the database: off the consumers' shared database thread.
+    return await sync_to_async(function, thread_sensitive=False)(*args)
+
+
+def _uncount_page(user_id, windows) -> None:
+    current = ratelimit.socket_window()
+    for window in windows:
+        if window >= current - 1:
+            ratelimit.socket_count(user_id, window, -1)
 
 
 def _parse(text_data) -> dict | None:

@@ -11,3 +11,7 @@ class TurnAlreadyRunning(ConversationError):
 
 class ApprovalPending(TurnAlreadyRunning):
     """A message arrived while the latest turn waits for the person's approval (docs/adr/0017)."""
+
+
+class TooManyTurns(ConversationError):
+    """The person already has HAICO_MAX_RUNNING_TURNS turns running in other threads (docs/adr/0051)."""

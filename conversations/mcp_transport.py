@@ -6,7 +6,8 @@ they do are conversations.mcp_server's.
 HTTP: every request carries `Authorization: Bearer <token>`; a missing,
 unknown or revoked token is answered 401 before the SDK sees the request,
 with `WWW-Authenticate: Bearer error="invalid_token"`, the reason and where
-the protected-resource metadata is (RFC 9728, conversations.mcp_metadata).
+the protected-resource metadata is (RFC 9728, conversations.mcp_metadata),
+and counted: past HAICO_RATE_MCP_AUTH_FAILURES from one address, 429.
 The Host header must be one Django allows (ALLOWED_HOSTS), as for every
 other request; the Origin header is checked in front of this app
 (haico_site.mcp_origin). Only POST carries messages: the session manager
@@ -27,6 +28,7 @@ import contextlib
 import io
 import json
 import logging
+import math
 
 import mcp_types as types
 from asgiref.sync import sync_to_async
@@ -35,8 +37,10 @@ from django.core.handlers.asgi import ASGIRequest
 from django.http.request import split_domain_port, validate_host
 from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.exceptions import MCPError
 
 from .mcp_metadata import resource_metadata_url
+from . import ratelimit
 from .mcp_server import SERVER_INSTRUCTIONS, call_tool, mcp_tools
 from .models import AccessToken
 from .tokens import token_for_secret
@@ -44,19 +48,38 @@ from .tokens import token_for_secret
 logger = logging.getLogger("haico.conversations.mcp")
 
 MCP_PATHS = ("/mcp", "/mcp/")
+# Requests with a missing or wrong token, per address (HAICO_RATE_MCP_AUTH_FAILURES, docs/adr/0051).
+MCP_AUTH_FAILURES = "mcp-auth-failures"
 TOKEN_SCOPE_KEY = "haico.mcp_token"
 # The methods /mcp answers; OPTIONS for a browser's preflight (haico_site.mcp_origin).
 ALLOWED_METHODS = "POST, OPTIONS"
 
 
-def _token_of(ctx) -> AccessToken | None:
+# The JSON-RPC error a stdio request gets once its token no longer acts
+# (the HTTP transport's 401); -32000..-32099 are the server's own codes.
+TOKEN_REFUSED_CODE = -32001
+TOKEN_REFUSED = (
+    "This access token has been revoked, or its person can no longer sign in; nothing was done. "
+    "Make a new token at /accounts/tokens/."
+)
+
+
+async def _token_of(ctx) -> AccessToken:
+    """The token this request acts as, checked for this request: over HTTP
+    by HttpEndpoint before the SDK saw it; over stdio here, so a session
+    started with a token stops acting the moment it is revoked or its
+    person deactivated, as the HTTP transport does."""
     request = getattr(ctx, "request", None)
     if request is not None:
-        return request.scope.get(TOKEN_SCOPE_KEY)
-    return _stdio_token
+        return request.scope[TOKEN_SCOPE_KEY]
+    token = await sync_to_async(token_for_secret, thread_sensitive=False)(_stdio_secret) if _stdio_secret else None
+    if token is None:
+        raise MCPError(TOKEN_REFUSED_CODE, TOKEN_REFUSED)
+    return token
 
 
 async def _list_tools(ctx, params) -> types.ListToolsResult:
+    await _token_of(ctx)
     return types.ListToolsResult(
         tools=[
             types.Tool(
@@ -69,9 +92,7 @@ async def _list_tools(ctx, params) -> types.ListToolsResult:
 
 
 async def _call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-    token = _token_of(ctx)
-    if token is None:  # never: both transports authenticate first
-        return types.CallToolResult(content=[types.TextContent(text="Not authenticated.")], is_error=True)
+    token = await _token_of(ctx)
     result = await sync_to_async(call_tool, thread_sensitive=False)(token, params.name, params.arguments or {})
     return types.CallToolResult(content=[types.TextContent(text=result.text)], is_error=result.is_error)
 
@@ -188,9 +209,19 @@ class HttpEndpoint:
                 ((b"allow", ALLOWED_METHODS.encode()),),
             )
             return
+        address = ratelimit.address_of(scope)
+        rate = ratelimit.rate_setting("HAICO_RATE_MCP_AUTH_FAILURES")
+        wait = await sync_to_async(ratelimit.over, thread_sensitive=False)(MCP_AUTH_FAILURES, address, rate)
+        if wait is not None:
+            await answer(
+                send, 429, f"Too many requests with a missing or wrong access token from your address; try again "
+                f"in {ratelimit.duration_text(wait)}.", ((b"retry-after", str(max(1, math.ceil(wait))).encode()),),
+            )
+            return
         secret = _bearer(scope)
         token = await sync_to_async(token_for_secret, thread_sensitive=False)(secret) if secret else None
         if token is None:
+            await sync_to_async(ratelimit.hit, thread_sensitive=False)(MCP_AUTH_FAILURES, address, rate)
             message = token_refusal(secret)
             await answer(send, 401, message, ((b"www-authenticate", _challenge(scope, message)),))
             return
@@ -203,15 +234,16 @@ http_endpoint = HttpEndpoint()
 
 # -- stdio --
 
-_stdio_token: AccessToken | None = None
+_stdio_secret: str | None = None
 
 
-async def serve_stdio(token: AccessToken) -> None:
-    """Serve one client over this process's stdin/stdout as `token`'s person."""
+async def serve_stdio(secret: str) -> None:
+    """Serve one client over this process's stdin/stdout as the person of
+    the token with this secret, checked again on every request."""
     from mcp.server.stdio import stdio_server
 
-    global _stdio_token
-    _stdio_token = token
+    global _stdio_secret
+    _stdio_secret = secret
     server = build_server()
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

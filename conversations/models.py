@@ -4,6 +4,7 @@ The thread itself is workspace.models.Thread (docs/adr/0006)."""
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from workspace.models import Thread
 
@@ -104,6 +105,10 @@ class ModerationAction(models.Model):
         UNLOCK_PREFERENCE = "unlock_preference", "Unlocked a preference"
         RENAME = "rename", "Renamed"
         VIEW_WORKSPACE = "view_workspace", "Viewed the workspace (read-only)"
+        # Staff reads in the admin: the review (the whole transcript) and the
+        # pages holding a thread's content (docs/adr/0050).
+        VIEW_REVIEW = "view_review", "Viewed the review (transcript, snapshots, feedback)"
+        VIEW_ADMIN = "view_admin", "Viewed in the admin"
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="moderation_actions")
     staff_user = models.ForeignKey(
@@ -213,7 +218,9 @@ class Turn(models.Model):
     # answered it also holds the "decision" and, when the approved call could
     # not be applied, its "outcome" (turns.run); the card stays in copies.
     approval = models.JSONField(null=True, blank=True)
-    started_at = models.DateTimeField(auto_now_add=True)
+    # A default, not auto_now_add: a branch's copies and an imported
+    # archive's turns keep the time they started (docs/adr/0049).
+    started_at = models.DateTimeField(default=timezone.now)
     ended_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -265,3 +272,23 @@ class AccessToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class ArchiveImport(models.Model):
+    """A thread still being written from an imported archive
+    (conversations.archive, docs/adr/0049). While this row exists the thread
+    is hidden (`is_deleted`, so every owner-scoped lookup refuses it) and
+    the import writes it in short transactions, touching `touched_at` after
+    each; the row goes in the transaction that shows the thread. A row left
+    untouched for long belongs to an import whose server died: the turn
+    recovery removes the thread and its checkpointer history."""
+
+    thread = models.OneToOneField(Thread, on_delete=models.CASCADE, related_name="archive_import")
+    started_at = models.DateTimeField(auto_now_add=True)
+    touched_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["touched_at"], name="archive_import_touched_idx")]
+
+    def __str__(self):
+        return f"import of {self.thread_id} since {self.started_at:%Y-%m-%d %H:%M}"

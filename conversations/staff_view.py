@@ -3,10 +3,12 @@ everything its owner sees, read-only.
 
 The page has no forms and no scripts that edit, so nothing on it can change
 the thread or start a turn; every visit is recorded in the thread's
-moderation history, like staff's other actions on it. It stays up to date:
-its socket (conversations.consumers.StaffThreadConsumer) only listens, and
-whenever the thread changes it is sent the page's content again
-(`render_live_content`, the same partial), at most about once a second."""
+moderation history, like staff's other actions on it, and so is every other
+staff read of a thread's content (the admin's review and the admin pages
+that show it: conversations.admin). It stays up to date: its socket
+(conversations.consumers.StaffThreadConsumer) only listens, and whenever the
+thread changes it is sent the page's content again (`render_live_content`,
+the same partial), at most about once a second."""
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.template.loader import render_to_string
@@ -35,9 +37,11 @@ def staff_workspace_context(*, thread: Thread) -> dict:
     }
 
 
-def may_view(user) -> bool:
-    """Whether `user` may read threads here: active staff with the admin's
-    permission to view threads (the admin's thread review asks the same)."""
+def may_view(user: AbstractBaseUser | None) -> bool:
+    """Whether `user` may read threads here: what the admin asks before
+    showing a thread or its review (ModelAdmin.has_view_permission behind
+    admin_view), an active staff member allowed to view, or to change,
+    threads."""
     return bool(
         user is not None and user.is_authenticated and user.is_active and user.is_staff
         and (user.has_perm("workspace.view_thread") or user.has_perm("workspace.change_thread"))
@@ -60,7 +64,14 @@ def render_live_content(*, thread_id) -> str:
 
 
 def record_staff_visit(*, thread: Thread, staff_user: AbstractBaseUser) -> ModerationAction:
-    return services.moderation_record(
+    return record_staff_read(
         thread=thread, staff_user=staff_user, action=ModerationAction.Action.VIEW_WORKSPACE,
         detail="Opened the read-only workspace view",
     )
+
+
+def record_staff_read(*, thread: Thread, staff_user: AbstractBaseUser, action: str, detail: str) -> ModerationAction:
+    """A staff member read this thread's content (a page of the admin, its
+    review, the read-only workspace): in its moderation history, like the
+    changes staff make (docs/adr/0050)."""
+    return services.moderation_record(thread=thread, staff_user=staff_user, action=action, detail=detail)

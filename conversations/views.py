@@ -7,6 +7,7 @@ so another person's (or a deleted) thread is a 404, never a 403 that would
 confirm it exists."""
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -200,9 +201,13 @@ def workspace_page(request, thread_id):
 def staff_workspace_page(request, thread_id):
     """A thread's workspace for staff, read-only, from the admin's "View on
     site" (conversations.staff_view); anyone else gets 404, its owner too,
-    who has the real page. Every visit is recorded in the moderation log."""
-    if not staff_view.may_view(request.user):
+    who has the real page. Staff need what the admin's review of a thread
+    needs (the permission to view threads), else 403, as the admin answers.
+    Every visit is recorded in the moderation log."""
+    if not request.user.is_staff:
         raise Http404("No such page.")
+    if not staff_view.may_view(request.user):
+        raise PermissionDenied
     thread = staff_view.thread_for_staff(thread_id)
     if thread is None:
         raise Http404("No such thread.")

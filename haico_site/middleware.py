@@ -1,5 +1,7 @@
 """htmx requests get a message the page shows, never an error page; the
-admin never fails on input no row could match (AdminInputMiddleware).
+admin never fails on input no row could match (AdminInputMiddleware); the
+account forms are rate limited per address (AccessLimitsMiddleware); a
+signed-in person's pages are never cached (PrivatePagesMiddleware).
 
 The workspace's htmx views answer a refusal with 200 and a message where the
 person acted (the house rule: htmx does not swap an error response, and with
@@ -22,14 +24,18 @@ the text), the plan or preferences panel's error line, or else the page's
 flash line (workspace.views.common.flash), leaving the page as it is.
 """
 
+import math
+
 from django.conf import settings
 from django.contrib.admin import helpers as admin_helpers
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, ValidationError
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.template.loader import render_to_string
+from django.utils.cache import patch_cache_control
 from django_htmx.http import reswap
 
+from conversations import login_limits, ratelimit
 from workspace import panels
 from workspace.views.common import flash
 
@@ -134,3 +140,74 @@ class AdminInputMiddleware:
             post.setlist(field, valid)
             request.POST = post
         return None
+
+
+# Which POSTs are limited per address (conversations.ratelimit, docs/adr/0051):
+# view name -> (counter, rate setting, counts this request, what the page says).
+# The logins only look at the count of failed logins (counted as they fail,
+# conversations.login_limits), so a right password is never what trips it.
+LIMITED_POSTS = {
+    "signup": ("signup", "HAICO_RATE_SIGNUP", True, "Too many sign-ups from your network address."),
+    "password_reset": ("password-reset", "HAICO_RATE_PASSWORD_RESET", True,
+                       "Too many password reset requests from your network address."),
+    "login": (login_limits.LOGIN_FAILURES, "HAICO_RATE_LOGIN_FAILURES", False,
+              "Too many failed logins from your network address, for any usernames."),
+    "admin:login": (login_limits.LOGIN_FAILURES, "HAICO_RATE_LOGIN_FAILURES", False,
+                    "Too many failed logins from your network address, for any usernames."),
+}
+
+
+def too_many(request, message: str, wait: float) -> HttpResponse:
+    """429 in the app's look, saying when to try again (also as Retry-After)."""
+    context = {"message": message, "wait": ratelimit.duration_text(wait), "back_url": request.path or "/"}
+    response = render(request, "errors/too_many.html", context, status=429)
+    response["Retry-After"] = str(max(1, math.ceil(wait)))
+    return response
+
+
+class AccessLimitsMiddleware:
+    """The per-address limits on sign-up, password reset and failed logins
+    (LIMITED_POSTS), answered before the view runs; and, after a login or a
+    password reset, the cookie that remembers the browser as its person's
+    (conversations.login_limits)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        login_limits.set_known_browser_cookie(request, response)
+        return response
+
+    def process_view(self, request, view, args, kwargs):
+        match = request.resolver_match
+        if request.method != "POST" or match is None or match.view_name not in LIMITED_POSTS:
+            return None
+        counter, setting, counts, message = LIMITED_POSTS[match.view_name]
+        check = ratelimit.hit if counts else ratelimit.over
+        wait = check(counter, ratelimit.address_of(request), ratelimit.rate_setting(setting))
+        if wait is None:
+            return None
+        return too_many(request, message, wait)
+
+
+class PrivatePagesMiddleware:
+    """Every response to a signed-in person is `Cache-Control: private,
+    no-store`: their threads, documents and downloads must not stay in a
+    shared proxy's cache, nor in the browser's once they log out on a
+    shared computer (docs/adr/0051). Static files are the same for everyone
+    and keep their caching (a proxy serves them in production)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated and not request.path.startswith(_static_prefix()):
+            patch_cache_control(response, private=True, no_store=True)
+        return response
+
+
+def _static_prefix() -> str:
+    return "/" + settings.STATIC_URL.lstrip("/")

@@ -78,6 +78,10 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "haico_site.middleware.AdminInputMiddleware",
+    # Sign-up, password reset and login limits per address (docs/adr/0051).
+    "haico_site.middleware.AccessLimitsMiddleware",
+    # A signed-in person's pages are never stored by a browser or proxy cache.
+    "haico_site.middleware.PrivatePagesMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it turns a lockout into the lockout page.
@@ -161,6 +165,22 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# The cache holds the rate limits' counts (conversations.ratelimit,
+# docs/adr/0051): in Redis when REDIS_URL is set, so every server process
+# counts together; otherwise in this process's memory, which is right for
+# the one process the SQLite default runs.
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "haico",
+            "OPTIONS": {"socket_timeout": 5.0, "socket_connect_timeout": 5.0},
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "haico"}}
+
 # Password-reset mail. The console backend by default, so a reset request
 # never fails for want of a mail server; set EMAIL_URL (e.g.
 # smtp+tls://user:password@smtp.example.com:587) to really send it.
@@ -178,13 +198,16 @@ AUTH_PASSWORD_VALIDATORS = [
 # change) takes its open sockets along (conversations.sessions).
 SESSION_ENGINE = "conversations.sessions"
 
-# Login rate limit (django-axes), for the site's login and the admin's alike:
-# after LOGIN_FAILURE_LIMIT wrong passwords for one username from one
-# address, that pair is refused (even the right password) for
-# LOGIN_COOLOFF_MINUTES, counted again from each attempt made meanwhile; a
-# successful login clears the count. Other users and other addresses are
-# unaffected. Behind a proxy, run daphne with --proxy-headers so the address
-# is the client's, not the proxy's.
+# Login rate limit (django-axes), for the site's login and the admin's alike
+# (docs/adr/0051): after LOGIN_FAILURE_LIMIT wrong passwords for one
+# username from one address, that pair is refused (even the right password)
+# for LOGIN_COOLOFF_MINUTES from when it was locked; attempts meanwhile do
+# not lengthen it. A successful login clears the count, and so does a
+# password reset (for that username from every address). A browser that
+# has logged in as that person before is never locked out by someone
+# else's failures (conversations.login_limits), so a shared address (NAT, a
+# proxy) cannot keep its owner out. Behind a proxy, run daphne with
+# --proxy-headers so the address is the client's, not the proxy's.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # first: it refuses before any password is checked
     "django.contrib.auth.backends.ModelBackend",
@@ -193,7 +216,23 @@ AXES_FAILURE_LIMIT = env("LOGIN_FAILURE_LIMIT")
 AXES_COOLOFF_TIME = timedelta(minutes=env("LOGIN_COOLOFF_MINUTES"))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_CALLABLE = "conversations.account_views.locked_out"
+AXES_WHITELIST_CALLABLE = "conversations.login_limits.is_known_browser"
+
+# Rate limits ("N/period", e.g. 10/hour or 5/15min; "off" for none), per
+# connecting address unless said otherwise (conversations.ratelimit,
+# docs/adr/0051). Documented in README's configuration table.
+HAICO_RATE_SIGNUP = env.str("HAICO_RATE_SIGNUP", default="10/hour")
+HAICO_RATE_PASSWORD_RESET = env.str("HAICO_RATE_PASSWORD_RESET", default="10/hour")
+HAICO_RATE_RESET_MAIL = env.str("HAICO_RATE_RESET_MAIL", default="3/hour")  # per account
+HAICO_RATE_LOGIN_FAILURES = env.str("HAICO_RATE_LOGIN_FAILURES", default="30/hour")  # for any usernames
+HAICO_RATE_MCP_AUTH_FAILURES = env.str("HAICO_RATE_MCP_AUTH_FAILURES", default="20/minute")
+# Per person, at once (0: no limit): turns running in their threads, counted
+# from the database (conversations.turns.guard), and open thread pages
+# (their sockets).
+HAICO_MAX_RUNNING_TURNS = env.int("HAICO_MAX_RUNNING_TURNS", default=5)
+HAICO_MAX_OPEN_PAGES = env.int("HAICO_MAX_OPEN_PAGES", default=30)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "conversations:list"
@@ -246,13 +285,27 @@ HAICO_MESSAGE_MAX_CHARS = 20_000
 # A thread archive (conversations.archive) larger than this is refused before it is read.
 HAICO_ARCHIVE_MAX_BYTES = env.int("HAICO_ARCHIVE_MAX_BYTES", default=25 * 1024 * 1024)
 
+# HSTS, production only (docs/adr/0051): a year, the age browsers and the
+# preload list expect of a site that is HTTPS for good (as one with
+# SECURE_SSL_REDIRECT is), this host's subdomains included. Joining the
+# browsers' preload list cannot be undone quickly, so it is asked for only
+# with HAICO_HSTS_PRELOAD=1 (the list needs a year and the subdomains).
+HSTS_YEAR = 31_536_000
 if not DEBUG:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_SSL_REDIRECT = env("SECURE_SSL_REDIRECT")
-    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=3600)
-    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
-    SECURE_HSTS_PRELOAD = True
+    SECURE_HSTS_SECONDS = env.int("HAICO_HSTS_SECONDS", default=HSTS_YEAR)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("HAICO_HSTS_INCLUDE_SUBDOMAINS", default=True)
+    SECURE_HSTS_PRELOAD = env.bool("HAICO_HSTS_PRELOAD", default=False)
+    if SECURE_HSTS_PRELOAD and (SECURE_HSTS_SECONDS < HSTS_YEAR or not SECURE_HSTS_INCLUDE_SUBDOMAINS):
+        raise ImproperlyConfigured(
+            "HAICO_HSTS_PRELOAD=1 needs HAICO_HSTS_SECONDS of at least 31536000 (a year) and "
+            "HAICO_HSTS_INCLUDE_SUBDOMAINS on: the browsers' preload list refuses less."
+        )
+    if not SECURE_HSTS_PRELOAD:
+        # check --deploy suggests preloading; here it is a choice left off on purpose.
+        SILENCED_SYSTEM_CHECKS = ["security.W021"]
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # Everything goes to stderr (the server's log). With DEBUG off, Django's own

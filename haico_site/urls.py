@@ -10,7 +10,6 @@ urlpatterns = [
     # Where MCP clients look after a 401 at /mcp (RFC 9728; docs/adr/0052).
     path("", include(mcp_metadata.urlpatterns)),
     path("accounts/", include("conversations.account_urls")),
-    path("accounts/", include("django.contrib.auth.urls")),
     path("threads/", include("conversations.urls")),
     # The page of one thread: every workspace panel and the chat. Lower apps
     # send people back here by this name after a plain (non-htmx) form post.

@@ -18,6 +18,17 @@ def fast_password_hashing(settings):
     # purpose; login still checks real passwords, just hashed faster.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
+@pytest.fixture(autouse=True)
+def fresh_rate_limits():
+    """The rate limits count in the cache (this process's memory in tests):
+    every test starts with nothing counted (conversations.ratelimit)."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 # CI sets HAICO_REQUIRE_ALL_TESTS=1: a test that would skip locally (no
 # Chromium, no PostgreSQL, no Redis) is a failure there, so a green CI run
 # proves that every test ran.

@@ -6,14 +6,17 @@ An archive comes from a file anyone can edit, so nothing in it is trusted:
 `parse_workspace` checks every field's type, range and length with the same
 limits the services apply, and answers the first problem with where it is
 ("workspace.plan[3].depth: ..."). What it returns is plain data that
-`services.archive.workspace_restore` writes as is.
+`services.archive.workspace_restore_parts` writes as is.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
 
 from django.conf import settings
+from django.utils import timezone
 
 from . import plan_tree
 from .models import (
@@ -151,9 +154,18 @@ class Fields:
 
     def choice(self, key: str, choices: set[str]) -> str:
         value = self.value.get(key)
+        # Text first: a list or an object cannot be looked up in a set.
         if not isinstance(value, str) or value not in choices:
             raise ArchiveRefused(f"{self.at(key)}: expected one of {', '.join(sorted(choices))}.")
         return value
+
+    def time(self, key: str) -> datetime | None:
+        """An ISO 8601 date and time (UTC when it names no zone); None when
+        absent, and the import then uses its own time."""
+        value = self.value.get(key)
+        if value is None:
+            return None
+        return parse_time(value, self.at(key))
 
     def number(self, key: str, *, low: int, high: int, optional: bool = False) -> int | None:
         value = self.value.get(key)
@@ -170,11 +182,50 @@ class Fields:
         return value
 
 
+# How far ahead of this server's clock an archive's time may be (another
+# server's clock); later than that, it was made up.
+CLOCK_SKEW = timedelta(days=1)
+EARLIEST = datetime(2000, 1, 1, tzinfo=dt_timezone.utc)
+
+
+def parse_time(value, path: str) -> datetime:
+    if not isinstance(value, str) or len(value) > 64:
+        raise ArchiveRefused(f"{path}: expected a date and time (ISO 8601, e.g. 2026-01-31T09:30:00+00:00).")
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise ArchiveRefused(f"{path}: expected a date and time (ISO 8601, e.g. 2026-01-31T09:30:00+00:00).")
+    if timezone.is_naive(moment):
+        moment = moment.replace(tzinfo=dt_timezone.utc)
+    try:
+        moment = moment.astimezone(dt_timezone.utc)
+    except OverflowError:  # year 1 with a zone east of UTC
+        raise ArchiveRefused(f"{path}: not a time this server can store.")
+    if moment < EARLIEST:
+        raise ArchiveRefused(f"{path}: {value} is before the year {EARLIEST.year}.")
+    if moment > timezone.now() + CLOCK_SKEW:
+        raise ArchiveRefused(f"{path}: {value} is in the future.")
+    return moment
+
+
 def check_text(value: str, path: str, *, max_chars: int) -> None:
     if len(value) > max_chars:
         raise ArchiveRefused(f"{path}: {len(value):,} characters; the limit is {max_chars:,}.")
     if "\x00" in value or has_lone_surrogate(value):
         raise ArchiveRefused(f"{path}: contains a character that cannot be stored (NUL or a lone surrogate).")
+
+
+def check_strings(value, path: str, *, max_chars: int) -> None:
+    """Every text anywhere inside `value` (keys too) can be stored."""
+    if isinstance(value, str):
+        check_text(value, path, max_chars=max_chars)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_strings(key, path, max_chars=max_chars)
+            check_strings(item, path, max_chars=max_chars)
+    elif isinstance(value, list):
+        for item in value:
+            check_strings(item, path, max_chars=max_chars)
 
 
 def _preference(value, path: str) -> dict:
@@ -225,6 +276,7 @@ def parse_workspace(value, *, turns: int) -> dict:
             # The access token an MCP author wrote with; archives made before it was kept have none.
             "token": row.text("token", max_chars=TOKEN_NAME_MAX_CHARS, optional=True) or "",
             "turn": row.number("turn", low=0, high=turns),
+            "at": row.time("at"),
         })
     document = section.obj("document", optional=True)
     if document is not None:
@@ -238,6 +290,7 @@ def parse_workspace(value, *, turns: int) -> dict:
                 "author": row.choice("author", AUTHORS),
                 "token": row.text("token", max_chars=TOKEN_NAME_MAX_CHARS, optional=True) or "",
                 "turn": row.number("turn", low=0, high=turns, optional=True) or 0,
+                "at": row.time("at"),
             })
         versions = [r["version"] for r in revisions]
         if versions != sorted(set(versions)):
@@ -267,11 +320,13 @@ def parse_workspace(value, *, turns: int) -> dict:
             raise ArchiveRefused(f"workspace.artifacts[{n}].payload: expected an object.")
         if len(json.dumps(payload, ensure_ascii=False)) > ARTIFACT_PAYLOAD_MAX_CHARS:
             raise ArchiveRefused(f"workspace.artifacts[{n}].payload: too large to import.")
+        check_strings(payload, f"workspace.artifacts[{n}].payload", max_chars=ARTIFACT_PAYLOAD_MAX_CHARS)
         parsed["artifacts"].append({
             "artifact_type": row.text("artifact_type", max_chars=50, blank=False),
             "title": row.text("title", max_chars=ARTIFACT_TITLE_MAX_CHARS),
             "payload": payload,
             "turn": row.number("turn", low=0, high=turns),
+            "at": row.time("at"),
         })
     seen_turns = set()
     for n, v in enumerate(section.items("snapshots", max_items=MAX_ROWS)):
@@ -291,5 +346,6 @@ def parse_workspace(value, *, turns: int) -> dict:
                 _preference(p, f"{path}.preferences[{i}]") for i, p in enumerate(row.items("preferences", max_items=MAX_ROWS))
             ],
             "plan": _plan(row.items("plan", max_items=MAX_ROWS), f"{path}.plan"),
+            "at": row.time("at"),
         })
     return parsed

@@ -566,12 +566,32 @@ def artifact_csv(artifact: Artifact) -> str:
     return out.getvalue()
 
 
+# What makes a spreadsheet run a cell as a formula: its first character
+# (the fullwidth forms too, which some spreadsheets fold into the others).
+FORMULA_STARTS = "=+-@\t\r\uff1d\uff0b\uff0d\uff20"
+
+
 def _csv_safe(value: str) -> str:
-    # A cell starting with =, +, - or @ is run as a formula by spreadsheets;
-    # the model writes these cells, so such text is kept as text. Numbers stay numbers.
-    if value and value[0] in "=+-@\t\r" and not _is_plain_number(value):
+    """The cell as text a spreadsheet shows rather than runs. The model
+    writes these cells, so one that would be a formula is prefixed with '.
+    Spreadsheets skip leading spaces, line breaks, no-break spaces and other
+    invisible characters before they look, so this looks past them too.
+    Numbers stay numbers."""
+    start = _first_visible(value)
+    if start is not None and value[start] in FORMULA_STARTS and not _is_plain_number(value):
         return "'" + value
     return value
+
+
+def _first_visible(value: str) -> int | None:
+    """The position of the first character that is not whitespace, a
+    control character or an invisible format character; None if none is."""
+    for position, character in enumerate(value):
+        if character in "\t\r":
+            return position  # formula starts themselves
+        if not (character.isspace() or unicodedata.category(character) in ("Cc", "Cf")):
+            return position
+    return None
 
 
 def _is_plain_number(value: str) -> bool:

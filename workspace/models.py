@@ -53,7 +53,7 @@ class Thread(models.Model):
     turn_index = models.PositiveIntegerField(default=0)
     is_deleted = models.BooleanField(default=False)
     deleted_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(default=timezone.now)  # a default: an imported thread keeps its own
     last_activity_at = models.DateTimeField(auto_now_add=True)
     running_turn_index = models.PositiveIntegerField(null=True, blank=True)
     running_since = models.DateTimeField(null=True, blank=True)
@@ -162,7 +162,8 @@ class DocumentRevision(models.Model):
     # with turn_index N was written by turn N (what the review of a turn's
     # changes reads, docs/adr/0019). 0 for revisions from before it was kept.
     turn_index = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
+    # A default, not auto_now_add, so an imported archive keeps its times (docs/adr/0049).
+    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [
@@ -207,7 +208,7 @@ class Artifact(models.Model):
     title = models.CharField(max_length=ARTIFACT_TITLE_MAX_CHARS, blank=True)
     payload = models.JSONField(default=dict)
     turn_index = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(default=timezone.now)  # a default: imports keep their times
 
     class Meta:
         indexes = [
@@ -274,7 +275,7 @@ class WorkspaceSnapshot(models.Model):
     # JSON text of [{title, subtitle, kind, locked}] and [{text, done, position, depth}].
     preferences_body = models.ForeignKey(ContentBlob, on_delete=models.PROTECT, related_name="+")
     todos_body = models.ForeignKey(ContentBlob, on_delete=models.PROTECT, related_name="+")
-    captured_at = models.DateTimeField(auto_now_add=True)
+    captured_at = models.DateTimeField(default=timezone.now)  # a default: imports keep their times
 
     class Meta:
         constraints = [

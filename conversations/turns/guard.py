@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import NamedTuple
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -27,7 +28,7 @@ from workspace.models import Thread, WorkspaceSnapshot
 from workspace.services.snapshots import snapshot_capture
 from workspace.text import clean_text
 
-from ..errors import ApprovalPending, TurnAlreadyRunning
+from ..errors import ApprovalPending, TooManyTurns, TurnAlreadyRunning
 from ..live import publish_turn_versions, publisher
 from ..models import BranchLink, Turn
 from ..services import DEFAULT_THREAD_TITLE, announce_thread, title_from_message
@@ -87,6 +88,7 @@ def turn_begin(
         raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
     if Turn.objects.filter(thread=locked, index=locked.turn_index, status=Turn.Status.AWAITING).exists():
         raise ApprovalPending(APPROVAL_PENDING)
+    _check_running_turns_of(locked.owner_id, now=now, limit=settings.HAICO_MAX_RUNNING_TURNS)
     if locked.running_turn_index is not None:
         _release(locked, locked.running_turn_index, notice=outcome.INTERRUPTED_LOST, now=now)
     locked.turn_index += 1
@@ -119,6 +121,24 @@ def turn_begin(
     for name in ("turn_index", "title", "running_turn_index", "running_since", "cancel_requested"):
         setattr(thread, name, getattr(locked, name))
     return locked.turn_index, snapshot
+
+
+def _check_running_turns_of(owner_id, *, now, limit: int) -> None:
+    """TooManyTurns when the person already has `limit` turns running (0: no
+    limit), counted from the threads' claims, which every server process
+    writes (docs/adr/0051). The person's row is locked first, so two turns
+    started at once in two threads cannot both pass the count."""
+    if not limit:
+        return
+    list(get_user_model().objects.select_for_update().filter(pk=owner_id).values_list("pk", flat=True))
+    running = Thread.objects.filter(
+        owner_id=owner_id, running_turn_index__isnull=False, running_since__gt=now - STALE_TURN_AFTER,
+    ).count()
+    if running >= limit:
+        raise TooManyTurns(
+            f"You have {running} turns running in other threads, the most at once; wait for one to finish "
+            "(or stop one), then send this again. Nothing was sent."
+        )
 
 
 @transaction.atomic

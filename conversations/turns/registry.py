@@ -32,6 +32,7 @@ from workspace.errors import UserFacingError
 from workspace.models import Thread
 
 from .. import trajectory
+from ..archive import discard_abandoned_imports
 from ..branch_cleanup import discard_abandoned_branches
 from ..live import publisher
 from ..selectors import latest_turn_row
@@ -91,8 +92,8 @@ def _ensure_recovery() -> None:
 
 async def _recover() -> None:
     """Release the turns of dead servers: this one's predecessor's at once,
-    then any whose claims went stale; and remove branches a dead server
-    left half made."""
+    then any whose claims went stale; and remove branches and archive
+    imports a dead server left half made."""
     try:
         released = await database_sync_to_async(guard.turns_release_predecessor)()
         if released:
@@ -108,6 +109,9 @@ async def _recover() -> None:
             removed = await database_sync_to_async(discard_abandoned_branches)()
             if removed:
                 logger.warning("removed %d branch(es) a server died while making", removed)
+            removed = await database_sync_to_async(discard_abandoned_imports)()
+            if removed:
+                logger.warning("removed %d archive import(s) a server died while writing", removed)
         except Exception:
             logger.exception("the turn recovery could not reach the database; trying again")
 

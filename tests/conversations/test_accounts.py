@@ -243,3 +243,122 @@ def test_the_admin_login_is_limited_the_same_way(client, staff):
     assert response.status_code == 429
     assert "Too many failed attempts" in response.content.decode()
     assert client.get("/admin/").status_code == 302
+
+
+# --- a shared address cannot keep the owner out (docs/adr/0051) ------------------
+
+
+def test_attempts_during_a_lockout_do_not_make_it_last_longer(client, owner):
+    from axes.models import AccessAttempt
+    from django.utils import timezone
+
+    _fail(client, "owner", 5)
+    AccessAttempt.objects.update(attempt_time=timezone.now() - timedelta(minutes=10))
+    for _ in range(3):  # someone keeps trying meanwhile
+        assert _log_in(Client(), "owner", WRONG).status_code == 429
+    AccessAttempt.objects.update(attempt_time=timezone.now() - timedelta(minutes=16))
+    assert _log_in(Client(), "owner", PASSWORD).status_code == 302
+
+
+def test_a_browser_that_has_logged_in_as_its_person_is_not_locked_out_by_others_at_its_address(client, owner):
+    assert _log_in(client, "owner", PASSWORD).status_code == 302  # the owner's own browser, once
+    client.post("/accounts/logout/")
+    attacker = Client()
+    _fail(attacker, "owner", 5)  # the same address (a NAT, an office)
+    assert _log_in(attacker, "owner", PASSWORD).status_code == 429
+    assert _log_in(client, "owner", PASSWORD).status_code == 302
+    # The cookie is the owner's alone: it does not open the lock for another username.
+    client.post("/accounts/logout/")
+    _fail(Client(), "intruder", 5)
+    assert _log_in(client, "intruder", PASSWORD).status_code == 429
+
+
+def test_a_forged_or_foreign_known_browser_cookie_opens_nothing(client, owner, other_user):
+    from conversations.login_limits import KNOWN_BROWSER_COOKIE
+
+    _fail(Client(), "owner", 5)
+    client.cookies[KNOWN_BROWSER_COOKIE] = "[1]:forged:signature"
+    assert _log_in(client, "owner", PASSWORD).status_code == 429
+    other = Client()
+    assert _log_in(other, "intruder", PASSWORD).status_code == 302  # known as intruder, not as owner
+    assert _log_in(other, "owner", PASSWORD).status_code == 429
+
+
+def test_a_password_reset_ends_the_accounts_lockout_from_every_address(client, django_user_model, mailoutbox):
+    django_user_model.objects.create_user(username="bob", email="bob@example.com", password="old-password-123")
+    _fail(Client(), "bob", 5)
+    _fail(Client(), "bob", 5, address="10.0.0.9")
+    client.post("/accounts/password_reset/", {"email": "bob@example.com"})
+    link = re.search(r"http://testserver(/accounts/reset/\S+/)", mailoutbox[0].body).group(1)
+    form = client.get(link, follow=True)
+    new_password = "a-brand-new-password-456"
+    client.post(form.redirect_chain[-1][0], {"new_password1": new_password, "new_password2": new_password})
+    assert _log_in(Client(), "bob", new_password).status_code == 302
+    assert _log_in(Client(), "bob", new_password, address="10.0.0.9").status_code == 302
+
+
+# --- rate limits per address (docs/adr/0051) --------------------------------------
+
+
+def _too_many(response, words: str) -> None:
+    html = response.content.decode()
+    assert response.status_code == 429, response.status_code
+    assert words in html and "Try again in" in html and 'class="auth-card"' in html
+    assert 0 < int(response["Retry-After"]) <= 3600
+
+
+def test_sign_ups_from_one_address_are_limited_with_a_page_saying_when_to_retry(client, settings):
+    settings.HAICO_RATE_SIGNUP = "3/hour"
+    for n in range(3):
+        response = Client().post("/accounts/signup/", {
+            "username": f"new-{n}", "password1": "a-long-password-123", "password2": "a-long-password-123",
+        })
+        assert response.status_code == 302
+    refused = Client().post("/accounts/signup/", {
+        "username": "new-3", "password1": "a-long-password-123", "password2": "a-long-password-123",
+    })
+    _too_many(refused, "Too many sign-ups from your network address.")
+    assert not get_user_model().objects.filter(username="new-3").exists()
+    # Another address signs up as usual; looking at the form is never limited.
+    other = Client().post("/accounts/signup/", {
+        "username": "new-4", "password1": "a-long-password-123", "password2": "a-long-password-123",
+    }, REMOTE_ADDR="10.0.0.7")
+    assert other.status_code == 302 and Client().get("/accounts/signup/").status_code == 200
+
+
+def test_failed_sign_ups_count_too_so_taken_names_cannot_be_listed_fast(client, owner, settings):
+    settings.HAICO_RATE_SIGNUP = "3/hour"
+    for _ in range(3):
+        taken = client.post("/accounts/signup/", {"username": "owner", "password1": "x", "password2": "y"})
+        assert taken.status_code == 400 and "already exists" in taken.content.decode()
+    _too_many(client.post("/accounts/signup/", {"username": "someone", "password1": "x", "password2": "y"}),
+              "Too many sign-ups")
+
+
+def test_password_reset_requests_per_address_and_mails_per_account_are_limited(django_user_model, mailoutbox, settings):
+    settings.HAICO_RATE_PASSWORD_RESET = "5/hour"
+    settings.HAICO_RATE_RESET_MAIL = "2/hour"
+    django_user_model.objects.create_user(username="victim", email="victim@example.com", password="x-long-password-1")
+    for n in range(5):
+        response = Client().post("/accounts/password_reset/", {"email": "victim@example.com"},
+                                 REMOTE_ADDR=f"10.0.1.{n % 2}")  # two addresses take turns
+        assert response.status_code == 302
+    # The account got two mails; the other requests were answered the same way, and sent nothing.
+    assert [m.to for m in mailoutbox] == [["victim@example.com"]] * 2
+    for _ in range(2):  # 10.0.1.0 asked 3 times so far: its 4th and 5th are answered
+        assert Client().post("/accounts/password_reset/", {"email": "victim@example.com"},
+                             REMOTE_ADDR="10.0.1.0").status_code == 302
+    _too_many(Client().post("/accounts/password_reset/", {"email": "victim@example.com"}, REMOTE_ADDR="10.0.1.0"),
+              "Too many password reset requests")
+    assert len(mailoutbox) == 2
+
+
+def test_failed_logins_across_usernames_from_one_address_are_limited(client, owner, settings):
+    settings.HAICO_RATE_LOGIN_FAILURES = "6/hour"
+    for n in range(6):  # one or two guesses for each of many usernames: no pair is locked
+        assert _log_in(Client(), f"user-{n}", WRONG).status_code == 200
+    _too_many(_log_in(Client(), "owner", PASSWORD), "Too many failed logins from your network address")
+    _too_many(_log_in(Client(), "staff", WRONG, path="/admin/login/"), "Too many failed logins")
+    # Another address, and a page that is only looked at, are not limited.
+    assert _log_in(Client(), "owner", PASSWORD, address="10.0.0.8").status_code == 302
+    assert Client().get("/accounts/login/").status_code == 200

@@ -7,6 +7,7 @@ import re
 import pytest
 from django.contrib.admin.models import LogEntry
 from django.urls import reverse
+from django.utils.html import escape
 
 from conversations import services as conversation_services
 from conversations.models import (
@@ -452,7 +453,10 @@ def test_staff_review_shows_transcript_beside_snapshots_branches_feedback_and_wo
     Turn.objects.filter(thread=thread, index=1).update(answer="The **review** is started.")
     before = database_rows()
     response = staff_client.get(_review_url(thread))
-    assert database_rows() == before, "opening the review changed the database"
+    after = database_rows()
+    # Opening it only records that it was opened (test_staff_reads_of_a_threads_content_are_recorded).
+    assert len(after.pop("conversations.ModerationAction")) == len(before.pop("conversations.ModerationAction")) + 1
+    assert after == before, "opening the review changed the database"
     assert response.status_code == 200
     main = _content_main(response.content.decode())
 
@@ -618,3 +622,44 @@ def test_the_thread_admin_and_the_review_show_the_mode_of_each_turn(staff_client
     main = _content_main(staff_client.get(_review_url(thread)).content.decode())
     modes = re.findall(r'id="review-turn-(\d+)".*?Mode: <strong>(\w+)</strong>', main, flags=re.DOTALL)
     assert modes == [("1", "Execute"), ("2", "Explore"), ("3", "Plan"), ("4", "Plan")]
+# --- staff reads are on record (docs/adr/0050) --------------------------------------------
+
+
+def _revision(populated):
+    return populated["document"].revisions.get()
+
+
+STAFF_READS = [
+    (lambda p: _review_url(p["thread"]), ModerationAction.Action.VIEW_REVIEW,
+     "Opened the review: transcript, snapshots, feedback and workspace"),
+    (lambda p: _change(p["thread"]), ModerationAction.Action.VIEW_ADMIN, "Opened the thread's admin page"),
+    (lambda p: _change(p["document"]), ModerationAction.Action.VIEW_ADMIN, "Opened the document and its list of versions"),
+    (lambda p: _change(_revision(p)), ModerationAction.Action.VIEW_ADMIN, "Opened version 1 of the document"),
+    (lambda p: _change(p["snapshot"]), ModerationAction.Action.VIEW_ADMIN, "Opened the snapshot of turn 1"),
+    (lambda p: f"/threads/{p['thread'].pk}/staff-view/", ModerationAction.Action.VIEW_WORKSPACE,
+     "Opened the read-only workspace view"),
+]
+
+
+@pytest.mark.parametrize("url, action, detail", STAFF_READS)
+def test_staff_reads_of_a_threads_content_are_recorded(staff_client, staff, populated, url, action, detail):
+    thread = populated["thread"]
+    before = ModerationAction.objects.count()
+    assert staff_client.get(url(populated)).status_code == 200
+    record = ModerationAction.objects.order_by("-pk").first()
+    assert ModerationAction.objects.count() == before + 1
+    assert (record.thread_id, record.staff_user, record.action, record.detail) == (thread.pk, staff, action, detail)
+    # Listed in the thread's moderation history, where staff's changes are.
+    assert escape(detail) in staff_client.get(_change(thread)).content.decode()
+
+
+def test_lists_and_refused_requests_record_nothing(staff_client, client, django_user_model, populated):
+    before = ModerationAction.objects.count()
+    for model in ("thread", "document", "snapshot"):
+        assert staff_client.get(_changelist(populated[model])).status_code == 200
+    assert staff_client.post(_review_url(populated["thread"])).status_code == 405
+    # Staff without the permission to view threads are refused, and nothing is recorded.
+    client.force_login(django_user_model.objects.create_user(username="bare-staff", is_staff=True))
+    for url, _action, _detail in STAFF_READS:
+        assert client.get(url(populated)).status_code == 403
+    assert ModerationAction.objects.count() == before

@@ -672,3 +672,50 @@ async def test_a_selection_moved_by_an_edit_before_it_is_found_again_and_a_rewri
     await _write_document(thread, "Rewritten entirely.")
     reading = await database_sync_to_async(selectors.workspace_reading_for)(thread=thread)
     assert selection_in(reading, selection) is None
+
+
+# --- per person: open pages and running turns (docs/adr/0051) -------------------
+
+
+async def test_one_person_opens_at_most_the_limit_of_pages_and_a_closed_one_frees_its_place(
+    owner, other_user, thread, script, sockets, settings,
+):
+    settings.HAICO_MAX_OPEN_PAGES = 3
+    opened = [await sockets(thread.pk, owner) for _ in range(3)]
+    refused = await open_socket(thread.pk, owner)
+    try:
+        notice = await refused.receive_from()
+        assert "You have 3 HAICO pages open, the most at once" in notice and "close one" in notice
+        assert (await refused.receive_output())["code"] == 4429
+    finally:
+        await refused.disconnect()
+    # Someone else is not counted with them.
+    mine = await database_sync_to_async(thread_create)(owner=other_user)
+    await sockets(mine.pk, other_user)
+    # Closing a page frees its place at once.
+    await opened[0].disconnect()
+    again = await sockets(thread.pk, owner)
+    await again.send_to(text_data=json.dumps({"action": "stop"}))
+    assert "No turn is running" in await again.receive_from()
+
+
+async def test_one_person_runs_at_most_the_limit_of_turns_at_once_across_threads(owner, thread, script, sockets, settings):
+    settings.HAICO_MAX_RUNNING_TURNS = 2
+    slow = Reply(text="a slow answer that takes a good while to stream", token_delay=0.2)
+    script(slow, slow, default=Reply(text="quick"))
+    threads = [thread, *[await database_sync_to_async(thread_create)(owner=owner) for _ in range(2)]]
+    busy = []
+    for running in threads[:2]:
+        socket = await sockets(running.pk, owner)
+        await socket.send_to(text_data=_send("work on this"))
+        busy.append(socket)
+    third = await sockets(threads[2].pk, owner)
+    await third.send_to(text_data=_send("and this"))
+    frames = await frame_containing(third, 'id="chat-notice"')
+    assert any("You have 2 turns running in other threads, the most at once" in f for f in frames)
+    assert (await _db(threads[2]))["turn_index"] == 0  # nothing stored
+    for socket in busy:
+        await frames_until_turn_end(socket)
+    await third.send_to(text_data=_send("and this"))
+    await frames_until_turn_end(third)
+    assert (await _db(threads[2]))["turn_index"] == 1

@@ -171,3 +171,23 @@ async def test_a_missing_or_revoked_token_is_refused_over_http(thread, owner, mc
             assert response.headers["www-authenticate"].startswith("Bearer")
         foreign = await http.post("/mcp", json={}, headers={"Host": "evil.example", "Authorization": f"Bearer {secret}"})
         assert foreign.status_code == 400
+
+
+async def test_requests_with_wrong_tokens_from_one_address_are_limited(thread, owner, mcp_endpoint, settings):
+    settings.HAICO_RATE_MCP_AUTH_FAILURES = "5/minute"
+    _token, secret = await sync_to_async(token_create)(user=owner, name="Real one")
+    from haico_site.asgi import application
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=application, client=("10.0.0.5", 1234)),
+                                  base_url="http://localhost") as http:
+        for n in range(5):
+            wrong = await http.post("/mcp", json=body, headers={"Authorization": f"Bearer haico_guess{n}"})
+            assert wrong.status_code == 401
+        limited = await http.post("/mcp", json=body, headers={"Authorization": f"Bearer {secret}"})
+        assert limited.status_code == 429
+        assert limited.json()["error"]["message"].startswith("Too many requests with a missing or wrong access token")
+        assert 0 < int(limited.headers["retry-after"]) <= 60
+    # Another address, with its right token, is answered.
+    async with _client(secret) as client:
+        assert (await client.list_tools()).tools

@@ -99,16 +99,32 @@ def test_the_admin_thread_page_links_to_it_as_view_on_site(staff_client, thread)
     assert "Read-only view for staff." in staff_client.get(link.group(1)).content.decode()
 
 
-def test_a_staff_member_who_is_not_superuser_can_view_with_the_admins_permission_to_view_threads(
-    client, django_user_model, thread
-):
-    from django.contrib.auth.models import Permission
+def test_a_staff_member_who_is_not_superuser_can_view_too(client, django_user_model, thread):
+    from django.contrib.auth.models import Group, Permission
 
+    moderators = Group.objects.create(name="Moderators")
+    moderators.permissions.add(Permission.objects.get(codename="view_thread", content_type__app_label="workspace"))
     moderator = django_user_model.objects.create_user(username="moderator", password=PASSWORD, is_staff=True)
+    moderator.groups.add(moderators)
     client.force_login(moderator)
-    # Staff without it cannot open the admin's review of a thread, and not this either.
-    assert client.get(url(thread)).status_code == 404
-    assert not ModerationAction.objects.exists()
-    moderator.user_permissions.add(Permission.objects.get(codename="view_thread", content_type__app_label="workspace"))
     assert client.get(url(thread)).status_code == 200
     assert ModerationAction.objects.get().staff_user == moderator
+
+
+def test_staff_without_the_permission_to_view_threads_get_403_as_in_the_admin(client, django_user_model, thread):
+    from django.contrib.auth.models import Permission
+
+    bare = django_user_model.objects.create_user(username="bare-staff", password=PASSWORD, is_staff=True)
+    client.force_login(bare)
+    response = client.get(url(thread))
+    assert response.status_code == 403 and "Not allowed" in response.content.decode()
+    assert "Lit review" not in response.content.decode()
+    admin_review = client.get(f"/admin/workspace/thread/{thread.pk}/review/")
+    assert admin_review.status_code == 403
+    assert not ModerationAction.objects.exists()
+    # Given the admin's permission to view threads, they see it (and it is recorded).
+    bare.user_permissions.add(Permission.objects.get(codename="view_thread", content_type__app_label="workspace"))
+    client.force_login(django_user_model.objects.get(pk=bare.pk))
+    assert client.get(url(thread)).status_code == 200
+    assert client.get(f"/admin/workspace/thread/{thread.pk}/review/").status_code == 200
+    assert ModerationAction.objects.filter(thread=thread, staff_user=bare).count() == 2

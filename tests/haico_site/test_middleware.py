@@ -125,3 +125,45 @@ def test_an_htmx_post_with_a_stale_csrf_token_flashes_reload_and_changes_nothing
     assert not Todo.objects.filter(thread=thread).exists()
     plain = page.post(ws_url(thread, "plan/add/"), {"text": "small"})
     assert plain.status_code == 403
+
+
+# --- a signed-in person's pages are never cached (PrivatePagesMiddleware) --------
+
+
+def _cache_control(response) -> set[str]:
+    return {part.strip() for part in response.get("Cache-Control", "").split(",") if part.strip()}
+
+
+@pytest.mark.parametrize("path", [
+    "/threads/", "/threads/{thread}/workspace/", "/threads/{thread}/export/", "/threads/{thread}/workspace/plan/",
+    "/accounts/tokens/", "/threads/{thread}/no-such-page/", "/accounts/login/",
+])
+def test_every_response_to_a_signed_in_person_is_private_and_not_stored(owner_client, thread, path):
+    response = owner_client.get(path.format(thread=thread.pk))
+    assert {"private", "no-store"} <= _cache_control(response), (path, response.status_code)
+    assert "public" not in _cache_control(response)
+
+
+def test_a_view_that_said_how_to_cache_keeps_it_made_private(owner_client, thread):
+    response = owner_client.get("/admin/", follow=False)  # the admin's never_cache, for someone not staff
+    assert {"private", "no-store"} <= _cache_control(response)
+
+
+def test_anonymous_pages_and_static_files_are_left_alone(owner, rf):
+    from django.http import HttpResponse
+
+    from haico_site.middleware import PrivatePagesMiddleware
+
+    assert "no-store" not in _cache_control(Client().get("/accounts/signup/"))
+
+    def static_file(request):
+        response = HttpResponse("body { }", content_type="text/css")
+        response["Cache-Control"] = "public, max-age=3600"
+        return response
+
+    request = rf.get("/static/css/haico.css")
+    request.user = owner
+    assert PrivatePagesMiddleware(static_file)(request)["Cache-Control"] == "public, max-age=3600"
+    request = rf.get("/threads/")
+    request.user = owner
+    assert _cache_control(PrivatePagesMiddleware(static_file)(request)) == {"private", "no-store", "max-age=3600"}

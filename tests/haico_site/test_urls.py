@@ -186,8 +186,10 @@ class Owned:
 @dataclass(frozen=True)
 class StaffOnly:
     """A read-only page for staff about something a person owns: staff get
-    it; everyone else 404 (its owner too), anonymous visitors the login;
-    nothing but GET. writes: what a staff visit records (the moderation log)."""
+    it; everyone else 404 (its owner too), staff without the permission to
+    view threads 403 (as the admin answers them), anonymous visitors the
+    login; nothing but GET. writes: what a staff visit records (the
+    moderation log)."""
 
     kwargs: dict
     writes: bool = True
@@ -531,6 +533,11 @@ def _check_staff_only(route, spec, world, owner, other_user, staff):
         response, changed = send(client_for(None), method, path, data={})
         assert is_login_redirect(response, login) or response.status_code in (401, 403, 405), (route.key, method)
         assert not changed, f"{route.key} {method} by an anonymous visitor changed the database"
+    bare_staff = type(staff).objects.create_user(username="staff-without-permissions", is_staff=True)
+    response, changed = send(client_for(bare_staff), "GET", path)
+    assert response.status_code == 403 and SECRET not in body(response) and not changed, (
+        f"{route.key}: staff without the permission to view threads get {response.status_code}"
+    )
     staff_client = client_for(staff)
     response, changed = send(staff_client, "GET", path)
     assert response.status_code == 200 and SECRET in body(response), f"{route.key}: staff do not get the page"

@@ -142,3 +142,21 @@ def test_csv_of_a_document_artifact_or_a_broken_chart_is_refused(thread):
         exports.artifact_csv(_artifact(thread, "document", {"content": "x"}))
     with pytest.raises(ExportRefused, match="could not be read"):
         exports.artifact_csv(_artifact(thread, "bar_chart", {"data": []}))
+
+
+@pytest.mark.parametrize("cell", [
+    "\n=1+1", " =1+1", "\u00a0=1+1", "\u2003+cmd|' /C calc'!A0", "\t=1", "\r=1", "\u200b@SUM(A1)", "\x01-2+3",
+    " \n\u00a0 =HYPERLINK(\"http://x\")", "\uff1d1+1", "-", "@",
+])
+def test_a_formula_behind_spaces_line_breaks_or_invisible_characters_is_defused(thread, cell):
+    artifact = _artifact(thread, "data_table", {"columns": ["Cell"], "rows": [[cell]]})
+    [_header, [written]] = _rows(exports.artifact_csv(artifact))
+    assert written == "'" + cell or written == "'" + cell.strip(), repr(written)
+    assert written.startswith("'")
+
+
+@pytest.mark.parametrize("cell", ["plain text", " indented text", "-5", " 2.5", "1e3", "", "   ", "a=b", "x-1"])
+def test_text_and_numbers_are_written_as_they_are(thread, cell):
+    artifact = _artifact(thread, "data_table", {"columns": ["Cell"], "rows": [[cell]]})
+    rows = _rows(exports.artifact_csv(artifact))
+    assert not any(value.startswith("'") for row in rows for value in row), rows

@@ -1,10 +1,23 @@
-"""Writing an imported archive's workspace into a new thread (docs/adr/0025).
+"""Writing an imported archive's workspace into a new thread (docs/adr/0025,
+docs/adr/0049).
 
-The thread is brand new and shown only once the import has finished, so
+The thread is brand new and hidden until the import has finished, so
 nothing is announced: its page renders it whole when first opened. The data
-was checked by workspace.archive.parse_workspace."""
+was checked by workspace.archive.parse_workspace. A large archive is written
+in many short transactions rather than one long one (which would keep every
+other person's writes waiting on SQLite), so the writes come in parts the
+import (conversations.archive) groups into transactions: the live workspace,
+then the histories in chunks, then the snapshots one by one, in turn order
+(each is stored as a delta against the one before it). Every row keeps the
+time the archive gives it; one without a time gets `now`."""
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from functools import partial
 
 from django.db import transaction
+from django.utils import timezone
 
 from ..models import (
     Artifact,
@@ -20,16 +33,15 @@ from ..models import (
 from .snapshots import snapshot_store
 
 
+def _time(value: datetime | None, now: datetime) -> datetime:
+    return value if value is not None else now
+
+
 @transaction.atomic
-def workspace_restore(*, thread: Thread, workspace: dict) -> None:
+def workspace_restore_current(*, thread: Thread, workspace: dict) -> None:
+    """The live workspace: objective, preferences, plan, the document as it is now."""
     if workspace["objective"] is not None:
         Objective.objects.create(thread=thread, text=workspace["objective"])
-    ObjectiveRevision.objects.bulk_create(
-        ObjectiveRevision(
-            thread=thread, text=r["text"], author=r["author"], token_name=r["token"], turn_index=r["turn"]
-        )
-        for r in workspace["objective_history"]
-    )
     Preference.objects.bulk_create(
         Preference(thread=thread, position=position, **preference)
         for position, preference in enumerate(workspace["preferences"])
@@ -42,28 +54,98 @@ def workspace_restore(*, thread: Thread, workspace: dict) -> None:
         row = Document.objects.create(
             thread=thread, title=document["title"], content=document["content"], version=document["version"]
         )
-        DocumentRevision.objects.bulk_create(
-            DocumentRevision(
-                document=row, version=r["version"], title=r["title"], content=r["content"], author=r["author"],
-                token_name=r["token"], turn_index=r["turn"],
-            )
-            for r in document["revisions"]
-        )
         DocumentReviewDecision.objects.bulk_create(
             DocumentReviewDecision(document=row, turn_index=d["turn"], hunk=d["hunk"], decision=d["decision"])
             for d in document["review_decisions"]
         )
-    Artifact.objects.bulk_create(
-        Artifact(thread=thread, artifact_type=a["artifact_type"], title=a["title"], payload=a["payload"], turn_index=a["turn"])
-        for a in workspace["artifacts"]
+
+
+@transaction.atomic
+def objective_history_restore(*, thread: Thread, rows: list[dict]) -> None:
+    now = timezone.now()
+    ObjectiveRevision.objects.bulk_create(
+        ObjectiveRevision(thread=thread, text=r["text"], author=r["author"], token_name=r["token"],
+                          turn_index=r["turn"], created_at=_time(r["at"], now))
+        for r in rows
     )
-    for snapshot in sorted(workspace["snapshots"], key=lambda s: s["turn"]):
-        snapshot_store(
-            thread=thread, turn_index=snapshot["turn"], user_message=snapshot["user_message"],
-            document_title=snapshot["document_title"], document_content=snapshot["document_content"],
-            objective_text=snapshot["objective"], preferences=snapshot["preferences"],
-            todos=[
-                {"text": step["text"], "done": step["done"], "position": position, "depth": step["depth"]}
-                for position, step in enumerate(snapshot["plan"])
-            ],
+
+
+@transaction.atomic
+def document_revisions_restore(*, thread: Thread, rows: list[dict]) -> None:
+    document = Document.objects.get(thread=thread)
+    now = timezone.now()
+    DocumentRevision.objects.bulk_create(
+        DocumentRevision(
+            document=document, version=r["version"], title=r["title"], content=r["content"], author=r["author"],
+            token_name=r["token"], turn_index=r["turn"], created_at=_time(r["at"], now),
         )
+        for r in rows
+    )
+
+
+@transaction.atomic
+def artifacts_restore(*, thread: Thread, rows: list[dict]) -> None:
+    now = timezone.now()
+    Artifact.objects.bulk_create(
+        Artifact(thread=thread, artifact_type=a["artifact_type"], title=a["title"], payload=a["payload"],
+                 turn_index=a["turn"], created_at=_time(a["at"], now))
+        for a in rows
+    )
+
+
+@transaction.atomic
+def snapshot_restore(*, thread: Thread, snapshot: dict) -> None:
+    """One snapshot; call them in turn order (each is stored against the one before)."""
+    snapshot_store(
+        thread=thread, turn_index=snapshot["turn"], user_message=snapshot["user_message"],
+        document_title=snapshot["document_title"], document_content=snapshot["document_content"],
+        objective_text=snapshot["objective"], preferences=snapshot["preferences"],
+        todos=[
+            {"text": step["text"], "done": step["done"], "position": position, "depth": step["depth"]}
+            for position, step in enumerate(snapshot["plan"])
+        ],
+        captured_at=_time(snapshot["at"], timezone.now()),
+    )
+
+
+# A part writes at most this many rows or characters of text, so no part
+# keeps the database busy for long whatever the archive holds.
+PART_MAX_ROWS = 100
+PART_MAX_CHARS = 500_000
+
+
+def _chunks(rows: list[dict], size) -> Iterator[list[dict]]:
+    chunk, chars = [], 0
+    for row in rows:
+        if chunk and (len(chunk) >= PART_MAX_ROWS or chars + size(row) > PART_MAX_CHARS):
+            yield chunk
+            chunk, chars = [], 0
+        chunk.append(row)
+        chars += size(row)
+    if chunk:
+        yield chunk
+
+
+def workspace_restore_parts(*, thread: Thread, workspace: dict) -> list[Callable[[], None]]:
+    """The writes that restore `workspace` into the new `thread`, in the
+    order they must run, each a small transaction of its own; the import
+    runs them (conversations.archive)."""
+    parts = [partial(workspace_restore_current, thread=thread, workspace=workspace)]
+    parts += [
+        partial(objective_history_restore, thread=thread, rows=rows)
+        for rows in _chunks(workspace["objective_history"], lambda r: len(r["text"]))
+    ]
+    if workspace["document"] is not None:
+        parts += [
+            partial(document_revisions_restore, thread=thread, rows=rows)
+            for rows in _chunks(workspace["document"]["revisions"], lambda r: len(r["content"]) + len(r["title"]))
+        ]
+    parts += [
+        partial(artifacts_restore, thread=thread, rows=rows)
+        for rows in _chunks(workspace["artifacts"], lambda a: len(json.dumps(a["payload"])))
+    ]
+    parts += [
+        partial(snapshot_restore, thread=thread, snapshot=snapshot)
+        for snapshot in sorted(workspace["snapshots"], key=lambda s: s["turn"])
+    ]
+    return parts

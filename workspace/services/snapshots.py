@@ -5,8 +5,10 @@ delta against the same field of the thread's previous snapshot when that is
 smaller (docs/adr/0015): a turn that changed nothing costs three references."""
 
 import json
+from datetime import datetime
 
 from django.db import transaction
+from django.utils import timezone
 
 from .. import content_store, selectors
 from ..models import ContentBlob, Thread, WorkspaceSnapshot
@@ -41,10 +43,11 @@ def snapshot_capture(*, thread: Thread, turn_index: int, user_message: str) -> W
 
 def snapshot_store(
     *, thread: Thread, turn_index: int, user_message: str, document_title: str, document_content: str,
-    objective_text: str | None, preferences: list[dict], todos: list[dict],
+    objective_text: str | None, preferences: list[dict], todos: list[dict], captured_at: datetime | None = None,
 ) -> WorkspaceSnapshot:
     """Write one snapshot, its texts stored against the thread's previous
-    snapshot (the turn's capture, or an imported archive's, in turn order)."""
+    snapshot (the turn's capture, or an imported archive's, in turn order,
+    with the archive's time)."""
     previous = (
         WorkspaceSnapshot.objects.filter(thread=thread, turn_index__lt=turn_index)
         .select_related("document_body", "preferences_body", "todos_body")
@@ -64,4 +67,5 @@ def snapshot_store(
         objective_text=objective_text,
         preferences_body=stored(snapshot_json(preferences), "preferences_body"),
         todos_body=stored(snapshot_json(todos), "todos_body"),
+        captured_at=captured_at or timezone.now(),
     )

@@ -1,6 +1,8 @@
 """`manage.py mcp_stdio`: the MCP server over stdin/stdout, for desktop
 agents that start it as a subprocess (docs/adr/0026). It acts as the person
-whose access token is in HAICO_TOKEN (or --token), exactly as /mcp does."""
+whose access token is in HAICO_TOKEN (or --token), exactly as /mcp does:
+the token is checked on every request, so revoking it (or deactivating its
+person) stops a running session at once."""
 
 import asyncio
 import os
@@ -23,4 +25,4 @@ class Command(BaseCommand):
         if token is None:
             # stderr: stdout belongs to the protocol.
             raise CommandError("A valid access token is required: set HAICO_TOKEN or pass --token (make one at /accounts/tokens/).")
-        asyncio.run(serve_stdio(token))
+        asyncio.run(serve_stdio(secret))  # checked again on every request

@@ -306,3 +306,23 @@ def test_retry_is_offered_for_the_latest_failed_interrupted_or_cut_off_turn_only
     guard.turn_begin(thread=_fresh(thread), user_message="fourth")
     guard.turn_finish(thread=thread, turn_index=4, status=Turn.Status.COMPLETE, answer="")
     assert guard.retry_message(thread=_fresh(thread), turn=4) == ("fourth", "", None)  # no answer at all
+
+
+def test_a_persons_running_turns_are_counted_from_every_threads_claim(owner, other_user, thread, settings):
+    from conversations.errors import TooManyTurns
+
+    settings.HAICO_MAX_RUNNING_TURNS = 2
+    second = services.thread_create(owner=owner)
+    third = services.thread_create(owner=owner)
+    guard.turn_begin(thread=thread, user_message="one")
+    guard.turn_begin(thread=second, user_message="two")
+    with pytest.raises(TooManyTurns, match="You have 2 turns running in other threads"):
+        guard.turn_begin(thread=third, user_message="three")
+    assert _fresh(third).turn_index == 0 and not Turn.objects.filter(thread=third).exists()
+    # Another person is not counted with them; a claim gone stale (its server died) no longer counts.
+    guard.turn_begin(thread=services.thread_create(owner=other_user), user_message="theirs")
+    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - STALE_TURN_AFTER)
+    assert guard.turn_begin(thread=third, user_message="three")[0] == 1
+    # 0: no limit.
+    settings.HAICO_MAX_RUNNING_TURNS = 0
+    assert guard.turn_begin(thread=services.thread_create(owner=owner), user_message="four")[0] == 1

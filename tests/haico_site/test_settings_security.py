@@ -1,0 +1,57 @@
+"""Production settings (DEBUG off) as `manage.py check --deploy` and a
+browser see them: the deployment check is clean, HSTS lasts a year with the
+subdomains and asks for the browsers' preload list only when told to
+(HAICO_HSTS_PRELOAD, docs/adr/0051). Each run is a subprocess configured
+from the environment, as production is."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+
+HEADER = """
+import django
+django.setup()
+from django.test import Client
+response = Client().get("/accounts/login/", HTTP_HOST="haico.example.com", secure=True)
+print(response.status_code, response.headers.get("Strict-Transport-Security"))
+"""
+
+
+def _production(args, tmp_path, **extra) -> subprocess.CompletedProcess:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "DJANGO_", "HAICO_", "SECURE_"))},
+        "DJANGO_SETTINGS_MODULE": "haico_site.settings",
+        "DEBUG": "False",
+        "SECRET_KEY": "a-production-like-secret-key-for-the-deploy-check-" + "x" * 30,
+        "ALLOWED_HOSTS": "haico.example.com",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        **extra,
+    }
+    return subprocess.run([sys.executable, *args], cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_the_deployment_check_is_clean_with_production_settings(tmp_path):
+    result = _production(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_hsts_is_a_year_with_subdomains_and_no_preload_by_default(tmp_path):
+    result = _production(["-c", HEADER], tmp_path)
+    assert result.stdout.split(None, 1) == ["200", "max-age=31536000; includeSubDomains\n"], result.stderr
+
+
+def test_preload_is_asked_for_only_when_told_to(tmp_path):
+    result = _production(["-c", HEADER], tmp_path, HAICO_HSTS_PRELOAD="1")
+    assert result.stdout.split(None, 1) == ["200", "max-age=31536000; includeSubDomains; preload\n"], result.stderr
+    check = _production(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], tmp_path, HAICO_HSTS_PRELOAD="1")
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_preload_with_less_than_a_year_refuses_to_start_and_says_why(tmp_path):
+    result = _production(["-c", HEADER], tmp_path, HAICO_HSTS_PRELOAD="1", HAICO_HSTS_SECONDS="3600")
+    assert result.returncode != 0
+    assert "HAICO_HSTS_PRELOAD=1 needs HAICO_HSTS_SECONDS of at least 31536000" in result.stderr
