@@ -9,9 +9,10 @@ live layer gives it (`deliver`) or the layer brings (`thread.fragment`).
 Close codes: 4401 not logged in, or the session ended (logged out, which
 closes the session's sockets at once; or a password change elsewhere, a
 deactivated account, an expired session, caught before acting on the next
-message: conversations.sessions), 4404 not your thread (or deleted). Both
-are sent after accepting, with a notice first, so the page can say why; the
-htmx ws extension does not reconnect on them.
+message: conversations.sessions), 4403 the account waits for staff approval
+(conversations.approval), 4404 not your thread (or deleted). All are sent
+after accepting, with a notice first, so the page can say why; the htmx ws
+extension does not reconnect on them.
 
 Messages (JSON; `ws-send` posts the form fields plus a HEADERS object):
   {"message": "...", "model": "...", "mode": "..."}
@@ -50,6 +51,7 @@ from workspace.selectors import thread_for_user
 from workspace.text import encodable
 
 from . import trajectory
+from .approval import WAITING_MESSAGE, is_waiting
 from .branching import discard_branch, fork_thread
 from .forms import MODE_MESSAGE, checked_selection
 from .live import group_name, publisher
@@ -66,6 +68,7 @@ RENEW_GROUP_SECONDS = 3600
 RESYNC = '<div hx-swap-oob="beforeend:#live-inbox"><template data-live-patch="resync"></template></div>'
 
 CLOSE_UNAUTHENTICATED = 4401
+CLOSE_WAITING = 4403
 CLOSE_NOT_FOUND = 4404
 
 NOT_FOUND_MESSAGE = "This thread does not exist or is not yours."
@@ -85,7 +88,10 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             await self._refuse(LOGIN_MESSAGE, CLOSE_UNAUTHENTICATED)
             return
         thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
-        self.thread = await database_sync_to_async(thread_for_user)(user=user, thread_id=thread_id)
+        waiting, self.thread = await database_sync_to_async(_open_thread)(user=user, thread_id=thread_id)
+        if waiting:
+            await self._refuse(WAITING_MESSAGE, CLOSE_WAITING)
+            return
         if self.thread is None:
             await self._refuse(NOT_FOUND_MESSAGE, CLOSE_NOT_FOUND)
             return
@@ -316,6 +322,13 @@ class ThreadConsumer(AsyncWebsocketConsumer):
                 await self.send(text_data=event["html"] + RESYNC)
                 return
         await self.send(text_data=event["html"])
+
+
+def _open_thread(*, user, thread_id):
+    """(whether the account waits for approval, the person's thread or None), in one database hop."""
+    if is_waiting(user):
+        return True, None
+    return False, thread_for_user(user=user, thread_id=thread_id)
 
 
 def _parse(text_data) -> dict | None:

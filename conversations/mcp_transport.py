@@ -4,7 +4,8 @@ for desktop agents (the `mcp_stdio` management command). The tools and what
 they do are conversations.mcp_server's.
 
 HTTP: every request carries `Authorization: Bearer <token>`; a missing,
-unknown or revoked token is answered 401 before the SDK sees the request,
+unknown, revoked or expired token (or one whose account waits for approval)
+is answered 401, with a message saying which, before the SDK sees the request,
 and the Host header must be one Django allows (ALLOWED_HOSTS), as for every
 other request. The SDK's session manager runs stateless with JSON answers
 (no session survives a request, so any server process can answer any
@@ -28,7 +29,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from .mcp_server import SERVER_INSTRUCTIONS, call_tool, mcp_tools
 from .models import AccessToken
-from .tokens import token_for_secret
+from .tokens import REQUIRED, TokenRefused, token_check
 
 logger = logging.getLogger("haico.conversations.mcp")
 
@@ -134,12 +135,12 @@ class HttpEndpoint:
             await _answer(send, 400, "This host is not allowed.")
             return
         secret = _bearer(scope)
-        token = await sync_to_async(token_for_secret, thread_sensitive=False)(secret) if secret else None
-        if token is None:
-            await _answer(
-                send, 401, "A valid access token is required (Authorization: Bearer <token>; make one at /accounts/tokens/).",
-                ((b"www-authenticate", b'Bearer realm="haico"'),),
-            )
+        try:
+            if not secret:
+                raise TokenRefused(REQUIRED)
+            token = await sync_to_async(token_check, thread_sensitive=False)(secret)
+        except TokenRefused as exc:
+            await _answer(send, 401, exc.message, ((b"www-authenticate", b'Bearer realm="haico"'),))
             return
         manager = await self._running_manager()
         await manager.handle_request({**scope, TOKEN_SCOPE_KEY: token}, receive, send)

@@ -4,6 +4,7 @@ The thread itself is workspace.models.Thread (docs/adr/0006)."""
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from workspace.models import Thread
 
@@ -245,6 +246,10 @@ class AccessToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # None: until revoked. After it, the token is refused (401) with a message saying so.
+    expires_at = models.DateTimeField(null=True, blank=True)
+    # Lists and reads threads only; every tool that writes is refused (conversations.mcp_server).
+    read_only = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -254,5 +259,67 @@ class AccessToken(models.Model):
         return f"{self.name} ({self.prefix}…)"
 
     @property
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
+
+    @property
     def is_active(self) -> bool:
-        return self.revoked_at is None
+        return self.revoked_at is None and not self.is_expired
+
+
+class Account(models.Model):
+    """What staff decide about one person (docs/adr/0061, 0064): whether
+    their account still waits for approval, and their own token limits.
+
+    A person without a row is approved and has the site's limits: only
+    sign-up with HAICO_SIGNUP_APPROVAL on, or staff, make one. A limit of
+    None is the site's (HAICO_DAILY_TOKEN_LIMIT / HAICO_MONTHLY_TOKEN_LIMIT),
+    0 is no limit."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account")
+    waiting_for_approval = models.BooleanField(default=False)
+    approved_at = models.DateTimeField(null=True, blank=True)
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    daily_token_limit = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Tokens per UTC day; empty: the site's limit; 0: no limit."
+    )
+    monthly_token_limit = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Tokens per UTC month; empty: the site's limit; 0: no limit."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "account (approval and token limits)"
+        verbose_name_plural = "accounts (approval and token limits)"
+        indexes = [models.Index(fields=["waiting_for_approval"], name="account_waiting_idx")]
+
+    def __str__(self):
+        return f"account of {self.user}"
+
+
+class Invite(models.Model):
+    """A single-use sign-up link staff made (HAICO_SIGNUP=invite,
+    docs/adr/0061). Only the SHA-256 of its random secret is kept: the link
+    is shown once, when it is made."""
+
+    secret_sha256 = models.CharField(max_length=64, unique=True)
+    # The address it is meant for: sign-up with it uses this email. Blank: anyone holding the link.
+    email = models.EmailField(blank=True)
+    note = models.CharField(max_length=200, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="invites_made"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_by = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="invite_used"
+    )
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"invite for {self.email or 'anyone'} ({self.created_at:%Y-%m-%d})"

@@ -35,6 +35,11 @@ env = environ.Env(
     SECURE_SSL_REDIRECT=(bool, True),
     LOGIN_FAILURE_LIMIT=(int, 5),
     LOGIN_COOLOFF_MINUTES=(int, 15),
+    HAICO_SIGNUP=(str, "open"),
+    HAICO_SIGNUP_APPROVAL=(bool, False),
+    HAICO_INVITE_DAYS=(int, 7),
+    HAICO_DAILY_TOKEN_LIMIT=(int, 0),
+    HAICO_MONTHLY_TOKEN_LIMIT=(int, 0),
 )
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
@@ -78,6 +83,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "haico_site.middleware.AdminInputMiddleware",
+    # After authentication: an account waiting for staff approval reaches
+    # only the waiting page, logging out and its password (docs/adr/0061).
+    "conversations.approval.ApprovalGateMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it turns a lockout into the lockout page.
@@ -100,6 +108,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "conversations.approval.signup_links",
             ],
         },
     },
@@ -195,6 +204,17 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "conversations.account_views.locked_out"
 
+# Who may make an account (docs/adr/0061): "open" (anyone, the development
+# default), "invite" (only with an invite link staff made in the admin) or
+# "closed" (staff make accounts in the admin). With HAICO_SIGNUP_APPROVAL a
+# new account waits for staff approval before it can use anything.
+HAICO_SIGNUP = env("HAICO_SIGNUP").strip().lower()
+if HAICO_SIGNUP not in ("open", "invite", "closed"):
+    raise ImproperlyConfigured(f"HAICO_SIGNUP must be open, invite or closed, not {HAICO_SIGNUP!r}.")
+HAICO_SIGNUP_APPROVAL = env("HAICO_SIGNUP_APPROVAL")
+# How long an invite link stays valid unless staff choose otherwise.
+HAICO_INVITE_DAYS = env("HAICO_INVITE_DAYS")
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "conversations:list"
 LOGOUT_REDIRECT_URL = "login"
@@ -239,6 +259,12 @@ HAICO_TEXT_TOOL_CALLS = env.bool("HAICO_TEXT_TOOL_CALLS", default=True)
 # address they listen on; unset, each process is unique and a dead one's
 # turns are released once its claims go stale (conversations.turns.guard).
 HAICO_INSTANCE = env.str("HAICO_INSTANCE", default="")
+
+# Tokens (input + output, as the provider reports them) one person may use
+# per UTC day and per UTC month, 0 for no limit; staff override them per
+# person in the admin (conversations.quotas, docs/adr/0064).
+HAICO_DAILY_TOKEN_LIMIT = env("HAICO_DAILY_TOKEN_LIMIT")
+HAICO_MONTHLY_TOKEN_LIMIT = env("HAICO_MONTHLY_TOKEN_LIMIT")
 
 # --- Limits (documented in README) ---
 HAICO_DOCUMENT_MAX_CHARS = 200_000
