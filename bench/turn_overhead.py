@@ -143,7 +143,7 @@ async def time_floor(ws: Workspace, saver, steps: int, counter: list[int]) -> fl
 # HAICO builds its agent once per model per process (agent.builder), so the
 # bench does too: one scripted model; each turn appends the replies it will consume.
 model = ScriptedChatModel(script=[])
-registry.agents = AgentProvider(model_factory=lambda name: model)
+registry.agents = AgentProvider(model_factory=lambda _model: model)
 
 
 async def time_haico(ws: Workspace, steps: int, answer: str = ANSWER) -> float:

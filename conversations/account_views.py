@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from . import approval, signup as signups
 from .forms import SignupForm
+from .usage import person_usage
 
 
 def _signup_refused(request, message: str, *, status: int):
@@ -56,6 +57,13 @@ def waiting(request):
     if not approval.is_waiting(request.user):
         return redirect("conversations:list")
     return render(request, "registration/waiting.html", {"message": approval.WAITING_MESSAGE})
+
+
+@login_required
+@require_GET
+def usage(request):
+    """The person's own model usage: today, this month, per model, and their token limits (docs/adr/0063)."""
+    return render(request, "registration/usage.html", person_usage(user=request.user))
 
 
 def locked_out(request, original_response=None, credentials=None):

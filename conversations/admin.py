@@ -369,5 +369,5 @@ admin.site.unregister(AccessAttempt)
 admin.site.register(AccessAttempt, AccessAttemptAdmin)
 
 
-# Who may get in: invites, approval and token limits (a module of its own).
-from . import admin_accounts  # noqa: E402,F401
+# Who may get in: invites, approval and token limits; and the model usage (modules of their own).
+from . import admin_accounts, admin_usage  # noqa: E402,F401

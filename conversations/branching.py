@@ -31,7 +31,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from agent.history import read_messages
-from agent.model import ModelNotConfigured, available_models
+from agent import catalogue
+from agent.model import ModelNotConfigured
 from agent.seeding import (
     HistoryNotSplittable,
     history_prefix,
@@ -191,12 +192,14 @@ def rerun_plan(*, source: Thread, turn_index: int, user: AbstractBaseUser, messa
             raise BranchRefused(f"The message of turn {turn_index} was not recorded, so it cannot be run again.")
         message = original
     message = clean_user_message(message)
-    models = available_models()
+    models = catalogue.choices_for(user)
     if not models:
         # Refused before forking: a branch whose turn cannot run would be empty.
         raise BranchRefused(ModelNotConfigured().message)
-    model = row.model_name if row is not None and row.model_name in models else None
-    return message, model
+    registry.person_may_start(user)  # the same: the person's token limit is reached
+    # The turn's own model while the person may still use it, else their default.
+    chosen = catalogue.find(models, row.model_name) if row is not None and row.model_name else None
+    return message, chosen.key if chosen else None
 
 
 def rerun_in_branch(*, source: Thread, turn_index: int, user: AbstractBaseUser, message: str | None = None) -> Thread:
@@ -225,7 +228,7 @@ def start_in_branch(
     detached from the request (docs/adr/0014)."""
     branch = fork_thread(source=source, turn_index=after_turn, user=user, reason=reason)
     try:
-        async_to_sync(registry.start_turn)(thread=branch, user_message=message, model_name=model_name)
+        async_to_sync(registry.start_turn)(thread=branch, user_message=message, model_name=model_name, user=user)
     except BaseException:
         # A branch without the turn it was made for would be an empty copy.
         discard_branch(branch.pk)

@@ -44,7 +44,8 @@ import logging
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from agent.model import ModelNotConfigured, available_models
+from agent import catalogue
+from agent.model import ModelNotConfigured
 from workspace.errors import UserFacingError
 from workspace.models import Thread
 from workspace.selectors import thread_for_user
@@ -206,10 +207,11 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         except UserFacingError as exc:
             await self._notice(exc.message)
             return
-        if model and model not in available_models():
-            model = None  # no longer offered: the default model
         try:
-            await registry.start_turn(thread=thread, user_message=message, model_name=model, retry_of=int(turn))
+            # A model no longer offered to this person runs with their default (registry.start_turn).
+            await registry.start_turn(
+                thread=thread, user_message=message, model_name=model or None, retry_of=int(turn), user=self.scope["user"]
+            )
         except UserFacingError as exc:
             await self._notice(exc.message)
 
@@ -243,15 +245,19 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         thread = await self._current_thread()
         if thread is None:
             return
-        models = available_models()
+        models = await database_sync_to_async(catalogue.choices_for)(self.scope["user"])
         if not models:
             # Not a turn: no agent would see it, so nothing is stored (no
             # snapshot, no turn number) and the text stays in the box.
             await self.send(text_data=fragments.unsent(message, ModelNotConfigured().message))
             return
-        if model is not None and model not in models:
-            await self._notice(f"Unknown model “{model}”; choose one of: {', '.join(models)}.")
-            return
+        if model is not None:
+            # Only a model this person may use (agent.catalogue), whatever the page sent.
+            chosen = catalogue.find(models, model)
+            if chosen is None:
+                await self._notice(f"Unknown model “{model}”; choose one of: {', '.join(m.label for m in models)}.")
+                return
+            model = chosen.key
         if "continue_thread" in data or "continue_turn" in data:
             await self._continue_from(data, message=message, model=model, mode=mode)
             return
@@ -264,7 +270,8 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             await self._notice(note)
         try:
             turn_index = await registry.start_turn(
-                thread=thread, user_message=message, model_name=model, mode=mode, selection=selection
+                thread=thread, user_message=message, model_name=model, mode=mode, selection=selection,
+                user=self.scope["user"],
             )
         except UserFacingError as exc:  # TurnAlreadyRunning, or a message the guard refuses
             await self._notice(exc.message)
@@ -289,7 +296,9 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             await self._notice(exc.message)
             return
         try:
-            turn_index = await registry.start_turn(thread=branch, user_message=message, model_name=model, mode=mode)
+            turn_index = await registry.start_turn(
+                thread=branch, user_message=message, model_name=model, mode=mode, user=self.scope["user"]
+            )
         except BaseException as exc:
             # A branch without the turn it was made for would be an empty copy.
             await database_sync_to_async(discard_branch)(branch.pk)

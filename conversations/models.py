@@ -323,3 +323,43 @@ class Invite(models.Model):
 
     def __str__(self):
         return f"invite for {self.email or 'anyone'} ({self.created_at:%Y-%m-%d})"
+
+
+class ModelUsage(models.Model):
+    """The tokens of one model call (docs/adr/0063): who it was for, in
+    which thread and turn, at which provider and model, as the provider
+    reported them (`estimated` when it reported none and the text was
+    counted). Written by the turn runner, a batch at a time, never per
+    token; read for the person's usage page, their token limits and the
+    admin's totals."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="model_usage")
+    # Kept when a thread or turn goes (a branch discarded): the tokens were used all the same.
+    thread = models.ForeignKey(Thread, on_delete=models.SET_NULL, null=True, blank=True, related_name="model_usage")
+    turn = models.ForeignKey(Turn, on_delete=models.SET_NULL, null=True, blank=True, related_name="model_usage")
+    turn_index = models.PositiveIntegerField(null=True, blank=True)
+    # None: the environment's provider (or one deleted since; its name stays).
+    provider = models.ForeignKey("agent.Provider", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    provider_name = models.CharField(max_length=100)
+    model = models.CharField(max_length=200)
+    model_key = models.CharField(max_length=200, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    estimated = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "model call"
+        verbose_name_plural = "model calls"
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["user", "created_at"], name="usage_user_time_idx"),
+            models.Index(fields=["created_at"], name="usage_time_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.model} ({self.provider_name}): {self.input_tokens} in, {self.output_tokens} out"
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens

@@ -289,11 +289,15 @@ if not DEBUG:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"require_debug_false": {"()": "django.utils.log.RequireDebugFalse"}},
+    "filters": {
+        "require_debug_false": {"()": "django.utils.log.RequireDebugFalse"},
+        # A model provider's API key never reaches the log (docs/adr/0062).
+        "redact_secrets": {"()": "agent.secrets.RedactSecrets"},
+    },
     "handlers": {
-        "console": {"class": "logging.StreamHandler"},
+        "console": {"class": "logging.StreamHandler", "filters": ["redact_secrets"]},
         # With DEBUG on, Django's console handler already prints these.
-        "errors": {"class": "logging.StreamHandler", "filters": ["require_debug_false"]},
+        "errors": {"class": "logging.StreamHandler", "filters": ["require_debug_false", "redact_secrets"]},
     },
     "loggers": {
         "haico": {"handlers": ["console"], "level": env("HAICO_LOG_LEVEL", default="INFO")},

@@ -108,7 +108,7 @@ def _queries():
 
 def _database():
     """Every row the site's people and models own (sessions and login attempts aside)."""
-    models = [*apps.get_app_config("workspace").get_models(), *apps.get_app_config("conversations").get_models()]
+    models = [model for label in ("workspace", "conversations", "agent") for model in apps.get_app_config(label).get_models()]
     models += [apps.get_model("auth", "User"), apps.get_model("auth", "Group"), apps.get_model("admin", "LogEntry")]
     return {model._meta.label: list(model.objects.order_by("pk").values()) for model in models}
 

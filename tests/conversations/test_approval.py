@@ -61,7 +61,7 @@ def test_every_page_of_a_waiting_account_goes_to_the_waiting_page_and_changes_no
     before = database_rows()
     for method, path in (
         ("get", "/threads/"), ("post", "/threads/new/"), ("get", "/accounts/tokens/"), ("post", "/accounts/tokens/"),
-        ("get", f"/threads/{theirs.pk}/workspace/"), ("post", "/threads/import/"),
+        ("get", f"/threads/{theirs.pk}/workspace/"), ("post", "/threads/import/"), ("get", "/accounts/usage/"),
         ("get", "/"),
     ):
         response = getattr(client, method)(path, {"name": "x"} if method == "post" else None)
