@@ -35,6 +35,11 @@ def is_waiting(user) -> bool:
     return Account.objects.filter(user_id=user.pk, waiting_for_approval=True).exists()
 
 
+def account_waits(user, account: Account | None) -> bool:
+    """is_waiting, for a caller that read the person's account row already."""
+    return account is not None and account.waiting_for_approval and not user.is_staff
+
+
 @transaction.atomic
 def account_hold_for_approval(*, user: AbstractBaseUser) -> Account:
     """A new account that waits until staff approve it."""

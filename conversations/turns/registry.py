@@ -34,7 +34,7 @@ from workspace.models import Thread
 
 from .. import quotas, trajectory
 from .. import usage as model_usage
-from ..approval import WAITING_MESSAGE
+from ..approval import WAITING_MESSAGE, account_waits
 from ..branch_cleanup import discard_abandoned_branches
 from ..errors import ConversationError
 from ..models import Account, Turn
@@ -146,7 +146,7 @@ def person_may_start(person) -> tuple:
     and no token limit is reached (conversations.quotas). One query for the
     account, and one for the usage when they have a limit."""
     account = Account.objects.filter(user_id=person.pk).first()
-    if account is not None and account.waiting_for_approval and not person.is_staff:
+    if account_waits(person, account):
         raise ConversationError(WAITING_MESSAGE)
     windows = quotas.token_windows(user_id=person.pk, account=account)
     quotas.turn_start_check(windows)

@@ -152,3 +152,15 @@ async def test_a_waiting_account_s_token_is_refused_over_mcp(waiting_user):
         assert "waiting for approval" in json.loads(response.content)["error"]
     finally:
         await mcp_transport.http_endpoint.close()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_no_turn_starts_for_a_waiting_account_whatever_calls_the_registry(waiting_user, settings):
+    from conversations.errors import ConversationError
+    from conversations.turns import registry
+
+    settings.OPENAI_BASE_URL, settings.HAICO_MODEL, settings.HAICO_MODELS = "http://127.0.0.1:9/v1", "m", ["m"]
+    own = await sync_to_async(Thread.objects.create)(owner=waiting_user, title="made before")
+    with pytest.raises(ConversationError, match="waiting for approval"):
+        await registry.start_turn(thread=own, user_message="hello")
+    assert await sync_to_async(lambda: Thread.objects.get(pk=own.pk).turn_index)() == 0
