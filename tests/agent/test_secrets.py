@@ -17,6 +17,7 @@ from conversations.models import ActivityLogEntry, Turn
 from conversations.turns import registry
 from tests.support.fake_model import Reply, tool_call
 from tests.support.openai_server import HTTPFailure, OpenAICompatibleServer
+from tests.support.turns import turn_environment  # noqa: F401  (autouse: the turns end and the saver closes here)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
