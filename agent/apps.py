@@ -4,3 +4,5 @@ from django.apps import AppConfig
 class AgentConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "agent"
+    # The admin's heading for the model catalogue (agent.models).
+    verbose_name = "Models and providers"

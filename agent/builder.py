@@ -26,6 +26,7 @@ from langchain_core.language_models import BaseChatModel
 from workspace import selectors
 
 from .approvals import ApprovalMiddleware
+from .catalogue import ModelChoice
 from .context import AgentContext
 from .middleware import (
     ModelTurnRetryMiddleware,
@@ -38,6 +39,7 @@ from .modes import ModeMiddleware, call_limits
 from .prompt import document_version, system_prompt_for
 from .text_calls import TextToolCallsMiddleware
 from .tools.registry import build_tools
+from .usage import TokenLimitMiddleware, UsageMiddleware
 
 DEFAULT_CONTEXT_TOKENS = 60_000
 
@@ -72,7 +74,9 @@ def build_agent(*, model: BaseChatModel, checkpointer=None):
     """The compiled agent graph around `model`; run it with
     `context=AgentContext(thread=..., turn_index=..., mode=...)`."""
     limits = call_limits()
-    middleware = []
+    # Outermost of all: a turn past the person's token limit ends before
+    # anything else of its next model call is done (docs/adr/0064).
+    middleware = [TokenLimitMiddleware()]
     if any(limits.values()):
         # Outermost, so a turn at its limit costs no prompt build: ends the
         # turn with a short message instead of looping forever when a model
@@ -92,6 +96,9 @@ def build_agent(*, model: BaseChatModel, checkpointer=None):
         # Inside the retry, so it judges a reply with the calls its text
         # held (docs/adr/0020).
         middleware.append(TextToolCallsMiddleware())
+    # Innermost around the model: every attempt's tokens, as the provider
+    # reports them (docs/adr/0063).
+    middleware.append(UsageMiddleware())
     # Tool calls the retry refused get their error instead of running.
     middleware.append(RefusedCallsMiddleware())
     # Hard-to-undo calls wait for the person's approval (docs/adr/0017).
@@ -106,38 +113,54 @@ def build_agent(*, model: BaseChatModel, checkpointer=None):
 
 
 class AgentProvider:
-    """The compiled agent for each model name, built on first use.
+    """The compiled agent for each model, built on first use.
 
-    Keyed by the checkpointer too: a saver belongs to one event loop
-    (agent.checkpointer), and a graph compiled with it must not outlive it.
-    `model_factory(name)` makes the chat model (the real ChatOpenAI by
-    default; tests and the bench pass a scripted one)."""
+    A model is a catalogue choice (agent.catalogue.ModelChoice), or the name
+    of one of the environment's models (None: its default). One graph per
+    provider, provider version and model name: a provider's changed URL or
+    key gets a new graph on its next turn (docs/adr/0008, 0062). Keyed by the
+    checkpointer too: a saver belongs to one event loop (agent.checkpointer),
+    and a graph compiled with it must not outlive it. `model_factory(model)`
+    makes the chat model (the real ChatOpenAI by default; tests and the
+    bench pass a scripted one)."""
 
-    def __init__(self, model_factory: Callable[[str | None], BaseChatModel] = get_chat_model):
+    def __init__(self, model_factory: Callable[[object], BaseChatModel] = get_chat_model):
         self.model_factory = model_factory
-        self._graphs: dict[tuple[str | None, int], tuple[object, object]] = {}
+        self._graphs: dict[tuple, tuple[object, object]] = {}
 
     def warm(self, *, checkpointer) -> None:
-        """Compile the default model's agent ahead of the first turn, and load
-        the modules its first model call would (nothing is sent anywhere).
-        Nothing to do when no model is configured."""
+        """Compile the environment's default model's agent ahead of the
+        first turn, and load the modules its first model call would (nothing
+        is sent anywhere). Nothing to compile when it has no model."""
         if not available_models():
             return
-        self.graph(model_name=None, checkpointer=checkpointer)
+        self.graph(model=None, checkpointer=checkpointer)
         for name in FIRST_CALL_IMPORTS:
             importlib.import_module(name)
 
-    def graph(self, *, model_name: str | None, checkpointer):
-        """Raises agent.model.ModelNotConfigured / ValueError as get_chat_model does."""
-        if model_name is None:
+    @staticmethod
+    def _model_key(model) -> tuple:
+        if isinstance(model, ModelChoice):
+            return model.cache_key
+        if model is None:
             configured = available_models()
-            model_name = configured[0] if configured else None
-        key = (model_name, id(checkpointer))
+            model = configured[0] if configured else None
+        return (None, "", model)
+
+    def graph(self, *, model, checkpointer):
+        """Raises agent.model.ModelNotConfigured / ValueError as get_chat_model does."""
+        model_key = self._model_key(model)
+        key = (model_key, id(checkpointer))
         cached = self._graphs.get(key)
         if cached is not None and cached[0] is checkpointer:
             return cached[1]
-        # A different saver (a new event loop): the old graphs are stale.
-        self._graphs = {k: v for k, v in self._graphs.items() if v[0] is checkpointer}
-        graph = build_agent(model=self.model_factory(model_name), checkpointer=checkpointer)
+        # A different saver (a new event loop), or an older version of this
+        # provider: those graphs are stale.
+        provider, version, _name = model_key
+        self._graphs = {
+            k: v for k, v in self._graphs.items()
+            if v[0] is checkpointer and not (provider is not None and k[0][0] == provider and k[0][1] != version)
+        }
+        graph = build_agent(model=self.model_factory(model), checkpointer=checkpointer)
         self._graphs[key] = (checkpointer, graph)
         return graph

@@ -6,6 +6,7 @@ per model per process); LangGraph hands this context to the middleware
 run it was passed to. It is never checkpointed."""
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from workspace.models import DocumentRevision, Thread
 
@@ -47,6 +48,30 @@ class Selection:
 
 
 @dataclass(frozen=True)
+class TokenWindow:
+    """One of a person's token limits as it stood when the run started: the
+    limit, the tokens used in its window before the run, and when it resets."""
+
+    period: str  # "day" or "month" (UTC)
+    limit: int
+    used: int
+    resets_at: datetime
+
+
+@dataclass
+class TokenBudget:
+    """Per run: the person's token limits (agent.usage) and the tokens this
+    run's model calls used so far."""
+
+    windows: tuple[TokenWindow, ...] = ()
+    spent: int = 0
+
+    def exhausted(self) -> TokenWindow | None:
+        """The first limit the run has reached, if any."""
+        return next((w for w in self.windows if w.used + self.spent >= w.limit), None)
+
+
+@dataclass(frozen=True)
 class AgentContext:
     thread: Thread
     turn_index: int = 0
@@ -57,3 +82,4 @@ class AgentContext:
     selection: Selection | None = None
     # Mutable, one per run: the context itself stays frozen.
     seen: Seen = field(default_factory=Seen)
+    budget: TokenBudget = field(default_factory=TokenBudget)

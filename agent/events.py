@@ -103,6 +103,18 @@ class CapReached:
     limit: int
     detail: str = ""
     mode: str = ""  # the mode whose cap it was (agent.modes), if any
+    message: str = ""  # what the person is told, when the cap has its own words (the token limit)
+
+
+@dataclass(frozen=True)
+class ModelCallUsage:
+    """The tokens one model call used (agent.usage): as the provider reported
+    them, or estimated from the text when it reported none."""
+
+    input_tokens: int
+    output_tokens: int
+    estimated: bool = False
+    model: str = ""  # the chat model's own name for itself
 
 
 # The ModelCallRetried of a model call that gave up, set on the exception it raised.

@@ -23,6 +23,8 @@ from pydantic import PrivateAttr
 
 from workspace.text import encodable
 
+from .secrets import REDACTED, redact, remember_secret
+
 # Local OpenAI-compatible servers ignore the key, but the OpenAI SDK refuses
 # to build a client without one.
 PLACEHOLDER_API_KEY = "not-needed"
@@ -130,8 +132,10 @@ def counting_attempts() -> Iterator[ModelAttempts]:
         _attempts.reset(token)
 
 
-def _excerpt(text: str) -> str:
-    text = " ".join(encodable(text).split())
+def _excerpt(text: str, secret: str = "") -> str:
+    if len(secret) >= 4:
+        text = text.replace(secret, REDACTED)
+    text = " ".join(redact(encodable(text)).split())
     return text if len(text) <= BODY_EXCERPT_CHARS else text[: BODY_EXCERPT_CHARS - 1] + "…"
 
 
@@ -141,7 +145,7 @@ def _on_request(request) -> None:
         attempts.request_sent()
 
 
-def _on_response(response) -> None:
+def _on_response(response, secret: str = "") -> None:
     attempts = _attempts.get()
     if attempts is None:
         return
@@ -149,7 +153,7 @@ def _on_response(response) -> None:
     if response.status_code >= 400:
         try:
             response.read()
-            body = _excerpt(response.text)
+            body = _excerpt(response.text, secret)
         except Exception:
             logger.debug("could not read an error response's body", exc_info=True)
     attempts.response_received(response.status_code, body)
@@ -159,7 +163,7 @@ async def _on_request_async(request) -> None:
     _on_request(request)
 
 
-async def _on_response_async(response) -> None:
+async def _on_response_async(response, secret: str = "") -> None:
     attempts = _attempts.get()
     if attempts is None:
         return
@@ -167,20 +171,28 @@ async def _on_response_async(response) -> None:
     if response.status_code >= 400:
         try:
             await response.aread()
-            body = _excerpt(response.text)
+            body = _excerpt(response.text, secret)
         except Exception:
             logger.debug("could not read an error response's body", exc_info=True)
     attempts.response_received(response.status_code, body)
 
 
-def _http_clients() -> dict:
+def _http_clients(*, secret: str = "") -> dict:
     """The SDK's own HTTP clients (its defaults), with the hooks that count
     its retries. One pair per chat model; the agent is compiled once per
-    model (docs/adr/0008)."""
+    model (docs/adr/0008). `secret`, the provider's API key, is blanked out
+    of any error body the hooks keep: some providers echo the key they were
+    sent (docs/adr/0062)."""
+    def on_response(response) -> None:
+        _on_response(response, secret)
+
+    async def on_response_async(response) -> None:
+        await _on_response_async(response, secret)
+
     return {
-        "http_client": openai.DefaultHttpxClient(event_hooks={"request": [_on_request], "response": [_on_response]}),
+        "http_client": openai.DefaultHttpxClient(event_hooks={"request": [_on_request], "response": [on_response]}),
         "http_async_client": openai.DefaultAsyncHttpxClient(
-            event_hooks={"request": [_on_request_async], "response": [_on_response_async]}
+            event_hooks={"request": [_on_request_async], "response": [on_response_async]}
         ),
     }
 
@@ -303,21 +315,29 @@ def _endpoint_configured() -> bool:
     return bool(getattr(settings, "OPENAI_API_KEY", "") or getattr(settings, "OPENAI_BASE_URL", ""))
 
 
-def get_chat_model(model_name: str | None = None) -> HaicoChatOpenAI:
-    """A ChatOpenAI for `model_name` (default: HAICO_MODEL).
+def get_chat_model(model=None) -> HaicoChatOpenAI:
+    """A ChatOpenAI for `model`: a catalogue choice (agent.catalogue.ModelChoice,
+    its provider's URL and key), or the name of one of the environment's
+    models (default: HAICO_MODEL).
 
-    Raises ModelNotConfigured when no model is set up, ValueError for a model
+    Raises ModelNotConfigured when no model is set up, ValueError for a name
     the settings do not offer (the chat's model selector sends a name; it
     must not be able to pick an arbitrary one).
     """
-    models = available_models()
-    if not models:
-        raise ModelNotConfigured()
-    name = model_name or models[0]
-    if name not in models:
-        raise ValueError(f"Unknown model {name!r}; choose one of: {', '.join(models)}.")
-    base_url = settings.OPENAI_BASE_URL or None
-    api_key = settings.OPENAI_API_KEY or PLACEHOLDER_API_KEY
+    from .catalogue import ModelChoice
+
+    if isinstance(model, ModelChoice):
+        name, base_url, api_key = model.model, model.base_url or None, model.api_key or PLACEHOLDER_API_KEY
+    else:
+        models = available_models()
+        if not models:
+            raise ModelNotConfigured()
+        name = model or models[0]
+        if name not in models:
+            raise ValueError(f"Unknown model {name!r}; choose one of: {', '.join(models)}.")
+        base_url = settings.OPENAI_BASE_URL or None
+        api_key = settings.OPENAI_API_KEY or PLACEHOLDER_API_KEY
+    remember_secret(api_key)
     return HaicoChatOpenAI(
         model=name,
         base_url=base_url,
@@ -330,5 +350,5 @@ def get_chat_model(model_name: str | None = None) -> HaicoChatOpenAI:
         # Token usage in streamed replies too; langchain-openai leaves it off
         # by default whenever a custom base URL is set.
         stream_usage=True,
-        **_http_clients(),
+        **_http_clients(secret=api_key),
     )

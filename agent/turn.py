@@ -28,6 +28,7 @@ from .events import (
     Diagnostic,
     DraftWithdrawn,
     ModelCallRetried,
+    ModelCallUsage,
     StepFinished,
     StepsStarted,
     Token,
@@ -106,7 +107,7 @@ def _events(mode: str, payload, seen: set, calls: dict | None = None):
                 yield Token(text)
         return
     if mode == "custom":
-        if isinstance(payload, Diagnostic | ModelCallRetried | CapReached):
+        if isinstance(payload, Diagnostic | ModelCallRetried | CapReached | ModelCallUsage):
             yield payload
         return
     if mode != "updates" or not isinstance(payload, dict):

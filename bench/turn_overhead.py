@@ -53,8 +53,11 @@ from channels.layers import get_channel_layer  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from langchain.agents import create_agent  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage  # noqa: E402
+from langchain_core.messages.utils import count_tokens_approximately  # noqa: E402
 from langchain_core.tools import StructuredTool  # noqa: E402
 
+from agent import catalogue  # noqa: E402
 from agent import checkpointer as checkpointers  # noqa: E402
 from agent.builder import AgentProvider, build_agent  # noqa: E402
 from agent.prompt import build_system_prompt  # noqa: E402
@@ -62,6 +65,7 @@ from agent.tools.registry import build_tools  # noqa: E402
 from conversations import services as conversation_services  # noqa: E402
 from conversations.live import group_name, publisher  # noqa: E402
 from conversations.turns import guard, registry  # noqa: E402
+from conversations.usage import usage_record  # noqa: E402
 from tests.support.fake_model import Reply, ScriptedChatModel, tool_call  # noqa: E402
 from workspace.panels import render_panel  # noqa: E402
 from workspace.services import document as document_services  # noqa: E402
@@ -143,7 +147,7 @@ async def time_floor(ws: Workspace, saver, steps: int, counter: list[int]) -> fl
 # HAICO builds its agent once per model per process (agent.builder), so the
 # bench does too: one scripted model; each turn appends the replies it will consume.
 model = ScriptedChatModel(script=[])
-registry.agents = AgentProvider(model_factory=lambda name: model)
+registry.agents = AgentProvider(model_factory=lambda _model: model)
 
 
 async def time_haico(ws: Workspace, steps: int, answer: str = ANSWER) -> float:
@@ -213,8 +217,25 @@ def component_costs(ws: Workspace, repeats: int) -> dict[str, float]:
         guard.turn_begin(thread=ws.thread, user_message="bench")
         guard.turn_finish(thread=ws.thread, turn_index=ws.thread.turn_index)
 
+    def who_and_which_model():
+        # What a turn's start reads besides the claim (docs/adr/0061, 0062, 0064).
+        registry.person_may_start(ws.user)
+        catalogue.choice_for(ws.user, None)
+
+    prompt = [SystemMessage(build_system_prompt(ws.thread)), HumanMessage("Please tidy up the plan.")]
+    reply = AIMessage(ANSWER)
+
+    def store_usage():
+        usage_record(rows=[{
+            "user_id": ws.user.pk, "thread_id": ws.thread.pk, "turn_index": 1, "provider_name": "bench", "model": "bench",
+            "input_tokens": 1000, "output_tokens": 20,
+        }] * 2)
+
     return {
         "turn claim + snapshot": median_ms(claim_and_snapshot),
+        "who, model, limits at start": median_ms(who_and_which_model),
+        "usage estimate, one call": median_ms(lambda: count_tokens_approximately(prompt) + count_tokens_approximately([reply])),
+        "usage rows of a turn, stored": median_ms(store_usage),
         "system prompt build": median_ms(lambda: build_system_prompt(ws.thread)),
         "render plan panel": median_ms(lambda: render_panel("plan", thread=ws.thread, oob=True)),
         "render objective panel": median_ms(lambda: render_panel("objective", thread=ws.thread, oob=True)),

@@ -1,7 +1,8 @@
-"""Sign-up (a username, a password, an optional email for password resets),
-the password reset's own two views, and the page a login gets once it is
-locked out (django-axes, haico_site.settings: too many wrong passwords for
-one username from one address; docs/adr/0051).
+"""Sign-up (a username, a password, an optional email for password resets;
+open, by invitation or closed: conversations.signup), the page of an
+account waiting for approval, the password reset's own two views, and the
+page a login gets once it is locked out (django-axes, haico_site.settings:
+too many wrong passwords for one username from one address; docs/adr/0051).
 
 Sign-up says when a username is taken: a sign-up form has to, so it does
 tell whoever asks which names exist. Sign-ups are limited per address
@@ -16,12 +17,19 @@ from axes.helpers import get_client_username, get_cool_off
 from axes.utils import reset as axes_reset
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import PasswordResetForm
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
 
-from . import login_limits, ratelimit
+from . import approval, login_limits, ratelimit
+from . import signup as signups
 from .forms import SignupForm
+from .usage import person_usage
+
+
+def _signup_refused(request, message: str, *, status: int):
+    return render(request, "registration/signup_refused.html", {"message": message}, status=status)
 
 logger = logging.getLogger("haico.conversations.accounts")
 RESET_MAIL = "reset-mail"
@@ -31,12 +39,45 @@ RESET_MAIL = "reset-mail"
 def signup(request):
     if request.user.is_authenticated:
         return redirect("conversations:list")
-    form = SignupForm(request.POST or None)
+    # Closed, or by invitation without a valid link: a page saying so, and nothing made.
+    mode, secret, invite = signups.signup_mode(), None, None
+    refused_status = 403 if request.method == "POST" else 200
+    if mode == signups.CLOSED:
+        return _signup_refused(request, signups.CLOSED_MESSAGE, status=refused_status)
+    if mode == signups.INVITE:
+        secret = request.POST.get("invite") or request.GET.get("invite") or ""
+        if not secret:
+            return _signup_refused(request, signups.INVITE_ONLY_MESSAGE, status=refused_status)
+        try:
+            invite = signups.invite_for_secret(secret)
+        except signups.InviteRefused as exc:
+            return _signup_refused(request, exc.message, status=403)
+    form = SignupForm(request.POST or None, invite_email=invite.email if invite else "")
     if request.method == "POST" and form.is_valid():
-        user = form.save()
+        try:
+            user = signups.account_sign_up(form=form, invite_secret=secret)
+        except signups.InviteRefused as exc:
+            return _signup_refused(request, exc.message, status=403)
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        return redirect("waiting" if approval.is_waiting(user) else "conversations:list")
+    context = {"form": form, "invite": secret or ""}
+    return render(request, "registration/signup.html", context, status=400 if form.errors else 200)
+
+
+@login_required
+@require_GET
+def waiting(request):
+    """What a person whose account waits for staff approval sees, and nothing else (conversations.approval)."""
+    if not approval.is_waiting(request.user):
         return redirect("conversations:list")
-    return render(request, "registration/signup.html", {"form": form}, status=400 if form.errors else 200)
+    return render(request, "registration/waiting.html", {"message": approval.WAITING_MESSAGE})
+
+
+@login_required
+@require_GET
+def usage(request):
+    """The person's own model usage: today, this month, per model, and their token limits (docs/adr/0063)."""
+    return render(request, "registration/usage.html", person_usage(user=request.user))
 
 
 def locked_out(request, original_response=None, credentials=None):

@@ -29,6 +29,7 @@ from agent.middleware import (
     TRUNCATED_CALL_ERROR,
 )
 from agent.model import BODY_EXCERPT_CHARS, ModelNotConfigured
+from agent.secrets import redact
 
 from .models import ActivityLogEntry
 
@@ -108,7 +109,7 @@ def _body(exc: openai.APIStatusError) -> str:
         text = exc.response.text
     except (AttributeError, httpx.ResponseNotRead):
         text = str(exc.body or "")
-    text = " ".join(str(text).split())
+    text = " ".join(redact(str(text)).split())
     return text if len(text) <= BODY_EXCERPT_CHARS else text[: BODY_EXCERPT_CHARS - 1] + "…"
 
 
@@ -136,6 +137,8 @@ def cap_reached(event: CapReached) -> Note:
             f"The turn stopped at {whose} limit of {event.limit} model calls. "
             "Everything done so far is kept; send a message to let the assistant continue."
         )
+    elif event.message:
+        message = event.message
     else:
         message = f"The turn reached its limit ({event.cap}: {event.limit})."
     return Note(message=message, kind=Kind.CAP_REACHED, level=Level.WARNING, detail=event.detail)

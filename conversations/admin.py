@@ -335,11 +335,11 @@ class AccessTokenAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Who holds MCP tokens and when they were last used; the secrets are
     not stored, so there is nothing more to see."""
 
-    list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
-    list_filter = (("revoked_at", admin.EmptyFieldListFilter),)
+    list_display = ("name", "user", "prefix", "read_only", "created_at", "expires_at", "last_used_at", "revoked_at")
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter), "read_only")
     search_fields = ("name", "prefix", "user__username")
     list_select_related = ("user",)
-    fields = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
+    fields = ("name", "user", "prefix", "read_only", "created_at", "expires_at", "last_used_at", "revoked_at")
 
 
 def staff_set_preference_locked(*, preference: Preference, locked: bool, staff_user) -> bool:
@@ -455,3 +455,7 @@ class AccessAttemptAdmin(axes_admin.AccessAttemptAdmin):
 
 admin.site.unregister(AccessAttempt)
 admin.site.register(AccessAttempt, AccessAttemptAdmin)
+
+
+# Who may get in: invites, approval and token limits; and the model usage (modules of their own).
+from . import admin_accounts, admin_usage  # noqa: E402,F401

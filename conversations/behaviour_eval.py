@@ -421,7 +421,7 @@ async def run_scenario(
                 await registry.wait_for_turn(thread.pk, timeout=30.0)
             after = await reading(thread=thread)
             status, answer = await database_sync_to_async(_turn_row)(thread, index)
-            graph = provider.graph(model_name=model_name, checkpointer=await checkpointers.get_checkpointer())
+            graph = provider.graph(model=model_name, checkpointer=await checkpointers.get_checkpointer())
             state = await graph.aget_state(turn_config(thread.pk))
             messages = list((state.values or {}).get("messages") or [])
             run.turns.append(

@@ -31,7 +31,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from agent.history import read_messages
-from agent.model import ModelNotConfigured, available_models
+from agent import catalogue
+from agent.model import ModelNotConfigured
 from agent.seeding import (
     HistoryNotSplittable,
     history_prefix,
@@ -196,12 +197,14 @@ def rerun_plan(
             raise BranchRefused(f"The message of turn {turn_index} was not recorded, so it cannot be run again.")
         message = original
     message = clean_user_message(message)
-    models = available_models()
+    models = catalogue.choices_for(user)
     if not models:
         # Refused before forking: a branch whose turn cannot run would be empty.
         raise BranchRefused(ModelNotConfigured().message)
-    model = row.model_name if row is not None and row.model_name in models else None
-    return message, model, row.selection if row is not None else None
+    registry.person_may_start(user)  # the same: the person's token limit is reached
+    # The turn's own model while the person may still use it, else their default.
+    chosen = catalogue.find(models, row.model_name) if row is not None and row.model_name else None
+    return message, chosen.key if chosen else None, row.selection if row is not None else None
 
 
 def rerun_in_branch(
@@ -239,7 +242,7 @@ def start_in_branch(
     try:
         checked, note = checked_selection(thread=branch, raw=selection)
         async_to_sync(registry.start_turn)(
-            thread=branch, user_message=message, model_name=model_name, selection=checked
+            thread=branch, user_message=message, model_name=model_name, selection=checked, user=user
         )
     except BaseException:
         # A branch without the turn it was made for would be an empty copy.

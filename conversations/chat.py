@@ -13,7 +13,7 @@ a failed turn's error message is in the activity log.
 from django.conf import settings
 
 from agent.history import PastTurn, past_turns
-from agent.model import available_models, default_model_name
+from agent import catalogue
 from workspace.models import Thread
 from workspace.selectors import snapshot_messages_for
 
@@ -80,23 +80,24 @@ def chat_turns(*, thread: Thread, user=None) -> list[dict]:
     return shown
 
 
-def chosen_model(thread: Thread) -> str | None:
-    """The model the chat's selector shows: the one last chosen in this
-    thread while it is still offered, else the default."""
-    if thread.chat_model and thread.chat_model in available_models():
-        return thread.chat_model
-    return default_model_name()
+def chosen_model(thread: Thread, models: list) -> str | None:
+    """The key of the model the chat's selector shows: the one last chosen
+    in this thread while it is still offered to the person, else their
+    default (agent.catalogue)."""
+    chosen = (catalogue.find(models, thread.chat_model) if thread.chat_model else None) or next(iter(models), None)
+    return chosen.key if chosen else None
 
 
 def chat_context(*, thread: Thread, user) -> dict:
     running = running_turn(thread)
+    models = catalogue.choices_for(user)
     return {
         "thread": thread,
         "turns": chat_turns(thread=thread, user=user),
         "running": running is not None,
         "running_turn_index": running,
         "awaiting_approval": running is None and awaiting_approval(thread.pk) is not None,
-        "models": available_models(),
-        "default_model": chosen_model(thread),
+        "models": models,
+        "default_model": chosen_model(thread, models),
         "message_max_chars": settings.HAICO_MESSAGE_MAX_CHARS,
     }

@@ -9,10 +9,11 @@ live layer gives it (`deliver`) or the layer brings (`thread.fragment`).
 Close codes: 4401 not logged in, or the session ended (logged out, which
 closes the session's sockets at once; or a password change elsewhere, a
 deactivated account, an expired session, caught before acting on the next
-message: conversations.sessions), 4404 not your thread (or deleted), 4429
-the person has HAICO_MAX_OPEN_PAGES pages open already (docs/adr/0051).
-All are sent after accepting, with a notice first, so the page can say why;
-the htmx ws extension does not reconnect on them.
+message: conversations.sessions), 4403 the account waits for staff approval
+(conversations.approval), 4404 not your thread (or deleted), 4429 the person
+has HAICO_MAX_OPEN_PAGES pages open already (docs/adr/0051). All are sent
+after accepting, with a notice first, so the page can say why; the htmx ws
+extension does not reconnect on them.
 
 Messages (JSON; `ws-send` posts the form fields plus a HEADERS object):
   {"message": "...", "model": "...", "mode": "..."}
@@ -49,13 +50,15 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
-from agent.model import ModelNotConfigured, available_models
+from agent import catalogue
+from agent.model import ModelNotConfigured
 from workspace.errors import UserFacingError
 from workspace.models import Thread
 from workspace.selectors import thread_for_user
 from workspace.text import encodable
 
 from . import ratelimit, staff_view, trajectory
+from .approval import WAITING_MESSAGE, is_waiting
 from .branching import discard_branch, fork_thread
 from .forms import MODE_MESSAGE, checked_selection
 from .live import group_name, publisher
@@ -72,6 +75,7 @@ RENEW_GROUP_SECONDS = 3600
 RESYNC = '<div hx-swap-oob="beforeend:#live-inbox"><template data-live-patch="resync"></template></div>'
 
 CLOSE_UNAUTHENTICATED = 4401
+CLOSE_WAITING = 4403
 CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_MANY = 4429
 
@@ -95,7 +99,10 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             await self._refuse(LOGIN_MESSAGE, CLOSE_UNAUTHENTICATED)
             return
         thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
-        self.thread = await database_sync_to_async(thread_for_user)(user=user, thread_id=thread_id)
+        waiting, self.thread = await database_sync_to_async(_open_thread)(user=user, thread_id=thread_id)
+        if waiting:
+            await self._refuse(WAITING_MESSAGE, CLOSE_WAITING)
+            return
         if self.thread is None:
             await self._refuse(NOT_FOUND_MESSAGE, CLOSE_NOT_FOUND)
             return
@@ -242,15 +249,15 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         except UserFacingError as exc:
             await self._notice(exc.message)
             return
-        if model and model not in available_models():
-            model = None  # no longer offered: the default model
         # The passage the turn asked about goes again, if the document still has it there.
         selection, note = await database_sync_to_async(checked_selection)(thread=thread, raw=stored)
         if note:
             await self._notice(note)
         try:
+            # A model no longer offered to this person runs with their default (registry.start_turn).
             await registry.start_turn(
-                thread=thread, user_message=message, model_name=model, retry_of=int(turn), selection=selection
+                thread=thread, user_message=message, model_name=model or None, retry_of=int(turn),
+                selection=selection, user=self.scope["user"],
             )
         except UserFacingError as exc:
             await self._notice(exc.message)
@@ -285,15 +292,19 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         thread = await self._current_thread()
         if thread is None:
             return
-        models = available_models()
+        models = await database_sync_to_async(catalogue.choices_for)(self.scope["user"])
         if not models:
             # Not a turn: no agent would see it, so nothing is stored (no
             # snapshot, no turn number) and the text stays in the box.
             await self.send(text_data=fragments.unsent(message, ModelNotConfigured().message))
             return
-        if model is not None and model not in models:
-            await self._notice(f"Unknown model “{model}”; choose one of: {', '.join(models)}.")
-            return
+        if model is not None:
+            # Only a model this person may use (agent.catalogue), whatever the page sent.
+            chosen = catalogue.find(models, model)
+            if chosen is None:
+                await self._notice(f"Unknown model “{model}”; choose one of: {', '.join(m.label for m in models)}.")
+                return
+            model = chosen.key
         if "continue_thread" in data or "continue_turn" in data:
             await self._continue_from(data, message=message, model=model, mode=mode)
             return
@@ -306,7 +317,8 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             await self._notice(note)
         try:
             turn_index = await registry.start_turn(
-                thread=thread, user_message=message, model_name=model, mode=mode, selection=selection
+                thread=thread, user_message=message, model_name=model, mode=mode, selection=selection,
+                user=self.scope["user"],
             )
         except UserFacingError as exc:  # TurnAlreadyRunning, or a message the guard refuses
             await self._notice(exc.message)
@@ -335,7 +347,8 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         selection, note = await database_sync_to_async(checked_selection)(thread=branch, raw=data.get("selection"))
         try:
             turn_index = await registry.start_turn(
-                thread=branch, user_message=message, model_name=model, mode=mode, selection=selection
+                thread=branch, user_message=message, model_name=model, mode=mode, selection=selection,
+                user=self.scope["user"],
             )
         except BaseException as exc:
             # A branch without the turn it was made for would be an empty copy.
@@ -483,6 +496,11 @@ def _uncount_page(user_id, windows) -> None:
     for window in windows:
         if window >= current - 1:
             ratelimit.socket_count(user_id, window, -1)
+def _open_thread(*, user, thread_id):
+    """(whether the account waits for approval, the person's thread or None), in one database hop."""
+    if is_waiting(user):
+        return True, None
+    return False, thread_for_user(user=user, thread_id=thread_id)
 
 
 def _parse(text_data) -> dict | None:

@@ -34,6 +34,14 @@ class SignupForm(UserCreationForm):
     class Meta(UserCreationForm.Meta):
         fields = ("username", "email")
 
+    def __init__(self, *args, invite_email: str = "", **kwargs):
+        super().__init__(*args, **kwargs)
+        if invite_email:
+            # The invitation is for this address (conversations.signup): shown, not editable.
+            field = self.fields["email"]
+            field.initial, field.disabled, field.label = invite_email, True, "Email"
+            field.help_text = "The address this invitation was made for."
+
 
 class ChooseModelForm(forms.Form):
     """The chat's model selector; which names are offered is the service's

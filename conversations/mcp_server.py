@@ -21,12 +21,15 @@ same services and lock rules. What MCP adds, and only that:
 - annotations on every tool (read-only; else destructive or only adding,
   idempotent or not), so a client knows which calls to confirm.
 
-A token acts as its person: only their live threads exist for it. What it
-writes is recorded as theirs, through MCP with the token's name (the
-document's and the objective's history), never as an agent turn's. Every
-write is in the thread's activity log with the token's name; the services
-announce it after commit, so open tabs see it live (on one server process
-with the in-memory channel layer, or across processes with Redis).
+A token acts as its person: only their live threads exist for it. A
+read-only token lists and reads (list_threads, get_workspace and the tools
+declared `read_only`); every other tool is refused with READ_ONLY_REFUSAL
+before anything runs. What a token writes is recorded as its person's,
+through MCP with the token's name (the document's and the objective's
+history), never as an agent turn's. Every write is in the thread's activity
+log with the token's name; the services announce it after commit, so open
+tabs see it live (on one server process with the in-memory channel layer,
+or across processes with Redis).
 """
 
 from __future__ import annotations
@@ -82,6 +85,10 @@ SERVER_INSTRUCTIONS = (
 )
 LIST_THREADS = "list_threads"
 GET_WORKSPACE = "get_workspace"
+READ_ONLY_REFUSAL = (
+    "This token is read-only: it can list and read your threads but not change them. "
+    "Make a token that is not read-only at /accounts/tokens/ to use {name}."
+)
 
 
 @dataclass(frozen=True)
@@ -148,6 +155,11 @@ def mcp_tools() -> tuple[McpTool, ...]:
 @lru_cache(maxsize=1)
 def _specs() -> dict[str, ToolSpec]:
     return {spec.name: spec for spec in tool_specs()}
+
+
+def is_read_tool(name: str) -> bool:
+    """Whether the tool only reads: what a read-only token may call."""
+    return name in (LIST_THREADS, GET_WORKSPACE) or (name in _specs() and _specs()[name].read_only)
 
 
 @dataclass(frozen=True)
@@ -233,6 +245,8 @@ def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
         return CallResult(json.dumps({"success": True, "threads": threads}, ensure_ascii=False), False)
     if name != GET_WORKSPACE and name not in _specs():
         return _refused(f"There is no tool named {name!r}. Call tools/list for the tools there are.")
+    if token.read_only and not is_read_tool(name):
+        return _refused(READ_ONLY_REFUSAL.format(name=name))
     if THREAD_FIELD not in arguments:
         return _refused(f"{THREAD_FIELD} is required: the id of one of your threads (list_threads).")
     thread = _thread(token, arguments.pop(THREAD_FIELD))

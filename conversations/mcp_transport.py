@@ -4,10 +4,11 @@ for desktop agents (the `mcp_stdio` management command). The tools and what
 they do are conversations.mcp_server's.
 
 HTTP: every request carries `Authorization: Bearer <token>`; a missing,
-unknown or revoked token is answered 401 before the SDK sees the request,
-with `WWW-Authenticate: Bearer error="invalid_token"`, the reason and where
-the protected-resource metadata is (RFC 9728, conversations.mcp_metadata),
-and counted: past HAICO_RATE_MCP_AUTH_FAILURES from one address, 429.
+unknown, revoked or expired token (or one whose account waits for approval)
+is answered 401 before the SDK sees the request, with a message saying
+which, `WWW-Authenticate: Bearer error="invalid_token"` and where the
+protected-resource metadata is (RFC 9728, conversations.mcp_metadata), and
+counted: past HAICO_RATE_MCP_AUTH_FAILURES from one address, 429.
 The Host header must be one Django allows (ALLOWED_HOSTS), as for every
 other request; the Origin header is checked in front of this app
 (haico_site.mcp_origin). Only POST carries messages: the session manager
@@ -39,11 +40,11 @@ from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 
-from .mcp_metadata import resource_metadata_url
 from . import ratelimit
+from .mcp_metadata import resource_metadata_url
 from .mcp_server import SERVER_INSTRUCTIONS, call_tool, mcp_tools
 from .models import AccessToken
-from .tokens import token_for_secret
+from .tokens import REQUIRED, TokenRefused, token_check
 
 logger = logging.getLogger("haico.conversations.mcp")
 
@@ -53,6 +54,16 @@ MCP_AUTH_FAILURES = "mcp-auth-failures"
 TOKEN_SCOPE_KEY = "haico.mcp_token"
 # The methods /mcp answers; OPTIONS for a browser's preflight (haico_site.mcp_origin).
 ALLOWED_METHODS = "POST, OPTIONS"
+
+
+# Why a request is refused, for the client's person: no bearer token at
+# all, or one that is no (longer a) token; an expired token or an account
+# waiting for approval gets its own reason (conversations.tokens).
+NO_TOKEN = "A valid access token is required: send Authorization: Bearer <token> (make one at /accounts/tokens/)."
+UNKNOWN_TOKEN = (
+    "A valid access token is required: this one is unknown or revoked, or its account is inactive "
+    "(make a new one at /accounts/tokens/)."
+)
 
 
 # The JSON-RPC error a stdio request gets once its token no longer acts
@@ -72,10 +83,11 @@ async def _token_of(ctx) -> AccessToken:
     request = getattr(ctx, "request", None)
     if request is not None:
         return request.scope[TOKEN_SCOPE_KEY]
-    token = await sync_to_async(token_for_secret, thread_sensitive=False)(_stdio_secret) if _stdio_secret else None
-    if token is None:
-        raise MCPError(TOKEN_REFUSED_CODE, TOKEN_REFUSED)
-    return token
+    try:
+        return await sync_to_async(token_check, thread_sensitive=False)(_stdio_secret)
+    except TokenRefused as exc:
+        # Revoked or deactivated since the session started: say so, not "a token is required".
+        raise MCPError(TOKEN_REFUSED_CODE, TOKEN_REFUSED if exc.message == REQUIRED else exc.message) from None
 
 
 async def _list_tools(ctx, params) -> types.ListToolsResult:
@@ -130,15 +142,6 @@ async def answer(send, status: int, message: str, headers: tuple = ()) -> None:
         "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
     })
     await send({"type": "http.response.body", "body": body})
-
-
-def token_refusal(secret: str | None) -> str:
-    if secret is None:
-        return "A valid access token is required: send Authorization: Bearer <token> (make one at /accounts/tokens/)."
-    return (
-        "A valid access token is required: this one is unknown or revoked, or its account is inactive "
-        "(make a new one at /accounts/tokens/)."
-    )
 
 
 def _challenge(scope, message: str) -> bytes:
@@ -219,10 +222,13 @@ class HttpEndpoint:
             )
             return
         secret = _bearer(scope)
-        token = await sync_to_async(token_for_secret, thread_sensitive=False)(secret) if secret else None
-        if token is None:
+        try:
+            if not secret:
+                raise TokenRefused(NO_TOKEN)
+            token = await sync_to_async(token_check, thread_sensitive=False)(secret)
+        except TokenRefused as exc:
             await sync_to_async(ratelimit.hit, thread_sensitive=False)(MCP_AUTH_FAILURES, address, rate)
-            message = token_refusal(secret)
+            message = UNKNOWN_TOKEN if exc.message == REQUIRED else exc.message
             await answer(send, 401, message, ((b"www-authenticate", _challenge(scope, message)),))
             return
         manager = await self._running_manager()

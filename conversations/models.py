@@ -261,6 +261,10 @@ class AccessToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # None: until revoked. After it, the token is refused (401) with a message saying so.
+    expires_at = models.DateTimeField(null=True, blank=True)
+    # Lists and reads threads only; every tool that writes is refused (conversations.mcp_server).
+    read_only = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -270,8 +274,110 @@ class AccessToken(models.Model):
         return f"{self.name} ({self.prefix}…)"
 
     @property
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
+
+    @property
     def is_active(self) -> bool:
-        return self.revoked_at is None
+        return self.revoked_at is None and not self.is_expired
+
+
+class Account(models.Model):
+    """What staff decide about one person (docs/adr/0061, 0064): whether
+    their account still waits for approval, and their own token limits.
+
+    A person without a row is approved and has the site's limits: only
+    sign-up with HAICO_SIGNUP_APPROVAL on, or staff, make one. A limit of
+    None is the site's (HAICO_DAILY_TOKEN_LIMIT / HAICO_MONTHLY_TOKEN_LIMIT),
+    0 is no limit."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account")
+    waiting_for_approval = models.BooleanField(default=False)
+    approved_at = models.DateTimeField(null=True, blank=True)
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    daily_token_limit = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Tokens per UTC day; empty: the site's limit; 0: no limit."
+    )
+    monthly_token_limit = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Tokens per UTC month; empty: the site's limit; 0: no limit."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "account (approval and token limits)"
+        verbose_name_plural = "accounts (approval and token limits)"
+        indexes = [models.Index(fields=["waiting_for_approval"], name="account_waiting_idx")]
+
+    def __str__(self):
+        return f"account of {self.user}"
+
+
+class Invite(models.Model):
+    """A single-use sign-up link staff made (HAICO_SIGNUP=invite,
+    docs/adr/0061). Only the SHA-256 of its random secret is kept: the link
+    is shown once, when it is made."""
+
+    secret_sha256 = models.CharField(max_length=64, unique=True)
+    # The address it is meant for: sign-up with it uses this email. Blank: anyone holding the link.
+    email = models.EmailField(blank=True)
+    note = models.CharField(max_length=200, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="invites_made"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_by = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="invite_used"
+    )
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"invite for {self.email or 'anyone'} ({self.created_at:%Y-%m-%d})"
+
+
+class ModelUsage(models.Model):
+    """The tokens of one model call (docs/adr/0063): who it was for, in
+    which thread and turn, at which provider and model, as the provider
+    reported them (`estimated` when it reported none and the text was
+    counted). Written by the turn runner, a batch at a time, never per
+    token; read for the person's usage page, their token limits and the
+    admin's totals."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="model_usage")
+    # Kept when a thread or turn goes (a branch discarded): the tokens were used all the same.
+    thread = models.ForeignKey(Thread, on_delete=models.SET_NULL, null=True, blank=True, related_name="model_usage")
+    turn = models.ForeignKey(Turn, on_delete=models.SET_NULL, null=True, blank=True, related_name="model_usage")
+    turn_index = models.PositiveIntegerField(null=True, blank=True)
+    # None: the environment's provider (or one deleted since; its name stays).
+    provider = models.ForeignKey("agent.Provider", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    provider_name = models.CharField(max_length=100)
+    model = models.CharField(max_length=200)
+    model_key = models.CharField(max_length=200, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    estimated = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "model call"
+        verbose_name_plural = "model calls"
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["user", "created_at"], name="usage_user_time_idx"),
+            models.Index(fields=["created_at"], name="usage_time_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.model} ({self.provider_name}): {self.input_tokens} in, {self.output_tokens} out"
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
 
 
 class ArchiveImport(models.Model):

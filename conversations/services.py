@@ -7,7 +7,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from agent.model import available_models
+from agent import catalogue
 from workspace.errors import InvalidInput
 from workspace.events import Change, announce
 from workspace.models import Artifact, Thread
@@ -51,16 +51,17 @@ def thread_rename(*, thread: Thread, title: str) -> Thread:
 
 
 @transaction.atomic
-def thread_choose_model(*, thread: Thread, model: str) -> Thread:
-    """Remember the model chosen in the thread's chat; one the server does
-    not offer is refused (it could never answer a turn). Every open tab's
-    Model selector hears of it."""
-    models = available_models()
-    if model not in models:
-        offered = f" Choose one of: {', '.join(models)}." if models else " No model is configured."
+def thread_choose_model(*, thread: Thread, model: str, user: AbstractBaseUser) -> Thread:
+    """Remember the model chosen in the thread's chat (its key,
+    agent.catalogue); one `user` may not use is refused (it could never
+    answer their turn). Every open tab's Model selector hears of it."""
+    models = catalogue.choices_for(user)
+    chosen = catalogue.find(models, model)
+    if chosen is None:
+        offered = f" Choose one of: {', '.join(m.label for m in models)}." if models else " No model is configured."
         raise InvalidInput(f"Unknown model “{model}”.{offered}")
-    updated = Thread.objects.filter(pk=thread.pk).exclude(chat_model=model).update(chat_model=model)
-    thread.chat_model = model
+    updated = Thread.objects.filter(pk=thread.pk).exclude(chat_model=chosen.key).update(chat_model=chosen.key)
+    thread.chat_model = chosen.key
     if updated:
         announce(Change(thread_id=thread.pk, surface="model"))
     return thread

@@ -99,7 +99,7 @@ def thread_choose_model(request, thread_id):
     message = first_error(form) if not form.is_valid() else ""
     if not message:
         try:
-            services.thread_choose_model(thread=thread, model=form.cleaned_data["model"])
+            services.thread_choose_model(thread=thread, model=form.cleaned_data["model"], user=request.user)
         except UserFacingError as exc:
             message = exc.message
     if request.htmx:

@@ -35,6 +35,11 @@ env = environ.Env(
     SECURE_SSL_REDIRECT=(bool, True),
     LOGIN_FAILURE_LIMIT=(int, 5),
     LOGIN_COOLOFF_MINUTES=(int, 15),
+    HAICO_SIGNUP=(str, "open"),
+    HAICO_SIGNUP_APPROVAL=(bool, False),
+    HAICO_INVITE_DAYS=(int, 7),
+    HAICO_DAILY_TOKEN_LIMIT=(int, 0),
+    HAICO_MONTHLY_TOKEN_LIMIT=(int, 0),
 )
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
@@ -82,6 +87,9 @@ MIDDLEWARE = [
     "haico_site.middleware.AccessLimitsMiddleware",
     # A signed-in person's pages are never stored by a browser or proxy cache.
     "haico_site.middleware.PrivatePagesMiddleware",
+    # After authentication: an account waiting for staff approval reaches
+    # only the waiting page, logging out and its password (docs/adr/0061).
+    "conversations.approval.ApprovalGateMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it turns a lockout into the lockout page.
@@ -104,6 +112,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "conversations.approval.signup_links",
             ],
         },
     },
@@ -234,6 +243,17 @@ HAICO_RATE_MCP_AUTH_FAILURES = env.str("HAICO_RATE_MCP_AUTH_FAILURES", default="
 HAICO_MAX_RUNNING_TURNS = env.int("HAICO_MAX_RUNNING_TURNS", default=5)
 HAICO_MAX_OPEN_PAGES = env.int("HAICO_MAX_OPEN_PAGES", default=30)
 
+# Who may make an account (docs/adr/0061): "open" (anyone, the development
+# default), "invite" (only with an invite link staff made in the admin) or
+# "closed" (staff make accounts in the admin). With HAICO_SIGNUP_APPROVAL a
+# new account waits for staff approval before it can use anything.
+HAICO_SIGNUP = env("HAICO_SIGNUP").strip().lower()
+if HAICO_SIGNUP not in ("open", "invite", "closed"):
+    raise ImproperlyConfigured(f"HAICO_SIGNUP must be open, invite or closed, not {HAICO_SIGNUP!r}.")
+HAICO_SIGNUP_APPROVAL = env("HAICO_SIGNUP_APPROVAL")
+# How long an invite link stays valid unless staff choose otherwise.
+HAICO_INVITE_DAYS = env("HAICO_INVITE_DAYS")
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "conversations:list"
 LOGOUT_REDIRECT_URL = "login"
@@ -279,6 +299,12 @@ HAICO_TEXT_TOOL_CALLS = env.bool("HAICO_TEXT_TOOL_CALLS", default=True)
 # turns are released once its claims go stale (conversations.turns.guard).
 HAICO_INSTANCE = env.str("HAICO_INSTANCE", default="")
 
+# Tokens (input + output, as the provider reports them) one person may use
+# per UTC day and per UTC month, 0 for no limit; staff override them per
+# person in the admin (conversations.quotas, docs/adr/0064).
+HAICO_DAILY_TOKEN_LIMIT = env("HAICO_DAILY_TOKEN_LIMIT")
+HAICO_MONTHLY_TOKEN_LIMIT = env("HAICO_MONTHLY_TOKEN_LIMIT")
+
 # --- Limits (documented in README) ---
 HAICO_DOCUMENT_MAX_CHARS = 200_000
 HAICO_MESSAGE_MAX_CHARS = 20_000
@@ -316,11 +342,15 @@ if not DEBUG:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"require_debug_false": {"()": "django.utils.log.RequireDebugFalse"}},
+    "filters": {
+        "require_debug_false": {"()": "django.utils.log.RequireDebugFalse"},
+        # A model provider's API key never reaches the log (docs/adr/0062).
+        "redact_secrets": {"()": "agent.secrets.RedactSecrets"},
+    },
     "handlers": {
-        "console": {"class": "logging.StreamHandler"},
+        "console": {"class": "logging.StreamHandler", "filters": ["redact_secrets"]},
         # With DEBUG on, Django's console handler already prints these.
-        "errors": {"class": "logging.StreamHandler", "filters": ["require_debug_false"]},
+        "errors": {"class": "logging.StreamHandler", "filters": ["require_debug_false", "redact_secrets"]},
     },
     "loggers": {
         "haico": {"handlers": ["console"], "level": env("HAICO_LOG_LEVEL", default="INFO")},

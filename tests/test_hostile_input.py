@@ -36,6 +36,8 @@ FIELDS = [
     "text", "title", "subtitle", "kind", "done", "locked", "direction", "base_version", "content", "artifact",
     "message", "model", "action", "username", "password", "password1", "password2", "email", "next",
     "old_password", "new_password1", "new_password2", "q", "o", "p", "_selected_action", "index",
+    # Sign-up, tokens, the model catalogue and the usage totals (docs/adr/0061-0064).
+    "invite", "name", "expires", "read_only", "days", "note", "base_url", "new_api_key", "since", "until", "user",
 ]
 REFUSED_TEXT = ["a\x00b", "x" * 300_001, "   "]
 ODD_JSON = [1e400, -1, 10**30, -(10**30), "²", "٣", [[[]]], {"a": {"b": 1}}, None, True, 1.5, "\ud800", "a\udfffb"]
@@ -108,7 +110,7 @@ def _queries():
 
 def _database():
     """Every row the site's people and models own (sessions and login attempts aside)."""
-    models = [*apps.get_app_config("workspace").get_models(), *apps.get_app_config("conversations").get_models()]
+    models = [model for label in ("workspace", "conversations", "agent") for model in apps.get_app_config(label).get_models()]
     models += [apps.get_model("auth", "User"), apps.get_model("auth", "Group"), apps.get_model("admin", "LogEntry")]
     return {model._meta.label: list(model.objects.order_by("pk").values()) for model in models}
 
@@ -218,6 +220,7 @@ def _admin_paths():
     yield "/admin/autocomplete/?app_label=workspace&model_name=todo&field_name=thread&term=%00"
     yield "/admin/autocomplete/?app_label=%C2%B2&model_name=%ED%A0%80"
     yield "/admin/%ED%A0%80/"
+    yield "/admin/conversations/modelusage/totals/"
     for model in admin.site._registry:
         base = f"/admin/{model._meta.app_label}/{model._meta.model_name}/"
         yield base

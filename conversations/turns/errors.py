@@ -22,9 +22,9 @@ def safe_error_message(exc: BaseException) -> str:
     if isinstance(exc, openai.RateLimitError):
         return "The model provider is limiting requests right now." + RETRY
     if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-        return "The model server refused the API key; check OPENAI_API_KEY."
+        return "The model server refused the API key; check OPENAI_API_KEY, or the provider's key in the admin's model catalogue."
     if isinstance(exc, openai.NotFoundError):
-        return "The model server does not offer this model; check HAICO_MODEL / HAICO_MODELS."
+        return "The model server does not offer this model; check HAICO_MODEL / HAICO_MODELS, or the admin's model catalogue."
     if isinstance(exc, openai.APIStatusError):
         return f"The model server answered with an error (HTTP {exc.status_code})." + RETRY
     return "Something went wrong while the assistant was working." + RETRY

@@ -16,6 +16,7 @@ INTERRUPTED_STOP = "Interrupted: the server running this turn had stopped; the t
 NO_ANSWER = "The assistant finished without writing an answer."
 AWAITING_APPROVAL = "Waiting for your approval of the change above."
 CUT_OFF = "Cut off: the answer ended before the model finished it."
+TOKEN_LIMIT = "Stopped at your token limit (see Usage under your account)."
 
 # Endings a person may want to run again with the same message.
 RETRYABLE = frozenset({Turn.Status.FAILED, Turn.Status.INTERRUPTED})
@@ -44,4 +45,7 @@ def marker(*, status: str, cut_off: bool = False, notice: str = "", answered: bo
         return Marker("cut-off", notice or CUT_OFF, True)
     if not answered:
         return Marker("notice", notice or NO_ANSWER, True)
+    if notice:
+        # Finished with something to say about how (the token limit, docs/adr/0064).
+        return Marker("notice", notice, False)
     return Marker("", "", False)

@@ -24,16 +24,21 @@ from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
 
+from agent import catalogue
 from agent import checkpointer as checkpointers
 from agent.builder import AgentProvider
-from agent.context import Selection
-from agent.model import available_models
+from agent.catalogue import ModelChoice
+from agent.context import Selection, TokenBudget
 from workspace.errors import UserFacingError
 from workspace.models import Thread
 
-from .. import trajectory
+from .. import quotas, trajectory
+from .. import usage as model_usage
+from ..approval import WAITING_MESSAGE, account_waits
 from ..archive import discard_abandoned_imports
 from ..branch_cleanup import discard_abandoned_branches
+from ..errors import ConversationError
+from ..models import Account, Turn
 from ..live import publisher
 from ..selectors import latest_turn_row
 from . import fragments, guard, outcome
@@ -128,16 +133,63 @@ async def _warm_up() -> None:
         logger.debug("warm-up failed", exc_info=True)
 
 
+@dataclass(frozen=True)
+class _Start:
+    """What a turn starts with, beyond its message (see `_begin`)."""
+
+    turn_index: int
+    turn_id: int | None
+    user_id: int
+    model: ModelChoice | None
+    windows: tuple
+
+
+def person_may_start(person) -> tuple:
+    """The person's token windows, after checking they may start a turn at
+    all: their account does not wait for approval (conversations.approval)
+    and no token limit is reached (conversations.quotas). One query for the
+    account, and one for the usage when they have a limit."""
+    account = Account.objects.filter(user_id=person.pk).first()
+    if account_waits(person, account):
+        raise ConversationError(WAITING_MESSAGE)
+    windows = quotas.token_windows(user_id=person.pk, account=account)
+    quotas.turn_start_check(windows)
+    return windows
+
+
+def _begin(
+    *, thread: Thread, user, user_message: str, model_name: str | None, retry_of: int | None, mode: str,
+    selection: Selection | None,
+) -> _Start:
+    """Everything a turn's start reads and writes, in one database hop: the
+    person may start one, the model it runs with (the key sent while the
+    person may use it, else their default: agent.catalogue), and the turn
+    claimed (turns.guard). Refusals raise before anything is stored."""
+    person = user if user is not None else thread.owner
+    windows = person_may_start(person)
+    choice = catalogue.choice_for(person, model_name)
+    turn_index, _snapshot = guard.turn_begin(
+        thread=thread, user_message=user_message, model_name=choice.key if choice else None, retry_of=retry_of,
+        mode=mode, selection=selection,
+    )
+    turn_id = Turn.objects.filter(thread_id=thread.pk, index=turn_index).values_list("pk", flat=True).first()
+    return _Start(turn_index=turn_index, turn_id=turn_id, user_id=person.pk, model=choice, windows=windows)
+
+
 async def start_turn(
     *, thread: Thread, user_message: str, model_name: str | None = None, retry_of: int | None = None,
     mode: str | None = None,
     selection: Selection | None = None,
+    user=None,
 ) -> int:
     """Claim the thread's single turn slot, snapshot the workspace, and start
     the agent in a server-owned task. Returns the turn index.
 
-    `mode`: the agent's mode for this turn (the one shown when the message
-    was sent); None: the thread's (docs/adr/0018).
+    `model_name`: the key of the model chosen (agent.catalogue); one the
+    person may not use (or None) runs with their default. `mode`: the
+    agent's mode for this turn (the one shown when the message was sent);
+    None: the thread's (docs/adr/0018). `user`: who sent it (the thread's
+    owner by default).
 
     Raises conversations.errors.TurnAlreadyRunning (nothing stored) while
     another turn of this thread runs, in any process.
@@ -149,12 +201,14 @@ async def start_turn(
     detached = contextvars.Context()
     detached.run(_prepare)
     mode = mode or thread.mode
-    turn_index, _snapshot = await database_sync_to_async(guard.turn_begin)(
-        thread=thread, user_message=user_message, model_name=model_name, retry_of=retry_of, mode=mode,
-        selection=selection,
+    start = await database_sync_to_async(_begin)(
+        thread=thread, user=user, user_message=user_message, model_name=model_name, retry_of=retry_of,
+        mode=mode, selection=selection,
     )
+    turn_index = start.turn_index
     turn = TurnRun(
-        thread=thread, turn_index=turn_index, user_message=user_message, model_name=model_name, agents=agents,
+        thread=thread, turn_index=turn_index, user_message=user_message, model=start.model, agents=agents,
+        user_id=start.user_id, turn_id=start.turn_id, budget=TokenBudget(windows=start.windows),
         mode=mode,
         selection=selection,
     )
@@ -171,17 +225,30 @@ async def answer_approval(*, thread: Thread, turn, decision: str) -> int:
     another tab answered first)."""
     detached = contextvars.Context()
     detached.run(_prepare)
-    row = await database_sync_to_async(guard.turn_answer_claim)(thread=thread, turn=turn, decision=decision)
+    row, model, windows = await database_sync_to_async(_claim_answer)(thread=thread, turn=turn, decision=decision)
     resume = Resume(interrupt_id=row.approval.get("interrupt_id") or "", decision=decision, approval=row.approval)
-    # The turn goes on with the model it began with, unless it is no longer
-    # offered, in the mode it began in and about the passage it asked about.
-    model = row.model_name if row.model_name in available_models() else None
+    # The turn goes on with the model it began with (unless its person may
+    # no longer use it: _claim_answer), in the mode it began in and about
+    # the passage it asked about.
     run = TurnRun(
-        thread=thread, turn_index=row.index, user_message=row.user_message, model_name=model,
+        thread=thread, turn_index=row.index, user_message=row.user_message, model=model,
+        user_id=thread.owner_id, turn_id=row.pk, budget=TokenBudget(windows=windows),
         agents=agents, resume=resume, mode=row.mode, selection=stored_selection(row.selection),
     )
     detached.run(_launch, thread, run)
     return row.index
+
+
+def _claim_answer(*, thread: Thread, turn, decision: str) -> tuple:
+    """The waiting turn claimed again, the model it goes on with (the one it
+    began with, unless its person may no longer use it: agent.catalogue),
+    and the person's token windows: a turn paused at its limit ends at its
+    next model call (agent.usage)."""
+    row = guard.turn_answer_claim(thread=thread, turn=turn, decision=decision)
+    person = thread.owner
+    account = Account.objects.filter(user_id=person.pk).first()
+    windows = quotas.token_windows(user_id=person.pk, account=account)
+    return row, catalogue.choice_for(person, row.model_name), windows
 
 
 def _prepare() -> None:
@@ -220,14 +287,18 @@ async def _watch() -> None:
         local = {key: running for key, running in _running.items() if not running.task.done()}
         if not local:
             continue
+        usage: list[tuple[TurnRun, list]] = []
         try:
             answers = {}
             for key, running in local.items():
                 text = running.turn.unsaved_answer()
                 if text is not None:
                     answers[(key, running.turn.turn_index)] = text
-            if answers:
-                await database_sync_to_async(guard.turns_save_answers)(answers=answers)
+                rows = running.turn.unsaved_usage()
+                if rows:
+                    usage.append((running.turn, rows))
+            if answers or usage:
+                await database_sync_to_async(_save_progress)(answers=answers, usage=[r for _, rows in usage for r in rows])
             if loop.time() - last_poll >= CANCEL_POLL_SECONDS:
                 last_poll = loop.time()
                 flagged = await database_sync_to_async(guard.cancel_requested_among)(list(local))
@@ -239,7 +310,18 @@ async def _watch() -> None:
                     turns={key: running.turn.turn_index for key, running in local.items()}
                 )
         except Exception:
+            for turn, rows in usage:
+                turn.keep_usage(rows)  # stored with the next batch, or at the turn's end
             logger.exception("the turn watcher could not reach the database; trying again")
+
+
+def _save_progress(*, answers: dict, usage: list[dict]) -> None:
+    """What running turns streamed, then their model calls' usage, in one
+    database hop (two transactions: the answers are stored whatever happens
+    to the usage)."""
+    if answers:
+        guard.turns_save_answers(answers=answers)
+    model_usage.usage_record(rows=usage)
 
 
 async def request_stop(*, thread: Thread) -> bool:

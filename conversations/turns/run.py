@@ -30,11 +30,13 @@ from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
 from django.template.loader import get_template
+from django.utils import timezone
 from django.utils.html import escape
 
 from agent import checkpointer as checkpointers
 from agent.builder import AgentProvider
-from agent.context import AgentContext, Selection
+from agent.catalogue import ModelChoice
+from agent.context import AgentContext, Selection, TokenBudget
 from agent.events import (
     Answer,
     ApprovalAsked,
@@ -42,6 +44,7 @@ from agent.events import (
     Diagnostic,
     DraftWithdrawn,
     ModelCallRetried,
+    ModelCallUsage,
     StepFinished,
     StepsStarted,
     Token,
@@ -62,6 +65,7 @@ from workspace.models import Thread
 from .. import activity, services, trajectory
 from ..live import publisher
 from ..models import ActivityLogEntry, Turn
+from ..usage import usage_record
 from . import fragments, guard, outcome
 from .errors import safe_error_message
 
@@ -87,6 +91,25 @@ def stored_selection(raw) -> Selection | None:
     if not (isinstance(start, int) and isinstance(end, int) and isinstance(text, str) and text):
         return None
     return Selection(start=start, end=end, text=text)
+def _store_usage(rows: list[dict]) -> None:
+    """The turn's last model calls' usage, in a transaction of its own: the
+    turn's end is recorded whether or not this can be."""
+    try:
+        usage_record(rows=rows)
+    except Exception:
+        logger.exception("could not store the usage of %d model call(s)", len(rows))
+
+
+def _finish(*, usage: list[dict], **kwargs) -> None:
+    """The turn's end, then its last model calls' usage, in one database hop."""
+    guard.turn_finish(**kwargs)
+    _store_usage(usage)
+
+
+def _await_approval(*, usage: list[dict], **kwargs) -> bool:
+    waiting = guard.turn_await_approval(**kwargs)
+    _store_usage(usage)
+    return waiting
 
 
 class TurnStopped(Exception):
@@ -107,19 +130,29 @@ class Resume:
 
 class TurnRun:
     def __init__(
-        self, *, thread: Thread, turn_index: int, user_message: str, model_name: str | None, agents: AgentProvider,
+        self, *, thread: Thread, turn_index: int, user_message: str, model: ModelChoice | None, agents: AgentProvider,
         mode: str = Thread.Mode.EXECUTE,
         resume: Resume | None = None,
         selection: Selection | None = None,
+        user_id: int | None = None,
+        turn_id: int | None = None,
+        budget: TokenBudget | None = None,
     ):
         self.thread = thread
         # The mode travels with the turn (changing it meanwhile is for the
         # next one), and so does the passage the person asked about, shown
-        # to every model call of the turn.
-        self.context = AgentContext(thread=thread, turn_index=turn_index, mode=mode, selection=selection)
+        # to every model call of the turn, and the person's token limits.
+        self.context = AgentContext(
+            thread=thread, turn_index=turn_index, mode=mode, selection=selection, budget=budget or TokenBudget()
+        )
+        # Whose tokens the model calls are, and the turn row they belong to (docs/adr/0063).
+        self.user_id = user_id
+        self.turn_id = turn_id
+        self._usage: list[dict] = []  # rows not stored yet (turns.registry stores them)
+        self.limit_notice = ""  # set when the turn stopped at the person's token limit
         self.turn_index = turn_index
         self.user_message = user_message
-        self.model_name = model_name or None
+        self.model = model  # None: no model for this person (agents.graph says so)
         self.agents = agents
         self.stop_event = asyncio.Event()
         self.shutting_down = False  # set with stop_event by a server shutdown
@@ -168,6 +201,26 @@ class TurnRun:
         turn = self._turn()
         turn["answer_html"] = escape("".join(self.draft))
         return fragments.in_progress(turn)
+
+    def unsaved_usage(self) -> list[dict]:
+        """The model calls' usage rows not stored yet; they are the caller's to store now."""
+        rows, self._usage = self._usage, []
+        return rows
+
+    def keep_usage(self, rows: list[dict]) -> None:
+        """Rows the caller could not store: they go with the next batch."""
+        self._usage = rows + self._usage
+
+    def _usage_row(self, event: ModelCallUsage) -> dict:
+        model = self.model
+        return {
+            "user_id": self.user_id, "thread_id": self.thread.pk, "turn_id": self.turn_id, "turn_index": self.turn_index,
+            "provider_id": model.provider_id if model else None,
+            "provider_name": (model.provider_name if model else "")[:100],
+            "model": (model.model if model else event.model)[:200], "model_key": (model.key if model else "")[:200],
+            "input_tokens": max(0, event.input_tokens), "output_tokens": max(0, event.output_tokens),
+            "estimated": event.estimated, "created_at": timezone.now(),
+        }
 
     def unsaved_answer(self) -> str | None:
         """The answer streamed so far if it grew since it was last stored,
@@ -225,10 +278,12 @@ class TurnRun:
             notice = self.no_answer_notice
         elif cut_off:
             notice = outcome.CUT_OFF
+        elif status == Turn.Status.COMPLETE and self.limit_notice:
+            notice = self.limit_notice
         try:
-            await database_sync_to_async(guard.turn_finish)(
+            await database_sync_to_async(_finish)(
                 thread=self.thread, turn_index=self.turn_index, status=status, answer=answer,
-                cut_off=cut_off, notice=notice,
+                cut_off=cut_off, notice=notice, usage=self.unsaved_usage(),
             )
         except Exception:
             logger.exception("could not release the turn slot of thread %s", self.thread.pk)
@@ -257,8 +312,9 @@ class TurnRun:
         with no process running it, until the person answers (registry.answer_approval)."""
         asked = self.approval
         try:
-            waiting = await database_sync_to_async(guard.turn_await_approval)(
-                thread=self.thread, turn_index=self.turn_index, interrupt_id=asked.interrupt_id, request=asked.request
+            waiting = await database_sync_to_async(_await_approval)(
+                thread=self.thread, turn_index=self.turn_index, interrupt_id=asked.interrupt_id, request=asked.request,
+                usage=self.unsaved_usage(),
             )
         except Exception:
             logger.exception("could not record the approval turn %s of thread %s waits for", self.turn_index, self.thread.pk)
@@ -311,7 +367,7 @@ class TurnRun:
 
     async def _stream(self) -> None:
         saver = await checkpointers.get_checkpointer()
-        self.graph = self.agents.graph(model_name=self.model_name, checkpointer=saver)
+        self.graph = self.agents.graph(model=self.model, checkpointer=saver)
         if self.resume is None:
             events = stream_turn(self.graph, context=self.context, user_message=self.user_message)
         else:
@@ -396,7 +452,12 @@ class TurnRun:
             await self._note(activity.diagnostic(event))
         elif isinstance(event, ModelCallRetried):
             await self._note(activity.retried(event))
+        elif isinstance(event, ModelCallUsage):
+            if self.user_id is not None:
+                self._usage.append(self._usage_row(event))
         elif isinstance(event, CapReached):
+            if event.cap == "tokens":
+                self.limit_notice = outcome.TOKEN_LIMIT
             await self._note(activity.cap_reached(event))
         elif isinstance(event, ApprovalAsked):
             # Several calls of one step may ask: one card at a time; the

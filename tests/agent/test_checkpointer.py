@@ -138,7 +138,7 @@ model = ScriptedChatModel(script=[
     Reply(text="Done on **Postgres**."),
 ])
 
-registry.agents = AgentProvider(model_factory=lambda name: model)
+registry.agents = AgentProvider(model_factory=lambda _model: model)
 
 async def main():
     owner = await sync_to_async(get_user_model().objects.create_user)(username="pg", password="a-long-enough-password")

@@ -101,12 +101,12 @@ def test_client_uses_the_settings_for_endpoint_limits_and_retries(ollama):
 
 def test_the_agent_without_a_model_raises_not_configured(no_model):
     with pytest.raises(ModelNotConfigured):
-        AgentProvider().graph(model_name=None, checkpointer=None)
+        AgentProvider().graph(model=None, checkpointer=None)
 
 
 def test_the_agent_refuses_an_unknown_model(ollama):
     with pytest.raises(ValueError):
-        AgentProvider().graph(model_name="not-offered", checkpointer=None)
+        AgentProvider().graph(model="not-offered", checkpointer=None)
 
 
 # --- counting the SDK's own retries (conversations.activity tells them) ---

@@ -71,7 +71,7 @@ async def test_json_round_trip_runs_the_tool_and_rebuilds_the_prompt(thread, ser
             Reply(text="I recorded the objective: comparing quarterly revenue."),
         ]
     )
-    agent = AgentProvider().graph(model_name=None, checkpointer=InMemorySaver())
+    agent = AgentProvider().graph(model=None, checkpointer=InMemorySaver())
 
     result = await agent.ainvoke({"messages": [HumanMessage("Let's compare revenue")]}, _config("wire-json"), context=AgentContext(thread=thread))
 
@@ -99,7 +99,7 @@ async def test_streamed_tool_call_and_answer_tokens(thread, server):
             Reply(text=answer),
         ]
     )
-    agent = AgentProvider().graph(model_name=None, checkpointer=InMemorySaver())
+    agent = AgentProvider().graph(model=None, checkpointer=InMemorySaver())
 
     events = []
     async for mode, payload in agent.astream(
@@ -150,7 +150,7 @@ async def test_streamed_tool_call_and_answer_tokens(thread, server):
 
 async def test_blank_streamed_reply_is_asked_again_over_the_wire(thread, server):
     server.script([Reply(), Reply(text="Second time lucky.")])
-    agent = AgentProvider().graph(model_name=None, checkpointer=InMemorySaver())
+    agent = AgentProvider().graph(model=None, checkpointer=InMemorySaver())
 
     events = []
     async for mode, payload in agent.astream(
@@ -172,7 +172,7 @@ async def test_provider_error_is_retried_by_the_client(thread, server, settings)
 
     settings.HAICO_MODEL_MAX_RETRIES = 2
     server.script([HTTPFailure(503, "overloaded", retry_after=0), Reply(text="Recovered.")])
-    agent = AgentProvider().graph(model_name=None, checkpointer=InMemorySaver())
+    agent = AgentProvider().graph(model=None, checkpointer=InMemorySaver())
 
     result = await agent.ainvoke({"messages": [HumanMessage("Hi")]}, _config("wire-503"), context=AgentContext(thread=thread))
 

@@ -294,7 +294,7 @@ async def test_the_real_client_sends_an_extracted_call_as_a_valid_history(thread
         settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = server.base_url, ""
         settings.HAICO_MODEL, settings.HAICO_MODELS, settings.HAICO_MODEL_MAX_RETRIES = "small-local", [], 0
         server.script([Reply(text=SHAPES[shape]), Reply(text="I recorded the goal.")])
-        agent = AgentProvider().graph(model_name=None, checkpointer=InMemorySaver())
+        agent = AgentProvider().graph(model=None, checkpointer=InMemorySaver())
         events = [e async for e in stream_turn(agent, context=AgentContext(thread=thread, turn_index=1), user_message="Go")]
 
         assert len(server.requests) == 2  # a history the server refused would have failed the turn (HTTP 400)

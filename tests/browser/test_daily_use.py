@@ -104,18 +104,19 @@ def test_the_model_chosen_in_a_thread_is_still_chosen_after_a_reload(page, start
     sign_up(page, server.url, "ada")
     create_thread(page, server.url)
     model = page.get_by_role("region", name="Chat").get_by_role("combobox", name="Model")
-    expect(model).to_have_value("scripted-model")
+    # The options' values name the provider too (agent.catalogue): the environment's here.
+    expect(model).to_have_value("env:scripted-model")
 
     with page.expect_response(lambda r: r.url.endswith("/model/")):
-        model.select_option("scripted-other")
+        model.select_option(label="scripted-other")
     page.reload()
 
-    expect(page.get_by_role("region", name="Chat").get_by_role("combobox", name="Model")).to_have_value("scripted-other")
+    expect(page.get_by_role("region", name="Chat").get_by_role("combobox", name="Model")).to_have_value("env:scripted-other")
     # Another thread has its own choice: the default until one is made there.
     page.goto(f"{server.url}/threads/")
     page.get_by_role("button", name="New thread", exact=True).click()
     expect(page).not_to_have_url(f"{server.url}/threads/")
-    expect(page.get_by_role("region", name="Chat").get_by_role("combobox", name="Model")).to_have_value("scripted-model")
+    expect(page.get_by_role("region", name="Chat").get_by_role("combobox", name="Model")).to_have_value("env:scripted-model")
 
 
 def test_the_rename_form_keeps_its_row_after_a_refused_title(page, haico_server):

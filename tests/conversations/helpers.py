@@ -15,18 +15,21 @@ from tests.support.fake_model import ScriptedChatModel
 
 class _ScriptedAgents:
     """Stands in for the process's AgentProvider: the real agent (or one with
-    extra tools) around a scripted model; records the model each turn asked for."""
+    extra tools) around a scripted model; records the model each turn asked
+    for (the provider's name for it; None when no model was configured)."""
 
-    def __init__(self, model, extra_tools, model_names):
+    def __init__(self, model, extra_tools, model_names, choices):
         self.model = model
         self.extra_tools = list(extra_tools)
         self.model_names = model_names
+        self.choices = choices
 
     def warm(self, *, checkpointer):
         pass  # a scripted model has nothing to load
 
-    def graph(self, *, model_name, checkpointer):
-        self.model_names.append(model_name)
+    def graph(self, *, model, checkpointer):
+        self.model_names.append(getattr(model, "model", model))
+        self.choices.append(model)
         if self.extra_tools:
             return create_agent(
                 model=self.model,
@@ -45,10 +48,11 @@ class Script:
         self.monkeypatch = monkeypatch
         self.model = None
         self.model_names: list = []
+        self.choices: list = []  # the agent.catalogue.ModelChoice of each turn
 
     def __call__(self, *replies, default=None, extra_tools=()):
         self.model = ScriptedChatModel(script=list(replies), default_reply=default)
-        self.monkeypatch.setattr(registry, "agents", _ScriptedAgents(self.model, extra_tools, self.model_names))
+        self.monkeypatch.setattr(registry, "agents", _ScriptedAgents(self.model, extra_tools, self.model_names, self.choices))
         return self.model
 
 

@@ -114,7 +114,7 @@ async def test_user_text_is_escaped_and_the_model_selector_appears_with_several_
     assert "<script>alert" not in chat and "&lt;script&gt;" in chat
     assert "<img" not in chat
     assert '<select id="chat-model" name="model" class="chat-model" aria-label="Model"' in chat
-    assert '<option value="scripted-default" selected>' in chat
+    assert '<option value="env:scripted-default" selected>scripted-default</option>' in chat
 
 
 async def test_one_model_means_no_selector(owner, thread, model_settings, async_client):

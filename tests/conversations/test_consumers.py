@@ -6,7 +6,7 @@ import re
 import pytest
 from channels.db import database_sync_to_async
 
-from conversations.models import ActivityLogEntry
+from conversations.models import ActivityLogEntry, Turn
 from conversations.services import thread_create, thread_set_mode, thread_soft_delete
 from conversations.turns import registry
 from tests.support.fake_model import Reply, tool_call
@@ -273,9 +273,67 @@ async def test_bad_input_gets_a_clear_error_and_nothing_is_stored(owner, thread,
 async def test_the_chosen_model_is_used_for_the_turn(owner, thread, script, sockets):
     script(Reply(text="ok"))
     socket = await sockets(thread.pk, owner)
-    await socket.send_to(text_data=_send("hi", model="scripted-other"))
+    await socket.send_to(text_data=_send("hi", model="env:scripted-other"))
     await frames_until_turn_end(socket)
     assert script.model_names == ["scripted-other"]
+    assert await database_sync_to_async(lambda: Turn.objects.get(thread=thread).model_name)() == "env:scripted-other"
+
+
+@pytest.fixture
+def lab_models(owner, other_user):
+    """A catalogue provider with a model for everyone and one only for the owner."""
+    from agent.models import CatalogueModel, Provider
+
+    lab = Provider.objects.create(name="Lab", base_url="http://127.0.0.1:9/v1", api_key="sk-lab-key-0123456789")
+    shared = CatalogueModel.objects.create(provider=lab, name="lab-shared", label="Shared")
+    private = CatalogueModel.objects.create(provider=lab, name="lab-private", label="Private", everyone=False)
+    private.people.add(owner)
+    return {"shared": f"catalogue:{shared.pk}", "private": f"catalogue:{private.pk}"}
+
+
+async def test_a_catalogue_model_offered_to_you_runs_your_turn_at_its_provider(owner, thread, script, sockets, lab_models):
+    script(Reply(text="ok"))
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("hi", model=lab_models["private"]))
+    await frames_until_turn_end(socket)
+    [choice] = script.choices
+    assert (choice.key, choice.model, choice.provider_name) == (lab_models["private"], "lab-private", "Lab")
+
+
+async def test_a_model_not_offered_to_you_is_refused_on_the_socket_and_nothing_is_stored(
+    other_user, script, sockets, lab_models
+):
+    """The page offers it only to whom it is offered; a hand-made frame
+    naming it is refused like an unknown model."""
+    theirs = await database_sync_to_async(Thread.objects.create)(owner=other_user, title="Theirs")
+    script(Reply(text="must not run"))
+    socket = await sockets(theirs.pk, other_user)
+    await socket.send_to(text_data=_send("hi", model=lab_models["private"]))
+    html = await socket.receive_from()
+    assert 'id="chat-notice"' in html and f"Unknown model “{lab_models['private']}”" in html
+    assert "Private (Lab)" not in html and "Shared (Lab)" in html
+    assert await socket.receive_nothing(timeout=0.2)
+    stored = await _db(theirs)
+    assert stored["turn_index"] == 0 and stored["snapshots"] == []
+    assert script.model.requests == []
+    # The one offered to everyone runs.
+    await socket.send_to(text_data=_send("hi", model=lab_models["shared"]))
+    await frames_until_turn_end(socket)
+    assert [c.key for c in script.choices] == [lab_models["shared"]]
+
+
+async def test_a_model_taken_from_you_meanwhile_falls_back_to_your_default_on_retry(owner, thread, script, sockets, lab_models):
+    from agent.models import CatalogueModel
+
+    script(Reply(text="ok"), Reply(text="again"))
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("hi", model=lab_models["private"]))
+    await frames_until_turn_end(socket)
+    await database_sync_to_async(Turn.objects.filter(thread=thread).update)(status=Turn.Status.FAILED)
+    await database_sync_to_async(CatalogueModel.objects.filter(name="lab-private").delete)()
+    await socket.send_to(text_data=json.dumps({"action": "retry", "turn": 1}))
+    await frames_until_turn_end(socket)
+    assert [c.key for c in script.choices] == [lab_models["private"], "env:scripted-default"]
 
 
 async def test_without_a_model_the_chat_says_what_to_set_and_stores_nothing(owner, thread, settings, sockets, monkeypatch):

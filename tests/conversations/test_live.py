@@ -174,14 +174,14 @@ async def test_a_mode_chosen_in_one_tab_updates_the_selector_in_another(owner, t
 
 async def test_a_model_chosen_in_one_tab_is_set_in_the_others_selector(owner, thread, sockets, model_settings):
     second_tab = await sockets(thread.pk, owner)
-    response = await sync_to_async(_post)(owner, f"/threads/{thread.pk}/model/", {"model": "scripted-other"})
+    response = await sync_to_async(_post)(owner, f"/threads/{thread.pk}/model/", {"model": "env:scripted-other"})
     assert response.status_code == 200
     html = await second_tab.receive_from(timeout=3)
     assert html == (
         '<div hx-swap-oob="beforeend:#live-inbox"><template data-live-patch="value" data-target="chat-model" '
-        'data-value="scripted-other"></template></div>'
+        'data-value="env:scripted-other"></template></div>'
     )
-    await sync_to_async(_post)(owner, f"/threads/{thread.pk}/model/", {"model": "scripted-other"})
+    await sync_to_async(_post)(owner, f"/threads/{thread.pk}/model/", {"model": "env:scripted-other"})
     assert await second_tab.receive_nothing(timeout=0.3)
 
 

@@ -5,21 +5,24 @@ activity log with the token's name, and the HTTP transport driven by the
 SDK's own client. Runs on SQLite, and on PostgreSQL with DATABASE_URL set."""
 
 import json
+from datetime import timedelta
 
 import httpx2
 import pytest
 from asgiref.sync import sync_to_async
+from django.utils import timezone
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from agent.builder import AgentProvider
 from conversations import mcp_transport
-from conversations.mcp_server import BASE_FIELD, REMOVAL_FIELD, THREAD_FIELD, call_tool, mcp_tools
-from conversations.models import ActivityLogEntry
+from conversations.mcp_server import BASE_FIELD, REMOVAL_FIELD, THREAD_FIELD, call_tool, is_read_tool, mcp_tools
+from conversations.models import AccessToken, ActivityLogEntry
 from conversations.tokens import token_create, token_revoke
 from conversations.turns import registry
 from tests.support.fake_model import Reply
 from tests.support.openai_server import OpenAICompatibleServer
+from tests.support.web import database_rows
 from workspace.models import Preference
 from workspace.selectors import document_for
 from workspace.services import preferences as preference_services
@@ -191,3 +194,67 @@ async def test_requests_with_wrong_tokens_from_one_address_are_limited(thread, o
     # Another address, with its right token, is answered.
     async with _client(secret) as client:
         assert (await client.list_tools()).tools
+# --- read-only tokens and expiry (docs/adr/0026) ---------------------------------------------
+
+
+async def test_a_read_only_token_lists_and_reads_and_every_write_is_refused(thread, owner, mcp_endpoint):
+    await sync_to_async(preference_services.preference_add)(thread=thread, title="Kept", kind="soft", respect_lock=False)
+    _token, secret = await sync_to_async(token_create)(user=owner, name="Reader", read_only=True)
+    before = await sync_to_async(database_rows)()
+    async with _client(secret) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        assert tools == {t.name for t in mcp_tools()}
+        threads = json.loads((await client.call_tool("list_threads", {})).content[0].text)
+        assert [t["id"] for t in threads["threads"]] == [str(thread.pk)]
+        workspace = await client.call_tool("get_workspace", {THREAD_FIELD: str(thread.pk)})
+        assert not workspace.is_error and "Kept" in workspace.content[0].text
+        for name in ("list_preferences", "list_todos", "list_artifacts"):
+            read = await client.call_tool(name, {THREAD_FIELD: str(thread.pk), "action_and_reasoning": WHY})
+            assert not read.is_error, (name, read.content[0].text)
+        writes = sorted(tools - {name for name in tools if is_read_tool(name)})
+        assert {"add_preferences", "update_document", "set_objective", "remove_preferences"} <= set(writes)
+        for name in writes:
+            refused = await client.call_tool(name, {
+                THREAD_FIELD: str(thread.pk), BASE_FIELD: 1, "action_and_reasoning": WHY, "text": "x",
+                "items": [{"title": "Sneaked in", "kind": "soft"}], "content": "overwritten", "indices": [1],
+            })
+            assert refused.is_error, name
+            assert _envelope(refused.content[0])["error"].startswith("This token is read-only"), name
+    assert await sync_to_async(database_rows)() == {**before, **await sync_to_async(_token_rows)()}
+
+
+def _token_rows():
+    """The token's last-used time is the one thing a read may write."""
+    from django.apps import apps
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        table = apps.get_model("conversations", "AccessToken")._meta.db_table
+        cursor.execute(f"SELECT * FROM {connection.ops.quote_name(table)} ORDER BY 1")
+        return {"conversations.AccessToken": cursor.fetchall()}
+
+
+async def test_an_expired_token_gets_401_saying_it_expired(thread, owner, mcp_endpoint):
+    token, secret = await sync_to_async(token_create)(user=owner, name="Week", expires_in_days=7)
+    async with _client(secret) as client:
+        assert (await client.list_tools()).tools
+    await sync_to_async(AccessToken.objects.filter(pk=token.pk).update)(expires_at=timezone.now() - timedelta(minutes=1))
+    from haico_site.asgi import application
+
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=application), base_url="http://localhost") as http:
+        response = await http.post(
+            "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers={"Authorization": f"Bearer {secret}"}
+        )
+    assert response.status_code == 401
+    message = response.json()["error"]["message"]
+    assert message.startswith("This access token expired on ") and "make a new one at /accounts/tokens/" in message
+    assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_the_stdio_server_refuses_an_expired_token_saying_so(owner):
+    from django.core.management import CommandError, call_command
+
+    token, secret = token_create(user=owner, name="Week", expires_in_days=7)
+    AccessToken.objects.filter(pk=token.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    with pytest.raises(CommandError, match="This access token expired on"):
+        call_command("mcp_stdio", token=secret)

@@ -2,17 +2,22 @@
 only as a digest, revoked at once, and only ever the person's own."""
 
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from conversations.models import AccessToken
 from conversations.tokens import (
     MAX_ACTIVE_TOKENS,
+    TokenRefused,
     digest,
+    token_check,
     token_create,
     token_for_secret,
     token_revoke,
 )
+from workspace.errors import InvalidInput
 
 pytestmark = pytest.mark.django_db
 
@@ -80,3 +85,43 @@ def test_the_number_of_live_tokens_is_capped(owner):
 def test_secrets_that_are_not_tokens_find_nothing():
     for secret in ("", "haico_", "not-a-token", "haico_" + "x" * 500, None, 5):
         assert token_for_secret(secret) is None
+
+
+# --- expiry and read-only scope -------------------------------------------------------------
+
+
+def test_a_token_made_to_expire_and_read_only_is_listed_so(owner_client, owner):
+    response = owner_client.post("/accounts/tokens/", {"name": "Reader", "expires": "30", "read_only": "1"})
+    assert response.status_code == 200
+    page = response.content.decode()
+    token = AccessToken.objects.get(user=owner)
+    assert token.read_only and timedelta(days=29, hours=23) < token.expires_at - timezone.now() <= timedelta(days=30)
+    assert "(read-only)" in page and "valid until" in page
+    listed = owner_client.get("/accounts/tokens/").content.decode()
+    assert "Read-only" in listed and token.expires_at.strftime("%-d %b %Y") in listed
+
+
+def test_a_token_by_default_never_expires_and_may_write(owner_client, owner):
+    owner_client.post("/accounts/tokens/", {"name": "Writer"})
+    token = AccessToken.objects.get(user=owner)
+    assert token.expires_at is None and not token.read_only
+    assert "Read and write" in owner_client.get("/accounts/tokens/").content.decode()
+
+
+@pytest.mark.parametrize("expires", ["14", "", "never ", "-1", "9" * 30, "²"])
+def test_an_expiry_not_offered_is_refused(owner_client, owner, expires):
+    response = owner_client.post("/accounts/tokens/", {"name": "x", "expires": expires})
+    assert response.status_code == 400 and "Choose when the token expires" in response.content.decode()
+    assert not AccessToken.objects.exists()
+    with pytest.raises(InvalidInput):
+        token_create(user=owner, name="x", expires_in_days=14)
+
+
+def test_an_expired_token_is_refused_saying_so_and_listed_as_expired(owner_client, owner):
+    token, secret = token_create(user=owner, name="Short", expires_in_days=7)
+    assert token_check(secret).pk == token.pk
+    AccessToken.objects.filter(pk=token.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    with pytest.raises(TokenRefused, match="This access token expired on .* UTC; make a new one at /accounts/tokens/"):
+        token_check(secret)
+    assert token_for_secret(secret) is None
+    assert "Expired" in owner_client.get("/accounts/tokens/").content.decode()

@@ -170,14 +170,15 @@ def _selected_model(client, thread) -> str:
 
 def test_the_model_chosen_in_a_thread_is_offered_again_after_a_reload(owner_client, owner, thread, model_settings):
     other_thread = thread_create(owner=owner, title="Another")
-    assert _selected_model(owner_client, thread) == "scripted-default"
+    assert _selected_model(owner_client, thread) == "env:scripted-default"
 
-    response = owner_client.post(f"/threads/{thread.pk}/model/", {"model": "scripted-other"}, **HTMX)
+    response = owner_client.post(f"/threads/{thread.pk}/model/", {"model": "env:scripted-other"}, **HTMX)
 
     assert response.status_code == 200 and response.content == b""
-    assert Thread.objects.get(pk=thread.pk).chat_model == "scripted-other"
-    assert _selected_model(owner_client, thread) == "scripted-other"
-    assert _selected_model(owner_client, other_thread) == "scripted-default"  # per thread
+    # The key names the provider too (agent.catalogue): here the environment's.
+    assert Thread.objects.get(pk=thread.pk).chat_model == "env:scripted-other"
+    assert _selected_model(owner_client, thread) == "env:scripted-other"
+    assert _selected_model(owner_client, other_thread) == "env:scripted-default"  # per thread
 
 
 def test_an_unknown_model_is_refused_and_nothing_is_remembered(owner_client, thread, model_settings):
@@ -191,9 +192,9 @@ def test_an_unknown_model_is_refused_and_nothing_is_remembered(owner_client, thr
 
 
 def test_a_remembered_model_no_longer_offered_falls_back_to_the_default(owner_client, thread, model_settings):
-    Thread.objects.filter(pk=thread.pk).update(chat_model="scripted-other")
+    Thread.objects.filter(pk=thread.pk).update(chat_model="env:scripted-other")
     model_settings.HAICO_MODELS = ["scripted-default", "scripted-third"]
-    assert _selected_model(owner_client, thread) == "scripted-default"
+    assert _selected_model(owner_client, thread) == "env:scripted-default"
 
 
 def test_another_persons_thread_model_cannot_be_chosen(client, other_user, thread, model_settings):

@@ -34,6 +34,7 @@ from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.apps import apps
 from django.conf import settings
 from django.contrib import admin
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.contenttypes.models import ContentType
 from django.db import transaction
@@ -42,8 +43,11 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from django.urls.resolvers import RegexPattern, RoutePattern
 
+from agent.models import CatalogueModel, Provider
 from conversations import services as conversation_services
-from conversations.models import BranchLink, ModerationAction
+from conversations.approval import account_hold_for_approval
+from conversations.models import BranchLink, ModelUsage, ModerationAction
+from conversations.signup import invite_create
 from conversations.tokens import token_create
 from conversations.turns import guard
 from haico_site.views import STALE_PAGE
@@ -203,6 +207,8 @@ PREF = {**T, "pk": "preference"}
 ROUTES: dict[str, Public | Account | Owned | StaffOnly] = {
     "": Public(),  # the site root redirects to the thread list
     "signup": Public(),
+    "waiting": Account(),
+    "usage": Account(),
     "login": Public(),
     "logout": Public(),
     "password_change": Account(),
@@ -340,6 +346,15 @@ def world(owner, other_user, staff):
     )
     group = Group.objects.create(name=f"Group {SECRET}")
     token, _secret = token_create(user=owner, name=f"Token {SECRET}")
+    invite, _secret = invite_create(created_by=staff, email="invited@example.com", note=f"Invite {SECRET}")
+    account = account_hold_for_approval(user=get_user_model().objects.create_user(username=f"waiting-{SECRET}"))
+    provider = Provider.objects.create(name=f"Provider {SECRET}", base_url="http://127.0.0.1:9/v1", api_key=f"sk-{SECRET}")
+    # Not offered: with no model, Regenerate and Edit answer without branching (ROUTES).
+    catalogue_model = CatalogueModel.objects.create(provider=provider, name=f"model-{SECRET}", enabled=False)
+    model_call = ModelUsage.objects.create(
+        user=owner, thread=thread, turn_index=turn, provider=provider, provider_name=provider.name,
+        model=f"model-{SECRET}", input_tokens=10, output_tokens=2,
+    )
     # The login rate limit's records (django-axes), as staff see them in the admin.
     attempt_fields = {"username": f"user-{SECRET}", "ip_address": "127.0.0.1", "user_agent": "probe",
                       "http_accept": "*/*", "path_info": "/accounts/login/"}
@@ -376,7 +391,7 @@ def world(owner, other_user, staff):
     revision = rows["document"].revisions.order_by("-version").first()
     objective_revision = ObjectiveRevision.objects.filter(thread=thread).first()
     for obj in (thread, selectors.objective_for(thread=thread), objective_revision, preference, step, rows["document"], revision, artifact,
-                snapshot, activity, feedback, branch, moderation, group, token, owner, *login_records):
+                snapshot, activity, feedback, branch, moderation, group, token, owner, invite, account, provider, catalogue_model, model_call, *login_records):
         rows[type(obj)] = obj
     return rows
 

@@ -32,6 +32,9 @@ class Reply:
     tool_calls: list[dict] = field(default_factory=list)
     finish_reason: str | None = None
     token_delay: float = 0.0  # seconds between streamed tokens (for stop / heartbeat tests)
+    # The token counts the test server reports for this reply
+    # ({"prompt_tokens", "completion_tokens"}); None: counted from the text.
+    usage: dict | None = None
 
     @property
     def resolved_finish_reason(self) -> str:

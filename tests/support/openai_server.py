@@ -15,7 +15,12 @@
 `POST /v1/chat/completions` answers in JSON, or as server-sent events when the
 request says `"stream": true`: text one token per event, each tool call's
 arguments split over several events (`args_chunk_chars`), then the
-finish_reason, an optional usage event, and `data: [DONE]`. `GET /v1/models`
+finish_reason, the usage event when the request asks for it
+(`stream_options: {"include_usage": true}`, as OpenAI does), and
+`data: [DONE]`. Usage counts the request's and the reply's characters / 4,
+like a tokenizer would roughly (a Reply's `usage` sets them exactly; a
+`Misbehave(no_usage=True)` reply reports none); `srv.usages` lists what was
+reported, per request. `GET /v1/models`
 lists `models`. A script step is a `Reply` (from tests.support.fake_model), an
 `HTTPFailure` (answer with an error status), a `Misbehave` (a reply sent
 wrong on purpose: hanging, arguments that are not JSON, a stream cut or
@@ -61,6 +66,7 @@ class Misbehave:
     cut_after_tokens  stream: close the connection after this many text
                       tokens, mid-answer, with no finish reason and no [DONE]
     no_finish_reason  stream: end with [DONE] but never send a finish reason
+    no_usage          report no token usage at all (some servers never do)
     """
 
     reply: Reply = field(default_factory=Reply)
@@ -68,6 +74,7 @@ class Misbehave:
     raw_arguments: list[str] | None = None
     cut_after_tokens: int | None = None
     no_finish_reason: bool = False
+    no_usage: bool = False
 
 
 Step = Reply | HTTPFailure | Misbehave | Callable[[dict], "Reply | HTTPFailure | Misbehave"]
@@ -107,6 +114,8 @@ class OpenAICompatibleServer:
         self.default_reply: Step | None = None
         self._script: list[Step] = []
         self._requests: list[dict] = []
+        self._headers: list[dict] = []
+        self._usages: list[dict | None] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._httpd: ThreadingHTTPServer | None = None
@@ -167,6 +176,23 @@ class OpenAICompatibleServer:
             return list(self._requests)
 
     @property
+    def usages(self) -> list[dict]:
+        """The usage reported for each answered request (prompt_tokens,
+        completion_tokens, total_tokens), in order; None where none was sent."""
+        with self._lock:
+            return list(self._usages)
+
+    def _reported(self, usage: dict | None) -> None:
+        with self._lock:
+            self._usages.append(usage)
+
+    @property
+    def request_headers(self) -> list[dict]:
+        """The headers of every chat-completion request (lower-case names), in order."""
+        with self._lock:
+            return list(self._headers)
+
+    @property
     def remaining(self) -> int:
         with self._lock:
             return len(self._script)
@@ -181,9 +207,10 @@ class OpenAICompatibleServer:
             return content or ""
         return ""
 
-    def _next(self, body: dict) -> Reply | HTTPFailure:
+    def _next(self, body: dict, headers: dict | None = None) -> Reply | HTTPFailure:
         with self._lock:
             self._requests.append(body)
+            self._headers.append(headers or {})
             if self._script:
                 step = self._script.pop(0)
             elif self.default_reply is not None:
@@ -229,7 +256,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.app._requests.append(body)
             self._json(400, {"error": {"message": problem, "type": "invalid_request_error", "param": "messages"}})
             return
-        step = self.app._next(body)
+        step = self.app._next(body, {name.lower(): value for name, value in self.headers.items()})
         misbehave = step if isinstance(step, Misbehave) else Misbehave(reply=step) if isinstance(step, Reply) else None
         if misbehave is not None:
             if misbehave.hang_seconds:
@@ -240,12 +267,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(step.status, {"error": {"message": step.message, "type": "server_error"}}, headers)
             return
         model = body.get("model") or self.app.models[0]
+        usage = None if misbehave is not None and misbehave.no_usage else self._usage(step, body)
         try:
             if body.get("stream"):
                 include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-                self._stream(step, model, include_usage, misbehave)
+                cut = misbehave is not None and misbehave.cut_after_tokens is not None
+                self.app._reported(usage if include_usage and not cut else None)
+                self._stream(step, model, usage if include_usage else None, misbehave)
             else:
-                self._json(200, self._completion(step, model, misbehave))
+                self.app._reported(usage)
+                self._json(200, self._completion(step, model, usage, misbehave))
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout, a cancelled turn)
 
@@ -264,11 +295,16 @@ class _Handler(BaseHTTPRequestHandler):
         ]
 
     @staticmethod
-    def _usage(reply: Reply) -> dict:
-        completion = max(1, len(reply.text.split()) + 10 * len(reply.tool_calls))
-        return {"prompt_tokens": 100, "completion_tokens": completion, "total_tokens": 100 + completion}
+    def _usage(reply: Reply, body: dict) -> dict:
+        if reply.usage is not None:
+            prompt, completion = reply.usage["prompt_tokens"], reply.usage["completion_tokens"]
+        else:
+            sent = json.dumps(body.get("messages") or []) + json.dumps(body.get("tools") or [])
+            written = reply.text + "".join(json.dumps(call["args"]) + call["name"] for call in reply.tool_calls)
+            prompt, completion = max(1, len(sent) // 4), max(1, len(written) // 4)
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
-    def _completion(self, reply: Reply, model: str, misbehave: Misbehave | None = None) -> dict:
+    def _completion(self, reply: Reply, model: str, usage: dict | None, misbehave: Misbehave | None = None) -> dict:
         completion_id = self.app._completion_id()
         message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
         if reply.tool_calls:
@@ -279,10 +315,10 @@ class _Handler(BaseHTTPRequestHandler):
             "created": int(time.time()),
             "model": model,
             "choices": [{"index": 0, "message": message, "finish_reason": reply.resolved_finish_reason}],
-            "usage": self._usage(reply),
+            **({"usage": usage} if usage is not None else {}),
         }
 
-    def _stream(self, reply: Reply, model: str, include_usage: bool, misbehave: Misbehave | None = None) -> None:
+    def _stream(self, reply: Reply, model: str, usage: dict | None, misbehave: Misbehave | None = None) -> None:
         completion_id = self.app._completion_id()
         created = int(time.time())
 
@@ -315,8 +351,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self._event(chunk({"tool_calls": [piece]}))
             if misbehave is None or not misbehave.no_finish_reason:
                 self._event(chunk({}, reply.resolved_finish_reason))
-            if include_usage:
-                self._event(chunk(None, usage=self._usage(reply)))
+            if usage is not None:
+                self._event(chunk(None, usage=usage))
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):

@@ -50,10 +50,11 @@ class Command(BaseCommand):
         if base_url is None and api_key == PLACEHOLDER_API_KEY:
             raise CommandError("Give --base-url (for example http://localhost:11434/v1) or set OPENAI_API_KEY.")
 
-        def provider_for(_model):
+        def provider_for(model):
+            # The eval's own endpoint and model, whatever the catalogue offers.
             return AgentProvider(
-                model_factory=lambda name: HaicoChatOpenAI(
-                    model=name,
+                model_factory=lambda _choice: HaicoChatOpenAI(
+                    model=model,
                     base_url=base_url,
                     api_key=api_key,
                     timeout=options["turn_timeout"],

@@ -10,7 +10,7 @@ import os
 from django.core.management.base import BaseCommand, CommandError
 
 from conversations.mcp_transport import serve_stdio
-from conversations.tokens import token_for_secret
+from conversations.tokens import REQUIRED, TokenRefused, token_check
 
 
 class Command(BaseCommand):
@@ -21,8 +21,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         secret = options.get("token") or os.environ.get("HAICO_TOKEN", "")
-        token = token_for_secret(secret) if secret else None
-        if token is None:
+        try:
+            token_check(secret)
+        except TokenRefused as exc:
             # stderr: stdout belongs to the protocol.
-            raise CommandError("A valid access token is required: set HAICO_TOKEN or pass --token (make one at /accounts/tokens/).")
+            hint = " Set HAICO_TOKEN or pass --token." if exc.message == REQUIRED else ""
+            raise CommandError(exc.message + hint) from None
         asyncio.run(serve_stdio(secret))  # checked again on every request

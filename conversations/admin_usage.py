@@ -1,0 +1,101 @@
+"""Staff's view of model usage (docs/adr/0063): every model call, read-only,
+and the totals per person, model and day with a bar chart drawn on the
+server (an SVG, nothing from another origin), reachable from the admin
+index under "Usage and quotas" (templates/admin/index.html)."""
+
+from datetime import timedelta
+
+from django import forms
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.template.response import TemplateResponse
+from django.urls import path
+from django.utils import timezone
+
+from workspace.admin import ReadOnlyAdminMixin
+
+from . import usage
+from .models import ModelUsage
+
+DEFAULT_DAYS = 30
+MAX_DAYS = 366
+CHART_HEIGHT, CHART_BASE, BAR_WIDTH, BAR_GAP = 180, 160, 16, 4
+
+
+class TotalsFilter(forms.Form):
+    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    user = forms.TypedChoiceField(required=False, coerce=int, empty_value=None, label="Person")
+    model = forms.ChoiceField(required=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        people = get_user_model().objects.filter(pk__in=ModelUsage.objects.values("user_id")).order_by("username")
+        self.fields["user"].choices = [("", "Everyone"), *((p.pk, p.get_username()) for p in people)]
+        self.fields["model"].choices = [("", "Every model"), *((m, m) for m in usage.models_used())]
+
+    def clean(self):
+        data = super().clean()
+        today = timezone.now().date()
+        until = data.get("until") or today
+        since = data.get("since") or until - timedelta(days=DEFAULT_DAYS - 1)
+        if since > until:
+            raise forms.ValidationError("The start date comes after the end date.")
+        if (until - since).days + 1 > MAX_DAYS:
+            raise forms.ValidationError(f"Choose at most {MAX_DAYS} days.")
+        data["since"], data["until"] = since, until
+        return data
+
+
+def chart(per_day: list[dict]) -> dict:
+    """Bar geometry for the per-day SVG: bar heights in proportion to the busiest day."""
+    peak = max((row["total"] for row in per_day), default=0)
+    label_every = max(1, len(per_day) // 8)
+    bars = []
+    for i, row in enumerate(per_day):
+        height = round((CHART_BASE - 10) * row["total"] / peak) if peak else 0
+        bars.append({
+            "x": i * (BAR_WIDTH + BAR_GAP) + BAR_GAP, "y": CHART_BASE - height, "height": height,
+            "day": row["day"], "total": row["total"], "label": i % label_every == 0,
+        })
+    return {
+        "bars": bars, "peak": peak, "bar_width": BAR_WIDTH, "base": CHART_BASE, "height": CHART_HEIGHT,
+        "label_y": CHART_HEIGHT - 6, "width": max(200, len(per_day) * (BAR_WIDTH + BAR_GAP) + BAR_GAP),
+    }
+
+
+@admin.register(ModelUsage)
+class ModelUsageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("created_at", "user", "model", "provider_name", "input_tokens", "output_tokens", "estimated", "thread", "turn_index")
+    list_filter = ("estimated", "provider_name", "model", ("user", admin.RelatedOnlyFieldListFilter), "created_at")
+    search_fields = ("user__username", "model", "provider_name", "=thread__id")
+    date_hierarchy = "created_at"
+    list_select_related = ("user", "thread")
+    raw_id_fields = ("user", "thread", "turn", "provider")
+
+    def get_urls(self):
+        totals = path("totals/", self.admin_site.admin_view(self.totals_view), name="conversations_modelusage_totals")
+        return [totals, *super().get_urls()]
+
+    def totals_view(self, request):
+        """Totals per person, model and day, filtered by dates, person and model."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        form = TotalsFilter(request.GET or None)
+        errors = []
+        if form.is_bound and form.is_valid():
+            data = form.cleaned_data
+        else:
+            if form.is_bound:
+                errors = [error for field_errors in form.errors.values() for error in field_errors]
+            blank = TotalsFilter({})
+            blank.is_valid()
+            data = blank.cleaned_data
+        result = usage.totals(since=data["since"], until=data["until"], user_id=data.get("user"), model=data.get("model") or None)
+        context = {
+            **self.admin_site.each_context(request), "opts": self.opts, "title": "Usage per person, model and day",
+            "form": form, "errors": errors, "since": data["since"], "until": data["until"], "result": result,
+            "chart": chart(result["per_day"]),
+        }
+        return TemplateResponse(request, "admin/conversations/modelusage/totals.html", context)

@@ -1,0 +1,87 @@
+"""Token limits per person (docs/adr/0064): how many tokens (input + output,
+as ModelUsage holds them) one person may use per UTC day and per UTC month.
+
+The site's limits are HAICO_DAILY_TOKEN_LIMIT and HAICO_MONTHLY_TOKEN_LIMIT
+(0: none); staff override them per person in the admin
+(conversations.models.Account: empty is the site's, 0 is none). A turn
+that would start with a limit reached is refused before anything is
+stored (`turn_start_check`), saying which limit and when it resets; a turn
+that reaches one on the way ends before its next model call
+(agent.usage.TokenLimitMiddleware), with the windows computed here."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Q, Sum
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from agent.context import TokenWindow
+from agent.usage import DAY, MONTH, limit_message
+
+from .errors import ConversationError
+from .models import Account, ModelUsage
+
+
+class TokenLimitReached(ConversationError):
+    """The person's token limit is reached: no turn starts until it resets."""
+
+
+def day_window(now: datetime) -> tuple[datetime, datetime]:
+    start = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return start, start + timedelta(days=1)
+
+
+def month_window(now: datetime) -> tuple[datetime, datetime]:
+    start = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    end = start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
+    return start, end
+
+
+def limits_for(account: Account | None) -> tuple[int, int]:
+    """(daily, monthly) tokens the person may use; 0 for no limit."""
+    daily = settings.HAICO_DAILY_TOKEN_LIMIT
+    monthly = settings.HAICO_MONTHLY_TOKEN_LIMIT
+    if account is not None:
+        daily = daily if account.daily_token_limit is None else account.daily_token_limit
+        monthly = monthly if account.monthly_token_limit is None else account.monthly_token_limit
+    return max(0, daily or 0), max(0, monthly or 0)
+
+
+def used_since(*, user_id: int, now: datetime) -> tuple[int, int]:
+    """Tokens the person used (today, this month), UTC, in one query."""
+    day_start, _ = day_window(now)
+    month_start, _ = month_window(now)
+    total = Coalesce(Sum("input_tokens"), 0) + Coalesce(Sum("output_tokens"), 0)
+    today = Coalesce(Sum("input_tokens", filter=Q(created_at__gte=day_start)), 0) + Coalesce(
+        Sum("output_tokens", filter=Q(created_at__gte=day_start)), 0
+    )
+    row = ModelUsage.objects.filter(user_id=user_id, created_at__gte=min(day_start, month_start)).aggregate(
+        month=total, today=today
+    )
+    return row["today"], row["month"]
+
+
+def token_windows(*, user_id: int, account: Account | None, now: datetime | None = None) -> tuple[TokenWindow, ...]:
+    """The person's limits with what they used of each, daily first; () with
+    no limit (and then nothing is read)."""
+    daily, monthly = limits_for(account)
+    if not daily and not monthly:
+        return ()
+    now = now or timezone.now()
+    today, month = used_since(user_id=user_id, now=now)
+    windows = []
+    if daily:
+        windows.append(TokenWindow(period=DAY, limit=daily, used=today, resets_at=day_window(now)[1]))
+    if monthly:
+        windows.append(TokenWindow(period=MONTH, limit=monthly, used=month, resets_at=month_window(now)[1]))
+    return tuple(windows)
+
+
+def turn_start_check(windows: tuple[TokenWindow, ...], now: datetime | None = None) -> None:
+    """Raise TokenLimitReached (nothing is stored) when a limit is reached."""
+    for window in windows:
+        if window.used >= window.limit:
+            raise TokenLimitReached(limit_message(window, now))

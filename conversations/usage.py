@@ -1,0 +1,140 @@
+"""Model usage: storing each model call's tokens, and reading them back for
+the person's usage page and staff's totals (docs/adr/0063).
+
+The turn runner (conversations.turns.run) collects one row per model call
+from the agent's ModelCallUsage events and stores them a batch at a time,
+in the database hops that save the answers anyway (turns.registry) and
+record the turn's end: no write per token, and no round trip of its own on
+a turn's path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Count, Q, Sum
+from django.db.models.functions import Coalesce, TruncDate
+from django.utils import timezone
+
+from agent.context import TokenWindow
+from agent.usage import DAY, MONTH, limit_message, tokens_text
+
+from .models import Account, ModelUsage
+from .quotas import day_window, limits_for, month_window, used_since
+
+
+@transaction.atomic
+def usage_record(*, rows: list[dict]) -> int:
+    """Store model calls' usage rows (ModelUsage fields); returns how many."""
+    if not rows:
+        return 0
+    ModelUsage.objects.bulk_create([ModelUsage(**row) for row in rows])
+    return len(rows)
+
+
+def _sums(queryset) -> dict:
+    return queryset.aggregate(
+        input=Coalesce(Sum("input_tokens"), 0), output=Coalesce(Sum("output_tokens"), 0), calls=Count("pk"),
+        estimated=Count("pk", filter=Q(estimated=True)),
+    )
+
+
+@dataclass(frozen=True)
+class Totals:
+    input: int
+    output: int
+    calls: int
+    estimated: int
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output
+
+    @classmethod
+    def of(cls, sums: dict) -> Totals:
+        return cls(sums["input"], sums["output"], sums["calls"], sums["estimated"])
+
+
+def person_usage(*, user: AbstractBaseUser, now: datetime | None = None) -> dict:
+    """What the person's usage page shows: today, this month, this month per
+    model, and their limits (used, left, when each resets)."""
+    now = now or timezone.now()
+    day_start, day_end = day_window(now)
+    month_start, month_end = month_window(now)
+    mine = ModelUsage.objects.filter(user=user)
+    per_model = (
+        mine.filter(created_at__gte=month_start)
+        .values("provider_name", "model")
+        .annotate(input=Coalesce(Sum("input_tokens"), 0), output=Coalesce(Sum("output_tokens"), 0), calls=Count("pk"),
+                  estimated=Count("pk", filter=Q(estimated=True)),
+                  total=Coalesce(Sum("input_tokens"), 0) + Coalesce(Sum("output_tokens"), 0))
+        .order_by("-total", "model")
+    )
+    daily, monthly = limits_for(Account.objects.filter(user=user).first())
+    today_used, month_used = used_since(user_id=user.pk, now=now)
+    limits = []
+    for period, limit, used, resets_at, name in ((DAY, daily, today_used, day_end, "Today"),
+                                                 (MONTH, monthly, month_used, month_end, "This month")):
+        if not limit:
+            continue
+        window = TokenWindow(period=period, limit=limit, used=used, resets_at=resets_at)
+        limits.append({
+            "name": name, "limit": tokens_text(limit), "used": tokens_text(used),
+            "left": tokens_text(max(0, limit - used)), "reached": used >= limit,
+            "percent": min(100, round(100 * used / limit)), "resets_at": resets_at,
+            "message": limit_message(window, now) if used >= limit else "",
+        })
+    return {
+        "today": Totals.of(_sums(mine.filter(created_at__gte=day_start))),
+        "month": Totals.of(_sums(mine.filter(created_at__gte=month_start))),
+        "per_model": list(per_model),
+        "limits": limits,
+        "day_start": day_start,
+        "month_start": month_start,
+    }
+
+
+# --- staff's totals (the admin's Usage page) -----------------------------------------------
+
+
+def totals(*, since: date, until: date, user_id: int | None = None, model: str | None = None) -> dict:
+    """Totals per person, per model and per day between two UTC dates
+    (inclusive), optionally for one person and/or one model."""
+    start = datetime(since.year, since.month, since.day, tzinfo=UTC)
+    end = datetime(until.year, until.month, until.day, tzinfo=UTC) + timedelta(days=1)
+    rows = ModelUsage.objects.filter(created_at__gte=start, created_at__lt=end)
+    if user_id is not None:
+        rows = rows.filter(user_id=user_id)
+    if model:
+        rows = rows.filter(model=model)
+    tokens = {"input": Coalesce(Sum("input_tokens"), 0), "output": Coalesce(Sum("output_tokens"), 0),
+              "calls": Count("pk"), "estimated": Count("pk", filter=Q(estimated=True)),
+              "total": Coalesce(Sum("input_tokens"), 0) + Coalesce(Sum("output_tokens"), 0)}
+
+    def grouped(*fields, order):
+        return list(rows.values(*fields).annotate(**tokens).order_by(*order))
+
+    per_day = {
+        row["day"]: row
+        for row in rows.annotate(day=TruncDate("created_at", tzinfo=UTC)).values("day").annotate(**tokens).order_by("day")
+    }
+    days = []
+    day = since
+    while day <= until:
+        row = per_day.get(day, {"input": 0, "output": 0, "calls": 0, "estimated": 0})
+        days.append({"day": day, **{k: row[k] for k in ("input", "output", "calls", "estimated")},
+                     "total": row["input"] + row["output"]})
+        day += timedelta(days=1)
+    return {
+        "overall": Totals.of(_sums(rows)),
+        "per_person": grouped("user_id", "user__username", order=("-total", "user__username")),
+        "per_model": grouped("provider_name", "model", order=("-total", "model")),
+        "per_day": days,
+    }
+
+
+def models_used() -> list[str]:
+    """Every model name usage was recorded for (the admin's model filter)."""
+    return list(ModelUsage.objects.order_by("model").values_list("model", flat=True).distinct())

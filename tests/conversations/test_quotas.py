@@ -1,0 +1,239 @@
+"""Token limits (conversations.quotas, agent.usage): a turn that would start
+over the person's daily or monthly limit is refused saying which limit and
+when it resets, and the message stays in the box, nothing stored; a turn
+that crosses the limit on the way finishes the model call that crossed it
+and ends with a message, nothing lost. Driven through the socket with the
+real ChatOpenAI against the scripted server reporting usage."""
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.test import Client
+from django.utils import timezone
+
+from agent.builder import AgentProvider
+from agent.context import TokenWindow
+from agent.usage import DAY, MONTH, STOPPED_AT_LIMIT, limit_message, tokens_text
+from conversations import quotas
+from conversations.models import Account, ActivityLogEntry, ModelUsage, Turn
+from conversations.turns import registry
+from conversations.turns.outcome import TOKEN_LIMIT
+from tests.support.fake_model import Reply, tool_call
+from tests.support.openai_server import OpenAICompatibleServer
+from workspace import selectors
+from workspace.models import Thread, WorkspaceSnapshot
+
+from .helpers import frames_until_turn_end
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def model_server(settings, monkeypatch):
+    with OpenAICompatibleServer(models=["scripted"]) as server:
+        settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = server.base_url, "test-key"
+        settings.HAICO_MODEL, settings.HAICO_MODELS = "scripted", ["scripted"]
+        settings.HAICO_MODEL_MAX_RETRIES = 0
+        settings.HAICO_DAILY_TOKEN_LIMIT = settings.HAICO_MONTHLY_TOKEN_LIMIT = 0
+        monkeypatch.setattr(registry, "agents", AgentProvider())
+        yield server
+
+
+def _used(user, tokens, *, when=None):
+    ModelUsage.objects.create(user=user, provider_name="environment", model="scripted", input_tokens=tokens,
+                              output_tokens=0, created_at=when or timezone.now())
+
+
+def _send(text):
+    return json.dumps({"message": text, "HEADERS": {"HX-Request": "true"}})
+
+
+async def _stored(thread):
+    def read():
+        return {
+            "turns": list(Turn.objects.filter(thread=thread).values_list("index", "status")),
+            "snapshots": WorkspaceSnapshot.objects.filter(thread=thread).count(),
+            "turn_index": Thread.objects.get(pk=thread.pk).turn_index,
+        }
+
+    return await sync_to_async(read)()
+
+
+# --- before a turn --------------------------------------------------------------------------
+
+
+async def test_a_turn_over_the_daily_limit_is_refused_naming_the_limit_and_the_reset(
+    owner, thread, model_server, sockets, settings
+):
+    settings.HAICO_DAILY_TOKEN_LIMIT = 100_000
+    await sync_to_async(_used)(owner, 100_000)
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("Draft the introduction"))
+    html = await socket.receive_from(timeout=5)
+    assert 'id="chat-notice"' in html
+    match = re.search(r"You have used your 100 000 tokens for today; the limit resets at 00:00 UTC \(in (\d+) h (\d+) min\)\.", html)
+    if match is None:  # within the last hour of the day
+        match = re.search(r"You have used your 100 000 tokens for today; the limit resets at 00:00 UTC \(in (\d+) min\)\.", html)
+    assert match, html
+    # Nothing is stored and no ack clears the box: the typed message stays there.
+    assert 'id="chat-ack"' not in html and await socket.receive_nothing(timeout=0.3)
+    assert await _stored(thread) == {"turns": [], "snapshots": 0, "turn_index": 0}
+    assert model_server.requests == []
+
+
+async def test_a_person_s_own_monthly_limit_overrides_the_site_s(owner, other_user, thread, model_server, sockets, settings):
+    settings.HAICO_MONTHLY_TOKEN_LIMIT = 1_000_000
+
+    def setup():
+        Account.objects.create(user=owner, monthly_token_limit=2_000)
+        _used(owner, 2_500)
+        _used(other_user, 2_500)  # the site's limit is far off for them
+
+    await sync_to_async(setup)()
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("Hello"))
+    html = await socket.receive_from(timeout=5)
+    now = timezone.now()
+    first = (now.replace(day=1) + timedelta(days=32)).replace(day=1)
+    assert f"You have used your 2 000 tokens for this month; the limit resets on 1 {first:%B} at 00:00 UTC (in " in html
+    assert await _stored(thread) == {"turns": [], "snapshots": 0, "turn_index": 0}
+
+
+async def test_a_limit_of_0_for_a_person_means_none(owner, thread, model_server, sockets, settings):
+    settings.HAICO_DAILY_TOKEN_LIMIT = 10
+
+    def setup():
+        Account.objects.create(user=owner, daily_token_limit=0)
+        _used(owner, 5_000)
+
+    await sync_to_async(setup)()
+    model_server.script([Reply(text="Hello.")])
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("Hello"))
+    await frames_until_turn_end(socket)
+    assert (await _stored(thread))["turns"] == [(1, Turn.Status.COMPLETE)]
+
+
+async def test_yesterday_s_tokens_do_not_count_for_today(owner, thread, model_server, sockets, settings):
+    settings.HAICO_DAILY_TOKEN_LIMIT = 1_000
+    start_of_day = timezone.now().astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    await sync_to_async(_used)(owner, 50_000, when=start_of_day - timedelta(seconds=1))
+    model_server.script([Reply(text="Hello.")])
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("Hello"))
+    await frames_until_turn_end(socket)
+    assert (await _stored(thread))["turns"] == [(1, Turn.Status.COMPLETE)]
+
+
+@pytest.mark.django_db
+def test_regenerate_over_the_limit_is_refused_before_any_branch_is_made(owner, thread, settings):
+    from conversations.turns import guard
+
+    settings.OPENAI_BASE_URL, settings.HAICO_MODEL, settings.HAICO_MODELS = "http://127.0.0.1:9/v1", "m", ["m"]
+    settings.HAICO_DAILY_TOKEN_LIMIT = 10
+    turn, _ = guard.turn_begin(thread=thread, user_message="first")
+    guard.turn_finish(thread=thread, turn_index=turn)
+    _used(owner, 10)
+    client = Client()
+    client.force_login(owner)
+    threads_before = Thread.objects.count()
+    response = client.post(f"/threads/{thread.pk}/turns/1/regenerate/")
+    assert response.status_code == 400 and "You have used your 10 tokens for today" in response.content.decode()
+    assert Thread.objects.count() == threads_before
+
+
+# --- during a turn ------------------------------------------------------------------------------
+
+
+async def test_a_turn_crossing_the_limit_finishes_its_model_call_and_ends_with_a_message(
+    owner, thread, model_server, sockets, settings
+):
+    settings.HAICO_DAILY_TOKEN_LIMIT = 1_000
+    await sync_to_async(_used)(owner, 200)
+    model_server.script([
+        # 700 + 150 + 200 used before: 1 050, over the limit once this call is done.
+        Reply(tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship the report")],
+              usage={"prompt_tokens": 700, "completion_tokens": 150}),
+        Reply(text="must not be asked for"),
+    ])
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("Set the goal and write the report"))
+    html = "".join(await frames_until_turn_end(socket, timeout=20))
+
+    # The call that crossed the limit finished: its step ran, and nothing more was asked of the model.
+    assert len(model_server.requests) == 1
+    objective = await sync_to_async(selectors.objective_text_for)(thread=thread)
+    assert objective == "Ship the report"
+    turn = await sync_to_async(Turn.objects.get)(thread=thread, index=1)
+    message = STOPPED_AT_LIMIT.format(limit="You have used your 1 000 tokens for today; the limit resets at 00:00 UTC (in ")
+    assert turn.status == Turn.Status.COMPLETE and turn.answer.startswith(message.split(" (in ")[0])
+    assert "Everything done so far is kept in the workspace." in turn.answer
+    assert turn.notice == TOKEN_LIMIT
+    # Shown in the chat, with the outcome under it, and in the activity log.
+    assert "I stopped here: You have used your 1 000 tokens for today" in html and TOKEN_LIMIT in html
+    entry = await sync_to_async(ActivityLogEntry.objects.get)(thread=thread, kind=ActivityLogEntry.Kind.CAP_REACHED)
+    assert entry.message.startswith("The turn stopped at your token limit: You have used your 1 000 tokens for today")
+    rows = await sync_to_async(lambda: list(ModelUsage.objects.filter(thread=thread).values_list("input_tokens", "output_tokens")))()
+    assert rows == [(700, 150)]
+    # The page after a reload says the same.
+    page = await sync_to_async(_page)(owner, thread)
+    assert "I stopped here: You have used your 1 000 tokens" in page and TOKEN_LIMIT in page
+
+    # And the next message is refused before it starts.
+    await socket.send_to(text_data=_send("Go on"))
+    refused = await socket.receive_from(timeout=5)
+    assert "You have used your 1 000 tokens for today" in refused
+    assert (await _stored(thread))["turn_index"] == 1
+
+
+def _page(user, thread):
+    client = Client()
+    client.force_login(user)
+    return client.get(f"/threads/{thread.pk}/workspace/").content.decode()
+
+
+async def test_a_turn_under_the_limit_runs_every_call(owner, thread, model_server, sockets, settings):
+    settings.HAICO_DAILY_TOKEN_LIMIT = 10_000
+    model_server.script([
+        Reply(tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship it")],
+              usage={"prompt_tokens": 700, "completion_tokens": 150}),
+        Reply(text="Done.", usage={"prompt_tokens": 800, "completion_tokens": 5}),
+    ])
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("Set the goal"))
+    html = "".join(await frames_until_turn_end(socket, timeout=20))
+    assert len(model_server.requests) == 2 and "Done." in html and TOKEN_LIMIT not in html
+
+
+# --- the windows and the words -----------------------------------------------------------------
+
+
+def test_windows_are_utc_days_and_months():
+    now = datetime(2026, 12, 31, 21, 48, tzinfo=UTC)
+    assert quotas.day_window(now) == (datetime(2026, 12, 31, tzinfo=UTC), datetime(2027, 1, 1, tzinfo=UTC))
+    assert quotas.month_window(now) == (datetime(2026, 12, 1, tzinfo=UTC), datetime(2027, 1, 1, tzinfo=UTC))
+    assert quotas.month_window(datetime(2027, 2, 10, tzinfo=UTC))[1] == datetime(2027, 3, 1, tzinfo=UTC)
+
+
+def test_the_messages_name_the_limit_and_when_it_resets():
+    now = datetime(2026, 12, 2, 20, 48, tzinfo=UTC)
+    day = TokenWindow(period=DAY, limit=100_000, used=100_000, resets_at=datetime(2026, 12, 3, tzinfo=UTC))
+    assert limit_message(day, now) == (
+        "You have used your 100 000 tokens for today; the limit resets at 00:00 UTC (in 3 h 12 min)."
+    )
+    month = TokenWindow(period=MONTH, limit=2_000_000, used=2_000_001, resets_at=datetime(2027, 1, 1, tzinfo=UTC))
+    assert limit_message(month, now) == (
+        "You have used your 2 000 000 tokens for this month; the limit resets on 1 January at 00:00 UTC (in 29 days 3 h)."
+    )
+    assert limit_message(day, datetime(2026, 12, 2, 23, 59, 30, tzinfo=UTC)).endswith("(in 1 min).")
+    assert tokens_text(999) == "999" and tokens_text(1_234_567) == "1 234 567"
+
+
+@pytest.mark.django_db
+def test_no_limit_reads_no_usage(owner, settings, django_assert_num_queries):
+    settings.HAICO_DAILY_TOKEN_LIMIT = settings.HAICO_MONTHLY_TOKEN_LIMIT = 0
+    with django_assert_num_queries(0):
+        assert quotas.token_windows(user_id=owner.pk, account=None) == ()

@@ -1,0 +1,200 @@
+"""Model usage (conversations.usage, agent.usage): one row per model call,
+with the tokens the provider reported (the real ChatOpenAI against the
+scripted OpenAI-compatible server, streaming with usage as OpenAI sends
+it), estimated and marked so when it reports none; the person's own usage
+page; staff's totals per person, model and day in the admin."""
+
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.test import Client
+from django.utils import timezone
+
+from agent.builder import AgentProvider
+from agent.models import CatalogueModel, Provider
+from conversations.models import Account, ModelUsage, Turn
+from conversations.turns import registry
+from tests.support.fake_model import Reply, tool_call
+from tests.support.openai_server import Misbehave, OpenAICompatibleServer
+from workspace.models import Thread
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def model_server(settings, monkeypatch):
+    with OpenAICompatibleServer(models=["scripted"]) as server:
+        settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = server.base_url, "test-key"
+        settings.HAICO_MODEL, settings.HAICO_MODELS = "scripted", ["scripted"]
+        settings.HAICO_MODEL_MAX_RETRIES = 0
+        monkeypatch.setattr(registry, "agents", AgentProvider())
+        yield server
+
+
+async def _turn(thread, message="Set the goal", model=None):
+    index = await registry.start_turn(thread=thread, user_message=message, model_name=model)
+    await registry.wait_for_turn(thread.pk)
+    return await sync_to_async(Turn.objects.get)(thread=thread, index=index)
+
+
+def _rows(thread):
+    return list(ModelUsage.objects.filter(thread=thread).order_by("created_at", "pk"))
+
+
+async def test_every_model_call_is_a_row_with_the_tokens_the_provider_reported(thread, owner, model_server):
+    model_server.script([
+        Reply(tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship the report")]),
+        Reply(text="The objective is set."),
+    ])
+    turn = await _turn(thread)
+    assert turn.status == Turn.Status.COMPLETE
+    # Streamed, and asked for usage the way OpenAI needs it.
+    assert all(r["stream"] and r["stream_options"] == {"include_usage": True} for r in model_server.requests)
+    reported = model_server.usages
+    assert len(reported) == 2 and all(u is not None for u in reported)
+    rows = await sync_to_async(_rows)(thread)
+    assert [(r.input_tokens, r.output_tokens, r.estimated) for r in rows] == [
+        (u["prompt_tokens"], u["completion_tokens"], False) for u in reported
+    ]
+    for row in rows:
+        assert (row.user_id, row.turn_id, row.turn_index) == (owner.pk, turn.pk, 1)
+        assert (row.provider_id, row.provider_name, row.model, row.model_key) == (None, "environment", "scripted", "env:scripted")
+    # The second call carries the first call's tool result: it was sent more.
+    assert rows[1].input_tokens > rows[0].input_tokens
+
+
+async def test_a_provider_that_reports_no_usage_gets_an_estimate_marked_so(thread, model_server):
+    long_answer = "word " * 400
+    model_server.script([Misbehave(reply=Reply(text=long_answer), no_usage=True)])
+    await _turn(thread)
+    assert model_server.usages == [None]
+    [row] = await sync_to_async(_rows)(thread)
+    assert row.estimated
+    # About a token per four characters, of what was sent (the prompt and its tools) and written.
+    sent_chars = len(str(model_server.requests[0]["messages"]))
+    assert sent_chars // 8 < row.input_tokens < sent_chars // 2
+    assert len(long_answer) // 8 < row.output_tokens < len(long_answer) // 2
+
+
+async def test_a_reply_asked_again_is_two_calls_paid_for(thread, model_server):
+    """A blank reply is asked again (agent.middleware): both calls cost tokens."""
+    model_server.script([Reply(text="", usage={"prompt_tokens": 50, "completion_tokens": 1}),
+                         Reply(text="Here it is.", usage={"prompt_tokens": 52, "completion_tokens": 4})])
+    await _turn(thread)
+    rows = await sync_to_async(_rows)(thread)
+    assert [(r.input_tokens, r.output_tokens) for r in rows] == [(50, 1), (52, 4)]
+
+
+async def test_a_catalogue_model_s_rows_name_its_provider(thread, owner, model_server, settings):
+    settings.OPENAI_BASE_URL = settings.OPENAI_API_KEY = settings.HAICO_MODEL = ""
+    settings.HAICO_MODELS = []
+
+    def catalogue():
+        provider = Provider.objects.create(name="Lab", base_url=model_server.base_url, api_key="sk-lab-000000001")
+        return provider, CatalogueModel.objects.create(provider=provider, name="scripted", label="Lab scripted")
+
+    provider, model = await sync_to_async(catalogue)()
+    model_server.script([Reply(text="Hello.", usage={"prompt_tokens": 321, "completion_tokens": 12})])
+    await _turn(thread, model=f"catalogue:{model.pk}")
+    [row] = await sync_to_async(_rows)(thread)
+    assert (row.provider_id, row.provider_name, row.model, row.model_key) == (provider.pk, "Lab", "scripted", f"catalogue:{model.pk}")
+    assert (row.input_tokens, row.output_tokens) == (321, 12)
+
+
+# --- the person's page --------------------------------------------------------------------
+
+
+def _usage(user, *, days_ago=0, model="gpt-mini", provider="OpenAI", tokens=(100, 20), thread=None, estimated=False):
+    return ModelUsage.objects.create(
+        user=user, thread=thread, provider_name=provider, model=model, input_tokens=tokens[0], output_tokens=tokens[1],
+        estimated=estimated, created_at=timezone.now() - timedelta(days=days_ago),
+    )
+
+
+@pytest.mark.django_db
+def test_the_person_sees_today_this_month_per_model_and_their_limits(owner, other_user, settings):
+    settings.HAICO_DAILY_TOKEN_LIMIT, settings.HAICO_MONTHLY_TOKEN_LIMIT = 1000, 0
+    Account.objects.create(user=owner, monthly_token_limit=100_000)
+    now = timezone.now()
+    _usage(owner, tokens=(300, 40))
+    _usage(owner, model="llama3.1", provider="environment", tokens=(200, 10), estimated=True)
+    if now.day > 1:
+        _usage(owner, days_ago=1, tokens=(5000, 500))  # earlier this month
+    _usage(owner, days_ago=40, tokens=(99_999, 1))  # an earlier month
+    _usage(other_user, tokens=(7777, 7))  # not theirs
+    client = Client()
+    client.force_login(owner)
+    page = client.get("/accounts/usage/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Your usage" in html and "7777" not in html and "7 777" not in html
+    month_total = 550 + (5500 if now.day > 1 else 0)
+    assert 'data-usage="today" data-tokens="550"' in html
+    assert f'data-usage="month" data-tokens="{month_total}"' in html
+    assert "gpt-mini" in html and "llama3.1" in html and "estimated" in html
+    # The limits: the site's daily one and their own monthly one.
+    assert "1 000 tokens" in html and "100 000 tokens" in html and "450 left" in html.replace("\u00a0", " ")
+    # The top bar links to it.
+    assert 'href="/accounts/usage/">Usage</a>' in html
+
+
+@pytest.mark.django_db
+def test_a_reached_limit_says_so_and_when_it_resets(owner, settings):
+    settings.HAICO_DAILY_TOKEN_LIMIT = 100
+    _usage(owner, tokens=(90, 20))
+    client = Client()
+    client.force_login(owner)
+    html = client.get("/accounts/usage/").content.decode()
+    assert "You have used your 100 tokens for today; the limit resets at 00:00 UTC (in " in html
+
+
+# --- staff's totals ---------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_staff_see_totals_per_person_model_and_day_with_a_chart_from_the_admin_index(staff, owner, other_user):
+    _usage(owner, tokens=(1000, 100))
+    _usage(owner, model="llama3.1", tokens=(10, 1), days_ago=2)
+    _usage(other_user, tokens=(500, 50))
+    client = Client()
+    client.force_login(staff)
+    index = client.get("/admin/").content.decode()
+    assert "Usage and quotas" in index and "/admin/conversations/modelusage/totals/" in index
+    page = client.get("/admin/conversations/modelusage/totals/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "owner" in html and "intruder" in html and "gpt-mini" in html and "llama3.1" in html
+    assert 'data-person="owner" data-tokens="1111"' in html and 'data-person="intruder" data-tokens="550"' in html
+    assert 'data-model="gpt-mini" data-tokens="1650"' in html
+    # The chart: server-drawn SVG bars, one per day of the range, nothing from another origin.
+    assert "<svg" in html and html.count('class="usage-bar"') == 30 and "https://" not in html.split("<svg", 1)[1].split("</svg>")[0]
+    # Filters: one person, one model, a date range.
+    one = client.get(f"/admin/conversations/modelusage/totals/?user={owner.pk}&model=gpt-mini").content.decode()
+    assert 'data-person="owner" data-tokens="1100"' in one and "intruder" not in one.split("Per person")[1]
+    today = timezone.now().date()
+    narrow = client.get(f"/admin/conversations/modelusage/totals/?since={today}&until={today}").content.decode()
+    assert narrow.count('class="usage-bar"') == 1 and 'data-person="owner" data-tokens="1100"' in narrow
+
+
+@pytest.mark.django_db
+def test_the_totals_page_refuses_bad_filters_with_a_message(staff):
+    client = Client()
+    client.force_login(staff)
+    for query in ("since=2026-13-01", "since=2026-02-01&until=2026-01-01", "user=²", "user=99999999999999999999",
+                  "since=2020-01-01&until=2026-01-01", "model=" + "x" * 300):
+        response = client.get(f"/admin/conversations/modelusage/totals/?{query}")
+        assert response.status_code == 200, query
+        assert 'class="errornote"' in response.content.decode(), query
+
+
+@pytest.mark.django_db
+def test_the_model_calls_are_read_only_in_the_admin(staff, owner, thread):
+    row = _usage(owner, thread=thread)
+    client = Client()
+    client.force_login(staff)
+    assert client.get("/admin/conversations/modelusage/").status_code == 200
+    assert client.get(f"/admin/conversations/modelusage/{row.pk}/change/").status_code == 200
+    assert client.get("/admin/conversations/modelusage/add/").status_code == 403
+    assert client.post(f"/admin/conversations/modelusage/{row.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert ModelUsage.objects.filter(pk=row.pk).exists() and Thread.objects.filter(pk=thread.pk).exists()
