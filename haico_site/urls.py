@@ -4,8 +4,14 @@ from django.views.generic import RedirectView
 
 from conversations.views import workspace_page
 
+from .csp import csp_report
+from .health import healthz
+
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Operating it (docs/adr/0058, 0059): no login.
+    path("healthz", healthz, name="healthz"),
+    path("csp-report/", csp_report, name="csp-report"),
     path("accounts/", include("conversations.account_urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("threads/", include("conversations.urls")),
