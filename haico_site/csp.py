@@ -28,7 +28,8 @@ logger = logging.getLogger("haico.csp")
 HEADER = "Content-Security-Policy"
 REPORT_MAX_BYTES = 16 * 1024
 # What of a report is logged, each value cut to FIELD_MAX_CHARS.
-REPORT_FIELDS = ("document-uri", "violated-directive", "effective-directive", "blocked-uri", "source-file", "line-number", "sample")
+# ("script-sample": what browsers call the sample in a report-uri report, also for styles.)
+REPORT_FIELDS = ("document-uri", "violated-directive", "effective-directive", "blocked-uri", "source-file", "line-number", "script-sample")
 FIELD_MAX_CHARS = 200
 
 
@@ -58,7 +59,7 @@ def _report_fields(body: bytes) -> dict[str, str]:
         data = {
             "document-uri": data.get("documentURL"), "violated-directive": data.get("effectiveDirective"),
             "effective-directive": data.get("effectiveDirective"), "blocked-uri": data.get("blockedURL"),
-            "source-file": data.get("sourceFile"), "line-number": data.get("lineNumber"), "sample": data.get("sample"),
+            "source-file": data.get("sourceFile"), "line-number": data.get("lineNumber"), "script-sample": data.get("sample"),
         } if isinstance(data, dict) else None
     elif isinstance(data, dict):
         data = data.get("csp-report")

@@ -20,7 +20,7 @@ REPORT = {
         "blocked-uri": "inline",
         "source-file": "http://testserver/threads/",
         "line-number": 12,
-        "sample": "alert(1)",
+        "script-sample": "alert(1)",
         "original-policy": "default-src 'self'; ...",
     }
 }
@@ -39,8 +39,8 @@ def test_every_response_carries_the_policy(owner_client, path):
     response = owner_client.get(path)
     policy = directives(response["Content-Security-Policy"])
     assert policy["default-src"] == ["'self'"]
-    assert policy["script-src"] == ["'self'"]  # no 'unsafe-inline', no other origin
-    assert policy["style-src"] == ["'self'"]
+    assert policy["script-src"] == ["'self'", "'report-sample'"]  # no 'unsafe-inline', no other origin
+    assert policy["style-src"] == ["'self'", "'report-sample'"]
     assert policy["connect-src"] == ["'self'"]
     assert policy["img-src"] == ["'self'", "data:", "blob:"]
     assert policy["frame-ancestors"] == ["'none'"]
@@ -60,7 +60,7 @@ def test_a_violation_report_is_logged_as_a_warning_without_a_session_or_token(ca
     message = record.getMessage()
     assert "violated-directive='script-src-elem'" in message
     assert "blocked-uri='inline'" in message
-    assert "sample='alert(1)'" in message
+    assert "script-sample='alert(1)'" in message
     assert "original-policy" not in message
 
 
@@ -74,7 +74,7 @@ def test_a_reporting_api_report_is_logged_too(caplog):
 
 
 def test_long_fields_are_cut_in_the_log(caplog):
-    report = {"csp-report": {**REPORT["csp-report"], "sample": "x" * 5000}}
+    report = {"csp-report": {**REPORT["csp-report"], "script-sample": "x" * 5000}}
     with caplog.at_level(logging.WARNING, logger="haico.csp"):
         Client().post("/csp-report/", json.dumps(report), content_type="application/csp-report")
     assert len(caplog.records[-1].getMessage()) < 1600
@@ -92,7 +92,7 @@ def test_what_is_not_a_report_is_refused_with_400_and_nothing_logged(body, caplo
 
 
 def test_a_report_over_the_size_limit_is_refused_unread(caplog):
-    report = json.dumps({"csp-report": {**REPORT["csp-report"], "sample": "x" * REPORT_MAX_BYTES}})
+    report = json.dumps({"csp-report": {**REPORT["csp-report"], "script-sample": "x" * REPORT_MAX_BYTES}})
     with caplog.at_level(logging.WARNING, logger="haico.csp"):
         response = Client().post("/csp-report/", report, content_type="application/csp-report")
     assert response.status_code == 413

@@ -4,6 +4,7 @@ answered rather than redirected. The same with PostgreSQL stopped, through
 a real production server: tests/deploy/test_health_down.py."""
 
 import json
+import logging
 import time
 
 import pytest
@@ -51,13 +52,17 @@ def private_redis(tmp_path, settings):
 
 
 @pytest.mark.redis
-async def test_with_redis_stopped_the_channel_layer_is_failing_and_503_comes_within_three_seconds(private_redis):
+async def test_with_redis_stopped_the_channel_layer_is_failing_and_503_comes_within_three_seconds(private_redis, caplog):
     assert json.loads((await AsyncClient().get("/healthz")).content) == ALL_OK
 
     private_redis.stop()
     started = time.monotonic()
-    response = await AsyncClient().get("/healthz")
+    with caplog.at_level(logging.WARNING):
+        response = await AsyncClient().get("/healthz")
     assert time.monotonic() - started < 3.0
+    # One warning naming the part and the kind of failure; no ERROR line per probe.
+    assert [(r.name, r.levelname) for r in caplog.records] == [("haico.health", "WARNING")]
+    assert "channel_layer is failing" in caplog.records[0].getMessage()
     assert response.status_code == 503
     assert json.loads(response.content) == {
         "status": "failing", "database": "ok", "channel_layer": "failing", "checkpointer": "ok"
