@@ -50,6 +50,7 @@ def wait_for_log(server, text: str, timeout: float = 10.0) -> str:
     raise AssertionError(f"{text!r} never reached the server log:\n{server.log_tail()}")
 
 
+@pytest.mark.allows_csp_violations
 def test_an_injected_inline_script_does_not_run_and_is_reported_to_the_server(page, haico_server):
     page.add_init_script(RECORD_VIOLATIONS)
     sign_up(page, haico_server.url, "ada")
