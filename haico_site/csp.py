@@ -37,6 +37,21 @@ def policy_header(policy: dict[str, list[str]]) -> str:
     return "; ".join(" ".join([directive, *sources]) for directive, sources in policy.items())
 
 
+# Django's own error pages (the CSRF failure page; with DEBUG, the
+# technical 404 and 500 pages) carry this tag, and their own inline <style>
+# (and, for the 500 page, inline scripts).
+DJANGO_ERROR_PAGE = b'<meta name="robots" content="NONE,NOARCHIVE">'
+
+
+def is_django_error_page(response) -> bool:
+    return (
+        response.status_code >= 400
+        and not response.streaming
+        and response.get("Content-Type", "").startswith("text/html")
+        and DJANGO_ERROR_PAGE in response.content[:2048]
+    )
+
+
 class ContentSecurityPolicyMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
@@ -44,7 +59,9 @@ class ContentSecurityPolicyMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        if HEADER not in response:
+        # Django's error pages are Django's markup, not ours, and show no
+        # person's content unescaped: they keep their inline styles.
+        if HEADER not in response and not is_django_error_page(response):
             response[HEADER] = self.header
         return response
 

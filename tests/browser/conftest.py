@@ -368,7 +368,11 @@ def new_page(browser, request):
     def make():
         context = browser.new_context(viewport={"width": 1400, "height": 900})
         context.set_default_timeout(DEFAULT_TIMEOUT_MS)
-        context.on("console", lambda message: _is_csp_violation(message) and violations.append(message.text))
+        context.on(
+            "console",
+            lambda message: _is_csp_violation(message)
+            and violations.append(f"{message.page.url if message.page else '?'}: {message.text}"),
+        )
         contexts.append(context)
         return context.new_page()
 

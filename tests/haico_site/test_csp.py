@@ -34,7 +34,7 @@ def directives(header: str) -> dict[str, list[str]]:
     return parsed
 
 
-@pytest.mark.parametrize("path", ["/accounts/login/", "/accounts/signup/", "/threads/", "/healthz", "/no-such-page/"])
+@pytest.mark.parametrize("path", ["/accounts/login/", "/accounts/signup/", "/threads/", "/healthz"])
 def test_every_response_carries_the_policy(owner_client, path):
     response = owner_client.get(path)
     policy = directives(response["Content-Security-Policy"])
@@ -101,3 +101,18 @@ def test_a_report_over_the_size_limit_is_refused_unread(caplog):
 
 def test_only_post_is_taken():
     assert Client().get("/csp-report/").status_code == 405
+
+
+def test_djangos_own_error_pages_keep_their_inline_styles(settings):
+    # The CSRF failure page (here a plain form post without the token), and
+    # with DEBUG the technical 404 page: Django's markup with its <style>.
+    response = Client(enforce_csrf_checks=True).post("/accounts/login/", {"username": "x"})
+    assert response.status_code == 403 and b"<style" in response.content
+    assert "Content-Security-Policy" not in response
+    settings.DEBUG = True
+    response = Client().get("/no-such-page/")
+    assert response.status_code == 404 and b"<style" in response.content
+    assert "Content-Security-Policy" not in response
+    # Our own pages, errors included, keep the policy.
+    settings.DEBUG = False
+    assert "Content-Security-Policy" in Client().get("/no-such-page/")
