@@ -23,6 +23,10 @@ For each N (`--n`), in the same run:
     pg1      one daphne, PostgreSQL + Redis channel layer
     pg2      two daphnes on two ports sharing the PostgreSQL database and Redis,
              clients spread across them
+    pg2proxy pg2 behind nginx (deploy/nginx.conf rendered for the two ports,
+             Debian's nginx, plain HTTP, daphne with --proxy-headers): every
+             client connects to nginx, which spreads the sockets (least_conn);
+             the cold and warm single turns go to each server directly
   The servers are started afresh for every N (so peak RSS and the first-turn
   figure belong to that N). Right after start, one single turn per server on
   a fresh thread ("cold"); then a warm-up round (`--warmup` turns per
@@ -36,7 +40,7 @@ For each N (`--n`), in the same run:
 Figures per row:
   wall s       common send moment -> last turn end
   x floor      wall / the floor's wall at the same N (pg2: the two-process floor)
-  x floor1     pg2 and floor x2 only: wall / the one-process floor (pg2 target <= 0.75)
+  x floor1     pg2, pg2proxy and floor x2 only: wall / the one-process floor (pg2 target <= 0.75)
   x ideal      wall / ideal turn
   tok p50/p99  model emit -> first seen by the client (browser socket, or the
                floor's stream consumer), over every token of every turn, ms
@@ -108,6 +112,7 @@ class Config:
     name: str
     database: str  # "sqlite" | "postgres"
     processes: int
+    proxy: bool = False  # nginx in front (deploy/nginx.conf)
 
     @property
     def redis(self) -> bool:
@@ -118,7 +123,9 @@ CONFIGS = {
     "sqlite1": Config("sqlite1", "sqlite", 1),
     "pg1": Config("pg1", "postgres", 1),
     "pg2": Config("pg2", "postgres", 2),
+    "pg2proxy": Config("pg2proxy", "postgres", 2, proxy=True),
 }
+TWO_PROCESS = ("pg2", "pg2proxy", "floor x2")
 
 
 class BenchError(Exception):
@@ -431,11 +438,30 @@ def server_env(config: Config, database_url: str, model_port: int, redis_url: st
         DJANGO_SETTINGS_MODULE="haico_site.settings",
     )
     if not SERVER_DEBUG:
-        # Plain HTTP on loopback: no HTTPS redirect; a throwaway key.
-        env.update(SECRET_KEY=os.urandom(32).hex(), SECURE_SSL_REDIRECT="False")
+        # Plain HTTP on loopback: no HTTPS redirect; a throwaway key; the
+        # static files collected once for the run (collect_static).
+        env.update(SECRET_KEY=os.urandom(32).hex(), SECURE_SSL_REDIRECT="False", STATIC_ROOT=str(STATIC_ROOT[0]))
     if redis_url:
         env["REDIS_URL"] = redis_url
     return env
+
+
+STATIC_ROOT: list[Path] = []
+
+
+def collect_static(res: Resources) -> None:
+    """Production pages name hashed static files: collect them once, as deploy/start.sh does."""
+    STATIC_ROOT[:] = [res.dir / "static"]
+    log = res.dir / "collectstatic.log"
+    with open(log, "wb") as handle:
+        done = subprocess.run(
+            [PYTHON, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT,
+            env=child_env(DEBUG="False", SECRET_KEY=os.urandom(32).hex(), STATIC_ROOT=str(STATIC_ROOT[0]),
+                          DATABASE_URL=f"sqlite:///{res.dir / 'static.sqlite3'}"),
+            timeout=600, check=False,
+        )
+    if done.returncode:
+        raise SystemExit(f"collectstatic failed; see {log}")
 
 
 def seed_clients(env: dict, count: int, prefix: str, res: Resources) -> list[dict]:
@@ -455,8 +481,10 @@ def start_servers(config: Config, env: dict, res: Resources, tag: str) -> list[S
     for i in range(config.processes):
         port = free_port()
         log = res.dir / f"{tag}-daphne{i}.log"
-        # The way README serves it: daphne on uvloop (haico_site/serve.py).
-        proc = res.spawn([PYTHON, "-m", "haico_site.serve", "-b", "127.0.0.1", "-p", str(port)], log=log, env=env)
+        # The way README serves it: daphne on uvloop (haico_site/serve.py);
+        # behind the proxy as deploy/start.sh starts it.
+        proxy_headers = ["--proxy-headers"] if config.proxy else []
+        proc = res.spawn([PYTHON, "-m", "haico_site.serve", *proxy_headers, "-b", "127.0.0.1", "-p", str(port)], log=log, env=env)
         servers.append(Server(proc, port, log))
     deadline = time.monotonic() + 120
     for server in servers:
@@ -474,13 +502,18 @@ def start_servers(config: Config, env: dict, res: Resources, tag: str) -> list[S
     return servers
 
 
-def client_round(servers: list[Server], clients: list[dict], args, res: Resources) -> dict:
-    """One round through bench/ws_clients.py; client i goes to server i mod P."""
+def client_round(servers: list[Server], clients: list[dict], args, res: Resources, front: int | None = None) -> dict:
+    """One round through bench/ws_clients.py; client i goes to server i mod P,
+    or every client to the proxy on port `front`."""
+
+    def port(i: int) -> int:
+        return front if front is not None else servers[i % len(servers)].port
+
     spec = {
         "clients": [
             {
-                "url": f"ws://127.0.0.1:{servers[i % len(servers)].port}/ws/threads/{c['thread']}/",
-                "origin": f"http://127.0.0.1:{servers[i % len(servers)].port}",
+                "url": f"ws://127.0.0.1:{port(i)}/ws/threads/{c['thread']}/",
+                "origin": f"http://127.0.0.1:{port(i)}",
                 "cookie": c["cookie"],
             }
             for i, c in enumerate(clients)
@@ -516,12 +549,20 @@ def run_config(config: Config, args, res: Resources, model_port: int, database_u
         flush_redis(redis_url)
     servers = start_servers(config, env, res, tag)
     row = Row(config.name, n)
+    proxy = None
     try:
+        front = None
+        if config.proxy:
+            from tests.support.nginx import Nginx
+
+            proxy = Nginx(res.dir / f"{tag}-nginx", upstreams=[f"127.0.0.1:{s.port}" for s in servers])
+            proxy.start()
+            front = proxy.port
         colds = [single_turn_ms(server, clients.pop(), args, res) for server in servers]
-        warmup = client_round(servers, [clients.pop() for _ in range(config.processes * args.warmup)], args, res)
+        warmup = client_round(servers, [clients.pop() for _ in range(config.processes * args.warmup)], args, res, front)
         warms = [single_turn_ms(server, clients.pop(), args, res) for server in servers]
         requests_before, model_cpu_before = model_requests(model_port), model_cpu()
-        measured = client_round(servers, [clients.pop() for _ in range(n)], args, res)
+        measured = client_round(servers, [clients.pop() for _ in range(n)], args, res, front)
         requests, round_model_cpu = model_requests(model_port) - requests_before, model_cpu() - model_cpu_before
         rss = sum(peak_rss_mb(server.proc.pid) for server in servers)
         row = row_from(config.name, n, measured["t0"], measured["t_end"], measured["delays"], measured["errors"],
@@ -534,6 +575,8 @@ def run_config(config: Config, args, res: Resources, model_port: int, database_u
                     row.errors.append(f"[{phase}] {error}")
         row.errors += [f"[warm-up] {e}" for e in warmup["errors"]]
     finally:
+        if proxy is not None:
+            proxy.stop()
         for server in servers:
             if res.stop(server.proc):
                 row.errors.append(f"[shutdown] daphne pid {server.proc.pid} ignored SIGTERM for 15 s (killed)")
@@ -598,9 +641,9 @@ def print_report(rows: dict, args, ns: list[int], configs: list[Config], res: Re
             row = rows.get((label, n))
             if row is None:
                 continue
-            reference = floor2 if label in ("pg2", "floor x2") and floor2 else floor1
+            reference = floor2 if label in TWO_PROCESS and floor2 else floor1
             x_floor = row.wall / reference.wall if reference else math.nan
-            x_floor1 = row.wall / floor1.wall if floor1 and label in ("pg2", "floor x2") else None
+            x_floor1 = row.wall / floor1.wall if floor1 and label in TWO_PROCESS else None
             timed_out = any(e.startswith("no turn end") for e in row.errors)
             any_timeouts = any_timeouts or timed_out
             wall = fmt(row.wall, '.2f', 6) + ("*" if timed_out else " ")
@@ -672,6 +715,13 @@ def print_report(rows: dict, args, ns: list[int], configs: list[Config], res: Re
         print(f"  {' ' * len(config.name)}  errors {errors} (0) {verdict(errors == 0)};"
               f"  cold - warm {max(row.cold_warm_ms, default=math.nan):+.0f} ms (<= 200)"
               f" {verdict(max(row.cold_warm_ms, default=math.inf) <= 200)}")
+    direct, proxied = rows.get(("pg2", target_n)), rows.get(("pg2proxy", target_n))
+    if direct and proxied and not math.isnan(direct.wall) and not math.isnan(proxied.wall):
+        added = proxied.wall / direct.wall - 1
+        errors = len(measured_errors(proxied))
+        print(f"  proxy: pg2proxy wall {added:+.1%} against pg2 (< +5 %) {verdict(added < 0.05)};"
+              f"  errors {errors} (0) {verdict(errors == 0)};"
+              f"  token p99 {proxied.p99:.1f} ms against {direct.p99:.1f} ms")
     print(f"\nlogs (daphne, floor, clients, model server): {res.dir}")
 
 
@@ -684,7 +734,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.3, help="model latency before each reply, s")
     parser.add_argument("--tokens", type=int, default=60, help="answer tokens per turn")
     parser.add_argument("--rate", type=float, default=30.0, help="answer tokens per second")
-    parser.add_argument("--configs", default="sqlite1,pg1,pg2", help="of sqlite1, pg1, pg2 (default all)")
+    parser.add_argument("--configs", default="sqlite1,pg1,pg2", help="of sqlite1, pg1, pg2, pg2proxy (default the first three)")
     parser.add_argument("--repeats", type=int, default=1, help="rounds per (config, N); medians are reported")
     parser.add_argument("--warmup", type=int, default=8, help="warm-up turns per server (and per floor process)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds before a turn counts as failed")
@@ -725,6 +775,13 @@ def main() -> None:
                     for n in ns:
                         rows[(c.name, n)] = [Row(c.name, n, errors=[f"[bench] {exc}"])]
                 configs = [c for c in configs if c.database != "postgres"]
+        if not SERVER_DEBUG:
+            collect_static(res)
+        if any(c.proxy for c in configs):
+            from tests.support import nginx
+
+            if reason := nginx.available():
+                raise SystemExit(f"pg2proxy needs nginx: {reason}")
         model_port = start_model_server(args, res)
         print(f"  model server on 127.0.0.1:{model_port}", flush=True)
         spec = floor_spec(res)

@@ -23,6 +23,7 @@ BENCH_DIR = Path(tempfile.mkdtemp(prefix="haico-page-"))
 os.environ.update(
     DATABASE_URL=f"sqlite:///{BENCH_DIR / 'page.sqlite3'}", DJANGO_SETTINGS_MODULE="haico_site.settings",
     DEBUG="False", SECRET_KEY=os.urandom(32).hex(), SECURE_SSL_REDIRECT="False", HAICO_LOG_LEVEL="WARNING",
+    STATIC_ROOT=str(BENCH_DIR / "static"),
 )
 os.environ.pop("REDIS_URL", None)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -75,6 +76,8 @@ def timed(client, url, repeats) -> tuple[float, int]:
 
 def main(repeats: int) -> None:
     call_command("migrate", verbosity=0)
+    # Production pages name the hashed static files (docs/adr/0058).
+    call_command("collectstatic", interactive=False, verbosity=0)
     owner = get_user_model().objects.create_user(username="bench", password="bench-pass-123")
     thread = big_workspace(owner)
     client = Client(HTTP_HOST="127.0.0.1")

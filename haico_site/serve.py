@@ -66,9 +66,21 @@ def warm_up_when_running() -> None:
     reactor.callWhenRunning(reactor.callLater, 0, start)
 
 
+def log_through_logging() -> None:
+    """daphne's access log and what nothing caught become log records, in
+    the format of every other line (haico_site.logs, docs/adr/0060)."""
+    import daphne.cli
+
+    from haico_site.logs import AccessLog, log_uncaught_exceptions
+
+    daphne.cli.AccessLogGenerator = AccessLog
+    log_uncaught_exceptions()
+
+
 def main(argv: list[str]) -> None:
     use_uvloop()
     name_instance(instance_from_daphne_args(argv))
+    log_through_logging()
     from daphne.cli import CommandLineInterface
 
     warm_up_when_running()  # daphne.cli has installed the asyncio reactor by now

@@ -41,7 +41,9 @@ env = environ.Env(
     HAICO_DAILY_TOKEN_LIMIT=(int, 0),
     HAICO_MONTHLY_TOKEN_LIMIT=(int, 0),
 )
-environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+if (BASE_DIR / ".env").exists():
+    # Only then: django-environ logs a missing file, before the log's format is set.
+    environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env("DEBUG")
 SECRET_KEY = env("SECRET_KEY", default=DEV_SECRET_KEY)
@@ -265,7 +267,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# STATIC_ROOT and STORAGES: "Production serving" below.
 
 # --- Model (DESIGN §4). Empty HAICO_MODEL means "no model configured". ---
 OPENAI_API_KEY = env("OPENAI_API_KEY")
@@ -331,30 +333,103 @@ if not DEBUG:
         )
     if not SECURE_HSTS_PRELOAD:
         # check --deploy suggests preloading; here it is a choice left off on purpose.
-        SILENCED_SYSTEM_CHECKS = ["security.W021"]
+        SILENCED_SYSTEM_CHECKS = [*globals().get("SILENCED_SYSTEM_CHECKS", []), "security.W021"]
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
-# Everything goes to stderr (the server's log). With DEBUG off, Django's own
-# console handler is silent and its mail_admins handler needs ADMINS, so
-# without the "errors" handler a 500 left no line at all. 4xx warnings of
-# django.request (every 404) stay out of a production log; security warnings
-# (a refused CSRF token, a disallowed host) stay in.
+# --- Logging (docs/adr/0060) ---
+# Everything goes to stderr (the server's log), every line with its time,
+# level, logger and message; HAICO_LOG_FORMAT=json writes one JSON object a
+# line instead, with the thread and turn on the lines a turn writes
+# (haico_site.logs). The root logger carries the one handler, so daphne's
+# own lines, its access log (haico_site.serve) and uncaught exceptions come
+# out the same way. With DEBUG off Django's own console handler is silent:
+# errors and security refusals reach the log through the root. 4xx
+# warnings of django.request (every 404) stay out of a production log;
+# security warnings (a refused CSRF token, a disallowed host) stay in.
+HAICO_LOG_FORMAT = env.str("HAICO_LOG_FORMAT", default="text")
+if HAICO_LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"HAICO_LOG_FORMAT is {HAICO_LOG_FORMAT!r}; use text or json.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {
-        "require_debug_false": {"()": "django.utils.log.RequireDebugFalse"},
+        "turn": {"()": "haico_site.logs.TurnFilter"},
         # A model provider's API key never reaches the log (docs/adr/0062).
         "redact_secrets": {"()": "agent.secrets.RedactSecrets"},
     },
-    "handlers": {
-        "console": {"class": "logging.StreamHandler", "filters": ["redact_secrets"]},
-        # With DEBUG on, Django's console handler already prints these.
-        "errors": {"class": "logging.StreamHandler", "filters": ["require_debug_false", "redact_secrets"]},
+    "formatters": {
+        "text": {"()": "haico_site.logs.TextFormatter"},
+        "json": {"()": "haico_site.logs.JsonFormatter"},
     },
+    "handlers": {
+        "stderr": {"class": "logging.StreamHandler", "formatter": HAICO_LOG_FORMAT, "filters": ["turn", "redact_secrets"]},
+    },
+    # Libraries' own INFO lines (every HTTP request of the model client) stay out.
+    "root": {"handlers": ["stderr"], "level": "WARNING"},
     "loggers": {
-        "haico": {"handlers": ["console"], "level": env("HAICO_LOG_LEVEL", default="INFO")},
-        "django.request": {"handlers": ["errors"], "level": "ERROR"},
-        "django.security": {"handlers": ["errors"], "level": "WARNING"},
+        "haico": {"level": env("HAICO_LOG_LEVEL", default="INFO")},
+        # Django's own handlers off: its lines go through the root's, once.
+        "django": {"handlers": [], "level": "INFO"},
+        # In development every 404 is worth a line; in production only errors.
+        "django.request": {"level": "WARNING" if DEBUG else "ERROR"},
+        "django.security": {"level": "WARNING"},
+        "daphne": {"level": "INFO"},
     },
 }
+
+# --- Production serving (docs/adr/0058) ---
+# The app serves its own static files in production (ServeStatic, before
+# everything else: no session or database for a CSS file), so a page works
+# behind any proxy or none. With DEBUG off, `collectstatic` (deploy/start.sh
+# runs it) writes hashed, gzip- and brotli-compressed copies to STATIC_ROOT,
+# and the pages name the hashed files, which are cached for ten years. With
+# DEBUG on nothing changes: runserver serves static/ as it is.
+STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "servestatic.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+# The pages name only the hashed files; compressing the plain copies too
+# would double collectstatic's work for files nothing asks for.
+SERVESTATIC_KEEP_ONLY_HASHED_FILES = True
+if not DEBUG:
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+        "servestatic.middleware.ServeStaticMiddleware",
+    )
+# A load balancer's plain-HTTP probe gets its answer, not a redirect (haico_site.health).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+if not DEBUG and not env("SECURE_SSL_REDIRECT"):
+    # The operator said the proxy redirects to HTTPS: `check --deploy`
+    # (deploy/start.sh fails on its warnings) need not say so again.
+    SILENCED_SYSTEM_CHECKS = [*globals().get("SILENCED_SYSTEM_CHECKS", []), "security.W008"]
+
+# --- Content-Security-Policy (docs/adr/0059) ---
+# On every response (haico_site.csp): the site's own scripts, styles,
+# images and connections only (connect-src 'self' covers the page's ws:/wss:
+# socket to the same host), no inline <script> or <style>; style attributes
+# stay allowed (the trajectory map places its nodes with them, a markdown
+# table aligns its columns with them). data: and blob: images: a chart's PNG
+# export. Violations are reported to /csp-report/ and logged.
+SECURE_CSP = {
+    "default-src": ["'self'"],
+    # 'report-sample': a report quotes the start of what was refused.
+    "script-src": ["'self'", "'report-sample'"],
+    "style-src": ["'self'", "'report-sample'"],
+    "style-src-attr": ["'unsafe-inline'"],
+    "img-src": ["'self'", "data:", "blob:"],
+    "font-src": ["'self'"],
+    "connect-src": ["'self'"],
+    "object-src": ["'none'"],
+    "frame-ancestors": ["'none'"],
+    "base-uri": ["'self'"],
+    "form-action": ["'self'"],
+    "report-uri": ["/csp-report/"],
+}
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1, "haico_site.csp.ContentSecurityPolicyMiddleware"
+)

@@ -60,3 +60,14 @@ def test_serve_refuses_a_port_that_is_not_one_before_doing_anything(sandbox, por
     assert result.returncode == 2
     assert "usage: ./dev serve [PORT]" in result.stderr
     assert calls(sandbox) == []
+
+
+def test_prod_runs_the_production_start_script_with_the_port(sandbox):
+    # deploy/start.sh itself runs for real in tests/deploy/test_start.py.
+    (sandbox / "deploy").mkdir()
+    start = sandbox / "deploy" / "start.sh"
+    start.write_text('#!/bin/sh\necho "start.sh $@" >> "$(dirname "$0")/../calls.log"\n')
+    start.chmod(0o755)
+    result = run_dev(sandbox, "prod", "8010")
+    assert result.returncode == 0, result.stderr
+    assert calls(sandbox) == ["start.sh 8010"]

@@ -55,6 +55,9 @@ ACTS_WITHOUT_INPUT = {
 # Of those, the ones not bound to the owner's thread: another person's probe
 # creates their own thread or ends their own session.
 ACTS_FOR_ANYONE_LOGGED_IN = {"conversations:create", "logout", "admin:logout"}
+# The health probe's 503 is its answer when a part is failing (here the
+# test's open transaction holds the SQLite checkpointer back), not an error.
+ANSWERS_503 = {"healthz"}
 
 
 def _routes(patterns=None, namespace=""):
@@ -141,12 +144,12 @@ def _url(name, converters, thread, ids):
     return reverse(name, kwargs=kwargs)
 
 
-def _probe(client, path, *, htmx_too=True):
+def _probe(client, path, *, htmx_too=True, unavailable_ok=False):
     """Every hostile request to `path`; returns the ones answered with a 5xx."""
     failures = []
 
     def check(label, response):
-        if response.status_code >= 500:
+        if response.status_code >= 500 and not (unavailable_ok and response.status_code == 503):
             failures.append(f"{label} {path}: {response.status_code}")
 
     headers = [{}, HTMX] if htmx_too else [{}]
@@ -184,7 +187,10 @@ def test_every_http_route_refuses_hostile_input_without_a_500_and_changes_nothin
         path = _url(name, converters, thread, ids)
         for persona, client in (("owner", _client(owner)), ("other user", _client(other_user)), ("anonymous", _client())):
             before = _database()
-            failures += [f"{persona}: {failure}" for failure in _probe(client, path, htmx_too=persona == "owner")]
+            failures += [
+                f"{persona}: {failure}"
+                for failure in _probe(client, path, htmx_too=persona == "owner", unavailable_ok=name in ANSWERS_503)
+            ]
             acts = ACTS_WITHOUT_INPUT if persona == "owner" else ACTS_FOR_ANYONE_LOGGED_IN if persona == "other user" else set()
             if name not in acts and _database() != before:
                 changed.append(f"{persona}: {name} ({path})")

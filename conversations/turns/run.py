@@ -68,6 +68,7 @@ from ..models import ActivityLogEntry, Turn
 from ..usage import usage_record
 from . import fragments, guard, outcome
 from .errors import safe_error_message
+from .logcontext import TurnIds, current_turn
 
 logger = logging.getLogger("haico.conversations.turns")
 
@@ -233,7 +234,25 @@ class TurnRun:
     # -- the task --
 
     async def run(self) -> str:
-        """Run the turn to its end; returns the turn's status (conversations.models.Turn.Status)."""
+        """Run the turn to its end; returns the turn's status (conversations.models.Turn.Status).
+
+        Every line logged meanwhile, here or in the agent, names the thread
+        and the turn (conversations.turns.logcontext)."""
+        ids = current_turn.set(TurnIds(thread_id=str(self.thread.pk), turn_index=self.turn_index))
+        started = time.monotonic()
+        logger.info("turn %s of thread %s %s", self.turn_index, self.thread.pk, "resumed" if self.resume else "started")
+        status = Turn.Status.INTERRUPTED  # unless it gets to say otherwise
+        try:
+            status = await self._run()
+        finally:
+            logger.info(
+                "turn %s of thread %s ended (%s) after %.1f s",
+                self.turn_index, self.thread.pk, status, time.monotonic() - started,
+            )
+            current_turn.reset(ids)
+        return status
+
+    async def _run(self) -> str:
         status, notice = Turn.Status.COMPLETE, ""
         try:
             if self.resume is None:

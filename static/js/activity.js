@@ -3,7 +3,8 @@
  * conversations.live pushes each new entry to the top of #activity-entries
  * (an entry marked .is-new). Open, the person sees it there; closed, the
  * summary shows how many arrived since it was last opened. Opening resets
- * the count (and reloads the log from the server).
+ * the count and reloads the log from the server (the "activity-opened"
+ * event its hx-trigger waits for).
  */
 (function () {
   "use strict";
@@ -31,7 +32,12 @@
       if (added) setUnread(log, Number(log.dataset.unread || 0) + added);
     }).observe(log, { childList: true, subtree: true });
     log.addEventListener("toggle", function () {
-      if (log.open) setUnread(log, 0);
+      if (!log.open) return;
+      setUnread(log, 0);
+      // Loads the entries (hx-trigger="activity-opened"): a trigger filter
+      // such as toggle[target.open] is compiled with eval, which the
+      // Content-Security-Policy refuses.
+      if (window.htmx) window.htmx.trigger(log, "activity-opened");
     });
   }
 

@@ -10,7 +10,8 @@ the subprocess's database with ``sqlite3`` (``server.query``).
 Fixtures:
 - ``browser`` (package): one headless Debian Chromium for all browser tests.
 - ``page`` (function): a fresh context and page; a screenshot and the server
-  log tail are kept under /tmp/haico-browser-failures/ when the test fails.
+  log tail are kept under /tmp/haico-browser-failures/ when the test fails,
+  and a Content-Security-Policy violation in its pages fails the test.
 - ``haico_server`` (function): a running server with a fresh database
   (``.url``, ``.db_path``, ``.query(sql, params)``, ``.manage(*args)``,
   ``.create_user(username, password)``, ``.log_tail()``, ``.kill()`` (SIGKILL,
@@ -351,14 +352,27 @@ def _safe_name(nodeid: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid)[-150:]
 
 
+def _is_csp_violation(message) -> bool:
+    return message.type == "error" and "Content Security Policy" in message.text
+
+
 @pytest.fixture
 def new_page(browser, request):
-    """Factory: ``new_page() -> Page`` in a fresh context (its own cookies: another person)."""
+    """Factory: ``new_page() -> Page`` in a fresh context (its own cookies: another person).
+
+    A Content-Security-Policy violation in any page of these contexts fails
+    the test (docs/adr/0059), unless it is marked ``allows_csp_violations``."""
     contexts = []
+    violations: list[str] = []
 
     def make():
         context = browser.new_context(viewport={"width": 1400, "height": 900})
         context.set_default_timeout(DEFAULT_TIMEOUT_MS)
+        context.on(
+            "console",
+            lambda message: _is_csp_violation(message)
+            and violations.append(f"{message.page.url if message.page else '?'}: {message.text}"),
+        )
         contexts.append(context)
         return context.new_page()
 
@@ -377,6 +391,8 @@ def new_page(browser, request):
                     print(f"screenshot failed for {pg.url}: {exc}")
     for context in contexts:
         context.close()
+    if violations and not failed and request.node.get_closest_marker("allows_csp_violations") is None:
+        pytest.fail("the pages broke the Content-Security-Policy:\n" + "\n".join(violations))
 
 
 @pytest.fixture

@@ -1,0 +1,131 @@
+"""Private PostgreSQL and Redis servers a test may stop and start at will
+(the shared ones on 5432 / 6379 must never be stopped).
+
+`PrivateRedis(tmp)`: a redis-server on a free loopback port, no persistence.
+`PrivatePostgres(tmp)`: a cluster made with initdb in a directory of its
+own, run by the `postgres` account (as root) or by the current one, on a
+free loopback port, with a password superuser `haico`. Both have `.url`,
+`.start()`, `.stop()` and `.close()` (stop for good, files removed);
+`available()` says why one cannot run here (None when it can).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_port(port: int, *, up: bool, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                answered = True
+        except OSError:
+            answered = False
+        if answered == up:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"port {port} did not go {'up' if up else 'down'} within {timeout} s")
+
+
+class PrivateRedis:
+    def __init__(self, workdir: Path):
+        self.workdir = Path(workdir)
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen | None = None
+
+    @staticmethod
+    def available() -> str | None:
+        return None if shutil.which("redis-server") else "redis-server is not installed"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        _wait_for_port(self.port, up=True)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+        self.process = None
+        _wait_for_port(self.port, up=False)
+
+    def close(self) -> None:
+        self.stop()
+
+
+def _postgres_bin(name: str) -> str | None:
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return found[-1] if found else shutil.which(name)
+
+
+class PrivatePostgres:
+    def __init__(self):
+        # Not under pytest's tmp_path: its parents are private to root, and
+        # the cluster runs as `postgres`.
+        self.workdir = Path(tempfile.mkdtemp(prefix="haico-private-pg-"))
+        self.data = self.workdir / "data"
+        self.port = free_port()
+        self.url = f"postgres://haico:haico@127.0.0.1:{self.port}/postgres"
+        self._as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        os.chmod(self.workdir, 0o755)
+        if os.geteuid() == 0:
+            account = pwd.getpwnam("postgres")
+            os.chown(self.workdir, account.pw_uid, account.pw_gid)
+        (self.workdir / "pw").write_text("haico\n")
+        os.chmod(self.workdir / "pw", 0o644)
+        self._run(_postgres_bin("initdb"), "-D", str(self.data), "-U", "haico", "--pwfile", str(self.workdir / "pw"),
+                  "-A", "scram-sha-256", "--no-sync")
+
+    @staticmethod
+    def available() -> str | None:
+        if _postgres_bin("initdb") is None or _postgres_bin("pg_ctl") is None:
+            return "PostgreSQL's initdb / pg_ctl are not installed"
+        if os.geteuid() == 0:
+            try:
+                pwd.getpwnam("postgres")
+            except KeyError:
+                return "no postgres account to run a private cluster as"
+        return None
+
+    def _run(self, *argv: str) -> None:
+        done = subprocess.run([*self._as, *argv], capture_output=True, text=True, timeout=120)
+        if done.returncode:
+            raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stdout}\n{done.stderr}")
+
+    def start(self) -> None:
+        self._run(
+            _postgres_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.workdir / "log"), "-w", "-t", "60",
+            "-o", f"-p {self.port} -k {self.workdir} -c listen_addresses=127.0.0.1 -c fsync=off", "start",
+        )
+        _wait_for_port(self.port, up=True)
+
+    def stop(self) -> None:
+        # Immediate: as a crash or a lost network would look to the app.
+        self._run(_postgres_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        _wait_for_port(self.port, up=False)
+
+    def close(self) -> None:
+        try:
+            self.stop()
+        except RuntimeError:
+            pass  # not running
+        shutil.rmtree(self.workdir, ignore_errors=True)
