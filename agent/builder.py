@@ -25,6 +25,7 @@ from langchain_core.language_models import BaseChatModel
 
 from workspace import selectors
 
+from .answer_cap import AnswerCapMiddleware, answer_max_chars
 from .approvals import ApprovalMiddleware
 from .context import AgentContext
 from .middleware import (
@@ -92,6 +93,9 @@ def build_agent(*, model: BaseChatModel, checkpointer=None):
         # Inside the retry, so it judges a reply with the calls its text
         # held (docs/adr/0020).
         middleware.append(TextToolCallsMiddleware())
+    # Innermost around the model: an answer past HAICO_ANSWER_MAX_CHARS is
+    # cut where it is made, its stream stopped (docs/adr/0043).
+    middleware.append(AnswerCapMiddleware(max_chars=answer_max_chars()))
     # Tool calls the retry refused get their error instead of running.
     middleware.append(RefusedCallsMiddleware())
     # Hard-to-undo calls wait for the person's approval (docs/adr/0017).

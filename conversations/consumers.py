@@ -52,7 +52,7 @@ from workspace.text import encodable
 from . import trajectory
 from .branching import discard_branch, fork_thread
 from .forms import MODE_MESSAGE, checked_selection
-from .live import group_name, publisher
+from .live import RESYNC, fits_one_message, group_name, message_size, publisher
 from .services import thread_set_mode
 from .sessions import session_group, session_signs_in
 from .turns import fragments, guard, registry
@@ -63,7 +63,6 @@ logger = logging.getLogger("haico.conversations.ws")
 # Channel layers forget a group member after a while (group_expiry); an open
 # page renews its membership well before that.
 RENEW_GROUP_SECONDS = 3600
-RESYNC = '<div hx-swap-oob="beforeend:#live-inbox"><template data-live-patch="resync"></template></div>'
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
@@ -101,13 +100,20 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         self._renewal = asyncio.ensure_future(self._renew_membership())
         # Behind any fragment already on its way to the thread, so nothing
         # arrives twice or out of order.
-        publisher.publish_to_consumer(self.thread.pk, self, await registry.connect_html(self.thread.pk))
+        for html in await registry.connect_fragments(self.thread.pk):
+            publisher.publish_to_consumer(self.thread.pk, self, html)
 
     async def send(self, text_data=None, bytes_data=None, close=False):
         # The server could not encode a lone surrogate and would drop the
         # connection: whatever a frame carries, the page gets it readable.
         if text_data is not None:
             text_data = encodable(text_data)
+            if not fits_one_message(text_data):
+                # Daphne would refuse the frame and the page never learn of
+                # it: the page fetches what it missed instead (docs/adr/0043).
+                logger.warning("a message of %d bytes to a page of thread %s was too big; it resyncs instead",
+                               message_size(text_data), self.thread.pk if self.thread else "-")
+                text_data = RESYNC
         await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
 
     async def _refuse(self, message: str, code: int):
@@ -189,7 +195,10 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         if thread is None:
             return
         if not await registry.request_stop(thread=thread):
-            await self._notice("No turn is running.")
+            # The page thought one was: it shows how the latest turn really
+            # ended, and idle controls (a push it missed, docs/adr/0043).
+            ended = await database_sync_to_async(registry.ended_html)(thread.pk)
+            await self.send(text_data=fragments.notice("No turn is running.") + (ended or fragments.controls(running=False)))
 
     async def _retry(self, turn):
         thread = await self._current_thread()

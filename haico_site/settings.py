@@ -243,6 +243,17 @@ HAICO_INSTANCE = env.str("HAICO_INSTANCE", default="")
 # --- Limits (documented in README) ---
 HAICO_DOCUMENT_MAX_CHARS = 200_000
 HAICO_MESSAGE_MAX_CHARS = 20_000
+# The most one answer of the agent may hold: a model that goes on past it is
+# stopped there, and the answer ends with a note saying it was cut
+# (agent.answer_cap, docs/adr/0043).
+HAICO_ANSWER_MAX_CHARS = env.int("HAICO_ANSWER_MAX_CHARS", default=200_000)
+# How old a half-made branch or a checkpointer history without its thread
+# (an import or a fork its server died in) must be before the cleanup every
+# server runs removes it (conversations.branch_cleanup, docs/adr/0045).
+HAICO_ABANDONED_AFTER_SECONDS = env.int("HAICO_ABANDONED_AFTER_SECONDS", default=300)
+# Test-only: the name of a crash point (conversations.faults) at which this
+# process kills itself, as a crash would. Empty (always, outside tests): none.
+HAICO_CRASH_AT = env.str("HAICO_CRASH_AT", default="")
 # A thread archive (conversations.archive) larger than this is refused before it is read.
 HAICO_ARCHIVE_MAX_BYTES = env.int("HAICO_ARCHIVE_MAX_BYTES", default=25 * 1024 * 1024)
 

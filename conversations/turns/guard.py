@@ -26,7 +26,7 @@ from workspace.services.snapshots import snapshot_capture
 from workspace.text import clean_text
 
 from ..errors import ApprovalPending, TurnAlreadyRunning
-from ..live import publisher
+from ..live import RESYNC, RESYNC_CHAT, publisher
 from ..models import Turn
 from ..services import DEFAULT_THREAD_TITLE, announce_thread, title_from_message
 from . import fragments, outcome, process
@@ -281,9 +281,10 @@ def _release(locked: Thread, turn_index: int, *, notice: str, now=None) -> None:
     )
     row = Turn.objects.filter(thread=locked, index=turn_index).first()
     if row is not None:
-        html = fragments.ended(row, latest=row.index == locked.turn_index)
+        answer, end = fragments.ended_parts(row, latest=row.index == locked.turn_index)
         thread_id = locked.pk
-        transaction.on_commit(lambda: publisher.publish(thread_id, html))
+
+        transaction.on_commit(lambda: publisher.publish_parts(thread_id, [(answer, RESYNC_CHAT), (end, RESYNC)]))
 
 
 def retry_message(*, thread: Thread, turn) -> tuple[str, str]:

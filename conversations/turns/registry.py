@@ -254,9 +254,10 @@ async def request_stop(*, thread: Thread) -> bool:
     return await database_sync_to_async(guard.turn_request_cancel)(thread=thread)
 
 
-def resync_html(thread_id) -> str:
+def resync_fragments(thread_id) -> list[str]:
     """What a page opened mid-turn has missed of the turn running in this
-    process (the reasoning so far and the answer streamed so far), or "".
+    process (the reasoning so far and the answer streamed so far), in
+    fragments that each fit one message; [] when none runs here.
 
     The page itself renders the turn from the checkpointer, which holds
     neither the streamed draft nor steps sent since the page was built. The
@@ -264,34 +265,43 @@ def resync_html(thread_id) -> str:
     snapshot replaces whatever those added and later tokens append to it."""
     local = _running.get(uuid.UUID(str(thread_id)))
     if local is None or local.task.done():
-        return ""
-    return local.turn.resync_html()
+        return []
+    return local.turn.resync_fragments()
 
 
-async def connect_html(thread_id) -> str:
+async def connect_fragments(thread_id) -> list[str]:
     """What a page that just connected may have missed: the turn running in
     this process so far, or, when none runs anywhere, how the latest turn
     ended (a page that lost its socket to a server that died still shows
     that turn running)."""
-    html = resync_html(thread_id)
-    if html:
-        return html
-    return await database_sync_to_async(_ended_html)(thread_id)
+    fragments_so_far = resync_fragments(thread_id)
+    if fragments_so_far:
+        return fragments_so_far
+    return await database_sync_to_async(ended_fragments)(thread_id)
 
 
-def _ended_html(thread_id) -> str:
+def ended_html(thread_id) -> str:
+    """How the thread's latest turn ended, for a page that may still show it
+    running (or waiting), or "" while it runs."""
+    return "".join(ended_fragments(thread_id))
+
+
+def ended_fragments(thread_id) -> list[str]:
+    """ended_html in parts: the turn's answer (which can be large) apart
+    from its marker and the controls, so a page always gets the latter."""
     row = latest_turn_row(thread_id=thread_id)
     if row is None or row.status == row.Status.RUNNING:
-        return ""  # running elsewhere: its fragments come through the layer
+        return []  # running elsewhere: its fragments come through the layer
     if row.status == row.Status.AWAITING:
         # The page may have been built before the turn paused: the card.
         turn = fragments.turn_context(
             turn_index=row.index, user_message=row.user_message, thread_id=thread_id,
             ending=outcome.marker(status=row.status), approval=fragments.approval_view(row.approval, pending=True),
         )
-        return fragments.approval_card(turn)
+        return [fragments.approval_card(turn)]
     # The page may have been built before that turn ended: its map too.
-    return fragments.ended(row, latest=True) + trajectory.map_push(thread_id=thread_id)
+    answer, end = fragments.ended_parts(row, latest=True)
+    return [answer, end, trajectory.map_push(thread_id=thread_id)]
 
 
 async def wait_for_turn(thread_id, timeout: float = 30.0) -> None:
