@@ -24,6 +24,7 @@ from langchain.agents.middleware import ModelRequest, dynamic_prompt
 from langchain_core.language_models import BaseChatModel
 
 from workspace import selectors
+from workspace.db import usable_connections
 
 from .answer_cap import AnswerCapMiddleware, answer_max_chars
 from .approvals import ApprovalMiddleware
@@ -56,6 +57,7 @@ FIRST_CALL_IMPORTS = (
 
 
 def _prompt_for(context: AgentContext) -> str:
+    usable_connections()
     reading = selectors.workspace_reading_for(thread=context.thread)
     # The version this call is shown is what a tool it calls edits from.
     context.seen.document_version = document_version(reading)

@@ -20,7 +20,7 @@ import json
 import logging
 
 import mcp_types as types
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from mcp.server import Server
@@ -53,7 +53,9 @@ async def _call_tool(ctx, params: types.CallToolRequestParams) -> types.CallTool
     token = _token_of(ctx)
     if token is None:  # never: both transports authenticate first
         return types.CallToolResult(content=[types.TextContent(text="Not authenticated.")], is_error=True)
-    result = await sync_to_async(call_tool, thread_sensitive=False)(token, params.name, params.arguments or {})
+    # database_sync_to_async: a connection the database closed meanwhile is
+    # replaced, not used (docs/adr/0044).
+    result = await database_sync_to_async(call_tool, thread_sensitive=False)(token, params.name, params.arguments or {})
     return types.CallToolResult(content=[types.TextContent(text=result.text)], is_error=result.is_error)
 
 
@@ -134,7 +136,7 @@ class HttpEndpoint:
             await _answer(send, 400, "This host is not allowed.")
             return
         secret = _bearer(scope)
-        token = await sync_to_async(token_for_secret, thread_sensitive=False)(secret) if secret else None
+        token = await database_sync_to_async(token_for_secret, thread_sensitive=False)(secret) if secret else None
         if token is None:
             await _answer(
                 send, 401, "A valid access token is required (Authorization: Bearer <token>; make one at /accounts/tokens/).",

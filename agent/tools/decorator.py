@@ -34,6 +34,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
+from workspace.db import usable_connections
 from workspace.errors import PreferenceLocked, WorkspaceError
 from workspace.models import Thread
 from workspace.services.artifacts import artifact_create
@@ -143,6 +144,7 @@ def run_tool_call(
     spec: ToolSpec, thread: Thread, arguments: dict[str, Any], *, turn_index: int = 0, seen: Seen | None = None
 ) -> str:
     """Run one call synchronously and return its envelope. Never raises."""
+    usable_connections()
     arguments = dict(arguments)
     reason = arguments.pop(REASON_FIELD, "")
     logger.info("tool %s (thread %s, turn %s): %s", spec.name, thread.pk, turn_index, reason)
