@@ -12,6 +12,7 @@ from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -131,24 +132,25 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env("REDIS_URL")
+# How the channel layer connects to Redis (redis-py connection options).
+REDIS_HOST_OPTIONS = {
+    # redis-py's own default (5 s) equals the layer's blocking read (5 s):
+    # every idle socket would time out and its page be dropped (close code 1011).
+    "socket_timeout": env.float("REDIS_SOCKET_TIMEOUT", default=30.0),
+    "socket_connect_timeout": 5.0,
+    # One connection per group send in flight; the live layer keeps at most
+    # one per thread and 64 overall.
+    "max_connections": env.int("REDIS_MAX_CONNECTIONS", default=256),
+    # A pooled connection Redis closed (a restart, a failover) fails its next
+    # command: it is tried once more on a new connection (docs/adr/0044).
+    "retry_on_error": [RedisConnectionError],
+}
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
-                "hosts": [
-                    {
-                        "address": REDIS_URL,
-                        # redis-py's own default (5 s) equals the layer's
-                        # blocking read (5 s): every idle socket would time
-                        # out and its page be dropped (close code 1011).
-                        "socket_timeout": env.float("REDIS_SOCKET_TIMEOUT", default=30.0),
-                        "socket_connect_timeout": 5.0,
-                        # One connection per group send in flight; the live
-                        # layer keeps at most one per thread and 64 overall.
-                        "max_connections": env.int("REDIS_MAX_CONNECTIONS", default=256),
-                    }
-                ],
+                "hosts": [{"address": REDIS_URL, **REDIS_HOST_OPTIONS}],
                 # Messages waiting per page; past this the layer drops them
                 # (the page notices the gap and reloads what it shows).
                 "capacity": env.int("CHANNEL_CAPACITY", default=1000),
