@@ -49,6 +49,7 @@ from workspace.errors import InvalidInput
 from workspace.models import Thread
 from workspace.services.archive import workspace_restore
 
+from .faults import IMPORT_HISTORY_WRITTEN, crash_point
 from .models import BranchLink, Turn
 from .services import THREAD_TITLE_MAX_CHARS, clean_title
 
@@ -236,6 +237,7 @@ def import_archive(*, raw: bytes, owner: AbstractBaseUser) -> Thread:
     new_id = uuid.uuid4()
     try:
         seed_history(new_id, parsed["messages"])
+        crash_point(IMPORT_HISTORY_WRITTEN)  # a history no row owns yet: branch_cleanup removes it
         return _write_rows(new_id=new_id, owner=owner, title=title, parsed=parsed)
     except BaseException as exc:
         try:

@@ -50,7 +50,7 @@ from workspace.selectors import thread_for_user
 from workspace.text import encodable
 
 from . import trajectory
-from .branching import discard_branch, fork_thread
+from .branching import discard_branch, make_branch_for_turn
 from .forms import MODE_MESSAGE, checked_selection
 from .live import RESYNC, fits_one_message, group_name, message_size, publisher
 from .services import thread_set_mode
@@ -285,14 +285,17 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             source, turn = await database_sync_to_async(trajectory.continue_point)(
                 user=user, thread_id=data.get("continue_thread"), turn_index=data.get("continue_turn")
             )
-            branch = await database_sync_to_async(fork_thread)(
-                source=source, turn_index=turn, user=user, reason=f"Continued from turn {turn}"
+            # Hidden until its turn begins (docs/adr/0045).
+            branch = await database_sync_to_async(make_branch_for_turn)(
+                source=source, after_turn=turn, user=user, reason=f"Continued from turn {turn}"
             )
         except UserFacingError as exc:  # not a turn of theirs; the branch refused or undone
             await self._notice(exc.message)
             return
         try:
-            turn_index = await registry.start_turn(thread=branch, user_message=message, model_name=model, mode=mode)
+            turn_index = await registry.start_turn(
+                thread=branch, user_message=message, model_name=model, mode=mode, activate_branch=True
+            )
         except BaseException as exc:
             # A branch without the turn it was made for would be an empty copy.
             await database_sync_to_async(discard_branch)(branch.pk)

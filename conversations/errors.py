@@ -11,3 +11,7 @@ class TurnAlreadyRunning(ConversationError):
 
 class ApprovalPending(TurnAlreadyRunning):
     """A message arrived while the latest turn waits for the person's approval (docs/adr/0017)."""
+
+
+class BranchVanished(ConversationError):
+    """The pending branch a turn was to begin in was removed meanwhile (docs/adr/0045)."""

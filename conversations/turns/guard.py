@@ -25,9 +25,9 @@ from workspace.models import Thread, WorkspaceSnapshot
 from workspace.services.snapshots import snapshot_capture
 from workspace.text import clean_text
 
-from ..errors import ApprovalPending, TurnAlreadyRunning
+from ..errors import ApprovalPending, BranchVanished, TurnAlreadyRunning
 from ..live import RESYNC, RESYNC_CHAT, publisher
-from ..models import Turn
+from ..models import BranchLink, Turn
 from ..services import DEFAULT_THREAD_TITLE, announce_thread, title_from_message
 from . import fragments, outcome, process
 
@@ -58,7 +58,8 @@ def clean_user_message(message) -> str:
 
 @transaction.atomic
 def turn_begin(
-    *, thread: Thread, user_message: str, model_name: str | None = None, retry_of: int | None = None
+    *, thread: Thread, user_message: str, model_name: str | None = None, retry_of: int | None = None,
+    activate_branch: bool = False,
 ) -> tuple[int, WorkspaceSnapshot]:
     """Claim the thread's single running-turn slot, bump the turn counter,
     record the turn row and snapshot the workspace, all before the agent runs.
@@ -67,9 +68,24 @@ def turn_begin(
     processes. Raises TurnAlreadyRunning while another turn is in progress,
     and InvalidInput for a message that cannot be stored. A claim left by a
     dead server is taken over, its turn marked interrupted.
+
+    `activate_branch`: the thread is a pending branch made for this turn
+    (conversations.branching.make_branch_for_turn); it becomes active and
+    shown in this same transaction, so it is never shown without its turn
+    (docs/adr/0045). BranchVanished if it is no longer pending.
     """
     user_message = clean_user_message(user_message)
-    locked = Thread.objects.select_for_update().get(pk=thread.pk)
+    if activate_branch:
+        locked = Thread.objects.select_for_update().filter(pk=thread.pk).first()
+        activated = locked is not None and BranchLink.objects.filter(
+            thread_id=locked.pk, status=BranchLink.Status.PENDING
+        ).update(status=BranchLink.Status.ACTIVE)
+        if not activated:
+            # Swept meanwhile (it took longer than any fork could): nothing to run in.
+            raise BranchVanished("The branch could not be created; nothing was changed. Try again.")
+        locked.is_deleted = thread.is_deleted = False
+    else:
+        locked = Thread.objects.select_for_update().get(pk=thread.pk)
     now = timezone.now()
     if running_turn(locked, now) is not None:
         raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
@@ -83,6 +99,8 @@ def turn_begin(
     locked.cancel_requested = False
     locked.last_activity_at = now
     update_fields = ["turn_index", "running_turn_index", "running_since", "cancel_requested", "last_activity_at"]
+    if activate_branch:
+        update_fields.append("is_deleted")
     if locked.turn_index == 1 and locked.title == DEFAULT_THREAD_TITLE:
         locked.title = title_from_message(user_message) or DEFAULT_THREAD_TITLE
         update_fields.append("title")

@@ -32,7 +32,7 @@ from workspace.errors import UserFacingError
 from workspace.models import Thread
 
 from .. import trajectory
-from ..branch_cleanup import discard_abandoned_branches
+from ..branch_cleanup import abandoned_after, discard_abandoned_branches, discard_orphaned_histories
 from ..live import publisher
 from ..selectors import latest_turn_row
 from . import fragments, guard, outcome
@@ -46,6 +46,9 @@ SAVE_ANSWERS_SECONDS = 0.5
 CANCEL_POLL_SECONDS = 1.0
 # How often the recovery task looks for turns left by dead servers.
 RECOVERY_SECONDS = 10.0
+# How often, at most, it looks for checkpointer histories no thread owns (a
+# scan of every thread's newest checkpoint).
+ORPHANED_HISTORY_SECONDS = 300.0
 # On server shutdown, how long running turns get to wind down before being cancelled.
 SHUTDOWN_GRACE_SECONDS = 5.0
 
@@ -91,14 +94,16 @@ def _ensure_recovery() -> None:
 
 async def _recover() -> None:
     """Release the turns of dead servers: this one's predecessor's at once,
-    then any whose claims went stale; and remove branches a dead server
-    left half made."""
+    then any whose claims went stale; and remove what a dead server left
+    half made: branches, and histories of imports (docs/adr/0045)."""
     try:
         released = await database_sync_to_async(guard.turns_release_predecessor)()
         if released:
             logger.warning("released %d turn(s) left running by this server's previous run", released)
     except Exception:
         logger.exception("could not release the turns of this server's previous run")
+    loop = asyncio.get_running_loop()
+    last_history_sweep = float("-inf")
     while True:
         await asyncio.sleep(RECOVERY_SECONDS)
         try:
@@ -108,6 +113,9 @@ async def _recover() -> None:
             removed = await database_sync_to_async(discard_abandoned_branches)()
             if removed:
                 logger.warning("removed %d branch(es) a server died while making", removed)
+            if loop.time() - last_history_sweep >= min(ORPHANED_HISTORY_SECONDS, abandoned_after().total_seconds()):
+                last_history_sweep = loop.time()
+                await database_sync_to_async(discard_orphaned_histories)()
         except Exception:
             logger.exception("the turn recovery could not reach the database; trying again")
 
@@ -128,12 +136,15 @@ async def start_turn(
     *, thread: Thread, user_message: str, model_name: str | None = None, retry_of: int | None = None,
     mode: str | None = None,
     selection: Selection | None = None,
+    activate_branch: bool = False,
 ) -> int:
     """Claim the thread's single turn slot, snapshot the workspace, and start
     the agent in a server-owned task. Returns the turn index.
 
     `mode`: the agent's mode for this turn (the one shown when the message
-    was sent); None: the thread's (docs/adr/0018).
+    was sent); None: the thread's (docs/adr/0018). `activate_branch`: the
+    thread is a branch made for this turn, shown as the turn begins
+    (conversations.branching.make_branch_for_turn).
 
     Raises conversations.errors.TurnAlreadyRunning (nothing stored) while
     another turn of this thread runs, in any process.
@@ -145,7 +156,8 @@ async def start_turn(
     detached = contextvars.Context()
     detached.run(_prepare)
     turn_index, _snapshot = await database_sync_to_async(guard.turn_begin)(
-        thread=thread, user_message=user_message, model_name=model_name, retry_of=retry_of
+        thread=thread, user_message=user_message, model_name=model_name, retry_of=retry_of,
+        activate_branch=activate_branch,
     )
     turn = TurnRun(
         thread=thread, turn_index=turn_index, user_message=user_message, model_name=model_name, agents=agents,
