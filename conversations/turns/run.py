@@ -461,6 +461,8 @@ class TurnRun:
 def _pieces(text: str, size: int = TOKEN_PIECE_CHARS) -> list[str]:
     """`text` in pieces of at most about `size` characters, none of them
     only whitespace (the HTML parser could drop it: it joins the next)."""
+    if len(text) <= size:
+        return [text] if text else []  # a token: the callers send none that is only whitespace
     pieces: list[str] = []
     carry = ""
     for start in range(0, len(text), size):
