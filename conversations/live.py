@@ -155,8 +155,9 @@ class Publisher:
 
     def publish_parts(self, thread_id, parts: list[tuple[str, str]]) -> None:
         """Send each (html, its stand-in if too big) of `parts`, in order, to
-        every open tab of the thread, as one message where they fit one:
-        a large part and a small one after it arrive, or the small one alone."""
+        every open tab of the thread, in one message where they fit: a part
+        too big is replaced by its stand-in, and the parts after it still
+        arrive (a turn's answer, then its end: conversations.turns.guard)."""
         group = group_name(thread_id)
         items = [(None, encodable(html), too_big) for html, too_big in parts if html]
         if not items:

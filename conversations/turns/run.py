@@ -62,7 +62,7 @@ from workspace.markdown import render_markdown
 from workspace.models import Thread
 
 from .. import activity, services, trajectory
-from ..live import RESYNC_CHAT, publisher
+from ..live import RESYNC, RESYNC_CHAT, publisher
 from ..models import ActivityLogEntry, Turn
 from . import fragments, guard, outcome
 from .errors import safe_error_message
@@ -153,11 +153,8 @@ class TurnRun:
 
     # -- sending --
 
-    def send(self, html: str, *, too_big: str | None = None) -> None:
-        if too_big is None:
-            publisher.publish(self.thread.pk, html)
-        else:
-            publisher.publish(self.thread.pk, html, too_big=too_big)
+    def send(self, html: str, *, too_big: str = RESYNC) -> None:
+        publisher.publish(self.thread.pk, html, too_big=too_big)
         self._last_sent = time.monotonic()
 
     def _turn(self, *, answer: str = "", running: bool = True, ending=None, approval=None) -> dict:
