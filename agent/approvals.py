@@ -33,6 +33,7 @@ from langchain_core.messages import ToolMessage
 from langgraph.types import interrupt
 
 from workspace import selectors
+from workspace.db import usable_connections
 from workspace.diff import REMOVED, diff_text
 
 from .context import AgentContext
@@ -148,6 +149,7 @@ def approval_request(thread, tool_call: dict) -> dict | None:
     args = tool_call.get("args")
     if rule is None or not isinstance(args, dict):
         return None
+    usable_connections()
     request = rule(thread, args)
     if request is not None:
         request["call_id"] = tool_call.get("id") or ""

@@ -24,7 +24,9 @@ from langchain.agents.middleware import ModelRequest, dynamic_prompt
 from langchain_core.language_models import BaseChatModel
 
 from workspace import selectors
+from workspace.db import usable_connections
 
+from .answer_cap import AnswerCapMiddleware, answer_max_chars
 from .approvals import ApprovalMiddleware
 from .catalogue import ModelChoice
 from .context import AgentContext
@@ -57,6 +59,7 @@ FIRST_CALL_IMPORTS = (
 
 
 def _prompt_for(context: AgentContext) -> str:
+    usable_connections()
     reading = selectors.workspace_reading_for(thread=context.thread)
     # The version this call is shown is what a tool it calls edits from.
     context.seen.document_version = document_version(reading)
@@ -96,8 +99,11 @@ def build_agent(*, model: BaseChatModel, checkpointer=None):
         # Inside the retry, so it judges a reply with the calls its text
         # held (docs/adr/0020).
         middleware.append(TextToolCallsMiddleware())
-    # Innermost around the model: every attempt's tokens, as the provider
-    # reports them (docs/adr/0063).
+    # Around the model: an answer past HAICO_ANSWER_MAX_CHARS is cut where
+    # it is made, its stream stopped (docs/adr/0043).
+    middleware.append(AnswerCapMiddleware(max_chars=answer_max_chars()))
+    # Innermost: every attempt's tokens, as the provider reports them
+    # (docs/adr/0063).
     middleware.append(UsageMiddleware())
     # Tool calls the retry refused get their error instead of running.
     middleware.append(RefusedCallsMiddleware())

@@ -101,17 +101,46 @@ async def _open_sqlite(opened: _Open) -> None:
     opened.saver, opened.close = saver, close
 
 
-async def _open_postgres(opened: _Open) -> None:
-    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+def postgres_pool(conninfo: str):
+    """The saver's connection pool (not opened yet).
+
+    Every connection is checked before it is lent (a round trip): after the
+    server closed them (a restart, a failover, pg_terminate_backend) the
+    pool would otherwise hand out dead connections, and the turns using
+    them would fail one after another (docs/adr/0044). One that fails its
+    check was closed with all the others: they are all checked at once, so
+    the pool's next try (after its one-second back-off) finds a live one
+    instead of the next dead one, with a longer back-off each time."""
     from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
 
+    pool: AsyncConnectionPool | None = None
+
+    async def check(conn) -> None:
+        try:
+            await AsyncConnectionPool.check_connection(conn)
+        except Exception:
+            logger.warning("a checkpointer connection was closed by the database; checking the others")
+            try:
+                await pool.check()
+            except Exception:
+                logger.warning("could not check the checkpointer's other connections", exc_info=True)
+            raise
+
     pool = AsyncConnectionPool(
-        conninfo=postgres_conninfo(),
+        conninfo=conninfo,
         max_size=POSTGRES_POOL_MAX_SIZE,
         open=False,
+        check=check,
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
     )
+    return pool
+
+
+async def _open_postgres(opened: _Open) -> None:
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    pool = postgres_pool(postgres_conninfo())
     await pool.open()
     try:
         saver = AsyncPostgresSaver(pool)

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import contextmanager
+from datetime import UTC, datetime
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.base.id import UUID as CheckpointId
 from langgraph.graph import START, MessagesState, StateGraph
 
 from .checkpointer import (
@@ -26,6 +28,10 @@ from .checkpointer import (
     sqlite_path,
 )
 from .history import TURN_INDEX_KEY
+
+
+# A UUID's time counts 100 ns ticks from 1582-10-15; the Unix epoch is this many ticks later.
+_UUID_EPOCH_TICKS = 0x01B21DD213814000
 
 
 class HistoryNotSplittable(Exception):
@@ -109,6 +115,25 @@ def seed_history(thread_id, messages: list[BaseMessage]) -> None:
 def has_history(thread_id) -> bool:
     with _saver() as saver:
         return saver.get_tuple(_config(thread_id)) is not None
+
+
+def histories_written_at() -> dict[str, datetime]:
+    """Every checkpointer thread id, with when its newest checkpoint was
+    written (read from the checkpoint's id, a time-ordered UUID v6; a
+    thread whose ids carry no time is left out)."""
+    with _saver() as saver:
+        rows = saver.conn.execute("SELECT thread_id, MAX(checkpoint_id) AS newest FROM checkpoints GROUP BY thread_id")
+        written = {}
+        for row in rows.fetchall():
+            thread_id, newest = (row["thread_id"], row["newest"]) if isinstance(row, dict) else row
+            try:
+                checkpoint_id = CheckpointId(str(newest))
+            except ValueError:
+                continue
+            if checkpoint_id.version == 6:
+                unix_ns = (checkpoint_id.time - _UUID_EPOCH_TICKS) * 100
+                written[str(thread_id)] = datetime.fromtimestamp(unix_ns / 1e9, tz=UTC)
+        return written
 
 
 def delete_history(thread_id) -> None:

@@ -54,6 +54,7 @@ from workspace.errors import InvalidInput
 from workspace.models import DOCUMENT_TITLE_MAX_CHARS, Thread
 from workspace.services.archive import workspace_restore_parts
 
+from .faults import IMPORT_HISTORY_WRITTEN, crash_point
 from .models import ArchiveImport, BranchLink, Turn
 from .services import THREAD_TITLE_MAX_CHARS, clean_title
 from .turns.fragments import APPROVAL_OUTCOMES
@@ -78,8 +79,12 @@ IMPORT_FAILED = "The archive could not be imported; nothing was created. Try aga
 # waiting on the lock (which SQLite retries every 100 ms at most) gets in.
 IMPORT_STEP_SECONDS = 0.2
 IMPORT_PAUSE_SECONDS = 0.1
-# An import not heard from for this long died with its server.
-IMPORT_STALLED_AFTER = timedelta(minutes=2)
+
+
+def import_stalled_after() -> timedelta:
+    """An import not heard from for this long died with its server: the
+    same age as any other work a dead server left (HAICO_ABANDONED_AFTER_SECONDS)."""
+    return timedelta(seconds=settings.HAICO_ABANDONED_AFTER_SECONDS)
 
 
 # -- export --
@@ -345,6 +350,7 @@ def import_archive(*, raw: bytes, owner: AbstractBaseUser) -> Thread:
         checked = time.monotonic()
         thread = _begin(new_id=new_id, owner=owner, title=title, parsed=parsed)
         seed_history(new_id, parsed["messages"])
+        crash_point(IMPORT_HISTORY_WRITTEN)  # a hidden thread and its history: the recovery removes both
         seeded = time.monotonic()
         parts = workspace_restore_parts(thread=thread, workspace=parsed["workspace"])
         parts += [partial(_turns_restore, thread=thread, rows=rows) for rows in _turn_chunks(parsed["turn_rows"])]
@@ -443,8 +449,8 @@ def discard_import(thread_id) -> None:
 
 
 def discard_abandoned_imports(now=None) -> int:
-    """Remove every import not heard from for IMPORT_STALLED_AFTER; how many."""
-    cutoff = (now or timezone.now()) - IMPORT_STALLED_AFTER
+    """Remove every import not heard from for import_stalled_after(); how many."""
+    cutoff = (now or timezone.now()) - import_stalled_after()
     abandoned = list(ArchiveImport.objects.filter(touched_at__lt=cutoff).values_list("thread_id", flat=True))
     for thread_id in abandoned:
         discard_import(thread_id)

@@ -13,7 +13,11 @@ Three phases, because the checkpointer is not in the database transaction:
    active, so every owner-scoped lookup already refuses it with a 404),
    its BranchLink with status pending, the workspace, the turn rows;
 2. the checkpointer thread, seeded in one state update;
-3. the BranchLink marked active and the thread shown.
+3. the BranchLink marked active and the thread shown. A branch made to run
+   a turn (Regenerate, Edit, "Continue from here") becomes active in the
+   transaction that begins that turn and stores its message
+   (turns.guard.turn_begin), so no branch is ever shown without the turn
+   it was made for (docs/adr/0045).
 A failure in any phase removes the new thread's rows and its checkpointer
 thread before the error reaches the caller; a fork its server died in the
 middle of is removed by any server a few minutes later
@@ -43,8 +47,9 @@ from workspace.selectors import snapshot_for, workspace_after_turn
 from workspace.services.branching import workspace_copy
 from workspace.text import clean_text
 
-from .branch_cleanup import discard, discard_branch  # noqa: F401  (discard_branch: the consumer's)
+from .branch_cleanup import discard, discard_branch, discard_half_made_branches  # noqa: F401  (discard_branch: the consumer's)
 from .errors import ConversationError
+from .faults import BRANCH_MADE, crash_point
 from .forms import checked_selection
 from .models import BranchLink, Turn
 from .turns import registry
@@ -65,10 +70,15 @@ class BranchFailed(ConversationError):
     """The fork failed part-way; what it had written was removed."""
 
 
-def fork_thread(*, source: Thread, turn_index: int, user: AbstractBaseUser, reason: str = "") -> Thread:
+def fork_thread(
+    *, source: Thread, turn_index: int, user: AbstractBaseUser, reason: str = "", activate_now: bool = True
+) -> Thread:
     """A new active thread of `user` branched from `source` after turn
     `turn_index` (0: before turn 1). Raises BranchRefused (nothing written)
-    or BranchFailed (what was written removed)."""
+    or BranchFailed (what was written removed).
+
+    `activate_now=False`: the branch stays pending (hidden) for its first
+    turn to activate (`start_in_branch`)."""
     if transaction.get_connection().in_atomic_block:
         # Phase 1 must be committed before another connection seeds the
         # checkpointer (on SQLite it would wait on this transaction's lock).
@@ -80,7 +90,8 @@ def fork_thread(*, source: Thread, turn_index: int, user: AbstractBaseUser, reas
     try:
         write_pending_rows(new_id=new_id, source=source, turn_index=turn_index, user=user, reason=reason)
         seed_checkpointer(new_id=new_id, source=source, turn_index=turn_index)
-        activate(new_id=new_id)
+        if activate_now:
+            activate(new_id=new_id)
     except BranchRefused:
         discard(new_id)
         raise
@@ -234,18 +245,30 @@ def start_in_branch(
     turn running, and the note ("" when none); if the turn cannot start,
     the branch is removed again.
 
-    Synchronous, for a view (or `database_sync_to_async` from the socket):
-    the turn is started on the server's event loop, which the request's
-    thread reaches through async_to_sync; the turn registry starts its tasks
-    detached from the request (docs/adr/0014)."""
-    branch = fork_thread(source=source, turn_index=after_turn, user=user, reason=reason)
+    Synchronous, for a view: the turn is started on the server's event
+    loop, which the request's thread reaches through async_to_sync; the
+    turn registry starts its tasks detached from the request (docs/adr/0014)."""
+    branch = make_branch_for_turn(source=source, after_turn=after_turn, user=user, reason=reason)
     try:
         checked, note = checked_selection(thread=branch, raw=selection)
         async_to_sync(registry.start_turn)(
-            thread=branch, user_message=message, model_name=model_name, selection=checked, user=user
+            thread=branch, user_message=message, model_name=model_name, selection=checked, user=user,
+            activate_branch=True,
         )
     except BaseException:
         # A branch without the turn it was made for would be an empty copy.
         discard_branch(branch.pk)
         raise
     return branch, note
+
+
+def make_branch_for_turn(*, source: Thread, after_turn: int, user: AbstractBaseUser, reason: str) -> Thread:
+    """The branch a turn is about to run in, still hidden: its turn's start
+    shows it (turns.guard.turn_begin), so a server that dies before the turn
+    begins leaves nothing a person sees, and the cleanup removes what it
+    made. A half-made branch an earlier try of the same request left is
+    removed first: trying again never leaves two (docs/adr/0045)."""
+    discard_half_made_branches(parent=source, after_turn=after_turn, owner=user)
+    branch = fork_thread(source=source, turn_index=after_turn, user=user, reason=reason, activate_now=False)
+    crash_point(BRANCH_MADE)
+    return branch

@@ -59,9 +59,9 @@ from workspace.text import encodable
 
 from . import ratelimit, staff_view, trajectory
 from .approval import WAITING_MESSAGE, is_waiting
-from .branching import discard_branch, fork_thread
+from .branching import discard_branch, make_branch_for_turn
 from .forms import MODE_MESSAGE, checked_selection
-from .live import group_name, publisher
+from .live import RESYNC, fits_one_message, group_name, message_size, publisher
 from .services import thread_set_mode
 from .sessions import session_group, session_signs_in
 from .turns import fragments, guard, registry
@@ -72,7 +72,6 @@ logger = logging.getLogger("haico.conversations.ws")
 # Channel layers forget a group member after a while (group_expiry); an open
 # page renews its membership well before that.
 RENEW_GROUP_SECONDS = 3600
-RESYNC = '<div hx-swap-oob="beforeend:#live-inbox"><template data-live-patch="resync"></template></div>'
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_WAITING = 4403
@@ -129,13 +128,20 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         self._page_count_renewal = asyncio.ensure_future(self._renew_page_count())
         # Behind any fragment already on its way to the thread, so nothing
         # arrives twice or out of order.
-        publisher.publish_to_consumer(self.thread.pk, self, await registry.connect_html(self.thread.pk))
+        for html in await registry.connect_fragments(self.thread.pk):
+            publisher.publish_to_consumer(self.thread.pk, self, html)
 
     async def send(self, text_data=None, bytes_data=None, close=False):
         # The server could not encode a lone surrogate and would drop the
         # connection: whatever a frame carries, the page gets it readable.
         if text_data is not None:
             text_data = encodable(text_data)
+            if not fits_one_message(text_data):
+                # Daphne would refuse the frame and the page never learn of
+                # it: the page fetches what it missed instead (docs/adr/0043).
+                logger.warning("a message of %d bytes to a page of thread %s was too big; it resyncs instead",
+                               message_size(text_data), self.thread.pk if self.thread else "-")
+                text_data = RESYNC
         await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
 
     async def _refuse(self, message: str, code: int):
@@ -238,7 +244,10 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         if thread is None:
             return
         if not await registry.request_stop(thread=thread):
-            await self._notice("No turn is running.")
+            # The page thought one was: it shows how the latest turn really
+            # ended, and idle controls (a push it missed, docs/adr/0043).
+            ended = await database_sync_to_async(registry.ended_html)(thread.pk)
+            await self.send(text_data=fragments.notice("No turn is running.") + (ended or fragments.controls(running=False)))
 
     async def _retry(self, turn):
         thread = await self._current_thread()
@@ -336,8 +345,9 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             source, turn = await database_sync_to_async(trajectory.continue_point)(
                 user=user, thread_id=data.get("continue_thread"), turn_index=data.get("continue_turn")
             )
-            branch = await database_sync_to_async(fork_thread)(
-                source=source, turn_index=turn, user=user, reason=f"Continued from turn {turn}"
+            # Hidden until its turn begins (docs/adr/0045).
+            branch = await database_sync_to_async(make_branch_for_turn)(
+                source=source, after_turn=turn, user=user, reason=f"Continued from turn {turn}"
             )
         except UserFacingError as exc:  # not a turn of theirs; the branch refused or undone
             await self._notice(exc.message)
@@ -348,7 +358,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         try:
             turn_index = await registry.start_turn(
                 thread=branch, user_message=message, model_name=model, mode=mode, selection=selection,
-                user=self.scope["user"],
+                user=self.scope["user"], activate_branch=True,
             )
         except BaseException as exc:
             # A branch without the turn it was made for would be an empty copy.

@@ -24,6 +24,14 @@ consumers listens there. Each layer message carries this process's id (a
 consumer skips its own process's, which it already has) and a per-group
 sequence number, so a consumer can tell when one went missing
 (docs/adr/0009).
+
+No message, to a page or through the layer, is larger than
+MESSAGE_MAX_BYTES: queued fragments are packed into messages up to that
+size, and a single fragment too big for one (a long answer rendered whole,
+the document near its limit) is replaced by its `too_big` stand-in, a small
+patch that makes the pages fetch the same thing over HTTP. A send that
+fails is logged and followed by such a patch, so an open page never keeps
+believing what is no longer so (docs/adr/0043).
 """
 
 from __future__ import annotations
@@ -58,10 +66,36 @@ IDLE_SECONDS = 2.0
 # Channel-layer sends in flight at once, all groups together: each holds a
 # Redis connection (settings.REDIS_MAX_CONNECTIONS must stay above this).
 LAYER_SENDS_AT_ONCE = 64
+# The most one message to a page (a WebSocket frame) or through the channel
+# layer may carry, in UTF-8 bytes. Daphne refuses to send a WebSocket message
+# over 1 MiB (the page never gets it), and a message this size is still a
+# small fraction of what the layer and the page handle comfortably.
+MESSAGE_MAX_BYTES = 256 * 1024
 CHAT_FRAGMENTS = "conversations/fragments/turn.html"
 ACTIVITY_TEMPLATE = "conversations/panels/activity.html"
 LIVE_PATCHES = "conversations/fragments/live.html"
 FEEDBACK_CONTROL = "conversations/fragments/feedback.html#control"
+
+
+def _patch(kind: str) -> str:
+    return f'<div hx-swap-oob="beforeend:#live-inbox"><template data-live-patch="{kind}"></template></div>'
+
+
+# The page asks for the whole workspace again (workspace/live/) ...
+RESYNC_WORKSPACE = _patch("resync")
+# ... or for the chat from the latest turn it shows on (static/js/live.js).
+RESYNC_CHAT = _patch("chat")
+# Both: what a page is sent in place of a push that did not fit or may have been lost.
+RESYNC = RESYNC_WORKSPACE + RESYNC_CHAT
+
+
+def message_size(html: str) -> int:
+    """The size of `html` on the wire (UTF-8 bytes)."""
+    return len(html) if html.isascii() else len(html.encode("utf-8", "replace"))
+
+
+def fits_one_message(html: str) -> bool:
+    return message_size(html) <= MESSAGE_MAX_BYTES
 
 
 @functools.lru_cache(maxsize=4096)
@@ -72,8 +106,8 @@ def group_name(thread_id) -> str:
 
 @dataclass
 class _Outbox:
-    # (one consumer, or None for the whole group, html), in order.
-    items: list[tuple[object | None, str]] = field(default_factory=list)
+    # (one consumer, or None for the whole group, html, its stand-in if too big), in order.
+    items: list[tuple[object | None, str, str]] = field(default_factory=list)
     task: asyncio.Task | None = None
     last_sent: float = float("-inf")
     wake: asyncio.Event = field(default_factory=asyncio.Event)
@@ -117,19 +151,36 @@ class Publisher:
 
     # -- entry points ------------------------------------------------------
 
-    def publish(self, thread_id, html: str) -> None:
-        """Send `html` to every open tab of the thread, after what is already queued."""
+    def publish(self, thread_id, html: str, *, too_big: str = RESYNC) -> None:
+        """Send `html` to every open tab of the thread, after what is already
+        queued; `too_big` instead if `html` alone does not fit one message."""
         if html:
-            self._submit(group_name(thread_id), None, html)
+            self._submit(group_name(thread_id), None, html, too_big)
 
-    def publish_to_consumer(self, thread_id, consumer, html: str) -> None:
+    def publish_parts(self, thread_id, parts: list[tuple[str, str]]) -> None:
+        """Send each (html, its stand-in if too big) of `parts`, in order, to
+        every open tab of the thread, in one message where they fit: a part
+        too big is replaced by its stand-in, and the parts after it still
+        arrive (a turn's answer, then its end: conversations.turns.guard)."""
+        group = group_name(thread_id)
+        items = [(None, encodable(html), too_big) for html, too_big in parts if html]
+        if not items:
+            return
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            async_to_sync(self._send)(group, items)
+            return
+        for _consumer, html, too_big in items:
+            self._submit(group, None, html, too_big)
+
+    def publish_to_consumer(self, thread_id, consumer, html: str, *, too_big: str = RESYNC) -> None:
         """Send `html` to one consumer of this process, after everything
         already queued for its thread (a page that joined mid-turn gets the
         turn so far behind the fragments that were on their way)."""
         if html:
-            self._submit(group_name(thread_id), consumer, html)
+            self._submit(group_name(thread_id), consumer, html, too_big)
 
-    def _submit(self, group: str, consumer, html: str) -> None:
+    def _submit(self, group: str, consumer, html: str, too_big: str) -> None:
         # One string no socket (or Redis) can encode must not close every
         # page of the thread: lone surrogates become U+FFFD here, once.
         html = encodable(html)
@@ -137,24 +188,24 @@ class Publisher:
         if loop is None or loop.is_closed():
             # No server loop in this process (a management command, the
             # test client): send now, synchronously.
-            async_to_sync(self._send)(group, [(consumer, html)])
+            async_to_sync(self._send)(group, [(consumer, html, too_big)])
             return
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is loop:
-            self._enqueue(group, consumer, html)
+            self._enqueue(group, consumer, html, too_big)
         else:
-            loop.call_soon_threadsafe(self._enqueue, group, consumer, html)
+            loop.call_soon_threadsafe(self._enqueue, group, consumer, html, too_big)
 
     # -- in the loop -------------------------------------------------------
 
-    def _enqueue(self, group: str, consumer, html: str) -> None:
+    def _enqueue(self, group: str, consumer, html: str, too_big: str = RESYNC) -> None:
         outbox = self._outboxes.get(group)
         if outbox is None:
             outbox = self._outboxes[group] = _Outbox()
-        outbox.items.append((consumer, html))
+        outbox.items.append((consumer, html, too_big))
         if outbox.task is None:
             outbox.task = asyncio.get_running_loop().create_task(self._drain(group, outbox))
         else:
@@ -183,18 +234,29 @@ class Publisher:
             if self._outboxes.get(group) is outbox and not outbox.items:
                 del self._outboxes[group]
 
-    async def _send(self, group: str, items: list[tuple[object | None, str]]) -> None:
-        """Consecutive group items go out as one message; a consumer's own item alone."""
+    async def _send(self, group: str, items: list[tuple[object | None, str, str]]) -> None:
+        """Consecutive items for the same recipients (the group, or one
+        consumer) go out packed into as few messages as fit
+        MESSAGE_MAX_BYTES, in order."""
         batch: list[str] = []
-        for consumer, html in [*items, (False, "")]:
-            if consumer is None:
-                batch.append(html)
-                continue
-            if batch:
-                await self._to_group(group, "".join(batch))
-                batch = []
-            if consumer:
-                await self._to_consumer(consumer, html)
+        size = 0
+        target = None
+        for consumer, html, too_big in items:
+            html, html_size = _fitting(group, html, too_big)
+            if batch and (consumer is not target or size + html_size > MESSAGE_MAX_BYTES):
+                await self._deliver(group, target, "".join(batch))
+                batch, size = [], 0
+            target = consumer
+            batch.append(html)
+            size += html_size
+        if batch:
+            await self._deliver(group, target, "".join(batch))
+
+    async def _deliver(self, group: str, consumer, html: str) -> None:
+        if consumer is None:
+            await self._to_group(group, html)
+        else:
+            await self._to_consumer(consumer, html)
 
     async def _to_group(self, group: str, html: str) -> None:
         for consumer in list(self._members.get(group, ())):
@@ -202,14 +264,21 @@ class Publisher:
         layer = get_channel_layer()
         if not self._others_listen(layer, group):
             return
+        if not await self._to_layer(layer, group, html):
+            # The other processes' pages would notice the gap in the sequence
+            # numbers only with the next message; this one tells them now,
+            # if the layer takes it (conversations.consumers).
+            await self._to_layer(layer, group, RESYNC)
+
+    async def _to_layer(self, layer, group: str, html: str) -> bool:
         seq = self._seq[group] = self._seq.get(group, 0) + 1
         try:
             async with self._layer_slots or asyncio.Semaphore(1):
                 await layer.group_send(group, {"type": FRAGMENT_EVENT, "html": html, "origin": self.origin, "seq": seq})
         except Exception:
-            # Visible, never silent: the other processes' pages notice the gap
-            # in the sequence numbers (conversations.consumers) and reload.
             logger.exception("could not send %d characters to %s", len(html), group)
+            return False
+        return True
 
     def _others_listen(self, layer, group: str) -> bool:
         """Whether the layer may reach something our consumers are not: other
@@ -227,6 +296,23 @@ class Publisher:
             await consumer.deliver(html)
         except Exception:
             logger.exception("could not send %d characters to a page of %s", len(html), consumer)
+            if html == RESYNC:
+                return
+            try:
+                # A page that missed this must not go on showing what it replaced.
+                await consumer.deliver(RESYNC)
+            except Exception:
+                logger.warning("could not tell a page of %s to reload what it missed", consumer)
+
+
+def _fitting(group: str, html: str, too_big: str) -> tuple[str, int]:
+    """`html` if it fits one message, else its stand-in; with its size."""
+    size = message_size(html)
+    if size <= MESSAGE_MAX_BYTES:
+        return html, size
+    stand_in = too_big or RESYNC
+    logger.info("a push of %d bytes to %s is too big for one message; its pages fetch it instead", size, group)
+    return stand_in, message_size(stand_in)
 
 
 publisher = Publisher()

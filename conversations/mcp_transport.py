@@ -33,6 +33,7 @@ import math
 
 import mcp_types as types
 from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.http.request import split_domain_port, validate_host
@@ -84,7 +85,7 @@ async def _token_of(ctx) -> AccessToken:
     if request is not None:
         return request.scope[TOKEN_SCOPE_KEY]
     try:
-        return await sync_to_async(token_check, thread_sensitive=False)(_stdio_secret)
+        return await database_sync_to_async(token_check, thread_sensitive=False)(_stdio_secret)
     except TokenRefused as exc:
         # Revoked or deactivated since the session started: say so, not "a token is required".
         raise MCPError(TOKEN_REFUSED_CODE, TOKEN_REFUSED if exc.message == REQUIRED else exc.message) from None
@@ -105,7 +106,9 @@ async def _list_tools(ctx, params) -> types.ListToolsResult:
 
 async def _call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
     token = await _token_of(ctx)
-    result = await sync_to_async(call_tool, thread_sensitive=False)(token, params.name, params.arguments or {})
+    # database_sync_to_async: a connection the database closed meanwhile is
+    # replaced, not used (docs/adr/0044).
+    result = await database_sync_to_async(call_tool, thread_sensitive=False)(token, params.name, params.arguments or {})
     return types.CallToolResult(content=[types.TextContent(text=result.text)], is_error=result.is_error)
 
 
@@ -225,7 +228,7 @@ class HttpEndpoint:
         try:
             if not secret:
                 raise TokenRefused(NO_TOKEN)
-            token = await sync_to_async(token_check, thread_sensitive=False)(secret)
+            token = await database_sync_to_async(token_check, thread_sensitive=False)(secret)
         except TokenRefused as exc:
             await sync_to_async(ratelimit.hit, thread_sensitive=False)(MCP_AUTH_FAILURES, address, rate)
             message = UNKNOWN_TOKEN if exc.message == REQUIRED else exc.message

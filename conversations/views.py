@@ -10,7 +10,9 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -33,6 +35,7 @@ from .forms import (
     ThreadSearchForm,
     page_note_query,
 )
+from .turns import fragments
 from .turns.guard import running_turn
 
 ROW_TEMPLATE = "conversations/thread_list.html#row"
@@ -194,6 +197,32 @@ def workspace_page(request, thread_id):
     # A branch a rerun just opened may have a note for the person (static/js/chat.js drops it from the address).
     context["chat_notice"] = PAGE_NOTES.get(request.GET.get("note", ""), "")
     return render(request, "conversations/thread_page.html", context)
+
+
+@login_required
+@require_GET
+@never_cache
+def chat_from(request, thread_id, turn_index: int):
+    """The chat from turn N on, for a page that shows turn N as its latest
+    and may have missed pushes: one too big to send, one lost on the way, or
+    none for a while when it shows a turn running (static/js/live.js,
+    docs/adr/0043). Turn N is put in place as stored (unless it is still
+    running: the page streams it), later turns are appended, and the
+    controls say whether a turn runs. Out-of-band fragments, as pushes are."""
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    if turn_index > thread.turn_index:
+        raise Http404("No such turn.")  # 0: a page that shows no turn yet
+    context = chat_context(thread=thread, user=request.user)
+    parts = []
+    for turn in context["turns"]:
+        index = turn["turn_index"]
+        if index < turn_index or (index == turn_index and turn["running"]):
+            continue
+        in_place = index == turn_index
+        name = "turn" if in_place else "turn_append"
+        parts.append(render_to_string(f"{fragments.TEMPLATE}#{name}", {"turn": turn, "turn_oob": in_place}, request=request))
+    parts.append(fragments.controls(running=context["running"], awaiting=context["awaiting_approval"]))
+    return HttpResponse("".join(parts))
 
 
 @login_required

@@ -43,14 +43,22 @@ class TurnFilter(logging.Filter):
         return True
 
 
+def _exception_text(formatter: logging.Formatter, record: logging.LogRecord) -> str:
+    # A filter may have set the text already (agent.secrets.RedactSecrets
+    # blanks API keys out of it): use that, as logging.Formatter does.
+    if not record.exc_text:
+        record.exc_text = formatter.formatException(record.exc_info)
+    return record.exc_text
+
+
 class TextFormatter(logging.Formatter):
     """`2026-12-02T10:00:00.123Z WARNING haico.agent [thread=… turn=3] message`."""
 
     def format(self, record: logging.LogRecord) -> str:
         where = f" [thread={record.thread_id} turn={record.turn}]" if hasattr(record, "thread_id") else ""
         line = f"{_time(record)} {record.levelname} {record.name}{where} {record.getMessage()}"
-        if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
+        if record.exc_info or record.exc_text:
+            line += "\n" + _exception_text(self, record)
         if record.stack_info:
             line += "\n" + self.formatStack(record.stack_info)
         return line
@@ -72,8 +80,8 @@ class JsonFormatter(logging.Formatter):
             value = getattr(record, name, None)
             if value is not None:
                 entry[name] = value
-        if record.exc_info:
-            entry["exc"] = self.formatException(record.exc_info)
+        if record.exc_info or record.exc_text:
+            entry["exc"] = _exception_text(self, record)
         if record.stack_info:
             entry["stack"] = self.formatStack(record.stack_info)
         return json.dumps(entry, ensure_ascii=False, default=str)

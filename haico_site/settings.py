@@ -12,6 +12,7 @@ from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -146,24 +147,25 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env("REDIS_URL")
+# How the channel layer connects to Redis (redis-py connection options).
+REDIS_HOST_OPTIONS = {
+    # redis-py's own default (5 s) equals the layer's blocking read (5 s):
+    # every idle socket would time out and its page be dropped (close code 1011).
+    "socket_timeout": env.float("REDIS_SOCKET_TIMEOUT", default=30.0),
+    "socket_connect_timeout": 5.0,
+    # One connection per group send in flight; the live layer keeps at most
+    # one per thread and 64 overall.
+    "max_connections": env.int("REDIS_MAX_CONNECTIONS", default=256),
+    # A pooled connection Redis closed (a restart, a failover) fails its next
+    # command: it is tried once more on a new connection (docs/adr/0044).
+    "retry_on_error": [RedisConnectionError],
+}
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
-                "hosts": [
-                    {
-                        "address": REDIS_URL,
-                        # redis-py's own default (5 s) equals the layer's
-                        # blocking read (5 s): every idle socket would time
-                        # out and its page be dropped (close code 1011).
-                        "socket_timeout": env.float("REDIS_SOCKET_TIMEOUT", default=30.0),
-                        "socket_connect_timeout": 5.0,
-                        # One connection per group send in flight; the live
-                        # layer keeps at most one per thread and 64 overall.
-                        "max_connections": env.int("REDIS_MAX_CONNECTIONS", default=256),
-                    }
-                ],
+                "hosts": [{"address": REDIS_URL, **REDIS_HOST_OPTIONS}],
                 # Messages waiting per page; past this the layer drops them
                 # (the page notices the gap and reloads what it shows).
                 "capacity": env.int("CHANNEL_CAPACITY", default=1000),
@@ -310,6 +312,17 @@ HAICO_MONTHLY_TOKEN_LIMIT = env("HAICO_MONTHLY_TOKEN_LIMIT")
 # --- Limits (documented in README) ---
 HAICO_DOCUMENT_MAX_CHARS = 200_000
 HAICO_MESSAGE_MAX_CHARS = 20_000
+# The most one answer of the agent may hold: a model that goes on past it is
+# stopped there, and the answer ends with a note saying it was cut
+# (agent.answer_cap, docs/adr/0043).
+HAICO_ANSWER_MAX_CHARS = env.int("HAICO_ANSWER_MAX_CHARS", default=200_000)
+# How old a half-made branch or a checkpointer history without its thread
+# (an import or a fork its server died in) must be before the cleanup every
+# server runs removes it (conversations.branch_cleanup, docs/adr/0045).
+HAICO_ABANDONED_AFTER_SECONDS = env.int("HAICO_ABANDONED_AFTER_SECONDS", default=300)
+# Test-only: the name of a crash point (conversations.faults) at which this
+# process kills itself, as a crash would. Empty (always, outside tests): none.
+HAICO_CRASH_AT = env.str("HAICO_CRASH_AT", default="")
 # A thread archive (conversations.archive) larger than this is refused before it is read.
 HAICO_ARCHIVE_MAX_BYTES = env.int("HAICO_ARCHIVE_MAX_BYTES", default=25 * 1024 * 1024)
 

@@ -7,6 +7,8 @@ markup that is gone (the old hover toolbar of plan steps) fail here."""
 import re
 from pathlib import Path
 
+import django_htmx
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -17,6 +19,10 @@ def _sources() -> str:
             if ".venv" in path.parts or "tests" in path.parts or "migrations" in path.parts:
                 continue
             parts.append(path.read_text(errors="ignore"))
+    # htmx itself (served from django-htmx's static files) sets its request
+    # classes, e.g. htmx-request and htmx-indicator.
+    for path in (Path(django_htmx.__file__).parent / "static" / "django_htmx").glob("*.js"):
+        parts.append(path.read_text(errors="ignore"))
     return "\n".join(parts)
 
 

@@ -36,6 +36,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
+from workspace.db import usable_connections
 from workspace.errors import PreferenceLocked, WorkspaceError
 from workspace.models import Thread
 from workspace.services.artifacts import artifact_create
@@ -176,6 +177,7 @@ def run_tool_call(
     """Run one call synchronously and return its envelope. Never raises.
     `author`: whom the writes are recorded as (the in-app agent unless an
     MCP client calls)."""
+    usable_connections()
     arguments = dict(arguments)
     reason = arguments.pop(REASON_FIELD, "")
     logger.info("tool %s (thread %s, turn %s): %s", spec.name, thread.pk, turn_index, reason)

@@ -1,6 +1,8 @@
 """What a person is told when a turn fails."""
 
 import openai
+import psycopg
+from django.db import InterfaceError, OperationalError
 from langgraph.errors import GraphRecursionError
 
 from agent.model import ModelNotConfigured
@@ -13,6 +15,8 @@ def safe_error_message(exc: BaseException) -> str:
     """A sentence the person can act on; never a traceback or a provider's raw text."""
     if isinstance(exc, ModelNotConfigured | UserFacingError):
         return exc.message
+    if _database_unreachable(exc):
+        return "The database did not answer while the assistant was working." + RETRY
     if isinstance(exc, GraphRecursionError):
         return "The assistant took too many steps without finishing." + RETRY
     if isinstance(exc, openai.APITimeoutError):
@@ -28,3 +32,17 @@ def safe_error_message(exc: BaseException) -> str:
     if isinstance(exc, openai.APIStatusError):
         return f"The model server answered with an error (HTTP {exc.status_code})." + RETRY
     return "Something went wrong while the assistant was working." + RETRY
+
+
+
+def _database_unreachable(exc: BaseException) -> bool:
+    """A database that did not answer (a lost connection after a restart or
+    a failover), from Django or from the checkpointer's own psycopg pool,
+    however it was wrapped."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OperationalError | InterfaceError | psycopg.OperationalError | psycopg.InterfaceError):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False

@@ -105,6 +105,13 @@ def ended(row, *, latest: bool) -> str:
     """A turn another process ended for its dead server (turns.guard): its
     answer so far, its marker and idle controls. Its reasoning steps are
     left as the tab shows them (they live in the checkpointer)."""
+    return "".join(ended_parts(row, latest=latest))
+
+
+def ended_parts(row, *, latest: bool) -> tuple[str, str]:
+    """`ended` as (the answer, the marker with feedback and idle controls):
+    pushed apart, the small second part reaches the page whatever the
+    size of the first (conversations.live)."""
     turn = turn_context(
         turn_index=row.index,
         user_message=row.user_message,
@@ -114,8 +121,8 @@ def ended(row, *, latest: bool) -> str:
         thread_id=row.thread_id,
     )
     return (
-        fragment("answer", turn=turn, oob=True) + fragment("marker", turn=turn, oob=True)
-        + fragment("feedback", turn=turn, oob=True) + controls(running=False)
+        fragment("answer", turn=turn, oob=True),
+        fragment("marker", turn=turn, oob=True) + fragment("feedback", turn=turn, oob=True) + controls(running=False),
     )
 
 
@@ -171,13 +178,19 @@ def in_progress(turn: dict) -> str:
 
 
 def closing(turn: dict) -> str:
-    return (
-        fragment("answer", turn=turn, oob=True)
-        + fragment("reasoning", turn=turn, oob=True)
-        + fragment("marker", turn=turn, oob=True)
-        + fragment("feedback", turn=turn, oob=True)
-        + controls(running=False)
-    )
+    return closing_content(turn) + closing_end(turn)
+
+
+def closing_content(turn: dict) -> str:
+    """The end of a turn, first part: its answer and reasoning as stored
+    (the answer can be large: conversations.live sends a stand-in then)."""
+    return fragment("answer", turn=turn, oob=True) + fragment("reasoning", turn=turn, oob=True)
+
+
+def closing_end(turn: dict) -> str:
+    """The end of a turn, second part, always small: its marker, feedback
+    and idle controls, so no tab goes on showing the turn running."""
+    return fragment("marker", turn=turn, oob=True) + fragment("feedback", turn=turn, oob=True) + controls(running=False)
 
 
 def heartbeat() -> str:

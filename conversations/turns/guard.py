@@ -28,8 +28,8 @@ from workspace.models import Thread, WorkspaceSnapshot
 from workspace.services.snapshots import snapshot_capture
 from workspace.text import clean_text
 
-from ..errors import ApprovalPending, TooManyTurns, TurnAlreadyRunning
-from ..live import publish_turn_versions, publisher
+from ..errors import ApprovalPending, BranchVanished, TooManyTurns, TurnAlreadyRunning
+from ..live import RESYNC, RESYNC_CHAT, publish_turn_versions, publisher
 from ..models import BranchLink, Turn
 from ..services import DEFAULT_THREAD_TITLE, announce_thread, title_from_message
 from . import fragments, outcome, process
@@ -69,7 +69,7 @@ def selection_json(selection: Selection | None) -> dict | None:
 @transaction.atomic
 def turn_begin(
     *, thread: Thread, user_message: str, model_name: str | None = None, retry_of: int | None = None,
-    mode: str | None = None, selection: Selection | None = None,
+    mode: str | None = None, selection: Selection | None = None, activate_branch: bool = False,
 ) -> tuple[int, WorkspaceSnapshot]:
     """Claim the thread's single running-turn slot, bump the turn counter,
     record the turn row and snapshot the workspace, all before the agent runs.
@@ -80,9 +80,24 @@ def turn_begin(
     processes. Raises TurnAlreadyRunning while another turn is in progress,
     and InvalidInput for a message that cannot be stored. A claim left by a
     dead server is taken over, its turn marked interrupted.
+
+    `activate_branch`: the thread is a pending branch made for this turn
+    (conversations.branching.make_branch_for_turn); it becomes active and
+    shown in this same transaction, so it is never shown without its turn
+    (docs/adr/0045). BranchVanished if it is no longer pending.
     """
     user_message = clean_user_message(user_message)
-    locked = Thread.objects.select_for_update().get(pk=thread.pk)
+    if activate_branch:
+        locked = Thread.objects.select_for_update().filter(pk=thread.pk).first()
+        activated = locked is not None and BranchLink.objects.filter(
+            thread_id=locked.pk, status=BranchLink.Status.PENDING
+        ).update(status=BranchLink.Status.ACTIVE)
+        if not activated:
+            # Swept meanwhile (it took longer than any fork could): nothing to run in.
+            raise BranchVanished("The branch could not be created; nothing was changed. Try again.")
+        locked.is_deleted = thread.is_deleted = False
+    else:
+        locked = Thread.objects.select_for_update().get(pk=thread.pk)
     now = timezone.now()
     if running_turn(locked, now) is not None:
         raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
@@ -97,6 +112,8 @@ def turn_begin(
     locked.cancel_requested = False
     locked.last_activity_at = now
     update_fields = ["turn_index", "running_turn_index", "running_since", "cancel_requested", "last_activity_at"]
+    if activate_branch:
+        update_fields.append("is_deleted")
     if locked.turn_index == 1 and locked.title == DEFAULT_THREAD_TITLE:
         locked.title = title_from_message(user_message) or DEFAULT_THREAD_TITLE
         update_fields.append("title")
@@ -331,9 +348,10 @@ def _release(locked: Thread, turn_index: int, *, notice: str, now=None) -> None:
     )
     row = Turn.objects.filter(thread=locked, index=turn_index).first()
     if row is not None:
-        html = fragments.ended(row, latest=row.index == locked.turn_index)
+        answer, end = fragments.ended_parts(row, latest=row.index == locked.turn_index)
         thread_id = locked.pk
-        transaction.on_commit(lambda: publisher.publish(thread_id, html))
+
+        transaction.on_commit(lambda: publisher.publish_parts(thread_id, [(answer, RESYNC_CHAT), (end, RESYNC)]))
 
 
 class Rerun(NamedTuple):

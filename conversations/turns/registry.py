@@ -36,7 +36,7 @@ from .. import quotas, trajectory
 from .. import usage as model_usage
 from ..approval import WAITING_MESSAGE, account_waits
 from ..archive import discard_abandoned_imports
-from ..branch_cleanup import discard_abandoned_branches
+from ..branch_cleanup import abandoned_after, discard_abandoned_branches, discard_orphaned_histories
 from ..errors import ConversationError
 from ..models import Account, Turn
 from ..live import publisher
@@ -52,6 +52,9 @@ SAVE_ANSWERS_SECONDS = 0.5
 CANCEL_POLL_SECONDS = 1.0
 # How often the recovery task looks for turns left by dead servers.
 RECOVERY_SECONDS = 10.0
+# How often, at most, it looks for checkpointer histories no thread owns (a
+# scan of every thread's newest checkpoint).
+ORPHANED_HISTORY_SECONDS = 300.0
 # On server shutdown, how long running turns get to wind down before being cancelled.
 SHUTDOWN_GRACE_SECONDS = 5.0
 
@@ -97,14 +100,17 @@ def _ensure_recovery() -> None:
 
 async def _recover() -> None:
     """Release the turns of dead servers: this one's predecessor's at once,
-    then any whose claims went stale; and remove branches and archive
-    imports a dead server left half made."""
+    then any whose claims went stale; and remove what a dead server left
+    half made: branches, archive imports and histories no thread owns
+    (docs/adr/0045, 0049)."""
     try:
         released = await database_sync_to_async(guard.turns_release_predecessor)()
         if released:
             logger.warning("released %d turn(s) left running by this server's previous run", released)
     except Exception:
         logger.exception("could not release the turns of this server's previous run")
+    loop = asyncio.get_running_loop()
+    last_history_sweep = float("-inf")
     while True:
         await asyncio.sleep(RECOVERY_SECONDS)
         try:
@@ -117,6 +123,9 @@ async def _recover() -> None:
             removed = await database_sync_to_async(discard_abandoned_imports)()
             if removed:
                 logger.warning("removed %d archive import(s) a server died while writing", removed)
+            if loop.time() - last_history_sweep >= min(ORPHANED_HISTORY_SECONDS, abandoned_after().total_seconds()):
+                last_history_sweep = loop.time()
+                await database_sync_to_async(discard_orphaned_histories)()
         except Exception:
             logger.exception("the turn recovery could not reach the database; trying again")
 
@@ -159,7 +168,7 @@ def person_may_start(person) -> tuple:
 
 def _begin(
     *, thread: Thread, user, user_message: str, model_name: str | None, retry_of: int | None, mode: str,
-    selection: Selection | None,
+    selection: Selection | None, activate_branch: bool,
 ) -> _Start:
     """Everything a turn's start reads and writes, in one database hop: the
     person may start one, the model it runs with (the key sent while the
@@ -170,7 +179,7 @@ def _begin(
     choice = catalogue.choice_for(person, model_name)
     turn_index, _snapshot = guard.turn_begin(
         thread=thread, user_message=user_message, model_name=choice.key if choice else None, retry_of=retry_of,
-        mode=mode, selection=selection,
+        mode=mode, selection=selection, activate_branch=activate_branch,
     )
     turn_id = Turn.objects.filter(thread_id=thread.pk, index=turn_index).values_list("pk", flat=True).first()
     return _Start(turn_index=turn_index, turn_id=turn_id, user_id=person.pk, model=choice, windows=windows)
@@ -181,6 +190,7 @@ async def start_turn(
     mode: str | None = None,
     selection: Selection | None = None,
     user=None,
+    activate_branch: bool = False,
 ) -> int:
     """Claim the thread's single turn slot, snapshot the workspace, and start
     the agent in a server-owned task. Returns the turn index.
@@ -189,7 +199,9 @@ async def start_turn(
     person may not use (or None) runs with their default. `mode`: the
     agent's mode for this turn (the one shown when the message was sent);
     None: the thread's (docs/adr/0018). `user`: who sent it (the thread's
-    owner by default).
+    owner by default). `activate_branch`: the thread is a branch made for
+    this turn, shown as the turn begins
+    (conversations.branching.make_branch_for_turn).
 
     Raises conversations.errors.TurnAlreadyRunning (nothing stored) while
     another turn of this thread runs, in any process.
@@ -203,7 +215,7 @@ async def start_turn(
     mode = mode or thread.mode
     start = await database_sync_to_async(_begin)(
         thread=thread, user=user, user_message=user_message, model_name=model_name, retry_of=retry_of,
-        mode=mode, selection=selection,
+        mode=mode, selection=selection, activate_branch=activate_branch,
     )
     turn_index = start.turn_index
     turn = TurnRun(
@@ -343,9 +355,10 @@ async def request_stop(*, thread: Thread) -> bool:
     return await database_sync_to_async(guard.turn_request_cancel)(thread=thread)
 
 
-def resync_html(thread_id) -> str:
+def resync_fragments(thread_id) -> list[str]:
     """What a page opened mid-turn has missed of the turn running in this
-    process (the reasoning so far and the answer streamed so far), or "".
+    process (the reasoning so far and the answer streamed so far), in
+    fragments that each fit one message; [] when none runs here.
 
     The page itself renders the turn from the checkpointer, which holds
     neither the streamed draft nor steps sent since the page was built. The
@@ -353,34 +366,43 @@ def resync_html(thread_id) -> str:
     snapshot replaces whatever those added and later tokens append to it."""
     local = _running.get(uuid.UUID(str(thread_id)))
     if local is None or local.task.done():
-        return ""
-    return local.turn.resync_html()
+        return []
+    return local.turn.resync_fragments()
 
 
-async def connect_html(thread_id) -> str:
+async def connect_fragments(thread_id) -> list[str]:
     """What a page that just connected may have missed: the turn running in
     this process so far, or, when none runs anywhere, how the latest turn
     ended (a page that lost its socket to a server that died still shows
     that turn running)."""
-    html = resync_html(thread_id)
-    if html:
-        return html
-    return await database_sync_to_async(_ended_html)(thread_id)
+    fragments_so_far = resync_fragments(thread_id)
+    if fragments_so_far:
+        return fragments_so_far
+    return await database_sync_to_async(ended_fragments)(thread_id)
 
 
-def _ended_html(thread_id) -> str:
+def ended_html(thread_id) -> str:
+    """How the thread's latest turn ended, for a page that may still show it
+    running (or waiting), or "" while it runs."""
+    return "".join(ended_fragments(thread_id))
+
+
+def ended_fragments(thread_id) -> list[str]:
+    """ended_html in parts: the turn's answer (which can be large) apart
+    from its marker and the controls, so a page always gets the latter."""
     row = latest_turn_row(thread_id=thread_id)
     if row is None or row.status == row.Status.RUNNING:
-        return ""  # running elsewhere: its fragments come through the layer
+        return []  # running elsewhere: its fragments come through the layer
     if row.status == row.Status.AWAITING:
         # The page may have been built before the turn paused: the card.
         turn = fragments.turn_context(
             turn_index=row.index, user_message=row.user_message, thread_id=thread_id,
             ending=outcome.marker(status=row.status), approval=fragments.approval_view(row.approval, pending=True),
         )
-        return fragments.approval_card(turn)
+        return [fragments.approval_card(turn)]
     # The page may have been built before that turn ended: its map too.
-    return fragments.ended(row, latest=True) + trajectory.map_push(thread_id=thread_id)
+    answer, end = fragments.ended_parts(row, latest=True)
+    return [answer, end, trajectory.map_push(thread_id=thread_id)]
 
 
 async def wait_for_turn(thread_id, timeout: float = 30.0) -> None:

@@ -28,12 +28,14 @@ import logging
 import time
 from dataclasses import dataclass
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from django.template.loader import get_template
 from django.utils import timezone
 from django.utils.html import escape
 
 from agent import checkpointer as checkpointers
+from agent.answer_cap import answer_max_chars, capped_answer
 from agent.builder import AgentProvider
 from agent.catalogue import ModelChoice
 from agent.context import AgentContext, Selection, TokenBudget
@@ -63,7 +65,7 @@ from workspace.markdown import render_markdown
 from workspace.models import Thread
 
 from .. import activity, services, trajectory
-from ..live import publisher
+from ..live import RESYNC, RESYNC_CHAT, publisher
 from ..models import ActivityLogEntry, Turn
 from ..usage import usage_record
 from . import fragments, guard, outcome
@@ -75,6 +77,10 @@ logger = logging.getLogger("haico.conversations.turns")
 # With nothing to send for this long, a harmless fragment keeps proxies and
 # browsers from dropping an idle socket during one long generation.
 HEARTBEAT_SECONDS = 10.0
+# Streamed text goes out in pieces of at most this many characters, so even
+# escaped (a quote is six characters) a piece fits one message
+# (conversations.live.MESSAGE_MAX_BYTES).
+TOKEN_PIECE_CHARS = 16_000
 INTERRUPTED_SHUTDOWN = "Interrupted: the server was shutting down."
 
 
@@ -161,6 +167,11 @@ class TurnRun:
         self.steps: list[dict] = []  # {"text", "status"}, in call order
         self._step_numbers: dict[str, int] = {}  # tool call id -> 1-based step number
         self.draft: list[str] = []  # text streamed by the current model call
+        self._draft_chars = 0
+        # The draft reached HAICO_ANSWER_MAX_CHARS: it ends with the cut note,
+        # and the model is being stopped (agent.answer_cap).
+        self._draft_cut = False
+        self.answer_max_chars = answer_max_chars()
         self._held_whitespace = ""
         self.final_text = ""
         self.cut_off = False
@@ -188,8 +199,8 @@ class TurnRun:
 
     # -- sending --
 
-    def send(self, html: str) -> None:
-        publisher.publish(self.thread.pk, html)
+    def send(self, html: str, *, too_big: str = RESYNC) -> None:
+        publisher.publish(self.thread.pk, html, too_big=too_big)
         self._last_sent = time.monotonic()
 
     def _turn(self, *, answer: str = "", running: bool = True, ending=None, approval=None) -> dict:
@@ -198,10 +209,16 @@ class TurnRun:
             running=running, ending=ending, thread_id=self.thread.pk, approval=approval,
         )
 
-    def resync_html(self) -> str:
+    def resync_fragments(self) -> list[str]:
+        """The reasoning and the answer so far, for a page opened mid-turn:
+        the start of the answer in place, the rest appended in pieces."""
+        text = "".join(self.draft)
+        first, rest = text[:TOKEN_PIECE_CHARS], text[TOKEN_PIECE_CHARS:]
+        if not rest.strip():
+            first, rest = text, ""
         turn = self._turn()
-        turn["answer_html"] = escape("".join(self.draft))
-        return fragments.in_progress(turn)
+        turn["answer_html"] = escape(first)
+        return [fragments.in_progress(turn)] + [fragments.tokens(self.turn_index, piece) for piece in _pieces(rest)]
 
     def unsaved_usage(self) -> list[dict]:
         """The model calls' usage rows not stored yet; they are the caller's to store now."""
@@ -315,12 +332,24 @@ class TurnRun:
         except Exception:
             logger.exception("could not update the trajectory map of thread %s", self.thread.pk)
             maps = {}
+        ending = outcome.marker(status=status, cut_off=cut_off, notice=notice, answered=bool(answer.strip()))
+
+        def answer_content() -> str:
+            return fragments.closing_content(self._turn(answer=answer, running=False, ending=ending))
+
         try:
-            ending = outcome.marker(status=status, cut_off=cut_off, notice=notice, answered=bool(answer.strip()))
-            closing = fragments.closing(self._turn(answer=answer, running=False, ending=ending))
-            self.send(closing + maps.pop(self.thread.pk, ""))
+            # The answer as stored (a long one is rendered off the event loop,
+            # and fetched by the pages if too big to push: conversations.live).
+            content = await _off_loop(answer_content)() if len(answer) > TOKEN_PIECE_CHARS else answer_content()
+            self.send(content, too_big=RESYNC_CHAT)
+        except Exception:
+            logger.exception("could not send the answer of turn %s of thread %s", self.turn_index, self.thread.pk)
+        try:
+            # Apart and always small: no tab goes on showing the turn running.
+            self.send(fragments.closing_end(self._turn(running=False, ending=ending)))
         except Exception:
             logger.exception("could not send the end of turn %s of thread %s", self.turn_index, self.thread.pk)
+            self.send(RESYNC_CHAT)
         for member, html in maps.items():
             publisher.publish(member, html)
 
@@ -506,18 +535,27 @@ class TurnRun:
         self.send(fragments.steps(self.turn_index, new, first_number=first))
 
     def _token(self, text: str) -> None:
+        if self._draft_cut:
+            return  # past HAICO_ANSWER_MAX_CHARS: the model is being stopped
+        if self._draft_chars + len(text) > self.answer_max_chars:
+            # The same cut the agent makes of the reply it stores (agent.answer_cap).
+            text = capped_answer("".join(self.draft) + text, self.answer_max_chars)[self._draft_chars :]
+            self._draft_cut = True
         self.draft.append(text)
+        self._draft_chars += len(text)
         if not text.strip():
             # A bare whitespace fragment could be dropped by the HTML parser
             # on the client; it goes out with the next word instead.
             self._held_whitespace += text
             return
         text, self._held_whitespace = self._held_whitespace + text, ""
-        self.send(fragments.tokens(self.turn_index, text))
+        for piece in _pieces(text):
+            self.send(fragments.tokens(self.turn_index, piece))
 
     def _withdraw_draft(self) -> None:
         if self.draft:
             self.draft.clear()
+            self._draft_chars, self._draft_cut = 0, False
             self._saved_length = -1  # what was stored is no longer the answer
             self._held_whitespace = ""
             self.send(fragments.answer(self._turn()))
@@ -538,3 +576,31 @@ class TurnRun:
             await repair_history(
                 self.graph, context=self.context, user_message=self.user_message, partial=partial, tool_result=tool_result
             )
+
+
+def _pieces(text: str, size: int = TOKEN_PIECE_CHARS) -> list[str]:
+    """`text` in pieces of at most about `size` characters, none of them
+    only whitespace (the HTML parser could drop it: it joins the next)."""
+    if len(text) <= size:
+        return [text] if text else []  # a token: the callers send none that is only whitespace
+    pieces: list[str] = []
+    carry = ""
+    for start in range(0, len(text), size):
+        piece = carry + text[start : start + size]
+        if piece.strip():
+            pieces.append(piece)
+            carry = ""
+        else:
+            carry = piece
+    if carry:
+        if pieces:
+            pieces[-1] += carry
+        else:
+            pieces.append(carry)
+    return pieces
+
+
+def _off_loop(function):
+    """`function` run in a worker thread: rendering a long answer's markdown
+    takes long enough to hold up every other turn of the process."""
+    return sync_to_async(function, thread_sensitive=False)

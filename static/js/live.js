@@ -20,9 +20,17 @@
  * - "trajectory": a turn's new node on the map (static/js/trajectory.js).
  * - "error": a refusal, shown where the person asked.
  * - "navigate": go to another thread's page (a branch this tab just made).
+ * - "chat": a push too big to send (a long answer) or that may have been
+ *   lost: the page asks for the chat from the latest turn it shows on
+ *   (GET chat/from/<turn>/: that turn as stored, later ones, the controls).
  * If a patch does not fit what the page shows (it missed a push), the page
  * asks for the whole workspace again (GET workspace/live/), as it does after
  * its socket reconnects.
+ *
+ * The page checks the chat with the server too when it may be showing a
+ * turn running that is not (docs/adr/0043): after its socket reconnects,
+ * when it becomes visible again while it shows a turn running or waiting,
+ * and when a running turn has sent nothing for longer than its heartbeat.
  *
  * Controls: plan steps and preferences carry no forms or URLs. One delegated
  * handler per kind reads the row's id from its element id (step-<id>,
@@ -82,6 +90,60 @@
   }
 
   HAICO.resync = resync;
+
+  // --- the chat as the server has it ------------------------------------------
+
+  // A running turn sends at least a heartbeat every 10 s; this much silence
+  // means the page missed its end (HAICO.chatQuietMs: a test's shorter wait).
+  var CHAT_QUIET_MS = 25000;
+  var chatSyncing = false;
+  var chatSyncAgain = false;
+  var lastSocketMessage = Date.now();
+
+  function latestTurnShown() {
+    var turns = document.querySelectorAll("#chat-messages > article.turn[data-turn]");
+    var last = turns.length ? parseInt(turns[turns.length - 1].getAttribute("data-turn"), 10) : 0;
+    return isNaN(last) ? 0 : last;
+  }
+
+  function chatState() {
+    var status = document.getElementById("chat-status");
+    return status ? status.getAttribute("data-state") : "idle";
+  }
+
+  function syncChat() {
+    var list = document.getElementById("chat-messages");
+    var url = list && list.getAttribute("data-chat-url");
+    if (!url || !window.htmx) return;
+    if (chatSyncing) {
+      chatSyncAgain = true;
+      return;
+    }
+    chatSyncing = true;
+    var done = function () {
+      chatSyncing = false;
+      if (chatSyncAgain) {
+        chatSyncAgain = false;
+        syncChat();
+      }
+    };
+    htmx.ajax("GET", url.replace(/0\/$/, latestTurnShown() + "/"), { source: list, swap: "none" }).then(done, done);
+  }
+
+  HAICO.syncChat = syncChat;
+
+  document.addEventListener("htmx:wsAfterMessage", function () { lastSocketMessage = Date.now(); });
+
+  setInterval(function () {
+    if (chatState() === "running" && Date.now() - lastSocketMessage > (HAICO.chatQuietMs || CHAT_QUIET_MS)) {
+      lastSocketMessage = Date.now();
+      syncChat();
+    }
+  }, 1000);
+
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible" && chatState() !== "idle") syncChat();
+  });
 
   function copyAttributes(target, source) {
     Array.prototype.slice.call(target.attributes).forEach(function (attr) {
@@ -233,6 +295,8 @@
       showError(template);
     } else if (kind === "resync") {
       resync(); // a push was lost on its way here
+    } else if (kind === "chat") {
+      syncChat();
     } else if (kind === "navigate") {
       // This tab's message started a branch (docs/adr/0016): its turn runs there.
       window.location.assign(template.getAttribute("data-url"));
@@ -257,9 +321,11 @@
   var socketWasLost = false;
   document.addEventListener("htmx:wsClose", function () { socketWasLost = true; });
   document.addEventListener("htmx:wsOpen", function () {
+    lastSocketMessage = Date.now();
     if (socketWasLost) {
       socketWasLost = false;
       resync();
+      syncChat();
     }
   });
 

@@ -171,3 +171,46 @@ def test_on_postgres_a_turn_is_checkpointed_by_the_pooled_saver_and_read_back(po
     result = json.loads(manage("shell", "-c", PG_TURN).strip().splitlines()[-1])
     assert result["saver"] == "AsyncPostgresSaver"
     assert result["turns"] == [[1, "plan on postgres", [{"text": "Planning on Postgres.", "status": "done"}], "Done on **Postgres**."]]
+
+
+def _terminate_backends(database_url: str) -> int:
+    import psycopg
+
+    base, database = database_url.rsplit("/", 1)
+    with psycopg.connect(f"{base}/postgres", autocommit=True, connect_timeout=5) as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (database,),
+        ).fetchall()
+    return len(rows)
+
+
+@pytest.mark.postgres
+async def test_the_postgres_pool_lends_a_live_connection_after_the_server_closed_them_all(postgres_database_url):
+    """docs/adr/0044: a restart or a failover closes every pooled connection."""
+    import psycopg
+    from psycopg_pool import AsyncConnectionPool
+
+    pool = checkpointers.postgres_pool(postgres_database_url)
+    unchecked = AsyncConnectionPool(postgres_database_url, min_size=4, open=False, kwargs={"autocommit": True})
+    await pool.open(wait=True)
+    await unchecked.open(wait=True)
+    try:
+        for each in (pool, unchecked):
+            async with each.connection() as conn:
+                await conn.execute("SELECT 1")
+        assert _terminate_backends(postgres_database_url) >= 8  # both pools' four idle connections
+
+        # Without the check, the pool hands out a dead connection (what the turns met).
+        with pytest.raises(psycopg.OperationalError):
+            async with unchecked.connection() as conn:
+                await conn.execute("SELECT 1")
+        # With it, a live one, within about the pool's first back-off.
+        started = time.monotonic()
+        for _ in range(5):
+            async with pool.connection() as conn:
+                assert (await (await conn.execute("SELECT 1")).fetchone())["?column?"] == 1
+        assert time.monotonic() - started < 3.0
+    finally:
+        await pool.close()
+        await unchecked.close()

@@ -69,7 +69,7 @@ def test_selectors_feedback_versions_and_the_map_follow_in_another_tab(new_page,
     wait_for_socket(second)
 
     # The selectors: the second tab's keyboard user stays on the same element while the first tab changes it.
-    for selector, label, value in (("#chat-mode", "Plan", "plan"), ("#chat-model", OTHER_MODEL, OTHER_MODEL)):
+    for selector, label, value in (("#chat-mode", "Plan", "plan"), ("#chat-model", OTHER_MODEL, f"env:{OTHER_MODEL}")):
         _mark(second, selector)
         second.locator(selector).focus()
         first.locator(selector).select_option(label=label)
@@ -79,7 +79,7 @@ def test_selectors_feedback_versions_and_the_map_follow_in_another_tab(new_page,
         expect(first.locator(selector)).to_have_value(value)
     first.locator("#chat-mode").select_option(label="Execute")
     expect(second.locator("#chat-mode")).to_have_value("execute")
-    assert server.query("SELECT mode, chat_model FROM conversations_thread") == [("execute", OTHER_MODEL)]
+    assert server.query("SELECT mode, chat_model FROM conversations_thread") == [("execute", f"env:{OTHER_MODEL}")]
 
     # Two turns; the second tab's map gets each new node, the newest the current one.
     _send(first, "first message", ["First answer."])

@@ -340,7 +340,7 @@ def test_the_recovery_removes_an_import_its_server_died_in(thread, owner):
     assert has_history(new_id) and Thread.objects.get(pk=new_id).is_deleted
 
     assert archive_module.discard_abandoned_imports() == 0  # still being written, for all anyone knows
-    later = timezone.now() + archive_module.IMPORT_STALLED_AFTER + timedelta(seconds=1)
+    later = timezone.now() + archive_module.import_stalled_after() + timedelta(seconds=1)
     assert archive_module.discard_abandoned_imports(now=later) == 1
     assert not Thread.objects.filter(pk=new_id).exists() and not has_history(new_id)
     assert not ArchiveImport.objects.exists()
@@ -397,5 +397,8 @@ def test_a_large_import_keeps_nobody_elses_writes_waiting(thread, owner, other_u
     assert imported.document.revisions.count() == 200 and imported.snapshots.count() == 100
     if connection.vendor == "sqlite":
         # Before docs/adr/0049 one rename waited for the whole write (2 s here), or failed.
-        assert max(waits) < min(1.0, took / 3), (max(waits), took)
-    assert len(waits) >= 10, (took, len(waits))
+        # (A wait of the whole import would be about `took`.)
+        assert max(waits) < min(1.0, took * 0.6), (max(waits), took)
+    # The renames kept going all through the import (one every 20 ms plus its
+    # wait; on a loaded machine a wait can reach a quarter of a second).
+    assert len(waits) >= max(3, took / 0.3), (took, len(waits))

@@ -226,3 +226,112 @@ async def test_feedback_left_or_removed_in_one_tab_updates_the_count_in_the_othe
     )
     assert await second_tab.receive_nothing(timeout=0.3)
     assert await their_tab.receive_nothing(timeout=0.1)
+# --- no message larger than a page or the layer takes (docs/adr/0043) ---------
+
+
+async def _messages_of(layer, listener, quiet: float = 0.3) -> list[dict]:
+    messages = []
+    while True:
+        try:
+            messages.append(await asyncio.wait_for(layer.receive(listener), quiet))
+        except asyncio.TimeoutError:
+            return messages
+
+
+async def _listening(thread):
+    layer = get_channel_layer()
+    listener = await layer.new_channel()
+    await layer.group_add(group_name(thread.pk), listener)
+    return layer, listener
+
+
+async def test_fragments_queued_past_the_message_limit_go_out_in_several_messages_in_order(thread):
+    from conversations.live import MESSAGE_MAX_BYTES, message_size
+
+    layer, listener = await _listening(thread)
+    publisher = Publisher()
+    publisher.attach()
+    pieces = [f"<p>{n:03d}{'é' * 9_000}</p>" for n in range(60)]  # 60 x 18 KB: over a megabyte
+    for piece in pieces:
+        publisher.publish(thread.pk, piece)
+    messages = await _messages_of(layer, listener)
+    assert "".join(m["html"] for m in messages) == "".join(pieces)
+    assert len(messages) >= 5
+    assert all(message_size(m["html"]) <= MESSAGE_MAX_BYTES for m in messages)
+
+
+async def test_a_fragment_too_big_for_one_message_is_replaced_by_its_stand_in_for_every_tab(owner, thread, sockets):
+    from conversations.live import MESSAGE_MAX_BYTES, RESYNC, publisher
+
+    tab = await sockets(thread.pk, owner)
+    layer, listener = await _listening(thread)  # as another process's page would
+    huge = "<div>" + "x" * (MESSAGE_MAX_BYTES + 1) + "</div>"
+    publisher.publish(thread.pk, huge, too_big="<i>fetch it</i>")
+    publisher.publish(thread.pk, huge)  # no stand-in named: the page reloads what it shows
+    publisher.publish(thread.pk, "<b>small, after it</b>")
+    received = []
+    while "small, after it" not in "".join(received):
+        received.append(await tab.receive_from(timeout=3))
+    assert "".join(received) == "<i>fetch it</i>" + RESYNC + "<b>small, after it</b>"
+    other = await _messages_of(layer, listener)
+    assert "".join(m["html"] for m in other) == "<i>fetch it</i>" + RESYNC + "<b>small, after it</b>"
+
+
+async def test_a_layer_send_that_fails_is_followed_by_a_resync_for_the_other_processes(thread, monkeypatch, caplog):
+    from channels.layers import InMemoryChannelLayer
+
+    from conversations import live
+
+    class FailingOnce(InMemoryChannelLayer):
+        failed = False
+
+        async def group_send(self, group, message):
+            if "lost" in message["html"] and not self.failed:
+                self.failed = True
+                raise ConnectionError("the layer is down for a moment")
+            await super().group_send(group, message)
+
+    layer = FailingOnce()
+    monkeypatch.setattr(live, "get_channel_layer", lambda: layer)
+    listener = await layer.new_channel()
+    await layer.group_add(group_name(thread.pk), listener)
+    publisher = Publisher()
+    publisher.attach()
+    publisher.publish(thread.pk, "<p>lost on the way</p>")
+    messages = await _messages_of(layer, listener)
+    assert [m["html"] for m in messages] == [live.RESYNC]
+    assert "could not send" in caplog.text
+
+
+async def test_a_page_this_process_could_not_send_to_is_told_to_resync(thread):
+    from conversations.live import RESYNC
+
+    class Page:
+        channel_name = "page-1"
+
+        def __init__(self):
+            self.got = []
+            self.refused = False
+
+        async def deliver(self, html):
+            if not self.refused:
+                self.refused = True
+                raise ConnectionError("the socket hiccuped")
+            self.got.append(html)
+
+    page = Page()
+    publisher = Publisher()
+    publisher.attach()
+    publisher.join(thread.pk, page)
+    publisher.publish(thread.pk, "<p>missed</p>")
+    await asyncio.sleep(0.3)
+    assert page.got == [RESYNC]
+
+
+async def test_a_frame_too_big_for_the_socket_is_never_sent_the_page_resyncs_instead(owner, thread, sockets):
+    from conversations.live import MESSAGE_MAX_BYTES, RESYNC, publisher
+
+    tab = await sockets(thread.pk, owner)
+    [consumer] = list(publisher._members[group_name(thread.pk)])
+    await consumer.send(text_data="x" * (MESSAGE_MAX_BYTES + 1))
+    assert await tab.receive_from(timeout=3) == RESYNC

@@ -96,7 +96,7 @@ async def test_what_a_staff_socket_sends_changes_nothing(owner, staff, thread, s
             await socket.send_to(text_data=json.dumps(message))
         assert await socket.receive_nothing(timeout=0.5)
         assert await sync_to_async(database_rows)() == before
-        assert registry.resync_html(thread.pk) == ""
+        assert registry.resync_fragments(thread.pk) == []
     finally:
         await _close(socket)
 

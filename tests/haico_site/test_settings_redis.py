@@ -36,3 +36,80 @@ async def test_group_send_reaches_a_member_added_through_another_layer_instance(
         await receiver_side.flush()
         await receiver_side.close_pools()
         await sender_side.close_pools()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _PrivateRedis:
+    """A redis-server of this test's own, to restart (the shared one is never touched)."""
+
+    def __init__(self):
+        self.port = _free_port()
+        self.process = None
+
+    def start(self):
+        import shutil
+        import socket
+        import subprocess
+        import time
+
+        binary = shutil.which("redis-server")
+        if binary is None:
+            pytest.skip("redis-server is not installed")
+        self.process = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self):
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
+@pytest.mark.redis
+async def test_the_layer_goes_on_after_redis_closed_its_pooled_connections(redis_url, settings):
+    """docs/adr/0044: a restart closes every pooled connection; the next send
+    is tried again on a new one instead of failing."""
+    from channels_redis.core import RedisChannelLayer
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    server = _PrivateRedis()
+    server.start()
+    address = f"redis://127.0.0.1:{server.port}/0"
+    ours = RedisChannelLayer(hosts=[{"address": address, **settings.REDIS_HOST_OPTIONS}])
+    plain = RedisChannelLayer(hosts=[{"address": address}])
+    group = f"thread.{uuid.uuid4().hex}"
+    try:
+        for layer in (ours, plain):
+            channel = await layer.new_channel()
+            await layer.group_add(group, channel)
+            await layer.group_send(group, {"type": "thread.fragment", "html": "<p>before</p>"})
+            assert (await layer.receive(channel))["html"] == "<p>before</p>"
+        server.stop()
+        server.start()  # same port, empty: a restart
+
+        with pytest.raises(RedisConnectionError):
+            await plain.group_send(group, {"type": "thread.fragment", "html": "<p>after</p>"})
+        channel = await ours.new_channel()
+        await ours.group_add(group, channel)
+        await ours.group_send(group, {"type": "thread.fragment", "html": "<p>after</p>"})
+        assert (await ours.receive(channel))["html"] == "<p>after</p>"
+    finally:
+        for layer in (ours, plain):
+            await layer.close_pools()
+        server.stop()

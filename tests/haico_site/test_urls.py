@@ -240,6 +240,7 @@ ROUTES: dict[str, Public | Account | Owned | StaffOnly] = {
     "conversations:model": Owned(T, post={"model": "walk-model"}, settings=OFFERED_MODEL),
     "conversations:staff-view": StaffOnly(T),
     "conversations:activity": Owned(T),
+    "conversations:chat-from": Owned({**T, "turn_index": "turn"}, writes=False),
     "conversations:feedback": Owned(
         {**T, "turn_index": lambda w: 1}, post={"scope": "turn", "aspect": "correctness", "rating": "3", "comment": "ok"}
     ),

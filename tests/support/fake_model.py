@@ -35,6 +35,14 @@ class Reply:
     # The token counts the test server reports for this reply
     # ({"prompt_tokens", "completion_tokens"}); None: counted from the text.
     usage: dict | None = None
+    # Stream the text in pieces of this many characters instead of word by
+    # word (a multi-megabyte answer in a reasonable number of chunks).
+    token_chars: int = 0
+
+    def text_tokens(self) -> list[str]:
+        if self.token_chars > 0:
+            return [self.text[i : i + self.token_chars] for i in range(0, len(self.text), self.token_chars)]
+        return [t for t in re.split(r"(\s+)", self.text) if t]
 
     @property
     def resolved_finish_reason(self) -> str:
@@ -61,6 +69,7 @@ class ScriptedChatModel(BaseChatModel):
     _tool_lists: list[list[str]] = PrivateAttr(default_factory=list)
     _nonce: str = PrivateAttr(default_factory=lambda: uuid.uuid4().hex[:8])
     _calls: int = PrivateAttr(default=0)
+    _streamed_chars: int = PrivateAttr(default=0)
 
     @property
     def _llm_type(self) -> str:
@@ -69,6 +78,11 @@ class ScriptedChatModel(BaseChatModel):
     @property
     def requests(self) -> list[list[BaseMessage]]:
         return self._requests
+
+    @property
+    def streamed_chars(self) -> int:
+        """Characters of answer text streamed so far (a stopped stream stops counting)."""
+        return self._streamed_chars
 
     def message_id(self, call_no: int) -> str:
         """The id of the message of the `call_no`-th (1-based) model call.
@@ -114,7 +128,7 @@ class ScriptedChatModel(BaseChatModel):
 
     def _chunks(self, reply: Reply, call_no: int) -> Iterator[AIMessageChunk]:
         message_id = self.message_id(call_no)
-        for token in [t for t in re.split(r"(\s+)", reply.text) if t]:
+        for token in reply.text_tokens():
             yield AIMessageChunk(content=token, id=message_id)
         for i, call in enumerate(reply.tool_calls):
             yield AIMessageChunk(
@@ -146,6 +160,7 @@ class ScriptedChatModel(BaseChatModel):
         for chunk in self._chunks(reply, self._calls):
             if reply.token_delay and chunk.content:
                 time.sleep(reply.token_delay)
+            self._streamed_chars += len(chunk.content)
             if run_manager and chunk.content:
                 run_manager.on_llm_new_token(chunk.content, chunk=ChatGenerationChunk(message=chunk))
             yield ChatGenerationChunk(message=chunk)
@@ -158,6 +173,7 @@ class ScriptedChatModel(BaseChatModel):
             generation = ChatGenerationChunk(message=chunk)
             if self.token_clock is not None and chunk.content.strip():
                 self.token_clock.append(time.perf_counter())
+            self._streamed_chars += len(chunk.content)
             if run_manager and chunk.content:
                 await run_manager.on_llm_new_token(chunk.content, chunk=generation)
             yield generation

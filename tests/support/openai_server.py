@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -334,7 +333,7 @@ class _Handler(BaseHTTPRequestHandler):
         cut_after = misbehave.cut_after_tokens if misbehave is not None else None
         try:
             self._event(chunk({"role": "assistant", "content": ""}))
-            for number, token in enumerate([t for t in re.split(r"(\s+)", reply.text) if t]):
+            for number, token in enumerate(reply.text_tokens()):
                 if cut_after is not None and number >= cut_after:
                     self.close_connection = True
                     return  # the connection drops mid-answer

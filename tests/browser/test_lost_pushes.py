@@ -1,0 +1,88 @@
+"""A page that misses the end of a turn (the push was lost on its way)
+finds out from the server instead of showing the turn running forever
+(docs/adr/0043): when a running turn has sent nothing for longer than its
+heartbeat, when the page becomes visible again, and when Stop finds no
+turn running."""
+
+from playwright.sync_api import expect
+
+from tests.support.fake_model import Reply
+from tests.support.openai_server import OpenAICompatibleServer
+
+from .helpers import MODEL, TURN_WAIT_MS, create_thread, sign_up, wait_for_socket
+
+
+def _env(model_server) -> dict:
+    return {"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL}
+
+
+def _drop_turn_ends(page) -> list[str]:
+    """Route the thread's socket through the test, dropping every message
+    from the server that would end a turn on the page."""
+    dropped: list[str] = []
+
+    def handler(ws):
+        server = ws.connect_to_server()
+
+        def from_server(message):
+            ends_a_turn = isinstance(message, str) and 'id="chat-status"' in message and 'data-state="idle"' in message
+            if ends_a_turn and "No turn is running." not in message:  # Stop's answer gets through
+                dropped.append(message)
+                return
+            ws.send(message)
+
+        server.on_message(from_server)
+        ws.on_message(lambda message: server.send(message))
+
+    page.route_web_socket("**/ws/threads/**", handler)
+    return dropped
+
+
+def _send(chat, text: str) -> None:
+    chat.get_by_role("textbox", name="Message").fill(text)
+    chat.get_by_role("button", name="Send").click()
+
+
+def test_a_page_that_missed_a_turns_end_learns_it_from_the_server(page, start_haico_server):
+    with OpenAICompatibleServer(models=[MODEL]) as model_server:
+        model_server.script([Reply(text="First answer."), Reply(text="Second answer."), Reply(text="Third answer.")])
+        server = start_haico_server(_env(model_server))
+        dropped = _drop_turn_ends(page)
+        # A shorter wait than a real page's 25 s of silence.
+        page.add_init_script("window.HAICO = window.HAICO || {}; window.HAICO.chatQuietMs = 2000;")
+        sign_up(page, server.url, "ada")
+        create_thread(page, server.url)
+        wait_for_socket(page)
+        chat = page.get_by_role("region", name="Chat")
+        status = page.locator("#chat-status")
+
+        # 1. Silence: the page asks the server once the turn has been quiet too long.
+        _send(chat, "first")
+        expect(chat.locator("#turn-1-answer-content")).to_contain_text("First answer.", timeout=TURN_WAIT_MS)
+        assert dropped, "the turn's end should have been dropped on its way to the page"
+        expect(status).to_have_attribute("data-state", "idle", timeout=TURN_WAIT_MS)
+        expect(chat.get_by_role("button", name="Send")).to_be_enabled()
+
+        # 2. Coming back to the tab: the page checks at once.
+        page.evaluate("window.HAICO.chatQuietMs = 600000")
+        _send(chat, "second")
+        expect(chat.locator("#turn-2-answer-content")).to_contain_text("Second answer.", timeout=TURN_WAIT_MS)
+        expect(status).to_have_attribute("data-state", "running")
+        page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+        expect(status).to_have_attribute("data-state", "idle", timeout=5000)
+        expect(chat.get_by_role("button", name="Send")).to_be_enabled()
+
+        # 3. Stop on a turn that already ended: the page is told, not only "No turn is running".
+        _send(chat, "third")
+        expect(chat.locator("#turn-3")).to_be_visible(timeout=TURN_WAIT_MS)
+        deadline = 100
+        while len(dropped) < 3 and deadline:
+            page.wait_for_timeout(100)
+            deadline -= 1
+        assert len(dropped) == 3
+        expect(status).to_have_attribute("data-state", "running")
+        chat.get_by_role("button", name="Stop").click()
+        expect(page.locator("#chat-notice")).to_have_text("No turn is running.")
+        expect(status).to_have_attribute("data-state", "idle")
+        expect(chat.get_by_role("button", name="Send")).to_be_enabled()
+        expect(chat.locator("#turn-3-answer-content")).to_have_text("Third answer.")
