@@ -4,6 +4,8 @@ import os
 
 import pytest
 
+pytest_plugins = ["tests.support.timing"]
+
 # The model wire and tracing must never reach a real provider from the tests.
 for _name in list(os.environ):
     if _name.startswith(("OPENAI_", "LANGSMITH_", "LANGCHAIN_")):
