@@ -4,6 +4,8 @@ import os
 
 import pytest
 
+pytest_plugins = ["tests.support.timing"]
+
 # The model wire and tracing must never reach a real provider from the tests.
 for _name in list(os.environ):
     if _name.startswith(("OPENAI_", "LANGSMITH_", "LANGCHAIN_")):
@@ -55,6 +57,35 @@ def pytest_make_collect_report(collector):
     if REQUIRE_ALL_TESTS and report.skipped:
         report.outcome = "failed"
         report.longrepr = f"module skipped under HAICO_REQUIRE_ALL_TESTS=1: {_skip_reason(report.longrepr)}"
+
+
+# `./dev test` runs the suite a second time on PostgreSQL with
+# HAICO_TEST_DATABASE_ONLY=1: that pass keeps the tests that use Django's
+# database (the django_db mark or a database fixture) and those marked postgres
+# or redis, and leaves out the rest, whose outcome does not depend on the
+# database (pytest-django refuses them the database: "Database access not
+# allowed"), so they ran once already in the first pass.
+DATABASE_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback", "live_server", "admin_user", "admin_client"}
+)
+DATABASE_ONLY = os.environ.get("HAICO_TEST_DATABASE_ONLY") == "1"
+
+
+def uses_the_database(item) -> bool:
+    return (
+        any(item.get_closest_marker(mark) is not None for mark in ("django_db", "postgres", "redis"))
+        or not DATABASE_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    if not DATABASE_ONLY:
+        return
+    kept = [item for item in items if uses_the_database(item)]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if not uses_the_database(item)])
+        items[:] = kept
 
 
 @pytest.fixture

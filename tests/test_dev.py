@@ -1,4 +1,6 @@
 """`./dev serve [PORT]`: the port given is the one the server listens on.
+`./dev test`: the whole suite spread over xdist workers, then its database
+tests on PostgreSQL; tests picked by hand once, in one process.
 
 The script runs for real in a copy of the repo's root with a stand-in
 `.venv/bin/python` that records its arguments (the venv counts as installed),
@@ -8,6 +10,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -71,3 +74,123 @@ def test_prod_runs_the_production_start_script_with_the_port(sandbox):
     result = run_dev(sandbox, "prod", "8010")
     assert result.returncode == 0, result.stderr
     assert calls(sandbox) == ["start.sh 8010"]
+# --- ./dev test ---------------------------------------------------------------------------
+
+# The stand-in python logs, per call, the database the pass runs on, whether
+# it keeps only the database tests, and its arguments; it exits with the code
+# in exit_code (default 0), as pytest would.
+RECORDING_PYTHON = """#!/bin/sh
+root="$(dirname "$0")/../.."
+echo "${DATABASE_URL:-sqlite}|${HAICO_TEST_DATABASE_ONLY:-all}|$*" >> "$root/calls.log"
+exit "$(cat "$root/exit_code" 2>/dev/null || echo 0)"
+"""
+
+
+@pytest.fixture
+def test_sandbox(sandbox):
+    shutil.copy(ROOT / "requirements-dev.txt", sandbox / "requirements-dev.txt")
+    stamp = hashlib.sha1((ROOT / "requirements-dev.txt").read_bytes() + (ROOT / "requirements.txt").read_bytes()).hexdigest()[:12]
+    (sandbox / ".venv" / f".installed-{stamp}").touch()
+    (sandbox / ".venv" / "bin" / "python").write_text(RECORDING_PYTHON)
+    (sandbox / "scripts").mkdir()
+    (sandbox / "scripts" / "test_services.sh").write_text("#!/bin/sh\nexit 0\n")
+    (sandbox / "scripts" / "test_services.sh").chmod(0o755)
+    (sandbox / "tests").mkdir()
+    (sandbox / "tests" / "test_one.py").write_text("def test_one():\n    pass\n")
+    return sandbox
+
+
+def run_dev_test(sandbox, *args, **env):
+    return subprocess.run(
+        ["bash", str(sandbox / "dev"), "test", *args], capture_output=True, text=True, timeout=30,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith(("HAICO_", "DATABASE_URL"))}, "PYTHON": "false", **env},
+    )
+
+
+POSTGRES = {"HAICO_TEST_POSTGRES_URL": "postgres://u:p@127.0.0.1:5432/postgres"}
+
+
+def test_the_whole_suite_is_spread_over_workers_then_the_database_tests_run_on_postgres(test_sandbox):
+    result = run_dev_test(test_sandbox, "-ra", "--durations=15", **POSTGRES)
+    assert result.returncode == 0, result.stderr
+    assert calls(test_sandbox) == [
+        "sqlite|all|-m pytest -n auto --dist loadgroup -ra --durations=15",
+        "postgres://u:p@127.0.0.1:5432/haico_suite|1|-m pytest -n auto --dist loadgroup -m not browser -ra --durations=15",
+    ]
+
+
+def test_without_postgresql_the_suite_runs_once(test_sandbox):
+    assert run_dev_test(test_sandbox).returncode == 0
+    assert calls(test_sandbox) == ["sqlite|all|-m pytest -n auto --dist loadgroup"]
+
+
+@pytest.mark.parametrize("pick", [["tests/test_one.py", "-x"], ["tests/test_one.py::test_one"], ["tests"], ["-k", "one"], ["-m", "browser"]])
+def test_tests_picked_by_hand_run_once_in_one_process(test_sandbox, pick):
+    assert run_dev_test(test_sandbox, *pick, **POSTGRES).returncode == 0
+    assert calls(test_sandbox) == [f"sqlite|all|-m pytest {' '.join(pick)}"]
+
+
+@pytest.mark.parametrize("how", [["-n", "3"], ["-n0"], ["-p", "no:xdist"], ["--dist", "load"], ["--pdb"]])
+def test_arguments_that_say_how_to_run_are_left_to_pytest(test_sandbox, how):
+    assert run_dev_test(test_sandbox, *how).returncode == 0
+    assert calls(test_sandbox) == [f"sqlite|all|-m pytest {' '.join(how)}"]
+
+
+def test_the_number_of_workers_can_be_chosen(test_sandbox):
+    assert run_dev_test(test_sandbox, HAICO_TEST_WORKERS="0").returncode == 0
+    assert calls(test_sandbox) == ["sqlite|all|-m pytest -n 0 --dist loadgroup"]
+
+
+def test_a_run_that_collects_no_tests_fails(test_sandbox):
+    (test_sandbox / "exit_code").write_text("5")
+    result = run_dev_test(test_sandbox, **POSTGRES)
+    assert result.returncode == 1
+    assert "No tests were collected." in result.stderr
+    assert len(calls(test_sandbox)) == 1  # no second pass after an empty first one
+
+
+@pytest.mark.parametrize(("first", "second", "status"), [(1, 0, 1), (0, 1, 1), (0, 5, 1)])
+def test_a_failure_in_either_pass_fails_the_run(test_sandbox, first, second, status):
+    # The stand-in reads its exit code per call: the first pass's, then the second's.
+    python = test_sandbox / ".venv" / "bin" / "python"
+    python.write_text(RECORDING_PYTHON.replace(
+        'exit "$(cat "$root/exit_code" 2>/dev/null || echo 0)"',
+        f'[ "$(wc -l < "$root/calls.log")" -eq 1 ] && exit {first}; exit {second}',
+    ))
+    assert run_dev_test(test_sandbox, **POSTGRES).returncode == status
+    assert len(calls(test_sandbox)) == 2
+
+
+def test_the_postgresql_pass_keeps_the_tests_that_use_the_database(tmp_path):
+    """HAICO_TEST_DATABASE_ONLY=1 (tests/conftest.py) keeps the tests with the
+    django_db mark or a database fixture and those marked postgres or redis."""
+    (tmp_path / "test_kinds.py").write_text(
+        "import pytest\n"
+        "def test_pure():\n    pass\n"
+        "@pytest.mark.django_db\ndef test_marked():\n    pass\n"
+        "def test_with_db_fixture(db):\n    pass\n"
+        "def test_with_transactional_db(transactional_db):\n    pass\n"
+        "@pytest.fixture\ndef person(django_user_model, db):\n    return None\n"
+        "def test_through_a_fixture(person):\n    pass\n"
+        "@pytest.mark.postgres\ndef test_postgres():\n    pass\n"
+        "@pytest.mark.redis\ndef test_redis():\n    pass\n"
+        "def test_settings_only(settings):\n    pass\n"
+    )
+    (tmp_path / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text())
+    collected = {}
+    for only in ("0", "1"):
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+             "-c", str(ROOT / "pytest.ini"), str(tmp_path / "test_kinds.py")],
+            capture_output=True, text=True, timeout=120, cwd=ROOT,
+            env={**os.environ, "HAICO_TEST_DATABASE_ONLY": only},
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        collected[only] = {line.split("::")[1] for line in result.stdout.splitlines() if "::" in line}
+    assert collected["0"] == {
+        "test_pure", "test_marked", "test_with_db_fixture", "test_with_transactional_db", "test_through_a_fixture",
+        "test_postgres", "test_redis", "test_settings_only",
+    }
+    assert collected["1"] == {
+        "test_marked", "test_with_db_fixture", "test_with_transactional_db", "test_through_a_fixture", "test_postgres", "test_redis",
+    }

@@ -11,9 +11,12 @@ past 64 bits). The admin gets the same as staff. The thread socket gets the
 same kinds of frames. After each route's probes the database is compared
 with what it held before: nothing may have changed, except through the few
 routes that act without any input (delete, indent, a new thread, log out),
-which are only held to "no 500".
+which are only held to "no 500". Each route, and the admin pages of each
+registered model, is a case of its own on a fresh workspace, so the walk
+spreads over xdist workers and a failure names its route.
 """
 
+import functools
 import json
 import uuid
 
@@ -44,6 +47,7 @@ ODD_JSON = [1e400, -1, 10**30, -(10**30), "²", "٣", [[[]]], {"a": {"b": 1}}, N
 BAD_IDS = ["²", "٣", "-1", "0", "99999999999999999999999", "9223372036854775808", "1e400", "%ED%A0%80", "%00", "null"]
 METHODS_WITHOUT_BODY = ["put", "patch", "delete", "options", "head", "trace"]
 HTMX = {"HTTP_HX_REQUEST": "true"}
+FORM = "application/x-www-form-urlencoded"
 
 # Routes that do something with no input at all: the owner's probes may change
 # the database through them (a step deleted, a thread created, a session
@@ -154,8 +158,7 @@ def _probe(client, path, *, htmx_too=True, unavailable_ok=False):
 
     headers = [{}, HTMX] if htmx_too else [{}]
     for extra in headers:
-        for label, content_type, body in _payloads():
-            data = _encode(body) if content_type == "application/x-www-form-urlencoded" else body
+        for label, content_type, data in _payloads_as_sent():
             check(label, client.post(path, data, content_type=content_type, **extra))
         for label, query in _queries():
             check(label, client.get(f"{path}?{query}", **extra))
@@ -170,6 +173,16 @@ def _encode(fields: dict) -> bytes:
     return "&".join(f"{quote(name)}={quote(value)}" for name, value in fields.items()).encode()
 
 
+@functools.cache
+def _payloads_as_sent() -> list[tuple[str, str, bytes | str]]:
+    """_payloads() with the form bodies encoded, once for the whole walk
+    (quoting the megabyte-long ones costs more than sending them)."""
+    return [
+        (label, content_type, _encode(body) if content_type == FORM else body)
+        for label, content_type, body in _payloads()
+    ]
+
+
 def _client(user=None):
     client = Client(raise_request_exception=False)
     if user is not None:
@@ -177,23 +190,34 @@ def _client(user=None):
     return client
 
 
+ROUTES = sorted(_routes())
+
+
+def test_the_walk_is_read_from_the_url_resolver():
+    assert len(ROUTES) > 30  # the resolver was read, not an empty list
+    assert {name for name, _ in ROUTES} >= {"conversations:list", "workspace:document-save", "login"}
+
+
+# One case per route, each on a fresh workspace in a database of its own (the
+# test's transaction), so the cases run in any order and on any xdist worker.
 @pytest.mark.django_db
-def test_every_http_route_refuses_hostile_input_without_a_500_and_changes_nothing(owner, other_user):
-    routes = sorted(_routes())
-    assert len(routes) > 30  # the resolver was read, not an empty list
+@pytest.mark.parametrize(("name", "converters"), ROUTES, ids=[name for name, _ in ROUTES])
+def test_every_http_route_refuses_hostile_input_without_a_500_and_changes_nothing(name, converters, owner, other_user):
+    thread, ids = _workspace_of(owner)
+    path = _url(name, converters, thread, ids)
+    personas = (("owner", _client(owner)), ("other user", _client(other_user)), ("anonymous", _client()))
     failures, changed = [], []
-    for name, converters in routes:
-        thread, ids = _workspace_of(owner)
-        path = _url(name, converters, thread, ids)
-        for persona, client in (("owner", _client(owner)), ("other user", _client(other_user)), ("anonymous", _client())):
-            before = _database()
-            failures += [
-                f"{persona}: {failure}"
-                for failure in _probe(client, path, htmx_too=persona == "owner", unavailable_ok=name in ANSWERS_503)
-            ]
-            acts = ACTS_WITHOUT_INPUT if persona == "owner" else ACTS_FOR_ANYONE_LOGGED_IN if persona == "other user" else set()
-            if name not in acts and _database() != before:
-                changed.append(f"{persona}: {name} ({path})")
+    before = _database()
+    for persona, client in personas:
+        failures += [
+            f"{persona}: {failure}"
+            for failure in _probe(client, path, htmx_too=persona == "owner", unavailable_ok=name in ANSWERS_503)
+        ]
+        after = _database()
+        acts = ACTS_WITHOUT_INPUT if persona == "owner" else ACTS_FOR_ANYONE_LOGGED_IN if persona == "other user" else set()
+        if name not in acts and after != before:
+            changed.append(f"{persona}: {name} ({path})")
+        before = after  # nothing runs between one persona's probes and the next one's
     assert failures == []
     assert changed == []
 
@@ -220,36 +244,45 @@ def test_ids_no_row_has_are_refused_without_a_500(owner):
 
 
 def _admin_paths():
-    yield "/admin/"
-    yield "/admin/password_change/"
-    yield "/admin/jsi18n/"
-    yield "/admin/autocomplete/?app_label=workspace&model_name=todo&field_name=thread&term=%00"
-    yield "/admin/autocomplete/?app_label=%C2%B2&model_name=%ED%A0%80"
-    yield "/admin/%ED%A0%80/"
-    yield "/admin/conversations/modelusage/totals/"
+    """(case, its paths): the admin's own pages, then each registered model's."""
+    yield "admin site", [
+        "/admin/",
+        "/admin/password_change/",
+        "/admin/jsi18n/",
+        "/admin/autocomplete/?app_label=workspace&model_name=todo&field_name=thread&term=%00",
+        "/admin/autocomplete/?app_label=%C2%B2&model_name=%ED%A0%80",
+        "/admin/%ED%A0%80/",
+        "/admin/conversations/modelusage/totals/",
+    ]
     for model in admin.site._registry:
         base = f"/admin/{model._meta.app_label}/{model._meta.model_name}/"
-        yield base
-        yield base + "add/"
+        paths = [base, base + "add/"]
         for bad in ("²", "-1", "99999999999999999999999", "%ED%A0%80", str(uuid.uuid4())):
-            yield f"{base}{bad}/change/"
-            yield f"{base}{bad}/delete/"
-            yield f"{base}{bad}/history/"
+            paths += [f"{base}{bad}/change/", f"{base}{bad}/delete/", f"{base}{bad}/history/"]
+        yield model._meta.label, paths
+
+
+ADMIN_CASES = list(_admin_paths())
+ADMIN_ACTIONS = [
+    {"action": action, "_selected_action": ["²", "-1", "99999999999999999999999"], "index": "0"}
+    for action in ("delete_selected", "lock_selected", "soft_delete_selected", "restore_selected", "cleanup_expired_attempts", "²")
+]
+
+
+def test_the_admin_walk_covers_every_registered_model():
+    assert [case for case, _ in ADMIN_CASES[1:]] == [model._meta.label for model in admin.site._registry]
+    assert len(ADMIN_CASES) > 10
 
 
 @pytest.mark.django_db
-def test_the_admin_refuses_hostile_input_from_staff_without_a_500_and_changes_nothing(owner, staff):
+@pytest.mark.parametrize(("case", "paths"), ADMIN_CASES, ids=[case for case, _ in ADMIN_CASES])
+def test_the_admin_refuses_hostile_input_from_staff_without_a_500_and_changes_nothing(case, paths, owner, staff):
     _workspace_of(owner)
     client = _client(staff)
-    admin_actions = [
-        {"action": action, "_selected_action": ["²", "-1", "99999999999999999999999"], "index": "0"}
-        for action in ("delete_selected", "lock_selected", "soft_delete_selected", "restore_selected", "cleanup_expired_attempts", "²")
-    ]
     failures, changed = [], []
-    for path in _admin_paths():
-        before = _database()
-        for label, content_type, body in list(_payloads())[:8]:
-            data = _encode(body) if content_type == "application/x-www-form-urlencoded" else body
+    before = _database()
+    for path in paths:
+        for label, content_type, data in _payloads_as_sent()[:8]:
             response = client.post(path, data, content_type=content_type)
             if response.status_code >= 500:
                 failures.append(f"{label} {path}: {response.status_code}")
@@ -258,12 +291,14 @@ def test_the_admin_refuses_hostile_input_from_staff_without_a_500_and_changes_no
             if response.status_code >= 500:
                 failures.append(f"{label} {path}: {response.status_code}")
         if path.count("/") == 4 and path != "/admin/password_change/":  # a changelist
-            for data in admin_actions:
+            for data in ADMIN_ACTIONS:
                 response = client.post(path, data)
                 if response.status_code >= 500:
                     failures.append(f"{data['action']} {path}: {response.status_code}")
-        if _database() != before:
+        after = _database()
+        if after != before:
             changed.append(path)
+        before = after  # nothing runs between one path's probes and the next one's
     assert failures == []
     assert changed == []
 

@@ -68,14 +68,21 @@ def _is_browser_test(item) -> bool:
     return Path(str(item.fspath)).is_relative_to(Path(__file__).parent)
 
 
+def pytest_itemcollected(item):
+    # Marked as soon as collected, before any plugin reorders, selects (-m)
+    # or, under pytest-xdist, names the tests by their group.
+    if _is_browser_test(item):
+        item.add_marker(pytest.mark.browser)
+        item.add_marker(pytest.mark.xdist_group(f"browser-{Path(str(item.fspath)).stem}"))
+
+
 def pytest_collection_modifyitems(config, items):
     # Browser tests run last, together: while Playwright's sync API is active
     # the main thread looks like it runs an event loop, so no async test may
     # run in between (the Playwright fixtures are package-scoped for the same
-    # reason: they stop as soon as the last browser test is done).
-    for item in items:
-        if _is_browser_test(item):
-            item.add_marker(pytest.mark.browser)
+    # reason: they stop as soon as the last browser test is done). Under
+    # pytest-xdist (`./dev test` runs with --dist loadgroup) each browser test
+    # file is one group, which one worker runs in one go, for the same reason.
     items.sort(key=_is_browser_test)
 
 
