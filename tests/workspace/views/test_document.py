@@ -34,7 +34,7 @@ def test_save_writes_title_and_content_and_bumps_version(owner_client, thread):
     assert response.status_code == 200
     doc = _doc(thread)
     assert (doc.title, doc.content, doc.version) == ("Review", "# Aims\n\nFind *gaps*.", 1)
-    assert '<div id="doc-save-state" class="doc-save-state" data-state="saved">' in html
+    assert '<div id="doc-save-state" class="doc-save-state" data-state="saved" data-version="1">' in html
     assert 'name="base_version" value="1"' in html  # the next autosave is based on the new version
     assert ">Saved</span>" in html
     # The preview is refreshed out of band; the editor itself is not sent back (the caret stays put).
