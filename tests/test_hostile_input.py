@@ -35,7 +35,7 @@ from workspace.text import has_lone_surrogate
 FIELDS = [
     "text", "title", "subtitle", "kind", "done", "locked", "direction", "base_version", "content", "artifact",
     "message", "model", "action", "username", "password", "password1", "password2", "email", "next",
-    "old_password", "new_password1", "new_password2", "q", "o", "p", "_selected_action", "index",
+    "old_password", "new_password1", "new_password2", "q", "o", "p", "_selected_action", "index", "base_content",
 ]
 REFUSED_TEXT = ["a\x00b", "x" * 300_001, "   "]
 ODD_JSON = [1e400, -1, 10**30, -(10**30), "²", "٣", [[[]]], {"a": {"b": 1}}, None, True, 1.5, "\ud800", "a\udfffb"]
@@ -89,7 +89,7 @@ def _payloads():
         yield f"json {value!r:.12}", "application/json", json.dumps({name: value for name in FIELDS})
     # One odd field at a time, the others as a valid save would send them.
     for value in ODD_JSON:
-        for name in ("base_version", "content", "title"):
+        for name in ("base_version", "content", "title", "base_content"):
             if name != "base_version" and (value is None or isinstance(value, str) and not has_lone_surrogate(value)):
                 # "²" is good text for a title or a document, and null means
                 # "not sent" (a title-only save): those saves go through.
