@@ -132,6 +132,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env("REDIS_URL")
 if REDIS_URL:
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
@@ -147,6 +149,10 @@ if REDIS_URL:
                         # One connection per group send in flight; the live
                         # layer keeps at most one per thread and 64 overall.
                         "max_connections": env.int("REDIS_MAX_CONNECTIONS", default=256),
+                        # After Redis restarts, pooled connections are dead:
+                        # one retry on a fresh connection, so the first pages
+                        # reconnecting are not refused for it.
+                        "retry_on_error": [RedisConnectionError],
                     }
                 ],
                 # Messages waiting per page; past this the layer drops them
