@@ -115,7 +115,7 @@ def test_the_whole_suite_is_spread_over_workers_then_the_database_tests_run_on_p
     assert result.returncode == 0, result.stderr
     assert calls(test_sandbox) == [
         "sqlite|all|-m pytest -n auto --dist loadgroup -ra --durations=15",
-        "postgres://u:p@127.0.0.1:5432/haico_suite|1|-m pytest -n auto --dist loadgroup -m not browser -ra --durations=15",
+        "postgres://u:p@127.0.0.1:5432/haico_suite|1|-m pytest -n auto --dist loadgroup -m not browser and not deploy -ra --durations=15",
     ]
 
 

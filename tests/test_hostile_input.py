@@ -38,7 +38,7 @@ from workspace.text import has_lone_surrogate
 FIELDS = [
     "text", "title", "subtitle", "kind", "done", "locked", "direction", "base_version", "content", "artifact",
     "message", "model", "action", "username", "password", "password1", "password2", "email", "next",
-    "old_password", "new_password1", "new_password2", "q", "o", "p", "_selected_action", "index",
+    "old_password", "new_password1", "new_password2", "q", "o", "p", "_selected_action", "index", "base_content",
     # Sign-up, tokens, the model catalogue and the usage totals (docs/adr/0061-0064).
     "invite", "name", "expires", "read_only", "days", "note", "base_url", "new_api_key", "since", "until", "user",
 ]
@@ -98,7 +98,7 @@ def _payloads():
         yield f"json {value!r:.12}", "application/json", json.dumps({name: value for name in FIELDS})
     # One odd field at a time, the others as a valid save would send them.
     for value in ODD_JSON:
-        for name in ("base_version", "content", "title"):
+        for name in ("base_version", "content", "title", "base_content"):
             if name != "base_version" and (value is None or isinstance(value, str) and not has_lone_surrogate(value)):
                 # "²" is good text for a title or a document, and null means
                 # "not sent" (a title-only save): those saves go through.

@@ -15,7 +15,11 @@ from __future__ import annotations
 import difflib
 import itertools
 import re
+import sys
 from dataclasses import dataclass
+from functools import lru_cache
+
+from . import alignment
 
 SAME, ADDED, REMOVED, CHANGED = "same", "added", "removed", "changed"
 CONTEXT_LINES = 3
@@ -27,6 +31,10 @@ WORD_DIFF_MAX_TOKENS = 2_000
 WORD_DIFF_MIN_RATIO = 0.4
 
 _TOKENS = re.compile(r"\w+|\s+|[^\w\s]")
+# Lines are aligned exactly (no popular-item heuristic) however many there
+# are; what both texts start and end with is matched without looking
+# (workspace.alignment), so a long document costs what changed in it.
+LINES_EXACT = sys.maxsize
 
 
 @dataclass(frozen=True)
@@ -125,10 +133,9 @@ def _changed_block(old: list[str], new: list[str], old_start: int, new_start: in
 
 def diff_text(old: str, new: str, *, context: int = CONTEXT_LINES) -> TextDiff:
     a, b = _lines(old), _lines(new)
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     rows: list[DiffLine | Gap] = []
     counts = {ADDED: 0, REMOVED: 0, CHANGED: 0}
-    opcodes = matcher.get_opcodes()
+    opcodes = alignment.opcodes(a, b, exact_up_to=LINES_EXACT)
     for index, (tag, i1, i2, j1, j2) in enumerate(opcodes):
         if tag == "equal":
             same = [DiffLine(SAME, i1 + k + 1, j1 + k + 1, (Segment(a[i1 + k], SAME),)) for k in range(i2 - i1)]
@@ -179,11 +186,17 @@ class Hunk:
 def change_hunks(old: str, new: str) -> list[Hunk]:
     """The changed stretches of `old` -> `new`, in document order. Derived
     from the two texts alone, so the same two texts always give the same
-    hunks with the same indexes (a kept or undone hunk is stored by index)."""
+    hunks with the same indexes (a kept or undone hunk is stored by index).
+    Every push of the document carries the review of the agent's last turn:
+    the hunks of one pair of texts are worked out once per process."""
+    return list(_change_hunks(old, new))
+
+
+@lru_cache(maxsize=16)
+def _change_hunks(old: str, new: str) -> tuple[Hunk, ...]:
     a, b = _lines(old), _lines(new)
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     hunks: list[Hunk] = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in alignment.opcodes(a, b, exact_up_to=LINES_EXACT):
         if tag == "equal":
             continue
         if tag == "replace":
@@ -197,14 +210,13 @@ def change_hunks(old: str, new: str) -> list[Hunk]:
             old_lines=tuple(a[i1:i2]), new_lines=tuple(b[j1:j2]), rows=tuple(rows),
             context_before=b[j1 - 1] if j1 > 0 else "", context_after=b[j2] if j2 < len(b) else "",
         ))
-    return hunks
+    return tuple(hunks)
 
 
 def _line_map(after: list[str], current: list[str]) -> list[int | None]:
     """For each line of `after`, where it is in `current` if it is unchanged there."""
     where: list[int | None] = [None] * len(after)
-    matcher = difflib.SequenceMatcher(None, after, current, autojunk=False)
-    for i, j, size in matcher.get_matching_blocks():
+    for i, j, size in alignment.matching_blocks(after, current, exact_up_to=LINES_EXACT):
         for k in range(size):
             where[i + k] = j + k
     return where

@@ -173,11 +173,19 @@ class DocumentSaveForm(forms.Form):
         choices=[("", ""), ("ours", "Keep mine"), ("theirs", "Keep theirs"), ("both", "Keep both")],
         error_messages={"invalid_choice": "Choose Keep mine, Keep theirs or Keep both."},
     )
+    # The text `content` was edited from, when it is not base_version's own
+    # (document_services.document_save, docs/adr/0040); usually absent.
+    base_content = RuleTextField(
+        label="The text the editor's content was based on", max_chars=settings.HAICO_DOCUMENT_MAX_CHARS,
+        allow_empty=True, strip=False,
+    )
 
     def clean(self):
         data = super().clean()
         if not self.errors and data.get("title") is None and data.get("content") is None:
             raise forms.ValidationError("Nothing to save: send a title or content.")
+        if not self.errors and data.get("base_content") is not None and data.get("content") is None:
+            raise forms.ValidationError("The text the content was based on came without the content.")
         data["resolve"] = data.get("resolve") or None
         return data
 

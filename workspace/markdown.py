@@ -91,17 +91,61 @@ def render_markdown(text: str | None) -> SafeString:
     return _render(str(text))
 
 
+# A long document is rendered in parts, each cached on its own, so a change
+# costs the part it is in, not the whole (docs/adr/0042). A part starts at an
+# ATX heading ("# ", "## " …) at the start of a line after a blank line,
+# outside a fenced code block: such a heading ends whatever block came before
+# it, so the parts' HTML put together is the whole's. Not when the text
+# defines link references ("[label]: url"), which reach across the document.
+SPLIT_MIN_CHARS = 4_000
+# At the start of the line: an indented one may belong to the list item above.
+_HEADING = re.compile(r"#{1,6}(?:[ \t]|$)")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_REFERENCE = re.compile(r"^ {0,3}\[[^\]\n]+\]:", re.MULTILINE)
+
+
+def markdown_parts(text: str) -> list[str]:
+    """`text` cut where each part renders on its own exactly as it does in
+    the whole (see above); one part when it is short or cannot be cut."""
+    if len(text) < SPLIT_MIN_CHARS or ("]:" in text and _REFERENCE.search(text)):
+        return [text]
+    parts, start, at, fence, blank_before = [], 0, 0, None, False
+    for line in text.split("\n"):
+        maybe_fence = "``" in line or "~~" in line  # most lines are prose: skip the patterns
+        if fence is None:
+            if blank_before and at > start and line[:1] == "#" and _HEADING.match(line):
+                parts.append(text[start:at])
+                start = at
+            opening = maybe_fence and _FENCE.match(line)
+            # A backtick fence's info string holds no backtick (CommonMark).
+            if opening and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
+                fence = opening.group(1)
+        else:
+            closing = maybe_fence and _FENCE.match(line)
+            if closing and closing.group(1)[0] == fence[0] and len(closing.group(1)) >= len(fence) and not closing.group(2).strip():
+                fence = None
+        blank_before = not line.strip(" \t")
+        at += len(line) + 1
+    parts.append(text[start:])
+    return parts
+
+
 def markdown_tokens(text: str) -> list:
     """The parser's block tokens for `text`, for exports that build their own
     output (workspace.exports): the same dialect the preview renders."""
     return _parser().parse(text or "")
 
 
-# A long document costs tens of milliseconds to render, and the same version
-# is rendered for its push, the page and the preview request alike.
+# The same version is rendered for its push, the page and the preview
+# request alike.
 @lru_cache(maxsize=32)
 def _render(text: str) -> SafeString:
-    return mark_safe(_clean(_parser().render(text)))
+    return mark_safe("".join(_render_part(part) for part in markdown_parts(text)))
+
+
+@lru_cache(maxsize=4096)
+def _render_part(text: str) -> str:
+    return _clean(_parser().render(text))
 
 
 def _clean(html: str, *, images: bool = False) -> str:

@@ -22,11 +22,12 @@ normalises them); nothing here depends on it for correctness.
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 
 from merge3 import Merge3
+
+from . import alignment
 
 OURS, THEIRS, BOTH = "ours", "theirs", "both"
 RESOLUTIONS = (OURS, THEIRS, BOTH)
@@ -37,6 +38,7 @@ _TOKENS = re.compile(r"\w+|\s+|[^\w\s]")
 # it: it is not merged with the other side word by word (see _TokenMatcher).
 MIN_KEPT_SHARE = 0.5
 # Passages up to this many tokens are aligned exactly (see _TokenMatcher).
+# Either pass costs what differs, not the whole text (workspace.alignment).
 EXACT_ALIGNMENT_MAX_TOKENS = 1_000
 
 
@@ -106,25 +108,21 @@ class MergeResult:
         return "".join(out)
 
 
-class _TokenMatcher(difflib.SequenceMatcher):
-    """difflib for the word-level pass (merge3 compares the base, as `a`,
-    with each side), with two changes.
+class _TokenMatcher(alignment.Matcher):
+    """The alignment for the word-level pass (merge3 compares the base, as
+    `a`, with each side), with two rules of its own.
 
-    - Its "popular item" heuristic is off for passages of up to
-      EXACT_ALIGNMENT_MAX_TOKENS tokens: it would stop a space or a common
-      word from anchoring a match. Beyond that it stays on, because aligning
-      many repeats of one item without it is quadratic or worse (a long
-      markdown table is mostly "|" and spaces). The line pass keeps
-      difflib's defaults, as merge3 does.
+    - difflib's "popular item" heuristic is off for stretches of up to
+      EXACT_ALIGNMENT_MAX_TOKENS tokens (workspace.alignment): it would stop
+      a space or a common word from anchoring a match. The line pass keeps
+      difflib's default, as merge3 does.
     - A side that rewrote the passage (kept less than MIN_KEPT_SHARE of it)
       keeps only the matches at its start and end: inside a rewrite, a
       stray "of the" shared with the old text is a coincidence, not a place
       where the other side's edit may land.
     """
 
-    def __init__(self, isjunk=None, a="", b=""):
-        small = len(a) <= EXACT_ALIGNMENT_MAX_TOKENS and len(b) <= EXACT_ALIGNMENT_MAX_TOKENS
-        super().__init__(isjunk, a, b, autojunk=not small)
+    exact_up_to = EXACT_ALIGNMENT_MAX_TOKENS
 
     def get_matching_blocks(self):
         blocks = super().get_matching_blocks()
@@ -144,8 +142,37 @@ def merge_text(base: str, ours: str, theirs: str) -> MergeResult:
         return MergeResult((theirs,) if theirs else ())
     if theirs == base:
         return MergeResult((ours,) if ours else ())
-    pieces = _merge_items(_LINES.findall(base), _LINES.findall(ours), _LINES.findall(theirs), 0, 0, refine=True)
-    return MergeResult(tuple(_coalesce(pieces)))
+    # Whole lines all three start and end with are agreed as they stand; only
+    # the stretch between them is merged, so a long document costs what changed.
+    head, tail = _shared_lines(base, ours, theirs)
+    middle = [text[head : len(text) - tail] for text in (base, ours, theirs)]
+    pieces = _merge_items(*(_LINES.findall(text) for text in middle), head, head, refine=True)
+    return MergeResult(tuple(_coalesce([base[:head], *pieces, base[len(base) - tail :]])))
+
+
+def _common_prefix(a: str, b: str) -> int:
+    # By halves: each comparison is one memory compare, not a character loop.
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[low:mid] == b[low:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _shared_lines(base: str, ours: str, theirs: str) -> tuple[int, int]:
+    """(characters of whole lines at the start, at the end) the three texts share."""
+    head = min(_common_prefix(base, ours), _common_prefix(base, theirs))
+    head = base.rfind("\n", 0, head) + 1
+    rests = [text[head:][::-1] for text in (base, ours, theirs)]
+    tail = min(_common_prefix(rests[0], rests[1]), _common_prefix(rests[0], rests[2]))
+    shared = base[len(base) - tail :] if tail else ""
+    # It must start a line in all three: from just after its first line break.
+    if tail and any(text[len(text) - tail - 1 : len(text) - tail] not in ("", "\n") for text in (base, ours, theirs)):
+        tail = len(shared) - (shared.find("\n") + 1) if "\n" in shared else 0
+    return head, tail
 
 
 def without_base(ours: str, theirs: str) -> MergeResult:
@@ -185,7 +212,7 @@ def _merge_items(base, ours, theirs, ours_at: int, theirs_at: int, *, refine: bo
     iz = io = it = 0
     # Sync regions are where all three agree; between two of them each side
     # either kept the base, or changed it. The last one is empty, at the ends.
-    merger = Merge3(base, ours, theirs, sequence_matcher=None if refine else _TokenMatcher)
+    merger = Merge3(base, ours, theirs, sequence_matcher=alignment.Matcher if refine else _TokenMatcher)
     for zs, ze, os_, oe, ts, te in merger.find_sync_regions():
         if (iz, io, it) != (zs, os_, ts):
             pieces += _settle(

@@ -4,26 +4,53 @@
  * The one rule behind the document code: text the person typed is never
  * replaced by anything the server sends until it is saved (merged with what
  * changed meanwhile, docs/adr/0013) or they choose what to keep.
+ *
+ * A key press costs the same in a short document as in a long one: it only
+ * marks the editor as changed and restarts two timers. Whatever reads or
+ * compares the whole text runs once per save, answer or pushed change
+ * (docs/adr/0042).
  */
 (function () {
   "use strict";
 
   var AUTOSAVE_DELAY_MS = 1500;
+  // A save that could not reach the server is tried again after 2, 4, 8 …
+  // seconds (at most this long), and at once when the browser is back online
+  // or the page's socket reconnects.
+  var RETRY_MAX_MS = 30000;
   var MODE_KEY = "haico.docMode";
   var HAICO = (window.HAICO = window.HAICO || {});
 
   // --- per-editor state, kept on the form element itself ----------------------
   //
-  // dirty: the editor holds text the server does not have (until a save of
-  //   exactly that text succeeds); inFlight: a save is on its way; sent /
-  //   sentBase: what it carries and the version it is based on; conflict:
-  //   the conflict view is open; resolve: the choice the next save carries.
+  // acked: what the editor's text is based on, as the server acknowledged
+  //   it: a version with its title and text (from the page, a save's answer
+  //   or a pushed change). It only moves forward. `fromText`: the text is not
+  //   that version's own but the one this tab's last save carried, which the
+  //   server merged into that version while the person typed on; saves then
+  //   send it along, so the server merges against it (docs/adr/0040).
+  // dirty: the editor may hold text the server does not have (set by every
+  //   key; cleared once it has exactly the editor's text).
+  // inFlight / sent: a save on its way, with its title, text and the acked
+  //   it was based on; queued: another save waits behind it (hx-sync).
+  // conflict: the conflict view is open; resolve: the choice the next save
+  //   carries. failures / retry: saves that did not reach the server, and
+  //   the timer that tries again.
 
   function editorState(form) {
     if (!form.__haico) {
+      var field = baseField(form);
       form.__haico = {
-        dirty: false, timer: null, inFlight: false, sent: null, sentBase: null,
+        acked: {
+          version: field ? parseInt(field.value, 10) : NaN,
+          // The text the page was built with, whatever was typed before this ran.
+          title: form.elements.title.defaultValue,
+          content: form.elements.content.defaultValue,
+          fromText: false,
+        },
+        dirty: false, timer: null, inFlight: false, sent: null, queued: false,
         conflict: false, resolve: null, returnToEditor: false, waiters: [],
+        failures: 0, retry: null, status: "",
       };
     }
     return form.__haico;
@@ -41,17 +68,13 @@
     return form.querySelector("input[name=base_version]");
   }
 
-  function baseVersion(form) {
-    var field = baseField(form);
-    return field ? parseInt(field.value, 10) : NaN;
-  }
-
   function setStatus(form, text, state) {
     var holder = form.querySelector("#doc-save-state");
     if (!holder) return;
     var status = holder.querySelector("[data-doc-status]");
-    if (status) status.textContent = text;
-    if (state) holder.dataset.state = state;
+    // Only a change touches the page (a key press would otherwise rewrite a live region).
+    if (status && status.textContent !== text) status.textContent = text;
+    if (state && holder.dataset.state !== state) holder.dataset.state = state;
   }
 
   function showLocalError(form, message) {
@@ -78,21 +101,30 @@
     return state.dirty || state.inFlight || state.conflict;
   }
 
+  // The editor holds exactly what it is based on: nothing to save.
+  function unchanged(form) {
+    var acked = editorState(form).acked;
+    var now = values(form);
+    return !acked.fromText && now.content === acked.content && now.title === acked.title;
+  }
+
   // --- autosave ----------------------------------------------------------------
 
   function scheduleSave(form) {
     var state = editorState(form);
     state.dirty = true;
-    if (!state.conflict) setStatus(form, "Unsaved changes");
+    if (!state.conflict && !state.failures) setStatus(form, "Unsaved changes");
     clearTimeout(state.timer);
     state.timer = setTimeout(function () { saveNow(form); }, AUTOSAVE_DELAY_MS);
   }
 
   function tooLong(form) {
     var limit = parseInt(form.dataset.maxChars || "0", 10);
-    if (!limit) return null;
+    var value = form.elements.content.value;
+    // UTF-16 units are never fewer than code points: count only near the limit.
+    if (!limit || value.length <= limit) return null;
     // Count characters the way the server does (code points, not UTF-16 units).
-    var length = Array.from(form.elements.content.value).length;
+    var length = Array.from(value).length;
     if (length <= limit) return null;
     return "The document is too long (" + length.toLocaleString() + " characters; the limit is " +
       limit.toLocaleString() + "). Nothing was saved; shorten it to save again.";
@@ -102,6 +134,8 @@
     var state = editorState(form);
     clearTimeout(state.timer);
     state.timer = null;
+    clearTimeout(state.retry);
+    state.retry = null;
     if (!form.isConnected) return false;
     var problem = tooLong(form);
     if (problem) {
@@ -109,7 +143,17 @@
       failWaiters(form);
       return false;
     }
+    if (!state.inFlight && !state.conflict && !state.resolve && unchanged(form)) {
+      // Typed and typed back, say: the server has this text already.
+      clearLocalError(form);
+      state.failures = 0;
+      setStatus(form, "Saved", "saved");
+      savedAll(form);
+      applyHeldPatch(form);
+      return true;
+    }
     clearLocalError(form);
+    if (state.inFlight) state.queued = true; // hx-sync sends it once the one on its way is answered
     htmx.trigger(form, "haico:save");
     return true;
   }
@@ -128,10 +172,6 @@
     waiters.forEach(function (w) { if (w.otherwise) w.otherwise(); });
   }
 
-  function same(a, b) {
-    return !!a && !!b && a.title === b.title && a.content === b.content;
-  }
-
   // The server has exactly what the editor shows: done, and whoever waited goes on.
   function savedAll(form) {
     var state = editorState(form);
@@ -140,31 +180,77 @@
     waiters.forEach(function (w) { w.then(); });
   }
 
+  // A save that did not reach the server (offline, the server down or
+  // restarting): the text stays, and it is tried again by itself.
+  function saveFailed(form, reason) {
+    var state = editorState(form);
+    state.failures += 1;
+    var delay = Math.min(RETRY_MAX_MS, 2000 * Math.pow(2, state.failures - 1));
+    showLocalError(form, "Not saved: " + reason + ". Your text is still here; it is saved as soon as the " +
+      "connection is back (trying again every few seconds).");
+    clearTimeout(state.retry);
+    state.retry = setTimeout(function () { retrySave(form); }, delay);
+  }
+
+  function retrySave(form) {
+    var state = editorState(form);
+    state.retry = null;
+    if (!form.isConnected || !state.failures || state.inFlight || state.conflict) return;
+    setStatus(form, "Saving…");
+    saveNow(form);
+  }
+
+  // Back online, or the page's socket is back: a failed save goes at once.
+  function retryNow() {
+    var form = currentForm();
+    if (form && editorState(form).failures) retrySave(form);
+  }
+
+  window.addEventListener("online", retryNow);
+  document.addEventListener("htmx:wsOpen", retryNow);
+
+  // The answer to the save that was on its way. `outcome` is the state the
+  // server's save-state fragment says ("saved", "merged", "conflict",
+  // "error"), or "failed" when no answer came.
   function settle(form, outcome, holder) {
     var state = editorState(form);
     var sent = state.sent;
-    var typedMeanwhile = !same(values(form), sent);
     state.inFlight = false;
-    if (outcome === "saved" || outcome === "merged") {
+    state.sent = null;
+    if (outcome === "failed") {
+      state.returnToEditor = false;
+      failWaiters(form);
+      applyHeldPatch(form);
+      return;
+    }
+    state.failures = 0;
+    clearTimeout(state.retry);
+    state.retry = null;
+    var version = holder ? parseInt(holder.dataset.version, 10) : NaN;
+    if ((outcome === "saved" || outcome === "merged") && sent && version > sent.base.version && version > state.acked.version) {
       state.conflict = false;
-      if (outcome === "merged" && typedMeanwhile) {
-        // The merged text lacks what was typed while the save was on its
-        // way: stay on the version that text was edited from and save it
-        // again at once, to be merged the same way.
-        baseField(form).value = state.sentBase;
-        saveNow(form);
-      } else if (outcome === "merged") {
-        adoptMerged(form, holder.querySelector("template[data-doc-merged]"));
+      if (outcome === "merged") {
+        adoptMerged(form, holder.querySelector("template[data-doc-merged]"), sent, version);
+      } else {
+        state.acked = { version: version, title: sent.title, content: sent.content, fromText: false };
+      }
+      if (unchanged(form)) {
         savedAll(form);
-      } else if (!typedMeanwhile) {
-        savedAll(form);
-      } else if (state.waiters.length && !state.timer) {
-        saveNow(form); // typed again while saving; someone is waiting to leave
+      } else {
+        // Typed on while it was on its way: saved again, based on where the server is now.
+        state.dirty = true;
+        setStatus(form, "Unsaved changes");
+        if (!state.timer && !state.queued) saveNow(form);
       }
       if (state.returnToEditor && !state.inFlight) {
         state.returnToEditor = false;
         form.elements.content.focus();
       }
+    } else if (outcome === "saved" || outcome === "merged") {
+      // An answer that would take the editor back to an older version: the
+      // version it holds is newer, so its text stays and is saved again.
+      state.dirty = true;
+      if (!state.timer && !state.queued) saveNow(form);
     } else {
       state.conflict = outcome === "conflict";
       state.returnToEditor = false;
@@ -188,11 +274,15 @@
     var form = event.detail.elt;
     if (!form || form.id !== "doc-form") return;
     var state = editorState(form);
+    var parameters = event.detail.parameters;
     state.inFlight = true;
-    state.sent = values(form);
-    state.sentBase = baseField(form).value;
+    state.queued = false;
+    state.sent = { base: state.acked, title: form.elements.title.value, content: form.elements.content.value };
+    // The base is this tab's own record, never a field a response could have replaced.
+    parameters.base_version = String(state.acked.version);
+    if (state.acked.fromText) parameters.base_content = state.acked.content;
     if (state.resolve) {
-      event.detail.parameters.resolve = state.resolve;
+      parameters.resolve = state.resolve;
       state.resolve = null;
     }
     setStatus(form, "Saving…");
@@ -204,19 +294,24 @@
     var xhr = event.detail.xhr;
     if (!xhr || xhr.status === 0 || xhr.status >= 300) {
       var reason = xhr && xhr.status ? "the server answered " + xhr.status : "the connection failed";
-      showLocalError(form, "Not saved: " + reason + ". Your text is still here; it will be saved with your next change.");
-      settle(form, "error");
+      settle(form, "failed");
+      if (xhr && xhr.status >= 400 && xhr.status < 500) {
+        showLocalError(form, "Not saved: " + reason + ". Your text is still here; it will be saved with your next change.");
+      } else {
+        saveFailed(form, reason);
+      }
       return;
     }
     var holder = document.getElementById("doc-save-state");
-    settle(form, holder ? holder.dataset.state : "error", holder);
+    var outcome = holder ? holder.dataset.state : "";
+    settle(form, ["saved", "merged", "conflict", "error"].indexOf(outcome) >= 0 ? outcome : "error", holder);
   });
 
   document.addEventListener("htmx:sendError", function (event) {
     var form = event.detail.elt;
     if (form && form.id === "doc-form" && editorState(form).inFlight) {
-      showLocalError(form, "Not saved: the connection failed. Your text is still here; it will be saved with your next change.");
-      settle(form, "error");
+      settle(form, "failed");
+      saveFailed(form, "the connection failed");
     }
   });
 
@@ -229,12 +324,7 @@
     state.resolve = button.getAttribute("data-doc-resolve");
     state.returnToEditor = true;
     state.dirty = true;
-    if (state.inFlight) {
-      // hx-sync queues this save behind the one on its way.
-      htmx.trigger(form, "haico:save");
-    } else {
-      saveNow(form);
-    }
+    saveNow(form);
   });
 
   // Leaving the editor (the selector, "Show it"): save first, then go.
@@ -264,6 +354,8 @@
     var state = editorState(form);
     if (!state.dirty || state.inFlight || state.conflict || tooLong(form)) return;
     var data = new FormData(form);
+    data.set("base_version", String(state.acked.version));
+    if (state.acked.fromText) data.set("base_content", state.acked.content);
     if (!data.has("csrfmiddlewaretoken")) {
       try {
         var headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}");
@@ -285,6 +377,152 @@
     });
   };
 
+  // --- typing on while a save was on its way: three-way, against what it carried ----------
+  //
+  // A save answered "merged" brings the merged text: what the save carried
+  // (`sent`) plus what others changed since. Keys typed while it was on its
+  // way are in the editor (`now`) but not in it. What they changed is put
+  // on the merged text where it lands there, unless it touches a place the
+  // others changed too; then the server merges it (docs/adr/0040).
+
+  var MAX_LINE_EDITS = 1000; // beyond this the line diff gives up (the server merges)
+
+  function commonPrefix(a, b) {
+    var n = Math.min(a.length, b.length), i = 0;
+    while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+    return i;
+  }
+
+  function commonSuffix(a, b, limit) {
+    var i = 0;
+    while (i < limit && a.charCodeAt(a.length - 1 - i) === b.charCodeAt(b.length - 1 - i)) i++;
+    return i;
+  }
+
+  // One change of `a` into `b`: a[start, end) became `text`.
+  function span(a, b) {
+    var head = commonPrefix(a, b);
+    var tail = commonSuffix(a, b, Math.min(a.length, b.length) - head);
+    return { start: head, end: a.length - tail, text: b.slice(head, b.length - tail) };
+  }
+
+  // Pairs of equal lines of `a` and `b` (arrays), as runs [i, j, length], by
+  // Myers' difference algorithm; null when they differ in more than `limit` lines.
+  function equalRuns(a, b, limit) {
+    var n = a.length, m = b.length, offset = limit + 1;
+    var v = new Int32Array(2 * limit + 3), trace = [];
+    for (var d = 0; d <= limit; d++) {
+      // The diagonals this round reads, as they were before it (for the way back).
+      trace.push(v.slice(offset - d - 1, offset + d + 2));
+      for (var k = -d; k <= d; k += 2) {
+        var x = k === -d || (k !== d && v[offset + k - 1] < v[offset + k + 1]) ? v[offset + k + 1] : v[offset + k - 1] + 1;
+        var y = x - k;
+        while (x < n && y < m && a[x] === b[y]) { x++; y++; }
+        v[offset + k] = x;
+        if (x >= n && y >= m) return backtrack(trace, d, n, m);
+      }
+    }
+    return null;
+  }
+
+  function backtrack(trace, d, x, y) {
+    var runs = [];
+    for (; d >= 0; d--) {
+      var v = trace[d], k = x - y;
+      var at = function (diagonal) { return v[diagonal + d + 1]; }; // trace[d] starts at diagonal -d-1
+      var down = k === -d || (k !== d && at(k - 1) < at(k + 1));
+      var prevX = d === 0 ? 0 : at(down ? k + 1 : k - 1);
+      var startX = d === 0 ? 0 : (down ? prevX : prevX + 1);
+      if (x > startX) runs.push([startX, startX - k, x - startX]);
+      x = prevX;
+      y = d === 0 ? 0 : prevX - (down ? k + 1 : k - 1);
+    }
+    return runs.reverse();
+  }
+
+  function lines(text) {
+    return text.match(/[^\n]*\n|[^\n]+$/g) || [];
+  }
+
+  // What changed from `a` to `b`, as spans of `a` ({start, end, text}) in
+  // order: by line, then each changed stretch narrowed to the characters
+  // that differ. Null when the difference is too large to work out here.
+  function changes(a, b) {
+    if (a === b) return [];
+    var head = commonPrefix(a, b);
+    var tail = commonSuffix(a, b, Math.min(a.length, b.length) - head);
+    // Whole lines around the difference.
+    var from = head ? a.lastIndexOf("\n", head - 1) + 1 : 0;
+    var toA = a.indexOf("\n", a.length - tail);
+    toA = toA < 0 ? a.length : toA + 1;
+    var toB = b.length - (a.length - toA);
+    var la = lines(a.slice(from, toA)), lb = lines(b.slice(from, toB));
+    var runs = equalRuns(la, lb, MAX_LINE_EDITS);
+    if (!runs) return null;
+    var out = [], i = 0, j = 0, atA = from, atB = from;
+    runs.concat([[la.length, lb.length, 0]]).forEach(function (run) {
+      var lenA = 0, lenB = 0, t;
+      for (t = i; t < run[0]; t++) lenA += la[t].length;
+      for (t = j; t < run[1]; t++) lenB += lb[t].length;
+      if (lenA || lenB) {
+        var inner = span(a.slice(atA, atA + lenA), b.slice(atB, atB + lenB));
+        out.push({ start: atA + inner.start, end: atA + inner.end, text: inner.text });
+      }
+      atA += lenA; atB += lenB;
+      for (t = 0; t < run[2]; t++) { atA += la[run[0] + t].length; atB += lb[run[1] + t].length; }
+      i = run[0] + run[2]; j = run[1] + run[2];
+    });
+    return out;
+  }
+
+  // Where position `p` of `a` is in `b`, given the changes of `a` into `b`:
+  // moved by the changes before it; inside one, just after its new text
+  // (text put in right at `p` comes after it).
+  function through(edits, p) {
+    var shift = 0;
+    for (var n = 0; n < edits.length; n++) {
+      var edit = edits[n];
+      if (edit.start >= p) break;
+      if (edit.end > p) return edit.start + shift + edit.text.length;
+      shift += edit.text.length - (edit.end - edit.start);
+    }
+    return p + shift;
+  }
+
+  // `merged` with what was typed since `sent` left (`now`), and where a
+  // position of `now` is in the result; null when the typing touches
+  // something the others changed.
+  function rebase(sent, now, merged) {
+    var typed = span(sent, now);
+    var others = changes(sent, merged);
+    if (!others) return null;
+    var shift = 0;
+    for (var n = 0; n < others.length; n++) {
+      var edit = others[n];
+      var insertions = edit.start === edit.end && typed.start === typed.end;
+      if (edit.end < typed.start || (edit.end === typed.start && !insertions)) {
+        shift += edit.text.length - (edit.end - edit.start);
+      } else if (edit.start > typed.end || (edit.start === typed.end && !insertions)) {
+        break;
+      } else {
+        return null; // the same place: the server decides
+      }
+    }
+    var at = typed.start + shift;
+    var text = merged.slice(0, at) + typed.text + merged.slice(typed.end + shift);
+    var typedEnd = typed.start + typed.text.length; // in `now`
+    return {
+      text: text,
+      map: function (p) {
+        if (p < typed.start) return through(others, p);
+        if (p <= typedEnd) return at + (p - typed.start);
+        return through(others, p - typedEnd + typed.end) + typed.text.length - (typed.end - typed.start);
+      },
+    };
+  }
+
+  HAICO.rebaseDocument = rebase; // for the tests
+
   // --- the document changed elsewhere (the agent, another tab) ----------------------
   //
   // live.js hands over the new title, text and preview. With nothing unsaved
@@ -296,62 +534,88 @@
 
   var heldPatch = null;
 
-  function mapPosition(position, before, after) {
-    var prefix = 0;
-    var limit = Math.min(before.length, after.length);
-    while (prefix < limit && before.charCodeAt(prefix) === after.charCodeAt(prefix)) prefix++;
-    var suffix = 0;
-    while (suffix < limit - prefix && before.charCodeAt(before.length - 1 - suffix) === after.charCodeAt(after.length - 1 - suffix)) suffix++;
-    if (position <= prefix) return position;
-    if (position >= before.length - suffix) return position + after.length - before.length;
-    return after.length - suffix; // inside the changed span: just after the new text
-  }
-
-  // Put a saved version in the editor, keeping the caret and the scroll position.
-  function putText(form, title, content, version) {
+  // Put a saved version's text in the editor, keeping the caret (moved by
+  // `map`, from the old text's positions to the new text's) and the scroll position.
+  function putText(form, title, content, map) {
     var editor = form.elements.content;
     var before = editor.value;
-    var focused = document.activeElement === editor;
-    var start = editor.selectionStart, end = editor.selectionEnd, scroll = editor.scrollTop;
     if (content !== before) {
+      var focused = document.activeElement === editor;
+      var start = editor.selectionStart, end = editor.selectionEnd, scroll = editor.scrollTop;
+      if (!map) {
+        var edits = changes(before, content);
+        map = edits ? function (p) { return through(edits, p); } : function (p) { return Math.min(p, content.length); };
+      }
       editor.value = content;
-      if (focused) editor.setSelectionRange(mapPosition(start, before, content), mapPosition(end, before, content));
+      if (focused) editor.setSelectionRange(map(start), map(end));
       editor.scrollTop = scroll;
     }
     if (form.elements.title.value !== title) form.elements.title.value = title;
-    baseField(form).value = version;
+  }
+
+  function acknowledge(form, version, title, content, fromText) {
+    editorState(form).acked = { version: version, title: title, content: content, fromText: !!fromText };
+    var field = baseField(form);
+    if (field) field.value = version; // for a save sent without this script (sendBeacon reads it too)
     var panel = form.closest("#panel-centre");
     if (panel) panel.setAttribute("data-document-version", version);
   }
 
-  function adoptMerged(form, template) {
-    if (!template) return;
+  function templateText(template) {
     var fields = template.content;
-    putText(form, fields.querySelector("input[name=title]").getAttribute("value") || "",
-      fields.querySelector("textarea").value, template.getAttribute("data-version"));
+    return {
+      title: fields.querySelector("input[name=title]").getAttribute("value") || "",
+      content: fields.querySelector("textarea").value,
+    };
+  }
+
+  // A save came back merged as `version`: put the merged text in, with
+  // whatever was typed since the save left on top of it.
+  function adoptMerged(form, template, sent, version) {
+    if (!template) return;
+    var merged = templateText(template);
+    var now = values(form);
+    // A title typed meanwhile wins; otherwise the merged one comes in.
+    var title = now.title === sent.title ? merged.title : now.title;
+    if (now.content === sent.content) {
+      putText(form, title, merged.content);
+      acknowledge(form, version, merged.title, merged.content);
+      return;
+    }
+    var rebased = rebase(sent.content, now.content, merged.content);
+    if (rebased) {
+      putText(form, title, rebased.text, rebased.map);
+      acknowledge(form, version, merged.title, merged.content);
+    } else {
+      // The typing touches what someone else changed: the editor keeps it,
+      // and the next save asks the server to merge it against `sent`.
+      putText(form, title, now.content);
+      acknowledge(form, version, merged.title, sent.content, true);
+    }
   }
 
   function applyDocumentPatch(form, patch) {
-    var fields = patch.content;
-    putText(form, fields.querySelector("input[name=title]").getAttribute("value") || "",
-      fields.querySelector("textarea").value, patch.getAttribute("data-version"));
+    var text = templateText(patch);
+    putText(form, text.title, text.content);
+    acknowledge(form, parseInt(patch.getAttribute("data-version"), 10), text.title, text.content);
     var preview = document.getElementById("doc-preview");
-    var incoming = fields.querySelector("[data-preview]");
-    if (preview && incoming) preview.innerHTML = incoming.innerHTML;
+    var incoming = patch.content.querySelector("[data-preview]");
+    if (preview && incoming) showPreview(preview, incoming.innerHTML);
     editorState(form).previewed = null;
   }
 
   function offerPatch(form, patch) {
     var version = parseInt(patch.getAttribute("data-version"), 10);
-    if (!(version > baseVersion(form))) return; // already here (this tab's own save)
     var state = editorState(form);
+    if (!(version > state.acked.version)) return; // already here (this tab's own save)
     if (state.inFlight) {
       heldPatch = patch;
-    } else if (state.dirty || state.conflict) {
+    } else if ((state.dirty && !unchanged(form)) || state.conflict) {
       heldPatch = null;
       saveNow(form); // merged with the new version on the server
     } else {
       heldPatch = null;
+      state.dirty = false;
       applyDocumentPatch(form, patch);
     }
   }
@@ -445,7 +709,7 @@
     var elt = event.detail.elt;
     if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-doc-restore")) return;
     var form = currentForm();
-    var version = form ? baseVersion(form) : NaN;
+    var version = form ? editorState(form).acked.version : NaN;
     if (!isNaN(version)) event.detail.parameters.base_version = String(version);
   });
 
@@ -656,7 +920,7 @@
       .then(function (html) {
         var preview = document.getElementById("doc-preview");
         if (html === null || !preview || ticket !== state.previewTicket) return;
-        preview.innerHTML = html;
+        showPreview(preview, html);
         state.previewed = content;
         syncPreviewScroll(form);
       })
@@ -668,11 +932,37 @@
     schedulePreview(event.target.form);
   });
 
-  // Something else filled the preview (a save, another tab's change): if the
-  // editor holds other text by now, render that instead.
-  document.addEventListener("htmx:oobAfterSwap", function (event) {
+  // New preview HTML goes in touching only the top-level blocks that differ
+  // from what is shown: a long document's preview is not built and laid out
+  // again whole for one changed paragraph (docs/adr/0042).
+  function showPreview(preview, html) {
+    var incoming = document.createElement("template");
+    incoming.innerHTML = html;
+    var shown = preview.childNodes, fresh = incoming.content.childNodes;
+    var head = 0;
+    while (head < shown.length && head < fresh.length && shown[head].isEqualNode(fresh[head])) head++;
+    var tail = 0;
+    while (tail < shown.length - head && tail < fresh.length - head &&
+           shown[shown.length - 1 - tail].isEqualNode(fresh[fresh.length - 1 - tail])) tail++;
+    var before = tail ? shown[shown.length - tail] : null;
+    for (var n = shown.length - tail - 1; n >= head; n--) preview.removeChild(shown[n]);
+    Array.prototype.slice.call(fresh, head, fresh.length - tail).forEach(function (node) {
+      preview.insertBefore(node, before);
+    });
+  }
+
+  // Something else fills the preview (a save's answer): patched in like the
+  // typing's, and if the editor holds other text by now, that is rendered instead.
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var target = event.detail.target;
+    if (!target || target.id !== "doc-preview" || !target.isConnected) return;
+    var fragment = event.detail.fragment;
+    var incoming = fragment && (fragment.firstElementChild || fragment);
+    if (!incoming || incoming.id !== "doc-preview") return;
+    event.preventDefault();
+    showPreview(target, incoming.innerHTML);
     var form = currentForm();
-    if (!form || !event.detail.target || event.detail.target.id !== "doc-preview") return;
+    if (!form) return;
     editorState(form).previewed = null;
     if (editorState(form).dirty) schedulePreview(form);
   });

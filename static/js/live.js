@@ -25,7 +25,8 @@
  *   (GET chat/from/<turn>/: that turn as stored, later ones, the controls).
  * If a patch does not fit what the page shows (it missed a push), the page
  * asks for the whole workspace again (GET workspace/live/), as it does after
- * its socket reconnects.
+ * its socket reconnects. While the socket is down, #connection-status says
+ * "Reconnecting…".
  *
  * The page checks the chat with the server too when it may be showing a
  * turn running that is not (docs/adr/0043): after its socket reconnects,
@@ -317,11 +318,41 @@
     drain(box);
   });
 
-  // A socket that comes back may have missed pushes: reload the workspace's rows.
+  // --- the connection ------------------------------------------------------------
+  //
+  // While the thread's socket is down the page says so, and it tries again
+  // within a couple of seconds (htmx's ws extension would wait up to a
+  // minute). The server sends a reconnected page the turn running so far or
+  // how the last one ended (conversations.consumers); what else it missed
+  // is reloaded here: the workspace's rows, as complete patches.
+
+  var RECONNECT_MAX_MS = 2000;
+  // Codes after which the ws extension reconnects; any other close is final
+  // (a session that ended, a thread that is gone: the chat says why).
+  var RECONNECTING_CODES = [1006, 1011, 1012, 1013];
+
+  if (window.htmx) {
+    htmx.config.wsReconnectDelay = function (retryCount) {
+      var ceiling = Math.min(RECONNECT_MAX_MS, 250 * Math.pow(2, retryCount));
+      return ceiling / 2 + Math.random() * ceiling / 2; // jitter: not every page at the same moment
+    };
+  }
+
+  function connectionStatus(text) {
+    var line = document.getElementById("connection-status");
+    if (line && line.textContent !== text) line.textContent = text;
+  }
+
   var socketWasLost = false;
-  document.addEventListener("htmx:wsClose", function () { socketWasLost = true; });
+  document.addEventListener("htmx:wsClose", function (event) {
+    var close = event.detail && event.detail.event;
+    if (!close || RECONNECTING_CODES.indexOf(close.code) < 0) return;
+    socketWasLost = true;
+    connectionStatus("Reconnecting… Changes made meanwhile will show once the connection is back.");
+  });
   document.addEventListener("htmx:wsOpen", function () {
     lastSocketMessage = Date.now();
+    connectionStatus("");
     if (socketWasLost) {
       socketWasLost = false;
       resync();

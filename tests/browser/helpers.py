@@ -246,3 +246,50 @@ LATE_SOCKET_SCRIPT = """
   };
 })();
 """
+
+
+# --- the document written by the server's own services ------------------------------------------
+
+SERVICE_SAVE = """
+import os, uuid
+from workspace.models import Thread
+from workspace.services import document as document_services
+thread = Thread.objects.get(pk=uuid.UUID(os.environ["HAICO_TEST_THREAD"]))
+text = open(os.environ["HAICO_TEST_TEXT"], encoding="utf-8").read()
+document_services.document_save(thread=thread, title="Report", content=text, author=os.environ["HAICO_TEST_AUTHOR"])
+"""
+
+
+def save_through_service(server, thread_id: str, text: str, *, author: str = "agent") -> None:
+    """Write the whole document through the document service, as the agent's
+    update_document does, in the server's database. It runs in another
+    process, whose pushes cannot reach the server's in-memory channel layer:
+    a page shows it once (re)loaded."""
+    import os
+    import tempfile
+
+    from .conftest import _manage
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "text.md")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        env = {**server.env, "HAICO_TEST_THREAD": thread_id, "HAICO_TEST_TEXT": path, "HAICO_TEST_AUTHOR": author}
+        _manage(env, "shell", "-c", SERVICE_SAVE)
+
+
+def long_document(chars: int) -> str:
+    """A markdown report of exactly `chars` characters: sections, each a
+    heading and paragraphs numbered through the document (so every
+    paragraph's text is unique), a list now and then."""
+    parts, size, n = [], 0, 0
+    while size < chars:
+        n += 1
+        part = (f"## Section {n}\n\nParagraph {n}.1 of the report says what was found in part {n}. "
+                f"It goes on for a while, as reports do.\n\nParagraph {n}.2 weighs it.\n\n")
+        if n % 4 == 0:
+            part += f"- point {n}.a\n- point {n}.b\n\n"
+        parts.append(part)
+        size += len(part)
+    text = "".join(parts)[:chars]
+    return text[:-1] + "\n" if not text.endswith("\n") else text

@@ -95,10 +95,13 @@ def test_a_message_sent_before_the_socket_connects_is_held_and_sent_once_it_does
 
     # The socket drops; a message sent while it reconnects is held the same way.
     page.evaluate("() => { window.__socketDelayMs = 2000; window.__dropSocket(); }")
+    reconnecting = page.get_by_role("status").filter(has_text="Reconnecting…")
+    expect(reconnecting).to_be_visible()
     box.fill("Sent while reconnecting")
     chat.get_by_role("button", name="Send").click()
     expect(page.locator("#chat-pending")).to_have_text(CONNECTING)
     expect(chat.locator(".answer")).to_have_text(["First answer.", "Second answer."], timeout=TURN_WAIT_MS)
+    expect(reconnecting).to_have_count(0)
     expect(box).to_have_value("")
     assert _stored_messages(server, thread_id_from(url)) == ["Sent before the socket is up", "Sent while reconnecting"]
     assert len(model_server.requests) == 2  # each message sent once

@@ -144,3 +144,22 @@ def test_the_rename_form_keeps_its_row_after_a_refused_title(page, haico_server)
     assert after == before
     # Title, Save and Cancel share one line; the message is on the line below.
     assert abs(after[1] - after[2]) < 2 and error.bounding_box()["y"] > after[1] + row_of("Save")[1] - 1
+
+
+def test_a_preview_update_replaces_only_the_blocks_that_changed(page, haico_server):
+    # A long document's preview is not built again whole for one paragraph (docs/adr/0042).
+    sign_up(page, haico_server.url, "ada")
+    create_thread(page, haico_server.url)
+    delay_document_saves(page, 60_000)
+    preview = page.locator("#doc-preview")
+    document_text(page).fill("\n\n".join(f"Paragraph {n} of the preview." for n in range(1, 41)))
+    expect(preview).to_contain_text("Paragraph 40 of the preview.")
+    # Marks that only live on the elements themselves (not attributes, which would make them differ).
+    page.evaluate("() => document.querySelectorAll('#doc-preview p').forEach((p, n) => { p.__shownAs = n; })")
+
+    document_text(page).evaluate("el => { const at = el.value.indexOf('Paragraph 30 of the preview.') + 28;"
+                                 " el.setSelectionRange(at, at); el.focus(); }")
+    page.keyboard.type(" Changed.", delay=10)
+    expect(preview.locator("p").nth(29)).to_have_text("Paragraph 30 of the preview. Changed.")
+    kept = page.evaluate("() => Array.from(document.querySelectorAll('#doc-preview p'), (p) => p.__shownAs ?? null)")
+    assert kept == [*range(29), None, *range(30, 40)]

@@ -12,6 +12,7 @@ in Chromium against the real server.
   on the current text.
 """
 
+import re
 import time
 
 import pytest
@@ -170,10 +171,13 @@ def test_keys_typed_while_a_merged_save_is_on_its_way_are_saved_too(new_page, ha
     merged = REPORT.replace("Intro paragraph.", "Intro paragraph. One. Two.").replace(
         "Results paragraph.", "Results from the second tab."
     )
-    expect(document_status(first)).to_have_text(MERGED, timeout=AUTOSAVE_WAIT_MS)
-    expect(document_text(first)).to_have_value(merged)
+    # The answer's merged text goes in under " Two." at once (docs/adr/0040);
+    # " Two." is then saved on top of the merged version, a plain save.
+    expect(document_text(first)).to_have_value(merged, timeout=AUTOSAVE_WAIT_MS)
+    expect(document_status(first)).to_have_text("Saved", timeout=AUTOSAVE_WAIT_MS)
     expect(document_text(second)).to_have_value(merged, timeout=AUTOSAVE_WAIT_MS)
-    _wait_for(lambda: _stored(haico_server, thread_id)[0] == merged)
+    expect(first.get_by_role("region", name="Document conflict")).to_be_hidden()
+    _wait_for(lambda: _stored(haico_server, thread_id) == (merged, 4))
 
 
 def test_leaving_with_unsaved_text_asks_first(new_page, haico_server):
@@ -305,3 +309,112 @@ def test_an_agent_edit_overlapping_the_persons_is_refused_and_redone_on_the_curr
     assert '"success": false' in failure and "Nothing was written" in failure and "I wrote" in failure
     retry_prompt = model_server.system_prompt(1)
     assert 'version="2"' in retry_prompt and "Results I wrote." in retry_prompt
+
+
+# --- a save's base moves on with the tab's own acknowledged saves (docs/adr/0040) ----------
+
+# Counts every time the conflict view is shown, however briefly.
+WATCH_CONFLICTS = """() => {
+    window.__conflictsShown = 0;
+    const view = document.getElementById("doc-conflict");
+    new MutationObserver(() => { if (!view.hidden) window.__conflictsShown += 1; })
+        .observe(view, { attributes: true, attributeFilter: ["hidden"], childList: true, subtree: true });
+}"""
+
+
+def test_typing_on_while_a_save_is_merged_never_conflicts_with_the_tabs_own_text(new_page, haico_server):
+    first, second, thread_id = _two_tabs(new_page, haico_server)
+    second.evaluate(WATCH_CONFLICTS)
+    delay_document_saves(second, 3000)
+
+    type_after(second, "Intro paragraph.", " Wor")
+    expect(document_status(second)).to_have_text("Saving…", timeout=AUTOSAVE_WAIT_MS)  # held in the browser
+    # The first tab saves another paragraph before the second tab's save gets there...
+    save_document_now(first, REPORT.replace("Results paragraph.", "Results from the first tab."))
+    # ...and the second tab finishes the word while its save is on its way.
+    second.keyboard.type("dy", delay=5)
+
+    final = REPORT.replace("Intro paragraph.", "Intro paragraph. Wordy").replace(
+        "Results paragraph.", "Results from the first tab."
+    )
+    expect(document_text(second)).to_have_value(final, timeout=AUTOSAVE_WAIT_MS)
+    expect(document_status(second)).to_have_text("Saved", timeout=3 * AUTOSAVE_WAIT_MS)
+    expect(document_text(first)).to_have_value(final, timeout=AUTOSAVE_WAIT_MS)
+    assert second.evaluate("() => window.__conflictsShown") == 0
+    expect(second.get_by_role("region", name="Document conflict")).to_be_hidden()
+    # The caret stayed after what was typed.
+    caret = document_text(second).evaluate("el => el.selectionStart")
+    assert caret == final.index(" Wordy") + len(" Wordy")
+    assert _stored(haico_server, thread_id) == (final, 4)
+
+
+REBASE_CASES = """() => {
+    const rebase = window.HAICO.rebaseDocument;
+    const out = {};
+    const sent = "One.\\n\\nTwo.\\n\\nThree.\\n";
+    // Typed in the first paragraph; another tab changed the third.
+    let r = rebase(sent, sent.replace("One.", "One more."), sent.replace("Three.", "Three, theirs."));
+    out.disjoint = [r.text, r.map("One more".length)];
+    // Changes before and after the typing, far apart (one envelope around it).
+    r = rebase(sent, sent.replace("Two.", "Two too."), "Zero.\\n\\n" + sent.replace("Three.", "Three, theirs."));
+    out.around = [r.text, r.map("One.\\n\\nTwo too".length)];
+    // The same words changed on both sides: left to the server.
+    out.overlap = rebase(sent, sent.replace("Two.", "Two mine."), sent.replace("Two.", "Two theirs."));
+    // Nothing typed meanwhile: the merged text as it is.
+    out.nothing = rebase(sent, sent, sent.replace("Three.", "3.")).text;
+    return out;
+}"""
+
+
+def test_keys_typed_meanwhile_are_put_on_the_merged_text_where_they_land(page, haico_server):
+    sign_up(page, haico_server.url, "ada")
+    create_thread(page, haico_server.url)
+    page.wait_for_function("() => window.HAICO && window.HAICO.rebaseDocument")
+    out = page.evaluate(REBASE_CASES)
+    assert out["disjoint"] == ["One more.\n\nTwo.\n\nThree, theirs.\n", len("One more")]
+    assert out["around"] == ["Zero.\n\nOne.\n\nTwo too.\n\nThree, theirs.\n", len("Zero.\n\nOne.\n\nTwo too")]
+    assert out["overlap"] is None
+    assert out["nothing"] == "One.\n\nTwo.\n\n3.\n"
+
+
+def _slowly(seconds, reply):
+    def step(body):
+        time.sleep(seconds)
+        return reply
+
+    return step
+
+
+@pytest.mark.parametrize("typing_delay_ms", [40, 110])
+def test_the_person_typing_while_the_agent_makes_several_targeted_edits_sees_no_conflict(
+    new_page, start_haico_server, model_server, typing_delay_ms
+):
+    edits = [
+        tool_call("replace_in_document", "Editing the methods.", old_text="Methods paragraph.", new_text="Methods, edit one."),
+        tool_call("replace_in_document", "Editing the results.", old_text="Results paragraph.", new_text="Results, edit two."),
+        tool_call("replace_in_document", "Editing the methods again.", old_text="Methods, edit one.", new_text="Methods, edit three."),
+        tool_call("insert_in_document", "Adding to the results.", after_text="Results, edit two.", text=" Edit four."),
+    ]
+    model_server.script([_slowly(0.6, Reply(tool_calls=[edit])) for edit in edits] + [Reply(text="Four edits made.")])
+    server, page, thread_id = _start(new_page, start_haico_server, model_server)
+    page.evaluate(WATCH_CONFLICTS)
+
+    _ask(page, "Edit the methods and the results")
+    typed = " I keep typing here while the agent edits the other paragraphs, four times in a row."
+    type_after(page, "Intro paragraph.", "")
+    page.keyboard.type(typed, delay=typing_delay_ms)
+
+    expect(page.locator("#chat-messages .answer").first).to_have_text("Four edits made.", timeout=TURN_WAIT_MS)
+    final = (
+        REPORT.replace("Intro paragraph.", "Intro paragraph." + typed)
+        .replace("Methods paragraph.", "Methods, edit three.")
+        .replace("Results paragraph.", "Results, edit two. Edit four.")
+    )
+    expect(document_text(page)).to_have_value(final, timeout=AUTOSAVE_WAIT_MS)
+    expect(document_status(page)).to_have_text(re.compile(r"^Saved"), timeout=AUTOSAVE_WAIT_MS)
+    assert page.evaluate("() => window.__conflictsShown") == 0
+    _wait_for(lambda: _stored(server, thread_id)[0] == final)
+    # Every agent edit went through (none refused as an overlap).
+    failures = [m for call in range(1, 5) for m in _tool_results(model_server, call) if '"success": false' in m]
+    assert failures == []
+    assert _revision_authors(server, thread_id).count("agent") == 4

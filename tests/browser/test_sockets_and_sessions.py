@@ -78,6 +78,8 @@ def test_logging_out_in_another_tab_closes_the_pages_socket_and_says_why(page, h
         " const ws = el && el['htmx-internal-data'] && el['htmx-internal-data'].webSocket;"
         " return !ws || !ws.socket || ws.socket.readyState === 3; }"
     )
+    # Closed for good, not dropped: the page does not claim to be reconnecting.
+    expect(page.get_by_role("status").filter(has_text="Reconnecting")).to_have_count(0)
 
 
 def test_a_password_change_elsewhere_ends_a_socket_at_its_next_message(haico_server):

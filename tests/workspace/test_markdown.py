@@ -86,3 +86,72 @@ def test_raw_inputs_in_the_source_stay_text_and_no_input_is_ever_more_than_a_dis
     assert "&lt;input type=" in html  # shown as the text it is
     assert set(_boxes(html)) <= {UNTICKED}
     assert all('type="checkbox"' in tag for tag in re.findall(r"<input[^>]*>", html))
+
+
+# --- a long document renders in parts, each cached (docs/adr/0042) -----------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from workspace import markdown  # noqa: E402
+
+BLOCKS = [
+    "# Heading one", "## Heading two", "###### Six", "#Not a heading", "   # Indented heading",
+    "A paragraph with *emphasis* and a [link](https://example.org).", "Another line\ncontinued lazily",
+    "- item\n- [x] done\n- [ ] open", "1. first\n2. second", "   - loose\n\n   - list",
+    "> quoted\n> # heading in a quote", "| a | b |\n|---|--:|\n| 1 | 2 |",
+    "```\ncode\n\n# not a heading\n```", "~~~python\n# comment\n\n## still code\n~~~",
+    "````\n```\n\n# inside a longer fence\n````", "```info`x\nnot a fence", "    indented code\n\n    # code too",
+    "- item\n\n  ```\n  # code in an item\n  ```", "Setext\n===", "   ", "",
+]
+
+
+def _whole(text: str) -> str:
+    """What the one renderer makes of the whole text, uncut and uncached."""
+    return markdown._render_part.__wrapped__(text)
+
+
+_TAG = re.compile(r"<(\w+)((?:\s+[\w-]+(?:=\"[^\"]*\")?)*)\s*(/?)>")
+_ATTRIBUTE = re.compile(r"[\w-]+(?:=\"[^\"]*\")?")
+
+
+def _canonical(html: str) -> str:
+    """The sanitiser writes the attributes it sets in no fixed order: sorted here."""
+    return _TAG.sub(lambda m: f"<{m.group(1)} {' '.join(sorted(_ATTRIBUTE.findall(m.group(2))))}{m.group(3)}>", html)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(BLOCKS), min_size=1, max_size=40), st.sampled_from(["\n\n", "\n", "\n\n\n"]))
+def test_a_long_document_rendered_in_parts_reads_exactly_as_rendered_whole(blocks, joiner):
+    filler = "Filler paragraph that makes the document long enough to be cut into parts.\n\n" * 60
+    text = filler + joiner.join(blocks) + "\n\n" + filler + joiner.join(reversed(blocks))
+    assert len(text) >= markdown.SPLIT_MIN_CHARS
+    parts = markdown.markdown_parts(text)
+    assert "".join(parts) == text
+    assert _canonical("".join(markdown._render_part.__wrapped__(part) for part in parts)) == _canonical(_whole(text))
+
+
+def test_a_document_is_cut_at_headings_after_a_blank_line_outside_code():
+    body = "Text.\n\n" * 400
+    text = f"# One\n\n{body}## Two\n\n```\n\n# code\n```\n\n{body}### Three\n{body}"
+    parts = markdown.markdown_parts(text)
+    assert [part.split("\n", 1)[0] for part in parts] == ["# One", "## Two", "### Three"]
+    assert "".join(parts) == text
+
+
+def test_link_references_keep_a_document_whole():
+    text = "# One\n\nSee [the source][src].\n\n" + "Text.\n\n" * 800 + "# Two\n\n[src]: https://example.org\n"
+    assert markdown.markdown_parts(text) == [text]
+    assert 'href="https://example.org"' in render_markdown(text)
+
+
+def test_a_change_in_one_part_renders_only_that_part_again():
+    sections = [f"## Section {n}\n\n" + f"Paragraph {n} of a long report. " * 30 + "\n\n" for n in range(60)]
+    text = "".join(sections)
+    render_markdown(text)
+    before = markdown._render_part.cache_info()
+    edited = text.replace("Paragraph 30 of a long report. ", "Paragraph 30, edited. ", 1)
+    html = render_markdown(edited)
+    after = markdown._render_part.cache_info()
+    assert "Paragraph 30, edited." in html and _canonical(html) == _canonical(_whole(edited))
+    assert (after.misses - before.misses, after.hits - before.hits) == (1, len(sections) - 1)

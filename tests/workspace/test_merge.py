@@ -162,6 +162,28 @@ def test_any_three_texts_give_pieces_that_rebuild_each_side(base, ours, theirs):
     assert merge_text(base, ours, ours).text == ours
 
 
+@PROPERTY_SETTINGS
+@given(
+    st.text(alphabet="ab \n.", max_size=40), st.text(alphabet="ab \n.", max_size=40),
+    st.text(alphabet="ab \n.", max_size=40), st.text(alphabet="xy \n.", max_size=200),
+    st.text(alphabet="xy \n.", max_size=200),
+)
+def test_lines_all_three_share_around_the_edits_change_nothing_in_the_merge(base, ours, theirs, before, after):
+    """The shared lines at the start and end are set aside before merging
+    (so a long document costs what changed): the merge, its conflicts and
+    every way of settling them read exactly as without them."""
+    head = before + "\n" if before else ""
+    base, ours, theirs = base + "\n", ours + "\n", theirs + "\n"
+    inner = merge_text(base, ours, theirs)
+    outer = merge_text(head + base + after, head + ours + after, head + theirs + after)
+    for choice in ("ours", "theirs", "both"):
+        assert outer.resolve(choice) == head + inner.resolve(choice) + after
+    assert [(c.ours, c.theirs) for c in outer.conflicts] == [(c.ours, c.theirs) for c in inner.conflicts]
+    for conflict in outer.conflicts:
+        assert (head + theirs + after)[conflict.start : conflict.end] == conflict.theirs
+        assert (head + ours + after)[conflict.ours_start : conflict.ours_end] == conflict.ours
+
+
 # --- worked examples ----------------------------------------------------------------------
 
 

@@ -102,6 +102,7 @@ def document_save(
     author: str = Author.SYSTEM,
     token_name: str = "",
     resolve: str | None = None,
+    base_content: str | None = None,
 ) -> DocumentSaved:
     """Write the title and/or content (None leaves it as it is).
 
@@ -111,22 +112,35 @@ def document_save(
     settles the parts both sides changed that way instead of raising (the
     person's choice in the conflict view); it applies to the current text,
     under the lock, so what it writes is based on the current version.
-    `token_name`: the access token an MCP author wrote with (docs/adr/0026)."""
+    `token_name`: the access token an MCP author wrote with (docs/adr/0026).
+
+    `base_content`: the text `content` was edited from when that is not
+    `base_version`'s own: the editor's save came back merged (as
+    `base_version`) while the person typed on, and what they typed could not
+    be put on the merged text in the browser. The merge is then three-way
+    against that text, so the person's own earlier save never counts as
+    someone else's change (docs/adr/0040). The title's base stays
+    `base_version`'s."""
     if resolve is not None and resolve not in merge.RESOLUTIONS:
         raise InvalidInput(f"Choose how to settle the conflict: one of {', '.join(merge.RESOLUTIONS)}.")
     if title is not None:
         title = _clean_title(title)
     if content is not None:
         content = _clean_content(content)
+    if base_content is not None:
+        base_content = _clean_content(base_content)
     document = _document_for_update(thread)
     current_title, current_content = document.title, document.content
-    if base_version is None or base_version == document.version:
+    if base_content is None and (base_version is None or base_version == document.version):
         new_title = current_title if title is None else title
         new_content = current_content if content is None else content
         return DocumentSaved(_write(document, title=new_title, content=new_content, author=author, token_name=token_name))
 
     # What is not submitted is unchanged since the base.
-    base = _base_text(document, base_version)
+    typed_on = base_content is not None
+    base = _base_text(document, base_version) if base_version is not None else (current_title, current_content)
+    if typed_on:
+        base = (base[0] if base is not None else None, base_content)
     if base is None:
         # Without that version's text nothing tells what changed since:
         # never overwrite; the two texts are one conflict unless equal.
@@ -144,7 +158,7 @@ def document_save(
 
     if (result.conflicts and resolve is None) or title_conflict:
         raise DocumentConflict(
-            _conflict_message(base_version, document.version, known=base is not None),
+            _conflict_message(base_version, document.version, known=base is not None, typed_on=typed_on),
             current_version=document.version,
             base_version=base_version,
             current_title=current_title,
@@ -183,7 +197,13 @@ def document_restore(*, thread: Thread, version: int, base_version: int | None) 
     )
 
 
-def _conflict_message(base_version: int, current_version: int, *, known: bool) -> str:
+def _conflict_message(base_version: int, current_version: int, *, known: bool, typed_on: bool = False) -> str:
+    if typed_on:
+        return (
+            f"Your last save was merged with changes saved meanwhile (the document is now version {current_version}), "
+            "and what you typed since overlaps some of them. Nothing was saved; choose which text to keep where "
+            "they overlap."
+        )
     if not known:
         return (
             f"The document is now at version {current_version}, and the version {base_version} this text was based on "

@@ -143,7 +143,7 @@ def document_save(request, thread_id):
     try:
         saved = document_services.document_save(
             thread=thread, title=values["title"], content=values["content"], base_version=values["base_version"],
-            author=DocumentRevision.Author.PERSON, resolve=values["resolve"],
+            author=DocumentRevision.Author.PERSON, resolve=values["resolve"], base_content=values["base_content"],
         )
     except DocumentConflict as exc:
         # The save stays based on the version the person edited, so the

@@ -312,3 +312,60 @@ def test_edit_passage_with_an_empty_passage_is_refused(thread):
     document_services.document_save(thread=thread, content="Hello world.")
     with pytest.raises(InvalidInput, match="cannot be empty"):
         document_services.document_edit_passage(thread=thread, passage="", insert_after="x")
+
+
+# --- typing on while a save was merged: the base is the text that save carried (docs/adr/0040) -----
+
+NOTE = "Hello.\n\nAnother paragraph.\n"
+
+
+def _typed_on_while_merged(thread):
+    """Tab B saves " Wor" based on version 1; tab A's save of another
+    paragraph got in first (version 2), so B's is merged as version 3; B had
+    typed "dy" meanwhile. Returns (what B sent, what B's editor holds now)."""
+    _save(thread, title="Note", content=NOTE, base_version=0)
+    _save(thread, content=NOTE.replace("Another paragraph.", "Another paragraph, from tab A."), base_version=1, author=PERSON)
+    sent = NOTE.replace("Hello.", "Hello Wor.")
+    assert _save(thread, content=sent, base_version=1, author=PERSON).merged
+    assert _stored(thread)[1:] == ("Hello Wor.\n\nAnother paragraph, from tab A.\n", 3)
+    return sent, NOTE.replace("Hello.", "Hello Wordy.")
+
+
+def test_typing_on_during_a_merged_save_is_merged_against_the_text_that_save_carried(thread):
+    sent, typed = _typed_on_while_merged(thread)
+    saved = _save(thread, content=typed, base_version=3, base_content=sent, author=PERSON)
+    assert saved.merged
+    assert _stored(thread)[1:] == ("Hello Wordy.\n\nAnother paragraph, from tab A.\n", 4)
+
+
+def test_against_the_version_the_first_save_was_based_on_that_same_typing_conflicts_with_itself(thread):
+    # Why the base must be the text the save carried: from version 1, "Wor"
+    # (tab B's own, now saved) and "Wordy" look like two edits of one place.
+    sent, typed = _typed_on_while_merged(thread)
+    with pytest.raises(DocumentConflict) as caught:
+        _save(thread, content=typed, base_version=1, author=PERSON)
+    assert [(c.ours, c.theirs) for c in caught.value.conflicts] == [("Wordy", "Wor")]
+
+
+def test_typing_on_that_overlaps_someone_elses_change_is_a_conflict_that_says_so(thread):
+    sent, _ = _typed_on_while_merged(thread)
+    # Meanwhile another tab changed the very words B goes on typing in.
+    _save(thread, content="Hello Wor, says tab A.\n\nAnother paragraph, from tab A.\n", base_version=3, author=PERSON)
+    with pytest.raises(DocumentConflict) as caught:
+        _save(thread, content=NOTE.replace("Hello.", "Hello Wordy and more."), base_version=3, base_content=sent, author=PERSON)
+    exc = caught.value
+    assert "what you typed since overlaps" in exc.message and "version 4" in exc.message
+    assert [(c.ours, c.theirs) for c in exc.conflicts] == [("Wordy and more", "Wor, says tab A")]
+    assert _stored(thread)[2] == 4
+    # A choice settles it against the same base.
+    _save(thread, content=NOTE.replace("Hello.", "Hello Wordy and more."), base_version=3, base_content=sent,
+          author=PERSON, resolve="ours")
+    assert _stored(thread)[1:] == ("Hello Wordy and more.\n\nAnother paragraph, from tab A.\n", 5)
+
+
+def test_the_text_a_save_was_based_on_obeys_the_document_limit(thread, settings):
+    settings.HAICO_DOCUMENT_MAX_CHARS = 10
+    _save(thread, content="short", base_version=0)
+    with pytest.raises(InvalidInput, match="too long"):
+        _save(thread, content="short!", base_version=1, base_content="x" * 11)
+    assert _stored(thread)[1:] == ("short", 1)

@@ -34,7 +34,7 @@ def test_save_writes_title_and_content_and_bumps_version(owner_client, thread):
     assert response.status_code == 200
     doc = _doc(thread)
     assert (doc.title, doc.content, doc.version) == ("Review", "# Aims\n\nFind *gaps*.", 1)
-    assert '<div id="doc-save-state" class="doc-save-state" data-state="saved">' in html
+    assert '<div id="doc-save-state" class="doc-save-state" data-state="saved" data-version="1">' in html
     assert 'name="base_version" value="1"' in html  # the next autosave is based on the new version
     assert ">Saved</span>" in html
     # The preview is refreshed out of band; the editor itself is not sent back (the caret stays put).
@@ -102,6 +102,37 @@ def test_stale_save_of_the_same_words_shows_one_conflict_view_and_keeps_the_data
         assert f'<button type="button" class="btn btn-small" data-doc-resolve="{choice}">{name}</button>' in html
     assert "Load latest" not in html and "data-doc-merged" not in html
     assert (_doc(thread).content, _doc(thread).version) == (REPORT.replace("Methods paragraph.", "Methods by <the> agent."), 2)
+
+
+def test_typing_on_during_a_merged_save_is_merged_against_the_text_that_save_carried(owner_client, thread):
+    document_services.document_save(thread=thread, title="Report", content=REPORT)  # version 1
+    other_tab = REPORT.replace("Methods paragraph.", "Methods from the other tab.")
+    document_services.document_save(thread=thread, content=other_tab, base_version=1)  # version 2
+    sent = REPORT.replace("Intro paragraph.", "Intro Wor.")
+    assert 'data-state="merged"' in _save(owner_client, thread, title="Report", content=sent, base_version=1).content.decode()
+    # Typed on while that save was on its way; the editor could not put it on
+    # the merged text, so it sends the text its own save carried as the base.
+    typed = REPORT.replace("Intro paragraph.", "Intro Wordy.")
+    html = _save(owner_client, thread, title="Report", content=typed, base_version=3, base_content=sent).content.decode()
+    assert 'data-state="merged"' in html and 'data-version="4"' in html
+    assert (_doc(thread).content, _doc(thread).version) == (other_tab.replace("Intro paragraph.", "Intro Wordy."), 4)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"base_content": "x" * (settings.HAICO_DOCUMENT_MAX_CHARS + 1)}, "is too long"),
+        ({"base_content": "a\x00b"}, "cannot contain NUL characters"),
+        ({"base_content": "the base", "content": None}, "came without the content"),
+    ],
+)
+def test_a_bad_base_text_is_refused_and_nothing_saved(owner_client, thread, fields, message):
+    document_services.document_save(thread=thread, title="Report", content=REPORT)
+    body = {"title": "Report", "content": "mine", "base_version": 1, **fields}
+    response = _save(owner_client, thread, htmx=False, **{k: v for k, v in body.items() if v is not None})
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert (_doc(thread).content, _doc(thread).version) == (REPORT, 1)
 
 
 @pytest.mark.parametrize(
