@@ -23,6 +23,7 @@ middle of is removed by any server a few minutes later
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 
 from asgiref.sync import async_to_sync
@@ -45,6 +46,7 @@ from workspace.text import clean_text
 from .branch_cleanup import discard, discard_branch  # noqa: F401  (discard_branch: the consumer's)
 from .errors import ConversationError
 from .models import BranchLink, Turn
+from .services import THREAD_TITLE_MAX_CHARS, title_from_message
 from .turns import registry
 from .turns.guard import clean_user_message, running_turn
 
@@ -63,10 +65,36 @@ class BranchFailed(ConversationError):
     """The fork failed part-way; what it had written was removed."""
 
 
-def fork_thread(*, source: Thread, turn_index: int, user: AbstractBaseUser, reason: str = "") -> Thread:
+# What a branch's title says of where it came from; a branch of a branch
+# replaces its parent's ending rather than piling a second one on.
+BRANCH_ENDING = re.compile(r" \((?:branch from (?:turn \d+|the start)|turn \d+ regenerated)\)$")
+
+
+def branch_title(parent_title: str, *, turn_index: int, regenerated: bool = False, message: str | None = None) -> str:
+    """The title a branch starts with, so it is told apart from its parent on
+    the thread list: an Edit's edited message; otherwise the parent's title
+    and where the branch starts ("… (branch from turn 3)", "… (turn 4
+    regenerated)"). The person can rename it like any thread."""
+    if message is not None and message.strip():
+        return title_from_message(message)
+    ending = (
+        f" (turn {turn_index + 1} regenerated)" if regenerated
+        else f" (branch from turn {turn_index})" if turn_index else " (branch from the start)"
+    )
+    base = BRANCH_ENDING.sub("", parent_title)
+    room = THREAD_TITLE_MAX_CHARS - len(ending)
+    if len(base) > room:
+        base = base[: room - 1].rstrip() + "…"
+    return base + ending
+
+
+def fork_thread(
+    *, source: Thread, turn_index: int, user: AbstractBaseUser, reason: str = "", title: str | None = None
+) -> Thread:
     """A new active thread of `user` branched from `source` after turn
-    `turn_index` (0: before turn 1). Raises BranchRefused (nothing written)
-    or BranchFailed (what was written removed)."""
+    `turn_index` (0: before turn 1), titled `title` (by default its parent's
+    with where it branched: branch_title). Raises BranchRefused (nothing
+    written) or BranchFailed (what was written removed)."""
     if transaction.get_connection().in_atomic_block:
         # Phase 1 must be committed before another connection seeds the
         # checkpointer (on SQLite it would wait on this transaction's lock).
@@ -76,7 +104,7 @@ def fork_thread(*, source: Thread, turn_index: int, user: AbstractBaseUser, reas
     reason = clean_text(reason, label="Reason", max_chars=BRANCH_REASON_MAX_CHARS, allow_empty=True)
     new_id = uuid.uuid4()
     try:
-        write_pending_rows(new_id=new_id, source=source, turn_index=turn_index, user=user, reason=reason)
+        write_pending_rows(new_id=new_id, source=source, turn_index=turn_index, user=user, reason=reason, title=title)
         seed_checkpointer(new_id=new_id, source=source, turn_index=turn_index)
         activate(new_id=new_id)
     except BranchRefused:
@@ -95,7 +123,9 @@ def fork_thread(*, source: Thread, turn_index: int, user: AbstractBaseUser, reas
 
 
 @transaction.atomic
-def write_pending_rows(*, new_id, source: Thread, turn_index: int, user: AbstractBaseUser, reason: str) -> Thread:
+def write_pending_rows(
+    *, new_id, source: Thread, turn_index: int, user: AbstractBaseUser, reason: str, title: str | None = None
+) -> Thread:
     # Locked so a turn cannot begin on the source while its workspace is read.
     locked = Thread.objects.select_for_update().filter(pk=source.pk, owner_id=user.pk, is_deleted=False).first()
     if locked is None:
@@ -106,7 +136,8 @@ def write_pending_rows(*, new_id, source: Thread, turn_index: int, user: Abstrac
         raise BranchRefused(f"The workspace after turn {turn_index} was not recorded, so it cannot be branched from.")
     now = timezone.now()
     thread = Thread.objects.create(
-        pk=new_id, owner=locked.owner, title=locked.title, turn_index=turn_index, mode=locked.mode,
+        pk=new_id, owner=locked.owner, title=title or branch_title(locked.title, turn_index=turn_index),
+        turn_index=turn_index, mode=locked.mode,
         chat_model=locked.chat_model,
         # Hidden until phase 3: owner-scoped lookups skip deleted threads.
         is_deleted=True, created_at=now, last_activity_at=now,
@@ -207,12 +238,13 @@ def rerun_in_branch(*, source: Thread, turn_index: int, user: AbstractBaseUser, 
     return start_in_branch(
         source=source, after_turn=turn_index - 1, user=user, message=text, model_name=model,
         reason=f"{'Regenerated' if message is None else 'Edited'} turn {turn_index}",
+        title=branch_title(source.title, turn_index=turn_index - 1, regenerated=message is None, message=message),
     )
 
 
 def start_in_branch(
     *, source: Thread, after_turn: int, user: AbstractBaseUser, message: str, model_name: str | None = None,
-    reason: str = "",
+    reason: str = "", title: str | None = None,
 ) -> Thread:
     """Fork `source` after turn `after_turn` and start the branch's next turn
     with `message` (already validated: guard.clean_user_message): what
@@ -223,7 +255,7 @@ def start_in_branch(
     the turn is started on the server's event loop, which the request's
     thread reaches through async_to_sync; the turn registry starts its tasks
     detached from the request (docs/adr/0014)."""
-    branch = fork_thread(source=source, turn_index=after_turn, user=user, reason=reason)
+    branch = fork_thread(source=source, turn_index=after_turn, user=user, reason=reason, title=title)
     try:
         async_to_sync(registry.start_turn)(thread=branch, user_message=message, model_name=model_name)
     except BaseException:

@@ -189,6 +189,9 @@ class DocumentVersion:
 
     @property
     def author_label(self) -> str:
+        # Said to the document's owner, as the objective's history does ("you").
+        if self.author == DocumentRevision.Author.PERSON:
+            return "You"
         return DocumentRevision.Author(self.author).label if self.author else ""
 
 

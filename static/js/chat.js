@@ -183,6 +183,17 @@
     };
   }
 
+  // The button is offered only while there is a selection to ask about
+  // (the editor keeps its selection when focus moves to the chat).
+  function offerAskButton() {
+    var button = document.querySelector("[data-chat-ask-selection]");
+    if (button) button.hidden = !editorSelection();
+  }
+  ["selectionchange", "select", "keyup", "mouseup", "focusin", "input"].forEach(function (name) {
+    document.addEventListener(name, offerAskButton, true);
+  });
+  document.addEventListener("htmx:afterSettle", offerAskButton);
+
   document.addEventListener("click", function (event) {
     var target = event.target.closest ? event.target : null;
     if (!target) return;
@@ -218,4 +229,58 @@
   });
 
   document.addEventListener("DOMContentLoaded", scrollToEnd);
+
+  // A chat that was hidden (another tab of a phone's views) has nothing to
+  // scroll until it shows: keep it at the newest text when it does.
+  document.addEventListener("DOMContentLoaded", function () {
+    var list = messages();
+    if (!list || !window.ResizeObserver) return;
+    new ResizeObserver(function () { if (pinned) scrollToEnd(); }).observe(list);
+  });
+
+  // --- a pending approval is put before the person (docs/adr/0017, 0056) ---------
+  //
+  // The card is scrolled into the chat's view and, unless the person is
+  // typing somewhere (the document, the message box), focused, which also
+  // shows the chat on a phone or beside the document. While they type it is
+  // announced instead, and shown once they look.
+  var TYPING = "textarea, select, [contenteditable], input:not([type=hidden]):not([type=checkbox]):not([type=radio]):not([type=button]):not([type=submit])";
+
+  function typing() {
+    var active = document.activeElement;
+    return !!(active && active !== document.body && active.matches && active.matches(TYPING) && !active.closest(".approval"));
+  }
+
+  function showApproval(card) {
+    var list = messages();
+    if (!card || !list || !card.classList.contains("is-pending")) return;
+    if (typing()) {
+      if (HAICO.flash) HAICO.flash("The assistant asks before making a change: approve or reject it in the chat.");
+      return;
+    }
+    if (HAICO.revealView) HAICO.revealView(card);
+    pinned = false;
+    list.scrollTop = Math.max(0, card.offsetTop - 8);
+    card.setAttribute("tabindex", "-1");
+    card.focus({ preventScroll: true });
+  }
+
+  // A turn's Feedback control pushed at its end replaces only the running
+  // turn's placeholder: a page that shows the control (or has it open) keeps it.
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    if (target && /^turn-\d+-feedback$/.test(target.id) && !target.hasAttribute("data-feedback-pending")) {
+      event.detail.shouldSwap = false;
+    }
+  });
+
+  document.addEventListener("htmx:oobAfterSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    if (target && /^turn-\d+-approval$/.test(target.id)) showApproval(document.getElementById(target.id));
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var cards = document.querySelectorAll("#chat-messages .approval.is-pending");
+    if (cards.length) showApproval(cards[cards.length - 1]);
+  });
 })();

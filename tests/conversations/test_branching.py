@@ -117,7 +117,9 @@ async def test_a_branch_at_an_earlier_turn_starts_from_the_workspace_the_next_tu
         "document": ("Draft", "Person's text\n"),
         "artifacts": [("First chart", 1)],
     }
-    assert (branch.owner_id, branch.title, branch.turn_index, branch.is_deleted) == (owner.pk, "Lit review", 1, False)
+    assert (branch.owner_id, branch.title, branch.turn_index, branch.is_deleted) == (
+        owner.pk, "Lit review (branch from turn 1)", 1, False
+    )
     link = await database_sync_to_async(BranchLink.objects.get)(thread=branch)
     assert (link.parent_id, link.branch_point_turn, link.status, link.reason) == (
         thread.pk, 1, BranchLink.Status.ACTIVE, "try another way"
