@@ -235,7 +235,14 @@
   document.addEventListener("DOMContentLoaded", function () {
     var list = messages();
     if (!list || !window.ResizeObserver) return;
-    new ResizeObserver(function () { if (pinned) scrollToEnd(); }).observe(list);
+    new ResizeObserver(function () {
+      if (cardToShow && cardToShow.isConnected && list.offsetParent) {
+        scrollTo(cardToShow, list);
+        cardToShow = null;
+      } else if (pinned) {
+        scrollToEnd();
+      }
+    }).observe(list);
   });
 
   // --- a pending approval is put before the person (docs/adr/0017, 0056) ---------
@@ -251,17 +258,25 @@
     return !!(active && active !== document.body && active.matches && active.matches(TYPING) && !active.closest(".approval"));
   }
 
+  var cardToShow = null; // a card that came while the chat was out of sight
+
+  function scrollTo(card, list) {
+    pinned = false;
+    list.scrollTop = Math.max(0, card.offsetTop - 8);
+  }
+
   function showApproval(card) {
     var list = messages();
-    if (!card || !list || !card.classList.contains("is-pending")) return;
+    if (!card || !list || !card.querySelector(".approval-actions")) return;
     if (typing()) {
+      // Where the chat shows, the card comes into its view; nothing else moves.
+      if (list.offsetParent) scrollTo(card, list);
+      else cardToShow = card;
       if (HAICO.flash) HAICO.flash("The assistant asks before making a change: approve or reject it in the chat.");
       return;
     }
     if (HAICO.revealView) HAICO.revealView(card);
-    pinned = false;
-    list.scrollTop = Math.max(0, card.offsetTop - 8);
-    card.setAttribute("tabindex", "-1");
+    scrollTo(card, list);
     card.focus({ preventScroll: true });
   }
 
@@ -274,9 +289,17 @@
     }
   });
 
+  // After htmx has settled the swap (the new element takes its own attributes then).
+  var shownCard = null;
   document.addEventListener("htmx:oobAfterSwap", function (event) {
     var target = event.detail && event.detail.target;
-    if (target && /^turn-\d+-approval$/.test(target.id)) showApproval(document.getElementById(target.id));
+    if (!target || !/^turn-\d+-approval$/.test(target.id)) return;
+    setTimeout(function () {
+      var card = document.getElementById(target.id);
+      if (card === shownCard) return; // one swap reports itself again with every later one of its message
+      shownCard = card;
+      showApproval(card);
+    }, 0);
   });
 
   document.addEventListener("DOMContentLoaded", function () {

@@ -229,6 +229,19 @@
     button.textContent = folded ? "Show changes" : "Hide changes";
   }
 
+  // --- a pane that scrolls is a Tab stop (the document's preview) ---------------------------------
+  // Only while it has more than it shows: an empty preview is no stop on the way to the chat.
+  var resized = window.ResizeObserver ? new ResizeObserver(function () { markScrollable(); }) : null;
+  var watched = new WeakSet();
+  function markScrollable() {
+    document.querySelectorAll(".doc-preview-pane").forEach(function (pane) {
+      if (resized && !watched.has(pane)) { watched.add(pane); resized.observe(pane); }
+      var scrolls = pane.scrollHeight > pane.clientHeight + 1;
+      if (scrolls && !pane.hasAttribute("tabindex")) pane.setAttribute("tabindex", "0");
+      else if (!scrolls && pane.hasAttribute("tabindex")) pane.removeAttribute("tabindex");
+    });
+  }
+
   var shownReview = null;
   function applyRememberedFold() {
     var region = document.getElementById("doc-review");
@@ -238,8 +251,12 @@
     try { remembered = localStorage.getItem(reviewKey(region)); } catch (e) { /* private mode */ }
     if (remembered !== null) setFolded(region, remembered === "1");
   }
-  new MutationObserver(applyRememberedFold).observe(document.getElementById("centre-column") || grid, { childList: true, subtree: true });
+  new MutationObserver(function () {
+    applyRememberedFold();
+    markScrollable();
+  }).observe(document.getElementById("centre-column") || grid, { childList: true, subtree: true });
   applyRememberedFold();
+  markScrollable();
 
   document.addEventListener("click", function (event) {
     var button = event.target.closest && event.target.closest("[data-review-fold]");
