@@ -108,6 +108,7 @@ def test_a_collapsed_rail_stays_collapsed_after_a_reload_and_on_another_device(n
     page.set_viewport_size({"width": 1280, "height": 800})
     sign_up(page, haico_server.url, "ada")
     url = create_thread(page, haico_server.url)
+    wait_for_socket(page)  # the page's scripts have run: the toggle answers a click
     left = page.get_by_role("button", name="Preferences and Planning rail")
     expect(left).to_have_attribute("aria-expanded", "true")
     narrow_document = box(page.get_by_role("region", name="Document"))["width"]
