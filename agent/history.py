@@ -24,7 +24,7 @@ from .checkpointer import (
     postgres_conninfo,
     sqlite_path,
 )
-from .tools.envelope import step_status
+from .tools.envelope import envelope_error, step_note, step_status
 
 logger = logging.getLogger("haico.agent.history")
 
@@ -42,7 +42,8 @@ GENERIC_STEP = "Working on the shared workspace."
 class PastTurn:
     turn_index: int
     user_message: str
-    # {"text": the call's sentence, "status": "done" | "skipped" | "failed" | "" (no result)}
+    # {"text": the call's sentence, "status": "done" | "skipped" | "failed" | "" (no result)},
+    # and "note" when a failed step can say why in plain words (envelope.step_note)
     steps: list[dict] = field(default_factory=list)
     answer: str = ""
     stopped: bool = False
@@ -86,6 +87,9 @@ def turns_from_messages(messages: list[BaseMessage]) -> list[PastTurn]:
             step = calls.get(message.tool_call_id)
             if step is not None:
                 step["status"] = step_status(message.content, error=message.status == "error")
+                note = step_note(envelope_error(message.content)) if step["status"] == "failed" else ""
+                if note:
+                    step["note"] = note
             continue
         if not turns or not isinstance(message, AIMessage):
             continue

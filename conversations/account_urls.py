@@ -9,12 +9,13 @@ from django.urls import path
 from . import account_views, token_views
 
 urlpatterns = [
+    # Someone signed in is sent on to their threads (or where ?next= says), not shown the form again.
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("signup/", account_views.signup, name="signup"),
     path("waiting/", account_views.waiting, name="waiting"),
     path("usage/", account_views.usage, name="usage"),
     path("tokens/", token_views.token_list, name="tokens"),
     path("tokens/<int:pk>/revoke/", token_views.token_revoke, name="token-revoke"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("password_change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("password_change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),

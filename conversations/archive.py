@@ -370,9 +370,22 @@ def import_archive(*, raw: bytes, owner: AbstractBaseUser) -> Thread:
     return Thread.objects.get(pk=new_id)
 
 
+IMPORTED_ENDING = " (imported)"
+
+
+def imported_title(title: str, *, owner: AbstractBaseUser) -> str:
+    """The archive's title, told apart from a live thread of the owner's with
+    the same title (the one it was exported from, say) by "(imported)"."""
+    if not Thread.objects.filter(owner=owner, is_deleted=False, title=title).exists():
+        return title
+    room = THREAD_TITLE_MAX_CHARS - len(IMPORTED_ENDING)
+    return (title if len(title) <= room else title[: room - 1].rstrip() + "…") + IMPORTED_ENDING
+
+
 @transaction.atomic
 def _begin(*, new_id, owner: AbstractBaseUser, title: str, parsed: dict) -> Thread:
     now = timezone.now()
+    title = imported_title(title, owner=owner)
     thread = Thread.objects.create(
         pk=new_id, owner=owner, title=title, turn_index=parsed["turns"], mode=parsed["mode"],
         chat_model=parsed["chat_model"], created_at=parsed["created_at"] or now, last_activity_at=now,

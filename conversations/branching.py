@@ -27,6 +27,7 @@ middle of is removed by any server a few minutes later
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 
 from asgiref.sync import async_to_sync
@@ -52,6 +53,7 @@ from .errors import ConversationError
 from .faults import BRANCH_MADE, crash_point
 from .forms import checked_selection
 from .models import BranchLink, Turn
+from .services import THREAD_TITLE_MAX_CHARS, title_from_message
 from .turns import registry
 from .turns.guard import clean_user_message, running_turn
 
@@ -70,12 +72,37 @@ class BranchFailed(ConversationError):
     """The fork failed part-way; what it had written was removed."""
 
 
+# What a branch's title says of where it came from; a branch of a branch
+# replaces its parent's ending rather than piling a second one on.
+BRANCH_ENDING = re.compile(r" \((?:branch from (?:turn \d+|the start)|turn \d+ regenerated)\)$")
+
+
+def branch_title(parent_title: str, *, turn_index: int, regenerated: bool = False, message: str | None = None) -> str:
+    """The title a branch starts with, so it is told apart from its parent on
+    the thread list: an Edit's edited message; otherwise the parent's title
+    and where the branch starts ("… (branch from turn 3)", "… (turn 4
+    regenerated)"). The person can rename it like any thread."""
+    if message is not None and message.strip():
+        return title_from_message(message)
+    ending = (
+        f" (turn {turn_index + 1} regenerated)" if regenerated
+        else f" (branch from turn {turn_index})" if turn_index else " (branch from the start)"
+    )
+    base = BRANCH_ENDING.sub("", parent_title)
+    room = THREAD_TITLE_MAX_CHARS - len(ending)
+    if len(base) > room:
+        base = base[: room - 1].rstrip() + "…"
+    return base + ending
+
+
 def fork_thread(
-    *, source: Thread, turn_index: int, user: AbstractBaseUser, reason: str = "", activate_now: bool = True
+    *, source: Thread, turn_index: int, user: AbstractBaseUser, reason: str = "", title: str | None = None,
+    activate_now: bool = True,
 ) -> Thread:
     """A new active thread of `user` branched from `source` after turn
-    `turn_index` (0: before turn 1). Raises BranchRefused (nothing written)
-    or BranchFailed (what was written removed).
+    `turn_index` (0: before turn 1), titled `title` (by default its parent's
+    with where it branched: branch_title). Raises BranchRefused (nothing
+    written) or BranchFailed (what was written removed).
 
     `activate_now=False`: the branch stays pending (hidden) for its first
     turn to activate (`start_in_branch`)."""
@@ -88,7 +115,7 @@ def fork_thread(
     reason = clean_text(reason, label="Reason", max_chars=BRANCH_REASON_MAX_CHARS, allow_empty=True)
     new_id = uuid.uuid4()
     try:
-        write_pending_rows(new_id=new_id, source=source, turn_index=turn_index, user=user, reason=reason)
+        write_pending_rows(new_id=new_id, source=source, turn_index=turn_index, user=user, reason=reason, title=title)
         seed_checkpointer(new_id=new_id, source=source, turn_index=turn_index)
         if activate_now:
             activate(new_id=new_id)
@@ -108,7 +135,9 @@ def fork_thread(
 
 
 @transaction.atomic
-def write_pending_rows(*, new_id, source: Thread, turn_index: int, user: AbstractBaseUser, reason: str) -> Thread:
+def write_pending_rows(
+    *, new_id, source: Thread, turn_index: int, user: AbstractBaseUser, reason: str, title: str | None = None
+) -> Thread:
     # Locked so a turn cannot begin on the source while its workspace is read.
     locked = Thread.objects.select_for_update().filter(pk=source.pk, owner_id=user.pk, is_deleted=False).first()
     if locked is None:
@@ -119,7 +148,8 @@ def write_pending_rows(*, new_id, source: Thread, turn_index: int, user: Abstrac
         raise BranchRefused(f"The workspace after turn {turn_index} was not recorded, so it cannot be branched from.")
     now = timezone.now()
     thread = Thread.objects.create(
-        pk=new_id, owner=locked.owner, title=locked.title, turn_index=turn_index, mode=locked.mode,
+        pk=new_id, owner=locked.owner, title=title or branch_title(locked.title, turn_index=turn_index),
+        turn_index=turn_index, mode=locked.mode,
         chat_model=locked.chat_model,
         # Hidden until phase 3: owner-scoped lookups skip deleted threads.
         is_deleted=True, created_at=now, last_activity_at=now,
@@ -230,12 +260,13 @@ def rerun_in_branch(
     return start_in_branch(
         source=source, after_turn=turn_index - 1, user=user, message=text, model_name=model, selection=selection,
         reason=f"{'Regenerated' if message is None else 'Edited'} turn {turn_index}",
+        title=branch_title(source.title, turn_index=turn_index - 1, regenerated=message is None, message=message),
     )
 
 
 def start_in_branch(
     *, source: Thread, after_turn: int, user: AbstractBaseUser, message: str, model_name: str | None = None,
-    selection: dict | None = None, reason: str = "",
+    selection: dict | None = None, reason: str = "", title: str | None = None,
 ) -> tuple[Thread, str]:
     """Fork `source` after turn `after_turn` and start the branch's next turn
     with `message` (already validated: guard.clean_user_message) and
@@ -245,10 +276,11 @@ def start_in_branch(
     turn running, and the note ("" when none); if the turn cannot start,
     the branch is removed again.
 
-    Synchronous, for a view: the turn is started on the server's event
-    loop, which the request's thread reaches through async_to_sync; the
-    turn registry starts its tasks detached from the request (docs/adr/0014)."""
-    branch = make_branch_for_turn(source=source, after_turn=after_turn, user=user, reason=reason)
+    Synchronous, for a view (or `database_sync_to_async` from the socket):
+    the turn is started on the server's event loop, which the request's
+    thread reaches through async_to_sync; the turn registry starts its tasks
+    detached from the request (docs/adr/0014)."""
+    branch = make_branch_for_turn(source=source, after_turn=after_turn, user=user, reason=reason, title=title)
     try:
         checked, note = checked_selection(thread=branch, raw=selection)
         async_to_sync(registry.start_turn)(
@@ -262,13 +294,15 @@ def start_in_branch(
     return branch, note
 
 
-def make_branch_for_turn(*, source: Thread, after_turn: int, user: AbstractBaseUser, reason: str) -> Thread:
+def make_branch_for_turn(
+    *, source: Thread, after_turn: int, user: AbstractBaseUser, reason: str, title: str | None = None
+) -> Thread:
     """The branch a turn is about to run in, still hidden: its turn's start
     shows it (turns.guard.turn_begin), so a server that dies before the turn
     begins leaves nothing a person sees, and the cleanup removes what it
     made. A half-made branch an earlier try of the same request left is
     removed first: trying again never leaves two (docs/adr/0045)."""
     discard_half_made_branches(parent=source, after_turn=after_turn, owner=user)
-    branch = fork_thread(source=source, turn_index=after_turn, user=user, reason=reason, activate_now=False)
+    branch = fork_thread(source=source, turn_index=after_turn, user=user, reason=reason, title=title, activate_now=False)
     crash_point(BRANCH_MADE)
     return branch

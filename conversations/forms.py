@@ -61,7 +61,7 @@ class FeedbackForm(forms.Form):
                         "invalid_choice": "Choose what the feedback is about from the list."},
     )
     artifact = forms.ModelChoiceField(
-        label="Which artifact", queryset=Artifact.objects.none(), required=False,
+        label="Which artifact", queryset=Artifact.objects.none(), required=False, empty_label="Choose an artifact",
         error_messages={"invalid_choice": "That artifact is not part of this thread at this turn."},
     )
     aspect = forms.ChoiceField(
@@ -84,6 +84,8 @@ class FeedbackForm(forms.Form):
         self.fields["artifact"].queryset = Artifact.objects.filter(
             thread=thread, turn_index__lte=turn_index
         ).order_by("pk")
+        if not self.fields["artifact"].queryset.exists():
+            self.fields["artifact"].empty_label = "No artifacts by this turn"
 
     def clean(self):
         data = super().clean()

@@ -360,10 +360,13 @@ class MapMarkup:
         status = "" if node.status == Turn.Status.COMPLETE else f" tnode-{node.status}"
         current = ' aria-current="step" data-current' if state == "current" else ""
         path = " on-path" if state else ""
+        # Named by its content, "Turn N <message>": the word "Turn" is drawn
+        # by the stylesheet (.tnode > b::before), so the name starts the same
+        # for every node and holds the text the node shows.
         return (
             f'<button type="button" class="tnode{status}{path}" style="left:{node.x}px;top:{node.y}px"'
-            f' aria-label="Turn {node.index}" data-lane="{node.lane}" data-turn="{node.index}"{current}>'
-            f"<b>{node.index}</b><span>{escape(node.message)}</span></button>"
+            f' data-lane="{node.lane}" data-turn="{node.index}"{current}>'
+            f"<b>{node.index}</b> <span>{escape(node.message)}</span></button>"
         )
 
     def for_member(self, current) -> dict:

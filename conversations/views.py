@@ -184,6 +184,7 @@ def page_context(*, thread, user) -> dict:
         **panels.centre_context(thread=thread, selected_artifact_id=None),
         **chat_context(thread=thread, user=user),
         **trajectory.map_context(trajectory.family_graph(thread=thread)),
+        "branch_origin": selectors.branch_origin(thread=thread),
         "thread": thread,
         "oob": False,
     }

@@ -81,11 +81,18 @@ def centre_context(*, thread: Thread, selected_artifact_id: int | None = None, *
         "artifact_options": [(a, option_label(a)) for a in artifacts],
         "selected_artifact": selected,
         "review": selectors.document_review(thread=thread) if selected is None else None,
+        # Only said when the agent put an artifact on show over the document.
+        "review_waiting": bool(extra.get("agent_shown") and _review_waiting(thread)),
         "artifact_view": artifact_view(selected) if selected else None,
         "csv_types": exports.CSV_TYPES,
         "artifact_filename": exports.file_stem(selected.title, default="chart") if selected else "",
         **extra,
     }
+
+
+def _review_waiting(thread: Thread) -> bool:
+    review = selectors.document_review(thread=thread)
+    return bool(review and review.open)
 
 
 PANEL_CONTEXTS = {
@@ -170,7 +177,7 @@ def render_changes(thread: Thread, changes: list[Change]) -> str:
         # A new artifact is shown at once in every tab (core seed §10.1);
         # centre.js keeps a person's unsaved document text from being replaced.
         newest = max(by_surface["artifacts"].ids)
-        parts.append(render_panel("centre", thread=thread, oob=True, selected_artifact_id=newest))
+        parts.append(render_panel("centre", thread=thread, oob=True, selected_artifact_id=newest, agent_shown=True))
     elif "document" in by_surface:
         parts.append(render_document_patch(thread=thread))
     return "".join(parts)

@@ -198,6 +198,9 @@ class DocumentVersion:
     def author_label(self) -> str:
         if self.author == DocumentRevision.Author.MCP:
             return mcp_author_label(self.token_name)
+        # Said to the document's owner, as the objective's history does ("you").
+        if self.author == DocumentRevision.Author.PERSON:
+            return "You"
         return DocumentRevision.Author(self.author).label if self.author else ""
 
 

@@ -11,6 +11,7 @@ it after commit (workspace.events).
 """
 
 import json
+import re
 
 from pydantic import ValidationError
 
@@ -54,6 +55,23 @@ def step_status(content, *, error: bool = False) -> str:
     if not envelope["success"]:
         return "rejected" if envelope.get("rejected") else "failed"
     return "skipped" if envelope.get("skipped") else "done"
+
+
+# A call the turn's mode did not allow (agent.modes.out_of_mode_error).
+_OUT_OF_MODE = re.compile(r"^Not run: .+? is not available in (\w+) mode")
+
+
+def step_note(error: str) -> str:
+    """Why a step did not run, in the person's words, when the trace can say
+    more than "Failed": "Not available in Explore mode". "" otherwise."""
+    match = _OUT_OF_MODE.match(error or "")
+    return f"Not available in {match.group(1)} mode" if match else ""
+
+
+def envelope_error(content) -> str:
+    """The error a failure envelope carries, or ""."""
+    envelope = parse_envelope(content)
+    return str(envelope.get("error") or "") if envelope and not envelope["success"] else ""
 
 
 def parse_envelope(content) -> dict | None:

@@ -94,11 +94,12 @@ def approval_view(approval: dict | None, *, pending: bool) -> dict | None:
 
 
 def approval_card(turn: dict) -> str:
-    """The turn's approval card in place, its marker, and the controls it implies."""
+    """The turn's approval card in place, its marker, and the controls it
+    implies; once answered, a refusal said while it waited goes too."""
     waiting = bool(turn["approval"] and turn["approval"]["pending"])
     return fragment("approval", turn=turn, oob=True) + fragment("marker", turn=turn, oob=True) + controls(
         running=not waiting, awaiting=waiting
-    )
+    ) + ("" if waiting else notice(""))
 
 
 def ended(row, *, latest: bool) -> str:
@@ -122,7 +123,8 @@ def ended_parts(row, *, latest: bool) -> tuple[str, str]:
     )
     return (
         fragment("answer", turn=turn, oob=True),
-        fragment("marker", turn=turn, oob=True) + fragment("feedback", turn=turn, oob=True) + controls(running=False),
+        fragment("marker", turn=turn, oob=True) + fragment("feedback", turn=turn, oob=True) + controls(running=False)
+        + notice(""),
     )
 
 
@@ -141,10 +143,10 @@ def notice(message: str) -> str:
 
 def turn_shell(turn: dict, *, title: str | None = None) -> str:
     """The new turn appended to the chat, the running controls and, for the
-    thread's first turn, the title the message gave it."""
+    thread's first turn, the title the message gave it. (An earlier turn's
+    Retry hides itself once a later turn follows: static/css/chat.css.)"""
     return (
-        fragment("retry_gone", turn_index=turn["turn_index"] - 1)
-        + fragment("turn_append", turn=turn, oob=False)
+        fragment("turn_append", turn=turn, oob=False)
         + controls(running=True)
         + (fragment("thread_title", title=title) if title else "")
     )
@@ -189,8 +191,13 @@ def closing_content(turn: dict) -> str:
 
 def closing_end(turn: dict) -> str:
     """The end of a turn, second part, always small: its marker, feedback
-    and idle controls, so no tab goes on showing the turn running."""
-    return fragment("marker", turn=turn, oob=True) + fragment("feedback", turn=turn, oob=True) + controls(running=False)
+    and idle controls, so no tab goes on showing the turn running; and, the
+    turn being over, no refusal said while it ran ("a turn is already
+    running") either."""
+    return (
+        fragment("marker", turn=turn, oob=True) + fragment("feedback", turn=turn, oob=True) + controls(running=False)
+        + notice("")
+    )
 
 
 def heartbeat() -> str:

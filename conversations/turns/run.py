@@ -52,6 +52,7 @@ from agent.events import (
     Token,
 )
 from agent.history import turn_steps
+from agent.tools.envelope import step_note
 from agent.turn import (
     CANCELLED_TOOL_RESULT,
     FAILED_TOOL_RESULT,
@@ -518,6 +519,9 @@ class TurnRun:
             number = self._step_numbers.get(event.call_id)
             if number is not None:
                 self.steps[number - 1]["status"] = event.status
+                note = step_note(event.error) if event.status == "failed" else ""
+                if note:
+                    self.steps[number - 1]["note"] = note
                 if event.status != "done":
                     self.send(fragments.step_result(self.turn_index, number, self.steps[number - 1]))
             sentence = self.steps[number - 1]["text"] if number is not None else ""

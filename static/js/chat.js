@@ -183,6 +183,17 @@
     };
   }
 
+  // The button is offered only while there is a selection to ask about
+  // (the editor keeps its selection when focus moves to the chat).
+  function offerAskButton() {
+    var button = document.querySelector("[data-chat-ask-selection]");
+    if (button) button.hidden = !editorSelection();
+  }
+  ["selectionchange", "select", "keyup", "mouseup", "focusin", "input"].forEach(function (name) {
+    document.addEventListener(name, offerAskButton, true);
+  });
+  document.addEventListener("htmx:afterSettle", offerAskButton);
+
   document.addEventListener("click", function (event) {
     var target = event.target.closest ? event.target : null;
     if (!target) return;
@@ -226,4 +237,80 @@
     url.searchParams.delete("note");
     window.history.replaceState(window.history.state, "", url.pathname + url.search + url.hash);
   }
+  // A chat that was hidden (another tab of a phone's views) has nothing to
+  // scroll until it shows: keep it at the newest text when it does.
+  document.addEventListener("DOMContentLoaded", function () {
+    var list = messages();
+    if (!list || !window.ResizeObserver) return;
+    new ResizeObserver(function () {
+      if (cardToShow && cardToShow.isConnected && list.offsetParent) {
+        scrollTo(cardToShow, list);
+        cardToShow = null;
+      } else if (pinned) {
+        scrollToEnd();
+      }
+    }).observe(list);
+  });
+
+  // --- a pending approval is put before the person (docs/adr/0017, 0056) ---------
+  //
+  // The card is scrolled into the chat's view and, unless the person is
+  // typing somewhere (the document, the message box), focused, which also
+  // shows the chat on a phone or beside the document. While they type it is
+  // announced instead, and shown once they look.
+  var TYPING = "textarea, select, [contenteditable], input:not([type=hidden]):not([type=checkbox]):not([type=radio]):not([type=button]):not([type=submit])";
+
+  function typing() {
+    var active = document.activeElement;
+    return !!(active && active !== document.body && active.matches && active.matches(TYPING) && !active.closest(".approval"));
+  }
+
+  var cardToShow = null; // a card that came while the chat was out of sight
+
+  function scrollTo(card, list) {
+    pinned = false;
+    list.scrollTop = Math.max(0, card.offsetTop - 8);
+  }
+
+  function showApproval(card) {
+    var list = messages();
+    if (!card || !list || !card.querySelector(".approval-actions")) return;
+    if (typing()) {
+      // Where the chat shows, the card comes into its view; nothing else moves.
+      if (list.offsetParent) scrollTo(card, list);
+      else cardToShow = card;
+      if (HAICO.flash) HAICO.flash("The assistant asks before making a change: approve or reject it in the chat.");
+      return;
+    }
+    if (HAICO.revealView) HAICO.revealView(card);
+    scrollTo(card, list);
+    card.focus({ preventScroll: true });
+  }
+
+  // A turn's Feedback control pushed at its end replaces only the running
+  // turn's placeholder: a page that shows the control (or has it open) keeps it.
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    if (target && /^turn-\d+-feedback$/.test(target.id) && !target.hasAttribute("data-feedback-pending")) {
+      event.detail.shouldSwap = false;
+    }
+  });
+
+  // After htmx has settled the swap (the new element takes its own attributes then).
+  var shownCard = null;
+  document.addEventListener("htmx:oobAfterSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    if (!target || !/^turn-\d+-approval$/.test(target.id)) return;
+    setTimeout(function () {
+      var card = document.getElementById(target.id);
+      if (card === shownCard) return; // one swap reports itself again with every later one of its message
+      shownCard = card;
+      showApproval(card);
+    }, 0);
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var cards = document.querySelectorAll("#chat-messages .approval.is-pending");
+    if (cards.length) showApproval(cards[cards.length - 1]);
+  });
 })();

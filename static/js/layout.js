@@ -1,9 +1,11 @@
-/* HAICO workspace page: its layout at every width (docs/adr/0022).
+/* HAICO workspace page: its layout at every width (docs/adr/0022, 0055).
  *
  * - Side rails collapse from the top bar; the choice is saved for the person
  *   (conversations.views.layout_save) so every device opens the same way.
- * - Below laptop width the page shows one view at a time behind the tabs
- *   Workspace / Document / Chat (roving tab stop, arrow keys move).
+ * - On a phone the page shows one view at a time behind the tabs
+ *   Workspace / Document / Chat (roving tab stop, arrow keys move); between
+ *   768 and 1279 px the document keeps its column and the tabs Workspace /
+ *   Chat choose the rail beside it (the Chat rail unless Workspace is chosen).
  * - Skip links focus the Message box or the document text, opening the tab
  *   that holds it first.
  * - The add forms of Preferences and the plan open from a compact "Add"
@@ -17,7 +19,8 @@
 
   var grid = document.querySelector(".workspace-grid");
   if (!grid) return;
-  var narrow = window.matchMedia("(max-width: 1023.98px)");
+  var narrow = window.matchMedia("(max-width: 767.98px)");
+  var twoColumns = window.matchMedia("(min-width: 768px) and (max-width: 1279.98px)");
 
   // --- side rails ---------------------------------------------------------------
   function csrfHeaders() {
@@ -50,30 +53,51 @@
   }
 
   // --- tabs below laptop width ------------------------------------------------------
+  // The tabs that show: beside the document (two columns) there is no Document tab.
   function tabs() {
-    return Array.prototype.slice.call(document.querySelectorAll(".workspace-tabs [role=tab]"));
+    return Array.prototype.slice.call(document.querySelectorAll(".workspace-tabs [role=tab]")).filter(function (tab) {
+      return !(twoColumns.matches && tab.getAttribute("data-tab") === "document");
+    });
   }
 
-  function selectTab(name, focus) {
-    grid.setAttribute("data-tab", name);
+  // The view shown beside the document in two columns: the Chat rail
+  // unless the Workspace one was chosen.
+  function shownTab() {
+    var name = grid.getAttribute("data-tab");
+    return twoColumns.matches && name !== "workspace" ? "chat" : name;
+  }
+
+  function markTabs(focus) {
+    var shown = shownTab();
     tabs().forEach(function (tab) {
-      var on = tab.getAttribute("data-tab") === name;
+      var on = tab.getAttribute("data-tab") === shown;
       tab.setAttribute("aria-selected", String(on));
       tab.tabIndex = on ? 0 : -1;
       if (on && focus) tab.focus();
     });
   }
 
-  // The rails are tab panels only while the tabs show.
+  function selectTab(name, focus) {
+    // Two columns show the document whichever tab is chosen.
+    if (twoColumns.matches && name === "document") return;
+    grid.setAttribute("data-tab", name);
+    markTabs(focus);
+  }
+
+  // The views are tab panels only while tabs choose them.
   function applyWidth() {
     ["rail-left", "centre-column", "rail-right"].forEach(function (id) {
       var panel = document.getElementById(id);
       if (!panel) return;
-      if (narrow.matches) panel.setAttribute("role", "tabpanel");
+      var tabbed = narrow.matches || (twoColumns.matches && id !== "centre-column");
+      if (tabbed) panel.setAttribute("role", "tabpanel");
       else panel.removeAttribute("role");
     });
+    markTabs(false);
   }
-  if (narrow.addEventListener) narrow.addEventListener("change", applyWidth);
+  [narrow, twoColumns].forEach(function (query) {
+    if (query.addEventListener) query.addEventListener("change", applyWidth);
+  });
   applyWidth();
 
   // Which tab holds an element (for skip links and a focus moving elsewhere).
@@ -83,15 +107,23 @@
     return "document";
   }
 
+  function tabbed() {
+    return narrow.matches || twoColumns.matches;
+  }
+
   function reveal(el) {
-    if (narrow.matches) selectTab(tabOf(el), false);
+    if (tabbed()) selectTab(tabOf(el), false);
     var rail = el.closest(".rail");
     var side = rail && (rail.id === "rail-left" ? "left" : "right");
-    if (side && !narrow.matches && grid.classList.contains("is-" + side + "-collapsed")) {
+    if (side && !tabbed() && grid.classList.contains("is-" + side + "-collapsed")) {
       var button = document.querySelector('[data-rail-toggle="' + side + '"]');
       if (button) toggleRail(button);
     }
   }
+
+  // Other scripts show what needs the person (an approval card) this way.
+  window.HAICO = window.HAICO || {};
+  window.HAICO.revealView = reveal;
 
   // --- skip links ---------------------------------------------------------------------
   // In order of preference: an artifact on show has no document text, so
@@ -181,6 +213,60 @@
     }
   });
 
+  // --- the review of an agent turn's changes folds (docs/adr/0056) --------------------------------
+  // The server folds the review of an older turn; a person's own choice for
+  // a review (this thread, that turn) is remembered in this browser and
+  // applied again whenever the review is replaced (a push, a Keep or Undo).
+  function reviewKey(region) {
+    return "haico:review-folded:" + grid.getAttribute("data-thread-id") + ":" + region.getAttribute("data-review-turn");
+  }
+
+  function setFolded(region, folded) {
+    var button = region.querySelector("[data-review-fold]");
+    if (!button) return;
+    region.classList.toggle("is-folded", folded);
+    button.setAttribute("aria-expanded", String(!folded));
+    button.textContent = folded ? "Show changes" : "Hide changes";
+  }
+
+  // --- a pane that scrolls is a Tab stop (the document's preview) ---------------------------------
+  // Only while it has more than it shows: an empty preview is no stop on the way to the chat.
+  var resized = window.ResizeObserver ? new ResizeObserver(function () { markScrollable(); }) : null;
+  var watched = new WeakSet();
+  function markScrollable() {
+    document.querySelectorAll(".doc-preview-pane").forEach(function (pane) {
+      if (resized && !watched.has(pane)) { watched.add(pane); resized.observe(pane); }
+      var scrolls = pane.scrollHeight > pane.clientHeight + 1;
+      if (scrolls && !pane.hasAttribute("tabindex")) pane.setAttribute("tabindex", "0");
+      else if (!scrolls && pane.hasAttribute("tabindex")) pane.removeAttribute("tabindex");
+    });
+  }
+
+  var shownReview = null;
+  function applyRememberedFold() {
+    var region = document.getElementById("doc-review");
+    if (!region || region === shownReview) return;
+    shownReview = region;
+    var remembered = null;
+    try { remembered = localStorage.getItem(reviewKey(region)); } catch (e) { /* private mode */ }
+    if (remembered !== null) setFolded(region, remembered === "1");
+  }
+  new MutationObserver(function () {
+    applyRememberedFold();
+    markScrollable();
+  }).observe(document.getElementById("centre-column") || grid, { childList: true, subtree: true });
+  applyRememberedFold();
+  markScrollable();
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("[data-review-fold]");
+    var region = button && button.closest("#doc-review");
+    if (!region) return;
+    var folded = !region.classList.contains("is-folded");
+    setFolded(region, folded);
+    try { localStorage.setItem(reviewKey(region), folded ? "1" : "0"); } catch (e) { /* private mode */ }
+  });
+
   // --- events -----------------------------------------------------------------------------------
   document.addEventListener("click", function (event) {
     var railButton = event.target.closest("[data-rail-toggle]");
@@ -240,7 +326,7 @@
   // Focus landing in a view the tabs hide (a form live.js opens, a find in
   // page) shows that view.
   document.addEventListener("focusin", function (event) {
-    if (narrow.matches && grid.contains(event.target) && tabOf(event.target) !== grid.getAttribute("data-tab")) {
+    if (tabbed() && grid.contains(event.target) && tabOf(event.target) !== shownTab()) {
       selectTab(tabOf(event.target), false);
     }
   });

@@ -62,7 +62,7 @@
 
   // Each node names its lane and turn; the map lists each lane's preview URL.
   function openPreview(node) {
-    var map = node.closest("#trajectory-map");
+    var map = node.closest("[data-urls]");
     var urls = (map.getAttribute("data-urls") || "").split(" ");
     var url = urls[Number(node.getAttribute("data-lane"))];
     if (!url || !window.htmx) return;
@@ -80,11 +80,66 @@
     clearContinue();
   }
 
+  // --- "Open larger": the same map, spaced so every label shows in full -----------
+  //
+  // A copy of the map (no ids) with its lanes spread from LANE to WIDE_LANE
+  // pixels apart and its nodes WIDE_NODE wide; the edges, drawn for the
+  // narrow lanes, are stretched to match (an affine map of x that puts each
+  // node's centre where it was). The layout constants are those of
+  // conversations.trajectory.
+  var PAD = 6, LANE = 150, NODE = 136, WIDE_LANE = 440, WIDE_NODE = 420;
+
+  function fillLarge(dialog) {
+    var body = dialog.querySelector("[data-trajectory-large]");
+    var map = document.getElementById("trajectory-map");
+    if (!body || !map) return;
+    var copy = map.cloneNode(true);
+    copy.removeAttribute("id");
+    copy.removeAttribute("hx-swap-oob");
+    var scale = WIDE_LANE / LANE;
+    var shift = PAD + WIDE_NODE / 2 - scale * (PAD + NODE / 2);
+    var lanes = 0;
+    copy.querySelectorAll(".tnode").forEach(function (node) {
+      var lane = Number(node.getAttribute("data-lane"));
+      lanes = Math.max(lanes, lane + 1);
+      node.style.left = PAD + lane * WIDE_LANE + "px";
+      node.style.width = WIDE_NODE + "px";
+    });
+    var width = 2 * PAD + Math.max(lanes - 1, 0) * WIDE_LANE + WIDE_NODE;
+    var canvas = copy.querySelector(".trajectory-canvas");
+    var svg = copy.querySelector("svg");
+    if (canvas) canvas.style.width = width + "px";
+    if (svg) {
+      svg.setAttribute("width", width);
+      var group = document.createElementNS("http://www.w3.org/2000/svg", "g");
+      group.setAttribute("transform", "matrix(" + scale + " 0 0 1 " + shift + " 0)");
+      while (svg.firstChild) group.appendChild(svg.firstChild);
+      svg.appendChild(group);
+    }
+    body.replaceChildren(copy);
+  }
+
+  function openLarge() {
+    var dialog = document.getElementById("trajectory-dialog");
+    if (!dialog || dialog.open) return;
+    fillLarge(dialog);
+    dialog.showModal();
+    var current = dialog.querySelector(".tnode[data-current]") || dialog.querySelector(".tnode");
+    if (current) {
+      current.scrollIntoView({ block: "center", inline: "nearest" });
+      current.focus();
+    }
+  }
+
   document.addEventListener("click", function (event) {
+    if (event.target.closest("[data-trajectory-enlarge]")) return openLarge();
+    var dialog = event.target.closest("#trajectory-dialog");
+    if (dialog && (event.target === dialog || event.target.closest("[data-trajectory-dialog-close]"))) return dialog.close();
     var target = event.target.closest("[data-trajectory-continue], [data-trajectory-close], .tnode");
     if (!target) return;
     if (target.matches(".tnode")) {
       clearContinue(); // looking at another turn is looking again
+      if (dialog) dialog.close();
       openPreview(target);
       return;
     }
@@ -101,6 +156,7 @@
   });
 
   document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape" && event.target.closest && event.target.closest("#trajectory-dialog")) return; // the dialog closes itself
     if (event.key === "Escape" && document.querySelector("section#trajectory-preview")) closePreview();
   });
 
@@ -151,6 +207,11 @@
   document.addEventListener("DOMContentLoaded", function () {
     scrollCurrentIntoView();
     var box = document.getElementById("trajectory-scroll");
-    if (box) new MutationObserver(scrollCurrentIntoView).observe(box, { childList: true });
+    if (box) new MutationObserver(function () {
+      scrollCurrentIntoView();
+      // A turn ended while the larger map is open: it shows the new map too.
+      var dialog = document.getElementById("trajectory-dialog");
+      if (dialog && dialog.open) fillLarge(dialog);
+    }).observe(box, { childList: true });
   });
 })();

@@ -189,6 +189,12 @@
     }
   });
 
+  // The thread list's "Import a thread archive…": choosing the file sends it.
+  document.addEventListener("change", function (event) {
+    var input = event.target;
+    if (input.matches && input.matches("[data-import-file]") && input.files.length && input.form) input.form.requestSubmit();
+  });
+
   document.addEventListener("htmx:sendError", function () {
     flash("Could not reach the server. Check your connection and try again.");
   });

@@ -11,7 +11,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from agent.builder import build_agent
 from agent.context import AgentContext
 from agent.events import Answer, CapReached, StepFinished
+from agent.history import turns_from_messages
 from agent.modes import allowed_tools
+from agent.tools.envelope import step_note
 from agent.tools.registry import build_tools
 from agent.turn import stream_turn
 from tests.agent.tools.helpers import db
@@ -80,6 +82,10 @@ async def test_a_call_outside_the_mode_is_refused_with_an_envelope_and_changes_n
     assert envelope["success"] is False
     assert envelope["error"].startswith("Not run: update_document is not available in Explore mode")
     assert "Nothing was changed" in envelope["error"]
+    # The person's trace says it in plain words, not only "Failed".
+    assert step_note(envelope["error"]) == "Not available in Explore mode"
+    [turn] = turns_from_messages(result["messages"])
+    assert turn.steps == [{"text": "Rewriting the document.", "status": "failed", "note": "Not available in Explore mode"}]
     assert tool_message.status == "error"
     assert (await db(selectors.document_for, thread=thread)).content == "Kept as it is."
 
@@ -159,3 +165,9 @@ async def test_a_mode_with_no_cap_is_not_stopped(thread, settings):
     result = await _run(agent, thread, "go", mode="plan")
     assert result["messages"][-1].content == "Done."
     assert len(model.requests) == 4
+
+
+def test_only_a_refusal_by_the_mode_gets_a_note():
+    assert step_note("Not run: add_todos is not available in Plan mode, which the person chose.") == "Not available in Plan mode"
+    assert step_note("The preference is locked.") == ""
+    assert step_note("") == ""

@@ -74,7 +74,7 @@ def test_the_person_sees_what_the_agent_changed_and_restores_their_version(new_p
     expect(versions.nth(0)).to_contain_text("Agent, turn 1")
     expect(versions.nth(0)).to_contain_text("Current")
     expect(versions.nth(1)).to_contain_text("Version 1")
-    expect(versions.nth(1)).to_contain_text("Person")
+    expect(versions.nth(1)).to_contain_text("You")
 
     # What the agent's edit changed: the words it removed and added.
     changes = history.get_by_role("region", name="Changes between versions")
@@ -97,7 +97,7 @@ def test_the_person_sees_what_the_agent_changed_and_restores_their_version(new_p
     expect(document.locator("input[name=base_version]")).to_have_value("3")
     versions = history.get_by_role("list", name="Versions, newest first").get_by_role("listitem")
     expect(versions.nth(0)).to_contain_text("Version 3")
-    expect(versions.nth(0)).to_contain_text("Person")
+    expect(versions.nth(0)).to_contain_text("You")
     assert _revisions(server, thread_id) == [(1, "person", MINE), (2, "agent", AGENTS), (3, "person", MINE)]
 
     # The editor goes on from the restored version: the next save is version 4.

@@ -1,7 +1,8 @@
-"""The workspace at every width (docs/adr/0022): the document keeps half a
-laptop window, rails collapse and stay so for the person, a phone gets
-tabs, add forms open from a compact control, skip links, and the top bar's
-thread switcher and rename; the thread list reads on a phone."""
+"""The workspace at every width (docs/adr/0022, 0055): the document keeps half a
+laptop window, with both rails beside it from 1280 px and one rail chosen by
+tabs from 768 to 1279 px; rails collapse and stay so for the person, a phone
+gets tabs, add forms open from a compact control, skip links, and the top
+bar's thread switcher and rename; the thread list reads on a phone."""
 
 import re
 
@@ -9,7 +10,8 @@ from playwright.sync_api import Page, expect
 
 from .helpers import create_thread, document_text, log_in, open_add_form, sign_up, wait_for_socket
 
-LAPTOPS = [(1024, 768), (1280, 800), (1440, 900)]
+LAPTOPS = [(1280, 800), (1440, 900)]
+TWO_COLUMNS = [(1024, 768), (800, 1000)]
 PHONE = {"width": 390, "height": 844}
 
 
@@ -50,11 +52,63 @@ def test_the_document_keeps_half_a_laptop_window_with_both_rails_beside_it(page,
         assert page.evaluate("document.documentElement.scrollHeight") <= height
 
 
+def test_between_768_and_1279_px_the_document_keeps_its_column_and_tabs_choose_the_rail_beside_it(page, haico_server):
+    sign_up(page, haico_server.url, "ada")
+    url = create_thread(page, haico_server.url)
+    add = open_add_form(page, "Planning", "Add step")
+    for n in range(1, 8):
+        add.get_by_role("textbox", name="New step").fill(f"Step {n}")
+        add.get_by_role("button", name="Add step").click()
+        expect(page.get_by_role("list", name="Plan steps").get_by_role("listitem")).to_have_count(n)
+    for width, height in TWO_COLUMNS:
+        page.set_viewport_size({"width": width, "height": height})
+        page.goto(url)
+        document = page.get_by_role("region", name="Document")
+        # Half the window stays the document's (docs/adr/0022 still holds), and it is never a tab.
+        assert box(document)["width"] >= width / 2, (width, box(document))
+        assert inside_window(page, document)
+        tabs = page.get_by_role("tablist", name="Workspace views")
+        expect(tabs.get_by_role("tab")).to_have_text(["Workspace", "Chat"])
+        # The chat first: the rail a turn needs, its message box in the window.
+        expect(tabs.get_by_role("tab", name="Chat")).to_have_attribute("aria-selected", "true")
+        for region in ("Trajectory", "Chat"):
+            expect(page.get_by_role("region", name=region)).to_be_visible()
+            assert inside_window(page, page.get_by_role("region", name=region)), (width, region)
+        assert inside_window(page, page.get_by_role("textbox", name="Message"))
+        expect(page.get_by_role("region", name="Planning")).to_be_hidden()
+
+        tabs.get_by_role("tab", name="Workspace").click()
+        expect(page.get_by_role("region", name="Chat")).to_be_hidden()
+        expect(document).to_be_visible()
+        planning = page.get_by_role("region", name="Planning")
+        for region in ("Preferences", "Planning"):
+            expect(page.get_by_role("region", name=region)).to_be_visible()
+            assert inside_window(page, page.get_by_role("region", name=region)), (width, region)
+        # The plan has room for its steps: at least five of the seven in sight, not one and a half.
+        steps = planning.get_by_role("list", name="Plan steps").get_by_role("listitem")
+        in_sight = sum(1 for step in steps.all() if step.evaluate(
+            "el => { const r = el.getBoundingClientRect(), s = el.closest('.scroll, .plan-view, .subpanel') || document.body;"
+            " const p = s.getBoundingClientRect(); return r.top >= p.top - 1 && r.bottom <= Math.min(p.bottom, innerHeight) + 1; }"))
+        assert in_sight >= 5, (width, in_sight)
+        # Arrow keys move between the two tabs; a skip link opens the rail it needs.
+        page.keyboard.press("ArrowRight")
+        expect(tabs.get_by_role("tab", name="Chat")).to_be_focused()
+        expect(page.get_by_role("region", name="Chat")).to_be_visible()
+        tabs.get_by_role("tab", name="Workspace").click()
+        page.get_by_role("link", name="Skip to chat").focus()
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("textbox", name="Message")).to_be_focused()
+        expect(tabs.get_by_role("tab", name="Chat")).to_have_attribute("aria-selected", "true")
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        assert page.evaluate("document.documentElement.scrollHeight") <= height
+
+
 def test_a_collapsed_rail_stays_collapsed_after_a_reload_and_on_another_device(new_page, haico_server):
     page = new_page()
     page.set_viewport_size({"width": 1280, "height": 800})
     sign_up(page, haico_server.url, "ada")
     url = create_thread(page, haico_server.url)
+    wait_for_socket(page)  # the page's scripts have run: the toggle answers a click
     left = page.get_by_role("button", name="Preferences and Planning rail")
     expect(left).to_have_attribute("aria-expanded", "true")
     narrow_document = box(page.get_by_role("region", name="Document"))["width"]

@@ -76,7 +76,7 @@ def test_the_owners_edits_in_one_tab_appear_in_their_other_tab(new_page, haico_s
     planning.get_by_role("textbox", name="Objective").fill("A review of soil carbon")
     planning.locator("#panel-objective").get_by_role("button", name="Save").click()
     expect(second.locator("#panel-objective .objective-text")).to_have_text("A review of soil carbon")
-    expect(second.get_by_text("Standing objective")).to_have_count(0)
+    expect(second.get_by_text("No objective yet")).to_have_count(0)
 
     body = first.get_by_role("region", name="Document").get_by_role("textbox", name="Document text")
     body.fill("Typed in the first tab.")

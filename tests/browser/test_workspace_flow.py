@@ -71,12 +71,12 @@ def test_person_builds_a_workspace_and_finds_it_intact_after_reload(page, haico_
 
     # --- Objective: edit inline, replacing the standing objective.
     planning = page.get_by_role("region", name="Planning")
-    expect(planning.get_by_text("Standing objective")).to_be_visible()
+    expect(planning.get_by_text("No objective yet")).to_be_visible()
     planning.get_by_role("button", name="Edit objective").click()
     planning.get_by_role("textbox", name="Objective").fill("A literature review of soil carbon studies")
     planning.locator("#panel-objective").get_by_role("button", name="Save").click()
     expect(planning.locator(".objective-text")).to_have_text("A literature review of soil carbon studies")
-    expect(planning.get_by_text("Standing objective")).to_have_count(0)
+    expect(planning.get_by_text("No objective yet")).to_have_count(0)
 
     # --- Plan: two steps, a sub-step, indent and outdent, check one.
     add_step = open_add_form(page, "Planning", "Add step")

@@ -95,6 +95,15 @@ def test_login_returns_to_the_page_asked_for(client, thread):
     assert response.status_code == 302 and response["Location"] == target
 
 
+def test_the_login_page_sends_someone_signed_in_on_to_their_threads(owner_client, thread):
+    # Not the form again beside "Log out": where they would go after logging in.
+    response = owner_client.get("/accounts/login/")
+    assert response.status_code == 302 and response["Location"] == "/threads/"
+    target = f"/threads/{thread.pk}/workspace/"
+    response = owner_client.get(f"/accounts/login/?next={target}")
+    assert response.status_code == 302 and response["Location"] == target
+
+
 def test_login_with_wrong_password_shows_error(client, owner):
     response = client.post("/accounts/login/", {"username": "owner", "password": "wrong"})
     html = response.content.decode()
@@ -281,6 +290,7 @@ def test_a_forged_or_foreign_known_browser_cookie_opens_nothing(client, owner, o
     assert _log_in(client, "owner", PASSWORD).status_code == 429
     other = Client()
     assert _log_in(other, "intruder", PASSWORD).status_code == 302  # known as intruder, not as owner
+    other.post("/accounts/logout/")  # (signed in, the login page only sends them on to their threads)
     assert _log_in(other, "owner", PASSWORD).status_code == 429
 
 

@@ -117,7 +117,9 @@ async def test_a_branch_at_an_earlier_turn_starts_from_the_workspace_the_next_tu
         "document": ("Draft", "Person's text\n"),
         "artifacts": [("First chart", 1)],
     }
-    assert (branch.owner_id, branch.title, branch.turn_index, branch.is_deleted) == (owner.pk, "Lit review", 1, False)
+    assert (branch.owner_id, branch.title, branch.turn_index, branch.is_deleted) == (
+        owner.pk, "Lit review (branch from turn 1)", 1, False
+    )
     link = await database_sync_to_async(BranchLink.objects.get)(thread=branch)
     assert (link.parent_id, link.branch_point_turn, link.status, link.reason) == (
         thread.pk, 1, BranchLink.Status.ACTIVE, "try another way"
@@ -384,3 +386,24 @@ async def test_a_branch_left_half_made_by_a_dead_server_is_swept_once_it_is_old(
     assert await database_sync_to_async(seeding.has_history)(kept.pk)
     listed = {t.pk for t in await database_sync_to_async(threads_for_user)(user=owner)}
     assert listed == {thread.pk, kept.pk}
+
+
+@pytest.mark.parametrize(
+    "parent, kwargs, title",
+    [
+        ("Lit review", {"turn_index": 3}, "Lit review (branch from turn 3)"),
+        ("Lit review", {"turn_index": 0}, "Lit review (branch from the start)"),
+        ("Lit review", {"turn_index": 3, "regenerated": True}, "Lit review (turn 4 regenerated)"),
+        ("Lit review", {"turn_index": 1, "message": "  Compare   the two\nsurveys "}, "Compare the two surveys"),
+        # A branch of a branch says where it starts, once.
+        ("Lit review (branch from turn 3)", {"turn_index": 5}, "Lit review (branch from turn 5)"),
+        ("Lit review (turn 2 regenerated)", {"turn_index": 4, "regenerated": True}, "Lit review (turn 5 regenerated)"),
+    ],
+)
+def test_a_branch_is_titled_by_where_it_starts(parent, kwargs, title):
+    assert branching.branch_title(parent, **kwargs) == title
+
+
+def test_a_long_title_is_shortened_to_keep_where_the_branch_starts():
+    title = branching.branch_title("x" * 200, turn_index=12)
+    assert len(title) == 200 and title.endswith("… (branch from turn 12)")

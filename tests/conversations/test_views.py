@@ -471,6 +471,7 @@ def test_feedback_on_an_artifact_lists_the_turns_artifacts(owner_client, ended_t
     )
     html = owner_client.get(feedback_url(ended_turns, 1), **HTMX).content.decode()
     assert "Early table" in html and "Later table" not in html
+    assert ">Choose an artifact</option>" in html and "---------" not in html
     owner_client.post(feedback_url(ended_turns, 1), {**GOOD_FEEDBACK, "scope": "artifact", "artifact": str(early.pk)}, **HTMX)
     assert Feedback.objects.get().artifact == early
 
@@ -624,3 +625,22 @@ def test_another_persons_thread_mode_cannot_be_changed(client, other_user, threa
     response = client.post(f"/threads/{thread.pk}/mode/", {"mode": "explore"}, **HTMX)
     assert answered_as_missing(response)
     assert Thread.objects.get(pk=thread.pk).mode == "execute"
+
+
+def test_a_turn_without_artifacts_says_so_in_the_artifact_choice(owner_client, ended_turns):
+    html = owner_client.get(feedback_url(ended_turns, 1), **HTMX).content.decode()
+    assert ">No artifacts by this turn</option>" in html and "---------" not in html
+
+
+def test_a_branch_page_names_where_it_came_from_and_links_back(owner_client, ended_turns, owner):
+    from conversations.models import BranchLink
+
+    branch = thread_create(owner=owner, title="message 1 (branch from turn 1)")
+    BranchLink.objects.create(thread=branch, parent=ended_turns, branch_point_turn=1, status=BranchLink.Status.ACTIVE)
+    html = owner_client.get(ws_url(branch)).content.decode()
+    link = f'<a class="topbar-branch" href="/threads/{ended_turns.pk}/workspace/">Branch of “{ended_turns.title}” from turn 1</a>'
+    assert link in html
+    # The parent's own page, and a branch whose parent is gone, say nothing of it.
+    assert "topbar-branch" not in owner_client.get(ws_url(ended_turns)).content.decode()
+    thread_soft_delete(thread=ended_turns)
+    assert "topbar-branch" not in owner_client.get(ws_url(branch)).content.decode()

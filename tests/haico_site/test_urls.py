@@ -409,9 +409,11 @@ def world(owner, other_user, staff):
 def client_for(user) -> Client:
     """A client that enforces CSRF like a browser, holding a valid token."""
     client = Client(enforce_csrf_checks=True)
+    # The login form sets the CSRF cookie (asked before signing in: signed
+    # in, the login page sends you on to your threads).
+    client.get(resolve_url(settings.LOGIN_URL))
     if user is not None:
         client.force_login(user)
-    client.get(resolve_url(settings.LOGIN_URL))  # the login form sets the CSRF cookie
     client.csrf = client.cookies[settings.CSRF_COOKIE_NAME].value
     return client
 

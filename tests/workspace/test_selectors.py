@@ -179,9 +179,9 @@ def test_document_history_lists_every_version_newest_first_with_who_and_the_agen
     shown = [(v.version, v.author, v.author_label, v.turn_index, v.title) for v in history.versions]
     assert shown == [
         (4, "agent", "Agent", 2, "Plan"),
-        (3, "person", "Person", None, "Plan"),
+        (3, "person", "You", None, "Plan"),
         (2, "agent", "Agent", 1, "Plan"),
-        (1, "person", "Person", None, "Plan"),
+        (1, "person", "You", None, "Plan"),
     ]
     created = [v.created_at for v in history.versions]
     assert created == sorted(created, reverse=True)

@@ -238,6 +238,8 @@ def document_diff(request, thread_id):
         context = {"thread": thread, "diff": None, "diff_message": first_error(form), "current_version": current}
         return HttpResponse(render_to_string(DIFF, context, request=request), status=200 if request.htmx else 400)
     context = _diff_context(thread, old=form.cleaned_data["old"], new=form.cleaned_data["new"], current=current)
+    # The compare form then names the versions shown, whichever control asked.
+    context["compare_fields_oob"] = bool(request.htmx)
     status = 200 if request.htmx or context["diff"] is not None else 404
     return HttpResponse(render_to_string(DIFF, context, request=request), status=status)
 

@@ -56,7 +56,6 @@ def objective_history(request, thread_id):
         "live": history[0],
         "past": history[1:],
         "history": history,
-        "standing_objective": selectors.STANDING_OBJECTIVE,
     }
     return render(request, "workspace/panels/objective.html#history", context)
 

@@ -18,8 +18,9 @@ def test_objective_panel_shows_standing_objective_until_one_is_set(owner_client,
     html = response.content.decode()
     assert response.status_code == 200
     assert 'id="panel-objective"' in html
-    assert "Standing objective" in html
-    assert STANDING_OBJECTIVE in html
+    # The standing objective is the agent's instruction; the person is told what to do instead.
+    assert "No objective yet" in html
+    assert STANDING_OBJECTIVE not in html
 
 
 def test_set_objective_persists_and_returns_the_panel(owner_client, thread):
@@ -30,7 +31,7 @@ def test_set_objective_persists_and_returns_the_panel(owner_client, thread):
     assert Objective.objects.get(thread=thread).text == "Compare three survey designs"
     assert 'id="panel-objective"' in html
     assert "Compare three survey designs" in html
-    assert "Standing objective" not in html
+    assert "No objective yet" not in html
     # The page after a reload shows the same value.
     assert "Compare three survey designs" in owner_client.get(ws_url(thread)).content.decode()
 
@@ -119,7 +120,7 @@ def test_objective_history_lists_each_change_with_who_made_it_newest_first(owner
 
     html = response.content.decode()
     assert response.status_code == 200
-    order = [html.index(text) for text in ("Now", "Sharper objective", "My own objective", "First objective", STANDING_OBJECTIVE)]
+    order = [html.index(text) for text in ("Now", "Sharper objective", "My own objective", "First objective", "No objective yet")]
     assert order == sorted(order)
     assert html.count("Sharper objective") == 1  # the live value is not listed a second time
     assert "Set by the agent during turn 2" in html
@@ -132,7 +133,7 @@ def test_objective_history_with_no_changes_says_so(owner_client, thread):
     turn_finish(thread=thread, turn_index=index)
     html = owner_client.get(ws_url(thread, "objective/history/"), **HTMX).content.decode()
     assert "No earlier values yet" in html
-    assert STANDING_OBJECTIVE in html
+    assert "No objective yet" in html and STANDING_OBJECTIVE not in html
     assert "Turn 1" not in html
 
 
