@@ -61,8 +61,9 @@ window.__xss = function (code) { window.__xssReport(String(code), location.pathn
 AUDIT = r"""
 () => {
   const problems = [];
-  // Attributes that carry text as text (data-artifact-type: the type named on an artifact, read by no script).
-  const textAttributes = new Set(["title", "aria-label", "value", "placeholder", "hx-confirm", "alt", "data-artifact-type"]);
+  // Attributes that carry text as text (data-artifact-type: the type named on an artifact, read by no script;
+  // data-export-title: a chart's title, which static/js/exports.js hands to Chart.js to draw on the PNG).
+  const textAttributes = new Set(["title", "aria-label", "value", "placeholder", "hx-confirm", "alt", "data-artifact-type", "data-export-title"]);
   const urlAttributes = new Set(["href", "src", "action", "formaction", "xlink:href", "data", "poster", "background"]);
   const never = new Set(["iframe", "frame", "object", "embed", "base", "applet", "portal"]);
   // The admin draws its icons with inline SVG; one holding a payload was made by it.
