@@ -33,7 +33,12 @@ OURS, THEIRS, BOTH = "ours", "theirs", "both"
 RESOLUTIONS = (OURS, THEIRS, BOTH)
 
 _LINES = re.compile(r"[^\n]*\n|[^\n]+")
-_TOKENS = re.compile(r"\w+|\s+|[^\w\s]")
+# Every line break is a token of its own (spaces and tabs run together): a
+# run of blank lines as one token made "\n" and "\n\n" unrelated, so two
+# sides that both added a blank line, at what merge3 or the shared-lines cut
+# placed at neighbouring points among identical lines, conflicted (or not)
+# depending on unchanged text around them.
+_TOKENS = re.compile(r"\w+|\n|[^\S\n]+|[^\w\s]")
 # A side that kept less than this share of a passage's characters rewrote
 # it: it is not merged with the other side word by word (see _TokenMatcher).
 MIN_KEPT_SHARE = 0.5

@@ -6,7 +6,7 @@ is unambiguous and the expected result can be computed independently by
 applying both edit lists to the base."""
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from workspace import merge
@@ -168,6 +168,12 @@ def test_any_three_texts_give_pieces_that_rebuild_each_side(base, ours, theirs):
     st.text(alphabet="ab \n.", max_size=40), st.text(alphabet="xy \n.", max_size=200),
     st.text(alphabet="xy \n.", max_size=200),
 )
+# Both sides add a blank line to a blank base, theirs more: with one more
+# shared blank line after them, the blank line both added was once a
+# conflict (a run of line breaks was one token) where without it the merge
+# was clean, so settling it "ours" left out the line theirs added.
+@example(base="", ours="\n", theirs="\n\na", before="", after="\n")
+@example(base="", ours="\n", theirs="\n\n ", before="", after="\n")
 def test_lines_all_three_share_around_the_edits_change_nothing_in_the_merge(base, ours, theirs, before, after):
     """The shared lines at the start and end are set aside before merging
     (so a long document costs what changed): the merge, its conflicts and
@@ -225,6 +231,18 @@ def test_empty_base_with_one_side_writing_takes_it():
     assert merge_text("", "Only the person wrote.", "").text == "Only the person wrote."
     assert merge_text("", "", "Only the agent wrote.").text == "Only the agent wrote."
     assert merge_text("", "", "").pieces == ()
+
+
+def test_a_blank_line_both_added_among_blank_lines_merges_with_what_one_side_added_after_it():
+    # Each line break is its own token: "\n" (ours) and "\n\n" (theirs)
+    # share one, so the line theirs added lands, whatever follows.
+    for after in ("", "\n", "\n\nEnd.\n"):
+        base, ours, theirs = "\n" + after, "\n\n" + after, "\n\na\n" + after
+        assert merge_text(base, ours, theirs).text == "\n\na\n" + after
+        assert merge_text(base, theirs, ours).text == "\n\na\n" + after
+        base, ours, theirs = "Title\n\n" + after, "Title\n\n\n" + after, "Title\n\n\nA new paragraph.\n" + after
+        assert merge_text(base, ours, theirs).text == theirs
+        assert merge_text(base, theirs, ours).text == theirs
 
 
 def test_typing_on_after_a_merged_save_extends_it_instead_of_conflicting():
