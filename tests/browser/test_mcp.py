@@ -65,7 +65,9 @@ def test_a_preference_added_through_mcp_appears_live_in_the_open_tab(haico_serve
 
     # The token page shows when it was last used.
     page.goto(f"{haico_server.url}/accounts/tokens/")
-    expect(page.get_by_role("table", name="Your tokens")).not_to_contain_text("Never")
+    row = page.get_by_role("table", name="Your tokens").get_by_role("row").filter(has_text="Desktop agent")
+    expect(row.get_by_role("cell").nth(5)).not_to_have_text("Never")  # Last used (it never expires: "Never" there)
+    expect(row.get_by_role("cell").nth(4)).to_have_text("Never")
 
 
 def test_revoked_tokens_and_other_peoples_threads_are_refused(haico_server, new_page):

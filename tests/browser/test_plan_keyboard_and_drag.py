@@ -71,7 +71,7 @@ def drag(page: Page, source, target, *, above: bool = True) -> None:
 TWELVE = [(f"Step {n}", 1 if n in (3, 4, 8) else 0) for n in range(12)]
 
 
-def test_tab_from_the_top_reaches_the_message_box_within_15_presses_with_a_12_step_plan(page, haico_server):
+def test_tab_from_the_top_reaches_the_message_box_within_16_presses_with_a_12_step_plan(page, haico_server):
     open_seeded(page, haico_server, TWELVE)
     page.locator("body").focus()
     order = []
@@ -81,7 +81,9 @@ def test_tab_from_the_top_reaches_the_message_box_within_15_presses_with_a_12_st
         if order[-1] == "TEXTAREA Message":
             break
     assert order[-1] == "TEXTAREA Message", order
-    assert len(order) <= 15, "\n".join(order)
+    # 15 before the document's one Export control (docs/adr/0053) became a
+    # stop of its own; "Skip to chat", the first stop, gets there at once.
+    assert len(order) <= 16, "\n".join(order)
     print(f"{len(order)} Tab presses to the Message box")
     # The plan's twelve rows are one stop: the first row.
     plan_stops = [stop for stop in order if stop.startswith("LI ")]
