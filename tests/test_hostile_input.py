@@ -67,9 +67,13 @@ ACTS_WITHOUT_INPUT = {
 # Of those, the ones not bound to the owner's thread: another person's probe
 # creates their own thread or ends their own session.
 ACTS_FOR_ANYONE_LOGGED_IN = {"conversations:create", "logout", "admin:logout"}
-# The health probe's 503 is its answer when a part is failing (here the
-# test's open transaction holds the SQLite checkpointer back), not an error.
-ANSWERS_503 = {"healthz"}
+# The health probe reads no input (GET and HEAD only, no parameters) and
+# is not walked: through the test client each request runs in an event loop
+# of its own, closed after it, so every probe would open the process's
+# checkpointer afresh and wait out its 2 s check (on PostgreSQL the loop's
+# close can wait for the half-opened pool for good). Its answers, and its
+# refusal of other methods, are tested in tests/haico_site/test_health.py.
+NOT_WALKED = {"healthz"}
 
 
 def _routes(patterns=None, namespace=""):
@@ -158,12 +162,12 @@ def _url(name, converters, thread, ids):
     return reverse(name, kwargs=kwargs)
 
 
-def _probe(client, path, *, htmx_too=True, unavailable_ok=False):
+def _probe(client, path, *, htmx_too=True):
     """Every hostile request to `path`; returns the ones answered with a 5xx."""
     failures = []
 
     def check(label, response):
-        if response.status_code >= 500 and not (unavailable_ok and response.status_code == 503):
+        if response.status_code >= 500:
             failures.append(f"{label} {path}: {response.status_code}")
 
     headers = [{}, HTMX] if htmx_too else [{}]
@@ -200,7 +204,7 @@ def _client(user=None):
     return client
 
 
-ROUTES = sorted(_routes())
+ROUTES = sorted(route for route in _routes() if route[0] not in NOT_WALKED)
 
 
 def test_the_walk_is_read_from_the_url_resolver():
@@ -221,7 +225,7 @@ def test_every_http_route_refuses_hostile_input_without_a_500_and_changes_nothin
     for persona, client in personas:
         failures += [
             f"{persona}: {failure}"
-            for failure in _probe(client, path, htmx_too=persona == "owner", unavailable_ok=name in ANSWERS_503)
+            for failure in _probe(client, path, htmx_too=persona == "owner")
         ]
         after = _database()
         acts = ACTS_WITHOUT_INPUT if persona == "owner" else ACTS_FOR_ANYONE_LOGGED_IN if persona == "other user" else set()
