@@ -1,4 +1,4 @@
-"""The compiled agent, built once per model per process (core seed §3, DESIGN §3).
+"""The compiled agent, built once per model per process (docs/adr/0008).
 
 What varies per turn (the thread, the turn index) travels in the run's
 context (agent.context.AgentContext), so one compiled graph serves every

@@ -4,10 +4,11 @@ SQLite by default (the saver shares Django's database file and adds its own
 `checkpoints` / `writes` tables); Postgres when Django's database is Postgres
 (an `AsyncPostgresSaver` over a psycopg connection pool, in the same database).
 
-Savers are bound to the event loop that opened them (STACK_NOTES), so the
-saver is created lazily inside the running loop — under daphne that is the
-server's loop, where turns run — and re-created if a different loop asks
-(each test has its own loop; tests close it in a fixture).
+Savers are bound to the event loop that first used them (their connections
+belong to it), so the saver is created lazily inside the running loop —
+under daphne that is the server's loop, where turns run — and re-created if
+a different loop asks (each test has its own loop; tests close it in a
+fixture).
 
 Closing matters: an open aiosqlite connection keeps a non-daemon thread alive,
 so the interpreter would wait for it forever after the server stops (daphne

@@ -1,7 +1,8 @@
 """Model-call middleware: the blank / malformed / truncated retry, and the
 tool calls that must not run.
 
-Core seed §4.1. A provider sometimes answers a model call with nothing useful:
+The rules are docs/adr/0072's. A provider sometimes answers a model call
+with nothing useful:
 
 | case           | signal                                    | action                                |
 |----------------|-------------------------------------------|---------------------------------------|
@@ -32,7 +33,7 @@ runs with that handler replaced by an `_AttemptGate` that decides what gets
 through. Two policies:
 
 - "live" (default): tokens go out as the model produces them, which keeps the
-  first answer token within milliseconds of the model (DESIGN §6). Chunks
+  first answer token within milliseconds of the model (docs/adr/0072). Chunks
   with nothing visible (no text, no tool-call fragment) are held back until
   something visible arrives, so a blank attempt never reaches the stream at
   all. A discarded attempt that did stream something (a malformed reply with
@@ -353,7 +354,7 @@ def _gated_stream(*, live: bool) -> Iterator[_AttemptGate | _NoGate]:
 
 
 class ModelTurnRetryMiddleware(AgentMiddleware):
-    """Re-asks blank and malformed replies; warns about truncated ones (seed §4.1)."""
+    """Re-asks blank and malformed replies; warns about truncated ones (docs/adr/0072)."""
 
     def __init__(self, *, max_attempts: int = MAX_MODEL_ATTEMPTS, stream: str = "live"):
         super().__init__()

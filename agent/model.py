@@ -1,4 +1,4 @@
-"""The chat model, built from settings (DESIGN §4).
+"""The chat model, built from settings (docs/adr/0062, docs/adr/0072).
 
 One factory for every OpenAI-compatible endpoint: OpenAI itself, Ollama's /v1,
 vLLM, LM Studio, a llama.cpp server. Nothing here reads the process

@@ -14,8 +14,9 @@ failure envelope should the model call it anyway (docs/adr/0018).
 
 Each mode has its own per-turn cap on model calls (agent.middleware
 TurnCallLimitMiddleware): Explore and Plan get fewer than Execute, in the
-2 : 5 ratio of the second seed's 200 and 500 iterations, scaled to the
-limit this project already had (HAICO_MODEL_CALL_LIMIT, 25).
+2 : 5 ratio of the 200 and 500 iterations of the agent system the modes
+follow (docs/adr/0072), scaled to the limit this project already had
+(HAICO_MODEL_CALL_LIMIT, 25).
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ agent.builder), so a tool's effect or a person's edit made a moment ago is
 what the next call sees. The static text comes first and never changes, so
 providers that cache prompt prefixes can reuse it across calls and turns.
 
-The `<workspace>` block follows core seed §3.2 to the character; tests in
-tests/agent/test_prompt.py pin the format.
+The `<workspace>` block has the format docs/adr/0072 states, to the
+character; tests in tests/agent/test_prompt.py pin it.
 """
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ def _selection_line(reading: selectors.WorkspaceReading, selection: Selection | 
 
 
 def render_workspace_block(thread: Thread, selection: Selection | None = None) -> str:
-    """The live workspace as the agent reads it (core seed §3.2). Reads the database."""
+    """The live workspace as the agent reads it (format: docs/adr/0072). Reads the database."""
     return render_reading(selectors.workspace_reading_for(thread=thread), selection)
 
 

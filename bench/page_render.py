@@ -1,10 +1,10 @@
 """How long the page of a big workspace takes to render, and how big it is.
 
-The workspace of DESIGN §6: 100 preferences, 300 plan steps, a 30 000-character
-document and 20 artifacts. The floor is the same request to a page that
-renders nothing but the site's base template (the login page), so the ratio
-says what the workspace adds; the absolute figures are what the target
-(<= 30 ms, <= 200 KB) is about. Production settings (DEBUG off).
+The workspace of the page target (docs/adr/0072): 100 preferences, 300
+plan steps, a 30 000-character document and 20 artifacts. The floor is the
+same request to a page that renders nothing but the site's base template
+(the login page), so the ratio says what the workspace adds; the absolute
+figures are what the target (<= 30 ms, <= 200 KB) is about. Production settings (DEBUG off).
 
 Run: .venv/bin/python -m bench.page_render [--repeats 30]
 """

@@ -1,14 +1,15 @@
-"""How many bytes the per-turn snapshots store, against the seed's full copy.
+"""How many bytes the per-turn snapshots store, against a full copy per turn.
 
 100 turns on a 30 000-character document: before each turn the person or
 the agent makes a small edit (a word changed, a sentence added, a line
 removed, now and then a step of the plan ticked or a preference added), and
 the turn starts through the real turn runner's `turn_begin`, which captures
-the snapshot (docs/adr/0015). The seed's design (core seed §6) copies the
-document text, the preferences JSON and the plan JSON into every snapshot
-row; here they are content blobs, whole or as deltas. Both sides count the
-UTF-8 bytes of what they hold (the seed: the three copies per row; here: the
-three references per row plus every blob's text or delta and its key), so
+the snapshot (docs/adr/0015). A full copy (what snapshots stored before
+0015) puts the document text, the preferences JSON and the plan JSON into
+every snapshot row; here they are content blobs, whole or as deltas. Both
+sides count the UTF-8 bytes of what they hold (a full copy: the three copies
+per row; here: the three references per row plus every blob's text or delta
+and its key), so
 the ratio is the storage the change saves, whatever the database's own
 overhead. Every snapshot is then read back and compared with what was
 captured. Target: <= 5 %.
@@ -132,7 +133,7 @@ def main(turns: int, chars: int) -> None:
         reading = selectors.workspace_reading_for(thread=thread)
         captured.append((index, reading.document[1], len(reading.preferences), len(reading.todos)))
 
-    # The seed's design: each row holds the three values whole.
+    # A full copy: each row holds the three values whole.
     full_copy = 0
     stored_rows = 0
     read_ms = []
@@ -155,7 +156,7 @@ def main(turns: int, chars: int) -> None:
     ratio = stored / full_copy
     print(f"HAICO snapshot storage bench ({turns} turns of 1-3 small edits on a {chars:,}-character document, "
           f"30 plan steps, 10+ preferences; {connection.vendor})")
-    print(f"  seed's full copy    {full_copy / 1024:9.1f} KB   (document {document_bytes / 1024:.1f} KB "
+    print(f"  full copy per turn  {full_copy / 1024:9.1f} KB   (document {document_bytes / 1024:.1f} KB "
           f"+ preferences and plan JSON, per row)")
     print(f"  stored by content   {stored / 1024:9.1f} KB   ({whole} whole texts, {deltas} deltas, "
           f"{blobs / 1024:.1f} KB of blobs + {stored_rows / 1024:.1f} KB of references)")

@@ -123,7 +123,7 @@ TEMPLATES = [
 
 # SQLite by default. WAL + busy_timeout + IMMEDIATE transactions keep
 # concurrent turns (ORM writes and the checkpointer) from failing with
-# "database is locked" (see STACK_NOTES).
+# "database is locked", as a few did with SQLite's defaults.
 SQLITE_OPTIONS = {
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000; PRAGMA synchronous=NORMAL;",
     "transaction_mode": "IMMEDIATE",
@@ -271,7 +271,7 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # STATIC_ROOT and STORAGES: "Production serving" below.
 
-# --- Model (DESIGN §4). Empty HAICO_MODEL means "no model configured". ---
+# --- Model (docs/adr/0062, 0072). Empty HAICO_MODEL means "no model configured". ---
 OPENAI_API_KEY = env("OPENAI_API_KEY")
 OPENAI_BASE_URL = env("OPENAI_BASE_URL")
 HAICO_MODEL = env("HAICO_MODEL")

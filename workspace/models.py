@@ -28,7 +28,7 @@ TOKEN_NAME_MAX_CHARS = 100
 
 
 class Thread(models.Model):
-    """One conversation and its owner (the seeds' conversation_users link).
+    """One conversation and its owner: also the thread-user link (docs/adr/0001).
 
     The UUID primary key is also the LangGraph checkpointer thread id, so it is
     fresh for every thread and never reused. `turn_index` is monotonic: it is

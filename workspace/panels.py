@@ -174,7 +174,7 @@ def render_changes(thread: Thread, changes: list[Change]) -> str:
     if "plan" in by_surface:
         parts.append(render_plan_patch(thread=thread, ids=by_surface["plan"].ids))
     if "artifacts" in by_surface and by_surface["artifacts"].ids:
-        # A new artifact is shown at once in every tab (core seed §10.1);
+        # A new artifact is shown at once in every tab (docs/adr/0072);
         # centre.js keeps a person's unsaved document text from being replaced.
         newest = max(by_surface["artifacts"].ids)
         parts.append(render_panel("centre", thread=thread, oob=True, selected_artifact_id=newest, agent_shown=True))

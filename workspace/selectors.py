@@ -325,7 +325,7 @@ def snapshot_for(*, thread: Thread, turn_index: int) -> WorkspaceSnapshot | None
 
 def snapshot_index_for(*, thread: Thread) -> list[dict]:
     """Every snapshot of the thread, oldest first, without what it stored:
-    id, turn_index, user_message, captured_at (the seed's compact list)."""
+    id, turn_index, user_message, captured_at (docs/adr/0072)."""
     return list(
         WorkspaceSnapshot.objects.filter(thread=thread)
         .order_by("turn_index")

@@ -1,4 +1,4 @@
-"""The agent's workspace tools (core seed §5).
+"""The agent's workspace tools (docs/adr/0072).
 
 - `registry.build_tools()`: every tool; each acts on the thread of the run's
   context (agent.context.AgentContext).

@@ -1,4 +1,5 @@
-"""Past artifacts (core seed §10.5): an index, and one artifact's full payload by id."""
+"""Past artifacts: an index, and one artifact's full payload by id (the
+prompt shows only a pointer to the latest one: docs/adr/0072)."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""`@workspace_tool`: one decorated function per LLM-facing operation (core seed §5.1, §5.4).
+"""`@workspace_tool`: one decorated function per LLM-facing operation (docs/adr/0072).
 
 A body is a plain synchronous function `body(thread, **args) -> str | (str, artifact)`
 that makes one workspace service call (agent path: `respect_lock=True`) and

@@ -6,7 +6,7 @@ prompt middleware records it on the run's context before every model call
 (agent.context.Seen), so a paragraph the person typed meanwhile is merged
 in, never overwritten, and an edit of the same passage is refused with what
 the model needs to redo it (docs/adr/0013). The schema has no version
-argument: the seed's `{content, title?}` is a stable interface (DESIGN §5),
+argument: `{content, title?}` is a stable interface (docs/adr/0072),
 and the version the run showed the model is known for certain, where a
 number the model copies back may be wrong.
 """

@@ -1,4 +1,4 @@
-"""The JSON envelope every tool returns (core seed §5.3).
+"""The JSON envelope every tool returns (docs/adr/0072).
 
 Success: {"success": true, "summary": ..., ["skipped": true], ["artifact": {...}, "artifact_id": N]}
 Failure: {"success": false, "error": ..., ["refused": true], ["overlap": true]}

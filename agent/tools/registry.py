@@ -2,7 +2,7 @@
 
 Each domain module registers its `@workspace_tool` functions when imported.
 `DOMAINS` gives the order the model sees them in (then definition order
-inside each module): the seed's §5.2 order, tables (§10.3) last. A new tool
+inside each module): the order of docs/adr/0072, tables last. A new tool
 in an existing module needs nothing here; a new domain module is one more
 entry.
 """

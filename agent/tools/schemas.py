@@ -1,4 +1,4 @@
-"""Argument schemas of the agent tools (core seed §5.2). The model reads the
+"""Argument schemas of the agent tools (docs/adr/0072). The model reads the
 field descriptions, so they say what to pass, in plain words. The decorator
 adds `action_and_reasoning` to each; do not declare it here."""
 

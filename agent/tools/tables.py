@@ -1,4 +1,5 @@
-"""Data tables (core seed §10.3's recipe): a typed artifact rendered in the centre panel.
+"""Data tables: a typed artifact rendered in the centre panel, added as any new
+artifact type is (a tool, a renderer, a line in the tool guide: docs/adr/0072).
 
 Payload for artifact_type "data_table":
     {"title": str, "description": str, "columns": [str, ...], "rows": [[cell, ...], ...]}

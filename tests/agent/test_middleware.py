@@ -1,4 +1,4 @@
-"""Model-call retry (core seed §4.1): blank and malformed replies are re-asked,
+"""Model-call retry (docs/adr/0072): blank and malformed replies are re-asked,
 truncated ones are reported, and only the kept attempt reaches the stream."""
 
 import logging

@@ -1,4 +1,4 @@
-"""The model factory reads its configuration from settings (DESIGN §4)."""
+"""The model factory reads its configuration from settings (docs/adr/0072)."""
 
 import pytest
 

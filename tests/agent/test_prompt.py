@@ -1,6 +1,6 @@
-"""agent.prompt: the static system prompt covers every part of core seed §3.1
-and names every tool; the <workspace> block follows it, character for
-character (core seed §3.2)."""
+"""agent.prompt: the static system prompt has every section and rule below
+and names every tool; the <workspace> block follows it, in the format of
+docs/adr/0072, character for character."""
 
 import re
 from datetime import UTC, datetime

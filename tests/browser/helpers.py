@@ -73,7 +73,7 @@ def wait_for_socket(page: Page) -> None:
     )
 
 
-# --- The core seed's §9 example: a chart request answered by a scripted model.
+# --- A chart asked for in the chat, answered by a scripted model.
 
 MODEL = "scripted-model"
 REQUEST = "chart Q1 vs Q2 revenue: 120, 180"

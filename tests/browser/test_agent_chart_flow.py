@@ -1,4 +1,4 @@
-"""Issue 3 end to end in Chromium: the core seed's §9 example.
+"""Issue 3 end to end in Chromium: a chart asked for in the chat.
 
 The real app runs against a local OpenAI-compatible server (the real
 ChatOpenAI client, real SSE streaming) scripted to answer "chart Q1 vs Q2

@@ -1,4 +1,4 @@
-"""Scale-out (DESIGN §4): two server processes on one PostgreSQL database and
+"""Scale-out (docs/adr/0072): two server processes on one PostgreSQL database and
 one Redis channel layer. A turn sent to one process streams live to a tab of
 the same thread connected to the other, and its history (PostgreSQL
 checkpointer) reloads from either."""

@@ -1,5 +1,5 @@
 """Script injection, in Chromium, in every field a person or the agent fills
-(DESIGN §4: all user- and agent-written text is escaped, markdown is
+(docs/adr/0072: all user- and agent-written text is escaped, markdown is
 rendered with a real parser and sanitised; agent artifacts are JSON, never
 HTML, SVG or JS).
 

@@ -1,5 +1,5 @@
 """Every WebSocket route of the ASGI application refuses other people's
-threads (DESIGN §7), enumerated from the application itself so a new route
+threads (docs/adr/0072), enumerated from the application itself so a new route
 is tested the day it is wired in (the HTTP routes: tests/haico_site/test_urls.py).
 
 A page of another site cannot open one with the person's cookie (the origin

@@ -1,5 +1,5 @@
 """Every HTTP route of the site, enumerated from the URL conf, refuses people
-who must not use it (DESIGN §7: every endpoint refuses other users' threads).
+who must not use it (docs/adr/0072: every endpoint refuses other users' threads).
 
 The routes are walked from `get_resolver()` through every include, so a new
 route is tested the day it is added: a route missing from `ROUTES` (or from

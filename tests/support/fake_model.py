@@ -1,9 +1,9 @@
 """A scripted, tool-calling chat model for offline agent tests and the bench.
 
-LangChain's own fakes refuse `bind_tools` and drop tool calls when streamed
-(STACK_NOTES), so this one streams like a real provider: content tokens, then
-one chunk per tool call carrying `tool_call_chunks`, then a last chunk with
-`finish_reason`. Every request's messages are recorded in `requests`, so a
+LangChain's own fakes (GenericFakeChatModel, FakeMessagesListChatModel)
+refuse `bind_tools`, and drop tool calls when streamed, so this one streams
+like a real provider: content tokens, then one chunk per tool call carrying
+`tool_call_chunks`, then a last chunk with `finish_reason`. Every request's messages are recorded in `requests`, so a
 test can read the system prompt each model call saw.
 """
 

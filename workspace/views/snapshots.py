@@ -1,4 +1,4 @@
-"""The owner's JSON reads of the per-turn snapshots (core seed §6): the
+"""The owner's JSON reads of the per-turn snapshots (docs/adr/0015, 0072): the
 compact list and one snapshot as captured. Another person's thread, or a
 turn with no snapshot, is a 404."""
 

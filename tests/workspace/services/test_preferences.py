@@ -11,8 +11,8 @@ from workspace.services import preferences as preferences_services
 
 pytestmark = pytest.mark.django_db
 
-# The seeds word it "locked and cannot be modified/removed ... the user must
-# unlock it first" (core seed §5.2); the agent tools' tests pin the full text.
+# The agent is told the preference is locked and the user must unlock it
+# first (docs/adr/0072); the agent tools' tests pin the full text.
 LOCKED_HINT = "ask the user to unlock it first."
 
 
