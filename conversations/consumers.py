@@ -247,7 +247,8 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             # The page thought one was: it shows how the latest turn really
             # ended, and idle controls (a push it missed, docs/adr/0043).
             ended = await database_sync_to_async(registry.ended_html)(thread.pk)
-            await self.send(text_data=fragments.notice("No turn is running.") + (ended or fragments.controls(running=False)))
+            # The notice last: the turn's end clears notices said while it ran.
+            await self.send(text_data=(ended or fragments.controls(running=False)) + fragments.notice("No turn is running."))
 
     async def _retry(self, turn):
         thread = await self._current_thread()

@@ -133,6 +133,17 @@
 
   HAICO.syncChat = syncChat;
 
+  // A turn the page already shows is never added a second time: the chat
+  // fetched above and the socket's push of a new turn can both bring it.
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var detail = event.detail;
+    if (!detail || !detail.target || detail.target.id !== "chat-messages" || !detail.fragment) return;
+    var turns = detail.fragment.querySelectorAll ? detail.fragment.querySelectorAll("article.turn[id]") : [];
+    Array.prototype.forEach.call(turns, function (turn) {
+      if (document.getElementById(turn.id)) turn.remove();
+    });
+  });
+
   document.addEventListener("htmx:wsAfterMessage", function () { lastSocketMessage = Date.now(); });
 
   setInterval(function () {

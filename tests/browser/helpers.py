@@ -36,6 +36,8 @@ def create_thread(page: Page, base_url: str) -> str:
     page.goto(f"{base_url}/threads/")
     page.get_by_role("button", name="New thread").click()
     expect(page).to_have_url(WORKSPACE_URL)
+    # Its scripts have run (htmx's and ours): a control used before then does nothing.
+    page.wait_for_load_state("load")
     return page.url
 
 
@@ -47,6 +49,8 @@ def open_add_form(page: Page, region: str, form: str):
     from its compact "Add" control if it is closed."""
     panel = page.get_by_role("region", name=region)
     add = panel.get_by_role("form", name=form)
+    # The toggle's handler is the page's script: clicked before it ran, nothing opens.
+    page.wait_for_load_state("load")
     if not add.is_visible():
         panel.get_by_role("button", name=ADD_TOGGLES[form], exact=True).click()
     expect(add).to_be_visible()
