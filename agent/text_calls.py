@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 import logging
+import math
 import re
 import uuid
 from collections.abc import Iterable

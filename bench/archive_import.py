@@ -38,7 +38,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,7 +84,7 @@ def build_archive(*, target_mb: float, seed: int = 7) -> bytes:
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_to_dict
 
     rng = random.Random(seed)
-    start = datetime.now(timezone.utc) - timedelta(days=30)
+    start = datetime.now(UTC) - timedelta(days=30)
     scale = target_mb / 15  # the sizes below make about 15 MB
     turns = max(1, round(100 * scale))
     revisions_count = max(1, round(220 * scale))
@@ -126,7 +126,7 @@ def build_archive(*, target_mb: float, seed: int = 7) -> bytes:
             "at": iso(at),
         })
     archive = {
-        "format": "haico.thread", "version": 1, "exported_at": iso(datetime.now(timezone.utc)),
+        "format": "haico.thread", "version": 1, "exported_at": iso(datetime.now(UTC)),
         "thread": {"id": str(uuid.uuid4()), "title": "A long collaboration", "turns": turns, "mode": "execute",
                    "chat_model": "", "created_at": iso(start)},
         "workspace": {

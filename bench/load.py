@@ -805,7 +805,7 @@ def main() -> None:
         print_report({key: aggregate(samples) for key, samples in rows.items()}, args, ns, configs, res)
     except KeyboardInterrupt:
         print("\ninterrupted; stopping servers and dropping the bench databases", file=sys.stderr)
-        raise SystemExit(130)
+        raise SystemExit(130) from None
     finally:
         res.cleanup()
 

@@ -164,7 +164,7 @@ async def time_haico(ws: Workspace, steps: int, answer: str = ANSWER) -> float:
     while True:
         try:
             await asyncio.wait_for(layer.receive(listener), timeout=0.001)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             break
     await layer.group_discard(group_name(thread.pk), listener)
     return elapsed

@@ -20,8 +20,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET
 
-from workspace import selectors as workspace_selectors
 from workspace import admin as workspace_admin
+from workspace import selectors as workspace_selectors
 from workspace.admin import ReadOnlyAdminMixin
 from workspace.markdown import render_markdown
 from workspace.models import Document, DocumentRevision, Preference, Thread, WorkspaceSnapshot

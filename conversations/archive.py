@@ -151,10 +151,10 @@ def read_archive(raw: bytes) -> dict:
     try:
         # NaN and Infinity are Python's extension of JSON; no database stores them.
         data = json.loads(raw.decode("utf-8"), parse_constant=_not_json)
-    except UnicodeDecodeError:
-        raise ArchiveRefused("The file is not a HAICO thread archive (it is not UTF-8 text).")
-    except (ValueError, RecursionError):
-        raise ArchiveRefused("The file is not a HAICO thread archive (it is not valid JSON).")
+    except UnicodeDecodeError as exc:
+        raise ArchiveRefused("The file is not a HAICO thread archive (it is not UTF-8 text).") from exc
+    except (ValueError, RecursionError) as exc:
+        raise ArchiveRefused("The file is not a HAICO thread archive (it is not valid JSON).") from exc
     if not isinstance(data, dict) or data.get("format") != ARCHIVE_FORMAT:
         raise ArchiveRefused("The file is not a HAICO thread archive.")
     version = data.get("version")
@@ -182,16 +182,16 @@ def _messages(items: list, *, turns: int) -> list:
         _check_message_data(Fields(value["data"], f"{path}.data"))
         try:
             (message,) = messages_from_dict([value])
-        except (ValueError, TypeError, KeyError, AttributeError):
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
             # pydantic's errors (ValueError) name internals, and LangChain
             # reads some fields before checking them; the path helps more.
-            raise ArchiveRefused(f"{path}: not a valid message.")
+            raise ArchiveRefused(f"{path}: not a valid message.") from exc
         messages.append(message)
     try:
         if len(history_prefix(messages, through_turn=turns)) != len(messages):
             raise ArchiveRefused("transcript.messages: holds more turns than the thread has.")
-    except HistoryNotSplittable:
-        raise ArchiveRefused("transcript.messages: a tool call has no result, so the history cannot be continued.")
+    except HistoryNotSplittable as exc:
+        raise ArchiveRefused("transcript.messages: a tool call has no result, so the history cannot be continued.") from exc
     return messages
 
 
@@ -344,7 +344,7 @@ def import_archive(*, raw: bytes, owner: AbstractBaseUser) -> Thread:
     try:
         title = clean_title(parsed["title"])
     except InvalidInput as exc:
-        raise ArchiveRefused(f"thread.title: {exc.message}")
+        raise ArchiveRefused(f"thread.title: {exc.message}") from exc
     new_id = uuid.uuid4()
     try:
         checked = time.monotonic()

@@ -35,8 +35,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from agent.history import read_messages
 from agent import catalogue
+from agent.history import read_messages
 from agent.model import ModelNotConfigured
 from agent.seeding import (
     HistoryNotSplittable,

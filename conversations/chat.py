@@ -12,8 +12,8 @@ a failed turn's error message is in the activity log.
 
 from django.conf import settings
 
-from agent.history import PastTurn, past_turns
 from agent import catalogue
+from agent.history import PastTurn, past_turns
 from workspace.models import Thread
 from workspace.selectors import snapshot_messages_for
 

@@ -83,9 +83,9 @@ class HtmxErrorsMiddleware:
         try:
             # What CsrfViewMiddleware and the view would read; reading it is
             # where Django applies its size limits.
-            request.POST
+            request.POST  # noqa: B018  (read for its side effect)
             if request.content_type != "multipart/form-data":
-                request.body
+                request.body  # noqa: B018  (read for its side effect)
         except (RequestDataTooBig, TooManyFieldsSent) as exc:
             message = too_big_message(request, exc)
             if request.htmx:

@@ -12,8 +12,7 @@ limits the services apply, and answers the first problem with where it is
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
@@ -185,7 +184,7 @@ class Fields:
 # How far ahead of this server's clock an archive's time may be (another
 # server's clock); later than that, it was made up.
 CLOCK_SKEW = timedelta(days=1)
-EARLIEST = datetime(2000, 1, 1, tzinfo=dt_timezone.utc)
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 def parse_time(value, path: str) -> datetime:
@@ -193,14 +192,14 @@ def parse_time(value, path: str) -> datetime:
         raise ArchiveRefused(f"{path}: expected a date and time (ISO 8601, e.g. 2026-01-31T09:30:00+00:00).")
     try:
         moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise ArchiveRefused(f"{path}: expected a date and time (ISO 8601, e.g. 2026-01-31T09:30:00+00:00).")
+    except ValueError as exc:
+        raise ArchiveRefused(f"{path}: expected a date and time (ISO 8601, e.g. 2026-01-31T09:30:00+00:00).") from exc
     if timezone.is_naive(moment):
-        moment = moment.replace(tzinfo=dt_timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     try:
-        moment = moment.astimezone(dt_timezone.utc)
-    except OverflowError:  # year 1 with a zone east of UTC
-        raise ArchiveRefused(f"{path}: not a time this server can store.")
+        moment = moment.astimezone(UTC)
+    except OverflowError as exc:  # year 1 with a zone east of UTC
+        raise ArchiveRefused(f"{path}: not a time this server can store.") from exc
     if moment < EARLIEST:
         raise ArchiveRefused(f"{path}: {value} is before the year {EARLIEST.year}.")
     if moment > timezone.now() + CLOCK_SKEW:

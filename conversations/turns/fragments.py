@@ -9,8 +9,8 @@ from django.template.loader import render_to_string
 from django.utils.html import escape
 
 from workspace.diff import diff_text
-from workspace.models import Thread
 from workspace.markdown import render_markdown
+from workspace.models import Thread
 
 from .outcome import Marker, marker
 

@@ -38,8 +38,8 @@ from ..approval import WAITING_MESSAGE, account_waits
 from ..archive import discard_abandoned_imports
 from ..branch_cleanup import abandoned_after, discard_abandoned_branches, discard_orphaned_histories
 from ..errors import ConversationError
-from ..models import Account, Turn
 from ..live import publisher
+from ..models import Account, Turn
 from ..selectors import latest_turn_row
 from . import fragments, guard, outcome
 from .run import Resume, TurnRun, stored_selection

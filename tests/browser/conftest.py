@@ -264,7 +264,7 @@ def _wait_until_serving(server: HaicoServer, timeout: float = 60) -> None:
             if exc.code < 500:
                 return
             raise RuntimeError(f"{probe} answered {exc.code}:\n{server.log_tail()}") from exc
-        except (urllib.error.URLError, ConnectionError, socket.timeout):
+        except (TimeoutError, urllib.error.URLError, ConnectionError):
             pass
         time.sleep(0.1)
     raise RuntimeError(f"the server did not answer within {timeout}s:\n{server.log_tail()}")

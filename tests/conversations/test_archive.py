@@ -22,8 +22,8 @@ from tests.support.fake_model import Reply, tool_call
 from tests.support.web import database_rows
 from workspace.archive import ArchiveRefused
 from workspace.models import Thread
-from workspace.services.document import document_save
 from workspace.services.archive import workspace_restore_parts
+from workspace.services.document import document_save
 from workspace.services.preferences import preference_add
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -76,7 +76,7 @@ async def test_fragments_queued_together_go_out_as_one_message_in_order(thread):
     while True:
         try:
             rest.append(await asyncio.wait_for(layer.receive(listener), 0.2))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             break
     messages = [first, *rest]
     assert "".join(m["html"] for m in messages) == "".join(f"<i>{n}</i>" for n in range(5))
@@ -234,7 +234,7 @@ async def _messages_of(layer, listener, quiet: float = 0.3) -> list[dict]:
     while True:
         try:
             messages.append(await asyncio.wait_for(layer.receive(listener), quiet))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return messages
 
 

@@ -10,11 +10,10 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-from conversations.sessions import SessionStore
 from django.contrib.sessions.models import Session
 from django.test import Client
 
-from conversations.sessions import session_signs_in
+from conversations.sessions import SessionStore, session_signs_in
 from tests.conftest import PASSWORD
 from tests.support.fake_model import Reply
 from workspace.models import WorkspaceSnapshot

@@ -80,7 +80,7 @@ async def test_a_turn_reaches_the_staff_view_when_it_ends(owner, staff, thread, 
             try:
                 frames.append(await socket.receive_from(timeout=2))
                 last_at = loop.time()
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break
         assert frames and "The answer staff should see." in frames[-1] and "word79" in frames[-1]
         assert "a question" in frames[-1]

@@ -16,7 +16,6 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import brotli
 import pytest

@@ -41,7 +41,7 @@ class Node:
         self.pk = pk
         self.text = text
         self.done = False
-        self.children: list["Node"] = []
+        self.children: list[Node] = []
 
 
 class PlanModel:

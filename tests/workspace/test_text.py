@@ -24,7 +24,7 @@ SURROGATE = "\ud800"
     [
         (lambda t: objective_services.objective_set(thread=t, text=f"a{SURROGATE}b"), "Objective contains a character that cannot be stored"),
         (lambda t: preferences_services.preference_add(thread=t, title=SURROGATE, respect_lock=False), "Title contains a character"),
-        (lambda t: plan_services.todo_add(thread=t, text=f"step \udfff"), "Step text contains a character"),
+        (lambda t: plan_services.todo_add(thread=t, text="step \udfff"), "Step text contains a character"),
         (lambda t: document_services.document_save(thread=t, content=f"long text {SURROGATE}"), "Document content contains a character"),
         (
             lambda t: artifacts_services.artifact_create(thread=t, artifact_type="table", title="T", payload={"v": [SURROGATE]}, turn_index=0),

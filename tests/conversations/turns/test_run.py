@@ -115,7 +115,7 @@ async def test_turn_fragments_go_only_to_the_threads_group(owner, thread, script
     while True:
         try:
             received.append(await asyncio.wait_for(layer.receive(mine), 0.2))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             break
     assert received and all(event["type"] == "thread.fragment" for event in received)
     assert "<p>hello there</p>" in received[-1]["html"]
