@@ -70,9 +70,16 @@ def chat_turns(*, thread: Thread, user=None) -> list[dict]:
             answer, ending = turn.answer, marker(status=Turn.Status.COMPLETE)
         shown.append(
             turn_context(
-                turn_index=index, user_message=turn.user_message, steps=turn.steps, answer=answer,
-                running=is_running, ending=ending, latest=index == latest,
-                thread_id=thread.pk, feedback_count=feedback.get(index, 0), versions=versions.get(index),
+                turn_index=index,
+                user_message=turn.user_message,
+                steps=turn.steps,
+                answer=answer,
+                running=is_running,
+                ending=ending,
+                latest=index == latest,
+                thread_id=thread.pk,
+                feedback_count=feedback.get(index, 0),
+                versions=versions.get(index),
                 approval=approval_view(row.approval, pending=row.status == Turn.Status.AWAITING) if row else None,
                 mode=row.mode if row else "",
             )

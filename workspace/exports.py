@@ -535,11 +535,20 @@ def _hyperlink(paragraph, url: str | None):
 
 
 def artifact_json(artifact: Artifact) -> str:
-    return json.dumps(
-        {"artifact_type": artifact.artifact_type, "title": artifact.title, "turn": artifact.turn_index,
-         "payload": artifact.payload},
-        indent=2, ensure_ascii=False, default=str,
-    ) + "\n"
+    return (
+        json.dumps(
+            {
+                "artifact_type": artifact.artifact_type,
+                "title": artifact.title,
+                "turn": artifact.turn_index,
+                "payload": artifact.payload,
+            },
+            indent=2,
+            ensure_ascii=False,
+            default=str,
+        )
+        + "\n"
+    )
 
 
 def artifact_csv(artifact: Artifact) -> str:

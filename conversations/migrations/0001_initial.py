@@ -8,7 +8,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -17,96 +16,158 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Thread',
+            name="Thread",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('title', models.CharField(default='New thread', max_length=200)),
-                ('turn_index', models.PositiveIntegerField(default=0)),
-                ('is_deleted', models.BooleanField(default=False)),
-                ('deleted_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_activity_at', models.DateTimeField(auto_now_add=True)),
-                ('running_turn_index', models.PositiveIntegerField(blank=True, null=True)),
-                ('running_since', models.DateTimeField(blank=True, null=True)),
-                ('cancel_requested', models.BooleanField(default=False)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='threads', to=settings.AUTH_USER_MODEL)),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ("title", models.CharField(default="New thread", max_length=200)),
+                ("turn_index", models.PositiveIntegerField(default=0)),
+                ("is_deleted", models.BooleanField(default=False)),
+                ("deleted_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_activity_at", models.DateTimeField(auto_now_add=True)),
+                ("running_turn_index", models.PositiveIntegerField(blank=True, null=True)),
+                ("running_since", models.DateTimeField(blank=True, null=True)),
+                ("cancel_requested", models.BooleanField(default=False)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="threads", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-last_activity_at'],
+                "ordering": ["-last_activity_at"],
             },
         ),
         migrations.CreateModel(
-            name='ModerationAction',
+            name="ModerationAction",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('action', models.CharField(choices=[('soft_delete', 'Soft-deleted'), ('restore', 'Restored'), ('lock_preference', 'Locked a preference'), ('unlock_preference', 'Unlocked a preference')], max_length=30)),
-                ('detail', models.CharField(blank=True, max_length=500)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('staff_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='moderation_actions', to=settings.AUTH_USER_MODEL)),
-                ('thread', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='moderation_actions', to='conversations.thread')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "action",
+                    models.CharField(
+                        choices=[
+                            ("soft_delete", "Soft-deleted"),
+                            ("restore", "Restored"),
+                            ("lock_preference", "Locked a preference"),
+                            ("unlock_preference", "Unlocked a preference"),
+                        ],
+                        max_length=30,
+                    ),
+                ),
+                ("detail", models.CharField(blank=True, max_length=500)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "staff_user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="moderation_actions",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "thread",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="moderation_actions", to="conversations.thread"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Feedback',
+            name="Feedback",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('turn_index', models.PositiveIntegerField()),
-                ('scope', models.CharField(choices=[('turn', 'Turn'), ('thread', 'Thread')], default='turn', max_length=10)),
-                ('aspect', models.CharField(default='overall', max_length=50)),
-                ('rating', models.SmallIntegerField()),
-                ('comment', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='feedback', to=settings.AUTH_USER_MODEL)),
-                ('thread', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='feedback', to='conversations.thread')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("turn_index", models.PositiveIntegerField()),
+                ("scope", models.CharField(choices=[("turn", "Turn"), ("thread", "Thread")], default="turn", max_length=10)),
+                ("aspect", models.CharField(default="overall", max_length=50)),
+                ("rating", models.SmallIntegerField()),
+                ("comment", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="feedback", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "thread",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="feedback", to="conversations.thread"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='BranchLink',
+            name="BranchLink",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('branch_point_turn', models.PositiveIntegerField()),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('active', 'Active')], default='pending', max_length=10)),
-                ('reason', models.CharField(blank=True, max_length=500)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('parent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='child_links', to='conversations.thread')),
-                ('thread', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='branch_link', to='conversations.thread')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("branch_point_turn", models.PositiveIntegerField()),
+                (
+                    "status",
+                    models.CharField(choices=[("pending", "Pending"), ("active", "Active")], default="pending", max_length=10),
+                ),
+                ("reason", models.CharField(blank=True, max_length=500)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="child_links", to="conversations.thread"
+                    ),
+                ),
+                (
+                    "thread",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="branch_link", to="conversations.thread"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ActivityLogEntry',
+            name="ActivityLogEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('turn_index', models.PositiveIntegerField(blank=True, null=True)),
-                ('level', models.CharField(choices=[('info', 'Info'), ('warning', 'Warning'), ('error', 'Error')], default='info', max_length=10)),
-                ('message', models.TextField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('thread', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='activity', to='conversations.thread')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("turn_index", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "level",
+                    models.CharField(
+                        choices=[("info", "Info"), ("warning", "Warning"), ("error", "Error")], default="info", max_length=10
+                    ),
+                ),
+                ("message", models.TextField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "thread",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="activity", to="conversations.thread"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.AddIndex(
-            model_name='thread',
-            index=models.Index(fields=['owner', 'is_deleted', '-last_activity_at'], name='thread_owner_activity_idx'),
+            model_name="thread",
+            index=models.Index(fields=["owner", "is_deleted", "-last_activity_at"], name="thread_owner_activity_idx"),
         ),
         migrations.AddIndex(
-            model_name='moderationaction',
-            index=models.Index(fields=['thread', '-created_at'], name='moderation_thread_idx'),
+            model_name="moderationaction",
+            index=models.Index(fields=["thread", "-created_at"], name="moderation_thread_idx"),
         ),
         migrations.AddIndex(
-            model_name='feedback',
-            index=models.Index(fields=['thread', 'turn_index'], name='feedback_thread_turn_idx'),
+            model_name="feedback",
+            index=models.Index(fields=["thread", "turn_index"], name="feedback_thread_turn_idx"),
         ),
         migrations.AddIndex(
-            model_name='branchlink',
-            index=models.Index(fields=['parent', 'status'], name='branch_parent_status_idx'),
+            model_name="branchlink",
+            index=models.Index(fields=["parent", "status"], name="branch_parent_status_idx"),
         ),
         migrations.AddIndex(
-            model_name='activitylogentry',
-            index=models.Index(fields=['thread', '-created_at'], name='activity_thread_idx'),
+            model_name="activitylogentry",
+            index=models.Index(fields=["thread", "-created_at"], name="activity_thread_idx"),
         ),
     ]

@@ -113,7 +113,9 @@ async def test_logging_out_in_the_admin_closes_the_sessions_sockets_too(staff, t
     await _ended(tab)
 
 
-async def test_a_password_change_ends_other_sessions_sockets_at_their_next_message_and_keeps_its_own(owner, thread, script, session_sockets):
+async def test_a_password_change_ends_other_sessions_sockets_at_their_next_message_and_keeps_its_own(
+    owner, thread, script, session_sockets
+):
     script(Reply(text="must not run"))
     stale, changing = await _log_in(owner), await _log_in(owner)
     stale_tab = await session_sockets(thread, stale)

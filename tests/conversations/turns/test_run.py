@@ -71,7 +71,7 @@ async def test_a_stop_during_a_tool_call_leaves_every_call_answered(owner, threa
     )
     socket = await sockets(thread.pk, owner)
     await _start(thread, "ship it")
-    await frame_containing(socket, 'innerHTML:#objective-view')  # the fast tool has finished
+    await frame_containing(socket, "innerHTML:#objective-view")  # the fast tool has finished
     assert await registry.request_stop(thread=thread)
     frames = await frames_until_turn_end(socket)
     assert "Stopped" in frames[-1]
