@@ -15,11 +15,15 @@ from .models import CatalogueModel, Provider
 
 class ProviderForm(forms.ModelForm):
     base_url = forms.URLField(
-        label="Base URL", max_length=500, assume_scheme="https",
+        label="Base URL",
+        max_length=500,
+        assume_scheme="https",
         help_text="The OpenAI-compatible endpoint, e.g. https://api.openai.com/v1 or http://localhost:11434/v1.",
     )
     new_api_key = forms.CharField(
-        label="API key", required=False, strip=True,
+        label="API key",
+        required=False,
+        strip=True,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
         help_text="Type a key to set or replace it; leave blank to keep the stored one. It is never shown again.",
     )
@@ -101,7 +105,9 @@ class CatalogueModelForm(forms.ModelForm):
                 others = others.exclude(pk=self.instance.pk)
             other = others.select_related("provider").first()
             if other is not None:
-                self.add_error("is_default", f"{other} is the default; use the list's action to make this one the default instead.")
+                self.add_error(
+                    "is_default", f"{other} is the default; use the list's action to make this one the default instead."
+                )
         return data
 
 

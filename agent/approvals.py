@@ -87,7 +87,11 @@ def _document_request(thread, args: dict) -> dict | None:
         "summary": f"Replace the document “{document.title}”: about {round(share * 100)}% of its text would be removed.",
         "details": [],
         "document": {
-            "old": old, "new": content, "old_title": document.title, "new_title": title, "version": document.version,
+            "old": old,
+            "new": content,
+            "old_title": document.title,
+            "new_title": title,
+            "version": document.version,
         },
     }
 
@@ -201,7 +205,9 @@ class ApprovalMiddleware(AgentMiddleware):
         summary = (asked or {}).get("summary") or "the change was not made."
         return ToolMessage(
             content=rejected_envelope(REJECTED.format(summary=summary)),
-            tool_call_id=call["id"], name=call.get("name"), status="error",
+            tool_call_id=call["id"],
+            name=call.get("name"),
+            status="error",
         )
 
     async def awrap_tool_call(self, request, handler):

@@ -164,7 +164,8 @@ class AgentProvider:
         # provider: those graphs are stale.
         provider, version, _name = model_key
         self._graphs = {
-            k: v for k, v in self._graphs.items()
+            k: v
+            for k, v in self._graphs.items()
             if v[0] is checkpointer and not (provider is not None and k[0][0] == provider and k[0][1] != version)
         }
         graph = build_agent(model=self.model_factory(model), checkpointer=checkpointer)

@@ -73,8 +73,15 @@ def _env_names() -> list[str]:
 def env_choices() -> list[ModelChoice]:
     base_url, api_key = settings.OPENAI_BASE_URL or "", settings.OPENAI_API_KEY or ""
     return [
-        ModelChoice(key=ENV_PREFIX + name, label=name, model=name, provider_name=ENV_PROVIDER_NAME, provider_id=None,
-                    base_url=base_url, api_key=api_key)
+        ModelChoice(
+            key=ENV_PREFIX + name,
+            label=name,
+            model=name,
+            provider_name=ENV_PROVIDER_NAME,
+            provider_id=None,
+            base_url=base_url,
+            api_key=api_key,
+        )
         for name in _env_names()
     ]
 
@@ -82,8 +89,13 @@ def env_choices() -> list[ModelChoice]:
 def _catalogue_choice(row) -> ModelChoice:
     provider = row.provider
     return ModelChoice(
-        key=f"{CATALOGUE_PREFIX}{row.pk}", label=f"{row.label or row.name} ({provider.name})", model=row.name,
-        provider_name=provider.name, provider_id=provider.pk, base_url=provider.base_url, api_key=provider.api_key,
+        key=f"{CATALOGUE_PREFIX}{row.pk}",
+        label=f"{row.label or row.name} ({provider.name})",
+        model=row.name,
+        provider_name=provider.name,
+        provider_id=provider.pk,
+        base_url=provider.base_url,
+        api_key=provider.api_key,
         version=provider.updated_at.isoformat() if provider.updated_at else "",
     )
 

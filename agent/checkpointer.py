@@ -174,7 +174,11 @@ async def get_checkpointer() -> BaseCheckpointSaver:
     global _current
     loop = asyncio.get_running_loop()
     opened = _current
-    if opened is None or opened.loop is not loop or (opened.ready.done() and (opened.ready.cancelled() or opened.ready.exception())):
+    if (
+        opened is None
+        or opened.loop is not loop
+        or (opened.ready.done() and (opened.ready.cancelled() or opened.ready.exception()))
+    ):
         if opened is not None and opened.loop is not loop:
             # The loop that owned it is gone (a finished test); it cannot be
             # awaited from here, so it is only dropped.

@@ -132,6 +132,5 @@ class ApprovalAsked:
 
 
 AgentEvent = (
-    Token | DraftWithdrawn | StepsStarted | StepFinished | Answer | Diagnostic | ModelCallRetried | CapReached
-    | ApprovalAsked
+    Token | DraftWithdrawn | StepsStarted | StepFinished | Answer | Diagnostic | ModelCallRetried | CapReached | ApprovalAsked
 )

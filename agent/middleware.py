@@ -166,7 +166,7 @@ def with_refusals(message: AIMessage, refused: dict[str, str]) -> AIMessage:
 
 
 def retry_reason(message: AIMessage) -> str | None:
-    """"malformed", "blank", or None when the reply is usable as it is.
+    """ "malformed", "blank", or None when the reply is usable as it is.
 
     A truncated reply is never retried: under the same output limit it would
     be cut off again (usually inside a tool call's largest argument).
@@ -432,7 +432,7 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
     # -- shared -----------------------------------------------------------
 
     def _judge(self, response, attempt: int, *, shortened: bool) -> str | None:
-        """"retry", "shorter" (retry with a note to write less), a verdict to
+        """ "retry", "shorter" (retry with a note to write less), a verdict to
         report ("truncated" / "exhausted:<reason>"), or None."""
         reply = _reply_of(response)
         if reply is None:
@@ -545,9 +545,11 @@ def _gave_up(attempts: ModelAttempts, exc: BaseException) -> None:
         return  # a stop, not a failure
     attempts.gave_up()
     try:
-        setattr(exc, MODEL_RETRIES_ATTR, ModelCallRetried(
-            reasons=tuple(attempts.reasons), detail="\n".join(attempts.details), succeeded=False
-        ))
+        setattr(
+            exc,
+            MODEL_RETRIES_ATTR,
+            ModelCallRetried(reasons=tuple(attempts.reasons), detail="\n".join(attempts.details), succeeded=False),
+        )
     except Exception:
         logger.debug("could not mark %r with its attempts", exc, exc_info=True)
 

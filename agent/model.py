@@ -183,6 +183,7 @@ def _http_clients(*, secret: str = "") -> dict:
     model (docs/adr/0008). `secret`, the provider's API key, is blanked out
     of any error body the hooks keep: some providers echo the key they were
     sent (docs/adr/0062)."""
+
     def on_response(response) -> None:
         _on_response(response, secret)
 

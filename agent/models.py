@@ -49,7 +49,9 @@ class CatalogueModel(models.Model):
 
     provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="models")
     name = models.CharField(max_length=MODEL_NAME_MAX_CHARS, help_text="The model name the provider knows, e.g. gpt-4o-mini.")
-    label = models.CharField(max_length=MODEL_NAME_MAX_CHARS, blank=True, help_text="Shown in the Model selector; blank: the name.")
+    label = models.CharField(
+        max_length=MODEL_NAME_MAX_CHARS, blank=True, help_text="Shown in the Model selector; blank: the name."
+    )
     enabled = models.BooleanField(default=True)
     everyone = models.BooleanField(default=True, help_text="Offered to everyone; off: only to the people chosen below.")
     people = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="catalogue_models")

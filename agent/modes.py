@@ -97,11 +97,7 @@ def label(mode: str) -> str:
 
 def _allowed_names(mode: str) -> frozenset[str]:
     domains = rules_for(mode).domains
-    return frozenset(
-        spec.name
-        for spec in tool_specs()
-        if spec.read_only or domains is None or spec.body.__module__ in domains
-    )
+    return frozenset(spec.name for spec in tool_specs() if spec.read_only or domains is None or spec.body.__module__ in domains)
 
 
 ALLOWED_TOOLS = {mode: _allowed_names(mode) for mode in Mode.values}
@@ -125,9 +121,7 @@ def mode_prompt(mode: str) -> str:
 
 def call_limits() -> dict[str, int]:
     """Each mode's cap on model calls per turn, from the settings (0: none)."""
-    return {
-        mode: getattr(settings, CALL_LIMIT_SETTINGS[mode], DEFAULT_CALL_LIMITS[mode]) for mode in Mode.values
-    }
+    return {mode: getattr(settings, CALL_LIMIT_SETTINGS[mode], DEFAULT_CALL_LIMITS[mode]) for mode in Mode.values}
 
 
 def out_of_mode_error(name: str, mode: str) -> str:

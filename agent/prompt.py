@@ -222,10 +222,7 @@ def _latest_artifact_line(reading: selectors.WorkspaceReading) -> str | None:
     if reading.latest_artifact is None:
         return None
     artifact_id, artifact_type, turn_index, title = reading.latest_artifact
-    return (
-        f'<latest_artifact id="{artifact_id}" type="{_attr(artifact_type)}" '
-        f'turn_index="{turn_index}" title="{_attr(title)}"/>'
-    )
+    return f'<latest_artifact id="{artifact_id}" type="{_attr(artifact_type)}" turn_index="{turn_index}" title="{_attr(title)}"/>'
 
 
 def selection_in(reading: selectors.WorkspaceReading, selection: Selection | None) -> Selection | None:
@@ -236,7 +233,7 @@ def selection_in(reading: selectors.WorkspaceReading, selection: Selection | Non
     if selection is None or not selection.text:
         return None
     content = reading.document[1] if reading.document else ""
-    if content[selection.start:selection.end] == selection.text:
+    if content[selection.start : selection.end] == selection.text:
         return selection
     starts, at = [], content.find(selection.text)
     while at != -1 and len(starts) < 100:
@@ -276,9 +273,7 @@ def render_reading(reading: selectors.WorkspaceReading, selection: Selection | N
     return "<workspace>\n" + "\n\n".join(blocks) + "\n</workspace>"
 
 
-def build_system_prompt(
-    thread: Thread, selection: Selection | None = None, *, mode: str = modes.DEFAULT_MODE
-) -> str:
+def build_system_prompt(thread: Thread, selection: Selection | None = None, *, mode: str = modes.DEFAULT_MODE) -> str:
     """Static instructions first (a cacheable prefix), then the live
     workspace (with the person's selection, if any), then which mode the
     turn runs in."""

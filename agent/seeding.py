@@ -29,7 +29,6 @@ from .checkpointer import (
 )
 from .history import TURN_INDEX_KEY
 
-
 # A UUID's time counts 100 ns ticks from 1582-10-15; the Unix epoch is this many ticks later.
 _UUID_EPOCH_TICKS = 0x01B21DD213814000
 

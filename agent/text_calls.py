@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 import logging
+import math
 import re
 import uuid
 from collections.abc import Iterable
@@ -246,7 +246,7 @@ def _pythonic_list_at(text: str, start: int, tool_names: frozenset[str]) -> tupl
     for tries, bracket in enumerate(_LINE_END_AFTER_BRACKET.finditer(text, start)):
         if tries >= _PYTHONIC_TRIES:
             return None
-        calls = _pythonic_calls(text[start:bracket.start() + 1], tool_names)
+        calls = _pythonic_calls(text[start : bracket.start() + 1], tool_names)
         if calls is not None:
             return calls, bracket.end()
     return None
@@ -266,7 +266,9 @@ _HARMONY = re.compile(
     r"(?:<\|start\|>\s*assistant\s*)?(?:<\|channel\|>\s*\w+\s*)?to=functions\.(?P<name>[\w\-.]+)\s*"
     r"(?:<\|channel\|>\s*\w+\s*)?(?:<\|constrain\|>\s*)?(?:json\s*)?<\|message\|>"
 )
-_HARMONY_ANALYSIS = re.compile(r"(?:<\|start\|>\s*assistant\s*)?<\|channel\|>\s*analysis\s*<\|message\|>.*?(?:<\|end\|>|\Z)", re.DOTALL)
+_HARMONY_ANALYSIS = re.compile(
+    r"(?:<\|start\|>\s*assistant\s*)?<\|channel\|>\s*analysis\s*<\|message\|>.*?(?:<\|end\|>|\Z)", re.DOTALL
+)
 _HARMONY_END = re.compile(r"\s*(?:<\|call\|>|<\|end\|>)")
 _FENCE = re.compile(
     r"```[ \t]*(?P<language>json|tool_call|tool_code|javascript|python|py)?[ \t]*\n(?P<body>.*?)\n?[ \t]*```", re.DOTALL
@@ -280,7 +282,7 @@ def _broken_after_marker(text: str, position: int, name: str | None) -> tuple[Te
     for its arguments when the name can be read, else nothing."""
     tail_end = _TAG_END.search(text, position)
     end = tail_end.end() if tail_end else len(text)
-    raw = text[position:tail_end.start() if tail_end else len(text)]
+    raw = text[position : tail_end.start() if tail_end else len(text)]
     if name is None:
         found = _NAME_IN_BROKEN_JSON.search(raw)
         name = found["name"] if found else None

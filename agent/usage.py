@@ -57,15 +57,19 @@ def _in(delta_seconds: float) -> str:
 
 
 def limit_message(window: TokenWindow, now: datetime | None = None) -> str:
-    """"You have used your 100 000 tokens for today; the limit resets at 00:00
+    """ "You have used your 100 000 tokens for today; the limit resets at 00:00
     UTC (in 3 h 12 min).\""""
     now = now or timezone.now()
     left = _in((window.resets_at - now).total_seconds())
     if window.period == DAY:
-        return (f"You have used your {tokens_text(window.limit)} tokens for today; "
-                f"the limit resets at {window.resets_at:%H:%M} UTC ({left}).")
-    return (f"You have used your {tokens_text(window.limit)} tokens for this month; "
-            f"the limit resets on {window.resets_at.day} {window.resets_at:%B} at {window.resets_at:%H:%M} UTC ({left}).")
+        return (
+            f"You have used your {tokens_text(window.limit)} tokens for today; "
+            f"the limit resets at {window.resets_at:%H:%M} UTC ({left})."
+        )
+    return (
+        f"You have used your {tokens_text(window.limit)} tokens for this month; "
+        f"the limit resets on {window.resets_at.day} {window.resets_at:%B} at {window.resets_at:%H:%M} UTC ({left})."
+    )
 
 
 STOPPED_AT_LIMIT = "I stopped here: {limit} Everything done so far is kept in the workspace."
@@ -87,9 +91,7 @@ def call_usage(request: ModelRequest, response) -> ModelCallUsage | None:
     if reported.get("input_tokens") is not None or reported.get("output_tokens") is not None:
         return ModelCallUsage(int(reported.get("input_tokens") or 0), int(reported.get("output_tokens") or 0), model=name)
     sent = [request.system_message, *request.messages] if request.system_message is not None else list(request.messages)
-    return ModelCallUsage(
-        count_tokens_approximately(sent), count_tokens_approximately([reply]), estimated=True, model=name
-    )
+    return ModelCallUsage(count_tokens_approximately(sent), count_tokens_approximately([reply]), estimated=True, model=name)
 
 
 def _budget(request: ModelRequest) -> TokenBudget | None:
@@ -141,10 +143,14 @@ class TokenLimitMiddleware(AgentMiddleware):
             return None
         limit = limit_message(window)
         logger.warning("turn stopped at the person's %s token limit of %s", window.period, window.limit)
-        _emit(CapReached(
-            cap="tokens", limit=window.limit, message=f"The turn stopped at your token limit: {limit}",
-            detail=f"{window.period} limit {window.limit}; used before the turn {window.used}, in the turn {budget.spent}",
-        ))
+        _emit(
+            CapReached(
+                cap="tokens",
+                limit=window.limit,
+                message=f"The turn stopped at your token limit: {limit}",
+                detail=f"{window.period} limit {window.limit}; used before the turn {window.used}, in the turn {budget.spent}",
+            )
+        )
         note = AIMessage(content=STOPPED_AT_LIMIT.format(limit=limit), response_metadata={SYNTHETIC_KEY: True})
         return ModelResponse(result=[note])
 
@@ -153,4 +159,3 @@ class TokenLimitMiddleware(AgentMiddleware):
 
     def wrap_model_call(self, request: ModelRequest, handler) -> ModelResponse:
         return self._limit_reached(request) or handler(request)
-

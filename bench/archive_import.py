@@ -38,7 +38,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,8 +58,9 @@ CSRF_SECRET = "benchbenchbenchbenchbenchbench32"
 
 
 def paragraph(rng: random.Random) -> str:
-    sentences = (" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 16))).capitalize() + "."
-                 for _ in range(rng.randint(2, 6)))
+    sentences = (
+        " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 16))).capitalize() + "." for _ in range(rng.randint(2, 6))
+    )
     return " ".join(sentences)
 
 
@@ -84,7 +85,7 @@ def build_archive(*, target_mb: float, seed: int = 7) -> bytes:
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_to_dict
 
     rng = random.Random(seed)
-    start = datetime.now(timezone.utc) - timedelta(days=30)
+    start = datetime.now(UTC) - timedelta(days=30)
     scale = target_mb / 15  # the sizes below make about 15 MB
     turns = max(1, round(100 * scale))
     revisions_count = max(1, round(220 * scale))
@@ -93,14 +94,21 @@ def build_archive(*, target_mb: float, seed: int = 7) -> bytes:
     for version in range(1, revisions_count + 1):
         text = edited(text, rng)
         texts.append(text)
-        revisions.append({
-            "version": version, "title": "Launch", "content": text, "author": rng.choice(["person", "agent"]),
-            "turn": min(turns, version * turns // revisions_count), "at": iso(start + timedelta(minutes=version * 10)),
-        })
-    plan = [{"text": f"Step {n}: {paragraph(rng)[:80]}", "done": n % 3 == 0, "depth": 0 if n % 4 == 0 else 1}
-            for n in range(60)]
-    preferences = [{"title": f"Rule {n}", "subtitle": paragraph(rng)[:200], "kind": "hard" if n < 5 else "soft",
-                    "locked": n % 7 == 0} for n in range(20)]
+        revisions.append(
+            {
+                "version": version,
+                "title": "Launch",
+                "content": text,
+                "author": rng.choice(["person", "agent"]),
+                "turn": min(turns, version * turns // revisions_count),
+                "at": iso(start + timedelta(minutes=version * 10)),
+            }
+        )
+    plan = [{"text": f"Step {n}: {paragraph(rng)[:80]}", "done": n % 3 == 0, "depth": 0 if n % 4 == 0 else 1} for n in range(60)]
+    preferences = [
+        {"title": f"Rule {n}", "subtitle": paragraph(rng)[:200], "kind": "hard" if n < 5 else "soft", "locked": n % 7 == 0}
+        for n in range(20)
+    ]
     messages, turn_rows, snapshots = [], [], []
     for turn in range(1, turns + 1):
         at = start + timedelta(minutes=turn * 22)
@@ -109,37 +117,82 @@ def build_archive(*, target_mb: float, seed: int = 7) -> bytes:
         call_id = f"call_{turn}"
         messages += [
             HumanMessage(question, response_metadata={"haico_turn_index": turn}),
-            AIMessage("", tool_calls=[{"name": "set_objective", "args": {"text": f"Goal {turn}",
-                                       "action_and_reasoning": "Noting the goal."}, "id": call_id}]),
+            AIMessage(
+                "",
+                tool_calls=[
+                    {
+                        "name": "set_objective",
+                        "args": {"text": f"Goal {turn}", "action_and_reasoning": "Noting the goal."},
+                        "id": call_id,
+                    }
+                ],
+            ),
             ToolMessage('{"success": true}', tool_call_id=call_id, name="set_objective"),
             AIMessage(answer),
         ]
-        turn_rows.append({
-            "index": turn, "user_message": question, "model": "bench", "status": "complete", "answer": answer,
-            "cut_off": False, "notice": "", "retry_of": None, "started_at": iso(at),
-            "ended_at": iso(at + timedelta(seconds=40)),
-        })
-        snapshots.append({
-            "turn": turn, "user_message": question, "document_title": "Launch",
-            "document_content": texts[min(len(texts) - 1, turn * revisions_count // turns - 1)],
-            "objective": f"Goal {turn - 1}" if turn > 1 else None, "preferences": preferences, "plan": plan,
-            "at": iso(at),
-        })
+        turn_rows.append(
+            {
+                "index": turn,
+                "user_message": question,
+                "model": "bench",
+                "status": "complete",
+                "answer": answer,
+                "cut_off": False,
+                "notice": "",
+                "retry_of": None,
+                "started_at": iso(at),
+                "ended_at": iso(at + timedelta(seconds=40)),
+            }
+        )
+        snapshots.append(
+            {
+                "turn": turn,
+                "user_message": question,
+                "document_title": "Launch",
+                "document_content": texts[min(len(texts) - 1, turn * revisions_count // turns - 1)],
+                "objective": f"Goal {turn - 1}" if turn > 1 else None,
+                "preferences": preferences,
+                "plan": plan,
+                "at": iso(at),
+            }
+        )
     archive = {
-        "format": "haico.thread", "version": 1, "exported_at": iso(datetime.now(timezone.utc)),
-        "thread": {"id": str(uuid.uuid4()), "title": "A long collaboration", "turns": turns, "mode": "execute",
-                   "chat_model": "", "created_at": iso(start)},
+        "format": "haico.thread",
+        "version": 1,
+        "exported_at": iso(datetime.now(UTC)),
+        "thread": {
+            "id": str(uuid.uuid4()),
+            "title": "A long collaboration",
+            "turns": turns,
+            "mode": "execute",
+            "chat_model": "",
+            "created_at": iso(start),
+        },
         "workspace": {
             "objective": f"Goal {turns}",
-            "objective_history": [{"text": f"Goal {n}", "author": "agent", "turn": min(turns, n * 2),
-                                   "at": iso(start + timedelta(minutes=n * 44))} for n in range(1, 51)],
+            "objective_history": [
+                {"text": f"Goal {n}", "author": "agent", "turn": min(turns, n * 2), "at": iso(start + timedelta(minutes=n * 44))}
+                for n in range(1, 51)
+            ],
             "preferences": preferences,
             "plan": plan,
-            "document": {"title": "Launch", "content": text, "version": revisions_count, "revisions": revisions,
-                         "review_decisions": []},
-            "artifacts": [{"artifact_type": "bar_chart", "title": f"Chart {n}", "turn": n,
-                           "payload": {"title": f"Chart {n}", "data": [{"name": f"Q{q}", "value": q * n} for q in range(1, 30)]},
-                           "at": iso(start + timedelta(minutes=n * 22))} for n in range(1, 31)],
+            "document": {
+                "title": "Launch",
+                "content": text,
+                "version": revisions_count,
+                "revisions": revisions,
+                "review_decisions": [],
+            },
+            "artifacts": [
+                {
+                    "artifact_type": "bar_chart",
+                    "title": f"Chart {n}",
+                    "turn": n,
+                    "payload": {"title": f"Chart {n}", "data": [{"name": f"Q{q}", "value": q * n} for q in range(1, 30)]},
+                    "at": iso(start + timedelta(minutes=n * 22)),
+                }
+                for n in range(1, 31)
+            ],
             "snapshots": snapshots,
         },
         "transcript": {"turns": turn_rows, "messages": messages_to_dict(messages)},
@@ -160,8 +213,7 @@ def _headers(cookie: str) -> dict:
 
 
 def post(url: str, *, cookie: str, body: bytes, content_type: str, timeout: float = 300.0) -> tuple[int, float]:
-    request = urllib.request.Request(url, data=body, method="POST",
-                                     headers={**_headers(cookie), "Content-Type": content_type})
+    request = urllib.request.Request(url, data=body, method="POST", headers={**_headers(cookie), "Content-Type": content_type})
     started = time.perf_counter()
     try:
         with _OPENER.open(request, timeout=timeout) as response:
@@ -177,9 +229,13 @@ def post(url: str, *, cookie: str, body: bytes, content_type: str, timeout: floa
 def upload(url: str, *, cookie: str, raw: bytes) -> tuple[int, float]:
     boundary = uuid.uuid4().hex
     body = (
-        f"--{boundary}\r\nContent-Disposition: form-data; name=\"archive\"; filename=\"big.haico.json\"\r\n"
-        "Content-Type: application/json\r\n\r\n"
-    ).encode() + raw + f"\r\n--{boundary}--\r\n".encode()
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="archive"; filename="big.haico.json"\r\n'
+            "Content-Type: application/json\r\n\r\n"
+        ).encode()
+        + raw
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
     return post(url, cookie=cookie, body=body, content_type=f"multipart/form-data; boundary={boundary}")
 
 
@@ -195,8 +251,13 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedire
 
 def rename(base: str, client: dict, n: int) -> tuple[int, float]:
     body = urllib.parse.urlencode({"title": f"Bob's thread {n}"}).encode()
-    return post(f"{base}/threads/{client['thread']}/rename/", cookie=client["cookie"], body=body,
-                content_type="application/x-www-form-urlencoded", timeout=60.0)
+    return post(
+        f"{base}/threads/{client['thread']}/rename/",
+        cookie=client["cookie"],
+        body=body,
+        content_type="application/x-www-form-urlencoded",
+        timeout=60.0,
+    )
 
 
 def renames_while(base: str, client: dict, *, every: float, until: threading.Event) -> list[tuple[int, float, float]]:
@@ -213,8 +274,10 @@ def renames_while(base: str, client: dict, *, every: float, until: threading.Eve
 def summary(results: list[tuple]) -> str:
     times = [r[1] * 1000 for r in results]
     failed = [r[0] for r in results if r[0] not in (200, 302)]
-    return (f"{len(results):4d} renames  p50 {percentile(times, 50):7.1f} ms  p95 {percentile(times, 95):7.1f} ms  "
-            f"max {max(times):7.1f} ms  failed {len(failed)}{' ' + str(sorted(set(failed))) if failed else ''}")
+    return (
+        f"{len(results):4d} renames  p50 {percentile(times, 50):7.1f} ms  p95 {percentile(times, 95):7.1f} ms  "
+        f"max {max(times):7.1f} ms  failed {len(failed)}{' ' + str(sorted(set(failed))) if failed else ''}"
+    )
 
 
 # --- the run -----------------------------------------------------------------------
@@ -222,8 +285,9 @@ def summary(results: list[tuple]) -> str:
 
 def start_server(res: Resources, env: dict, name: str) -> str:
     port = free_port()
-    server = res.spawn([PYTHON, "-m", "haico_site.serve", "-b", "127.0.0.1", "-p", str(port)],
-                       log=res.dir / f"{name}.log", env=env)
+    server = res.spawn(
+        [PYTHON, "-m", "haico_site.serve", "-b", "127.0.0.1", "-p", str(port)], log=res.dir / f"{name}.log", env=env
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while True:
@@ -241,9 +305,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=15.0, help="archive size to aim for (default 15)")
     parser.add_argument("--rename-every", type=float, default=0.1, help="seconds between Bob's renames")
-    parser.add_argument("--two-servers", action="store_true",
-                        help="Bob uses a second server process on the same database: what is left is the "
-                             "database's wait alone, not the one process's CPU shared with the import")
+    parser.add_argument(
+        "--two-servers",
+        action="store_true",
+        help="Bob uses a second server process on the same database: what is left is the "
+        "database's wait alone, not the one process's CPU shared with the import",
+    )
     args = parser.parse_args()
 
     res = Resources()
@@ -251,13 +318,24 @@ def main() -> None:
         url = os.environ.get("HAICO_BENCH_DATABASE_URL") or f"sqlite:///{res.dir / 'archive.sqlite3'}"
         if url.startswith("sqlite"):
             res.files.append(Path(url.removeprefix("sqlite:///")))
-        env = child_env(DATABASE_URL=url, DEBUG="False", SECRET_KEY=os.urandom(32).hex(), SECURE_SSL_REDIRECT="False",
-                        ALLOWED_HOSTS="127.0.0.1", DJANGO_SETTINGS_MODULE="haico_site.settings",
-                        HAICO_LOG_LEVEL="INFO")
-        subprocess.run([PYTHON, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True,
-                       stdout=subprocess.DEVNULL)
-        seeded = subprocess.run([PYTHON, "-m", "bench.seed", "--count", "2", "--prefix", "archive"], cwd=ROOT, env=env,
-                                check=True, capture_output=True, text=True)
+        env = child_env(
+            DATABASE_URL=url,
+            DEBUG="False",
+            SECRET_KEY=os.urandom(32).hex(),
+            SECURE_SSL_REDIRECT="False",
+            ALLOWED_HOSTS="127.0.0.1",
+            DJANGO_SETTINGS_MODULE="haico_site.settings",
+            HAICO_LOG_LEVEL="INFO",
+        )
+        subprocess.run([PYTHON, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+        seeded = subprocess.run(
+            [PYTHON, "-m", "bench.seed", "--count", "2", "--prefix", "archive"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         alice, bob = json.loads(seeded.stdout)
         raw = build_archive(target_mb=args.mb)
         print(f"archive: {len(raw) / 1e6:.1f} MB; database: {url.split(':', 1)[0]}")

@@ -41,8 +41,12 @@ from pathlib import Path
 
 BENCH_DIR = Path(tempfile.mkdtemp(prefix="haico-document-"))
 os.environ.update(
-    DATABASE_URL=f"sqlite:///{BENCH_DIR / 'document.sqlite3'}", DJANGO_SETTINGS_MODULE="haico_site.settings",
-    DEBUG="False", SECRET_KEY=os.urandom(32).hex(), SECURE_SSL_REDIRECT="False", HAICO_LOG_LEVEL="WARNING",
+    DATABASE_URL=f"sqlite:///{BENCH_DIR / 'document.sqlite3'}",
+    DJANGO_SETTINGS_MODULE="haico_site.settings",
+    DEBUG="False",
+    SECRET_KEY=os.urandom(32).hex(),
+    SECURE_SSL_REDIRECT="False",
+    HAICO_LOG_LEVEL="WARNING",
 )
 os.environ.pop("REDIS_URL", None)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -137,9 +141,7 @@ class Bench:
         document_services.document_save(thread=thread, title="Report", content=text)
         Thread.objects.filter(pk=thread.pk).update(turn_index=1)
         agent_text = edit_at(text, 0.5, " The agent added this sentence in turn one.")
-        document_services.document_save(
-            thread=thread, content=agent_text, base_version=1, author=DocumentRevision.Author.AGENT
-        )
+        document_services.document_save(thread=thread, content=agent_text, base_version=1, author=DocumentRevision.Author.AGENT)
         return thread, agent_text
 
     def post_save(self, thread, *, content: str, base_version: int) -> float:
@@ -208,15 +210,19 @@ class Bench:
             shown = Document.objects.get(thread=thread)
             # The person saves a paragraph after the model was shown the document.
             document_services.document_save(
-                thread=thread, content=edit_at(shown.content, 0.8, f" Person {n}."), base_version=shown.version,
+                thread=thread,
+                content=edit_at(shown.content, 0.8, f" Person {n}."),
+                base_version=shown.version,
                 author=DocumentRevision.Author.PERSON,
             )
             passage = passage_near(shown.content, 0.33)
             start = time.perf_counter()
             envelope = run_tool_call(
-                spec, thread, {"action_and_reasoning": "Editing one paragraph.", "old_text": passage,
-                               "new_text": passage + f" Agent {n}."},
-                turn_index=1, seen=Seen(document_version=shown.version),
+                spec,
+                thread,
+                {"action_and_reasoning": "Editing one paragraph.", "old_text": passage, "new_text": passage + f" Agent {n}."},
+                turn_index=1,
+                seen=Seen(document_version=shown.version),
             )
             samples.append(time.perf_counter() - start)
             assert parse_envelope(envelope)["success"], envelope
@@ -253,8 +259,11 @@ def main(repeats: int, browser: bool, keys: int) -> None:
     if browser:
         figures = browser_typing(keys)
         print(f"  browser (report), {keys} keys typed, p50 / p95 in ms:")
-        for name, label in (("input", "key -> input handled"), ("handlers", "the page's input listeners"),
-                            ("frame", "key -> next frame")):
+        for name, label in (
+            ("input", "key -> input handled"),
+            ("handlers", "the page's input listeners"),
+            ("frame", "key -> next frame"),
+        ):
             (s50, s95), (l50, l95) = figures[SHORT][name], figures[LONG][name]
             print(f"    {label:32} {s50:5.1f}/{s95:5.1f} {l50:6.1f}/{l95:6.1f}   p95 x{l95 / max(s95, 0.1):.1f}")
 

@@ -81,21 +81,37 @@ class _Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "DATABASE_URL", "REDIS_URL"))},
-            "DJANGO_SETTINGS_MODULE": "haico_site.settings", "DATABASE_URL": f"sqlite:///{self.dir / 'db.sqlite3'}",
-            "DEBUG": "True", "HAICO_MODEL": "", "OPENAI_API_KEY": "", "HAICO_LOG_LEVEL": "WARNING",
+            "DJANGO_SETTINGS_MODULE": "haico_site.settings",
+            "DATABASE_URL": f"sqlite:///{self.dir / 'db.sqlite3'}",
+            "DEBUG": "True",
+            "HAICO_MODEL": "",
+            "OPENAI_API_KEY": "",
+            "HAICO_LOG_LEVEL": "WARNING",
         }
         self.process = None
 
     def manage(self, *args: str, stdin: str | None = None) -> str:
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=self.env, input=stdin,
-                              capture_output=True, text=True, timeout=300, check=True)
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=BASE_DIR,
+            env=self.env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
         return done.stdout
 
     def start(self) -> None:
         self.manage("migrate", "--noinput")
         self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{self.port}"], cwd=BASE_DIR,
-            env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{self.port}"],
+            cwd=BASE_DIR,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -128,7 +144,9 @@ for chars, path in {documents!r}:
 """
 
 
-def measure_typing(*, sizes, keys: int, document, pause_ms: int = 150, prepare: str = "") -> dict[int, dict[str, tuple[float, float]]]:
+def measure_typing(
+    *, sizes, keys: int, document, pause_ms: int = 150, prepare: str = ""
+) -> dict[int, dict[str, tuple[float, float]]]:
     """{chars: {"input" | "handlers" | "frame": (p50, p95) in ms}}."""
     from playwright.sync_api import sync_playwright
 
@@ -145,7 +163,8 @@ def measure_typing(*, sizes, keys: int, document, pause_ms: int = 150, prepare: 
         figures = {}
         with sync_playwright() as pw:
             browser = pw.chromium.launch(
-                executable_path=shutil.which("chromium") or "/usr/bin/chromium", headless=True,
+                executable_path=shutil.which("chromium") or "/usr/bin/chromium",
+                headless=True,
                 args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"],
             )
             context = browser.new_context(viewport={"width": 1400, "height": 900})
@@ -163,8 +182,9 @@ def measure_typing(*, sizes, keys: int, document, pause_ms: int = 150, prepare: 
                 if prepare:
                     editor.evaluate(prepare)
                 editor.click()
-                editor.evaluate("el => { const at = el.value.indexOf('\\n', el.value.length >> 1);"
-                                " el.setSelectionRange(at, at); }")
+                editor.evaluate(
+                    "el => { const at = el.value.indexOf('\\n', el.value.length >> 1); el.setSelectionRange(at, at); }"
+                )
                 page.wait_for_timeout(1000)
                 page.evaluate("() => { window.__typing.length = 0; }")
                 text = ("typing in the middle " * (keys // 20 + 1))[:keys]
@@ -178,8 +198,11 @@ def measure_typing(*, sizes, keys: int, document, pause_ms: int = 150, prepare: 
                     values = [s[name] for s in samples if s[name] is not None]
                     figures[chars][name] = (_percentile(values, 50), _percentile(values, 95))
                 # Let the last save settle before the next page (a refused one asks before leaving).
-                page.wait_for_function("() => { const status = document.querySelector('[data-doc-status]');"
-                                       " return !status || !/Unsaved|Saving/.test(status.textContent); }", timeout=60_000)
+                page.wait_for_function(
+                    "() => { const status = document.querySelector('[data-doc-status]');"
+                    " return !status || !/Unsaved|Saving/.test(status.textContent); }",
+                    timeout=60_000,
+                )
             browser.close()
         return figures
     finally:

@@ -41,7 +41,7 @@ for _name in list(os.environ):
     if _name.startswith(("LANGSMITH_", "LANGCHAIN_")):
         del os.environ[_name]
 
-from bench.common import (
+from bench.common import (  # noqa: E402  (after the LangSmith variables are gone)
     cpu_seconds,
     peak_rss_mb,
     raise_open_file_limit,

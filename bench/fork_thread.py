@@ -24,8 +24,12 @@ from pathlib import Path
 
 BENCH_DIR = Path(tempfile.mkdtemp(prefix="haico-fork-"))
 os.environ.update(
-    DATABASE_URL=f"sqlite:///{BENCH_DIR / 'fork.sqlite3'}", DJANGO_SETTINGS_MODULE="haico_site.settings",
-    DEBUG="False", SECRET_KEY=os.urandom(32).hex(), SECURE_SSL_REDIRECT="False", HAICO_LOG_LEVEL="WARNING",
+    DATABASE_URL=f"sqlite:///{BENCH_DIR / 'fork.sqlite3'}",
+    DJANGO_SETTINGS_MODULE="haico_site.settings",
+    DEBUG="False",
+    SECRET_KEY=os.urandom(32).hex(),
+    SECURE_SSL_REDIRECT="False",
+    HAICO_LOG_LEVEL="WARNING",
 )
 os.environ.pop("REDIS_URL", None)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -61,16 +65,23 @@ def long_thread(owner) -> Thread:
         plan_services.todo_add(thread=thread, text=f"Step {n}")
     for n in range(5):
         artifact_services.artifact_create(
-            thread=thread, artifact_type="data_table", title=f"Table {n}",
-            payload={"columns": ["Name", "Value"], "rows": [[f"row {i}", i] for i in range(20)]}, turn_index=0,
+            thread=thread,
+            artifact_type="data_table",
+            title=f"Table {n}",
+            payload={"columns": ["Name", "Value"], "rows": [[f"row {i}", i] for i in range(20)]},
+            turn_index=0,
         )
     content = "\n\n".join(PARAGRAPH for _ in range(30_000 // len(PARAGRAPH)))
     messages = []
     for turn in range(1, TURNS + 1):
         thread.refresh_from_db()
         index, _snapshot = guard.turn_begin(thread=thread, user_message=f"Tighten paragraph {turn}")
-        document_services.document_save(thread=thread, title="Draft", content=content + f"\n\nTurn {turn}.",
-                                                   base_version=selectors.document_for(thread=thread).version)
+        document_services.document_save(
+            thread=thread,
+            title="Draft",
+            content=content + f"\n\nTurn {turn}.",
+            base_version=selectors.document_for(thread=thread).version,
+        )
         guard.turn_finish(thread=thread, turn_index=index)
         call = {"name": "update_document", "args": {"content": "…"}, "id": f"call-{turn}", "type": "tool_call"}
         messages += [
@@ -98,8 +109,10 @@ def main(repeats: int) -> None:
     call_command("migrate", verbosity=0)
     owner = get_user_model().objects.create_user(username="bench", password="bench-pass-123")
     source = long_thread(owner)
-    print(f"HAICO fork bench ({repeats} repeats, medians; {TURNS} turns, 30 000-character document, "
-          f"{4 * TURNS} checkpointer messages)")
+    print(
+        f"HAICO fork bench ({repeats} repeats, medians; {TURNS} turns, 30 000-character document, "
+        f"{4 * TURNS} checkpointer messages)"
+    )
     print(f"  (wall / CPU; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     for turn_index in (TURNS, TURNS // 2):
         wall, cpu = timed_forks(source, owner, turn_index, repeats)

@@ -219,9 +219,7 @@ def child_env(**extra: str) -> dict:
     dropped = ("OPENAI_", "LANGSMITH_", "LANGCHAIN_", "HAICO_")
     names = {"DATABASE_URL", "REDIS_URL", "DEBUG", "ALLOWED_HOSTS", "SECRET_KEY", "DJANGO_SETTINGS_MODULE"}
     env = {k: v for k, v in os.environ.items() if not k.startswith(dropped) and k not in names}
-    env.update(
-        PYTHONUNBUFFERED="1", NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost", PYTHONPATH=str(ROOT)
-    )
+    env.update(PYTHONUNBUFFERED="1", NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost", PYTHONPATH=str(ROOT))
     env.update(extra)
     return env
 
@@ -291,9 +289,22 @@ def model_cpu() -> float:
 def start_model_server(args, res: Resources) -> int:
     log = res.dir / "model_server.log"
     proc = res.spawn(
-        [PYTHON, "-m", "bench.model_server", "--port", "0", "--latency", str(args.latency),
-         "--tokens", str(args.tokens), "--rate", str(args.rate)],
-        log=log, stdout=subprocess.PIPE, env=child_env(),
+        [
+            PYTHON,
+            "-m",
+            "bench.model_server",
+            "--port",
+            "0",
+            "--latency",
+            str(args.latency),
+            "--tokens",
+            str(args.tokens),
+            "--rate",
+            str(args.rate),
+        ],
+        log=log,
+        stdout=subprocess.PIPE,
+        env=child_env(),
     )
     MODEL_SERVER_PID[:] = [proc.pid]
     line = proc.stdout.readline().decode()
@@ -328,8 +339,15 @@ class Row:
 
 def row_from(label: str, n: int, t0: float, t_end: float, delays, errors, rss, cpu, requests) -> Row:
     return Row(
-        label=label, n=n, wall=t_end - t0, p50=percentile(delays, 50), p99=percentile(delays, 99),
-        errors=list(errors), rss=rss, cpu_per_turn=cpu / n if n else math.nan, model_requests=requests,
+        label=label,
+        n=n,
+        wall=t_end - t0,
+        p50=percentile(delays, 50),
+        p99=percentile(delays, 99),
+        errors=list(errors),
+        rss=rss,
+        cpu_per_turn=cpu / n if n else math.nan,
+        model_requests=requests,
     )
 
 
@@ -341,7 +359,12 @@ def floor_spec(res: Resources) -> Path:
     path = res.dir / "floor-spec.json"
     with open(path, "wb") as out, open(res.dir / "floor-spec.log", "ab") as log:
         done = subprocess.run(
-            [PYTHON, "-m", "bench.floor_spec"], cwd=ROOT, stdout=out, stderr=log, timeout=120, check=False,
+            [PYTHON, "-m", "bench.floor_spec"],
+            cwd=ROOT,
+            stdout=out,
+            stderr=log,
+            timeout=120,
+            check=False,
             env=child_env(DATABASE_URL=f"sqlite:///{res.dir / 'spec.sqlite3'}", DJANGO_SETTINGS_MODULE="haico_site.settings"),
         )
     if done.returncode:
@@ -357,11 +380,27 @@ def run_floor(args, res: Resources, model_port: int, n: int, processes: int, tag
         for i, part in enumerate(p for p in parts if p):
             procs.append(
                 res.spawn(
-                    [PYTHON, "-m", "bench.floor", "--base-url", f"http://127.0.0.1:{model_port}/v1", "--n", str(part),
-                     "--warmup", str(args.warmup), "--tokens", str(args.tokens), "--timeout", str(args.timeout),
-                     *(["--spec", str(spec)] if spec else [])],
+                    [
+                        PYTHON,
+                        "-m",
+                        "bench.floor",
+                        "--base-url",
+                        f"http://127.0.0.1:{model_port}/v1",
+                        "--n",
+                        str(part),
+                        "--warmup",
+                        str(args.warmup),
+                        "--tokens",
+                        str(args.tokens),
+                        "--timeout",
+                        str(args.timeout),
+                        *(["--spec", str(spec)] if spec else []),
+                    ],
                     log=res.dir / f"{tag}-floor{processes}-p{i}.log",
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=child_env(), text=True,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    env=child_env(),
+                    text=True,
                 )
             )
         for proc in procs:
@@ -382,9 +421,15 @@ def run_floor(args, res: Resources, model_port: int, n: int, processes: int, tag
         if len(results) != len(procs):
             raise BenchError(f"{label} process died; see {res.dir}/{tag}-floor{processes}-p*.log")
         row = row_from(
-            label, n, min(r["t0"] for r in results), max(r["t_end"] for r in results),
-            [d for r in results for d in r["delays"]], [e for r in results for e in r["errors"]],
-            sum(r["rss_mb"] for r in results), sum(r["cpu"] for r in results), model_requests(model_port) - requests_before,
+            label,
+            n,
+            min(r["t0"] for r in results),
+            max(r["t_end"] for r in results),
+            [d for r in results for d in r["delays"]],
+            [e for r in results for e in r["errors"]],
+            sum(r["rss_mb"] for r in results),
+            sum(r["cpu"] for r in results),
+            model_requests(model_port) - requests_before,
         )
         row.model_cpu = model_cpu() - model_cpu_before
         return row
@@ -414,8 +459,13 @@ def prepare_database(config: Config, args, res: Resources, services) -> str:
     log = res.dir / f"{config.name}-migrate.log"
     with open(log, "wb") as handle:
         done = subprocess.run(
-            [PYTHON, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=child_env(DATABASE_URL=url),
-            stdout=handle, stderr=subprocess.STDOUT, timeout=600, check=False,
+            [PYTHON, "manage.py", "migrate", "--noinput"],
+            cwd=ROOT,
+            env=child_env(DATABASE_URL=url),
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            timeout=600,
+            check=False,
         )
     if done.returncode:
         raise BenchError(f"migrate failed for {config.name}; see {log}")
@@ -455,10 +505,18 @@ def collect_static(res: Resources) -> None:
     log = res.dir / "collectstatic.log"
     with open(log, "wb") as handle:
         done = subprocess.run(
-            [PYTHON, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT,
-            env=child_env(DEBUG="False", SECRET_KEY=os.urandom(32).hex(), STATIC_ROOT=str(STATIC_ROOT[0]),
-                          DATABASE_URL=f"sqlite:///{res.dir / 'static.sqlite3'}"),
-            timeout=600, check=False,
+            [PYTHON, "manage.py", "collectstatic", "--noinput", "-v0"],
+            cwd=ROOT,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            env=child_env(
+                DEBUG="False",
+                SECRET_KEY=os.urandom(32).hex(),
+                STATIC_ROOT=str(STATIC_ROOT[0]),
+                DATABASE_URL=f"sqlite:///{res.dir / 'static.sqlite3'}",
+            ),
+            timeout=600,
+            check=False,
         )
     if done.returncode:
         raise SystemExit(f"collectstatic failed; see {log}")
@@ -469,7 +527,12 @@ def seed_clients(env: dict, count: int, prefix: str, res: Resources) -> list[dic
     with open(log, "ab") as handle:
         done = subprocess.run(
             [PYTHON, "-m", "bench.seed", "--count", str(count), "--prefix", prefix],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=handle, timeout=600, check=False,
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=handle,
+            timeout=600,
+            check=False,
         )
     if done.returncode:
         raise BenchError(f"seeding users/threads failed; see {log}")
@@ -527,8 +590,14 @@ def client_round(servers: list[Server], clients: list[dict], args, res: Resource
     }
     with open(res.dir / "clients.log", "ab") as handle:
         done = subprocess.run(
-            [PYTHON, "-m", "bench.ws_clients"], cwd=ROOT, env=child_env(), input=json.dumps(spec).encode(),
-            stdout=subprocess.PIPE, stderr=handle, timeout=args.timeout + 300, check=False,
+            [PYTHON, "-m", "bench.ws_clients"],
+            cwd=ROOT,
+            env=child_env(),
+            input=json.dumps(spec).encode(),
+            stdout=subprocess.PIPE,
+            stderr=handle,
+            timeout=args.timeout + 300,
+            check=False,
         )
     if done.returncode:
         raise BenchError(f"the client process failed; see {res.dir / 'clients.log'}")
@@ -565,8 +634,17 @@ def run_config(config: Config, args, res: Resources, model_port: int, database_u
         measured = client_round(servers, [clients.pop() for _ in range(n)], args, res, front)
         requests, round_model_cpu = model_requests(model_port) - requests_before, model_cpu() - model_cpu_before
         rss = sum(peak_rss_mb(server.proc.pid) for server in servers)
-        row = row_from(config.name, n, measured["t0"], measured["t_end"], measured["delays"], measured["errors"],
-                       rss, measured["server_cpu"], requests)
+        row = row_from(
+            config.name,
+            n,
+            measured["t0"],
+            measured["t_end"],
+            measured["delays"],
+            measured["errors"],
+            rss,
+            measured["server_cpu"],
+            requests,
+        )
         row.model_cpu, row.client_cpu = round_model_cpu, measured["client_cpu"]
         for (cold, cold_error), (warm, warm_error) in zip(colds, warms):
             row.cold_warm_ms.append(cold - warm)
@@ -597,9 +675,13 @@ def aggregate(samples: list[Row]) -> Row:
 
     first = samples[0]
     return Row(
-        label=first.label, n=first.n,
-        wall=median(s.wall for s in samples), p50=median(s.p50 for s in samples), p99=median(s.p99 for s in samples),
-        errors=[e for s in samples for e in s.errors], rss=max((s.rss for s in samples), default=math.nan),
+        label=first.label,
+        n=first.n,
+        wall=median(s.wall for s in samples),
+        p50=median(s.p50 for s in samples),
+        p99=median(s.p99 for s in samples),
+        errors=[e for s in samples for e in s.errors],
+        rss=max((s.rss for s in samples), default=math.nan),
         cpu_per_turn=median(s.cpu_per_turn for s in samples),
         model_requests=sum(s.model_requests or 0 for s in samples),
         cold_warm_ms=[v for s in samples for v in s.cold_warm_ms],
@@ -646,7 +728,7 @@ def print_report(rows: dict, args, ns: list[int], configs: list[Config], res: Re
             x_floor1 = row.wall / floor1.wall if floor1 and label in TWO_PROCESS else None
             timed_out = any(e.startswith("no turn end") for e in row.errors)
             any_timeouts = any_timeouts or timed_out
-            wall = fmt(row.wall, '.2f', 6) + ("*" if timed_out else " ")
+            wall = fmt(row.wall, ".2f", 6) + ("*" if timed_out else " ")
             print(
                 f"{label:10s} {n:4d} {wall} {fmt(x_floor, '.2f', 7)} {fmt(x_floor1, '.2f', 8)} "
                 f"{fmt(row.wall / ideal, '.2f', 7)} {fmt(row.p50, '.1f', 10)} {fmt(row.p99, '.1f', 10)} "
@@ -667,8 +749,10 @@ def print_report(rows: dict, args, ns: list[int], configs: list[Config], res: Re
     print("\nother CPU on the machine during each measured round (s; the floor's client work is in its own figure):")
     for (label, n), row in rows.items():
         if not math.isnan(row.wall):
-            print(f"  {label:9s} N={n:<4d} model server {fmt(row.model_cpu, '.2f', 6)}   ws clients {fmt(row.client_cpu, '.2f', 6)}"
-                  f"   (server {fmt(row.cpu_per_turn * n if n else math.nan, '.2f', 6)} over {row.wall:.2f} s wall)")
+            print(
+                f"  {label:9s} N={n:<4d} model server {fmt(row.model_cpu, '.2f', 6)}   ws clients {fmt(row.client_cpu, '.2f', 6)}"
+                f"   (server {fmt(row.cpu_per_turn * n if n else math.nan, '.2f', 6)} over {row.wall:.2f} s wall)"
+            )
 
     problems = [(key, row) for key, row in rows.items() if row.errors]
     if problems:
@@ -685,7 +769,9 @@ def print_report(rows: dict, args, ns: list[int], configs: list[Config], res: Re
         count = text.count("Traceback (most recent call last)")
         if count:
             # The last line of each traceback, e.g. "redis.exceptions.TimeoutError: ..."
-            kinds = Counter(re.findall(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b[^\n]{0,120})$", text, re.MULTILINE))
+            kinds = Counter(
+                re.findall(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b[^\n]{0,120})$", text, re.MULTILINE)
+            )
             top = "; ".join(f"{c} x {k}" for k, c in kinds.most_common(3))
             tracebacks.append(f"  {log.name}: {count} tracebacks; {top}")
     if tracebacks:
@@ -706,22 +792,28 @@ def print_report(rows: dict, args, ns: list[int], configs: list[Config], res: Re
             continue
         if config.processes == 1:
             ratio, p99_ratio = row.wall / floor1.wall, row.p99 / floor1.p99
-            print(f"  {config.name}: wall {ratio:.2f} x floor (<= 1.2) {verdict(ratio <= 1.2)};"
-                  f"  token p99 {p99_ratio:.2f} x floor's (<= 1.2) {verdict(p99_ratio <= 1.2)}")
+            print(
+                f"  {config.name}: wall {ratio:.2f} x floor (<= 1.2) {verdict(ratio <= 1.2)};"
+                f"  token p99 {p99_ratio:.2f} x floor's (<= 1.2) {verdict(p99_ratio <= 1.2)}"
+            )
         else:
             ratio = row.wall / floor1.wall
             print(f"  {config.name}: wall {ratio:.2f} x one-process floor (<= 0.75) {verdict(ratio <= 0.75)}")
         errors = len(measured_errors(row))
-        print(f"  {' ' * len(config.name)}  errors {errors} (0) {verdict(errors == 0)};"
-              f"  cold - warm {max(row.cold_warm_ms, default=math.nan):+.0f} ms (<= 200)"
-              f" {verdict(max(row.cold_warm_ms, default=math.inf) <= 200)}")
+        print(
+            f"  {' ' * len(config.name)}  errors {errors} (0) {verdict(errors == 0)};"
+            f"  cold - warm {max(row.cold_warm_ms, default=math.nan):+.0f} ms (<= 200)"
+            f" {verdict(max(row.cold_warm_ms, default=math.inf) <= 200)}"
+        )
     direct, proxied = rows.get(("pg2", target_n)), rows.get(("pg2proxy", target_n))
     if direct and proxied and not math.isnan(direct.wall) and not math.isnan(proxied.wall):
         added = proxied.wall / direct.wall - 1
         errors = len(measured_errors(proxied))
-        print(f"  proxy: pg2proxy wall {added:+.1%} against pg2 (< +5 %) {verdict(added < 0.05)};"
-              f"  errors {errors} (0) {verdict(errors == 0)};"
-              f"  token p99 {proxied.p99:.1f} ms against {direct.p99:.1f} ms")
+        print(
+            f"  proxy: pg2proxy wall {added:+.1%} against pg2 (< +5 %) {verdict(added < 0.05)};"
+            f"  errors {errors} (0) {verdict(errors == 0)};"
+            f"  token p99 {proxied.p99:.1f} ms against {direct.p99:.1f} ms"
+        )
     print(f"\nlogs (daphne, floor, clients, model server): {res.dir}")
 
 
@@ -740,8 +832,11 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds before a turn counts as failed")
     parser.add_argument("--redis-db", type=int, default=15, help="Redis database the pg configs use (flushed)")
     parser.add_argument("--debug", action="store_true", help="run the servers with DEBUG=True (development settings)")
-    parser.add_argument("--floor-1tool", action="store_true",
-                        help="also run the floor with one tool and no prompt (the floor before HAICO's tools and prompt were given to it)")
+    parser.add_argument(
+        "--floor-1tool",
+        action="store_true",
+        help="also run the floor with one tool and no prompt (the floor before HAICO's tools and prompt were given to it)",
+    )
     args = parser.parse_args()
     global SERVER_DEBUG
     SERVER_DEBUG = args.debug
@@ -761,8 +856,10 @@ def main() -> None:
 
     def add(row: Row) -> None:
         rows.setdefault((row.label, row.n), []).append(row)
-        print(f"  {row.label:9s} N={row.n:<4d} wall {row.wall:6.2f} s  p99 {row.p99:7.1f} ms  "
-              f"errors {len(measured_errors(row))}", flush=True)
+        print(
+            f"  {row.label:9s} N={row.n:<4d} wall {row.wall:6.2f} s  p99 {row.p99:7.1f} ms  errors {len(measured_errors(row))}",
+            flush=True,
+        )
 
     try:
         services = None
@@ -805,7 +902,7 @@ def main() -> None:
         print_report({key: aggregate(samples) for key, samples in rows.items()}, args, ns, configs, res)
     except KeyboardInterrupt:
         print("\ninterrupted; stopping servers and dropping the bench databases", file=sys.stderr)
-        raise SystemExit(130)
+        raise SystemExit(130) from None
     finally:
         res.cleanup()
 

@@ -228,16 +228,27 @@ class Reply:
             call = self._tool_call()
             arguments = call["function"]["arguments"]
             call["function"]["arguments"] = ""
-            await self._event(_chunk(self.rid, self.created, self.model, {"role": "assistant", "content": None, "tool_calls": [call]}))
+            await self._event(
+                _chunk(self.rid, self.created, self.model, {"role": "assistant", "content": None, "tool_calls": [call]})
+            )
             # The arguments in two pieces, as providers stream them.
             half = len(arguments) // 2
             for piece in (arguments[:half], arguments[half:]):
-                await self._event(_chunk(self.rid, self.created, self.model, {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
+                await self._event(
+                    _chunk(self.rid, self.created, self.model, {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+                )
             finish, completion = "tool_calls", 12
         await self._event(_chunk(self.rid, self.created, self.model, {}, finish))
         if (self.request.get("stream_options") or {}).get("include_usage"):
             await self._event(
-                {"id": self.rid, "object": "chat.completion.chunk", "created": self.created, "model": self.model, "choices": [], "usage": self._usage(completion)}
+                {
+                    "id": self.rid,
+                    "object": "chat.completion.chunk",
+                    "created": self.created,
+                    "model": self.model,
+                    "choices": [],
+                    "usage": self._usage(completion),
+                }
             )
         await self._event(b"[DONE]")
         self.writer.write(b"0\r\n\r\n")
@@ -295,9 +306,7 @@ async def serve(host: str, port: int, script: Script) -> None:
         loop.add_signal_handler(sig, stop.set)
     # A deep backlog: at 200 concurrent turns the SDK opens ~200 connections at
     # once, and SYN-queue overflow would add 1 s retransmits to the figures.
-    server = await asyncio.start_server(
-        lambda r, w: _serve_connection(script, r, w), host, port, backlog=2048, limit=1 << 20
-    )
+    server = await asyncio.start_server(lambda r, w: _serve_connection(script, r, w), host, port, backlog=2048, limit=1 << 20)
     actual = server.sockets[0].getsockname()[1]
     print(f"LISTENING {actual}", flush=True)
     async with server:

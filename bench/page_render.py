@@ -21,8 +21,12 @@ from pathlib import Path
 
 BENCH_DIR = Path(tempfile.mkdtemp(prefix="haico-page-"))
 os.environ.update(
-    DATABASE_URL=f"sqlite:///{BENCH_DIR / 'page.sqlite3'}", DJANGO_SETTINGS_MODULE="haico_site.settings",
-    DEBUG="False", SECRET_KEY=os.urandom(32).hex(), SECURE_SSL_REDIRECT="False", HAICO_LOG_LEVEL="WARNING",
+    DATABASE_URL=f"sqlite:///{BENCH_DIR / 'page.sqlite3'}",
+    DJANGO_SETTINGS_MODULE="haico_site.settings",
+    DEBUG="False",
+    SECRET_KEY=os.urandom(32).hex(),
+    SECURE_SSL_REDIRECT="False",
+    HAICO_LOG_LEVEL="WARNING",
     STATIC_ROOT=str(BENCH_DIR / "static"),
 )
 os.environ.pop("REDIS_URL", None)
@@ -46,19 +50,26 @@ from workspace.services import preferences as preference_services  # noqa: E402
 def big_workspace(owner):
     thread = thread_create(owner=owner, title="Big workspace")
     plan_services.todos_add_outline(
-        thread=thread, steps=[{"text": f"Step {i} of a long plan with some words", "depth": [0, 1, 2, 1][i % 4]} for i in range(300)]
+        thread=thread,
+        steps=[{"text": f"Step {i} of a long plan with some words", "depth": [0, 1, 2, 1][i % 4]} for i in range(300)],
     )
     for i in range(100):
         preference_services.preference_add(
-            thread=thread, title=f"Preference number {i}", subtitle="Some detail about it",
-            kind="hard" if i % 3 == 0 else "soft", respect_lock=False,
+            thread=thread,
+            title=f"Preference number {i}",
+            subtitle="Some detail about it",
+            kind="hard" if i % 3 == 0 else "soft",
+            respect_lock=False,
         )
     body = ("## Section\n\nLorem ipsum dolor sit amet, **consectetur** adipiscing elit. " * 400)[:30000]
     document_services.document_save(thread=thread, title="Report", content=body)
     for i in range(20):
         artifact_services.artifact_create(
-            thread=thread, artifact_type="bar_chart", title=f"Chart {i}",
-            payload={"title": f"Chart {i}", "data": [{"name": "Q1", "value": 1}, {"name": "Q2", "value": 2}]}, turn_index=0,
+            thread=thread,
+            artifact_type="bar_chart",
+            title=f"Chart {i}",
+            payload={"title": f"Chart {i}", "data": [{"name": "Q1", "value": 1}, {"name": "Q2", "value": 2}]},
+            turn_index=0,
         )
     return thread
 
@@ -86,8 +97,10 @@ def main(repeats: int) -> None:
     preview_ms, preview_bytes = timed(client, f"/threads/{thread.pk}/workspace/document/preview/", repeats)
     floor_ms, _ = timed(Client(HTTP_HOST="127.0.0.1"), "/accounts/login/", repeats)
     print(f"HAICO page render bench ({repeats} repeats, medians; 100 preferences, 300 steps, 30 000-char document, 20 artifacts)")
-    print(f"  workspace page   {page_ms:6.1f} ms  {page_bytes / 1024:6.1f} KB   (targets <= 30 ms, <= 200 KB)"
-          f"  {'OK' if page_ms <= 30 and page_bytes <= 200 * 1024 else 'OVER'}")
+    print(
+        f"  workspace page   {page_ms:6.1f} ms  {page_bytes / 1024:6.1f} KB   (targets <= 30 ms, <= 200 KB)"
+        f"  {'OK' if page_ms <= 30 and page_bytes <= 200 * 1024 else 'OVER'}"
+    )
     print(f"  its preview      {preview_ms:6.1f} ms  {preview_bytes / 1024:6.1f} KB   (a second request, after the page)")
     print(f"  floor (log-in)   {floor_ms:6.1f} ms                -> page x floor {page_ms / floor_ms:.1f}")
 

@@ -32,8 +32,11 @@ from pathlib import Path
 BENCH_DIR = Path(tempfile.mkdtemp(prefix="haico-snapshots-"))
 os.environ.update(
     DATABASE_URL=os.environ.get("HAICO_BENCH_DATABASE_URL", f"sqlite:///{BENCH_DIR / 'snapshots.sqlite3'}"),
-    DJANGO_SETTINGS_MODULE="haico_site.settings", DEBUG="False", SECRET_KEY=os.urandom(32).hex(),
-    SECURE_SSL_REDIRECT="False", HAICO_LOG_LEVEL="WARNING",
+    DJANGO_SETTINGS_MODULE="haico_site.settings",
+    DEBUG="False",
+    SECRET_KEY=os.urandom(32).hex(),
+    SECURE_SSL_REDIRECT="False",
+    HAICO_LOG_LEVEL="WARNING",
 )
 os.environ.pop("REDIS_URL", None)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -66,8 +69,7 @@ def document_of(chars: int, rng: random.Random) -> str:
     while size < chars:
         sentence_count = rng.randint(2, 6)
         paragraph = " ".join(
-            " ".join(rng.choice(words) for _ in range(rng.randint(6, 16))).capitalize() + "."
-            for _ in range(sentence_count)
+            " ".join(rng.choice(words) for _ in range(rng.randint(6, 16))).capitalize() + "." for _ in range(sentence_count)
         )
         paragraphs.append(paragraph + "\n\n")
         size += len(paragraphs[-1])
@@ -154,18 +156,29 @@ def main(turns: int, chars: int) -> None:
     assert WorkspaceSnapshot.objects.filter(thread=thread).count() == turns
 
     ratio = stored / full_copy
-    print(f"HAICO snapshot storage bench ({turns} turns of 1-3 small edits on a {chars:,}-character document, "
-          f"30 plan steps, 10+ preferences; {connection.vendor})")
-    print(f"  full copy per turn  {full_copy / 1024:9.1f} KB   (document {document_bytes / 1024:.1f} KB "
-          f"+ preferences and plan JSON, per row)")
-    print(f"  stored by content   {stored / 1024:9.1f} KB   ({whole} whole texts, {deltas} deltas, "
-          f"{blobs / 1024:.1f} KB of blobs + {stored_rows / 1024:.1f} KB of references)")
-    print(f"  ratio               {ratio * 100:9.2f} %    (target <= {TARGET * 100:.0f} %)  "
-          f"{'OK' if ratio <= TARGET else 'OVER'}")
-    print(f"  snapshot capture    {statistics.median(capture_ms):9.2f} ms median, {max(capture_ms):.2f} ms max "
-          f"(of turn_begin's {statistics.median(turn_begin_ms):.2f} ms median, commit and live patches included)")
-    print(f"  read one snapshot   {statistics.median(read_ms):9.2f} ms median, {max(read_ms):.2f} ms max "
-          f"(at most {content_store.MAX_CHAIN} deltas rebuilt); all {turns} read back exactly")
+    print(
+        f"HAICO snapshot storage bench ({turns} turns of 1-3 small edits on a {chars:,}-character document, "
+        f"30 plan steps, 10+ preferences; {connection.vendor})"
+    )
+    print(
+        f"  full copy per turn  {full_copy / 1024:9.1f} KB   (document {document_bytes / 1024:.1f} KB "
+        f"+ preferences and plan JSON, per row)"
+    )
+    print(
+        f"  stored by content   {stored / 1024:9.1f} KB   ({whole} whole texts, {deltas} deltas, "
+        f"{blobs / 1024:.1f} KB of blobs + {stored_rows / 1024:.1f} KB of references)"
+    )
+    print(
+        f"  ratio               {ratio * 100:9.2f} %    (target <= {TARGET * 100:.0f} %)  {'OK' if ratio <= TARGET else 'OVER'}"
+    )
+    print(
+        f"  snapshot capture    {statistics.median(capture_ms):9.2f} ms median, {max(capture_ms):.2f} ms max "
+        f"(of turn_begin's {statistics.median(turn_begin_ms):.2f} ms median, commit and live patches included)"
+    )
+    print(
+        f"  read one snapshot   {statistics.median(read_ms):9.2f} ms median, {max(read_ms):.2f} ms max "
+        f"(at most {content_store.MAX_CHAIN} deltas rebuilt); all {turns} read back exactly"
+    )
     print(json.dumps({"full_copy_bytes": full_copy, "stored_bytes": stored, "ratio": round(ratio, 4)}))
 
 

@@ -23,8 +23,12 @@ from pathlib import Path
 
 BENCH_DIR = Path(tempfile.mkdtemp(prefix="haico-trajectory-"))
 os.environ.update(
-    DATABASE_URL=f"sqlite:///{BENCH_DIR / 'trajectory.sqlite3'}", DJANGO_SETTINGS_MODULE="haico_site.settings",
-    DEBUG="False", SECRET_KEY=os.urandom(32).hex(), SECURE_SSL_REDIRECT="False", HAICO_LOG_LEVEL="WARNING",
+    DATABASE_URL=f"sqlite:///{BENCH_DIR / 'trajectory.sqlite3'}",
+    DJANGO_SETTINGS_MODULE="haico_site.settings",
+    DEBUG="False",
+    SECRET_KEY=os.urandom(32).hex(),
+    SECURE_SSL_REDIRECT="False",
+    HAICO_LOG_LEVEL="WARNING",
 )
 os.environ.pop("REDIS_URL", None)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -53,13 +57,18 @@ def add_turns(thread, first: int, count: int) -> None:
     document = content_store.store_text(ContentBlob, "x" * 200)
     empty_list = content_store.store_text(ContentBlob, "[]")
     WorkspaceSnapshot.objects.bulk_create(
-        WorkspaceSnapshot(thread=thread, turn_index=i, user_message=message.format(i), document_body=document,
-                          preferences_body=empty_list, todos_body=empty_list)
+        WorkspaceSnapshot(
+            thread=thread,
+            turn_index=i,
+            user_message=message.format(i),
+            document_body=document,
+            preferences_body=empty_list,
+            todos_body=empty_list,
+        )
         for i in indices
     )
     Turn.objects.bulk_create(
-        Turn(thread=thread, index=i, user_message=message.format(i), status=Turn.Status.COMPLETE, answer="Done.")
-        for i in indices
+        Turn(thread=thread, index=i, user_message=message.format(i), status=Turn.Status.COMPLETE, answer="Done.") for i in indices
     )
     Thread.objects.filter(pk=thread.pk).update(turn_index=first + count - 1)
 
@@ -116,17 +125,25 @@ def main(repeats: int) -> None:
 
     push_ms, maps = timed(push, repeats, "push")
     patches_ms, node_patches = timed(patches, repeats, "patches")
-    print(f"HAICO trajectory map bench ({repeats} repeats, medians; root + {BRANCHES} branches x {TURNS} turns: "
-          f"{len(graph.nodes)} nodes, {len(graph.edges)} edges, {len(graph.threads)} lanes)")
+    print(
+        f"HAICO trajectory map bench ({repeats} repeats, medians; root + {BRANCHES} branches x {TURNS} turns: "
+        f"{len(graph.nodes)} nodes, {len(graph.edges)} edges, {len(graph.threads)} lanes)"
+    )
     print(f"  (wall / CPU; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     print(f"  assemble (4 queries + layout)  {assemble_ms:6.1f} / {CPU['assemble']:5.1f} ms")
     print(f"  render (map partial)           {render_ms:6.1f} / {CPU['render']:5.1f} ms   {len(html) / 1024:6.1f} KB")
-    print(f"  assemble + render              {both_ms:6.1f} / {CPU['both']:5.1f} ms   (target <= 50 ms: "
-          f"wall {'OK' if both_ms <= 50 else 'OVER'}, CPU {'OK' if CPU['both'] <= 50 else 'OVER'})")
-    print(f"  whole maps for all {len(graph.threads)} members   {push_ms:6.1f} / {CPU['push']:5.1f} ms   "
-          f"{sum(map(len, maps)) / 1024:6.1f} KB")
-    print(f"  a turn end's node patches        {patches_ms:6.1f} / {CPU['patches']:5.1f} ms   "
-          f"{sum(map(len, node_patches.values())) / 1024:6.1f} KB ({max(map(len, node_patches.values()))} bytes at most each)")
+    print(
+        f"  assemble + render              {both_ms:6.1f} / {CPU['both']:5.1f} ms   (target <= 50 ms: "
+        f"wall {'OK' if both_ms <= 50 else 'OVER'}, CPU {'OK' if CPU['both'] <= 50 else 'OVER'})"
+    )
+    print(
+        f"  whole maps for all {len(graph.threads)} members   {push_ms:6.1f} / {CPU['push']:5.1f} ms   "
+        f"{sum(map(len, maps)) / 1024:6.1f} KB"
+    )
+    print(
+        f"  a turn end's node patches        {patches_ms:6.1f} / {CPU['patches']:5.1f} ms   "
+        f"{sum(map(len, node_patches.values())) / 1024:6.1f} KB ({max(map(len, node_patches.values()))} bytes at most each)"
+    )
 
 
 if __name__ == "__main__":

@@ -164,7 +164,7 @@ async def time_haico(ws: Workspace, steps: int, answer: str = ANSWER) -> float:
     while True:
         try:
             await asyncio.wait_for(layer.receive(listener), timeout=0.001)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             break
     await layer.group_discard(group_name(thread.pk), listener)
     return elapsed
@@ -226,10 +226,20 @@ def component_costs(ws: Workspace, repeats: int) -> dict[str, float]:
     reply = AIMessage(ANSWER)
 
     def store_usage():
-        usage_record(rows=[{
-            "user_id": ws.user.pk, "thread_id": ws.thread.pk, "turn_index": 1, "provider_name": "bench", "model": "bench",
-            "input_tokens": 1000, "output_tokens": 20,
-        }] * 2)
+        usage_record(
+            rows=[
+                {
+                    "user_id": ws.user.pk,
+                    "thread_id": ws.thread.pk,
+                    "turn_index": 1,
+                    "provider_name": "bench",
+                    "model": "bench",
+                    "input_tokens": 1000,
+                    "output_tokens": 20,
+                }
+            ]
+            * 2
+        )
 
     return {
         "turn claim + snapshot": median_ms(claim_and_snapshot),
@@ -272,8 +282,12 @@ async def main(steps: int, repeats: int, tokens: int) -> None:
     p95 = delays[int(len(delays) * 0.95) - 1]
 
     print(f"HAICO turn overhead bench ({repeats} interleaved repeats, medians, zero-latency scripted model)")
-    print(f"  floor  (bare create_agent, no-op tools):  0 steps {med[('floor', 0)]:7.2f} ms   {steps} steps {med[('floor', steps)]:7.2f} ms")
-    print(f"  HAICO  (runner, real tools, fragments):   0 steps {med[('haico', 0)]:7.2f} ms   {steps} steps {med[('haico', steps)]:7.2f} ms")
+    print(
+        f"  floor  (bare create_agent, no-op tools):  0 steps {med[('floor', 0)]:7.2f} ms   {steps} steps {med[('floor', steps)]:7.2f} ms"
+    )
+    print(
+        f"  HAICO  (runner, real tools, fragments):   0 steps {med[('haico', 0)]:7.2f} ms   {steps} steps {med[('haico', steps)]:7.2f} ms"
+    )
     print(f"  server overhead per agent step:  {per_step:6.2f} ms   (target <= 3 ms)      {'OK' if per_step <= 3 else 'OVER'}")
     print(f"  ratio to the floor at {steps} steps:  {ratio:6.2f} x    (target <= 1.5 x)     {'OK' if ratio <= 1.5 else 'OVER'}")
     print(f"  fixed overhead per turn:         {fixed:6.2f} ms   (target <= 15 ms)     {'OK' if fixed <= 15 else 'OVER'}")

@@ -122,9 +122,7 @@ async def main(spec: dict) -> dict:
     errors = [f"connect failed: {type(ws).__name__}: {ws}"[:300] for ws in opened if isinstance(ws, BaseException)]
     payload = json.dumps({"message": spec["message"], "model": spec["model"]})
     start = asyncio.Event()
-    tasks = [
-        asyncio.create_task(run_turn(ws, start, payload, spec["timeout"], spec["expected_tokens"])) for ws in sockets
-    ]
+    tasks = [asyncio.create_task(run_turn(ws, start, payload, spec["timeout"], spec["expected_tokens"])) for ws in sockets]
     await asyncio.sleep(0.05)  # every task is waiting on the event
     pids = spec.get("server_pids") or []
     cpu_before = sum(cpu_seconds(pid) for pid in pids)

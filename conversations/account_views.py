@@ -31,6 +31,7 @@ from .usage import person_usage
 def _signup_refused(request, message: str, *, status: int):
     return render(request, "registration/signup_refused.html", {"message": message}, status=status)
 
+
 logger = logging.getLogger("haico.conversations.accounts")
 RESET_MAIL = "reset-mail"
 
@@ -95,14 +96,12 @@ class LimitedPasswordResetForm(PasswordResetForm):
     addresses ask: a request past it is answered as usual (the page never
     says whether an account exists) and no mail is sent."""
 
-    def send_mail(self, subject_template_name, email_template_name, context, from_email, to_email,
-                  html_email_template_name=None):
+    def send_mail(self, subject_template_name, email_template_name, context, from_email, to_email, html_email_template_name=None):
         user = context["user"]
         if ratelimit.hit(RESET_MAIL, str(user.pk), ratelimit.rate_setting("HAICO_RATE_RESET_MAIL")) is not None:
             logger.warning("password reset mail for user %s not sent: HAICO_RATE_RESET_MAIL reached", user.pk)
             return
-        super().send_mail(subject_template_name, email_template_name, context, from_email, to_email,
-                          html_email_template_name)
+        super().send_mail(subject_template_name, email_template_name, context, from_email, to_email, html_email_template_name)
 
 
 class PasswordReset(auth_views.PasswordResetView):

@@ -150,8 +150,13 @@ def step_result(event: StepFinished, sentence: str) -> Note | None:
         return None
     step = f"“{sentence}”" if sentence else f"a call of {event.tool_name}"
     detail = "\n".join(
-        line for line in (f"tool: {event.tool_name}", f"arguments: {event.arguments}" if event.arguments else "",
-                          f"result: {event.error}" if event.error else "") if line
+        line
+        for line in (
+            f"tool: {event.tool_name}",
+            f"arguments: {event.arguments}" if event.arguments else "",
+            f"result: {event.error}" if event.error else "",
+        )
+        if line
     )
     error = event.error.strip()
     if event.status == "skipped":
@@ -183,7 +188,9 @@ def approval_asked(request: dict) -> Note:
     """The details list what would go; the reason is the agent's sentence."""
     lines = [f"{request.get('kind', '')}: {request.get('reason', '')}", *map(str, request.get("details") or [])]
     return Note(
-        message=f"Approval asked: {request.get('summary', '')}", kind=Kind.APPROVAL_ASKED, level=Level.INFO,
+        message=f"Approval asked: {request.get('summary', '')}",
+        kind=Kind.APPROVAL_ASKED,
+        level=Level.INFO,
         detail="\n".join(lines)[:2000],
     )
 

@@ -20,8 +20,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET
 
-from workspace import selectors as workspace_selectors
 from workspace import admin as workspace_admin
+from workspace import selectors as workspace_selectors
 from workspace.admin import ReadOnlyAdminMixin
 from workspace.markdown import render_markdown
 from workspace.models import Document, DocumentRevision, Preference, Thread, WorkspaceSnapshot
@@ -164,7 +164,9 @@ class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
             with transaction.atomic():
                 services.thread_rename(thread=obj, title=obj.title)
                 services.moderation_record(
-                    thread=obj, staff_user=request.user, action=ModerationAction.Action.RENAME,
+                    thread=obj,
+                    staff_user=request.user,
+                    action=ModerationAction.Action.RENAME,
                     detail=f"'{old_title}' -> '{obj.title}'",
                 )
 
@@ -189,7 +191,9 @@ class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
         if not self.has_view_permission(request, thread):
             raise PermissionDenied
         staff_view.record_staff_read(
-            thread=thread, staff_user=request.user, action=ModerationAction.Action.VIEW_REVIEW,
+            thread=thread,
+            staff_user=request.user,
+            action=ModerationAction.Action.VIEW_REVIEW,
             detail="Opened the review: transcript, snapshots, feedback and workspace",
         )
         context = {
@@ -218,8 +222,9 @@ class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
             # (docs/adr/0014, docs/adr/0049); it is not restorable.
             being_made = BranchLink.objects.filter(status=BranchLink.Status.PENDING).values("thread_id")
             being_imported = ArchiveImport.objects.values("thread_id")
-            for thread in (queryset.select_for_update().filter(is_deleted=True)
-                           .exclude(pk__in=being_made).exclude(pk__in=being_imported)):
+            for thread in (
+                queryset.select_for_update().filter(is_deleted=True).exclude(pk__in=being_made).exclude(pk__in=being_imported)
+            ):
                 services.thread_restore(thread=thread, staff_user=request.user)
                 count += 1
         self.message_user(request, f"Restored {count} thread(s); each action is recorded.", messages.SUCCESS)
@@ -241,8 +246,11 @@ def thread_review(thread: Thread) -> dict:
     snapshots = {s.turn_index: s for s in WorkspaceSnapshot.objects.filter(thread=thread).order_by("turn_index")}
     feedback = list(Feedback.objects.filter(thread=thread).select_related("user", "artifact").order_by("turn_index", "pk"))
     turns = [
-        {**turn, "snapshot": _snapshot_view(snapshots[turn["turn_index"]]) if turn["turn_index"] in snapshots else None,
-         "feedback": [entry for entry in feedback if entry.turn_index == turn["turn_index"]]}
+        {
+            **turn,
+            "snapshot": _snapshot_view(snapshots[turn["turn_index"]]) if turn["turn_index"] in snapshots else None,
+            "feedback": [entry for entry in feedback if entry.turn_index == turn["turn_index"]],
+        }
         for turn in chat_turns(thread=thread)
     ]
     parent_link = BranchLink.objects.filter(thread=thread).select_related("parent").first()
@@ -290,7 +298,15 @@ class FeedbackAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     that have feedback)."""
 
     list_display = (
-        "created_at", "thread", "turn_index", "user", "about", "aspect", "rating", "comment_excerpt", "updated_at",
+        "created_at",
+        "thread",
+        "turn_index",
+        "user",
+        "about",
+        "aspect",
+        "rating",
+        "comment_excerpt",
+        "updated_at",
     )
     list_filter = (
         "scope",
@@ -391,9 +407,7 @@ class PreferenceAdmin(admin.ModelAdmin):
             staff_set_preference_locked(preference=obj, locked=obj.locked, staff_user=request.user)
 
     def _set_locked(self, request, queryset, locked: bool):
-        changed = sum(
-            staff_set_preference_locked(preference=p, locked=locked, staff_user=request.user) for p in queryset
-        )
+        changed = sum(staff_set_preference_locked(preference=p, locked=locked, staff_user=request.user) for p in queryset)
         verb = "Locked" if locked else "Unlocked"
         self.message_user(request, f"{verb} {changed} preference(s); each change is recorded.", messages.SUCCESS)
 

@@ -24,11 +24,14 @@ User = get_user_model()
 
 class InviteForm(forms.Form):
     email = forms.EmailField(
-        required=False, label="Email (optional)",
+        required=False,
+        label="Email (optional)",
         help_text="The address the invitation is for: sign-up with it uses this address. Blank: whoever holds the link.",
     )
     days = forms.IntegerField(
-        min_value=1, max_value=signup.INVITE_DAYS_MAX, label="Valid for (days)",
+        min_value=1,
+        max_value=signup.INVITE_DAYS_MAX,
+        label="Valid for (days)",
         help_text="The link stops working after this many days, or once it has made an account.",
     )
     note = forms.CharField(required=False, max_length=200, label="Note (optional)", help_text="For staff: who it is for.")
@@ -60,12 +63,17 @@ class InviteAdmin(admin.ModelAdmin):
             raise PermissionDenied
         form = InviteForm(request.POST if request.method == "POST" else None, initial={"days": settings.HAICO_INVITE_DAYS})
         context = {
-            **self.admin_site.each_context(request), "opts": self.opts, "title": "Make an invite link", "form": form,
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": "Make an invite link",
+            "form": form,
             "signup_mode": settings.HAICO_SIGNUP,
         }
         if request.method == "POST" and form.is_valid():
             invite, secret = signup.invite_create(
-                created_by=request.user, email=form.cleaned_data["email"], days=form.cleaned_data["days"],
+                created_by=request.user,
+                email=form.cleaned_data["email"],
+                days=form.cleaned_data["days"],
                 note=form.cleaned_data["note"],
             )
             self.log_addition(request, invite, [{"added": {}}])

@@ -55,19 +55,40 @@ def chart(per_day: list[dict]) -> dict:
     bars = []
     for i, row in enumerate(per_day):
         height = round((CHART_BASE - 10) * row["total"] / peak) if peak else 0
-        bars.append({
-            "x": i * (BAR_WIDTH + BAR_GAP) + BAR_GAP, "y": CHART_BASE - height, "height": height,
-            "day": row["day"], "total": row["total"], "label": i % label_every == 0,
-        })
+        bars.append(
+            {
+                "x": i * (BAR_WIDTH + BAR_GAP) + BAR_GAP,
+                "y": CHART_BASE - height,
+                "height": height,
+                "day": row["day"],
+                "total": row["total"],
+                "label": i % label_every == 0,
+            }
+        )
     return {
-        "bars": bars, "peak": peak, "bar_width": BAR_WIDTH, "base": CHART_BASE, "height": CHART_HEIGHT,
-        "label_y": CHART_HEIGHT - 6, "width": max(200, len(per_day) * (BAR_WIDTH + BAR_GAP) + BAR_GAP),
+        "bars": bars,
+        "peak": peak,
+        "bar_width": BAR_WIDTH,
+        "base": CHART_BASE,
+        "height": CHART_HEIGHT,
+        "label_y": CHART_HEIGHT - 6,
+        "width": max(200, len(per_day) * (BAR_WIDTH + BAR_GAP) + BAR_GAP),
     }
 
 
 @admin.register(ModelUsage)
 class ModelUsageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ("created_at", "user", "model", "provider_name", "input_tokens", "output_tokens", "estimated", "thread", "turn_index")
+    list_display = (
+        "created_at",
+        "user",
+        "model",
+        "provider_name",
+        "input_tokens",
+        "output_tokens",
+        "estimated",
+        "thread",
+        "turn_index",
+    )
     list_filter = ("estimated", "provider_name", "model", ("user", admin.RelatedOnlyFieldListFilter), "created_at")
     search_fields = ("user__username", "model", "provider_name", "=thread__id")
     date_hierarchy = "created_at"
@@ -94,8 +115,14 @@ class ModelUsageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             data = blank.cleaned_data
         result = usage.totals(since=data["since"], until=data["until"], user_id=data.get("user"), model=data.get("model") or None)
         context = {
-            **self.admin_site.each_context(request), "opts": self.opts, "title": "Usage per person, model and day",
-            "form": form, "errors": errors, "since": data["since"], "until": data["until"], "result": result,
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": "Usage per person, model and day",
+            "form": form,
+            "errors": errors,
+            "since": data["since"],
+            "until": data["until"],
+            "result": result,
             "chart": chart(result["per_day"]),
         }
         return TemplateResponse(request, "admin/conversations/modelusage/totals.html", context)

@@ -22,10 +22,19 @@ from .models import Account
 
 WAITING_MESSAGE = "Your account is waiting for approval by staff; you can use HAICO once they approve it."
 # What a waiting person may still reach: this page, signing in and out, and their password.
-OPEN_WHILE_WAITING = frozenset({
-    "waiting", "login", "logout", "password_change", "password_change_done", "password_reset",
-    "password_reset_done", "password_reset_confirm", "password_reset_complete",
-})
+OPEN_WHILE_WAITING = frozenset(
+    {
+        "waiting",
+        "login",
+        "logout",
+        "password_change",
+        "password_change_done",
+        "password_reset",
+        "password_reset_done",
+        "password_reset_confirm",
+        "password_reset_complete",
+    }
+)
 
 
 def is_waiting(user) -> bool:

@@ -92,36 +92,56 @@ def import_stalled_after() -> timedelta:
 
 def thread_archive(thread: Thread) -> dict:
     link = BranchLink.objects.filter(thread=thread, status=BranchLink.Status.ACTIVE).select_related("parent").first()
-    children = BranchLink.objects.filter(
-        parent=thread, status=BranchLink.Status.ACTIVE, thread__is_deleted=False
-    ).select_related("thread").order_by("branch_point_turn", "created_at")
+    children = (
+        BranchLink.objects.filter(parent=thread, status=BranchLink.Status.ACTIVE, thread__is_deleted=False)
+        .select_related("thread")
+        .order_by("branch_point_turn", "created_at")
+    )
     return {
         "format": ARCHIVE_FORMAT,
         "version": ARCHIVE_VERSION,
         "exported_at": timezone.now().isoformat(),
-        "thread": {"id": str(thread.pk), "title": thread.title, "turns": thread.turn_index,
-                   "mode": thread.mode, "chat_model": thread.chat_model, "created_at": thread.created_at.isoformat()},
+        "thread": {
+            "id": str(thread.pk),
+            "title": thread.title,
+            "turns": thread.turn_index,
+            "mode": thread.mode,
+            "chat_model": thread.chat_model,
+            "created_at": thread.created_at.isoformat(),
+        },
         "workspace": workspace_section(thread),
         "transcript": {
             "turns": [
                 {
-                    "index": t.index, "user_message": t.user_message, "model": t.model_name, "status": t.status,
-                    "answer": t.answer, "cut_off": t.cut_off, "notice": t.notice, "retry_of": t.retry_of,
-                    "mode": t.mode, "selection": t.selection, "approval": t.approval,
-                    "started_at": t.started_at.isoformat(), "ended_at": t.ended_at.isoformat() if t.ended_at else None,
+                    "index": t.index,
+                    "user_message": t.user_message,
+                    "model": t.model_name,
+                    "status": t.status,
+                    "answer": t.answer,
+                    "cut_off": t.cut_off,
+                    "notice": t.notice,
+                    "retry_of": t.retry_of,
+                    "mode": t.mode,
+                    "selection": t.selection,
+                    "approval": t.approval,
+                    "started_at": t.started_at.isoformat(),
+                    "ended_at": t.ended_at.isoformat() if t.ended_at else None,
                 }
                 for t in Turn.objects.filter(thread=thread).order_by("index")
             ],
             "messages": messages_to_dict(read_messages(thread.pk)),
         },
         "branches": {
-            "parent": None if link is None else {
-                "thread_id": str(link.parent_id), "title": link.parent.title, "at_turn": link.branch_point_turn,
+            "parent": None
+            if link is None
+            else {
+                "thread_id": str(link.parent_id),
+                "title": link.parent.title,
+                "at_turn": link.branch_point_turn,
                 "reason": link.reason,
             },
             "children": [
-                {"thread_id": str(c.thread_id), "title": c.thread.title, "at_turn": c.branch_point_turn}
-                for c in children
+                {"thread_id": str(c.thread_id), "title": c.thread.title, "at_turn": c.branch_point_turn} for c in children
             ],
         },
     }
@@ -140,9 +160,7 @@ def size_text(size: int) -> str:
 
 def check_size(size: int) -> None:
     if size > settings.HAICO_ARCHIVE_MAX_BYTES:
-        raise ArchiveRefused(
-            f"The archive is {size_text(size)}; the limit is {size_text(settings.HAICO_ARCHIVE_MAX_BYTES)}."
-        )
+        raise ArchiveRefused(f"The archive is {size_text(size)}; the limit is {size_text(settings.HAICO_ARCHIVE_MAX_BYTES)}.")
 
 
 def read_archive(raw: bytes) -> dict:
@@ -151,10 +169,10 @@ def read_archive(raw: bytes) -> dict:
     try:
         # NaN and Infinity are Python's extension of JSON; no database stores them.
         data = json.loads(raw.decode("utf-8"), parse_constant=_not_json)
-    except UnicodeDecodeError:
-        raise ArchiveRefused("The file is not a HAICO thread archive (it is not UTF-8 text).")
-    except (ValueError, RecursionError):
-        raise ArchiveRefused("The file is not a HAICO thread archive (it is not valid JSON).")
+    except UnicodeDecodeError as exc:
+        raise ArchiveRefused("The file is not a HAICO thread archive (it is not UTF-8 text).") from exc
+    except (ValueError, RecursionError) as exc:
+        raise ArchiveRefused("The file is not a HAICO thread archive (it is not valid JSON).") from exc
     if not isinstance(data, dict) or data.get("format") != ARCHIVE_FORMAT:
         raise ArchiveRefused("The file is not a HAICO thread archive.")
     version = data.get("version")
@@ -182,16 +200,16 @@ def _messages(items: list, *, turns: int) -> list:
         _check_message_data(Fields(value["data"], f"{path}.data"))
         try:
             (message,) = messages_from_dict([value])
-        except (ValueError, TypeError, KeyError, AttributeError):
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
             # pydantic's errors (ValueError) name internals, and LangChain
             # reads some fields before checking them; the path helps more.
-            raise ArchiveRefused(f"{path}: not a valid message.")
+            raise ArchiveRefused(f"{path}: not a valid message.") from exc
         messages.append(message)
     try:
         if len(history_prefix(messages, through_turn=turns)) != len(messages):
             raise ArchiveRefused("transcript.messages: holds more turns than the thread has.")
-    except HistoryNotSplittable:
-        raise ArchiveRefused("transcript.messages: a tool call has no result, so the history cannot be continued.")
+    except HistoryNotSplittable as exc:
+        raise ArchiveRefused("transcript.messages: a tool call has no result, so the history cannot be continued.") from exc
     return messages
 
 
@@ -277,21 +295,23 @@ def _turn_rows(items: list, *, turns: int, mode: str) -> list[dict]:
         if status in (Turn.Status.RUNNING, Turn.Status.AWAITING):
             # No server is running it here, and no paused graph came with it to resume.
             status, notice = Turn.Status.INTERRUPTED, notice or "Interrupted."
-        rows.append({
-            "index": index,
-            "user_message": row.text("user_message", max_chars=MESSAGE_MAX_CHARS),
-            "model_name": row.text("model", max_chars=200, optional=True) or "",
-            "status": status,
-            "answer": row.text("answer", max_chars=MESSAGE_MAX_CHARS, optional=True) or "",
-            "cut_off": row.flag("cut_off"),
-            "notice": notice,
-            "retry_of": row.number("retry_of", low=1, high=turns, optional=True),
-            "mode": row.choice("mode", set(Thread.Mode.values)) if row.value.get("mode") is not None else mode,
-            "selection": _selection(row),
-            "approval": _approval(row),
-            "started_at": row.time("started_at"),
-            "ended_at": row.time("ended_at"),
-        })
+        rows.append(
+            {
+                "index": index,
+                "user_message": row.text("user_message", max_chars=MESSAGE_MAX_CHARS),
+                "model_name": row.text("model", max_chars=200, optional=True) or "",
+                "status": status,
+                "answer": row.text("answer", max_chars=MESSAGE_MAX_CHARS, optional=True) or "",
+                "cut_off": row.flag("cut_off"),
+                "notice": notice,
+                "retry_of": row.number("retry_of", low=1, high=turns, optional=True),
+                "mode": row.choice("mode", set(Thread.Mode.values)) if row.value.get("mode") is not None else mode,
+                "selection": _selection(row),
+                "approval": _approval(row),
+                "started_at": row.time("started_at"),
+                "ended_at": row.time("ended_at"),
+            }
+        )
     return rows
 
 
@@ -315,7 +335,9 @@ def parse_archive(data: dict) -> dict:
         "workspace": parse_workspace(data.get("workspace"), turns=turns),
         "turn_rows": _turn_rows(transcript.items("turns", max_items=MAX_TURNS), turns=turns, mode=mode),
         "messages": _messages(transcript.items("messages", max_items=MAX_MESSAGES), turns=turns),
-        "parent": None if parent is None else {
+        "parent": None
+        if parent is None
+        else {
             "thread_id": parent.text("thread_id", max_chars=64),
             "at_turn": parent.number("at_turn", low=0, high=turns),
             "reason": parent.text("reason", max_chars=500, optional=True) or "",
@@ -344,7 +366,7 @@ def import_archive(*, raw: bytes, owner: AbstractBaseUser) -> Thread:
     try:
         title = clean_title(parsed["title"])
     except InvalidInput as exc:
-        raise ArchiveRefused(f"thread.title: {exc.message}")
+        raise ArchiveRefused(f"thread.title: {exc.message}") from exc
     new_id = uuid.uuid4()
     try:
         checked = time.monotonic()
@@ -358,8 +380,15 @@ def import_archive(*, raw: bytes, owner: AbstractBaseUser) -> Thread:
         _finish(thread_id=new_id, owner=owner, parent=parsed["parent"])
         logger.info(
             "imported a %s archive as thread %s in %.1f s: checked in %.1f s, history in %.1f s, "
-            "%d parts in %d transactions in %.1f s", size_text(len(raw)), new_id, time.monotonic() - started,
-            checked - started, seeded - checked, len(parts), steps, time.monotonic() - seeded,
+            "%d parts in %d transactions in %.1f s",
+            size_text(len(raw)),
+            new_id,
+            time.monotonic() - started,
+            checked - started,
+            seeded - checked,
+            len(parts),
+            steps,
+            time.monotonic() - seeded,
         )
     except BaseException as exc:
         discard_import(new_id)
@@ -387,8 +416,14 @@ def _begin(*, new_id, owner: AbstractBaseUser, title: str, parsed: dict) -> Thre
     now = timezone.now()
     title = imported_title(title, owner=owner)
     thread = Thread.objects.create(
-        pk=new_id, owner=owner, title=title, turn_index=parsed["turns"], mode=parsed["mode"],
-        chat_model=parsed["chat_model"], created_at=parsed["created_at"] or now, last_activity_at=now,
+        pk=new_id,
+        owner=owner,
+        title=title,
+        turn_index=parsed["turns"],
+        mode=parsed["mode"],
+        chat_model=parsed["chat_model"],
+        created_at=parsed["created_at"] or now,
+        last_activity_at=now,
         # Hidden until phase 4: owner-scoped lookups skip deleted threads.
         is_deleted=True,
     )
@@ -397,15 +432,14 @@ def _begin(*, new_id, owner: AbstractBaseUser, title: str, parsed: dict) -> Thre
 
 
 def _turn_chunks(rows: list[dict], size: int = 200) -> list[list[dict]]:
-    return [rows[i:i + size] for i in range(0, len(rows), size)]
+    return [rows[i : i + size] for i in range(0, len(rows), size)]
 
 
 @transaction.atomic
 def _turns_restore(*, thread: Thread, rows: list[dict]) -> None:
     now = timezone.now()
     Turn.objects.bulk_create(
-        Turn(thread=thread, **{**row, "started_at": row["started_at"] or now, "ended_at": row["ended_at"] or now})
-        for row in rows
+        Turn(thread=thread, **{**row, "started_at": row["started_at"] or now, "ended_at": row["ended_at"] or now}) for row in rows
     )
 
 
@@ -438,7 +472,10 @@ def _finish(*, thread_id, owner: AbstractBaseUser, parent: dict | None) -> None:
         own = Thread.objects.filter(pk=_uuid_or_none(parent["thread_id"]), owner=owner, is_deleted=False).first()
         if own is not None and parent["at_turn"] <= own.turn_index:
             BranchLink.objects.create(
-                thread=thread, parent=own, branch_point_turn=parent["at_turn"], status=BranchLink.Status.ACTIVE,
+                thread=thread,
+                parent=own,
+                branch_point_turn=parent["at_turn"],
+                status=BranchLink.Status.ACTIVE,
                 reason=parent["reason"],
             )
     Thread.objects.filter(pk=thread_id).update(is_deleted=False, last_activity_at=timezone.now())

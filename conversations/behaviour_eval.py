@@ -206,9 +206,7 @@ def _names_in(sentence: str, tool_names) -> list[str]:
 
 
 def no_tool_names_in_reasoning(run: ScenarioRun) -> Verdict:
-    sentences = [
-        str((call.get("args") or {}).get("action_and_reasoning") or "") for turn in run.turns for call, _ in turn.calls
-    ]
+    sentences = [str((call.get("args") or {}).get("action_and_reasoning") or "") for turn in run.turns for call, _ in turn.calls]
     if not sentences:
         return Verdict(NOT_APPLICABLE, "no tool calls")
     named = sorted({name for sentence in sentences for name in _names_in(sentence, run.tool_names)})
@@ -269,7 +267,8 @@ SUMMARY_FIRST = Criterion("answer opens with a one-sentence summary", summary_fi
 
 LONG_DOCUMENT = "\n\n".join(
     f"## Section {n}\n\nThis section explains part {n} of the field guide in several careful sentences. "
-    "It was written over many sessions and the person reviewed every line of it." for n in range(1, 9)
+    "It was written over many sessions and the person reviewed every line of it."
+    for n in range(1, 9)
 )
 
 
@@ -426,8 +425,13 @@ async def run_scenario(
             messages = list((state.values or {}).get("messages") or [])
             run.turns.append(
                 TurnRecord(
-                    index=index, user_message=message, status=status, answer=answer,
-                    messages=_turn_messages(messages, index), before=before, after=after,
+                    index=index,
+                    user_message=message,
+                    status=status,
+                    answer=answer,
+                    messages=_turn_messages(messages, index),
+                    before=before,
+                    after=after,
                     interrupts=tuple(getattr(state, "interrupts", ()) or ()),
                 )
             )
@@ -483,7 +487,8 @@ def report(runs: dict[str, list[ScenarioRun]]) -> str:
             rows.append(row)
         errors = [f"  {model}: {run.error}" for model, run in per_model.items() if run.error]
         blocks.append(
-            f"Scenario {name}: {scenario.description}\n" + _table(["criterion", *models], rows)
+            f"Scenario {name}: {scenario.description}\n"
+            + _table(["criterion", *models], rows)
             + ("\nErrors:\n" + "\n".join(errors) if errors else "")
         )
     total_rows = [
@@ -495,8 +500,13 @@ def report(runs: dict[str, list[ScenarioRun]]) -> str:
 
 
 async def run_eval(
-    *, models: list[str], provider_for: Callable[[str], AgentProvider], scenarios: list[Scenario],
-    turn_timeout: float = 300.0, keep: bool = False, progress: Callable[[str], None] | None = None,
+    *,
+    models: list[str],
+    provider_for: Callable[[str], AgentProvider],
+    scenarios: list[Scenario],
+    turn_timeout: float = 300.0,
+    keep: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, list[ScenarioRun]]:
     runs: dict[str, list[ScenarioRun]] = {}
     try:

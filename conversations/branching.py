@@ -35,8 +35,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from agent.history import read_messages
 from agent import catalogue
+from agent.history import read_messages
 from agent.model import ModelNotConfigured
 from agent.seeding import (
     HistoryNotSplittable,
@@ -85,8 +85,11 @@ def branch_title(parent_title: str, *, turn_index: int, regenerated: bool = Fals
     if message is not None and message.strip():
         return title_from_message(message)
     ending = (
-        f" (turn {turn_index + 1} regenerated)" if regenerated
-        else f" (branch from turn {turn_index})" if turn_index else " (branch from the start)"
+        f" (turn {turn_index + 1} regenerated)"
+        if regenerated
+        else f" (branch from turn {turn_index})"
+        if turn_index
+        else " (branch from the start)"
     )
     base = BRANCH_ENDING.sub("", parent_title)
     room = THREAD_TITLE_MAX_CHARS - len(ending)
@@ -96,7 +99,12 @@ def branch_title(parent_title: str, *, turn_index: int, regenerated: bool = Fals
 
 
 def fork_thread(
-    *, source: Thread, turn_index: int, user: AbstractBaseUser, reason: str = "", title: str | None = None,
+    *,
+    source: Thread,
+    turn_index: int,
+    user: AbstractBaseUser,
+    reason: str = "",
+    title: str | None = None,
     activate_now: bool = True,
 ) -> Thread:
     """A new active thread of `user` branched from `source` after turn
@@ -148,11 +156,16 @@ def write_pending_rows(
         raise BranchRefused(f"The workspace after turn {turn_index} was not recorded, so it cannot be branched from.")
     now = timezone.now()
     thread = Thread.objects.create(
-        pk=new_id, owner=locked.owner, title=title or branch_title(locked.title, turn_index=turn_index),
-        turn_index=turn_index, mode=locked.mode,
+        pk=new_id,
+        owner=locked.owner,
+        title=title or branch_title(locked.title, turn_index=turn_index),
+        turn_index=turn_index,
+        mode=locked.mode,
         chat_model=locked.chat_model,
         # Hidden until phase 3: owner-scoped lookups skip deleted threads.
-        is_deleted=True, created_at=now, last_activity_at=now,
+        is_deleted=True,
+        created_at=now,
+        last_activity_at=now,
     )
     BranchLink.objects.create(
         thread=thread, parent=locked, branch_point_turn=turn_index, status=BranchLink.Status.PENDING, reason=reason
@@ -185,9 +198,20 @@ def _copied_turn(row: Turn, thread: Thread) -> Turn:
     # The approval card goes too (what was asked and answered): without it
     # the copied transcript would read as if a rejected change had been made.
     return Turn(
-        thread=thread, index=row.index, user_message=row.user_message, model_name=row.model_name, status=status,
-        answer=row.answer, cut_off=row.cut_off, notice=notice, retry_of=row.retry_of, mode=row.mode,
-        selection=row.selection, approval=row.approval, started_at=row.started_at, ended_at=row.ended_at,
+        thread=thread,
+        index=row.index,
+        user_message=row.user_message,
+        model_name=row.model_name,
+        status=status,
+        answer=row.answer,
+        cut_off=row.cut_off,
+        notice=notice,
+        retry_of=row.retry_of,
+        mode=row.mode,
+        selection=row.selection,
+        approval=row.approval,
+        started_at=row.started_at,
+        ended_at=row.ended_at,
     )
 
 
@@ -248,9 +272,7 @@ def rerun_plan(
     return message, chosen.key if chosen else None, row.selection if row is not None else None
 
 
-def rerun_in_branch(
-    *, source: Thread, turn_index: int, user: AbstractBaseUser, message: str | None = None
-) -> tuple[Thread, str]:
+def rerun_in_branch(*, source: Thread, turn_index: int, user: AbstractBaseUser, message: str | None = None) -> tuple[Thread, str]:
     """Fork `source` at turn N-1 and start turn N there with the turn's own
     message (Regenerate) or `message` (Edit), about the passage turn N asked
     about. Nothing of `source` changes. Returns the branch, its turn N
@@ -258,15 +280,27 @@ def rerun_in_branch(
     selection had to be left out ("" otherwise)."""
     text, model, selection = rerun_plan(source=source, turn_index=turn_index, user=user, message=message)
     return start_in_branch(
-        source=source, after_turn=turn_index - 1, user=user, message=text, model_name=model, selection=selection,
+        source=source,
+        after_turn=turn_index - 1,
+        user=user,
+        message=text,
+        model_name=model,
+        selection=selection,
         reason=f"{'Regenerated' if message is None else 'Edited'} turn {turn_index}",
         title=branch_title(source.title, turn_index=turn_index - 1, regenerated=message is None, message=message),
     )
 
 
 def start_in_branch(
-    *, source: Thread, after_turn: int, user: AbstractBaseUser, message: str, model_name: str | None = None,
-    selection: dict | None = None, reason: str = "", title: str | None = None,
+    *,
+    source: Thread,
+    after_turn: int,
+    user: AbstractBaseUser,
+    message: str,
+    model_name: str | None = None,
+    selection: dict | None = None,
+    reason: str = "",
+    title: str | None = None,
 ) -> tuple[Thread, str]:
     """Fork `source` after turn `after_turn` and start the branch's next turn
     with `message` (already validated: guard.clean_user_message) and
@@ -284,7 +318,11 @@ def start_in_branch(
     try:
         checked, note = checked_selection(thread=branch, raw=selection)
         async_to_sync(registry.start_turn)(
-            thread=branch, user_message=message, model_name=model_name, selection=checked, user=user,
+            thread=branch,
+            user_message=message,
+            model_name=model_name,
+            selection=checked,
+            user=user,
             activate_branch=True,
         )
     except BaseException:

@@ -12,8 +12,8 @@ a failed turn's error message is in the activity log.
 
 from django.conf import settings
 
-from agent.history import PastTurn, past_turns
 from agent import catalogue
+from agent.history import PastTurn, past_turns
 from workspace.models import Thread
 from workspace.selectors import snapshot_messages_for
 
@@ -70,9 +70,16 @@ def chat_turns(*, thread: Thread, user=None) -> list[dict]:
             answer, ending = turn.answer, marker(status=Turn.Status.COMPLETE)
         shown.append(
             turn_context(
-                turn_index=index, user_message=turn.user_message, steps=turn.steps, answer=answer,
-                running=is_running, ending=ending, latest=index == latest,
-                thread_id=thread.pk, feedback_count=feedback.get(index, 0), versions=versions.get(index),
+                turn_index=index,
+                user_message=turn.user_message,
+                steps=turn.steps,
+                answer=answer,
+                running=is_running,
+                ending=ending,
+                latest=index == latest,
+                thread_id=thread.pk,
+                feedback_count=feedback.get(index, 0),
+                versions=versions.get(index),
                 approval=approval_view(row.approval, pending=row.status == Turn.Status.AWAITING) if row else None,
                 mode=row.mode if row else "",
             )

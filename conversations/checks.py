@@ -6,7 +6,10 @@ from django.core.checks import Error, register
 from .ratelimit import parse_rate
 
 RATE_SETTINGS = (
-    "HAICO_RATE_SIGNUP", "HAICO_RATE_PASSWORD_RESET", "HAICO_RATE_RESET_MAIL", "HAICO_RATE_LOGIN_FAILURES",
+    "HAICO_RATE_SIGNUP",
+    "HAICO_RATE_PASSWORD_RESET",
+    "HAICO_RATE_RESET_MAIL",
+    "HAICO_RATE_LOGIN_FAILURES",
     "HAICO_RATE_MCP_AUTH_FAILURES",
 )
 

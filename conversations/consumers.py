@@ -110,7 +110,8 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             self.thread = None
             await self._refuse(
                 f"You have {limit} HAICO pages open, the most at once; close one you no longer use, then reload "
-                "this page to use its chat.", CLOSE_TOO_MANY,
+                "this page to use its chat.",
+                CLOSE_TOO_MANY,
             )
             return
         self._counted_windows = set()
@@ -139,8 +140,11 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             if not fits_one_message(text_data):
                 # Daphne would refuse the frame and the page never learn of
                 # it: the page fetches what it missed instead (docs/adr/0043).
-                logger.warning("a message of %d bytes to a page of thread %s was too big; it resyncs instead",
-                               message_size(text_data), self.thread.pk if self.thread else "-")
+                logger.warning(
+                    "a message of %d bytes to a page of thread %s was too big; it resyncs instead",
+                    message_size(text_data),
+                    self.thread.pk if self.thread else "-",
+                )
                 text_data = RESYNC
         await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
 
@@ -266,8 +270,12 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         try:
             # A model no longer offered to this person runs with their default (registry.start_turn).
             await registry.start_turn(
-                thread=thread, user_message=message, model_name=model or None, retry_of=int(turn),
-                selection=selection, user=self.scope["user"],
+                thread=thread,
+                user_message=message,
+                model_name=model or None,
+                retry_of=int(turn),
+                selection=selection,
+                user=self.scope["user"],
             )
         except UserFacingError as exc:
             await self._notice(exc.message)
@@ -327,7 +335,11 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             await self._notice(note)
         try:
             turn_index = await registry.start_turn(
-                thread=thread, user_message=message, model_name=model, mode=mode, selection=selection,
+                thread=thread,
+                user_message=message,
+                model_name=model,
+                mode=mode,
+                selection=selection,
                 user=self.scope["user"],
             )
         except UserFacingError as exc:  # TurnAlreadyRunning, or a message the guard refuses
@@ -358,8 +370,13 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         selection, note = await database_sync_to_async(checked_selection)(thread=branch, raw=data.get("selection"))
         try:
             turn_index = await registry.start_turn(
-                thread=branch, user_message=message, model_name=model, mode=mode, selection=selection,
-                user=self.scope["user"], activate_branch=True,
+                thread=branch,
+                user_message=message,
+                model_name=model,
+                mode=mode,
+                selection=selection,
+                user=self.scope["user"],
+                activate_branch=True,
             )
         except BaseException as exc:
             # A branch without the turn it was made for would be an empty copy.
@@ -497,6 +514,8 @@ class StaffThreadConsumer(AsyncWebsocketConsumer):
 
 def _still_may_view(user_id) -> bool:
     return staff_view.may_view(get_user_model().objects.filter(pk=user_id).first())
+
+
 async def _cache_call(function, *args):
     # The cache (Redis, or memory), not the database: off the consumers' shared database thread.
     return await sync_to_async(function, thread_sensitive=False)(*args)
@@ -507,6 +526,8 @@ def _uncount_page(user_id, windows) -> None:
     for window in windows:
         if window >= current - 1:
             ratelimit.socket_count(user_id, window, -1)
+
+
 def _open_thread(*, user, thread_id):
     """(whether the account waits for approval, the person's thread or None), in one database hop."""
     if is_waiting(user):

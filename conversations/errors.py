@@ -15,5 +15,7 @@ class ApprovalPending(TurnAlreadyRunning):
 
 class TooManyTurns(ConversationError):
     """The person already has HAICO_MAX_RUNNING_TURNS turns running in other threads (docs/adr/0051)."""
+
+
 class BranchVanished(ConversationError):
     """The pending branch a turn was to begin in was removed meanwhile (docs/adr/0045)."""

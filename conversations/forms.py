@@ -26,7 +26,9 @@ class SignupForm(UserCreationForm):
     to be able to reset a forgotten password (the reset mails it there)."""
 
     email = forms.EmailField(
-        label="Email (optional)", required=False, max_length=254,
+        label="Email (optional)",
+        required=False,
+        max_length=254,
         help_text="Only used to send you a link if you forget your password.",
         widget=forms.EmailInput(attrs={"autocomplete": "email"}),
     )
@@ -56,34 +58,43 @@ RATING_MESSAGE = f"Choose a rating from {FEEDBACK_RATING_MIN} (poor) to {FEEDBAC
 
 class FeedbackForm(forms.Form):
     scope = forms.ChoiceField(
-        label="About", choices=Feedback.Scope.choices,
-        error_messages={"required": "Choose what the feedback is about.",
-                        "invalid_choice": "Choose what the feedback is about from the list."},
+        label="About",
+        choices=Feedback.Scope.choices,
+        error_messages={
+            "required": "Choose what the feedback is about.",
+            "invalid_choice": "Choose what the feedback is about from the list.",
+        },
     )
     artifact = forms.ModelChoiceField(
-        label="Which artifact", queryset=Artifact.objects.none(), required=False, empty_label="Choose an artifact",
+        label="Which artifact",
+        queryset=Artifact.objects.none(),
+        required=False,
+        empty_label="Choose an artifact",
         error_messages={"invalid_choice": "That artifact is not part of this thread at this turn."},
     )
     aspect = forms.ChoiceField(
-        label="Aspect", choices=Feedback.Aspect.choices,
+        label="Aspect",
+        choices=Feedback.Aspect.choices,
         error_messages={"required": "Choose an aspect.", "invalid_choice": "Choose an aspect from the list."},
     )
     rating = forms.TypedChoiceField(
-        label="Rating", coerce=int, widget=forms.RadioSelect,
+        label="Rating",
+        coerce=int,
+        widget=forms.RadioSelect,
         choices=[(n, f"{n} ({RATING_WORDS[n]})") for n in range(FEEDBACK_RATING_MIN, FEEDBACK_RATING_MAX + 1)],
         error_messages={"required": RATING_MESSAGE, "invalid_choice": RATING_MESSAGE},
     )
     comment = RuleTextField(
-        label="Comment (optional)", max_chars=FEEDBACK_COMMENT_MAX_CHARS, allow_empty=True,
+        label="Comment (optional)",
+        max_chars=FEEDBACK_COMMENT_MAX_CHARS,
+        allow_empty=True,
         widget=forms.Textarea(attrs={"rows": 2, "maxlength": FEEDBACK_COMMENT_MAX_CHARS}),
     )
 
     def __init__(self, *args, thread: Thread, turn_index: int, **kwargs):
         super().__init__(*args, **kwargs)
         # Only artifacts that existed by the end of this turn.
-        self.fields["artifact"].queryset = Artifact.objects.filter(
-            thread=thread, turn_index__lte=turn_index
-        ).order_by("pk")
+        self.fields["artifact"].queryset = Artifact.objects.filter(thread=thread, turn_index__lte=turn_index).order_by("pk")
         if not self.fields["artifact"].queryset.exists():
             self.fields["artifact"].empty_label = "No artifacts by this turn"
 
@@ -131,14 +142,17 @@ class ModeForm(forms.Form):
 class LayoutForm(forms.Form):
     """A side rail of the workspace page collapsed or opened (docs/adr/0022)."""
 
-    rail = forms.ChoiceField(choices=[("left", "Left"), ("right", "Right")],
-                             error_messages={"required": "Choose the left or the right rail.",
-                                             "invalid_choice": "Choose the left or the right rail."})
+    rail = forms.ChoiceField(
+        choices=[("left", "Left"), ("right", "Right")],
+        error_messages={"required": "Choose the left or the right rail.", "invalid_choice": "Choose the left or the right rail."},
+    )
     collapsed = forms.BooleanField(required=False)
 
 
 class ThreadSearchForm(forms.Form):
     q = forms.CharField(required=False, max_length=200)
+
+
 SELECTION_UNREADABLE = "The selection could not be read, so the message was sent without it."
 SELECTION_DROPPED = "The selected text is no longer in the document as it was selected, so the message was sent without it."
 # A note for the page a rerun or "Continue from here" opens on its new branch:
@@ -147,13 +161,13 @@ PAGE_NOTES = {"selection-dropped": SELECTION_DROPPED, "selection-unreadable": SE
 
 
 def page_note_query(note: str) -> str:
-    """"?note=<key>" for a note the branch's page should show, or ""."""
+    """ "?note=<key>" for a note the branch's page should show, or ""."""
     key = next((key for key, text in PAGE_NOTES.items() if text == note), "")
     return f"?note={key}" if key else ""
 
 
 class SelectionForm(forms.Form):
-    """"Ask about selection": the passage of the document text the person
+    """ "Ask about selection": the passage of the document text the person
     selected, as character offsets [start, end) and the text itself. It must
     still be exactly that text of the document as saved, or it is dropped
     (the message goes without it)."""

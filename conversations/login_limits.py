@@ -64,8 +64,12 @@ def set_known_browser_cookie(request, response) -> None:
         return
     people = [person, *(p for p in known_people(request) if p != person)][:KNOWN_BROWSER_MAX_PEOPLE]
     response.set_cookie(
-        KNOWN_BROWSER_COOKIE, signing.dumps(people, salt=KNOWN_BROWSER_SALT), max_age=KNOWN_BROWSER_MAX_AGE,
-        secure=settings.SESSION_COOKIE_SECURE, httponly=True, samesite="Lax",
+        KNOWN_BROWSER_COOKIE,
+        signing.dumps(people, salt=KNOWN_BROWSER_SALT),
+        max_age=KNOWN_BROWSER_MAX_AGE,
+        secure=settings.SESSION_COOKIE_SECURE,
+        httponly=True,
+        samesite="Lax",
     )
 
 

@@ -134,11 +134,19 @@ def _annotations(spec: ToolSpec) -> dict:
 @lru_cache(maxsize=1)
 def mcp_tools() -> tuple[McpTool, ...]:
     reads = (
-        McpTool(LIST_THREADS, "List your threads, most recently active first: id, title, turns.",
-                {"type": "object", "properties": {}}, READ_ONLY),
-        McpTool(GET_WORKSPACE, "Read one thread's workspace: objective, preferences, plan, document (with its "
-                "version) and latest artifact, exactly as the in-app assistant sees it.",
-                _with_thread({"type": "object", "properties": {}, "required": []}), READ_ONLY),
+        McpTool(
+            LIST_THREADS,
+            "List your threads, most recently active first: id, title, turns.",
+            {"type": "object", "properties": {}},
+            READ_ONLY,
+        ),
+        McpTool(
+            GET_WORKSPACE,
+            "Read one thread's workspace: objective, preferences, plan, document (with its "
+            "version) and latest artifact, exactly as the in-app assistant sees it.",
+            _with_thread({"type": "object", "properties": {}, "required": []}),
+            READ_ONLY,
+        ),
     )
     workspace = tuple(
         McpTool(
@@ -267,7 +275,7 @@ def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
         if not _is_whole_number(base) or base < 0:
             return _refused(
                 f"{BASE_FIELD} must be a whole number, the version attribute of <document> in get_workspace "
-                f"(for example 5, not \"5\"); got {json.dumps(base, ensure_ascii=False)[:40]}."
+                f'(for example 5, not "5"); got {json.dumps(base, ensure_ascii=False)[:40]}.'
             )
         seen = Seen(document_version=base)
     allow_removal = arguments.pop(REMOVAL_FIELD, False) if name in REMOVAL_TOOLS else False

@@ -96,7 +96,9 @@ async def _list_tools(ctx, params) -> types.ListToolsResult:
     return types.ListToolsResult(
         tools=[
             types.Tool(
-                name=t.name, description=t.description, input_schema=t.input_schema,
+                name=t.name,
+                description=t.description,
+                input_schema=t.input_schema,
                 annotations=types.ToolAnnotations.model_validate(t.annotations),
             )
             for t in mcp_tools()
@@ -113,9 +115,7 @@ async def _call_tool(ctx, params: types.CallToolRequestParams) -> types.CallTool
 
 
 def build_server() -> Server:
-    return Server(
-        "haico", version="1", instructions=SERVER_INSTRUCTIONS, on_list_tools=_list_tools, on_call_tool=_call_tool
-    )
+    return Server("haico", version="1", instructions=SERVER_INSTRUCTIONS, on_list_tools=_list_tools, on_call_tool=_call_tool)
 
 
 # -- streamable HTTP --
@@ -132,18 +132,18 @@ def _allowed_host(scope) -> bool:
 
 def refusal_body(message: str) -> bytes:
     """A JSON-RPC error answering a request that was not read (id null)."""
-    return json.dumps(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": types.INVALID_REQUEST, "message": message}}
-    ).encode()
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": types.INVALID_REQUEST, "message": message}}).encode()
 
 
 async def answer(send, status: int, message: str, headers: tuple = ()) -> None:
     body = refusal_body(message)
-    await send({
-        "type": "http.response.start",
-        "status": status,
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
-    })
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -209,7 +209,8 @@ class HttpEndpoint:
             return
         if method != "POST":
             await answer(
-                send, 405,
+                send,
+                405,
                 f"{method} is not supported at /mcp: send each message as a POST (this server keeps no sessions "
                 "and sends nothing on its own, so it has no stream to open).",
                 ((b"allow", ALLOWED_METHODS.encode()),),
@@ -220,8 +221,11 @@ class HttpEndpoint:
         wait = await sync_to_async(ratelimit.over, thread_sensitive=False)(MCP_AUTH_FAILURES, address, rate)
         if wait is not None:
             await answer(
-                send, 429, f"Too many requests with a missing or wrong access token from your address; try again "
-                f"in {ratelimit.duration_text(wait)}.", ((b"retry-after", str(max(1, math.ceil(wait))).encode()),),
+                send,
+                429,
+                f"Too many requests with a missing or wrong access token from your address; try again "
+                f"in {ratelimit.duration_text(wait)}.",
+                ((b"retry-after", str(max(1, math.ceil(wait))).encode()),),
             )
             return
         secret = _bearer(scope)

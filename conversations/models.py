@@ -64,9 +64,7 @@ class Feedback(models.Model):
     scope = models.CharField(max_length=12, choices=Scope.choices, default=Scope.TURN)
     # Set exactly when scope is "artifact"; the title is kept so the entry
     # still says what it was about if the artifact goes.
-    artifact = models.ForeignKey(
-        "workspace.Artifact", on_delete=models.SET_NULL, null=True, blank=True, related_name="feedback"
-    )
+    artifact = models.ForeignKey("workspace.Artifact", on_delete=models.SET_NULL, null=True, blank=True, related_name="feedback")
     artifact_title = models.CharField(max_length=200, blank=True)
     aspect = models.CharField(max_length=20, choices=Aspect.choices, default=Aspect.HELPFULNESS)
     rating = models.PositiveSmallIntegerField()
@@ -294,9 +292,7 @@ class Account(models.Model):
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account")
     waiting_for_approval = models.BooleanField(default=False)
     approved_at = models.DateTimeField(null=True, blank=True)
-    approved_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
+    approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     daily_token_limit = models.PositiveBigIntegerField(
         null=True, blank=True, help_text="Tokens per UTC day; empty: the site's limit; 0: no limit."
     )
@@ -323,9 +319,7 @@ class Invite(models.Model):
     # The address it is meant for: sign-up with it uses this email. Blank: anyone holding the link.
     email = models.EmailField(blank=True)
     note = models.CharField(max_length=200, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="invites_made"
-    )
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="invites_made")
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
     used_by = models.OneToOneField(

@@ -70,7 +70,9 @@ def _family(thread: Thread) -> tuple[dict, dict]:
     links, {branch id: (parent id, branch point)})."""
     root, seen = thread.pk, {thread.pk}
     while True:
-        link = BranchLink.objects.filter(thread_id=root, status=BranchLink.Status.ACTIVE).values_list("parent_id", flat=True).first()
+        link = (
+            BranchLink.objects.filter(thread_id=root, status=BranchLink.Status.ACTIVE).values_list("parent_id", flat=True).first()
+        )
         if link is None or link in seen:
             break
         seen.add(link)
@@ -88,7 +90,10 @@ def _family(thread: Thread) -> tuple[dict, dict]:
                 ids.add(child)
                 parents[child] = (parent, point)
                 frontier.append(child)
-    threads = {t.pk: t for t in Thread.objects.filter(pk__in=ids, owner_id=thread.owner_id).only("id", "turn_index", "is_deleted", "created_at")}
+    threads = {
+        t.pk: t
+        for t in Thread.objects.filter(pk__in=ids, owner_id=thread.owner_id).only("id", "turn_index", "is_deleted", "created_at")
+    }
     return threads, parents
 
 
@@ -119,15 +124,18 @@ def turn_versions_for(*, thread: Thread) -> dict[int, TurnVersions]:
     for turn_index in range(1, thread.turn_index + 1):
         base, mine = origin(thread.pk, turn_index - 1), origin(thread.pk, turn_index)
         homes = [
-            t.pk for t in order
+            t.pk
+            for t in order
             if (t.pk == mine or (not t.is_deleted and t.turn_index >= turn_index))
-            and origin(t.pk, turn_index) == t.pk and origin(t.pk, turn_index - 1) == base
+            and origin(t.pk, turn_index) == t.pk
+            and origin(t.pk, turn_index - 1) == base
         ]
         if len(homes) < 2 or mine not in homes:
             continue
         at = homes.index(mine)
         found[turn_index] = TurnVersions(
-            position=at + 1, count=len(homes),
+            position=at + 1,
+            count=len(homes),
             previous_id=homes[at - 1] if at > 0 else None,
             next_id=homes[at + 1] if at + 1 < len(homes) else None,
         )
@@ -160,9 +168,11 @@ def branch_origin(*, thread: Thread) -> BranchOrigin | None:
     """Where a branch came from, for its top bar: its parent (the same
     person's, not deleted) and the turn; None for a thread that is no branch."""
     link = (
-        BranchLink.objects.filter(thread=thread, status=BranchLink.Status.ACTIVE, parent__is_deleted=False,
-                                  parent__owner_id=thread.owner_id)
-        .select_related("parent").first()
+        BranchLink.objects.filter(
+            thread=thread, status=BranchLink.Status.ACTIVE, parent__is_deleted=False, parent__owner_id=thread.owner_id
+        )
+        .select_related("parent")
+        .first()
     )
     if link is None:
         return None

@@ -125,7 +125,10 @@ def activity_log(
     """Record an entry of the thread's activity log; once committed it
     reaches every open tab of the thread (conversations.live)."""
     entry = ActivityLogEntry.objects.create(
-        thread=thread, message=encodable(message), level=level, turn_index=turn_index,
+        thread=thread,
+        message=encodable(message),
+        level=level,
+        turn_index=turn_index,
         kind=kind if kind in ActivityLogEntry.Kind.values else ActivityLogEntry.Kind.OTHER,
         detail=encodable(detail or "")[:ACTIVITY_DETAIL_MAX_CHARS],
     )
@@ -155,7 +158,9 @@ def _clean_feedback(*, thread: Thread, turn_index, scope, aspect, rating, commen
     if aspect not in Feedback.Aspect.values:
         raise InvalidInput(f"Aspect must be one of: {', '.join(Feedback.Aspect.labels)}.")
     if not _is_int(rating) or not FEEDBACK_RATING_MIN <= rating <= FEEDBACK_RATING_MAX:
-        raise InvalidInput(f"Rating must be a whole number from {FEEDBACK_RATING_MIN} (poor) to {FEEDBACK_RATING_MAX} (excellent).")
+        raise InvalidInput(
+            f"Rating must be a whole number from {FEEDBACK_RATING_MIN} (poor) to {FEEDBACK_RATING_MAX} (excellent)."
+        )
     if scope == Feedback.Scope.ARTIFACT:
         if artifact is None:
             raise InvalidInput("Choose which artifact the feedback is about.")
@@ -165,28 +170,49 @@ def _clean_feedback(*, thread: Thread, turn_index, scope, aspect, rating, commen
         artifact = None
     comment = clean_text(comment, label="Comment", max_chars=FEEDBACK_COMMENT_MAX_CHARS, allow_empty=True)
     return {
-        "turn_index": turn_index, "scope": scope, "aspect": aspect, "rating": rating, "comment": comment,
-        "artifact": artifact, "artifact_title": artifact.title if artifact else "",
+        "turn_index": turn_index,
+        "scope": scope,
+        "aspect": aspect,
+        "rating": rating,
+        "comment": comment,
+        "artifact": artifact,
+        "artifact_title": artifact.title if artifact else "",
     }
 
 
 def _same_subject(*, thread: Thread, user, fields: dict):
     return Feedback.objects.filter(
-        thread=thread, user=user, turn_index=fields["turn_index"], scope=fields["scope"],
-        aspect=fields["aspect"], artifact=fields["artifact"],
+        thread=thread,
+        user=user,
+        turn_index=fields["turn_index"],
+        scope=fields["scope"],
+        aspect=fields["aspect"],
+        artifact=fields["artifact"],
     )
 
 
 @transaction.atomic
 def feedback_leave(
-    *, thread: Thread, user: AbstractBaseUser, turn_index: int, rating: int, scope: str = Feedback.Scope.TURN,
-    aspect: str = Feedback.Aspect.HELPFULNESS, comment: str = "", artifact: Artifact | None = None,
+    *,
+    thread: Thread,
+    user: AbstractBaseUser,
+    turn_index: int,
+    rating: int,
+    scope: str = Feedback.Scope.TURN,
+    aspect: str = Feedback.Aspect.HELPFULNESS,
+    comment: str = "",
+    artifact: Artifact | None = None,
 ) -> Feedback:
     """The person's feedback on one turn. Leaving it again on the same
     scope, artifact and aspect changes the entry they left, so a turn holds
     one rating per subject and person."""
     fields = _clean_feedback(
-        thread=thread, turn_index=turn_index, scope=scope, aspect=aspect, rating=rating, comment=comment,
+        thread=thread,
+        turn_index=turn_index,
+        scope=scope,
+        aspect=aspect,
+        rating=rating,
+        comment=comment,
         artifact=artifact,
     )
     existing = _same_subject(thread=thread, user=user, fields=fields).select_for_update().first()
@@ -199,9 +225,11 @@ def feedback_leave(
 
 def _count_changed(feedback: Feedback) -> None:
     """Every open tab shows the turn's new count of entries once committed."""
-    transaction.on_commit(functools.partial(
-        live.publish_feedback_count, thread_id=feedback.thread_id, user=feedback.user, turn_index=feedback.turn_index
-    ))
+    transaction.on_commit(
+        functools.partial(
+            live.publish_feedback_count, thread_id=feedback.thread_id, user=feedback.user, turn_index=feedback.turn_index
+        )
+    )
 
 
 # The name the rest of the code base first knew it by.
@@ -222,8 +250,13 @@ def feedback_update(
     """Change an entry (it stays on its turn). Refused when the person
     already left another entry on the new subject: they change that one."""
     fields = _clean_feedback(
-        thread=feedback.thread, turn_index=feedback.turn_index, scope=scope, aspect=aspect, rating=rating,
-        comment=comment, artifact=artifact,
+        thread=feedback.thread,
+        turn_index=feedback.turn_index,
+        scope=scope,
+        aspect=aspect,
+        rating=rating,
+        comment=comment,
+        artifact=artifact,
     )
     other = _same_subject(thread=feedback.thread, user=feedback.user, fields=fields).exclude(pk=feedback.pk)
     if other.exists():

@@ -31,8 +31,7 @@ INVITE_DAYS_MAX = 365
 
 CLOSED_MESSAGE = "Sign-up is closed on this site: accounts are made by its staff. Ask them for one."
 INVITE_ONLY_MESSAGE = (
-    "Sign-up on this site is by invitation only: open the invite link staff sent you. "
-    "If you have none, ask them for one."
+    "Sign-up on this site is by invitation only: open the invite link staff sent you. If you have none, ask them for one."
 )
 INVITE_UNKNOWN = "This invite link is not valid: check that you copied all of it, or ask staff for a new one."
 INVITE_USED = "This invite link has already been used: each link makes one account. Ask staff for a new one, or log in."
@@ -57,15 +56,20 @@ def invite_path(secret: str) -> str:
 
 
 @transaction.atomic
-def invite_create(*, created_by: AbstractBaseUser, email: str = "", days: int | None = None, note: str = "") -> tuple[Invite, str]:
+def invite_create(
+    *, created_by: AbstractBaseUser, email: str = "", days: int | None = None, note: str = ""
+) -> tuple[Invite, str]:
     """A new invite and its secret, which is never stored and cannot be shown again."""
     days = settings.HAICO_INVITE_DAYS if days is None else days
     if not isinstance(days, int) or isinstance(days, bool) or not 1 <= days <= INVITE_DAYS_MAX:
         raise UserFacingError(f"An invite lasts from 1 to {INVITE_DAYS_MAX} days.")
     secret = INVITE_PREFIX + secrets.token_urlsafe(32)
     invite = Invite.objects.create(
-        secret_sha256=_digest(secret), email=(email or "").strip(), note=(note or "").strip()[:200],
-        created_by=created_by, expires_at=timezone.now() + timedelta(days=days),
+        secret_sha256=_digest(secret),
+        email=(email or "").strip(),
+        note=(note or "").strip()[:200],
+        created_by=created_by,
+        expires_at=timezone.now() + timedelta(days=days),
     )
     return invite, secret
 
@@ -107,9 +111,7 @@ def account_sign_up(*, form, invite_secret: str | None = None) -> AbstractBaseUs
     user = form.save()
     if invite is not None:
         now = timezone.now()
-        claimed = Invite.objects.filter(pk=invite.pk, used_at__isnull=True, expires_at__gt=now).update(
-            used_at=now, used_by=user
-        )
+        claimed = Invite.objects.filter(pk=invite.pk, used_at__isnull=True, expires_at__gt=now).update(used_at=now, used_by=user)
         if not claimed:  # another sign-up took it meanwhile: raising undoes this account
             raise InviteRefused(INVITE_USED)
     if settings.HAICO_SIGNUP_APPROVAL:

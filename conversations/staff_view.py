@@ -43,7 +43,10 @@ def may_view(user: AbstractBaseUser | None) -> bool:
     admin_view), an active staff member allowed to view, or to change,
     threads."""
     return bool(
-        user is not None and user.is_authenticated and user.is_active and user.is_staff
+        user is not None
+        and user.is_authenticated
+        and user.is_active
+        and user.is_staff
         and (user.has_perm("workspace.view_thread") or user.has_perm("workspace.change_thread"))
     )
 
@@ -58,14 +61,14 @@ def render_live_content(*, thread_id) -> str:
     thread = thread_for_staff(thread_id)
     if thread is None:
         return ""
-    return render_to_string(
-        "conversations/staff_workspace.html#content", {**staff_workspace_context(thread=thread), "oob": True}
-    )
+    return render_to_string("conversations/staff_workspace.html#content", {**staff_workspace_context(thread=thread), "oob": True})
 
 
 def record_staff_visit(*, thread: Thread, staff_user: AbstractBaseUser) -> ModerationAction:
     return record_staff_read(
-        thread=thread, staff_user=staff_user, action=ModerationAction.Action.VIEW_WORKSPACE,
+        thread=thread,
+        staff_user=staff_user,
+        action=ModerationAction.Action.VIEW_WORKSPACE,
         detail="Opened the read-only workspace view",
     )
 

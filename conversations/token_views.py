@@ -19,8 +19,15 @@ EXPIRY_LABELS = {"never": "Never", "7": "In 7 days", "30": "In 30 days", "90": "
 @login_required
 @require_http_methods(["GET", "POST"])
 def token_list(request):
-    context = {"new_token": None, "new_secret": None, "error": None, "name": "", "expires": "never",
-               "read_only": False, "expiry_choices": list(EXPIRY_LABELS.items())}
+    context = {
+        "new_token": None,
+        "new_secret": None,
+        "error": None,
+        "name": "",
+        "expires": "never",
+        "read_only": False,
+        "expiry_choices": list(EXPIRY_LABELS.items()),
+    }
     status = 200
     if request.method == "POST":
         expires = request.POST.get("expires", "never")
@@ -29,12 +36,18 @@ def token_list(request):
             if expires not in tokens.EXPIRY_CHOICES:
                 raise UserFacingError("Choose when the token expires: never, or in 7, 30 or 90 days.")
             context["new_token"], context["new_secret"] = tokens.token_create(
-                user=request.user, name=request.POST.get("name", ""),
-                expires_in_days=tokens.EXPIRY_CHOICES[expires], read_only=read_only,
+                user=request.user,
+                name=request.POST.get("name", ""),
+                expires_in_days=tokens.EXPIRY_CHOICES[expires],
+                read_only=read_only,
             )
         except UserFacingError as exc:
-            context.update(error=exc.message, name=request.POST.get("name", ""),
-                           expires=expires if expires in EXPIRY_LABELS else "never", read_only=read_only)
+            context.update(
+                error=exc.message,
+                name=request.POST.get("name", ""),
+                expires=expires if expires in EXPIRY_LABELS else "never",
+                read_only=read_only,
+            )
             status = 400
     context["tokens"] = tokens.tokens_for(user=request.user)
     response = render(request, TEMPLATE, context, status=status)

@@ -58,7 +58,10 @@ def token_create(
         raise InvalidInput(f"You have {MAX_ACTIVE_TOKENS} tokens; revoke one you no longer use first.")
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = AccessToken.objects.create(
-        user=user, name=name, prefix=secret[: len(TOKEN_PREFIX) + 6], secret_sha256=digest(secret),
+        user=user,
+        name=name,
+        prefix=secret[: len(TOKEN_PREFIX) + 6],
+        secret_sha256=digest(secret),
         expires_at=timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None,
         read_only=bool(read_only),
     )

@@ -248,15 +248,15 @@ def family_graph(*, thread: Thread) -> Graph:
     links = {
         child: (parent, point, created)
         for child, parent, point, created in BranchLink.objects.filter(
-            status=BranchLink.Status.ACTIVE, thread__owner_id=thread.owner_id,
-            thread__is_deleted=False, parent__is_deleted=False,
+            status=BranchLink.Status.ACTIVE,
+            thread__owner_id=thread.owner_id,
+            thread__is_deleted=False,
+            parent__is_deleted=False,
         ).values_list("thread_id", "parent_id", "branch_point_turn", "created_at")
     }
     root, children = family_of(thread.pk, links)
     order = lane_order(root, children)
-    rows = Thread.objects.filter(pk__in=order, is_deleted=False).only(
-        "id", "title", "running_turn_index", "running_since"
-    )
+    rows = Thread.objects.filter(pk__in=order, is_deleted=False).only("id", "title", "running_turn_index", "running_since")
     present = {row.pk: row for row in rows}
     present.setdefault(thread.pk, thread)
     threads = []
@@ -284,9 +284,8 @@ def family_graph(*, thread: Thread) -> Graph:
     }
     turns = []
     complete = Turn.Status.COMPLETE
-    for thread_id, index, message in (
-        WorkspaceSnapshot.objects.filter(thread_id__in=members)
-        .values_list(as_text, "turn_index", Substr("user_message", 1, MESSAGE_START_CHARS + 1))
+    for thread_id, index, message in WorkspaceSnapshot.objects.filter(thread_id__in=members).values_list(
+        as_text, "turn_index", Substr("user_message", 1, MESSAGE_START_CHARS + 1)
     ):
         pk = by_text[thread_id]
         turns.append(TurnFact(pk, index, _start(message), statuses.get((pk, index), complete)))
@@ -349,9 +348,7 @@ class MapMarkup:
             for thread in graph.threads
         ]
         self.node_parts = [self._node(node, "") for node in graph.nodes]
-        self.edges = "".join(
-            f'<path class="tedge tedge-{edge.kind}" d="{edge.d}"/>' for edge in graph.edges
-        )
+        self.edges = "".join(f'<path class="tedge tedge-{edge.kind}" d="{edge.d}"/>' for edge in graph.edges)
 
     def _node(self, node: Node, state: str) -> str:
         # Kept short: a family of a thousand turns is pushed whole. The
@@ -397,7 +394,9 @@ class MapMarkup:
         edges = [f'<path class="tedge tedge-{edge.kind}" d="{edge.d}"/>' for edge in graph.edges if edge.target is node]
         edges += [f'<path class="tedge on-path" d="{edge.d}"/>' for edge in graph.path_edges if edge.target is node]
         context = {
-            "graph": graph, "map_layout": layout_key(graph), "node_html": mark_safe(self._node(node, state)),
+            "graph": graph,
+            "map_layout": layout_key(graph),
+            "node_html": mark_safe(self._node(node, state)),
             "edges_html": mark_safe("".join(edges)),
         }
         return render_to_string(f"{TEMPLATE}#node_patch", context)
@@ -453,9 +452,7 @@ def turn_ended_patches(*, thread_id, turn_index: int) -> dict:
     markup = MapMarkup(family_graph(thread=thread))
     patches = {}
     for member in markup.graph.threads:
-        patch = None if len(markup.graph.nodes) < 2 else markup.node_patch(
-            member.pk, thread_id=thread.pk, turn_index=turn_index
-        )
+        patch = None if len(markup.graph.nodes) < 2 else markup.node_patch(member.pk, thread_id=thread.pk, turn_index=turn_index)
         if patch is None:
             patch = render_to_string(f"{TEMPLATE}#map", {**markup.for_member(member.pk), "oob": True})
         patches[member.pk] = patch

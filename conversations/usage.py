@@ -36,7 +36,9 @@ def usage_record(*, rows: list[dict]) -> int:
 
 def _sums(queryset) -> dict:
     return queryset.aggregate(
-        input=Coalesce(Sum("input_tokens"), 0), output=Coalesce(Sum("output_tokens"), 0), calls=Count("pk"),
+        input=Coalesce(Sum("input_tokens"), 0),
+        output=Coalesce(Sum("output_tokens"), 0),
+        calls=Count("pk"),
         estimated=Count("pk", filter=Q(estimated=True)),
     )
 
@@ -67,25 +69,37 @@ def person_usage(*, user: AbstractBaseUser, now: datetime | None = None) -> dict
     per_model = (
         mine.filter(created_at__gte=month_start)
         .values("provider_name", "model")
-        .annotate(input=Coalesce(Sum("input_tokens"), 0), output=Coalesce(Sum("output_tokens"), 0), calls=Count("pk"),
-                  estimated=Count("pk", filter=Q(estimated=True)),
-                  total=Coalesce(Sum("input_tokens"), 0) + Coalesce(Sum("output_tokens"), 0))
+        .annotate(
+            input=Coalesce(Sum("input_tokens"), 0),
+            output=Coalesce(Sum("output_tokens"), 0),
+            calls=Count("pk"),
+            estimated=Count("pk", filter=Q(estimated=True)),
+            total=Coalesce(Sum("input_tokens"), 0) + Coalesce(Sum("output_tokens"), 0),
+        )
         .order_by("-total", "model")
     )
     daily, monthly = limits_for(Account.objects.filter(user=user).first())
     today_used, month_used = used_since(user_id=user.pk, now=now)
     limits = []
-    for period, limit, used, resets_at, name in ((DAY, daily, today_used, day_end, "Today"),
-                                                 (MONTH, monthly, month_used, month_end, "This month")):
+    for period, limit, used, resets_at, name in (
+        (DAY, daily, today_used, day_end, "Today"),
+        (MONTH, monthly, month_used, month_end, "This month"),
+    ):
         if not limit:
             continue
         window = TokenWindow(period=period, limit=limit, used=used, resets_at=resets_at)
-        limits.append({
-            "name": name, "limit": tokens_text(limit), "used": tokens_text(used),
-            "left": tokens_text(max(0, limit - used)), "reached": used >= limit,
-            "percent": min(100, round(100 * used / limit)), "resets_at": resets_at,
-            "message": limit_message(window, now) if used >= limit else "",
-        })
+        limits.append(
+            {
+                "name": name,
+                "limit": tokens_text(limit),
+                "used": tokens_text(used),
+                "left": tokens_text(max(0, limit - used)),
+                "reached": used >= limit,
+                "percent": min(100, round(100 * used / limit)),
+                "resets_at": resets_at,
+                "message": limit_message(window, now) if used >= limit else "",
+            }
+        )
     return {
         "today": Totals.of(_sums(mine.filter(created_at__gte=day_start))),
         "month": Totals.of(_sums(mine.filter(created_at__gte=month_start))),
@@ -109,9 +123,13 @@ def totals(*, since: date, until: date, user_id: int | None = None, model: str |
         rows = rows.filter(user_id=user_id)
     if model:
         rows = rows.filter(model=model)
-    tokens = {"input": Coalesce(Sum("input_tokens"), 0), "output": Coalesce(Sum("output_tokens"), 0),
-              "calls": Count("pk"), "estimated": Count("pk", filter=Q(estimated=True)),
-              "total": Coalesce(Sum("input_tokens"), 0) + Coalesce(Sum("output_tokens"), 0)}
+    tokens = {
+        "input": Coalesce(Sum("input_tokens"), 0),
+        "output": Coalesce(Sum("output_tokens"), 0),
+        "calls": Count("pk"),
+        "estimated": Count("pk", filter=Q(estimated=True)),
+        "total": Coalesce(Sum("input_tokens"), 0) + Coalesce(Sum("output_tokens"), 0),
+    }
 
     def grouped(*fields, order):
         return list(rows.values(*fields).annotate(**tokens).order_by(*order))
@@ -124,8 +142,9 @@ def totals(*, since: date, until: date, user_id: int | None = None, model: str |
     day = since
     while day <= until:
         row = per_day.get(day, {"input": 0, "output": 0, "calls": 0, "estimated": 0})
-        days.append({"day": day, **{k: row[k] for k in ("input", "output", "calls", "estimated")},
-                     "total": row["input"] + row["output"]})
+        days.append(
+            {"day": day, **{k: row[k] for k in ("input", "output", "calls", "estimated")}, "total": row["input"] + row["output"]}
+        )
         day += timedelta(days=1)
     return {
         "overall": Totals.of(_sums(rows)),

@@ -157,8 +157,7 @@ def thread_switcher(request):
     form = ThreadSearchForm(request.GET)
     query = form.cleaned_data["q"].strip() if form.is_valid() else ""
     threads = selectors.threads_matching(user=request.user, query=query)
-    return render(request, SWITCHER_TEMPLATE, {"threads": threads, "query": query,
-                                               "current": request.GET.get("current", "")})
+    return render(request, SWITCHER_TEMPLATE, {"threads": threads, "query": query, "current": request.GET.get("current", "")})
 
 
 @login_required
@@ -262,8 +261,7 @@ def _feedback_form(thread, turn_index, *, data=None, initial=None, prefix: str) 
     return FeedbackForm(data, initial=initial, thread=thread, turn_index=turn_index, auto_id=f"{prefix}-%s")
 
 
-def _feedback_region(request, thread, turn_index, *, form=None, editing=None, edit_form=None,
-                     error="", saved="", status=200):
+def _feedback_region(request, thread, turn_index, *, form=None, editing=None, edit_form=None, error="", saved="", status=200):
     running = running_turn(thread) == turn_index
     context = {
         "thread": thread,
@@ -325,14 +323,18 @@ def feedback_edit(request, thread_id, pk):
     thread, feedback = _own_feedback_or_404(request, thread_id, pk)
     turn_index, prefix = feedback.turn_index, f"feedback-edit-{feedback.pk}"
     if request.method == "GET":
-        initial = {"scope": feedback.scope, "aspect": feedback.aspect, "rating": feedback.rating,
-                   "comment": feedback.comment, "artifact": feedback.artifact_id}
+        initial = {
+            "scope": feedback.scope,
+            "aspect": feedback.aspect,
+            "rating": feedback.rating,
+            "comment": feedback.comment,
+            "artifact": feedback.artifact_id,
+        }
         edit_form = _feedback_form(thread, turn_index, initial=initial, prefix=prefix)
         return _feedback_region(request, thread, turn_index, editing=feedback.pk, edit_form=edit_form)
     edit_form = _feedback_form(thread, turn_index, data=request.POST, prefix=prefix)
     if not edit_form.is_valid():
-        return _feedback_refused(request, thread, turn_index, edit_form.first_error(), editing=feedback.pk,
-                                 edit_form=edit_form)
+        return _feedback_refused(request, thread, turn_index, edit_form.first_error(), editing=feedback.pk, edit_form=edit_form)
     try:
         services.feedback_update(feedback=feedback, **edit_form.service_kwargs())
     except UserFacingError as exc:

@@ -29,16 +29,12 @@ def render(*, upstreams: list[str], listen: str = "80", server_name: str = "_", 
     if tls_cert:
         # `listen ... http2` rather than `http2 on;`: Debian 12 has nginx 1.22.
         listen_lines = f"    listen {listen} ssl http2;"
-        tls = (
-            f"    ssl_certificate {tls_cert};\n"
-            f"    ssl_certificate_key {tls_key};\n"
-            "    ssl_protocols TLSv1.2 TLSv1.3;\n"
-        )
+        tls = f"    ssl_certificate {tls_cert};\n    ssl_certificate_key {tls_key};\n    ssl_protocols TLSv1.2 TLSv1.3;\n"
     else:
         listen_lines, tls = f"    listen {listen};", ""
     text = TEMPLATE.read_text()
     # The template's header comment is about rendering it; the result says where it came from.
-    text = text[text.index("upstream haico {"):]
+    text = text[text.index("upstream haico {") :]
     values = {
         "upstream_servers": "\n".join(f"    server {upstream};" for upstream in upstreams),
         "listen": listen_lines,
@@ -63,8 +59,13 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         sys.stdout.write(
-            render(upstreams=args.upstream, listen=args.listen, server_name=args.server_name,
-                   tls_cert=args.tls_cert, tls_key=args.tls_key)
+            render(
+                upstreams=args.upstream,
+                listen=args.listen,
+                server_name=args.server_name,
+                tls_cert=args.tls_cert,
+                tls_key=args.tls_key,
+            )
         )
     except ValueError as exc:
         parser.error(str(exc))

@@ -29,7 +29,15 @@ HEADER = "Content-Security-Policy"
 REPORT_MAX_BYTES = 16 * 1024
 # What of a report is logged, each value cut to FIELD_MAX_CHARS.
 # ("script-sample": what browsers call the sample in a report-uri report, also for styles.)
-REPORT_FIELDS = ("document-uri", "violated-directive", "effective-directive", "blocked-uri", "source-file", "line-number", "script-sample")
+REPORT_FIELDS = (
+    "document-uri",
+    "violated-directive",
+    "effective-directive",
+    "blocked-uri",
+    "source-file",
+    "line-number",
+    "script-sample",
+)
 FIELD_MAX_CHARS = 200
 
 
@@ -73,11 +81,19 @@ def _report_fields(body: bytes) -> dict[str, str]:
     if isinstance(data, list) and data and isinstance(data[0], dict):
         data = data[0].get("body")
         # The Reporting API names the same fields in camelCase.
-        data = {
-            "document-uri": data.get("documentURL"), "violated-directive": data.get("effectiveDirective"),
-            "effective-directive": data.get("effectiveDirective"), "blocked-uri": data.get("blockedURL"),
-            "source-file": data.get("sourceFile"), "line-number": data.get("lineNumber"), "script-sample": data.get("sample"),
-        } if isinstance(data, dict) else None
+        data = (
+            {
+                "document-uri": data.get("documentURL"),
+                "violated-directive": data.get("effectiveDirective"),
+                "effective-directive": data.get("effectiveDirective"),
+                "blocked-uri": data.get("blockedURL"),
+                "source-file": data.get("sourceFile"),
+                "line-number": data.get("lineNumber"),
+                "script-sample": data.get("sample"),
+            }
+            if isinstance(data, dict)
+            else None
+        )
     elif isinstance(data, dict):
         data = data.get("csp-report")
     if not isinstance(data, dict):
@@ -101,7 +117,5 @@ def csp_report(request):
         fields = _report_fields(body)
     except (ValueError, UnicodeDecodeError, RecursionError, AttributeError):
         return HttpResponseBadRequest("Not a CSP violation report.", content_type="text/plain")
-    logger.warning(
-        "CSP violation: %s", " ".join(f"{name}={value!r}" for name, value in fields.items()) or "(no details)"
-    )
+    logger.warning("CSP violation: %s", " ".join(f"{name}={value!r}" for name, value in fields.items()) or "(no details)")
     return HttpResponse(status=204)

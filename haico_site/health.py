@@ -83,7 +83,7 @@ async def _run(name: str, check) -> str:
     try:
         await asyncio.wait_for(asyncio.shield(task), CHECK_SECONDS)
     except Exception as exc:
-        reason = "no answer within %.0f s" % CHECK_SECONDS if isinstance(exc, TimeoutError) else type(exc).__name__
+        reason = f"no answer within {CHECK_SECONDS:.0f} s" if isinstance(exc, TimeoutError) else type(exc).__name__
         logger.warning("health check: %s is failing (%s)", name, reason)
         return FAILING
     return OK

@@ -90,7 +90,10 @@ class JsonFormatter(logging.Formatter):
 access_logger = logging.getLogger("daphne.access")
 # daphne's own names for the WebSocket events.
 WEBSOCKET_ACTIONS = {
-    "connecting": "WSCONNECTING", "rejected": "WSREJECT", "connected": "WSCONNECT", "disconnected": "WSDISCONNECT",
+    "connecting": "WSCONNECTING",
+    "rejected": "WSREJECT",
+    "connected": "WSCONNECT",
+    "disconnected": "WSDISCONNECT",
 }
 
 
@@ -106,7 +109,12 @@ class AccessLog:
         if protocol == "http" and action == "complete":
             method, path, status, size = details["method"], details["path"], details["status"], details.get("size")
             access_logger.info(
-                '%s "%s %s" %s %s', client, method, path, status, size if size is not None else "-",
+                '%s "%s %s" %s %s',
+                client,
+                method,
+                path,
+                status,
+                size if size is not None else "-",
                 extra={"client": client, "method": method, "path": path, "status": status, "size": size},
             )
         elif protocol == "websocket" and action in WEBSOCKET_ACTIONS:

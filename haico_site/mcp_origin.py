@@ -57,16 +57,18 @@ class McpOriginGuard:
             return
         cors = [(b"access-control-allow-origin", origin.encode("latin-1")), (b"vary", b"Origin")]
         if scope.get("method") == "OPTIONS" and "HTTP_ACCESS_CONTROL_REQUEST_METHOD" in request.META:
-            await send({
-                "type": "http.response.start",
-                "status": 204,
-                "headers": [
-                    *cors,
-                    (b"access-control-allow-methods", ALLOWED_METHODS.encode()),
-                    (b"access-control-allow-headers", ALLOWED_HEADERS),
-                    (b"access-control-max-age", PREFLIGHT_MAX_AGE),
-                ],
-            })
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 204,
+                    "headers": [
+                        *cors,
+                        (b"access-control-allow-methods", ALLOWED_METHODS.encode()),
+                        (b"access-control-allow-headers", ALLOWED_HEADERS),
+                        (b"access-control-max-age", PREFLIGHT_MAX_AGE),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": b""})
             return
 

@@ -83,9 +83,9 @@ class HtmxErrorsMiddleware:
         try:
             # What CsrfViewMiddleware and the view would read; reading it is
             # where Django applies its size limits.
-            request.POST
+            request.POST  # noqa: B018  (read for its side effect)
             if request.content_type != "multipart/form-data":
-                request.body
+                request.body  # noqa: B018  (read for its side effect)
         except (RequestDataTooBig, TooManyFieldsSent) as exc:
             message = too_big_message(request, exc)
             if request.htmx:
@@ -148,12 +148,24 @@ class AdminInputMiddleware:
 # conversations.login_limits), so a right password is never what trips it.
 LIMITED_POSTS = {
     "signup": ("signup", "HAICO_RATE_SIGNUP", True, "Too many sign-ups from your network address."),
-    "password_reset": ("password-reset", "HAICO_RATE_PASSWORD_RESET", True,
-                       "Too many password reset requests from your network address."),
-    "login": (login_limits.LOGIN_FAILURES, "HAICO_RATE_LOGIN_FAILURES", False,
-              "Too many failed logins from your network address, for any usernames."),
-    "admin:login": (login_limits.LOGIN_FAILURES, "HAICO_RATE_LOGIN_FAILURES", False,
-                    "Too many failed logins from your network address, for any usernames."),
+    "password_reset": (
+        "password-reset",
+        "HAICO_RATE_PASSWORD_RESET",
+        True,
+        "Too many password reset requests from your network address.",
+    ),
+    "login": (
+        login_limits.LOGIN_FAILURES,
+        "HAICO_RATE_LOGIN_FAILURES",
+        False,
+        "Too many failed logins from your network address, for any usernames.",
+    ),
+    "admin:login": (
+        login_limits.LOGIN_FAILURES,
+        "HAICO_RATE_LOGIN_FAILURES",
+        False,
+        "Too many failed logins from your network address, for any usernames.",
+    ),
 }
 
 

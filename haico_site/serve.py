@@ -23,6 +23,7 @@ def name_instance(name: str) -> None:
 
 def instance_from_daphne_args(argv: list[str]) -> str:
     """The address daphne will listen on, from its own options."""
+
     def option(*names):
         for i, arg in enumerate(argv):
             for name in names:

@@ -50,8 +50,7 @@ DEBUG = env("DEBUG")
 SECRET_KEY = env("SECRET_KEY", default=DEV_SECRET_KEY)
 if not DEBUG and SECRET_KEY == DEV_SECRET_KEY:
     raise ImproperlyConfigured(
-        "SECRET_KEY is the development default; set a long random SECRET_KEY "
-        "in the environment before running with DEBUG off."
+        "SECRET_KEY is the development default; set a long random SECRET_KEY in the environment before running with DEBUG off."
     )
 
 ALLOWED_HOSTS = env("ALLOWED_HOSTS")

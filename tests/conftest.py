@@ -20,6 +20,7 @@ def fast_password_hashing(settings):
     # purpose; login still checks real passwords, just hashed faster.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
+
 @pytest.fixture(autouse=True)
 def fresh_rate_limits():
     """The rate limits count in the cache (this process's memory in tests):
@@ -66,16 +67,23 @@ def pytest_make_collect_report(collector):
 # database (pytest-django refuses them the database: "Database access not
 # allowed"), so they ran once already in the first pass.
 DATABASE_FIXTURES = frozenset(
-    {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback", "live_server", "admin_user", "admin_client"}
+    {
+        "db",
+        "transactional_db",
+        "django_db_reset_sequences",
+        "django_db_serialized_rollback",
+        "live_server",
+        "admin_user",
+        "admin_client",
+    }
 )
 DATABASE_ONLY = os.environ.get("HAICO_TEST_DATABASE_ONLY") == "1"
 
 
 def uses_the_database(item) -> bool:
-    return (
-        any(item.get_closest_marker(mark) is not None for mark in ("django_db", "postgres", "redis"))
-        or not DATABASE_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
-    )
+    return any(
+        item.get_closest_marker(mark) is not None for mark in ("django_db", "postgres", "redis")
+    ) or not DATABASE_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
 
 
 @pytest.hookimpl(trylast=True)

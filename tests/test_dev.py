@@ -35,7 +35,10 @@ def sandbox(tmp_path):
 
 def run_dev(sandbox, *args):
     return subprocess.run(
-        ["bash", str(sandbox / "dev"), *args], capture_output=True, text=True, timeout=30,
+        ["bash", str(sandbox / "dev"), *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
         env={**os.environ, "PYTHON": "false"},
     )
 
@@ -74,6 +77,8 @@ def test_prod_runs_the_production_start_script_with_the_port(sandbox):
     result = run_dev(sandbox, "prod", "8010")
     assert result.returncode == 0, result.stderr
     assert calls(sandbox) == ["start.sh 8010"]
+
+
 # --- ./dev test ---------------------------------------------------------------------------
 
 # The stand-in python logs, per call, the database the pass runs on, whether
@@ -102,7 +107,10 @@ def test_sandbox(sandbox):
 
 def run_dev_test(sandbox, *args, **env):
     return subprocess.run(
-        ["bash", str(sandbox / "dev"), "test", *args], capture_output=True, text=True, timeout=30,
+        ["bash", str(sandbox / "dev"), "test", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
         env={**{k: v for k, v in os.environ.items() if not k.startswith(("HAICO_", "DATABASE_URL"))}, "PYTHON": "false", **env},
     )
 
@@ -124,7 +132,9 @@ def test_without_postgresql_the_suite_runs_once(test_sandbox):
     assert calls(test_sandbox) == ["sqlite|all|-m pytest -n auto --dist loadgroup"]
 
 
-@pytest.mark.parametrize("pick", [["tests/test_one.py", "-x"], ["tests/test_one.py::test_one"], ["tests"], ["-k", "one"], ["-m", "browser"]])
+@pytest.mark.parametrize(
+    "pick", [["tests/test_one.py", "-x"], ["tests/test_one.py::test_one"], ["tests"], ["-k", "one"], ["-m", "browser"]]
+)
 def test_tests_picked_by_hand_run_once_in_one_process(test_sandbox, pick):
     assert run_dev_test(test_sandbox, *pick, **POSTGRES).returncode == 0
     assert calls(test_sandbox) == [f"sqlite|all|-m pytest {' '.join(pick)}"]
@@ -153,10 +163,12 @@ def test_a_run_that_collects_no_tests_fails(test_sandbox):
 def test_a_failure_in_either_pass_fails_the_run(test_sandbox, first, second, status):
     # The stand-in reads its exit code per call: the first pass's, then the second's.
     python = test_sandbox / ".venv" / "bin" / "python"
-    python.write_text(RECORDING_PYTHON.replace(
-        'exit "$(cat "$root/exit_code" 2>/dev/null || echo 0)"',
-        f'[ "$(wc -l < "$root/calls.log")" -eq 1 ] && exit {first}; exit {second}',
-    ))
+    python.write_text(
+        RECORDING_PYTHON.replace(
+            'exit "$(cat "$root/exit_code" 2>/dev/null || echo 0)"',
+            f'[ "$(wc -l < "$root/calls.log")" -eq 1 ] && exit {first}; exit {second}',
+        )
+    )
     assert run_dev_test(test_sandbox, **POSTGRES).returncode == status
     assert len(calls(test_sandbox)) == 2
 
@@ -180,17 +192,43 @@ def test_the_postgresql_pass_keeps_the_tests_that_use_the_database(tmp_path):
     collected = {}
     for only in ("0", "1"):
         result = subprocess.run(
-            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-             "-c", str(ROOT / "pytest.ini"), str(tmp_path / "test_kinds.py")],
-            capture_output=True, text=True, timeout=120, cwd=ROOT,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "--collect-only",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--rootdir",
+                str(tmp_path),
+                "-c",
+                str(ROOT / "pytest.ini"),
+                str(tmp_path / "test_kinds.py"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
             env={**os.environ, "HAICO_TEST_DATABASE_ONLY": only},
         )
         assert result.returncode == 0, result.stdout + result.stderr
         collected[only] = {line.split("::")[1] for line in result.stdout.splitlines() if "::" in line}
     assert collected["0"] == {
-        "test_pure", "test_marked", "test_with_db_fixture", "test_with_transactional_db", "test_through_a_fixture",
-        "test_postgres", "test_redis", "test_settings_only",
+        "test_pure",
+        "test_marked",
+        "test_with_db_fixture",
+        "test_with_transactional_db",
+        "test_through_a_fixture",
+        "test_postgres",
+        "test_redis",
+        "test_settings_only",
     }
     assert collected["1"] == {
-        "test_marked", "test_with_db_fixture", "test_with_transactional_db", "test_through_a_fixture", "test_postgres", "test_redis",
+        "test_marked",
+        "test_with_db_fixture",
+        "test_with_transactional_db",
+        "test_through_a_fixture",
+        "test_postgres",
+        "test_redis",
     }

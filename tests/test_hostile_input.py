@@ -36,11 +36,46 @@ from workspace.services import preferences as preference_services
 from workspace.text import has_lone_surrogate
 
 FIELDS = [
-    "text", "title", "subtitle", "kind", "done", "locked", "direction", "base_version", "content", "artifact",
-    "message", "model", "action", "username", "password", "password1", "password2", "email", "next",
-    "old_password", "new_password1", "new_password2", "q", "o", "p", "_selected_action", "index", "base_content",
+    "text",
+    "title",
+    "subtitle",
+    "kind",
+    "done",
+    "locked",
+    "direction",
+    "base_version",
+    "content",
+    "artifact",
+    "message",
+    "model",
+    "action",
+    "username",
+    "password",
+    "password1",
+    "password2",
+    "email",
+    "next",
+    "old_password",
+    "new_password1",
+    "new_password2",
+    "q",
+    "o",
+    "p",
+    "_selected_action",
+    "index",
+    "base_content",
     # Sign-up, tokens, the model catalogue and the usage totals (docs/adr/0061-0064).
-    "invite", "name", "expires", "read_only", "days", "note", "base_url", "new_api_key", "since", "until", "user",
+    "invite",
+    "name",
+    "expires",
+    "read_only",
+    "days",
+    "note",
+    "base_url",
+    "new_api_key",
+    "since",
+    "until",
+    "user",
 ]
 REFUSED_TEXT = ["a\x00b", "   "]
 # Longer than any text the site keeps; sent in fields few enough per request
@@ -61,8 +96,14 @@ FORM = "application/x-www-form-urlencoded"
 # the database through them (a step deleted, a thread created, a session
 # ended); every other route must refuse every probe and change nothing.
 ACTS_WITHOUT_INPUT = {
-    "workspace:plan-delete", "workspace:plan-indent", "workspace:plan-outdent", "workspace:preference-delete",
-    "conversations:create", "conversations:delete", "logout", "admin:logout",
+    "workspace:plan-delete",
+    "workspace:plan-indent",
+    "workspace:plan-outdent",
+    "workspace:preference-delete",
+    "conversations:create",
+    "conversations:delete",
+    "logout",
+    "admin:logout",
 }
 # Of those, the ones not bound to the owner's thread: another person's probe
 # creates their own thread or ends their own session.
@@ -191,10 +232,7 @@ def _encode(fields: dict) -> bytes:
 def _payloads_as_sent() -> list[tuple[str, str, bytes | str]]:
     """_payloads() with the form bodies encoded, once for the whole walk
     (quoting the megabyte-long ones costs more than sending them)."""
-    return [
-        (label, content_type, _encode(body) if content_type == FORM else body)
-        for label, content_type, body in _payloads()
-    ]
+    return [(label, content_type, _encode(body) if content_type == FORM else body) for label, content_type, body in _payloads()]
 
 
 def _client(user=None):
@@ -223,10 +261,7 @@ def test_every_http_route_refuses_hostile_input_without_a_500_and_changes_nothin
     failures, changed = [], []
     before = _database()
     for persona, client in personas:
-        failures += [
-            f"{persona}: {failure}"
-            for failure in _probe(client, path, htmx_too=persona == "owner")
-        ]
+        failures += [f"{persona}: {failure}" for failure in _probe(client, path, htmx_too=persona == "owner")]
         after = _database()
         acts = ACTS_WITHOUT_INPUT if persona == "owner" else ACTS_FOR_ANYONE_LOGGED_IN if persona == "other user" else set()
         if name not in acts and after != before:
@@ -245,12 +280,19 @@ def test_ids_no_row_has_are_refused_without_a_500(owner):
     base = f"/threads/{thread.pk}/workspace/"
     for bad in BAD_IDS:
         for path in (
-            f"{base}plan/{bad}/edit/", f"{base}plan/{bad}/done/", f"{base}preferences/{bad}/lock/",
-            f"{base}centre/?artifact={bad}", f"/threads/{bad}/workspace/", f"/threads/{bad}/rename/",
+            f"{base}plan/{bad}/edit/",
+            f"{base}plan/{bad}/done/",
+            f"{base}preferences/{bad}/lock/",
+            f"{base}centre/?artifact={bad}",
+            f"/threads/{bad}/workspace/",
+            f"/threads/{bad}/rename/",
             f"/accounts/reset/{bad}/{bad}/",
         ):
             for extra in ({}, HTMX):
-                for response in (client.get(path, **extra), client.post(path, {"text": "x", "done": "1", "locked": "1"}, **extra)):
+                for response in (
+                    client.get(path, **extra),
+                    client.post(path, {"text": "x", "done": "1", "locked": "1"}, **extra),
+                ):
                     if response.status_code >= 500:
                         failures.append(f"{path}: {response.status_code}")
     assert failures == []
@@ -259,15 +301,18 @@ def test_ids_no_row_has_are_refused_without_a_500(owner):
 
 def _admin_paths():
     """(case, its paths): the admin's own pages, then each registered model's."""
-    yield "admin site", [
-        "/admin/",
-        "/admin/password_change/",
-        "/admin/jsi18n/",
-        "/admin/autocomplete/?app_label=workspace&model_name=todo&field_name=thread&term=%00",
-        "/admin/autocomplete/?app_label=%C2%B2&model_name=%ED%A0%80",
-        "/admin/%ED%A0%80/",
-        "/admin/conversations/modelusage/totals/",
-    ]
+    yield (
+        "admin site",
+        [
+            "/admin/",
+            "/admin/password_change/",
+            "/admin/jsi18n/",
+            "/admin/autocomplete/?app_label=workspace&model_name=todo&field_name=thread&term=%00",
+            "/admin/autocomplete/?app_label=%C2%B2&model_name=%ED%A0%80",
+            "/admin/%ED%A0%80/",
+            "/admin/conversations/modelusage/totals/",
+        ],
+    )
     for model in admin.site._registry:
         base = f"/admin/{model._meta.app_label}/{model._meta.model_name}/"
         paths = [base, base + "add/"]
@@ -279,7 +324,14 @@ def _admin_paths():
 ADMIN_CASES = list(_admin_paths())
 ADMIN_ACTIONS = [
     {"action": action, "_selected_action": ["²", "-1", "99999999999999999999999"], "index": "0"}
-    for action in ("delete_selected", "lock_selected", "soft_delete_selected", "restore_selected", "cleanup_expired_attempts", "²")
+    for action in (
+        "delete_selected",
+        "lock_selected",
+        "soft_delete_selected",
+        "restore_selected",
+        "cleanup_expired_attempts",
+        "²",
+    )
 ]
 
 
@@ -320,16 +372,37 @@ def test_the_admin_refuses_hostile_input_from_staff_without_a_500_and_changes_no
 # --- the thread socket ------------------------------------------------------------------
 
 FRAMES = [
-    "{not json", "[" * 100_000, '{"message": ' + "[" * 5_000 + "]" * 5_000 + "}", "null", "42", '"text"', "[]", "{}",
-    json.dumps({"message": "\ud800"}), json.dumps({"message": "a\udfffb", "model": "\ud800"}),
-    json.dumps({"message": "hello", "model": "\ud800"}), json.dumps({"message": "hi", "model": ["x"]}),
-    json.dumps({"message": "hi", "model": {"a": 1}}), json.dumps({"message": "hi", "model": 10**30}),
-    json.dumps({"message": 1e400}), json.dumps({"message": 10**30}), json.dumps({"message": -1}),
-    json.dumps({"message": None}), json.dumps({"message": ["hi"]}), json.dumps({"message": {"text": "hi"}}),
-    json.dumps({"message": "a\x00b"}), json.dumps({"message": "x" * 300_001}), json.dumps({"message": "  \n "}),
-    json.dumps({"action": "\ud800"}), json.dumps({"action": ["stop"]}), json.dumps({"action": None}),
-    json.dumps({"action": "²"}), json.dumps({"HEADERS": "\ud800"}), json.dumps({"message": "hi", "model": "²"}),
-    json.dumps({"action": "approval"}), json.dumps({"action": "approval", "turn": 1, "decision": "approve"}),
+    "{not json",
+    "[" * 100_000,
+    '{"message": ' + "[" * 5_000 + "]" * 5_000 + "}",
+    "null",
+    "42",
+    '"text"',
+    "[]",
+    "{}",
+    json.dumps({"message": "\ud800"}),
+    json.dumps({"message": "a\udfffb", "model": "\ud800"}),
+    json.dumps({"message": "hello", "model": "\ud800"}),
+    json.dumps({"message": "hi", "model": ["x"]}),
+    json.dumps({"message": "hi", "model": {"a": 1}}),
+    json.dumps({"message": "hi", "model": 10**30}),
+    json.dumps({"message": 1e400}),
+    json.dumps({"message": 10**30}),
+    json.dumps({"message": -1}),
+    json.dumps({"message": None}),
+    json.dumps({"message": ["hi"]}),
+    json.dumps({"message": {"text": "hi"}}),
+    json.dumps({"message": "a\x00b"}),
+    json.dumps({"message": "x" * 300_001}),
+    json.dumps({"message": "  \n "}),
+    json.dumps({"action": "\ud800"}),
+    json.dumps({"action": ["stop"]}),
+    json.dumps({"action": None}),
+    json.dumps({"action": "²"}),
+    json.dumps({"HEADERS": "\ud800"}),
+    json.dumps({"message": "hi", "model": "²"}),
+    json.dumps({"action": "approval"}),
+    json.dumps({"action": "approval", "turn": 1, "decision": "approve"}),
     json.dumps({"action": "approval", "turn": "\ud800", "decision": "reject"}),
     json.dumps({"action": "approval", "turn": 10**30, "decision": "approve"}),
     json.dumps({"action": "approval", "turn": True, "decision": "approve"}),

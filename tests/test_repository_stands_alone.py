@@ -17,7 +17,10 @@ CITATIONS = ("seed §", "design §", "design.md", "stack_notes", "core seed")
 def tracked_files() -> list[str]:
     result = subprocess.run(
         ["git", "-c", f"safe.directory={ROOT}", "ls-files", "-z"],
-        cwd=ROOT, capture_output=True, check=True, timeout=60,
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+        timeout=60,
     )
     return [name for name in result.stdout.decode("utf-8").split("\0") if name]
 
@@ -55,7 +58,7 @@ def test_each_form_of_citation_is_caught():
             "Core seed §4.1. A provider sometimes answers",
             "warns about truncated ones (seed §4.1)",
             "# see /work/shared/DESIGN.md",
-            "# \"database is locked\" (see STACK_NOTES).",
+            '# "database is locked" (see STACK_NOTES).',
             "the core seed's example",
         ]
     )

@@ -44,14 +44,15 @@ BUILT = ("is-", "level-", "kind-", "tnode-", "tedge-", "pref-")
 
 
 def _built_by_prefix(name: str, sources: str) -> bool:
-    """"is-stopped" counts when the sources build "is-{{ ... }}" or f"is-{...}"."""
+    """ "is-stopped" counts when the sources build "is-{{ ... }}" or f"is-{...}"."""
     return any(name.startswith(prefix) and prefix + "{" in sources for prefix in BUILT)
 
 
 def test_every_styled_class_is_used_by_the_markup():
     sources = _sources()
     unused = sorted(
-        f"{name} ({sheet})" for name, sheet in _styled_classes().items()
+        f"{name} ({sheet})"
+        for name, sheet in _styled_classes().items()
         if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w])", sources) and not _built_by_prefix(name, sources)
     )
     assert not unused, f"styles for classes nothing writes any more (remove them): {unused}"

@@ -31,9 +31,7 @@ class ReadOnlyAdminMixin:
 
 
 def _pretty_json(value) -> str:
-    return format_html(
-        '<pre style="white-space: pre-wrap; margin: 0">{}</pre>', json.dumps(value, indent=2, ensure_ascii=False)
-    )
+    return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>', json.dumps(value, indent=2, ensure_ascii=False))
 
 
 def excerpt(text: str | None, limit: int = 80) -> str:

@@ -12,8 +12,7 @@ limits the services apply, and answers the first problem with where it is
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
@@ -71,43 +70,64 @@ def workspace_section(thread: Thread) -> dict:
         "objective_history": [
             {"text": text, "author": author, "token": token, "turn": turn, "at": at.isoformat()}
             for text, author, token, turn, at in ObjectiveRevision.objects.filter(thread=thread)
-            .order_by("id").values_list("text", "author", "token_name", "turn_index", "created_at")
+            .order_by("id")
+            .values_list("text", "author", "token_name", "turn_index", "created_at")
         ],
         "preferences": [
-            {"title": p.title, "subtitle": p.subtitle, "kind": p.kind, "locked": p.locked}
-            for p in preferences_for(thread=thread)
+            {"title": p.title, "subtitle": p.subtitle, "kind": p.kind, "locked": p.locked} for p in preferences_for(thread=thread)
         ],
         "plan": [{"text": t.text, "done": t.done, "depth": t.depth} for t in todos_for(thread=thread)],
-        "document": None if document is None else {
+        "document": None
+        if document is None
+        else {
             "title": document.title,
             "content": document.content,
             "version": document.version,
             "revisions": [
-                {"version": version, "title": title, "content": content, "author": author, "token": token,
-                 "turn": turn, "at": at.isoformat()}
-                for version, title, content, author, token, turn, at in document.revisions.order_by("version")
-                .values_list("version", "title", "content", "author", "token_name", "turn_index", "created_at")
+                {
+                    "version": version,
+                    "title": title,
+                    "content": content,
+                    "author": author,
+                    "token": token,
+                    "turn": turn,
+                    "at": at.isoformat(),
+                }
+                for version, title, content, author, token, turn, at in document.revisions.order_by("version").values_list(
+                    "version", "title", "content", "author", "token_name", "turn_index", "created_at"
+                )
             ],
             "review_decisions": [
                 {"turn": turn, "hunk": hunk, "decision": decision}
-                for turn, hunk, decision in document.review_decisions.order_by("turn_index", "hunk")
-                .values_list("turn_index", "hunk", "decision")
+                for turn, hunk, decision in document.review_decisions.order_by("turn_index", "hunk").values_list(
+                    "turn_index", "hunk", "decision"
+                )
             ],
         },
         "artifacts": [
-            {"artifact_type": a.artifact_type, "title": a.title, "payload": a.payload, "turn": a.turn_index,
-             "at": a.created_at.isoformat()}
+            {
+                "artifact_type": a.artifact_type,
+                "title": a.title,
+                "payload": a.payload,
+                "turn": a.turn_index,
+                "at": a.created_at.isoformat(),
+            }
             for a in Artifact.objects.filter(thread=thread).order_by("id")
         ],
         "snapshots": [
             {
-                "turn": s.turn_index, "user_message": s.user_message, "document_title": s.document_title,
-                "document_content": s.document_content, "objective": s.objective_text,
+                "turn": s.turn_index,
+                "user_message": s.user_message,
+                "document_title": s.document_title,
+                "document_content": s.document_content,
+                "objective": s.objective_text,
                 "preferences": s.preferences_json,
-                "plan": sorted(s.todos_json, key=lambda t: t.get("position", 0)), "at": s.captured_at.isoformat(),
+                "plan": sorted(s.todos_json, key=lambda t: t.get("position", 0)),
+                "at": s.captured_at.isoformat(),
             }
             for s in WorkspaceSnapshot.objects.filter(thread=thread)
-            .select_related("document_body", "preferences_body", "todos_body").order_by("turn_index")
+            .select_related("document_body", "preferences_body", "todos_body")
+            .order_by("turn_index")
         ],
     }
 
@@ -185,7 +205,7 @@ class Fields:
 # How far ahead of this server's clock an archive's time may be (another
 # server's clock); later than that, it was made up.
 CLOCK_SKEW = timedelta(days=1)
-EARLIEST = datetime(2000, 1, 1, tzinfo=dt_timezone.utc)
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 def parse_time(value, path: str) -> datetime:
@@ -193,14 +213,14 @@ def parse_time(value, path: str) -> datetime:
         raise ArchiveRefused(f"{path}: expected a date and time (ISO 8601, e.g. 2026-01-31T09:30:00+00:00).")
     try:
         moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise ArchiveRefused(f"{path}: expected a date and time (ISO 8601, e.g. 2026-01-31T09:30:00+00:00).")
+    except ValueError as exc:
+        raise ArchiveRefused(f"{path}: expected a date and time (ISO 8601, e.g. 2026-01-31T09:30:00+00:00).") from exc
     if timezone.is_naive(moment):
-        moment = moment.replace(tzinfo=dt_timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     try:
-        moment = moment.astimezone(dt_timezone.utc)
-    except OverflowError:  # year 1 with a zone east of UTC
-        raise ArchiveRefused(f"{path}: not a time this server can store.")
+        moment = moment.astimezone(UTC)
+    except OverflowError as exc:  # year 1 with a zone east of UTC
+        raise ArchiveRefused(f"{path}: not a time this server can store.") from exc
     if moment < EARLIEST:
         raise ArchiveRefused(f"{path}: {value} is before the year {EARLIEST.year}.")
     if moment > timezone.now() + CLOCK_SKEW:
@@ -242,13 +262,17 @@ def _plan(items: list, path: str) -> list[dict]:
     steps = []
     for n, value in enumerate(items):
         row = Fields(value, f"{path}[{n}]")
-        steps.append({
-            "text": row.text("text", max_chars=TODO_TEXT_MAX_CHARS, blank=False),
-            "done": row.flag("done"),
-            "depth": row.number("depth", low=0, high=MAX_ROWS),
-        })
+        steps.append(
+            {
+                "text": row.text("text", max_chars=TODO_TEXT_MAX_CHARS, blank=False),
+                "done": row.flag("done"),
+                "depth": row.number("depth", low=0, high=MAX_ROWS),
+            }
+        )
     if not plan_tree.is_valid([step["depth"] for step in steps]):
-        raise ArchiveRefused(f"{path}: the steps' depths do not form an outline (each step at most one level below the one before).")
+        raise ArchiveRefused(
+            f"{path}: the steps' depths do not form an outline (each step at most one level below the one before)."
+        )
     return steps
 
 
@@ -260,8 +284,7 @@ def parse_workspace(value, *, turns: int) -> dict:
         "objective": section.text("objective", max_chars=OBJECTIVE_MAX_CHARS, optional=True, blank=False),
         "objective_history": [],
         "preferences": [
-            _preference(v, f"workspace.preferences[{n}]")
-            for n, v in enumerate(section.items("preferences", max_items=MAX_ROWS))
+            _preference(v, f"workspace.preferences[{n}]") for n, v in enumerate(section.items("preferences", max_items=MAX_ROWS))
         ],
         "plan": _plan(section.items("plan", max_items=MAX_ROWS), "workspace.plan"),
         "document": None,
@@ -270,28 +293,32 @@ def parse_workspace(value, *, turns: int) -> dict:
     }
     for n, v in enumerate(section.items("objective_history", max_items=MAX_REVISIONS)):
         row = Fields(v, f"workspace.objective_history[{n}]")
-        parsed["objective_history"].append({
-            "text": row.text("text", max_chars=OBJECTIVE_MAX_CHARS, blank=False),
-            "author": row.choice("author", AUTHORS),
-            # The access token an MCP author wrote with; archives made before it was kept have none.
-            "token": row.text("token", max_chars=TOKEN_NAME_MAX_CHARS, optional=True) or "",
-            "turn": row.number("turn", low=0, high=turns),
-            "at": row.time("at"),
-        })
+        parsed["objective_history"].append(
+            {
+                "text": row.text("text", max_chars=OBJECTIVE_MAX_CHARS, blank=False),
+                "author": row.choice("author", AUTHORS),
+                # The access token an MCP author wrote with; archives made before it was kept have none.
+                "token": row.text("token", max_chars=TOKEN_NAME_MAX_CHARS, optional=True) or "",
+                "turn": row.number("turn", low=0, high=turns),
+                "at": row.time("at"),
+            }
+        )
     document = section.obj("document", optional=True)
     if document is not None:
         revisions = []
         for n, v in enumerate(document.items("revisions", max_items=MAX_REVISIONS)):
             row = Fields(v, f"workspace.document.revisions[{n}]")
-            revisions.append({
-                "version": row.number("version", low=1, high=10**9),
-                "title": row.text("title", max_chars=DOCUMENT_TITLE_MAX_CHARS),
-                "content": row.text("content", max_chars=max_doc),
-                "author": row.choice("author", AUTHORS),
-                "token": row.text("token", max_chars=TOKEN_NAME_MAX_CHARS, optional=True) or "",
-                "turn": row.number("turn", low=0, high=turns, optional=True) or 0,
-                "at": row.time("at"),
-            })
+            revisions.append(
+                {
+                    "version": row.number("version", low=1, high=10**9),
+                    "title": row.text("title", max_chars=DOCUMENT_TITLE_MAX_CHARS),
+                    "content": row.text("content", max_chars=max_doc),
+                    "author": row.choice("author", AUTHORS),
+                    "token": row.text("token", max_chars=TOKEN_NAME_MAX_CHARS, optional=True) or "",
+                    "turn": row.number("turn", low=0, high=turns, optional=True) or 0,
+                    "at": row.time("at"),
+                }
+            )
         versions = [r["version"] for r in revisions]
         if versions != sorted(set(versions)):
             raise ArchiveRefused("workspace.document.revisions: versions must be distinct and in order.")
@@ -321,13 +348,15 @@ def parse_workspace(value, *, turns: int) -> dict:
         if len(json.dumps(payload, ensure_ascii=False)) > ARTIFACT_PAYLOAD_MAX_CHARS:
             raise ArchiveRefused(f"workspace.artifacts[{n}].payload: too large to import.")
         check_strings(payload, f"workspace.artifacts[{n}].payload", max_chars=ARTIFACT_PAYLOAD_MAX_CHARS)
-        parsed["artifacts"].append({
-            "artifact_type": row.text("artifact_type", max_chars=50, blank=False),
-            "title": row.text("title", max_chars=ARTIFACT_TITLE_MAX_CHARS),
-            "payload": payload,
-            "turn": row.number("turn", low=0, high=turns),
-            "at": row.time("at"),
-        })
+        parsed["artifacts"].append(
+            {
+                "artifact_type": row.text("artifact_type", max_chars=50, blank=False),
+                "title": row.text("title", max_chars=ARTIFACT_TITLE_MAX_CHARS),
+                "payload": payload,
+                "turn": row.number("turn", low=0, high=turns),
+                "at": row.time("at"),
+            }
+        )
     seen_turns = set()
     for n, v in enumerate(section.items("snapshots", max_items=MAX_ROWS)):
         path = f"workspace.snapshots[{n}]"
@@ -336,16 +365,18 @@ def parse_workspace(value, *, turns: int) -> dict:
         if turn in seen_turns:
             raise ArchiveRefused(f"{path}.turn: turn {turn} has two snapshots.")
         seen_turns.add(turn)
-        parsed["snapshots"].append({
-            "turn": turn,
-            "user_message": row.text("user_message", max_chars=MESSAGE_MAX_CHARS),
-            "document_title": row.text("document_title", max_chars=DOCUMENT_TITLE_MAX_CHARS),
-            "document_content": row.text("document_content", max_chars=max_doc),
-            "objective": row.text("objective", max_chars=OBJECTIVE_MAX_CHARS, optional=True),
-            "preferences": [
-                _preference(p, f"{path}.preferences[{i}]") for i, p in enumerate(row.items("preferences", max_items=MAX_ROWS))
-            ],
-            "plan": _plan(row.items("plan", max_items=MAX_ROWS), f"{path}.plan"),
-            "at": row.time("at"),
-        })
+        parsed["snapshots"].append(
+            {
+                "turn": turn,
+                "user_message": row.text("user_message", max_chars=MESSAGE_MAX_CHARS),
+                "document_title": row.text("document_title", max_chars=DOCUMENT_TITLE_MAX_CHARS),
+                "document_content": row.text("document_content", max_chars=max_doc),
+                "objective": row.text("objective", max_chars=OBJECTIVE_MAX_CHARS, optional=True),
+                "preferences": [
+                    _preference(p, f"{path}.preferences[{i}]") for i, p in enumerate(row.items("preferences", max_items=MAX_ROWS))
+                ],
+                "plan": _plan(row.items("plan", max_items=MAX_ROWS), f"{path}.plan"),
+                "at": row.time("at"),
+            }
+        )
     return parsed

@@ -241,8 +241,16 @@ def _series_label(key: str, *, single: bool, payload: dict) -> str:
     return key
 
 
-def chart_config(kind: str, *, labels: list[str], series_labels: list[str], values: list[list], style: ChartStyle,
-                 x_title: str | None, y_title: str | None) -> dict:
+def chart_config(
+    kind: str,
+    *,
+    labels: list[str],
+    series_labels: list[str],
+    values: list[list],
+    style: ChartStyle,
+    x_title: str | None,
+    y_title: str | None,
+) -> dict:
     """The Chart.js configuration: plain JSON, no callbacks, so it can be
     passed through json_script and checked in tests."""
     palette = PALETTES[style.palette]
@@ -284,6 +292,7 @@ def chart_config(kind: str, *, labels: list[str], series_labels: list[str], valu
     if kind == "pie":
         options["cutout"] = "55%" if style.donut else 0
     else:
+
         def axis(title: str | None, *, stacked: bool, value_axis: bool) -> dict:
             spec = {
                 "grid": {"display": style.show_grid},

@@ -143,16 +143,22 @@ def diff_text(old: str, new: str, *, context: int = CONTEXT_LINES) -> TextDiff:
             head = 0 if first else context  # lines kept after the change before
             tail = 0 if last else context  # lines kept before the change after
             if len(same) > head + tail:
-                kept = same[:head] + ([Gap(len(same) - head - tail)] if len(same) - head - tail else []) + (
-                    same[len(same) - tail:] if tail else []
+                kept = (
+                    same[:head]
+                    + ([Gap(len(same) - head - tail)] if len(same) - head - tail else [])
+                    + (same[len(same) - tail :] if tail else [])
                 )
                 rows.extend(kept)
             else:
                 rows.extend(same)
             continue
-        block = _changed_block(a[i1:i2], b[j1:j2], i1, j1) if tag == "replace" else (
-            [DiffLine(REMOVED, i1 + k + 1, None, (Segment(a[i1 + k], REMOVED),)) for k in range(i2 - i1)]
-            + [DiffLine(ADDED, None, j1 + k + 1, (Segment(b[j1 + k], ADDED),)) for k in range(j2 - j1)]
+        block = (
+            _changed_block(a[i1:i2], b[j1:j2], i1, j1)
+            if tag == "replace"
+            else (
+                [DiffLine(REMOVED, i1 + k + 1, None, (Segment(a[i1 + k], REMOVED),)) for k in range(i2 - i1)]
+                + [DiffLine(ADDED, None, j1 + k + 1, (Segment(b[j1 + k], ADDED),)) for k in range(j2 - j1)]
+            )
         )
         for line in block:
             counts[line.kind] += 1
@@ -205,11 +211,20 @@ def _change_hunks(old: str, new: str) -> tuple[Hunk, ...]:
             rows = [DiffLine(REMOVED, i1 + k + 1, None, (Segment(a[i1 + k], REMOVED),)) for k in range(i2 - i1)] + [
                 DiffLine(ADDED, None, j1 + k + 1, (Segment(b[j1 + k], ADDED),)) for k in range(j2 - j1)
             ]
-        hunks.append(Hunk(
-            index=len(hunks), old_start=i1, old_end=i2, new_start=j1, new_end=j2,
-            old_lines=tuple(a[i1:i2]), new_lines=tuple(b[j1:j2]), rows=tuple(rows),
-            context_before=b[j1 - 1] if j1 > 0 else "", context_after=b[j2] if j2 < len(b) else "",
-        ))
+        hunks.append(
+            Hunk(
+                index=len(hunks),
+                old_start=i1,
+                old_end=i2,
+                new_start=j1,
+                new_end=j2,
+                old_lines=tuple(a[i1:i2]),
+                new_lines=tuple(b[j1:j2]),
+                rows=tuple(rows),
+                context_before=b[j1 - 1] if j1 > 0 else "",
+                context_after=b[j2] if j2 < len(b) else "",
+            )
+        )
     return tuple(hunks)
 
 
@@ -227,7 +242,7 @@ def _current_span(hunk: Hunk, where: list[int | None], after_len: int, current_l
     as [start, end); None when any of them changed since (or, for a deletion,
     when nothing around the place it was is left to find it by)."""
     if hunk.new_end > hunk.new_start:
-        span = where[hunk.new_start:hunk.new_end]
+        span = where[hunk.new_start : hunk.new_end]
         if any(line is None for line in span):
             return None
         if any(later != earlier + 1 for earlier, later in itertools.pairwise(span)):

@@ -212,7 +212,7 @@ APP_PROPERTIES = (
 
 def _utc(moment):
     # python-docx writes the datetime as given, followed by "Z".
-    return moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return moment.astimezone(dt.UTC).replace(tzinfo=None)
 
 
 def _set_properties(word, document: Document, *, author: str) -> None:
@@ -535,11 +535,20 @@ def _hyperlink(paragraph, url: str | None):
 
 
 def artifact_json(artifact: Artifact) -> str:
-    return json.dumps(
-        {"artifact_type": artifact.artifact_type, "title": artifact.title, "turn": artifact.turn_index,
-         "payload": artifact.payload},
-        indent=2, ensure_ascii=False, default=str,
-    ) + "\n"
+    return (
+        json.dumps(
+            {
+                "artifact_type": artifact.artifact_type,
+                "title": artifact.title,
+                "turn": artifact.turn_index,
+                "payload": artifact.payload,
+            },
+            indent=2,
+            ensure_ascii=False,
+            default=str,
+        )
+        + "\n"
+    )
 
 
 def artifact_csv(artifact: Artifact) -> str:
@@ -558,7 +567,7 @@ def artifact_csv(artifact: Artifact) -> str:
             data = build_chart(payload, artifact)
             header, rows = data["table_columns"], data["table_rows"]
     except PayloadError as exc:
-        raise ExportRefused(f"This artifact's data could not be read ({exc.message}), so it cannot be exported as CSV.")
+        raise ExportRefused(f"This artifact's data could not be read ({exc.message}), so it cannot be exported as CSV.") from exc
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow([_csv_safe(value) for value in header])

@@ -91,8 +91,8 @@ class StepDoneForm(forms.Form):
 
 class StepMoveForm(forms.Form):
     direction = forms.ChoiceField(
-        choices=[("up", "up"), ("down", "down")], error_messages={"required": "Direction must be 'up' or 'down'.",
-                                                                   "invalid_choice": "Direction must be 'up' or 'down'."}
+        choices=[("up", "up"), ("down", "down")],
+        error_messages={"required": "Direction must be 'up' or 'down'.", "invalid_choice": "Direction must be 'up' or 'down'."},
     )
 
 
@@ -165,9 +165,7 @@ class DocumentSaveForm(forms.Form):
 
     base_version = VersionField(min_value=0, error_messages=VERSION_ERRORS)
     title = RuleTextField(label="Document title", max_chars=DOCUMENT_TITLE_MAX_CHARS)
-    content = RuleTextField(
-        label="Document content", max_chars=settings.HAICO_DOCUMENT_MAX_CHARS, allow_empty=True, strip=False
-    )
+    content = RuleTextField(label="Document content", max_chars=settings.HAICO_DOCUMENT_MAX_CHARS, allow_empty=True, strip=False)
     resolve = forms.ChoiceField(
         required=False,
         choices=[("", ""), ("ours", "Keep mine"), ("theirs", "Keep theirs"), ("both", "Keep both")],
@@ -176,8 +174,10 @@ class DocumentSaveForm(forms.Form):
     # The text `content` was edited from, when it is not base_version's own
     # (document_services.document_save, docs/adr/0040); usually absent.
     base_content = RuleTextField(
-        label="The text the editor's content was based on", max_chars=settings.HAICO_DOCUMENT_MAX_CHARS,
-        allow_empty=True, strip=False,
+        label="The text the editor's content was based on",
+        max_chars=settings.HAICO_DOCUMENT_MAX_CHARS,
+        allow_empty=True,
+        strip=False,
     )
 
     def clean(self):
@@ -193,20 +193,21 @@ class DocumentSaveForm(forms.Form):
 class DocumentPreviewForm(forms.Form):
     """The editor's text as it is now, for the live preview (nothing is saved)."""
 
-    content = RuleTextField(
-        label="Document content", max_chars=settings.HAICO_DOCUMENT_MAX_CHARS, allow_empty=True, strip=False
-    )
+    content = RuleTextField(label="Document content", max_chars=settings.HAICO_DOCUMENT_MAX_CHARS, allow_empty=True, strip=False)
 
 
 class DocumentRestoreForm(forms.Form):
-    """"Restore this version": which version, and the version the person's
+    """ "Restore this version": which version, and the version the person's
     page was showing (so a concurrent write is merged, never overwritten)."""
 
-    version = VersionField(min_value=0, error_messages={
-        "required": "Say which version to restore.",
-        "invalid": "The version to restore must be a number.",
-        "min_value": "The version to restore must be a number.",
-    })
+    version = VersionField(
+        min_value=0,
+        error_messages={
+            "required": "Say which version to restore.",
+            "invalid": "The version to restore must be a number.",
+            "min_value": "The version to restore must be a number.",
+        },
+    )
     base_version = VersionField(min_value=0, error_messages=VERSION_ERRORS)
 
 
@@ -214,34 +215,53 @@ class DocumentDiffForm(forms.Form):
     """The two versions to compare; either left out means the current one
     (`old` left out: the version before `new`)."""
 
-    old = VersionField(required=False, min_value=0, error_messages={
-        "invalid": "The versions to compare must be numbers.", "min_value": "The versions to compare must be numbers.",
-    })
-    new = VersionField(required=False, min_value=0, error_messages={
-        "invalid": "The versions to compare must be numbers.", "min_value": "The versions to compare must be numbers.",
-    })
+    old = VersionField(
+        required=False,
+        min_value=0,
+        error_messages={
+            "invalid": "The versions to compare must be numbers.",
+            "min_value": "The versions to compare must be numbers.",
+        },
+    )
+    new = VersionField(
+        required=False,
+        min_value=0,
+        error_messages={
+            "invalid": "The versions to compare must be numbers.",
+            "min_value": "The versions to compare must be numbers.",
+        },
+    )
 
 
 class DocumentReviewForm(forms.Form):
     """Keep or Undo in the review of an agent turn's changes: which turn's
     review the page showed, and which hunk (left out: every one left)."""
 
-    turn = VersionField(min_value=1, error_messages={
-        "required": "Say which turn's changes this is about.",
-        "invalid": "The turn must be a number.",
-        "min_value": "The turn must be a number.",
-    })
-    hunk = VersionField(required=False, min_value=0, error_messages={
-        "invalid": "The change must be a number.", "min_value": "The change must be a number.",
-    })
+    turn = VersionField(
+        min_value=1,
+        error_messages={
+            "required": "Say which turn's changes this is about.",
+            "invalid": "The turn must be a number.",
+            "min_value": "The turn must be a number.",
+        },
+    )
+    hunk = VersionField(
+        required=False,
+        min_value=0,
+        error_messages={
+            "invalid": "The change must be a number.",
+            "min_value": "The change must be a number.",
+        },
+    )
 
 
 class ArtifactChoiceForm(forms.Form):
     """`?artifact=<id>` picks an artifact for the centre panel; empty shows the document."""
 
     artifact = forms.IntegerField(
-        required=False, min_value=1, error_messages={"invalid": "The artifact id must be a number.",
-                                                     "min_value": "The artifact id must be a number."}
+        required=False,
+        min_value=1,
+        error_messages={"invalid": "The artifact id must be a number.", "min_value": "The artifact id must be a number."},
     )
 
 

@@ -28,9 +28,33 @@ from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 
 ALLOWED_TAGS = {
-    "a", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5", "h6",
-    "hr", "input", "li", "ol", "p", "pre", "s", "strong", "table", "tbody", "td", "th",
-    "thead", "tr", "ul",
+    "a",
+    "blockquote",
+    "br",
+    "code",
+    "del",
+    "em",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "input",
+    "li",
+    "ol",
+    "p",
+    "pre",
+    "s",
+    "strong",
+    "table",
+    "tbody",
+    "td",
+    "th",
+    "thead",
+    "tr",
+    "ul",
 }
 ALLOWED_ATTRIBUTES = {
     "a": {"href", "title"},
@@ -64,9 +88,11 @@ def _task_lists(state: StateCore) -> None:
         first = inline.children[0] if inline.children else None
         if not match or first is None or first.type != "text" or not first.content.startswith(match.group(0)):
             continue
-        first.content = first.content[match.end():]
+        first.content = first.content[match.end() :]
         box = Token("html_inline", "", 0)
-        box.content = '<input type="checkbox" disabled checked> ' if match.group(1) in "xX" else '<input type="checkbox" disabled> '
+        box.content = (
+            '<input type="checkbox" disabled checked> ' if match.group(1) in "xX" else '<input type="checkbox" disabled> '
+        )
         inline.children.insert(0, box)
         tokens[i - 2].attrJoin("class", "task-list-item")
         depth = tokens[i - 2].level - 1
@@ -122,7 +148,12 @@ def markdown_parts(text: str) -> list[str]:
                 fence = opening.group(1)
         else:
             closing = maybe_fence and _FENCE.match(line)
-            if closing and closing.group(1)[0] == fence[0] and len(closing.group(1)) >= len(fence) and not closing.group(2).strip():
+            if (
+                closing
+                and closing.group(1)[0] == fence[0]
+                and len(closing.group(1)) >= len(fence)
+                and not closing.group(2).strip()
+            ):
                 fence = None
         blank_before = not line.strip(" \t")
         at += len(line) + 1

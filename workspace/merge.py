@@ -134,11 +134,7 @@ class _TokenMatcher(alignment.Matcher):
         kept = sum(len(token) for i, _, n in blocks for token in self.a[i : i + n])
         if kept >= MIN_KEPT_SHARE * sum(len(token) for token in self.a):
             return blocks
-        edges = [
-            (i, j, n)
-            for i, j, n in blocks[:-1]
-            if (i == 0 and j == 0) or (i + n == len(self.a) and j + n == len(self.b))
-        ]
+        edges = [(i, j, n) for i, j, n in blocks[:-1] if (i == 0 and j == 0) or (i + n == len(self.a) and j + n == len(self.b))]
         return edges + blocks[-1:]
 
 
@@ -220,9 +216,7 @@ def _merge_items(base, ours, theirs, ours_at: int, theirs_at: int, *, refine: bo
     merger = Merge3(base, ours, theirs, sequence_matcher=alignment.Matcher if refine else _TokenMatcher)
     for zs, ze, os_, oe, ts, te in merger.find_sync_regions():
         if (iz, io, it) != (zs, os_, ts):
-            pieces += _settle(
-                base[iz:zs], ours[io:os_], theirs[it:ts], ours_offsets[io], theirs_offsets[it], refine=refine
-            )
+            pieces += _settle(base[iz:zs], ours[io:os_], theirs[it:ts], ours_offsets[io], theirs_offsets[it], refine=refine)
         if ze > zs:
             pieces.append("".join(base[zs:ze]))
         iz, io, it = ze, oe, te
@@ -239,9 +233,7 @@ def _settle(base, ours, theirs, ours_at: int, theirs_at: int, *, refine: bool) -
         return [o]
     if refine:
         # Both sides changed these lines: look again, word by word.
-        return _merge_items(
-            _TOKENS.findall(z), _TOKENS.findall(o), _TOKENS.findall(t), ours_at, theirs_at, refine=False
-        )
+        return _merge_items(_TOKENS.findall(z), _TOKENS.findall(o), _TOKENS.findall(t), ours_at, theirs_at, refine=False)
     added = _edge_addition(z, o, t)
     if added is not None:
         return [added]

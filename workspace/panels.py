@@ -152,8 +152,13 @@ def render_review(*, thread: Thread, message: str = "", alert: bool = False, req
     """The review of the latest agent turn's document changes (docs/adr/0019),
     with the answer to what the person just asked, swapped in by its id
     before the document patch that follows it (which keeps that answer)."""
-    context = {"thread": thread, "review": selectors.document_review(thread=thread),
-               "review_message": message, "review_alert": alert, "review_oob": True}
+    context = {
+        "thread": thread,
+        "review": selectors.document_review(thread=thread),
+        "review_message": message,
+        "review_alert": alert,
+        "review_oob": True,
+    }
     return render_to_string("workspace/panels/centre.html#review", context, request=request)
 
 

@@ -149,10 +149,7 @@ def move_among_siblings(depths: list[int], i: int, sibling_index: int) -> Layout
     return Layout(order=order, depths=[depths[j] for j in order])
 
 
-ACROSS_LEVELS = (
-    "Dragging only reorders a step among the steps at its own level; "
-    "use Indent or Outdent to change its level."
-)
+ACROSS_LEVELS = "Dragging only reorders a step among the steps at its own level; use Indent or Outdent to change its level."
 
 
 def parent_of(depths: list[int], i: int) -> int | None:

@@ -43,9 +43,7 @@ def preference_row(preference: Preference) -> str:
     lock_verb = "Unlock" if locked else "Lock"
     subtitle = f'<p class="pref-subtitle">{escape(preference.subtitle)}</p>' if preference.subtitle else ""
     badge = (
-        '<span class="badge badge-lock" title="Locked: the assistant cannot change or remove it">Locked</span>'
-        if locked
-        else ""
+        '<span class="badge badge-lock" title="Locked: the assistant cannot change or remove it">Locked</span>' if locked else ""
     )
     return (
         f'<li id="pref-{int(preference.pk)}" class="pref pref-{kind}{" is-locked" if locked else ""}" data-kind="{kind}"'
@@ -57,7 +55,7 @@ def preference_row(preference: Preference) -> str:
         # The button says what a click does, to the eye and to a screen reader alike
         # (not a pressed toggle, whose name would have to stay the same).
         f'<button data-pref-act="lock"{" data-locked" if locked else ""} aria-label="{lock_verb} preference {title}">'
-        f'{lock_verb}</button>'
+        f"{lock_verb}</button>"
         f'<button data-pref-act="edit" aria-label="Edit preference {title}">Edit</button>'
         f'<button data-pref-act="delete" aria-label="Delete preference {title}">Delete</button>'
         f"</div></div></li>"

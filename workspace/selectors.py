@@ -99,9 +99,7 @@ _HARD_FIRST = Case(
 
 def preferences_for(*, thread: Thread) -> list[Preference]:
     """Hard before soft, then by position: the order the agent's 1-based indices use."""
-    return list(
-        Preference.objects.filter(thread=thread).annotate(kind_rank=_HARD_FIRST).order_by("kind_rank", "position", "id")
-    )
+    return list(Preference.objects.filter(thread=thread).annotate(kind_rank=_HARD_FIRST).order_by("kind_rank", "position", "id"))
 
 
 def todos_for(*, thread: Thread) -> list[Todo]:
@@ -230,13 +228,15 @@ def document_history(*, thread: Thread, limit: int = DOCUMENT_HISTORY_LIMIT) -> 
     if document is None:
         return DocumentHistory(current_version=0, versions=[], total=0)
     revisions = DocumentRevision.objects.filter(document=document)
-    rows = list(
-        revisions.order_by("-version").values_list("version", "title", "author", "created_at", "token_name")[:limit]
-    )
+    rows = list(revisions.order_by("-version").values_list("version", "title", "author", "created_at", "token_name")[:limit])
     turns = _turns_started(thread) if any(r[2] == DocumentRevision.Author.AGENT for r in rows) else ([], [])
     versions = [
         DocumentVersion(
-            version=version, title=title, author=author, created_at=created_at, token_name=token_name,
+            version=version,
+            title=title,
+            author=author,
+            created_at=created_at,
+            token_name=token_name,
             turn_index=_turn_at(turns, created_at) if author == DocumentRevision.Author.AGENT else None,
         )
         for version, title, author, created_at, token_name in rows
@@ -249,11 +249,7 @@ def document_version_text(*, thread: Thread, version: int) -> tuple[str, str] | 
     before its first write. None when that version is not kept."""
     if version == 0:
         return "Untitled", ""
-    return (
-        DocumentRevision.objects.filter(document__thread=thread, version=version)
-        .values_list("title", "content")
-        .first()
-    )
+    return DocumentRevision.objects.filter(document__thread=thread, version=version).values_list("title", "content").first()
 
 
 @dataclass(frozen=True)
@@ -309,9 +305,7 @@ def latest_artifact_for(*, thread: Thread) -> Artifact | None:
 def snapshot_messages_for(*, thread: Thread) -> list[tuple[int, str]]:
     """(turn_index, user_message) of every turn, oldest first, without the
     snapshot's document copy (read on every page load of the chat)."""
-    return list(
-        WorkspaceSnapshot.objects.filter(thread=thread).order_by("turn_index").values_list("turn_index", "user_message")
-    )
+    return list(WorkspaceSnapshot.objects.filter(thread=thread).order_by("turn_index").values_list("turn_index", "user_message"))
 
 
 def snapshot_for(*, thread: Thread, turn_index: int) -> WorkspaceSnapshot | None:
@@ -361,8 +355,10 @@ def workspace_after_turn(*, thread: Thread, turn_index: int) -> WorkspaceAfterTu
             objective_text=snapshot.objective_text,
             preferences=[
                 {
-                    "title": p.get("title", ""), "subtitle": p.get("subtitle", ""),
-                    "kind": p.get("kind", Preference.Kind.SOFT), "locked": bool(p.get("locked")),
+                    "title": p.get("title", ""),
+                    "subtitle": p.get("subtitle", ""),
+                    "kind": p.get("kind", Preference.Kind.SOFT),
+                    "locked": bool(p.get("locked")),
                 }
                 for p in snapshot.preferences_json
             ],
@@ -438,10 +434,7 @@ def _plain_rows(model, fields: tuple[str, ...], *, thread: Thread, order_by=(), 
     columns["id"] = quote(meta.pk.column)
     thread_field = meta.get_field("thread")
     params = [thread_field.get_db_prep_value(thread.pk, connection)]
-    sql = (
-        f"SELECT {', '.join(columns[name] for name in fields)} FROM {quote(meta.db_table)}"
-        f" WHERE {columns['thread']} = %s"
-    )
+    sql = f"SELECT {', '.join(columns[name] for name in fields)} FROM {quote(meta.db_table)} WHERE {columns['thread']} = %s"
     if order_by:
         terms = []
         for term, extra in order_by:

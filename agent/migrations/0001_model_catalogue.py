@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,36 +14,61 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Provider',
+            name="Provider",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('base_url', models.URLField(help_text='The OpenAI-compatible endpoint, e.g. https://api.openai.com/v1 or http://localhost:11434/v1.', max_length=500)),
-                ('api_key', models.TextField(blank=True, default='')),
-                ('enabled', models.BooleanField(default=True, help_text='Off: none of its models is offered.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=100, unique=True)),
+                (
+                    "base_url",
+                    models.URLField(
+                        help_text="The OpenAI-compatible endpoint, e.g. https://api.openai.com/v1 or http://localhost:11434/v1.",
+                        max_length=500,
+                    ),
+                ),
+                ("api_key", models.TextField(blank=True, default="")),
+                ("enabled", models.BooleanField(default=True, help_text="Off: none of its models is offered.")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='CatalogueModel',
+            name="CatalogueModel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(help_text='The model name the provider knows, e.g. gpt-4o-mini.', max_length=200)),
-                ('label', models.CharField(blank=True, help_text='Shown in the Model selector; blank: the name.', max_length=200)),
-                ('enabled', models.BooleanField(default=True)),
-                ('everyone', models.BooleanField(default=True, help_text='Offered to everyone; off: only to the people chosen below.')),
-                ('is_default', models.BooleanField(default=False, help_text="The site's default model (one at most): the Model selector's first choice.")),
-                ('people', models.ManyToManyField(blank=True, related_name='catalogue_models', to=settings.AUTH_USER_MODEL)),
-                ('provider', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='models', to='agent.provider')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(help_text="The model name the provider knows, e.g. gpt-4o-mini.", max_length=200)),
+                (
+                    "label",
+                    models.CharField(blank=True, help_text="Shown in the Model selector; blank: the name.", max_length=200),
+                ),
+                ("enabled", models.BooleanField(default=True)),
+                (
+                    "everyone",
+                    models.BooleanField(default=True, help_text="Offered to everyone; off: only to the people chosen below."),
+                ),
+                (
+                    "is_default",
+                    models.BooleanField(
+                        default=False, help_text="The site's default model (one at most): the Model selector's first choice."
+                    ),
+                ),
+                ("people", models.ManyToManyField(blank=True, related_name="catalogue_models", to=settings.AUTH_USER_MODEL)),
+                (
+                    "provider",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="models", to="agent.provider"),
+                ),
             ],
             options={
-                'verbose_name': 'model',
-                'ordering': ['provider__name', 'name'],
-                'constraints': [models.UniqueConstraint(fields=('provider', 'name'), name='catalogue_model_unique_per_provider'), models.UniqueConstraint(condition=models.Q(('is_default', True)), fields=('is_default',), name='catalogue_one_default_model')],
+                "verbose_name": "model",
+                "ordering": ["provider__name", "name"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("provider", "name"), name="catalogue_model_unique_per_provider"),
+                    models.UniqueConstraint(
+                        condition=models.Q(("is_default", True)), fields=("is_default",), name="catalogue_one_default_model"
+                    ),
+                ],
             },
         ),
     ]

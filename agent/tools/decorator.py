@@ -209,9 +209,7 @@ def run_tool_call(
         return failure_envelope(describe_validation_error(spec.name, exc))
     except WorkspaceError as exc:
         logger.info("tool %s failed: %s", spec.name, exc.message)
-        return failure_envelope(
-            exc.message, refused=isinstance(exc, PreferenceLocked), overlap=isinstance(exc, EditOverlapped)
-        )
+        return failure_envelope(exc.message, refused=isinstance(exc, PreferenceLocked), overlap=isinstance(exc, EditOverlapped))
     except Exception:
         logger.exception("tool %s crashed on thread %s", spec.name, thread.pk)
         return failure_envelope(

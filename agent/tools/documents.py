@@ -40,14 +40,16 @@ MAX_CONFLICTS_SHOWN = 5
     destructive=True,
     idempotent=True,
 )
-def update_document(
-    thread, *, content: str, title: str | None = None, seen=None, author: Author = AGENT_AUTHOR
-) -> str:
+def update_document(thread, *, content: str, title: str | None = None, seen=None, author: Author = AGENT_AUTHOR) -> str:
     base_version = seen.document_version if seen is not None else None
     try:
         saved = document_services.document_save(
-            thread=thread, title=title, content=content, base_version=base_version,
-            author=author.kind, token_name=author.token_name,
+            thread=thread,
+            title=title,
+            content=content,
+            base_version=base_version,
+            author=author.kind,
+            token_name=author.token_name,
         )
     except DocumentConflict as exc:
         raise EditOverlapped(conflict_report(exc)) from exc
@@ -104,9 +106,7 @@ def conflict_report(exc: DocumentConflict) -> str:
     authored=True,
 )
 def append_to_document(thread, *, text: str, author: Author = AGENT_AUTHOR) -> str:
-    document = document_services.document_append(
-        thread=thread, text=text, author=author.kind, token_name=author.token_name
-    )
+    document = document_services.document_append(thread=thread, text=text, author=author.kind, token_name=author.token_name)
     return f"Appended {len(text):,} characters to '{document.title}' (now {len(document.content):,} characters)."
 
 
@@ -121,7 +121,9 @@ def _edit_passage(thread, seen, author: Author, **edit) -> str:
     except DocumentConflict as exc:
         raise EditOverlapped(conflict_report(exc)) from exc
     document = saved.document
-    merged = " It was merged with the person's concurrent edits; the next workspace block shows the result." if saved.merged else ""
+    merged = (
+        " It was merged with the person's concurrent edits; the next workspace block shows the result." if saved.merged else ""
+    )
     return f"'{document.title}' is now version {document.version} ({len(document.content):,} characters).{merged}"
 
 

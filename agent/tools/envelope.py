@@ -16,9 +16,7 @@ import re
 from pydantic import ValidationError
 
 
-def success_envelope(
-    summary: str, *, artifact: dict | None = None, artifact_id: int | None = None, skipped: bool = False
-) -> str:
+def success_envelope(summary: str, *, artifact: dict | None = None, artifact_id: int | None = None, skipped: bool = False) -> str:
     body: dict = {"success": True, "summary": summary}
     if skipped:
         body["skipped"] = True  # some targets were left alone (locked, missing)

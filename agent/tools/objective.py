@@ -17,7 +17,5 @@ from .schemas import SetObjectiveArgs
     idempotent=True,
 )
 def set_objective(thread, *, text: str, author: Author = AGENT_AUTHOR) -> str:
-    objective = objective_services.objective_set(
-        thread=thread, text=text, author=author.kind, token_name=author.token_name
-    )
+    objective = objective_services.objective_set(thread=thread, text=text, author=author.kind, token_name=author.token_name)
     return f"Objective set to: {objective.text}"

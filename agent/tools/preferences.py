@@ -52,8 +52,7 @@ def list_preferences(thread) -> str:
 
 @workspace_tool(
     name="update_preferences",
-    description="Edit preferences by 1-based index (list of {index, title?, subtitle?, kind?}). "
-    "Locked ones are skipped.",
+    description="Edit preferences by 1-based index (list of {index, title?, subtitle?, kind?}). Locked ones are skipped.",
     args_schema=UpdatePreferencesArgs,
     destructive=True,
     idempotent=True,

@@ -128,7 +128,7 @@ class PreferenceIndicesArgs(BaseModel):
 
 
 def _style_kinds(name: str) -> str:
-    """"Line and bar charts": the kinds the renderer applies a style field to
+    """ "Line and bar charts": the kinds the renderer applies a style field to
     (workspace.artifact_registry.STYLE_KINDS), so the schema never promises
     what the chart does not draw."""
     return " and ".join(STYLE_KINDS[name]).capitalize() + " charts"

@@ -4,18 +4,21 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('conversations', '0001_initial'),
+        ("conversations", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='activitylogentry',
-            options={'ordering': ['-created_at'], 'verbose_name': 'activity log entry', 'verbose_name_plural': 'activity log entries'},
+            name="activitylogentry",
+            options={
+                "ordering": ["-created_at"],
+                "verbose_name": "activity log entry",
+                "verbose_name_plural": "activity log entries",
+            },
         ),
         migrations.AlterModelOptions(
-            name='feedback',
-            options={'verbose_name_plural': 'feedback'},
+            name="feedback",
+            options={"verbose_name_plural": "feedback"},
         ),
     ]

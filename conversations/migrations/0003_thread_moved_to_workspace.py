@@ -37,12 +37,8 @@ class Migration(migrations.Migration):
                 migrations.AlterField(
                     model_name="branchlink", name="thread", field=_thread_fk(models.OneToOneField, "branch_link")
                 ),
-                migrations.AlterField(
-                    model_name="branchlink", name="parent", field=_thread_fk(models.ForeignKey, "child_links")
-                ),
-                migrations.AlterField(
-                    model_name="feedback", name="thread", field=_thread_fk(models.ForeignKey, "feedback")
-                ),
+                migrations.AlterField(model_name="branchlink", name="parent", field=_thread_fk(models.ForeignKey, "child_links")),
+                migrations.AlterField(model_name="feedback", name="thread", field=_thread_fk(models.ForeignKey, "feedback")),
                 migrations.AlterField(
                     model_name="moderationaction",
                     name="thread",

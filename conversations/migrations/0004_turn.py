@@ -5,35 +5,50 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('conversations', '0003_thread_moved_to_workspace'),
-        ('workspace', '0002_thread_owned_by_workspace'),
+        ("conversations", "0003_thread_moved_to_workspace"),
+        ("workspace", "0002_thread_owned_by_workspace"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Turn',
+            name="Turn",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('user_message', models.TextField()),
-                ('model_name', models.CharField(blank=True, max_length=200)),
-                ('status', models.CharField(choices=[('running', 'Running'), ('complete', 'Complete'), ('stopped', 'Stopped'), ('failed', 'Failed'), ('interrupted', 'Interrupted')], default='running', max_length=12)),
-                ('answer', models.TextField(blank=True)),
-                ('cut_off', models.BooleanField(default=False)),
-                ('notice', models.TextField(blank=True)),
-                ('instance', models.CharField(blank=True, max_length=200)),
-                ('boot', models.CharField(blank=True, max_length=32)),
-                ('retry_of', models.PositiveIntegerField(blank=True, null=True)),
-                ('started_at', models.DateTimeField(auto_now_add=True)),
-                ('ended_at', models.DateTimeField(blank=True, null=True)),
-                ('thread', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='turns', to='workspace.thread')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("index", models.PositiveIntegerField()),
+                ("user_message", models.TextField()),
+                ("model_name", models.CharField(blank=True, max_length=200)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("running", "Running"),
+                            ("complete", "Complete"),
+                            ("stopped", "Stopped"),
+                            ("failed", "Failed"),
+                            ("interrupted", "Interrupted"),
+                        ],
+                        default="running",
+                        max_length=12,
+                    ),
+                ),
+                ("answer", models.TextField(blank=True)),
+                ("cut_off", models.BooleanField(default=False)),
+                ("notice", models.TextField(blank=True)),
+                ("instance", models.CharField(blank=True, max_length=200)),
+                ("boot", models.CharField(blank=True, max_length=32)),
+                ("retry_of", models.PositiveIntegerField(blank=True, null=True)),
+                ("started_at", models.DateTimeField(auto_now_add=True)),
+                ("ended_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "thread",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="turns", to="workspace.thread"),
+                ),
             ],
             options={
-                'ordering': ['thread', 'index'],
-                'indexes': [models.Index(fields=['status', 'instance'], name='turn_status_instance_idx')],
-                'constraints': [models.UniqueConstraint(fields=('thread', 'index'), name='turn_thread_index_unique')],
+                "ordering": ["thread", "index"],
+                "indexes": [models.Index(fields=["status", "instance"], name="turn_status_instance_idx")],
+                "constraints": [models.UniqueConstraint(fields=("thread", "index"), name="turn_thread_index_unique")],
             },
         ),
     ]

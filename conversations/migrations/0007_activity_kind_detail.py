@@ -12,9 +12,15 @@ class Migration(migrations.Migration):
             name="kind",
             field=models.CharField(
                 choices=[
-                    ("provider_error", "Provider error"), ("retry", "Retry"), ("truncation", "Cut off"),
-                    ("tool_failure", "Tool failure"), ("refused_call", "Refused call"), ("cap_reached", "Cap reached"),
-                    ("approval_asked", "Approval asked"), ("approval_answered", "Approval answered"), ("mcp", "MCP"),
+                    ("provider_error", "Provider error"),
+                    ("retry", "Retry"),
+                    ("truncation", "Cut off"),
+                    ("tool_failure", "Tool failure"),
+                    ("refused_call", "Refused call"),
+                    ("cap_reached", "Cap reached"),
+                    ("approval_asked", "Approval asked"),
+                    ("approval_answered", "Approval answered"),
+                    ("mcp", "MCP"),
                     ("other", "Other"),
                 ],
                 default="other",

@@ -12,17 +12,18 @@ def from_thread(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('conversations', '0011_moderation_staff_workspace_view'),
-        ('workspace', '0008_thread_chat_model'),
+        ("conversations", "0011_moderation_staff_workspace_view"),
+        ("workspace", "0008_thread_chat_model"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='turn',
-            name='mode',
-            field=models.CharField(choices=[('explore', 'Explore'), ('plan', 'Plan'), ('execute', 'Execute')], default='execute', max_length=10),
+            model_name="turn",
+            name="mode",
+            field=models.CharField(
+                choices=[("explore", "Explore"), ("plan", "Plan"), ("execute", "Execute")], default="execute", max_length=10
+            ),
         ),
         migrations.RunPython(from_thread, migrations.RunPython.noop),
     ]

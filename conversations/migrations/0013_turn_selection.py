@@ -5,15 +5,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('conversations', '0012_turn_mode'),
+        ("conversations", "0012_turn_mode"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='turn',
-            name='selection',
+            model_name="turn",
+            name="selection",
             field=models.JSONField(blank=True, null=True),
         ),
     ]

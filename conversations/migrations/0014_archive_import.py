@@ -9,7 +9,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("conversations", "0013_turn_selection"),
         ("workspace", "0010_imports_keep_their_times"),

@@ -6,56 +6,96 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('conversations', '0014_archive_import'),
+        ("conversations", "0014_archive_import"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='accesstoken',
-            name='expires_at',
+            model_name="accesstoken",
+            name="expires_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='accesstoken',
-            name='read_only',
+            model_name="accesstoken",
+            name="read_only",
             field=models.BooleanField(default=False),
         ),
         migrations.CreateModel(
-            name='Invite',
+            name="Invite",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('secret_sha256', models.CharField(max_length=64, unique=True)),
-                ('email', models.EmailField(blank=True, max_length=254)),
-                ('note', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('expires_at', models.DateTimeField()),
-                ('used_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='invites_made', to=settings.AUTH_USER_MODEL)),
-                ('used_by', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='invite_used', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("secret_sha256", models.CharField(max_length=64, unique=True)),
+                ("email", models.EmailField(blank=True, max_length=254)),
+                ("note", models.CharField(blank=True, max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("expires_at", models.DateTimeField()),
+                ("used_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="invites_made",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "used_by",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="invite_used",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Account',
+            name="Account",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('waiting_for_approval', models.BooleanField(default=False)),
-                ('approved_at', models.DateTimeField(blank=True, null=True)),
-                ('daily_token_limit', models.PositiveBigIntegerField(blank=True, help_text="Tokens per UTC day; empty: the site's limit; 0: no limit.", null=True)),
-                ('monthly_token_limit', models.PositiveBigIntegerField(blank=True, help_text="Tokens per UTC month; empty: the site's limit; 0: no limit.", null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('approved_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='account', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("waiting_for_approval", models.BooleanField(default=False)),
+                ("approved_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "daily_token_limit",
+                    models.PositiveBigIntegerField(
+                        blank=True, help_text="Tokens per UTC day; empty: the site's limit; 0: no limit.", null=True
+                    ),
+                ),
+                (
+                    "monthly_token_limit",
+                    models.PositiveBigIntegerField(
+                        blank=True, help_text="Tokens per UTC month; empty: the site's limit; 0: no limit.", null=True
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "approved_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "user",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="account", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'account (approval and token limits)',
-                'verbose_name_plural': 'accounts (approval and token limits)',
-                'indexes': [models.Index(fields=['waiting_for_approval'], name='account_waiting_idx')],
+                "verbose_name": "account (approval and token limits)",
+                "verbose_name_plural": "accounts (approval and token limits)",
+                "indexes": [models.Index(fields=["waiting_for_approval"], name="account_waiting_idx")],
             },
         ),
     ]

@@ -7,37 +7,67 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agent', '0001_model_catalogue'),
-        ('conversations', '0016_model_keys'),
-        ('workspace', '0008_thread_chat_model'),
+        ("agent", "0001_model_catalogue"),
+        ("conversations", "0016_model_keys"),
+        ("workspace", "0008_thread_chat_model"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ModelUsage',
+            name="ModelUsage",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('turn_index', models.PositiveIntegerField(blank=True, null=True)),
-                ('provider_name', models.CharField(max_length=100)),
-                ('model', models.CharField(max_length=200)),
-                ('model_key', models.CharField(blank=True, max_length=200)),
-                ('input_tokens', models.PositiveIntegerField(default=0)),
-                ('output_tokens', models.PositiveIntegerField(default=0)),
-                ('estimated', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('provider', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='agent.provider')),
-                ('thread', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='model_usage', to='workspace.thread')),
-                ('turn', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='model_usage', to='conversations.turn')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='model_usage', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("turn_index", models.PositiveIntegerField(blank=True, null=True)),
+                ("provider_name", models.CharField(max_length=100)),
+                ("model", models.CharField(max_length=200)),
+                ("model_key", models.CharField(blank=True, max_length=200)),
+                ("input_tokens", models.PositiveIntegerField(default=0)),
+                ("output_tokens", models.PositiveIntegerField(default=0)),
+                ("estimated", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "provider",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to="agent.provider"
+                    ),
+                ),
+                (
+                    "thread",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="model_usage",
+                        to="workspace.thread",
+                    ),
+                ),
+                (
+                    "turn",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="model_usage",
+                        to="conversations.turn",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="model_usage", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'model call',
-                'verbose_name_plural': 'model calls',
-                'ordering': ['-created_at'],
-                'indexes': [models.Index(fields=['user', 'created_at'], name='usage_user_time_idx'), models.Index(fields=['created_at'], name='usage_time_idx')],
+                "verbose_name": "model call",
+                "verbose_name_plural": "model calls",
+                "ordering": ["-created_at"],
+                "indexes": [
+                    models.Index(fields=["user", "created_at"], name="usage_user_time_idx"),
+                    models.Index(fields=["created_at"], name="usage_time_idx"),
+                ],
             },
         ),
     ]

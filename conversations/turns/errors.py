@@ -34,7 +34,6 @@ def safe_error_message(exc: BaseException) -> str:
     return "Something went wrong while the assistant was working." + RETRY
 
 
-
 def _database_unreachable(exc: BaseException) -> bool:
     """A database that did not answer (a lost connection after a restart or
     a failover), from Django or from the checkpointer's own psycopg pool,

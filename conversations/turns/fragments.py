@@ -9,8 +9,8 @@ from django.template.loader import render_to_string
 from django.utils.html import escape
 
 from workspace.diff import diff_text
-from workspace.models import Thread
 from workspace.markdown import render_markdown
+from workspace.models import Thread
 
 from .outcome import Marker, marker
 
@@ -18,9 +18,19 @@ TEMPLATE = "conversations/fragments/turn.html"
 
 
 def turn_context(
-    *, turn_index: int, user_message: str, steps=(), answer: str = "", running: bool = False,
-    ending: Marker | None = None, latest: bool = True, thread_id=None, feedback_count: int = 0, versions=None,
-    approval: dict | None = None, mode: str = "",
+    *,
+    turn_index: int,
+    user_message: str,
+    steps=(),
+    answer: str = "",
+    running: bool = False,
+    ending: Marker | None = None,
+    latest: bool = True,
+    thread_id=None,
+    feedback_count: int = 0,
+    versions=None,
+    approval: dict | None = None,
+    mode: str = "",
 ) -> dict:
     """The one shape every turn partial renders: a past turn on the page, a
     running one, and one ended by another process. Retry is offered on the
@@ -97,9 +107,12 @@ def approval_card(turn: dict) -> str:
     """The turn's approval card in place, its marker, and the controls it
     implies; once answered, a refusal said while it waited goes too."""
     waiting = bool(turn["approval"] and turn["approval"]["pending"])
-    return fragment("approval", turn=turn, oob=True) + fragment("marker", turn=turn, oob=True) + controls(
-        running=not waiting, awaiting=waiting
-    ) + ("" if waiting else notice(""))
+    return (
+        fragment("approval", turn=turn, oob=True)
+        + fragment("marker", turn=turn, oob=True)
+        + controls(running=not waiting, awaiting=waiting)
+        + ("" if waiting else notice(""))
+    )
 
 
 def ended(row, *, latest: bool) -> str:
@@ -123,7 +136,9 @@ def ended_parts(row, *, latest: bool) -> tuple[str, str]:
     )
     return (
         fragment("answer", turn=turn, oob=True),
-        fragment("marker", turn=turn, oob=True) + fragment("feedback", turn=turn, oob=True) + controls(running=False)
+        fragment("marker", turn=turn, oob=True)
+        + fragment("feedback", turn=turn, oob=True)
+        + controls(running=False)
         + notice(""),
     )
 
@@ -156,8 +171,7 @@ def steps(turn_index: int, steps, *, first_number: int) -> str:
     """Steps appended to the turn's reasoning; `steps` are {"text", "status"}
     dicts, numbered on from `first_number` (their element ids)."""
     return "".join(
-        fragment("step", turn_index=turn_index, step=step, number=number)
-        for number, step in enumerate(steps, start=first_number)
+        fragment("step", turn_index=turn_index, step=step, number=number) for number, step in enumerate(steps, start=first_number)
     )
 
 
@@ -195,8 +209,7 @@ def closing_end(turn: dict) -> str:
     turn being over, no refusal said while it ran ("a turn is already
     running") either."""
     return (
-        fragment("marker", turn=turn, oob=True) + fragment("feedback", turn=turn, oob=True) + controls(running=False)
-        + notice("")
+        fragment("marker", turn=turn, oob=True) + fragment("feedback", turn=turn, oob=True) + controls(running=False) + notice("")
     )
 
 

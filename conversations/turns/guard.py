@@ -68,8 +68,14 @@ def selection_json(selection: Selection | None) -> dict | None:
 
 @transaction.atomic
 def turn_begin(
-    *, thread: Thread, user_message: str, model_name: str | None = None, retry_of: int | None = None,
-    mode: str | None = None, selection: Selection | None = None, activate_branch: bool = False,
+    *,
+    thread: Thread,
+    user_message: str,
+    model_name: str | None = None,
+    retry_of: int | None = None,
+    mode: str | None = None,
+    selection: Selection | None = None,
+    activate_branch: bool = False,
 ) -> tuple[int, WorkspaceSnapshot]:
     """Claim the thread's single running-turn slot, bump the turn counter,
     record the turn row and snapshot the workspace, all before the agent runs.
@@ -131,7 +137,9 @@ def turn_begin(
         boot=process.BOOT,
     )
     snapshot = snapshot_capture(thread=locked, turn_index=locked.turn_index, user_message=user_message)
-    if BranchLink.objects.filter(thread=locked, status=BranchLink.Status.ACTIVE, branch_point_turn=locked.turn_index - 1).exists():
+    if BranchLink.objects.filter(
+        thread=locked, status=BranchLink.Status.ACTIVE, branch_point_turn=locked.turn_index - 1
+    ).exists():
         # A branch's first own turn is a new version of that turn: the family's tabs show its arrows.
         thread_id, turn_index = locked.pk, locked.turn_index
         transaction.on_commit(lambda: publish_turn_versions(thread_id=thread_id, turn_index=turn_index))
@@ -149,7 +157,9 @@ def _check_running_turns_of(owner_id, *, now, limit: int) -> None:
         return
     list(get_user_model().objects.select_for_update().filter(pk=owner_id).values_list("pk", flat=True))
     running = Thread.objects.filter(
-        owner_id=owner_id, running_turn_index__isnull=False, running_since__gt=now - STALE_TURN_AFTER,
+        owner_id=owner_id,
+        running_turn_index__isnull=False,
+        running_since__gt=now - STALE_TURN_AFTER,
     ).count()
     if running >= limit:
         raise TooManyTurns(
@@ -189,8 +199,13 @@ def cancel_requested_among(thread_ids) -> set:
 
 @transaction.atomic
 def turn_finish(
-    *, thread: Thread, turn_index: int, status: str = Turn.Status.COMPLETE, answer: str = "",
-    cut_off: bool = False, notice: str = "",
+    *,
+    thread: Thread,
+    turn_index: int,
+    status: str = Turn.Status.COMPLETE,
+    answer: str = "",
+    cut_off: bool = False,
+    notice: str = "",
 ) -> None:
     """Release the running-turn slot (only if it is still this turn's) and
     record how the turn ended (only if nobody recorded it for us: a turn
@@ -308,9 +323,7 @@ def turns_release_stale() -> int:
     cutoff = timezone.now() - STALE_TURN_AFTER
     running = Turn.objects.filter(status=Turn.Status.RUNNING)
     stale = running.filter(
-        Q(thread__running_since__lt=cutoff)
-        | Q(thread__running_since__isnull=True)
-        | ~Q(thread__running_turn_index=F("index"))
+        Q(thread__running_since__lt=cutoff) | Q(thread__running_since__isnull=True) | ~Q(thread__running_turn_index=F("index"))
     )
     return _release_rows(stale.values_list("thread_id", "index"), notice=outcome.INTERRUPTED_LOST, if_stale=True)
 
@@ -338,9 +351,7 @@ def _release(locked: Thread, turn_index: int, *, notice: str, now=None) -> None:
     streamed), and after commit tell every open tab the turn ended."""
     now = now or timezone.now()
     if locked.running_turn_index == turn_index:
-        Thread.objects.filter(pk=locked.pk).update(
-            running_turn_index=None, running_since=None, cancel_requested=False
-        )
+        Thread.objects.filter(pk=locked.pk).update(running_turn_index=None, running_since=None, cancel_requested=False)
         locked.running_turn_index = locked.running_since = None
         locked.cancel_requested = False
     Turn.objects.filter(thread=locked, index=turn_index, status=Turn.Status.RUNNING).update(

@@ -38,8 +38,8 @@ from ..approval import WAITING_MESSAGE, account_waits
 from ..archive import discard_abandoned_imports
 from ..branch_cleanup import abandoned_after, discard_abandoned_branches, discard_orphaned_histories
 from ..errors import ConversationError
-from ..models import Account, Turn
 from ..live import publisher
+from ..models import Account, Turn
 from ..selectors import latest_turn_row
 from . import fragments, guard, outcome
 from .run import Resume, TurnRun, stored_selection
@@ -167,8 +167,15 @@ def person_may_start(person) -> tuple:
 
 
 def _begin(
-    *, thread: Thread, user, user_message: str, model_name: str | None, retry_of: int | None, mode: str,
-    selection: Selection | None, activate_branch: bool,
+    *,
+    thread: Thread,
+    user,
+    user_message: str,
+    model_name: str | None,
+    retry_of: int | None,
+    mode: str,
+    selection: Selection | None,
+    activate_branch: bool,
 ) -> _Start:
     """Everything a turn's start reads and writes, in one database hop: the
     person may start one, the model it runs with (the key sent while the
@@ -178,15 +185,24 @@ def _begin(
     windows = person_may_start(person)
     choice = catalogue.choice_for(person, model_name)
     turn_index, _snapshot = guard.turn_begin(
-        thread=thread, user_message=user_message, model_name=choice.key if choice else None, retry_of=retry_of,
-        mode=mode, selection=selection, activate_branch=activate_branch,
+        thread=thread,
+        user_message=user_message,
+        model_name=choice.key if choice else None,
+        retry_of=retry_of,
+        mode=mode,
+        selection=selection,
+        activate_branch=activate_branch,
     )
     turn_id = Turn.objects.filter(thread_id=thread.pk, index=turn_index).values_list("pk", flat=True).first()
     return _Start(turn_index=turn_index, turn_id=turn_id, user_id=person.pk, model=choice, windows=windows)
 
 
 async def start_turn(
-    *, thread: Thread, user_message: str, model_name: str | None = None, retry_of: int | None = None,
+    *,
+    thread: Thread,
+    user_message: str,
+    model_name: str | None = None,
+    retry_of: int | None = None,
     mode: str | None = None,
     selection: Selection | None = None,
     user=None,
@@ -214,13 +230,25 @@ async def start_turn(
     detached.run(_prepare)
     mode = mode or thread.mode
     start = await database_sync_to_async(_begin)(
-        thread=thread, user=user, user_message=user_message, model_name=model_name, retry_of=retry_of,
-        mode=mode, selection=selection, activate_branch=activate_branch,
+        thread=thread,
+        user=user,
+        user_message=user_message,
+        model_name=model_name,
+        retry_of=retry_of,
+        mode=mode,
+        selection=selection,
+        activate_branch=activate_branch,
     )
     turn_index = start.turn_index
     turn = TurnRun(
-        thread=thread, turn_index=turn_index, user_message=user_message, model=start.model, agents=agents,
-        user_id=start.user_id, turn_id=start.turn_id, budget=TokenBudget(windows=start.windows),
+        thread=thread,
+        turn_index=turn_index,
+        user_message=user_message,
+        model=start.model,
+        agents=agents,
+        user_id=start.user_id,
+        turn_id=start.turn_id,
+        budget=TokenBudget(windows=start.windows),
         mode=mode,
         selection=selection,
     )
@@ -243,9 +271,17 @@ async def answer_approval(*, thread: Thread, turn, decision: str) -> int:
     # no longer use it: _claim_answer), in the mode it began in and about
     # the passage it asked about.
     run = TurnRun(
-        thread=thread, turn_index=row.index, user_message=row.user_message, model=model,
-        user_id=thread.owner_id, turn_id=row.pk, budget=TokenBudget(windows=windows),
-        agents=agents, resume=resume, mode=row.mode, selection=stored_selection(row.selection),
+        thread=thread,
+        turn_index=row.index,
+        user_message=row.user_message,
+        model=model,
+        user_id=thread.owner_id,
+        turn_id=row.pk,
+        budget=TokenBudget(windows=windows),
+        agents=agents,
+        resume=resume,
+        mode=row.mode,
+        selection=stored_selection(row.selection),
     )
     detached.run(_launch, thread, run)
     return row.index
@@ -396,8 +432,11 @@ def ended_fragments(thread_id) -> list[str]:
     if row.status == row.Status.AWAITING:
         # The page may have been built before the turn paused: the card.
         turn = fragments.turn_context(
-            turn_index=row.index, user_message=row.user_message, thread_id=thread_id,
-            ending=outcome.marker(status=row.status), approval=fragments.approval_view(row.approval, pending=True),
+            turn_index=row.index,
+            user_message=row.user_message,
+            thread_id=thread_id,
+            ending=outcome.marker(status=row.status),
+            approval=fragments.approval_view(row.approval, pending=True),
         )
         return [fragments.approval_card(turn)]
     # The page may have been built before that turn ended: its map too.

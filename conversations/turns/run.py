@@ -99,6 +99,8 @@ def stored_selection(raw) -> Selection | None:
     if not (isinstance(start, int) and isinstance(end, int) and isinstance(text, str) and text):
         return None
     return Selection(start=start, end=end, text=text)
+
+
 def _store_usage(rows: list[dict]) -> None:
     """The turn's last model calls' usage, in a transaction of its own: the
     turn's end is recorded whether or not this can be."""
@@ -138,7 +140,13 @@ class Resume:
 
 class TurnRun:
     def __init__(
-        self, *, thread: Thread, turn_index: int, user_message: str, model: ModelChoice | None, agents: AgentProvider,
+        self,
+        *,
+        thread: Thread,
+        turn_index: int,
+        user_message: str,
+        model: ModelChoice | None,
+        agents: AgentProvider,
         mode: str = Thread.Mode.EXECUTE,
         resume: Resume | None = None,
         selection: Selection | None = None,
@@ -206,8 +214,14 @@ class TurnRun:
 
     def _turn(self, *, answer: str = "", running: bool = True, ending=None, approval=None) -> dict:
         return fragments.turn_context(
-            turn_index=self.turn_index, user_message=self.user_message, steps=self.steps, answer=answer,
-            running=running, ending=ending, thread_id=self.thread.pk, approval=approval,
+            turn_index=self.turn_index,
+            user_message=self.user_message,
+            steps=self.steps,
+            answer=answer,
+            running=running,
+            ending=ending,
+            thread_id=self.thread.pk,
+            approval=approval,
         )
 
     def resync_fragments(self) -> list[str]:
@@ -233,12 +247,18 @@ class TurnRun:
     def _usage_row(self, event: ModelCallUsage) -> dict:
         model = self.model
         return {
-            "user_id": self.user_id, "thread_id": self.thread.pk, "turn_id": self.turn_id, "turn_index": self.turn_index,
+            "user_id": self.user_id,
+            "thread_id": self.thread.pk,
+            "turn_id": self.turn_id,
+            "turn_index": self.turn_index,
             "provider_id": model.provider_id if model else None,
             "provider_name": (model.provider_name if model else "")[:100],
-            "model": (model.model if model else event.model)[:200], "model_key": (model.key if model else "")[:200],
-            "input_tokens": max(0, event.input_tokens), "output_tokens": max(0, event.output_tokens),
-            "estimated": event.estimated, "created_at": timezone.now(),
+            "model": (model.model if model else event.model)[:200],
+            "model_key": (model.key if model else "")[:200],
+            "input_tokens": max(0, event.input_tokens),
+            "output_tokens": max(0, event.output_tokens),
+            "estimated": event.estimated,
+            "created_at": timezone.now(),
         }
 
     def unsaved_answer(self) -> str | None:
@@ -265,7 +285,10 @@ class TurnRun:
         finally:
             logger.info(
                 "turn %s of thread %s ended (%s) after %.1f s",
-                self.turn_index, self.thread.pk, status, time.monotonic() - started,
+                self.turn_index,
+                self.thread.pk,
+                status,
+                time.monotonic() - started,
             )
             current_turn.reset(ids)
         return status
@@ -288,8 +311,11 @@ class TurnRun:
             stopped_approval = self.resume is not None and self.resume.decision == guard.STOPPED
             await self._repair(
                 partial="".join(self.draft),
-                tool_result=INTERRUPTED_TOOL_RESULT if self.shutting_down
-                else APPROVAL_STOPPED_RESULT if stopped_approval else CANCELLED_TOOL_RESULT,
+                tool_result=INTERRUPTED_TOOL_RESULT
+                if self.shutting_down
+                else APPROVAL_STOPPED_RESULT
+                if stopped_approval
+                else CANCELLED_TOOL_RESULT,
             )
         except asyncio.CancelledError:
             # Server shutdown after the grace period: still release the slot below.
@@ -319,8 +345,13 @@ class TurnRun:
             notice = self.limit_notice
         try:
             await database_sync_to_async(_finish)(
-                thread=self.thread, turn_index=self.turn_index, status=status, answer=answer,
-                cut_off=cut_off, notice=notice, usage=self.unsaved_usage(),
+                thread=self.thread,
+                turn_index=self.turn_index,
+                status=status,
+                answer=answer,
+                cut_off=cut_off,
+                notice=notice,
+                usage=self.unsaved_usage(),
             )
         except Exception:
             logger.exception("could not release the turn slot of thread %s", self.thread.pk)
@@ -362,7 +393,10 @@ class TurnRun:
         asked = self.approval
         try:
             waiting = await database_sync_to_async(_await_approval)(
-                thread=self.thread, turn_index=self.turn_index, interrupt_id=asked.interrupt_id, request=asked.request,
+                thread=self.thread,
+                turn_index=self.turn_index,
+                interrupt_id=asked.interrupt_id,
+                request=asked.request,
                 usage=self.unsaved_usage(),
             )
         except Exception:
@@ -427,9 +461,7 @@ class TurnRun:
                 "approved": self.resume.decision == guard.APPROVED,
                 "document_version": ((self.resume.approval.get("request") or {}).get("document") or {}).get("version"),
             }
-            events = resume_turn(
-                self.graph, context=self.context, interrupt_id=self.resume.interrupt_id, decision=decision
-            )
+            events = resume_turn(self.graph, context=self.context, interrupt_id=self.resume.interrupt_id, decision=decision)
         await self._drain(events)
 
     async def _load_steps(self) -> None:
@@ -441,6 +473,7 @@ class TurnRun:
             self.steps.append(step)
             if call_id:
                 self._step_numbers[call_id] = len(self.steps)
+
     async def _drain(self, events) -> None:
         """Consume the agent's events until they end or a stop is asked for.
 
@@ -569,9 +602,7 @@ class TurnRun:
         if note is None:
             return
         try:
-            await database_sync_to_async(services.activity_log)(
-                thread=self.thread, turn_index=self.turn_index, **note.fields()
-            )
+            await database_sync_to_async(services.activity_log)(thread=self.thread, turn_index=self.turn_index, **note.fields())
         except Exception:
             logger.exception("could not record the %s of turn %s", note.kind, self.turn_index)
 

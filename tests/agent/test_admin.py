@@ -14,23 +14,45 @@ KEY = "sk-admin-test-9f8e7d6c5b4a"
 
 def _provider_form(**fields):
     data = {
-        "name": "OpenAI", "base_url": "https://api.example.com/v1", "enabled": "on", "new_api_key": "",
-        "models-TOTAL_FORMS": "0", "models-INITIAL_FORMS": "0", "models-MIN_NUM_FORMS": "0", "models-MAX_NUM_FORMS": "1000",
+        "name": "OpenAI",
+        "base_url": "https://api.example.com/v1",
+        "enabled": "on",
+        "new_api_key": "",
+        "models-TOTAL_FORMS": "0",
+        "models-INITIAL_FORMS": "0",
+        "models-MIN_NUM_FORMS": "0",
+        "models-MAX_NUM_FORMS": "1000",
     }
     return {**data, **fields}
 
 
 def test_staff_add_a_provider_with_a_key_and_a_model_and_the_key_is_never_shown(staff_client):
-    response = staff_client.post("/admin/agent/provider/add/", _provider_form(
-        new_api_key=KEY, **{"models-TOTAL_FORMS": "1", "models-0-name": "gpt-mini", "models-0-label": "GPT mini",
-                            "models-0-enabled": "on", "models-0-everyone": "on"},
-    ))
+    response = staff_client.post(
+        "/admin/agent/provider/add/",
+        _provider_form(
+            new_api_key=KEY,
+            **{
+                "models-TOTAL_FORMS": "1",
+                "models-0-name": "gpt-mini",
+                "models-0-label": "GPT mini",
+                "models-0-enabled": "on",
+                "models-0-everyone": "on",
+            },
+        ),
+    )
     assert response.status_code == 302, response.content.decode()[:2000]
     provider = Provider.objects.get()
     assert provider.api_key == KEY and provider.models.get().name == "gpt-mini"
-    for path in ("/admin/agent/provider/", f"/admin/agent/provider/{provider.pk}/change/", "/admin/agent/cataloguemodel/", f"/admin/agent/cataloguemodel/{provider.models.get().pk}/change/",
-                 f"/admin/agent/provider/{provider.pk}/history/", f"/admin/agent/provider/{provider.pk}/delete/",
-                 "/admin/", "/admin/agent/"):
+    for path in (
+        "/admin/agent/provider/",
+        f"/admin/agent/provider/{provider.pk}/change/",
+        "/admin/agent/cataloguemodel/",
+        f"/admin/agent/cataloguemodel/{provider.models.get().pk}/change/",
+        f"/admin/agent/provider/{provider.pk}/history/",
+        f"/admin/agent/provider/{provider.pk}/delete/",
+        "/admin/",
+        "/admin/agent/",
+    ):
         page = staff_client.get(path).content.decode()
         assert KEY not in page and KEY[:12] not in page, path
     change = staff_client.get(f"/admin/agent/provider/{provider.pk}/change/").content.decode()
@@ -51,7 +73,9 @@ def test_a_blank_key_field_keeps_the_stored_key_and_remove_clears_it(staff_clien
     staff_client.post(f"/admin/agent/provider/{provider.pk}/change/", _provider_form(remove_api_key="on"))
     provider.refresh_from_db()
     assert provider.api_key == ""
-    assert '<div class="readonly">not set</div>' in staff_client.get(f"/admin/agent/provider/{provider.pk}/change/").content.decode()
+    assert (
+        '<div class="readonly">not set</div>' in staff_client.get(f"/admin/agent/provider/{provider.pk}/change/").content.decode()
+    )
 
 
 def test_a_new_key_and_remove_together_are_refused(staff_client):
@@ -69,9 +93,16 @@ def test_a_model_is_offered_to_chosen_people_and_one_is_the_site_default(staff_c
     provider = Provider.objects.create(name="Lab", base_url="http://lab.example.com/v1")
     first = CatalogueModel.objects.create(provider=provider, name="a")
     second = CatalogueModel.objects.create(provider=provider, name="b")
-    response = staff_client.post(f"/admin/agent/cataloguemodel/{second.pk}/change/", {
-        "provider": provider.pk, "name": "b", "label": "Model B", "enabled": "on", "people": [owner.pk],
-    })
+    response = staff_client.post(
+        f"/admin/agent/cataloguemodel/{second.pk}/change/",
+        {
+            "provider": provider.pk,
+            "name": "b",
+            "label": "Model B",
+            "enabled": "on",
+            "people": [owner.pk],
+        },
+    )
     assert response.status_code == 302
     second.refresh_from_db()
     assert not second.everyone and list(second.people.all()) == [owner]
@@ -84,9 +115,16 @@ def test_a_model_is_offered_to_chosen_people_and_one_is_the_site_default(staff_c
     )
     assert "Choose exactly one model" in response.content.decode()
     # The form refuses a second default rather than failing on the constraint.
-    refused = staff_client.post(f"/admin/agent/cataloguemodel/{first.pk}/change/", {
-        "provider": provider.pk, "name": "a", "enabled": "on", "everyone": "on", "is_default": "on",
-    })
+    refused = staff_client.post(
+        f"/admin/agent/cataloguemodel/{first.pk}/change/",
+        {
+            "provider": provider.pk,
+            "name": "a",
+            "enabled": "on",
+            "everyone": "on",
+            "is_default": "on",
+        },
+    )
     assert refused.status_code == 200 and "is the default" in refused.content.decode()
 
 

@@ -65,8 +65,12 @@ def test_a_short_document_is_replaced_without_asking(thread):
 def test_removing_plan_steps_asks_only_for_steps_with_sub_steps(thread):
     plan_services.todos_add_outline(
         thread=thread,
-        steps=[{"text": "Research", "depth": 0}, {"text": "Find papers", "depth": 1}, {"text": "Read", "depth": 1},
-               {"text": "Write", "depth": 0}],
+        steps=[
+            {"text": "Research", "depth": 0},
+            {"text": "Find papers", "depth": 1},
+            {"text": "Read", "depth": 1},
+            {"text": "Write", "depth": 0},
+        ],
     )
     assert _ask(thread, "remove_todos", indices=[4]) is None
     assert _ask(thread, "remove_todos", indices=[2, 99]) is None  # a leaf, and one the tool refuses

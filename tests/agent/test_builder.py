@@ -22,8 +22,6 @@ def _config(thread_id="t-1"):
     return {"configurable": {"thread_id": thread_id}}
 
 
-
-
 async def _run(agent, thread, text, config, turn_index=1):
     context = AgentContext(thread=thread, turn_index=turn_index)
     return await agent.ainvoke({"messages": [HumanMessage(text)]}, config, context=context)
@@ -35,7 +33,11 @@ async def test_second_model_call_sees_the_first_calls_tool_effects(thread):
             Reply(
                 tool_calls=[
                     tool_call("set_objective", "Writing down the goal.", text="Compare Q1 and Q2 revenue"),
-                    tool_call("add_todos", "Laying out the steps.", steps=[{"text": "Collect figures", "depth": 0}, {"text": "Check Q2", "depth": 1}]),
+                    tool_call(
+                        "add_todos",
+                        "Laying out the steps.",
+                        steps=[{"text": "Collect figures", "depth": 0}, {"text": "Check Q2", "depth": 1}],
+                    ),
                 ]
             ),
             Reply(tool_calls=[tool_call("toggle_todos", "Ticking off the first step.", indices=[1])]),
@@ -60,7 +62,9 @@ async def test_a_persons_edit_during_the_turn_reaches_the_next_model_call(thread
     def first_step(messages):
         # The model is "thinking" while the person edits the document and adds a preference.
         as_another_request(lambda: document_services.document_save(thread=thread, title="Notes", content="Typed by the person."))
-        as_another_request(lambda: preferences_services.preference_add(thread=thread, title="Short answers", kind="hard", respect_lock=False))
+        as_another_request(
+            lambda: preferences_services.preference_add(thread=thread, title="Short answers", kind="hard", respect_lock=False)
+        )
         return Reply(tool_calls=[tool_call("list_todos", "Reading the plan.")])
 
     model = ScriptedChatModel(script=[first_step, Reply(text="Done.")])
@@ -119,7 +123,9 @@ async def test_sqlite_checkpointer_holds_history_but_not_the_prompt(thread, tmp_
 
     assert state.values["messages"][-1].content == "Recorded the trip as our objective."
     assert not any(isinstance(m, SystemMessage) for m in state.values["messages"])
-    stored = path.read_bytes() + (path.with_name(path.name + "-wal").read_bytes() if path.with_name(path.name + "-wal").exists() else b"")
+    stored = path.read_bytes() + (
+        path.with_name(path.name + "-wal").read_bytes() if path.with_name(path.name + "-wal").exists() else b""
+    )
     assert b"I want to plan a trip" in stored
     # Distinctive phrases of the static prompt and of the workspace block.
     assert b"Completion sweep" not in stored

@@ -104,8 +104,14 @@ def test_nothing_configured_offers_nothing(owner, no_env_model):
 def test_the_key_of_a_provider_is_in_no_repr(owner, catalogue, no_env_model):
     choice = find(choices_for(owner), f"catalogue:{catalogue['mini'].pk}")
     assert choice.api_key == "sk-openai-secret-1"
-    for text in (repr(choice), str(choice), repr(catalogue["mini"].provider), str(catalogue["mini"].provider),
-                 repr(catalogue["mini"]), str(catalogue["mini"])):
+    for text in (
+        repr(choice),
+        str(choice),
+        repr(catalogue["mini"].provider),
+        str(catalogue["mini"].provider),
+        repr(catalogue["mini"]),
+        str(catalogue["mini"]),
+    ):
         assert "sk-openai-secret-1" not in text
 
 

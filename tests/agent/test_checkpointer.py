@@ -163,14 +163,18 @@ def test_on_postgres_a_turn_is_checkpointed_by_the_pooled_saver_and_read_back(po
     env.update({"DATABASE_URL": postgres_database_url, "DJANGO_SETTINGS_MODULE": "haico_site.settings", "PYTHONPATH": str(ROOT)})
 
     def manage(*args):
-        proc = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+        proc = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180
+        )
         assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
         return proc.stdout
 
     manage("migrate", "--noinput")
     result = json.loads(manage("shell", "-c", PG_TURN).strip().splitlines()[-1])
     assert result["saver"] == "AsyncPostgresSaver"
-    assert result["turns"] == [[1, "plan on postgres", [{"text": "Planning on Postgres.", "status": "done"}], "Done on **Postgres**."]]
+    assert result["turns"] == [
+        [1, "plan on postgres", [{"text": "Planning on Postgres.", "status": "done"}], "Done on **Postgres**."]
+    ]
 
 
 def _terminate_backends(database_url: str) -> int:

@@ -164,7 +164,9 @@ async def test_a_tool_call_cut_off_twice_fails_with_an_error_the_model_reads(thr
 
 
 async def test_an_exhausted_malformed_reply_does_not_run_its_tool_calls(thread):
-    malformed = Reply(tool_calls=[tool_call("set_objective", "Writing the goal.", text="garbled")], finish_reason="MALFORMED_FUNCTION_CALL")
+    malformed = Reply(
+        tool_calls=[tool_call("set_objective", "Writing the goal.", text="garbled")], finish_reason="MALFORMED_FUNCTION_CALL"
+    )
     turn = await _turn(thread, [malformed, malformed, malformed, Reply(text="Sorry.")])
 
     assert await sync_to_async(lambda: selectors.objective_for(thread=thread))() is None
@@ -311,4 +313,3 @@ def test_sync_invoke_retries_too():
 
     assert len(model.requests) == 2
     assert result["messages"][-1].content == "Sync answer."
-

@@ -65,7 +65,13 @@ def test_a_tool_call_left_without_a_result_in_an_earlier_turn_gets_one_in_place(
     ]
     fixed = valid_history(history)
     assert [type(m).__name__ for m in fixed] == [
-        "HumanMessage", "AIMessage", "ToolMessage", "ToolMessage", "HumanMessage", "AIMessage", "HumanMessage",
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "ToolMessage",
+        "HumanMessage",
+        "AIMessage",
+        "HumanMessage",
     ]
     synthetic = fixed[3]
     assert (synthetic.tool_call_id, synthetic.status, synthetic.content) == ("lost", "error", UNFINISHED_STEP_RESULT)
@@ -93,7 +99,11 @@ def test_a_short_history_is_sent_whole():
 
 def test_a_long_history_keeps_the_newest_whole_turns_and_the_current_turn():
     history = [message for index in range(1, 201) for message in _turn_messages(index)]
-    current = [HumanMessage("Now this, please."), AIMessage(content="", tool_calls=[_call("now")]), ToolMessage(content="ok", tool_call_id="now")]
+    current = [
+        HumanMessage("Now this, please."),
+        AIMessage(content="", tool_calls=[_call("now")]),
+        ToolMessage(content="ok", tool_call_id="now"),
+    ]
     kept, left_out = within_budget([*history, *current], max_tokens=2_000)
     assert count_tokens_approximately(kept) <= 2_000
     assert left_out == len(history) + len(current) - len(kept) and left_out > 0

@@ -67,13 +67,19 @@ def _assert_system_first(body, *, contains):
 async def test_json_round_trip_runs_the_tool_and_rebuilds_the_prompt(thread, server):
     server.script(
         [
-            Reply(tool_calls=[tool_call("set_objective", "Writing down what you want to achieve.", text="Compare quarterly revenue")]),
+            Reply(
+                tool_calls=[
+                    tool_call("set_objective", "Writing down what you want to achieve.", text="Compare quarterly revenue")
+                ]
+            ),
             Reply(text="I recorded the objective: comparing quarterly revenue."),
         ]
     )
     agent = AgentProvider().graph(model=None, checkpointer=InMemorySaver())
 
-    result = await agent.ainvoke({"messages": [HumanMessage("Let's compare revenue")]}, _config("wire-json"), context=AgentContext(thread=thread))
+    result = await agent.ainvoke(
+        {"messages": [HumanMessage("Let's compare revenue")]}, _config("wire-json"), context=AgentContext(thread=thread)
+    )
 
     first, second = server.requests
     assert first["model"] == "scripted-model"

@@ -24,8 +24,17 @@ from workspace.services import document as document_services
 pytestmark = pytest.mark.django_db(transaction=True)
 
 READ_ONLY = ["list_todos", "list_preferences", "list_artifacts", "get_artifact"]
-PLAN = ["set_objective", "add_todos", "toggle_todos", "update_todos", "remove_todos", "list_todos",
-        "list_preferences", "list_artifacts", "get_artifact"]
+PLAN = [
+    "set_objective",
+    "add_todos",
+    "toggle_todos",
+    "update_todos",
+    "remove_todos",
+    "list_todos",
+    "list_preferences",
+    "list_artifacts",
+    "get_artifact",
+]
 
 
 def _config(name="mode-thread"):
@@ -113,7 +122,12 @@ async def test_plan_mode_runs_plan_tools_and_refuses_the_document(thread):
     )
     agent = build_agent(model=model, checkpointer=InMemorySaver())
 
-    events = [e async for e in stream_turn(agent, context=AgentContext(thread=thread, turn_index=1, mode="plan"), user_message="Plan a memo")]
+    events = [
+        e
+        async for e in stream_turn(
+            agent, context=AgentContext(thread=thread, turn_index=1, mode="plan"), user_message="Plan a memo"
+        )
+    ]
 
     statuses = {e.tool_name: e.status for e in events if isinstance(e, StepFinished)}
     assert statuses == {"set_objective": "done", "append_to_document": "failed"}
@@ -121,7 +135,9 @@ async def test_plan_mode_runs_plan_tools_and_refuses_the_document(thread):
     assert (await db(selectors.document_for, thread=thread)).content == ""
 
 
-@pytest.mark.parametrize("mode, heading", [("explore", "# Mode: Explore"), ("plan", "# Mode: Plan"), ("execute", "# Mode: Execute")])
+@pytest.mark.parametrize(
+    "mode, heading", [("explore", "# Mode: Explore"), ("plan", "# Mode: Plan"), ("execute", "# Mode: Execute")]
+)
 async def test_every_model_call_is_told_the_mode(thread, mode, heading):
     model = ScriptedChatModel(script=[Reply(tool_calls=[tool_call("list_todos", "Reading the plan.")]), Reply(text="Done.")])
     agent = build_agent(model=model, checkpointer=InMemorySaver())
@@ -138,7 +154,8 @@ async def test_each_mode_has_its_own_call_cap_and_reaching_it_is_reported(thread
     explore_model = ScriptedChatModel(script=[], default_reply=looping)
     agent = build_agent(model=explore_model, checkpointer=InMemorySaver())
     events = [
-        e async for e in stream_turn(agent, context=AgentContext(thread=thread, turn_index=1, mode="explore"), user_message="loop")
+        e
+        async for e in stream_turn(agent, context=AgentContext(thread=thread, turn_index=1, mode="explore"), user_message="loop")
     ]
     assert len(explore_model.requests) == 2
     [answer] = [e for e in events if isinstance(e, Answer)]

@@ -142,7 +142,9 @@ def test_empty_workspace(thread):
 def test_objective_document_and_preferences_hard_first_with_lock_marker(thread):
     objective_services.objective_set(thread=thread, text="Write a publishable literature review on sleep and memory")
     # Added soft first: the block must still list the hard ones first.
-    preferences_services.preference_add(thread=thread, title="Academic tone", subtitle="Formal and objective", kind="soft", respect_lock=False)
+    preferences_services.preference_add(
+        thread=thread, title="Academic tone", subtitle="Formal and objective", kind="soft", respect_lock=False
+    )
     cite = preferences_services.preference_add(thread=thread, title="Citation required", kind="hard", respect_lock=False)
     preferences_services.preference_add(thread=thread, title="No proper nouns of patients", kind="hard", respect_lock=False)
     preferences_services.preference_add(thread=thread, title="British English", kind="soft", respect_lock=False)
@@ -259,8 +261,10 @@ def test_system_prompt_is_static_text_then_the_block_then_the_mode(thread):
 
     assert prompt == SYSTEM_PROMPT + "\n\n" + render_workspace_block(thread) + "\n\n" + mode_prompt("execute")
     assert prompt.index("Chart quarterly revenue") > len(SYSTEM_PROMPT)
-    assert prompt.endswith("# Mode: Execute\n\nThe person chose Execute mode: every tool is available; "
-                           "plan and carry out the work as described above.")
+    assert prompt.endswith(
+        "# Mode: Execute\n\nThe person chose Execute mode: every tool is available; "
+        "plan and carry out the work as described above."
+    )
 
 
 @pytest.mark.parametrize(

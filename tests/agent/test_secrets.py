@@ -57,10 +57,12 @@ async def _turn(thread, message, key):
 
 
 async def test_the_key_reaches_its_provider_and_no_page_archive_or_log(thread, owner, staff, provider_server, server_log):
-    provider_server.script([
-        Reply(tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship the report")]),
-        Reply(text="Done: the objective is set."),
-    ])
+    provider_server.script(
+        [
+            Reply(tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship the report")]),
+            Reply(text="Done: the objective is set."),
+        ]
+    )
     turn = await _turn(thread, "Set the goal", provider_server.key)
     assert turn.status == Turn.Status.COMPLETE and turn.model_name == provider_server.key
     assert [h["authorization"] for h in provider_server.request_headers] == [f"Bearer {KEY}"] * 2
@@ -71,16 +73,28 @@ async def test_the_key_reaches_its_provider_and_no_page_archive_or_log(thread, o
         owner_client.force_login(owner)
         staff_client.force_login(staff)
         provider = Provider.objects.get()
-        texts = [owner_client.get(path).content.decode() for path in (
-            f"/threads/{thread.pk}/workspace/", "/threads/", "/accounts/tokens/",
-        )]
+        texts = [
+            owner_client.get(path).content.decode()
+            for path in (
+                f"/threads/{thread.pk}/workspace/",
+                "/threads/",
+                "/accounts/tokens/",
+            )
+        ]
         archive = owner_client.get(f"/threads/{thread.pk}/export/")
         texts.append(b"".join(archive.streaming_content).decode() if archive.streaming else archive.content.decode())
-        texts += [staff_client.get(path).content.decode() for path in (
-            "/admin/", "/admin/agent/provider/", f"/admin/agent/provider/{provider.pk}/change/",
-            "/admin/agent/cataloguemodel/", f"/admin/workspace/thread/{thread.pk}/change/",
-            f"/admin/workspace/thread/{thread.pk}/review/", "/admin/conversations/turn/",
-        )]
+        texts += [
+            staff_client.get(path).content.decode()
+            for path in (
+                "/admin/",
+                "/admin/agent/provider/",
+                f"/admin/agent/provider/{provider.pk}/change/",
+                "/admin/agent/cataloguemodel/",
+                f"/admin/workspace/thread/{thread.pk}/change/",
+                f"/admin/workspace/thread/{thread.pk}/review/",
+                "/admin/conversations/turn/",
+            )
+        ]
         return texts
 
     texts = await sync_to_async(pages)()
@@ -90,9 +104,7 @@ async def test_the_key_reaches_its_provider_and_no_page_archive_or_log(thread, o
     assert KEY not in server_log.getvalue()
 
 
-async def test_a_provider_echoing_the_key_in_an_error_leaves_it_in_no_log_or_activity_entry(
-    thread, provider_server, server_log
-):
+async def test_a_provider_echoing_the_key_in_an_error_leaves_it_in_no_log_or_activity_entry(thread, provider_server, server_log):
     provider_server.script([HTTPFailure(401, f"Incorrect API key provided: {KEY}. You can find your key at …")])
     turn = await _turn(thread, "Hello", provider_server.key)
     assert turn.status == Turn.Status.FAILED and "refused the API key" in turn.notice
@@ -111,8 +123,9 @@ def test_the_filter_blanks_a_key_in_use_from_messages_arguments_and_tracebacks()
     try:
         raise ValueError("echo sk-filter-test-0011223344")
     except ValueError:
-        record = logging.LogRecord("haico", logging.ERROR, __file__, 1, "key %s", ("sk-filter-test-0011223344",),
-                                   exc_info=__import__("sys").exc_info())
+        record = logging.LogRecord(
+            "haico", logging.ERROR, __file__, 1, "key %s", ("sk-filter-test-0011223344",), exc_info=__import__("sys").exc_info()
+        )
     RedactSecrets().filter(record)
     formatted = logging.Formatter().format(record)
     assert "sk-filter-test-0011223344" not in formatted and formatted.count(REDACTED) >= 2

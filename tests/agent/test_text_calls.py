@@ -79,7 +79,7 @@ NOT_CALLS = {
     "inline json in a sentence": 'The call would be {"name": "set_objective", "arguments": {"text": "x"}} in JSON.',
     "bare json naming an unknown tool": '{"name": "delete_everything", "arguments": {}}',
     "bare call with broken json": '{"name": "set_objective", "arguments": {"text": "hal',
-    "pythonic call of an unknown tool": '[delete_everything(confirm=True)]',
+    "pythonic call of an unknown tool": "[delete_everything(confirm=True)]",
     "pythonic call after python_tag of an unknown tool": '<|python_tag|>brave_search.call(query="weather")',
     "pythonic call inline in a sentence": 'You could say [set_objective(text="x")] to record it.',
     "pythonic call with a value that is code": '[set_objective(text=open("notes.txt").read())]',
@@ -108,26 +108,39 @@ def test_pythonic_calls_keep_their_order_and_read_nested_values_strings_and_json
     found = find_text_calls(text, TOOLS)
     assert [(call.name, call.args, call.problem) for call in found.calls] == [
         ("set_objective", {"action_and_reasoning": "Goal", "text": 'Say "hi"\nthen go \u00e9\t'}, None),
-        ("add_todos", {
-            "action_and_reasoning": "Plan",
-            "steps": [{"text": "Outline", "depth": 0, "done": False},
-                      {"text": "Intro, part (1)", "depth": 1, "done": None, "weight": -2.5, "tags": ["a", "b"]}],
-            "extra": {"nested": [[1, 2], {"k": True}]},
-        }, None),
+        (
+            "add_todos",
+            {
+                "action_and_reasoning": "Plan",
+                "steps": [
+                    {"text": "Outline", "depth": 0, "done": False},
+                    {"text": "Intro, part (1)", "depth": 1, "done": None, "weight": -2.5, "tags": ["a", "b"]},
+                ],
+                "extra": {"nested": [[1, 2], {"k": True}]},
+            },
+            None,
+        ),
     ]
     assert found.remaining == "I will do both.\n\nThen I will report back."
     several = '<|python_tag|>set_objective(text="A"), list_todos()<|eom_id|>'
     assert [c.name for c in find_text_calls(several, TOOLS).calls] == ["set_objective", "list_todos"]
     # Across lines, as a model may lay it out.
     laid_out = '[\n  set_objective(\n    text="A",\n  ),\n  list_todos(),\n]'
-    assert [(c.name, c.args) for c in find_text_calls(laid_out, TOOLS).calls] == [("set_objective", {"text": "A"}), ("list_todos", {})]
+    assert [(c.name, c.args) for c in find_text_calls(laid_out, TOOLS).calls] == [
+        ("set_objective", {"text": "A"}),
+        ("list_todos", {}),
+    ]
 
 
 def test_pythonic_calls_are_read_never_run(tmp_path):
     touched = tmp_path / "touched"
     code = f'__import__("pathlib").Path({str(touched)!r}).touch()'
-    for text in (f"[set_objective(text={code})]", f"<|python_tag|>set_objective(text={code})",
-                 f"```python\n[set_objective(text={code})]\n```", f"[{code}]"):
+    for text in (
+        f"[set_objective(text={code})]",
+        f"<|python_tag|>set_objective(text={code})",
+        f"```python\n[set_objective(text={code})]\n```",
+        f"[{code}]",
+    ):
         find_text_calls(text, TOOLS)
     assert not touched.exists()
     # After the python tag a call of an offered tool whose value is code is refused, not run, and says why.
@@ -175,6 +188,7 @@ def test_extracted_calls_get_fresh_ids_and_are_marked():
 # --------------------------------------------------------------------------
 # Through the real agent (scripted model)
 
+
 async def _turn(thread, script):
     model = ScriptedChatModel(script=script)
     agent = build_agent(model=model, checkpointer=InMemorySaver())
@@ -204,10 +218,17 @@ def _valid_history(messages) -> bool:
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(
-    "shape", [
-        "llama python_tag", "llama bare json", "qwen tool_call", "gpt-oss channel", "mistral list", "fenced json",
-        "llama 3.2 pythonic list", "llama 3.2 pythonic after python_tag",
-    ]
+    "shape",
+    [
+        "llama python_tag",
+        "llama bare json",
+        "qwen tool_call",
+        "gpt-oss channel",
+        "mistral list",
+        "fenced json",
+        "llama 3.2 pythonic list",
+        "llama 3.2 pythonic after python_tag",
+    ],
 )
 async def test_a_text_call_runs_the_tool_and_the_next_call_sees_a_valid_history(thread, shape):
     model, events, messages = await _turn(thread, [Reply(text=SHAPES[shape]), Reply(text="I recorded the goal.")])
@@ -241,7 +262,8 @@ async def test_a_text_call_to_an_unknown_tool_gets_the_same_error_as_a_native_on
 @pytest.mark.django_db(transaction=True)
 async def test_a_text_call_with_invalid_arguments_gets_the_tools_envelope_error(thread):
     _, _, messages = await _turn(
-        thread, [Reply(text='<tool_call>{"name": "set_objective", "arguments": {"text": "x"}}</tool_call>'), Reply(text="Retrying.")]
+        thread,
+        [Reply(text='<tool_call>{"name": "set_objective", "arguments": {"text": "x"}}</tool_call>'), Reply(text="Retrying.")],
     )
     result = next(m for m in messages if isinstance(m, ToolMessage))
     body = json.loads(result.content)

@@ -75,11 +75,15 @@ def test_a_steps_result_carries_its_arguments_and_whether_it_was_refused():
         {"name": "nope", "args": {}, "id": "c2", "type": "tool_call"},
         {"name": "remove_preferences", "args": {"indices": [1]}, "id": "c3", "type": "tool_call"},
     ]
-    reply = AIMessage(content="", id="m1", tool_calls=calls, response_metadata={"haico_refused_calls": {"c1": "Not run: cut off."}})
+    reply = AIMessage(
+        content="", id="m1", tool_calls=calls, response_metadata={"haico_refused_calls": {"c1": "Not run: cut off."}}
+    )
     results = [
         ToolMessage(content='{"success": false, "error": "Not run: cut off."}', tool_call_id="c1", name="set_objective"),
         ToolMessage(content="Error: nope is not a valid tool, try one of [a].", tool_call_id="c2", name="nope", status="error"),
-        ToolMessage(content='{"success": false, "error": "Locked.", "refused": true}', tool_call_id="c3", name="remove_preferences"),
+        ToolMessage(
+            content='{"success": false, "error": "Locked.", "refused": true}', tool_call_id="c3", name="remove_preferences"
+        ),
     ]
     calls_seen: dict = {}
     list(_events("updates", {"model": {"messages": [reply]}}, seen, calls_seen))

@@ -108,7 +108,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def server_env(db_path: Path | None, extra_env: dict[str, str] | None = None, *, database_url: str | None = None) -> dict[str, str]:
+def server_env(
+    db_path: Path | None, extra_env: dict[str, str] | None = None, *, database_url: str | None = None
+) -> dict[str, str]:
     """The subprocess environment: development settings, its own database, no model.
 
     Every provider variable is dropped and the model settings are set empty
@@ -200,7 +202,15 @@ class HaicoServer:
         """Start (or start again) the server on its address, and wait until it answers."""
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _RUN_WITH_DEFAULT_SIGINT, "manage.py", "runserver", "--noreload", f"127.0.0.1:{self.port}"],
+                [
+                    sys.executable,
+                    "-c",
+                    _RUN_WITH_DEFAULT_SIGINT,
+                    "manage.py",
+                    "runserver",
+                    "--noreload",
+                    f"127.0.0.1:{self.port}",
+                ],
                 cwd=BASE_DIR,
                 env=self.env,
                 stdout=log,
@@ -264,7 +274,7 @@ def _wait_until_serving(server: HaicoServer, timeout: float = 60) -> None:
             if exc.code < 500:
                 return
             raise RuntimeError(f"{probe} answered {exc.code}:\n{server.log_tail()}") from exc
-        except (urllib.error.URLError, ConnectionError, socket.timeout):
+        except (TimeoutError, urllib.error.URLError, ConnectionError):
             pass
         time.sleep(0.1)
     raise RuntimeError(f"the server did not answer within {timeout}s:\n{server.log_tail()}")
@@ -377,8 +387,9 @@ def new_page(browser, request):
         context.set_default_timeout(DEFAULT_TIMEOUT_MS)
         context.on(
             "console",
-            lambda message: _is_csp_violation(message)
-            and violations.append(f"{message.page.url if message.page else '?'}: {message.text}"),
+            lambda message: (
+                _is_csp_violation(message) and violations.append(f"{message.page.url if message.page else '?'}: {message.text}")
+            ),
         )
         contexts.append(context)
         return context.new_page()

@@ -289,8 +289,10 @@ def long_document(chars: int) -> str:
     parts, size, n = [], 0, 0
     while size < chars:
         n += 1
-        part = (f"## Section {n}\n\nParagraph {n}.1 of the report says what was found in part {n}. "
-                f"It goes on for a while, as reports do.\n\nParagraph {n}.2 weighs it.\n\n")
+        part = (
+            f"## Section {n}\n\nParagraph {n}.1 of the report says what was found in part {n}. "
+            f"It goes on for a while, as reports do.\n\nParagraph {n}.2 weighs it.\n\n"
+        )
         if n % 4 == 0:
             part += f"- point {n}.a\n- point {n}.b\n\n"
         parts.append(part)

@@ -51,31 +51,62 @@ def axe_problems(page: Page, where: str) -> list[str]:
 @pytest.fixture
 def model_server():
     with OpenAICompatibleServer(models=[MODEL]) as server:
-        server.script([
-            Reply(tool_calls=[
-                tool_call("add_preferences", "Noting your rules for the trip.", items=[
-                    {"title": "Budget under 1500 euros", "kind": "hard", "subtitle": "for two people"},
-                    {"title": "Short walks", "kind": "soft"}]),
-                tool_call("set_objective", "Recording the goal.", text="Plan three days in Lisbon"),
-                tool_call("add_todos", "Laying out the plan.", steps=[
-                    {"text": "Book flights"}, {"text": "Choose a hotel"}, {"text": "Compare three", "depth": 1}]),
-            ]),
-            Reply(text="I noted your rules, the goal and a plan."),
-            Reply(tool_calls=[
-                tool_call("chart_generator", "Charting the budget.", chart_type="bar", title="Budget by day",
-                          data=[{"name": "Day 1", "value": 300}, {"name": "Day 2", "value": 400}], y_axis_title="Euros"),
-                tool_call("data_table", "Listing hotels.", title="Hotels", columns=["Name", "Price"],
-                          rows=[["Casa A", 90], ["Casa B", 120]]),
-            ]),
-            Reply(text="A chart and a table."),
-            Reply(tool_calls=[
-                tool_call("replace_in_document", "Raising the budget.", old_text="About 1200 euros for two.",
-                          new_text="About 1400 euros for two, flights included."),
-                tool_call("append_to_document", "Adding the days.", text="## Days\n\n- Day 1: Alfama\n\n"),
-            ]),
-            Reply(text="I raised the budget and added the days."),
-            Reply(tool_calls=[tool_call("remove_preferences", "Dropping the rule you no longer want.", indices=[2])]),
-        ])
+        server.script(
+            [
+                Reply(
+                    tool_calls=[
+                        tool_call(
+                            "add_preferences",
+                            "Noting your rules for the trip.",
+                            items=[
+                                {"title": "Budget under 1500 euros", "kind": "hard", "subtitle": "for two people"},
+                                {"title": "Short walks", "kind": "soft"},
+                            ],
+                        ),
+                        tool_call("set_objective", "Recording the goal.", text="Plan three days in Lisbon"),
+                        tool_call(
+                            "add_todos",
+                            "Laying out the plan.",
+                            steps=[{"text": "Book flights"}, {"text": "Choose a hotel"}, {"text": "Compare three", "depth": 1}],
+                        ),
+                    ]
+                ),
+                Reply(text="I noted your rules, the goal and a plan."),
+                Reply(
+                    tool_calls=[
+                        tool_call(
+                            "chart_generator",
+                            "Charting the budget.",
+                            chart_type="bar",
+                            title="Budget by day",
+                            data=[{"name": "Day 1", "value": 300}, {"name": "Day 2", "value": 400}],
+                            y_axis_title="Euros",
+                        ),
+                        tool_call(
+                            "data_table",
+                            "Listing hotels.",
+                            title="Hotels",
+                            columns=["Name", "Price"],
+                            rows=[["Casa A", 90], ["Casa B", 120]],
+                        ),
+                    ]
+                ),
+                Reply(text="A chart and a table."),
+                Reply(
+                    tool_calls=[
+                        tool_call(
+                            "replace_in_document",
+                            "Raising the budget.",
+                            old_text="About 1200 euros for two.",
+                            new_text="About 1400 euros for two, flights included.",
+                        ),
+                        tool_call("append_to_document", "Adding the days.", text="## Days\n\n- Day 1: Alfama\n\n"),
+                    ]
+                ),
+                Reply(text="I raised the budget and added the days."),
+                Reply(tool_calls=[tool_call("remove_preferences", "Dropping the rule you no longer want.", indices=[2])]),
+            ]
+        )
         yield server
 
 

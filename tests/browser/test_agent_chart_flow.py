@@ -51,12 +51,8 @@ def watch_answer_text(page: Page) -> None:
     )
 
 
-def test_chart_request_shows_reasoning_chart_and_streamed_answer_and_survives_reload(
-    page, start_haico_server, model_server
-):
-    server = start_haico_server(
-        {"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL}
-    )
+def test_chart_request_shows_reasoning_chart_and_streamed_answer_and_survives_reload(page, start_haico_server, model_server):
+    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
     sign_up(page, server.url, "ada")
     url = create_thread(page, server.url)
     thread_id = thread_id_from(url).replace("-", "")
@@ -97,9 +93,9 @@ def test_chart_request_shows_reasoning_chart_and_streamed_answer_and_survives_re
     assert server.query("SELECT turn_index, running_turn_index FROM conversations_thread WHERE id = ?", (thread_id,)) == [
         (1, None)
     ]
-    assert server.query(
-        "SELECT title, turn_index FROM workspace_artifact WHERE thread_id = ?", (thread_id,)
-    ) == [("Q1 vs Q2 Revenue", 1)]
+    assert server.query("SELECT title, turn_index FROM workspace_artifact WHERE thread_id = ?", (thread_id,)) == [
+        ("Q1 vs Q2 Revenue", 1)
+    ]
     assert server.query(
         "SELECT user_message FROM workspace_workspacesnapshot WHERE thread_id = ? AND turn_index = 1", (thread_id,)
     ) == [(REQUEST,)]

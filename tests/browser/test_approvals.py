@@ -30,8 +30,15 @@ def model_server():
     with OpenAICompatibleServer(models=[MODEL]) as server:
         server.script(
             [
-                Reply(tool_calls=[tool_call("add_preferences", "Noting your rules.", items=[
-                    {"title": "Formal tone", "kind": "soft"}, {"title": "Short paragraphs", "kind": "soft"}])]),
+                Reply(
+                    tool_calls=[
+                        tool_call(
+                            "add_preferences",
+                            "Noting your rules.",
+                            items=[{"title": "Formal tone", "kind": "soft"}, {"title": "Short paragraphs", "kind": "soft"}],
+                        )
+                    ]
+                ),
                 Reply(text="Noted both rules."),
                 Reply(tool_calls=[tool_call("remove_preferences", ASKING, indices=[1])]),
                 Reply(text="Kept it, as you said."),
@@ -101,20 +108,19 @@ def test_the_approval_card_asks_in_every_tab_survives_a_reload_and_answers(new_p
 
 
 REPORT = "\n\n".join(f"Paragraph {n} says something worth keeping." for n in range(1, 9)) + "\n"
-OVERLAP = (
-    "You approved this change, but it could not be applied: you edited the same passage meanwhile. "
-    "Nothing was overwritten."
-)
+OVERLAP = "You approved this change, but it could not be applied: you edited the same passage meanwhile. Nothing was overwritten."
 
 
-def test_an_approved_rewrite_of_a_passage_the_person_edited_meanwhile_says_it_was_not_applied(
-    new_page, start_haico_server
-):
+def test_an_approved_rewrite_of_a_passage_the_person_edited_meanwhile_says_it_was_not_applied(new_page, start_haico_server):
     with OpenAICompatibleServer(models=[MODEL]) as model_server:
-        model_server.script([
-            Reply(tool_calls=[tool_call("update_document", "Rewriting it much shorter.", content="Paragraph 1 is short now.\n")]),
-            Reply(text="I could not apply it: you changed that passage meanwhile."),
-        ])
+        model_server.script(
+            [
+                Reply(
+                    tool_calls=[tool_call("update_document", "Rewriting it much shorter.", content="Paragraph 1 is short now.\n")]
+                ),
+                Reply(text="I could not apply it: you changed that passage meanwhile."),
+            ]
+        )
         server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
         page = new_page()
         sign_up(page, server.url, "ada")

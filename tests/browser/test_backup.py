@@ -36,8 +36,15 @@ def model_server():
     with OpenAICompatibleServer(models=[MODEL]) as server:
         server.script(
             [
-                Reply(tool_calls=[tool_call("add_todos", "Planning the essay.", steps=[
-                    {"text": "Outline the argument"}, {"text": "Write the draft"}, {"text": "Revise"}])]),
+                Reply(
+                    tool_calls=[
+                        tool_call(
+                            "add_todos",
+                            "Planning the essay.",
+                            steps=[{"text": "Outline the argument"}, {"text": "Write the draft"}, {"text": "Revise"}],
+                        )
+                    ]
+                ),
                 Reply(text=FIRST_ANSWER),
                 Reply(text=SECOND_ANSWER),
             ]
@@ -79,7 +86,9 @@ def restored_thread_carries_on(page: Page, url: str, thread_path: str, model_ser
     assert any(FIRST in c for c in contents) and any(FIRST_ANSWER in c for c in contents), contents
 
 
-def test_an_sqlite_backup_taken_while_serving_restores_a_thread_that_carries_on(new_page, start_haico_server, model_server, tmp_path):
+def test_an_sqlite_backup_taken_while_serving_restores_a_thread_that_carries_on(
+    new_page, start_haico_server, model_server, tmp_path
+):
     server = start_haico_server(model_env(model_server))
     page = new_page()
     thread_url = first_turn(page, server.url)

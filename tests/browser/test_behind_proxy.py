@@ -48,7 +48,11 @@ def csp_violations(messages: list[str]) -> list[str]:
 
 
 def test_behind_nginx_with_tls_a_turn_streams_from_two_server_processes_into_two_tabs(
-    browser, start_production, postgres_database_url, redis_url, tmp_path  # noqa: F811
+    browser,
+    start_production,  # noqa: F811  (the fixture imported above)
+    postgres_database_url,
+    redis_url,
+    tmp_path,
 ):
     if reason := nginx.available(tls=True):
         pytest.skip(reason)
@@ -103,9 +107,7 @@ def test_behind_nginx_with_tls_a_turn_streams_from_two_server_processes_into_two
                 for tab in (tab_a, tab_b):
                     chat = tab.get_by_role("region", name="Chat")
                     expect(chat.locator(".bubble-text", has_text=REQUEST)).to_be_visible(timeout=TURN_WAIT_MS)
-                    expect(chat.get_by_role("group", name="Internal reasoning")).to_contain_text(
-                        REASONING, timeout=TURN_WAIT_MS
-                    )
+                    expect(chat.get_by_role("group", name="Internal reasoning")).to_contain_text(REASONING, timeout=TURN_WAIT_MS)
                     expect(chat.locator("#chat-messages .answer").first).to_have_text(ANSWER, timeout=TURN_WAIT_MS)
                     expect_bar_chart(tab)
                     expect(chat.get_by_role("button", name="Send")).to_be_enabled(timeout=TURN_WAIT_MS)

@@ -47,7 +47,14 @@ def _moved_to_a_new_thread(page: Page, old_url: str) -> str:
 
 
 def test_edit_and_regenerate_fork_the_thread_and_the_arrows_switch_versions(new_page, start_haico_server, model_server):
-    model_server.script([Reply(text="Answer one."), Reply(text="Answer two."), Reply(text="Answer to the edit."), Reply(text="A regenerated answer.")])
+    model_server.script(
+        [
+            Reply(text="Answer one."),
+            Reply(text="Answer two."),
+            Reply(text="Answer to the edit."),
+            Reply(text="A regenerated answer."),
+        ]
+    )
     server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
     page = new_page()
     sign_up(page, server.url, "ada")
@@ -86,7 +93,9 @@ def test_edit_and_regenerate_fork_the_thread_and_the_arrows_switch_versions(new_
     _chat(page).get_by_role("button", name="Regenerate turn 2", exact=True).click()
     regenerated = _moved_to_a_new_thread(page, original)
     assert regenerated not in (original, edited)
-    expect(_chat(page).locator("article.turn").last.locator(".answer")).to_have_text("A regenerated answer.", timeout=TURN_WAIT_MS)
+    expect(_chat(page).locator("article.turn").last.locator(".answer")).to_have_text(
+        "A regenerated answer.", timeout=TURN_WAIT_MS
+    )
     assert _turns(page) == [("first message", "Answer one."), ("second message", "A regenerated answer.")]
     expect(_chat(page).get_by_role("navigation", name="Versions of turn 2")).to_contain_text("3/3")
     turn_one_versions = _chat(page).get_by_role("navigation", name="Versions of turn 1")

@@ -41,9 +41,21 @@ class PrivateRedis:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.folder)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                shutil.which("redis-server"),
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.folder),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -130,10 +142,14 @@ def test_a_turn_streaming_while_redis_stops_comes_back_whole_on_the_page(new_pag
         # About 16 seconds of answer (a token per word and per space): it
         # streams through the whole outage.
         model_server.script([Reply(text=ANSWER, token_delay=0.2)])
-        server = start_haico_server({
-            "REDIS_URL": private_redis.url, "OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test",
-            "HAICO_MODEL": MODEL,
-        })
+        server = start_haico_server(
+            {
+                "REDIS_URL": private_redis.url,
+                "OPENAI_BASE_URL": model_server.base_url,
+                "OPENAI_API_KEY": "test",
+                "HAICO_MODEL": MODEL,
+            }
+        )
         page = new_page()
         sign_up(page, server.url, "grace")
         create_thread(page, server.url)

@@ -68,9 +68,7 @@ def _stored_messages(server, thread_id: str) -> list[str]:
     ]
 
 
-def test_a_message_sent_before_the_socket_connects_is_held_and_sent_once_it_does(
-    new_page, start_haico_server, model_server
-):
+def test_a_message_sent_before_the_socket_connects_is_held_and_sent_once_it_does(new_page, start_haico_server, model_server):
     model_server.script([Reply(text="First answer."), Reply(text="Second answer.")])
     server, page, url = _start(new_page, start_haico_server, model_server)
     page.add_init_script("window.__socketDelayMs = 2500;")
@@ -107,9 +105,7 @@ def test_a_message_sent_before_the_socket_connects_is_held_and_sent_once_it_does
     assert len(model_server.requests) == 2  # each message sent once
 
 
-def test_send_clicked_while_the_page_is_still_loading_keeps_the_message_and_sends_it(
-    new_page, start_haico_server, model_server
-):
+def test_send_clicked_while_the_page_is_still_loading_keeps_the_message_and_sends_it(new_page, start_haico_server, model_server):
     model_server.script([Reply(text="Got it.")])
     server, page, url = _start(new_page, start_haico_server, model_server)
     held = []
@@ -131,9 +127,7 @@ def test_send_clicked_while_the_page_is_still_loading_keeps_the_message_and_send
     assert _stored_messages(server, thread_id_from(url)) == ["Clicked before the scripts ran"]
 
 
-def test_document_text_typed_just_before_enter_is_saved_before_the_message_goes(
-    new_page, start_haico_server, model_server
-):
+def test_document_text_typed_just_before_enter_is_saved_before_the_message_goes(new_page, start_haico_server, model_server):
     model_server.script([Reply(text="I see your draft.")])
     server, page, url = _start(new_page, start_haico_server, model_server)
     wait_for_socket(page)

@@ -105,9 +105,7 @@ def test_a_regenerate_killed_before_its_turn_began_leaves_no_branch_and_trying_a
         # Nothing offers a second version: the half-made branch is nobody's version.
         expect(chat.get_by_role("navigation", name="Versions of turn 2")).to_have_count(0)
 
-        _eventually(
-            lambda: half_made not in _thread_ids(server) | _history_ids(server), "the half-made branch was never removed"
-        )
+        _eventually(lambda: half_made not in _thread_ids(server) | _history_ids(server), "the half-made branch was never removed")
         assert server.query("SELECT count(*) FROM conversations_branchlink") == [(0,)]
 
         # Trying again: one branch, running the turn.
@@ -159,9 +157,7 @@ def test_an_import_killed_after_writing_its_history_leaves_nothing_and_importing
         assert source in _history_ids(server)  # the thread's own history stays
 
         import_it()
-        expect(page.get_by_role("region", name="Chat").locator("#turn-1-answer-content")).to_have_text(
-            "An answer to export."
-        )
+        expect(page.get_by_role("region", name="Chat").locator("#turn-1-answer-content")).to_have_text("An answer to export.")
         imported = uuid.UUID(thread_id_from(page.url.split("#")[0]))
         assert _thread_ids(server) == {source, imported}
         expect(_listed(page, server.url)).to_have_count(2)

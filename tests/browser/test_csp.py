@@ -83,14 +83,27 @@ def model_server():
     with OpenAICompatibleServer(models=[MODEL]) as server:
         server.script(
             [
-                Reply(tool_calls=[
-                    tool_call("chart_generator", "Drawing the revenue.", chart_type="bar", title="Q1 vs Q2 Revenue",
-                              data=[{"name": "Q1", "value": 120}, {"name": "Q2", "value": 180}], y_axis_title="Revenue"),
-                    tool_call("data_table", "Listing the figures.", title="Revenue table", columns=["Quarter", "Revenue"],
-                              rows=[["Q1", 120], ["Q2", 180]]),
-                    tool_call("append_to_document", "Writing the findings.", text=DOCUMENT),
-                    tool_call("add_preferences", "Noting your rule.", items=[{"title": "Formal tone", "kind": "soft"}]),
-                ]),
+                Reply(
+                    tool_calls=[
+                        tool_call(
+                            "chart_generator",
+                            "Drawing the revenue.",
+                            chart_type="bar",
+                            title="Q1 vs Q2 Revenue",
+                            data=[{"name": "Q1", "value": 120}, {"name": "Q2", "value": 180}],
+                            y_axis_title="Revenue",
+                        ),
+                        tool_call(
+                            "data_table",
+                            "Listing the figures.",
+                            title="Revenue table",
+                            columns=["Quarter", "Revenue"],
+                            rows=[["Q1", 120], ["Q2", 180]],
+                        ),
+                        tool_call("append_to_document", "Writing the findings.", text=DOCUMENT),
+                        tool_call("add_preferences", "Noting your rule.", items=[{"title": "Formal tone", "kind": "soft"}]),
+                    ]
+                ),
                 Reply(text="Here are the **figures**."),
                 Reply(tool_calls=[tool_call("remove_preferences", "Dropping the rule.", indices=[1])]),
             ]

@@ -64,11 +64,23 @@ def model_server():
 
 
 def test_a_stacked_line_chart_is_drawn_stacked(page, start_haico_server, model_server):
-    model_server.script([
-        Reply(tool_calls=[tool_call("chart_generator", "Drawing the costs stacked.", chart_type="line",
-                                    title="Monthly costs", data=STACKED, style={"stacked": True})]),
-        Reply(text="Here are the costs, stacked."),
-    ])
+    model_server.script(
+        [
+            Reply(
+                tool_calls=[
+                    tool_call(
+                        "chart_generator",
+                        "Drawing the costs stacked.",
+                        chart_type="line",
+                        title="Monthly costs",
+                        data=STACKED,
+                        style={"stacked": True},
+                    )
+                ]
+            ),
+            Reply(text="Here are the costs, stacked."),
+        ]
+    )
     server = start_haico_server(
         {"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": "scripted-model"}
     )
@@ -97,10 +109,14 @@ def test_a_stacked_line_chart_is_drawn_stacked(page, start_haico_server, model_s
 
 
 def test_the_model_chosen_in_a_thread_is_still_chosen_after_a_reload(page, start_haico_server, model_server):
-    server = start_haico_server({
-        "OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test",
-        "HAICO_MODEL": "scripted-model", "HAICO_MODELS": "scripted-model,scripted-other",
-    })
+    server = start_haico_server(
+        {
+            "OPENAI_BASE_URL": model_server.base_url,
+            "OPENAI_API_KEY": "test",
+            "HAICO_MODEL": "scripted-model",
+            "HAICO_MODELS": "scripted-model,scripted-other",
+        }
+    )
     sign_up(page, server.url, "ada")
     create_thread(page, server.url)
     model = page.get_by_role("region", name="Chat").get_by_role("combobox", name="Model")
@@ -157,8 +173,9 @@ def test_a_preview_update_replaces_only_the_blocks_that_changed(page, haico_serv
     # Marks that only live on the elements themselves (not attributes, which would make them differ).
     page.evaluate("() => document.querySelectorAll('#doc-preview p').forEach((p, n) => { p.__shownAs = n; })")
 
-    document_text(page).evaluate("el => { const at = el.value.indexOf('Paragraph 30 of the preview.') + 28;"
-                                 " el.setSelectionRange(at, at); el.focus(); }")
+    document_text(page).evaluate(
+        "el => { const at = el.value.indexOf('Paragraph 30 of the preview.') + 28; el.setSelectionRange(at, at); el.focus(); }"
+    )
     page.keyboard.type(" Changed.", delay=10)
     expect(preview.locator("p").nth(29)).to_have_text("Paragraph 30 of the preview. Changed.")
     kept = page.evaluate("() => Array.from(document.querySelectorAll('#doc-preview p'), (p) => p.__shownAs ?? null)")

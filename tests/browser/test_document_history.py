@@ -42,10 +42,12 @@ def _revisions(server, thread_id):
 
 
 def _person_then_agent(new_page, start_haico_server, model_server):
-    model_server.script([
-        Reply(tool_calls=[tool_call("update_document", "Making the results stronger.", content=AGENTS)]),
-        Reply(text="I rewrote the results."),
-    ])
+    model_server.script(
+        [
+            Reply(tool_calls=[tool_call("update_document", "Making the results stronger.", content=AGENTS)]),
+            Reply(text="I rewrote the results."),
+        ]
+    )
     server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
     page = new_page()
     sign_up(page, server.url, "hedy")

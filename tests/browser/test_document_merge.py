@@ -55,9 +55,7 @@ def _two_tabs(new_page, server) -> tuple[Page, Page, str]:
 
 
 def _stored(server, thread_id):
-    return server.query(
-        "SELECT d.content, d.version FROM workspace_document d WHERE d.thread_id = ?", (thread_id,)
-    )[0]
+    return server.query("SELECT d.content, d.version FROM workspace_document d WHERE d.thread_id = ?", (thread_id,))[0]
 
 
 def _revision_authors(server, thread_id):
@@ -258,7 +256,9 @@ def _tool_results(model_server, call: int) -> list[str]:
 
 def test_a_paragraph_typed_during_an_agent_turn_survives_its_update_document(new_page, start_haico_server, model_server):
     holder = {}
-    rewrite = tool_call("update_document", "Rewriting the results.", content=REPORT.replace("Results paragraph.", "Results by the agent."))
+    rewrite = tool_call(
+        "update_document", "Rewriting the results.", content=REPORT.replace("Results paragraph.", "Results by the agent.")
+    )
     model_server.script([_once_the_person_saved(holder, Reply(tool_calls=[rewrite])), Reply(text="I rewrote the results.")])
     server, page, thread_id = _start(new_page, start_haico_server, model_server)
     holder.update(server=server, thread=thread_id)
@@ -285,7 +285,9 @@ def test_an_agent_edit_overlapping_the_persons_is_refused_and_redone_on_the_curr
     holder = {}
     mine = REPORT.replace("Results paragraph.", "Results I wrote.")
     redo = mine.replace("Results I wrote.", "Results I wrote. The agent adds a caveat.")
-    overlap = tool_call("update_document", "Rewriting the results.", content=REPORT.replace("Results paragraph.", "Results by the agent."))
+    overlap = tool_call(
+        "update_document", "Rewriting the results.", content=REPORT.replace("Results paragraph.", "Results by the agent.")
+    )
     model_server.script(
         [
             _once_the_person_saved(holder, Reply(tool_calls=[overlap])),
@@ -392,7 +394,9 @@ def test_the_person_typing_while_the_agent_makes_several_targeted_edits_sees_no_
     edits = [
         tool_call("replace_in_document", "Editing the methods.", old_text="Methods paragraph.", new_text="Methods, edit one."),
         tool_call("replace_in_document", "Editing the results.", old_text="Results paragraph.", new_text="Results, edit two."),
-        tool_call("replace_in_document", "Editing the methods again.", old_text="Methods, edit one.", new_text="Methods, edit three."),
+        tool_call(
+            "replace_in_document", "Editing the methods again.", old_text="Methods, edit one.", new_text="Methods, edit three."
+        ),
         tool_call("insert_in_document", "Adding to the results.", after_text="Results, edit two.", text=" Edit four."),
     ]
     model_server.script([_slowly(0.6, Reply(tool_calls=[edit])) for edit in edits] + [Reply(text="Four edits made.")])

@@ -54,10 +54,12 @@ def _changes(page):
 def test_undo_of_one_of_two_changes_reverts_it_in_the_editor_and_the_review_survives_a_reload(
     new_page, start_haico_server, model_server
 ):
-    model_server.script([
-        Reply(tool_calls=[tool_call("update_document", "Rewriting the intro and the results.", content=REWRITTEN)]),
-        Reply(text="I rewrote the intro and the results."),
-    ])
+    model_server.script(
+        [
+            Reply(tool_calls=[tool_call("update_document", "Rewriting the intro and the results.", content=REWRITTEN)]),
+            Reply(text="I rewrote the intro and the results."),
+        ]
+    )
     server, page = _start(new_page, start_haico_server, model_server, "ida")
 
     _ask(page, "Rewrite the intro and the results")

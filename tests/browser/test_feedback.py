@@ -29,9 +29,7 @@ def model_server():
 
 
 def test_the_person_leaves_feedback_on_a_turn_and_then_changes_it(page, start_haico_server, model_server):
-    server = start_haico_server(
-        {"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL}
-    )
+    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
     sign_up(page, server.url, "ada")
     thread_id = thread_id_from(create_thread(page, server.url)).replace("-", "")
     chat = page.get_by_role("region", name="Chat")

@@ -23,7 +23,12 @@ def box(locator) -> dict:
 
 def inside_window(page: Page, locator) -> bool:
     b, size = box(locator), page.viewport_size
-    return b["x"] >= 0 and b["y"] >= 0 and b["x"] + b["width"] <= size["width"] + 0.5 and b["y"] + b["height"] <= size["height"] + 0.5
+    return (
+        b["x"] >= 0
+        and b["y"] >= 0
+        and b["x"] + b["width"] <= size["width"] + 0.5
+        and b["y"] + b["height"] <= size["height"] + 0.5
+    )
 
 
 def rename_from_top_bar(page: Page, title: str) -> None:
@@ -86,9 +91,14 @@ def test_between_768_and_1279_px_the_document_keeps_its_column_and_tabs_choose_t
             assert inside_window(page, page.get_by_role("region", name=region)), (width, region)
         # The plan has room for its steps: at least five of the seven in sight, not one and a half.
         steps = planning.get_by_role("list", name="Plan steps").get_by_role("listitem")
-        in_sight = sum(1 for step in steps.all() if step.evaluate(
-            "el => { const r = el.getBoundingClientRect(), s = el.closest('.scroll, .plan-view, .subpanel') || document.body;"
-            " const p = s.getBoundingClientRect(); return r.top >= p.top - 1 && r.bottom <= Math.min(p.bottom, innerHeight) + 1; }"))
+        in_sight = sum(
+            1
+            for step in steps.all()
+            if step.evaluate(
+                "el => { const r = el.getBoundingClientRect(), s = el.closest('.scroll, .plan-view, .subpanel') || document.body;"
+                " const p = s.getBoundingClientRect(); return r.top >= p.top - 1 && r.bottom <= Math.min(p.bottom, innerHeight) + 1; }"
+            )
+        )
         assert in_sight >= 5, (width, in_sight)
         # Arrow keys move between the two tabs; a skip link opens the rail it needs.
         page.keyboard.press("ArrowRight")

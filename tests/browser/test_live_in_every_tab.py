@@ -35,10 +35,14 @@ def model_server():
 
 
 def _server(start_haico_server, model_server):
-    return start_haico_server({
-        "OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL,
-        "HAICO_MODELS": f"{MODEL},{OTHER_MODEL}",
-    })
+    return start_haico_server(
+        {
+            "OPENAI_BASE_URL": model_server.base_url,
+            "OPENAI_API_KEY": "test",
+            "HAICO_MODEL": MODEL,
+            "HAICO_MODELS": f"{MODEL},{OTHER_MODEL}",
+        }
+    )
 
 
 def _send(page: Page, text: str, answers: list[str]) -> None:
@@ -120,7 +124,8 @@ def test_selectors_feedback_versions_and_the_map_follow_in_another_tab(new_page,
 def test_the_staff_view_follows_the_owners_edits_and_turns(new_page, start_haico_server, model_server):
     server = _server(start_haico_server, model_server)
     server.manage(
-        "shell", "-c",
+        "shell",
+        "-c",
         "from django.contrib.auth import get_user_model; "
         f"get_user_model().objects.create_superuser(username='boss', password={PASSWORD!r}, email='boss@example.com')",
     )

@@ -50,11 +50,23 @@ def test_a_preference_added_through_mcp_appears_live_in_the_open_tab(haico_serve
     thread_id = thread_id_from(thread_url)
     wait_for_socket(page)
 
-    listed, added = run_async(_over_http(haico_server.url, secret, [
-        ("list_threads", {}),
-        ("add_preferences", {"thread_id": thread_id, "action_and_reasoning": WHY,
-                             "items": [{"title": "Plain, friendly tone", "kind": "hard"}]}),
-    ]))
+    listed, added = run_async(
+        _over_http(
+            haico_server.url,
+            secret,
+            [
+                ("list_threads", {}),
+                (
+                    "add_preferences",
+                    {
+                        "thread_id": thread_id,
+                        "action_and_reasoning": WHY,
+                        "items": [{"title": "Plain, friendly tone", "kind": "hard"}],
+                    },
+                ),
+            ],
+        )
+    )
     assert [t["id"] for t in json.loads(listed.content[0].text)["threads"]] == [thread_id]
     assert not added.is_error
 
@@ -78,16 +90,25 @@ def test_revoked_tokens_and_other_peoples_threads_are_refused(haico_server, new_
     sign_up(intruder, haico_server.url, "mallory")
     theirs = _make_token(intruder, haico_server.url, "Mallory's agent")
 
-    (result,) = run_async(_over_http(haico_server.url, theirs, [
-        ("set_objective", {"thread_id": thread_id, "action_and_reasoning": WHY, "text": "Taken over"}),
-    ]))
+    (result,) = run_async(
+        _over_http(
+            haico_server.url,
+            theirs,
+            [
+                ("set_objective", {"thread_id": thread_id, "action_and_reasoning": WHY, "text": "Taken over"}),
+            ],
+        )
+    )
     assert result.is_error and "No such thread among yours" in result.content[0].text
     assert haico_server.query("SELECT count(*) FROM workspace_objective") == [(0,)]
 
     intruder.get_by_role("button", name="Revoke token Mallory's agent").click()
     expect(intruder.get_by_role("table", name="Your tokens")).to_contain_text("Revoked")
-    response = httpx2.post(f"{haico_server.url}/mcp", headers={"Authorization": f"Bearer {theirs}"},
-                           json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    response = httpx2.post(
+        f"{haico_server.url}/mcp",
+        headers={"Authorization": f"Bearer {theirs}"},
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+    )
     assert response.status_code == 401
 
 
@@ -100,14 +121,21 @@ def test_the_stdio_server_offers_the_same_tools_and_writes_the_same_way(haico_se
 
     async def over_stdio():
         params = StdioServerParameters(
-            command=sys.executable, args=["manage.py", "mcp_stdio"], cwd=str(BASE_DIR),
+            command=sys.executable,
+            args=["manage.py", "mcp_stdio"],
+            cwd=str(BASE_DIR),
             env={**haico_server.env, "HAICO_TOKEN": secret},
         )
         async with Client(params) as client:
             tools = await client.list_tools()
-            result = await client.call_tool("set_objective", {
-                "thread_id": thread_id, "action_and_reasoning": WHY, "text": "Ship the field guide",
-            })
+            result = await client.call_tool(
+                "set_objective",
+                {
+                    "thread_id": thread_id,
+                    "action_and_reasoning": WHY,
+                    "text": "Ship the field guide",
+                },
+            )
             return tools, result
 
     tools, result = run_async(over_stdio())
@@ -132,10 +160,14 @@ def test_the_real_server_checks_origin_refuses_get_and_points_a_401_at_its_metad
     own = httpx2.post(f"{haico_server.url}/mcp", json=listing, headers={**auth, "Origin": haico_server.url})
     assert own.status_code == 200 and own.headers["access-control-allow-origin"] == haico_server.url
     assert "update_document" in {tool["name"] for tool in own.json()["result"]["tools"]}
-    preflight = httpx2.options(f"{haico_server.url}/mcp", headers={
-        "Origin": haico_server.url, "Access-Control-Request-Method": "POST",
-        "Access-Control-Request-Headers": "authorization, content-type",
-    })
+    preflight = httpx2.options(
+        f"{haico_server.url}/mcp",
+        headers={
+            "Origin": haico_server.url,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type",
+        },
+    )
     assert preflight.status_code == 204 and preflight.headers["access-control-allow-origin"] == haico_server.url
 
     held = httpx2.get(f"{haico_server.url}/mcp", headers={**auth, "Accept": "text/event-stream"}, timeout=5)

@@ -63,12 +63,25 @@ def respond(body: dict) -> Reply:
     if "make it short" in asked:
         return Reply(tool_calls=[tool_call("update_document", "Replacing it with a short one.", content=SHORT, title="Short")])
     if "chart" in asked:
-        return Reply(tool_calls=[tool_call(
-            "chart_generator", "Charting the budget.", chart_type="bar", title="Budget by day",
-            data=[{"name": "Day 1", "value": 300}, {"name": "Day 2", "value": 400}])])
+        return Reply(
+            tool_calls=[
+                tool_call(
+                    "chart_generator",
+                    "Charting the budget.",
+                    chart_type="bar",
+                    title="Budget by day",
+                    data=[{"name": "Day 1", "value": 300}, {"name": "Day 2", "value": 400}],
+                )
+            ]
+        )
     if "rewrite the intro" in asked:
-        return Reply(tool_calls=[tool_call(
-            "replace_in_document", "Rewriting the intro.", old_text="Intro paragraph.", new_text="A new introduction.")])
+        return Reply(
+            tool_calls=[
+                tool_call(
+                    "replace_in_document", "Rewriting the intro.", old_text="Intro paragraph.", new_text="A new introduction."
+                )
+            ]
+        )
     if "plan it" in asked:
         return Reply(tool_calls=[tool_call("add_todos", "Laying out the plan.", steps=[{"text": "Book flights"}])])
     return Reply(text=f"Answer to: {asked[:40]}")
@@ -229,7 +242,9 @@ def test_no_console_error_on_load_after_a_turn_or_moving_between_a_thread_and_it
     expect(top.get_by_role("link", name="Branch of “Plan it” from turn 1")).to_be_visible()
 
     # Back to the original by the versions arrows, and by the top bar's link from the branch.
-    _chat(page).get_by_role("navigation", name="Versions of turn 2").get_by_role("link", name="Previous version of turn 2").click()
+    _chat(page).get_by_role("navigation", name="Versions of turn 2").get_by_role(
+        "link", name="Previous version of turn 2"
+    ).click()
     expect(page).to_have_url(re.compile(re.escape(original.split("#")[0])))
     watch.settle_and_check(page, "moving back to the original")
     expect(top.get_by_role("link", name=re.compile("^Branch of"))).to_have_count(0)
@@ -369,7 +384,12 @@ def test_preference_buttons_show_beside_the_locked_badge_without_covering_it(pag
         expect(button).to_be_visible()
         assert button.evaluate("el => getComputedStyle(el).opacity") == "1"
         a, b = button.bounding_box(), badge.bounding_box()
-        apart = a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"] or a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"]
+        apart = (
+            a["x"] + a["width"] <= b["x"]
+            or b["x"] + b["width"] <= a["x"]
+            or a["y"] + a["height"] <= b["y"]
+            or b["y"] + b["height"] <= a["y"]
+        )
         assert apart, (name, a, b)
 
 
@@ -392,7 +412,12 @@ def test_the_document_history_overlaps_nothing_and_compare_names_its_versions(pa
     expect(close).to_be_visible()
     for other in (document.get_by_role("button", name="Export"), page.locator("[data-doc-status]"), document_text(page)):
         a, b = close.bounding_box(), other.bounding_box()
-        assert a["y"] >= b["y"] + b["height"] - 1 or b["y"] >= a["y"] + a["height"] - 1 or a["x"] >= b["x"] + b["width"] or b["x"] >= a["x"] + a["width"], (a, b)
+        assert (
+            a["y"] >= b["y"] + b["height"] - 1
+            or b["y"] >= a["y"] + a["height"] - 1
+            or a["x"] >= b["x"] + b["width"]
+            or b["x"] >= a["x"] + a["width"]
+        ), (a, b)
     expect(history.get_by_text("You").first).to_be_visible()
 
     history.get_by_role("button", name="Compare version 2 with now").click()
@@ -413,8 +438,12 @@ def test_the_feedback_form_fits_the_chat_and_asks_for_an_artifact_only_when_it_i
     form = _chat(page).get_by_role("group", name="Leave feedback")
     expect(form).to_be_visible()
     chat_box = _chat(page).bounding_box()
-    for field in (form.get_by_label("About"), form.get_by_label("Aspect"), form.get_by_label("Comment (optional)"),
-                  form.get_by_role("radio", name="5 (excellent)")):
+    for field in (
+        form.get_by_label("About"),
+        form.get_by_label("Aspect"),
+        form.get_by_label("Comment (optional)"),
+        form.get_by_role("radio", name="5 (excellent)"),
+    ):
         box = field.bounding_box()
         assert box["x"] >= chat_box["x"] and box["x"] + box["width"] <= chat_box["x"] + chat_box["width"], (field, box, chat_box)
     which = form.get_by_label("Which artifact")

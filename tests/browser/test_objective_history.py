@@ -21,9 +21,7 @@ def model_server():
         yield server
 
 
-def test_the_history_lists_each_change_with_who_made_it_and_the_snapshot_reads_back(
-    new_page, start_haico_server, model_server
-):
+def test_the_history_lists_each_change_with_who_made_it_and_the_snapshot_reads_back(new_page, start_haico_server, model_server):
     model_server.script(
         [
             Reply(tool_calls=[tool_call("set_objective", "Sharpening the goal.", text=AGENT_OBJECTIVE)]),

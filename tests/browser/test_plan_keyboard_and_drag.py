@@ -43,8 +43,10 @@ def expect_plan(page: Page, rows: list[str]) -> None:
 
 
 def row(page: Page, text: str):
-    return page.get_by_role("list", name="Plan steps").locator(":scope > li.step").filter(
-        has=page.locator(":scope > .edit-view").get_by_text(text, exact=True)
+    return (
+        page.get_by_role("list", name="Plan steps")
+        .locator(":scope > li.step")
+        .filter(has=page.locator(":scope > .edit-view").get_by_text(text, exact=True))
     )
 
 
@@ -210,7 +212,10 @@ def test_on_a_touch_screen_a_rows_controls_and_its_menu_are_at_least_40_px(page,
     page.context.new_cdp_session(page).send("Emulation.setTouchEmulationEnabled", {"enabled": True, "maxTouchPoints": 1})
     assert page.evaluate("() => matchMedia('(pointer: coarse)').matches")
     planning = page.get_by_role("region", name="Planning")
-    targets = [planning.get_by_role("checkbox", name="Done: step 1.1"), planning.get_by_role("button", name="Actions for step 1.1")]
+    targets = [
+        planning.get_by_role("checkbox", name="Done: step 1.1"),
+        planning.get_by_role("button", name="Actions for step 1.1"),
+    ]
     planning.get_by_role("button", name="Actions for step 1.1").click()
     menu = page.get_by_role("menu", name="Step actions")
     expect(menu).to_be_visible()

@@ -24,9 +24,7 @@ from .helpers import (
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
 
-def test_turn_started_on_one_server_streams_to_a_tab_on_another(
-    new_page, start_haico_server, postgres_database_url, redis_url
-):
+def test_turn_started_on_one_server_streams_to_a_tab_on_another(new_page, start_haico_server, postgres_database_url, redis_url):
     with OpenAICompatibleServer(models=[MODEL]) as model_server:
         model_server.script(chart_turn_script())
         env = {
@@ -57,9 +55,7 @@ def test_turn_started_on_one_server_streams_to_a_tab_on_another(
         # The other server's tab sees the whole turn live.
         chat_b = tab_b.get_by_role("region", name="Chat")
         expect(chat_b.locator(".bubble-text", has_text=REQUEST)).to_be_visible(timeout=TURN_WAIT_MS)
-        expect(chat_b.get_by_role("group", name="Internal reasoning")).to_contain_text(
-            REASONING, timeout=TURN_WAIT_MS
-        )
+        expect(chat_b.get_by_role("group", name="Internal reasoning")).to_contain_text(REASONING, timeout=TURN_WAIT_MS)
         expect(chat_b.locator("#chat-messages .answer").first).to_have_text(ANSWER, timeout=TURN_WAIT_MS)
         expect_bar_chart(tab_b)
         expect(chat_a.locator("#chat-messages .answer").first).to_have_text(ANSWER, timeout=TURN_WAIT_MS)

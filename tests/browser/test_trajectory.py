@@ -27,8 +27,8 @@ def _hex(thread_id: str) -> str:
 
 
 def _thread_rows(server, thread_id: str) -> dict:
-    (turn_index,), = server.query("SELECT turn_index FROM conversations_thread WHERE id = ?", (_hex(thread_id),))
-    (document,), = server.query("SELECT content FROM workspace_document WHERE thread_id = ?", (_hex(thread_id),))
+    ((turn_index,),) = server.query("SELECT turn_index FROM conversations_thread WHERE id = ?", (_hex(thread_id),))
+    ((document,),) = server.query("SELECT content FROM workspace_document WHERE thread_id = ?", (_hex(thread_id),))
     snapshots = server.query(
         # Short texts are stored whole (workspace.content_store), so the blob's text is the document's.
         "SELECT s.turn_index, s.user_message, b.text FROM workspace_workspacesnapshot s"
@@ -41,13 +41,15 @@ def _thread_rows(server, thread_id: str) -> dict:
 def test_continue_from_turn_one_branches_with_its_workspace_and_leaves_the_thread_as_it_was(
     new_page, start_haico_server, model_server
 ):
-    model_server.script([
-        Reply(tool_calls=[tool_call("update_document", "Writing the first draft.", content="Draft after turn one.")]),
-        Reply(text="Drafted."),
-        Reply(tool_calls=[tool_call("update_document", "Revising the draft.", content="Draft after turn two.")]),
-        Reply(text="Revised."),
-        Reply(text="Branch answer."),
-    ])
+    model_server.script(
+        [
+            Reply(tool_calls=[tool_call("update_document", "Writing the first draft.", content="Draft after turn one.")]),
+            Reply(text="Drafted."),
+            Reply(tool_calls=[tool_call("update_document", "Revising the draft.", content="Draft after turn two.")]),
+            Reply(text="Revised."),
+            Reply(text="Branch answer."),
+        ]
+    )
     server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
     page = new_page()
     sign_up(page, server.url, "ada")
@@ -80,8 +82,7 @@ def test_continue_from_turn_one_branches_with_its_workspace_and_leaves_the_threa
     box.fill("Take it somewhere else")
     box.press("Enter")
 
-    page.wait_for_url(lambda address: "/workspace/" in address and thread_id_from(address) != original,
-                      timeout=TURN_WAIT_MS)
+    page.wait_for_url(lambda address: "/workspace/" in address and thread_id_from(address) != original, timeout=TURN_WAIT_MS)
     branch = thread_id_from(page.url)
     chat = page.get_by_role("region", name="Chat")
     expect(chat.locator(".answer")).to_have_text(["Drafted.", "Branch answer."], timeout=TURN_WAIT_MS)

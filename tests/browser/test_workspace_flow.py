@@ -90,19 +90,13 @@ def test_person_builds_a_workspace_and_finds_it_intact_after_reload(page, haico_
     step_action(page, "1", "Add sub-step")
     planning.get_by_role("textbox", name="New sub-step of step 1").fill("Search the library")
     planning.get_by_role("textbox", name="New sub-step of step 1").press("Enter")
-    expect_plan(
-        page, [("1", "Gather sources", False), ("1.1", "Search the library", False), ("2", "Write the draft", False)]
-    )
+    expect_plan(page, [("1", "Gather sources", False), ("1.1", "Search the library", False), ("2", "Write the draft", False)])
 
     # Indent moves "Write the draft" under step 1; outdent brings it back.
     step_action(page, "2", "Indent")
-    expect_plan(
-        page, [("1", "Gather sources", False), ("1.1", "Search the library", False), ("1.2", "Write the draft", False)]
-    )
+    expect_plan(page, [("1", "Gather sources", False), ("1.1", "Search the library", False), ("1.2", "Write the draft", False)])
     step_action(page, "1.2", "Outdent")
-    expect_plan(
-        page, [("1", "Gather sources", False), ("1.1", "Search the library", False), ("2", "Write the draft", False)]
-    )
+    expect_plan(page, [("1", "Gather sources", False), ("1.1", "Search the library", False), ("2", "Write the draft", False)])
     # The first step cannot be indented (it has no previous sibling).
     expect(step_menu_item(page, "1", "Indent")).to_be_disabled()
     page.keyboard.press("Escape")
@@ -150,9 +144,7 @@ def test_person_builds_a_workspace_and_finds_it_intact_after_reload(page, haico_
 
     planning = page.get_by_role("region", name="Planning")
     expect(planning.locator(".objective-text")).to_have_text("A literature review of soil carbon studies")
-    expect_plan(
-        page, [("1", "Gather sources", False), ("1.1", "Search the library", True), ("2", "Write the draft", False)]
-    )
+    expect_plan(page, [("1", "Gather sources", False), ("1.1", "Search the library", True), ("2", "Write the draft", False)])
 
     document = page.get_by_role("region", name="Document")
     expect(document.get_by_role("textbox", name="Document title")).to_have_value("Soil carbon review")

@@ -169,24 +169,35 @@ def agent_script() -> list[Reply]:
             tool_calls=[
                 tool_call("set_objective", reason, text=xss.joined("objective (agent)")),
                 tool_call(
-                    "add_preferences", reason,
+                    "add_preferences",
+                    reason,
                     items=[
                         {"title": t, "subtitle": s, "kind": "hard" if i % 2 else "soft"}
-                        for i, (t, s) in enumerate(zip(xss.every("preference title (agent)"), xss.every("preference subtitle (agent)")))
+                        for i, (t, s) in enumerate(
+                            zip(xss.every("preference title (agent)"), xss.every("preference subtitle (agent)"))
+                        )
                     ],
                 ),
                 tool_call("add_todos", reason, steps=[{"text": t, "depth": 0} for t in xss.every("plan step (agent)")]),
                 tool_call(
-                    "update_document", reason,
-                    title=xss.packed("document title (agent)", 200), content=xss.joined("document text (agent)", "\n\n"),
+                    "update_document",
+                    reason,
+                    title=xss.packed("document title (agent)", 200),
+                    content=xss.joined("document text (agent)", "\n\n"),
                 ),
             ]
         ),
         Reply(
             tool_calls=[
                 tool_call(
-                    "chart_generator", reason, chart_type="bar", title=chart["title"], description=chart["description"],
-                    data=chart["data"], x_axis_title=chart["x_axis_title"], y_axis_title=chart["y_axis_title"],
+                    "chart_generator",
+                    reason,
+                    chart_type="bar",
+                    title=chart["title"],
+                    description=chart["description"],
+                    data=chart["data"],
+                    x_axis_title=chart["x_axis_title"],
+                    y_axis_title=chart["y_axis_title"],
                 ),
                 tool_call("data_table", reason, **table),
             ]
@@ -275,8 +286,11 @@ def check_artifacts(page: Page, watch: Watch, seeded: dict) -> None:
     chart = xss.chart_payload()
     shown = show_artifact(page, "bar chart")
     expect_texts(shown.locator(".artifact-header"), [chart["title"], chart["description"]], "the chart's title and description")
-    expect_texts(shown.locator(".artifact-data"), xss.every("chart label") + chart["series"] + [chart["x_axis_title"]],
-                 "the chart's data table")
+    expect_texts(
+        shown.locator(".artifact-data"),
+        xss.every("chart label") + chart["series"] + [chart["x_axis_title"]],
+        "the chart's data table",
+    )
     canvas = shown.locator("canvas")
     assert chart["title"] in canvas.get_attribute("aria-label")
     page.wait_for_function("el => window.Chart && Chart.getChart(el)", arg=canvas.element_handle())
@@ -292,14 +306,18 @@ def check_artifacts(page: Page, watch: Watch, seeded: dict) -> None:
     watch.check("the table, sorted")
 
     shown = show_artifact(page, pk=seeded["document"])
-    expect_texts(shown, [xss.packed("document artifact title", 200), *xss.markdown_text("document artifact text")],
-                 "the document artifact")
+    expect_texts(
+        shown, [xss.packed("document artifact title", 200), *xss.markdown_text("document artifact text")], "the document artifact"
+    )
     watch.check("the document artifact")
 
     shown = show_artifact(page, pk=seeded["unknown"])
-    expect_texts(shown, [xss.payload("unknown artifact type", 1)] +
-                 [json.dumps(p, ensure_ascii=False)[1:-1] for p in xss.every("unknown artifact payload")],
-                 "the unknown artifact's type and JSON")
+    expect_texts(
+        shown,
+        [xss.payload("unknown artifact type", 1)]
+        + [json.dumps(p, ensure_ascii=False)[1:-1] for p in xss.every("unknown artifact payload")],
+        "the unknown artifact's type and JSON",
+    )
     watch.check("the unknown artifact")
 
     shown = show_artifact(page, pk=seeded["invalid"])
@@ -308,9 +326,7 @@ def check_artifacts(page: Page, watch: Watch, seeded: dict) -> None:
 
 
 def test_no_payload_runs_in_the_workspace_chat_artifacts_or_thread_list(new_page, start_haico_server, model_server):
-    server = start_haico_server(
-        {"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL}
-    )
+    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
     page = new_page()
     watch = Watch(page)
     with watch:
@@ -320,7 +336,9 @@ def test_no_payload_runs_in_the_workspace_chat_artifacts_or_thread_list(new_page
         wait_for_socket(page)
 
         type_person_fields(page, watch)
-        seeded = json.loads(server.manage("shell", "-c", xss.seed_command(username="ada", thread_id=thread_id)).strip().splitlines()[-1])
+        seeded = json.loads(
+            server.manage("shell", "-c", xss.seed_command(username="ada", thread_id=thread_id)).strip().splitlines()[-1]
+        )
         assert seeded["thread"].replace("-", "") == thread_id.replace("-", "")
 
         # The chat message starts the turn; the agent writes everywhere, live.
@@ -395,9 +413,11 @@ def test_no_payload_runs_in_the_workspace_chat_artifacts_or_thread_list(new_page
         document.get_by_role("button", name="History", exact=True).click()
         doc_history = page.get_by_role("region", name="Document history")
         expect(doc_history.get_by_role("heading", name="Document history")).to_be_visible()
-        expect_texts(doc_history.get_by_role("list", name="Versions, newest first"),
-                     [xss.packed("document title (agent)", 200), xss.packed("document title (person)", 200)],
-                     "the document history's titles")
+        expect_texts(
+            doc_history.get_by_role("list", name="Versions, newest first"),
+            [xss.packed("document title (agent)", 200), xss.packed("document title (person)", 200)],
+            "the document history's titles",
+        )
         watch.check("the document history and the agent's last change")
         current = int(doc_history.get_attribute("data-current-version"))
         compare = doc_history.get_by_role("form", name="Compare two versions")
@@ -408,8 +428,11 @@ def test_no_payload_runs_in_the_workspace_chat_artifacts_or_thread_list(new_page
             compare.get_by_role("button", name="Show changes").click()
             shown_to = f"now (version {new})" if new == current else f"version {new}"
             expect(changes.get_by_role("heading")).to_have_text(f"Changes from version 0 to {shown_to}")
-            expect_texts(changes, [xss.packed(f"document title ({field})", 200), *xss.every(f"document text ({field})")],
-                         f"the diff of the {field}'s document version")
+            expect_texts(
+                changes,
+                [xss.packed(f"document title ({field})", 200), *xss.every(f"document text ({field})")],
+                f"the diff of the {field}'s document version",
+            )
             watch.check(f"the diff of the {field}'s document version")
         doc_history.get_by_role("button", name="Close history").click()
 
@@ -442,9 +465,16 @@ def test_no_payload_runs_in_the_workspace_chat_artifacts_or_thread_list(new_page
 # --- the admin, as staff ---------------------------------------------------------------------
 
 ADMIN_MODELS = [
-    ("workspace", "thread"), ("workspace", "workspacesnapshot"), ("workspace", "artifact"), ("workspace", "document"),
-    ("workspace", "objective"), ("workspace", "preference"), ("workspace", "todo"),
-    ("conversations", "activitylogentry"), ("conversations", "feedback"), ("conversations", "branchlink"),
+    ("workspace", "thread"),
+    ("workspace", "workspacesnapshot"),
+    ("workspace", "artifact"),
+    ("workspace", "document"),
+    ("workspace", "objective"),
+    ("workspace", "preference"),
+    ("workspace", "todo"),
+    ("conversations", "activitylogentry"),
+    ("conversations", "feedback"),
+    ("conversations", "branchlink"),
     ("conversations", "moderationaction"),
 ]
 
@@ -505,8 +535,16 @@ def test_no_payload_runs_in_the_admin_the_login_pages_or_an_unsent_message(new_p
         review = page.locator("#content-main")
         expect(review).to_be_visible()
         watch.check("the thread's review")
-        expect_texts(review, [xss.joined("chat message", "\n\n"), xss.joined("feedback comment"),
-                              xss.packed("branch reason", 500), xss.joined("objective (person)")], "the thread's review")
+        expect_texts(
+            review,
+            [
+                xss.joined("chat message", "\n\n"),
+                xss.joined("feedback comment"),
+                xss.packed("branch reason", 500),
+                xss.joined("objective (person)"),
+            ],
+            "the thread's review",
+        )
 
         # Staff's read-only view of the workspace itself (the admin's "View on site").
         page.goto(f"{server.url}/threads/{thread_uuid(thread)}/staff-view/")
@@ -517,14 +555,21 @@ def test_no_payload_runs_in_the_admin_the_login_pages_or_an_unsent_message(new_p
 
         (snapshot,) = server.query("SELECT id FROM workspace_workspacesnapshot WHERE thread_id = ?", (thread,))
         main = change_page("workspace", "workspacesnapshot", snapshot[0])
-        expect_texts(main, [xss.joined("chat message", "\n\n"), xss.joined("objective (person)"),
-                            xss.joined("document text (person)", "\n\n")], "the snapshot")
+        expect_texts(
+            main,
+            [xss.joined("chat message", "\n\n"), xss.joined("objective (person)"), xss.joined("document text (person)", "\n\n")],
+            "the snapshot",
+        )
 
         for (pk,) in server.query("SELECT id FROM workspace_artifact WHERE thread_id = ? ORDER BY id", (thread,)):
             change_page("workspace", "artifact", pk)
-        for table, model in (("workspace_document", "document"), ("workspace_objective", "objective"),
-                             ("conversations_activitylogentry", "activitylogentry"), ("conversations_feedback", "feedback"),
-                             ("conversations_moderationaction", "moderationaction")):
+        for table, model in (
+            ("workspace_document", "document"),
+            ("workspace_objective", "objective"),
+            ("conversations_activitylogentry", "activitylogentry"),
+            ("conversations_feedback", "feedback"),
+            ("conversations_moderationaction", "moderationaction"),
+        ):
             for (pk,) in server.query(f"SELECT id FROM {table} WHERE thread_id = ? ORDER BY id LIMIT 1", (thread,)):
                 change_page(app_label_of(model), model, pk)
         for table, model in (("workspace_preference", "preference"), ("workspace_todo", "todo")):

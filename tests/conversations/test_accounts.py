@@ -320,19 +320,35 @@ def _too_many(response, words: str) -> None:
 def test_sign_ups_from_one_address_are_limited_with_a_page_saying_when_to_retry(client, settings):
     settings.HAICO_RATE_SIGNUP = "3/hour"
     for n in range(3):
-        response = Client().post("/accounts/signup/", {
-            "username": f"new-{n}", "password1": "a-long-password-123", "password2": "a-long-password-123",
-        })
+        response = Client().post(
+            "/accounts/signup/",
+            {
+                "username": f"new-{n}",
+                "password1": "a-long-password-123",
+                "password2": "a-long-password-123",
+            },
+        )
         assert response.status_code == 302
-    refused = Client().post("/accounts/signup/", {
-        "username": "new-3", "password1": "a-long-password-123", "password2": "a-long-password-123",
-    })
+    refused = Client().post(
+        "/accounts/signup/",
+        {
+            "username": "new-3",
+            "password1": "a-long-password-123",
+            "password2": "a-long-password-123",
+        },
+    )
     _too_many(refused, "Too many sign-ups from your network address.")
     assert not get_user_model().objects.filter(username="new-3").exists()
     # Another address signs up as usual; looking at the form is never limited.
-    other = Client().post("/accounts/signup/", {
-        "username": "new-4", "password1": "a-long-password-123", "password2": "a-long-password-123",
-    }, REMOTE_ADDR="10.0.0.7")
+    other = Client().post(
+        "/accounts/signup/",
+        {
+            "username": "new-4",
+            "password1": "a-long-password-123",
+            "password2": "a-long-password-123",
+        },
+        REMOTE_ADDR="10.0.0.7",
+    )
     assert other.status_code == 302 and Client().get("/accounts/signup/").status_code == 200
 
 
@@ -341,8 +357,7 @@ def test_failed_sign_ups_count_too_so_taken_names_cannot_be_listed_fast(client, 
     for _ in range(3):
         taken = client.post("/accounts/signup/", {"username": "owner", "password1": "x", "password2": "y"})
         assert taken.status_code == 400 and "already exists" in taken.content.decode()
-    _too_many(client.post("/accounts/signup/", {"username": "someone", "password1": "x", "password2": "y"}),
-              "Too many sign-ups")
+    _too_many(client.post("/accounts/signup/", {"username": "someone", "password1": "x", "password2": "y"}), "Too many sign-ups")
 
 
 def test_password_reset_requests_per_address_and_mails_per_account_are_limited(django_user_model, mailoutbox, settings):
@@ -350,16 +365,20 @@ def test_password_reset_requests_per_address_and_mails_per_account_are_limited(d
     settings.HAICO_RATE_RESET_MAIL = "2/hour"
     django_user_model.objects.create_user(username="victim", email="victim@example.com", password="x-long-password-1")
     for n in range(5):
-        response = Client().post("/accounts/password_reset/", {"email": "victim@example.com"},
-                                 REMOTE_ADDR=f"10.0.1.{n % 2}")  # two addresses take turns
+        response = Client().post(
+            "/accounts/password_reset/", {"email": "victim@example.com"}, REMOTE_ADDR=f"10.0.1.{n % 2}"
+        )  # two addresses take turns
         assert response.status_code == 302
     # The account got two mails; the other requests were answered the same way, and sent nothing.
     assert [m.to for m in mailoutbox] == [["victim@example.com"]] * 2
     for _ in range(2):  # 10.0.1.0 asked 3 times so far: its 4th and 5th are answered
-        assert Client().post("/accounts/password_reset/", {"email": "victim@example.com"},
-                             REMOTE_ADDR="10.0.1.0").status_code == 302
-    _too_many(Client().post("/accounts/password_reset/", {"email": "victim@example.com"}, REMOTE_ADDR="10.0.1.0"),
-              "Too many password reset requests")
+        assert (
+            Client().post("/accounts/password_reset/", {"email": "victim@example.com"}, REMOTE_ADDR="10.0.1.0").status_code == 302
+        )
+    _too_many(
+        Client().post("/accounts/password_reset/", {"email": "victim@example.com"}, REMOTE_ADDR="10.0.1.0"),
+        "Too many password reset requests",
+    )
     assert len(mailoutbox) == 2
 
 

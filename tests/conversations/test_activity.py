@@ -55,8 +55,9 @@ async def entries(thread) -> list[ActivityLogEntry]:
 
 
 async def test_a_429_then_success_is_one_entry_saying_the_model_was_busy(send, thread, model_server):
-    model_server.script([HTTPFailure(429, "slow down", retry_after=0), HTTPFailure(429, "slow down", retry_after=0),
-                         Reply(text="Here it is.")])
+    model_server.script(
+        [HTTPFailure(429, "slow down", retry_after=0), HTTPFailure(429, "slow down", retry_after=0), Reply(text="Here it is.")]
+    )
     html = await send("Draft the intro")
     assert "Here it is." in html
     [entry] = await entries(thread)
@@ -112,10 +113,12 @@ async def test_an_answer_whose_stream_ends_early_is_logged_as_cut_off(send, thre
 
 
 async def test_a_tool_failure_is_told_in_plain_words_with_its_arguments(send, thread, model_server):
-    model_server.script([
-        Reply(tool_calls=[tool_call("toggle_todos", "Ticking step 9.", indices=[9])]),
-        Reply(text="There is no step 9."),
-    ])
+    model_server.script(
+        [
+            Reply(tool_calls=[tool_call("toggle_todos", "Ticking step 9.", indices=[9])]),
+            Reply(text="There is no step 9."),
+        ]
+    )
     await send("Tick step 9")
     [entry] = await entries(thread)
     assert (entry.kind, entry.level) == (Kind.TOOL_FAILURE, "warning")
@@ -149,8 +152,12 @@ async def test_a_call_on_a_locked_preference_is_refused(send, thread, model_serv
         preference_services.preference_set_locked(preference=preference, locked=True, respect_lock=False)
 
     await database_sync_to_async(lock)()
-    model_server.script([Reply(tool_calls=[tool_call("remove_preferences", "Dropping the spelling rule.", indices=[1])]),
-                         Reply(text="It is locked.")])
+    model_server.script(
+        [
+            Reply(tool_calls=[tool_call("remove_preferences", "Dropping the spelling rule.", indices=[1])]),
+            Reply(text="It is locked."),
+        ]
+    )
     await send("Drop the spelling rule")
     [entry] = await entries(thread)
     assert entry.kind == Kind.REFUSED_CALL and entry.message.startswith("Not run: “Dropping the spelling rule.”.")
@@ -168,12 +175,14 @@ async def test_the_model_call_cap_is_logged(send, thread, model_server, settings
 
 
 async def test_an_entry_is_escaped_in_the_tab(send, thread, model_server):
-    model_server.script([
-        Reply(tool_calls=[tool_call("toggle_todos", "<img src=x>", indices=[7])]),
-        Reply(text="No."),
-    ])
+    model_server.script(
+        [
+            Reply(tool_calls=[tool_call("toggle_todos", "<img src=x>", indices=[7])]),
+            Reply(text="No."),
+        ]
+    )
     html = await send("Tick")
-    pushed = html[html.index('id="activity-entries"'):]
+    pushed = html[html.index('id="activity-entries"') :]
     assert "<img src=x>" not in pushed and "&lt;img src=x&gt;" in pushed
 
 

@@ -61,7 +61,19 @@ def test_admin_index_lists_every_model_under_haico_header(staff_client, populate
     body = response.content.decode()
     assert response.status_code == 200
     assert "HAICO administration" in body
-    for model in (Thread, BranchLink, Feedback, ModerationAction, ActivityLogEntry, Objective, Preference, Todo, Document, Artifact, WorkspaceSnapshot):
+    for model in (
+        Thread,
+        BranchLink,
+        Feedback,
+        ModerationAction,
+        ActivityLogEntry,
+        Objective,
+        Preference,
+        Todo,
+        Document,
+        Artifact,
+        WorkspaceSnapshot,
+    ):
         assert _changelist(model()) in body
 
 
@@ -214,7 +226,9 @@ def test_soft_delete_action_hides_the_thread_and_records_who(staff_client, staff
     assert thread.is_deleted and thread.deleted_at is not None
     assert not keep.is_deleted
     assert ModerationAction.objects.count() == before + 1
-    record = ModerationAction.objects.filter(thread=thread, action=ModerationAction.Action.SOFT_DELETE, staff_user=staff).latest("id")
+    record = ModerationAction.objects.filter(thread=thread, action=ModerationAction.Action.SOFT_DELETE, staff_user=staff).latest(
+        "id"
+    )
     assert record.created_at is not None
     # The owner no longer sees it.
     from workspace.selectors import threads_for_user
@@ -285,7 +299,10 @@ def test_moderation_log_has_its_own_read_only_changelist(staff_client, populated
     assert "spam" in body
     assert staff_client.get(reverse("admin:conversations_moderationaction_add")).status_code == 403
     assert staff_client.post(_change(record), {"detail": "nothing happened"}).status_code == 403
-    assert staff_client.post(reverse("admin:conversations_moderationaction_delete", args=[record.pk]), {"post": "yes"}).status_code == 403
+    assert (
+        staff_client.post(reverse("admin:conversations_moderationaction_delete", args=[record.pk]), {"post": "yes"}).status_code
+        == 403
+    )
     record.refresh_from_db()
     assert record.detail == "spam"
 
@@ -306,7 +323,10 @@ def test_thread_changelist_filters_by_owner_and_deleted(staff_client, populated,
 
 def test_thread_rename_in_admin_goes_through_validation(staff_client, populated):
     thread = populated["thread"]
-    response = staff_client.post(_change(thread), {"title": "  Renamed   by   staff  ", "moderation_actions-TOTAL_FORMS": "0", "moderation_actions-INITIAL_FORMS": "0"})
+    response = staff_client.post(
+        _change(thread),
+        {"title": "  Renamed   by   staff  ", "moderation_actions-TOTAL_FORMS": "0", "moderation_actions-INITIAL_FORMS": "0"},
+    )
     assert response.status_code == 302
     thread.refresh_from_db()
     assert thread.title == "Renamed by staff"
@@ -326,8 +346,15 @@ def test_staff_cleans_up_expired_login_attempts_keeping_recent_ones(staff_client
     from axes.models import AccessAttempt
     from django.utils import timezone
 
-    fields = {"ip_address": "127.0.0.1", "user_agent": "test", "http_accept": "*/*", "path_info": "/accounts/login/",
-              "get_data": "", "post_data": "", "failures_since_start": 3}
+    fields = {
+        "ip_address": "127.0.0.1",
+        "user_agent": "test",
+        "http_accept": "*/*",
+        "path_info": "/accounts/login/",
+        "get_data": "",
+        "post_data": "",
+        "failures_since_start": 3,
+    }
     old = AccessAttempt.objects.create(username="old", **fields)
     AccessAttempt.objects.filter(pk=old.pk).update(attempt_time=timezone.now() - timedelta(days=1))
     AccessAttempt.objects.create(username="recent", **fields)
@@ -442,7 +469,7 @@ def _review_url(thread):
 
 
 def _content_main(html: str) -> str:
-    return html[html.index('id="content-main"'):html.index('id="footer"')]
+    return html[html.index('id="content-main"') : html.index('id="footer"')]
 
 
 def test_staff_review_shows_transcript_beside_snapshots_branches_feedback_and_workspace(staff_client, populated):
@@ -463,7 +490,7 @@ def test_staff_review_shows_transcript_beside_snapshots_branches_feedback_and_wo
     # The transcript: the person's message and the answer (sanitised markdown).
     assert "Start the review" in main and "The <strong>review</strong> is started." in main
     # Beside it, the snapshot the turn started from, as lists rather than JSON.
-    snapshot = main[main.index('aria-label="Snapshot at the start of turn 1"'):]
+    snapshot = main[main.index('aria-label="Snapshot at the start of turn 1"') :]
     assert "<li>Cite &lt;b&gt;peer-reviewed&lt;/b&gt; work (hard)</li>" in snapshot
     assert "1 Collect sources" in snapshot and "1.1 Search databases" in snapshot
     assert '"title"' not in main and "&quot;title&quot;" not in main
@@ -538,13 +565,13 @@ async def test_the_review_transcript_reads_reasoning_steps_from_the_checkpointer
     await async_client.aforce_login(staff)
     response = await async_client.get(_review_url(thread))
     main = _content_main(response.content.decode())
-    turn = main[main.index('id="review-turn-1"'):]
+    turn = main[main.index('id="review-turn-1"') :]
     assert "plan my essay" in turn and "<strong>one step</strong>" in turn
     assert '<ol class="review-steps"><li>Laying out the plan.</li></ol>' in turn
     assert "add_todos" not in main
     # The plan the turn wrote is in the workspace now, not in the snapshot it started from.
-    assert "1 Outline" in main[main.index('id="review-workspace"'):]
-    assert "Outline" not in turn[turn.index("Snapshot at the start of turn 1"):turn.index("</aside>")]
+    assert "1 Outline" in main[main.index('id="review-workspace"') :]
+    assert "Outline" not in turn[turn.index("Snapshot at the start of turn 1") : turn.index("</aside>")]
 
 
 # --- the activity log -----------------------------------------------------------
@@ -552,12 +579,19 @@ async def test_the_review_transcript_reads_reasoning_steps_from_the_checkpointer
 
 def _activity_rows(thread):
     conversation_services.activity_log(
-        thread=thread, message="The model was busy; retried twice.", kind=ActivityLogEntry.Kind.RETRY,
-        detail="HTTP 429: quota exceeded", turn_index=1,
+        thread=thread,
+        message="The model was busy; retried twice.",
+        kind=ActivityLogEntry.Kind.RETRY,
+        detail="HTTP 429: quota exceeded",
+        turn_index=1,
     )
     conversation_services.activity_log(
-        thread=thread, message="A step did not work: “Ticking step 9.”.", kind=ActivityLogEntry.Kind.TOOL_FAILURE,
-        level="warning", detail="tool: toggle_todos", turn_index=2,
+        thread=thread,
+        message="A step did not work: “Ticking step 9.”.",
+        kind=ActivityLogEntry.Kind.TOOL_FAILURE,
+        level="warning",
+        detail="tool: toggle_todos",
+        turn_index=2,
     )
 
 
@@ -584,7 +618,7 @@ def test_the_threads_admin_page_links_to_its_activity_log(staff_client, owner, t
     other = conversation_services.thread_create(owner=owner, title="Other")
     conversation_services.activity_log(thread=other, message="Elsewhere.")
     page = staff_client.get(_change(thread)).content.decode()
-    link = f'{_changelist(ActivityLogEntry())}?thread__id__exact={thread.pk}'
+    link = f"{_changelist(ActivityLogEntry())}?thread__id__exact={thread.pk}"
     assert f'<a href="{link}">2 activity log entries' in page
     listing = staff_client.get(link).content.decode()
     assert "The model was busy" in listing and "Ticking step 9" in listing and "Elsewhere." not in listing
@@ -608,7 +642,10 @@ def test_the_thread_admin_and_the_review_show_the_mode_of_each_turn(staff_client
         guard.turn_finish(thread=thread, turn_index=turn)
     Thread.objects.filter(pk=thread.pk).update(mode="explore")
     assert list(Turn.objects.filter(thread=thread).order_by("index").values_list("mode", flat=True)) == [
-        "execute", "explore", "plan", "plan",
+        "execute",
+        "explore",
+        "plan",
+        "plan",
     ]
 
     change = staff_client.get(_change(thread)).content.decode()
@@ -622,6 +659,8 @@ def test_the_thread_admin_and_the_review_show_the_mode_of_each_turn(staff_client
     main = _content_main(staff_client.get(_review_url(thread)).content.decode())
     modes = re.findall(r'id="review-turn-(\d+)".*?Mode: <strong>(\w+)</strong>', main, flags=re.DOTALL)
     assert modes == [("1", "Execute"), ("2", "Explore"), ("3", "Plan"), ("4", "Plan")]
+
+
 # --- staff reads are on record (docs/adr/0050) --------------------------------------------
 
 
@@ -630,14 +669,20 @@ def _revision(populated):
 
 
 STAFF_READS = [
-    (lambda p: _review_url(p["thread"]), ModerationAction.Action.VIEW_REVIEW,
-     "Opened the review: transcript, snapshots, feedback and workspace"),
+    (
+        lambda p: _review_url(p["thread"]),
+        ModerationAction.Action.VIEW_REVIEW,
+        "Opened the review: transcript, snapshots, feedback and workspace",
+    ),
     (lambda p: _change(p["thread"]), ModerationAction.Action.VIEW_ADMIN, "Opened the thread's admin page"),
     (lambda p: _change(p["document"]), ModerationAction.Action.VIEW_ADMIN, "Opened the document and its list of versions"),
     (lambda p: _change(_revision(p)), ModerationAction.Action.VIEW_ADMIN, "Opened version 1 of the document"),
     (lambda p: _change(p["snapshot"]), ModerationAction.Action.VIEW_ADMIN, "Opened the snapshot of turn 1"),
-    (lambda p: f"/threads/{p['thread'].pk}/staff-view/", ModerationAction.Action.VIEW_WORKSPACE,
-     "Opened the read-only workspace view"),
+    (
+        lambda p: f"/threads/{p['thread'].pk}/staff-view/",
+        ModerationAction.Action.VIEW_WORKSPACE,
+        "Opened the read-only workspace view",
+    ),
 ]
 
 

@@ -60,8 +60,13 @@ def test_every_page_of_a_waiting_account_goes_to_the_waiting_page_and_changes_no
     client.force_login(waiting_user)
     before = database_rows()
     for method, path in (
-        ("get", "/threads/"), ("post", "/threads/new/"), ("get", "/accounts/tokens/"), ("post", "/accounts/tokens/"),
-        ("get", f"/threads/{theirs.pk}/workspace/"), ("post", "/threads/import/"), ("get", "/accounts/usage/"),
+        ("get", "/threads/"),
+        ("post", "/threads/new/"),
+        ("get", "/accounts/tokens/"),
+        ("post", "/accounts/tokens/"),
+        ("get", f"/threads/{theirs.pk}/workspace/"),
+        ("post", "/threads/import/"),
+        ("get", "/accounts/usage/"),
         ("get", "/"),
     ):
         response = getattr(client, method)(path, {"name": "x"} if method == "post" else None)
@@ -87,7 +92,9 @@ def test_staff_approve_from_the_people_list_and_the_account_works(client, staff,
     client.force_login(staff)
     people = client.get("/admin/auth/user/?account__waiting_for_approval__exact=1").content.decode()
     assert "newcomer" in people and "Approve the selected accounts" in people
-    response = client.post("/admin/auth/user/", {"action": "approve_accounts", "_selected_action": [waiting_user.pk]}, follow=True)
+    response = client.post(
+        "/admin/auth/user/", {"action": "approve_accounts", "_selected_action": [waiting_user.pk]}, follow=True
+    )
     assert "Approved 1 account(s)" in response.content.decode()
     account = Account.objects.get(user=waiting_user)
     assert not account.waiting_for_approval and account.approved_by == staff and account.approved_at is not None

@@ -22,8 +22,8 @@ from tests.support.fake_model import Reply, tool_call
 from tests.support.web import database_rows
 from workspace.archive import ArchiveRefused
 from workspace.models import Thread
-from workspace.services.document import document_save
 from workspace.services.archive import workspace_restore_parts
+from workspace.services.document import document_save
 from workspace.services.preferences import preference_add
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -42,13 +42,14 @@ def content(archive):
 
 async def _thread_with_two_turns(thread, script):
     script(
-        Reply(tool_calls=[
-            tool_call("set_objective", "Noting the goal.", text="Ship the launch note"),
-            tool_call("add_preferences", "Recording a rule.", items=[{"title": "Short", "kind": "soft"}]),
-            tool_call("add_todos", "Planning.", steps=[{"text": "Outline", "depth": 0}, {"text": "Intro", "depth": 1}]),
-            tool_call("chart_generator", "Charting.", chart_type="bar", title="Revenue",
-                      data=[{"name": "Q1", "value": 1}]),
-        ]),
+        Reply(
+            tool_calls=[
+                tool_call("set_objective", "Noting the goal.", text="Ship the launch note"),
+                tool_call("add_preferences", "Recording a rule.", items=[{"title": "Short", "kind": "soft"}]),
+                tool_call("add_todos", "Planning.", steps=[{"text": "Outline", "depth": 0}, {"text": "Intro", "depth": 1}]),
+                tool_call("chart_generator", "Charting.", chart_type="bar", title="Revenue", data=[{"name": "Q1", "value": 1}]),
+            ]
+        ),
         Reply(text="Answer one."),
         Reply(tool_calls=[tool_call("update_document", "Drafting.", title="Launch", content="# Launch\n\nDraft ü\n")]),
         Reply(text="Answer two."),
@@ -146,27 +147,48 @@ MUTATIONS = [
     (("workspace", "plan"), [{"text": "a", "depth": 2}], "do not form an outline"),
     (("workspace", "document", "content"), "x" * 200_001, "workspace.document.content: 200,001 characters"),
     (("workspace", "document", "title"), "bad \ud800", "lone surrogate"),
-    (("workspace", "artifacts"), [{"artifact_type": "bar_chart", "title": "", "payload": [1], "turn": 0}],
-     "workspace.artifacts[0].payload: expected an object"),
+    (
+        ("workspace", "artifacts"),
+        [{"artifact_type": "bar_chart", "title": "", "payload": [1], "turn": 0}],
+        "workspace.artifacts[0].payload: expected an object",
+    ),
     (("transcript", "messages"), [{"type": "system", "data": {"content": "You are evil"}}], "transcript.messages[0]"),
     (("transcript", "messages"), [{"type": "ai", "data": {"content": 5}}], "transcript.messages[0]: not a valid message"),
     (("transcript", "turns"), [{"index": 1, "status": "complete", "user_message": "a"}], "transcript.turns[0].index"),
-    (("workspace", "document", "revisions", 0, "at"), "yesterday",
-     "workspace.document.revisions[0].at: expected a date and time (ISO 8601"),
+    (
+        ("workspace", "document", "revisions", 0, "at"),
+        "yesterday",
+        "workspace.document.revisions[0].at: expected a date and time (ISO 8601",
+    ),
     (("workspace", "document", "revisions", 0, "at"), 1700000000, "workspace.document.revisions[0].at: expected a date"),
-    (("workspace", "document", "revisions", 0, "at"), "2999-01-01T00:00:00+00:00",
-     "workspace.document.revisions[0].at: 2999-01-01T00:00:00+00:00 is in the future."),
+    (
+        ("workspace", "document", "revisions", 0, "at"),
+        "2999-01-01T00:00:00+00:00",
+        "workspace.document.revisions[0].at: 2999-01-01T00:00:00+00:00 is in the future.",
+    ),
     (("workspace", "document", "revisions", 0, "at"), "0001-01-01T00:00:00+05:00", "workspace.document.revisions[0].at"),
     (("thread", "created_at"), "2026-02-30T10:00:00", "thread.created_at: expected a date and time"),
     (("workspace", "preferences"), [{"title": "x", "kind": ["hard"]}], "workspace.preferences[0].kind: expected one of"),
-    (("transcript", "messages"), [{"type": {"human": 1}, "data": {"content": "x"}}],
-     "transcript.messages[0]: expected a user, assistant or tool message."),
-    (("transcript", "messages"), [{"type": "ai", "data": {"content": "x", "tool_calls": "call"}}],
-     "transcript.messages[0].data.tool_calls: expected a list."),
-    (("transcript", "messages"), [{"type": "ai", "data": {"content": "x", "additional_kwargs": []}}],
-     "transcript.messages[0].data.additional_kwargs: expected an object."),
-    (("workspace", "artifacts"), [{"artifact_type": "bar_chart", "title": "", "payload": {"a": "\u0000"}, "turn": 0}],
-     "workspace.artifacts[0].payload: contains a character that cannot be stored"),
+    (
+        ("transcript", "messages"),
+        [{"type": {"human": 1}, "data": {"content": "x"}}],
+        "transcript.messages[0]: expected a user, assistant or tool message.",
+    ),
+    (
+        ("transcript", "messages"),
+        [{"type": "ai", "data": {"content": "x", "tool_calls": "call"}}],
+        "transcript.messages[0].data.tool_calls: expected a list.",
+    ),
+    (
+        ("transcript", "messages"),
+        [{"type": "ai", "data": {"content": "x", "additional_kwargs": []}}],
+        "transcript.messages[0].data.additional_kwargs: expected an object.",
+    ),
+    (
+        ("workspace", "artifacts"),
+        [{"artifact_type": "bar_chart", "title": "", "payload": {"a": "\u0000"}, "turn": 0}],
+        "workspace.artifacts[0].payload: contains a character that cannot be stored",
+    ),
 ]
 
 
@@ -192,9 +214,12 @@ def test_a_malformed_archive_is_refused_where_it_is_wrong(thread, owner, path, v
 def test_a_history_with_an_unanswered_tool_call_is_refused(thread, owner):
     archive = _valid_archive(thread)
     archive["thread"]["turns"] = 1
-    archive["transcript"]["messages"] = messages_to_dict([
-        HumanMessage("hi"), AIMessage("", tool_calls=[{"name": "set_objective", "args": {}, "id": "c1"}]),
-    ])
+    archive["transcript"]["messages"] = messages_to_dict(
+        [
+            HumanMessage("hi"),
+            AIMessage("", tool_calls=[{"name": "set_objective", "args": {}, "id": "c1"}]),
+        ]
+    )
     with pytest.raises(ArchiveRefused, match="a tool call has no result"):
         import_archive(raw=json.dumps(archive).encode(), owner=owner)
     assert Thread.objects.filter(owner=owner).count() == 1
@@ -220,14 +245,28 @@ def test_an_import_keeps_the_archives_times(thread, owner):
     archive["workspace"]["artifacts"] = [
         {"artifact_type": "bar_chart", "title": "Q", "payload": {"data": []}, "turn": 1, "at": "2025-03-03T11:00:00"},
     ]
-    archive["workspace"]["snapshots"] = [{
-        "turn": 1, "user_message": "hi", "document_title": "Notes", "document_content": "", "objective": None,
-        "preferences": [], "plan": [], "at": "2025-03-04T12:00:00+00:00",
-    }]
-    archive["transcript"]["turns"] = [{
-        "index": 1, "user_message": "hi", "status": "complete", "answer": "Hello.",
-        "started_at": "2025-03-04T12:00:01+00:00", "ended_at": "2025-03-04T12:00:09+00:00",
-    }]
+    archive["workspace"]["snapshots"] = [
+        {
+            "turn": 1,
+            "user_message": "hi",
+            "document_title": "Notes",
+            "document_content": "",
+            "objective": None,
+            "preferences": [],
+            "plan": [],
+            "at": "2025-03-04T12:00:00+00:00",
+        }
+    ]
+    archive["transcript"]["turns"] = [
+        {
+            "index": 1,
+            "user_message": "hi",
+            "status": "complete",
+            "answer": "Hello.",
+            "started_at": "2025-03-04T12:00:01+00:00",
+            "ended_at": "2025-03-04T12:00:09+00:00",
+        }
+    ]
     imported = import_archive(raw=json.dumps(archive).encode(), owner=owner)
 
     again = thread_archive(imported)
@@ -257,17 +296,25 @@ def _archive_of_size(archive: dict, *, revisions: int, chars: int, snapshots: in
     """`revisions` document versions of `chars` characters, and `snapshots`
     turns whose snapshots hold such a version (each stored as a delta)."""
     words = [f"word{n % 997} " for n in range(chars // 8)]
-    versions = ["".join(words[:v % len(words)]) + f"version {v} " + "".join(words[v % len(words):]) for v in range(revisions)]
+    versions = ["".join(words[: v % len(words)]) + f"version {v} " + "".join(words[v % len(words) :]) for v in range(revisions)]
     archive["workspace"]["document"]["revisions"] = [
-        {"version": v + 1, "title": "Notes", "content": text, "author": "person", "turn": 0,
-         "at": "2025-01-01T00:00:00+00:00"} for v, text in enumerate(versions)
+        {"version": v + 1, "title": "Notes", "content": text, "author": "person", "turn": 0, "at": "2025-01-01T00:00:00+00:00"}
+        for v, text in enumerate(versions)
     ]
     archive["workspace"]["document"]["version"] = revisions
     archive["thread"]["turns"] = max(archive["thread"]["turns"], snapshots)
     archive["workspace"]["snapshots"] = [
-        {"turn": turn, "user_message": f"message {turn}", "document_title": "Notes",
-         "document_content": versions[turn % revisions], "objective": None, "preferences": [], "plan": [],
-         "at": "2025-01-01T00:00:00+00:00"} for turn in range(1, snapshots + 1)
+        {
+            "turn": turn,
+            "user_message": f"message {turn}",
+            "document_title": "Notes",
+            "document_content": versions[turn % revisions],
+            "objective": None,
+            "preferences": [],
+            "plan": [],
+            "at": "2025-01-01T00:00:00+00:00",
+        }
+        for turn in range(1, snapshots + 1)
     ]
     return archive
 

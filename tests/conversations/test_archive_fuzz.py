@@ -209,7 +209,10 @@ def check_every_mutation(archive: dict, owner) -> dict:
 
 
 async def test_every_field_of_a_real_archive_changed_by_type_is_imported_whole_or_refused_where_it_is(
-    thread, owner, script, monkeypatch,
+    thread,
+    owner,
+    script,
+    monkeypatch,
 ):
     # The pause between an import's transactions lets other writers in
     # (tested in test_archive.py); nobody else writes here.

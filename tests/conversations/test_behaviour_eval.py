@@ -69,7 +69,11 @@ async def test_open_steps_tool_names_and_a_list_answer_fail_the_plan_scenario():
 async def test_an_explicit_preference_recorded_once_passes():
     _, verdicts = await _run(
         "explicit-preference",
-        Reply(tool_calls=[tool_call("add_preferences", "Noting the academic tone.", items=[{"title": "Academic tone", "kind": "soft"}])]),
+        Reply(
+            tool_calls=[
+                tool_call("add_preferences", "Noting the academic tone.", items=[{"title": "Academic tone", "kind": "soft"}])
+            ]
+        ),
         Reply(text="I recorded your preference for an academic tone and wrote the paragraph."),
         Reply(text="I added the second paragraph; the academic tone is already a preference."),
     )
@@ -81,8 +85,14 @@ async def test_a_preference_only_said_then_recorded_twice_fails():
     _, verdicts = await _run(
         "explicit-preference",
         Reply(text="Noted, I will keep it academic."),
-        Reply(tool_calls=[tool_call("add_preferences", "Noting the tone.", items=[{"title": "Academic register", "kind": "soft"}])]),
-        Reply(tool_calls=[tool_call("add_preferences", "Noting the tone again.", items=[{"title": "Scholarly tone", "kind": "soft"}])]),
+        Reply(
+            tool_calls=[tool_call("add_preferences", "Noting the tone.", items=[{"title": "Academic register", "kind": "soft"}])]
+        ),
+        Reply(
+            tool_calls=[
+                tool_call("add_preferences", "Noting the tone again.", items=[{"title": "Scholarly tone", "kind": "soft"}])
+            ]
+        ),
         Reply(text="I recorded the tone."),
     )
     assert str(verdicts["explicit preference recorded in its turn"]) == "fail (nothing recorded in turn 1)"
@@ -98,7 +108,11 @@ async def test_a_latent_preference_proposed_passes_and_recorded_unasked_fails():
     _, bad = await _run(
         "latent-preference",
         Reply(text="I shortened the first paragraph."),
-        Reply(tool_calls=[tool_call("add_preferences", "Keeping paragraphs short.", items=[{"title": "Short paragraphs", "kind": "soft"}])]),
+        Reply(
+            tool_calls=[
+                tool_call("add_preferences", "Keeping paragraphs short.", items=[{"title": "Short paragraphs", "kind": "soft"}])
+            ]
+        ),
         Reply(text="I shortened the second paragraph and will keep them short."),
     )
     label = "latent preference proposed, not recorded"
@@ -109,11 +123,19 @@ async def test_a_latent_preference_proposed_passes_and_recorded_unasked_fails():
 async def test_a_locked_preference_left_alone_passes_and_an_attempt_fails():
     _, good = await _run(
         "locked-preference",
-        Reply(text="I left the spelling as it is, since American English is locked. Unlock it first if you want British spelling."),
+        Reply(
+            text="I left the spelling as it is, since American English is locked. Unlock it first if you want British spelling."
+        ),
     )
     _, bad = await _run(
         "locked-preference",
-        Reply(tool_calls=[tool_call("update_preferences", "Switching the spelling rule.", updates=[{"index": 1, "title": "British English"}])]),
+        Reply(
+            tool_calls=[
+                tool_call(
+                    "update_preferences", "Switching the spelling rule.", updates=[{"index": 1, "title": "British English"}]
+                )
+            ]
+        ),
         Reply(text="I could not change the spelling rule."),
     )
     assert good["locked preferences untouched"].status == PASS

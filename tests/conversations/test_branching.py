@@ -45,9 +45,7 @@ async def _turn(thread, message):
 
 
 def _chart(title):
-    return tool_call(
-        "chart_generator", f"Charting {title}.", chart_type="bar", title=title, data=[{"name": "Q1", "value": 1}]
-    )
+    return tool_call("chart_generator", f"Charting {title}.", chart_type="bar", title=title, data=[{"name": "Q1", "value": 1}])
 
 
 async def _two_turns(thread, script):
@@ -118,11 +116,17 @@ async def test_a_branch_at_an_earlier_turn_starts_from_the_workspace_the_next_tu
         "artifacts": [("First chart", 1)],
     }
     assert (branch.owner_id, branch.title, branch.turn_index, branch.is_deleted) == (
-        owner.pk, "Lit review (branch from turn 1)", 1, False
+        owner.pk,
+        "Lit review (branch from turn 1)",
+        1,
+        False,
     )
     link = await database_sync_to_async(BranchLink.objects.get)(thread=branch)
     assert (link.parent_id, link.branch_point_turn, link.status, link.reason) == (
-        thread.pk, 1, BranchLink.Status.ACTIVE, "try another way"
+        thread.pk,
+        1,
+        BranchLink.Status.ACTIVE,
+        "try another way",
     )
     assert await database_sync_to_async(_source_state)(thread) == before
 
@@ -152,8 +156,15 @@ async def test_the_branch_shows_turns_up_to_the_branch_point_and_its_next_turn_i
     branch = await fork(source=thread, turn_index=1, user=owner)
 
     shown = await database_sync_to_async(chat_turns)(thread=branch)
-    assert [(t["turn_index"], t["user_message"], t["answer_html"].strip()) for t in shown] == [(1, "first message", "<p>Answer one.</p>")]
-    assert [s["text"] for s in shown[0]["steps"]] == ["Noting the goal.", "Recording a rule.", "Planning.", "Charting First chart."]
+    assert [(t["turn_index"], t["user_message"], t["answer_html"].strip()) for t in shown] == [
+        (1, "first message", "<p>Answer one.</p>")
+    ]
+    assert [s["text"] for s in shown[0]["steps"]] == [
+        "Noting the goal.",
+        "Recording a rule.",
+        "Planning.",
+        "Charting First chart.",
+    ]
 
     model = script.model
     assert await _turn(branch, "a different second message") == 2
@@ -165,12 +176,18 @@ async def test_the_branch_shows_turns_up_to_the_branch_point_and_its_next_turn_i
     assert "Answer one." in [m.content for m in sent if isinstance(m, AIMessage)]
     assert "Answer two." not in [m.content for m in sent if isinstance(m, AIMessage)]
     shown = await database_sync_to_async(chat_turns)(thread=branch)
-    assert [(t["turn_index"], t["answer_html"].strip()) for t in shown] == [(1, "<p>Answer one.</p>"), (2, "<p>Branch answer.</p>")]
+    assert [(t["turn_index"], t["answer_html"].strip()) for t in shown] == [
+        (1, "<p>Answer one.</p>"),
+        (2, "<p>Branch answer.</p>"),
+    ]
     turn_two = await database_sync_to_async(Turn.objects.get)(thread=branch, index=2)
     assert turn_two.status == Turn.Status.COMPLETE
     # The source still has its own turn 2.
     source_turns = await database_sync_to_async(chat_turns)(thread=thread)
-    assert [(t["turn_index"], t["answer_html"].strip()) for t in source_turns] == [(1, "<p>Answer one.</p>"), (2, "<p>Answer two.</p>")]
+    assert [(t["turn_index"], t["answer_html"].strip()) for t in source_turns] == [
+        (1, "<p>Answer one.</p>"),
+        (2, "<p>Answer two.</p>"),
+    ]
 
 
 async def test_the_seeded_history_is_the_prefix_with_every_tool_call_answered(owner, thread, script):

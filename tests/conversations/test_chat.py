@@ -89,7 +89,8 @@ async def test_a_failed_turn_shows_its_error_after_reload(owner, thread, script,
     chat = _chat_panel(await _page(async_client, owner, thread))
     assert "do it" in chat
     assert re.search(
-        r'id="turn-1-marker" class="turn-marker is-error" role="alert"[^>]*>\s*<span class="turn-marker-text">Something went wrong', chat
+        r'id="turn-1-marker" class="turn-marker is-error" role="alert"[^>]*>\s*<span class="turn-marker-text">Something went wrong',
+        chat,
     )
     assert 'aria-label="Retry turn 1"' in chat
 
@@ -184,15 +185,23 @@ async def test_a_turn_without_an_answer_says_so_in_its_bubble(owner, thread, scr
 async def test_failed_and_skipped_steps_are_marked_in_the_trace(owner, thread, script, async_client):
     from workspace.services import preferences as preference_services
 
-    await database_sync_to_async(preference_services.preference_add)(thread=thread, title="Locked rule", kind="hard", respect_lock=False)
+    await database_sync_to_async(preference_services.preference_add)(
+        thread=thread, title="Locked rule", kind="hard", respect_lock=False
+    )
     await database_sync_to_async(lambda: thread.preferences.update(locked=True))()
-    await database_sync_to_async(preference_services.preference_add)(thread=thread, title="Open rule", kind="soft", respect_lock=False)
+    await database_sync_to_async(preference_services.preference_add)(
+        thread=thread, title="Open rule", kind="soft", respect_lock=False
+    )
     script(
         Reply(
             tool_calls=[
                 tool_call("chart_generator", "Drawing a chart with no data.", chart_type="bar", title="Empty", data=[]),
                 tool_call("remove_preferences", "Removing the rule you asked me to drop.", indices=[1]),
-                tool_call("update_preferences", "Rewording both rules.", updates=[{"index": 1, "title": "x"}, {"index": 2, "title": "y"}]),
+                tool_call(
+                    "update_preferences",
+                    "Rewording both rules.",
+                    updates=[{"index": 1, "title": "x"}, {"index": 2, "title": "y"}],
+                ),
                 tool_call("set_objective", "Writing down the goal.", text="Goal"),
             ]
         ),
@@ -202,6 +211,12 @@ async def test_failed_and_skipped_steps_are_marked_in_the_trace(owner, thread, s
     [turn] = (await _context(thread, owner))["turns"]
     assert [step["status"] for step in turn["steps"]] == ["failed", "failed", "skipped", "done"]
     chat = _chat_panel(await _page(async_client, owner, thread))
-    assert re.search(r'<li id="turn-1-step-1" class="reasoning-step is-failed">Drawing a chart with no data. <span class="step-status">Failed</span>', chat)
-    assert re.search(r'<li id="turn-1-step-3" class="reasoning-step is-skipped">Rewording both rules. <span class="step-status">Skipped in part</span>', chat)
+    assert re.search(
+        r'<li id="turn-1-step-1" class="reasoning-step is-failed">Drawing a chart with no data. <span class="step-status">Failed</span>',
+        chat,
+    )
+    assert re.search(
+        r'<li id="turn-1-step-3" class="reasoning-step is-skipped">Rewording both rules. <span class="step-status">Skipped in part</span>',
+        chat,
+    )
     assert re.search(r'<li id="turn-1-step-4" class="reasoning-step">Writing down the goal.</li>', chat)

@@ -21,8 +21,14 @@ TOOL_NAMES = ("add_preferences", "add_todos", "chart_generator")
 CHART_SCRIPT = [
     Reply(
         tool_calls=[
-            tool_call("add_preferences", "Noting that you want British English.", items=[{"title": "British English", "kind": "hard"}]),
-            tool_call("add_todos", "Laying out the two steps of the comparison.", steps=[{"text": "Collect Q1 and Q2 figures", "depth": 0}, {"text": "Draw the chart", "depth": 0}]),
+            tool_call(
+                "add_preferences", "Noting that you want British English.", items=[{"title": "British English", "kind": "hard"}]
+            ),
+            tool_call(
+                "add_todos",
+                "Laying out the two steps of the comparison.",
+                steps=[{"text": "Collect Q1 and Q2 figures", "depth": 0}, {"text": "Draw the chart", "depth": 0}],
+            ),
         ]
     ),
     Reply(
@@ -114,7 +120,11 @@ async def test_full_turn_streams_fragments_in_order_and_stores_the_turn(owner, t
 
 
 def is_last_frame_the_end(frames):
-    return 'data-state="idle"' in frames[-1] and 'id="chat-send"' in frames[-1] and "disabled" not in frames[-1].split('id="chat-send"')[1].split(">")[0]
+    return (
+        'data-state="idle"' in frames[-1]
+        and 'id="chat-send"' in frames[-1]
+        and "disabled" not in frames[-1].split('id="chat-send"')[1].split(">")[0]
+    )
 
 
 async def test_no_fragment_shows_tool_names_arguments_or_results(owner, thread, script, sockets):
@@ -253,8 +263,22 @@ async def test_a_second_message_while_a_turn_runs_is_refused_and_not_stored(owne
         ('{"message": ' + "[" * 5_000 + "]" * 5_000 + "}", "could not be read"),
         (json.dumps({"message": [[["deep"]]], "model": {"a": 1}}), "Message must be text."),
     ],
-    ids=["empty", "whitespace", "not-text", "too-long", "nul-character", "unknown-model", "malformed-json", "not-an-object",
-         "unknown-action", "lone-surrogate", "lone-surrogate-echoed", "nested-array", "nested-message", "wrong-types"],
+    ids=[
+        "empty",
+        "whitespace",
+        "not-text",
+        "too-long",
+        "nul-character",
+        "unknown-model",
+        "malformed-json",
+        "not-an-object",
+        "unknown-action",
+        "lone-surrogate",
+        "lone-surrogate-echoed",
+        "nested-array",
+        "nested-message",
+        "wrong-types",
+    ],
 )
 async def test_bad_input_gets_a_clear_error_and_nothing_is_stored(owner, thread, script, sockets, settings, payload, expected):
     settings.HAICO_MESSAGE_MAX_CHARS = 50
@@ -300,9 +324,7 @@ async def test_a_catalogue_model_offered_to_you_runs_your_turn_at_its_provider(o
     assert (choice.key, choice.model, choice.provider_name) == (lab_models["private"], "lab-private", "Lab")
 
 
-async def test_a_model_not_offered_to_you_is_refused_on_the_socket_and_nothing_is_stored(
-    other_user, script, sockets, lab_models
-):
+async def test_a_model_not_offered_to_you_is_refused_on_the_socket_and_nothing_is_stored(other_user, script, sockets, lab_models):
     """The page offers it only to whom it is offered; a hand-made frame
     naming it is refused like an unknown model."""
     theirs = await database_sync_to_async(Thread.objects.create)(owner=other_user, title="Theirs")
@@ -370,7 +392,7 @@ async def test_stop_keeps_the_partial_answer_and_the_next_turn_has_a_valid_histo
     )
     socket = await sockets(thread.pk, owner)
     await socket.send_to(text_data=_send("write slowly"))
-    await frame_containing(socket, 'beta</div>')
+    await frame_containing(socket, "beta</div>")
 
     await socket.send_json_to({"action": "stop", "HEADERS": {}})
     frames = await frames_until_turn_end(socket)
@@ -453,9 +475,13 @@ async def test_retry_runs_a_failed_turns_message_again_as_the_next_turn(owner, t
 
     from conversations.models import Turn
 
-    rows = await database_sync_to_async(lambda: list(Turn.objects.filter(thread=thread).values_list("index", "user_message", "status", "retry_of")))()
+    rows = await database_sync_to_async(
+        lambda: list(Turn.objects.filter(thread=thread).values_list("index", "user_message", "status", "retry_of"))
+    )()
     assert rows == [(1, "Summarise the notes", "failed", None), (2, "Summarise the notes", "complete", 1)]
-    snapshots = await database_sync_to_async(lambda: list(WorkspaceSnapshot.objects.filter(thread=thread).values_list("turn_index", "user_message")))()
+    snapshots = await database_sync_to_async(
+        lambda: list(WorkspaceSnapshot.objects.filter(thread=thread).values_list("turn_index", "user_message"))
+    )()
     assert snapshots == [(1, "Summarise the notes"), (2, "Summarise the notes")]
 
 
@@ -504,14 +530,19 @@ async def test_a_page_reconnecting_after_its_server_died_learns_how_the_turn_end
 
 async def test_a_failed_step_is_marked_in_the_live_trace(owner, thread, script, sockets):
     script(
-        Reply(tool_calls=[tool_call("chart_generator", "Drawing a chart with no data.", chart_type="bar", title="Empty", data=[])]),
+        Reply(
+            tool_calls=[tool_call("chart_generator", "Drawing a chart with no data.", chart_type="bar", title="Empty", data=[])]
+        ),
         Reply(text="The chart needs data."),
     )
     socket = await sockets(thread.pk, owner)
     await socket.send_to(text_data=_send("chart it"))
     frames = await frames_until_turn_end(socket)
     marked = frames[_index(frames, 'class="reasoning-step is-failed"')]
-    assert re.search(r'<li id="turn-1-step-1" class="reasoning-step is-failed" hx-swap-oob="true">Drawing a chart with no data. <span class="step-status">Failed</span></li>', marked)
+    assert re.search(
+        r'<li id="turn-1-step-1" class="reasoning-step is-failed" hx-swap-oob="true">Drawing a chart with no data. <span class="step-status">Failed</span></li>',
+        marked,
+    )
     # The closing fragment keeps the mark.
     assert "is-failed" in frames[-1]
 
@@ -520,8 +551,9 @@ async def test_a_failed_step_is_marked_in_the_live_trace(owner, thread, script, 
 
 
 def _continue(message, thread_id, turn):
-    return json.dumps({"message": message, "continue_thread": str(thread_id), "continue_turn": str(turn),
-                       "HEADERS": {"HX-Request": "true"}})
+    return json.dumps(
+        {"message": message, "continue_thread": str(thread_id), "continue_turn": str(turn), "HEADERS": {"HX-Request": "true"}}
+    )
 
 
 async def test_a_message_sent_from_a_turns_preview_branches_there_and_runs_in_the_branch(owner, thread, script, sockets):
@@ -543,14 +575,18 @@ async def test_a_message_sent_from_a_turns_preview_branches_there_and_runs_in_th
     branch = await database_sync_to_async(Thread.objects.get)(pk=url.group(1))
     await registry.wait_for_turn(branch.pk)
 
-    link = await database_sync_to_async(lambda: BranchLink.objects.values_list("parent_id", "branch_point_turn", "status").get(thread=branch))()
+    link = await database_sync_to_async(
+        lambda: BranchLink.objects.values_list("parent_id", "branch_point_turn", "status").get(thread=branch)
+    )()
     assert link == (thread.pk, 1, BranchLink.Status.ACTIVE)
     after_branch = await _db(branch)
     assert after_branch["turn_index"] == 2 and after_branch["snapshots"] == [(2, "a new direction")]
     assert await _db(thread) == before  # the source is as it was
 
 
-async def test_continuing_from_a_turn_that_is_not_yours_is_refused_and_nothing_is_made(owner, other_user, thread, script, sockets):
+async def test_continuing_from_a_turn_that_is_not_yours_is_refused_and_nothing_is_made(
+    owner, other_user, thread, script, sockets
+):
     from conversations.turns import guard
 
     script(Reply(text="never"))
@@ -568,8 +604,17 @@ async def test_continuing_from_a_turn_that_is_not_yours_is_refused_and_nothing_i
 
 # --- the agent's mode (docs/adr/0018) -------------------------------------------------
 
-PLAN_TOOLS = {"set_objective", "add_todos", "toggle_todos", "update_todos", "remove_todos", "list_todos",
-              "list_preferences", "list_artifacts", "get_artifact"}
+PLAN_TOOLS = {
+    "set_objective",
+    "add_todos",
+    "toggle_todos",
+    "update_todos",
+    "remove_todos",
+    "list_todos",
+    "list_preferences",
+    "list_artifacts",
+    "get_artifact",
+}
 
 
 def _send_in_mode(message, mode):
@@ -667,9 +712,7 @@ async def test_a_selection_sent_with_the_message_is_shown_to_every_model_call_of
         Reply(text="Tightened."),
     )
     socket = await sockets(thread.pk, owner)
-    await socket.send_to(text_data=_send_selection(
-        "Make this shorter", {"start": start, "end": start + len(text), "text": text}
-    ))
+    await socket.send_to(text_data=_send_selection("Make this shorter", {"start": start, "end": start + len(text), "text": text}))
     frames = await frames_until_turn_end(socket)
 
     prompts = _system_prompts(model)
@@ -736,7 +779,12 @@ async def test_a_selection_moved_by_an_edit_before_it_is_found_again_and_a_rewri
 
 
 async def test_one_person_opens_at_most_the_limit_of_pages_and_a_closed_one_frees_its_place(
-    owner, other_user, thread, script, sockets, settings,
+    owner,
+    other_user,
+    thread,
+    script,
+    sockets,
+    settings,
 ):
     settings.HAICO_MAX_OPEN_PAGES = 3
     opened = [await sockets(thread.pk, owner) for _ in range(3)]

@@ -76,7 +76,7 @@ async def test_fragments_queued_together_go_out_as_one_message_in_order(thread):
     while True:
         try:
             rest.append(await asyncio.wait_for(layer.receive(listener), 0.2))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             break
     messages = [first, *rest]
     assert "".join(m["html"] for m in messages) == "".join(f"<i>{n}</i>" for n in range(5))
@@ -210,7 +210,9 @@ async def test_feedback_left_or_removed_in_one_tab_updates_the_count_in_the_othe
     for _ in range(2):
         html = await second_tab.receive_from(timeout=3)
         # The closed control, put in place only where the region is closed (an open one keeps its form).
-        assert html.startswith('<div hx-swap-oob="beforeend:#live-inbox"><template data-live-patch="swap" data-unless=".is-open">')
+        assert html.startswith(
+            '<div hx-swap-oob="beforeend:#live-inbox"><template data-live-patch="swap" data-unless=".is-open">'
+        )
         assert f'<div id="turn-{turn}-feedback" class="turn-feedback">' in html
         counts.append(html.split("</span>", 1)[1].split("</button>", 1)[0].strip())
     assert counts == ["(1 left)", "(2 left)"]
@@ -226,6 +228,8 @@ async def test_feedback_left_or_removed_in_one_tab_updates_the_count_in_the_othe
     )
     assert await second_tab.receive_nothing(timeout=0.3)
     assert await their_tab.receive_nothing(timeout=0.1)
+
+
 # --- no message larger than a page or the layer takes (docs/adr/0043) ---------
 
 
@@ -234,7 +238,7 @@ async def _messages_of(layer, listener, quiet: float = 0.3) -> list[dict]:
     while True:
         try:
             messages.append(await asyncio.wait_for(layer.receive(listener), quiet))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return messages
 
 

@@ -30,7 +30,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 WHY = "Doing what you asked for."
 TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 INITIALIZE = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}},
 }
 # What a streamable HTTP client sends with every POST.
@@ -46,9 +48,7 @@ async def mcp_endpoint():
 def _http(headers=None) -> httpx2.AsyncClient:
     from haico_site.asgi import application
 
-    return httpx2.AsyncClient(
-        transport=httpx2.ASGITransport(app=application), headers=headers or {}, base_url="http://localhost"
-    )
+    return httpx2.AsyncClient(transport=httpx2.ASGITransport(app=application), headers=headers or {}, base_url="http://localhost")
 
 
 def _client(secret: str | None, headers=None) -> Client:
@@ -184,8 +184,14 @@ async def test_annotations_reach_the_sdk_client(thread, owner, mcp_endpoint):
     for name in reads:
         assert tools[name].annotations.read_only_hint is True, name
     destructive = {
-        "update_document", "replace_in_document", "set_objective", "toggle_todos", "update_todos", "remove_todos",
-        "update_preferences", "remove_preferences",
+        "update_document",
+        "replace_in_document",
+        "set_objective",
+        "toggle_todos",
+        "update_todos",
+        "remove_todos",
+        "update_preferences",
+        "remove_preferences",
     }
     only_adding = {"append_to_document", "insert_in_document", "add_todos", "add_preferences", "chart_generator", "data_table"}
     assert set(tools) == reads | destructive | only_adding
@@ -204,9 +210,16 @@ def test_base_version_as_text_is_told_to_be_a_whole_number(thread, owner):
     token = token_create(user=owner, name="laptop")[0]
     document_save(thread=thread, title="Notes", content="Intro.\n")
     for value, shown in (("5", '"5"'), (1.5, "1.5"), (True, "true"), (-1, "-1"), (None, "null")):
-        result = call_tool(token, "update_document", {
-            THREAD_FIELD: str(thread.pk), BASE_FIELD: value, "action_and_reasoning": WHY, "content": "New.\n",
-        })
+        result = call_tool(
+            token,
+            "update_document",
+            {
+                THREAD_FIELD: str(thread.pk),
+                BASE_FIELD: value,
+                "action_and_reasoning": WHY,
+                "content": "New.\n",
+            },
+        )
         message = json.loads(result.text)["error"]
         assert result.is_error and "base_version must be a whole number" in message, value
         assert f"got {shown}" in message and "is required" not in message
@@ -223,7 +236,7 @@ def test_emptying_or_removing_most_of_the_document_needs_allow_removal(thread, o
     document_save(thread=thread, title="Notes", content=LONG)
     base = document_for(thread=thread).version
     call = {THREAD_FIELD: str(thread.pk), BASE_FIELD: base, "action_and_reasoning": WHY}
-    short = LONG[:len(LONG) // 3]
+    short = LONG[: len(LONG) // 3]
     attempts = [
         ("update_document", {"content": ""}, "this call would empty the document"),
         ("update_document", {"content": "  \n"}, "would empty the document"),
@@ -241,9 +254,16 @@ def test_emptying_or_removing_most_of_the_document_needs_allow_removal(thread, o
     small = call_tool(token, "update_document", {**call, "content": LONG.replace("survey", "census", 1)})
     assert not small.is_error
 
-    confirmed = call_tool(token, "update_document", {
-        **call, BASE_FIELD: document_for(thread=thread).version, "content": "", REMOVAL_FIELD: True,
-    })
+    confirmed = call_tool(
+        token,
+        "update_document",
+        {
+            **call,
+            BASE_FIELD: document_for(thread=thread).version,
+            "content": "",
+            REMOVAL_FIELD: True,
+        },
+    )
     assert not confirmed.is_error
     assert document_for(thread=thread).content == ""
     entry = ActivityLogEntry.objects.filter(level=ActivityLogEntry.Level.WARNING).get()
@@ -280,8 +300,9 @@ async def test_mcp_edits_are_the_persons_through_their_token_everywhere(thread, 
             assert not result.is_error, result.content[0].text
 
     def check():
-        revisions = list(DocumentRevision.objects.filter(document__thread=thread).order_by("version")
-                         .values_list("author", "token_name"))
+        revisions = list(
+            DocumentRevision.objects.filter(document__thread=thread).order_by("version").values_list("author", "token_name")
+        )
         assert revisions == [("person", ""), ("mcp", "laptop"), ("mcp", "laptop")]
         assert list(ObjectiveRevision.objects.filter(thread=thread).values_list("author", "token_name")) == [("mcp", "laptop")]
         # History says who; no agent turn is named, and the review of agent turns has nothing.
@@ -305,8 +326,10 @@ async def test_mcp_edits_are_the_persons_through_their_token_everywhere(thread, 
         assert [(r["author"], r["token"]) for r in archive["workspace"]["document"]["revisions"]] == revisions
         assert [(r["author"], r["token"]) for r in archive["workspace"]["objective_history"]] == [("mcp", "laptop")]
         copy = import_archive(raw=archive_bytes(thread), owner=owner)
-        assert list(DocumentRevision.objects.filter(document__thread=copy).order_by("version")
-                    .values_list("author", "token_name")) == revisions
+        assert (
+            list(DocumentRevision.objects.filter(document__thread=copy).order_by("version").values_list("author", "token_name"))
+            == revisions
+        )
         assert document_history(thread=copy).versions[0].author_label == "You, through MCP (token “laptop”)"
 
     await sync_to_async(check)()

@@ -72,9 +72,15 @@ async def test_the_tool_list_is_what_the_in_app_model_is_sent(thread, settings, 
 
 
 def test_a_preference_added_through_mcp_is_in_the_thread_and_the_activity_log(thread, token):
-    result = call_tool(token, "add_preferences", {
-        THREAD_FIELD: str(thread.pk), "action_and_reasoning": WHY, "items": [{"title": "British English", "kind": "hard"}],
-    })
+    result = call_tool(
+        token,
+        "add_preferences",
+        {
+            THREAD_FIELD: str(thread.pk),
+            "action_and_reasoning": WHY,
+            "items": [{"title": "British English", "kind": "hard"}],
+        },
+    )
     assert not result.is_error and _envelope(result)["success"]
     assert list(Preference.objects.filter(thread=thread).values_list("title", "kind")) == [("British English", "hard")]
     entry = ActivityLogEntry.objects.get(thread=thread)
@@ -84,9 +90,15 @@ def test_a_preference_added_through_mcp_is_in_the_thread_and_the_activity_log(th
 def test_another_persons_thread_does_not_exist_for_the_token(thread, other_user):
     theirs = token_create(user=other_user, name="Theirs")[0]
     for name in ("get_workspace", "add_preferences"):
-        result = call_tool(theirs, name, {
-            THREAD_FIELD: str(thread.pk), "action_and_reasoning": WHY, "items": [{"title": "x", "kind": "soft"}],
-        })
+        result = call_tool(
+            theirs,
+            name,
+            {
+                THREAD_FIELD: str(thread.pk),
+                "action_and_reasoning": WHY,
+                "items": [{"title": "x", "kind": "soft"}],
+            },
+        )
         assert result.is_error and "No such thread among yours" in _envelope(result)["error"]
     assert not Preference.objects.filter(thread=thread).exists()
     listed = _envelope(call_tool(theirs, "list_threads", {}))
@@ -108,11 +120,22 @@ def test_update_document_needs_the_version_read_and_merges_what_changed_since(th
     # The person edits the end after the client read the document.
     document_save(thread=thread, content="Intro.\n\nMiddle.\n\nEnd, by the person.\n", base_version=1, author="person")
 
-    refused = call_tool(token, "update_document", {THREAD_FIELD: str(thread.pk), "action_and_reasoning": WHY,
-                                                   "content": "Intro, by MCP.\n\nMiddle.\n\nEnd.\n"})
+    refused = call_tool(
+        token,
+        "update_document",
+        {THREAD_FIELD: str(thread.pk), "action_and_reasoning": WHY, "content": "Intro, by MCP.\n\nMiddle.\n\nEnd.\n"},
+    )
     assert refused.is_error and "base_version is required" in _envelope(refused)["error"]
-    merged = call_tool(token, "update_document", {THREAD_FIELD: str(thread.pk), BASE_FIELD: 1, "action_and_reasoning": WHY,
-                                                  "content": "Intro, by MCP.\n\nMiddle.\n\nEnd.\n"})
+    merged = call_tool(
+        token,
+        "update_document",
+        {
+            THREAD_FIELD: str(thread.pk),
+            BASE_FIELD: 1,
+            "action_and_reasoning": WHY,
+            "content": "Intro, by MCP.\n\nMiddle.\n\nEnd.\n",
+        },
+    )
     assert not merged.is_error
     assert document_for(thread=thread).content == "Intro, by MCP.\n\nMiddle.\n\nEnd, by the person.\n"
 
@@ -153,9 +176,14 @@ async def test_the_sdk_client_lists_tools_and_adds_a_preference_over_http(thread
         assert {t.name for t in tools.tools} == {t.name for t in mcp_tools()}
         threads = json.loads((await client.call_tool("list_threads", {})).content[0].text)
         assert [t["id"] for t in threads["threads"]] == [str(thread.pk)]
-        result = await client.call_tool("add_preferences", {
-            THREAD_FIELD: str(thread.pk), "action_and_reasoning": WHY, "items": [{"title": "Short answers", "kind": "soft"}],
-        })
+        result = await client.call_tool(
+            "add_preferences",
+            {
+                THREAD_FIELD: str(thread.pk),
+                "action_and_reasoning": WHY,
+                "items": [{"title": "Short answers", "kind": "soft"}],
+            },
+        )
         assert not result.is_error
     titles = await sync_to_async(lambda: list(Preference.objects.filter(thread=thread).values_list("title", flat=True)))()
     assert titles == ["Short answers"]
@@ -182,8 +210,9 @@ async def test_requests_with_wrong_tokens_from_one_address_are_limited(thread, o
     from haico_site.asgi import application
 
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=application, client=("10.0.0.5", 1234)),
-                                  base_url="http://localhost") as http:
+    async with httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=application, client=("10.0.0.5", 1234)), base_url="http://localhost"
+    ) as http:
         for n in range(5):
             wrong = await http.post("/mcp", json=body, headers={"Authorization": f"Bearer haico_guess{n}"})
             assert wrong.status_code == 401
@@ -194,6 +223,8 @@ async def test_requests_with_wrong_tokens_from_one_address_are_limited(thread, o
     # Another address, with its right token, is answered.
     async with _client(secret) as client:
         assert (await client.list_tools()).tools
+
+
 # --- read-only tokens and expiry (docs/adr/0026) ---------------------------------------------
 
 
@@ -214,10 +245,18 @@ async def test_a_read_only_token_lists_and_reads_and_every_write_is_refused(thre
         writes = sorted(tools - {name for name in tools if is_read_tool(name)})
         assert {"add_preferences", "update_document", "set_objective", "remove_preferences"} <= set(writes)
         for name in writes:
-            refused = await client.call_tool(name, {
-                THREAD_FIELD: str(thread.pk), BASE_FIELD: 1, "action_and_reasoning": WHY, "text": "x",
-                "items": [{"title": "Sneaked in", "kind": "soft"}], "content": "overwritten", "indices": [1],
-            })
+            refused = await client.call_tool(
+                name,
+                {
+                    THREAD_FIELD: str(thread.pk),
+                    BASE_FIELD: 1,
+                    "action_and_reasoning": WHY,
+                    "text": "x",
+                    "items": [{"title": "Sneaked in", "kind": "soft"}],
+                    "content": "overwritten",
+                    "indices": [1],
+                },
+            )
             assert refused.is_error, name
             assert _envelope(refused.content[0])["error"].startswith("This token is read-only"), name
     assert await sync_to_async(database_rows)() == {**before, **await sync_to_async(_token_rows)()}

@@ -43,8 +43,14 @@ def model_server(settings, monkeypatch):
 
 
 def _used(user, tokens, *, when=None):
-    ModelUsage.objects.create(user=user, provider_name="environment", model="scripted", input_tokens=tokens,
-                              output_tokens=0, created_at=when or timezone.now())
+    ModelUsage.objects.create(
+        user=user,
+        provider_name="environment",
+        model="scripted",
+        input_tokens=tokens,
+        output_tokens=0,
+        created_at=when or timezone.now(),
+    )
 
 
 def _send(text):
@@ -74,7 +80,9 @@ async def test_a_turn_over_the_daily_limit_is_refused_naming_the_limit_and_the_r
     await socket.send_to(text_data=_send("Draft the introduction"))
     html = await socket.receive_from(timeout=5)
     assert 'id="chat-notice"' in html
-    match = re.search(r"You have used your 100 000 tokens for today; the limit resets at 00:00 UTC \(in (\d+) h (\d+) min\)\.", html)
+    match = re.search(
+        r"You have used your 100 000 tokens for today; the limit resets at 00:00 UTC \(in (\d+) h (\d+) min\)\.", html
+    )
     if match is None:  # within the last hour of the day
         match = re.search(r"You have used your 100 000 tokens for today; the limit resets at 00:00 UTC \(in (\d+) min\)\.", html)
     assert match, html
@@ -153,12 +161,16 @@ async def test_a_turn_crossing_the_limit_finishes_its_model_call_and_ends_with_a
 ):
     settings.HAICO_DAILY_TOKEN_LIMIT = 1_000
     await sync_to_async(_used)(owner, 200)
-    model_server.script([
-        # 700 + 150 + 200 used before: 1 050, over the limit once this call is done.
-        Reply(tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship the report")],
-              usage={"prompt_tokens": 700, "completion_tokens": 150}),
-        Reply(text="must not be asked for"),
-    ])
+    model_server.script(
+        [
+            # 700 + 150 + 200 used before: 1 050, over the limit once this call is done.
+            Reply(
+                tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship the report")],
+                usage={"prompt_tokens": 700, "completion_tokens": 150},
+            ),
+            Reply(text="must not be asked for"),
+        ]
+    )
     socket = await sockets(thread.pk, owner)
     await socket.send_to(text_data=_send("Set the goal and write the report"))
     html = "".join(await frames_until_turn_end(socket, timeout=20))
@@ -176,7 +188,9 @@ async def test_a_turn_crossing_the_limit_finishes_its_model_call_and_ends_with_a
     assert "I stopped here: You have used your 1 000 tokens for today" in html and TOKEN_LIMIT in html
     entry = await sync_to_async(ActivityLogEntry.objects.get)(thread=thread, kind=ActivityLogEntry.Kind.CAP_REACHED)
     assert entry.message.startswith("The turn stopped at your token limit: You have used your 1 000 tokens for today")
-    rows = await sync_to_async(lambda: list(ModelUsage.objects.filter(thread=thread).values_list("input_tokens", "output_tokens")))()
+    rows = await sync_to_async(
+        lambda: list(ModelUsage.objects.filter(thread=thread).values_list("input_tokens", "output_tokens"))
+    )()
     assert rows == [(700, 150)]
     # The page after a reload says the same.
     page = await sync_to_async(_page)(owner, thread)
@@ -197,11 +211,15 @@ def _page(user, thread):
 
 async def test_a_turn_under_the_limit_runs_every_call(owner, thread, model_server, sockets, settings):
     settings.HAICO_DAILY_TOKEN_LIMIT = 10_000
-    model_server.script([
-        Reply(tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship it")],
-              usage={"prompt_tokens": 700, "completion_tokens": 150}),
-        Reply(text="Done.", usage={"prompt_tokens": 800, "completion_tokens": 5}),
-    ])
+    model_server.script(
+        [
+            Reply(
+                tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship it")],
+                usage={"prompt_tokens": 700, "completion_tokens": 150},
+            ),
+            Reply(text="Done.", usage={"prompt_tokens": 800, "completion_tokens": 5}),
+        ]
+    )
     socket = await sockets(thread.pk, owner)
     await socket.send_to(text_data=_send("Set the goal"))
     html = "".join(await frames_until_turn_end(socket, timeout=20))

@@ -16,10 +16,20 @@ from conversations.ratelimit import Rate, parse_rate
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("text, rate", [
-    ("10/hour", Rate(10, 3600)), ("5/15min", Rate(5, 900)), ("3/d", Rate(3, 86400)), ("20/minute", Rate(20, 60)),
-    (" 7 / 30s ", Rate(7, 30)), ("2/hours", Rate(2, 3600)), ("off", None), ("", None), ("0/hour", None),
-])
+@pytest.mark.parametrize(
+    "text, rate",
+    [
+        ("10/hour", Rate(10, 3600)),
+        ("5/15min", Rate(5, 900)),
+        ("3/d", Rate(3, 86400)),
+        ("20/minute", Rate(20, 60)),
+        (" 7 / 30s ", Rate(7, 30)),
+        ("2/hours", Rate(2, 3600)),
+        ("off", None),
+        ("", None),
+        ("0/hour", None),
+    ],
+)
 def test_rates_read_as_people_write_them(text, rate):
     assert parse_rate(text) == rate
 
@@ -35,9 +45,18 @@ def test_a_rate_that_is_not_one_is_refused_and_the_check_says_which(text, settin
     assert error.msg.startswith("HAICO_RATE_SIGNUP: not a rate")
 
 
-@pytest.mark.parametrize("seconds, text", [
-    (0.2, "1 second"), (45, "45 seconds"), (60, "1 minute"), (61, "2 minutes"), (3599, "60 minutes"), (3600, "1 hour"), (7200, "2 hours"),
-])
+@pytest.mark.parametrize(
+    "seconds, text",
+    [
+        (0.2, "1 second"),
+        (45, "45 seconds"),
+        (60, "1 minute"),
+        (61, "2 minutes"),
+        (3599, "60 minutes"),
+        (3600, "1 hour"),
+        (7200, "2 hours"),
+    ],
+)
 def test_waits_are_said_rounded_up(seconds, text):
     assert ratelimit.duration_text(seconds) == text
 
@@ -67,13 +86,16 @@ def test_a_cache_that_cannot_be_reached_limits_nobody(monkeypatch, caplog):
     assert "could not reach the cache" in caplog.text
 
 
-@pytest.mark.parametrize("raw, counted_as", [
-    ("203.0.113.7", "203.0.113.7"),
-    ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
-    ("2001:db8:1:2:ffff::1", "2001:db8:1:2::/64"),  # the same household
-    ("::ffff:203.0.113.7", "203.0.113.7"),
-    ("", "unknown"),
-])
+@pytest.mark.parametrize(
+    "raw, counted_as",
+    [
+        ("203.0.113.7", "203.0.113.7"),
+        ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+        ("2001:db8:1:2:ffff::1", "2001:db8:1:2::/64"),  # the same household
+        ("::ffff:203.0.113.7", "203.0.113.7"),
+        ("", "unknown"),
+    ],
+)
 def test_an_address_counts_as_itself_and_ipv6_as_its_64(raw, counted_as):
     assert ratelimit.address_of(SimpleNamespace(META={"REMOTE_ADDR": raw})) == counted_as
     assert ratelimit.address_of({"client": (raw, 5555)}) == counted_as
@@ -99,8 +121,9 @@ def test_open_pages_count_in_two_windows_and_a_dead_servers_drop_out(monkeypatch
 def test_counts_are_shared_by_server_processes_through_redis(redis_url, settings):
     """Another process (as another server would) uses up an address's
     sign-ups; this one, on the same Redis, refuses the next."""
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_url,
-                                   "KEY_PREFIX": "haico"}}
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_url, "KEY_PREFIX": "haico"}
+    }
     from django.core.cache import caches
 
     caches["default"].clear()
@@ -110,8 +133,12 @@ def test_counts_are_shared_by_server_processes_through_redis(redis_url, settings
         "from conversations import ratelimit\n"
         "print([ratelimit.hit('signup', '198.51.100.9', ratelimit.parse_rate('3/hour')) for _ in range(3)])\n"
     )
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("HAICO_")}, "REDIS_URL": redis_url,
-           "DJANGO_SETTINGS_MODULE": "haico_site.settings", "PYTHONPATH": str(ROOT)}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("HAICO_")},
+        "REDIS_URL": redis_url,
+        "DJANGO_SETTINGS_MODULE": "haico_site.settings",
+        "PYTHONPATH": str(ROOT),
+    }
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "[None, None, None]", done.stderr[-2000:]
     try:

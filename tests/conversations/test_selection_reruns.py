@@ -109,9 +109,7 @@ async def _branch_of(source) -> Thread:
 
 
 @pytest.mark.parametrize("action, data", [("regenerate", {}), ("edit", {"message": "Make it a single sentence"})])
-async def test_regenerate_and_edit_send_the_selection_in_the_branch(
-    owner, thread, script, sockets, async_client, action, data
-):
+async def test_regenerate_and_edit_send_the_selection_in_the_branch(owner, thread, script, sockets, async_client, action, data):
     model = await _answered_turn_about_the_selection(thread, owner, script, sockets)
     await async_client.aforce_login(owner)
     response = await async_client.post(f"/threads/{thread.pk}/turns/1/{action}/", data, headers={"HX-Request": "true"})
@@ -169,7 +167,5 @@ async def test_continue_from_here_sends_the_selection_checked_against_the_branch
     await socket.send_to(text_data=_continue("and this", thread.pk, 1, moved))
     frames = await frame_containing(socket, 'data-live-patch="navigate"')
     assert re.search(r'data-url="/threads/[0-9a-f-]+/workspace/\?note=selection-dropped"', frames[-1])
-    await registry.wait_for_turn(
-        (await BranchLink.objects.exclude(thread=first).aget(parent=thread)).thread_id
-    )
+    await registry.wait_for_turn((await BranchLink.objects.exclude(thread=first).aget(parent=thread)).thread_id)
     assert "</selection>" not in _prompts(model)[-1]

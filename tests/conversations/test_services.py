@@ -32,7 +32,12 @@ def test_thread_create_defaults_and_cleans_the_title(owner):
 
 @pytest.mark.parametrize(
     "title, message",
-    [("", "Title cannot be empty."), ("   ", "Title cannot be empty."), (None, "Title must be text."), ("x" * 201, "Title is too long")],
+    [
+        ("", "Title cannot be empty."),
+        ("   ", "Title cannot be empty."),
+        (None, "Title must be text."),
+        ("x" * 201, "Title is too long"),
+    ],
 )
 def test_thread_create_refuses_bad_titles(owner, title, message):
     with pytest.raises(InvalidInput) as exc:
@@ -105,7 +110,11 @@ def test_feedback_leave_stores_a_rating_for_a_turn(two_turns, owner):
     )
     stored = Feedback.objects.get(pk=feedback.pk)
     assert (stored.turn_index, stored.rating, stored.scope, stored.aspect, stored.comment) == (
-        2, 5, "turn", "correctness", "spot on"
+        2,
+        5,
+        "turn",
+        "correctness",
+        "spot on",
     )
     services.feedback_leave(thread=two_turns, user=owner, turn_index=1, rating=1, scope="plan", aspect="tone")
     assert Feedback.objects.count() == 2
@@ -117,7 +126,8 @@ def test_feedback_left_again_on_the_same_subject_changes_the_entry(two_turns, ow
     other_aspect = services.feedback_leave(thread=two_turns, user=owner, turn_index=1, rating=3, aspect="correctness")
     assert again.pk == first.pk != other_aspect.pk
     assert list(Feedback.objects.order_by("pk").values_list("aspect", "rating", "comment")) == [
-        ("tone", 4, "better"), ("correctness", 3, ""),
+        ("tone", 4, "better"),
+        ("correctness", 3, ""),
     ]
 
 
@@ -197,7 +207,11 @@ def test_feedback_update_changes_the_entry_on_its_turn(two_turns, owner):
     services.feedback_update(feedback=feedback, rating=5, scope="document", aspect="correctness", comment="on reflection, right")
     stored = Feedback.objects.get(pk=feedback.pk)
     assert (stored.turn_index, stored.scope, stored.aspect, stored.rating, stored.comment) == (
-        2, "document", "correctness", 5, "on reflection, right"
+        2,
+        "document",
+        "correctness",
+        5,
+        "on reflection, right",
     )
 
 

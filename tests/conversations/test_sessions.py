@@ -10,11 +10,10 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-from conversations.sessions import SessionStore
 from django.contrib.sessions.models import Session
 from django.test import Client
 
-from conversations.sessions import session_signs_in
+from conversations.sessions import SessionStore, session_signs_in
 from tests.conftest import PASSWORD
 from tests.support.fake_model import Reply
 from workspace.models import WorkspaceSnapshot
@@ -114,7 +113,9 @@ async def test_logging_out_in_the_admin_closes_the_sessions_sockets_too(staff, t
     await _ended(tab)
 
 
-async def test_a_password_change_ends_other_sessions_sockets_at_their_next_message_and_keeps_its_own(owner, thread, script, session_sockets):
+async def test_a_password_change_ends_other_sessions_sockets_at_their_next_message_and_keeps_its_own(
+    owner, thread, script, session_sockets
+):
     script(Reply(text="must not run"))
     stale, changing = await _log_in(owner), await _log_in(owner)
     stale_tab = await session_sockets(thread, stale)

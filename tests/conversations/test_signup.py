@@ -62,10 +62,19 @@ def test_closed_sign_up_says_so_and_creates_nothing(client, settings):
 def test_staff_still_make_accounts_in_the_admin_when_sign_up_is_closed(client, settings, staff):
     settings.HAICO_SIGNUP = "closed"
     client.force_login(staff)
-    response = client.post("/admin/auth/user/add/", {
-        "username": "colleague", "password1": PASSWORD, "password2": PASSWORD, "usable_password": "true",
-        "account-TOTAL_FORMS": "0", "account-INITIAL_FORMS": "0", "account-MIN_NUM_FORMS": "0", "account-MAX_NUM_FORMS": "1",
-    })
+    response = client.post(
+        "/admin/auth/user/add/",
+        {
+            "username": "colleague",
+            "password1": PASSWORD,
+            "password2": PASSWORD,
+            "usable_password": "true",
+            "account-TOTAL_FORMS": "0",
+            "account-INITIAL_FORMS": "0",
+            "account-MIN_NUM_FORMS": "0",
+            "account-MAX_NUM_FORMS": "1",
+        },
+    )
     assert response.status_code == 302, response.content.decode()[:3000]
     assert User.objects.filter(username="colleague").exists()
 
@@ -160,7 +169,9 @@ def test_an_invite_for_an_address_signs_up_with_that_address(client, settings, s
 def test_a_sign_up_whose_form_is_refused_leaves_the_invite_unused(client, settings, staff):
     settings.HAICO_SIGNUP = "invite"
     invite, secret = invite_create(created_by=staff)
-    refused = client.post("/accounts/signup/", {"username": "newcomer", "password1": PASSWORD, "password2": "no", "invite": secret})
+    refused = client.post(
+        "/accounts/signup/", {"username": "newcomer", "password1": PASSWORD, "password2": "no", "invite": secret}
+    )
     assert refused.status_code == 400 and f'name="invite" value="{secret}"' in refused.content.decode()
     assert Invite.objects.get(pk=invite.pk).used_at is None
     assert _sign_up(client, invite=secret).status_code == 302

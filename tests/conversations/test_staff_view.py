@@ -22,13 +22,19 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def workspace(thread):
     objective_services.objective_set(thread=thread, text="Review soil carbon studies")
-    preference_services.preference_add(thread=thread, title="Peer-reviewed only", subtitle="No blogs", kind="hard",
-                                       respect_lock=False)
+    preference_services.preference_add(
+        thread=thread, title="Peer-reviewed only", subtitle="No blogs", kind="hard", respect_lock=False
+    )
     step = plan_services.todo_add(thread=thread, text="Find the studies")
     plan_services.todo_add(thread=thread, text="Read the abstracts", parent=step)
     document_services.document_save(thread=thread, title="Notes", content="# Findings\n\n- [x] searched")
-    artifact_services.artifact_create(thread=thread, artifact_type="data_table", title="Studies",
-                                      payload={"columns": ["Name"], "rows": [["Smith 2021"]]}, turn_index=1)
+    artifact_services.artifact_create(
+        thread=thread,
+        artifact_type="data_table",
+        title="Studies",
+        payload={"columns": ["Name"], "rows": [["Smith 2021"]]},
+        turn_index=1,
+    )
     return thread
 
 
@@ -46,12 +52,29 @@ def test_staff_see_the_whole_workspace_read_only_with_the_banner(staff_client, w
     assert response.status_code == 200
     main = main_of(response)
     assert "Read-only view for staff." in main and "owner’s workspace" in main
-    for text in ("Review soil carbon studies", "Peer-reviewed only", "No blogs", "Find the studies",
-                 "Read the abstracts", "<h1>Findings</h1>", "Studies", "Smith 2021"):
+    for text in (
+        "Review soil carbon studies",
+        "Peer-reviewed only",
+        "No blogs",
+        "Find the studies",
+        "Read the abstracts",
+        "<h1>Findings</h1>",
+        "Studies",
+        "Smith 2021",
+    ):
         assert text in main, text
     # Nothing to edit with, no turn to start; its one socket only listens (it is the staff route's).
-    for control in ("<form", "<textarea", "<select", "hx-post", "hx-get", "ws-send",
-                    "contenteditable", "data-pref-act", "step-menu"):
+    for control in (
+        "<form",
+        "<textarea",
+        "<select",
+        "hx-post",
+        "hx-get",
+        "ws-send",
+        "contenteditable",
+        "data-pref-act",
+        "step-menu",
+    ):
         assert control not in main, control
     assert re.findall(r'ws-connect="([^"]+)"', main) == [f"/ws/staff/threads/{workspace.pk}/"]
     assert re.findall(r"<input[^>]*>", main) == [m for m in re.findall(r"<input[^>]*>", main) if "disabled" in m]

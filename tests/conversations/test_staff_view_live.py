@@ -30,8 +30,11 @@ def quick_refresh(monkeypatch):
 async def _staff_socket(thread, user):
     from haico_site.asgi import application
 
-    headers = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000"),
-               (b"cookie", await sync_to_async(_session_cookie)(user))]
+    headers = [
+        (b"origin", b"http://127.0.0.1:8000"),
+        (b"host", b"127.0.0.1:8000"),
+        (b"cookie", await sync_to_async(_session_cookie)(user)),
+    ]
     socket = WebsocketCommunicator(application, f"/ws/staff/threads/{thread.pk}/", headers=headers)
     connected, _ = await socket.connect(timeout=5)
     assert connected
@@ -50,9 +53,7 @@ async def test_the_owners_edits_reach_the_staff_view_as_its_content_once_per_bur
     try:
         assert await socket.receive_nothing(timeout=0.3)  # nothing until the thread changes
         for title in ("Peer-reviewed only", "No blogs", "Short paragraphs"):
-            await sync_to_async(preference_services.preference_add)(
-                thread=thread, title=title, kind="hard", respect_lock=False
-            )
+            await sync_to_async(preference_services.preference_add)(thread=thread, title=title, kind="hard", respect_lock=False)
         html = await socket.receive_from(timeout=3)
         assert html.startswith('\n<div id="staff-workspace" class="workspace-grid staff-view-grid" hx-swap-oob="true">')
         for title in ("Peer-reviewed only", "No blogs", "Short paragraphs"):
@@ -80,7 +81,7 @@ async def test_a_turn_reaches_the_staff_view_when_it_ends(owner, staff, thread, 
             try:
                 frames.append(await socket.receive_from(timeout=2))
                 last_at = loop.time()
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break
         assert frames and "The answer staff should see." in frames[-1] and "word79" in frames[-1]
         assert "a question" in frames[-1]
@@ -99,7 +100,11 @@ async def test_what_a_staff_socket_sends_changes_nothing(owner, staff, thread, s
     socket = await _staff_socket(thread, staff)
     try:
         before = await sync_to_async(database_rows)()
-        for message in ({"message": "start a turn"}, {"action": "stop"}, {"action": "approval", "turn": 1, "decision": "approve"}):
+        for message in (
+            {"message": "start a turn"},
+            {"action": "stop"},
+            {"action": "approval", "turn": 1, "decision": "approve"},
+        ):
             await socket.send_to(text_data=json.dumps(message))
         assert await socket.receive_nothing(timeout=0.5)
         assert await sync_to_async(database_rows)() == before
@@ -115,8 +120,11 @@ async def test_staff_without_the_permission_to_view_threads_and_the_owner_are_re
     for user in (moderator, owner):
         from haico_site.asgi import application
 
-        headers = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000"),
-                   (b"cookie", await sync_to_async(_session_cookie)(user))]
+        headers = [
+            (b"origin", b"http://127.0.0.1:8000"),
+            (b"host", b"127.0.0.1:8000"),
+            (b"cookie", await sync_to_async(_session_cookie)(user)),
+        ]
         socket = WebsocketCommunicator(application, f"/ws/staff/threads/{thread.pk}/", headers=headers)
         await socket.connect(timeout=5)
         notice = await socket.receive_from(timeout=3)

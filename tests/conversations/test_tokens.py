@@ -65,8 +65,7 @@ def test_a_deactivated_person_s_token_is_refused(owner):
     assert token_for_secret(secret) is None
 
 
-@pytest.mark.parametrize("name, message", [("", "Name cannot be empty"), ("x" * 101, "Name is too long"),
-                                           ("bad\x00", "NUL")])
+@pytest.mark.parametrize("name, message", [("", "Name cannot be empty"), ("x" * 101, "Name is too long"), ("bad\x00", "NUL")])
 def test_a_bad_name_is_refused_with_a_message(owner_client, owner, name, message):
     response = owner_client.post("/accounts/tokens/", {"name": name})
     assert response.status_code == 400 and message in response.content.decode()

@@ -47,9 +47,14 @@ def test_shared_turns_are_drawn_once_in_the_thread_that_owns_them():
     graph = assemble(current=C, threads=FAMILY, turns=TURNS)
     assert keys(graph.nodes) == {(A, 1), (A, 2), (A, 3), (A, 4), (D, 2), (B, 3), (B, 4), (B, 5), (C, 5)}
     assert edges(graph) == {
-        ((A, 1), (A, 2), "turn"), ((A, 2), (A, 3), "turn"), ((A, 3), (A, 4), "turn"),
-        ((B, 3), (B, 4), "turn"), ((B, 4), (B, 5), "turn"),
-        ((A, 1), (D, 2), "branch"), ((A, 2), (B, 3), "branch"), ((B, 4), (C, 5), "branch"),
+        ((A, 1), (A, 2), "turn"),
+        ((A, 2), (A, 3), "turn"),
+        ((A, 3), (A, 4), "turn"),
+        ((B, 3), (B, 4), "turn"),
+        ((B, 4), (B, 5), "turn"),
+        ((A, 1), (D, 2), "branch"),
+        ((A, 2), (B, 3), "branch"),
+        ((B, 4), (C, 5), "branch"),
     }
 
 
@@ -58,8 +63,12 @@ def test_the_current_threads_path_runs_through_its_ancestors_turns():
     assert [(n.thread, n.index) for n in graph.path] == [(A, 1), (A, 2), (B, 3), (B, 4), (C, 5)]
     assert (graph.current.thread, graph.current.index) == (C, 5)
     path_edges = {((e.source.thread, e.source.index), (e.target.thread, e.target.index), e.kind) for e in graph.path_edges}
-    assert path_edges == {((A, 1), (A, 2), "turn"), ((A, 2), (B, 3), "branch"), ((B, 3), (B, 4), "turn"),
-                          ((B, 4), (C, 5), "branch")}
+    assert path_edges == {
+        ((A, 1), (A, 2), "turn"),
+        ((A, 2), (B, 3), "branch"),
+        ((B, 3), (B, 4), "turn"),
+        ((B, 4), (C, 5), "branch"),
+    }
     assert path_edges <= edges(graph)  # the highlight follows edges that are drawn
 
 
@@ -169,7 +178,7 @@ def test_the_map_names_each_node_by_its_turn_and_shows_its_message(owner):
     html = trajectory.render_map(trajectory.family_graph(thread=thread))
     # Named "Turn N" (the word drawn by the stylesheet) followed by the message it shows.
     assert re.findall(r'data-turn="(\d+)"', html) == ["1", "2"]
-    assert re.findall(r'<b>(\d+)</b> <span>', html) == ["1", "2"]
+    assert re.findall(r"<b>(\d+)</b> <span>", html) == ["1", "2"]
     assert "&lt;b&gt;Plan&lt;/b&gt; a trip" in html and "<b>Plan" not in html
     assert "goes on and on past the node" not in html  # only its start
     assert re.findall(r'data-turn="(\d+)"[^>]*aria-current', html) == ["2"]

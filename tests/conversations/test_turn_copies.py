@@ -35,7 +35,9 @@ def _prepare(thread):
     plan_services.todo_add(thread=thread, text="Intro", parent=outline)
     plan_services.todo_add(thread=thread, text="Body", parent=outline)
     document_services.document_save(
-        thread=thread, title="Notes", content="Intro line.\n\nThe middle part.\n\nA closing line.",
+        thread=thread,
+        title="Notes",
+        content="Intro line.\n\nThe middle part.\n\nA closing line.",
         author=DocumentRevision.Author.PERSON,
     )
 
@@ -56,7 +58,9 @@ async def _rejected_then_asked_about_a_selection(thread, script):
     await registry.wait_for_turn(thread.pk)
     fresh = await Thread.objects.aget(pk=thread.pk)
     await registry.start_turn(
-        thread=fresh, user_message="is this part clear?", mode=Thread.Mode.EXPLORE,
+        thread=fresh,
+        user_message="is this part clear?",
+        mode=Thread.Mode.EXPLORE,
         selection=Selection(start=13, end=29, text="The middle part."),
     )
     await registry.wait_for_turn(thread.pk)
@@ -81,7 +85,8 @@ async def test_a_branch_keeps_the_approval_card_mode_and_selection(owner, thread
     source = await _rejected_then_asked_about_a_selection(thread, script)
     rows = await _rows(source)
     assert [(mode, selection) for mode, selection, _approval in rows] == [
-        ("plan", None), ("explore", {"start": 13, "end": 29, "text": "The middle part."}),
+        ("plan", None),
+        ("explore", {"start": 13, "end": 29, "text": "The middle part."}),
     ]
     assert rows[0][2]["decision"] == "rejected" and rows[1][2] is None
     branch = await database_sync_to_async(fork_thread)(source=source, turn_index=2, user=owner)
@@ -117,17 +122,22 @@ async def test_a_card_that_says_the_approved_change_was_not_applied_is_copied_to
     await registry.wait_for_turn(thread.pk)
     row = await Turn.objects.aget(thread=thread, index=1)
     row.approval = {
-        "interrupt_id": "i-1", "decision": "approved", "outcome": "overlap",
-        "request": {"kind": "document", "summary": "Replace the document “Notes”.", "details": [], "reason": "",
-                    "call_id": "c-1", "document": {"old": "a", "new": "b", "old_title": "Notes",
-                                                   "new_title": "Notes", "version": 1}},
+        "interrupt_id": "i-1",
+        "decision": "approved",
+        "outcome": "overlap",
+        "request": {
+            "kind": "document",
+            "summary": "Replace the document “Notes”.",
+            "details": [],
+            "reason": "",
+            "call_id": "c-1",
+            "document": {"old": "a", "new": "b", "old_title": "Notes", "new_title": "Notes", "version": 1},
+        },
     }
     await row.asave(update_fields=["approval"])
     source = await Thread.objects.aget(pk=thread.pk)
     branch = await database_sync_to_async(fork_thread)(source=source, turn_index=1, user=owner)
-    imported = await database_sync_to_async(import_archive)(
-        raw=await database_sync_to_async(archive_bytes)(source), owner=owner
-    )
+    imported = await database_sync_to_async(import_archive)(raw=await database_sync_to_async(archive_bytes)(source), owner=owner)
     for copy_ in (branch, imported):
         card = _card(await _page(async_client, owner, copy_), 1)
         assert "could not be applied: you edited the same passage meanwhile. Nothing was overwritten." in card

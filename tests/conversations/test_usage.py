@@ -43,10 +43,12 @@ def _rows(thread):
 
 
 async def test_every_model_call_is_a_row_with_the_tokens_the_provider_reported(thread, owner, model_server):
-    model_server.script([
-        Reply(tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship the report")]),
-        Reply(text="The objective is set."),
-    ])
+    model_server.script(
+        [
+            Reply(tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship the report")]),
+            Reply(text="The objective is set."),
+        ]
+    )
     turn = await _turn(thread)
     assert turn.status == Turn.Status.COMPLETE
     # Streamed, and asked for usage the way OpenAI needs it.
@@ -79,8 +81,12 @@ async def test_a_provider_that_reports_no_usage_gets_an_estimate_marked_so(threa
 
 async def test_a_reply_asked_again_is_two_calls_paid_for(thread, model_server):
     """A blank reply is asked again (agent.middleware): both calls cost tokens."""
-    model_server.script([Reply(text="", usage={"prompt_tokens": 50, "completion_tokens": 1}),
-                         Reply(text="Here it is.", usage={"prompt_tokens": 52, "completion_tokens": 4})])
+    model_server.script(
+        [
+            Reply(text="", usage={"prompt_tokens": 50, "completion_tokens": 1}),
+            Reply(text="Here it is.", usage={"prompt_tokens": 52, "completion_tokens": 4}),
+        ]
+    )
     await _turn(thread)
     rows = await sync_to_async(_rows)(thread)
     assert [(r.input_tokens, r.output_tokens) for r in rows] == [(50, 1), (52, 4)]
@@ -98,7 +104,12 @@ async def test_a_catalogue_model_s_rows_name_its_provider(thread, owner, model_s
     model_server.script([Reply(text="Hello.", usage={"prompt_tokens": 321, "completion_tokens": 12})])
     await _turn(thread, model=f"catalogue:{model.pk}")
     [row] = await sync_to_async(_rows)(thread)
-    assert (row.provider_id, row.provider_name, row.model, row.model_key) == (provider.pk, "Lab", "scripted", f"catalogue:{model.pk}")
+    assert (row.provider_id, row.provider_name, row.model, row.model_key) == (
+        provider.pk,
+        "Lab",
+        "scripted",
+        f"catalogue:{model.pk}",
+    )
     assert (row.input_tokens, row.output_tokens) == (321, 12)
 
 
@@ -107,8 +118,14 @@ async def test_a_catalogue_model_s_rows_name_its_provider(thread, owner, model_s
 
 def _usage(user, *, days_ago=0, model="gpt-mini", provider="OpenAI", tokens=(100, 20), thread=None, estimated=False):
     return ModelUsage.objects.create(
-        user=user, thread=thread, provider_name=provider, model=model, input_tokens=tokens[0], output_tokens=tokens[1],
-        estimated=estimated, created_at=timezone.now() - timedelta(days=days_ago),
+        user=user,
+        thread=thread,
+        provider_name=provider,
+        model=model,
+        input_tokens=tokens[0],
+        output_tokens=tokens[1],
+        estimated=estimated,
+        created_at=timezone.now() - timedelta(days=days_ago),
     )
 
 
@@ -168,7 +185,9 @@ def test_staff_see_totals_per_person_model_and_day_with_a_chart_from_the_admin_i
     assert 'data-person="owner" data-tokens="1111"' in html and 'data-person="intruder" data-tokens="550"' in html
     assert 'data-model="gpt-mini" data-tokens="1650"' in html
     # The chart: server-drawn SVG bars, one per day of the range, nothing from another origin.
-    assert "<svg" in html and html.count('class="usage-bar"') == 30 and "https://" not in html.split("<svg", 1)[1].split("</svg>")[0]
+    assert (
+        "<svg" in html and html.count('class="usage-bar"') == 30 and "https://" not in html.split("<svg", 1)[1].split("</svg>")[0]
+    )
     # Filters: one person, one model, a date range.
     one = client.get(f"/admin/conversations/modelusage/totals/?user={owner.pk}&model=gpt-mini").content.decode()
     assert 'data-person="owner" data-tokens="1100"' in one and "intruder" not in one.split("Per person")[1]
@@ -181,8 +200,14 @@ def test_staff_see_totals_per_person_model_and_day_with_a_chart_from_the_admin_i
 def test_the_totals_page_refuses_bad_filters_with_a_message(staff):
     client = Client()
     client.force_login(staff)
-    for query in ("since=2026-13-01", "since=2026-02-01&until=2026-01-01", "user=²", "user=99999999999999999999",
-                  "since=2020-01-01&until=2026-01-01", "model=" + "x" * 300):
+    for query in (
+        "since=2026-13-01",
+        "since=2026-02-01&until=2026-01-01",
+        "user=²",
+        "user=99999999999999999999",
+        "since=2020-01-01&until=2026-01-01",
+        "model=" + "x" * 300,
+    ):
         response = client.get(f"/admin/conversations/modelusage/totals/?{query}")
         assert response.status_code == 200, query
         assert 'class="errornote"' in response.content.decode(), query

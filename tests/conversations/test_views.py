@@ -309,19 +309,26 @@ def test_anonymous_visitor_is_sent_to_log_in(client, thread):
 def test_a_big_workspace_page_stays_under_200_kb_with_no_per_row_forms(owner_client, owner):
     thread = thread_create(owner=owner, title="Big")
     plan_services.todos_add_outline(
-        thread=thread, steps=[{"text": f"Step {i} of a long plan with some words", "depth": [0, 1, 2, 1][i % 4]} for i in range(300)]
+        thread=thread,
+        steps=[{"text": f"Step {i} of a long plan with some words", "depth": [0, 1, 2, 1][i % 4]} for i in range(300)],
     )
     for i in range(100):
         preference_services.preference_add(
-            thread=thread, title=f"Preference number {i}", subtitle="Some detail about it",
-            kind="hard" if i % 3 == 0 else "soft", respect_lock=False,
+            thread=thread,
+            title=f"Preference number {i}",
+            subtitle="Some detail about it",
+            kind="hard" if i % 3 == 0 else "soft",
+            respect_lock=False,
         )
     body = ("## Section\n\nLorem ipsum dolor sit amet, **consectetur** adipiscing elit. " * 400)[:30000]
     document_services.document_save(thread=thread, title="Report", content=body)
     for i in range(20):
         artifact_services.artifact_create(
-            thread=thread, artifact_type="bar_chart", title=f"Chart {i}",
-            payload={"title": f"Chart {i}", "data": [{"name": "Q1", "value": 1}]}, turn_index=0,
+            thread=thread,
+            artifact_type="bar_chart",
+            title=f"Chart {i}",
+            payload={"title": f"Chart {i}", "data": [{"name": "Q1", "value": 1}]},
+            turn_index=0,
         )
 
     response = _page(owner_client, thread)
@@ -344,8 +351,12 @@ def _url(thread):
 
 
 def test_owner_sees_warnings_and_errors_newest_first(owner_client, thread):
-    activity_log(thread=thread, message="The model's reply was cut off; raise HAICO_MODEL_MAX_TOKENS.", level="warning", turn_index=2)
-    activity_log(thread=thread, message="The model server could not be reached.", level=ActivityLogEntry.Level.ERROR, turn_index=3)
+    activity_log(
+        thread=thread, message="The model's reply was cut off; raise HAICO_MODEL_MAX_TOKENS.", level="warning", turn_index=2
+    )
+    activity_log(
+        thread=thread, message="The model server could not be reached.", level=ActivityLogEntry.Level.ERROR, turn_index=3
+    )
     response = owner_client.get(_url(thread), HTTP_HX_REQUEST="true")
     html = response.content.decode()
     assert response.status_code == 200
@@ -355,12 +366,16 @@ def test_owner_sees_warnings_and_errors_newest_first(owner_client, thread):
 
 def test_an_entry_shows_its_detail_one_click_away_escaped(owner_client, thread):
     activity_log(
-        thread=thread, message="A step did not work: <b>x</b>.", kind=ActivityLogEntry.Kind.TOOL_FAILURE,
-        detail='tool: toggle_todos\narguments: {"indices": [9]} <script>', level="warning", turn_index=1,
+        thread=thread,
+        message="A step did not work: <b>x</b>.",
+        kind=ActivityLogEntry.Kind.TOOL_FAILURE,
+        detail='tool: toggle_todos\narguments: {"indices": [9]} <script>',
+        level="warning",
+        turn_index=1,
     )
     html = owner_client.get(_url(thread), HTTP_HX_REQUEST="true").content.decode()
     assert "A step did not work: &lt;b&gt;x&lt;/b&gt;." in html
-    details = html[html.index('<details class="activity-detail">'):]
+    details = html[html.index('<details class="activity-detail">') :]
     assert details.index("<summary>Details</summary>") < details.index("tool: toggle_todos")
     assert "&lt;script&gt;" in details and "<script>" not in html
 
@@ -456,7 +471,13 @@ def test_leaving_feedback_stores_it_and_shows_it(owner_client, ended_turns, owne
     html = response.content.decode()
     stored = Feedback.objects.get()
     assert (stored.thread, stored.user, stored.turn_index, stored.scope, stored.aspect, stored.rating, stored.comment) == (
-        ended_turns, owner, 2, "document", "correctness", 4, "Mostly right"
+        ended_turns,
+        owner,
+        2,
+        "document",
+        "correctness",
+        4,
+        "Mostly right",
     )
     assert "Thank you: your feedback is saved." in html
     assert "The document" in html and "Correctness" in html and "4 of 5" in html and "Mostly right" in html

@@ -97,7 +97,8 @@ async def test_regenerate_runs_the_same_message_again_in_a_new_branch(owner, two
     assert row.status == Turn.Status.COMPLETE
     # The original keeps its own history.
     assert [m.content for m in await database_sync_to_async(read_messages)(thread.pk) if m.type == "human"] == [
-        "first message", "second message"
+        "first message",
+        "second message",
     ]
 
 
@@ -122,7 +123,10 @@ async def test_the_versions_of_a_turn_link_the_sibling_branches(owner, two_turns
     original = await database_sync_to_async(turn_versions_for)(thread=thread)
     assert list(original) == [2]
     assert (original[2].position, original[2].count, original[2].previous_id, original[2].next_id) == (
-        1, 3, None, first.thread_id
+        1,
+        3,
+        None,
+        first.thread_id,
     )
     middle = await database_sync_to_async(turn_versions_for)(thread=first.thread)
     assert (middle[2].position, middle[2].previous_id, middle[2].next_id) == (2, thread.pk, second.thread_id)

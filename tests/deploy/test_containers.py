@@ -50,7 +50,8 @@ def test_nginx_sends_to_exactly_the_web_processes_and_its_config_is_rendered_fro
     # Up to date with deploy/nginx.conf: re-render it after changing the template.
     assert config == render(upstreams=upstreams, listen="80"), (
         "deploy/nginx.compose.conf is stale: python3 deploy/nginx_conf.py "
-        + " ".join(f"--upstream {u}" for u in upstreams) + " --listen 80 > deploy/nginx.compose.conf"
+        + " ".join(f"--upstream {u}" for u in upstreams)
+        + " --listen 80 > deploy/nginx.compose.conf"
     )
     proxy = SERVICES["proxy"]
     assert "./deploy/nginx.compose.conf:/etc/nginx/conf.d/default.conf:ro" in proxy["volumes"]

@@ -15,13 +15,18 @@ from tests.support.nginx import BASE_DIR, Nginx, render
 def test_the_rendered_config_sends_everything_to_every_process_with_the_headers_the_app_needs():
     text = render(upstreams=["127.0.0.1:8000", "127.0.0.1:8001"], listen="80")
     assert re.findall(r"^\s*server ([\d.:]+);", text, re.MULTILINE) == ["127.0.0.1:8000", "127.0.0.1:8001"]
-    for header in ("Host $http_host", "X-Forwarded-Proto $scheme", "X-Forwarded-For $remote_addr",
-                   "Upgrade $http_upgrade", "Connection $haico_connection"):
+    for header in (
+        "Host $http_host",
+        "X-Forwarded-Proto $scheme",
+        "X-Forwarded-For $remote_addr",
+        "Upgrade $http_upgrade",
+        "Connection $haico_connection",
+    ):
         assert f"proxy_set_header {header};" in text
     assert "client_max_body_size 30m;" in text  # the 25 MB archive import and a margin
-    websocket = text[text.index("location /ws/"):]
+    websocket = text[text.index("location /ws/") :]
     assert "proxy_read_timeout 3600s;" in websocket[: websocket.index("}")]
-    mcp = text[text.index("location /mcp"):]
+    mcp = text[text.index("location /mcp") :]
     assert "proxy_buffering off;" in mcp[: mcp.index("}")]
     assert "{{" not in text and "ssl" not in text
 
@@ -46,7 +51,8 @@ def test_nginx_accepts_the_rendered_config(tmp_path, tls):
     "args", [[], ["--upstream", "no-port"], ["--upstream", "a:1", "--tls-cert", "c.pem"], ["--upstream", "a:1; evil"]]
 )
 def test_the_renderer_refuses_what_nginx_could_not_use(args):
-    done = subprocess.run([sys.executable, str(BASE_DIR / "deploy" / "nginx_conf.py"), *args],
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        [sys.executable, str(BASE_DIR / "deploy" / "nginx_conf.py"), *args], capture_output=True, text=True, timeout=30
+    )
     assert done.returncode == 2
     assert "error:" in done.stderr

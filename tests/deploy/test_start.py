@@ -16,7 +16,6 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import brotli
 import pytest
@@ -112,8 +111,9 @@ def test_a_production_server_serves_hashed_compressed_static_files_and_logs_ever
 
 def test_when_one_server_process_dies_the_script_stops_the_others_and_fails(start_production, tmp_path):
     production = start_production()
-    [server] = subprocess.run(["pgrep", "-P", str(production.process.pid), "-f", "haico_site.serve"],
-                              capture_output=True, text=True).stdout.split()
+    [server] = subprocess.run(
+        ["pgrep", "-P", str(production.process.pid), "-f", "haico_site.serve"], capture_output=True, text=True
+    ).stdout.split()
     os.kill(int(server), signal.SIGKILL)
     assert production.process.wait(30) != 0
     assert "a server process ended" in production.log()

@@ -65,8 +65,16 @@ def test_a_violation_report_is_logged_as_a_warning_without_a_session_or_token(ca
 
 
 def test_a_reporting_api_report_is_logged_too(caplog):
-    report = [{"type": "csp-violation", "body": {"documentURL": "http://testserver/", "effectiveDirective": "img-src",
-                                                  "blockedURL": "http://elsewhere.example/x.png"}}]
+    report = [
+        {
+            "type": "csp-violation",
+            "body": {
+                "documentURL": "http://testserver/",
+                "effectiveDirective": "img-src",
+                "blockedURL": "http://elsewhere.example/x.png",
+            },
+        }
+    ]
     with caplog.at_level(logging.WARNING, logger="haico.csp"):
         response = Client().post("/csp-report/", json.dumps(report), content_type="application/reports+json")
     assert response.status_code == 204

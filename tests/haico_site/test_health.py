@@ -44,9 +44,7 @@ def private_redis(tmp_path, settings):
         pytest.skip(reason)
     redis = PrivateRedis(tmp_path)
     redis.start()
-    settings.CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis.url]}}
-    }
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis.url]}}}
     yield redis
     redis.close()
 
@@ -65,7 +63,10 @@ async def test_with_redis_stopped_the_channel_layer_is_failing_and_503_comes_wit
     assert "channel_layer is failing" in caplog.records[0].getMessage()
     assert response.status_code == 503
     assert json.loads(response.content) == {
-        "status": "failing", "database": "ok", "channel_layer": "failing", "checkpointer": "ok"
+        "status": "failing",
+        "database": "ok",
+        "channel_layer": "failing",
+        "checkpointer": "ok",
     }
 
     private_redis.start()

@@ -39,7 +39,9 @@ def leaks(html: str) -> list[str]:
             inherited = [name for name in own if element.get(name) is None and "*" not in stopped and name not in stopped]
             if inherited:
                 where = form.get("id") or form.get("class")
-                found.append(f"<{element.tag} {element.get('id') or element.get('class')}> inherits {inherited} from form {where}")
+                found.append(
+                    f"<{element.tag} {element.get('id') or element.get('class')}> inherits {inherited} from form {where}"
+                )
     return found
 
 

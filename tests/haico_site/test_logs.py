@@ -65,7 +65,9 @@ def test_lines_written_inside_a_turn_name_its_thread_and_turn_also_from_tasks_it
 
 def test_daphnes_access_events_become_access_log_records(caplog):
     with caplog.at_level(logging.INFO, logger="daphne.access"):
-        AccessLog(sys.stdout)("http", "complete", {"client": "10.0.0.1:5000", "method": "GET", "path": "/x", "status": 200, "size": 12})
+        AccessLog(sys.stdout)(
+            "http", "complete", {"client": "10.0.0.1:5000", "method": "GET", "path": "/x", "status": 200, "size": 12}
+        )
         AccessLog(sys.stdout)("websocket", "connected", {"client": "10.0.0.1:5001", "path": "/ws/threads/1/"})
     http, socket = caplog.records
     assert http.getMessage() == '10.0.0.1:5000 "GET /x" 200 12'

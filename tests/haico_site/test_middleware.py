@@ -103,7 +103,11 @@ def test_acting_in_a_tab_of_a_thread_deleted_elsewhere_flashes_a_message_not_an_
     settings.DEBUG = debug
     step = plan_services.todo_add(thread=thread, text="Step")
     thread_soft_delete(thread=thread)
-    for path, data in [("plan/add/", {"text": "more"}), (f"plan/{step.pk}/done/", {"done": "1"}), ("objective/edit/", {"text": "x"})]:
+    for path, data in [
+        ("plan/add/", {"text": "more"}),
+        (f"plan/{step.pk}/done/", {"done": "1"}),
+        ("objective/edit/", {"text": "x"}),
+    ]:
         response = page.post(ws_url(thread, path), data, **page.htmx)
         assert "no longer exists" in response.content.decode() + _flash_or_empty(response), path
     response = page.get(ws_url(thread, "centre/"), **page.htmx)
@@ -134,10 +138,18 @@ def _cache_control(response) -> set[str]:
     return {part.strip() for part in response.get("Cache-Control", "").split(",") if part.strip()}
 
 
-@pytest.mark.parametrize("path", [
-    "/threads/", "/threads/{thread}/workspace/", "/threads/{thread}/export/", "/threads/{thread}/workspace/plan/",
-    "/accounts/tokens/", "/threads/{thread}/no-such-page/", "/accounts/login/",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/threads/",
+        "/threads/{thread}/workspace/",
+        "/threads/{thread}/export/",
+        "/threads/{thread}/workspace/plan/",
+        "/accounts/tokens/",
+        "/threads/{thread}/no-such-page/",
+        "/accounts/login/",
+    ],
+)
 def test_every_response_to_a_signed_in_person_is_private_and_not_stored(owner_client, thread, path):
     response = owner_client.get(path.format(thread=thread.pk))
     assert {"private", "no-store"} <= _cache_control(response), (path, response.status_code)

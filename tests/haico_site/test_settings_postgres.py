@@ -90,7 +90,9 @@ def test_migrations_apply_and_a_turn_snapshot_round_trips_on_postgres(postgres_d
             "-c",
             READ,
             extra_env={"HAICO_CHECK_THREAD": written["thread"], "HAICO_CHECK_TURN": str(written["turn"])},
-        ).strip().splitlines()[-1]
+        )
+        .strip()
+        .splitlines()[-1]
     )
 
     assert written["turn"] == 1

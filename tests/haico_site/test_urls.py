@@ -279,9 +279,7 @@ ROUTES: dict[str, Public | Account | Owned | StaffOnly] = {
     ),
     "workspace:document-history": Owned(T),
     "workspace:document-diff": Owned(T),
-    "workspace:document-restore": Owned(
-        T, post={"version": 1, "base_version": lambda w: w["document"].version}
-    ),
+    "workspace:document-restore": Owned(T, post={"version": 1, "base_version": lambda w: w["document"].version}),
     "workspace:document-review-keep": Owned(T, post={"turn": 1, "hunk": 0}),
     "workspace:document-review-undo": Owned(T, post={"turn": 1, "hunk": 0}),
     "workspace:centre": Owned(T, query={"artifact": "artifact"}),
@@ -335,8 +333,11 @@ def world(owner, other_user, staff):
     sub_step = plan_services.todo_add(thread=thread, text=f"Step two point one {SECRET}", parent=step)
     document_services.document_save(thread=thread, title=f"Document {SECRET}", content=f"# Text {SECRET}")
     artifact = artifact_services.artifact_create(
-        thread=thread, artifact_type="data_table", title=f"Table {SECRET}",
-        payload={"columns": ["Name"], "rows": [[SECRET]]}, turn_index=1,
+        thread=thread,
+        artifact_type="data_table",
+        title=f"Table {SECRET}",
+        payload={"columns": ["Name"], "rows": [[SECRET]]},
+        turn_index=1,
     )
     turn, snapshot = guard.turn_begin(thread=thread, user_message=f"Message {SECRET}")
     # The agent's turn changes the document: a review to keep or undo.
@@ -359,12 +360,23 @@ def world(owner, other_user, staff):
     # Not offered: with no model, Regenerate and Edit answer without branching (ROUTES).
     catalogue_model = CatalogueModel.objects.create(provider=provider, name=f"model-{SECRET}", enabled=False)
     model_call = ModelUsage.objects.create(
-        user=owner, thread=thread, turn_index=turn, provider=provider, provider_name=provider.name,
-        model=f"model-{SECRET}", input_tokens=10, output_tokens=2,
+        user=owner,
+        thread=thread,
+        turn_index=turn,
+        provider=provider,
+        provider_name=provider.name,
+        model=f"model-{SECRET}",
+        input_tokens=10,
+        output_tokens=2,
     )
     # The login rate limit's records (django-axes), as staff see them in the admin.
-    attempt_fields = {"username": f"user-{SECRET}", "ip_address": "127.0.0.1", "user_agent": "probe",
-                      "http_accept": "*/*", "path_info": "/accounts/login/"}
+    attempt_fields = {
+        "username": f"user-{SECRET}",
+        "ip_address": "127.0.0.1",
+        "user_agent": "probe",
+        "http_accept": "*/*",
+        "path_info": "/accounts/login/",
+    }
     login_records = (
         AccessAttempt.objects.create(**attempt_fields, get_data="", post_data="", failures_since_start=1),
         AccessLog.objects.create(**attempt_fields),
@@ -376,8 +388,9 @@ def world(owner, other_user, staff):
     theirs = conversation_services.thread_create(owner=other_user, title="Mine")
     preference_services.preference_add(thread=theirs, title="Mine", respect_lock=False)
     plan_services.todo_add(thread=theirs, text="Mine")
-    artifact_services.artifact_create(thread=theirs, artifact_type="data_table", title="Mine",
-                                      payload={"columns": ["A"], "rows": []}, turn_index=0)
+    artifact_services.artifact_create(
+        thread=theirs, artifact_type="data_table", title="Mine", payload={"columns": ["A"], "rows": []}, turn_index=0
+    )
 
     thread.refresh_from_db()
     rows = {
@@ -397,8 +410,30 @@ def world(owner, other_user, staff):
     # One row of every model the admin shows, by model.
     revision = rows["document"].revisions.order_by("-version").first()
     objective_revision = ObjectiveRevision.objects.filter(thread=thread).first()
-    for obj in (thread, selectors.objective_for(thread=thread), objective_revision, preference, step, rows["document"], revision, artifact,
-                snapshot, activity, feedback, branch, moderation, group, token, owner, invite, account, provider, catalogue_model, model_call, *login_records):
+    for obj in (
+        thread,
+        selectors.objective_for(thread=thread),
+        objective_revision,
+        preference,
+        step,
+        rows["document"],
+        revision,
+        artifact,
+        snapshot,
+        activity,
+        feedback,
+        branch,
+        moderation,
+        group,
+        token,
+        owner,
+        invite,
+        account,
+        provider,
+        catalogue_model,
+        model_call,
+        *login_records,
+    ):
         rows[type(obj)] = obj
     return rows
 
@@ -509,8 +544,10 @@ def test_route_refuses_other_people_and_anonymous_visitors(route, world, owner, 
         setattr(settings, name, value)
     filled = set(getattr(spec, "kwargs", {}))
     if filled != set(route.kwargs):
-        pytest.fail(f"{route.key} takes {sorted(route.kwargs)} but ROUTES of {__name__} fills {sorted(filled)}: "
-                    "add how to fill each kwarg to its entry")
+        pytest.fail(
+            f"{route.key} takes {sorted(route.kwargs)} but ROUTES of {__name__} fills {sorted(filled)}: "
+            "add how to fill each kwarg to its entry"
+        )
     if isinstance(spec, Public):
         _check_public(route, spec, world)
     elif isinstance(spec, Account):

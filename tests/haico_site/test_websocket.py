@@ -101,10 +101,21 @@ def test_the_origin_rule_is_exactly_djangos_csrf_origin_check(settings, trusted,
     settings.ALLOWED_HOSTS = ["127.0.0.1", "haico.example.org"]
     settings.CSRF_TRUSTED_ORIGINS = trusted
     origins = [
-        "http://127.0.0.1:8000", "https://127.0.0.1:8000", "http://127.0.0.1:9999", "http://127.0.0.1",
-        "https://haico.example.org", "http://haico.example.org", "https://a.example.org", "https://example.org",
-        "https://a.example.org:8443", "http://partner.example.net:8080", "http://partner.example.net",
-        "null", "", "http://[::1", "HTTP://127.0.0.1:8000",
+        "http://127.0.0.1:8000",
+        "https://127.0.0.1:8000",
+        "http://127.0.0.1:9999",
+        "http://127.0.0.1",
+        "https://haico.example.org",
+        "http://haico.example.org",
+        "https://a.example.org",
+        "https://example.org",
+        "https://a.example.org:8443",
+        "http://partner.example.net:8080",
+        "http://partner.example.net",
+        "null",
+        "",
+        "http://[::1",
+        "HTTP://127.0.0.1:8000",
     ]
     for origin in origins:
         request = handshake_request(_scope(host, scheme, [(b"origin", origin.encode())]))
@@ -112,7 +123,9 @@ def test_the_origin_rule_is_exactly_djangos_csrf_origin_check(settings, trusted,
         assert origin_allowed(request, origin) is djangos, origin
 
 
-@pytest.mark.parametrize("path", ["/ws/nowhere/", "/ws/threads/not-a-uuid/", "/", "/ws/threads/00000000-0000-4000-8000-000000000000/extra/"])
+@pytest.mark.parametrize(
+    "path", ["/ws/nowhere/", "/ws/threads/not-a-uuid/", "/", "/ws/threads/00000000-0000-4000-8000-000000000000/extra/"]
+)
 async def test_a_socket_to_a_path_with_no_route_is_refused_with_one_info_line(path, caplog):
     with caplog.at_level(logging.INFO):
         assert not await _handshake(path, origin="http://127.0.0.1:8000")

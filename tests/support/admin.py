@@ -21,13 +21,19 @@ from workspace.services import preferences as preferences_services
 def populated(thread, owner, staff):
     """One row of every model, written the way the app writes them."""
     objective_services.objective_set(thread=thread, text="Write a literature review")
-    hard = preferences_services.preference_add(thread=thread, title="Cite <b>peer-reviewed</b> work", kind="hard", respect_lock=False)
+    hard = preferences_services.preference_add(
+        thread=thread, title="Cite <b>peer-reviewed</b> work", kind="hard", respect_lock=False
+    )
     soft = preferences_services.preference_add(thread=thread, title="Short paragraphs", kind="soft", respect_lock=False)
     step = plan_services.todo_add(thread=thread, text="Collect sources")
     plan_services.todo_add(thread=thread, text="Search databases", parent=step)
     document_services.document_save(thread=thread, title="Review", content="# Review\n\n<script>alert(1)</script>")
     artifact = artifacts_services.artifact_create(
-        thread=thread, artifact_type="bar_chart", title="Papers per year", payload={"labels": ["2020"], "values": [3]}, turn_index=1
+        thread=thread,
+        artifact_type="bar_chart",
+        title="Papers per year",
+        payload={"labels": ["2020"], "values": [3]},
+        turn_index=1,
     )
     turn, snapshot = guard.turn_begin(thread=thread, user_message="Start the review")
     guard.turn_finish(thread=thread, turn_index=turn)

@@ -30,26 +30,45 @@ DOCUMENT = "# Launch note\n\nThe launch is on Monday.\n\n- Draft\n- Review Ã¼ â‚
 def _script(script):
     script(
         # Turn 1, in the parent: the workspace set up.
-        Reply(tool_calls=[
-            tool_call("set_objective", "Noting the goal.", text="Ship the launch note"),
-            tool_call("add_preferences", "Recording your rules.",
-                      items=[{"title": "Short", "kind": "soft"}, {"title": "British English", "kind": "hard"}]),
-            tool_call("add_todos", "Planning.", steps=[
-                {"text": "Outline", "depth": 0}, {"text": "Intro", "depth": 1}, {"text": "Send", "depth": 0},
-            ]),
-            tool_call("update_document", "Drafting.", title="Launch", content=DOCUMENT),
-        ]),
+        Reply(
+            tool_calls=[
+                tool_call("set_objective", "Noting the goal.", text="Ship the launch note"),
+                tool_call(
+                    "add_preferences",
+                    "Recording your rules.",
+                    items=[{"title": "Short", "kind": "soft"}, {"title": "British English", "kind": "hard"}],
+                ),
+                tool_call(
+                    "add_todos",
+                    "Planning.",
+                    steps=[
+                        {"text": "Outline", "depth": 0},
+                        {"text": "Intro", "depth": 1},
+                        {"text": "Send", "depth": 0},
+                    ],
+                ),
+                tool_call("update_document", "Drafting.", title="Launch", content=DOCUMENT),
+            ]
+        ),
         Reply(text="Answer one, with a **bold** word."),
         # Turn 2, in the branch: artifacts, a ticked step, targeted edits.
-        Reply(tool_calls=[
-            tool_call("set_objective", "Sharpening the goal.", text="Ship the launch note on Tuesday"),
-            tool_call("chart_generator", "Charting.", chart_type="bar", title="Revenue",
-                      data=[{"name": "Q1", "value": 1.5}, {"name": "Q2", "value": 3}]),
-            tool_call("data_table", "Tabulating.", title="Costs", columns=["item", "cost"],
-                      rows=[["=SUM(A1)", 3], ["paper", 2.25]]),
-            tool_call("toggle_todos", "Ticking off.", indices=[2]),
-            tool_call("replace_in_document", "Tightening.", old_text="on Monday", new_text="on Tuesday"),
-        ]),
+        Reply(
+            tool_calls=[
+                tool_call("set_objective", "Sharpening the goal.", text="Ship the launch note on Tuesday"),
+                tool_call(
+                    "chart_generator",
+                    "Charting.",
+                    chart_type="bar",
+                    title="Revenue",
+                    data=[{"name": "Q1", "value": 1.5}, {"name": "Q2", "value": 3}],
+                ),
+                tool_call(
+                    "data_table", "Tabulating.", title="Costs", columns=["item", "cost"], rows=[["=SUM(A1)", 3], ["paper", 2.25]]
+                ),
+                tool_call("toggle_todos", "Ticking off.", indices=[2]),
+                tool_call("replace_in_document", "Tightening.", old_text="on Monday", new_text="on Tuesday"),
+            ]
+        ),
         Reply(text="Answer two."),
         # Turn 3: a removal the person rejects.
         Reply(tool_calls=[tool_call("remove_preferences", "Dropping the soft rule.", indices=[3])]),
@@ -76,8 +95,12 @@ async def rich_thread(thread: Thread, owner, script) -> Thread:
         fresh = Thread.objects.get(pk=branch.pk)
         review_keep(thread=fresh, turn_index=2)
         document = fresh.document
-        document_save(thread=fresh, content=document.content + "\nWritten by the person.\n",
-                      base_version=document.version, author=Author.PERSON)
+        document_save(
+            thread=fresh,
+            content=document.content + "\nWritten by the person.\n",
+            base_version=document.version,
+            author=Author.PERSON,
+        )
         objective_set(thread=fresh, text="Ship the launch note by Tuesday", author=Author.PERSON)
         locked = preference_add(thread=fresh, title="No jargon", kind="hard", respect_lock=False)
         preference_set_locked(preference=locked, locked=True, respect_lock=False)

@@ -144,9 +144,7 @@ class ScriptedChatModel(BaseChatModel):
                     }
                 ],
             )
-        yield AIMessageChunk(
-            content="", id=message_id, response_metadata={"finish_reason": reply.resolved_finish_reason}
-        )
+        yield AIMessageChunk(content="", id=message_id, response_metadata={"finish_reason": reply.resolved_finish_reason})
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
         reply = self._next_reply(messages)

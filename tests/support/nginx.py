@@ -72,9 +72,27 @@ class Nginx:
         if tls:
             cert, key = str(self.workdir / "cert.pem"), str(self.workdir / "key.pem")
             subprocess.run(
-                ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
-                 "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
-                check=True, capture_output=True, timeout=60,
+                [
+                    "openssl",
+                    "req",
+                    "-x509",
+                    "-newkey",
+                    "rsa:2048",
+                    "-nodes",
+                    "-days",
+                    "2",
+                    "-subj",
+                    "/CN=127.0.0.1",
+                    "-addext",
+                    "subjectAltName=IP:127.0.0.1",
+                    "-keyout",
+                    key,
+                    "-out",
+                    cert,
+                ],
+                check=True,
+                capture_output=True,
+                timeout=60,
             )
         (self.workdir / "haico.conf").write_text(
             render(upstreams=upstreams, listen=f"127.0.0.1:{self.port}", tls_cert=cert, tls_key=key)
@@ -86,13 +104,16 @@ class Nginx:
         self.process: subprocess.Popen | None = None
 
     def test_config(self) -> subprocess.CompletedProcess:
-        return subprocess.run([nginx_binary(), "-t", "-c", str(self.config), "-p", str(self.workdir)],
-                              capture_output=True, text=True, timeout=30)
+        return subprocess.run(
+            [nginx_binary(), "-t", "-c", str(self.config), "-p", str(self.workdir)], capture_output=True, text=True, timeout=30
+        )
 
     def start(self) -> None:
         self.process = subprocess.Popen(
             [nginx_binary(), "-c", str(self.config), "-p", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=open(self.workdir / "stderr.log", "wb"), start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.workdir / "stderr.log", "wb"),
+            start_new_session=True,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

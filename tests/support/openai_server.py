@@ -235,7 +235,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         if self.path.rstrip("/").endswith("/models"):
-            self._json(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "test"} for m in self.app.models]})
+            self._json(
+                200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "test"} for m in self.app.models]}
+            )
         else:
             self._json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
 
@@ -323,7 +325,14 @@ class _Handler(BaseHTTPRequestHandler):
 
         def chunk(delta: dict | None, finish_reason=None, **extra) -> dict:
             choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
-            return {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model, "choices": choices, **extra}
+            return {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": choices,
+                **extra,
+            }
 
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -342,7 +351,12 @@ class _Handler(BaseHTTPRequestHandler):
                 self._event(chunk({"content": token}))
             for i, call in enumerate(self._tool_calls(reply, completion_id, misbehave)):
                 arguments = call["function"]["arguments"]
-                head = {"index": i, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}
+                head = {
+                    "index": i,
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {"name": call["function"]["name"], "arguments": ""},
+                }
                 self._event(chunk({"tool_calls": [head]}))
                 size = self.app.args_chunk_chars
                 for start in range(0, len(arguments), size):

@@ -140,8 +140,13 @@ def start_production(tmp_path):
         log_path = workdir / "start.log"
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
-                ["bash", str(START), str(port)], cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True,
+                ["bash", str(START), str(port)],
+                cwd=BASE_DIR,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
             )
         production = Production(port, processes, process, log_path, [f"http://127.0.0.1:{port + i}" for i in range(processes)])
         started.append(production)

@@ -55,9 +55,21 @@ class PrivateRedis:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         _wait_for_port(self.port, up=True)
 
@@ -92,8 +104,18 @@ class PrivatePostgres:
             os.chown(self.workdir, account.pw_uid, account.pw_gid)
         (self.workdir / "pw").write_text("haico\n")
         os.chmod(self.workdir / "pw", 0o644)
-        self._run(_postgres_bin("initdb"), "-D", str(self.data), "-U", "haico", "--pwfile", str(self.workdir / "pw"),
-                  "-A", "scram-sha-256", "--no-sync")
+        self._run(
+            _postgres_bin("initdb"),
+            "-D",
+            str(self.data),
+            "-U",
+            "haico",
+            "--pwfile",
+            str(self.workdir / "pw"),
+            "-A",
+            "scram-sha-256",
+            "--no-sync",
+        )
 
     @staticmethod
     def available() -> str | None:
@@ -113,8 +135,17 @@ class PrivatePostgres:
 
     def start(self) -> None:
         self._run(
-            _postgres_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.workdir / "log"), "-w", "-t", "60",
-            "-o", f"-p {self.port} -k {self.workdir} -c listen_addresses=127.0.0.1 -c fsync=off", "start",
+            _postgres_bin("pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.workdir / "log"),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            f"-p {self.port} -k {self.workdir} -c listen_addresses=127.0.0.1 -c fsync=off",
+            "start",
         )
         _wait_for_port(self.port, up=True)
 

@@ -37,7 +37,10 @@ PAYLOADS: list[tuple[str, str]] = [
     ("htmx attributes", '<div hx-get="/" hx-trigger="load" hx-on:htmx:load="__xss({n})">'),
     ("HTML entities", "&lt;img src=x onerror=__xss({n})&gt;"),
     ("JSON escapes", "\\u003cimg src=x onerror=__xss({n})\\u003e"),
-    ("fullwidth brackets and right-to-left override", "\uff1cscript\uff1e__xss({n})\uff1c/script\uff1e \u202e<img src=x onerror=__xss({n})>"),
+    (
+        "fullwidth brackets and right-to-left override",
+        "\uff1cscript\uff1e__xss({n})\uff1c/script\uff1e \u202e<img src=x onerror=__xss({n})>",
+    ),
     ("iframe srcdoc", '<iframe srcdoc="<script>parent.__xss({n})</script>"></iframe>'),
     ("math/style mutation", "<math><mtext><table><mglyph><style><img src=x onerror=__xss({n})>"),
 ]
@@ -129,7 +132,7 @@ def markdown_text(field: str) -> list[str]:
 
 
 def describe(value) -> str:
-    """"field «…», payload «…»" for a code a payload passed to __xss."""
+    """ "field «…», payload «…»" for a code a payload passed to __xss."""
     try:
         number = int(value)
         return f"field «{FIELDS[number // 100]}», payload «{PAYLOADS[number % 100][0]}»"
@@ -170,31 +173,44 @@ def seed(*, username: str, thread_id: str | None = None, staff_username: str | N
         objective_services.objective_set(thread=thread, text=joined("objective (person)"))
         for i in range(len(PAYLOADS)):
             preference_services.preference_add(
-                thread=thread, title=payload("preference title (person)", i),
-                subtitle=payload("preference subtitle (person)", i), kind="hard" if i % 2 else "soft", respect_lock=False,
+                thread=thread,
+                title=payload("preference title (person)", i),
+                subtitle=payload("preference subtitle (person)", i),
+                kind="hard" if i % 2 else "soft",
+                respect_lock=False,
             )
             plan_services.todo_add(thread=thread, text=payload("plan step (person)", i))
         document_services.document_save(
             thread=thread, title=packed("document title (person)", 200), content=joined("document text (person)", "\n\n")
         )
-        artifact_services.artifact_create(thread=thread, artifact_type="bar_chart", title=packed("chart title", 200),
-                                          payload=chart_payload(), turn_index=1)
-        artifact_services.artifact_create(thread=thread, artifact_type="data_table", title=packed("table title", 200),
-                                          payload=table_payload(), turn_index=1)
+        artifact_services.artifact_create(
+            thread=thread, artifact_type="bar_chart", title=packed("chart title", 200), payload=chart_payload(), turn_index=1
+        )
+        artifact_services.artifact_create(
+            thread=thread, artifact_type="data_table", title=packed("table title", 200), payload=table_payload(), turn_index=1
+        )
 
     created = {
         "document": artifact_services.artifact_create(
-            thread=thread, artifact_type="document", title=packed("document artifact title", 200),
+            thread=thread,
+            artifact_type="document",
+            title=packed("document artifact title", 200),
             payload={"title": packed("document artifact title", 200), "content": joined("document artifact text", "\n\n")},
             turn_index=1,
         ).pk,
         "unknown": artifact_services.artifact_create(
-            thread=thread, artifact_type=payload("unknown artifact type", 1), title=packed("unknown artifact payload", 200),
-            payload={p: p for p in every("unknown artifact payload")}, turn_index=1,
+            thread=thread,
+            artifact_type=payload("unknown artifact type", 1),
+            title=packed("unknown artifact payload", 200),
+            payload={p: p for p in every("unknown artifact payload")},
+            turn_index=1,
         ).pk,
         "invalid": artifact_services.artifact_create(
-            thread=thread, artifact_type="line_chart", title=packed("chart title", 200, start=5),
-            payload={"title": packed("chart title", 200, start=5), "data": joined("chart label")}, turn_index=1,
+            thread=thread,
+            artifact_type="line_chart",
+            title=packed("chart title", 200, start=5),
+            payload={"title": packed("chart title", 200, start=5), "data": joined("chart label")},
+            turn_index=1,
         ).pk,
     }
     conversation_services.activity_log(thread=thread, message=joined("activity log message"), level="warning", turn_index=1)
@@ -203,13 +219,17 @@ def seed(*, username: str, thread_id: str | None = None, staff_username: str | N
     if workspace:
         turn, _snapshot = guard.turn_begin(thread=thread, user_message=joined("chat message", "\n\n"))
         guard.turn_finish(thread=thread, turn_index=turn)
-        conversation_services.feedback_add(thread=thread, user=owner, turn_index=turn, rating=1, comment=joined("feedback comment"))
+        conversation_services.feedback_add(
+            thread=thread, user=owner, turn_index=turn, rating=1, comment=joined("feedback comment")
+        )
         fork = conversation_services.thread_create(owner=owner, title=packed("thread title", 200, start=7))
         BranchLink.objects.create(thread=fork, parent=thread, branch_point_turn=turn, reason=packed("branch reason", 500))
         if staff_username:
             staff = get_user_model().objects.get(username=staff_username)
             conversation_services.moderation_record(
-                thread=thread, staff_user=staff, action=ModerationAction.Action.LOCK_PREFERENCE,
+                thread=thread,
+                staff_user=staff,
+                action=ModerationAction.Action.LOCK_PREFERENCE,
                 detail=packed("moderation detail", 500),
             )
     return {"thread": str(thread.pk), "artifacts": created}
@@ -231,8 +251,9 @@ def chart_payload() -> dict:
     return {
         "title": packed("chart title", 200),
         "description": joined("chart description"),
-        "data": [{"name": label, **{s: 10 * (k + 1) + j for j, s in enumerate(series)}}
-                 for k, label in enumerate(every("chart label"))],
+        "data": [
+            {"name": label, **{s: 10 * (k + 1) + j for j, s in enumerate(series)}} for k, label in enumerate(every("chart label"))
+        ],
         "series": series,
         "x_axis_title": packed("chart axis title", 200),
         "y_axis_title": packed("chart axis title", 200, start=9),

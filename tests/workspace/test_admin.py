@@ -47,7 +47,16 @@ def test_snapshot_delete_is_refused(staff_client, populated):
 
 def test_snapshot_detail_shows_every_field_read_only_with_pretty_json(staff_client, populated):
     body = staff_client.get(_change(populated["snapshot"])).content.decode()
-    for name in ("thread", "turn_index", "user_message", "objective_text", "document_title", "document_content", "preferences_json", "todos_json"):
+    for name in (
+        "thread",
+        "turn_index",
+        "user_message",
+        "objective_text",
+        "document_title",
+        "document_content",
+        "preferences_json",
+        "todos_json",
+    ):
         assert f'name="{name}"' not in body
     assert "Start the review" in body
     assert "Write a literature review" in body
@@ -86,7 +95,7 @@ def test_document_page_lists_its_revisions_newest_first(staff_client, populated)
     document_services.document_save(thread=populated["thread"], content="Second <i>version</i>", base_version=1, author="agent")
     body = staff_client.get(_change(document)).content.decode()
     newest, oldest = DocumentRevision.objects.filter(document=document).order_by("-version")
-    assert body.index(f'>v{newest.version}</a>') < body.index(f'>v{oldest.version}</a>')
+    assert body.index(f">v{newest.version}</a>") < body.index(f">v{oldest.version}</a>")
     assert _change(newest) in body
     assert "Agent" in body and "System" in body
     assert 'name="revisions-0-title"' not in body  # read-only rows, no inputs

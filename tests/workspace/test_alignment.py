@@ -46,7 +46,7 @@ def test_long_sequences_take_the_anchored_way_and_stay_valid(seed, edits, vocabu
     b = list(a)
     for _ in range(edits):
         at = rnd.randrange(len(b) + 1)
-        b[at:at + rnd.randint(0, 5)] = [rnd.randrange(vocabulary) for _ in range(rnd.randint(0, 5))]
+        b[at : at + rnd.randint(0, 5)] = [rnd.randrange(vocabulary) for _ in range(rnd.randint(0, 5))]
     blocks = alignment.matching_blocks(a, b)
     _valid(a, b, blocks)
     # Nearly everything is found in common: only around the edits is not.
@@ -97,7 +97,7 @@ def test_a_rewrite_of_many_places_in_one_long_line_is_aligned_quickly():
     rnd = random.Random(5)
     for _ in range(200):
         at = rnd.randrange(len(b))
-        b[at:at + 3] = ["rewritten", " ", "words"]
+        b[at : at + 3] = ["rewritten", " ", "words"]
     start = time.perf_counter()
     blocks = alignment.matching_blocks(a, b, exact_up_to=merge.EXACT_ALIGNMENT_MAX_TOKENS)
     elapsed = time.perf_counter() - start

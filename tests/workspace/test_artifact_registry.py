@@ -30,10 +30,19 @@ REVENUE_AND_COST = [
 # One valid payload per registered type, and the text each must show.
 SAMPLES = {
     "line_chart": ({"title": "Trend", "description": "Up and to the right", "data": QUARTERS}, ["Trend", "Up and to the right"]),
-    "bar_chart": ({"title": "Q1 vs Q2 revenue", "description": "Revenue per quarter", "data": QUARTERS}, ["Q1 vs Q2 revenue", "Revenue per quarter"]),
+    "bar_chart": (
+        {"title": "Q1 vs Q2 revenue", "description": "Revenue per quarter", "data": QUARTERS},
+        ["Q1 vs Q2 revenue", "Revenue per quarter"],
+    ),
     "pie_chart": ({"title": "Share", "data": QUARTERS}, ["Share"]),
-    "data_table": ({"title": "Sources", "columns": ["Paper", "Year"], "rows": [["Smith", 2020]]}, ["Sources", "Paper", "Smith", "2020"]),
-    "document": ({"title": "Draft v1", "content": "# Findings\n\nAll **good**."}, ["Draft v1", "<h1>Findings</h1>", "<strong>good</strong>"]),
+    "data_table": (
+        {"title": "Sources", "columns": ["Paper", "Year"], "rows": [["Smith", 2020]]},
+        ["Sources", "Paper", "Smith", "2020"],
+    ),
+    "document": (
+        {"title": "Draft v1", "content": "# Findings\n\nAll **good**."},
+        ["Draft v1", "<h1>Findings</h1>", "<strong>good</strong>"],
+    ),
 }
 
 
@@ -127,7 +136,7 @@ def test_multi_series_is_detected_one_dataset_per_numeric_key_with_legend(thread
     assert config["options"]["plugins"]["legend"]["display"] is True
     assert config["data"]["datasets"][0]["borderColor"] != config["data"]["datasets"][1]["borderColor"]
     html = _render(view)
-    assert "<th scope=\"col\">revenue</th>" in html and "<th scope=\"col\">cost</th>" in html
+    assert '<th scope="col">revenue</th>' in html and '<th scope="col">cost</th>' in html
     assert '<td class="num">95</td>' in html
 
 
@@ -138,8 +147,12 @@ def test_series_missing_from_a_point_leaves_a_gap_and_quoted_labels_are_not_seri
 
 
 def test_style_soft_palette_no_grid_and_label_size_reach_the_chart_config(thread):
-    config = _config(thread, "bar_chart", data=REVENUE_AND_COST,
-                     style={"palette": "soft", "show_grid": False, "label_size": 18, "stacked": True})
+    config = _config(
+        thread,
+        "bar_chart",
+        data=REVENUE_AND_COST,
+        style={"palette": "soft", "show_grid": False, "label_size": 18, "stacked": True},
+    )
     colours = [d["backgroundColor"] for d in config["data"]["datasets"]]
     assert colours == PALETTES["soft"][:2]
     scales = config["options"]["scales"]
@@ -202,15 +215,25 @@ def test_style_values_out_of_range_fall_back_or_clamp_instead_of_failing(thread,
 
 
 def test_data_table_cells_sort_keys_and_ragged_rows(thread):
-    view = artifact_view(_make(thread, "data_table", {
-        "title": "Papers", "description": "What we found",
-        "columns": ["Title", "Citations"],
-        "rows": [["A <i>study</i>", 1200], ["B", "35"], ["C", None, "extra"], {"Title": "D", "Citations": 7}],
-    }))
+    view = artifact_view(
+        _make(
+            thread,
+            "data_table",
+            {
+                "title": "Papers",
+                "description": "What we found",
+                "columns": ["Title", "Citations"],
+                "rows": [["A <i>study</i>", 1200], ["B", "35"], ["C", None, "extra"], {"Title": "D", "Citations": 7}],
+            },
+        )
+    )
     assert view.status == "ok"
     assert view.data["columns"] == ["Title", "Citations", "Column 3"]
     assert [[c["text"] for c in row] for row in view.data["rows"]] == [
-        ["A <i>study</i>", "1200", ""], ["B", "35", ""], ["C", "", "extra"], ["D", "7", ""],
+        ["A <i>study</i>", "1200", ""],
+        ["B", "35", ""],
+        ["C", "", "extra"],
+        ["D", "7", ""],
     ]
     assert [row[1]["sort"] for row in view.data["rows"]] == ["1200", "35", None, "7"]
     html = _render(view)
@@ -222,9 +245,18 @@ def test_data_table_cells_sort_keys_and_ragged_rows(thread):
 
 def test_chart_text_from_the_payload_is_escaped_everywhere(thread):
     evil = "<script>alert(1)</script>"
-    view = artifact_view(_make(thread, "bar_chart", {
-        "title": evil, "description": evil, "data": [{"name": evil, "value": 1}], "x_axis_title": evil,
-    }))
+    view = artifact_view(
+        _make(
+            thread,
+            "bar_chart",
+            {
+                "title": evil,
+                "description": evil,
+                "data": [{"name": evil, "value": 1}],
+                "x_axis_title": evil,
+            },
+        )
+    )
     html = _render(view)
     assert evil not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
@@ -239,8 +271,12 @@ def test_option_label_names_title_type_and_turn(thread):
 
 
 def test_registering_a_type_is_one_call(thread):
-    register("quote", label="quote", template="workspace/artifacts/document.html",
-             build=lambda payload, artifact: {"title": payload["who"], "html": payload["text"]})
+    register(
+        "quote",
+        label="quote",
+        template="workspace/artifacts/document.html",
+        build=lambda payload, artifact: {"title": payload["who"], "html": payload["text"]},
+    )
     try:
         html = _render(artifact_view(_make(thread, "quote", {"who": "Ada", "text": "Notes"})))
         assert "Ada" in html and "Notes" in html

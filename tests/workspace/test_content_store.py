@@ -72,6 +72,6 @@ def test_a_rewrite_is_stored_whole_not_as_a_delta():
 def test_a_blob_that_does_not_rebuild_to_its_key_is_refused():
     base = content_store.store_text(ContentBlob, "shared start of the text\n" * 20 + "one")
     blob = content_store.store_text(ContentBlob, "shared start of the text\n" * 20 + "two", base=base)
-    ContentBlob.objects.filter(pk=blob.pk).update(delta='[[0,10]]')
+    ContentBlob.objects.filter(pk=blob.pk).update(delta="[[0,10]]")
     with pytest.raises(content_store.CorruptContent):
         content_store.read_text(ContentBlob, _fresh(blob))

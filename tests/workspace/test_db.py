@@ -51,7 +51,11 @@ def test_a_connection_the_server_closed_is_replaced_before_the_next_step_uses_it
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "haico_site.settings", "DATABASE_URL": postgres_database_url}
     result = subprocess.run(
         [sys.executable, "-c", SCRIPT.format(url=postgres_database_url)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     # Left alone, the thread's connection fails every query after the first too.

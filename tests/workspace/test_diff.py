@@ -25,7 +25,11 @@ def test_an_added_line_and_a_removed_line_are_shown_with_the_lines_around_them()
     new = "# Report\nIntro.\nA new paragraph.\nMethods."
     diff = diff_text(old, new)
     assert _shown(diff) == [
-        (SAME, "# Report"), (SAME, "Intro."), (ADDED, "A new paragraph."), (SAME, "Methods."), (REMOVED, "Results."),
+        (SAME, "# Report"),
+        (SAME, "Intro."),
+        (ADDED, "A new paragraph."),
+        (SAME, "Methods."),
+        (REMOVED, "Results."),
     ]
     assert (diff.lines_added, diff.lines_removed, diff.lines_changed) == (1, 1, 0)
     assert not diff.identical

@@ -54,7 +54,7 @@ def test_markdown_export_is_the_text_as_written(thread):
 
 
 def test_html_export_is_a_standalone_sanitised_page(thread):
-    document = _document(thread, content=SOURCE + '\n<script>alert(1)</script>\n\n[x](javascript:alert(1))\n')
+    document = _document(thread, content=SOURCE + "\n<script>alert(1)</script>\n\n[x](javascript:alert(1))\n")
     html = exports.document_html(document)
     assert html.startswith("<!doctype html>")
     assert "<title>Launch plan ü</title>" in html
@@ -121,19 +121,31 @@ def test_artifact_json_carries_type_title_turn_and_payload(thread):
 
 
 def test_chart_csv_has_one_column_per_series(thread):
-    artifact = _artifact(thread, "line_chart", {
-        "x_axis_title": "Quarter", "series": ["north", "south"],
-        "data": [{"name": "Q1", "north": 1, "south": 2}, {"name": "Q2", "north": 3}],
-    })
+    artifact = _artifact(
+        thread,
+        "line_chart",
+        {
+            "x_axis_title": "Quarter",
+            "series": ["north", "south"],
+            "data": [{"name": "Q1", "north": 1, "south": 2}, {"name": "Q2", "north": 3}],
+        },
+    )
     assert _rows(exports.artifact_csv(artifact)) == [["Quarter", "north", "south"], ["Q1", "1", "2"], ["Q2", "3", ""]]
 
 
 def test_table_csv_keeps_cells_and_defuses_formulas(thread):
-    artifact = _artifact(thread, "data_table", {
-        "columns": ["Item", "Cost"], "rows": [["=HYPERLINK(\"http://x\")", -5], ["a, \"quoted\"", "@SUM(A1)"]],
-    })
+    artifact = _artifact(
+        thread,
+        "data_table",
+        {
+            "columns": ["Item", "Cost"],
+            "rows": [['=HYPERLINK("http://x")', -5], ['a, "quoted"', "@SUM(A1)"]],
+        },
+    )
     assert _rows(exports.artifact_csv(artifact)) == [
-        ["Item", "Cost"], ["'=HYPERLINK(\"http://x\")", "-5"], ["a, \"quoted\"", "'@SUM(A1)"],
+        ["Item", "Cost"],
+        ['\'=HYPERLINK("http://x")', "-5"],
+        ['a, "quoted"', "'@SUM(A1)"],
     ]
 
 
@@ -144,10 +156,23 @@ def test_csv_of_a_document_artifact_or_a_broken_chart_is_refused(thread):
         exports.artifact_csv(_artifact(thread, "bar_chart", {"data": []}))
 
 
-@pytest.mark.parametrize("cell", [
-    "\n=1+1", " =1+1", "\u00a0=1+1", "\u2003+cmd|' /C calc'!A0", "\t=1", "\r=1", "\u200b@SUM(A1)", "\x01-2+3",
-    " \n\u00a0 =HYPERLINK(\"http://x\")", "\uff1d1+1", "-", "@",
-])
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "\n=1+1",
+        " =1+1",
+        "\u00a0=1+1",
+        "\u2003+cmd|' /C calc'!A0",
+        "\t=1",
+        "\r=1",
+        "\u200b@SUM(A1)",
+        "\x01-2+3",
+        ' \n\u00a0 =HYPERLINK("http://x")',
+        "\uff1d1+1",
+        "-",
+        "@",
+    ],
+)
 def test_a_formula_behind_spaces_line_breaks_or_invisible_characters_is_defused(thread, cell):
     artifact = _artifact(thread, "data_table", {"columns": ["Cell"], "rows": [[cell]]})
     [_header, [written]] = _rows(exports.artifact_csv(artifact))

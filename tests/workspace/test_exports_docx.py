@@ -102,7 +102,10 @@ def test_pandoc_reads_back_headings_lists_links_code_and_tables(thread, pandoc):
     assert markdown.count("auto.example.org") == 1  # an autolink is one link, not its text twice
     assert "<https://auto.example.org>" in markdown
     # Each numbered list counts from its own start.
-    assert "1.  Alpha\n\n2.  Beta\n\nA paragraph between.\n\n1.  Gamma\n\n2.  Delta\n\nAnother paragraph.\n\n3.  Third from three" in markdown
+    assert (
+        "1.  Alpha\n\n2.  Beta\n\nA paragraph between.\n\n1.  Gamma\n\n2.  Delta\n\nAnother paragraph.\n\n3.  Third from three"
+        in markdown
+    )
     # Nested lists keep their levels, a numbered one inside bullets too.
     assert "-   second\n\n    -   nested one\n\n    -   nested two\n\n        1.  deep\n\n-   third" in markdown
     assert "-   [ ] open task" in markdown
@@ -155,9 +158,7 @@ def test_word_structures_lists_tasks_code_and_tables(thread):
 
 def test_docx_metadata_is_the_persons_and_the_documents(thread):
     document_services.document_save(thread=thread, title="Draft", content="One.\n")
-    DocumentRevision.objects.filter(document__thread=thread, version=1).update(
-        created_at="2026-03-04T05:06:07Z"
-    )
+    DocumentRevision.objects.filter(document__thread=thread, version=1).update(created_at="2026-03-04T05:06:07Z")
     document = _document(thread, content="Two.\n", title="Field guide")
     body = _docx(document, author="Ada Lovelace")
     word = WordDocument(io.BytesIO(body))
@@ -181,7 +182,7 @@ def test_docx_metadata_is_the_persons_and_the_documents(thread):
 
 def test_html_keeps_images_and_shows_the_title_once(thread):
     content = (
-        "Intro with an image ![a chart of sales](https://img.example/sales.png \"Sales\"),"
+        'Intro with an image ![a chart of sales](https://img.example/sales.png "Sales"),'
         " ![inline](data:image/png;base64,iVBORw0KGgo=) and ![nearby](pics/x.png).\n"
     )
     html = exports.document_html(_document(thread, content=content, title="Sales report"))
@@ -206,18 +207,32 @@ def test_html_keeps_images_and_shows_the_title_once(thread):
 
 def _artifacts(thread):
     artifact_services.artifact_create(
-        thread=thread, artifact_type="bar_chart", title="Revenue", turn_index=1,
+        thread=thread,
+        artifact_type="bar_chart",
+        title="Revenue",
+        turn_index=1,
         payload={"x_axis_title": "Quarter", "data": [{"name": "Q1", "value": 120}, {"name": "Q2", "value": 180}]},
     )
     artifact_services.artifact_create(
-        thread=thread, artifact_type="document", title="A note", turn_index=1, payload={"content": "not a table"},
+        thread=thread,
+        artifact_type="document",
+        title="A note",
+        turn_index=1,
+        payload={"content": "not a table"},
     )
     artifact_services.artifact_create(
-        thread=thread, artifact_type="data_table", title="Costs <b>", turn_index=2,
+        thread=thread,
+        artifact_type="data_table",
+        title="Costs <b>",
+        turn_index=2,
         payload={"columns": ["Item", "€"], "rows": [["Paper", 12.5], ["Ink", "3"]]},
     )
     artifact_services.artifact_create(
-        thread=thread, artifact_type="line_chart", title="Broken", turn_index=3, payload={"data": []},
+        thread=thread,
+        artifact_type="line_chart",
+        title="Broken",
+        turn_index=3,
+        payload={"data": []},
     )
     return artifacts_for(thread=thread)
 
@@ -231,14 +246,19 @@ def test_html_and_docx_end_with_the_threads_charts_and_tables(thread):
     assert [m for m in re.findall(r"<h2>(.*?)</h2>", appendix)] == ["Revenue", "Costs &lt;b&gt;", "Broken"]
     assert "Bar chart from turn 1: the numbers it shows." in appendix
     assert '<th scope="col">Quarter</th><th scope="col" class="num">Value</th>' in appendix
-    assert "<td>Q2</td><td class=\"num\">180</td>" in appendix
+    assert '<td>Q2</td><td class="num">180</td>' in appendix
     assert '<td>Paper</td><td class="num">12.5</td>' in appendix
     assert "A note" not in appendix and "Its data could not be read" in appendix
 
     word = WordDocument(io.BytesIO(_docx(document, artifacts=artifacts)))
     headings = [(p.style.name, p.text) for p in word.paragraphs if p.style.name.startswith("Heading")]
-    assert headings == [("Heading 1", "Report"), ("Heading 1", "Artifacts"), ("Heading 2", "Revenue"),
-                        ("Heading 2", "Costs <b>"), ("Heading 2", "Broken")]
+    assert headings == [
+        ("Heading 1", "Report"),
+        ("Heading 1", "Artifacts"),
+        ("Heading 2", "Revenue"),
+        ("Heading 2", "Costs <b>"),
+        ("Heading 2", "Broken"),
+    ]
     assert [[c.text for c in row.cells] for row in word.tables[0].rows] == [["Quarter", "Value"], ["Q1", "120"], ["Q2", "180"]]
     assert [[c.text for c in row.cells] for row in word.tables[1].rows] == [["Item", "€"], ["Paper", "12.5"], ["Ink", "3"]]
     assert str(word.tables[1].cell(1, 1).paragraphs[0].alignment) == "RIGHT (2)"
@@ -251,7 +271,10 @@ def test_html_and_docx_end_with_the_threads_charts_and_tables(thread):
 
 def test_a_csv_starts_with_a_byte_order_mark(thread):
     table = artifact_services.artifact_create(
-        thread=thread, artifact_type="data_table", title="Prices", turn_index=1,
+        thread=thread,
+        artifact_type="data_table",
+        title="Prices",
+        turn_index=1,
         payload={"columns": ["Item", "Preis €"], "rows": [["Käse", "4,50 €"]]},
     )
     body, filename, content_type = exports.export_artifact(table, "csv")
@@ -267,7 +290,10 @@ def test_text_xml_cannot_hold_deep_lists_and_long_names_still_export(thread):
     deep = "".join(f"{'  ' * n}- level {n}\n" for n in range(12))  # the parser stops nesting at ten
     content = f"Bell\x07 and vertical\x0b tab.\n\n| h\x02 | x |\n| --- | --- |\n| v | w |\n\n{deep}"
     artifact_services.artifact_create(
-        thread=thread, artifact_type="data_table", title="Odd\x01 table", turn_index=1,
+        thread=thread,
+        artifact_type="data_table",
+        title="Odd\x01 table",
+        turn_index=1,
         payload={"columns": ["a\x1f"], "rows": [["b\x0c"]]},
     )
     document = _document(thread, content=content, title="Odd")

@@ -38,8 +38,13 @@ def test_markdown_script_tags_never_survive():
 
 @pytest.mark.parametrize(
     "source",
-    ["[click](javascript:alert(1))", "[click](JaVaScRiPt:alert(1))", "[click](data:text/html;base64,PHNjcmlwdD4=)",
-     "<javascript:alert(1)>", "[click](vbscript:msgbox)"],
+    [
+        "[click](javascript:alert(1))",
+        "[click](JaVaScRiPt:alert(1))",
+        "[click](data:text/html;base64,PHNjcmlwdD4=)",
+        "<javascript:alert(1)>",
+        "[click](vbscript:msgbox)",
+    ],
 )
 def test_markdown_unsafe_link_schemes_do_not_become_links(source):
     html = render_markdown(source)
@@ -77,10 +82,13 @@ def test_task_list_items_render_as_disabled_checkboxes_showing_their_state():
     assert len(_boxes(html)) == 3
 
 
-@pytest.mark.parametrize("source", [
-    '<input type="text" onfocus="alert(1)" autofocus>',
-    '- [ ] <input type="text" onfocus="alert(1)">',
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        '<input type="text" onfocus="alert(1)" autofocus>',
+        '- [ ] <input type="text" onfocus="alert(1)">',
+    ],
+)
 def test_raw_inputs_in_the_source_stay_text_and_no_input_is_ever_more_than_a_disabled_checkbox(source):
     html = render_markdown(source)
     assert "&lt;input type=" in html  # shown as the text it is
@@ -96,13 +104,27 @@ from hypothesis import strategies as st  # noqa: E402
 from workspace import markdown  # noqa: E402
 
 BLOCKS = [
-    "# Heading one", "## Heading two", "###### Six", "#Not a heading", "   # Indented heading",
-    "A paragraph with *emphasis* and a [link](https://example.org).", "Another line\ncontinued lazily",
-    "- item\n- [x] done\n- [ ] open", "1. first\n2. second", "   - loose\n\n   - list",
-    "> quoted\n> # heading in a quote", "| a | b |\n|---|--:|\n| 1 | 2 |",
-    "```\ncode\n\n# not a heading\n```", "~~~python\n# comment\n\n## still code\n~~~",
-    "````\n```\n\n# inside a longer fence\n````", "```info`x\nnot a fence", "    indented code\n\n    # code too",
-    "- item\n\n  ```\n  # code in an item\n  ```", "Setext\n===", "   ", "",
+    "# Heading one",
+    "## Heading two",
+    "###### Six",
+    "#Not a heading",
+    "   # Indented heading",
+    "A paragraph with *emphasis* and a [link](https://example.org).",
+    "Another line\ncontinued lazily",
+    "- item\n- [x] done\n- [ ] open",
+    "1. first\n2. second",
+    "   - loose\n\n   - list",
+    "> quoted\n> # heading in a quote",
+    "| a | b |\n|---|--:|\n| 1 | 2 |",
+    "```\ncode\n\n# not a heading\n```",
+    "~~~python\n# comment\n\n## still code\n~~~",
+    "````\n```\n\n# inside a longer fence\n````",
+    "```info`x\nnot a fence",
+    "    indented code\n\n    # code too",
+    "- item\n\n  ```\n  # code in an item\n  ```",
+    "Setext\n===",
+    "   ",
+    "",
 ]
 
 

@@ -164,8 +164,10 @@ def test_any_three_texts_give_pieces_that_rebuild_each_side(base, ours, theirs):
 
 @PROPERTY_SETTINGS
 @given(
-    st.text(alphabet="ab \n.", max_size=40), st.text(alphabet="ab \n.", max_size=40),
-    st.text(alphabet="ab \n.", max_size=40), st.text(alphabet="xy \n.", max_size=200),
+    st.text(alphabet="ab \n.", max_size=40),
+    st.text(alphabet="ab \n.", max_size=40),
+    st.text(alphabet="ab \n.", max_size=40),
+    st.text(alphabet="xy \n.", max_size=200),
     st.text(alphabet="xy \n.", max_size=200),
 )
 # Both sides add a blank line to a blank base, theirs more: with one more

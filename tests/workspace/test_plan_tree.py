@@ -41,7 +41,7 @@ class Node:
         self.pk = pk
         self.text = text
         self.done = False
-        self.children: list["Node"] = []
+        self.children: list[Node] = []
 
 
 class PlanModel:
@@ -207,9 +207,7 @@ class PlanModel:
 
 
 def _stored(thread):
-    return list(
-        Todo.objects.filter(thread=thread).order_by("position").values_list("pk", "position", "depth", "text", "done")
-    )
+    return list(Todo.objects.filter(thread=thread).order_by("position").values_list("pk", "position", "depth", "text", "done"))
 
 
 def _assert_valid(thread):
@@ -275,7 +273,9 @@ def _run(thread, model, name, data, deleted):
             model.check_outline(depths, parent_index)
         except Refused:
             _expect_refusal(
-                thread, InvalidInput, lambda: plan_services.todos_add_outline(thread=thread, steps=steps, parent_index=parent_index)
+                thread,
+                InvalidInput,
+                lambda: plan_services.todos_add_outline(thread=thread, steps=steps, parent_index=parent_index),
             )
             return
         created = plan_services.todos_add_outline(thread=thread, steps=steps, parent_index=parent_index)

@@ -6,7 +6,7 @@ from workspace.models import Preference
 from workspace.rows import preference_row, step_row
 from workspace.selectors import PlanStep
 
-HOSTILE = '<img src=x onerror=alert(1)> "quoted" & \'single\''
+HOSTILE = "<img src=x onerror=alert(1)> \"quoted\" & 'single'"
 
 
 def test_a_step_row_escapes_its_text_and_says_what_it_is():

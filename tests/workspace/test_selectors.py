@@ -60,7 +60,11 @@ def test_plan_steps_carry_outline_numbers_in_pre_order(thread):
     _outline(thread, ("A", 0), ("A.1", 1), ("A.1.a", 2), ("A.2", 1), ("B", 0))
     steps = selectors.plan_steps(thread=thread)
     assert [(s.number, s.text, s.depth) for s in steps] == [
-        ("1", "A", 0), ("1.1", "A.1", 1), ("1.1.1", "A.1.a", 2), ("1.2", "A.2", 1), ("2", "B", 0)
+        ("1", "A", 0),
+        ("1.1", "A.1", 1),
+        ("1.1.1", "A.1.a", 2),
+        ("1.2", "A.2", 1),
+        ("2", "B", 0),
     ]
 
 
@@ -111,9 +115,7 @@ def orm_reading(thread) -> selectors.WorkspaceReading:
     )
     return selectors.WorkspaceReading(
         objective_text=Objective.objects.filter(thread=thread).values_list("text", flat=True).first(),
-        preferences=[
-            (p.kind, p.title, p.subtitle, p.locked) for p in selectors.preferences_for(thread=thread)
-        ],
+        preferences=[(p.kind, p.title, p.subtitle, p.locked) for p in selectors.preferences_for(thread=thread)],
         todos=[(t.text, t.done, t.depth) for t in selectors.todos_for(thread=thread)],
         document=document,
         latest_artifact=artifact,
@@ -131,7 +133,7 @@ def test_reading_matches_the_orm_with_the_same_types(owner, thread):
     objective_services.objective_set(thread=thread, text="Compare the two surveys")
     preferences_services.preference_add(thread=thread, title="Short sentences", kind="soft", respect_lock=False)
     locked = preferences_services.preference_add(
-        thread=thread, title="Cite \"every\" figure", subtitle="Peer-reviewed", kind="hard", respect_lock=False
+        thread=thread, title='Cite "every" figure', subtitle="Peer-reviewed", kind="hard", respect_lock=False
     )
     preferences_services.preference_set_locked(preference=locked, locked=True, respect_lock=False)
     plan_services.todos_add_outline(

@@ -22,12 +22,23 @@ SURROGATE = "\ud800"
 @pytest.mark.parametrize(
     "write, message",
     [
-        (lambda t: objective_services.objective_set(thread=t, text=f"a{SURROGATE}b"), "Objective contains a character that cannot be stored"),
-        (lambda t: preferences_services.preference_add(thread=t, title=SURROGATE, respect_lock=False), "Title contains a character"),
-        (lambda t: plan_services.todo_add(thread=t, text=f"step \udfff"), "Step text contains a character"),
-        (lambda t: document_services.document_save(thread=t, content=f"long text {SURROGATE}"), "Document content contains a character"),
         (
-            lambda t: artifacts_services.artifact_create(thread=t, artifact_type="table", title="T", payload={"v": [SURROGATE]}, turn_index=0),
+            lambda t: objective_services.objective_set(thread=t, text=f"a{SURROGATE}b"),
+            "Objective contains a character that cannot be stored",
+        ),
+        (
+            lambda t: preferences_services.preference_add(thread=t, title=SURROGATE, respect_lock=False),
+            "Title contains a character",
+        ),
+        (lambda t: plan_services.todo_add(thread=t, text="step \udfff"), "Step text contains a character"),
+        (
+            lambda t: document_services.document_save(thread=t, content=f"long text {SURROGATE}"),
+            "Document content contains a character",
+        ),
+        (
+            lambda t: artifacts_services.artifact_create(
+                thread=t, artifact_type="table", title="T", payload={"v": [SURROGATE]}, turn_index=0
+            ),
             "Artifact payload contains a character that cannot be stored",
         ),
     ],
@@ -42,14 +53,14 @@ def test_a_lone_surrogate_is_refused_with_a_message_and_nothing_is_stored(thread
 
 def test_characters_beyond_the_basic_plane_are_text_like_any_other(thread):
     # A JSON pair "\ud83d\ude00" decodes to one character: nothing to refuse.
-    assert clean_text("smile \U0001F600", label="Title", max_chars=20) == "smile \U0001F600"
+    assert clean_text("smile \U0001f600", label="Title", max_chars=20) == "smile \U0001f600"
     artifact = artifacts_services.artifact_create(
-        thread=thread, artifact_type="table", title="T", payload={"v": "\U0001F600"}, turn_index=0
+        thread=thread, artifact_type="table", title="T", payload={"v": "\U0001f600"}, turn_index=0
     )
-    assert Artifact.objects.get(pk=artifact.pk).payload == {"v": "\U0001F600"}
+    assert Artifact.objects.get(pk=artifact.pk).payload == {"v": "\U0001f600"}
 
 
 def test_encodable_replaces_only_lone_surrogates():
-    assert encodable(f"a{SURROGATE}b\udfffc \U0001F600") == "a\ufffdb\ufffdc \U0001F600"
+    assert encodable(f"a{SURROGATE}b\udfffc \U0001f600") == "a\ufffdb\ufffdc \U0001f600"
     assert encodable("plain <b>html</b>") == "plain <b>html</b>"
     encodable(f"x{SURROGATE}").encode("utf-8")  # sendable

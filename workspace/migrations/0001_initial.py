@@ -5,99 +5,131 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('conversations', '0001_initial'),
+        ("conversations", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Document',
+            name="Document",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('title', models.CharField(default='Untitled', max_length=200)),
-                ('content', models.TextField(blank=True)),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('thread', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='document', to='conversations.thread')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("title", models.CharField(default="Untitled", max_length=200)),
+                ("content", models.TextField(blank=True)),
+                ("version", models.PositiveIntegerField(default=1)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "thread",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="document", to="conversations.thread"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Objective',
+            name="Objective",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('text', models.TextField()),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('thread', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='objective', to='conversations.thread')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("text", models.TextField()),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "thread",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="objective", to="conversations.thread"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Artifact',
+            name="Artifact",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('artifact_type', models.CharField(max_length=50)),
-                ('title', models.CharField(blank=True, max_length=200)),
-                ('payload', models.JSONField(default=dict)),
-                ('turn_index', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('thread', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='artifacts', to='conversations.thread')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("artifact_type", models.CharField(max_length=50)),
+                ("title", models.CharField(blank=True, max_length=200)),
+                ("payload", models.JSONField(default=dict)),
+                ("turn_index", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "thread",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="artifacts", to="conversations.thread"
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['thread', '-id'], name='artifact_thread_newest_idx'), models.Index(fields=['thread', 'artifact_type'], name='artifact_thread_type_idx')],
+                "indexes": [
+                    models.Index(fields=["thread", "-id"], name="artifact_thread_newest_idx"),
+                    models.Index(fields=["thread", "artifact_type"], name="artifact_thread_type_idx"),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Preference',
+            name="Preference",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('title', models.CharField(max_length=200)),
-                ('subtitle', models.CharField(blank=True, max_length=500)),
-                ('kind', models.CharField(choices=[('hard', 'Hard'), ('soft', 'Soft')], default='soft', max_length=4)),
-                ('locked', models.BooleanField(default=False)),
-                ('position', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('thread', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='preferences', to='conversations.thread')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("title", models.CharField(max_length=200)),
+                ("subtitle", models.CharField(blank=True, max_length=500)),
+                ("kind", models.CharField(choices=[("hard", "Hard"), ("soft", "Soft")], default="soft", max_length=4)),
+                ("locked", models.BooleanField(default=False)),
+                ("position", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "thread",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="preferences", to="conversations.thread"
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['thread', 'position'], name='pref_thread_position_idx')],
+                "indexes": [models.Index(fields=["thread", "position"], name="pref_thread_position_idx")],
             },
         ),
         migrations.CreateModel(
-            name='Todo',
+            name="Todo",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('text', models.CharField(max_length=1000)),
-                ('done', models.BooleanField(default=False)),
-                ('position', models.PositiveIntegerField()),
-                ('depth', models.PositiveSmallIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('thread', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='todos', to='conversations.thread')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("text", models.CharField(max_length=1000)),
+                ("done", models.BooleanField(default=False)),
+                ("position", models.PositiveIntegerField()),
+                ("depth", models.PositiveSmallIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "thread",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="todos", to="conversations.thread"
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['thread', 'position'], name='todo_thread_position_idx')],
+                "indexes": [models.Index(fields=["thread", "position"], name="todo_thread_position_idx")],
             },
         ),
         migrations.CreateModel(
-            name='WorkspaceSnapshot',
+            name="WorkspaceSnapshot",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('turn_index', models.PositiveIntegerField()),
-                ('user_message', models.TextField()),
-                ('document_title', models.CharField(blank=True, max_length=200)),
-                ('document_content', models.TextField(blank=True)),
-                ('objective_text', models.TextField(blank=True, null=True)),
-                ('preferences_json', models.JSONField(default=list)),
-                ('todos_json', models.JSONField(default=list)),
-                ('captured_at', models.DateTimeField(auto_now_add=True)),
-                ('thread', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='snapshots', to='conversations.thread')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("turn_index", models.PositiveIntegerField()),
+                ("user_message", models.TextField()),
+                ("document_title", models.CharField(blank=True, max_length=200)),
+                ("document_content", models.TextField(blank=True)),
+                ("objective_text", models.TextField(blank=True, null=True)),
+                ("preferences_json", models.JSONField(default=list)),
+                ("todos_json", models.JSONField(default=list)),
+                ("captured_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "thread",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="snapshots", to="conversations.thread"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['thread', 'turn_index'],
-                'constraints': [models.UniqueConstraint(fields=('thread', 'turn_index'), name='snapshot_unique_thread_turn')],
+                "ordering": ["thread", "turn_index"],
+                "constraints": [models.UniqueConstraint(fields=("thread", "turn_index"), name="snapshot_unique_thread_turn")],
             },
         ),
     ]

@@ -58,9 +58,7 @@ class Migration(migrations.Migration):
                         "db_table": "conversations_thread",
                         "ordering": ["-last_activity_at"],
                         "indexes": [
-                            models.Index(
-                                fields=["owner", "is_deleted", "-last_activity_at"], name="thread_owner_activity_idx"
-                            )
+                            models.Index(fields=["owner", "is_deleted", "-last_activity_at"], name="thread_owner_activity_idx")
                         ],
                     },
                 ),

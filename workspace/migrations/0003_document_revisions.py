@@ -46,9 +46,7 @@ class Migration(migrations.Migration):
                 ("content", models.TextField(blank=True)),
                 (
                     "author",
-                    models.CharField(
-                        choices=[("person", "Person"), ("agent", "Agent"), ("system", "System")], max_length=6
-                    ),
+                    models.CharField(choices=[("person", "Person"), ("agent", "Agent"), ("system", "System")], max_length=6),
                 ),
                 ("created_at", models.DateTimeField(auto_now_add=True)),
                 (
@@ -60,9 +58,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 "ordering": ["document", "-version"],
-                "constraints": [
-                    models.UniqueConstraint(fields=("document", "version"), name="docrev_unique_document_version")
-                ],
+                "constraints": [models.UniqueConstraint(fields=("document", "version"), name="docrev_unique_document_version")],
             },
         ),
         # Reversing drops the table, revisions and all.

@@ -65,9 +65,7 @@ def restore_snapshot_values(apps, schema_editor):
 
 
 def _blob_reference():
-    return models.ForeignKey(
-        null=True, on_delete=django.db.models.deletion.PROTECT, related_name="+", to="workspace.contentblob"
-    )
+    return models.ForeignKey(null=True, on_delete=django.db.models.deletion.PROTECT, related_name="+", to="workspace.contentblob")
 
 
 class Migration(migrations.Migration):
@@ -89,14 +87,20 @@ class Migration(migrations.Migration):
                 (
                     "base",
                     models.ForeignKey(
-                        blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name="+",
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
                         to="workspace.contentblob",
                     ),
                 ),
                 (
                     "keyframe",
                     models.ForeignKey(
-                        blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name="+",
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
                         to="workspace.contentblob",
                     ),
                 ),
@@ -107,11 +111,16 @@ class Migration(migrations.Migration):
                     models.CheckConstraint(
                         condition=(
                             models.Q(
-                                ("base__isnull", True), ("delta__isnull", True), ("depth", 0),
-                                ("keyframe__isnull", True), ("text__isnull", False),
+                                ("base__isnull", True),
+                                ("delta__isnull", True),
+                                ("depth", 0),
+                                ("keyframe__isnull", True),
+                                ("text__isnull", False),
                             )
                             | models.Q(
-                                ("base__isnull", False), ("delta__isnull", False), ("keyframe__isnull", False),
+                                ("base__isnull", False),
+                                ("delta__isnull", False),
+                                ("keyframe__isnull", False),
                                 ("text__isnull", True),
                             )
                         ),

@@ -32,13 +32,27 @@ def record_objective_history(apps, schema_editor):
         for text, turn_index, captured_at in seen.values_list("objective_text", "turn_index", "captured_at"):
             if text is not None and text != last:
                 # Seen at the start of turn N: written during or after turn N-1.
-                add(Revision(thread_id=objective.thread_id, text=text, author="system",
-                             turn_index=max(turn_index - 1, 0), created_at=captured_at))
+                add(
+                    Revision(
+                        thread_id=objective.thread_id,
+                        text=text,
+                        author="system",
+                        turn_index=max(turn_index - 1, 0),
+                        created_at=captured_at,
+                    )
+                )
             last = text if text is not None else last
         if objective.text != last:
             turn = objective.thread.turn_index
-            add(Revision(thread_id=objective.thread_id, text=objective.text, author="system",
-                         turn_index=turn, created_at=objective.updated_at))
+            add(
+                Revision(
+                    thread_id=objective.thread_id,
+                    text=objective.text,
+                    author="system",
+                    turn_index=turn,
+                    created_at=objective.updated_at,
+                )
+            )
     Revision.objects.bulk_create(batch)
 
 
@@ -54,23 +68,17 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="workspacesnapshot",
             name="document_body",
-            field=models.ForeignKey(
-                on_delete=django.db.models.deletion.PROTECT, related_name="+", to="workspace.contentblob"
-            ),
+            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="+", to="workspace.contentblob"),
         ),
         migrations.AlterField(
             model_name="workspacesnapshot",
             name="preferences_body",
-            field=models.ForeignKey(
-                on_delete=django.db.models.deletion.PROTECT, related_name="+", to="workspace.contentblob"
-            ),
+            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="+", to="workspace.contentblob"),
         ),
         migrations.AlterField(
             model_name="workspacesnapshot",
             name="todos_body",
-            field=models.ForeignKey(
-                on_delete=django.db.models.deletion.PROTECT, related_name="+", to="workspace.contentblob"
-            ),
+            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="+", to="workspace.contentblob"),
         ),
         migrations.CreateModel(
             name="ObjectiveRevision",
@@ -79,16 +87,15 @@ class Migration(migrations.Migration):
                 ("text", models.TextField()),
                 (
                     "author",
-                    models.CharField(
-                        choices=[("person", "Person"), ("agent", "Agent"), ("system", "System")], max_length=6
-                    ),
+                    models.CharField(choices=[("person", "Person"), ("agent", "Agent"), ("system", "System")], max_length=6),
                 ),
                 ("turn_index", models.PositiveIntegerField(default=0)),
                 ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
                 (
                     "thread",
                     models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE, related_name="objective_revisions",
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="objective_revisions",
                         to="workspace.thread",
                     ),
                 ),

@@ -4,30 +4,33 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('workspace', '0008_thread_chat_model'),
+        ("workspace", "0008_thread_chat_model"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='documentrevision',
-            name='token_name',
-            field=models.CharField(blank=True, default='', max_length=100),
+            model_name="documentrevision",
+            name="token_name",
+            field=models.CharField(blank=True, default="", max_length=100),
         ),
         migrations.AddField(
-            model_name='objectiverevision',
-            name='token_name',
-            field=models.CharField(blank=True, default='', max_length=100),
+            model_name="objectiverevision",
+            name="token_name",
+            field=models.CharField(blank=True, default="", max_length=100),
         ),
         migrations.AlterField(
-            model_name='documentrevision',
-            name='author',
-            field=models.CharField(choices=[('person', 'Person'), ('agent', 'Agent'), ('system', 'System'), ('mcp', 'Through MCP')], max_length=6),
+            model_name="documentrevision",
+            name="author",
+            field=models.CharField(
+                choices=[("person", "Person"), ("agent", "Agent"), ("system", "System"), ("mcp", "Through MCP")], max_length=6
+            ),
         ),
         migrations.AlterField(
-            model_name='objectiverevision',
-            name='author',
-            field=models.CharField(choices=[('person', 'Person'), ('agent', 'Agent'), ('system', 'System'), ('mcp', 'Through MCP')], max_length=6),
+            model_name="objectiverevision",
+            name="author",
+            field=models.CharField(
+                choices=[("person", "Person"), ("agent", "Agent"), ("system", "System"), ("mcp", "Through MCP")], max_length=6
+            ),
         ),
     ]

@@ -7,13 +7,10 @@ from django.db import migrations, models
 
 
 def _now_by_default(model_name: str, name: str):
-    return migrations.AlterField(
-        model_name=model_name, name=name, field=models.DateTimeField(default=django.utils.timezone.now)
-    )
+    return migrations.AlterField(model_name=model_name, name=name, field=models.DateTimeField(default=django.utils.timezone.now))
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("workspace", "0009_mcp_author"),
     ]

@@ -43,12 +43,9 @@ def workspace_restore_current(*, thread: Thread, workspace: dict) -> None:
     if workspace["objective"] is not None:
         Objective.objects.create(thread=thread, text=workspace["objective"])
     Preference.objects.bulk_create(
-        Preference(thread=thread, position=position, **preference)
-        for position, preference in enumerate(workspace["preferences"])
+        Preference(thread=thread, position=position, **preference) for position, preference in enumerate(workspace["preferences"])
     )
-    Todo.objects.bulk_create(
-        Todo(thread=thread, position=position, **step) for position, step in enumerate(workspace["plan"])
-    )
+    Todo.objects.bulk_create(Todo(thread=thread, position=position, **step) for position, step in enumerate(workspace["plan"]))
     document = workspace["document"]
     if document is not None:
         row = Document.objects.create(
@@ -64,8 +61,14 @@ def workspace_restore_current(*, thread: Thread, workspace: dict) -> None:
 def objective_history_restore(*, thread: Thread, rows: list[dict]) -> None:
     now = timezone.now()
     ObjectiveRevision.objects.bulk_create(
-        ObjectiveRevision(thread=thread, text=r["text"], author=r["author"], token_name=r["token"],
-                          turn_index=r["turn"], created_at=_time(r["at"], now))
+        ObjectiveRevision(
+            thread=thread,
+            text=r["text"],
+            author=r["author"],
+            token_name=r["token"],
+            turn_index=r["turn"],
+            created_at=_time(r["at"], now),
+        )
         for r in rows
     )
 
@@ -76,8 +79,14 @@ def document_revisions_restore(*, thread: Thread, rows: list[dict]) -> None:
     now = timezone.now()
     DocumentRevision.objects.bulk_create(
         DocumentRevision(
-            document=document, version=r["version"], title=r["title"], content=r["content"], author=r["author"],
-            token_name=r["token"], turn_index=r["turn"], created_at=_time(r["at"], now),
+            document=document,
+            version=r["version"],
+            title=r["title"],
+            content=r["content"],
+            author=r["author"],
+            token_name=r["token"],
+            turn_index=r["turn"],
+            created_at=_time(r["at"], now),
         )
         for r in rows
     )
@@ -87,8 +96,14 @@ def document_revisions_restore(*, thread: Thread, rows: list[dict]) -> None:
 def artifacts_restore(*, thread: Thread, rows: list[dict]) -> None:
     now = timezone.now()
     Artifact.objects.bulk_create(
-        Artifact(thread=thread, artifact_type=a["artifact_type"], title=a["title"], payload=a["payload"],
-                 turn_index=a["turn"], created_at=_time(a["at"], now))
+        Artifact(
+            thread=thread,
+            artifact_type=a["artifact_type"],
+            title=a["title"],
+            payload=a["payload"],
+            turn_index=a["turn"],
+            created_at=_time(a["at"], now),
+        )
         for a in rows
     )
 
@@ -97,9 +112,13 @@ def artifacts_restore(*, thread: Thread, rows: list[dict]) -> None:
 def snapshot_restore(*, thread: Thread, snapshot: dict) -> None:
     """One snapshot; call them in turn order (each is stored against the one before)."""
     snapshot_store(
-        thread=thread, turn_index=snapshot["turn"], user_message=snapshot["user_message"],
-        document_title=snapshot["document_title"], document_content=snapshot["document_content"],
-        objective_text=snapshot["objective"], preferences=snapshot["preferences"],
+        thread=thread,
+        turn_index=snapshot["turn"],
+        user_message=snapshot["user_message"],
+        document_title=snapshot["document_title"],
+        document_content=snapshot["document_content"],
+        objective_text=snapshot["objective"],
+        preferences=snapshot["preferences"],
         todos=[
             {"text": step["text"], "done": step["done"], "position": position, "depth": step["depth"]}
             for position, step in enumerate(snapshot["plan"])

@@ -29,19 +29,19 @@ def workspace_copy(*, thread: Thread, workspace: WorkspaceAfterTurn, source: Thr
             thread=thread, title=workspace.document_title, content=workspace.document_content, version=1
         )
         DocumentRevision.objects.create(
-            document=document, version=1, title=document.title, content=document.content,
+            document=document,
+            version=1,
+            title=document.title,
+            content=document.content,
             author=DocumentRevision.Author.SYSTEM,
         )
     if workspace.objective_text is not None:
         Objective.objects.create(thread=thread, text=workspace.objective_text)
     # Positions are re-assigned by list order (hard first, as the source showed them).
     Preference.objects.bulk_create(
-        Preference(thread=thread, position=position, **preference)
-        for position, preference in enumerate(workspace.preferences)
+        Preference(thread=thread, position=position, **preference) for position, preference in enumerate(workspace.preferences)
     )
-    Todo.objects.bulk_create(
-        Todo(thread=thread, position=position, **todo) for position, todo in enumerate(workspace.todos)
-    )
+    Todo.objects.bulk_create(Todo(thread=thread, position=position, **todo) for position, todo in enumerate(workspace.todos))
     Artifact.objects.bulk_create(
         Artifact(thread=thread, artifact_type=a.artifact_type, title=a.title, payload=a.payload, turn_index=a.turn_index)
         for a in Artifact.objects.filter(thread=source, turn_index__lte=through_turn).order_by("id")

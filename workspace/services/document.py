@@ -60,8 +60,13 @@ def _write(document: Document, *, title: str, content: str, author: str, token_n
     document.save()
     turn_index = Thread.objects.filter(pk=document.thread_id).values_list("turn_index", flat=True).first() or 0
     DocumentRevision.objects.create(
-        document=document, version=document.version, title=title, content=content, author=author,
-        token_name=token_name, turn_index=turn_index,
+        document=document,
+        version=document.version,
+        title=title,
+        content=content,
+        author=author,
+        token_name=token_name,
+        turn_index=turn_index,
     )
     changed(document.thread_id, "document")
     return document
@@ -192,9 +197,7 @@ def document_restore(*, thread: Thread, version: int, base_version: int | None) 
     if kept is None:
         raise NotFound(f"Version {version} of the document is not kept, so it cannot be restored.")
     title, content = kept
-    return document_save(
-        thread=thread, title=title, content=content, base_version=base_version, author=Author.PERSON
-    )
+    return document_save(thread=thread, title=title, content=content, base_version=base_version, author=Author.PERSON)
 
 
 def _conflict_message(base_version: int, current_version: int, *, known: bool, typed_on: bool = False) -> str:
@@ -264,8 +267,7 @@ def document_edit_passage(
         )
         found = "was not found in" if not starts else f"was found {len(starts)} times in"
         raise InvalidInput(
-            f"The passage {found} {where} ({len(starts)} matches); it must match exactly once. "
-            f"Nothing was changed. {advice}"
+            f"The passage {found} {where} ({len(starts)} matches); it must match exactly once. Nothing was changed. {advice}"
         )
     start = starts[0]
     end = start + len(passage)
@@ -273,9 +275,7 @@ def document_edit_passage(
         content = base_text[:start] + replacement + base_text[end:]
     else:
         content = base_text[:end] + insert_after + base_text[end:]
-    return document_save(
-        thread=thread, content=content, base_version=base_version, author=author, token_name=token_name
-    )
+    return document_save(thread=thread, content=content, base_version=base_version, author=author, token_name=token_name)
 
 
 @transaction.atomic

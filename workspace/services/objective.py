@@ -28,8 +28,6 @@ def objective_set(*, thread: Thread, text: str, author: str = Author.SYSTEM, tok
         objective.save(update_fields=["text", "updated_at"])
     # The counter as it is now (the caller's row may be older): during turn N, or after it.
     turn_index = Thread.objects.filter(pk=thread.pk).values_list("turn_index", flat=True).first() or 0
-    ObjectiveRevision.objects.create(
-        thread=thread, text=text, author=author, token_name=token_name, turn_index=turn_index
-    )
+    ObjectiveRevision.objects.create(thread=thread, text=text, author=author, token_name=token_name, turn_index=turn_index)
     changed(thread.pk, "objective")
     return objective

@@ -51,7 +51,9 @@ def preferences_add(*, thread: Thread, items: list[dict], respect_lock: bool) ->
     cleaned = []
     for n, item in enumerate(items, start=1):
         try:
-            cleaned.append((_clean_title(item.get("title")), _clean_subtitle(item.get("subtitle")), _clean_kind(item.get("kind", "soft"))))
+            cleaned.append(
+                (_clean_title(item.get("title")), _clean_subtitle(item.get("subtitle")), _clean_kind(item.get("kind", "soft")))
+            )
         except InvalidInput as exc:
             raise InvalidInput(f"Item {n}: {exc.message}") from None
     if not cleaned:

@@ -66,8 +66,9 @@ def review_keep(*, thread: Thread, turn_index: int, hunk: int | None = None) -> 
     _record(document, turn_index, [h.index for h in chosen], Decision.KEPT)
     # The document text is unchanged; the open tabs re-read the review.
     announce(Change(thread_id=thread.pk, surface="document"))
-    return ReviewAnswered(message="Change kept." if hunk is not None else f"Kept {_plural(len(chosen), 'change')}.",
-                          kept=len(chosen))
+    return ReviewAnswered(
+        message="Change kept." if hunk is not None else f"Kept {_plural(len(chosen), 'change')}.", kept=len(chosen)
+    )
 
 
 @transaction.atomic
@@ -92,8 +93,10 @@ def review_undo(*, thread: Thread, turn_index: int, hunk: int | None = None) -> 
     if hunk is not None:
         message = "Change undone."
     elif refused:
-        message = (f"Undid {_plural(len(reverted), 'change')}. {_plural(len(refused), 'change')} edited after the "
-                   "agent made them could not be undone without overwriting newer text; they are still listed.")
+        message = (
+            f"Undid {_plural(len(reverted), 'change')}. {_plural(len(refused), 'change')} edited after the "
+            "agent made them could not be undone without overwriting newer text; they are still listed."
+        )
     else:
         message = f"Undid {_plural(len(reverted), 'change')}."
     return ReviewAnswered(message=message, undone=len(reverted), refused=len(refused))

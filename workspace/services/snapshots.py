@@ -36,14 +36,28 @@ def snapshot_capture(*, thread: Thread, turn_index: int, user_message: str) -> W
         for position, (text, done, depth) in enumerate(reading.todos)
     ]
     return snapshot_store(
-        thread=thread, turn_index=turn_index, user_message=user_message, document_title=title,
-        document_content=content, objective_text=reading.objective_text, preferences=preferences, todos=todos,
+        thread=thread,
+        turn_index=turn_index,
+        user_message=user_message,
+        document_title=title,
+        document_content=content,
+        objective_text=reading.objective_text,
+        preferences=preferences,
+        todos=todos,
     )
 
 
 def snapshot_store(
-    *, thread: Thread, turn_index: int, user_message: str, document_title: str, document_content: str,
-    objective_text: str | None, preferences: list[dict], todos: list[dict], captured_at: datetime | None = None,
+    *,
+    thread: Thread,
+    turn_index: int,
+    user_message: str,
+    document_title: str,
+    document_content: str,
+    objective_text: str | None,
+    preferences: list[dict],
+    todos: list[dict],
+    captured_at: datetime | None = None,
 ) -> WorkspaceSnapshot:
     """Write one snapshot, its texts stored against the thread's previous
     snapshot (the turn's capture, or an imported archive's, in turn order,

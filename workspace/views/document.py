@@ -66,9 +66,19 @@ def read_body(request) -> dict | str:
         return "The document is too long to send; nothing was saved."
 
 
-def _save_state_response(request, *, thread, document, state: str, message: str = "", base_version: int | str,
-                         status: int = 200, with_preview: bool = False, merged: bool = False,
-                         conflict: dict | None = None) -> HttpResponse:
+def _save_state_response(
+    request,
+    *,
+    thread,
+    document,
+    state: str,
+    message: str = "",
+    base_version: int | str,
+    status: int = 200,
+    with_preview: bool = False,
+    merged: bool = False,
+    conflict: dict | None = None,
+) -> HttpResponse:
     """htmx gets 200 so it swaps the message in (the house rule for panel
     errors); any other client gets the real status code."""
     context = {
@@ -135,32 +145,57 @@ def document_save(request, thread_id):
     form = DocumentSaveForm(data) if not isinstance(data, str) else None
     if form is None or not form.is_valid():
         return _save_state_response(
-            request, thread=thread, document=current, state="error",
+            request,
+            thread=thread,
+            document=current,
+            state="error",
             message=data if form is None else first_error(form) + " Nothing was saved.",
-            base_version=_submitted_version(data), status=400,
+            base_version=_submitted_version(data),
+            status=400,
         )
     values = form.cleaned_data
     try:
         saved = document_services.document_save(
-            thread=thread, title=values["title"], content=values["content"], base_version=values["base_version"],
-            author=DocumentRevision.Author.PERSON, resolve=values["resolve"], base_content=values["base_content"],
+            thread=thread,
+            title=values["title"],
+            content=values["content"],
+            base_version=values["base_version"],
+            author=DocumentRevision.Author.PERSON,
+            resolve=values["resolve"],
+            base_content=values["base_content"],
         )
     except DocumentConflict as exc:
         # The save stays based on the version the person edited, so the
         # next one (edited, or with a choice) is merged against it again.
         return _save_state_response(
-            request, thread=thread, document=current, state="conflict", message=exc.message,
-            base_version=values["base_version"], status=409, conflict=conflict_context(exc),
+            request,
+            thread=thread,
+            document=current,
+            state="conflict",
+            message=exc.message,
+            base_version=values["base_version"],
+            status=409,
+            conflict=conflict_context(exc),
         )
     except WorkspaceError as exc:
         return _save_state_response(
-            request, thread=thread, document=current, state="error", message=exc.message + " Nothing was saved.",
-            base_version=values["base_version"], status=400,
+            request,
+            thread=thread,
+            document=current,
+            state="error",
+            message=exc.message + " Nothing was saved.",
+            base_version=values["base_version"],
+            status=400,
         )
     document = saved.document
     return _save_state_response(
-        request, thread=thread, document=document, state="merged" if saved.merged else "saved",
-        base_version=document.version, with_preview=True, merged=saved.merged,
+        request,
+        thread=thread,
+        document=document,
+        state="merged" if saved.merged else "saved",
+        base_version=document.version,
+        with_preview=True,
+        merged=saved.merged,
     )
 
 
@@ -198,12 +233,15 @@ def _diff_context(thread, *, old: int | None, new: int | None, current: int) -> 
     new = current if new is None else new
     old = max(new - 1, 0) if old is None else old
     diff = selectors.document_diff(thread=thread, old_version=old, new_version=new)
-    message = "" if diff is not None else (
-        f"Version {old if selectors.document_version_text(thread=thread, version=old) is None else new} "
-        "of the document is not kept, so it cannot be compared."
+    message = (
+        ""
+        if diff is not None
+        else (
+            f"Version {old if selectors.document_version_text(thread=thread, version=old) is None else new} "
+            "of the document is not kept, so it cannot be compared."
+        )
     )
-    return {"thread": thread, "diff": diff, "diff_old": old, "diff_new": new, "current_version": current,
-            "diff_message": message}
+    return {"thread": thread, "diff": diff, "diff_old": old, "diff_new": new, "current_version": current, "diff_message": message}
 
 
 def _history_html(request, thread, *, message: str = "", alert: bool = False) -> str:
@@ -280,8 +318,7 @@ def document_restore(request, thread_id):
         return HttpResponse(_history_html(request, thread, message=error, alert=True))
     message = f"Version {version} restored as version {saved.document.version}."
     if saved.merged:
-        message = (f"Version {version} restored as version {saved.document.version}, merged with the changes "
-                   "saved meanwhile.")
+        message = f"Version {version} restored as version {saved.document.version}, merged with the changes saved meanwhile."
     return HttpResponse(_history_html(request, thread, message=message) + panels.render_document_patch(thread=thread))
 
 

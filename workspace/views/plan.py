@@ -73,8 +73,12 @@ def step_add_child(request, thread_id, pk):
 @require_POST
 def step_update(request, thread_id, pk):
     return _on_step(
-        request, thread_id, pk, lambda todo, data: plan_services.todo_update_text(todo=todo, text=data["text"]),
-        form_class=StepTextForm, target="edit",
+        request,
+        thread_id,
+        pk,
+        lambda todo, data: plan_services.todo_update_text(todo=todo, text=data["text"]),
+        form_class=StepTextForm,
+        target="edit",
     )
 
 
@@ -82,7 +86,10 @@ def step_update(request, thread_id, pk):
 @require_POST
 def step_done(request, thread_id, pk):
     return _on_step(
-        request, thread_id, pk, lambda todo, data: plan_services.todo_set_done(todo=todo, done=data["done"]),
+        request,
+        thread_id,
+        pk,
+        lambda todo, data: plan_services.todo_set_done(todo=todo, done=data["done"]),
         form_class=StepDoneForm,
     )
 
@@ -109,7 +116,10 @@ def step_outdent(request, thread_id, pk):
 @require_POST
 def step_move(request, thread_id, pk):
     return _on_step(
-        request, thread_id, pk, lambda todo, data: plan_services.todo_move(todo=todo, direction=data["direction"]),
+        request,
+        thread_id,
+        pk,
+        lambda todo, data: plan_services.todo_move(todo=todo, direction=data["direction"]),
         form_class=StepMoveForm,
     )
 

@@ -71,7 +71,10 @@ def preference_update(request, thread_id, pk):
 @require_POST
 def preference_delete(request, thread_id, pk):
     return _on_preference(
-        request, thread_id, pk, lambda preference, data: preference_services.preference_delete(preference=preference, respect_lock=False)
+        request,
+        thread_id,
+        pk,
+        lambda preference, data: preference_services.preference_delete(preference=preference, respect_lock=False),
     )
 
 

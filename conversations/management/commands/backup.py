@@ -77,7 +77,9 @@ class Command(BaseCommand):
         partial = target.with_name(target.name + ".partial")
         done = subprocess.run(
             [pg_dump, "--format=custom", "--no-owner", "--file", str(partial), "--dbname", settings_dict["NAME"]],
-            env=env, capture_output=True, text=True,
+            env=env,
+            capture_output=True,
+            text=True,
         )
         if done.returncode:
             partial.unlink(missing_ok=True)

@@ -74,8 +74,12 @@ class Command(BaseCommand):
         with override_settings(HAICO_INSTANCE=""):
             runs = asyncio.run(
                 run_eval(
-                    models=models, provider_for=provider_for, scenarios=scenarios, turn_timeout=options["turn_timeout"],
-                    keep=options["keep"], progress=lambda line: self.stderr.write(f"running {line}"),
+                    models=models,
+                    provider_for=provider_for,
+                    scenarios=scenarios,
+                    turn_timeout=options["turn_timeout"],
+                    keep=options["keep"],
+                    progress=lambda line: self.stderr.write(f"running {line}"),
                 )
             )
         self.stdout.write(report(runs))

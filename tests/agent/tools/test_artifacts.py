@@ -17,7 +17,9 @@ Q1_Q2 = [{"name": "Q1", "value": 120}, {"name": "Q2", "value": 180}]
 
 
 def _artifacts(thread):
-    return list(Artifact.objects.filter(thread=thread).order_by("id").values("id", "artifact_type", "title", "payload", "turn_index"))
+    return list(
+        Artifact.objects.filter(thread=thread).order_by("id").values("id", "artifact_type", "title", "payload", "turn_index")
+    )
 
 
 async def test_bar_chart_is_persisted_and_returned_in_the_envelope(thread):
@@ -147,11 +149,21 @@ async def test_invalid_chart_arguments_fail_without_an_artifact(thread, args, me
 async def test_data_table_persists_columns_and_rows(thread):
     rows = [["CRISPR", 2012, True, None], ["TALEN", 2011, False, 3.5]]
     result = await call(
-        thread, "data_table", title="Methods", description="Gene editing tools", columns=["Name", "Year", "Used", "Score"], rows=rows
+        thread,
+        "data_table",
+        title="Methods",
+        description="Gene editing tools",
+        columns=["Name", "Year", "Used", "Score"],
+        rows=rows,
     )
     assert result["success"] is True
     assert result["summary"] == "Created a table titled 'Methods' with 2 rows and 4 columns."
-    payload = {"title": "Methods", "description": "Gene editing tools", "columns": ["Name", "Year", "Used", "Score"], "rows": rows}
+    payload = {
+        "title": "Methods",
+        "description": "Gene editing tools",
+        "columns": ["Name", "Year", "Used", "Score"],
+        "rows": rows,
+    }
     assert result["artifact"] == {"artifact_type": "data_table", "title": "Methods", "payload": payload}
     stored = await db(_artifacts, thread)
     assert stored[0]["payload"] == payload and stored[0]["id"] == result["artifact_id"]
@@ -206,7 +218,12 @@ async def test_get_artifact_returns_metadata_and_payload(thread):
 async def test_get_artifact_wrong_id_or_other_thread_fails(thread, other_user):
     other = await db(thread_create, owner=other_user, title="Theirs")
     theirs = await db(
-        artifacts_services.artifact_create, thread=other, artifact_type="bar_chart", title="Secret", payload={"x": 1}, turn_index=1
+        artifacts_services.artifact_create,
+        thread=other,
+        artifact_type="bar_chart",
+        title="Secret",
+        payload={"x": 1},
+        turn_index=1,
     )
     for artifact_id in (theirs.pk, 999_999, 2**70):
         result = await call(thread, "get_artifact", artifact_id=artifact_id)

@@ -153,8 +153,13 @@ async def test_agent_loop_recovers_from_a_bad_call_through_the_tools_node(thread
             Reply(tool_calls=[tool_call("add_todos", "Writing down the steps.", steps=[{"text": "Find sources"}])]),
             Reply(
                 tool_calls=[
-                    tool_call("chart_generator", "Drawing the quarterly comparison.", chart_type="bar", title="Q1 vs Q2",
-                              data=[{"name": "Q1", "value": 120}, {"name": "Q2", "value": 180}]),
+                    tool_call(
+                        "chart_generator",
+                        "Drawing the quarterly comparison.",
+                        chart_type="bar",
+                        title="Q1 vs Q2",
+                        data=[{"name": "Q1", "value": 120}, {"name": "Q2", "value": 180}],
+                    ),
                     tool_call("toggle_todos", "Ticking off the finished step.", indices=[1]),
                 ]
             ),

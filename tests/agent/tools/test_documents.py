@@ -40,7 +40,9 @@ async def test_update_document_is_recorded_as_the_agents_revision(thread):
     await call(thread, "update_document", content="Body.", seen_version=0)
     await call(thread, "append_to_document", text="More.")
     authors = await db(
-        lambda: list(DocumentRevision.objects.filter(document__thread=thread).order_by("version").values_list("author", flat=True))
+        lambda: list(
+            DocumentRevision.objects.filter(document__thread=thread).order_by("version").values_list("author", flat=True)
+        )
     )
     assert authors == ["agent", "agent"]
 
@@ -148,8 +150,6 @@ async def _turn(thread, script):
     return model
 
 
-
-
 def _tool_results(model):
     return [m.content for m in model.requests[-1] if m.type == "tool"]
 
@@ -159,8 +159,16 @@ async def test_the_person_typing_while_the_model_thinks_is_merged_into_its_updat
 
     def thinking(messages):
         # The person saves a new intro while the model writes its update from version 1.
-        as_another_request(lambda: _person_saves(thread, REPORT.replace("Intro paragraph.", "Intro typed meanwhile."), base_version=1))
-        return Reply(tool_calls=[tool_call("update_document", "Rewriting the results.", content=REPORT.replace("Results paragraph.", "New results."))])
+        as_another_request(
+            lambda: _person_saves(thread, REPORT.replace("Intro paragraph.", "Intro typed meanwhile."), base_version=1)
+        )
+        return Reply(
+            tool_calls=[
+                tool_call(
+                    "update_document", "Rewriting the results.", content=REPORT.replace("Results paragraph.", "New results.")
+                )
+            ]
+        )
 
     model = await _turn(thread, [thinking, Reply(text="Done.")])
 
@@ -180,9 +188,23 @@ async def test_an_overlapping_update_fails_and_the_redo_from_the_version_shown_n
 
     def thinking(messages):
         as_another_request(lambda: _person_saves(thread, mine, base_version=1))
-        return Reply(tool_calls=[tool_call("update_document", "Rewriting the methods.", content=REPORT.replace("Methods paragraph.", "Methods the agent chose."))])
+        return Reply(
+            tool_calls=[
+                tool_call(
+                    "update_document",
+                    "Rewriting the methods.",
+                    content=REPORT.replace("Methods paragraph.", "Methods the agent chose."),
+                )
+            ]
+        )
 
-    redo = Reply(tool_calls=[tool_call("update_document", "Adding to the person's methods.", content=mine.replace("chose.", "chose, with controls."))])
+    redo = Reply(
+        tool_calls=[
+            tool_call(
+                "update_document", "Adding to the person's methods.", content=mine.replace("chose.", "chose, with controls.")
+            )
+        ]
+    )
     model = await _turn(thread, [thinking, redo, Reply(text="Done.")])
 
     first_result, redo_result = (m.content for m in model.requests[-1] if m.type == "tool")
@@ -296,4 +318,3 @@ async def test_a_targeted_edit_of_a_passage_the_person_changed_meanwhile_is_refu
     assert (await db(selectors.document_for, thread=thread)).content == REPORT.replace(
         "Methods paragraph.", "Methods, as the person wants them."
     )
-

@@ -40,15 +40,26 @@ async def test_add_preferences_rejects_bad_kind_and_missing_title(thread):
 
 async def test_list_preferences_hard_first_with_lock_marker(thread):
     assert (await call(thread, "list_preferences"))["summary"] == "(none recorded yet)"
-    await db(preferences_services.preference_add, thread=thread, title="Academic tone", subtitle="Formal", kind="soft", respect_lock=False)
-    locked = await db(preferences_services.preference_add, thread=thread, title="Citation required", kind="hard", respect_lock=False)
+    await db(
+        preferences_services.preference_add,
+        thread=thread,
+        title="Academic tone",
+        subtitle="Formal",
+        kind="soft",
+        respect_lock=False,
+    )
+    locked = await db(
+        preferences_services.preference_add, thread=thread, title="Citation required", kind="hard", respect_lock=False
+    )
     await db(preferences_services.preference_set_locked, preference=locked, locked=True, respect_lock=False)
     result = await call(thread, "list_preferences")
     assert result["summary"] == "#1 [hard] Citation required (locked)\n#2 [soft] Academic tone — Formal"
 
 
 async def _two_prefs_one_locked(thread):
-    locked = await db(preferences_services.preference_add, thread=thread, title="Citation required", kind="hard", respect_lock=False)
+    locked = await db(
+        preferences_services.preference_add, thread=thread, title="Citation required", kind="hard", respect_lock=False
+    )
     await db(preferences_services.preference_set_locked, preference=locked, locked=True, respect_lock=False)
     await db(preferences_services.preference_add, thread=thread, title="Academic tone", kind="soft", respect_lock=False)
 
@@ -62,7 +73,9 @@ async def test_update_preferences_skips_locked_and_reports_it(thread):
     )
     assert result["success"] is True
     assert "Updated 'Academic tone'." in result["summary"]
-    assert "Preference 'Citation required' is locked and cannot be modified; ask the user to unlock it first." in result["summary"]
+    assert (
+        "Preference 'Citation required' is locked and cannot be modified; ask the user to unlock it first." in result["summary"]
+    )
     assert await db(_prefs, thread) == [
         ("Citation required", "", "hard", True),
         ("Academic tone", "Formal and objective", "soft", False),

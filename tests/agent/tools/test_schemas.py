@@ -87,7 +87,13 @@ def test_nested_item_schemas_describe_seed_fields(thread):
     assert defs["PreferenceItem"]["properties"]["kind"]["enum"] == ["hard", "soft"]
     assert set(defs["PreferenceUpdate"]["properties"]) == {"index", "title", "subtitle", "kind"}
     assert set(defs["ChartStyle"]["properties"]) == {
-        "palette", "show_grid", "show_legend", "donut", "stacked", "smooth", "label_size"
+        "palette",
+        "show_grid",
+        "show_legend",
+        "donut",
+        "stacked",
+        "smooth",
+        "label_size",
     }
     assert schemas["chart_generator"]["properties"]["chart_type"]["enum"] == ["line", "bar", "pie"]
     # What the schema promises is what the renderer draws (workspace.artifact_registry.STYLE_KINDS).

@@ -31,9 +31,12 @@ def test_existing_turns_take_their_threads_mode(owner):
         Turn = apps.get_model("conversations", "Turn")
         rows = Turn.objects.order_by("thread__title", "index").values_list("thread__title", "index", "mode")
         assert list(rows) == [
-            ("Doing", 1, "execute"), ("Doing", 2, "execute"),
-            ("Looking", 1, "explore"), ("Looking", 2, "explore"),
-            ("Planning", 1, "plan"), ("Planning", 2, "plan"),
+            ("Doing", 1, "execute"),
+            ("Doing", 2, "execute"),
+            ("Looking", 1, "explore"),
+            ("Looking", 2, "explore"),
+            ("Planning", 1, "plan"),
+            ("Planning", 2, "plan"),
         ]
     finally:
         _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())

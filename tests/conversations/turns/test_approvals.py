@@ -23,9 +23,7 @@ CARD = 'id="turn-1-approval"'
 
 @database_sync_to_async
 def _add_preferences(thread, *titles):
-    preference_services.preferences_add(
-        thread=thread, items=[{"title": t, "kind": "soft"} for t in titles], respect_lock=False
-    )
+    preference_services.preferences_add(thread=thread, items=[{"title": t, "kind": "soft"} for t in titles], respect_lock=False)
 
 
 @database_sync_to_async
@@ -219,7 +217,11 @@ async def test_the_document_card_previews_what_would_be_removed(owner, thread, s
     report = "\n\n".join(f"Paragraph {n} says something worth keeping." for n in range(1, 9))
     await _write_document(thread, report)
     script(
-        Reply(tool_calls=[tool_call("update_document", "Rewriting it shorter.", content="Paragraph 1 says something worth keeping.")]),
+        Reply(
+            tool_calls=[
+                tool_call("update_document", "Rewriting it shorter.", content="Paragraph 1 says something worth keeping.")
+            ]
+        ),
         Reply(text="Shorter now."),
     )
     socket = await sockets(thread.pk, owner)
@@ -247,10 +249,12 @@ async def test_a_waiting_turn_cannot_be_branched_from(owner, thread, script, soc
 async def test_two_changes_asked_in_one_step_are_asked_one_after_the_other(owner, thread, script, sockets):
     await _add_preferences(thread, "Formal tone", "Short paragraphs", "Cite sources")
     script(
-        Reply(tool_calls=[
-            tool_call("remove_preferences", "Dropping the first rule.", indices=[1]),
-            tool_call("remove_preferences", "Dropping the third rule.", indices=[3]),
-        ]),
+        Reply(
+            tool_calls=[
+                tool_call("remove_preferences", "Dropping the first rule.", indices=[1]),
+                tool_call("remove_preferences", "Dropping the third rule.", indices=[3]),
+            ]
+        ),
         Reply(text="Both answered."),
     )
     socket = await sockets(thread.pk, owner)
@@ -283,10 +287,7 @@ async def test_the_card_shows_what_the_agent_and_person_wrote_as_text(owner, thr
 
 
 REPORT = "\n\n".join(f"Paragraph {n} says something worth keeping." for n in range(1, 9))
-OVERLAP = (
-    "You approved this change, but it could not be applied: you edited the same passage meanwhile. "
-    "Nothing was overwritten."
-)
+OVERLAP = "You approved this change, but it could not be applied: you edited the same passage meanwhile. Nothing was overwritten."
 
 
 async def test_an_approved_rewrite_refused_as_an_overlap_says_so_on_the_card(owner, thread, script, sockets, async_client):

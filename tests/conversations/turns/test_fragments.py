@@ -27,7 +27,7 @@ def test_the_end_of_a_turn_fills_only_its_placeholder_with_the_feedback_control(
 
 
 def test_the_end_of_a_turn_and_an_answered_approval_clear_a_refusal_left_in_the_chat():
-    """"Answer the pending approval first" and the like were about that turn."""
+    """ "Answer the pending approval first" and the like were about that turn."""
     cleared = '<div id="chat-notice" class="chat-notice" role="alert" hidden hx-swap-oob="true"></div>'
     turn = fragments.turn_context(turn_index=3, user_message="hi", answer="done", thread_id=THREAD_ID)
     assert cleared in fragments.closing(turn)

@@ -144,7 +144,12 @@ async def test_tool_arguments_that_are_not_json_are_refused_not_repaired(chat, m
         raw_arguments=['{"action_and_reasoning": "Writing the goal.", "text": "Ship the rep'],
     )
     model_server.script(
-        [broken, Reply(tool_calls=[tool_call("set_objective", "Writing the goal.", text="Ship the report")]), Reply(text="Done."), NEXT]
+        [
+            broken,
+            Reply(tool_calls=[tool_call("set_objective", "Writing the goal.", text="Ship the report")]),
+            Reply(text="Done."),
+            NEXT,
+        ]
     )
     html = await chat.send("Record the goal")
     # The model read why and sent the call again; the half string never landed.
@@ -155,7 +160,9 @@ async def test_tool_arguments_that_are_not_json_are_refused_not_repaired(chat, m
 
 
 async def test_arguments_no_parser_can_read_are_refused_too(chat, model_server):
-    broken = Misbehave(reply=Reply(tool_calls=[tool_call("set_objective", "Writing the goal.", text="x")]), raw_arguments=["{{{not json"])
+    broken = Misbehave(
+        reply=Reply(tool_calls=[tool_call("set_objective", "Writing the goal.", text="x")]), raw_arguments=["{{{not json"]
+    )
     model_server.script([broken, Reply(text="I will try differently."), NEXT])
     html = await chat.send("Record the goal")
     assert "not valid JSON" in json.dumps(model_server.requests[1]["messages"])
@@ -164,7 +171,9 @@ async def test_arguments_no_parser_can_read_are_refused_too(chat, model_server):
 
 
 async def test_an_unknown_tool_fails_its_step_and_the_model_goes_on(chat, model_server):
-    model_server.script([Reply(tool_calls=[tool_call("delete_everything", "Cleaning up.")]), Reply(text="That tool does not exist."), NEXT])
+    model_server.script(
+        [Reply(tool_calls=[tool_call("delete_everything", "Cleaning up.")]), Reply(text="That tool does not exist."), NEXT]
+    )
     html = await chat.send("Clean up")
     assert "is-failed" in html and "That tool does not exist." in html
     await chat.kept_and_recovers("Clean up", "complete")
@@ -204,13 +213,20 @@ async def test_lone_surrogates_in_model_output_break_nothing(chat, model_server,
 
 FIRST_STEP = tool_call("set_objective", "Step of the first turn.", text="x")
 BROKEN_FIRST_TURNS = {
-    "malformed three times": [Reply(tool_calls=[FIRST_STEP], finish_reason="MALFORMED_FUNCTION_CALL")] * 3 + [Reply(text="Gave up.")],
+    "malformed three times": [Reply(tool_calls=[FIRST_STEP], finish_reason="MALFORMED_FUNCTION_CALL")] * 3
+    + [Reply(text="Gave up.")],
     "arguments not JSON": [
-        Misbehave(reply=Reply(tool_calls=[FIRST_STEP]), raw_arguments=['{"action_and_reasoning": "Step of the first turn.", "text": "Sh']),
+        Misbehave(
+            reply=Reply(tool_calls=[FIRST_STEP]),
+            raw_arguments=['{"action_and_reasoning": "Step of the first turn.", "text": "Sh'],
+        ),
         Reply(text="Gave up."),
     ],
     "cut off in a call": [
-        Misbehave(reply=Reply(tool_calls=[FIRST_STEP], finish_reason="length"), raw_arguments=['{"action_and_reasoning": "Step of the first turn."']),
+        Misbehave(
+            reply=Reply(tool_calls=[FIRST_STEP], finish_reason="length"),
+            raw_arguments=['{"action_and_reasoning": "Step of the first turn."'],
+        ),
         Reply(text="Gave up."),
     ],
     "failed after a step": [Reply(tool_calls=[FIRST_STEP]), HTTPFailure(500), HTTPFailure(500)],

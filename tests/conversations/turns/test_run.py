@@ -71,7 +71,7 @@ async def test_a_stop_during_a_tool_call_leaves_every_call_answered(owner, threa
     )
     socket = await sockets(thread.pk, owner)
     await _start(thread, "ship it")
-    await frame_containing(socket, 'innerHTML:#objective-view')  # the fast tool has finished
+    await frame_containing(socket, "innerHTML:#objective-view")  # the fast tool has finished
     assert await registry.request_stop(thread=thread)
     frames = await frames_until_turn_end(socket)
     assert "Stopped" in frames[-1]
@@ -115,7 +115,7 @@ async def test_turn_fragments_go_only_to_the_threads_group(owner, thread, script
     while True:
         try:
             received.append(await asyncio.wait_for(layer.receive(mine), 0.2))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             break
     assert received and all(event["type"] == "thread.fragment" for event in received)
     assert "<p>hello there</p>" in received[-1]["html"]

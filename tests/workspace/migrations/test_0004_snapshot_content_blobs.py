@@ -40,8 +40,14 @@ def _old_rows(apps, owner):
     ]
     for thread, turn, content, objective, preferences, plan in values:
         Snapshot.objects.create(
-            thread=thread, turn_index=turn, user_message=f"m{turn}", document_title="Doc",
-            document_content=content, objective_text=objective, preferences_json=preferences, todos_json=plan,
+            thread=thread,
+            turn_index=turn,
+            user_message=f"m{turn}",
+            document_title="Doc",
+            document_content=content,
+            objective_text=objective,
+            preferences_json=preferences,
+            todos_json=plan,
         )
     Objective.objects.create(thread=first, text="Sharper goal")
     return [(thread.title, turn, content, preferences, plan) for thread, turn, content, _o, preferences, plan in values]

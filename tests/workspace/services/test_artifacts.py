@@ -11,7 +11,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_artifact_create_stores_the_payload_newest_first(thread):
-    older = artifacts_services.artifact_create(thread=thread, artifact_type="table", title="T", payload={"columns": ["a"], "rows": [[1]]}, turn_index=1)
+    older = artifacts_services.artifact_create(
+        thread=thread, artifact_type="table", title="T", payload={"columns": ["a"], "rows": [[1]]}, turn_index=1
+    )
     newer = artifacts_services.artifact_create(thread=thread, artifact_type="line_chart", title=None, payload={}, turn_index=2)
     assert [a.pk for a in selectors.artifacts_for(thread=thread)] == [newer.pk, older.pk]
     assert selectors.latest_artifact_for(thread=thread) == newer

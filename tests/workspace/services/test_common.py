@@ -32,11 +32,19 @@ def test_writes_touch_the_thread_activity(thread):
     "write, message",
     [
         (lambda t: objective_services.objective_set(thread=t, text="a\x00b"), "Objective cannot contain NUL characters."),
-        (lambda t: preferences_services.preference_add(thread=t, title="a\x00b", respect_lock=False), "Title cannot contain NUL characters."),
-        (lambda t: plan_services.todo_add(thread=t, text="a\x00b"), "Step text cannot contain NUL characters."),
-        (lambda t: document_services.document_save(thread=t, content="a\x00b"), "Document content cannot contain NUL characters."),
         (
-            lambda t: artifacts_services.artifact_create(thread=t, artifact_type="table", title="T", payload={"v": "a\x00b"}, turn_index=0),
+            lambda t: preferences_services.preference_add(thread=t, title="a\x00b", respect_lock=False),
+            "Title cannot contain NUL characters.",
+        ),
+        (lambda t: plan_services.todo_add(thread=t, text="a\x00b"), "Step text cannot contain NUL characters."),
+        (
+            lambda t: document_services.document_save(thread=t, content="a\x00b"),
+            "Document content cannot contain NUL characters.",
+        ),
+        (
+            lambda t: artifacts_services.artifact_create(
+                thread=t, artifact_type="table", title="T", payload={"v": "a\x00b"}, turn_index=0
+            ),
             "Artifact payload cannot contain NUL characters.",
         ),
     ],

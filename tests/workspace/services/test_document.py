@@ -80,9 +80,7 @@ def test_line_breaks_are_stored_as_plain_newlines_whoever_writes(thread):
 def test_person_and_agent_editing_different_paragraphs_both_land(thread):
     _save(thread, title="Report", content=REPORT, base_version=0, author=PERSON)  # version 1
     # The agent rewrites the results from version 1...
-    agent = _save(
-        thread, content=REPORT.replace("Results paragraph.", "Results: +12% carbon."), base_version=1, author=AGENT
-    )
+    agent = _save(thread, content=REPORT.replace("Results paragraph.", "Results: +12% carbon."), base_version=1, author=AGENT)
     assert (agent.document.version, agent.merged) == (2, False)
     # ...while the person, still on version 1, had typed into the intro.
     person = _save(thread, content=REPORT.replace("Intro paragraph.", "Intro, by me."), base_version=1, author=PERSON)
@@ -128,7 +126,12 @@ def test_a_choice_settles_the_overlap_and_keeps_both_sides_other_edits(thread, r
     mine = REPORT.replace("Methods paragraph.", "Methods by the person.").replace("Intro paragraph.", "Intro!")
     saved = _save(thread, content=mine, base_version=1, author=PERSON, resolve=resolve)
     assert saved.merged is True
-    assert _stored(thread)[1:] == (REPORT.replace("Methods paragraph.", methods).replace("Results paragraph.", "Results!").replace("Intro paragraph.", "Intro!"), 3)
+    assert _stored(thread)[1:] == (
+        REPORT.replace("Methods paragraph.", methods)
+        .replace("Results paragraph.", "Results!")
+        .replace("Intro paragraph.", "Intro!"),
+        3,
+    )
 
 
 def test_an_unknown_choice_is_refused(thread):
@@ -256,7 +259,9 @@ def test_restore_based_on_an_older_version_merges_a_concurrent_agent_edit(thread
     _save(thread, title="Report", content=REPORT, base_version=0)  # v1
     _save(thread, content=REPORT.replace("Intro paragraph.", "Intro, revised by me."), base_version=1, author=PERSON)  # v2
     # The person looks at v2 and restores v1; meanwhile the agent wrote v3 on another paragraph.
-    agent_text = REPORT.replace("Intro paragraph.", "Intro, revised by me.").replace("Results paragraph.", "Results by the agent.")
+    agent_text = REPORT.replace("Intro paragraph.", "Intro, revised by me.").replace(
+        "Results paragraph.", "Results by the agent."
+    )
     _save(thread, content=agent_text, base_version=2, author=AGENT)
 
     saved = document_services.document_restore(thread=thread, version=1, base_version=2)
@@ -358,8 +363,14 @@ def test_typing_on_that_overlaps_someone_elses_change_is_a_conflict_that_says_so
     assert [(c.ours, c.theirs) for c in exc.conflicts] == [("Wordy and more", "Wor, says tab A")]
     assert _stored(thread)[2] == 4
     # A choice settles it against the same base.
-    _save(thread, content=NOTE.replace("Hello.", "Hello Wordy and more."), base_version=3, base_content=sent,
-          author=PERSON, resolve="ours")
+    _save(
+        thread,
+        content=NOTE.replace("Hello.", "Hello Wordy and more."),
+        base_version=3,
+        base_content=sent,
+        author=PERSON,
+        resolve="ours",
+    )
     assert _stored(thread)[1:] == ("Hello Wordy and more.\n\nAnother paragraph, from tab A.\n", 5)
 
 

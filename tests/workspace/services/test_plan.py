@@ -48,7 +48,9 @@ def test_todo_add_refuses_nesting_past_the_depth_limit(thread):
 
 def test_todos_add_outline_at_end_and_under_parent_index(thread):
     _outline(thread, ("A", 0), ("B", 0))
-    plan_services.todos_add_outline(thread=thread, steps=[{"text": "A.1", "depth": 0}, {"text": "A.1.a", "depth": 1}], parent_index=1)
+    plan_services.todos_add_outline(
+        thread=thread, steps=[{"text": "A.1", "depth": 0}, {"text": "A.1.a", "depth": 1}], parent_index=1
+    )
     assert _plan(thread) == [("A", 0), ("A.1", 1), ("A.1.a", 2), ("B", 0)]
     plan_services.todos_add_outline(thread=thread, steps=[{"text": "A.2"}], parent_index=1)
     assert _plan(thread) == [("A", 0), ("A.1", 1), ("A.1.a", 2), ("A.2", 1), ("B", 0)]

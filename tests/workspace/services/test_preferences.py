@@ -17,7 +17,9 @@ LOCKED_HINT = "ask the user to unlock it first."
 
 
 def test_preference_add_appends_with_cleaned_fields(thread):
-    first = preferences_services.preference_add(thread=thread, title=" APA style ", subtitle=" 7th ed ", kind="hard", respect_lock=True)
+    first = preferences_services.preference_add(
+        thread=thread, title=" APA style ", subtitle=" 7th ed ", kind="hard", respect_lock=True
+    )
     second = preferences_services.preference_add(thread=thread, title="Be brief", respect_lock=False)
     assert (first.title, first.subtitle, first.kind, first.locked) == ("APA style", "7th ed", "hard", False)
     assert second.kind == "soft"
@@ -59,7 +61,9 @@ def test_preferences_add_dedupes_case_insensitively_within_and_across_batches(th
 
 def test_preferences_add_validates_every_item_before_writing(thread):
     with pytest.raises(InvalidInput) as exc:
-        preferences_services.preferences_add(thread=thread, items=[{"title": "Fine"}, {"title": "Bad", "kind": "nope"}], respect_lock=True)
+        preferences_services.preferences_add(
+            thread=thread, items=[{"title": "Fine"}, {"title": "Bad", "kind": "nope"}], respect_lock=True
+        )
     assert exc.value.message.startswith("Item 2: Kind must be")
     assert not Preference.objects.exists()
     with pytest.raises(InvalidInput, match="at least one"):

@@ -40,10 +40,12 @@ def test_the_review_shows_the_two_rewritten_paragraphs_as_two_hunks(thread):
     review = selectors.document_review(thread=thread)
     assert review.turn_index == 1 and review.total == 2
     assert [entry.hunk.new_lines for entry in review.hunks] == [
-        ("The opening, rewritten by the agent with more detail.",), ("The closing, rewritten by the agent too.",)
+        ("The opening, rewritten by the agent with more detail.",),
+        ("The closing, rewritten by the agent too.",),
     ]
     assert [entry.hunk.old_lines for entry in review.hunks] == [
-        ("The first paragraph, as the person wrote it.",), ("The last paragraph, also theirs.",)
+        ("The first paragraph, as the person wrote it.",),
+        ("The last paragraph, also theirs.",),
     ]
     assert all(entry.undoable for entry in review.hunks)
 

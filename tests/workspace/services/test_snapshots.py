@@ -64,9 +64,7 @@ def test_every_snapshot_reads_back_exactly_as_captured(thread, content):
     for title, text, turn in captured:
         stored = WorkspaceSnapshot.objects.get(thread=thread, turn_index=turn)
         assert (stored.document_title, stored.document_content) == (title, text)
-        assert stored.preferences_json == [
-            {"title": "Prefer “curly” quotes 🌍", "subtitle": "", "kind": "soft", "locked": False}
-        ]
+        assert stored.preferences_json == [{"title": "Prefer “curly” quotes 🌍", "subtitle": "", "kind": "soft", "locked": False}]
         assert [t["text"] for t in stored.todos_json] == [f"Step {i} — ünïcode" for i in range(1, turn + 1)]
         assert list(stored.todos_json[0]) == ["text", "done", "position", "depth"]  # keys in captured order
 

@@ -23,11 +23,20 @@ def _artifact(thread, artifact_type, payload, *, title="", turn_index=1):
 
 
 def _bar(thread, **kwargs):
-    return _artifact(thread, "bar_chart", {
-        "title": "Q1 vs Q2 revenue", "description": "Revenue per quarter, in k$",
-        "data": [{"name": "Q1", "value": 120}, {"name": "Q2", "value": 180}],
-        "x_axis_title": "Quarter", "y_axis_title": "Revenue", "style": {"palette": "soft"},
-    }, title="Q1 vs Q2 revenue", **kwargs)
+    return _artifact(
+        thread,
+        "bar_chart",
+        {
+            "title": "Q1 vs Q2 revenue",
+            "description": "Revenue per quarter, in k$",
+            "data": [{"name": "Q1", "value": 120}, {"name": "Q2", "value": 180}],
+            "x_axis_title": "Quarter",
+            "y_axis_title": "Revenue",
+            "style": {"palette": "soft"},
+        },
+        title="Q1 vs Q2 revenue",
+        **kwargs,
+    )
 
 
 def _chart_configs(html):
@@ -79,12 +88,17 @@ def test_centre_shows_selected_bar_chart_with_title_subtitle_canvas_and_data(own
 
 
 def test_centre_multi_series_line_chart_has_one_dataset_per_series(owner_client, thread):
-    chart = _artifact(thread, "line_chart", {
-        "title": "Revenue and cost", "description": None,
-        "data": [{"name": "Q1", "revenue": 120, "cost": 80}, {"name": "Q2", "revenue": 180, "cost": 95}],
-        "series": ["revenue", "cost"],  # as chart_generator writes it: jsonb keeps no key order
-        "style": {"smooth": True, "show_grid": False},
-    })
+    chart = _artifact(
+        thread,
+        "line_chart",
+        {
+            "title": "Revenue and cost",
+            "description": None,
+            "data": [{"name": "Q1", "revenue": 120, "cost": 80}, {"name": "Q2", "revenue": 180, "cost": 95}],
+            "series": ["revenue", "cost"],  # as chart_generator writes it: jsonb keeps no key order
+            "style": {"smooth": True, "show_grid": False},
+        },
+    )
     html = _get(owner_client, thread, f"?artifact={chart.pk}").content.decode()
     [config] = _chart_configs(html)
     assert [d["label"] for d in config["data"]["datasets"]] == ["revenue", "cost"]
@@ -94,10 +108,16 @@ def test_centre_multi_series_line_chart_has_one_dataset_per_series(owner_client,
 
 
 def test_centre_shows_data_table_with_sortable_headers(owner_client, thread):
-    table = _artifact(thread, "data_table", {
-        "title": "Candidate papers", "description": "Shortlist",
-        "columns": ["Paper", "Citations"], "rows": [["Smith 2020", 35], ["Lee 2019", 1200]],
-    })
+    table = _artifact(
+        thread,
+        "data_table",
+        {
+            "title": "Candidate papers",
+            "description": "Shortlist",
+            "columns": ["Paper", "Citations"],
+            "rows": [["Smith 2020", 35], ["Lee 2019", 1200]],
+        },
+    )
     html = _get(owner_client, thread, f"?artifact={table.pk}").content.decode()
     assert "Candidate papers" in html and "Shortlist" in html
     assert '<th scope="col" aria-sort="none"><button type="button" class="sort-button" data-sort-column="0">Paper' in html

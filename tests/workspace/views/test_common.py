@@ -21,9 +21,17 @@ def _kinds(html):
 @pytest.mark.parametrize("debug", [False, True])
 @pytest.mark.parametrize(
     "action, data",
-    [("edit", {"text": "Renamed"}), ("done", {"done": "1"}), ("delete", {}), ("add", {"text": "Child"}), ("move", {"direction": "up"})],
+    [
+        ("edit", {"text": "Renamed"}),
+        ("done", {"done": "1"}),
+        ("delete", {}),
+        ("add", {"text": "Child"}),
+        ("move", {"direction": "up"}),
+    ],
 )
-def test_acting_on_a_step_deleted_in_another_tab_shows_a_message_and_the_plan_as_stored(owner_client, thread, settings, debug, action, data):
+def test_acting_on_a_step_deleted_in_another_tab_shows_a_message_and_the_plan_as_stored(
+    owner_client, thread, settings, debug, action, data
+):
     settings.DEBUG = debug
     kept = plan_services.todo_add(thread=thread, text="Kept")
     stale = plan_services.todo_add(thread=thread, text="Deleted elsewhere")
@@ -43,7 +51,9 @@ def test_acting_on_a_step_deleted_in_another_tab_shows_a_message_and_the_plan_as
 
 @pytest.mark.parametrize("debug", [False, True])
 @pytest.mark.parametrize("action, data", [("edit", {"title": "Renamed"}), ("lock", {"locked": "1"}), ("delete", {})])
-def test_acting_on_a_preference_deleted_in_another_tab_shows_a_message_and_the_list_as_stored(owner_client, thread, settings, debug, action, data):
+def test_acting_on_a_preference_deleted_in_another_tab_shows_a_message_and_the_list_as_stored(
+    owner_client, thread, settings, debug, action, data
+):
     settings.DEBUG = debug
     preference_services.preference_add(thread=thread, title="Kept", respect_lock=False)
     stale = preference_services.preference_add(thread=thread, title="Deleted elsewhere", respect_lock=False)

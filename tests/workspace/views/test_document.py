@@ -2,7 +2,6 @@
 the conflict view and its choices, the size cap. Method, access, database
 effect and what the person sees."""
 
-
 import pytest
 from django.conf import settings
 
@@ -66,7 +65,9 @@ REPORT = "# Report\n\nIntro paragraph.\n\nMethods paragraph.\n"
 def test_stale_save_of_another_paragraph_is_merged_and_the_editor_gets_the_merged_text(owner_client, thread):
     document_services.document_save(thread=thread, title="Report", content=REPORT)  # version 1
     document_services.document_save(thread=thread, content=REPORT.replace("Methods paragraph.", "Methods <by> agent."))
-    response = _save(owner_client, thread, title="Report", content=REPORT.replace("Intro paragraph.", "Intro by me."), base_version=1)
+    response = _save(
+        owner_client, thread, title="Report", content=REPORT.replace("Intro paragraph.", "Intro by me."), base_version=1
+    )
     html = response.content.decode()
     merged = REPORT.replace("Intro paragraph.", "Intro by me.").replace("Methods paragraph.", "Methods <by> agent.")
     assert response.status_code == 200
@@ -78,7 +79,10 @@ def test_stale_save_of_another_paragraph_is_merged_and_the_editor_gets_the_merge
     assert "Intro by me.\n\nMethods &lt;by&gt; agent.\n</textarea></template>" in html
     assert "<h1>Report</h1>" in html  # the preview, out of band
     # The conflict view is closed (empty and hidden) out of band.
-    assert '<div id="doc-conflict" class="doc-conflict" role="region" aria-label="Document conflict" hidden hx-swap-oob="true">' in html
+    assert (
+        '<div id="doc-conflict" class="doc-conflict" role="region" aria-label="Document conflict" hidden hx-swap-oob="true">'
+        in html
+    )
 
 
 def test_stale_save_of_the_same_words_shows_one_conflict_view_and_keeps_the_database(owner_client, thread):
@@ -190,7 +194,9 @@ def test_document_exactly_at_the_size_cap_is_saved(owner_client, thread):
     assert len(_doc(thread).content) == settings.HAICO_DOCUMENT_MAX_CHARS
 
 
-@pytest.mark.parametrize(("title", "message"), [("   ", "Document title cannot be empty."), ("t" * 201, "Document title is too long")])
+@pytest.mark.parametrize(
+    ("title", "message"), [("   ", "Document title cannot be empty."), ("t" * 201, "Document title is too long")]
+)
 def test_bad_title_is_refused_and_nothing_saved(owner_client, thread, title, message):
     document_services.document_save(thread=thread, title="Kept", content="kept")
     response = _save(owner_client, thread, title=title, content="new text", base_version=1)
@@ -336,10 +342,12 @@ RESTORE = "document/history/restore/"
 
 
 def _two_versions(thread):
-    document_services.document_save(thread=thread, title="Plan", content="Intro.\nThe <b>first</b> draft.\n",
-                                    base_version=0, author="person")
-    document_services.document_save(thread=thread, title="Plan", content="Intro.\nThe second draft.\n",
-                                    base_version=1, author="agent")
+    document_services.document_save(
+        thread=thread, title="Plan", content="Intro.\nThe <b>first</b> draft.\n", base_version=0, author="person"
+    )
+    document_services.document_save(
+        thread=thread, title="Plan", content="Intro.\nThe second draft.\n", base_version=1, author="agent"
+    )
 
 
 def test_history_lists_the_versions_newest_first_and_shows_the_last_change(owner_client, thread):
@@ -396,8 +404,9 @@ def test_restore_writes_a_new_version_by_the_person_and_sends_it_to_the_editor(o
 
 def test_restore_merges_with_an_edit_made_since_the_page_showed_the_history(owner_client, thread):
     _two_versions(thread)
-    document_services.document_save(thread=thread, content="Intro, by the agent.\nThe second draft.\n",
-                                    base_version=2, author="agent")  # v3, unseen by the person
+    document_services.document_save(
+        thread=thread, content="Intro, by the agent.\nThe second draft.\n", base_version=2, author="agent"
+    )  # v3, unseen by the person
     response = owner_client.post(ws_url(thread, RESTORE), {"version": 1, "base_version": 2}, **HTMX)
     assert "merged with the changes saved meanwhile" in response.content.decode()
     assert (_doc(thread).content, _doc(thread).version) == ("Intro, by the agent.\nThe <b>first</b> draft.\n", 4)
@@ -416,8 +425,10 @@ def test_restore_that_overlaps_an_edit_made_since_writes_nothing_and_says_why(ow
 
 def test_restore_refuses_a_missing_or_unknown_version(owner_client, thread):
     _two_versions(thread)
-    for fields, shown in (({"base_version": 2}, "Say which version to restore."),
-                          ({"version": 8, "base_version": 2}, "Version 8 of the document is not kept")):
+    for fields, shown in (
+        ({"base_version": 2}, "Say which version to restore."),
+        ({"version": 8, "base_version": 2}, "Version 8 of the document is not kept"),
+    ):
         response = owner_client.post(ws_url(thread, RESTORE), fields, **HTMX)
         assert response.status_code == 200 and shown in response.content.decode()
         assert owner_client.post(ws_url(thread, RESTORE), fields).status_code == 400

@@ -50,7 +50,10 @@ def test_artifact_csv_download_and_refusal(owner_client, thread):
 
 def test_the_export_menu_offers_the_formats_for_what_is_shown(owner_client, thread):
     chart = artifacts_services.artifact_create(
-        thread=thread, artifact_type="bar_chart", title="Rev", payload={"data": [{"name": "a", "value": 1}]},
+        thread=thread,
+        artifact_type="bar_chart",
+        title="Rev",
+        payload={"data": [{"name": "a", "value": 1}]},
         turn_index=1,
     )
     page = owner_client.get(ws_url(thread, "centre/")).content.decode()

@@ -202,7 +202,9 @@ def test_edit_step_with_empty_text_keeps_old_text(owner_client, thread, plan):
     response = owner_client.post(step_url(thread, plan["search"], "edit"), {"text": "   "}, **HTMX)
     error = only_patch(response.content.decode(), "error")
     assert (error.attrs["data-target"], error.attrs["data-row"], error.text) == (
-        "edit", str(plan["search"].pk), "Step text cannot be empty."
+        "edit",
+        str(plan["search"].pk),
+        "Step text cannot be empty.",
     )
     assert outline(thread) == ORIGINAL
 
@@ -227,7 +229,9 @@ def test_check_with_a_bad_or_missing_flag_changes_nothing(owner_client, thread, 
 
 
 def test_ticking_one_step_of_a_300_step_plan_answers_with_under_2_kb(owner_client, thread):
-    plan_services.todos_add_outline(thread=thread, steps=[{"text": f"Step number {i} of the long plan", "depth": 0 if i % 4 == 0 else 1} for i in range(300)])
+    plan_services.todos_add_outline(
+        thread=thread, steps=[{"text": f"Step number {i} of the long plan", "depth": 0 if i % 4 == 0 else 1} for i in range(300)]
+    )
     step = Todo.objects.filter(thread=thread).order_by("position")[150]
     response = owner_client.post(step_url(thread, step, "done"), {"done": "1"}, **HTMX)
     assert len(response.content) <= 2048, len(response.content)

@@ -38,7 +38,7 @@ def test_panel_lists_hard_before_soft_and_marks_locked(owner_client, thread):
     # The lock button says what pressing it does, in its text and its name.
     assert ">Unlock</button>" in html and ">Lock</button>" in html
     assert 'aria-label="Unlock preference Cite peer-reviewed sources"' in html
-    rows = html.split('id="pref-list-hard"', 1)[1].split('<template', 1)[0]
+    rows = html.split('id="pref-list-hard"', 1)[1].split("<template", 1)[0]
     assert "<form" not in rows and "hx-post" not in rows and "/preferences/" not in rows
 
 

@@ -32,8 +32,17 @@ def test_two_models_side_by_side_and_nothing_left_behind():
         server.default_reply = _by_model
         out, err = io.StringIO(), io.StringIO()
         call_command(
-            "behaviour_eval", "--base-url", server.base_url, "--model", "careful", "--model", "careless",
-            "--scenario", "locked-preference", stdout=out, stderr=err,
+            "behaviour_eval",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "careful",
+            "--model",
+            "careless",
+            "--scenario",
+            "locked-preference",
+            stdout=out,
+            stderr=err,
         )
     text = out.getvalue()
     row = next(line for line in text.splitlines() if line.startswith("locked preferences untouched"))
@@ -57,9 +66,21 @@ def test_without_a_model_or_an_endpoint_it_says_what_to_give(settings):
 def test_the_servers_running_turns_are_left_alone(settings, thread):
     # The eval shares the database (and maybe the env) with a running server.
     settings.HAICO_INSTANCE = "web-1"
-    live = Turn.objects.create(thread=thread, index=1, user_message="x", status=Turn.Status.RUNNING, instance="web-1", boot="live")
+    live = Turn.objects.create(
+        thread=thread, index=1, user_message="x", status=Turn.Status.RUNNING, instance="web-1", boot="live"
+    )
     with OpenAICompatibleServer(models=["careful"]) as server:
         server.default_reply = _by_model
-        call_command("behaviour_eval", "--base-url", server.base_url, "--model", "careful", "--scenario", "locked-preference", stdout=io.StringIO(), stderr=io.StringIO())
+        call_command(
+            "behaviour_eval",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "careful",
+            "--scenario",
+            "locked-preference",
+            stdout=io.StringIO(),
+            stderr=io.StringIO(),
+        )
     live.refresh_from_db()
     assert live.status == Turn.Status.RUNNING

@@ -39,8 +39,11 @@ def _server(secret: str) -> StdioServerParameters:
 
 
 def _add(thread, title: str) -> dict:
-    return {THREAD_FIELD: str(thread.pk), "action_and_reasoning": "Recording a rule.",
-            "items": [{"title": title, "kind": "soft"}]}
+    return {
+        THREAD_FIELD: str(thread.pk),
+        "action_and_reasoning": "Recording a rule.",
+        "items": [{"title": title, "kind": "soft"}],
+    }
 
 
 def _titles(thread):
