@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.common import percentile  # noqa: E402
-from bench.load import Resources, child_env, free_port, http_get  # noqa: E402
+from bench.load import STATIC_ROOT, Resources, child_env, collect_static, free_port, http_get  # noqa: E402
 
 PYTHON = sys.executable
 WORDS = "the of and report data survey results method sample analysis review source figure table launch".split()
@@ -318,8 +318,11 @@ def main() -> None:
         url = os.environ.get("HAICO_BENCH_DATABASE_URL") or f"sqlite:///{res.dir / 'archive.sqlite3'}"
         if url.startswith("sqlite"):
             res.files.append(Path(url.removeprefix("sqlite:///")))
+        # Production pages name hashed static files: collected once, as deploy/start.sh does.
+        collect_static(res)
         env = child_env(
             DATABASE_URL=url,
+            STATIC_ROOT=str(STATIC_ROOT[0]),
             DEBUG="False",
             SECRET_KEY=os.urandom(32).hex(),
             SECURE_SSL_REDIRECT="False",
