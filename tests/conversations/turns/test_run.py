@@ -21,6 +21,23 @@ from workspace.models import Thread
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+async def _saved_tool_result(thread_id, tool_name: str, timeout: float = 10.0) -> None:
+    """Waits until the checkpoint holds a finished call of `tool_name` (as a
+    pending write of the running step)."""
+    saver = await checkpointers.get_checkpointer()
+    config = {"configurable": {"thread_id": str(thread_id), "checkpoint_ns": ""}}
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        saved = await saver.aget_tuple(config)
+        writes = saved.pending_writes if saved else []
+        if any(
+            isinstance(value, list) and any(getattr(m, "name", None) == tool_name for m in value) for _, _, value in writes or []
+        ):
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no saved result of {tool_name}")
+
+
 async def _start(thread, message):
     return await registry.start_turn(thread=thread, user_message=message)
 
@@ -71,7 +88,10 @@ async def test_a_stop_during_a_tool_call_leaves_every_call_answered(owner, threa
     )
     socket = await sockets(thread.pk, owner)
     await _start(thread, "ship it")
-    await frame_containing(socket, "innerHTML:#objective-view")  # the fast tool has finished
+    await frame_containing(socket, "innerHTML:#objective-view")  # the fast tool has changed the objective
+    # Its result is saved a moment after the change is announced; a stop in
+    # between would (rightly) answer it as cancelled, which is not this test.
+    await _saved_tool_result(thread.pk, "set_objective")
     assert await registry.request_stop(thread=thread)
     frames = await frames_until_turn_end(socket)
     assert "Stopped" in frames[-1]
