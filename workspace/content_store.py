@@ -27,18 +27,23 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def store_text(model, text: str, *, base=None):
+def store_text(model, text: str, *, base=None, base_text: str | None = None):
     """The blob holding `text`: the existing one if that text is stored
     already, else a new one, a delta against `base` (a blob, normally the
-    same field of the previous snapshot) when that is much smaller than
-    the text itself. Call it inside a transaction."""
+    same field of the previous snapshot, or the previous revision of the
+    same document) when that is much smaller than the text itself.
+    `base_text`: the base's text when the caller holds it already (the
+    document before this write); used only if it hashes to the base's key,
+    else the base is read back. Call it inside a transaction."""
     key = digest(text)
     found = model.objects.filter(sha256=key).first()
     if found is not None:
         return found
     fields = {"sha256": key, "length": len(text), "text": text}
     if base is not None and base.depth < MAX_CHAIN:
-        ops = text_delta.delta_between(read_text(model, base), text)
+        if base_text is None or digest(base_text) != base.sha256:
+            base_text = read_text(model, base)
+        ops = text_delta.delta_between(base_text, text)
         encoded = text_delta.encode(ops)
         if len(encoded) * 2 < len(text):
             fields.update(
@@ -57,11 +62,26 @@ def store_text(model, text: str, *, base=None):
     return blob
 
 
+def _checked(blob, text: str) -> str:
+    if digest(text) != blob.sha256:
+        raise CorruptContent(f"Content blob {blob.pk} does not rebuild to the text it was stored for.")
+    return text
+
+
+def _applied(blob, base_text: str) -> str:
+    try:
+        return text_delta.apply_delta(base_text, text_delta.decode(blob.delta))
+    except (ValueError, TypeError, IndexError, KeyError) as exc:  # a damaged delta (JSONDecodeError is a ValueError)
+        raise CorruptContent(f"Content blob {blob.pk} holds a delta that cannot be applied ({exc}).") from None
+
+
 def read_text(model, blob) -> str:
-    """The text exactly as stored, checked against its key."""
-    if blob.text is not None:
-        return blob.text
+    """The text exactly as stored, checked against its key: a blob that
+    does not rebuild to it raises `CorruptContent`, never a wrong text."""
     if getattr(blob, "_rebuilt", None) is not None:
+        return blob._rebuilt
+    if blob.text is not None:
+        blob._rebuilt = _checked(blob, blob.text)
         return blob._rebuilt
     # The keyframe and every delta under it up to this depth, in one query;
     # the chain is walked back from this blob through `base`.
@@ -71,19 +91,33 @@ def read_text(model, blob) -> str:
             Q(pk=blob.keyframe_id) | Q(keyframe_id=blob.keyframe_id, depth__lt=blob.depth)
         ).values_list("pk", "text", "delta", "base_id")
     }
-    chain = [blob.delta]
+    chain = [blob]
     current = blob.base_id
     while current != blob.keyframe_id:
+        if current not in rows:
+            raise CorruptContent(f"Content blob {blob.pk} refers to a base outside its chain.")
         _text, delta, base_id = rows[current]
-        chain.append(delta)
+        chain.append(model(pk=current, delta=delta))
         current = base_id
-    text = rows[blob.keyframe_id][0]
-    for delta in reversed(chain):
-        text = text_delta.apply_delta(text, text_delta.decode(delta))
-    if digest(text) != blob.sha256:
-        raise CorruptContent(f"Content blob {blob.pk} does not rebuild to the text it was stored for.")
-    blob._rebuilt = text
+    text = rows[blob.keyframe_id][0] if blob.keyframe_id in rows else None
+    if text is None:
+        raise CorruptContent(f"Content blob {blob.pk} has no whole text to rebuild from.")
+    for link in reversed(chain):
+        text = _applied(link, text)
+    blob._rebuilt = _checked(blob, text)
     return text
+
+
+def read_texts(model, blobs):
+    """The texts of `blobs`, in order, each checked as `read_text` checks
+    it. A blob stored as a delta against the blob before it (a document's
+    revisions in version order) costs that one delta, not its chain."""
+    previous_pk, previous_text = None, None
+    for blob in blobs:
+        if blob.text is None and previous_pk is not None and blob.base_id == previous_pk:
+            blob._rebuilt = _checked(blob, _applied(blob, previous_text))
+        previous_pk, previous_text = blob.pk, read_text(model, blob)
+        yield previous_text
 
 
 def stored_bytes(model) -> int:

@@ -75,3 +75,31 @@ def test_a_blob_that_does_not_rebuild_to_its_key_is_refused():
     ContentBlob.objects.filter(pk=blob.pk).update(delta="[[0,10]]")
     with pytest.raises(content_store.CorruptContent):
         content_store.read_text(ContentBlob, _fresh(blob))
+
+
+def test_a_whole_text_that_does_not_match_its_key_is_refused():
+    blob = content_store.store_text(ContentBlob, "the text as stored")
+    ContentBlob.objects.filter(pk=blob.pk).update(text="another text")
+    with pytest.raises(content_store.CorruptContent):
+        content_store.read_text(ContentBlob, _fresh(blob))
+
+
+def test_texts_read_in_order_rebuild_each_delta_from_the_one_before():
+    text = "".join(f"Line {i} of a long document.\n" for i in range(400))
+    versions, blobs, base = [], [], None
+    for n in range(content_store.MAX_CHAIN + 5):
+        text = text.replace(f"Line {n} ", f"Line {n} (edited) ", 1)
+        base = content_store.store_text(ContentBlob, text, base=base, base_text=versions[-1] if versions else None)
+        versions.append(text)
+        blobs.append(base)
+    assert list(content_store.read_texts(ContentBlob, [_fresh(b) for b in blobs])) == versions
+    ContentBlob.objects.filter(pk=blobs[3].pk).update(delta="[[0,10]]")
+    with pytest.raises(content_store.CorruptContent):
+        list(content_store.read_texts(ContentBlob, [_fresh(b) for b in blobs]))
+
+
+def test_a_base_text_that_is_not_the_bases_is_not_used():
+    base = content_store.store_text(ContentBlob, "A long shared start.\n" * 40 + "one")
+    text = "A long shared start.\n" * 40 + "two"
+    blob = content_store.store_text(ContentBlob, text, base=base, base_text="something else entirely")
+    assert content_store.read_text(ContentBlob, _fresh(blob)) == text
