@@ -52,6 +52,7 @@ from workspace.archive import (
 )
 from workspace.errors import InvalidInput
 from workspace.models import DOCUMENT_TITLE_MAX_CHARS, Thread
+from workspace.services import archive as workspace_archive
 from workspace.services.archive import workspace_restore_parts
 
 from .faults import IMPORT_HISTORY_WRITTEN, crash_point
@@ -489,7 +490,10 @@ def discard_import(thread_id) -> None:
     failure is logged, and the id is never reused."""
     try:
         with transaction.atomic():
-            Thread.objects.filter(pk=thread_id, archive_import__isnull=False).delete()
+            blobs = workspace_archive.thread_content_blob_ids(thread_id=thread_id)
+            if Thread.objects.filter(pk=thread_id, archive_import__isnull=False).delete()[0]:
+                # The texts it stored that no other thread shares (docs/adr/0078).
+                workspace_archive.content_blobs_release(blobs)
     except Exception:
         logger.exception("could not remove the rows of failed import %s", thread_id)
     try:

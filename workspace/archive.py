@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from . import plan_tree
+from . import content_store, plan_tree
 from .models import (
     ARTIFACT_TITLE_MAX_CHARS,
     DOCUMENT_TITLE_MAX_CHARS,
@@ -27,6 +27,7 @@ from .models import (
     TODO_TEXT_MAX_CHARS,
     TOKEN_NAME_MAX_CHARS,
     Artifact,
+    ContentBlob,
     Document,
     DocumentReviewDecision,
     DocumentRevision,
@@ -60,6 +61,26 @@ class ArchiveRefused(Exception):
 # -- reading a thread's workspace --
 
 
+def _revisions_whole(document: Document) -> list[dict]:
+    """Every revision with its text whole, oldest first: the archive keeps
+    texts whole however they are stored (docs/adr/0078). In version order
+    each text is rebuilt from the one before it, one delta at a time."""
+    revisions = list(document.revisions.order_by("version").select_related("body"))
+    texts = content_store.read_texts(ContentBlob, (r.body for r in revisions))
+    return [
+        {
+            "version": r.version,
+            "title": r.title,
+            "content": text,
+            "author": r.author,
+            "token": r.token_name,
+            "turn": r.turn_index,
+            "at": r.created_at.isoformat(),
+        }
+        for r, text in zip(revisions, texts, strict=True)
+    ]
+
+
 def workspace_section(thread: Thread) -> dict:
     """Everything of the workspace a person would want back: the live
     objective, preferences, plan and document, their histories, the
@@ -83,20 +104,7 @@ def workspace_section(thread: Thread) -> dict:
             "title": document.title,
             "content": document.content,
             "version": document.version,
-            "revisions": [
-                {
-                    "version": version,
-                    "title": title,
-                    "content": content,
-                    "author": author,
-                    "token": token,
-                    "turn": turn,
-                    "at": at.isoformat(),
-                }
-                for version, title, content, author, token, turn, at in document.revisions.order_by("version").values_list(
-                    "version", "title", "content", "author", "token_name", "turn_index", "created_at"
-                )
-            ],
+            "revisions": _revisions_whole(document),
             "review_decisions": [
                 {"turn": turn, "hunk": hunk, "decision": decision}
                 for turn, hunk, decision in document.review_decisions.order_by("turn_index", "hunk").values_list(

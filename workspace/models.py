@@ -141,7 +141,13 @@ class DocumentRevision(models.Model):
     """One version of a document, as written: every write of the document
     adds one in the same transaction, so a save based on any earlier version
     can be merged against that version's text (docs/adr/0013). Write-once;
-    none is ever removed."""
+    none is ever removed.
+
+    The text is stored by content (`body`, a `ContentBlob`), normally as a
+    delta against the document's previous revision, so an autosave costs
+    its edit rather than the whole text (docs/adr/0078). `content` reads it
+    back exactly, or raises `content_store.CorruptContent`; the services
+    that add revisions store the text (workspace.services.document)."""
 
     class Author(models.TextChoices):
         PERSON = "person", "Person"
@@ -154,7 +160,7 @@ class DocumentRevision(models.Model):
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="revisions")
     version = models.PositiveIntegerField()
     title = models.CharField(max_length=DOCUMENT_TITLE_MAX_CHARS)
-    content = models.TextField(blank=True)
+    body = models.ForeignKey("ContentBlob", on_delete=models.PROTECT, related_name="+")
     author = models.CharField(max_length=6, choices=Author.choices)
     # For an MCP author: the name of the token it wrote with, as it was then.
     token_name = models.CharField(max_length=TOKEN_NAME_MAX_CHARS, blank=True, default="")
@@ -174,6 +180,15 @@ class DocumentRevision(models.Model):
 
     def __str__(self):
         return f"{self.document_id} v{self.version} ({self.author})"
+
+    @property
+    def content(self) -> str:
+        try:
+            return _read_blob(self.body)
+        except content_store.CorruptContent as exc:
+            raise content_store.CorruptContent(
+                f"Version {self.version} of document {self.document_id} cannot be read back exactly: {exc}"
+            ) from None
 
 
 class DocumentReviewDecision(models.Model):

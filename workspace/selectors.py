@@ -249,7 +249,8 @@ def document_version_text(*, thread: Thread, version: int) -> tuple[str, str] | 
     before its first write. None when that version is not kept."""
     if version == 0:
         return "Untitled", ""
-    return DocumentRevision.objects.filter(document__thread=thread, version=version).values_list("title", "content").first()
+    revision = DocumentRevision.objects.filter(document__thread=thread, version=version).select_related("body").first()
+    return (revision.title, revision.content) if revision is not None else None
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,13 @@ from datetime import datetime
 from functools import partial
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from .. import content_store
 from ..models import (
     Artifact,
+    ContentBlob,
     Document,
     DocumentReviewDecision,
     DocumentRevision,
@@ -29,7 +32,9 @@ from ..models import (
     Preference,
     Thread,
     Todo,
+    WorkspaceSnapshot,
 )
+from .document import newest_revision_body
 from .snapshots import snapshot_store
 
 
@@ -75,21 +80,28 @@ def objective_history_restore(*, thread: Thread, rows: list[dict]) -> None:
 
 @transaction.atomic
 def document_revisions_restore(*, thread: Thread, rows: list[dict]) -> None:
+    """Revisions in version order, after those already restored: each text
+    is stored against the one before it (docs/adr/0078)."""
     document = Document.objects.get(thread=thread)
     now = timezone.now()
-    DocumentRevision.objects.bulk_create(
-        DocumentRevision(
-            document=document,
-            version=r["version"],
-            title=r["title"],
-            content=r["content"],
-            author=r["author"],
-            token_name=r["token"],
-            turn_index=r["turn"],
-            created_at=_time(r["at"], now),
+    base, base_text = newest_revision_body(document), None
+    revisions = []
+    for r in rows:
+        base = content_store.store_text(ContentBlob, r["content"], base=base, base_text=base_text)
+        base_text = r["content"]
+        revisions.append(
+            DocumentRevision(
+                document=document,
+                version=r["version"],
+                title=r["title"],
+                body=base,
+                author=r["author"],
+                token_name=r["token"],
+                turn_index=r["turn"],
+                created_at=_time(r["at"], now),
+            )
         )
-        for r in rows
-    )
+    DocumentRevision.objects.bulk_create(revisions)
 
 
 @transaction.atomic
@@ -168,3 +180,60 @@ def workspace_restore_parts(*, thread: Thread, workspace: dict) -> list[Callable
         for snapshot in sorted(workspace["snapshots"], key=lambda s: s["turn"])
     ]
     return parts
+
+
+# -- removing an import that did not finish --
+
+_SNAPSHOT_BODIES = ("document_body", "preferences_body", "todos_body")
+_IN_BATCH = 500
+
+
+def _batches(ids) -> Iterator[list[int]]:
+    ids = list(ids)
+    for start in range(0, len(ids), _IN_BATCH):
+        yield ids[start : start + _IN_BATCH]
+
+
+def thread_content_blob_ids(*, thread_id) -> set[int]:
+    """The content blobs the thread's revisions and snapshots refer to."""
+    ids = set(DocumentRevision.objects.filter(document__thread_id=thread_id).values_list("body_id", flat=True))
+    for field in _SNAPSHOT_BODIES:
+        ids.update(WorkspaceSnapshot.objects.filter(thread_id=thread_id).values_list(f"{field}_id", flat=True))
+    return ids
+
+
+@transaction.atomic
+def content_blobs_release(ids: set[int]) -> int:
+    """Delete those of the blobs `ids` nothing refers to any more (call it
+    after deleting the rows that did, e.g. a failed import's thread): a
+    blob another thread's revision or snapshot holds, or another blob is
+    built on, is kept with the chain it is built on. How many were deleted."""
+    rows = {}
+    for batch in _batches(ids):
+        rows.update(
+            (pk, (base_id, keyframe_id, depth))
+            for pk, base_id, keyframe_id, depth in ContentBlob.objects.filter(pk__in=batch).values_list(
+                "pk", "base_id", "keyframe_id", "depth"
+            )
+        )
+    held = set()
+    for batch in _batches(rows):
+        held.update(DocumentRevision.objects.filter(body_id__in=batch).values_list("body_id", flat=True))
+        for field in _SNAPSHOT_BODIES:
+            held.update(WorkspaceSnapshot.objects.filter(**{f"{field}_id__in": batch}).values_list(f"{field}_id", flat=True))
+        built_on = ContentBlob.objects.exclude(pk__in=rows.keys()).filter(Q(base_id__in=batch) | Q(keyframe_id__in=batch))
+        for base_id, keyframe_id in built_on.values_list("base_id", "keyframe_id"):
+            held.update((base_id, keyframe_id))
+    # A held blob keeps every blob its text is rebuilt from.
+    for pk in list(held):
+        current = rows.get(pk)
+        while current is not None and current[0] is not None:
+            held.add(current[0])
+            current = rows.get(current[0])
+    free = [pk for pk in rows if pk not in held]
+    # Deepest first, one depth at a time: a blob is protected while a
+    # delta built on it is there, even one deleted in the same statement.
+    for depth in sorted({rows[pk][2] for pk in free}, reverse=True):
+        for batch in _batches(pk for pk in free if rows[pk][2] == depth):
+            ContentBlob.objects.filter(pk__in=batch).delete()
+    return len(free)

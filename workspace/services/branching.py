@@ -6,8 +6,10 @@ announced: the branch's page renders it whole when it is first opened.
 
 from django.db import transaction
 
+from .. import content_store
 from ..models import (
     Artifact,
+    ContentBlob,
     Document,
     DocumentRevision,
     Objective,
@@ -32,7 +34,7 @@ def workspace_copy(*, thread: Thread, workspace: WorkspaceAfterTurn, source: Thr
             document=document,
             version=1,
             title=document.title,
-            content=document.content,
+            body=content_store.store_text(ContentBlob, document.content),
             author=DocumentRevision.Author.SYSTEM,
         )
     if workspace.objective_text is not None:

@@ -1,7 +1,8 @@
 """The shared document: versioned, every version kept, concurrent edits merged.
 
 Every write adds a `DocumentRevision` with the new version's text in the
-same transaction. A save names the version it was based on; if that is no
+same transaction, stored by content against the revision before it
+(docs/adr/0078). A save names the version it was based on; if that is no
 longer the current one, the save is merged three-way against it
 (workspace.merge): base = that version's text, theirs = the current text,
 ours = the submitted text. A clean merge is written (the result says so);
@@ -14,9 +15,9 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 
-from .. import merge
+from .. import content_store, merge
 from ..errors import DocumentConflict, InvalidInput, NotFound
-from ..models import DOCUMENT_TITLE_MAX_CHARS, Document, DocumentRevision, Thread
+from ..models import DOCUMENT_TITLE_MAX_CHARS, ContentBlob, Document, DocumentRevision, Thread
 from ..text import clean_text
 from .common import changed
 
@@ -54,16 +55,27 @@ def _clean_title(title) -> str:
     return clean_text(title, label="Document title", max_chars=DOCUMENT_TITLE_MAX_CHARS)
 
 
+def newest_revision_body(document: Document) -> ContentBlob | None:
+    """The blob of the document's newest revision: the base a new revision's
+    text is stored against (docs/adr/0078)."""
+    newest = DocumentRevision.objects.filter(document=document).select_related("body").order_by("-version").first()
+    return newest.body if newest is not None else None
+
+
 def _write(document: Document, *, title: str, content: str, author: str, token_name: str = "") -> Document:
+    # The text before this write is normally the newest revision's: the
+    # delta against it needs no rebuild (store_text checks that by hash).
+    base_text = document.content
     document.title, document.content = title, content
     document.version += 1
     document.save()
     turn_index = Thread.objects.filter(pk=document.thread_id).values_list("turn_index", flat=True).first() or 0
+    body = content_store.store_text(ContentBlob, content, base=newest_revision_body(document), base_text=base_text)
     DocumentRevision.objects.create(
         document=document,
         version=document.version,
         title=title,
-        content=content,
+        body=body,
         author=author,
         token_name=token_name,
         turn_index=turn_index,
@@ -76,7 +88,8 @@ def _base_text(document: Document, version: int) -> tuple[str, str] | None:
     """(title, content) of `version`, or None when no such version is kept."""
     if version == 0:
         return EMPTY_TITLE, EMPTY_CONTENT
-    return DocumentRevision.objects.filter(document=document, version=version).values_list("title", "content").first()
+    revision = DocumentRevision.objects.filter(document=document, version=version).select_related("body").first()
+    return (revision.title, revision.content) if revision is not None else None
 
 
 def _merged_title(base: str | None, ours: str, theirs: str, resolve: str | None) -> tuple[str, tuple[str, str] | None]:

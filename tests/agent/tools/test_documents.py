@@ -234,7 +234,7 @@ async def test_replace_in_document_replaces_the_one_matching_passage_as_a_new_ve
     document = await db(selectors.document_for, thread=thread)
     assert document.content == REPORT.replace("Methods paragraph.", "Methods, rewritten.")
     latest = await db(lambda: DocumentRevision.objects.filter(document__thread=thread).order_by("-version").first())
-    assert (latest.version, latest.author, latest.content) == (2, "agent", document.content)
+    assert (latest.version, latest.author, await db(lambda: latest.content)) == (2, "agent", document.content)
 
 
 async def test_replace_in_document_with_no_match_fails_saying_zero_matches_and_writes_nothing(thread):

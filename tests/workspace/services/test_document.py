@@ -22,11 +22,8 @@ def _stored(thread):
 
 
 def _revisions(thread):
-    return list(
-        DocumentRevision.objects.filter(document__thread=thread)
-        .order_by("version")
-        .values_list("version", "title", "content", "author")
-    )
+    revisions = DocumentRevision.objects.filter(document__thread=thread).select_related("body").order_by("version")
+    return [(r.version, r.title, r.content, r.author) for r in revisions]  # texts read back from their blobs
 
 
 def _save(thread, **fields):

@@ -1,0 +1,21 @@
+"""The revisions' own copies of their text are dropped: 0011 moved them
+into content blobs (docs/adr/0078). Reversing adds the column back, and
+0011's reverse fills it from the blobs."""
+
+import django.db.models.deletion
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("workspace", "0011_document_revision_content_blobs"),
+    ]
+
+    operations = [
+        migrations.RemoveField(model_name="documentrevision", name="content"),
+        migrations.AlterField(
+            model_name="documentrevision",
+            name="body",
+            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="+", to="workspace.contentblob"),
+        ),
+    ]
