@@ -94,7 +94,7 @@ def read_text(model, blob) -> str:
     chain = [blob]
     current = blob.base_id
     while current != blob.keyframe_id:
-        if current not in rows:
+        if current not in rows or len(chain) > blob.depth:
             raise CorruptContent(f"Content blob {blob.pk} refers to a base outside its chain.")
         _text, delta, base_id = rows[current]
         chain.append(model(pk=current, delta=delta))
