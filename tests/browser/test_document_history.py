@@ -3,6 +3,9 @@ scripted model) rewrites, the person opens the history, reads what changed
 and restores their version, which comes back as a new version; text not yet
 saved in the editor is never lost by opening the history or restoring."""
 
+import json
+import uuid
+
 import pytest
 from playwright.sync_api import expect
 
@@ -34,11 +37,15 @@ def model_server():
 
 
 def _revisions(server, thread_id):
-    return server.query(
-        "SELECT r.version, r.author, r.content FROM workspace_documentrevision r"
-        " JOIN workspace_document d ON r.document_id = d.id WHERE d.thread_id = ? ORDER BY r.version",
-        (thread_id,),
+    """(version, author, text) of each revision, as the server stored them:
+    the texts are stored by content (docs/adr/0078), so read through the model."""
+    code = (
+        "import json; from workspace.models import DocumentRevision; "
+        f"revisions = DocumentRevision.objects.filter(document__thread_id='{uuid.UUID(thread_id)}')"
+        ".select_related('body').order_by('version'); "
+        "print(json.dumps([[r.version, r.author, r.content] for r in revisions]))"
     )
+    return [tuple(row) for row in json.loads(server.manage("shell", "-c", code).strip().splitlines()[-1])]
 
 
 def _person_then_agent(new_page, start_haico_server, model_server):
