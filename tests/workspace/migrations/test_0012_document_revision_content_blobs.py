@@ -1,4 +1,4 @@
-"""workspace/0011 + 0012: existing revisions keep their texts, now stored by
+"""workspace/0012 + 0013: existing revisions keep their texts, now stored by
 content, each a delta against the version before it; reversing gives the
 column back."""
 
@@ -8,7 +8,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-BEFORE = [("workspace", "0010_imports_keep_their_times")]
+BEFORE = [("workspace", "0011_thread_running_columns_moved")]
 LONG = "".join(f"Paragraph {i} of a document that is long enough.\n" for i in range(300))
 
 

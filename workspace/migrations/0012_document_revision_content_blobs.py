@@ -3,7 +3,7 @@ revision refers to a content blob, and every existing revision's text is
 moved into one, document by document in version order, each a delta
 against the revision before it where that is smaller.
 
-The copied column is dropped in 0012, in a transaction of its own
+The copied column is dropped in 0013, in a transaction of its own
 (PostgreSQL refuses to alter a table with row updates pending in the same one)."""
 
 import django.db.models.deletion
@@ -56,7 +56,7 @@ def restore_revision_texts(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("workspace", "0010_imports_keep_their_times"),
+        ("workspace", "0011_thread_running_columns_moved"),
     ]
 
     operations = [

@@ -1,6 +1,6 @@
-"""The revisions' own copies of their text are dropped: 0011 moved them
+"""The revisions' own copies of their text are dropped: 0012 moved them
 into content blobs (docs/adr/0078). Reversing adds the column back, and
-0011's reverse fills it from the blobs."""
+0012's reverse fills it from the blobs."""
 
 import django.db.models.deletion
 from django.db import migrations, models
@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("workspace", "0011_document_revision_content_blobs"),
+        ("workspace", "0012_document_revision_content_blobs"),
     ]
 
     operations = [
