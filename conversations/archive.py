@@ -57,8 +57,8 @@ from workspace.services.archive import workspace_restore_parts
 from .faults import IMPORT_HISTORY_WRITTEN, crash_point
 from .models import ArchiveImport, BranchLink, Turn
 from .services import THREAD_TITLE_MAX_CHARS, clean_title
+from .turns.approval_claims import APPROVED, REJECTED, STOPPED
 from .turns.fragments import APPROVAL_OUTCOMES
-from .turns.guard import APPROVED, REJECTED, STOPPED
 
 logger = logging.getLogger("haico.conversations.archive")
 

@@ -19,9 +19,10 @@ from workspace.selectors import snapshot_messages_for
 
 from .models import Turn
 from .selectors import feedback_counts, turn_errors_for, turn_rows_for, turn_versions_for
+from .turns.approval_claims import awaiting_approval
 from .turns.fragments import approval_view, turn_context
-from .turns.guard import awaiting_approval, running_turn
 from .turns.outcome import INTERRUPTED_LOST, marker
+from .turns.slot import running_turn
 
 
 def chat_turns(*, thread: Thread, user=None) -> list[dict]:

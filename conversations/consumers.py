@@ -64,8 +64,8 @@ from .forms import ApprovalAnswerForm, ChatMessage, ChatMessageForm, RetryForm, 
 from .live import RESYNC, fits_one_message, group_name, message_size, publisher
 from .services import thread_set_mode
 from .sessions import session_group, session_signs_in
-from .turns import fragments, guard, registry
-from .turns.guard import retry_message
+from .turns import approval_claims, fragments, registry
+from .turns.message_checks import retry_message
 
 logger = logging.getLogger("haico.conversations.ws")
 
@@ -293,7 +293,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             await self._notice(exc.message)
 
     async def _answer_approval(self, turn: int, decision: str):
-        decisions = {"approve": guard.APPROVED, "reject": guard.REJECTED}
+        decisions = {"approve": approval_claims.APPROVED, "reject": approval_claims.REJECTED}
         thread = await self._current_thread()
         if thread is None:
             return

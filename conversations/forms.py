@@ -22,7 +22,7 @@ from .models import (
     FEEDBACK_RATING_MIN,
     Feedback,
 )
-from .turns.guard import clean_user_message
+from .turns.message_checks import clean_user_message
 
 
 class SignupForm(UserCreationForm):
@@ -122,7 +122,7 @@ class FeedbackForm(forms.Form):
 
 
 class EditTurnForm(forms.Form):
-    # Kept exactly as typed, like a chat message (turns.guard.clean_user_message).
+    # Kept exactly as typed, like a chat message (turns.message_checks.clean_user_message).
     message = forms.CharField(strip=False, max_length=settings.HAICO_MESSAGE_MAX_CHARS)
 
     def clean_message(self):
@@ -263,7 +263,7 @@ MODEL_CHOICE_MESSAGE = "Choose a model from the list."
 class ChatMessageForm(SocketForm):
     """{"message", "model", "mode", "selection", "continue_thread", "continue_turn"}."""
 
-    # Any JSON value: the guard's check says what is wrong with it (turns.guard.clean_user_message).
+    # Any JSON value: the message check says what is wrong with it (turns.message_checks.clean_user_message).
     message = forms.Field(required=False)
     model = SocketTextField(
         required=False,

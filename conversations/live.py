@@ -400,7 +400,7 @@ def render_turn_versions(*, turn_index: int, versions) -> str:
 
 
 def publish_turn_versions(*, thread_id, turn_index: int) -> None:
-    """A branch ran its own turn `turn_index` (guard.turn_begin's on-commit
+    """A branch ran its own turn `turn_index` (slot.turn_begin's on-commit
     hook): every thread of its family that now has several versions of that
     turn gets its arrows, in every open tab."""
     try:

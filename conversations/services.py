@@ -1,5 +1,5 @@
 """Writes for threads: creation, renaming, the chat's model choice,
-soft-delete, feedback, staff moderation and the activity log. The turn guard is conversations.turns.guard."""
+soft-delete, feedback, staff moderation and the activity log. The turn slot is conversations.turns.slot."""
 
 import functools
 
@@ -150,7 +150,7 @@ def _clean_feedback(*, thread: Thread, turn_index, scope, aspect, rating, commen
     if not _is_int(turn_index) or not 1 <= turn_index <= current.turn_index:
         raise InvalidInput(f"Turn {turn_index!r} does not exist in this thread.")
     # The claim itself, stale or not: a turn whose server died is released
-    # within seconds (conversations.turns.guard), and is rated after that.
+    # within seconds (conversations.turns.slot), and is rated after that.
     if turn_index == current.running_turn_index:
         raise InvalidInput(f"Turn {turn_index} is still running; leave feedback once it has ended.")
     if scope not in Feedback.Scope.values:

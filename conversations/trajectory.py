@@ -37,7 +37,7 @@ from workspace.selectors import thread_for_user, workspace_after_turn
 from .forms import page_note_query
 from .live import publisher
 from .models import BranchLink, Turn
-from .turns.guard import running_turn
+from .turns.slot import running_turn
 
 TEMPLATE = "conversations/panels/trajectory.html"
 # How much of a user message a node shows (the rest is in its preview).

@@ -17,7 +17,7 @@ import sys
 def name_instance(name: str) -> None:
     """This server's stable name (settings.HAICO_INSTANCE), unless the
     environment gives one: a restart under the same name releases the turns
-    its predecessor was running at once (conversations.turns.guard)."""
+    its predecessor was running at once (conversations.turns.slot)."""
     os.environ.setdefault("HAICO_INSTANCE", f"{socket.gethostname()}/{name}")
 
 

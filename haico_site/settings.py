@@ -241,7 +241,7 @@ HAICO_RATE_RESET_MAIL = env.str("HAICO_RATE_RESET_MAIL", default="3/hour")  # pe
 HAICO_RATE_LOGIN_FAILURES = env.str("HAICO_RATE_LOGIN_FAILURES", default="30/hour")  # for any usernames
 HAICO_RATE_MCP_AUTH_FAILURES = env.str("HAICO_RATE_MCP_AUTH_FAILURES", default="20/minute")
 # Per person, at once (0: no limit): turns running in their threads, counted
-# from the database (conversations.turns.guard), and open thread pages
+# from the database (conversations.turns.slot), and open thread pages
 # (their sockets).
 HAICO_MAX_RUNNING_TURNS = env.int("HAICO_MAX_RUNNING_TURNS", default=5)
 HAICO_MAX_OPEN_PAGES = env.int("HAICO_MAX_OPEN_PAGES", default=30)
@@ -299,7 +299,7 @@ HAICO_TEXT_TOOL_CALLS = env.bool("HAICO_TEXT_TOOL_CALLS", default=True)
 # restarted process with the same name releases the turns its predecessor
 # was running at once. haico_site.serve and runserver set it from the
 # address they listen on; unset, each process is unique and a dead one's
-# turns are released once its claims go stale (conversations.turns.guard).
+# turns are released once its claims go stale (conversations.turns.slot).
 HAICO_INSTANCE = env.str("HAICO_INSTANCE", default="")
 
 # Tokens (input + output, as the provider reports them) one person may use

@@ -34,7 +34,7 @@ class Thread(models.Model):
     fresh for every thread and never reused. `turn_index` is monotonic: it is
     bumped once per user message and tags everything that turn produces.
     The running-turn columns hold the single guard that keeps one turn at a
-    time per thread across server processes; conversations.turns.guard is the
+    time per thread across server processes; conversations.turns.slot is the
     only code that reads or writes them (docs/adr/0003).
 
     `mode` is what the agent may do in the thread's next turns (the chat's

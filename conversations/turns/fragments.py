@@ -77,7 +77,7 @@ APPROVAL_OUTCOMES = {
 
 def approval_view(approval: dict | None, *, pending: bool) -> dict | None:
     """What the approval card shows, from a turn row's `approval`
-    ({"interrupt_id", "request", "decision"?, "outcome"?}, turns.guard);
+    ({"interrupt_id", "request", "decision"?, "outcome"?}, turns.approval_claims);
     None without one."""
     if not isinstance(approval, dict) or not isinstance(approval.get("request"), dict):
         return None
@@ -116,7 +116,7 @@ def approval_card(turn: dict) -> str:
 
 
 def ended(row, *, latest: bool) -> str:
-    """A turn another process ended for its dead server (turns.guard): its
+    """A turn another process ended for its dead server (turns.slot): its
     answer so far, its marker and idle controls. Its reasoning steps are
     left as the tab shows them (they live in the checkpointer)."""
     return "".join(ended_parts(row, latest=latest))

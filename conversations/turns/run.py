@@ -69,7 +69,7 @@ from .. import activity, services, trajectory
 from ..live import RESYNC, RESYNC_CHAT, publisher
 from ..models import ActivityLogEntry, Turn
 from ..usage import usage_record
-from . import fragments, guard, outcome
+from . import approval_claims, fragments, outcome, slot
 from .errors import safe_error_message
 from .logcontext import TurnIds, current_turn
 
@@ -90,7 +90,7 @@ APPROVAL_STOPPED_RESULT = "Not done: the person pressed Stop instead of approvin
 
 
 def stored_selection(raw) -> Selection | None:
-    """A turn row's selection (guard.selection_json) for the agent, or None.
+    """A turn row's selection (message_checks.selection_json) for the agent, or None.
     It was checked when the message was sent; the prompt places it in the
     document as the document reads at each model call (agent.prompt)."""
     if not isinstance(raw, dict):
@@ -112,12 +112,12 @@ def _store_usage(rows: list[dict]) -> None:
 
 def _finish(*, usage: list[dict], **kwargs) -> None:
     """The turn's end, then its last model calls' usage, in one database hop."""
-    guard.turn_finish(**kwargs)
+    slot.turn_finish(**kwargs)
     _store_usage(usage)
 
 
 def _await_approval(*, usage: list[dict], **kwargs) -> bool:
-    waiting = guard.turn_await_approval(**kwargs)
+    waiting = approval_claims.turn_await_approval(**kwargs)
     _store_usage(usage)
     return waiting
 
@@ -128,9 +128,9 @@ class TurnStopped(Exception):
 
 @dataclass(frozen=True)
 class Resume:
-    """The person's answer to the approval a turn waits for (turns.guard):
+    """The person's answer to the approval a turn waits for (turns.approval_claims):
     the interrupt it answers, what the agent is told, and the row's
-    `approval` (its request, for the card). `decision` is guard.APPROVED,
+    `approval` (its request, for the card). `decision` is approval_claims.APPROVED,
     REJECTED or STOPPED (Stop: rejected, and the turn ends)."""
 
     interrupt_id: str
@@ -308,7 +308,7 @@ class TurnRun:
                 status, notice = Turn.Status.INTERRUPTED, INTERRUPTED_SHUTDOWN
             else:
                 status = Turn.Status.STOPPED
-            stopped_approval = self.resume is not None and self.resume.decision == guard.STOPPED
+            stopped_approval = self.resume is not None and self.resume.decision == approval_claims.STOPPED
             await self._repair(
                 partial="".join(self.draft),
                 tool_result=INTERRUPTED_TOOL_RESULT
@@ -415,7 +415,11 @@ class TurnRun:
     async def _answered(self) -> None:
         """Going on after the person's answer: the card says what they chose, in every tab."""
         decision = self.resume.decision
-        words = {guard.APPROVED: "Approved", guard.REJECTED: "Rejected", guard.STOPPED: "Rejected (Stop)"}[decision]
+        words = {
+            approval_claims.APPROVED: "Approved",
+            approval_claims.REJECTED: "Rejected",
+            approval_claims.STOPPED: "Rejected (Stop)",
+        }[decision]
         summary = (self.resume.approval.get("request") or {}).get("summary", "")
         await self._note(activity.approval_answered(words, summary))
         approval = fragments.approval_view({**self.resume.approval, "decision": decision}, pending=False)
@@ -423,7 +427,7 @@ class TurnRun:
 
     def _approved_call_id(self) -> str:
         """The id of the tool call the person approved, if this run resumed with an approval."""
-        if self.resume is None or self.resume.decision != guard.APPROVED:
+        if self.resume is None or self.resume.decision != approval_claims.APPROVED:
             return ""
         return str((self.resume.approval.get("request") or {}).get("call_id") or "")
 
@@ -438,13 +442,13 @@ class TurnRun:
         else:
             return
         try:
-            await database_sync_to_async(guard.turn_approval_outcome)(
+            await database_sync_to_async(approval_claims.turn_approval_outcome)(
                 thread=self.thread, turn_index=self.turn_index, outcome=outcome
             )
         except Exception:
             logger.exception("could not record the outcome of the approval of turn %s", self.turn_index)
         approval = fragments.approval_view(
-            {**self.resume.approval, "decision": guard.APPROVED, "outcome": outcome}, pending=False
+            {**self.resume.approval, "decision": approval_claims.APPROVED, "outcome": outcome}, pending=False
         )
         self.send(fragments.approval_card(self._turn(approval=approval)))
 
@@ -455,10 +459,10 @@ class TurnRun:
             events = stream_turn(self.graph, context=self.context, user_message=self.user_message)
         else:
             await self._load_steps()
-            if self.resume.decision == guard.STOPPED:
+            if self.resume.decision == approval_claims.STOPPED:
                 raise TurnStopped
             decision = {
-                "approved": self.resume.decision == guard.APPROVED,
+                "approved": self.resume.decision == approval_claims.APPROVED,
                 "document_version": ((self.resume.approval.get("request") or {}).get("document") or {}).get("version"),
             }
             events = resume_turn(self.graph, context=self.context, interrupt_id=self.resume.interrupt_id, decision=decision)

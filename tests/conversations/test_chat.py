@@ -8,7 +8,7 @@ from django.template.loader import render_to_string
 
 from conversations.chat import chat_context
 from conversations.turns import registry
-from conversations.turns.guard import turn_begin
+from conversations.turns.slot import turn_begin
 from tests.support.fake_model import Reply, tool_call
 
 from .helpers import frame_containing, frames_until_turn_end
@@ -134,13 +134,13 @@ def test_the_chat_panel_partial_renders_without_turns(owner, thread, model_setti
 
 
 async def test_an_interrupted_turn_keeps_what_streamed_and_offers_retry_after_reload(owner, thread, script, async_client):
-    from conversations.turns import guard, outcome
+    from conversations.turns import outcome, slot
 
     script(Reply(text="unused"))
     await database_sync_to_async(turn_begin)(thread=thread, user_message="write the intro")
-    await database_sync_to_async(guard.turns_save_answers)(answers={(thread.pk, 1): "The intro so **far**"})
+    await database_sync_to_async(slot.turns_save_answers)(answers={(thread.pk, 1): "The intro so **far**"})
     await database_sync_to_async(lambda: thread.turns.update(boot="earlier-boot"))()
-    await database_sync_to_async(guard.turns_release_predecessor)()
+    await database_sync_to_async(slot.turns_release_predecessor)()
 
     chat = _chat_panel(await _page(async_client, owner, thread))
     assert "The intro so <strong>far</strong>" in chat
@@ -154,7 +154,7 @@ async def test_a_turn_whose_server_died_unnoticed_reads_as_interrupted(owner, th
 
     from django.utils import timezone
 
-    from conversations.turns.guard import STALE_TURN_AFTER
+    from conversations.turns.slot import STALE_TURN_AFTER
     from workspace.models import Thread
 
     script(Reply(text="unused"))

@@ -10,7 +10,7 @@ from django.urls import reverse
 from conversations import services, trajectory
 from conversations.models import BranchLink, Turn
 from conversations.trajectory import FamilyThread, TurnFact, assemble
-from conversations.turns import guard
+from conversations.turns import slot
 from workspace.models import Thread
 from workspace.services import document as document_services
 from workspace.services import objective as objective_services
@@ -106,8 +106,8 @@ def test_family_order_is_depth_first_with_earlier_forks_first():
 
 def run_turns(thread, *messages):
     for message in messages:
-        index, _snapshot = guard.turn_begin(thread=thread, user_message=message)
-        guard.turn_finish(thread=thread, turn_index=index, answer=f"Answer to {message}")
+        index, _snapshot = slot.turn_begin(thread=thread, user_message=message)
+        slot.turn_finish(thread=thread, turn_index=index, answer=f"Answer to {message}")
     thread.refresh_from_db()
 
 
@@ -162,9 +162,9 @@ def test_pending_branches_deleted_threads_and_other_peoples_threads_stay_out(fam
 @pytest.mark.django_db
 def test_a_turn_in_progress_joins_the_map_when_it_ends(family):
     root, *_ = family
-    index, _snapshot = guard.turn_begin(thread=root, user_message="five")
+    index, _snapshot = slot.turn_begin(thread=root, user_message="five")
     assert trajectory.family_graph(thread=root).node(root.pk, index) is None
-    guard.turn_finish(thread=root, turn_index=index, status=Turn.Status.FAILED)
+    slot.turn_finish(thread=root, turn_index=index, status=Turn.Status.FAILED)
     root.refresh_from_db()
     node = trajectory.family_graph(thread=root).node(root.pk, index)
     graph = trajectory.family_graph(thread=root)
@@ -201,8 +201,8 @@ def _patch_parts(html):
 @pytest.mark.django_db
 def test_a_turn_end_sends_each_member_only_the_new_node(family):
     root, b, c, d = family
-    index, _snapshot = guard.turn_begin(thread=b, user_message="b six")
-    guard.turn_finish(thread=b, turn_index=index, answer="six")
+    index, _snapshot = slot.turn_begin(thread=b, user_message="b six")
+    slot.turn_finish(thread=b, turn_index=index, answer="six")
     patches = trajectory.turn_ended_patches(thread_id=b.pk, turn_index=index)
     assert set(patches) == {root.pk, b.pk, c.pk, d.pk}
     layout = re.search(r'data-layout="([0-9a-f]+)"', trajectory.render_map(trajectory.family_graph(thread=root))).group(1)

@@ -18,7 +18,7 @@ WRITE = """
 import json
 from django.contrib.auth import get_user_model
 from conversations.services import thread_create
-from conversations.turns.guard import turn_begin, turn_finish
+from conversations.turns.slot import turn_begin, turn_finish
 from workspace.services import document as document_services
 from workspace.services import objective as objective_services
 from workspace.services import plan as plan_services

@@ -12,8 +12,8 @@ from langchain_core.tools import tool
 from agent import checkpointer as checkpointers
 from conversations.live import group_name
 from conversations.models import Turn
-from conversations.turns import guard, registry, run
-from conversations.turns.guard import turn_request_cancel
+from conversations.turns import registry, run, slot
+from conversations.turns.slot import turn_request_cancel
 from tests.conversations.helpers import frame_containing, frames_until_turn_end
 from tests.support.fake_model import Reply, tool_call
 from workspace.models import Thread
@@ -163,7 +163,7 @@ async def test_a_long_turn_keeps_its_claim_fresh_so_no_other_process_takes_it_ov
     from datetime import timedelta
 
     monkeypatch.setattr(registry, "CANCEL_POLL_SECONDS", 0.05)
-    monkeypatch.setattr(guard, "TURN_KEEPALIVE", timedelta(seconds=0.05))
+    monkeypatch.setattr(slot, "TURN_KEEPALIVE", timedelta(seconds=0.05))
     script(Reply(text="one two three four five six", token_delay=0.1))
     socket = await sockets(thread.pk, owner)
     await _start(thread, "take your time")

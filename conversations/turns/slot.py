@@ -1,9 +1,8 @@
-"""The one-turn-at-a-time guard and the turn rows, in the database (docs/adr/0003, 0011).
+"""The thread's running-turn slot, in the database (docs/adr/0003, 0011).
 
-A thread's running-turn columns (workspace.models.Thread) and its turn rows
-(conversations.models.Turn) are written only here. Claiming a turn bumps
-the counter, records the turn row and snapshots the workspace in one
-transaction, before the agent runs.
+One turn at a time per thread: claiming a turn bumps the counter, records
+the turn row and snapshots the workspace in one transaction, before the
+agent runs. A thread's running-turn columns are written only here.
 
 A claim names the server process that holds it (turns.process). It is
 released by its turn's end, by that process's successor at start-up
@@ -14,7 +13,6 @@ message or a Stop on that thread), and every open tab is told."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import NamedTuple
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -23,26 +21,27 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from agent.context import Selection
-from workspace.errors import InvalidInput
 from workspace.models import Thread, WorkspaceSnapshot
 from workspace.services.snapshots import snapshot_capture
-from workspace.text import clean_text
 
 from ..errors import ApprovalPending, BranchVanished, TooManyTurns, TurnAlreadyRunning
 from ..live import RESYNC, RESYNC_CHAT, publish_turn_versions, publisher
 from ..models import BranchLink, Turn
 from ..services import DEFAULT_THREAD_TITLE, announce_thread, title_from_message
 from . import fragments, outcome, process
+from .message_checks import clean_user_message, selection_json
 
 # How often a running turn refreshes its claim (turns.registry), and how
 # long a claim may go unrefreshed before it counts as left by a server that
 # died mid-turn. Three refreshes fit in it, so a server busy enough to be
 # late with one is not taken for dead.
 TURN_KEEPALIVE = timedelta(seconds=10)
+
+
 STALE_TURN_AFTER = timedelta(seconds=30)
 
+
 APPROVAL_PENDING = "Answer the pending approval first: approve or reject the change the assistant asked about."
-APPROVED, REJECTED, STOPPED = "approved", "rejected", "stopped"
 
 
 def running_turn(thread: Thread, now=None) -> int | None:
@@ -52,18 +51,6 @@ def running_turn(thread: Thread, now=None) -> int | None:
     if (now or timezone.now()) - thread.running_since >= STALE_TURN_AFTER:
         return None
     return thread.running_turn_index
-
-
-def clean_user_message(message) -> str:
-    """The chat message as it will be stored (exactly as typed), or InvalidInput saying why not."""
-    return clean_text(message, label="Message", max_chars=settings.HAICO_MESSAGE_MAX_CHARS, strip=False)
-
-
-def selection_json(selection: Selection | None) -> dict | None:
-    """A turn's selection as its row stores it (conversations.models.Turn.selection)."""
-    if selection is None:
-        return None
-    return {"start": selection.start, "end": selection.end, "text": selection.text}
 
 
 @transaction.atomic
@@ -237,79 +224,6 @@ def turn_request_cancel(*, thread: Thread) -> bool:
     return True
 
 
-def awaiting_approval(thread_id) -> Turn | None:
-    """The thread's latest turn if it waits for the person's approval (docs/adr/0017)."""
-    row = Turn.objects.filter(thread_id=thread_id).order_by("-index").first()
-    return row if row is not None and row.status == Turn.Status.AWAITING else None
-
-
-@transaction.atomic
-def turn_await_approval(*, thread: Thread, turn_index: int, interrupt_id: str, request: dict, answer: str = "") -> bool:
-    """The running turn paused before a hard-to-undo change: its slot is
-    released (no process runs it; nothing keeps its claim alive) and its row
-    waits with the question. Recovery only releases running turns, so a
-    waiting one is never taken for interrupted; turn_begin refuses the next
-    message until it is answered. False if the turn was not running any
-    more (another process took it for dead meanwhile)."""
-    now = timezone.now()
-    Thread.objects.filter(pk=thread.pk, running_turn_index=turn_index).update(
-        running_turn_index=None, running_since=None, cancel_requested=False, last_activity_at=now
-    )
-    return bool(
-        Turn.objects.filter(thread=thread, index=turn_index, status=Turn.Status.RUNNING).update(
-            status=Turn.Status.AWAITING, answer=answer, approval={"interrupt_id": interrupt_id, "request": request}
-        )
-    )
-
-
-@transaction.atomic
-def turn_answer_claim(*, thread: Thread, turn, decision: str) -> Turn:
-    """Claim the slot again for the turn awaiting approval, on this process,
-    to go on with it with the person's `decision` (APPROVED, REJECTED or
-    STOPPED), recorded on the row. Only the first answer counts: a second
-    one (another tab) is refused with InvalidInput, as is an answer to a
-    turn that does not wait."""
-    turn = _turn_number(turn, action="answer")
-    locked = Thread.objects.select_for_update().get(pk=thread.pk)
-    row = Turn.objects.filter(thread=locked, index=turn).first()
-    if row is None or row.status != Turn.Status.AWAITING or turn != locked.turn_index:
-        raise InvalidInput("No approval is waiting for an answer in that turn; it was answered already.")
-    if running_turn(locked) is not None:
-        raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
-    now = timezone.now()
-    Thread.objects.filter(pk=locked.pk).update(
-        running_turn_index=turn, running_since=now, cancel_requested=False, last_activity_at=now
-    )
-    row.status = Turn.Status.RUNNING
-    row.instance, row.boot = process.instance(), process.BOOT
-    row.approval = {**(row.approval or {}), "decision": decision}
-    row.save(update_fields=["status", "instance", "boot", "approval"])
-    thread.running_turn_index, thread.running_since, thread.cancel_requested = turn, now, False
-    return row
-
-
-@transaction.atomic
-def turn_approval_outcome(*, thread: Thread, turn_index: int, outcome: str) -> None:
-    """The change the person approved could not be applied (in full): the
-    turn row's approval records why (fragments.APPROVAL_OUTCOMES), so the
-    card says so after a reload and in copies too."""
-    row = Turn.objects.select_for_update().filter(thread=thread, index=turn_index).first()
-    if row is None or not isinstance(row.approval, dict):
-        return
-    row.approval = {**row.approval, "outcome": outcome}
-    row.save(update_fields=["approval"])
-
-
-def _turn_number(turn, *, action: str) -> int:
-    if isinstance(turn, str) and turn.isascii() and turn.isdigit():
-        turn = int(turn)
-    if not isinstance(turn, int) or isinstance(turn, bool):
-        raise InvalidInput(f"Choose a turn to {action}.")
-    if not 0 <= turn <= 2**31 - 1:  # beyond any column's reach, on every database
-        raise InvalidInput("That turn does not exist in this thread.")
-    return turn
-
-
 def turns_release_predecessor() -> int:
     """At start-up: the turns an earlier run of this server (same name,
     another boot) left running are released, interrupted. Returns how many."""
@@ -363,30 +277,3 @@ def _release(locked: Thread, turn_index: int, *, notice: str, now=None) -> None:
         thread_id = locked.pk
 
         transaction.on_commit(lambda: publisher.publish_parts(thread_id, [(answer, RESYNC_CHAT), (end, RESYNC)]))
-
-
-class Rerun(NamedTuple):
-    """What a turn run again takes from it: its message, its model and the
-    selection it asked about (as stored; checked again before it is sent)."""
-
-    message: str
-    model: str
-    selection: dict | None = None
-
-
-def retry_message(*, thread: Thread, turn) -> Rerun:
-    """The message, model and selection of the turn to run again, or
-    InvalidInput saying why it cannot be: only the thread's latest turn,
-    once it has failed, been interrupted or been cut off
-    (conversations.turns.outcome)."""
-    turn = _turn_number(turn, action="retry")
-    row = Turn.objects.filter(thread=thread, index=turn).first()
-    if row is None:
-        raise InvalidInput("That turn does not exist in this thread.")
-    if turn != thread.turn_index:
-        raise InvalidInput("Only the latest turn can be retried; send the message again instead.")
-    ending = outcome.marker(status=row.status, cut_off=row.cut_off, notice=row.notice, answered=bool(row.answer.strip()))
-    if not ending.retry:
-        state = {Turn.Status.RUNNING: "is still running.", Turn.Status.AWAITING: "is waiting for your approval."}
-        raise InvalidInput("That turn cannot be retried: it " + state.get(row.status, "ended normally."))
-    return Rerun(row.user_message, row.model_name, row.selection)
