@@ -22,6 +22,7 @@ from .models import (
     Feedback,
     LayoutPreference,
     ModerationAction,
+    TurnSlot,
 )
 
 THREAD_TITLE_MAX_CHARS = 200
@@ -151,7 +152,7 @@ def _clean_feedback(*, thread: Thread, turn_index, scope, aspect, rating, commen
         raise InvalidInput(f"Turn {turn_index!r} does not exist in this thread.")
     # The claim itself, stale or not: a turn whose server died is released
     # within seconds (conversations.turns.slot), and is rated after that.
-    if turn_index == current.running_turn_index:
+    if TurnSlot.objects.filter(thread_id=thread.pk, turn_index=turn_index).exists():
         raise InvalidInput(f"Turn {turn_index} is still running; leave feedback once it has ended.")
     if scope not in Feedback.Scope.values:
         raise InvalidInput(f"Scope must be one of: {', '.join(Feedback.Scope.labels)}.")

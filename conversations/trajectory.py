@@ -37,7 +37,7 @@ from workspace.selectors import thread_for_user, workspace_after_turn
 from .forms import page_note_query
 from .live import publisher
 from .models import BranchLink, Turn
-from .turns.slot import running_turn
+from .turns.slot import running_turn, running_turns
 
 TEMPLATE = "conversations/panels/trajectory.html"
 # How much of a user message a node shows (the rest is in its preview).
@@ -256,7 +256,8 @@ def family_graph(*, thread: Thread) -> Graph:
     }
     root, children = family_of(thread.pk, links)
     order = lane_order(root, children)
-    rows = Thread.objects.filter(pk__in=order, is_deleted=False).only("id", "title", "running_turn_index", "running_since")
+    rows = Thread.objects.filter(pk__in=order, is_deleted=False).only("id", "title")
+    running = running_turns(order)
     present = {row.pk: row for row in rows}
     present.setdefault(thread.pk, thread)
     threads = []
@@ -267,7 +268,7 @@ def family_graph(*, thread: Thread) -> Graph:
         parent, point, _created = links.get(pk, (None, 0, None))
         if parent not in present:
             parent, point = None, 0
-        threads.append(FamilyThread(pk, row.title, parent, point, running_turn(row)))
+        threads.append(FamilyThread(pk, row.title, parent, point, running.get(pk)))
     # Thread ids come back as text (Cast), mapped to the members' UUIDs by a
     # dict: building a UUID per row was most of the assembly time.
     by_text = {}

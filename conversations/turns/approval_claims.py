@@ -10,11 +10,10 @@ from django.utils import timezone
 from workspace.errors import InvalidInput
 from workspace.models import Thread
 
-from ..errors import TurnAlreadyRunning
 from ..models import Turn
 from . import process
 from .message_checks import turn_number
-from .slot import running_turn
+from .slot import claim_slot, free_slot
 
 APPROVED, REJECTED, STOPPED = "approved", "rejected", "stopped"
 
@@ -33,10 +32,7 @@ def turn_await_approval(*, thread: Thread, turn_index: int, interrupt_id: str, r
     waiting one is never taken for interrupted; turn_begin refuses the next
     message until it is answered. False if the turn was not running any
     more (another process took it for dead meanwhile)."""
-    now = timezone.now()
-    Thread.objects.filter(pk=thread.pk, running_turn_index=turn_index).update(
-        running_turn_index=None, running_since=None, cancel_requested=False, last_activity_at=now
-    )
+    free_slot(thread.pk, turn_index, now=timezone.now())
     return bool(
         Turn.objects.filter(thread=thread, index=turn_index, status=Turn.Status.RUNNING).update(
             status=Turn.Status.AWAITING, answer=answer, approval={"interrupt_id": interrupt_id, "request": request}
@@ -56,17 +52,11 @@ def turn_answer_claim(*, thread: Thread, turn, decision: str) -> Turn:
     row = Turn.objects.filter(thread=locked, index=turn).first()
     if row is None or row.status != Turn.Status.AWAITING or turn != locked.turn_index:
         raise InvalidInput("No approval is waiting for an answer in that turn; it was answered already.")
-    if running_turn(locked) is not None:
-        raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
-    now = timezone.now()
-    Thread.objects.filter(pk=locked.pk).update(
-        running_turn_index=turn, running_since=now, cancel_requested=False, last_activity_at=now
-    )
+    claim_slot(locked, turn, now=timezone.now())
     row.status = Turn.Status.RUNNING
     row.instance, row.boot = process.instance(), process.BOOT
     row.approval = {**(row.approval or {}), "decision": decision}
     row.save(update_fields=["status", "instance", "boot", "approval"])
-    thread.running_turn_index, thread.running_since, thread.cancel_requested = turn, now, False
     return row
 
 

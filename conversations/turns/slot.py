@@ -26,7 +26,7 @@ from workspace.services.snapshots import snapshot_capture
 
 from ..errors import ApprovalPending, BranchVanished, TooManyTurns, TurnAlreadyRunning
 from ..live import RESYNC, RESYNC_CHAT, publish_turn_versions, publisher
-from ..models import BranchLink, Turn
+from ..models import BranchLink, Turn, TurnSlot
 from ..services import DEFAULT_THREAD_TITLE, announce_thread, title_from_message
 from . import fragments, outcome, process
 from .message_checks import clean_user_message, selection_json
@@ -44,13 +44,30 @@ STALE_TURN_AFTER = timedelta(seconds=30)
 APPROVAL_PENDING = "Answer the pending approval first: approve or reject the change the assistant asked about."
 
 
+def _live(slot: TurnSlot | None, now=None) -> int | None:
+    """The slot's turn, unless its claim went stale (its server died)."""
+    if slot is None or slot.turn_index is None or slot.since is None:
+        return None
+    if (now or timezone.now()) - slot.since >= STALE_TURN_AFTER:
+        return None
+    return slot.turn_index
+
+
 def running_turn(thread: Thread, now=None) -> int | None:
-    """The turn in progress, unless its claim went stale (its server died)."""
-    if thread.running_turn_index is None or thread.running_since is None:
-        return None
-    if (now or timezone.now()) - thread.running_since >= STALE_TURN_AFTER:
-        return None
-    return thread.running_turn_index
+    """The thread's turn in progress, unless its claim went stale (its server died)."""
+    return _live(TurnSlot.objects.filter(thread_id=thread.pk).first(), now)
+
+
+def running_turns(thread_ids) -> dict:
+    """{thread id: its turn in progress} for those of `thread_ids` that have one."""
+    now = timezone.now()
+    slots = TurnSlot.objects.filter(thread_id__in=list(thread_ids), turn_index__isnull=False)
+    return {slot.thread_id: slot.turn_index for slot in slots if _live(slot, now) is not None}
+
+
+def _locked_slot(locked: Thread) -> TurnSlot:
+    """The slot of a thread whose row the caller has locked (made with its first turn)."""
+    return TurnSlot.objects.select_for_update().get_or_create(thread_id=locked.pk)[0]
 
 
 @transaction.atomic
@@ -92,19 +109,19 @@ def turn_begin(
     else:
         locked = Thread.objects.select_for_update().get(pk=thread.pk)
     now = timezone.now()
-    if running_turn(locked, now) is not None:
+    slot = _locked_slot(locked)
+    if _live(slot, now) is not None:
         raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
     if Turn.objects.filter(thread=locked, index=locked.turn_index, status=Turn.Status.AWAITING).exists():
         raise ApprovalPending(APPROVAL_PENDING)
     _check_running_turns_of(locked.owner_id, now=now, limit=settings.HAICO_MAX_RUNNING_TURNS)
-    if locked.running_turn_index is not None:
-        _release(locked, locked.running_turn_index, notice=outcome.INTERRUPTED_LOST, now=now)
+    if slot.turn_index is not None:
+        _release(locked, slot.turn_index, notice=outcome.INTERRUPTED_LOST, now=now)
     locked.turn_index += 1
-    locked.running_turn_index = locked.turn_index
-    locked.running_since = now
-    locked.cancel_requested = False
+    slot.turn_index, slot.since, slot.cancel_requested = locked.turn_index, now, False
+    slot.save()
     locked.last_activity_at = now
-    update_fields = ["turn_index", "running_turn_index", "running_since", "cancel_requested", "last_activity_at"]
+    update_fields = ["turn_index", "last_activity_at"]
     if activate_branch:
         update_fields.append("is_deleted")
     if locked.turn_index == 1 and locked.title == DEFAULT_THREAD_TITLE:
@@ -130,7 +147,7 @@ def turn_begin(
         # A branch's first own turn is a new version of that turn: the family's tabs show its arrows.
         thread_id, turn_index = locked.pk, locked.turn_index
         transaction.on_commit(lambda: publish_turn_versions(thread_id=thread_id, turn_index=turn_index))
-    for name in ("turn_index", "title", "running_turn_index", "running_since", "cancel_requested"):
+    for name in ("turn_index", "title"):
         setattr(thread, name, getattr(locked, name))
     return locked.turn_index, snapshot
 
@@ -143,10 +160,10 @@ def _check_running_turns_of(owner_id, *, now, limit: int) -> None:
     if not limit:
         return
     list(get_user_model().objects.select_for_update().filter(pk=owner_id).values_list("pk", flat=True))
-    running = Thread.objects.filter(
-        owner_id=owner_id,
-        running_turn_index__isnull=False,
-        running_since__gt=now - STALE_TURN_AFTER,
+    running = TurnSlot.objects.filter(
+        thread__owner_id=owner_id,
+        turn_index__isnull=False,
+        since__gt=now - STALE_TURN_AFTER,
     ).count()
     if running >= limit:
         raise TooManyTurns(
@@ -164,8 +181,8 @@ def turns_keepalive(*, turns: dict) -> int:
         return 0
     mine = Q()
     for thread_id, turn_index in turns.items():
-        mine |= Q(pk=thread_id, running_turn_index=turn_index)
-    return Thread.objects.filter(mine).update(running_since=timezone.now())
+        mine |= Q(thread_id=thread_id, turn_index=turn_index)
+    return TurnSlot.objects.filter(mine).update(since=timezone.now())
 
 
 @transaction.atomic
@@ -181,7 +198,7 @@ def cancel_requested_among(thread_ids) -> set:
     """Which of these threads a Stop was requested for (from any process)."""
     if not thread_ids:
         return set()
-    return set(Thread.objects.filter(pk__in=list(thread_ids), cancel_requested=True).values_list("pk", flat=True))
+    return set(TurnSlot.objects.filter(thread_id__in=list(thread_ids), cancel_requested=True).values_list("thread_id", flat=True))
 
 
 @transaction.atomic
@@ -198,9 +215,7 @@ def turn_finish(
     record how the turn ended (only if nobody recorded it for us: a turn
     another process took for dead keeps "interrupted")."""
     now = timezone.now()
-    Thread.objects.filter(pk=thread.pk, running_turn_index=turn_index).update(
-        running_turn_index=None, running_since=None, cancel_requested=False, last_activity_at=now
-    )
+    free_slot(thread.pk, turn_index, now=now)
     Turn.objects.filter(thread=thread, index=turn_index, status=Turn.Status.RUNNING).update(
         status=status, answer=answer, cut_off=cut_off, notice=notice, ended_at=now
     )
@@ -213,14 +228,15 @@ def turn_request_cancel(*, thread: Thread) -> bool:
     A turn whose server is known dead (its claim went stale, or this is the
     same server started again) cannot hear the request: it is released here."""
     locked = Thread.objects.select_for_update().get(pk=thread.pk)
-    if locked.running_turn_index is None:
+    slot = TurnSlot.objects.select_for_update().filter(thread_id=locked.pk).first()
+    if slot is None or slot.turn_index is None:
         return False
-    row = Turn.objects.filter(thread=locked, index=locked.running_turn_index).first()
+    row = Turn.objects.filter(thread=locked, index=slot.turn_index).first()
     predecessor = row is not None and row.instance == process.instance() and row.boot != process.BOOT
-    if running_turn(locked) is None or predecessor:
-        _release(locked, locked.running_turn_index, notice=outcome.INTERRUPTED_STOP)
+    if _live(slot) is None or predecessor:
+        _release(locked, slot.turn_index, notice=outcome.INTERRUPTED_STOP)
         return True
-    Thread.objects.filter(pk=locked.pk).update(cancel_requested=True)
+    TurnSlot.objects.filter(thread_id=locked.pk).update(cancel_requested=True)
     return True
 
 
@@ -237,7 +253,10 @@ def turns_release_stale() -> int:
     cutoff = timezone.now() - STALE_TURN_AFTER
     running = Turn.objects.filter(status=Turn.Status.RUNNING)
     stale = running.filter(
-        Q(thread__running_since__lt=cutoff) | Q(thread__running_since__isnull=True) | ~Q(thread__running_turn_index=F("index"))
+        Q(thread__turn_slot__since__lt=cutoff)
+        | Q(thread__turn_slot__since__isnull=True)
+        | Q(thread__turn_slot__turn_index__isnull=True)
+        | ~Q(thread__turn_slot__turn_index=F("index"))
     )
     return _release_rows(stale.values_list("thread_id", "index"), notice=outcome.INTERRUPTED_LOST, if_stale=True)
 
@@ -252,11 +271,32 @@ def _release_rows(pairs, *, notice: str, if_stale: bool = False) -> int:
             row = Turn.objects.filter(thread=locked, index=turn_index, status=Turn.Status.RUNNING).first()
             if row is None:
                 continue  # ended meanwhile
-            if if_stale and locked.running_turn_index == turn_index and running_turn(locked) is not None:
+            slot = TurnSlot.objects.filter(thread_id=locked.pk).first()
+            if if_stale and slot is not None and slot.turn_index == turn_index and _live(slot) is not None:
                 continue  # refreshed meanwhile: its server is alive
             _release(locked, turn_index, notice=notice)
             released += 1
     return released
+
+
+def free_slot(thread_id, turn_index: int, *, now=None) -> int:
+    """Empty the thread's slot if `turn_index` holds it (and note the
+    thread's activity when `now` is given). Returns 1 if it did, else 0."""
+    freed = TurnSlot.objects.filter(thread_id=thread_id, turn_index=turn_index).update(
+        turn_index=None, since=None, cancel_requested=False
+    )
+    if freed and now is not None:
+        Thread.objects.filter(pk=thread_id).update(last_activity_at=now)
+    return freed
+
+
+def claim_slot(locked: Thread, turn_index: int, *, now) -> None:
+    """Within the caller's transaction, on the row-locked thread: `turn_index`
+    runs now, on this process (a turn going on after its approval)."""
+    if _live(_locked_slot(locked), now) is not None:
+        raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
+    TurnSlot.objects.filter(thread_id=locked.pk).update(turn_index=turn_index, since=now, cancel_requested=False)
+    Thread.objects.filter(pk=locked.pk).update(last_activity_at=now)
 
 
 def _release(locked: Thread, turn_index: int, *, notice: str, now=None) -> None:
@@ -264,10 +304,7 @@ def _release(locked: Thread, turn_index: int, *, notice: str, now=None) -> None:
     slot if this turn holds it, mark the turn interrupted (keeping what it
     streamed), and after commit tell every open tab the turn ended."""
     now = now or timezone.now()
-    if locked.running_turn_index == turn_index:
-        Thread.objects.filter(pk=locked.pk).update(running_turn_index=None, running_since=None, cancel_requested=False)
-        locked.running_turn_index = locked.running_since = None
-        locked.cancel_requested = False
+    free_slot(locked.pk, turn_index)
     Turn.objects.filter(thread=locked, index=turn_index, status=Turn.Status.RUNNING).update(
         status=Turn.Status.INTERRUPTED, notice=notice, ended_at=now
     )

@@ -7,6 +7,7 @@ from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 
 from conversations.chat import chat_context
+from conversations.models import TurnSlot
 from conversations.turns import registry
 from conversations.turns.slot import turn_begin
 from tests.support.fake_model import Reply, tool_call
@@ -155,12 +156,11 @@ async def test_a_turn_whose_server_died_unnoticed_reads_as_interrupted(owner, th
     from django.utils import timezone
 
     from conversations.turns.slot import STALE_TURN_AFTER
-    from workspace.models import Thread
 
     script(Reply(text="unused"))
     await database_sync_to_async(turn_begin)(thread=thread, user_message="hello")
     stale = timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1)
-    await database_sync_to_async(Thread.objects.filter(pk=thread.pk).update)(running_since=stale)
+    await database_sync_to_async(TurnSlot.objects.filter(thread_id=thread.pk).update)(since=stale)
     chat = _chat_panel(await _page(async_client, owner, thread))
     assert "Interrupted" in chat and ">Working<" not in chat and 'aria-label="Retry turn 1"' in chat
 

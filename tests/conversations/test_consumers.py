@@ -13,7 +13,7 @@ from tests.support.fake_model import Reply, tool_call
 from tests.support.requests import as_another_request
 from workspace.models import Artifact, Preference, Thread, Todo, WorkspaceSnapshot
 
-from .helpers import frame_containing, frames_until_turn_end, open_socket
+from .helpers import frame_containing, frames_until_turn_end, open_socket, stored_slot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -67,7 +67,7 @@ def _db(thread):
     thread = Thread.objects.get(pk=thread.pk)
     return {
         "turn_index": thread.turn_index,
-        "running": thread.running_turn_index,
+        "running": stored_slot(thread).turn_index,
         "title": thread.title,
         "snapshots": list(WorkspaceSnapshot.objects.filter(thread=thread).values_list("turn_index", "user_message")),
         "artifacts": list(Artifact.objects.filter(thread=thread).values_list("pk", "artifact_type", "turn_index")),

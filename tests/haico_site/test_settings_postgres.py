@@ -39,6 +39,7 @@ print(json.dumps({"thread": str(thread.pk), "turn": turn_index}))
 
 READ = """
 import json, os
+from conversations.models import TurnSlot
 from workspace.models import Thread
 from workspace import selectors
 from workspace.models import Document, Objective, WorkspaceSnapshot
@@ -48,7 +49,7 @@ snapshot = WorkspaceSnapshot.objects.get(thread=thread, turn_index=int(os.enviro
 print(json.dumps({
     "title": thread.title,
     "turn_index": thread.turn_index,
-    "running": thread.running_turn_index,
+    "running": TurnSlot.objects.filter(thread=thread).values_list("turn_index", flat=True).first(),
     "user_message": snapshot.user_message,
     "objective": snapshot.objective_text,
     "document": [snapshot.document_title, snapshot.document_content],

@@ -10,7 +10,7 @@ from langchain_core.messages import ToolMessage
 from agent import checkpointer as checkpointers
 from conversations.models import ActivityLogEntry, Turn
 from conversations.turns import approval_claims, process, registry, slot
-from tests.conversations.helpers import frame_containing, frames_until_turn_end
+from tests.conversations.helpers import frame_containing, frames_until_turn_end, stored_slot
 from tests.support.fake_model import Reply, tool_call
 from workspace import selectors
 from workspace.models import Thread
@@ -70,7 +70,7 @@ async def test_an_approved_removal_runs_and_the_turn_goes_on(owner, thread, scri
     assert 'data-state="awaiting"' in card and "Waiting for your approval." in card
     assert await _titles(thread) == ["Formal tone", "Short paragraphs"]  # nothing removed yet
     row = await _row(thread)
-    assert row.status == Turn.Status.AWAITING and (await _fresh(thread)).running_turn_index is None
+    assert row.status == Turn.Status.AWAITING and (await database_sync_to_async(stored_slot)(thread)).turn_index is None
 
     await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED)
     frames = await frames_until_turn_end(socket)
@@ -179,7 +179,7 @@ async def test_stop_on_a_pending_approval_rejects_it_and_ends_the_turn(owner, th
     assert "Stopped" in frames[-1] and "Done as you decided." not in "".join(frames)
     assert await _titles(thread) == ["Formal tone", "Short paragraphs"]
     row = await _row(thread)
-    assert row.status == Turn.Status.STOPPED and (await _fresh(thread)).running_turn_index is None
+    assert row.status == Turn.Status.STOPPED and (await database_sync_to_async(stored_slot)(thread)).turn_index is None
     assert len(model.requests) == 1  # the agent did not go on
     assert "Rejected (Stop): Remove 1 preference." in await _log(thread)
 

@@ -8,9 +8,10 @@ from django.utils import timezone
 
 from conversations import services
 from conversations.errors import TurnAlreadyRunning
-from conversations.models import Turn
+from conversations.models import Turn, TurnSlot
 from conversations.turns import message_checks, outcome, process, slot
 from conversations.turns.slot import STALE_TURN_AFTER
+from tests.conversations.helpers import stored_slot
 from workspace.errors import UserFacingError
 from workspace.models import Thread, WorkspaceSnapshot
 from workspace.services import document as document_services
@@ -34,8 +35,8 @@ def test_turn_begin_bumps_the_counter_and_snapshots_the_workspace_first(thread):
     turn, snapshot = slot.turn_begin(thread=thread, user_message="Please start")
     assert turn == 1 and thread.turn_index == 1
     stored = _fresh(thread)
-    assert (stored.turn_index, stored.running_turn_index) == (1, 1)
-    assert stored.running_since is not None and not stored.cancel_requested
+    assert (stored.turn_index, stored_slot(thread).turn_index) == (1, 1)
+    assert stored_slot(thread).since is not None and not stored_slot(thread).cancel_requested
 
     # What the agent does during the turn never reaches the turn's snapshot.
     objective_services.objective_set(thread=thread, text="Changed by the agent")
@@ -84,16 +85,16 @@ def test_a_second_concurrent_turn_is_refused_and_changes_nothing(thread):
     assert isinstance(exc.value, UserFacingError)
     assert "already running" in exc.value.message
     stored = _fresh(thread)
-    assert (stored.turn_index, stored.running_turn_index) == (1, 1)
+    assert (stored.turn_index, stored_slot(thread).turn_index) == (1, 1)
     assert list(WorkspaceSnapshot.objects.filter(thread=thread).values_list("user_message", flat=True)) == ["first"]
 
 
 def test_a_stale_running_turn_lets_the_next_message_through(thread):
     slot.turn_begin(thread=thread, user_message="server died during this one")
-    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
+    TurnSlot.objects.filter(thread_id=thread.pk).update(since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
     turn, snapshot = slot.turn_begin(thread=_fresh(thread), user_message="try again")
     assert turn == 2
-    assert _fresh(thread).running_turn_index == 2
+    assert stored_slot(thread).turn_index == 2
     assert snapshot.user_message == "try again"
     # The abandoned turn says what happened to it.
     abandoned = Turn.objects.get(thread=thread, index=1)
@@ -102,33 +103,33 @@ def test_a_stale_running_turn_lets_the_next_message_through(thread):
 
 def test_a_recent_running_turn_is_not_stale(thread):
     slot.turn_begin(thread=thread, user_message="working")
-    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - STALE_TURN_AFTER + timedelta(minutes=1))
+    TurnSlot.objects.filter(thread_id=thread.pk).update(since=timezone.now() - STALE_TURN_AFTER + timedelta(minutes=1))
     with pytest.raises(TurnAlreadyRunning):
         slot.turn_begin(thread=_fresh(thread), user_message="too soon")
 
 
 def test_turn_finish_releases_only_its_own_turn(thread):
     slot.turn_begin(thread=thread, user_message="one")
-    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - timedelta(hours=1))
+    TurnSlot.objects.filter(thread_id=thread.pk).update(since=timezone.now() - timedelta(hours=1))
     slot.turn_begin(thread=_fresh(thread), user_message="two")
     # The abandoned turn 1 finishing late must not release turn 2's claim.
     slot.turn_finish(thread=thread, turn_index=1)
-    assert _fresh(thread).running_turn_index == 2
+    assert stored_slot(thread).turn_index == 2
     slot.turn_request_cancel(thread=thread)
     slot.turn_finish(thread=thread, turn_index=2)
-    stored = _fresh(thread)
-    assert (stored.running_turn_index, stored.running_since, stored.cancel_requested) == (None, None, False)
+    stored = stored_slot(thread)
+    assert (stored.turn_index, stored.since, stored.cancel_requested) == (None, None, False)
 
 
 def test_turn_request_cancel_only_when_a_turn_runs(thread):
     assert slot.turn_request_cancel(thread=thread) is False
-    assert not _fresh(thread).cancel_requested
+    assert not stored_slot(thread).cancel_requested
     slot.turn_begin(thread=thread, user_message="go")
     assert slot.turn_request_cancel(thread=thread) is True
-    assert _fresh(thread).cancel_requested
+    assert stored_slot(thread).cancel_requested
     slot.turn_finish(thread=thread, turn_index=1)
     slot.turn_begin(thread=thread, user_message="go again")
-    assert not _fresh(thread).cancel_requested
+    assert not stored_slot(thread).cancel_requested
 
 
 def test_turns_keepalive_refreshes_only_claims_that_are_still_those_turns(thread, owner):
@@ -136,14 +137,14 @@ def test_turns_keepalive_refreshes_only_claims_that_are_still_those_turns(thread
     turn_index, _ = slot.turn_begin(thread=thread, user_message="hello")
     slot.turn_begin(thread=other, user_message="hi")
     old = timezone.now() - timedelta(seconds=60)
-    Thread.objects.update(running_since=old)
+    TurnSlot.objects.update(since=old)
     # `other` has moved on to a later turn elsewhere: its claim is not ours.
     assert slot.turns_keepalive(turns={thread.pk: turn_index, other.pk: 7}) == 1
-    assert Thread.objects.get(pk=thread.pk).running_since > old
-    assert Thread.objects.get(pk=other.pk).running_since == old
+    assert stored_slot(thread).since > old
+    assert stored_slot(other).since == old
     slot.turn_finish(thread=thread, turn_index=turn_index)
     assert slot.turns_keepalive(turns={thread.pk: turn_index}) == 0
-    assert Thread.objects.get(pk=thread.pk).running_since is None
+    assert stored_slot(thread).since is None
     assert slot.turns_keepalive(turns={}) == 0
 
 
@@ -194,12 +195,12 @@ def test_a_restarted_server_releases_the_turns_its_predecessor_left_at_once(thre
 
     assert slot.turns_release_predecessor() == 1
     # At once: the claim is seconds old, far from stale.
-    stored = _fresh(thread)
-    assert (stored.running_turn_index, stored.running_since, stored.cancel_requested) == (None, None, False)
+    stored = stored_slot(thread)
+    assert (stored.turn_index, stored.since, stored.cancel_requested) == (None, None, False)
     row = Turn.objects.get(thread=thread, index=1)
     assert (row.status, row.notice, row.answer) == (Turn.Status.INTERRUPTED, outcome.INTERRUPTED_RESTART, "What streamed before")
     # Another server's turn is its own business.
-    assert _fresh(other).running_turn_index == 1
+    assert stored_slot(other).turn_index == 1
     assert Turn.objects.get(thread=other, index=1).status == Turn.Status.RUNNING
     # And the thread takes a new message right away.
     assert slot.turn_begin(thread=_fresh(thread), user_message="again")[0] == 2
@@ -211,12 +212,12 @@ def test_stale_claims_are_released_by_any_process_and_fresh_ones_kept(thread, ow
     _as_if_started_by(thread, 1, instance="web-9", boot="gone")
     slot.turn_begin(thread=other, user_message="its server is fine")
     _as_if_started_by(other, 1, instance="web-2", boot="alive")
-    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
+    TurnSlot.objects.filter(thread_id=thread.pk).update(since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
 
     assert slot.turns_release_stale() == 1
-    assert _fresh(thread).running_turn_index is None
+    assert stored_slot(thread).turn_index is None
     assert Turn.objects.get(thread=thread, index=1).status == Turn.Status.INTERRUPTED
-    assert _fresh(other).running_turn_index == 1
+    assert stored_slot(other).turn_index == 1
     assert slot.turns_release_stale() == 0
 
 
@@ -228,9 +229,9 @@ def test_stale_means_three_missed_refreshes_at_most_thirty_seconds():
 def test_stop_on_a_turn_whose_server_died_releases_it(thread, owner):
     slot.turn_begin(thread=thread, user_message="stale")
     _as_if_started_by(thread, 1, instance="web-9", boot="gone")
-    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
+    TurnSlot.objects.filter(thread_id=thread.pk).update(since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
     assert slot.turn_request_cancel(thread=_fresh(thread)) is True
-    assert _fresh(thread).running_turn_index is None
+    assert stored_slot(thread).turn_index is None
     row = Turn.objects.get(thread=thread, index=1)
     assert (row.status, row.notice) == (Turn.Status.INTERRUPTED, outcome.INTERRUPTED_STOP)
 
@@ -239,22 +240,22 @@ def test_stop_on_a_turn_whose_server_died_releases_it(thread, owner):
     slot.turn_begin(thread=restarted, user_message="before the restart")
     _as_if_started_by(restarted, 1, instance=process.instance(), boot="earlier-boot")
     assert slot.turn_request_cancel(thread=_fresh(restarted)) is True
-    assert _fresh(restarted).running_turn_index is None
+    assert stored_slot(restarted).turn_index is None
 
 
 def test_stop_on_a_live_servers_turn_only_asks_it_to_stop(thread):
     slot.turn_begin(thread=thread, user_message="alive elsewhere")
     _as_if_started_by(thread, 1, instance="web-2", boot="alive")
     assert slot.turn_request_cancel(thread=_fresh(thread)) is True
-    stored = _fresh(thread)
-    assert stored.running_turn_index == 1 and stored.cancel_requested
+    stored = stored_slot(thread)
+    assert stored.turn_index == 1 and stored.cancel_requested
     assert Turn.objects.get(thread=thread, index=1).status == Turn.Status.RUNNING
 
 
 def test_a_turn_finishing_after_it_was_taken_for_dead_keeps_interrupted(thread):
     slot.turn_begin(thread=thread, user_message="slow")
     _as_if_started_by(thread, 1, instance="web-9", boot="paused")
-    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
+    TurnSlot.objects.filter(thread_id=thread.pk).update(since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
     slot.turns_release_stale()
     slot.turn_finish(thread=thread, turn_index=1, status=Turn.Status.COMPLETE, answer="late")
     assert Turn.objects.get(thread=thread, index=1).status == Turn.Status.INTERRUPTED
@@ -321,7 +322,7 @@ def test_a_persons_running_turns_are_counted_from_every_threads_claim(owner, oth
     assert _fresh(third).turn_index == 0 and not Turn.objects.filter(thread=third).exists()
     # Another person is not counted with them; a claim gone stale (its server died) no longer counts.
     slot.turn_begin(thread=services.thread_create(owner=other_user), user_message="theirs")
-    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - STALE_TURN_AFTER)
+    TurnSlot.objects.filter(thread_id=thread.pk).update(since=timezone.now() - STALE_TURN_AFTER)
     assert slot.turn_begin(thread=third, user_message="three")[0] == 1
     # 0: no limit.
     settings.HAICO_MAX_RUNNING_TURNS = 0
