@@ -12,17 +12,16 @@ from langgraph.checkpoint.memory import InMemorySaver
 from agent.builder import build_agent
 from agent.context import AgentContext
 from agent.events import Diagnostic
-from agent.middleware import (
+from agent.middleware.replies import (
     MALFORMED_CALL_ERROR,
     REFUSED_CALLS_KEY,
     SYNTHETIC_KEY,
     TRUNCATED_CALL_ERROR,
-    WRITE_LESS_NOTE,
-    ModelTurnRetryMiddleware,
     refusals,
     reply_finished,
     with_refusals,
 )
+from agent.middleware.retry import WRITE_LESS_NOTE, ModelTurnRetryMiddleware
 from agent.model import INVALID_TOOL_ARGS_KEY
 from agent.turn import stream_turn, turn_config
 from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
