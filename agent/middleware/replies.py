@@ -4,6 +4,8 @@ docs/adr/0012)."""
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from langchain.agents.middleware import ModelResponse
 from langchain_core.messages import AIMessage
 
@@ -35,6 +37,25 @@ INVALID_ARGS_ERROR = (
 )
 
 
+class RetryReason(StrEnum):
+    """Why a reply is not usable as it is; the word is also the attempt's
+    reason in agent.events.ModelCallRetried."""
+
+    BLANK = "blank"
+    MALFORMED = "malformed"
+
+
+class RetryVerdict(StrEnum):
+    """What the model-call retry makes of one attempt's reply (None: usable
+    as it is)."""
+
+    RETRY = "retry"  # blank or malformed: ask again
+    SHORTER = "shorter"  # a tool call cut off: ask again with a note to write less
+    TRUNCATED = "truncated"  # cut off, kept: its tool calls are refused
+    EXHAUSTED_BLANK = "exhausted_blank"  # still blank at the last attempt
+    EXHAUSTED_MALFORMED = "exhausted_malformed"  # still malformed at the last attempt: its tool calls are refused
+
+
 def finish_reasons(message: AIMessage) -> set[str]:
     meta = message.response_metadata or {}
     return {str(meta[key]) for key in ("finish_reason", "stop_reason") if meta.get(key)}
@@ -51,12 +72,12 @@ def reply_finished(message: AIMessage) -> bool:
     return bool(meta.get(SYNTHETIC_KEY)) or bool(finish_reasons(message) & FINISHED_REASONS)
 
 
-def refusals(message: AIMessage, verdict: str | None) -> dict[str, str]:
+def refusals(message: AIMessage, verdict: RetryVerdict | None) -> dict[str, str]:
     """The tool calls of an accepted reply that must not run, with why."""
     refused: dict[str, str] = {}
-    if verdict == "truncated":
+    if verdict is RetryVerdict.TRUNCATED:
         refused.update({call["id"]: TRUNCATED_CALL_ERROR for call in message.tool_calls if call.get("id")})
-    elif verdict == "exhausted:malformed":
+    elif verdict is RetryVerdict.EXHAUSTED_MALFORMED:
         refused.update({call["id"]: MALFORMED_CALL_ERROR for call in message.tool_calls if call.get("id")})
     for call_id, problem in ((message.additional_kwargs or {}).get(INVALID_TOOL_ARGS_KEY) or {}).items():
         refused.setdefault(call_id, INVALID_ARGS_ERROR.format(problem=problem))
@@ -91,8 +112,8 @@ def with_refusals(message: AIMessage, refused: dict[str, str]) -> AIMessage:
     return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": [], "response_metadata": meta})
 
 
-def retry_reason(message: AIMessage) -> str | None:
-    """ "malformed", "blank", or None when the reply is usable as it is.
+def retry_reason(message: AIMessage) -> RetryReason | None:
+    """Why the reply should be asked again, or None when it is usable as it is.
 
     A truncated reply is never retried: under the same output limit it would
     be cut off again (usually inside a tool call's largest argument).
@@ -100,9 +121,9 @@ def retry_reason(message: AIMessage) -> str | None:
     if is_truncated(message):
         return None
     if finish_reasons(message) & MALFORMED_FINISH_REASONS:
-        return "malformed"
+        return RetryReason.MALFORMED
     if not message.tool_calls and not message.invalid_tool_calls and not message.text.strip():
-        return "blank"
+        return RetryReason.BLANK
     return None
 
 

@@ -43,6 +43,8 @@ from ..events import MODEL_RETRIES_ATTR, Diagnostic, ModelCallRetried
 from ..model import ModelAttempts, counting_attempts
 from .emit import emit
 from .replies import (
+    RetryReason,
+    RetryVerdict,
     finish_reasons,
     is_truncated,
     refusals,
@@ -102,10 +104,10 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
                         _gave_up(attempts, exc)
                         raise
                 verdict = self._judge(response, attempt, shortened=shortened)
-                if verdict in ("retry", "shorter"):
+                if verdict in (RetryVerdict.RETRY, RetryVerdict.SHORTER):
                     gate.discard()
                     _asked_again(attempts, response, verdict)
-                    if verdict == "shorter":
+                    if verdict is RetryVerdict.SHORTER:
                         request, shortened = self._asking_for_less(request), True
                     continue
                 gate.accept()
@@ -131,10 +133,10 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
                         _gave_up(attempts, exc)
                         raise
                 verdict = self._judge(response, attempt, shortened=shortened)
-                if verdict in ("retry", "shorter"):
+                if verdict in (RetryVerdict.RETRY, RetryVerdict.SHORTER):
                     gate.discard()
                     _asked_again(attempts, response, verdict)
-                    if verdict == "shorter":
+                    if verdict is RetryVerdict.SHORTER:
                         request, shortened = self._asking_for_less(request), True
                     continue
                 gate.accept()
@@ -143,30 +145,32 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
 
     # -- shared -----------------------------------------------------------
 
-    def _judge(self, response, attempt: int, *, shortened: bool) -> str | None:
-        """ "retry", "shorter" (retry with a note to write less), a verdict to
-        report ("truncated" / "exhausted:<reason>"), or None."""
+    def _judge(self, response, attempt: int, *, shortened: bool) -> RetryVerdict | None:
+        """Whether to ask again (RETRY, SHORTER), a verdict to report on the
+        kept reply (TRUNCATED, EXHAUSTED_*), or None: usable as it is."""
         reply = reply_of(response)
         if reply is None:
             return None
         if is_truncated(reply):
             if (reply.tool_calls or reply.invalid_tool_calls) and not shortened and attempt < self.max_attempts:
                 logger.info("a tool call was cut off at the output limit; asking again for less")
-                return "shorter"
-            return "truncated"
+                return RetryVerdict.SHORTER
+            return RetryVerdict.TRUNCATED
         reason = retry_reason(reply)
         if reason is None:
             return None
         if attempt < self.max_attempts:
             logger.info("model gave a %s reply (attempt %d of %d); asking again", reason, attempt, self.max_attempts)
-            return "retry"
-        return f"exhausted:{reason}"
+            return RetryVerdict.RETRY
+        if reason is RetryReason.BLANK:
+            return RetryVerdict.EXHAUSTED_BLANK
+        return RetryVerdict.EXHAUSTED_MALFORMED
 
     @staticmethod
     def _asking_for_less(request: ModelRequest) -> ModelRequest:
         return request.override(messages=[*request.messages, HumanMessage(content=WRITE_LESS_NOTE)])
 
-    def _conclude(self, response, verdict: str | None, attempts: ModelAttempts | None = None):
+    def _conclude(self, response, verdict: RetryVerdict | None, attempts: ModelAttempts | None = None):
         """The accepted reply, with the calls that must not run marked and
         lone surrogates out of the arguments (agent.model cleans the text).
         A verdict's warning tells the call's retries too (one entry per call)."""
@@ -192,13 +196,13 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
             structured_response=response.structured_response,
         )
 
-    def _report(self, verdict: str, response, attempts: ModelAttempts | None = None) -> None:
+    def _report(self, verdict: RetryVerdict, response, attempts: ModelAttempts | None = None) -> None:
         """Log the warning and hand it to whoever streams the run (LangGraph's
         "custom" stream mode), as a Diagnostic the person can see."""
         no_answer = False
         reply = reply_of(response)
         reasons = ", ".join(sorted(finish_reasons(reply))) if reply is not None else ""
-        if verdict == "truncated":
+        if verdict is RetryVerdict.TRUNCATED:
             limit = getattr(settings, "HAICO_MODEL_MAX_TOKENS", None)
             what = "a tool call, which was not run" if reply is not None and reply.tool_calls else "the answer"
             message = f"The model's reply was cut off at the model's output limit in {what}."
@@ -208,14 +212,14 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
             )
             kind = "truncation"
         else:
-            reason = verdict.split(":", 1)[1]
-            what = "an empty" if reason == "blank" else "a malformed tool call in its"
+            blank = verdict is RetryVerdict.EXHAUSTED_BLANK
+            what = "an empty" if blank else "a malformed tool call in its"
             message = (
                 f"The model returned {what} reply {self.max_attempts} times in a row; "
                 "the turn ended without an answer. Retry, or choose another model."
             )
             detail = f"{self.max_attempts} attempts; finish_reason of the last: {reasons or '-'}"
-            no_answer = reason == "blank"
+            no_answer = blank
             kind = "provider_error"
         if attempts is not None and attempts.details:
             detail = "\n".join([*attempts.details, detail])
@@ -223,14 +227,14 @@ class ModelTurnRetryMiddleware(AgentMiddleware):
         emit(Diagnostic(level="warning", message=message, no_answer=no_answer, kind=kind, detail=detail))
 
 
-def _asked_again(attempts: ModelAttempts, response, verdict: str) -> None:
+def _asked_again(attempts: ModelAttempts, response, verdict: RetryVerdict) -> None:
     reply = reply_of(response)
-    if verdict == "shorter":
+    if verdict is RetryVerdict.SHORTER:
         attempts.asked_again("cut_off", "a tool call was cut off at the output limit; asked again to write less")
         return
     reason = retry_reason(reply) if reply is not None else None
     finish = ", ".join(sorted(finish_reasons(reply))) if reply is not None else ""
-    if reason == "malformed":
+    if reason is RetryReason.MALFORMED:
         attempts.asked_again("malformed", f"finish_reason={finish}; asked again")
     else:
         attempts.asked_again("blank", "no text and no tool calls; asked again")

@@ -17,6 +17,7 @@ from agent.middleware.replies import (
     REFUSED_CALLS_KEY,
     SYNTHETIC_KEY,
     TRUNCATED_CALL_ERROR,
+    RetryVerdict,
     refusals,
     reply_finished,
     with_refusals,
@@ -187,6 +188,18 @@ def test_refusals_name_bad_arguments_and_unparseable_calls():
     # The unparseable call becomes a call, so it gets its error as a result.
     assert [call["id"] for call in marked.tool_calls] == ["a", "b"] and marked.invalid_tool_calls == []
     assert marked.response_metadata[REFUSED_CALLS_KEY] == refused
+
+
+def test_the_verdict_decides_which_whole_calls_are_refused():
+    message = AIMessage(
+        content="",
+        tool_calls=[{"name": "set_objective", "args": {"text": "x"}, "id": "a", "type": "tool_call"}],
+        response_metadata={"finish_reason": "length"},
+    )
+    assert refusals(message, RetryVerdict.TRUNCATED) == {"a": TRUNCATED_CALL_ERROR}
+    assert refusals(message, RetryVerdict.EXHAUSTED_MALFORMED) == {"a": MALFORMED_CALL_ERROR}
+    assert refusals(message, RetryVerdict.EXHAUSTED_BLANK) == {}
+    assert refusals(message, None) == {}
 
 
 def test_a_reply_is_finished_only_when_the_model_said_so():
