@@ -37,12 +37,11 @@ class MapMarkup:
 
     def __init__(self, graph: Graph):
         self.graph = graph
-        # The preview URL is the lane's (data-urls on the map) plus the turn
-        # number (static/js/trajectory.js), so a node carries only its lane.
-        self.urls = [
-            reverse("conversations:trajectory-turn", kwargs={"thread_id": thread.pk, "turn_index": 0})[: -len("0/")]
-            for thread in graph.threads
-        ]
+        # A node carries only its lane and turn: its preview URL is its
+        # lane's thread's trajectory URL (data-urls on the map) plus the turn
+        # number (static/js/trajectory.js), since conversations/urls.py nests
+        # each turn's preview under its thread's trajectory.
+        self.urls = [reverse("conversations:trajectory-map", kwargs={"thread_id": thread.pk}) for thread in graph.threads]
         self.node_parts = [self._node(node, "") for node in graph.nodes]
         self.edges = "".join(map(_edge, graph.edges))
 
