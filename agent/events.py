@@ -21,7 +21,7 @@ class Token:
 class DraftWithdrawn:
     """The text streamed so far by the current model call is not the answer:
     it was a preamble to tool calls, or an attempt the model-call retry
-    discarded (agent.middleware)."""
+    discarded (agent.middleware.stream_gate)."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class ModelCallRetried:
     attempt that was tried again, in order: "busy" (HTTP 429), "server_error"
     (5xx), "no_answer" (timed out, or the connection failed), "status" (another
     status the SDK retries), "blank", "malformed", "cut_off" (asked again for
-    less: agent.middleware). `succeeded`: a later attempt worked; a call that
+    less: agent.middleware.retry). `succeeded`: a later attempt worked; a call that
     gave up carries this on its exception instead (MODEL_RETRIES_ATTR), since
     the turn ends with it. `detail`: every attempt's outcome, for the operator."""
 

@@ -53,7 +53,7 @@ class ModelNotConfigured(Exception):
 # Set on a streamed reply whose tool-call arguments were not valid JSON:
 # {tool call id: what was wrong}. LangChain repairs a cut-off argument string
 # into a partial object ('{"text": "hal' becomes {"text": "hal"}), which
-# would run the tool with half an argument; agent.middleware refuses those
+# would run the tool with half an argument; agent.middleware.replies refuses those
 # calls instead (docs/adr/0012).
 INVALID_TOOL_ARGS_KEY = "haico_invalid_tool_args"
 
@@ -67,7 +67,7 @@ class ModelAttempts:
     (conversations.activity): the OpenAI SDK's own retries (it retries
     429, 5xx, timeouts and connection errors silently, `max_retries`), seen
     by the HTTP client's event hooks below, and the model-call middleware's
-    re-asks (agent.middleware)."""
+    re-asks (agent.middleware.retry)."""
 
     def __init__(self):
         self.reasons: list[str] = []

@@ -12,7 +12,7 @@ failure envelope should the model call it anyway (docs/adr/0018).
 - Plan: the objective and the plan tools, plus the read-only ones.
 - Execute: every tool (the default).
 
-Each mode has its own per-turn cap on model calls (agent.middleware
+Each mode has its own per-turn cap on model calls (agent.middleware.call_limit
 TurnCallLimitMiddleware): Explore and Plan get fewer than Execute, in the
 2 : 5 ratio of the 200 and 500 iterations of the agent system the modes
 follow (docs/adr/0072), scaled to the limit this project already had

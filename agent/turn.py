@@ -34,7 +34,7 @@ from .events import (
     Token,
 )
 from .history import TURN_INDEX_KEY, message_text, repair_update, step_sentence
-from .middleware import REFUSED_CALLS_KEY, reply_finished
+from .middleware.replies import REFUSED_CALLS_KEY, reply_finished
 from .tools.envelope import parse_envelope, step_status
 
 logger = logging.getLogger("haico.agent.turn")
@@ -99,7 +99,7 @@ def _events(mode: str, payload, seen: set, calls: dict | None = None):
         chunk, metadata = payload
         if isinstance(chunk, RemoveMessage):
             # The model-call retry discarded an attempt that had already
-            # streamed text (agent/middleware.py).
+            # streamed text (agent/middleware/stream_gate.py).
             yield DraftWithdrawn()
         elif metadata.get("langgraph_node") == "model" and isinstance(chunk, AIMessage) and chunk.content:
             text = message_text(chunk)

@@ -30,7 +30,9 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from .context import TokenBudget, TokenWindow
 from .events import CapReached, ModelCallUsage
-from .middleware import SYNTHETIC_KEY, _emit, model_calls_this_turn
+from .middleware.call_limit import model_calls_this_turn
+from .middleware.emit import emit
+from .middleware.replies import SYNTHETIC_KEY
 
 logger = logging.getLogger("haico.agent")
 
@@ -112,7 +114,7 @@ class UsageMiddleware(AgentMiddleware):
         budget = _budget(request)
         if budget is not None:
             budget.spent += usage.input_tokens + usage.output_tokens
-        _emit(usage)
+        emit(usage)
 
     async def awrap_model_call(self, request: ModelRequest, handler) -> ModelResponse:
         response = await handler(request)
@@ -143,7 +145,7 @@ class TokenLimitMiddleware(AgentMiddleware):
             return None
         limit = limit_message(window)
         logger.warning("turn stopped at the person's %s token limit of %s", window.period, window.limit)
-        _emit(
+        emit(
             CapReached(
                 cap="tokens",
                 limit=window.limit,

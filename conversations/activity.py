@@ -23,7 +23,7 @@ from agent.events import (
     ModelCallRetried,
     StepFinished,
 )
-from agent.middleware import (
+from agent.middleware.replies import (
     INVALID_ARGS_ERROR,
     MALFORMED_CALL_ERROR,
     TRUNCATED_CALL_ERROR,

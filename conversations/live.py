@@ -161,7 +161,7 @@ class Publisher:
         """Send each (html, its stand-in if too big) of `parts`, in order, to
         every open tab of the thread, in one message where they fit: a part
         too big is replaced by its stand-in, and the parts after it still
-        arrive (a turn's answer, then its end: conversations.turns.guard)."""
+        arrive (a turn's answer, then its end: conversations.turns.slot)."""
         group = group_name(thread_id)
         items = [(None, encodable(html), too_big) for html, too_big in parts if html]
         if not items:

@@ -288,7 +288,7 @@ HAICO_EXPLORE_CALL_LIMIT = env("HAICO_EXPLORE_CALL_LIMIT")
 HAICO_PLAN_CALL_LIMIT = env("HAICO_PLAN_CALL_LIMIT")
 # The most the history sent with one model call may take, in (approximate)
 # tokens; older turns beyond it are left out of that call, never out of the
-# thread (agent.middleware.ContextBudgetMiddleware). Leave room for the
+# thread (agent.model_input.ModelInputMiddleware). Leave room for the
 # system prompt, the workspace block and the reply.
 HAICO_CONTEXT_TOKENS = env.int("HAICO_CONTEXT_TOKENS", default=60_000)
 # Tool calls a model writes in its text (small Ollama / llama.cpp models do)

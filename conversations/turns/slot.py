@@ -44,8 +44,9 @@ STALE_TURN_AFTER = timedelta(seconds=30)
 APPROVAL_PENDING = "Answer the pending approval first: approve or reject the change the assistant asked about."
 
 
-def _live(slot: TurnSlot | None, now=None) -> int | None:
-    """The slot's turn, unless its claim went stale (its server died)."""
+def live_turn(slot: TurnSlot | None, now=None) -> int | None:
+    """The slot's turn, unless its claim went stale (its server died); for
+    a slot read with its thread (select_related("turn_slot"))."""
     if slot is None or slot.turn_index is None or slot.since is None:
         return None
     if (now or timezone.now()) - slot.since >= STALE_TURN_AFTER:
@@ -55,14 +56,7 @@ def _live(slot: TurnSlot | None, now=None) -> int | None:
 
 def running_turn(thread: Thread, now=None) -> int | None:
     """The thread's turn in progress, unless its claim went stale (its server died)."""
-    return _live(TurnSlot.objects.filter(thread_id=thread.pk).first(), now)
-
-
-def running_turns(thread_ids) -> dict:
-    """{thread id: its turn in progress} for those of `thread_ids` that have one."""
-    now = timezone.now()
-    slots = TurnSlot.objects.filter(thread_id__in=list(thread_ids), turn_index__isnull=False)
-    return {slot.thread_id: slot.turn_index for slot in slots if _live(slot, now) is not None}
+    return live_turn(TurnSlot.objects.filter(thread_id=thread.pk).first(), now)
 
 
 def _locked_slot(locked: Thread) -> TurnSlot:
@@ -110,7 +104,7 @@ def turn_begin(
         locked = Thread.objects.select_for_update().get(pk=thread.pk)
     now = timezone.now()
     slot = _locked_slot(locked)
-    if _live(slot, now) is not None:
+    if live_turn(slot, now) is not None:
         raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
     if Turn.objects.filter(thread=locked, index=locked.turn_index, status=Turn.Status.AWAITING).exists():
         raise ApprovalPending(APPROVAL_PENDING)
@@ -233,7 +227,7 @@ def turn_request_cancel(*, thread: Thread) -> bool:
         return False
     row = Turn.objects.filter(thread=locked, index=slot.turn_index).first()
     predecessor = row is not None and row.instance == process.instance() and row.boot != process.BOOT
-    if _live(slot) is None or predecessor:
+    if live_turn(slot) is None or predecessor:
         _release(locked, slot.turn_index, notice=outcome.INTERRUPTED_STOP)
         return True
     TurnSlot.objects.filter(thread_id=locked.pk).update(cancel_requested=True)
@@ -272,7 +266,7 @@ def _release_rows(pairs, *, notice: str, if_stale: bool = False) -> int:
             if row is None:
                 continue  # ended meanwhile
             slot = TurnSlot.objects.filter(thread_id=locked.pk).first()
-            if if_stale and slot is not None and slot.turn_index == turn_index and _live(slot) is not None:
+            if if_stale and slot is not None and slot.turn_index == turn_index and live_turn(slot) is not None:
                 continue  # refreshed meanwhile: its server is alive
             _release(locked, turn_index, notice=notice)
             released += 1
@@ -293,7 +287,7 @@ def free_slot(thread_id, turn_index: int, *, now=None) -> int:
 def claim_slot(locked: Thread, turn_index: int, *, now) -> None:
     """Within the caller's transaction, on the row-locked thread: `turn_index`
     runs now, on this process (a turn going on after its approval)."""
-    if _live(_locked_slot(locked), now) is not None:
+    if live_turn(_locked_slot(locked), now) is not None:
         raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
     TurnSlot.objects.filter(thread_id=locked.pk).update(turn_index=turn_index, since=now, cancel_requested=False)
     Thread.objects.filter(pk=locked.pk).update(last_activity_at=now)

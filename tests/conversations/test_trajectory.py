@@ -1,15 +1,18 @@
 """The trajectory map: a family of threads as one graph of turns, its
 rendering, and the read-only preview of a turn (conversations.trajectory)."""
 
+import ast
 import re
 import uuid
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
 
 from conversations import services, trajectory
 from conversations.models import BranchLink, Turn
-from conversations.trajectory import FamilyThread, TurnFact, assemble
+from conversations.trajectory import layout
+from conversations.trajectory.layout import FamilyThread, TurnFact, assemble, family_of, lane_order
 from conversations.turns import slot
 from workspace.models import Thread
 from workspace.services import document as document_services
@@ -28,6 +31,18 @@ def keys(nodes):
 
 def edges(graph):
     return {((e.source.thread, e.source.index), (e.target.thread, e.target.index), e.kind) for e in graph.edges}
+
+
+def test_the_layout_needs_no_database_and_marks_a_turn_as_the_models_do():
+    source = Path(layout.__file__).read_text()
+    imported = {
+        alias.name if isinstance(node, ast.Import) else node.module or ""
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in (node.names if isinstance(node, ast.Import) else [node])
+    }
+    assert not [name for name in imported if name.startswith(("django", "conversations", "workspace"))], imported
+    assert layout.COMPLETE == Turn.Status.COMPLETE
 
 
 # A has turns 1-4; B forked A after turn 2 (own turns 3-5); C forked B
@@ -96,9 +111,9 @@ def test_a_running_turn_is_not_a_node_yet():
 
 def test_family_order_is_depth_first_with_earlier_forks_first():
     links = {B: (A, 2, 1), C: (B, 4, 2), D: (A, 1, 3)}
-    root, children = trajectory.family_of(C, links)
+    root, children = family_of(C, links)
     assert root == A
-    assert trajectory.lane_order(root, children) == [A, D, B, C]
+    assert lane_order(root, children) == [A, D, B, C]
 
 
 # --- from the database --------------------------------------------------------------
