@@ -9,6 +9,8 @@ commit (workspace.events), the same way as the person's own edits.
 
 from dataclasses import dataclass
 
+from .steps import StepStatus
+
 
 @dataclass(frozen=True)
 class Token:
@@ -44,7 +46,7 @@ class StepFinished:
     arguments as JSON, for the operator."""
 
     tool_name: str
-    status: str
+    status: StepStatus
     call_id: str = ""
     error: str = ""
     refused: bool = False
@@ -53,7 +55,7 @@ class StepFinished:
 
     @property
     def succeeded(self) -> bool:
-        return self.status != "failed"
+        return self.status != StepStatus.FAILED
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from .events import (
 )
 from .history import TURN_INDEX_KEY, message_text, repair_update, step_sentence
 from .middleware import REFUSED_CALLS_KEY, reply_finished
+from .steps import StepStatus
 from .tools.envelope import parse_envelope, step_status
 
 logger = logging.getLogger("haico.agent.turn")
@@ -138,12 +139,12 @@ def _operator_args(args):
     return args
 
 
-def _step_error(content, status: str) -> tuple[str, bool]:
+def _step_error(content, status: StepStatus) -> tuple[str, bool]:
     """What went wrong with a step, in the tool's words, and whether the call
     was refused rather than run."""
     envelope = parse_envelope(content)
     if envelope is not None:
-        if status == "skipped":
+        if status == StepStatus.SKIPPED:
             return str(envelope.get("summary") or ""), True
         return str(envelope.get("error") or ""), bool(envelope.get("refused"))
     text = content if isinstance(content, str) else ""
@@ -185,8 +186,8 @@ def _message_events(message, seen: set, calls: dict):
         seen.add(key)
         status = step_status(message.content, error=message.status == "error")
         arguments, refusal = calls.get(message.tool_call_id or "", ("", None))
-        error, refused = _step_error(message.content, status) if status != "done" else ("", False)
-        envelope = parse_envelope(message.content) if status == "failed" else None
+        error, refused = _step_error(message.content, status) if status != StepStatus.DONE else ("", False)
+        envelope = parse_envelope(message.content) if status == StepStatus.FAILED else None
         yield StepFinished(
             tool_name=message.name or "",
             status=status,

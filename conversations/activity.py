@@ -30,6 +30,7 @@ from agent.middleware import (
 )
 from agent.model import BODY_EXCERPT_CHARS, ModelNotConfigured
 from agent.secrets import redact
+from agent.steps import StepStatus
 
 from .models import ActivityLogEntry
 
@@ -146,7 +147,7 @@ def cap_reached(event: CapReached) -> Note:
 
 def step_result(event: StepFinished, sentence: str) -> Note | None:
     """A step that failed, was refused or was done only in part; None for one that worked."""
-    if event.status == "done":
+    if event.status == StepStatus.DONE:
         return None
     step = f"“{sentence}”" if sentence else f"a call of {event.tool_name}"
     detail = "\n".join(
@@ -159,7 +160,7 @@ def step_result(event: StepFinished, sentence: str) -> Note | None:
         if line
     )
     error = event.error.strip()
-    if event.status == "skipped":
+    if event.status == StepStatus.SKIPPED:
         message = f"Done in part: {step}. {error}".strip()
         return Note(message=message, kind=Kind.REFUSED_CALL, level=Level.INFO, detail=detail)
     if event.refused:

@@ -8,6 +8,7 @@ turn-N-answer-content, turn-N-marker."""
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
+from agent.steps import Step
 from workspace.diff import diff_text
 from workspace.markdown import render_markdown
 from workspace.models import Thread
@@ -168,14 +169,14 @@ def turn_shell(turn: dict, *, title: str | None = None) -> str:
 
 
 def steps(turn_index: int, steps, *, first_number: int) -> str:
-    """Steps appended to the turn's reasoning; `steps` are {"text", "status"}
-    dicts, numbered on from `first_number` (their element ids)."""
+    """Steps appended to the turn's reasoning (agent.steps.Step), numbered
+    on from `first_number` (their element ids)."""
     return "".join(
         fragment("step", turn_index=turn_index, step=step, number=number) for number, step in enumerate(steps, start=first_number)
     )
 
 
-def step_result(turn_index: int, number: int, step: dict) -> str:
+def step_result(turn_index: int, number: int, step: Step) -> str:
     """A step that failed or was skipped in part, re-rendered in place."""
     return fragment("step_item", turn_index=turn_index, step=step, number=number, swap=True)
 

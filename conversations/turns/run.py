@@ -52,6 +52,7 @@ from agent.events import (
     Token,
 )
 from agent.history import turn_steps
+from agent.steps import Step, StepStatus
 from agent.tools.envelope import step_note
 from agent.turn import (
     CANCELLED_TOOL_RESULT,
@@ -173,7 +174,7 @@ class TurnRun:
         self.stop_event = asyncio.Event()
         self.shutting_down = False  # set with stop_event by a server shutdown
         self.graph = None
-        self.steps: list[dict] = []  # {"text", "status"}, in call order
+        self.steps: list[Step] = []  # in call order
         self._step_numbers: dict[str, int] = {}  # tool call id -> 1-based step number
         self.draft: list[str] = []  # text streamed by the current model call
         self._draft_chars = 0
@@ -195,11 +196,9 @@ class TurnRun:
     def prepare() -> None:
         """Load what a turn's first fragments would: the chat and live-patch
         templates and the markdown renderer."""
-        turn = fragments.turn_context(
-            turn_index=0, user_message="", steps=[{"text": "x", "status": ""}], answer="*x*", running=True
-        )
+        turn = fragments.turn_context(turn_index=0, user_message="", steps=[Step(text="x")], answer="*x*", running=True)
         fragments.turn_shell(turn, title="x")
-        fragments.steps(0, [{"text": "x", "status": ""}], first_number=1)
+        fragments.steps(0, [Step(text="x")], first_number=1)
         fragments.closing({**turn, "running": False})
         render_markdown("*x*")
         for name in ("objective", "preferences", "plan", "centre"):
@@ -431,9 +430,9 @@ class TurnRun:
         """The approved change ran: if it could not be applied (in full) the
         card says so instead of a plain "You approved", in every tab and on
         the row (a reload, a branch and an archive show the same)."""
-        if event.status == "failed":
+        if event.status == StepStatus.FAILED:
             outcome = "overlap" if event.overlap else "failed"
-        elif event.status == "skipped":
+        elif event.status == StepStatus.SKIPPED:
             outcome = "partial"
         else:
             return
@@ -551,20 +550,21 @@ class TurnRun:
             # the trace only marks a step that did not work (or only in part).
             number = self._step_numbers.get(event.call_id)
             if number is not None:
-                self.steps[number - 1]["status"] = event.status
-                note = step_note(event.error) if event.status == "failed" else ""
+                step = self.steps[number - 1]
+                step.status = event.status
+                note = step_note(event.error) if event.status == StepStatus.FAILED else ""
                 if note:
-                    self.steps[number - 1]["note"] = note
-                if event.status != "done":
-                    self.send(fragments.step_result(self.turn_index, number, self.steps[number - 1]))
-            sentence = self.steps[number - 1]["text"] if number is not None else ""
+                    step.note = note
+                if event.status != StepStatus.DONE:
+                    self.send(fragments.step_result(self.turn_index, number, step))
+            sentence = self.steps[number - 1].text if number is not None else ""
             await self._note(activity.step_result(event, sentence))
             if event.call_id and event.call_id == self._approved_call_id():
                 await self._approved_call_ended(event)
 
     def _steps_started(self, event: StepsStarted) -> None:
         first = len(self.steps) + 1
-        new = [{"text": sentence, "status": ""} for sentence in event.sentences]
+        new = [Step(text=sentence) for sentence in event.sentences]
         for offset, call_id in enumerate(event.call_ids):
             if call_id:
                 self._step_numbers[call_id] = first + offset
