@@ -9,6 +9,7 @@ commit (workspace.events), the same way as the person's own edits.
 
 from dataclasses import dataclass
 
+from .approval_request import ApprovalRequest
 from .steps import StepStatus
 
 
@@ -130,7 +131,7 @@ class ApprovalAsked:
     resumes."""
 
     interrupt_id: str
-    request: dict
+    request: ApprovalRequest
 
 
 AgentEvent = (

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.types import Command
 
+from .approval_request import ApprovalRequest
 from .context import AgentContext
 from .events import (
     AgentEvent,
@@ -116,8 +117,9 @@ def _events(mode: str, payload, seen: set, calls: dict | None = None):
     for node, update in payload.items():
         if node == "__interrupt__":
             for pending in update or ():
-                if isinstance(getattr(pending, "value", None), dict):
-                    yield ApprovalAsked(interrupt_id=pending.id, request=pending.value)
+                request = ApprovalRequest.from_json(getattr(pending, "value", None))
+                if request is not None:
+                    yield ApprovalAsked(interrupt_id=pending.id, request=request)
             continue
         if node.startswith("__"):
             continue

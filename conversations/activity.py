@@ -16,6 +16,7 @@ import httpx
 import openai
 from langgraph.errors import GraphRecursionError
 
+from agent.approval_request import ApprovalRequest
 from agent.events import (
     MODEL_RETRIES_ATTR,
     CapReached,
@@ -185,11 +186,11 @@ def _refusal(event: StepFinished, step: str, error: str) -> str:
 # Approvals (docs/adr/0017)
 
 
-def approval_asked(request: dict) -> Note:
+def approval_asked(request: ApprovalRequest) -> Note:
     """The details list what would go; the reason is the agent's sentence."""
-    lines = [f"{request.get('kind', '')}: {request.get('reason', '')}", *map(str, request.get("details") or [])]
+    lines = [f"{request.kind}: {request.reason}", *request.details]
     return Note(
-        message=f"Approval asked: {request.get('summary', '')}",
+        message=f"Approval asked: {request.summary}",
         kind=Kind.APPROVAL_ASKED,
         level=Level.INFO,
         detail="\n".join(lines)[:2000],

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
@@ -36,6 +36,7 @@ from django.utils.html import escape
 
 from agent import checkpointer as checkpointers
 from agent.answer_cap import answer_max_chars, capped_answer
+from agent.approval_request import ApprovalRequest
 from agent.builder import AgentProvider
 from agent.catalogue import ModelChoice
 from agent.context import AgentContext, Selection, TokenBudget
@@ -71,6 +72,7 @@ from ..live import RESYNC, RESYNC_CHAT, publisher
 from ..models import ActivityLogEntry, Turn
 from ..usage import usage_record
 from . import fragments, guard, outcome
+from .approval_record import TurnApproval
 from .errors import safe_error_message
 from .logcontext import TurnIds, current_turn
 
@@ -130,13 +132,20 @@ class TurnStopped(Exception):
 @dataclass(frozen=True)
 class Resume:
     """The person's answer to the approval a turn waits for (turns.guard):
-    the interrupt it answers, what the agent is told, and the row's
-    `approval` (its request, for the card). `decision` is guard.APPROVED,
-    REJECTED or STOPPED (Stop: rejected, and the turn ends)."""
+    `decision` is guard.APPROVED, REJECTED or STOPPED (Stop: rejected, and
+    the turn ends); `approval` is the row's (the interrupt it answers and
+    the request, for the card), None if the row holds none it can read."""
 
-    interrupt_id: str
     decision: str
-    approval: dict
+    approval: TurnApproval | None
+
+    @property
+    def interrupt_id(self) -> str:
+        return self.approval.interrupt_id if self.approval else ""
+
+    @property
+    def request(self) -> ApprovalRequest | None:
+        return self.approval.request if self.approval else None
 
 
 class TurnRun:
@@ -404,7 +413,7 @@ class TurnRun:
         if not waiting:
             return  # released meanwhile by another process, which told the tabs
         await self._note(activity.approval_asked(asked.request))
-        approval = fragments.approval_view({"request": asked.request}, pending=True)
+        approval = fragments.approval_view(TurnApproval(interrupt_id=asked.interrupt_id, request=asked.request), pending=True)
         ending = outcome.marker(status=Turn.Status.AWAITING)
         try:
             self.send(fragments.in_progress(self._turn()) + fragments.approval_card(self._turn(ending=ending, approval=approval)))
@@ -415,16 +424,17 @@ class TurnRun:
         """Going on after the person's answer: the card says what they chose, in every tab."""
         decision = self.resume.decision
         words = {guard.APPROVED: "Approved", guard.REJECTED: "Rejected", guard.STOPPED: "Rejected (Stop)"}[decision]
-        summary = (self.resume.approval.get("request") or {}).get("summary", "")
-        await self._note(activity.approval_answered(words, summary))
-        approval = fragments.approval_view({**self.resume.approval, "decision": decision}, pending=False)
+        request = self.resume.request
+        await self._note(activity.approval_answered(words, request.summary if request else ""))
+        answered = replace(self.resume.approval, decision=decision) if self.resume.approval else None
+        approval = fragments.approval_view(answered, pending=False)
         self.send(fragments.approval_card(self._turn(approval=approval)))
 
     def _approved_call_id(self) -> str:
         """The id of the tool call the person approved, if this run resumed with an approval."""
         if self.resume is None or self.resume.decision != guard.APPROVED:
             return ""
-        return str((self.resume.approval.get("request") or {}).get("call_id") or "")
+        return self.resume.request.call_id if self.resume.request else ""
 
     async def _approved_call_ended(self, event: StepFinished) -> None:
         """The approved change ran: if it could not be applied (in full) the
@@ -442,9 +452,7 @@ class TurnRun:
             )
         except Exception:
             logger.exception("could not record the outcome of the approval of turn %s", self.turn_index)
-        approval = fragments.approval_view(
-            {**self.resume.approval, "decision": guard.APPROVED, "outcome": outcome}, pending=False
-        )
+        approval = fragments.approval_view(replace(self.resume.approval, decision=guard.APPROVED, outcome=outcome), pending=False)
         self.send(fragments.approval_card(self._turn(approval=approval)))
 
     async def _stream(self) -> None:
@@ -456,9 +464,10 @@ class TurnRun:
             await self._load_steps()
             if self.resume.decision == guard.STOPPED:
                 raise TurnStopped
+            document = self.resume.request.document if self.resume.request else None
             decision = {
                 "approved": self.resume.decision == guard.APPROVED,
-                "document_version": ((self.resume.approval.get("request") or {}).get("document") or {}).get("version"),
+                "document_version": document.version if document else None,
             }
             events = resume_turn(self.graph, context=self.context, interrupt_id=self.resume.interrupt_id, decision=decision)
         await self._drain(events)

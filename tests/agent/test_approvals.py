@@ -32,7 +32,9 @@ def _document(thread, content):
 
 
 def _ask(thread, name, **args):
-    return approval_request(thread, {"name": name, "id": "call-1", "args": {**args, "action_and_reasoning": "Why."}})
+    """The request as its JSON (what the checkpointer and the turn row hold), or None."""
+    asked = approval_request(thread, {"name": name, "id": "call-1", "args": {**args, "action_and_reasoning": "Why."}})
+    return asked.to_json() if asked is not None else None
 
 
 def test_the_removed_share_counts_what_goes():
