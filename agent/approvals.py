@@ -19,8 +19,14 @@ the document, the text before and after for its preview.
 On resume LangGraph runs the tool step again from its start, so everything
 before `interrupt()` only reads: the rule is re-evaluated (on the current
 workspace), and `interrupt()` then returns the person's decision instead of
-pausing. An approved call runs; a rejected one is answered with a result
-telling the model the person said no and to continue without it.
+pausing. The code that resumes the turn also names the call answered and the
+answer in the run's context (`AgentContext.resuming`), and that is what
+counts: the call it names keeps its answer even when the workspace changed
+meanwhile so that the rule would no longer ask (a rejection must never run
+the call), and an answer LangGraph hands to any other call is refused: the
+call does not run (fail closed). An approved call runs; a rejected one is
+answered with a result telling the model the person said no and to continue
+without it.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from workspace.diff import REMOVED, diff_text
 
 from .approval_request import ApprovalRequest, DocumentChange
 from .context import AgentContext
-from .tools.envelope import rejected_envelope
+from .tools.envelope import failure_envelope, rejected_envelope
 
 logger = logging.getLogger("haico.agent.approvals")
 
@@ -54,6 +60,11 @@ DOCUMENT, PLAN, PREFERENCES = "document", "plan", "preferences"
 REJECTED = (
     "The person rejected this change, so nothing was changed: {summary} "
     "Continue without it and do not try it again unless they ask for it."
+)
+# An answer arrived for a call the resumed run was not told about.
+UNMATCHED_ANSWER = (
+    "Not run: this change waits for the person's approval and no answer to it is known, so nothing was "
+    "changed. Continue without it; ask the person first if it is still needed."
 )
 
 
@@ -156,21 +167,6 @@ def approval_request(thread, tool_call: dict) -> ApprovalRequest | None:
     return replace(request, call_id=tool_call.get("id") or "", reason=reason if isinstance(reason, str) else "")
 
 
-def _answer_waiting() -> bool:
-    """Whether this task is being resumed with an answer (LangGraph's task
-    scratchpad holds the resume values). A call that asked keeps its answer
-    even when the workspace changed meanwhile so that the rule would no
-    longer ask: a rejection must never run the call."""
-    try:
-        from langgraph._internal._constants import CONFIG_KEY_SCRATCHPAD
-        from langgraph.config import get_config
-
-        scratchpad = get_config()["configurable"].get(CONFIG_KEY_SCRATCHPAD)
-        return bool(scratchpad is not None and scratchpad.resume)
-    except (ImportError, RuntimeError, KeyError, AttributeError):  # outside a graph run, or another LangGraph
-        return False
-
-
 def decision_approved(decision) -> bool:
     return isinstance(decision, dict) and decision.get("approved") is True
 
@@ -185,13 +181,25 @@ class ApprovalMiddleware(AgentMiddleware):
     @staticmethod
     def _ask(request, asked: ApprovalRequest | None):
         """The result to return instead of running the call, or None to run it."""
-        if asked is None and not _answer_waiting():
-            return None
         call = request.tool_call
-        decision = interrupt(asked.to_json() if asked else {"call_id": call.get("id") or ""})
+        call_id = call.get("id") or ""
         context: AgentContext = request.runtime.context
-        if decision_approved(decision):
-            version = decision.get("document_version")
+        resuming = context.resuming
+        answered = resuming is not None and bool(call_id) and resuming.call_id == call_id
+        if asked is None and not answered:
+            return None
+        # Pauses the turn, or, resumed, returns the answer LangGraph holds for this call.
+        decision = interrupt(asked.to_json() if asked else {"call_id": call_id})
+        if not answered:
+            logger.warning("refused call %s: resumed with an answer the turn did not name", call_id)
+            return ToolMessage(
+                content=failure_envelope(UNMATCHED_ANSWER, refused=True),
+                tool_call_id=call["id"],
+                name=call.get("name"),
+                status="error",
+            )
+        if resuming.approved and decision_approved(decision):
+            version = resuming.document_version
             if isinstance(version, int) and context.seen.document_version is None:
                 # The resumed run has made no model call: the document
                 # version the model wrote from is the one the person saw.

@@ -39,7 +39,7 @@ from agent.answer_cap import answer_max_chars, capped_answer
 from agent.approval_request import ApprovalRequest
 from agent.builder import AgentProvider
 from agent.catalogue import ModelChoice
-from agent.context import AgentContext, Selection, TokenBudget
+from agent.context import AgentContext, ResumedCall, Selection, TokenBudget
 from agent.events import (
     Answer,
     ApprovalAsked,
@@ -148,6 +148,20 @@ class Resume:
         return self.approval.request if self.approval else None
 
 
+def resumed_call(resume: Resume | None) -> ResumedCall | None:
+    """What the agent is told of the call the person answered (agent.approvals):
+    the row's call id and their decision. A row that names no call leaves
+    it empty, and the agent then runs no call on that answer."""
+    if resume is None:
+        return None
+    request = resume.request
+    return ResumedCall(
+        call_id=request.call_id if request else "",
+        approved=resume.decision == guard.APPROVED,
+        document_version=request.document.version if request and request.document else None,
+    )
+
+
 class TurnRun:
     def __init__(
         self,
@@ -169,7 +183,12 @@ class TurnRun:
         # next one), and so does the passage the person asked about, shown
         # to every model call of the turn, and the person's token limits.
         self.context = AgentContext(
-            thread=thread, turn_index=turn_index, mode=mode, selection=selection, budget=budget or TokenBudget()
+            thread=thread,
+            turn_index=turn_index,
+            mode=mode,
+            selection=selection,
+            budget=budget or TokenBudget(),
+            resuming=resumed_call(resume),
         )
         # Whose tokens the model calls are, and the turn row they belong to (docs/adr/0063).
         self.user_id = user_id
