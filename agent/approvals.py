@@ -24,7 +24,7 @@ answer in the run's context (`AgentContext.resuming`), and that is what
 counts: the call it names keeps its answer even when the workspace changed
 meanwhile so that the rule would no longer ask (a rejection must never run
 the call), and an answer LangGraph hands to any other call is refused: the
-call does not run (fail closed). An approved call runs; a rejected one is
+call does not run (fail closed, docs/adr/0076). An approved call runs; a rejected one is
 answered with a result telling the model the person said no and to continue
 without it.
 """
