@@ -13,6 +13,7 @@ message or a Stop on that thread), and every open tab is told."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import NamedTuple
 
@@ -22,6 +23,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from agent.approval_request import ApprovalRequest
 from agent.context import Selection
 from workspace.errors import InvalidInput
 from workspace.models import Thread, WorkspaceSnapshot
@@ -33,6 +35,7 @@ from ..live import RESYNC, RESYNC_CHAT, publish_turn_versions, publisher
 from ..models import BranchLink, Turn
 from ..services import DEFAULT_THREAD_TITLE, announce_thread, title_from_message
 from . import fragments, outcome, process
+from .approval_record import TurnApproval
 
 # How often a running turn refreshes its claim (turns.registry), and how
 # long a claim may go unrefreshed before it counts as left by a server that
@@ -244,7 +247,9 @@ def awaiting_approval(thread_id) -> Turn | None:
 
 
 @transaction.atomic
-def turn_await_approval(*, thread: Thread, turn_index: int, interrupt_id: str, request: dict, answer: str = "") -> bool:
+def turn_await_approval(
+    *, thread: Thread, turn_index: int, interrupt_id: str, request: ApprovalRequest, answer: str = ""
+) -> bool:
     """The running turn paused before a hard-to-undo change: its slot is
     released (no process runs it; nothing keeps its claim alive) and its row
     waits with the question. Recovery only releases running turns, so a
@@ -257,7 +262,9 @@ def turn_await_approval(*, thread: Thread, turn_index: int, interrupt_id: str, r
     )
     return bool(
         Turn.objects.filter(thread=thread, index=turn_index, status=Turn.Status.RUNNING).update(
-            status=Turn.Status.AWAITING, answer=answer, approval={"interrupt_id": interrupt_id, "request": request}
+            status=Turn.Status.AWAITING,
+            answer=answer,
+            approval=TurnApproval(interrupt_id=interrupt_id, request=request).to_json(),
         )
     )
 
@@ -282,7 +289,10 @@ def turn_answer_claim(*, thread: Thread, turn, decision: str) -> Turn:
     )
     row.status = Turn.Status.RUNNING
     row.instance, row.boot = process.instance(), process.BOOT
-    row.approval = {**(row.approval or {}), "decision": decision}
+    approval = TurnApproval.from_json(row.approval)
+    # A row with no readable approval keeps what it holds: the turn goes on
+    # (or, stopped, ends) all the same, and the card had nothing to show.
+    row.approval = replace(approval, decision=decision).to_json() if approval else {**(row.approval or {}), "decision": decision}
     row.save(update_fields=["status", "instance", "boot", "approval"])
     thread.running_turn_index, thread.running_since, thread.cancel_requested = turn, now, False
     return row
@@ -294,9 +304,10 @@ def turn_approval_outcome(*, thread: Thread, turn_index: int, outcome: str) -> N
     turn row's approval records why (fragments.APPROVAL_OUTCOMES), so the
     card says so after a reload and in copies too."""
     row = Turn.objects.select_for_update().filter(thread=thread, index=turn_index).first()
-    if row is None or not isinstance(row.approval, dict):
+    approval = TurnApproval.from_json(row.approval) if row is not None else None
+    if approval is None:
         return
-    row.approval = {**row.approval, "outcome": outcome}
+    row.approval = replace(approval, outcome=outcome).to_json()
     row.save(update_fields=["approval"])
 
 
