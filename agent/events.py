@@ -9,6 +9,9 @@ commit (workspace.events), the same way as the person's own edits.
 
 from dataclasses import dataclass
 
+from .approval_request import ApprovalRequest
+from .steps import StepStatus
+
 
 @dataclass(frozen=True)
 class Token:
@@ -44,7 +47,7 @@ class StepFinished:
     arguments as JSON, for the operator."""
 
     tool_name: str
-    status: str
+    status: StepStatus
     call_id: str = ""
     error: str = ""
     refused: bool = False
@@ -53,7 +56,7 @@ class StepFinished:
 
     @property
     def succeeded(self) -> bool:
-        return self.status != "failed"
+        return self.status != StepStatus.FAILED
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,7 @@ class ApprovalAsked:
     resumes."""
 
     interrupt_id: str
-    request: dict
+    request: ApprovalRequest
 
 
 AgentEvent = (

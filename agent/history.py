@@ -24,6 +24,7 @@ from .checkpointer import (
     postgres_conninfo,
     sqlite_path,
 )
+from .steps import Step, StepStatus
 from .tools.envelope import envelope_error, step_note, step_status
 
 logger = logging.getLogger("haico.agent.history")
@@ -42,9 +43,7 @@ GENERIC_STEP = "Working on the shared workspace."
 class PastTurn:
     turn_index: int
     user_message: str
-    # {"text": the call's sentence, "status": "done" | "skipped" | "failed" | "" (no result)},
-    # and "note" when a failed step can say why in plain words (envelope.step_note)
-    steps: list[dict] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
     answer: str = ""
     stopped: bool = False
     error: str = ""
@@ -76,7 +75,7 @@ def step_sentence(tool_call: dict) -> str:
 def turns_from_messages(messages: list[BaseMessage]) -> list[PastTurn]:
     """Group a thread's message history into turns, oldest first."""
     turns: list[PastTurn] = []
-    calls: dict[str, dict] = {}  # tool call id -> its step, for the result's status
+    calls: dict[str, Step] = {}  # tool call id -> its step, for the result's status
     for message in messages:
         if isinstance(message, HumanMessage):
             tagged = (message.response_metadata or {}).get(TURN_INDEX_KEY)
@@ -86,17 +85,17 @@ def turns_from_messages(messages: list[BaseMessage]) -> list[PastTurn]:
         if isinstance(message, ToolMessage):
             step = calls.get(message.tool_call_id)
             if step is not None:
-                step["status"] = step_status(message.content, error=message.status == "error")
-                note = step_note(envelope_error(message.content)) if step["status"] == "failed" else ""
+                step.status = step_status(message.content, error=message.status == "error")
+                note = step_note(envelope_error(message.content)) if step.status == StepStatus.FAILED else ""
                 if note:
-                    step["note"] = note
+                    step.note = note
             continue
         if not turns or not isinstance(message, AIMessage):
             continue
         turn = turns[-1]
         if message.tool_calls:
             for call in message.tool_calls:
-                step = {"text": step_sentence(call), "status": ""}
+                step = Step(text=step_sentence(call))
                 turn.steps.append(step)
                 if call.get("id"):
                     calls[call["id"]] = step
@@ -110,9 +109,9 @@ def turns_from_messages(messages: list[BaseMessage]) -> list[PastTurn]:
     return turns
 
 
-def turn_steps(messages: list[BaseMessage], *, turn_index: int) -> list[tuple[str, dict]]:
+def turn_steps(messages: list[BaseMessage], *, turn_index: int) -> list[tuple[str, Step]]:
     """The steps of turn `turn_index` so far, in call order, each with its
-    tool call id: (call id, {"text", "status"}). A turn resumed after an
+    tool call id. A turn resumed after an
     approval (agent.approvals) numbers its new steps on from these."""
     start = None
     for i, message in enumerate(messages):

@@ -133,7 +133,7 @@ def main(turns: int, chars: int) -> None:
         turn_begin_ms.append((time.perf_counter() - start) * 1000)
         turn_finish(thread=thread, turn_index=index)
         reading = selectors.workspace_reading_for(thread=thread)
-        captured.append((index, reading.document[1], len(reading.preferences), len(reading.todos)))
+        captured.append((index, reading.document.content, len(reading.preferences), len(reading.todos)))
 
     # A full copy: each row holds the three values whole.
     full_copy = 0

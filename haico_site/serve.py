@@ -46,8 +46,12 @@ def instance_from_daphne_args(argv: list[str]) -> str:
 
 
 def use_uvloop() -> None:
-    import uvloop
-
+    """uvloop where it is installed; elsewhere (it has no wheels for Windows
+    or PyPy, requirements.txt) asyncio's own loop runs the same code, slower."""
+    try:
+        import uvloop
+    except ImportError:
+        return
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 

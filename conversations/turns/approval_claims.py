@@ -4,14 +4,18 @@ on with it; any later answer is refused."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.db import transaction
 from django.utils import timezone
 
+from agent.approval_request import ApprovalRequest
 from workspace.errors import InvalidInput
 from workspace.models import Thread
 
 from ..models import Turn
 from . import process
+from .approval_record import TurnApproval
 from .message_checks import turn_number
 from .slot import claim_slot, free_slot
 
@@ -25,7 +29,9 @@ def awaiting_approval(thread_id) -> Turn | None:
 
 
 @transaction.atomic
-def turn_await_approval(*, thread: Thread, turn_index: int, interrupt_id: str, request: dict, answer: str = "") -> bool:
+def turn_await_approval(
+    *, thread: Thread, turn_index: int, interrupt_id: str, request: ApprovalRequest, answer: str = ""
+) -> bool:
     """The running turn paused before a hard-to-undo change: its slot is
     released (no process runs it; nothing keeps its claim alive) and its row
     waits with the question. Recovery only releases running turns, so a
@@ -35,7 +41,9 @@ def turn_await_approval(*, thread: Thread, turn_index: int, interrupt_id: str, r
     free_slot(thread.pk, turn_index, now=timezone.now())
     return bool(
         Turn.objects.filter(thread=thread, index=turn_index, status=Turn.Status.RUNNING).update(
-            status=Turn.Status.AWAITING, answer=answer, approval={"interrupt_id": interrupt_id, "request": request}
+            status=Turn.Status.AWAITING,
+            answer=answer,
+            approval=TurnApproval(interrupt_id=interrupt_id, request=request).to_json(),
         )
     )
 
@@ -55,7 +63,10 @@ def turn_answer_claim(*, thread: Thread, turn, decision: str) -> Turn:
     claim_slot(locked, turn, now=timezone.now())
     row.status = Turn.Status.RUNNING
     row.instance, row.boot = process.instance(), process.BOOT
-    row.approval = {**(row.approval or {}), "decision": decision}
+    approval = TurnApproval.from_json(row.approval)
+    # A row with no readable approval keeps what it holds: the turn goes on
+    # (or, stopped, ends) all the same, and the card had nothing to show.
+    row.approval = replace(approval, decision=decision).to_json() if approval else {**(row.approval or {}), "decision": decision}
     row.save(update_fields=["status", "instance", "boot", "approval"])
     return row
 
@@ -66,7 +77,8 @@ def turn_approval_outcome(*, thread: Thread, turn_index: int, outcome: str) -> N
     turn row's approval records why (fragments.APPROVAL_OUTCOMES), so the
     card says so after a reload and in copies too."""
     row = Turn.objects.select_for_update().filter(thread=thread, index=turn_index).first()
-    if row is None or not isinstance(row.approval, dict):
+    approval = TurnApproval.from_json(row.approval) if row is not None else None
+    if approval is None:
         return
-    row.approval = {**row.approval, "outcome": outcome}
+    row.approval = replace(approval, outcome=outcome).to_json()
     row.save(update_fields=["approval"])

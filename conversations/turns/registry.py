@@ -42,6 +42,7 @@ from ..live import publisher
 from ..models import Account, Turn
 from ..selectors import latest_turn_row
 from . import approval_claims, fragments, outcome, slot
+from .approval_record import TurnApproval
 from .run import Resume, TurnRun, stored_selection
 
 logger = logging.getLogger("haico.conversations.turns")
@@ -266,7 +267,7 @@ async def answer_approval(*, thread: Thread, turn, decision: str) -> int:
     detached = contextvars.Context()
     detached.run(_prepare)
     row, model, windows = await database_sync_to_async(_claim_answer)(thread=thread, turn=turn, decision=decision)
-    resume = Resume(interrupt_id=row.approval.get("interrupt_id") or "", decision=decision, approval=row.approval)
+    resume = Resume(decision=decision, approval=TurnApproval.from_json(row.approval))
     # The turn goes on with the model it began with (unless its person may
     # no longer use it: _claim_answer), in the mode it began in and about
     # the passage it asked about.
@@ -436,7 +437,7 @@ def ended_fragments(thread_id) -> list[str]:
             user_message=row.user_message,
             thread_id=thread_id,
             ending=outcome.marker(status=row.status),
-            approval=fragments.approval_view(row.approval, pending=True),
+            approval=fragments.approval_view(TurnApproval.from_json(row.approval), pending=True),
         )
         return [fragments.approval_card(turn)]
     # The page may have been built before that turn ended: its map too.

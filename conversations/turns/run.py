@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
@@ -36,9 +36,10 @@ from django.utils.html import escape
 
 from agent import checkpointer as checkpointers
 from agent.answer_cap import answer_max_chars, capped_answer
+from agent.approval_request import ApprovalRequest
 from agent.builder import AgentProvider
 from agent.catalogue import ModelChoice
-from agent.context import AgentContext, Selection, TokenBudget
+from agent.context import AgentContext, ResumedCall, Selection, TokenBudget
 from agent.events import (
     Answer,
     ApprovalAsked,
@@ -52,6 +53,7 @@ from agent.events import (
     Token,
 )
 from agent.history import turn_steps
+from agent.steps import Step, StepStatus
 from agent.tools.envelope import step_note
 from agent.turn import (
     CANCELLED_TOOL_RESULT,
@@ -70,6 +72,7 @@ from ..live import RESYNC, RESYNC_CHAT, publisher
 from ..models import ActivityLogEntry, Turn
 from ..usage import usage_record
 from . import approval_claims, fragments, outcome, slot
+from .approval_record import TurnApproval
 from .errors import safe_error_message
 from .logcontext import TurnIds, current_turn
 
@@ -129,13 +132,34 @@ class TurnStopped(Exception):
 @dataclass(frozen=True)
 class Resume:
     """The person's answer to the approval a turn waits for (turns.approval_claims):
-    the interrupt it answers, what the agent is told, and the row's
-    `approval` (its request, for the card). `decision` is approval_claims.APPROVED,
-    REJECTED or STOPPED (Stop: rejected, and the turn ends)."""
+    `decision` is approval_claims.APPROVED, REJECTED or STOPPED (Stop: rejected, and
+    the turn ends); `approval` is the row's (the interrupt it answers and
+    the request, for the card), None if the row holds none it can read."""
 
-    interrupt_id: str
     decision: str
-    approval: dict
+    approval: TurnApproval | None
+
+    @property
+    def interrupt_id(self) -> str:
+        return self.approval.interrupt_id if self.approval else ""
+
+    @property
+    def request(self) -> ApprovalRequest | None:
+        return self.approval.request if self.approval else None
+
+
+def resumed_call(resume: Resume | None) -> ResumedCall | None:
+    """What the agent is told of the call the person answered (agent.approvals):
+    the row's call id and their decision. A row that names no call leaves
+    it empty, and the agent then runs no call on that answer."""
+    if resume is None:
+        return None
+    request = resume.request
+    return ResumedCall(
+        call_id=request.call_id if request else "",
+        approved=resume.decision == approval_claims.APPROVED,
+        document_version=request.document.version if request and request.document else None,
+    )
 
 
 class TurnRun:
@@ -159,7 +183,12 @@ class TurnRun:
         # next one), and so does the passage the person asked about, shown
         # to every model call of the turn, and the person's token limits.
         self.context = AgentContext(
-            thread=thread, turn_index=turn_index, mode=mode, selection=selection, budget=budget or TokenBudget()
+            thread=thread,
+            turn_index=turn_index,
+            mode=mode,
+            selection=selection,
+            budget=budget or TokenBudget(),
+            resuming=resumed_call(resume),
         )
         # Whose tokens the model calls are, and the turn row they belong to (docs/adr/0063).
         self.user_id = user_id
@@ -173,7 +202,7 @@ class TurnRun:
         self.stop_event = asyncio.Event()
         self.shutting_down = False  # set with stop_event by a server shutdown
         self.graph = None
-        self.steps: list[dict] = []  # {"text", "status"}, in call order
+        self.steps: list[Step] = []  # in call order
         self._step_numbers: dict[str, int] = {}  # tool call id -> 1-based step number
         self.draft: list[str] = []  # text streamed by the current model call
         self._draft_chars = 0
@@ -195,11 +224,9 @@ class TurnRun:
     def prepare() -> None:
         """Load what a turn's first fragments would: the chat and live-patch
         templates and the markdown renderer."""
-        turn = fragments.turn_context(
-            turn_index=0, user_message="", steps=[{"text": "x", "status": ""}], answer="*x*", running=True
-        )
+        turn = fragments.turn_context(turn_index=0, user_message="", steps=[Step(text="x")], answer="*x*", running=True)
         fragments.turn_shell(turn, title="x")
-        fragments.steps(0, [{"text": "x", "status": ""}], first_number=1)
+        fragments.steps(0, [Step(text="x")], first_number=1)
         fragments.closing({**turn, "running": False})
         render_markdown("*x*")
         for name in ("objective", "preferences", "plan", "centre"):
@@ -405,7 +432,7 @@ class TurnRun:
         if not waiting:
             return  # released meanwhile by another process, which told the tabs
         await self._note(activity.approval_asked(asked.request))
-        approval = fragments.approval_view({"request": asked.request}, pending=True)
+        approval = fragments.approval_view(TurnApproval(interrupt_id=asked.interrupt_id, request=asked.request), pending=True)
         ending = outcome.marker(status=Turn.Status.AWAITING)
         try:
             self.send(fragments.in_progress(self._turn()) + fragments.approval_card(self._turn(ending=ending, approval=approval)))
@@ -420,24 +447,25 @@ class TurnRun:
             approval_claims.REJECTED: "Rejected",
             approval_claims.STOPPED: "Rejected (Stop)",
         }[decision]
-        summary = (self.resume.approval.get("request") or {}).get("summary", "")
-        await self._note(activity.approval_answered(words, summary))
-        approval = fragments.approval_view({**self.resume.approval, "decision": decision}, pending=False)
+        request = self.resume.request
+        await self._note(activity.approval_answered(words, request.summary if request else ""))
+        answered = replace(self.resume.approval, decision=decision) if self.resume.approval else None
+        approval = fragments.approval_view(answered, pending=False)
         self.send(fragments.approval_card(self._turn(approval=approval)))
 
     def _approved_call_id(self) -> str:
         """The id of the tool call the person approved, if this run resumed with an approval."""
         if self.resume is None or self.resume.decision != approval_claims.APPROVED:
             return ""
-        return str((self.resume.approval.get("request") or {}).get("call_id") or "")
+        return self.resume.request.call_id if self.resume.request else ""
 
     async def _approved_call_ended(self, event: StepFinished) -> None:
         """The approved change ran: if it could not be applied (in full) the
         card says so instead of a plain "You approved", in every tab and on
         the row (a reload, a branch and an archive show the same)."""
-        if event.status == "failed":
+        if event.status == StepStatus.FAILED:
             outcome = "overlap" if event.overlap else "failed"
-        elif event.status == "skipped":
+        elif event.status == StepStatus.SKIPPED:
             outcome = "partial"
         else:
             return
@@ -448,7 +476,7 @@ class TurnRun:
         except Exception:
             logger.exception("could not record the outcome of the approval of turn %s", self.turn_index)
         approval = fragments.approval_view(
-            {**self.resume.approval, "decision": approval_claims.APPROVED, "outcome": outcome}, pending=False
+            replace(self.resume.approval, decision=approval_claims.APPROVED, outcome=outcome), pending=False
         )
         self.send(fragments.approval_card(self._turn(approval=approval)))
 
@@ -461,9 +489,10 @@ class TurnRun:
             await self._load_steps()
             if self.resume.decision == approval_claims.STOPPED:
                 raise TurnStopped
+            document = self.resume.request.document if self.resume.request else None
             decision = {
                 "approved": self.resume.decision == approval_claims.APPROVED,
-                "document_version": ((self.resume.approval.get("request") or {}).get("document") or {}).get("version"),
+                "document_version": document.version if document else None,
             }
             events = resume_turn(self.graph, context=self.context, interrupt_id=self.resume.interrupt_id, decision=decision)
         await self._drain(events)
@@ -555,20 +584,21 @@ class TurnRun:
             # the trace only marks a step that did not work (or only in part).
             number = self._step_numbers.get(event.call_id)
             if number is not None:
-                self.steps[number - 1]["status"] = event.status
-                note = step_note(event.error) if event.status == "failed" else ""
+                step = self.steps[number - 1]
+                step.status = event.status
+                note = step_note(event.error) if event.status == StepStatus.FAILED else ""
                 if note:
-                    self.steps[number - 1]["note"] = note
-                if event.status != "done":
-                    self.send(fragments.step_result(self.turn_index, number, self.steps[number - 1]))
-            sentence = self.steps[number - 1]["text"] if number is not None else ""
+                    step.note = note
+                if event.status != StepStatus.DONE:
+                    self.send(fragments.step_result(self.turn_index, number, step))
+            sentence = self.steps[number - 1].text if number is not None else ""
             await self._note(activity.step_result(event, sentence))
             if event.call_id and event.call_id == self._approved_call_id():
                 await self._approved_call_ended(event)
 
     def _steps_started(self, event: StepsStarted) -> None:
         first = len(self.steps) + 1
-        new = [{"text": sentence, "status": ""} for sentence in event.sentences]
+        new = [Step(text=sentence) for sentence in event.sentences]
         for offset, call_id in enumerate(event.call_ids):
             if call_id:
                 self._step_numbers[call_id] = first + offset

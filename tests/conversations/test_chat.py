@@ -50,7 +50,7 @@ async def test_after_a_turn_the_page_shows_it_with_reasoning_collapsed(owner, th
     context = await _context(thread, owner)
     [turn] = context["turns"]
     assert turn["turn_index"] == 1 and turn["user_message"] == "plan my essay"
-    assert turn["steps"] == [{"text": "Laying out the plan.", "status": "done"}]
+    assert [step.to_json() for step in turn["steps"]] == [{"text": "Laying out the plan.", "status": "done"}]
     assert "<strong>one step</strong>" in turn["answer_html"]
     assert context["running"] is False
 
@@ -209,7 +209,7 @@ async def test_failed_and_skipped_steps_are_marked_in_the_trace(owner, thread, s
     )
     await _run_turn(thread, "go")
     [turn] = (await _context(thread, owner))["turns"]
-    assert [step["status"] for step in turn["steps"]] == ["failed", "failed", "skipped", "done"]
+    assert [step.status for step in turn["steps"]] == ["failed", "failed", "skipped", "done"]
     chat = _chat_panel(await _page(async_client, owner, thread))
     assert re.search(
         r'<li id="turn-1-step-1" class="reasoning-step is-failed">Drawing a chart with no data. <span class="step-status">Failed</span>',
