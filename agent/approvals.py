@@ -34,7 +34,7 @@ from langgraph.types import interrupt
 
 from workspace import selectors
 from workspace.db import usable_connections
-from workspace.diff import REMOVED, diff_text
+from workspace.diff import REMOVED, Gap, diff_text
 
 from .context import AgentContext
 from .tools.envelope import rejected_envelope
@@ -61,7 +61,7 @@ def removed_share(old: str, new: str) -> float:
         return 0.0
     removed = 0
     for row in diff_text(old, new, context=0).rows:
-        if row.kind == "gap":
+        if isinstance(row, Gap):
             continue
         if row.kind == REMOVED:
             removed += len(row.text) + 1  # and its line break
@@ -81,7 +81,8 @@ def _document_request(thread, args: dict) -> dict | None:
     share = removed_share(old, content)
     if share < DOCUMENT_REMOVED_SHARE:
         return None
-    title = args.get("title") if isinstance(args.get("title"), str) and args.get("title").strip() else document.title
+    given_title = args.get("title")
+    title = given_title if isinstance(given_title, str) and given_title.strip() else document.title
     return {
         "kind": DOCUMENT,
         "summary": f"Replace the document “{document.title}”: about {round(share * 100)}% of its text would be removed.",
@@ -149,7 +150,7 @@ RULES = {"update_document": _document_request, "remove_todos": _plan_request, "r
 def approval_request(thread, tool_call: dict) -> dict | None:
     """What the person is asked before `tool_call` runs, or None when it
     may run without asking. Only reads."""
-    rule = RULES.get(tool_call.get("name"))
+    rule = RULES.get(tool_call.get("name") or "")
     args = tool_call.get("args")
     if rule is None or not isinstance(args, dict):
         return None

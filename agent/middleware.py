@@ -53,14 +53,14 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 from django.conf import settings
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
-from langchain_core.runnables.config import var_child_runnable_config
+from langchain_core.runnables.config import RunnableConfig, var_child_runnable_config
 from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from langgraph.config import get_stream_writer
 from langgraph.pregel._messages import StreamMessagesHandler, StreamMessagesHandlerV2
@@ -129,14 +129,14 @@ def refusals(message: AIMessage, verdict: str | None) -> dict[str, str]:
     """The tool calls of an accepted reply that must not run, with why."""
     refused: dict[str, str] = {}
     if verdict == "truncated":
-        refused.update({call["id"]: TRUNCATED_CALL_ERROR for call in message.tool_calls if call.get("id")})
+        refused.update({call_id: TRUNCATED_CALL_ERROR for call in message.tool_calls if (call_id := call.get("id"))})
     elif verdict == "exhausted:malformed":
-        refused.update({call["id"]: MALFORMED_CALL_ERROR for call in message.tool_calls if call.get("id")})
+        refused.update({call_id: MALFORMED_CALL_ERROR for call in message.tool_calls if (call_id := call.get("id"))})
     for call_id, problem in ((message.additional_kwargs or {}).get(INVALID_TOOL_ARGS_KEY) or {}).items():
         refused.setdefault(call_id, INVALID_ARGS_ERROR.format(problem=problem))
     for call in message.invalid_tool_calls or []:
-        if call.get("id") and call.get("name"):
-            refused.setdefault(call["id"], INVALID_ARGS_ERROR.format(problem="not valid JSON"))
+        if (call_id := call.get("id")) and call.get("name"):
+            refused.setdefault(call_id, INVALID_ARGS_ERROR.format(problem="not valid JSON"))
     return refused
 
 
@@ -160,7 +160,8 @@ def with_refusals(message: AIMessage, refused: dict[str, str]) -> AIMessage:
     known = {call.get("id") for call in calls}
     for call in message.invalid_tool_calls or []:
         if call.get("id") in refused and call["id"] not in known:
-            calls.append({"name": call["name"], "args": {}, "id": call["id"], "type": "tool_call"})
+            # The name as the model sent it.
+            calls.append({"name": call["name"], "args": {}, "id": call["id"], "type": "tool_call"})  # type: ignore[typeddict-item]
     meta = {**(message.response_metadata or {}), REFUSED_CALLS_KEY: refused}
     return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": [], "response_metadata": meta})
 
@@ -342,7 +343,8 @@ def _gated_stream(*, live: bool) -> Iterator[_AttemptGate | _NoGate]:
     if gate is None:
         yield _NoGate()
         return
-    token = var_child_runnable_config.set({**config, "callbacks": manager})
+    # config holds callbacks here, so it is not None.
+    token = var_child_runnable_config.set(cast(RunnableConfig, {**(config or {}), "callbacks": manager}))
     try:
         yield gate
     finally:
@@ -633,7 +635,7 @@ class TurnCallLimitMiddleware(AgentMiddleware):
         limit = self.limits.get(mode) or 0
         if not limit or model_calls_this_turn(request.state.get("messages") or request.messages) < limit:
             return None
-        words = {"mode": label(mode), "limit": limit, "setting": CALL_LIMIT_SETTINGS[mode]}
+        words: dict[str, Any] = {"mode": label(mode), "limit": limit, "setting": CALL_LIMIT_SETTINGS[mode]}
         logger.warning("turn stopped at the %s mode's model-call limit of %s", mode, limit)
         _emit(CapReached(cap="model_calls", limit=limit, detail=CALL_LIMIT_DIAGNOSTIC.format(**words), mode=words["mode"]))
         note = AIMessage(content=CALL_LIMIT_MESSAGE.format(**words), response_metadata={SYNTHETIC_KEY: True})
