@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage
 
-from .model import INVALID_TOOL_ARGS_KEY
+from .model import INVALID_TOOL_ARGS_KEY, json_problem
 
 logger = logging.getLogger("haico.agent")
 
@@ -101,7 +101,7 @@ def _json_problem(raw: str) -> str:
     try:
         json.loads(raw)
     except ValueError as exc:
-        return f"not valid JSON ({exc.msg} at character {exc.pos})"
+        return json_problem(exc)
     return "not a JSON object"
 
 
@@ -112,7 +112,7 @@ def _arguments(value) -> tuple[dict, str | None]:
         try:
             value = json.loads(value) if value.strip() else {}
         except ValueError as exc:
-            return {}, f"not valid JSON ({exc.msg} at character {exc.pos})"
+            return {}, json_problem(exc)
     if not isinstance(value, dict):
         return {}, "not a JSON object"
     return value, None
