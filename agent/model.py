@@ -347,10 +347,11 @@ def get_chat_model(model=None) -> HaicoChatOpenAI:
         base_url = settings.OPENAI_BASE_URL or None
         api_key = settings.OPENAI_API_KEY or PLACEHOLDER_API_KEY
     remember_secret(api_key)
-    return HaicoChatOpenAI(
+    # pydantic fields, taken by alias (max_tokens) and converted (api_key to a SecretStr).
+    return HaicoChatOpenAI(  # type: ignore[call-arg]
         model=name,
         base_url=base_url,
-        api_key=api_key,
+        api_key=api_key,  # type: ignore[arg-type]
         timeout=settings.HAICO_MODEL_TIMEOUT,
         # The OpenAI SDK retries connection errors, 408/409/429 and 5xx with
         # exponential backoff and honours Retry-After.
