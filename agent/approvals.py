@@ -41,7 +41,7 @@ from langgraph.types import interrupt
 
 from workspace import selectors
 from workspace.db import usable_connections
-from workspace.diff import REMOVED, diff_text
+from workspace.diff import REMOVED, Gap, diff_text
 
 from .approval_request import ApprovalRequest, DocumentChange
 from .context import AgentContext
@@ -74,7 +74,7 @@ def removed_share(old: str, new: str) -> float:
         return 0.0
     removed = 0
     for row in diff_text(old, new, context=0).rows:
-        if row.kind == "gap":
+        if isinstance(row, Gap):
             continue
         if row.kind == REMOVED:
             removed += len(row.text) + 1  # and its line break
@@ -94,7 +94,8 @@ def _document_request(thread, args: dict) -> ApprovalRequest | None:
     share = removed_share(old, content)
     if share < DOCUMENT_REMOVED_SHARE:
         return None
-    title = args.get("title") if isinstance(args.get("title"), str) and args.get("title").strip() else document.title
+    asked_title = args.get("title")
+    title = asked_title if isinstance(asked_title, str) and asked_title.strip() else document.title
     return ApprovalRequest(
         kind=DOCUMENT,
         summary=f"Replace the document “{document.title}”: about {round(share * 100)}% of its text would be removed.",
@@ -155,7 +156,7 @@ RULES = {"update_document": _document_request, "remove_todos": _plan_request, "r
 def approval_request(thread, tool_call: dict) -> ApprovalRequest | None:
     """What the person is asked before `tool_call` runs, or None when it
     may run without asking. Only reads."""
-    rule = RULES.get(tool_call.get("name"))
+    rule = RULES.get(tool_call.get("name") or "")
     args = tool_call.get("args")
     if rule is None or not isinstance(args, dict):
         return None
@@ -190,7 +191,7 @@ class ApprovalMiddleware(AgentMiddleware):
             return None
         # Pauses the turn, or, resumed, returns the answer LangGraph holds for this call.
         decision = interrupt(asked.to_json() if asked else {"call_id": call_id})
-        if not answered:
+        if resuming is None or not answered:
             logger.warning("refused call %s: resumed with an answer the turn did not name", call_id)
             return ToolMessage(
                 content=failure_envelope(UNMATCHED_ANSWER, refused=True),

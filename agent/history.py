@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 
 from .checkpointer import (
     SQLITE_TIMEOUT_SECONDS,
@@ -64,7 +67,7 @@ def message_text(message: BaseMessage) -> str:
     return "".join(parts)
 
 
-def step_sentence(tool_call: dict) -> str:
+def step_sentence(tool_call: Mapping[str, Any]) -> str:
     args = tool_call.get("args") or {}
     sentence = args.get("action_and_reasoning") if isinstance(args, dict) else None
     if isinstance(sentence, str) and sentence.strip():
@@ -97,8 +100,8 @@ def turns_from_messages(messages: list[BaseMessage]) -> list[PastTurn]:
             for call in message.tool_calls:
                 step = Step(text=step_sentence(call))
                 turn.steps.append(step)
-                if call.get("id"):
-                    calls[call["id"]] = step
+                if call_id := call.get("id"):
+                    calls[call_id] = step
             continue
         text = message_text(message)
         if (message.response_metadata or {}).get(STOPPED_KEY):
@@ -148,7 +151,7 @@ def repair_update(
     else:
         ours = messages[start + 1 :]
     results = [m for m in ours if isinstance(m, ToolMessage)]
-    answered = {m.tool_call_id for m in results}
+    answered: set[str | None] = {m.tool_call_id for m in results}
     update.extend(results)
     for message in ours:
         if isinstance(message, AIMessage):
@@ -163,7 +166,7 @@ def repair_update(
     return update
 
 
-def _sqlite_messages(config: dict) -> list[BaseMessage]:
+def _sqlite_messages(config: RunnableConfig) -> list[BaseMessage]:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     conn = sqlite3.connect(sqlite_path(), timeout=SQLITE_TIMEOUT_SECONDS, check_same_thread=False)
@@ -179,7 +182,7 @@ def _sqlite_messages(config: dict) -> list[BaseMessage]:
     return list(found.checkpoint["channel_values"].get("messages", [])) if found else []
 
 
-def _postgres_messages(config: dict) -> list[BaseMessage]:
+def _postgres_messages(config: RunnableConfig) -> list[BaseMessage]:
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
 
@@ -193,7 +196,7 @@ def _postgres_messages(config: dict) -> list[BaseMessage]:
 
 def read_messages(thread_id) -> list[BaseMessage]:
     """The thread's messages as of its latest checkpoint ([] if none)."""
-    config = {"configurable": {"thread_id": str(thread_id), "checkpoint_ns": ""}}
+    config: RunnableConfig = {"configurable": {"thread_id": str(thread_id), "checkpoint_ns": ""}}
     if database_vendor() == "postgresql":
         return _postgres_messages(config)
     return _sqlite_messages(config)

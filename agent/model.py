@@ -58,6 +58,14 @@ class ModelNotConfigured(Exception):
 INVALID_TOOL_ARGS_KEY = "haico_invalid_tool_args"
 
 
+def json_problem(error: ValueError) -> str:
+    """What was wrong with arguments json.loads refused. Not every refusal is a
+    JSONDecodeError: a number past int's digit limit is a plain ValueError."""
+    if isinstance(error, json.JSONDecodeError):
+        return f"not valid JSON ({error.msg} at character {error.pos})"
+    return f"not valid JSON ({error})"
+
+
 # How much of an error response's body the operator's detail keeps.
 BODY_EXCERPT_CHARS = 300
 
@@ -221,7 +229,7 @@ class _ToolArgsCheck:
             try:
                 value = json.loads(raw)
             except ValueError as exc:
-                found[self._ids.get(index, str(index))] = f"not valid JSON ({exc.msg} at character {exc.pos})"
+                found[self._ids.get(index, str(index))] = json_problem(exc)
                 continue
             if not isinstance(value, dict):
                 found[self._ids.get(index, str(index))] = "not a JSON object"
@@ -339,10 +347,11 @@ def get_chat_model(model=None) -> HaicoChatOpenAI:
         base_url = settings.OPENAI_BASE_URL or None
         api_key = settings.OPENAI_API_KEY or PLACEHOLDER_API_KEY
     remember_secret(api_key)
-    return HaicoChatOpenAI(
+    # pydantic fields, taken by alias (max_tokens) and converted (api_key to a SecretStr).
+    return HaicoChatOpenAI(  # type: ignore[call-arg]
         model=name,
         base_url=base_url,
-        api_key=api_key,
+        api_key=api_key,  # type: ignore[arg-type]
         timeout=settings.HAICO_MODEL_TIMEOUT,
         # The OpenAI SDK retries connection errors, 408/409/429 and 5xx with
         # exponential backoff and honours Retry-After.

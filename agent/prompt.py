@@ -233,7 +233,8 @@ def selection_in(reading: selectors.WorkspaceReading, selection: Selection | Non
     content = (reading.document or selectors.UNWRITTEN_DOCUMENT).content
     if content[selection.start : selection.end] == selection.text:
         return selection
-    starts, at = [], content.find(selection.text)
+    starts: list[int] = []
+    at = content.find(selection.text)
     while at != -1 and len(starts) < 100:
         starts.append(at)
         at = content.find(selection.text, at + 1)

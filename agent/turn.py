@@ -158,7 +158,7 @@ def _step_error(content, status: StepStatus) -> tuple[str, bool]:
 def _message_events(message, seen: set, calls: dict):
     if isinstance(message, AIMessage):
         call_ids = tuple(call.get("id") or "" for call in message.tool_calls)
-        key = ("ai", message.id, message_text(message), call_ids)
+        key: tuple = ("ai", message.id, message_text(message), call_ids)
         if key in seen:
             return
         seen.add(key)

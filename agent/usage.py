@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 from django.utils import timezone
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -89,7 +91,7 @@ def call_usage(request: ModelRequest, response) -> ModelCallUsage | None:
     if reply is None:
         return None
     name = str(getattr(request.model, "model_name", "") or "")
-    reported = reply.usage_metadata or {}
+    reported: Mapping[str, Any] = reply.usage_metadata or {}
     if reported.get("input_tokens") is not None or reported.get("output_tokens") is not None:
         return ModelCallUsage(int(reported.get("input_tokens") or 0), int(reported.get("output_tokens") or 0), model=name)
     sent = [request.system_message, *request.messages] if request.system_message is not None else list(request.messages)

@@ -1,9 +1,11 @@
 """Reads of the workspace. No function here writes."""
 
 import bisect
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, cast
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Case, IntegerField, Value, When
 from django.http import Http404
 
@@ -31,19 +33,20 @@ STANDING_OBJECTIVE = (
 # --- threads: ownership scoping lives here so every layer shares it -----------
 
 
-def threads_for_user(*, user: AbstractBaseUser) -> list[Thread]:
+def threads_for_user(*, user: User) -> list[Thread]:
     """The person's live threads, most recently active first."""
     return list(Thread.objects.filter(owner=user, is_deleted=False).order_by("-last_activity_at"))
 
 
-def thread_for_user(*, user: AbstractBaseUser, thread_id) -> Thread | None:
+def thread_for_user(*, user: User | AnonymousUser, thread_id) -> Thread | None:
     """The thread if `user` owns it and it is not deleted, else None."""
+    # getattr: a socket's scope may hold no user at all.
     if not getattr(user, "is_authenticated", False):
         return None
-    return Thread.objects.filter(pk=thread_id, owner=user, is_deleted=False).first()
+    return Thread.objects.filter(pk=thread_id, owner=cast(User, user), is_deleted=False).first()
 
 
-def get_thread_for_user_or_404(*, user: AbstractBaseUser, thread_id) -> Thread:
+def get_thread_for_user_or_404(*, user: User | AnonymousUser, thread_id) -> Thread:
     """Another person's thread is a 404, never a 403 that would confirm it exists."""
     thread = thread_for_user(user=user, thread_id=thread_id)
     if thread is None:
@@ -158,10 +161,12 @@ def preferences_patch(*, thread: Thread, ids=None) -> tuple[list[Preference], li
     it in its own list (hard or soft)."""
     preferences = preferences_for(thread=thread)
     wanted = set(ids) if ids is not None else {p.pk for p in preferences}
-    found, previous = [], {}
+    found: list[Preference] = []
+    previous: dict[str, int] = {}
     for preference in preferences:
         if preference.pk in wanted:
-            preference.after = previous.get(preference.kind, "")
+            # Not a field: what the patch is rendered with (panels).
+            preference.after = previous.get(preference.kind, "")  # type: ignore[attr-defined]
             found.append(preference)
         previous[preference.kind] = preference.pk
     return found, sorted(wanted - {p.pk for p in found})
@@ -324,7 +329,7 @@ def snapshot_for(*, thread: Thread, turn_index: int) -> WorkspaceSnapshot | None
     )
 
 
-def snapshot_index_for(*, thread: Thread) -> list[dict]:
+def snapshot_index_for(*, thread: Thread) -> list[Mapping[str, Any]]:
     """Every snapshot of the thread, oldest first, without what it stored:
     id, turn_index, user_message, captured_at (docs/adr/0072)."""
     return list(

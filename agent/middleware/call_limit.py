@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage
@@ -62,7 +63,7 @@ class TurnCallLimitMiddleware(AgentMiddleware):
         limit = self.limits.get(mode) or 0
         if not limit or model_calls_this_turn(request.state.get("messages") or request.messages) < limit:
             return None
-        words = {"mode": label(mode), "limit": limit, "setting": CALL_LIMIT_SETTINGS[mode]}
+        words: dict[str, Any] = {"mode": label(mode), "limit": limit, "setting": CALL_LIMIT_SETTINGS[mode]}
         logger.warning("turn stopped at the %s mode's model-call limit of %s", mode, limit)
         emit(CapReached(cap="model_calls", limit=limit, detail=CALL_LIMIT_DIAGNOSTIC.format(**words), mode=words["mode"]))
         note = AIMessage(content=CALL_LIMIT_MESSAGE.format(**words), response_metadata={SYNTHETIC_KEY: True})

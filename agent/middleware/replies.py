@@ -76,14 +76,14 @@ def refusals(message: AIMessage, verdict: RetryVerdict | None) -> dict[str, str]
     """The tool calls of an accepted reply that must not run, with why."""
     refused: dict[str, str] = {}
     if verdict is RetryVerdict.TRUNCATED:
-        refused.update({call["id"]: TRUNCATED_CALL_ERROR for call in message.tool_calls if call.get("id")})
+        refused.update({call_id: TRUNCATED_CALL_ERROR for call in message.tool_calls if (call_id := call.get("id"))})
     elif verdict is RetryVerdict.EXHAUSTED_MALFORMED:
-        refused.update({call["id"]: MALFORMED_CALL_ERROR for call in message.tool_calls if call.get("id")})
+        refused.update({call_id: MALFORMED_CALL_ERROR for call in message.tool_calls if (call_id := call.get("id"))})
     for call_id, problem in ((message.additional_kwargs or {}).get(INVALID_TOOL_ARGS_KEY) or {}).items():
         refused.setdefault(call_id, INVALID_ARGS_ERROR.format(problem=problem))
     for call in message.invalid_tool_calls or []:
-        if call.get("id") and call.get("name"):
-            refused.setdefault(call["id"], INVALID_ARGS_ERROR.format(problem="not valid JSON"))
+        if (call_id := call.get("id")) and call.get("name"):
+            refused.setdefault(call_id, INVALID_ARGS_ERROR.format(problem="not valid JSON"))
     return refused
 
 
@@ -107,7 +107,8 @@ def with_refusals(message: AIMessage, refused: dict[str, str]) -> AIMessage:
     known = {call.get("id") for call in calls}
     for call in message.invalid_tool_calls or []:
         if call.get("id") in refused and call["id"] not in known:
-            calls.append({"name": call["name"], "args": {}, "id": call["id"], "type": "tool_call"})
+            # The name as the model sent it.
+            calls.append({"name": call["name"], "args": {}, "id": call["id"], "type": "tool_call"})  # type: ignore[typeddict-item]
     meta = {**(message.response_metadata or {}), REFUSED_CALLS_KEY: refused}
     return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": [], "response_metadata": meta})
 

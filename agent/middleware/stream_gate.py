@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.messages import RemoveMessage
-from langchain_core.runnables.config import var_child_runnable_config
+from langchain_core.runnables.config import RunnableConfig, var_child_runnable_config
 from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from langgraph.pregel._messages import StreamMessagesHandler, StreamMessagesHandlerV2
 
@@ -186,7 +186,8 @@ def gated_stream(*, live: bool) -> Iterator[_AttemptGate | _NoGate]:
     if gate is None:
         yield _NoGate()
         return
-    token = var_child_runnable_config.set({**config, "callbacks": manager})
+    # config holds callbacks here, so it is not None.
+    token = var_child_runnable_config.set(cast(RunnableConfig, {**(config or {}), "callbacks": manager}))
     try:
         yield gate
     finally:
