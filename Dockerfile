@@ -20,8 +20,9 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
-COPY requirements.txt .
-RUN pip install -r requirements.txt
+# Every package at its locked version, each file checked against its hash (docs/adr/0073).
+COPY requirements.lock .
+RUN pip install --require-hashes -r requirements.lock
 
 COPY . .
 RUN useradd --system --home-dir /app --shell /usr/sbin/nologin haico \

@@ -34,7 +34,8 @@ class ProviderForm(forms.ModelForm):
         fields = ("name", "base_url", "enabled")
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if data.get("new_api_key") and data.get("remove_api_key"):
             raise forms.ValidationError("Either type a new key or remove the stored one, not both.")
         return data
@@ -98,7 +99,8 @@ class CatalogueModelForm(forms.ModelForm):
         fields = ("provider", "name", "label", "enabled", "everyone", "people", "is_default")
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if data.get("is_default"):
             others = CatalogueModel.objects.filter(is_default=True)
             if self.instance.pk:

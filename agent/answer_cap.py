@@ -22,13 +22,13 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.messages import AIMessage
-from langchain_core.runnables.config import var_child_runnable_config
+from langchain_core.runnables.config import RunnableConfig, var_child_runnable_config
 from langgraph.config import get_stream_writer
 
 from .events import Diagnostic
@@ -107,7 +107,8 @@ def _metered(max_chars: int) -> Iterator[_AnswerMeter | None]:
     meter = _AnswerMeter(max_chars)
     manager = callbacks.copy()
     manager.add_handler(meter, inherit=True)
-    token = var_child_runnable_config.set({**config, "callbacks": manager})
+    # config holds callbacks here, so it is not None.
+    token = var_child_runnable_config.set(cast(RunnableConfig, {**(config or {}), "callbacks": manager}))
     try:
         yield meter
     finally:
@@ -158,7 +159,7 @@ class AnswerCapMiddleware(AgentMiddleware):
             try:
                 response = await handler(request)
             except AnswerTooLong:
-                return self._stream_cut(meter)
+                return self._stream_cut(meter)  # type: ignore[arg-type]  # only a meter raises it
         return self._cut_if_long(response)
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
@@ -166,7 +167,7 @@ class AnswerCapMiddleware(AgentMiddleware):
             try:
                 response = handler(request)
             except AnswerTooLong:
-                return self._stream_cut(meter)
+                return self._stream_cut(meter)  # type: ignore[arg-type]  # only a meter raises it
         return self._cut_if_long(response)
 
     def _stream_cut(self, meter: _AnswerMeter) -> ModelResponse:

@@ -19,13 +19,20 @@ the document, the text before and after for its preview.
 On resume LangGraph runs the tool step again from its start, so everything
 before `interrupt()` only reads: the rule is re-evaluated (on the current
 workspace), and `interrupt()` then returns the person's decision instead of
-pausing. An approved call runs; a rejected one is answered with a result
-telling the model the person said no and to continue without it.
+pausing. The code that resumes the turn also names the call answered and the
+answer in the run's context (`AgentContext.resuming`), and that is what
+counts: the call it names keeps its answer even when the workspace changed
+meanwhile so that the rule would no longer ask (a rejection must never run
+the call), and an answer LangGraph hands to any other call is refused: the
+call does not run (fail closed, docs/adr/0076). An approved call runs; a rejected one is
+answered with a result telling the model the person said no and to continue
+without it.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from asgiref.sync import sync_to_async
 from langchain.agents.middleware import AgentMiddleware
@@ -34,10 +41,11 @@ from langgraph.types import interrupt
 
 from workspace import selectors
 from workspace.db import usable_connections
-from workspace.diff import REMOVED, diff_text
+from workspace.diff import REMOVED, Gap, diff_text
 
+from .approval_request import ApprovalRequest, DocumentChange
 from .context import AgentContext
-from .tools.envelope import rejected_envelope
+from .tools.envelope import failure_envelope, rejected_envelope
 
 logger = logging.getLogger("haico.agent.approvals")
 
@@ -53,6 +61,11 @@ REJECTED = (
     "The person rejected this change, so nothing was changed: {summary} "
     "Continue without it and do not try it again unless they ask for it."
 )
+# An answer arrived for a call the resumed run was not told about.
+UNMATCHED_ANSWER = (
+    "Not run: this change waits for the person's approval and no answer to it is known, so nothing was "
+    "changed. Continue without it; ask the person first if it is still needed."
+)
 
 
 def removed_share(old: str, new: str) -> float:
@@ -61,7 +74,7 @@ def removed_share(old: str, new: str) -> float:
         return 0.0
     removed = 0
     for row in diff_text(old, new, context=0).rows:
-        if row.kind == "gap":
+        if isinstance(row, Gap):
             continue
         if row.kind == REMOVED:
             removed += len(row.text) + 1  # and its line break
@@ -70,7 +83,7 @@ def removed_share(old: str, new: str) -> float:
     return min(1.0, removed / len(old))
 
 
-def _document_request(thread, args: dict) -> dict | None:
+def _document_request(thread, args: dict) -> ApprovalRequest | None:
     content = args.get("content")
     if not isinstance(content, str):
         return None  # the tool refuses its arguments itself
@@ -81,19 +94,13 @@ def _document_request(thread, args: dict) -> dict | None:
     share = removed_share(old, content)
     if share < DOCUMENT_REMOVED_SHARE:
         return None
-    title = args.get("title") if isinstance(args.get("title"), str) and args.get("title").strip() else document.title
-    return {
-        "kind": DOCUMENT,
-        "summary": f"Replace the document “{document.title}”: about {round(share * 100)}% of its text would be removed.",
-        "details": [],
-        "document": {
-            "old": old,
-            "new": content,
-            "old_title": document.title,
-            "new_title": title,
-            "version": document.version,
-        },
-    }
+    asked_title = args.get("title")
+    title = asked_title if isinstance(asked_title, str) and asked_title.strip() else document.title
+    return ApprovalRequest(
+        kind=DOCUMENT,
+        summary=f"Replace the document “{document.title}”: about {round(share * 100)}% of its text would be removed.",
+        document=DocumentChange(old=old, new=content, old_title=document.title, new_title=title, version=document.version),
+    )
 
 
 def _indices(args: dict) -> list[int]:
@@ -103,7 +110,7 @@ def _indices(args: dict) -> list[int]:
     return [i for i in indices if isinstance(i, int) and not isinstance(i, bool)]
 
 
-def _plan_request(thread, args: dict) -> dict | None:
+def _plan_request(thread, args: dict) -> ApprovalRequest | None:
     todos = selectors.todos_for(thread=thread)
     details = []
     steps = sub_steps = 0
@@ -120,15 +127,15 @@ def _plan_request(thread, args: dict) -> dict | None:
         details.append(f"“{todos[position].text}”" + (f" and its {below} sub-step{'s' if below > 1 else ''}" if below else ""))
     if not sub_steps:
         return None
-    return {
-        "kind": PLAN,
-        "summary": f"Remove {steps} plan step{'s' if steps > 1 else ''} together with {sub_steps} "
+    return ApprovalRequest(
+        kind=PLAN,
+        summary=f"Remove {steps} plan step{'s' if steps > 1 else ''} together with {sub_steps} "
         f"sub-step{'s' if sub_steps > 1 else ''}.",
-        "details": details,
-    }
+        details=tuple(details),
+    )
 
 
-def _preferences_request(thread, args: dict) -> dict | None:
+def _preferences_request(thread, args: dict) -> ApprovalRequest | None:
     preferences = selectors.preferences_for(thread=thread)
     targets = []
     for index in dict.fromkeys(_indices(args)):
@@ -136,44 +143,29 @@ def _preferences_request(thread, args: dict) -> dict | None:
             targets.append(preferences[index - 1])
     if not targets:
         return None
-    return {
-        "kind": PREFERENCES,
-        "summary": f"Remove {len(targets)} preference{'s' if len(targets) > 1 else ''}.",
-        "details": [f"“{p.title}” ({p.kind})" for p in targets],
-    }
+    return ApprovalRequest(
+        kind=PREFERENCES,
+        summary=f"Remove {len(targets)} preference{'s' if len(targets) > 1 else ''}.",
+        details=tuple(f"“{p.title}” ({p.kind})" for p in targets),
+    )
 
 
 RULES = {"update_document": _document_request, "remove_todos": _plan_request, "remove_preferences": _preferences_request}
 
 
-def approval_request(thread, tool_call: dict) -> dict | None:
+def approval_request(thread, tool_call: dict) -> ApprovalRequest | None:
     """What the person is asked before `tool_call` runs, or None when it
     may run without asking. Only reads."""
-    rule = RULES.get(tool_call.get("name"))
+    rule = RULES.get(tool_call.get("name") or "")
     args = tool_call.get("args")
     if rule is None or not isinstance(args, dict):
         return None
     usable_connections()
     request = rule(thread, args)
-    if request is not None:
-        request["call_id"] = tool_call.get("id") or ""
-        request["reason"] = args.get("action_and_reasoning") if isinstance(args.get("action_and_reasoning"), str) else ""
-    return request
-
-
-def _answer_waiting() -> bool:
-    """Whether this task is being resumed with an answer (LangGraph's task
-    scratchpad holds the resume values). A call that asked keeps its answer
-    even when the workspace changed meanwhile so that the rule would no
-    longer ask: a rejection must never run the call."""
-    try:
-        from langgraph._internal._constants import CONFIG_KEY_SCRATCHPAD
-        from langgraph.config import get_config
-
-        scratchpad = get_config()["configurable"].get(CONFIG_KEY_SCRATCHPAD)
-        return bool(scratchpad is not None and scratchpad.resume)
-    except (ImportError, RuntimeError, KeyError, AttributeError):  # outside a graph run, or another LangGraph
-        return False
+    if request is None:
+        return None
+    reason = args.get("action_and_reasoning")
+    return replace(request, call_id=tool_call.get("id") or "", reason=reason if isinstance(reason, str) else "")
 
 
 def decision_approved(decision) -> bool:
@@ -188,21 +180,33 @@ class ApprovalMiddleware(AgentMiddleware):
         return "Approvals"
 
     @staticmethod
-    def _ask(request, asked: dict | None):
+    def _ask(request, asked: ApprovalRequest | None):
         """The result to return instead of running the call, or None to run it."""
-        if asked is None and not _answer_waiting():
-            return None
         call = request.tool_call
-        decision = interrupt(asked or {"call_id": call.get("id") or ""})
+        call_id = call.get("id") or ""
         context: AgentContext = request.runtime.context
-        if decision_approved(decision):
-            version = decision.get("document_version")
+        resuming = context.resuming
+        answered = resuming is not None and bool(call_id) and resuming.call_id == call_id
+        if asked is None and not answered:
+            return None
+        # Pauses the turn, or, resumed, returns the answer LangGraph holds for this call.
+        decision = interrupt(asked.to_json() if asked else {"call_id": call_id})
+        if resuming is None or not answered:
+            logger.warning("refused call %s: resumed with an answer the turn did not name", call_id)
+            return ToolMessage(
+                content=failure_envelope(UNMATCHED_ANSWER, refused=True),
+                tool_call_id=call["id"],
+                name=call.get("name"),
+                status="error",
+            )
+        if resuming.approved and decision_approved(decision):
+            version = resuming.document_version
             if isinstance(version, int) and context.seen.document_version is None:
                 # The resumed run has made no model call: the document
                 # version the model wrote from is the one the person saw.
                 context.seen.document_version = version
             return None
-        summary = (asked or {}).get("summary") or "the change was not made."
+        summary = (asked.summary if asked else "") or "the change was not made."
         return ToolMessage(
             content=rejected_envelope(REJECTED.format(summary=summary)),
             tool_call_id=call["id"],

@@ -123,7 +123,7 @@ def postgres_pool(conninfo: str):
         except Exception:
             logger.warning("a checkpointer connection was closed by the database; checking the others")
             try:
-                await pool.check()
+                await pool.check()  # type: ignore[union-attr]  # made before any connection is lent
             except Exception:
                 logger.warning("could not check the checkpointer's other connections", exc_info=True)
             raise
@@ -190,7 +190,7 @@ async def get_checkpointer() -> BaseCheckpointSaver:
             if _current is opened:
                 _current = None
             raise
-        return opened.saver
+        return opened.saver  # type: ignore[return-value]  # set by _open
     return await asyncio.shield(opened.ready)
 
 
@@ -239,4 +239,5 @@ def install_server_shutdown_hook() -> None:
     def before_shutdown():
         return defer.Deferred.fromFuture(asyncio.ensure_future(shutdown(), loop=reactor._asyncioEventloop))
 
-    reactor.addSystemEventTrigger("before", "shutdown", before_shutdown)
+    # The interface declares no self, so mypy reads "before" as it.
+    reactor.addSystemEventTrigger("before", "shutdown", before_shutdown)  # type: ignore[arg-type]

@@ -72,6 +72,18 @@ class TokenBudget:
 
 
 @dataclass(frozen=True)
+class ResumedCall:
+    """The tool call a run resumed after an approval answers (agent.approvals),
+    and the person's answer as the turn recorded it: built by the code that
+    resumes the turn from the turn row, never read back from LangGraph's
+    internals. `document_version`: the document version the card showed."""
+
+    call_id: str
+    approved: bool
+    document_version: int | None = None
+
+
+@dataclass(frozen=True)
 class AgentContext:
     thread: Thread
     turn_index: int = 0
@@ -80,6 +92,8 @@ class AgentContext:
     # (agent.modes, docs/adr/0018).
     mode: str = Thread.Mode.EXECUTE
     selection: Selection | None = None
+    # Set when the run goes on after the person answered an approval.
+    resuming: ResumedCall | None = None
     # Mutable, one per run: the context itself stays frozen.
     seen: Seen = field(default_factory=Seen)
     budget: TokenBudget = field(default_factory=TokenBudget)

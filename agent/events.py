@@ -9,6 +9,9 @@ commit (workspace.events), the same way as the person's own edits.
 
 from dataclasses import dataclass
 
+from .approval_request import ApprovalRequest
+from .steps import StepStatus
+
 
 @dataclass(frozen=True)
 class Token:
@@ -21,7 +24,7 @@ class Token:
 class DraftWithdrawn:
     """The text streamed so far by the current model call is not the answer:
     it was a preamble to tool calls, or an attempt the model-call retry
-    discarded (agent.middleware)."""
+    discarded (agent.middleware.stream_gate)."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,7 @@ class StepFinished:
     arguments as JSON, for the operator."""
 
     tool_name: str
-    status: str
+    status: StepStatus
     call_id: str = ""
     error: str = ""
     refused: bool = False
@@ -53,7 +56,7 @@ class StepFinished:
 
     @property
     def succeeded(self) -> bool:
-        return self.status != "failed"
+        return self.status != StepStatus.FAILED
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ class ModelCallRetried:
     attempt that was tried again, in order: "busy" (HTTP 429), "server_error"
     (5xx), "no_answer" (timed out, or the connection failed), "status" (another
     status the SDK retries), "blank", "malformed", "cut_off" (asked again for
-    less: agent.middleware). `succeeded`: a later attempt worked; a call that
+    less: agent.middleware.retry). `succeeded`: a later attempt worked; a call that
     gave up carries this on its exception instead (MODEL_RETRIES_ATTR), since
     the turn ends with it. `detail`: every attempt's outcome, for the operator."""
 
@@ -128,7 +131,7 @@ class ApprovalAsked:
     resumes."""
 
     interrupt_id: str
-    request: dict
+    request: ApprovalRequest
 
 
 AgentEvent = (

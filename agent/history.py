@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 
 from .checkpointer import (
     SQLITE_TIMEOUT_SECONDS,
@@ -24,6 +27,7 @@ from .checkpointer import (
     postgres_conninfo,
     sqlite_path,
 )
+from .steps import Step, StepStatus
 from .tools.envelope import envelope_error, step_note, step_status
 
 logger = logging.getLogger("haico.agent.history")
@@ -42,9 +46,7 @@ GENERIC_STEP = "Working on the shared workspace."
 class PastTurn:
     turn_index: int
     user_message: str
-    # {"text": the call's sentence, "status": "done" | "skipped" | "failed" | "" (no result)},
-    # and "note" when a failed step can say why in plain words (envelope.step_note)
-    steps: list[dict] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
     answer: str = ""
     stopped: bool = False
     error: str = ""
@@ -65,7 +67,7 @@ def message_text(message: BaseMessage) -> str:
     return "".join(parts)
 
 
-def step_sentence(tool_call: dict) -> str:
+def step_sentence(tool_call: Mapping[str, Any]) -> str:
     args = tool_call.get("args") or {}
     sentence = args.get("action_and_reasoning") if isinstance(args, dict) else None
     if isinstance(sentence, str) and sentence.strip():
@@ -76,7 +78,7 @@ def step_sentence(tool_call: dict) -> str:
 def turns_from_messages(messages: list[BaseMessage]) -> list[PastTurn]:
     """Group a thread's message history into turns, oldest first."""
     turns: list[PastTurn] = []
-    calls: dict[str, dict] = {}  # tool call id -> its step, for the result's status
+    calls: dict[str, Step] = {}  # tool call id -> its step, for the result's status
     for message in messages:
         if isinstance(message, HumanMessage):
             tagged = (message.response_metadata or {}).get(TURN_INDEX_KEY)
@@ -86,20 +88,20 @@ def turns_from_messages(messages: list[BaseMessage]) -> list[PastTurn]:
         if isinstance(message, ToolMessage):
             step = calls.get(message.tool_call_id)
             if step is not None:
-                step["status"] = step_status(message.content, error=message.status == "error")
-                note = step_note(envelope_error(message.content)) if step["status"] == "failed" else ""
+                step.status = step_status(message.content, error=message.status == "error")
+                note = step_note(envelope_error(message.content)) if step.status == StepStatus.FAILED else ""
                 if note:
-                    step["note"] = note
+                    step.note = note
             continue
         if not turns or not isinstance(message, AIMessage):
             continue
         turn = turns[-1]
         if message.tool_calls:
             for call in message.tool_calls:
-                step = {"text": step_sentence(call), "status": ""}
+                step = Step(text=step_sentence(call))
                 turn.steps.append(step)
-                if call.get("id"):
-                    calls[call["id"]] = step
+                if call_id := call.get("id"):
+                    calls[call_id] = step
             continue
         text = message_text(message)
         if (message.response_metadata or {}).get(STOPPED_KEY):
@@ -110,9 +112,9 @@ def turns_from_messages(messages: list[BaseMessage]) -> list[PastTurn]:
     return turns
 
 
-def turn_steps(messages: list[BaseMessage], *, turn_index: int) -> list[tuple[str, dict]]:
+def turn_steps(messages: list[BaseMessage], *, turn_index: int) -> list[tuple[str, Step]]:
     """The steps of turn `turn_index` so far, in call order, each with its
-    tool call id: (call id, {"text", "status"}). A turn resumed after an
+    tool call id. A turn resumed after an
     approval (agent.approvals) numbers its new steps on from these."""
     start = None
     for i, message in enumerate(messages):
@@ -149,7 +151,7 @@ def repair_update(
     else:
         ours = messages[start + 1 :]
     results = [m for m in ours if isinstance(m, ToolMessage)]
-    answered = {m.tool_call_id for m in results}
+    answered: set[str | None] = {m.tool_call_id for m in results}
     update.extend(results)
     for message in ours:
         if isinstance(message, AIMessage):
@@ -164,7 +166,7 @@ def repair_update(
     return update
 
 
-def _sqlite_messages(config: dict) -> list[BaseMessage]:
+def _sqlite_messages(config: RunnableConfig) -> list[BaseMessage]:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     conn = sqlite3.connect(sqlite_path(), timeout=SQLITE_TIMEOUT_SECONDS, check_same_thread=False)
@@ -180,7 +182,7 @@ def _sqlite_messages(config: dict) -> list[BaseMessage]:
     return list(found.checkpoint["channel_values"].get("messages", [])) if found else []
 
 
-def _postgres_messages(config: dict) -> list[BaseMessage]:
+def _postgres_messages(config: RunnableConfig) -> list[BaseMessage]:
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
 
@@ -194,7 +196,7 @@ def _postgres_messages(config: dict) -> list[BaseMessage]:
 
 def read_messages(thread_id) -> list[BaseMessage]:
     """The thread's messages as of its latest checkpoint ([] if none)."""
-    config = {"configurable": {"thread_id": str(thread_id), "checkpoint_ns": ""}}
+    config: RunnableConfig = {"configurable": {"thread_id": str(thread_id), "checkpoint_ns": ""}}
     if database_vendor() == "postgresql":
         return _postgres_messages(config)
     return _sqlite_messages(config)

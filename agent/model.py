@@ -53,9 +53,17 @@ class ModelNotConfigured(Exception):
 # Set on a streamed reply whose tool-call arguments were not valid JSON:
 # {tool call id: what was wrong}. LangChain repairs a cut-off argument string
 # into a partial object ('{"text": "hal' becomes {"text": "hal"}), which
-# would run the tool with half an argument; agent.middleware refuses those
+# would run the tool with half an argument; agent.middleware.replies refuses those
 # calls instead (docs/adr/0012).
 INVALID_TOOL_ARGS_KEY = "haico_invalid_tool_args"
+
+
+def json_problem(error: ValueError) -> str:
+    """What was wrong with arguments json.loads refused. Not every refusal is a
+    JSONDecodeError: a number past int's digit limit is a plain ValueError."""
+    if isinstance(error, json.JSONDecodeError):
+        return f"not valid JSON ({error.msg} at character {error.pos})"
+    return f"not valid JSON ({error})"
 
 
 # How much of an error response's body the operator's detail keeps.
@@ -67,7 +75,7 @@ class ModelAttempts:
     (conversations.activity): the OpenAI SDK's own retries (it retries
     429, 5xx, timeouts and connection errors silently, `max_retries`), seen
     by the HTTP client's event hooks below, and the model-call middleware's
-    re-asks (agent.middleware)."""
+    re-asks (agent.middleware.retry)."""
 
     def __init__(self):
         self.reasons: list[str] = []
@@ -221,7 +229,7 @@ class _ToolArgsCheck:
             try:
                 value = json.loads(raw)
             except ValueError as exc:
-                found[self._ids.get(index, str(index))] = f"not valid JSON ({exc.msg} at character {exc.pos})"
+                found[self._ids.get(index, str(index))] = json_problem(exc)
                 continue
             if not isinstance(value, dict):
                 found[self._ids.get(index, str(index))] = "not a JSON object"
@@ -339,10 +347,11 @@ def get_chat_model(model=None) -> HaicoChatOpenAI:
         base_url = settings.OPENAI_BASE_URL or None
         api_key = settings.OPENAI_API_KEY or PLACEHOLDER_API_KEY
     remember_secret(api_key)
-    return HaicoChatOpenAI(
+    # pydantic fields, taken by alias (max_tokens) and converted (api_key to a SecretStr).
+    return HaicoChatOpenAI(  # type: ignore[call-arg]
         model=name,
         base_url=base_url,
-        api_key=api_key,
+        api_key=api_key,  # type: ignore[arg-type]
         timeout=settings.HAICO_MODEL_TIMEOUT,
         # The OpenAI SDK retries connection errors, 408/409/429 and 5xx with
         # exponential backoff and honours Retry-After.

@@ -30,6 +30,7 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
+    ToolCall,
     ToolMessage,
     trim_messages,
 )
@@ -52,7 +53,7 @@ def valid_history(messages: list[BaseMessage]) -> list[BaseMessage]:
     message, and no result without its call. The same list when nothing
     needed fixing."""
     fixed: list[BaseMessage] = []
-    waiting: dict[str, dict] = {}  # calls of the last AI message still without a result
+    waiting: dict[str, ToolCall] = {}  # calls of the last AI message still without a result
     changed = False
 
     def settle() -> None:
@@ -72,7 +73,7 @@ def valid_history(messages: list[BaseMessage]) -> list[BaseMessage]:
         settle()
         fixed.append(message)
         if isinstance(message, AIMessage):
-            waiting = {call["id"]: call for call in message.tool_calls if call.get("id")}
+            waiting = {call_id: call for call in message.tool_calls if (call_id := call.get("id"))}
     settle()
     return fixed if changed else messages
 

@@ -12,7 +12,7 @@ failure envelope should the model call it anyway (docs/adr/0018).
 - Plan: the objective and the plan tools, plus the read-only ones.
 - Execute: every tool (the default).
 
-Each mode has its own per-turn cap on model calls (agent.middleware
+Each mode has its own per-turn cap on model calls (agent.middleware.call_limit
 TurnCallLimitMiddleware): Explore and Plan get fewer than Execute, in the
 2 : 5 ratio of the 200 and 500 iterations of the agent system the modes
 follow (docs/adr/0072), scaled to the limit this project already had
@@ -36,9 +36,9 @@ from .tools.registry import tool_specs
 Mode = Thread.Mode
 DEFAULT_MODE = Mode.EXECUTE
 
-DEFAULT_CALL_LIMITS = {Mode.EXPLORE: 10, Mode.PLAN: 10, Mode.EXECUTE: 25}
+DEFAULT_CALL_LIMITS: dict[str, int] = {Mode.EXPLORE: 10, Mode.PLAN: 10, Mode.EXECUTE: 25}
 # The setting that sets each mode's cap (0: no cap).
-CALL_LIMIT_SETTINGS = {
+CALL_LIMIT_SETTINGS: dict[str, str] = {
     Mode.EXPLORE: "HAICO_EXPLORE_CALL_LIMIT",
     Mode.PLAN: "HAICO_PLAN_CALL_LIMIT",
     Mode.EXECUTE: "HAICO_MODEL_CALL_LIMIT",
@@ -54,7 +54,7 @@ class ModeRules:
     prompt: str
 
 
-RULES = {
+RULES: dict[str, ModeRules] = {
     Mode.EXPLORE: ModeRules(
         Mode.EXPLORE,
         domains=(),

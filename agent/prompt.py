@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import UTC
 
-from workspace import plan_tree, selectors
+from workspace import selectors
 from workspace.models import Thread
 
 from . import modes
@@ -173,11 +173,11 @@ def _objective_block(reading: selectors.WorkspaceReading) -> str:
 
 def _preferences_block(reading: selectors.WorkspaceReading) -> str:
     lines = []
-    for kind, title, subtitle, locked in reading.preferences:
-        line = f"- [{kind}] {_one_line(title)}"
-        if subtitle:
-            line += f" — {_one_line(subtitle)}"
-        if locked:
+    for preference in reading.preferences:
+        line = f"- [{preference.kind}] {_one_line(preference.title)}"
+        if preference.subtitle:
+            line += f" — {_one_line(preference.subtitle)}"
+        if preference.locked:
             line += " (locked)"
         lines.append(line)
     body = "\n".join(lines) if lines else NO_PREFERENCES
@@ -185,28 +185,23 @@ def _preferences_block(reading: selectors.WorkspaceReading) -> str:
 
 
 def _todos_block(reading: selectors.WorkspaceReading) -> str:
-    numbers = plan_tree.outline_numbers([depth for _, _, depth in reading.todos])
-    lines = [
-        f"{'  ' * depth}{number} [{'x' if done else ' '}] {_one_line(text)}"
-        for (text, done, depth), number in zip(reading.todos, numbers)
-    ]
+    lines = [f"{'  ' * step.depth}{step.number} [{'x' if step.done else ' '}] {_one_line(step.text)}" for step in reading.todos]
     body = "\n".join(lines) if lines else NO_PLAN
     return f"<todos>\n{body}\n</todos>"
 
 
 def document_version(reading: selectors.WorkspaceReading) -> int:
     """The document version the block shows (0: never written yet)."""
-    return reading.document[3] if reading.document else 0
+    return (reading.document or selectors.UNWRITTEN_DOCUMENT).version
 
 
 def _document_block(reading: selectors.WorkspaceReading) -> str:
-    # A document never written yet reads as an empty "Untitled" one at
-    # version 0, with no updated_at. The version is what the agent's
-    # update_document is based on (docs/adr/0013).
-    title, content, updated_at, version = reading.document or ("Untitled", "", None, 0)
-    attrs = f'title="{_attr(title)}" version="{version}"'
-    if updated_at:
-        attrs += f' updated_at="{_timestamp(updated_at)}"'
+    # The version is what the agent's update_document is based on (docs/adr/0013).
+    document = reading.document or selectors.UNWRITTEN_DOCUMENT
+    content = document.content
+    attrs = f'title="{_attr(document.title)}" version="{document.version}"'
+    if document.updated_at:
+        attrs += f' updated_at="{_timestamp(document.updated_at)}"'
     if not content:
         body = EMPTY_DOCUMENT
     elif len(content) > DOCUMENT_INJECT_MAX_CHARS:
@@ -219,10 +214,13 @@ def _document_block(reading: selectors.WorkspaceReading) -> str:
 def _latest_artifact_line(reading: selectors.WorkspaceReading) -> str | None:
     # A pointer only: the payload can be large and the agent fetches it with
     # get_artifact when it needs the data.
-    if reading.latest_artifact is None:
+    artifact = reading.latest_artifact
+    if artifact is None:
         return None
-    artifact_id, artifact_type, turn_index, title = reading.latest_artifact
-    return f'<latest_artifact id="{artifact_id}" type="{_attr(artifact_type)}" turn_index="{turn_index}" title="{_attr(title)}"/>'
+    return (
+        f'<latest_artifact id="{artifact.id}" type="{_attr(artifact.artifact_type)}" '
+        f'turn_index="{artifact.turn_index}" title="{_attr(artifact.title)}"/>'
+    )
 
 
 def selection_in(reading: selectors.WorkspaceReading, selection: Selection | None) -> Selection | None:
@@ -232,10 +230,11 @@ def selection_in(reading: selectors.WorkspaceReading, selection: Selection | Non
     rewritten: the agent is no longer shown a passage that is not there)."""
     if selection is None or not selection.text:
         return None
-    content = reading.document[1] if reading.document else ""
+    content = (reading.document or selectors.UNWRITTEN_DOCUMENT).content
     if content[selection.start : selection.end] == selection.text:
         return selection
-    starts, at = [], content.find(selection.text)
+    starts: list[int] = []
+    at = content.find(selection.text)
     while at != -1 and len(starts) < 100:
         starts.append(at)
         at = content.find(selection.text, at + 1)

@@ -88,9 +88,9 @@ def _saver():
     conn = sqlite3.connect(sqlite_path(), timeout=SQLITE_TIMEOUT_SECONDS, check_same_thread=False)
     try:
         conn.execute(f"PRAGMA busy_timeout={int(SQLITE_TIMEOUT_SECONDS * 1000)}")
-        saver = SqliteSaver(conn)
-        saver.setup()
-        yield saver
+        sqlite_saver = SqliteSaver(conn)
+        sqlite_saver.setup()
+        yield sqlite_saver
     finally:
         conn.close()
 

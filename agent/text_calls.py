@@ -46,11 +46,12 @@ import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage
 
-from .model import INVALID_TOOL_ARGS_KEY
+from .model import INVALID_TOOL_ARGS_KEY, json_problem
 
 logger = logging.getLogger("haico.agent")
 
@@ -101,7 +102,7 @@ def _json_problem(raw: str) -> str:
     try:
         json.loads(raw)
     except ValueError as exc:
-        return f"not valid JSON ({exc.msg} at character {exc.pos})"
+        return json_problem(exc)
     return "not a JSON object"
 
 
@@ -112,7 +113,7 @@ def _arguments(value) -> tuple[dict, str | None]:
         try:
             value = json.loads(value) if value.strip() else {}
         except ValueError as exc:
-            return {}, f"not valid JSON ({exc.msg} at character {exc.pos})"
+            return {}, json_problem(exc)
     if not isinstance(value, dict):
         return {}, "not a JSON object"
     return value, None
@@ -139,16 +140,28 @@ def _as_call(value) -> TextCall | None:
 def _as_calls(value) -> list[TextCall] | None:
     """A call or a list of calls; None unless every item is one."""
     items = value if isinstance(value, list) else [value]
-    calls = [_as_call(item) for item in items]
-    if not calls or any(call is None for call in calls):
+    calls = [call for item in items if (call := _as_call(item)) is not None]
+    if not calls or len(calls) < len(items):
         return None
+    return calls
+
+
+def _every_call(values: list) -> list[TextCall] | None:
+    """The calls in `values`; None unless each value is a call or a list of calls."""
+    calls: list[TextCall] = []
+    for value in values:
+        found = _as_calls(value)
+        if found is None:
+            return None
+        calls.extend(found)
     return calls
 
 
 def _json_sequence(text: str, position: int) -> tuple[list, int]:
     """JSON values one after another from `position`, separated by
     whitespace or `;` (Llama writes several calls that way)."""
-    values, end = [], position
+    values: list = []
+    end = position
     while True:
         value, after = _json_at(text, end)
         if after == end:
@@ -190,8 +203,9 @@ def _literal(node):
         return dict(zip(keys, (_literal(value) for value in node.values), strict=True))
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         operand = node.operand
-        if isinstance(operand, ast.Constant) and type(operand.value) in (int, float) and math.isfinite(operand.value):
-            return -operand.value if isinstance(node.op, ast.USub) else operand.value
+        value = operand.value if isinstance(operand, ast.Constant) else None
+        if isinstance(value, int | float) and type(value) in (int, float) and math.isfinite(value):
+            return -value if isinstance(node.op, ast.USub) else value
     elif isinstance(node, ast.Name) and node.id in _JSON_WORDS:
         return _JSON_WORDS[node.id]
     raise _NotLiteral(type(node).__name__)
@@ -217,8 +231,8 @@ def _pythonic_calls(source: str, tool_names: frozenset[str], *, bare: bool = Fal
     ):
         return None
     calls = []
-    for node in nodes:
-        name = node.func.id
+    for node in cast(list[ast.Call], nodes):  # each a call of a tool's name (checked above)
+        name = cast(ast.Name, node.func).id
         if node.args or any(keyword.arg is None for keyword in node.keywords):
             calls.append(TextCall(name=name, args={}, problem="arguments without names; give each argument its name"))
             continue
@@ -325,20 +339,20 @@ def _marked(text: str, tool_names: frozenset[str]) -> Iterable[tuple[int, int, l
             value, end = _json_at(text, named.end())
             if end == named.end():
                 call, end = _broken_after_marker(text, named.end(), named["name"])
-                yield found.start(), end, [call]
+                yield found.start(), end, [call]  # type: ignore[list-item]  # with a name it is a call
                 continue
             args, problem = _arguments(value)
             yield found.start(), end, [TextCall(name=named["name"], args=args, problem=problem)]
             continue
         value, end = _json_at(text, found.end())
-        calls = _as_calls(value) if end != found.end() else None
-        if calls:
-            yield found.start(), end, calls
+        listed = _as_calls(value) if end != found.end() else None
+        if listed:
+            yield found.start(), end, listed
     for found in _HARMONY.finditer(text):
         value, end = _json_at(text, found.end())
         if end == found.end():
             call, end = _broken_after_marker(text, found.end(), found["name"])
-            yield found.start(), end, [call]
+            yield found.start(), end, [call]  # type: ignore[list-item]  # with a name it is a call
             continue
         args, problem = _arguments(value)
         closed = _HARMONY_END.match(text, end)
@@ -367,8 +381,8 @@ def _unmarked(text: str, tool_names: frozenset[str], taken: list[tuple[int, int]
         values, end = _json_sequence(found["body"], 0)
         if not values or found["body"][end:].strip():
             continue
-        calls = [call for value in values for call in (_as_calls(value) or [None])]
-        if None not in calls and usable(calls):
+        calls = _every_call(values)
+        if calls is not None and usable(calls):
             taken.append((found.start(), found.end()))
             yield found.start(), found.end(), calls
     for line in re.finditer(r"(?m)^[ \t]*(?=[\[{])", text):
@@ -378,8 +392,8 @@ def _unmarked(text: str, tool_names: frozenset[str], taken: list[tuple[int, int]
         values, end = _json_sequence(text, start)
         if not values:
             continue
-        calls = [call for value in values for call in (_as_calls(value) or [None])]
-        if None not in calls and usable(calls):
+        calls = _every_call(values)
+        if calls is not None and usable(calls):
             taken.append((start, end))
             yield start, end, calls
     starts = 0
@@ -402,7 +416,7 @@ def find_text_calls(text: str, tool_names: Iterable[str]) -> Extraction:
     if not text or not text.strip():
         return Extraction([], text)
     names = frozenset(tool_names)
-    spans = []
+    spans: list[tuple[int, int, list[TextCall]]] = []
     for start, end, calls in _marked(text, names):
         if all(end <= a or start >= b for a, b, _ in spans):
             spans.append((start, end, calls))

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.types import Command
 
+from .approval_request import ApprovalRequest
 from .context import AgentContext
 from .events import (
     AgentEvent,
@@ -34,7 +35,8 @@ from .events import (
     Token,
 )
 from .history import TURN_INDEX_KEY, message_text, repair_update, step_sentence
-from .middleware import REFUSED_CALLS_KEY, reply_finished
+from .middleware.replies import REFUSED_CALLS_KEY, reply_finished
+from .steps import StepStatus
 from .tools.envelope import parse_envelope, step_status
 
 logger = logging.getLogger("haico.agent.turn")
@@ -99,7 +101,7 @@ def _events(mode: str, payload, seen: set, calls: dict | None = None):
         chunk, metadata = payload
         if isinstance(chunk, RemoveMessage):
             # The model-call retry discarded an attempt that had already
-            # streamed text (agent/middleware.py).
+            # streamed text (agent/middleware/stream_gate.py).
             yield DraftWithdrawn()
         elif metadata.get("langgraph_node") == "model" and isinstance(chunk, AIMessage) and chunk.content:
             text = message_text(chunk)
@@ -115,8 +117,9 @@ def _events(mode: str, payload, seen: set, calls: dict | None = None):
     for node, update in payload.items():
         if node == "__interrupt__":
             for pending in update or ():
-                if isinstance(getattr(pending, "value", None), dict):
-                    yield ApprovalAsked(interrupt_id=pending.id, request=pending.value)
+                request = ApprovalRequest.from_json(getattr(pending, "value", None))
+                if request is not None:
+                    yield ApprovalAsked(interrupt_id=pending.id, request=request)
             continue
         if node.startswith("__"):
             continue
@@ -138,12 +141,12 @@ def _operator_args(args):
     return args
 
 
-def _step_error(content, status: str) -> tuple[str, bool]:
+def _step_error(content, status: StepStatus) -> tuple[str, bool]:
     """What went wrong with a step, in the tool's words, and whether the call
     was refused rather than run."""
     envelope = parse_envelope(content)
     if envelope is not None:
-        if status == "skipped":
+        if status == StepStatus.SKIPPED:
             return str(envelope.get("summary") or ""), True
         return str(envelope.get("error") or ""), bool(envelope.get("refused"))
     text = content if isinstance(content, str) else ""
@@ -155,7 +158,7 @@ def _step_error(content, status: str) -> tuple[str, bool]:
 def _message_events(message, seen: set, calls: dict):
     if isinstance(message, AIMessage):
         call_ids = tuple(call.get("id") or "" for call in message.tool_calls)
-        key = ("ai", message.id, message_text(message), call_ids)
+        key: tuple = ("ai", message.id, message_text(message), call_ids)
         if key in seen:
             return
         seen.add(key)
@@ -185,8 +188,8 @@ def _message_events(message, seen: set, calls: dict):
         seen.add(key)
         status = step_status(message.content, error=message.status == "error")
         arguments, refusal = calls.get(message.tool_call_id or "", ("", None))
-        error, refused = _step_error(message.content, status) if status != "done" else ("", False)
-        envelope = parse_envelope(message.content) if status == "failed" else None
+        error, refused = _step_error(message.content, status) if status != StepStatus.DONE else ("", False)
+        envelope = parse_envelope(message.content) if status == StepStatus.FAILED else None
         yield StepFinished(
             tool_name=message.name or "",
             status=status,

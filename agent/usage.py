@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 from django.utils import timezone
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -30,7 +32,9 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from .context import TokenBudget, TokenWindow
 from .events import CapReached, ModelCallUsage
-from .middleware import SYNTHETIC_KEY, _emit, model_calls_this_turn
+from .middleware.call_limit import model_calls_this_turn
+from .middleware.emit import emit
+from .middleware.replies import SYNTHETIC_KEY
 
 logger = logging.getLogger("haico.agent")
 
@@ -87,7 +91,7 @@ def call_usage(request: ModelRequest, response) -> ModelCallUsage | None:
     if reply is None:
         return None
     name = str(getattr(request.model, "model_name", "") or "")
-    reported = reply.usage_metadata or {}
+    reported: Mapping[str, Any] = reply.usage_metadata or {}
     if reported.get("input_tokens") is not None or reported.get("output_tokens") is not None:
         return ModelCallUsage(int(reported.get("input_tokens") or 0), int(reported.get("output_tokens") or 0), model=name)
     sent = [request.system_message, *request.messages] if request.system_message is not None else list(request.messages)
@@ -112,7 +116,7 @@ class UsageMiddleware(AgentMiddleware):
         budget = _budget(request)
         if budget is not None:
             budget.spent += usage.input_tokens + usage.output_tokens
-        _emit(usage)
+        emit(usage)
 
     async def awrap_model_call(self, request: ModelRequest, handler) -> ModelResponse:
         response = await handler(request)
@@ -143,7 +147,7 @@ class TokenLimitMiddleware(AgentMiddleware):
             return None
         limit = limit_message(window)
         logger.warning("turn stopped at the person's %s token limit of %s", window.period, window.limit)
-        _emit(
+        emit(
             CapReached(
                 cap="tokens",
                 limit=window.limit,

@@ -45,7 +45,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa
 from agent.seeding import seed_history  # noqa: E402
 from conversations.branching import fork_thread  # noqa: E402
 from conversations.services import thread_create  # noqa: E402
-from conversations.turns import guard  # noqa: E402
+from conversations.turns import slot  # noqa: E402
 from workspace import selectors  # noqa: E402
 from workspace.models import Thread  # noqa: E402
 from workspace.services import artifacts as artifact_services  # noqa: E402
@@ -75,14 +75,14 @@ def long_thread(owner) -> Thread:
     messages = []
     for turn in range(1, TURNS + 1):
         thread.refresh_from_db()
-        index, _snapshot = guard.turn_begin(thread=thread, user_message=f"Tighten paragraph {turn}")
+        index, _snapshot = slot.turn_begin(thread=thread, user_message=f"Tighten paragraph {turn}")
         document_services.document_save(
             thread=thread,
             title="Draft",
             content=content + f"\n\nTurn {turn}.",
             base_version=selectors.document_for(thread=thread).version,
         )
-        guard.turn_finish(thread=thread, turn_index=index)
+        slot.turn_finish(thread=thread, turn_index=index)
         call = {"name": "update_document", "args": {"content": "…"}, "id": f"call-{turn}", "type": "tool_call"}
         messages += [
             HumanMessage(f"Tighten paragraph {turn}", id=f"h{turn}"),

@@ -50,8 +50,8 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from conversations.services import thread_create  # noqa: E402
-from conversations.turns import guard  # noqa: E402
-from conversations.turns.guard import turn_begin, turn_finish  # noqa: E402
+from conversations.turns import slot  # noqa: E402
+from conversations.turns.slot import turn_begin, turn_finish  # noqa: E402
 from workspace import content_store, selectors  # noqa: E402
 from workspace.models import ContentBlob, WorkspaceSnapshot  # noqa: E402
 from workspace.services import document as document_services  # noqa: E402
@@ -108,7 +108,7 @@ def main(turns: int, chars: int) -> None:
     document_services.document_save(thread=thread, title="Report", content=text)
 
     captured, capture_ms, turn_begin_ms = [], [], []
-    capture = guard.snapshot_capture
+    capture = slot.snapshot_capture
 
     def timed_capture(**kwargs):
         start = time.perf_counter()
@@ -117,7 +117,7 @@ def main(turns: int, chars: int) -> None:
         finally:
             capture_ms.append((time.perf_counter() - start) * 1000)
 
-    guard.snapshot_capture = timed_capture  # the turn runner's own call, timed
+    slot.snapshot_capture = timed_capture  # the turn runner's own call, timed
     for turn in range(1, turns + 1):
         if turn > 1:
             for _ in range(rng.randint(1, 3)):
@@ -133,7 +133,7 @@ def main(turns: int, chars: int) -> None:
         turn_begin_ms.append((time.perf_counter() - start) * 1000)
         turn_finish(thread=thread, turn_index=index)
         reading = selectors.workspace_reading_for(thread=thread)
-        captured.append((index, reading.document[1], len(reading.preferences), len(reading.todos)))
+        captured.append((index, reading.document.content, len(reading.preferences), len(reading.todos)))
 
     # A full copy: each row holds the three values whole.
     full_copy = 0

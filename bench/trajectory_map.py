@@ -3,7 +3,7 @@
 The family of the issue's benchmark: a root thread and 20 branches, each
 with 50 turns of its own (1 050 nodes), forked from the root and from each
 other at turns spread along their parents. Assembly is the four queries and
-the pure layout (conversations.trajectory.family_graph); render is the map
+the pure layout (conversations.trajectory.reads.family_graph); render is the map
 partial (render_map). The target (<= 50 ms for both) is about one page of
 one member; the push after a turn ends renders once per member, so its cost
 is also shown. Production settings (DEBUG off), SQLite.
@@ -39,11 +39,11 @@ django.setup()
 
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.template.loader import render_to_string  # noqa: E402
 
 from conversations import trajectory  # noqa: E402
 from conversations.models import BranchLink, Turn  # noqa: E402
 from conversations.services import thread_create  # noqa: E402
+from conversations.trajectory.render import MapMarkup  # noqa: E402
 from workspace import content_store  # noqa: E402
 from workspace.models import ContentBlob, Thread, WorkspaceSnapshot  # noqa: E402
 
@@ -113,11 +113,8 @@ def main(repeats: int) -> None:
 
     def push():
         # What a turn end used to render (the whole map for each member, without the sends).
-        markup = trajectory.MapMarkup(trajectory.family_graph(thread=current))
-        return [
-            render_to_string(f"{trajectory.TEMPLATE}#map", {**markup.for_member(member.pk), "oob": True})
-            for member in markup.graph.threads
-        ]
+        markup = MapMarkup(trajectory.family_graph(thread=current))
+        return [markup.member_map(member.pk) for member in markup.graph.threads]
 
     def patches():
         # What a turn end renders now (docs/adr/0047): each member's node patch for the current thread's last turn.

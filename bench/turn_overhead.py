@@ -64,7 +64,7 @@ from agent.prompt import build_system_prompt  # noqa: E402
 from agent.tools.registry import build_tools  # noqa: E402
 from conversations import services as conversation_services  # noqa: E402
 from conversations.live import group_name, publisher  # noqa: E402
-from conversations.turns import guard, registry  # noqa: E402
+from conversations.turns import registry, slot  # noqa: E402
 from conversations.usage import usage_record  # noqa: E402
 from tests.support.fake_model import Reply, ScriptedChatModel, tool_call  # noqa: E402
 from workspace.panels import render_panel  # noqa: E402
@@ -214,8 +214,8 @@ def component_costs(ws: Workspace, repeats: int) -> dict[str, float]:
         return statistics.median(samples)
 
     def claim_and_snapshot():
-        guard.turn_begin(thread=ws.thread, user_message="bench")
-        guard.turn_finish(thread=ws.thread, turn_index=ws.thread.turn_index)
+        slot.turn_begin(thread=ws.thread, user_message="bench")
+        slot.turn_finish(thread=ws.thread, turn_index=ws.thread.turn_index)
 
     def who_and_which_model():
         # What a turn's start reads besides the claim (docs/adr/0061, 0062, 0064).

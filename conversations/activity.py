@@ -16,6 +16,7 @@ import httpx
 import openai
 from langgraph.errors import GraphRecursionError
 
+from agent.approval_request import ApprovalRequest
 from agent.events import (
     MODEL_RETRIES_ATTR,
     CapReached,
@@ -23,13 +24,14 @@ from agent.events import (
     ModelCallRetried,
     StepFinished,
 )
-from agent.middleware import (
+from agent.middleware.replies import (
     INVALID_ARGS_ERROR,
     MALFORMED_CALL_ERROR,
     TRUNCATED_CALL_ERROR,
 )
 from agent.model import BODY_EXCERPT_CHARS, ModelNotConfigured
 from agent.secrets import redact
+from agent.steps import StepStatus
 
 from .models import ActivityLogEntry
 
@@ -146,7 +148,7 @@ def cap_reached(event: CapReached) -> Note:
 
 def step_result(event: StepFinished, sentence: str) -> Note | None:
     """A step that failed, was refused or was done only in part; None for one that worked."""
-    if event.status == "done":
+    if event.status == StepStatus.DONE:
         return None
     step = f"“{sentence}”" if sentence else f"a call of {event.tool_name}"
     detail = "\n".join(
@@ -159,7 +161,7 @@ def step_result(event: StepFinished, sentence: str) -> Note | None:
         if line
     )
     error = event.error.strip()
-    if event.status == "skipped":
+    if event.status == StepStatus.SKIPPED:
         message = f"Done in part: {step}. {error}".strip()
         return Note(message=message, kind=Kind.REFUSED_CALL, level=Level.INFO, detail=detail)
     if event.refused:
@@ -184,11 +186,11 @@ def _refusal(event: StepFinished, step: str, error: str) -> str:
 # Approvals (docs/adr/0017)
 
 
-def approval_asked(request: dict) -> Note:
+def approval_asked(request: ApprovalRequest) -> Note:
     """The details list what would go; the reason is the agent's sentence."""
-    lines = [f"{request.get('kind', '')}: {request.get('reason', '')}", *map(str, request.get("details") or [])]
+    lines = [f"{request.kind}: {request.reason}", *request.details]
     return Note(
-        message=f"Approval asked: {request.get('summary', '')}",
+        message=f"Approval asked: {request.summary}",
         kind=Kind.APPROVAL_ASKED,
         level=Level.INFO,
         detail="\n".join(lines)[:2000],

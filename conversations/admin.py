@@ -30,7 +30,7 @@ from workspace.services import preferences as preference_services
 
 from . import services, staff_view
 from .chat import chat_turns
-from .models import AccessToken, ActivityLogEntry, ArchiveImport, BranchLink, Feedback, ModerationAction
+from .models import AccessToken, ActivityLogEntry, ArchiveImport, BranchLink, Feedback, ModerationAction, TurnSlot
 
 admin.site.site_header = "HAICO administration"
 admin.site.site_title = "HAICO administration"
@@ -95,9 +95,7 @@ class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
         "deleted_at",
         "created_at",
         "last_activity_at",
-        "running_turn_index",
-        "running_since",
-        "cancel_requested",
+        "running_turn",
     )
     readonly_fields = tuple(f for f in fields if f != "title")
     inlines = (ModerationActionInline,)
@@ -119,6 +117,19 @@ class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
         """The admin's "View on site": the thread's workspace, read-only for
         staff (conversations.staff_view), each visit recorded."""
         return reverse("conversations:staff-view", kwargs={"thread_id": obj.pk})
+
+    @admin.display(description="Running turn")
+    def running_turn(self, obj):
+        """The thread's running-turn slot as stored (a claim its server stopped refreshing included)."""
+        slot = TurnSlot.objects.filter(thread=obj).first() if obj is not None and obj.pk else None
+        if slot is None or slot.turn_index is None:
+            return "None"
+        stop = "; a Stop was asked for" if slot.cancel_requested else ""
+        return (
+            f"Turn {slot.turn_index}, alive at {slot.since:%Y-%m-%d %H:%M:%S} UTC{stop}"
+            if slot.since
+            else f"Turn {slot.turn_index}{stop}"
+        )
 
     @admin.display(description="Turns", ordering="turn_index")
     def turn_count(self, obj):

@@ -33,6 +33,7 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
+from agent.approval_request import ApprovalRequest, DocumentChange
 from agent.approvals import DOCUMENT, PLAN, PREFERENCES
 from agent.history import read_messages
 from agent.seeding import (
@@ -58,8 +59,9 @@ from workspace.services.archive import workspace_restore_parts
 from .faults import IMPORT_HISTORY_WRITTEN, crash_point
 from .models import ArchiveImport, BranchLink, Turn
 from .services import THREAD_TITLE_MAX_CHARS, clean_title
+from .turns.approval_claims import APPROVED, REJECTED, STOPPED
+from .turns.approval_record import TurnApproval
 from .turns.fragments import APPROVAL_OUTCOMES
-from .turns.guard import APPROVED, REJECTED, STOPPED
 
 logger = logging.getLogger("haico.conversations.archive")
 
@@ -124,7 +126,7 @@ def thread_archive(thread: Thread) -> dict:
                     "retry_of": t.retry_of,
                     "mode": t.mode,
                     "selection": t.selection,
-                    "approval": t.approval,
+                    "approval": _approval_json(t.approval),
                     "started_at": t.started_at.isoformat(),
                     "ended_at": t.ended_at.isoformat() if t.ended_at else None,
                 }
@@ -245,6 +247,13 @@ def _selection(row: Fields) -> dict | None:
     return {"start": start, "end": end, "text": text}
 
 
+def _approval_json(stored):
+    """A turn row's approval as archives carry it (turns.approval_record);
+    a row holding none it can read goes as it is."""
+    approval = TurnApproval.from_json(stored)
+    return approval.to_json() if approval is not None else stored
+
+
 def _approval(row: Fields) -> dict | None:
     """A turn's answered approval (what the card shows, docs/adr/0017),
     rebuilt from its checked parts only; None when the turn asked nothing."""
@@ -257,29 +266,26 @@ def _approval(row: Fields) -> dict | None:
         if not isinstance(item, str):
             raise ArchiveRefused(f"{request.path}.details[{n}]: expected text.")
         check_text(item, f"{request.path}.details[{n}]", max_chars=APPROVAL_TEXT_MAX_CHARS)
-    clean = {
-        "kind": request.choice("kind", APPROVAL_KINDS),
-        "summary": request.text("summary", max_chars=APPROVAL_TEXT_MAX_CHARS),
-        "reason": request.text("reason", max_chars=APPROVAL_TEXT_MAX_CHARS, optional=True) or "",
-        "details": details,
-        "call_id": request.text("call_id", max_chars=200, optional=True) or "",
-    }
+    kind = request.choice("kind", APPROVAL_KINDS)
+    summary = request.text("summary", max_chars=APPROVAL_TEXT_MAX_CHARS)
+    reason = request.text("reason", max_chars=APPROVAL_TEXT_MAX_CHARS, optional=True) or ""
+    call_id = request.text("call_id", max_chars=200, optional=True) or ""
     document = request.obj("document", optional=True)
+    change = None
     if document is not None:
         max_doc = settings.HAICO_DOCUMENT_MAX_CHARS
-        clean["document"] = {
-            "old": document.text("old", max_chars=max_doc),
-            "new": document.text("new", max_chars=max_doc),
-            "old_title": document.text("old_title", max_chars=DOCUMENT_TITLE_MAX_CHARS, optional=True) or "",
-            "new_title": document.text("new_title", max_chars=DOCUMENT_TITLE_MAX_CHARS, optional=True) or "",
-            "version": document.number("version", low=1, high=10**9, optional=True),
-        }
-    approval = {"interrupt_id": value.text("interrupt_id", max_chars=200, optional=True) or "", "request": clean}
-    if value.value.get("decision") is not None:
-        approval["decision"] = value.choice("decision", APPROVAL_DECISIONS)
-    if value.value.get("outcome") is not None:
-        approval["outcome"] = value.choice("outcome", set(APPROVAL_OUTCOMES))
-    return approval
+        change = DocumentChange(
+            old=document.text("old", max_chars=max_doc),
+            new=document.text("new", max_chars=max_doc),
+            old_title=document.text("old_title", max_chars=DOCUMENT_TITLE_MAX_CHARS, optional=True) or "",
+            new_title=document.text("new_title", max_chars=DOCUMENT_TITLE_MAX_CHARS, optional=True) or "",
+            version=document.number("version", low=1, high=10**9, optional=True),
+        )
+    interrupt_id = value.text("interrupt_id", max_chars=200, optional=True) or ""
+    decision = value.choice("decision", APPROVAL_DECISIONS) if value.value.get("decision") is not None else ""
+    outcome = value.choice("outcome", set(APPROVAL_OUTCOMES)) if value.value.get("outcome") is not None else ""
+    clean = ApprovalRequest(kind=kind, summary=summary, details=tuple(details), document=change, call_id=call_id, reason=reason)
+    return TurnApproval(interrupt_id=interrupt_id, request=clean, decision=decision, outcome=outcome).to_json()
 
 
 def _turn_rows(items: list, *, turns: int, mode: str) -> list[dict]:

@@ -124,7 +124,7 @@ def plan_sweep(run: ScenarioRun) -> Verdict:
     todos = run.turns[-1].after.todos
     if not todos:
         return Verdict(NOT_APPLICABLE, "no plan was made")
-    open_steps = [text for text, done, _ in todos if not done]
+    open_steps = [step.text for step in todos if not step.done]
     if open_steps:
         return Verdict(FAIL, f"{len(open_steps)} of {len(todos)} steps left open")
     return Verdict(PASS, f"{len(todos)} steps ticked")
@@ -148,7 +148,7 @@ def preference_not_duplicated(turn: int) -> Criterion:
         record = _turn(run, turn)
         if record is None:
             return Verdict(FAIL, f"turn {turn} did not run")
-        titles = [title.strip().casefold() for _, title, _, _ in record.after.preferences]
+        titles = [preference.title.strip().casefold() for preference in record.after.preferences]
         if record.preferences_added() > 0 or len(set(titles)) < len(titles):
             return Verdict(FAIL, f"turn {turn} added {record.preferences_added()} again")
         return Verdict(PASS)
@@ -178,7 +178,7 @@ def _aims_at_locked(call: dict, reading: selectors.WorkspaceReading) -> bool:
     if call.get("name") not in PREFERENCE_EDITS:
         return False
     # Numbered from 1 in the prompt's order, which is the reading's.
-    locked = {number for number, preference in enumerate(reading.preferences, start=1) if preference[3]}
+    locked = {number for number, preference in enumerate(reading.preferences, start=1) if preference.locked}
     args = call.get("args") or {}
     targets = args.get("indices") or [update.get("index") for update in args.get("updates") or [] if isinstance(update, dict)]
     return any(target in locked for target in targets)
@@ -189,10 +189,10 @@ def locked_preferences_untouched(run: ScenarioRun) -> Verdict:
     preference, so a call aimed at one counts as a failure too."""
     if not run.turns:
         return Verdict(FAIL, "no turn ran")
-    locked_before = {p for p in run.turns[0].before.preferences if p[3]}
+    locked_before = {p for p in run.turns[0].before.preferences if p.locked}
     if not locked_before:
         return Verdict(NOT_APPLICABLE, "no locked preference")
-    locked_after = {p for p in run.turns[-1].after.preferences if p[3]}
+    locked_after = {p for p in run.turns[-1].after.preferences if p.locked}
     if locked_before != locked_after:
         return Verdict(FAIL, "a locked preference changed")
     tried = [call for turn in run.turns for call, _ in turn.calls if _aims_at_locked(call, turn.before)]

@@ -16,7 +16,7 @@ Three phases, because the checkpointer is not in the database transaction:
 3. the BranchLink marked active and the thread shown. A branch made to run
    a turn (Regenerate, Edit, "Continue from here") becomes active in the
    transaction that begins that turn and stores its message
-   (turns.guard.turn_begin), so no branch is ever shown without the turn
+   (turns.slot.turn_begin), so no branch is ever shown without the turn
    it was made for (docs/adr/0045).
 A failure in any phase removes the new thread's rows and its checkpointer
 thread before the error reaches the caller; a fork its server died in the
@@ -55,7 +55,8 @@ from .forms import checked_selection
 from .models import BranchLink, Turn
 from .services import THREAD_TITLE_MAX_CHARS, title_from_message
 from .turns import registry
-from .turns.guard import clean_user_message, running_turn
+from .turns.message_checks import clean_user_message
+from .turns.slot import running_turn
 
 logger = logging.getLogger("haico.conversations.branching")
 
@@ -303,7 +304,7 @@ def start_in_branch(
     title: str | None = None,
 ) -> tuple[Thread, str]:
     """Fork `source` after turn `after_turn` and start the branch's next turn
-    with `message` (already validated: guard.clean_user_message) and
+    with `message` (already validated: message_checks.clean_user_message) and
     `selection` (as sent or stored; checked against the branch's document,
     and left out with a note when that no longer has it there): what
     Regenerate, Edit and "Continue from here" do. Returns the branch, its
@@ -336,7 +337,7 @@ def make_branch_for_turn(
     *, source: Thread, after_turn: int, user: AbstractBaseUser, reason: str, title: str | None = None
 ) -> Thread:
     """The branch a turn is about to run in, still hidden: its turn's start
-    shows it (turns.guard.turn_begin), so a server that dies before the turn
+    shows it (turns.slot.turn_begin), so a server that dies before the turn
     begins leaves nothing a person sees, and the cleanup removes what it
     made. A half-made branch an earlier try of the same request left is
     removed first: trying again never leaves two (docs/adr/0045)."""

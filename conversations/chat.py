@@ -19,9 +19,11 @@ from workspace.selectors import snapshot_messages_for
 
 from .models import Turn
 from .selectors import feedback_counts, turn_errors_for, turn_rows_for, turn_versions_for
+from .turns.approval_claims import awaiting_approval
+from .turns.approval_record import TurnApproval
 from .turns.fragments import approval_view, turn_context
-from .turns.guard import awaiting_approval, running_turn
 from .turns.outcome import INTERRUPTED_LOST, marker
+from .turns.slot import running_turn
 
 
 def chat_turns(*, thread: Thread, user=None) -> list[dict]:
@@ -80,7 +82,9 @@ def chat_turns(*, thread: Thread, user=None) -> list[dict]:
                 thread_id=thread.pk,
                 feedback_count=feedback.get(index, 0),
                 versions=versions.get(index),
-                approval=approval_view(row.approval, pending=row.status == Turn.Status.AWAITING) if row else None,
+                approval=approval_view(TurnApproval.from_json(row.approval), pending=row.status == Turn.Status.AWAITING)
+                if row
+                else None,
                 mode=row.mode if row else "",
             )
         )

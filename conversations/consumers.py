@@ -2,7 +2,8 @@
 
 Thin by design. It checks who is asking, joins the thread (with the live
 layer of this process, and the channel group for other processes' pushes),
-validates what the chat form sends and hands a turn to the turn registry,
+validates what the chat form sends (conversations.forms: ChatMessageForm,
+RetryForm, ApprovalAnswerForm) and hands a turn to the turn registry,
 which runs it as a server-owned task; this consumer only passes on what the
 live layer gives it (`deliver`) or the layer brings (`thread.fragment`).
 
@@ -53,19 +54,18 @@ from django.contrib.auth import get_user_model
 from agent import catalogue
 from agent.model import ModelNotConfigured
 from workspace.errors import UserFacingError
-from workspace.models import Thread
 from workspace.selectors import thread_for_user
 from workspace.text import encodable
 
 from . import ratelimit, staff_view, trajectory
 from .approval import WAITING_MESSAGE, is_waiting
 from .branching import discard_branch, make_branch_for_turn
-from .forms import MODE_MESSAGE, checked_selection
+from .forms import ApprovalAnswerForm, ChatMessage, ChatMessageForm, RetryForm, checked_selection
 from .live import RESYNC, fits_one_message, group_name, message_size, publisher
 from .services import thread_set_mode
 from .sessions import session_group, session_signs_in
-from .turns import fragments, guard, registry
-from .turns.guard import clean_user_message, retry_message
+from .turns import approval_claims, fragments, registry
+from .turns.message_checks import retry_message
 
 logger = logging.getLogger("haico.conversations.ws")
 
@@ -222,15 +222,27 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             await self._stop()
             return
         if data.get("action") == "retry":
-            await self._retry(data.get("turn"))
+            form = RetryForm(data)
+            if not form.is_valid():
+                await self._notice(form.first_error())
+                return
+            await self._retry(form.cleaned_data["turn"])
             return
         if data.get("action") == "approval":
-            await self._answer_approval(data.get("turn"), data.get("decision"))
+            form = ApprovalAnswerForm(data)
+            if not form.is_valid():
+                await self._notice(form.first_error())
+                return
+            await self._answer_approval(form.cleaned_data["turn"], form.cleaned_data["decision"])
             return
         if "action" in data:
             await self._notice("Unknown action.")
             return
-        await self._start_turn(data)
+        form = ChatMessageForm(data)
+        if not form.is_valid():
+            await self._notice(form.first_error())
+            return
+        await self._start_turn(form.chat_message())
 
     async def _notice(self, message: str):
         await self.send(text_data=fragments.notice(message))
@@ -254,7 +266,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             # The notice last: the turn's end clears notices said while it ran.
             await self.send(text_data=(ended or fragments.controls(running=False)) + fragments.notice("No turn is running."))
 
-    async def _retry(self, turn):
+    async def _retry(self, turn: int):
         thread = await self._current_thread()
         if thread is None:
             return
@@ -273,18 +285,15 @@ class ThreadConsumer(AsyncWebsocketConsumer):
                 thread=thread,
                 user_message=message,
                 model_name=model or None,
-                retry_of=int(turn),
+                retry_of=turn,
                 selection=selection,
                 user=self.scope["user"],
             )
         except UserFacingError as exc:
             await self._notice(exc.message)
 
-    async def _answer_approval(self, turn, decision):
-        decisions = {"approve": guard.APPROVED, "reject": guard.REJECTED}
-        if not isinstance(decision, str) or decision not in decisions:
-            await self._notice("Choose Approve or Reject.")
-            return
+    async def _answer_approval(self, turn: int, decision: str):
+        decisions = {"approve": approval_claims.APPROVED, "reject": approval_claims.REJECTED}
         thread = await self._current_thread()
         if thread is None:
             return
@@ -293,20 +302,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         except UserFacingError as exc:  # nothing waits (answered in another tab), or not a turn number
             await self._notice(exc.message)
 
-    async def _start_turn(self, data: dict):
-        try:
-            message = clean_user_message(data.get("message"))
-        except UserFacingError as exc:
-            await self._notice(exc.message)
-            return
-        model = data.get("model") or None
-        if model is not None and not isinstance(model, str):
-            await self._notice("Choose a model from the list.")
-            return
-        mode = data.get("mode")
-        if mode is not None and mode not in Thread.Mode.values:
-            await self._notice(MODE_MESSAGE)
-            return
+    async def _start_turn(self, sent: ChatMessage):
         thread = await self._current_thread()
         if thread is None:
             return
@@ -314,31 +310,32 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         if not models:
             # Not a turn: no agent would see it, so nothing is stored (no
             # snapshot, no turn number) and the text stays in the box.
-            await self.send(text_data=fragments.unsent(message, ModelNotConfigured().message))
+            await self.send(text_data=fragments.unsent(sent.text, ModelNotConfigured().message))
             return
-        if model is not None:
+        model = None
+        if sent.model is not None:
             # Only a model this person may use (agent.catalogue), whatever the page sent.
-            chosen = catalogue.find(models, model)
+            chosen = catalogue.find(models, sent.model)
             if chosen is None:
-                await self._notice(f"Unknown model “{model}”; choose one of: {', '.join(m.label for m in models)}.")
+                await self._notice(f"Unknown model “{sent.model}”; choose one of: {', '.join(m.label for m in models)}.")
                 return
             model = chosen.key
-        if "continue_thread" in data or "continue_turn" in data:
-            await self._continue_from(data, message=message, model=model, mode=mode)
+        if sent.continue_from is not None:
+            await self._continue_from(sent, model=model)
             return
-        if mode is not None and mode != thread.mode:
+        if sent.mode is not None and sent.mode != thread.mode:
             # The selector's own save may still be on its way: the message
             # says which mode it was sent in, and the thread remembers it.
-            thread = await database_sync_to_async(thread_set_mode)(thread=thread, mode=mode)
-        selection, note = await database_sync_to_async(checked_selection)(thread=thread, raw=data.get("selection"))
+            thread = await database_sync_to_async(thread_set_mode)(thread=thread, mode=sent.mode)
+        selection, note = await database_sync_to_async(checked_selection)(thread=thread, raw=sent.selection)
         if note:
             await self._notice(note)
         try:
             turn_index = await registry.start_turn(
                 thread=thread,
-                user_message=message,
+                user_message=sent.text,
                 model_name=model,
-                mode=mode,
+                mode=sent.mode,
                 selection=selection,
                 user=self.scope["user"],
             )
@@ -348,7 +345,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         # Only the sender's composer is cleared, and only once the message is stored.
         await self.send(text_data=fragments.ack(turn_index))
 
-    async def _continue_from(self, data: dict, *, message: str, model: str | None, mode: str | None):
+    async def _continue_from(self, sent: ChatMessage, *, model: str | None):
         """A message sent from a turn's preview ("Continue from here"). Only
         now is the branch made, so looking at a turn never leaves an empty
         thread; the turn runs in the branch and this tab goes there, where
@@ -356,7 +353,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         user = self.scope["user"]
         try:
             source, turn = await database_sync_to_async(trajectory.continue_point)(
-                user=user, thread_id=data.get("continue_thread"), turn_index=data.get("continue_turn")
+                user=user, thread_id=sent.continue_from[0], turn_index=sent.continue_from[1]
             )
             # Hidden until its turn begins (docs/adr/0045).
             branch = await database_sync_to_async(make_branch_for_turn)(
@@ -367,13 +364,13 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             return
         # The selection was made in this thread's document; the branch starts
         # from the document as it was after that turn.
-        selection, note = await database_sync_to_async(checked_selection)(thread=branch, raw=data.get("selection"))
+        selection, note = await database_sync_to_async(checked_selection)(thread=branch, raw=sent.selection)
         try:
             turn_index = await registry.start_turn(
                 thread=branch,
-                user_message=message,
+                user_message=sent.text,
                 model_name=model,
-                mode=mode,
+                mode=sent.mode,
                 selection=selection,
                 user=self.scope["user"],
                 activate_branch=True,

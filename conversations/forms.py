@@ -4,12 +4,15 @@ chat's per-message Edit.
 The form refuses what the service (conversations.services) would, with a
 message a person can act on; `first_error` is the one the panel shows."""
 
+from dataclasses import dataclass
+
 from django import forms
 from django.conf import settings
 from django.contrib.auth.forms import UserCreationForm
 
 from agent.context import Selection
 from workspace import selectors as workspace_selectors
+from workspace.errors import UserFacingError
 from workspace.forms import RuleTextField
 from workspace.models import Artifact, Thread
 
@@ -19,6 +22,7 @@ from .models import (
     FEEDBACK_RATING_MIN,
     Feedback,
 )
+from .turns.message_checks import clean_user_message
 
 
 class SignupForm(UserCreationForm):
@@ -118,7 +122,7 @@ class FeedbackForm(forms.Form):
 
 
 class EditTurnForm(forms.Form):
-    # Kept exactly as typed, like a chat message (turns.guard.clean_user_message).
+    # Kept exactly as typed, like a chat message (turns.message_checks.clean_user_message).
     message = forms.CharField(strip=False, max_length=settings.HAICO_MESSAGE_MAX_CHARS)
 
     def clean_message(self):
@@ -208,3 +212,130 @@ def checked_selection(*, thread: Thread, raw) -> tuple[Selection | None, str]:
         return None, SELECTION_UNREADABLE if unreadable else SELECTION_DROPPED
     data = form.cleaned_data
     return Selection(start=data["start"], end=data["end"], text=data["text"]), ""
+
+
+# --- the thread socket's messages (conversations.consumers) ---------------------------
+#
+# A socket message is JSON, so a field may arrive as any JSON value: these
+# forms refuse what is not the kind of value the chat form sends, with the
+# message the person sees, and give the consumer one validated object.
+
+
+class SocketTextField(forms.CharField):
+    """Text exactly as sent: a number, list or object is refused, not turned into its string."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("strip", False)
+        super().__init__(**kwargs)
+
+    def to_python(self, value):
+        if value not in self.empty_values and not isinstance(value, str):
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """A chat message as the socket received and checked it. `selection` and
+    the "Continue from here" point are checked against the database by the
+    consumer (checked_selection, trajectory.continue_point): they say which
+    passage and which turn, and only the saved document and the person's
+    map can tell whether those still exist."""
+
+    text: str
+    model: str | None
+    mode: str | None
+    selection: object = None
+    continue_from: tuple[object, object] | None = None
+
+
+class SocketForm(forms.Form):
+    def first_error(self) -> str:
+        for field in self.fields:
+            if field in self.errors:
+                return self.errors[field][0]
+        return self.non_field_errors()[0]
+
+
+MODEL_CHOICE_MESSAGE = "Choose a model from the list."
+
+
+class ChatMessageForm(SocketForm):
+    """{"message", "model", "mode", "selection", "continue_thread", "continue_turn"}."""
+
+    # Any JSON value: the message check says what is wrong with it (turns.message_checks.clean_user_message).
+    message = forms.Field(required=False)
+    model = SocketTextField(
+        required=False,
+        max_length=200,
+        error_messages={"invalid": MODEL_CHOICE_MESSAGE, "max_length": MODEL_CHOICE_MESSAGE},
+    )
+    mode = forms.ChoiceField(choices=Thread.Mode.choices, required=False, error_messages={"invalid_choice": MODE_MESSAGE})
+
+    def clean_message(self):
+        try:
+            return clean_user_message(self.cleaned_data["message"])
+        except UserFacingError as exc:
+            raise forms.ValidationError(exc.message) from None
+
+    def clean_mode(self):
+        # Sent but empty is not a mode; not sent at all keeps the thread's.
+        if self.data.get("mode") is not None and not self.cleaned_data["mode"]:
+            raise forms.ValidationError(MODE_MESSAGE)
+        return self.cleaned_data["mode"] or None
+
+    def chat_message(self) -> ChatMessage:
+        data = self.cleaned_data
+        continues = "continue_thread" in self.data or "continue_turn" in self.data
+        return ChatMessage(
+            text=data["message"],
+            model=data["model"] or None,
+            mode=data["mode"],
+            selection=self.data.get("selection"),
+            continue_from=(self.data.get("continue_thread"), self.data.get("continue_turn")) if continues else None,
+        )
+
+
+TURN_MAX = 2**31 - 1  # beyond any column's reach, on every database
+
+
+def turn_number_field(action: str) -> forms.IntegerField:
+    return forms.IntegerField(
+        min_value=0,
+        max_value=TURN_MAX,
+        error_messages={
+            "required": f"Choose a turn to {action}.",
+            "invalid": f"Choose a turn to {action}.",
+            "min_value": "That turn does not exist in this thread.",
+            "max_value": "That turn does not exist in this thread.",
+        },
+    )
+
+
+class StrictTurnNumberMixin:
+    """A turn number is a JSON number or a string of digits: not true, 2.5 or "2.0"."""
+
+    def clean_turn(self):
+        raw = self.data.get("turn")
+        if isinstance(raw, bool) or not (isinstance(raw, int) or (isinstance(raw, str) and raw.isascii() and raw.isdigit())):
+            raise forms.ValidationError(self.fields["turn"].error_messages["invalid"])
+        return self.cleaned_data["turn"]
+
+
+class RetryForm(StrictTurnNumberMixin, SocketForm):
+    """{"action": "retry", "turn": N}."""
+
+    turn = turn_number_field("retry")
+
+
+APPROVAL_DECISION_MESSAGE = "Choose Approve or Reject."
+
+
+class ApprovalAnswerForm(StrictTurnNumberMixin, SocketForm):
+    """{"action": "approval", "turn": N, "decision": "approve" | "reject"}."""
+
+    decision = forms.ChoiceField(
+        choices=[("approve", "Approve"), ("reject", "Reject")],
+        error_messages={"required": APPROVAL_DECISION_MESSAGE, "invalid_choice": APPROVAL_DECISION_MESSAGE},
+    )
+    turn = turn_number_field("answer")

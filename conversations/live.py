@@ -161,7 +161,7 @@ class Publisher:
         """Send each (html, its stand-in if too big) of `parts`, in order, to
         every open tab of the thread, in one message where they fit: a part
         too big is replaced by its stand-in, and the parts after it still
-        arrive (a turn's answer, then its end: conversations.turns.guard)."""
+        arrive (a turn's answer, then its end: conversations.turns.slot)."""
         group = group_name(thread_id)
         items = [(None, encodable(html), too_big) for html, too_big in parts if html]
         if not items:
@@ -400,7 +400,7 @@ def render_turn_versions(*, turn_index: int, versions) -> str:
 
 
 def publish_turn_versions(*, thread_id, turn_index: int) -> None:
-    """A branch ran its own turn `turn_index` (guard.turn_begin's on-commit
+    """A branch ran its own turn `turn_index` (slot.turn_begin's on-commit
     hook): every thread of its family that now has several versions of that
     turn gets its arrows, in every open tab."""
     try:

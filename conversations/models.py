@@ -166,6 +166,25 @@ class ActivityLogEntry(models.Model):
         return f"[{self.level}] {self.message[:60]}"
 
 
+class TurnSlot(models.Model):
+    """A thread's single running-turn slot: which turn runs now, since when
+    its server last said it is alive, and whether a Stop was asked for.
+    Written only by conversations.turns.slot, with the thread's row locked
+    (select_for_update), so one turn runs at a time per thread across server
+    processes (docs/adr/0003). A thread gets its row with its first turn."""
+
+    thread = models.OneToOneField(Thread, primary_key=True, on_delete=models.CASCADE, related_name="turn_slot")
+    turn_index = models.PositiveIntegerField(null=True, blank=True)
+    since = models.DateTimeField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+
+    class Meta:
+        verbose_name = "running-turn slot"
+
+    def __str__(self):
+        return f"turn {self.turn_index} running" if self.turn_index is not None else "no turn running"
+
+
 class Turn(models.Model):
     """One user turn as the person sees it: the message, how the turn ended,
     and the answer streamed so far.

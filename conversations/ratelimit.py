@@ -2,7 +2,7 @@
 (docs/adr/0051): sign-ups, password resets and failed logins per address,
 reset mails per account, failed MCP logins per address, open pages per
 person. Running turns per person are counted from the database instead
-(conversations.turns.guard), where they already are.
+(conversations.turns.slot), where they already are.
 
 Counts live in Django's cache: Redis when REDIS_URL is set (every server
 process counts together), else this process's memory (one process: the

@@ -1,5 +1,5 @@
 """Writes for threads: creation, renaming, the chat's model choice,
-soft-delete, feedback, staff moderation and the activity log. The turn guard is conversations.turns.guard."""
+soft-delete, feedback, staff moderation and the activity log. The turn slot is conversations.turns.slot."""
 
 import functools
 
@@ -22,6 +22,7 @@ from .models import (
     Feedback,
     LayoutPreference,
     ModerationAction,
+    TurnSlot,
 )
 
 THREAD_TITLE_MAX_CHARS = 200
@@ -150,8 +151,8 @@ def _clean_feedback(*, thread: Thread, turn_index, scope, aspect, rating, commen
     if not _is_int(turn_index) or not 1 <= turn_index <= current.turn_index:
         raise InvalidInput(f"Turn {turn_index!r} does not exist in this thread.")
     # The claim itself, stale or not: a turn whose server died is released
-    # within seconds (conversations.turns.guard), and is rated after that.
-    if turn_index == current.running_turn_index:
+    # within seconds (conversations.turns.slot), and is rated after that.
+    if TurnSlot.objects.filter(thread_id=thread.pk, turn_index=turn_index).exists():
         raise InvalidInput(f"Turn {turn_index} is still running; leave feedback once it has ended.")
     if scope not in Feedback.Scope.values:
         raise InvalidInput(f"Scope must be one of: {', '.join(Feedback.Scope.labels)}.")

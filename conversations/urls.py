@@ -21,6 +21,8 @@ urlpatterns = [
     path("<uuid:thread_id>/turns/<int:turn_index>/feedback/", views.feedback_turn, name="feedback"),
     path("<uuid:thread_id>/feedback/<int:pk>/", views.feedback_edit, name="feedback-edit"),
     path("<uuid:thread_id>/feedback/<int:pk>/delete/", views.feedback_delete, name="feedback-delete"),
+    # A turn's preview is its thread's trajectory URL plus the turn number:
+    # the map lists one URL per lane and a node adds its turn (static/js/trajectory.js).
     path("<uuid:thread_id>/trajectory/", views.trajectory_map, name="trajectory-map"),
     path("<uuid:thread_id>/trajectory/<int:turn_index>/", views.trajectory_turn, name="trajectory-turn"),
     path("<uuid:thread_id>/turns/<int:turn_index>/regenerate/", views.turn_regenerate, name="turn-regenerate"),

@@ -36,7 +36,7 @@ from .forms import (
     page_note_query,
 )
 from .turns import fragments
-from .turns.guard import running_turn
+from .turns.slot import running_turn
 
 ROW_TEMPLATE = "conversations/thread_list.html#row"
 FEEDBACK_TEMPLATE = "conversations/fragments/feedback.html"

@@ -17,7 +17,7 @@ import sys
 def name_instance(name: str) -> None:
     """This server's stable name (settings.HAICO_INSTANCE), unless the
     environment gives one: a restart under the same name releases the turns
-    its predecessor was running at once (conversations.turns.guard)."""
+    its predecessor was running at once (conversations.turns.slot)."""
     os.environ.setdefault("HAICO_INSTANCE", f"{socket.gethostname()}/{name}")
 
 
@@ -46,8 +46,12 @@ def instance_from_daphne_args(argv: list[str]) -> str:
 
 
 def use_uvloop() -> None:
-    import uvloop
-
+    """uvloop where it is installed; elsewhere (it has no wheels for Windows
+    or PyPy, requirements.txt) asyncio's own loop runs the same code, slower."""
+    try:
+        import uvloop
+    except ImportError:
+        return
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 

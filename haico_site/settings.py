@@ -241,7 +241,7 @@ HAICO_RATE_RESET_MAIL = env.str("HAICO_RATE_RESET_MAIL", default="3/hour")  # pe
 HAICO_RATE_LOGIN_FAILURES = env.str("HAICO_RATE_LOGIN_FAILURES", default="30/hour")  # for any usernames
 HAICO_RATE_MCP_AUTH_FAILURES = env.str("HAICO_RATE_MCP_AUTH_FAILURES", default="20/minute")
 # Per person, at once (0: no limit): turns running in their threads, counted
-# from the database (conversations.turns.guard), and open thread pages
+# from the database (conversations.turns.slot), and open thread pages
 # (their sockets).
 HAICO_MAX_RUNNING_TURNS = env.int("HAICO_MAX_RUNNING_TURNS", default=5)
 HAICO_MAX_OPEN_PAGES = env.int("HAICO_MAX_OPEN_PAGES", default=30)
@@ -288,7 +288,7 @@ HAICO_EXPLORE_CALL_LIMIT = env("HAICO_EXPLORE_CALL_LIMIT")
 HAICO_PLAN_CALL_LIMIT = env("HAICO_PLAN_CALL_LIMIT")
 # The most the history sent with one model call may take, in (approximate)
 # tokens; older turns beyond it are left out of that call, never out of the
-# thread (agent.middleware.ContextBudgetMiddleware). Leave room for the
+# thread (agent.model_input.ModelInputMiddleware). Leave room for the
 # system prompt, the workspace block and the reply.
 HAICO_CONTEXT_TOKENS = env.int("HAICO_CONTEXT_TOKENS", default=60_000)
 # Tool calls a model writes in its text (small Ollama / llama.cpp models do)
@@ -299,7 +299,7 @@ HAICO_TEXT_TOOL_CALLS = env.bool("HAICO_TEXT_TOOL_CALLS", default=True)
 # restarted process with the same name releases the turns its predecessor
 # was running at once. haico_site.serve and runserver set it from the
 # address they listen on; unset, each process is unique and a dead one's
-# turns are released once its claims go stale (conversations.turns.guard).
+# turns are released once its claims go stale (conversations.turns.slot).
 HAICO_INSTANCE = env.str("HAICO_INSTANCE", default="")
 
 # Tokens (input + output, as the provider reports them) one person may use

@@ -21,14 +21,13 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def sandbox(tmp_path):
     shutil.copy(ROOT / "dev", tmp_path / "dev")
-    shutil.copy(ROOT / "requirements.txt", tmp_path / "requirements.txt")
+    shutil.copy(ROOT / "requirements.lock", tmp_path / "requirements.lock")
     venv_bin = tmp_path / ".venv" / "bin"
     venv_bin.mkdir(parents=True)
     python = venv_bin / "python"
     python.write_text('#!/bin/sh\necho "$@" >> "$(dirname "$0")/../../calls.log"\n')
     python.chmod(0o755)
-    requirements = (tmp_path / "requirements.txt").read_bytes()
-    stamp = hashlib.sha1(requirements + requirements).hexdigest()[:12]
+    stamp = hashlib.sha1((tmp_path / "requirements.lock").read_bytes()).hexdigest()[:12]
     (tmp_path / ".venv" / f".installed-{stamp}").touch()
     return tmp_path
 
@@ -79,6 +78,17 @@ def test_prod_runs_the_production_start_script_with_the_port(sandbox):
     assert calls(sandbox) == ["start.sh 8010"]
 
 
+def test_a_changed_lock_is_installed_with_its_hashes_checked_once(sandbox):
+    lock = sandbox / "requirements.lock"
+    lock.write_text(lock.read_text() + "\n# changed\n")
+    install = ["-m pip install -q --upgrade pip", "-m pip install -q --require-hashes -r requirements.lock"]
+    assert run_dev(sandbox, "serve").returncode == 0
+    assert calls(sandbox)[:2] == install
+    (sandbox / "calls.log").unlink()
+    assert run_dev(sandbox, "serve").returncode == 0
+    assert calls(sandbox) == ["manage.py migrate --noinput", "manage.py runserver 127.0.0.1:8000"]
+
+
 # --- ./dev test ---------------------------------------------------------------------------
 
 # The stand-in python logs, per call, the database the pass runs on, whether
@@ -93,8 +103,8 @@ exit "$(cat "$root/exit_code" 2>/dev/null || echo 0)"
 
 @pytest.fixture
 def test_sandbox(sandbox):
-    shutil.copy(ROOT / "requirements-dev.txt", sandbox / "requirements-dev.txt")
-    stamp = hashlib.sha1((ROOT / "requirements-dev.txt").read_bytes() + (ROOT / "requirements.txt").read_bytes()).hexdigest()[:12]
+    shutil.copy(ROOT / "requirements-dev.lock", sandbox / "requirements-dev.lock")
+    stamp = hashlib.sha1((ROOT / "requirements-dev.lock").read_bytes()).hexdigest()[:12]
     (sandbox / ".venv" / f".installed-{stamp}").touch()
     (sandbox / ".venv" / "bin" / "python").write_text(RECORDING_PYTHON)
     (sandbox / "scripts").mkdir()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -267,7 +268,7 @@ def _preference(value, path: str) -> dict:
 
 
 def _plan(items: list, path: str) -> list[dict]:
-    steps = []
+    steps: list[dict[str, Any]] = []
     for n, value in enumerate(items):
         row = Fields(value, f"{path}[{n}]")
         steps.append(
@@ -313,7 +314,7 @@ def parse_workspace(value, *, turns: int) -> dict:
         )
     document = section.obj("document", optional=True)
     if document is not None:
-        revisions = []
+        revisions: list[dict[str, Any]] = []
         for n, v in enumerate(document.items("revisions", max_items=MAX_REVISIONS)):
             row = Fields(v, f"workspace.document.revisions[{n}]")
             revisions.append(

@@ -19,6 +19,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from .markdown import render_markdown
 from .models import Artifact
@@ -176,7 +177,7 @@ class ChartStyle:
         so a slightly-off style never stops the chart from showing."""
         if not isinstance(style, dict):
             return cls()
-        values = {}
+        values: dict[str, Any] = {}
         palette = style.get("palette")
         if isinstance(palette, str) and palette.lower() in PALETTES:
             values["palette"] = palette.lower()
@@ -191,7 +192,7 @@ class ChartStyle:
     def for_kind(self, kind: str, *, series_count: int) -> "ChartStyle":
         """The complete style a chart of `kind` is drawn with: every default
         filled in, each kind-specific field off where it does not apply."""
-        kind_specific = {name: getattr(self, name) and kind in kinds for name, kinds in STYLE_KINDS.items()}
+        kind_specific: dict[str, Any] = {name: getattr(self, name) and kind in kinds for name, kinds in STYLE_KINDS.items()}
         return replace(
             self,
             show_grid=self.show_grid if self.show_grid is not None else kind != "pie",
@@ -258,7 +259,7 @@ def chart_config(
     datasets = []
     for i, (label, data) in enumerate(zip(series_labels, values)):
         colour = palette[i % len(palette)]
-        dataset = {"label": label, "data": data}
+        dataset: dict[str, Any] = {"label": label, "data": data}
         if kind == "pie":
             dataset["backgroundColor"] = [palette[j % len(palette)] for j in range(len(labels))]
             dataset["borderColor"] = "#ffffff"

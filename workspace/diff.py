@@ -242,8 +242,9 @@ def _current_span(hunk: Hunk, where: list[int | None], after_len: int, current_l
     as [start, end); None when any of them changed since (or, for a deletion,
     when nothing around the place it was is left to find it by)."""
     if hunk.new_end > hunk.new_start:
-        span = where[hunk.new_start : hunk.new_end]
-        if any(line is None for line in span):
+        lines = where[hunk.new_start : hunk.new_end]
+        span = [line for line in lines if line is not None]
+        if len(span) < len(lines):
             return None
         if any(later != earlier + 1 for earlier, later in itertools.pairwise(span)):
             return None  # lines typed in between

@@ -50,7 +50,7 @@ class RuleTextField(forms.Field):
         try:
             return clean_text(
                 value if value is not None else "",
-                label=self.label,
+                label=str(self.label),  # the str it was made with
                 max_chars=self.max_chars,
                 allow_empty=self.allow_empty,
                 strip=self.strip,
@@ -181,7 +181,8 @@ class DocumentSaveForm(forms.Form):
     )
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if not self.errors and data.get("title") is None and data.get("content") is None:
             raise forms.ValidationError("Nothing to save: send a title or content.")
         if not self.errors and data.get("base_content") is not None and data.get("content") is None:
@@ -268,5 +269,5 @@ class ArtifactChoiceForm(forms.Form):
 def first_error(form: forms.Form) -> str:
     for errors in form.errors.values():
         if errors:
-            return errors[0]
+            return str(errors[0])
     return "The request could not be read."

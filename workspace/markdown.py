@@ -93,12 +93,12 @@ def _task_lists(state: StateCore) -> None:
         box.content = (
             '<input type="checkbox" disabled checked> ' if match.group(1) in "xX" else '<input type="checkbox" disabled> '
         )
-        inline.children.insert(0, box)
+        inline.children.insert(0, box)  # type: ignore[union-attr]  # it has a first child (checked above)
         tokens[i - 2].attrJoin("class", "task-list-item")
         depth = tokens[i - 2].level - 1
         for j in range(i - 3, -1, -1):
             if tokens[j].type in ("bullet_list_open", "ordered_list_open") and tokens[j].level == depth:
-                if "contains-task-list" not in (tokens[j].attrGet("class") or ""):
+                if "contains-task-list" not in str(tokens[j].attrGet("class") or ""):
                     tokens[j].attrJoin("class", "contains-task-list")
                 break
 

@@ -147,7 +147,8 @@ def merge_text(base: str, ours: str, theirs: str) -> MergeResult:
     # the stretch between them is merged, so a long document costs what changed.
     head, tail = _shared_lines(base, ours, theirs)
     middle = [text[head : len(text) - tail] for text in (base, ours, theirs)]
-    pieces = _merge_items(*(_LINES.findall(text) for text in middle), head, head, refine=True)
+    base_lines, ours_lines, theirs_lines = (_LINES.findall(text) for text in middle)
+    pieces = _merge_items(base_lines, ours_lines, theirs_lines, head, head, refine=True)
     return MergeResult(tuple(_coalesce([base[:head], *pieces, base[len(base) - tail :]])))
 
 
@@ -282,6 +283,7 @@ def _trimmed_overlap(base, ours, theirs, ours_at: int, theirs_at: int) -> list[s
     base_tail = tail if 0 < tail <= len(rest) and rest[len(rest) - tail :] == ours[len(ours) - tail :] else 0
     z = "".join(rest[: len(rest) - base_tail])
     o, t = "".join(ours[head : len(ours) - tail]), "".join(theirs[head : len(theirs) - tail])
+    middle: str | Conflict
     if t == z:
         middle = o
     elif o == z:
@@ -314,16 +316,16 @@ def _coalesce(pieces: list[str | Conflict]) -> list[str | Conflict]:
             continue
         if len(out) >= 2 and isinstance(out[-2], Conflict) and isinstance(out[-1], str) and not out[-1].strip(" \t"):
             gap = out.pop()
-            piece = _join(out.pop(), gap, piece)
+            piece = _join(out.pop(), gap, piece)  # type: ignore[arg-type]  # their types are checked above
         elif out and isinstance(out[-1], Conflict):
-            piece = _join(out.pop(), "", piece)
+            piece = _join(out.pop(), "", piece)  # type: ignore[arg-type]  # checked above
         out.append(piece)
     return out
 
 
 def _join(first: Conflict, gap: str, second: Conflict) -> Conflict:
     return Conflict(
-        first.base + gap + second.base,
+        first.base + gap + second.base,  # type: ignore[operator]  # merge_text's conflicts know their base
         first.ours + gap + second.ours,
         first.theirs + gap + second.theirs,
         first.start,

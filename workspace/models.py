@@ -33,9 +33,7 @@ class Thread(models.Model):
     The UUID primary key is also the LangGraph checkpointer thread id, so it is
     fresh for every thread and never reused. `turn_index` is monotonic: it is
     bumped once per user message and tags everything that turn produces.
-    The running-turn columns hold the single guard that keeps one turn at a
-    time per thread across server processes; conversations.turns.guard is the
-    only code that reads or writes them (docs/adr/0003).
+    Which turn runs now is the conversation layer's (conversations.models.TurnSlot).
 
     `mode` is what the agent may do in the thread's next turns (the chat's
     "Mode" selector): Explore reads and answers, Plan changes only the
@@ -55,9 +53,6 @@ class Thread(models.Model):
     deleted_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)  # a default: an imported thread keeps its own
     last_activity_at = models.DateTimeField(auto_now_add=True)
-    running_turn_index = models.PositiveIntegerField(null=True, blank=True)
-    running_since = models.DateTimeField(null=True, blank=True)
-    cancel_requested = models.BooleanField(default=False)
     mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.EXECUTE)
     # The model the person last chose in this thread's chat ("" for the
     # default); the chat offers it again while it is still configured.

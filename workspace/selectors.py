@@ -1,10 +1,11 @@
 """Reads of the workspace. No function here writes."""
 
 import bisect
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, cast
 
-from django.contrib.auth.models import AbstractBaseUser
-from django.db import connections, router
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Case, IntegerField, Value, When
 from django.http import Http404
 
@@ -32,19 +33,20 @@ STANDING_OBJECTIVE = (
 # --- threads: ownership scoping lives here so every layer shares it -----------
 
 
-def threads_for_user(*, user: AbstractBaseUser) -> list[Thread]:
+def threads_for_user(*, user: User) -> list[Thread]:
     """The person's live threads, most recently active first."""
     return list(Thread.objects.filter(owner=user, is_deleted=False).order_by("-last_activity_at"))
 
 
-def thread_for_user(*, user: AbstractBaseUser, thread_id) -> Thread | None:
+def thread_for_user(*, user: User | AnonymousUser, thread_id) -> Thread | None:
     """The thread if `user` owns it and it is not deleted, else None."""
+    # getattr: a socket's scope may hold no user at all.
     if not getattr(user, "is_authenticated", False):
         return None
-    return Thread.objects.filter(pk=thread_id, owner=user, is_deleted=False).first()
+    return Thread.objects.filter(pk=thread_id, owner=cast(User, user), is_deleted=False).first()
 
 
-def get_thread_for_user_or_404(*, user: AbstractBaseUser, thread_id) -> Thread:
+def get_thread_for_user_or_404(*, user: User | AnonymousUser, thread_id) -> Thread:
     """Another person's thread is a 404, never a 403 that would confirm it exists."""
     thread = thread_for_user(user=user, thread_id=thread_id)
     if thread is None:
@@ -90,21 +92,26 @@ def objective_history(*, thread: Thread) -> list[ObjectiveHistoryEntry]:
     return [*revisions, standing]
 
 
-_HARD_FIRST = Case(
-    When(kind=Preference.Kind.HARD, then=Value(0)),
-    default=Value(1),
-    output_field=IntegerField(),
+# The one definition of each list's order, shared by every read of it: the
+# page, the agent's prompt and its 1-based indices, the services.
+# Preferences: hard before soft, then by position.
+PREFERENCE_ORDER = (
+    Case(When(kind=Preference.Kind.HARD, then=Value(0)), default=Value(1), output_field=IntegerField()),
+    "position",
+    "id",
 )
+# The plan: pre-order, the order of its outline numbers.
+PLAN_ORDER = ("position", "id")
 
 
 def preferences_for(*, thread: Thread) -> list[Preference]:
     """Hard before soft, then by position: the order the agent's 1-based indices use."""
-    return list(Preference.objects.filter(thread=thread).annotate(kind_rank=_HARD_FIRST).order_by("kind_rank", "position", "id"))
+    return list(Preference.objects.filter(thread=thread).order_by(*PREFERENCE_ORDER))
 
 
 def todos_for(*, thread: Thread) -> list[Todo]:
     """The plan in pre-order (the order its 1-based indices and outline numbers use)."""
-    return list(Todo.objects.filter(thread=thread).order_by("position", "id"))
+    return list(Todo.objects.filter(thread=thread).order_by(*PLAN_ORDER))
 
 
 @dataclass(frozen=True)
@@ -122,16 +129,19 @@ class PlanStep:
 
 def plan_steps(*, thread: Thread) -> list[PlanStep]:
     """The plan in pre-order with outline numbers: what the tree view shows."""
-    rows = list(Todo.objects.filter(thread=thread).order_by("position", "id").values_list("id", "text", "done", "depth"))
-    numbers = plan_tree.outline_numbers([depth for *_, depth in rows])
-    return [PlanStep(pk, text, done, depth, number) for (pk, text, done, depth), number in zip(rows, numbers)]
+    rows = list(Todo.objects.filter(thread=thread).order_by(*PLAN_ORDER).values("id", "text", "done", "depth"))
+    numbers = plan_tree.outline_numbers([row["depth"] for row in rows])
+    return [
+        PlanStep(pk=row["id"], text=row["text"], done=row["done"], depth=row["depth"], number=number)
+        for row, number in zip(rows, numbers)
+    ]
 
 
 def plan_patch(*, thread: Thread, ids=None) -> tuple[list[PlanStep], list[int]]:
     """The steps among `ids` (None: all) that exist, each with its place
     (`after`), in plan order, and the ids that are gone. Reads the outline
     (ids and depths) and only the touched rows' text."""
-    outline = list(Todo.objects.filter(thread=thread).order_by("position", "id").values_list("id", "depth"))
+    outline = list(Todo.objects.filter(thread=thread).order_by(*PLAN_ORDER).values_list("id", "depth"))
     numbers = plan_tree.outline_numbers([depth for _, depth in outline])
     touched = Todo.objects.filter(thread=thread)
     if ids is not None:
@@ -151,10 +161,12 @@ def preferences_patch(*, thread: Thread, ids=None) -> tuple[list[Preference], li
     it in its own list (hard or soft)."""
     preferences = preferences_for(thread=thread)
     wanted = set(ids) if ids is not None else {p.pk for p in preferences}
-    found, previous = [], {}
+    found: list[Preference] = []
+    previous: dict[str, int] = {}
     for preference in preferences:
         if preference.pk in wanted:
-            preference.after = previous.get(preference.kind, "")
+            # Not a field: what the patch is rendered with (panels).
+            preference.after = previous.get(preference.kind, "")  # type: ignore[attr-defined]
             found.append(preference)
         previous[preference.kind] = preference.pk
     return found, sorted(wanted - {p.pk for p in found})
@@ -318,7 +330,7 @@ def snapshot_for(*, thread: Thread, turn_index: int) -> WorkspaceSnapshot | None
     )
 
 
-def snapshot_index_for(*, thread: Thread) -> list[dict]:
+def snapshot_index_for(*, thread: Thread) -> list[Mapping[str, Any]]:
     """Every snapshot of the thread, oldest first, without what it stored:
     id, turn_index, user_message, captured_at (docs/adr/0072)."""
     return list(
@@ -369,17 +381,48 @@ def workspace_after_turn(*, thread: Thread, turn_index: int) -> WorkspaceAfterTu
             ],
         )
     reading = workspace_reading_for(thread=thread)
-    title, content, _updated_at, _version = reading.document or ("Untitled", "", None, 0)
+    document = reading.document or UNWRITTEN_DOCUMENT
     return WorkspaceAfterTurn(
-        document_title=title,
-        document_content=content,
+        document_title=document.title,
+        document_content=document.content,
         objective_text=reading.objective_text,
-        preferences=[
-            {"title": title_, "subtitle": subtitle, "kind": kind, "locked": locked}
-            for kind, title_, subtitle, locked in reading.preferences
-        ],
-        todos=[{"text": text, "done": done, "depth": depth} for text, done, depth in reading.todos],
+        preferences=[{"title": p.title, "subtitle": p.subtitle, "kind": p.kind, "locked": p.locked} for p in reading.preferences],
+        todos=[{"text": step.text, "done": step.done, "depth": step.depth} for step in reading.todos],
     )
+
+
+@dataclass(frozen=True)
+class PreferenceRow:
+    """A preference as the prompt shows it."""
+
+    kind: str  # Preference.Kind
+    title: str
+    subtitle: str
+    locked: bool
+
+
+@dataclass(frozen=True)
+class DocumentRow:
+    """The document as the prompt shows it."""
+
+    title: str
+    content: str
+    updated_at: object  # None only for UNWRITTEN_DOCUMENT
+    version: int
+
+
+# A document never written yet reads as an empty "Untitled" one at version 0.
+UNWRITTEN_DOCUMENT = DocumentRow(title="Untitled", content="", updated_at=None, version=0)
+
+
+@dataclass(frozen=True)
+class ArtifactRow:
+    """An artifact without its payload (which may be large)."""
+
+    id: int
+    artifact_type: str
+    turn_index: int
+    title: str
 
 
 @dataclass(frozen=True)
@@ -389,83 +432,23 @@ class WorkspaceReading:
     instances, no artifact payload)."""
 
     objective_text: str | None
-    preferences: list[tuple[str, str, str, bool]]  # (kind, title, subtitle, locked), hard first
-    todos: list[tuple[str, bool, int]]  # (text, done, depth), pre-order
-    document: tuple[str, str, object, int] | None  # (title, content, updated_at, version)
-    latest_artifact: tuple[int, str, int, str] | None  # (id, type, turn_index, title)
+    preferences: list[PreferenceRow]  # hard first
+    todos: list[PlanStep]  # pre-order, with outline numbers
+    document: DocumentRow | None  # None: never written
+    latest_artifact: ArtifactRow | None
 
 
 def workspace_reading_for(*, thread: Thread) -> WorkspaceReading:
-    objective = _plain_rows(Objective, ("text",), thread=thread, limit=1)
-    document = _plain_rows(Document, ("title", "content", "updated_at", "version"), thread=thread, limit=1)
-    artifact = _plain_rows(
-        Artifact, ("id", "artifact_type", "turn_index", "title"), thread=thread, order_by=[("id", "DESC")], limit=1
-    )
+    preferences = Preference.objects.filter(thread=thread).order_by(*PREFERENCE_ORDER)
+    document = Document.objects.filter(thread=thread).values("title", "content", "updated_at", "version").first()
+    artifact = Artifact.objects.filter(thread=thread).order_by("-id").values("id", "artifact_type", "turn_index", "title").first()
     return WorkspaceReading(
-        objective_text=objective[0][0] if objective else None,
-        # Hard before soft, then by position: the order of preferences_for().
-        preferences=_plain_rows(
-            Preference,
-            ("kind", "title", "subtitle", "locked"),
-            thread=thread,
-            order_by=[("CASE WHEN {kind} = %s THEN 0 ELSE 1 END", [Preference.Kind.HARD]), ("position", ""), ("id", "")],
-        ),
-        todos=_plain_rows(Todo, ("text", "done", "depth"), thread=thread, order_by=[("position", ""), ("id", "")]),
-        document=document[0] if document else None,
-        latest_artifact=artifact[0] if artifact else None,
+        objective_text=objective_text_for(thread=thread),
+        preferences=[PreferenceRow(**row) for row in preferences.values("kind", "title", "subtitle", "locked")],
+        todos=plan_steps(thread=thread),
+        document=DocumentRow(**document) if document else None,
+        latest_artifact=ArtifactRow(**artifact) if artifact else None,
     )
-
-
-def _plain_rows(model, fields: tuple[str, ...], *, thread: Thread, order_by=(), limit: int | None = None) -> list[tuple]:
-    """What `model.objects.filter(thread=thread).order_by(...).values_list(*fields)[:limit]`
-    returns, from one hand-written SELECT.
-
-    The agent's prompt reads the workspace before every model call, and for
-    these five small reads Django building and compiling the querysets cost
-    fifteen times running them (~1.5 of ~1.6 ms per prompt). Values go
-    through the converters the ORM applies (SQLite's 0/1 booleans and text
-    datetimes), so callers get the same Python values on every backend.
-
-    `order_by` items are (field name, "" or "DESC"), or (SQL with `{field}`
-    placeholders, params)."""
-    connection = connections[router.db_for_read(model)]
-    quote = connection.ops.quote_name
-    meta = model._meta
-    columns = {field.name: quote(field.column) for field in meta.concrete_fields}
-    columns["id"] = quote(meta.pk.column)
-    thread_field = meta.get_field("thread")
-    params = [thread_field.get_db_prep_value(thread.pk, connection)]
-    sql = f"SELECT {', '.join(columns[name] for name in fields)} FROM {quote(meta.db_table)} WHERE {columns['thread']} = %s"
-    if order_by:
-        terms = []
-        for term, extra in order_by:
-            if isinstance(extra, list):
-                terms.append(term.format(**columns))
-                params.extend(extra)
-            else:
-                terms.append(f"{columns[term]} {extra}".rstrip())
-        sql += " ORDER BY " + ", ".join(terms)
-    if limit:
-        sql += f" LIMIT {int(limit)}"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    converters = []
-    for i, name in enumerate(fields):
-        col = meta.get_field(name).get_col(meta.db_table)
-        found = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
-        if found:
-            converters.append((i, col, found))
-    if not converters:
-        return [tuple(row) for row in rows]
-    converted = []
-    for row in rows:
-        row = list(row)
-        for i, col, found in converters:
-            for convert in found:
-                row[i] = convert(row[i], col, connection)
-        converted.append(tuple(row))
-    return converted
 
 
 # --- the review of an agent turn's document changes (docs/adr/0019) --------------------

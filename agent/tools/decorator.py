@@ -52,7 +52,7 @@ REASON_DESCRIPTION = (
     "One short, plain, non-technical sentence shown to the user saying what you are doing "
     "and why. Never mention tool names, arguments or ids."
 )
-ToolBody = Callable[..., "str | tuple[str, dict]"]
+ToolBody = Callable[..., "str | Summary | tuple[str, dict]"]
 
 
 class NoArgs(BaseModel):
@@ -140,7 +140,7 @@ def workspace_tool(
             if name in _REGISTERED and _REGISTERED[name].body is not body:
                 raise ValueError(f"Two workspace tools are named {name!r}.")
             _REGISTERED[name] = spec
-        body.tool_spec = spec
+        body.tool_spec = spec  # type: ignore[attr-defined]  # the spec, for whoever holds the function
         return body
 
     return decorate
@@ -189,7 +189,7 @@ def run_tool_call(
         # Read-only tools skip the transaction: on SQLite (IMMEDIATE mode) it
         # would take the write lock and make concurrent turns wait for a read.
         with nullcontext() if spec.read_only else transaction.atomic():
-            extra = {"seen": seen} if spec.uses_seen else {}
+            extra: dict[str, Any] = {"seen": seen} if spec.uses_seen else {}
             if spec.authored:
                 extra["author"] = author
             summary, artifact = _split_result(spec.name, spec.body(thread, **values, **extra))
@@ -246,5 +246,6 @@ def as_langchain_tool(spec: ToolSpec) -> StructuredTool:
         args_schema=spec.full_schema,
         func=call,
         coroutine=acall,
-        handle_validation_error=on_invalid_arguments,
+        # The schemas are pydantic 2 models: no pydantic 1 error arrives.
+        handle_validation_error=on_invalid_arguments,  # type: ignore[arg-type]
     )

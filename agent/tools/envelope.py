@@ -15,6 +15,8 @@ import re
 
 from pydantic import ValidationError
 
+from ..steps import StepStatus
+
 
 def success_envelope(summary: str, *, artifact: dict | None = None, artifact_id: int | None = None, skipped: bool = False) -> str:
     body: dict = {"success": True, "summary": summary}
@@ -43,16 +45,16 @@ def rejected_envelope(error: str) -> str:
     return json.dumps({"success": False, "error": error, "rejected": True}, ensure_ascii=False)
 
 
-def step_status(content, *, error: bool = False) -> str:
+def step_status(content, *, error: bool = False) -> StepStatus:
     """How a tool call went, for the person's reasoning trace: "done",
     "skipped" (done in part: some targets were left alone), "rejected" (the
     person did not approve it) or "failed"."""
     envelope = parse_envelope(content)
     if envelope is None:
-        return "failed" if error else "done"
+        return StepStatus.FAILED if error else StepStatus.DONE
     if not envelope["success"]:
-        return "rejected" if envelope.get("rejected") else "failed"
-    return "skipped" if envelope.get("skipped") else "done"
+        return StepStatus.REJECTED if envelope.get("rejected") else StepStatus.FAILED
+    return StepStatus.SKIPPED if envelope.get("skipped") else StepStatus.DONE
 
 
 # A call the turn's mode did not allow (agent.modes.out_of_mode_error).

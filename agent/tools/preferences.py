@@ -8,10 +8,10 @@ from workspace.services import preferences as preference_services
 
 from .decorator import workspace_tool
 from .schemas import AddPreferencesArgs, PreferenceIndicesArgs, UpdatePreferencesArgs
-from .text import batch_summary, sentence
+from .text import Summary, batch_summary, sentence
 
 
-def _outcome(result) -> str:
+def _outcome(result) -> Summary:
     # Some targets changed: success, with the skipped (locked) ones reported.
     # Every target locked: a failure, so the model does not claim a change.
     if not result.done and result.skipped:
@@ -26,7 +26,7 @@ def _outcome(result) -> str:
     args_schema=AddPreferencesArgs,
     idempotent=True,
 )
-def add_preferences(thread, *, items: list[dict]) -> str:
+def add_preferences(thread, *, items: list[dict]) -> Summary:
     return batch_summary(preference_services.preferences_add(thread=thread, items=items, respect_lock=True))
 
 
@@ -57,7 +57,7 @@ def list_preferences(thread) -> str:
     destructive=True,
     idempotent=True,
 )
-def update_preferences(thread, *, updates: list[dict]) -> str:
+def update_preferences(thread, *, updates: list[dict]) -> Summary:
     return _outcome(preference_services.preferences_update_by_index(thread=thread, updates=updates, respect_lock=True))
 
 
@@ -68,5 +68,5 @@ def update_preferences(thread, *, updates: list[dict]) -> str:
     args_schema=PreferenceIndicesArgs,
     destructive=True,
 )
-def remove_preferences(thread, *, indices: list[int]) -> str:
+def remove_preferences(thread, *, indices: list[int]) -> Summary:
     return _outcome(preference_services.preferences_remove_by_index(thread=thread, indices=indices, respect_lock=True))

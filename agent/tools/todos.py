@@ -6,7 +6,7 @@ from workspace.services import plan as plan_services
 
 from .decorator import workspace_tool
 from .schemas import AddTodosArgs, TodoIndicesArgs, UpdateTodosArgs
-from .text import batch_summary
+from .text import Summary, batch_summary
 
 
 @workspace_tool(
@@ -30,7 +30,7 @@ def add_todos(thread, *, steps: list[dict], parent_index: int | None = None) -> 
     args_schema=TodoIndicesArgs,
     destructive=True,
 )
-def toggle_todos(thread, *, indices: list[int]) -> str:
+def toggle_todos(thread, *, indices: list[int]) -> Summary:
     return batch_summary(plan_services.todos_toggle_by_index(thread=thread, indices=indices))
 
 
@@ -41,7 +41,7 @@ def toggle_todos(thread, *, indices: list[int]) -> str:
     destructive=True,
     idempotent=True,
 )
-def update_todos(thread, *, updates: list[dict]) -> str:
+def update_todos(thread, *, updates: list[dict]) -> Summary:
     return batch_summary(plan_services.todos_update_by_index(thread=thread, updates=updates))
 
 
@@ -51,7 +51,7 @@ def update_todos(thread, *, updates: list[dict]) -> str:
     args_schema=TodoIndicesArgs,
     destructive=True,
 )
-def remove_todos(thread, *, indices: list[int]) -> str:
+def remove_todos(thread, *, indices: list[int]) -> Summary:
     return batch_summary(plan_services.todos_remove_by_index(thread=thread, indices=indices))
 
 

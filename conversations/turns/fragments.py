@@ -8,10 +8,12 @@ turn-N-answer-content, turn-N-marker."""
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
+from agent.steps import Step
 from workspace.diff import diff_text
 from workspace.markdown import render_markdown
 from workspace.models import Thread
 
+from .approval_record import TurnApproval
 from .outcome import Marker, marker
 
 TEMPLATE = "conversations/fragments/turn.html"
@@ -75,31 +77,30 @@ APPROVAL_OUTCOMES = {
 }
 
 
-def approval_view(approval: dict | None, *, pending: bool) -> dict | None:
-    """What the approval card shows, from a turn row's `approval`
-    ({"interrupt_id", "request", "decision"?, "outcome"?}, turns.guard);
+def approval_view(approval: TurnApproval | None, *, pending: bool) -> dict | None:
+    """What the approval card shows of a turn's approval (turns.approval_record);
     None without one."""
-    if not isinstance(approval, dict) or not isinstance(approval.get("request"), dict):
+    if approval is None:
         return None
-    request = approval["request"]
-    decision = "" if pending else approval.get("decision") or ""
+    request = approval.request
+    decision = "" if pending else approval.decision
     view = {
         "pending": pending,
         "decision": decision,
-        "outcome": APPROVAL_OUTCOMES.get(approval.get("outcome")) if decision == "approved" else None,
-        "summary": str(request.get("summary") or ""),
-        "reason": str(request.get("reason") or ""),
-        "details": [str(d) for d in request.get("details") or []],
+        "outcome": APPROVAL_OUTCOMES.get(approval.outcome) if decision == "approved" else None,
+        "summary": request.summary,
+        "reason": request.reason,
+        "details": list(request.details),
         "diff": None,
     }
-    document = request.get("document")
-    if isinstance(document, dict):
-        diff = diff_text(str(document.get("old") or ""), str(document.get("new") or ""))
+    document = request.document
+    if document is not None:
+        diff = diff_text(document.old, document.new)
         view["diff"] = diff
         view["diff_rows"] = diff.rows[:APPROVAL_DIFF_ROWS]
         view["diff_more"] = len(diff.rows) > APPROVAL_DIFF_ROWS
-        if document.get("new_title") and document.get("new_title") != document.get("old_title"):
-            view["new_title"], view["old_title"] = str(document["new_title"]), str(document.get("old_title") or "")
+        if document.new_title and document.new_title != document.old_title:
+            view["new_title"], view["old_title"] = document.new_title, document.old_title
     return view
 
 
@@ -116,7 +117,7 @@ def approval_card(turn: dict) -> str:
 
 
 def ended(row, *, latest: bool) -> str:
-    """A turn another process ended for its dead server (turns.guard): its
+    """A turn another process ended for its dead server (turns.slot): its
     answer so far, its marker and idle controls. Its reasoning steps are
     left as the tab shows them (they live in the checkpointer)."""
     return "".join(ended_parts(row, latest=latest))
@@ -168,14 +169,14 @@ def turn_shell(turn: dict, *, title: str | None = None) -> str:
 
 
 def steps(turn_index: int, steps, *, first_number: int) -> str:
-    """Steps appended to the turn's reasoning; `steps` are {"text", "status"}
-    dicts, numbered on from `first_number` (their element ids)."""
+    """Steps appended to the turn's reasoning (agent.steps.Step), numbered
+    on from `first_number` (their element ids)."""
     return "".join(
         fragment("step", turn_index=turn_index, step=step, number=number) for number, step in enumerate(steps, start=first_number)
     )
 
 
-def step_result(turn_index: int, number: int, step: dict) -> str:
+def step_result(turn_index: int, number: int, step: Step) -> str:
     """A step that failed or was skipped in part, re-rendered in place."""
     return fragment("step_item", turn_index=turn_index, step=step, number=number, swap=True)
 

@@ -1,7 +1,7 @@
 """How a turn ended, in the words the chat shows under its answer.
 
 One rule for the live turn (turns.run), the page (conversations.chat) and a
-turn released by another process (turns.guard): the marker's kind and text,
+turn released by another process (turns.slot): the marker's kind and text,
 and whether the turn offers Retry."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A turn row records the process's stable name (settings.HAICO_INSTANCE) and
 the id of this boot of it. A process starting under a name whose turns are
 still marked running with another boot id knows its predecessor died: it
-releases them at once (turns.guard.turns_release_predecessor)."""
+releases them at once (turns.slot.turns_release_predecessor)."""
 
 import os
 import socket

@@ -1,6 +1,6 @@
 """The running turns of this server process.
 
-`start_turn` claims the thread's turn slot in the database (turns.guard)
+`start_turn` claims the thread's turn slot in the database (turns.slot)
 and runs the turn as a task of the server's event loop, not tied to the
 socket that asked. One watcher task per process looks after every local
 turn at once: twice a second it stores the answers streamed since (one
@@ -11,7 +11,7 @@ and every 10 s it refreshes all their claims in one statement
 
 One recovery task per process releases the turns of dead servers: at
 start-up those its own predecessor left running, then every 10 s those
-whose claims went stale (turns.guard).
+whose claims went stale (turns.slot).
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ from ..errors import ConversationError
 from ..live import publisher
 from ..models import Account, Turn
 from ..selectors import latest_turn_row
-from . import fragments, guard, outcome
+from . import approval_claims, fragments, outcome, slot
+from .approval_record import TurnApproval
 from .run import Resume, TurnRun, stored_selection
 
 logger = logging.getLogger("haico.conversations.turns")
@@ -104,7 +105,7 @@ async def _recover() -> None:
     half made: branches, archive imports and histories no thread owns
     (docs/adr/0045, 0049)."""
     try:
-        released = await database_sync_to_async(guard.turns_release_predecessor)()
+        released = await database_sync_to_async(slot.turns_release_predecessor)()
         if released:
             logger.warning("released %d turn(s) left running by this server's previous run", released)
     except Exception:
@@ -114,7 +115,7 @@ async def _recover() -> None:
     while True:
         await asyncio.sleep(RECOVERY_SECONDS)
         try:
-            released = await database_sync_to_async(guard.turns_release_stale)()
+            released = await database_sync_to_async(slot.turns_release_stale)()
             if released:
                 logger.warning("released %d turn(s) whose server stopped answering", released)
             removed = await database_sync_to_async(discard_abandoned_branches)()
@@ -180,11 +181,11 @@ def _begin(
     """Everything a turn's start reads and writes, in one database hop: the
     person may start one, the model it runs with (the key sent while the
     person may use it, else their default: agent.catalogue), and the turn
-    claimed (turns.guard). Refusals raise before anything is stored."""
+    claimed (turns.slot). Refusals raise before anything is stored."""
     person = user if user is not None else thread.owner
     windows = person_may_start(person)
     choice = catalogue.choice_for(person, model_name)
-    turn_index, _snapshot = guard.turn_begin(
+    turn_index, _snapshot = slot.turn_begin(
         thread=thread,
         user_message=user_message,
         model_name=choice.key if choice else None,
@@ -260,13 +261,13 @@ async def answer_approval(*, thread: Thread, turn, decision: str) -> int:
     """Answer the approval the thread's latest turn waits for (docs/adr/0017)
     and go on with that turn here, from the checkpointer: on any process,
     also after the one that asked was restarted. `decision` is
-    guard.APPROVED, REJECTED or STOPPED (rejected, and the turn ends).
+    approval_claims.APPROVED, REJECTED or STOPPED (rejected, and the turn ends).
     Returns the turn index; raises InvalidInput when no approval waits (or
     another tab answered first)."""
     detached = contextvars.Context()
     detached.run(_prepare)
     row, model, windows = await database_sync_to_async(_claim_answer)(thread=thread, turn=turn, decision=decision)
-    resume = Resume(interrupt_id=row.approval.get("interrupt_id") or "", decision=decision, approval=row.approval)
+    resume = Resume(decision=decision, approval=TurnApproval.from_json(row.approval))
     # The turn goes on with the model it began with (unless its person may
     # no longer use it: _claim_answer), in the mode it began in and about
     # the passage it asked about.
@@ -292,7 +293,7 @@ def _claim_answer(*, thread: Thread, turn, decision: str) -> tuple:
     began with, unless its person may no longer use it: agent.catalogue),
     and the person's token windows: a turn paused at its limit ends at its
     next model call (agent.usage)."""
-    row = guard.turn_answer_claim(thread=thread, turn=turn, decision=decision)
+    row = approval_claims.turn_answer_claim(thread=thread, turn=turn, decision=decision)
     person = thread.owner
     account = Account.objects.filter(user_id=person.pk).first()
     windows = quotas.token_windows(user_id=person.pk, account=account)
@@ -349,12 +350,12 @@ async def _watch() -> None:
                 await database_sync_to_async(_save_progress)(answers=answers, usage=[r for _, rows in usage for r in rows])
             if loop.time() - last_poll >= CANCEL_POLL_SECONDS:
                 last_poll = loop.time()
-                flagged = await database_sync_to_async(guard.cancel_requested_among)(list(local))
+                flagged = await database_sync_to_async(slot.cancel_requested_among)(list(local))
                 for key in flagged:
                     local[key].turn.stop_event.set()
-            if loop.time() - last_keepalive >= guard.TURN_KEEPALIVE.total_seconds():
+            if loop.time() - last_keepalive >= slot.TURN_KEEPALIVE.total_seconds():
                 last_keepalive = loop.time()
-                await database_sync_to_async(guard.turns_keepalive)(
+                await database_sync_to_async(slot.turns_keepalive)(
                     turns={key: running.turn.turn_index for key, running in local.items()}
                 )
         except Exception:
@@ -368,7 +369,7 @@ def _save_progress(*, answers: dict, usage: list[dict]) -> None:
     database hop (two transactions: the answers are stored whatever happens
     to the usage)."""
     if answers:
-        guard.turns_save_answers(answers=answers)
+        slot.turns_save_answers(answers=answers)
     model_usage.usage_record(rows=usage)
 
 
@@ -379,16 +380,16 @@ async def request_stop(*, thread: Thread) -> bool:
     if local is not None and not local.task.done():
         local.turn.stop_event.set()
         return True
-    waiting = await database_sync_to_async(guard.awaiting_approval)(thread.pk)
+    waiting = await database_sync_to_async(approval_claims.awaiting_approval)(thread.pk)
     if waiting is not None:
         # Stop on a pending approval: the change is rejected and the turn ends (docs/adr/0017).
         try:
-            await answer_approval(thread=thread, turn=waiting.index, decision=guard.STOPPED)
+            await answer_approval(thread=thread, turn=waiting.index, decision=approval_claims.STOPPED)
         except UserFacingError:
             pass  # answered meanwhile: that answer's turn is running, and stops below
         else:
             return True
-    return await database_sync_to_async(guard.turn_request_cancel)(thread=thread)
+    return await database_sync_to_async(slot.turn_request_cancel)(thread=thread)
 
 
 def resync_fragments(thread_id) -> list[str]:
@@ -436,7 +437,7 @@ def ended_fragments(thread_id) -> list[str]:
             user_message=row.user_message,
             thread_id=thread_id,
             ending=outcome.marker(status=row.status),
-            approval=fragments.approval_view(row.approval, pending=True),
+            approval=fragments.approval_view(TurnApproval.from_json(row.approval), pending=True),
         )
         return [fragments.approval_card(turn)]
     # The page may have been built before that turn ended: its map too.

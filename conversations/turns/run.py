@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
@@ -36,9 +36,10 @@ from django.utils.html import escape
 
 from agent import checkpointer as checkpointers
 from agent.answer_cap import answer_max_chars, capped_answer
+from agent.approval_request import ApprovalRequest
 from agent.builder import AgentProvider
 from agent.catalogue import ModelChoice
-from agent.context import AgentContext, Selection, TokenBudget
+from agent.context import AgentContext, ResumedCall, Selection, TokenBudget
 from agent.events import (
     Answer,
     ApprovalAsked,
@@ -52,6 +53,7 @@ from agent.events import (
     Token,
 )
 from agent.history import turn_steps
+from agent.steps import Step, StepStatus
 from agent.tools.envelope import step_note
 from agent.turn import (
     CANCELLED_TOOL_RESULT,
@@ -69,7 +71,8 @@ from .. import activity, services, trajectory
 from ..live import RESYNC, RESYNC_CHAT, publisher
 from ..models import ActivityLogEntry, Turn
 from ..usage import usage_record
-from . import fragments, guard, outcome
+from . import approval_claims, fragments, outcome, slot
+from .approval_record import TurnApproval
 from .errors import safe_error_message
 from .logcontext import TurnIds, current_turn
 
@@ -90,7 +93,7 @@ APPROVAL_STOPPED_RESULT = "Not done: the person pressed Stop instead of approvin
 
 
 def stored_selection(raw) -> Selection | None:
-    """A turn row's selection (guard.selection_json) for the agent, or None.
+    """A turn row's selection (message_checks.selection_json) for the agent, or None.
     It was checked when the message was sent; the prompt places it in the
     document as the document reads at each model call (agent.prompt)."""
     if not isinstance(raw, dict):
@@ -112,12 +115,12 @@ def _store_usage(rows: list[dict]) -> None:
 
 def _finish(*, usage: list[dict], **kwargs) -> None:
     """The turn's end, then its last model calls' usage, in one database hop."""
-    guard.turn_finish(**kwargs)
+    slot.turn_finish(**kwargs)
     _store_usage(usage)
 
 
 def _await_approval(*, usage: list[dict], **kwargs) -> bool:
-    waiting = guard.turn_await_approval(**kwargs)
+    waiting = approval_claims.turn_await_approval(**kwargs)
     _store_usage(usage)
     return waiting
 
@@ -128,14 +131,35 @@ class TurnStopped(Exception):
 
 @dataclass(frozen=True)
 class Resume:
-    """The person's answer to the approval a turn waits for (turns.guard):
-    the interrupt it answers, what the agent is told, and the row's
-    `approval` (its request, for the card). `decision` is guard.APPROVED,
-    REJECTED or STOPPED (Stop: rejected, and the turn ends)."""
+    """The person's answer to the approval a turn waits for (turns.approval_claims):
+    `decision` is approval_claims.APPROVED, REJECTED or STOPPED (Stop: rejected, and
+    the turn ends); `approval` is the row's (the interrupt it answers and
+    the request, for the card), None if the row holds none it can read."""
 
-    interrupt_id: str
     decision: str
-    approval: dict
+    approval: TurnApproval | None
+
+    @property
+    def interrupt_id(self) -> str:
+        return self.approval.interrupt_id if self.approval else ""
+
+    @property
+    def request(self) -> ApprovalRequest | None:
+        return self.approval.request if self.approval else None
+
+
+def resumed_call(resume: Resume | None) -> ResumedCall | None:
+    """What the agent is told of the call the person answered (agent.approvals):
+    the row's call id and their decision. A row that names no call leaves
+    it empty, and the agent then runs no call on that answer."""
+    if resume is None:
+        return None
+    request = resume.request
+    return ResumedCall(
+        call_id=request.call_id if request else "",
+        approved=resume.decision == approval_claims.APPROVED,
+        document_version=request.document.version if request and request.document else None,
+    )
 
 
 class TurnRun:
@@ -159,7 +183,12 @@ class TurnRun:
         # next one), and so does the passage the person asked about, shown
         # to every model call of the turn, and the person's token limits.
         self.context = AgentContext(
-            thread=thread, turn_index=turn_index, mode=mode, selection=selection, budget=budget or TokenBudget()
+            thread=thread,
+            turn_index=turn_index,
+            mode=mode,
+            selection=selection,
+            budget=budget or TokenBudget(),
+            resuming=resumed_call(resume),
         )
         # Whose tokens the model calls are, and the turn row they belong to (docs/adr/0063).
         self.user_id = user_id
@@ -173,7 +202,7 @@ class TurnRun:
         self.stop_event = asyncio.Event()
         self.shutting_down = False  # set with stop_event by a server shutdown
         self.graph = None
-        self.steps: list[dict] = []  # {"text", "status"}, in call order
+        self.steps: list[Step] = []  # in call order
         self._step_numbers: dict[str, int] = {}  # tool call id -> 1-based step number
         self.draft: list[str] = []  # text streamed by the current model call
         self._draft_chars = 0
@@ -195,11 +224,9 @@ class TurnRun:
     def prepare() -> None:
         """Load what a turn's first fragments would: the chat and live-patch
         templates and the markdown renderer."""
-        turn = fragments.turn_context(
-            turn_index=0, user_message="", steps=[{"text": "x", "status": ""}], answer="*x*", running=True
-        )
+        turn = fragments.turn_context(turn_index=0, user_message="", steps=[Step(text="x")], answer="*x*", running=True)
         fragments.turn_shell(turn, title="x")
-        fragments.steps(0, [{"text": "x", "status": ""}], first_number=1)
+        fragments.steps(0, [Step(text="x")], first_number=1)
         fragments.closing({**turn, "running": False})
         render_markdown("*x*")
         for name in ("objective", "preferences", "plan", "centre"):
@@ -308,7 +335,7 @@ class TurnRun:
                 status, notice = Turn.Status.INTERRUPTED, INTERRUPTED_SHUTDOWN
             else:
                 status = Turn.Status.STOPPED
-            stopped_approval = self.resume is not None and self.resume.decision == guard.STOPPED
+            stopped_approval = self.resume is not None and self.resume.decision == approval_claims.STOPPED
             await self._repair(
                 partial="".join(self.draft),
                 tool_result=INTERRUPTED_TOOL_RESULT
@@ -405,7 +432,7 @@ class TurnRun:
         if not waiting:
             return  # released meanwhile by another process, which told the tabs
         await self._note(activity.approval_asked(asked.request))
-        approval = fragments.approval_view({"request": asked.request}, pending=True)
+        approval = fragments.approval_view(TurnApproval(interrupt_id=asked.interrupt_id, request=asked.request), pending=True)
         ending = outcome.marker(status=Turn.Status.AWAITING)
         try:
             self.send(fragments.in_progress(self._turn()) + fragments.approval_card(self._turn(ending=ending, approval=approval)))
@@ -415,36 +442,41 @@ class TurnRun:
     async def _answered(self) -> None:
         """Going on after the person's answer: the card says what they chose, in every tab."""
         decision = self.resume.decision
-        words = {guard.APPROVED: "Approved", guard.REJECTED: "Rejected", guard.STOPPED: "Rejected (Stop)"}[decision]
-        summary = (self.resume.approval.get("request") or {}).get("summary", "")
-        await self._note(activity.approval_answered(words, summary))
-        approval = fragments.approval_view({**self.resume.approval, "decision": decision}, pending=False)
+        words = {
+            approval_claims.APPROVED: "Approved",
+            approval_claims.REJECTED: "Rejected",
+            approval_claims.STOPPED: "Rejected (Stop)",
+        }[decision]
+        request = self.resume.request
+        await self._note(activity.approval_answered(words, request.summary if request else ""))
+        answered = replace(self.resume.approval, decision=decision) if self.resume.approval else None
+        approval = fragments.approval_view(answered, pending=False)
         self.send(fragments.approval_card(self._turn(approval=approval)))
 
     def _approved_call_id(self) -> str:
         """The id of the tool call the person approved, if this run resumed with an approval."""
-        if self.resume is None or self.resume.decision != guard.APPROVED:
+        if self.resume is None or self.resume.decision != approval_claims.APPROVED:
             return ""
-        return str((self.resume.approval.get("request") or {}).get("call_id") or "")
+        return self.resume.request.call_id if self.resume.request else ""
 
     async def _approved_call_ended(self, event: StepFinished) -> None:
         """The approved change ran: if it could not be applied (in full) the
         card says so instead of a plain "You approved", in every tab and on
         the row (a reload, a branch and an archive show the same)."""
-        if event.status == "failed":
+        if event.status == StepStatus.FAILED:
             outcome = "overlap" if event.overlap else "failed"
-        elif event.status == "skipped":
+        elif event.status == StepStatus.SKIPPED:
             outcome = "partial"
         else:
             return
         try:
-            await database_sync_to_async(guard.turn_approval_outcome)(
+            await database_sync_to_async(approval_claims.turn_approval_outcome)(
                 thread=self.thread, turn_index=self.turn_index, outcome=outcome
             )
         except Exception:
             logger.exception("could not record the outcome of the approval of turn %s", self.turn_index)
         approval = fragments.approval_view(
-            {**self.resume.approval, "decision": guard.APPROVED, "outcome": outcome}, pending=False
+            replace(self.resume.approval, decision=approval_claims.APPROVED, outcome=outcome), pending=False
         )
         self.send(fragments.approval_card(self._turn(approval=approval)))
 
@@ -455,11 +487,12 @@ class TurnRun:
             events = stream_turn(self.graph, context=self.context, user_message=self.user_message)
         else:
             await self._load_steps()
-            if self.resume.decision == guard.STOPPED:
+            if self.resume.decision == approval_claims.STOPPED:
                 raise TurnStopped
+            document = self.resume.request.document if self.resume.request else None
             decision = {
-                "approved": self.resume.decision == guard.APPROVED,
-                "document_version": ((self.resume.approval.get("request") or {}).get("document") or {}).get("version"),
+                "approved": self.resume.decision == approval_claims.APPROVED,
+                "document_version": document.version if document else None,
             }
             events = resume_turn(self.graph, context=self.context, interrupt_id=self.resume.interrupt_id, decision=decision)
         await self._drain(events)
@@ -551,20 +584,21 @@ class TurnRun:
             # the trace only marks a step that did not work (or only in part).
             number = self._step_numbers.get(event.call_id)
             if number is not None:
-                self.steps[number - 1]["status"] = event.status
-                note = step_note(event.error) if event.status == "failed" else ""
+                step = self.steps[number - 1]
+                step.status = event.status
+                note = step_note(event.error) if event.status == StepStatus.FAILED else ""
                 if note:
-                    self.steps[number - 1]["note"] = note
-                if event.status != "done":
-                    self.send(fragments.step_result(self.turn_index, number, self.steps[number - 1]))
-            sentence = self.steps[number - 1]["text"] if number is not None else ""
+                    step.note = note
+                if event.status != StepStatus.DONE:
+                    self.send(fragments.step_result(self.turn_index, number, step))
+            sentence = self.steps[number - 1].text if number is not None else ""
             await self._note(activity.step_result(event, sentence))
             if event.call_id and event.call_id == self._approved_call_id():
                 await self._approved_call_ended(event)
 
     def _steps_started(self, event: StepsStarted) -> None:
         first = len(self.steps) + 1
-        new = [{"text": sentence, "status": ""} for sentence in event.sentences]
+        new = [Step(text=sentence) for sentence in event.sentences]
         for offset, call_id in enumerate(event.call_ids):
             if call_id:
                 self._step_numbers[call_id] = first + offset

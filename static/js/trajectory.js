@@ -86,7 +86,7 @@
   // pixels apart and its nodes WIDE_NODE wide; the edges, drawn for the
   // narrow lanes, are stretched to match (an affine map of x that puts each
   // node's centre where it was). The layout constants are those of
-  // conversations.trajectory.
+  // conversations.trajectory.layout.
   var PAD = 6, LANE = 150, NODE = 136, WIDE_LANE = 440, WIDE_NODE = 420;
 
   function fillLarge(dialog) {

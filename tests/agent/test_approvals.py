@@ -15,7 +15,7 @@ from agent.approvals import (
     removed_share,
 )
 from agent.builder import build_agent
-from agent.context import AgentContext
+from agent.context import AgentContext, ResumedCall
 from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
 from workspace import selectors
 from workspace.models import DocumentRevision
@@ -32,7 +32,9 @@ def _document(thread, content):
 
 
 def _ask(thread, name, **args):
-    return approval_request(thread, {"name": name, "id": "call-1", "args": {**args, "action_and_reasoning": "Why."}})
+    """The request as its JSON (what the checkpointer and the turn row hold), or None."""
+    asked = approval_request(thread, {"name": name, "id": "call-1", "args": {**args, "action_and_reasoning": "Why."}})
+    return asked.to_json() if asked is not None else None
 
 
 def test_the_removed_share_counts_what_goes():
@@ -117,7 +119,8 @@ async def test_an_approved_replacement_keeps_what_the_person_wrote_meanwhile(thr
     await sync_to_async(document_services.document_save)(
         thread=thread, content=REPORT + "\n\nMy own note.", base_version=version, author=DocumentRevision.Author.PERSON
     )
-    resumed = AgentContext(thread=thread, turn_index=1)
+    answer = ResumedCall(call_id=pending.value["call_id"], approved=True, document_version=version)
+    resumed = AgentContext(thread=thread, turn_index=1, resuming=answer)
     await graph.ainvoke(Command(resume={pending.id: {"approved": True, "document_version": version}}), config, context=resumed)
     content = (await sync_to_async(selectors.document_for)(thread=thread)).content
     assert content.startswith(short) and content.endswith("My own note.")
@@ -137,9 +140,39 @@ async def test_a_rejection_stands_even_if_the_call_no_longer_needs_asking(thread
     # Meanwhile the person empties the document themselves: replacing it would remove nothing now.
     await sync_to_async(_document)(thread, "")
     await sync_to_async(_document)(thread, "Fresh start by the person, long enough? no.")
+    answer = ResumedCall(call_id=pending.value["call_id"], approved=False)
     result = await graph.ainvoke(
-        Command(resume={pending.id: {"approved": False}}), config, context=AgentContext(thread=thread, turn_index=1)
+        Command(resume={pending.id: {"approved": False}}),
+        config,
+        context=AgentContext(thread=thread, turn_index=1, resuming=answer),
     )
     [tool_result] = [m for m in result["messages"] if isinstance(m, ToolMessage)]
     assert '"rejected": true' in tool_result.content
     assert (await sync_to_async(selectors.document_for)(thread=thread)).content.startswith("Fresh start")
+
+
+@pytest.mark.parametrize(
+    "resuming",
+    [None, ResumedCall(call_id="another-call", approved=True), ResumedCall(call_id="", approved=True)],
+    ids=["no resume information", "another call named", "no call named"],
+)
+@pytest.mark.django_db(transaction=True)
+async def test_an_approval_answer_the_run_was_not_told_about_runs_nothing(thread, resuming):
+    await sync_to_async(_document)(thread, REPORT)
+    model = ScriptedChatModel(
+        script=[Reply(tool_calls=[tool_call("update_document", "Clearing it.", content="")]), Reply(text="Left it.")]
+    )
+    graph = _graph(model)
+    config = {"configurable": {"thread_id": str(thread.pk)}}
+    await graph.ainvoke({"messages": [HumanMessage("clear")]}, config, context=AgentContext(thread=thread, turn_index=1))
+    [pending] = (await graph.aget_state(config)).interrupts
+    # LangGraph hands the call an approval, but the run does not name that call as answered.
+    result = await graph.ainvoke(
+        Command(resume={pending.id: {"approved": True}}),
+        config,
+        context=AgentContext(thread=thread, turn_index=1, resuming=resuming),
+    )
+    [tool_result] = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert tool_result.status == "error" and "no answer to it is known" in tool_result.content
+    assert (await sync_to_async(selectors.document_for)(thread=thread)).content == REPORT
+    assert not (await graph.aget_state(config)).interrupts

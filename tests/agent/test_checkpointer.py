@@ -149,7 +149,7 @@ async def main():
     kind = type(saver).__name__
     await checkpointers.close_checkpointer()
     turns = await sync_to_async(past_turns)(thread.pk)
-    print(json.dumps({"saver": kind, "turns": [[t.turn_index, t.user_message, t.steps, t.answer] for t in turns]}))
+    print(json.dumps({"saver": kind, "turns": [[t.turn_index, t.user_message, [s.to_json() for s in t.steps], t.answer] for t in turns]}))
 
 asyncio.run(main())
 """

@@ -4,6 +4,7 @@ repair that answers every open tool call of a stopped or failed turn."""
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agent.history import GENERIC_STEP, STOPPED_KEY, STOPPED_PLACEHOLDER, TURN_INDEX_KEY, repair_update, turns_from_messages
+from agent.steps import Step, StepStatus
 
 
 def test_turns_are_grouped_by_their_human_message():
@@ -22,7 +23,7 @@ def test_turns_are_grouped_by_their_human_message():
         ]
     )
     assert [(t.turn_index, t.user_message) for t in turns] == [(3, "one"), (4, "two"), (5, "three")]
-    assert turns[0].steps == [
+    assert [step.to_json() for step in turns[0].steps] == [
         {"text": GENERIC_STEP, "status": "done"},
         {"text": GENERIC_STEP, "status": "failed"},
         {"text": GENERIC_STEP, "status": "skipped"},
@@ -65,3 +66,10 @@ def test_repair_adds_the_message_of_a_turn_that_never_reached_the_history():
     update = repair_update([_human(1)], turn_index=2, user_message="lost?", partial="", tool_result="x")
     assert [m.content for m in update] == ["lost?", STOPPED_PLACEHOLDER]
     assert update[0].response_metadata == {TURN_INDEX_KEY: 2}
+
+
+def test_a_step_reads_back_from_its_json():
+    for data in ({"text": "a", "status": ""}, {"text": "b", "status": "failed", "note": "Not available in Explore mode"}):
+        assert Step.from_json(data).to_json() == data
+    assert Step.from_json({"text": "c", "status": "done"}).status == StepStatus.DONE
+    assert Step.from_json({"text": "d", "status": "unknown"}).status == StepStatus.RUNNING

@@ -12,17 +12,17 @@ from langgraph.checkpoint.memory import InMemorySaver
 from agent.builder import build_agent
 from agent.context import AgentContext
 from agent.events import Diagnostic
-from agent.middleware import (
+from agent.middleware.replies import (
     MALFORMED_CALL_ERROR,
     REFUSED_CALLS_KEY,
     SYNTHETIC_KEY,
     TRUNCATED_CALL_ERROR,
-    WRITE_LESS_NOTE,
-    ModelTurnRetryMiddleware,
+    RetryVerdict,
     refusals,
     reply_finished,
     with_refusals,
 )
+from agent.middleware.retry import WRITE_LESS_NOTE, ModelTurnRetryMiddleware
 from agent.model import INVALID_TOOL_ARGS_KEY
 from agent.turn import stream_turn, turn_config
 from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
@@ -188,6 +188,18 @@ def test_refusals_name_bad_arguments_and_unparseable_calls():
     # The unparseable call becomes a call, so it gets its error as a result.
     assert [call["id"] for call in marked.tool_calls] == ["a", "b"] and marked.invalid_tool_calls == []
     assert marked.response_metadata[REFUSED_CALLS_KEY] == refused
+
+
+def test_the_verdict_decides_which_whole_calls_are_refused():
+    message = AIMessage(
+        content="",
+        tool_calls=[{"name": "set_objective", "args": {"text": "x"}, "id": "a", "type": "tool_call"}],
+        response_metadata={"finish_reason": "length"},
+    )
+    assert refusals(message, RetryVerdict.TRUNCATED) == {"a": TRUNCATED_CALL_ERROR}
+    assert refusals(message, RetryVerdict.EXHAUSTED_MALFORMED) == {"a": MALFORMED_CALL_ERROR}
+    assert refusals(message, RetryVerdict.EXHAUSTED_BLANK) == {}
+    assert refusals(message, None) == {}
 
 
 def test_a_reply_is_finished_only_when_the_model_said_so():

@@ -94,7 +94,9 @@ async def test_a_call_outside_the_mode_is_refused_with_an_envelope_and_changes_n
     # The person's trace says it in plain words, not only "Failed".
     assert step_note(envelope["error"]) == "Not available in Explore mode"
     [turn] = turns_from_messages(result["messages"])
-    assert turn.steps == [{"text": "Rewriting the document.", "status": "failed", "note": "Not available in Explore mode"}]
+    assert [step.to_json() for step in turn.steps] == [
+        {"text": "Rewriting the document.", "status": "failed", "note": "Not available in Explore mode"}
+    ]
     assert tool_message.status == "error"
     assert (await db(selectors.document_for, thread=thread)).content == "Kept as it is."
 

@@ -173,6 +173,18 @@ def test_after_a_marker_broken_arguments_are_a_refused_call_never_repaired():
         assert call.problem.startswith(("not valid JSON", "not a JSON object"))
 
 
+def test_arguments_with_a_number_past_the_digit_limit_are_a_refused_call():
+    # json.loads refuses them with a plain ValueError, not a JSONDecodeError.
+    number = "1" * 5000
+    for text in (
+        '<tool_call>{"name": "set_objective", "arguments": "{\\"text\\": ' + number + '}"}</tool_call>',
+        '[TOOL_CALLS]set_objective[ARGS]{"text": ' + number + "}",
+    ):
+        (call,) = find_text_calls(text, TOOLS).calls
+        assert call.name == "set_objective" and call.args == {}
+        assert call.problem.startswith("not valid JSON (Exceeds the limit")
+
+
 def test_a_reply_with_native_calls_is_left_as_it_is():
     reply = AIMessage(content=SHAPES["qwen tool_call"], tool_calls=[{"name": "list_todos", "args": {}, "id": "c1"}])
     assert with_text_calls(reply, TOOLS) is reply

@@ -90,9 +90,8 @@ def test_chart_request_shows_reasoning_chart_and_streamed_answer_and_survives_re
     assert any(m.get("role") == "tool" for m in model_server.requests[1]["messages"])
 
     # The database holds the turn and the artifact tagged with it.
-    assert server.query("SELECT turn_index, running_turn_index FROM conversations_thread WHERE id = ?", (thread_id,)) == [
-        (1, None)
-    ]
+    assert server.query("SELECT turn_index FROM conversations_thread WHERE id = ?", (thread_id,)) == [(1,)]
+    assert server.query("SELECT turn_index FROM conversations_turnslot WHERE thread_id = ?", (thread_id,)) == [(None,)]
     assert server.query("SELECT title, turn_index FROM workspace_artifact WHERE thread_id = ?", (thread_id,)) == [
         ("Q1 vs Q2 Revenue", 1)
     ]

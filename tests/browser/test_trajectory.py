@@ -99,9 +99,9 @@ def test_continue_from_turn_one_branches_with_its_workspace_and_leaves_the_threa
 
 
 SEED_LONG_THREAD = (
-    "from conversations.turns import guard; from workspace.models import Thread; "
+    "from conversations.turns import slot; from workspace.models import Thread; "
     "thread = Thread.objects.get(pk='{thread_id}'); "
-    "[guard.turn_finish(thread=thread, turn_index=guard.turn_begin(thread=thread, user_message=f'Message number {{i}}')[0]) "
+    "[slot.turn_finish(thread=thread, turn_index=slot.turn_begin(thread=thread, user_message=f'Message number {{i}}')[0]) "
     "for i in range(1, 201)]"
 )
 

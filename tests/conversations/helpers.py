@@ -107,3 +107,10 @@ async def frame_containing(communicator, needle: str, timeout: float = 5.0) -> l
         frames.append(html)
         if needle in html:
             return frames
+
+
+def stored_slot(thread):
+    """The thread's running-turn slot as stored (an empty one if it never ran a turn)."""
+    from conversations.models import TurnSlot
+
+    return TurnSlot.objects.filter(thread_id=thread.pk).first() or TurnSlot(thread_id=thread.pk)

@@ -405,15 +405,15 @@ def feedback_mix(populated, owner, other_user):
 
     from django.utils import timezone
 
-    from conversations.turns import guard
+    from conversations.turns import slot
 
     thread = populated["thread"]
     plan_entry = conversation_services.feedback_leave(
         thread=thread, user=owner, turn_index=1, rating=2, scope="plan", aspect="tone", comment="plan-too-terse"
     )
     theirs = conversation_services.thread_create(owner=other_user, title="Other person's thread")
-    turn, _ = guard.turn_begin(thread=theirs, user_message="hi")
-    guard.turn_finish(thread=theirs, turn_index=turn)
+    turn, _ = slot.turn_begin(thread=theirs, user_message="hi")
+    slot.turn_finish(thread=theirs, turn_index=turn)
     their_entry = conversation_services.feedback_leave(
         thread=theirs, user=other_user, turn_index=1, rating=5, aspect="correctness", comment="their-praise"
     )
@@ -634,12 +634,12 @@ def test_the_activity_log_admin_is_refused_to_people_who_are_not_staff(owner_cli
 
 def test_the_thread_admin_and_the_review_show_the_mode_of_each_turn(staff_client, populated):
     from conversations.models import Turn
-    from conversations.turns import guard
+    from conversations.turns import slot
 
     thread = populated["thread"]
     for message, mode in (("look around", "explore"), ("plan it", "plan"), ("and again", "plan")):
-        turn, _ = guard.turn_begin(thread=Thread.objects.get(pk=thread.pk), user_message=message, mode=mode)
-        guard.turn_finish(thread=thread, turn_index=turn)
+        turn, _ = slot.turn_begin(thread=Thread.objects.get(pk=thread.pk), user_message=message, mode=mode)
+        slot.turn_finish(thread=thread, turn_index=turn)
     Thread.objects.filter(pk=thread.pk).update(mode="explore")
     assert list(Turn.objects.filter(thread=thread).order_by("index").values_list("mode", flat=True)) == [
         "execute",

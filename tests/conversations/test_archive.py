@@ -282,7 +282,7 @@ def test_an_import_keeps_the_archives_times(thread, owner):
 
 
 def test_a_branch_keeps_when_its_copied_turns_started(thread, owner):
-    from conversations.turns.guard import turn_begin, turn_finish
+    from conversations.turns.slot import turn_begin, turn_finish
 
     turn_begin(thread=thread, user_message="hi")
     turn_finish(thread=thread, turn_index=1, answer="Hello.")

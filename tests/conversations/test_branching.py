@@ -159,7 +159,7 @@ async def test_the_branch_shows_turns_up_to_the_branch_point_and_its_next_turn_i
     assert [(t["turn_index"], t["user_message"], t["answer_html"].strip()) for t in shown] == [
         (1, "first message", "<p>Answer one.</p>")
     ]
-    assert [s["text"] for s in shown[0]["steps"]] == [
+    assert [s.text for s in shown[0]["steps"]] == [
         "Noting the goal.",
         "Recording a rule.",
         "Planning.",

@@ -7,8 +7,9 @@ from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 
 from conversations.chat import chat_context
+from conversations.models import TurnSlot
 from conversations.turns import registry
-from conversations.turns.guard import turn_begin
+from conversations.turns.slot import turn_begin
 from tests.support.fake_model import Reply, tool_call
 
 from .helpers import frame_containing, frames_until_turn_end
@@ -49,7 +50,7 @@ async def test_after_a_turn_the_page_shows_it_with_reasoning_collapsed(owner, th
     context = await _context(thread, owner)
     [turn] = context["turns"]
     assert turn["turn_index"] == 1 and turn["user_message"] == "plan my essay"
-    assert turn["steps"] == [{"text": "Laying out the plan.", "status": "done"}]
+    assert [step.to_json() for step in turn["steps"]] == [{"text": "Laying out the plan.", "status": "done"}]
     assert "<strong>one step</strong>" in turn["answer_html"]
     assert context["running"] is False
 
@@ -134,13 +135,13 @@ def test_the_chat_panel_partial_renders_without_turns(owner, thread, model_setti
 
 
 async def test_an_interrupted_turn_keeps_what_streamed_and_offers_retry_after_reload(owner, thread, script, async_client):
-    from conversations.turns import guard, outcome
+    from conversations.turns import outcome, slot
 
     script(Reply(text="unused"))
     await database_sync_to_async(turn_begin)(thread=thread, user_message="write the intro")
-    await database_sync_to_async(guard.turns_save_answers)(answers={(thread.pk, 1): "The intro so **far**"})
+    await database_sync_to_async(slot.turns_save_answers)(answers={(thread.pk, 1): "The intro so **far**"})
     await database_sync_to_async(lambda: thread.turns.update(boot="earlier-boot"))()
-    await database_sync_to_async(guard.turns_release_predecessor)()
+    await database_sync_to_async(slot.turns_release_predecessor)()
 
     chat = _chat_panel(await _page(async_client, owner, thread))
     assert "The intro so <strong>far</strong>" in chat
@@ -154,13 +155,12 @@ async def test_a_turn_whose_server_died_unnoticed_reads_as_interrupted(owner, th
 
     from django.utils import timezone
 
-    from conversations.turns.guard import STALE_TURN_AFTER
-    from workspace.models import Thread
+    from conversations.turns.slot import STALE_TURN_AFTER
 
     script(Reply(text="unused"))
     await database_sync_to_async(turn_begin)(thread=thread, user_message="hello")
     stale = timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1)
-    await database_sync_to_async(Thread.objects.filter(pk=thread.pk).update)(running_since=stale)
+    await database_sync_to_async(TurnSlot.objects.filter(thread_id=thread.pk).update)(since=stale)
     chat = _chat_panel(await _page(async_client, owner, thread))
     assert "Interrupted" in chat and ">Working<" not in chat and 'aria-label="Retry turn 1"' in chat
 
@@ -209,7 +209,7 @@ async def test_failed_and_skipped_steps_are_marked_in_the_trace(owner, thread, s
     )
     await _run_turn(thread, "go")
     [turn] = (await _context(thread, owner))["turns"]
-    assert [step["status"] for step in turn["steps"]] == ["failed", "failed", "skipped", "done"]
+    assert [step.status for step in turn["steps"]] == ["failed", "failed", "skipped", "done"]
     chat = _chat_panel(await _page(async_client, owner, thread))
     assert re.search(
         r'<li id="turn-1-step-1" class="reasoning-step is-failed">Drawing a chart with no data. <span class="step-status">Failed</span>',

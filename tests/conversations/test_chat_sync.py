@@ -8,7 +8,7 @@ import re
 import pytest
 from channels.db import database_sync_to_async
 
-from conversations.turns import guard
+from conversations.turns import slot
 from tests.support.fake_model import Reply
 from tests.support.web import HTMX
 
@@ -22,8 +22,8 @@ def _url(thread, turn):
 @pytest.fixture
 def three_turns(thread):
     for n in (1, 2, 3):
-        guard.turn_begin(thread=thread, user_message=f"message {n}")
-        guard.turn_finish(thread=thread, turn_index=n, answer=f"answer {n}")
+        slot.turn_begin(thread=thread, user_message=f"message {n}")
+        slot.turn_finish(thread=thread, turn_index=n, answer=f"answer {n}")
     thread.refresh_from_db()
     return thread
 
@@ -48,7 +48,7 @@ def test_the_turn_the_page_shows_last_is_put_in_place_and_later_ones_appended(ow
 
 
 def test_a_turn_still_running_is_left_as_the_page_streams_it_and_the_controls_say_so(owner_client, three_turns):
-    guard.turn_begin(thread=three_turns, user_message="message 4")
+    slot.turn_begin(thread=three_turns, user_message="message 4")
     html = owner_client.get(_url(three_turns, 4)).content.decode()
     assert 'id="turn-4"' not in html
     assert 'data-state="running"' in html and "The assistant is working" in html
@@ -79,7 +79,7 @@ async def test_stop_when_no_turn_runs_shows_how_the_latest_turn_ended_and_idle_c
     await socket.send_to(text_data=json.dumps({"message": "hi", "HEADERS": {}}))
     while 'data-state="idle"' not in await socket.receive_from(timeout=10):
         pass
-    assert await database_sync_to_async(lambda: guard.running_turn(type(thread).objects.get(pk=thread.pk)))() is None
+    assert await database_sync_to_async(lambda: slot.running_turn(type(thread).objects.get(pk=thread.pk)))() is None
     # A page that missed the turn's end still shows it running; its Stop:
     await socket.send_to(text_data=json.dumps({"action": "stop", "HEADERS": {}}))
     html = await socket.receive_from(timeout=3)

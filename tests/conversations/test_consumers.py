@@ -13,7 +13,7 @@ from tests.support.fake_model import Reply, tool_call
 from tests.support.requests import as_another_request
 from workspace.models import Artifact, Preference, Thread, Todo, WorkspaceSnapshot
 
-from .helpers import frame_containing, frames_until_turn_end, open_socket
+from .helpers import frame_containing, frames_until_turn_end, open_socket, stored_slot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -67,7 +67,7 @@ def _db(thread):
     thread = Thread.objects.get(pk=thread.pk)
     return {
         "turn_index": thread.turn_index,
-        "running": thread.running_turn_index,
+        "running": stored_slot(thread).turn_index,
         "title": thread.title,
         "snapshots": list(WorkspaceSnapshot.objects.filter(thread=thread).values_list("turn_index", "user_message")),
         "artifacts": list(Artifact.objects.filter(thread=thread).values_list("pk", "artifact_type", "turn_index")),
@@ -501,11 +501,11 @@ async def test_retry_of_a_turn_that_ended_normally_is_refused_with_a_notice(owne
 
 async def test_another_users_socket_cannot_retry_or_see_a_turn(owner, other_user, thread, script, sockets):
     from conversations.models import Turn
-    from conversations.turns import guard
+    from conversations.turns import slot
 
     script(Reply(text="never"))
-    await database_sync_to_async(guard.turn_begin)(thread=thread, user_message="private")
-    await database_sync_to_async(guard.turn_finish)(thread=thread, turn_index=1, status=Turn.Status.FAILED, notice="x")
+    await database_sync_to_async(slot.turn_begin)(thread=thread, user_message="private")
+    await database_sync_to_async(slot.turn_finish)(thread=thread, turn_index=1, status=Turn.Status.FAILED, notice="x")
     socket = await open_socket(thread.pk, other_user)
     assert "does not exist or is not yours" in await socket.receive_from(timeout=5)
     assert (await socket.receive_output(timeout=5))["type"] == "websocket.close"
@@ -514,14 +514,14 @@ async def test_another_users_socket_cannot_retry_or_see_a_turn(owner, other_user
 
 async def test_a_page_reconnecting_after_its_server_died_learns_how_the_turn_ended(owner, thread, script, sockets):
     from conversations.models import Turn
-    from conversations.turns import guard, outcome, process
+    from conversations.turns import outcome, process, slot
 
     script(Reply(text="unused"))
-    await database_sync_to_async(guard.turn_begin)(thread=thread, user_message="killed mid-answer")
-    await database_sync_to_async(guard.turns_save_answers)(answers={(thread.pk, 1): "The first half"})
+    await database_sync_to_async(slot.turn_begin)(thread=thread, user_message="killed mid-answer")
+    await database_sync_to_async(slot.turns_save_answers)(answers={(thread.pk, 1): "The first half"})
     await database_sync_to_async(Turn.objects.filter(thread=thread).update)(boot="earlier-boot")
     # The restarted server releases it at start-up (before the page reconnects).
-    assert await database_sync_to_async(guard.turns_release_predecessor)() == 1
+    assert await database_sync_to_async(slot.turns_release_predecessor)() == 1
     assert process.instance()
     socket = await sockets(thread.pk, owner)
     html = await frame_containing(socket, outcome.INTERRUPTED_RESTART)
@@ -587,11 +587,11 @@ async def test_a_message_sent_from_a_turns_preview_branches_there_and_runs_in_th
 async def test_continuing_from_a_turn_that_is_not_yours_is_refused_and_nothing_is_made(
     owner, other_user, thread, script, sockets
 ):
-    from conversations.turns import guard
+    from conversations.turns import slot
 
     script(Reply(text="never"))
-    await database_sync_to_async(guard.turn_begin)(thread=thread, user_message="private")
-    await database_sync_to_async(guard.turn_finish)(thread=thread, turn_index=1)
+    await database_sync_to_async(slot.turn_begin)(thread=thread, user_message="private")
+    await database_sync_to_async(slot.turn_finish)(thread=thread, turn_index=1)
     theirs = await database_sync_to_async(thread_create)(owner=other_user, title="Theirs")
     socket = await sockets(theirs.pk, other_user)
     count = await database_sync_to_async(Thread.objects.count)()

@@ -186,10 +186,10 @@ async def test_a_model_chosen_in_one_tab_is_set_in_the_others_selector(owner, th
 
 
 def _ended_turn(thread):
-    from conversations.turns import guard
+    from conversations.turns import slot
 
-    turn, _ = guard.turn_begin(thread=thread, user_message="hello")
-    guard.turn_finish(thread=thread, turn_index=turn, answer="Hi.")
+    turn, _ = slot.turn_begin(thread=thread, user_message="hello")
+    slot.turn_finish(thread=thread, turn_index=turn, answer="Hi.")
     return turn
 
 

@@ -138,12 +138,12 @@ async def test_yesterday_s_tokens_do_not_count_for_today(owner, thread, model_se
 
 @pytest.mark.django_db
 def test_regenerate_over_the_limit_is_refused_before_any_branch_is_made(owner, thread, settings):
-    from conversations.turns import guard
+    from conversations.turns import slot
 
     settings.OPENAI_BASE_URL, settings.HAICO_MODEL, settings.HAICO_MODELS = "http://127.0.0.1:9/v1", "m", ["m"]
     settings.HAICO_DAILY_TOKEN_LIMIT = 10
-    turn, _ = guard.turn_begin(thread=thread, user_message="first")
-    guard.turn_finish(thread=thread, turn_index=turn)
+    turn, _ = slot.turn_begin(thread=thread, user_message="first")
+    slot.turn_finish(thread=thread, turn_index=turn)
     _used(owner, 10)
     client = Client()
     client.force_login(owner)

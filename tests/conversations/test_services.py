@@ -5,7 +5,7 @@ import pytest
 
 from conversations import selectors, services
 from conversations.models import ActivityLogEntry, Feedback, ModerationAction
-from conversations.turns import guard
+from conversations.turns import slot
 from workspace import selectors as thread_selectors
 from workspace.errors import InvalidInput
 from workspace.models import Thread
@@ -99,8 +99,8 @@ def test_moderation_record_and_activity_log(thread, staff):
 @pytest.fixture
 def two_turns(thread):
     for n in (1, 2):
-        guard.turn_begin(thread=thread, user_message=f"message {n}")
-        guard.turn_finish(thread=thread, turn_index=n)
+        slot.turn_begin(thread=thread, user_message=f"message {n}")
+        slot.turn_finish(thread=thread, turn_index=n)
     return _fresh(thread)
 
 
@@ -168,7 +168,7 @@ def test_feedback_refuses_an_artifact_of_another_thread_or_a_later_turn(two_turn
 
 
 def test_feedback_waits_for_a_running_turn_to_end(two_turns, owner):
-    turn, _ = guard.turn_begin(thread=two_turns, user_message="third")
+    turn, _ = slot.turn_begin(thread=two_turns, user_message="third")
     with pytest.raises(InvalidInput) as exc:
         services.feedback_leave(thread=_fresh(two_turns), user=owner, turn_index=turn, rating=3)
     assert exc.value.message == "Turn 3 is still running; leave feedback once it has ended."

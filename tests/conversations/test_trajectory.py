@@ -1,16 +1,19 @@
 """The trajectory map: a family of threads as one graph of turns, its
 rendering, and the read-only preview of a turn (conversations.trajectory)."""
 
+import ast
 import re
 import uuid
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
 
 from conversations import services, trajectory
 from conversations.models import BranchLink, Turn
-from conversations.trajectory import FamilyThread, TurnFact, assemble
-from conversations.turns import guard
+from conversations.trajectory import layout
+from conversations.trajectory.layout import FamilyThread, TurnFact, assemble, family_of, lane_order
+from conversations.turns import slot
 from workspace.models import Thread
 from workspace.services import document as document_services
 from workspace.services import objective as objective_services
@@ -28,6 +31,18 @@ def keys(nodes):
 
 def edges(graph):
     return {((e.source.thread, e.source.index), (e.target.thread, e.target.index), e.kind) for e in graph.edges}
+
+
+def test_the_layout_needs_no_database_and_marks_a_turn_as_the_models_do():
+    source = Path(layout.__file__).read_text()
+    imported = {
+        alias.name if isinstance(node, ast.Import) else node.module or ""
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in (node.names if isinstance(node, ast.Import) else [node])
+    }
+    assert not [name for name in imported if name.startswith(("django", "conversations", "workspace"))], imported
+    assert layout.COMPLETE == Turn.Status.COMPLETE
 
 
 # A has turns 1-4; B forked A after turn 2 (own turns 3-5); C forked B
@@ -96,9 +111,9 @@ def test_a_running_turn_is_not_a_node_yet():
 
 def test_family_order_is_depth_first_with_earlier_forks_first():
     links = {B: (A, 2, 1), C: (B, 4, 2), D: (A, 1, 3)}
-    root, children = trajectory.family_of(C, links)
+    root, children = family_of(C, links)
     assert root == A
-    assert trajectory.lane_order(root, children) == [A, D, B, C]
+    assert lane_order(root, children) == [A, D, B, C]
 
 
 # --- from the database --------------------------------------------------------------
@@ -106,8 +121,8 @@ def test_family_order_is_depth_first_with_earlier_forks_first():
 
 def run_turns(thread, *messages):
     for message in messages:
-        index, _snapshot = guard.turn_begin(thread=thread, user_message=message)
-        guard.turn_finish(thread=thread, turn_index=index, answer=f"Answer to {message}")
+        index, _snapshot = slot.turn_begin(thread=thread, user_message=message)
+        slot.turn_finish(thread=thread, turn_index=index, answer=f"Answer to {message}")
     thread.refresh_from_db()
 
 
@@ -162,9 +177,9 @@ def test_pending_branches_deleted_threads_and_other_peoples_threads_stay_out(fam
 @pytest.mark.django_db
 def test_a_turn_in_progress_joins_the_map_when_it_ends(family):
     root, *_ = family
-    index, _snapshot = guard.turn_begin(thread=root, user_message="five")
+    index, _snapshot = slot.turn_begin(thread=root, user_message="five")
     assert trajectory.family_graph(thread=root).node(root.pk, index) is None
-    guard.turn_finish(thread=root, turn_index=index, status=Turn.Status.FAILED)
+    slot.turn_finish(thread=root, turn_index=index, status=Turn.Status.FAILED)
     root.refresh_from_db()
     node = trajectory.family_graph(thread=root).node(root.pk, index)
     graph = trajectory.family_graph(thread=root)
@@ -201,8 +216,8 @@ def _patch_parts(html):
 @pytest.mark.django_db
 def test_a_turn_end_sends_each_member_only_the_new_node(family):
     root, b, c, d = family
-    index, _snapshot = guard.turn_begin(thread=b, user_message="b six")
-    guard.turn_finish(thread=b, turn_index=index, answer="six")
+    index, _snapshot = slot.turn_begin(thread=b, user_message="b six")
+    slot.turn_finish(thread=b, turn_index=index, answer="six")
     patches = trajectory.turn_ended_patches(thread_id=b.pk, turn_index=index)
     assert set(patches) == {root.pk, b.pk, c.pk, d.pk}
     layout = re.search(r'data-layout="([0-9a-f]+)"', trajectory.render_map(trajectory.family_graph(thread=root))).group(1)

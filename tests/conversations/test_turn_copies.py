@@ -15,7 +15,7 @@ from agent.context import Selection
 from conversations.archive import archive_bytes, import_archive, thread_archive
 from conversations.branching import fork_thread
 from conversations.models import Turn
-from conversations.turns import guard, registry
+from conversations.turns import approval_claims, registry, slot
 from tests.support.fake_model import Reply, tool_call
 from tests.support.web import database_rows
 from workspace import selectors
@@ -54,7 +54,7 @@ async def _rejected_then_asked_about_a_selection(thread, script):
     )
     await registry.start_turn(thread=thread, user_message="drop the outline", mode=Thread.Mode.PLAN)
     await registry.wait_for_turn(thread.pk)
-    await registry.answer_approval(thread=thread, turn=1, decision=guard.REJECTED)
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.REJECTED)
     await registry.wait_for_turn(thread.pk)
     fresh = await Thread.objects.aget(pk=thread.pk)
     await registry.start_turn(
@@ -145,8 +145,8 @@ async def test_a_card_that_says_the_approved_change_was_not_applied_is_copied_to
 
 def _archive_with_a_turn(thread):
     document_services.document_save(thread=thread, title="Notes", content="Some text")
-    guard.turn_begin(thread=thread, user_message="first")
-    guard.turn_finish(thread=Thread.objects.get(pk=thread.pk), turn_index=1, answer="ok")
+    slot.turn_begin(thread=thread, user_message="first")
+    slot.turn_finish(thread=Thread.objects.get(pk=thread.pk), turn_index=1, answer="ok")
     return thread_archive(Thread.objects.get(pk=thread.pk))
 
 
@@ -201,5 +201,5 @@ def test_an_archived_turn_that_waited_for_an_approval_imports_as_interrupted(thr
     imported = import_archive(raw=raw, owner=owner)
     assert Turn.objects.get(thread=imported, index=1).status == Turn.Status.INTERRUPTED
     # The imported thread takes a message (nothing waits for an answer).
-    guard.turn_begin(thread=imported, user_message="next")
+    slot.turn_begin(thread=imported, user_message="next")
     assert selectors.thread_for_user(user=owner, thread_id=imported.pk).turn_index == 2

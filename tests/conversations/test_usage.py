@@ -80,7 +80,7 @@ async def test_a_provider_that_reports_no_usage_gets_an_estimate_marked_so(threa
 
 
 async def test_a_reply_asked_again_is_two_calls_paid_for(thread, model_server):
-    """A blank reply is asked again (agent.middleware): both calls cost tokens."""
+    """A blank reply is asked again (agent.middleware.retry): both calls cost tokens."""
     model_server.script(
         [
             Reply(text="", usage={"prompt_tokens": 50, "completion_tokens": 1}),

@@ -417,11 +417,11 @@ def test_post_is_not_allowed(owner_client, thread):
 
 @pytest.fixture
 def ended_turns(thread):
-    from conversations.turns import guard
+    from conversations.turns import slot
 
     for n in (1, 2):
-        guard.turn_begin(thread=thread, user_message=f"message {n}")
-        guard.turn_finish(thread=thread, turn_index=n)
+        slot.turn_begin(thread=thread, user_message=f"message {n}")
+        slot.turn_finish(thread=thread, turn_index=n)
     thread.refresh_from_db()
     return thread
 
@@ -444,9 +444,9 @@ def test_each_ended_turn_offers_feedback_with_the_count_left(owner_client, ended
 
 
 def test_a_running_turn_offers_no_feedback_yet(owner_client, ended_turns):
-    from conversations.turns import guard
+    from conversations.turns import slot
 
-    guard.turn_begin(thread=ended_turns, user_message="third")
+    slot.turn_begin(thread=ended_turns, user_message="third")
     html = owner_client.get(ws_url(ended_turns)).content.decode()
     assert feedback_url(ended_turns, 2) in html
     assert feedback_url(ended_turns, 3) not in html

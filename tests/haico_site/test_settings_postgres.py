@@ -18,7 +18,7 @@ WRITE = """
 import json
 from django.contrib.auth import get_user_model
 from conversations.services import thread_create
-from conversations.turns.guard import turn_begin, turn_finish
+from conversations.turns.slot import turn_begin, turn_finish
 from workspace.services import document as document_services
 from workspace.services import objective as objective_services
 from workspace.services import plan as plan_services
@@ -39,29 +39,30 @@ print(json.dumps({"thread": str(thread.pk), "turn": turn_index}))
 
 READ = """
 import json, os
+from conversations.models import TurnSlot
 from workspace.models import Thread
 from workspace import selectors
-from workspace.models import Document, Objective, WorkspaceSnapshot
+from workspace.models import WorkspaceSnapshot
 
 thread = Thread.objects.get(pk=os.environ["HAICO_CHECK_THREAD"])
 snapshot = WorkspaceSnapshot.objects.get(thread=thread, turn_index=int(os.environ["HAICO_CHECK_TURN"]))
+reading = selectors.workspace_reading_for(thread=thread)
 print(json.dumps({
     "title": thread.title,
     "turn_index": thread.turn_index,
-    "running": thread.running_turn_index,
+    "running": TurnSlot.objects.filter(thread=thread).values_list("turn_index", flat=True).first(),
     "user_message": snapshot.user_message,
     "objective": snapshot.objective_text,
     "document": [snapshot.document_title, snapshot.document_content],
     "preferences": snapshot.preferences_json,
     "todos": snapshot.todos_json,
-    # The prompt's hand-written read of the workspace gives what the ORM gives.
-    "reading_matches_orm": selectors.workspace_reading_for(thread=thread) == selectors.WorkspaceReading(
-        objective_text=Objective.objects.filter(thread=thread).values_list("text", flat=True).first(),
-        preferences=[(p.kind, p.title, p.subtitle, p.locked) for p in selectors.preferences_for(thread=thread)],
-        todos=[(t.text, t.done, t.depth) for t in selectors.todos_for(thread=thread)],
-        document=Document.objects.filter(thread=thread).values_list("title", "content", "updated_at", "version").first(),
-        latest_artifact=None,
-    ),
+    # The prompt's read of the workspace, by name, as PostgreSQL returns it.
+    "reading": {
+        "preferences": [[p.kind, p.title, p.locked] for p in reading.preferences],
+        "todos": [[t.text, t.done, t.depth, t.number] for t in reading.todos],
+        "document_version": reading.document.version,
+        "updated_at_is_aware": reading.document.updated_at.tzinfo is not None,
+    },
 }))
 """
 
@@ -105,4 +106,9 @@ def test_migrations_apply_and_a_turn_snapshot_round_trips_on_postgres(postgres_d
     assert read["document"] == ["Report", "Revenue grew \u2014 a lot."]
     assert [p["title"] for p in read["preferences"]] == ["Cite every figure", "Short sentences"]
     assert [t["text"] for t in read["todos"]] == ["Collect the figures", "Q1"]
-    assert read["reading_matches_orm"] is True
+    assert read["reading"] == {
+        "preferences": [["hard", "Cite every figure", False], ["soft", "Short sentences", False]],
+        "todos": [["Collect the figures", False, 0, "1"], ["Q1", False, 1, "1.1"]],
+        "document_version": 1,
+        "updated_at_is_aware": True,
+    }

@@ -49,7 +49,7 @@ from conversations.approval import account_hold_for_approval
 from conversations.models import BranchLink, ModelUsage, ModerationAction
 from conversations.signup import invite_create
 from conversations.tokens import token_create
-from conversations.turns import guard
+from conversations.turns import slot
 from haico_site.views import STALE_PAGE
 from tests.support.web import HTMX, answered_as_missing, database_rows
 from workspace import selectors
@@ -339,12 +339,12 @@ def world(owner, other_user, staff):
         payload={"columns": ["Name"], "rows": [[SECRET]]},
         turn_index=1,
     )
-    turn, snapshot = guard.turn_begin(thread=thread, user_message=f"Message {SECRET}")
+    turn, snapshot = slot.turn_begin(thread=thread, user_message=f"Message {SECRET}")
     # The agent's turn changes the document: a review to keep or undo.
     document_services.document_save(
         thread=thread, content=f"# Text {SECRET}\n\nAn agent paragraph.", author=DocumentRevision.Author.AGENT
     )
-    guard.turn_finish(thread=thread, turn_index=turn)
+    slot.turn_finish(thread=thread, turn_index=turn)
     activity = conversation_services.activity_log(thread=thread, message=f"Warning {SECRET}", level="warning", turn_index=1)
     feedback = conversation_services.feedback_add(thread=thread, user=owner, turn_index=1, rating=4, comment=SECRET)
     fork = conversation_services.thread_create(owner=owner, title=f"Fork {SECRET}")

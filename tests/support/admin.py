@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from conversations import services as conversation_services
 from conversations.models import BranchLink, ModerationAction
-from conversations.turns import guard
+from conversations.turns import slot
 from workspace.models import Document, Objective
 from workspace.services import artifacts as artifacts_services
 from workspace.services import document as document_services
@@ -35,8 +35,8 @@ def populated(thread, owner, staff):
         payload={"labels": ["2020"], "values": [3]},
         turn_index=1,
     )
-    turn, snapshot = guard.turn_begin(thread=thread, user_message="Start the review")
-    guard.turn_finish(thread=thread, turn_index=turn)
+    turn, snapshot = slot.turn_begin(thread=thread, user_message="Start the review")
+    slot.turn_finish(thread=thread, turn_index=turn)
     feedback = conversation_services.feedback_add(thread=thread, user=owner, turn_index=1, rating=4, comment="useful")
     child = conversation_services.thread_create(owner=owner, title="Fork")
     branch = BranchLink.objects.create(thread=child, parent=thread, branch_point_turn=1, reason="try another angle")

@@ -15,7 +15,7 @@ from channels.db import database_sync_to_async
 
 from conversations.branching import fork_thread
 from conversations.services import feedback_leave
-from conversations.turns import guard, registry
+from conversations.turns import approval_claims, registry
 from tests.support.fake_model import Reply, tool_call
 from workspace.models import DocumentRevision, Thread
 from workspace.services.document import document_save
@@ -109,7 +109,7 @@ async def rich_thread(thread: Thread, owner, script) -> Thread:
     await person_edits()
     await registry.start_turn(thread=branch, user_message="drop a rule")
     await registry.wait_for_turn(branch.pk)
-    await registry.answer_approval(thread=branch, turn=3, decision=guard.REJECTED)
+    await registry.answer_approval(thread=branch, turn=3, decision=approval_claims.REJECTED)
     await registry.wait_for_turn(branch.pk)
 
     @database_sync_to_async

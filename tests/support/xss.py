@@ -153,7 +153,7 @@ def seed(*, username: str, thread_id: str | None = None, staff_username: str | N
 
     from conversations import services as conversation_services
     from conversations.models import BranchLink, ModerationAction
-    from conversations.turns import guard
+    from conversations.turns import slot
     from workspace.models import Thread
     from workspace.services import artifacts as artifact_services
     from workspace.services import document as document_services
@@ -217,8 +217,8 @@ def seed(*, username: str, thread_id: str | None = None, staff_username: str | N
     conversation_services.activity_log(thread=thread, message=joined("activity log message", "\n"), level="error", turn_index=1)
 
     if workspace:
-        turn, _snapshot = guard.turn_begin(thread=thread, user_message=joined("chat message", "\n\n"))
-        guard.turn_finish(thread=thread, turn_index=turn)
+        turn, _snapshot = slot.turn_begin(thread=thread, user_message=joined("chat message", "\n\n"))
+        slot.turn_finish(thread=thread, turn_index=turn)
         conversation_services.feedback_add(
             thread=thread, user=owner, turn_index=turn, rating=1, comment=joined("feedback comment")
         )

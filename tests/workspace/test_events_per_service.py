@@ -4,7 +4,7 @@ committed, and a refused write announces nothing (docs/adr/0007)."""
 import pytest
 
 from conversations import services as thread_services
-from conversations.turns import guard
+from conversations.turns import slot
 from workspace import events
 from workspace.errors import UserFacingError
 from workspace.models import Preference, Todo
@@ -204,7 +204,7 @@ def test_a_targeted_document_edit_is_announced_and_a_refused_one_is_not(workspac
 
 def test_a_thread_titled_by_its_first_message_is_announced(owner, delivered):
     thread = thread_services.thread_create(owner=owner)
-    guard.turn_begin(thread=thread, user_message="Plan a trip to Porto")
+    slot.turn_begin(thread=thread, user_message="Plan a trip to Porto")
     assert [c.surface for batch in delivered for c in batch] == ["thread"]
 
 

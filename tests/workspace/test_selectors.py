@@ -1,7 +1,7 @@
 """workspace.selectors: the ownership scoping every view relies on, the
 ordered reads of each surface, the objective's history, and
-`workspace_reading_for`, the prompt's read of the workspace, which is
-hand-written SQL for speed: it must return exactly what the ORM returns."""
+`workspace_reading_for`, the prompt's read of the workspace as plain
+values, in the same order as the page's reads."""
 
 import datetime
 
@@ -108,20 +108,6 @@ def test_objective_history_of_a_new_thread_is_the_standing_objective(thread):
 # --- the prompt's reading of the workspace -------------------------------------------------
 
 
-def orm_reading(thread) -> selectors.WorkspaceReading:
-    document = Document.objects.filter(thread=thread).values_list("title", "content", "updated_at", "version").first()
-    artifact = (
-        Artifact.objects.filter(thread=thread).order_by("-id").values_list("id", "artifact_type", "turn_index", "title").first()
-    )
-    return selectors.WorkspaceReading(
-        objective_text=Objective.objects.filter(thread=thread).values_list("text", flat=True).first(),
-        preferences=[(p.kind, p.title, p.subtitle, p.locked) for p in selectors.preferences_for(thread=thread)],
-        todos=[(t.text, t.done, t.depth) for t in selectors.todos_for(thread=thread)],
-        document=document,
-        latest_artifact=artifact,
-    )
-
-
 def test_reading_of_an_empty_workspace(thread):
     reading = selectors.workspace_reading_for(thread=thread)
     assert reading == selectors.WorkspaceReading(
@@ -129,7 +115,7 @@ def test_reading_of_an_empty_workspace(thread):
     )
 
 
-def test_reading_matches_the_orm_with_the_same_types(owner, thread):
+def test_reading_holds_each_surface_by_name_in_the_pages_order(owner, thread):
     objective_services.objective_set(thread=thread, text="Compare the two surveys")
     preferences_services.preference_add(thread=thread, title="Short sentences", kind="soft", respect_lock=False)
     locked = preferences_services.preference_add(
@@ -152,13 +138,27 @@ def test_reading_matches_the_orm_with_the_same_types(owner, thread):
 
     reading = selectors.workspace_reading_for(thread=thread)
 
-    assert reading == orm_reading(thread)
-    assert reading.preferences[0] == ("hard", 'Cite "every" figure', "Peer-reviewed", True)
-    assert reading.todos == [("Gather", False, 0), ("Search", True, 1), ("Write", False, 0)]
-    assert all(type(done) is bool for _, done, _ in reading.todos)
-    assert isinstance(reading.document[2], datetime.datetime) and reading.document[2].tzinfo is not None
-    assert reading.latest_artifact[1:] == ("table", 1, "Second")
-    assert reading.latest_artifact[0] == Artifact.objects.get(title="Second").pk
+    assert reading.objective_text == "Compare the two surveys"
+    assert reading.preferences == [
+        selectors.PreferenceRow(kind="hard", title='Cite "every" figure', subtitle="Peer-reviewed", locked=True),
+        selectors.PreferenceRow(kind="soft", title="Short sentences", subtitle="", locked=False),
+    ]
+    assert [(p.title, p.kind) for p in reading.preferences] == [
+        (p.title, p.kind) for p in selectors.preferences_for(thread=thread)
+    ]
+    assert [(s.text, s.done, s.depth, s.number) for s in reading.todos] == [
+        ("Gather", False, 0, "1"),
+        ("Search", True, 1, "1.1"),
+        ("Write", False, 0, "2"),
+    ]
+    assert reading.todos == selectors.plan_steps(thread=thread)
+    assert all(type(step.done) is bool for step in reading.todos)
+    document = Document.objects.get(thread=thread)
+    assert (reading.document.title, reading.document.content) == ("Report", "Intro — *draft*.")
+    assert (reading.document.version, reading.document.updated_at) == (document.version, document.updated_at)
+    assert isinstance(reading.document.updated_at, datetime.datetime) and reading.document.updated_at.tzinfo is not None
+    second = Artifact.objects.get(title="Second")
+    assert reading.latest_artifact == selectors.ArtifactRow(id=second.pk, artifact_type="table", turn_index=1, title="Second")
     assert Preference.objects.filter(thread=thread).count() == 2 and Todo.objects.filter(thread=thread).count() == 3
 
 

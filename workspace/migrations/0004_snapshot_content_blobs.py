@@ -24,7 +24,8 @@ def _json_text(value) -> str:
 def store_snapshot_values(apps, schema_editor):
     Blob = apps.get_model("workspace", "ContentBlob")
     Snapshot = apps.get_model("workspace", "WorkspaceSnapshot")
-    previous_thread, previous = None, {}
+    previous_thread = None
+    previous: dict = {}
     batch = []
     rows = Snapshot.objects.order_by("thread_id", "turn_index").only(
         "pk", "thread_id", "document_content", "preferences_json", "todos_json"

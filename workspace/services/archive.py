@@ -146,7 +146,8 @@ PART_MAX_CHARS = 500_000
 
 
 def _chunks(rows: list[dict], size) -> Iterator[list[dict]]:
-    chunk, chars = [], 0
+    chunk: list[dict] = []
+    chars = 0
     for row in rows:
         if chunk and (len(chunk) >= PART_MAX_ROWS or chars + size(row) > PART_MAX_CHARS):
             yield chunk
@@ -161,7 +162,7 @@ def workspace_restore_parts(*, thread: Thread, workspace: dict) -> list[Callable
     """The writes that restore `workspace` into the new `thread`, in the
     order they must run, each a small transaction of its own; the import
     runs them (conversations.archive)."""
-    parts = [partial(workspace_restore_current, thread=thread, workspace=workspace)]
+    parts: list[Callable[[], None]] = [partial(workspace_restore_current, thread=thread, workspace=workspace)]
     parts += [
         partial(objective_history_restore, thread=thread, rows=rows)
         for rows in _chunks(workspace["objective_history"], lambda r: len(r["text"]))

@@ -156,7 +156,9 @@ def document_save(
 
     # What is not submitted is unchanged since the base.
     typed_on = base_content is not None
-    base = _base_text(document, base_version) if base_version is not None else (current_title, current_content)
+    base: tuple[str | None, str | None] | None = (
+        _base_text(document, base_version) if base_version is not None else (current_title, current_content)
+    )
     if typed_on:
         base = (base[0] if base is not None else None, base_content)
     if base is None:
@@ -213,7 +215,7 @@ def document_restore(*, thread: Thread, version: int, base_version: int | None) 
     return document_save(thread=thread, title=title, content=content, base_version=base_version, author=Author.PERSON)
 
 
-def _conflict_message(base_version: int, current_version: int, *, known: bool, typed_on: bool = False) -> str:
+def _conflict_message(base_version: int | None, current_version: int, *, known: bool, typed_on: bool = False) -> str:
     if typed_on:
         return (
             f"Your last save was merged with changes saved meanwhile (the document is now version {current_version}), "
@@ -287,7 +289,8 @@ def document_edit_passage(
     if replacement is not None:
         content = base_text[:start] + replacement + base_text[end:]
     else:
-        content = base_text[:end] + insert_after + base_text[end:]
+        # One of the two is given (checked above).
+        content = base_text[:end] + insert_after + base_text[end:]  # type: ignore[operator]
     return document_save(thread=thread, content=content, base_version=base_version, author=author, token_name=token_name)
 
 

@@ -10,6 +10,7 @@ from django.utils import timezone
 from .. import plan_tree
 from ..errors import InvalidInput, NotFound
 from ..models import TODO_TEXT_MAX_CHARS, Thread, Todo
+from ..selectors import PLAN_ORDER
 from ..text import clean_text
 from .common import BatchResult, changed
 
@@ -19,7 +20,7 @@ def _clean_step_text(text) -> str:
 
 
 def _plan(thread_id) -> list[Todo]:
-    return list(Todo.objects.select_for_update().filter(thread_id=thread_id).order_by("position", "id"))
+    return list(Todo.objects.select_for_update().filter(thread_id=thread_id).order_by(*PLAN_ORDER))
 
 
 def _depths(todos: list[Todo]) -> list[int]:

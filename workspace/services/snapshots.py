@@ -26,21 +26,18 @@ def snapshot_capture(*, thread: Thread, turn_index: int, user_message: str) -> W
     Write-once. Read with the prompt's own light reads (selectors.workspace_reading_for):
     the same values, hard preferences first and the plan in pre-order."""
     reading = selectors.workspace_reading_for(thread=thread)
-    title, content, _updated_at, _version = reading.document or ("Untitled", "", None, 0)
-    preferences = [
-        {"title": title_, "subtitle": subtitle, "kind": kind, "locked": locked}
-        for kind, title_, subtitle, locked in reading.preferences
-    ]
+    document = reading.document or selectors.UNWRITTEN_DOCUMENT
+    preferences = [{"title": p.title, "subtitle": p.subtitle, "kind": p.kind, "locked": p.locked} for p in reading.preferences]
     todos = [
-        {"text": text, "done": done, "position": position, "depth": depth}
-        for position, (text, done, depth) in enumerate(reading.todos)
+        {"text": step.text, "done": step.done, "position": position, "depth": step.depth}
+        for position, step in enumerate(reading.todos)
     ]
     return snapshot_store(
         thread=thread,
         turn_index=turn_index,
         user_message=user_message,
-        document_title=title,
-        document_content=content,
+        document_title=document.title,
+        document_content=document.content,
         objective_text=reading.objective_text,
         preferences=preferences,
         todos=todos,

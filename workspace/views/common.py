@@ -18,6 +18,7 @@ from django.db.models import Model
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django_htmx.http import reswap, trigger_client_event
+from django_htmx.middleware import HtmxDetails
 
 from .. import panels
 from ..events import Change
@@ -26,6 +27,14 @@ from ..selectors import get_thread_for_user_or_404
 
 SAVED_EVENT = "haico:saved"
 FLASH_EVENT = "haico:flash"
+
+
+class HtmxHttpRequest(HttpRequest):
+    """A request through django_htmx's middleware, which sets `htmx`."""
+
+    htmx: HtmxDetails
+
+
 # Panels whose rows another tab may delete, and how to bring their rows up to date.
 REFRESH_ROWS = {"plan": panels.render_plan_patch, "preferences": panels.render_preferences_patch}
 
@@ -37,10 +46,10 @@ def get_thread_for_user(request: HttpRequest, thread_id) -> Thread:
 
 def in_thread_or_none(model: type[Model], *, thread: Thread, pk: int):
     """A workspace row by id if it belongs to `thread`; None when it is not (or no longer) there."""
-    return model.objects.filter(thread=thread, pk=pk).first()
+    return model.objects.filter(thread=thread, pk=pk).first()  # type: ignore[attr-defined]  # every workspace row model has it
 
 
-def gone(request: HttpRequest, panel: str, *, thread: Thread, message: str) -> HttpResponse:
+def gone(request: HtmxHttpRequest, panel: str, *, thread: Thread, message: str) -> HttpResponse:
     """The row asked for is not in the thread (another tab deleted it): htmx
     gets the message in the panel and every row as stored (a complete patch,
     so the page drops the stale one); a plain request a 404."""
@@ -55,7 +64,7 @@ def flash(message: str) -> HttpResponse:
     return trigger_client_event(reswap(HttpResponse(""), "none"), FLASH_EVENT, {"message": message})
 
 
-def changed(request: HttpRequest, thread: Thread, changes: list[Change]) -> HttpResponse:
+def changed(request: HtmxHttpRequest, thread: Thread, changes: list[Change]) -> HttpResponse:
     if not request.htmx:
         return redirect("thread-page", thread_id=thread.pk)
     response = HttpResponse(panels.render_changes(thread, changes))
@@ -64,7 +73,7 @@ def changed(request: HttpRequest, thread: Thread, changes: list[Change]) -> Http
 
 
 def refused(
-    request: HttpRequest,
+    request: HtmxHttpRequest,
     panel: str,
     *,
     thread: Thread,

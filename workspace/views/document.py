@@ -149,7 +149,8 @@ def document_save(request, thread_id):
             thread=thread,
             document=current,
             state="error",
-            message=data if form is None else first_error(form) + " Nothing was saved.",
+            # No form: data is the str saying why.
+            message=data if form is None else first_error(form) + " Nothing was saved.",  # type: ignore[arg-type]
             base_version=_submitted_version(data),
             status=400,
         )

@@ -70,7 +70,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         # A process name of its own: under the server's HAICO_INSTANCE its
         # start-up would release the server's running turns as a dead
-        # predecessor's (conversations.turns.guard).
+        # predecessor's (conversations.turns.slot).
         with override_settings(HAICO_INSTANCE=""):
             runs = asyncio.run(
                 run_eval(

@@ -9,8 +9,8 @@ from langchain_core.messages import ToolMessage
 
 from agent import checkpointer as checkpointers
 from conversations.models import ActivityLogEntry, Turn
-from conversations.turns import guard, process, registry
-from tests.conversations.helpers import frame_containing, frames_until_turn_end
+from conversations.turns import approval_claims, process, registry, slot
+from tests.conversations.helpers import frame_containing, frames_until_turn_end, stored_slot
 from tests.support.fake_model import Reply, tool_call
 from workspace import selectors
 from workspace.models import Thread
@@ -70,9 +70,9 @@ async def test_an_approved_removal_runs_and_the_turn_goes_on(owner, thread, scri
     assert 'data-state="awaiting"' in card and "Waiting for your approval." in card
     assert await _titles(thread) == ["Formal tone", "Short paragraphs"]  # nothing removed yet
     row = await _row(thread)
-    assert row.status == Turn.Status.AWAITING and (await _fresh(thread)).running_turn_index is None
+    assert row.status == Turn.Status.AWAITING and (await database_sync_to_async(stored_slot)(thread)).turn_index is None
 
-    await registry.answer_approval(thread=thread, turn=1, decision=guard.APPROVED)
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED)
     frames = await frames_until_turn_end(socket)
     assert any("You approved this change" in f for f in frames)
     assert "Done as you decided." in frames[-1]
@@ -87,7 +87,7 @@ async def test_an_approved_removal_runs_and_the_turn_goes_on(owner, thread, scri
 
 async def test_a_rejected_removal_is_not_made_and_the_agent_is_told(owner, thread, script, sockets):
     model, socket, _card = await _ask(thread, owner, script, sockets)
-    await registry.answer_approval(thread=thread, turn=1, decision=guard.REJECTED)
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.REJECTED)
     frames = await frames_until_turn_end(socket)
     assert any("You rejected this change" in f for f in frames)
     assert "Done as you decided." in frames[-1]
@@ -128,7 +128,7 @@ async def test_the_answer_is_validated(owner, thread, script, sockets):
 async def test_a_second_answer_from_another_tab_is_refused(owner, thread, script, sockets):
     _model, socket, _card = await _ask(thread, owner, script, sockets)
     other = await sockets(thread.pk, owner)
-    await registry.answer_approval(thread=thread, turn=1, decision=guard.APPROVED)
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED)
     await other.send_json_to({"action": "approval", "turn": 1, "decision": "reject"})
     frames = await frame_containing(other, "No approval is waiting")
     await frames_until_turn_end(socket)
@@ -159,8 +159,8 @@ async def test_after_a_server_restart_the_approval_waits_and_resumes(owner, thre
     await registry.stop_all_turns()
     await checkpointers.close_checkpointer()
     monkeypatch.setattr(process, "BOOT", "the-next-boot")
-    assert await database_sync_to_async(guard.turns_release_predecessor)() == 0
-    assert await database_sync_to_async(guard.turns_release_stale)() == 0
+    assert await database_sync_to_async(slot.turns_release_predecessor)() == 0
+    assert await database_sync_to_async(slot.turns_release_stale)() == 0
     assert (await _row(thread)).status == Turn.Status.AWAITING
 
     socket = await sockets(thread.pk, owner)
@@ -179,7 +179,7 @@ async def test_stop_on_a_pending_approval_rejects_it_and_ends_the_turn(owner, th
     assert "Stopped" in frames[-1] and "Done as you decided." not in "".join(frames)
     assert await _titles(thread) == ["Formal tone", "Short paragraphs"]
     row = await _row(thread)
-    assert row.status == Turn.Status.STOPPED and (await _fresh(thread)).running_turn_index is None
+    assert row.status == Turn.Status.STOPPED and (await database_sync_to_async(stored_slot)(thread)).turn_index is None
     assert len(model.requests) == 1  # the agent did not go on
     assert "Rejected (Stop): Remove 1 preference." in await _log(thread)
 
@@ -261,11 +261,11 @@ async def test_two_changes_asked_in_one_step_are_asked_one_after_the_other(owner
     await registry.start_turn(thread=thread, user_message="drop two rules")
     first = (await frame_containing(socket, CARD + ' class="approval is-pending"'))[-1]
     await registry.wait_for_turn(thread.pk)
-    await registry.answer_approval(thread=thread, turn=1, decision=guard.APPROVED)
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED)
     second = (await frame_containing(socket, CARD + ' class="approval is-pending"'))[-1]
     assert first != second
     await registry.wait_for_turn(thread.pk)
-    await registry.answer_approval(thread=thread, turn=1, decision=guard.REJECTED)
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.REJECTED)
     frames = await frames_until_turn_end(socket)
     assert "Both answered." in frames[-1]
     assert len(await _titles(thread)) == 2  # one removed, one kept
@@ -365,7 +365,7 @@ async def test_a_turn_resumed_after_its_approval_goes_on_in_its_own_mode(owner, 
     from conversations.services import thread_set_mode
 
     await database_sync_to_async(thread_set_mode)(thread=await _fresh(thread), mode=Thread.Mode.EXPLORE)
-    await registry.answer_approval(thread=await _fresh(thread), turn=1, decision=guard.APPROVED)
+    await registry.answer_approval(thread=await _fresh(thread), turn=1, decision=approval_claims.APPROVED)
     frames = await frames_until_turn_end(socket)
     assert "Removed it." in frames[-1]
     prompts = [m.content for request in model.requests for m in request if m.type == "system"]

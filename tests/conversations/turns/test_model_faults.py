@@ -12,7 +12,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from agent.builder import AgentProvider
-from agent.middleware import TRUNCATED_CALL_ERROR
+from agent.middleware.replies import TRUNCATED_CALL_ERROR
 from conversations.models import Turn
 from conversations.turns import registry
 from tests.support.fake_model import Reply, tool_call

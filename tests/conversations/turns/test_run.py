@@ -12,11 +12,10 @@ from langchain_core.tools import tool
 from agent import checkpointer as checkpointers
 from conversations.live import group_name
 from conversations.models import Turn
-from conversations.turns import guard, registry, run
-from conversations.turns.guard import turn_request_cancel
-from tests.conversations.helpers import frame_containing, frames_until_turn_end
+from conversations.turns import registry, run, slot
+from conversations.turns.slot import turn_request_cancel
+from tests.conversations.helpers import frame_containing, frames_until_turn_end, stored_slot
 from tests.support.fake_model import Reply, tool_call
-from workspace.models import Thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -64,8 +63,8 @@ async def test_a_stop_flagged_by_another_process_stops_the_turn(owner, thread, s
     assert await database_sync_to_async(turn_request_cancel)(thread=thread)
     frames = await frames_until_turn_end(socket)
     assert "Stopped" in frames[-1] and "seven" not in frames[-1]
-    refreshed = await database_sync_to_async(Thread.objects.get)(pk=thread.pk)
-    assert refreshed.running_turn_index is None and refreshed.cancel_requested is False
+    refreshed = await database_sync_to_async(stored_slot)(thread)
+    assert refreshed.turn_index is None and refreshed.cancel_requested is False
 
 
 @tool
@@ -117,8 +116,7 @@ async def test_server_shutdown_stops_running_turns_and_releases_the_slot(owner, 
     await checkpointers.shutdown()
     frames = await frames_until_turn_end(socket)
     assert "Interrupted: the server was shutting down." in frames[-1] and "Retry turn 1" in frames[-1]
-    refreshed = await database_sync_to_async(Thread.objects.get)(pk=thread.pk)
-    assert refreshed.running_turn_index is None
+    assert (await database_sync_to_async(stored_slot)(thread)).turn_index is None
     assert thread.pk not in registry._running
     row = await database_sync_to_async(Turn.objects.get)(thread=thread, index=1)
     assert row.status == Turn.Status.INTERRUPTED and row.answer.startswith("a long")
@@ -163,13 +161,13 @@ async def test_a_long_turn_keeps_its_claim_fresh_so_no_other_process_takes_it_ov
     from datetime import timedelta
 
     monkeypatch.setattr(registry, "CANCEL_POLL_SECONDS", 0.05)
-    monkeypatch.setattr(guard, "TURN_KEEPALIVE", timedelta(seconds=0.05))
+    monkeypatch.setattr(slot, "TURN_KEEPALIVE", timedelta(seconds=0.05))
     script(Reply(text="one two three four five six", token_delay=0.1))
     socket = await sockets(thread.pk, owner)
     await _start(thread, "take your time")
 
     def claimed_at():
-        return Thread.objects.values_list("running_since", flat=True).get(pk=thread.pk)
+        return stored_slot(thread).since
 
     first = await database_sync_to_async(claimed_at)()
     await frame_containing(socket, "four</div>")

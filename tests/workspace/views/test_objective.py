@@ -3,7 +3,7 @@
 import pytest
 
 from conversations.services import thread_soft_delete
-from conversations.turns.guard import turn_begin, turn_finish
+from conversations.turns.slot import turn_begin, turn_finish
 from tests.support.web import HTMX, answered_as_missing, ws_url
 from workspace.models import Objective, ObjectiveRevision
 from workspace.selectors import STANDING_OBJECTIVE

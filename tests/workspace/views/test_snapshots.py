@@ -5,7 +5,7 @@ import pytest
 from django.conf import settings
 from django.shortcuts import resolve_url
 
-from conversations.turns.guard import turn_begin, turn_finish
+from conversations.turns.slot import turn_begin, turn_finish
 from tests.support.web import ws_url
 from workspace.services import document as document_services
 from workspace.services import objective as objective_services

@@ -1,4 +1,4 @@
-"""conversations.turns.guard: the turn counter and its claim (begin, finish,
+"""conversations.turns.slot: the turn counter and its claim (begin, finish,
 stale claims, keepalive), the first message's title, and cancel requests."""
 
 from datetime import timedelta
@@ -8,9 +8,10 @@ from django.utils import timezone
 
 from conversations import services
 from conversations.errors import TurnAlreadyRunning
-from conversations.models import Turn
-from conversations.turns import guard, outcome, process
-from conversations.turns.guard import STALE_TURN_AFTER
+from conversations.models import Turn, TurnSlot
+from conversations.turns import message_checks, outcome, process, slot
+from conversations.turns.slot import STALE_TURN_AFTER
+from tests.conversations.helpers import stored_slot
 from workspace.errors import UserFacingError
 from workspace.models import Thread, WorkspaceSnapshot
 from workspace.services import document as document_services
@@ -31,11 +32,11 @@ def test_turn_begin_bumps_the_counter_and_snapshots_the_workspace_first(thread):
     plan_services.todo_add(thread=thread, text="Search")
     document_services.document_save(thread=thread, title="Notes", content="v1")
 
-    turn, snapshot = guard.turn_begin(thread=thread, user_message="Please start")
+    turn, snapshot = slot.turn_begin(thread=thread, user_message="Please start")
     assert turn == 1 and thread.turn_index == 1
     stored = _fresh(thread)
-    assert (stored.turn_index, stored.running_turn_index) == (1, 1)
-    assert stored.running_since is not None and not stored.cancel_requested
+    assert (stored.turn_index, stored_slot(thread).turn_index) == (1, 1)
+    assert stored_slot(thread).since is not None and not stored_slot(thread).cancel_requested
 
     # What the agent does during the turn never reaches the turn's snapshot.
     objective_services.objective_set(thread=thread, text="Changed by the agent")
@@ -48,52 +49,52 @@ def test_turn_begin_bumps_the_counter_and_snapshots_the_workspace_first(thread):
     assert [t["text"] for t in snapshot.todos_json] == ["Search"]
     assert [p["title"] for p in snapshot.preferences_json] == ["Cite"]
 
-    guard.turn_finish(thread=thread, turn_index=turn)
-    turn2, _ = guard.turn_begin(thread=thread, user_message="Next")
+    slot.turn_finish(thread=thread, turn_index=turn)
+    turn2, _ = slot.turn_begin(thread=thread, user_message="Next")
     assert turn2 == 2
     assert WorkspaceSnapshot.objects.get(thread=thread, turn_index=2).objective_text == "Changed by the agent"
 
 
 def test_turn_begin_titles_a_new_thread_from_its_first_message(owner):
     thread = services.thread_create(owner=owner)
-    guard.turn_begin(thread=thread, user_message="  Help me   plan a\nliterature review ")
+    slot.turn_begin(thread=thread, user_message="  Help me   plan a\nliterature review ")
     assert _fresh(thread).title == "Help me plan a literature review"
-    guard.turn_finish(thread=thread, turn_index=1)
-    guard.turn_begin(thread=thread, user_message="Something else entirely")
+    slot.turn_finish(thread=thread, turn_index=1)
+    slot.turn_begin(thread=thread, user_message="Something else entirely")
     assert _fresh(thread).title == "Help me plan a literature review"
 
 
 def test_turn_begin_shortens_a_long_first_message_at_a_word(owner):
     thread = services.thread_create(owner=owner)
     message = "word " * 40
-    guard.turn_begin(thread=thread, user_message=message)
+    slot.turn_begin(thread=thread, user_message=message)
     title = _fresh(thread).title
     assert title.endswith("…") and len(title) <= 60
     assert title[:-1].split() == ["word"] * len(title[:-1].split())
 
 
 def test_turn_begin_keeps_a_title_the_person_chose(thread):
-    guard.turn_begin(thread=thread, user_message="Hello there")
+    slot.turn_begin(thread=thread, user_message="Hello there")
     assert _fresh(thread).title == "Lit review"
 
 
 def test_a_second_concurrent_turn_is_refused_and_changes_nothing(thread):
-    guard.turn_begin(thread=thread, user_message="first")
+    slot.turn_begin(thread=thread, user_message="first")
     with pytest.raises(TurnAlreadyRunning) as exc:
-        guard.turn_begin(thread=_fresh(thread), user_message="second")
+        slot.turn_begin(thread=_fresh(thread), user_message="second")
     assert isinstance(exc.value, UserFacingError)
     assert "already running" in exc.value.message
     stored = _fresh(thread)
-    assert (stored.turn_index, stored.running_turn_index) == (1, 1)
+    assert (stored.turn_index, stored_slot(thread).turn_index) == (1, 1)
     assert list(WorkspaceSnapshot.objects.filter(thread=thread).values_list("user_message", flat=True)) == ["first"]
 
 
 def test_a_stale_running_turn_lets_the_next_message_through(thread):
-    guard.turn_begin(thread=thread, user_message="server died during this one")
-    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
-    turn, snapshot = guard.turn_begin(thread=_fresh(thread), user_message="try again")
+    slot.turn_begin(thread=thread, user_message="server died during this one")
+    TurnSlot.objects.filter(thread_id=thread.pk).update(since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
+    turn, snapshot = slot.turn_begin(thread=_fresh(thread), user_message="try again")
     assert turn == 2
-    assert _fresh(thread).running_turn_index == 2
+    assert stored_slot(thread).turn_index == 2
     assert snapshot.user_message == "try again"
     # The abandoned turn says what happened to it.
     abandoned = Turn.objects.get(thread=thread, index=1)
@@ -101,81 +102,81 @@ def test_a_stale_running_turn_lets_the_next_message_through(thread):
 
 
 def test_a_recent_running_turn_is_not_stale(thread):
-    guard.turn_begin(thread=thread, user_message="working")
-    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - STALE_TURN_AFTER + timedelta(minutes=1))
+    slot.turn_begin(thread=thread, user_message="working")
+    TurnSlot.objects.filter(thread_id=thread.pk).update(since=timezone.now() - STALE_TURN_AFTER + timedelta(minutes=1))
     with pytest.raises(TurnAlreadyRunning):
-        guard.turn_begin(thread=_fresh(thread), user_message="too soon")
+        slot.turn_begin(thread=_fresh(thread), user_message="too soon")
 
 
 def test_turn_finish_releases_only_its_own_turn(thread):
-    guard.turn_begin(thread=thread, user_message="one")
-    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - timedelta(hours=1))
-    guard.turn_begin(thread=_fresh(thread), user_message="two")
+    slot.turn_begin(thread=thread, user_message="one")
+    TurnSlot.objects.filter(thread_id=thread.pk).update(since=timezone.now() - timedelta(hours=1))
+    slot.turn_begin(thread=_fresh(thread), user_message="two")
     # The abandoned turn 1 finishing late must not release turn 2's claim.
-    guard.turn_finish(thread=thread, turn_index=1)
-    assert _fresh(thread).running_turn_index == 2
-    guard.turn_request_cancel(thread=thread)
-    guard.turn_finish(thread=thread, turn_index=2)
-    stored = _fresh(thread)
-    assert (stored.running_turn_index, stored.running_since, stored.cancel_requested) == (None, None, False)
+    slot.turn_finish(thread=thread, turn_index=1)
+    assert stored_slot(thread).turn_index == 2
+    slot.turn_request_cancel(thread=thread)
+    slot.turn_finish(thread=thread, turn_index=2)
+    stored = stored_slot(thread)
+    assert (stored.turn_index, stored.since, stored.cancel_requested) == (None, None, False)
 
 
 def test_turn_request_cancel_only_when_a_turn_runs(thread):
-    assert guard.turn_request_cancel(thread=thread) is False
-    assert not _fresh(thread).cancel_requested
-    guard.turn_begin(thread=thread, user_message="go")
-    assert guard.turn_request_cancel(thread=thread) is True
-    assert _fresh(thread).cancel_requested
-    guard.turn_finish(thread=thread, turn_index=1)
-    guard.turn_begin(thread=thread, user_message="go again")
-    assert not _fresh(thread).cancel_requested
+    assert slot.turn_request_cancel(thread=thread) is False
+    assert not stored_slot(thread).cancel_requested
+    slot.turn_begin(thread=thread, user_message="go")
+    assert slot.turn_request_cancel(thread=thread) is True
+    assert stored_slot(thread).cancel_requested
+    slot.turn_finish(thread=thread, turn_index=1)
+    slot.turn_begin(thread=thread, user_message="go again")
+    assert not stored_slot(thread).cancel_requested
 
 
 def test_turns_keepalive_refreshes_only_claims_that_are_still_those_turns(thread, owner):
     other = services.thread_create(owner=owner, title="Other")
-    turn_index, _ = guard.turn_begin(thread=thread, user_message="hello")
-    guard.turn_begin(thread=other, user_message="hi")
+    turn_index, _ = slot.turn_begin(thread=thread, user_message="hello")
+    slot.turn_begin(thread=other, user_message="hi")
     old = timezone.now() - timedelta(seconds=60)
-    Thread.objects.update(running_since=old)
+    TurnSlot.objects.update(since=old)
     # `other` has moved on to a later turn elsewhere: its claim is not ours.
-    assert guard.turns_keepalive(turns={thread.pk: turn_index, other.pk: 7}) == 1
-    assert Thread.objects.get(pk=thread.pk).running_since > old
-    assert Thread.objects.get(pk=other.pk).running_since == old
-    guard.turn_finish(thread=thread, turn_index=turn_index)
-    assert guard.turns_keepalive(turns={thread.pk: turn_index}) == 0
-    assert Thread.objects.get(pk=thread.pk).running_since is None
-    assert guard.turns_keepalive(turns={}) == 0
+    assert slot.turns_keepalive(turns={thread.pk: turn_index, other.pk: 7}) == 1
+    assert stored_slot(thread).since > old
+    assert stored_slot(other).since == old
+    slot.turn_finish(thread=thread, turn_index=turn_index)
+    assert slot.turns_keepalive(turns={thread.pk: turn_index}) == 0
+    assert stored_slot(thread).since is None
+    assert slot.turns_keepalive(turns={}) == 0
 
 
 def test_cancel_requested_among_reads_every_flag_in_one_go(thread, owner):
     other = services.thread_create(owner=owner, title="Other")
-    guard.turn_begin(thread=thread, user_message="hello")
-    guard.turn_begin(thread=other, user_message="hi")
-    assert guard.cancel_requested_among([thread.pk, other.pk]) == set()
-    guard.turn_request_cancel(thread=other)
-    assert guard.cancel_requested_among([thread.pk, other.pk]) == {other.pk}
-    assert guard.cancel_requested_among([]) == set()
+    slot.turn_begin(thread=thread, user_message="hello")
+    slot.turn_begin(thread=other, user_message="hi")
+    assert slot.cancel_requested_among([thread.pk, other.pk]) == set()
+    slot.turn_request_cancel(thread=other)
+    assert slot.cancel_requested_among([thread.pk, other.pk]) == {other.pk}
+    assert slot.cancel_requested_among([]) == set()
 
 
 # --- turn rows, and turns left by a dead server -------------------------------------------
 
 
 def test_turn_begin_records_the_turn_row_with_its_server(thread):
-    guard.turn_begin(thread=thread, user_message="hello", model_name="scripted-other")
+    slot.turn_begin(thread=thread, user_message="hello", model_name="scripted-other")
     row = Turn.objects.get(thread=thread, index=1)
     assert (row.user_message, row.model_name, row.status) == ("hello", "scripted-other", Turn.Status.RUNNING)
     assert (row.instance, row.boot) == (process.instance(), process.BOOT)
-    guard.turn_finish(thread=thread, turn_index=1, status=Turn.Status.COMPLETE, answer="Hi.", cut_off=False)
+    slot.turn_finish(thread=thread, turn_index=1, status=Turn.Status.COMPLETE, answer="Hi.", cut_off=False)
     row.refresh_from_db()
     assert (row.status, row.answer) == (Turn.Status.COMPLETE, "Hi.") and row.ended_at is not None
 
 
 def test_the_answer_streamed_so_far_is_stored_for_running_turns_only(thread, owner):
     other = services.thread_create(owner=owner, title="Other")
-    guard.turn_begin(thread=thread, user_message="one")
-    guard.turn_begin(thread=other, user_message="two")
-    guard.turn_finish(thread=other, turn_index=1, answer="final")
-    guard.turns_save_answers(answers={(thread.pk, 1): "half an ans", (other.pk, 1): "late draft"})
+    slot.turn_begin(thread=thread, user_message="one")
+    slot.turn_begin(thread=other, user_message="two")
+    slot.turn_finish(thread=other, turn_index=1, answer="final")
+    slot.turns_save_answers(answers={(thread.pk, 1): "half an ans", (other.pk, 1): "late draft"})
     assert Turn.objects.get(thread=thread, index=1).answer == "half an ans"
     assert Turn.objects.get(thread=other, index=1).answer == "final"  # an ended turn keeps its answer
 
@@ -186,77 +187,77 @@ def _as_if_started_by(thread, index, *, instance, boot):
 
 def test_a_restarted_server_releases_the_turns_its_predecessor_left_at_once(thread, owner):
     other = services.thread_create(owner=owner, title="Other process")
-    guard.turn_begin(thread=thread, user_message="killed mid-answer")
-    guard.turns_save_answers(answers={(thread.pk, 1): "What streamed before"})
+    slot.turn_begin(thread=thread, user_message="killed mid-answer")
+    slot.turns_save_answers(answers={(thread.pk, 1): "What streamed before"})
     _as_if_started_by(thread, 1, instance=process.instance(), boot="earlier-boot")
-    guard.turn_begin(thread=other, user_message="on another server")
+    slot.turn_begin(thread=other, user_message="on another server")
     _as_if_started_by(other, 1, instance="web-2", boot="its-boot")
 
-    assert guard.turns_release_predecessor() == 1
+    assert slot.turns_release_predecessor() == 1
     # At once: the claim is seconds old, far from stale.
-    stored = _fresh(thread)
-    assert (stored.running_turn_index, stored.running_since, stored.cancel_requested) == (None, None, False)
+    stored = stored_slot(thread)
+    assert (stored.turn_index, stored.since, stored.cancel_requested) == (None, None, False)
     row = Turn.objects.get(thread=thread, index=1)
     assert (row.status, row.notice, row.answer) == (Turn.Status.INTERRUPTED, outcome.INTERRUPTED_RESTART, "What streamed before")
     # Another server's turn is its own business.
-    assert _fresh(other).running_turn_index == 1
+    assert stored_slot(other).turn_index == 1
     assert Turn.objects.get(thread=other, index=1).status == Turn.Status.RUNNING
     # And the thread takes a new message right away.
-    assert guard.turn_begin(thread=_fresh(thread), user_message="again")[0] == 2
+    assert slot.turn_begin(thread=_fresh(thread), user_message="again")[0] == 2
 
 
 def test_stale_claims_are_released_by_any_process_and_fresh_ones_kept(thread, owner):
     other = services.thread_create(owner=owner, title="Alive")
-    guard.turn_begin(thread=thread, user_message="its server died")
+    slot.turn_begin(thread=thread, user_message="its server died")
     _as_if_started_by(thread, 1, instance="web-9", boot="gone")
-    guard.turn_begin(thread=other, user_message="its server is fine")
+    slot.turn_begin(thread=other, user_message="its server is fine")
     _as_if_started_by(other, 1, instance="web-2", boot="alive")
-    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
+    TurnSlot.objects.filter(thread_id=thread.pk).update(since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
 
-    assert guard.turns_release_stale() == 1
-    assert _fresh(thread).running_turn_index is None
+    assert slot.turns_release_stale() == 1
+    assert stored_slot(thread).turn_index is None
     assert Turn.objects.get(thread=thread, index=1).status == Turn.Status.INTERRUPTED
-    assert _fresh(other).running_turn_index == 1
-    assert guard.turns_release_stale() == 0
+    assert stored_slot(other).turn_index == 1
+    assert slot.turns_release_stale() == 0
 
 
 def test_stale_means_three_missed_refreshes_at_most_thirty_seconds():
-    assert guard.STALE_TURN_AFTER <= timedelta(seconds=30)
-    assert guard.STALE_TURN_AFTER >= 3 * guard.TURN_KEEPALIVE
+    assert slot.STALE_TURN_AFTER <= timedelta(seconds=30)
+    assert slot.STALE_TURN_AFTER >= 3 * slot.TURN_KEEPALIVE
 
 
 def test_stop_on_a_turn_whose_server_died_releases_it(thread, owner):
-    guard.turn_begin(thread=thread, user_message="stale")
+    slot.turn_begin(thread=thread, user_message="stale")
     _as_if_started_by(thread, 1, instance="web-9", boot="gone")
-    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
-    assert guard.turn_request_cancel(thread=_fresh(thread)) is True
-    assert _fresh(thread).running_turn_index is None
+    TurnSlot.objects.filter(thread_id=thread.pk).update(since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
+    assert slot.turn_request_cancel(thread=_fresh(thread)) is True
+    assert stored_slot(thread).turn_index is None
     row = Turn.objects.get(thread=thread, index=1)
     assert (row.status, row.notice) == (Turn.Status.INTERRUPTED, outcome.INTERRUPTED_STOP)
 
     # This server's own earlier run is known dead even before its claim is stale.
     restarted = services.thread_create(owner=owner, title="Restarted")
-    guard.turn_begin(thread=restarted, user_message="before the restart")
+    slot.turn_begin(thread=restarted, user_message="before the restart")
     _as_if_started_by(restarted, 1, instance=process.instance(), boot="earlier-boot")
-    assert guard.turn_request_cancel(thread=_fresh(restarted)) is True
-    assert _fresh(restarted).running_turn_index is None
+    assert slot.turn_request_cancel(thread=_fresh(restarted)) is True
+    assert stored_slot(restarted).turn_index is None
 
 
 def test_stop_on_a_live_servers_turn_only_asks_it_to_stop(thread):
-    guard.turn_begin(thread=thread, user_message="alive elsewhere")
+    slot.turn_begin(thread=thread, user_message="alive elsewhere")
     _as_if_started_by(thread, 1, instance="web-2", boot="alive")
-    assert guard.turn_request_cancel(thread=_fresh(thread)) is True
-    stored = _fresh(thread)
-    assert stored.running_turn_index == 1 and stored.cancel_requested
+    assert slot.turn_request_cancel(thread=_fresh(thread)) is True
+    stored = stored_slot(thread)
+    assert stored.turn_index == 1 and stored.cancel_requested
     assert Turn.objects.get(thread=thread, index=1).status == Turn.Status.RUNNING
 
 
 def test_a_turn_finishing_after_it_was_taken_for_dead_keeps_interrupted(thread):
-    guard.turn_begin(thread=thread, user_message="slow")
+    slot.turn_begin(thread=thread, user_message="slow")
     _as_if_started_by(thread, 1, instance="web-9", boot="paused")
-    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
-    guard.turns_release_stale()
-    guard.turn_finish(thread=thread, turn_index=1, status=Turn.Status.COMPLETE, answer="late")
+    TurnSlot.objects.filter(thread_id=thread.pk).update(since=timezone.now() - STALE_TURN_AFTER - timedelta(seconds=1))
+    slot.turns_release_stale()
+    slot.turn_finish(thread=thread, turn_index=1, status=Turn.Status.COMPLETE, answer="late")
     assert Turn.objects.get(thread=thread, index=1).status == Turn.Status.INTERRUPTED
 
 
@@ -270,10 +271,10 @@ def test_a_released_turn_is_announced_to_every_open_tab(thread):
     layer = get_channel_layer()
     channel = async_to_sync(layer.new_channel)()
     async_to_sync(layer.group_add)(group_name(thread.pk), channel)
-    guard.turn_begin(thread=thread, user_message="killed")
-    guard.turns_save_answers(answers={(thread.pk, 1): "Half of the **answer**"})
+    slot.turn_begin(thread=thread, user_message="killed")
+    slot.turns_save_answers(answers={(thread.pk, 1): "Half of the **answer**"})
     _as_if_started_by(thread, 1, instance=process.instance(), boot="earlier-boot")
-    guard.turns_release_predecessor()
+    slot.turns_release_predecessor()
     html = async_to_sync(layer.receive)(channel)["html"]
     assert "Half of the <strong>answer</strong>" in html
     assert outcome.INTERRUPTED_RESTART in html and 'aria-label="Retry turn 1"' in html
@@ -281,31 +282,31 @@ def test_a_released_turn_is_announced_to_every_open_tab(thread):
 
 
 def test_retry_is_offered_for_the_latest_failed_interrupted_or_cut_off_turn_only(thread):
-    guard.turn_begin(thread=thread, user_message="first")
+    slot.turn_begin(thread=thread, user_message="first")
     with pytest.raises(UserFacingError, match="still running"):
-        guard.retry_message(thread=_fresh(thread), turn=1)
-    guard.turn_finish(thread=thread, turn_index=1, status=Turn.Status.FAILED, notice="The model server could not be reached.")
-    assert guard.retry_message(thread=_fresh(thread), turn=1) == ("first", "", None)
-    assert guard.retry_message(thread=_fresh(thread), turn="1") == ("first", "", None)
+        message_checks.retry_message(thread=_fresh(thread), turn=1)
+    slot.turn_finish(thread=thread, turn_index=1, status=Turn.Status.FAILED, notice="The model server could not be reached.")
+    assert message_checks.retry_message(thread=_fresh(thread), turn=1) == ("first", "", None)
+    assert message_checks.retry_message(thread=_fresh(thread), turn="1") == ("first", "", None)
     for bad in (None, "one", "¹", 1.5, True, [1]):
         with pytest.raises(UserFacingError, match="Choose a turn"):
-            guard.retry_message(thread=_fresh(thread), turn=bad)
+            message_checks.retry_message(thread=_fresh(thread), turn=bad)
     with pytest.raises(UserFacingError, match="does not exist"):
-        guard.retry_message(thread=_fresh(thread), turn=7)
+        message_checks.retry_message(thread=_fresh(thread), turn=7)
 
-    guard.turn_begin(thread=_fresh(thread), user_message="second")
-    guard.turn_finish(thread=thread, turn_index=2, status=Turn.Status.COMPLETE, answer="Done.")
+    slot.turn_begin(thread=_fresh(thread), user_message="second")
+    slot.turn_finish(thread=thread, turn_index=2, status=Turn.Status.COMPLETE, answer="Done.")
     with pytest.raises(UserFacingError, match="Only the latest"):
-        guard.retry_message(thread=_fresh(thread), turn=1)
+        message_checks.retry_message(thread=_fresh(thread), turn=1)
     with pytest.raises(UserFacingError, match="ended normally"):
-        guard.retry_message(thread=_fresh(thread), turn=2)
+        message_checks.retry_message(thread=_fresh(thread), turn=2)
 
-    guard.turn_begin(thread=_fresh(thread), user_message="third")
-    guard.turn_finish(thread=thread, turn_index=3, status=Turn.Status.COMPLETE, answer="Half", cut_off=True)
-    assert guard.retry_message(thread=_fresh(thread), turn=3) == ("third", "", None)
-    guard.turn_begin(thread=_fresh(thread), user_message="fourth")
-    guard.turn_finish(thread=thread, turn_index=4, status=Turn.Status.COMPLETE, answer="")
-    assert guard.retry_message(thread=_fresh(thread), turn=4) == ("fourth", "", None)  # no answer at all
+    slot.turn_begin(thread=_fresh(thread), user_message="third")
+    slot.turn_finish(thread=thread, turn_index=3, status=Turn.Status.COMPLETE, answer="Half", cut_off=True)
+    assert message_checks.retry_message(thread=_fresh(thread), turn=3) == ("third", "", None)
+    slot.turn_begin(thread=_fresh(thread), user_message="fourth")
+    slot.turn_finish(thread=thread, turn_index=4, status=Turn.Status.COMPLETE, answer="")
+    assert message_checks.retry_message(thread=_fresh(thread), turn=4) == ("fourth", "", None)  # no answer at all
 
 
 def test_a_persons_running_turns_are_counted_from_every_threads_claim(owner, other_user, thread, settings):
@@ -314,15 +315,15 @@ def test_a_persons_running_turns_are_counted_from_every_threads_claim(owner, oth
     settings.HAICO_MAX_RUNNING_TURNS = 2
     second = services.thread_create(owner=owner)
     third = services.thread_create(owner=owner)
-    guard.turn_begin(thread=thread, user_message="one")
-    guard.turn_begin(thread=second, user_message="two")
+    slot.turn_begin(thread=thread, user_message="one")
+    slot.turn_begin(thread=second, user_message="two")
     with pytest.raises(TooManyTurns, match="You have 2 turns running in other threads"):
-        guard.turn_begin(thread=third, user_message="three")
+        slot.turn_begin(thread=third, user_message="three")
     assert _fresh(third).turn_index == 0 and not Turn.objects.filter(thread=third).exists()
     # Another person is not counted with them; a claim gone stale (its server died) no longer counts.
-    guard.turn_begin(thread=services.thread_create(owner=other_user), user_message="theirs")
-    Thread.objects.filter(pk=thread.pk).update(running_since=timezone.now() - STALE_TURN_AFTER)
-    assert guard.turn_begin(thread=third, user_message="three")[0] == 1
+    slot.turn_begin(thread=services.thread_create(owner=other_user), user_message="theirs")
+    TurnSlot.objects.filter(thread_id=thread.pk).update(since=timezone.now() - STALE_TURN_AFTER)
+    assert slot.turn_begin(thread=third, user_message="three")[0] == 1
     # 0: no limit.
     settings.HAICO_MAX_RUNNING_TURNS = 0
-    assert guard.turn_begin(thread=services.thread_create(owner=owner), user_message="four")[0] == 1
+    assert slot.turn_begin(thread=services.thread_create(owner=owner), user_message="four")[0] == 1

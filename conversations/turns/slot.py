@@ -1,9 +1,8 @@
-"""The one-turn-at-a-time guard and the turn rows, in the database (docs/adr/0003, 0011).
+"""The thread's running-turn slot, in the database (docs/adr/0003, 0011).
 
-A thread's running-turn columns (workspace.models.Thread) and its turn rows
-(conversations.models.Turn) are written only here. Claiming a turn bumps
-the counter, records the turn row and snapshots the workspace in one
-transaction, before the agent runs.
+One turn at a time per thread: claiming a turn bumps the counter, records
+the turn row and snapshots the workspace in one transaction, before the
+agent runs. A thread's running-turn columns are written only here.
 
 A claim names the server process that holds it (turns.process). It is
 released by its turn's end, by that process's successor at start-up
@@ -14,7 +13,6 @@ message or a Stop on that thread), and every open tab is told."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import NamedTuple
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -23,47 +21,47 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from agent.context import Selection
-from workspace.errors import InvalidInput
 from workspace.models import Thread, WorkspaceSnapshot
 from workspace.services.snapshots import snapshot_capture
-from workspace.text import clean_text
 
 from ..errors import ApprovalPending, BranchVanished, TooManyTurns, TurnAlreadyRunning
 from ..live import RESYNC, RESYNC_CHAT, publish_turn_versions, publisher
-from ..models import BranchLink, Turn
+from ..models import BranchLink, Turn, TurnSlot
 from ..services import DEFAULT_THREAD_TITLE, announce_thread, title_from_message
 from . import fragments, outcome, process
+from .message_checks import clean_user_message, selection_json
 
 # How often a running turn refreshes its claim (turns.registry), and how
 # long a claim may go unrefreshed before it counts as left by a server that
 # died mid-turn. Three refreshes fit in it, so a server busy enough to be
 # late with one is not taken for dead.
 TURN_KEEPALIVE = timedelta(seconds=10)
+
+
 STALE_TURN_AFTER = timedelta(seconds=30)
 
+
 APPROVAL_PENDING = "Answer the pending approval first: approve or reject the change the assistant asked about."
-APPROVED, REJECTED, STOPPED = "approved", "rejected", "stopped"
+
+
+def live_turn(slot: TurnSlot | None, now=None) -> int | None:
+    """The slot's turn, unless its claim went stale (its server died); for
+    a slot read with its thread (select_related("turn_slot"))."""
+    if slot is None or slot.turn_index is None or slot.since is None:
+        return None
+    if (now or timezone.now()) - slot.since >= STALE_TURN_AFTER:
+        return None
+    return slot.turn_index
 
 
 def running_turn(thread: Thread, now=None) -> int | None:
-    """The turn in progress, unless its claim went stale (its server died)."""
-    if thread.running_turn_index is None or thread.running_since is None:
-        return None
-    if (now or timezone.now()) - thread.running_since >= STALE_TURN_AFTER:
-        return None
-    return thread.running_turn_index
+    """The thread's turn in progress, unless its claim went stale (its server died)."""
+    return live_turn(TurnSlot.objects.filter(thread_id=thread.pk).first(), now)
 
 
-def clean_user_message(message) -> str:
-    """The chat message as it will be stored (exactly as typed), or InvalidInput saying why not."""
-    return clean_text(message, label="Message", max_chars=settings.HAICO_MESSAGE_MAX_CHARS, strip=False)
-
-
-def selection_json(selection: Selection | None) -> dict | None:
-    """A turn's selection as its row stores it (conversations.models.Turn.selection)."""
-    if selection is None:
-        return None
-    return {"start": selection.start, "end": selection.end, "text": selection.text}
+def _locked_slot(locked: Thread) -> TurnSlot:
+    """The slot of a thread whose row the caller has locked (made with its first turn)."""
+    return TurnSlot.objects.select_for_update().get_or_create(thread_id=locked.pk)[0]
 
 
 @transaction.atomic
@@ -105,19 +103,19 @@ def turn_begin(
     else:
         locked = Thread.objects.select_for_update().get(pk=thread.pk)
     now = timezone.now()
-    if running_turn(locked, now) is not None:
+    slot = _locked_slot(locked)
+    if live_turn(slot, now) is not None:
         raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
     if Turn.objects.filter(thread=locked, index=locked.turn_index, status=Turn.Status.AWAITING).exists():
         raise ApprovalPending(APPROVAL_PENDING)
     _check_running_turns_of(locked.owner_id, now=now, limit=settings.HAICO_MAX_RUNNING_TURNS)
-    if locked.running_turn_index is not None:
-        _release(locked, locked.running_turn_index, notice=outcome.INTERRUPTED_LOST, now=now)
+    if slot.turn_index is not None:
+        _release(locked, slot.turn_index, notice=outcome.INTERRUPTED_LOST, now=now)
     locked.turn_index += 1
-    locked.running_turn_index = locked.turn_index
-    locked.running_since = now
-    locked.cancel_requested = False
+    slot.turn_index, slot.since, slot.cancel_requested = locked.turn_index, now, False
+    slot.save()
     locked.last_activity_at = now
-    update_fields = ["turn_index", "running_turn_index", "running_since", "cancel_requested", "last_activity_at"]
+    update_fields = ["turn_index", "last_activity_at"]
     if activate_branch:
         update_fields.append("is_deleted")
     if locked.turn_index == 1 and locked.title == DEFAULT_THREAD_TITLE:
@@ -143,7 +141,7 @@ def turn_begin(
         # A branch's first own turn is a new version of that turn: the family's tabs show its arrows.
         thread_id, turn_index = locked.pk, locked.turn_index
         transaction.on_commit(lambda: publish_turn_versions(thread_id=thread_id, turn_index=turn_index))
-    for name in ("turn_index", "title", "running_turn_index", "running_since", "cancel_requested"):
+    for name in ("turn_index", "title"):
         setattr(thread, name, getattr(locked, name))
     return locked.turn_index, snapshot
 
@@ -156,10 +154,10 @@ def _check_running_turns_of(owner_id, *, now, limit: int) -> None:
     if not limit:
         return
     list(get_user_model().objects.select_for_update().filter(pk=owner_id).values_list("pk", flat=True))
-    running = Thread.objects.filter(
-        owner_id=owner_id,
-        running_turn_index__isnull=False,
-        running_since__gt=now - STALE_TURN_AFTER,
+    running = TurnSlot.objects.filter(
+        thread__owner_id=owner_id,
+        turn_index__isnull=False,
+        since__gt=now - STALE_TURN_AFTER,
     ).count()
     if running >= limit:
         raise TooManyTurns(
@@ -177,8 +175,8 @@ def turns_keepalive(*, turns: dict) -> int:
         return 0
     mine = Q()
     for thread_id, turn_index in turns.items():
-        mine |= Q(pk=thread_id, running_turn_index=turn_index)
-    return Thread.objects.filter(mine).update(running_since=timezone.now())
+        mine |= Q(thread_id=thread_id, turn_index=turn_index)
+    return TurnSlot.objects.filter(mine).update(since=timezone.now())
 
 
 @transaction.atomic
@@ -194,7 +192,7 @@ def cancel_requested_among(thread_ids) -> set:
     """Which of these threads a Stop was requested for (from any process)."""
     if not thread_ids:
         return set()
-    return set(Thread.objects.filter(pk__in=list(thread_ids), cancel_requested=True).values_list("pk", flat=True))
+    return set(TurnSlot.objects.filter(thread_id__in=list(thread_ids), cancel_requested=True).values_list("thread_id", flat=True))
 
 
 @transaction.atomic
@@ -211,9 +209,7 @@ def turn_finish(
     record how the turn ended (only if nobody recorded it for us: a turn
     another process took for dead keeps "interrupted")."""
     now = timezone.now()
-    Thread.objects.filter(pk=thread.pk, running_turn_index=turn_index).update(
-        running_turn_index=None, running_since=None, cancel_requested=False, last_activity_at=now
-    )
+    free_slot(thread.pk, turn_index, now=now)
     Turn.objects.filter(thread=thread, index=turn_index, status=Turn.Status.RUNNING).update(
         status=status, answer=answer, cut_off=cut_off, notice=notice, ended_at=now
     )
@@ -226,88 +222,16 @@ def turn_request_cancel(*, thread: Thread) -> bool:
     A turn whose server is known dead (its claim went stale, or this is the
     same server started again) cannot hear the request: it is released here."""
     locked = Thread.objects.select_for_update().get(pk=thread.pk)
-    if locked.running_turn_index is None:
+    slot = TurnSlot.objects.select_for_update().filter(thread_id=locked.pk).first()
+    if slot is None or slot.turn_index is None:
         return False
-    row = Turn.objects.filter(thread=locked, index=locked.running_turn_index).first()
+    row = Turn.objects.filter(thread=locked, index=slot.turn_index).first()
     predecessor = row is not None and row.instance == process.instance() and row.boot != process.BOOT
-    if running_turn(locked) is None or predecessor:
-        _release(locked, locked.running_turn_index, notice=outcome.INTERRUPTED_STOP)
+    if live_turn(slot) is None or predecessor:
+        _release(locked, slot.turn_index, notice=outcome.INTERRUPTED_STOP)
         return True
-    Thread.objects.filter(pk=locked.pk).update(cancel_requested=True)
+    TurnSlot.objects.filter(thread_id=locked.pk).update(cancel_requested=True)
     return True
-
-
-def awaiting_approval(thread_id) -> Turn | None:
-    """The thread's latest turn if it waits for the person's approval (docs/adr/0017)."""
-    row = Turn.objects.filter(thread_id=thread_id).order_by("-index").first()
-    return row if row is not None and row.status == Turn.Status.AWAITING else None
-
-
-@transaction.atomic
-def turn_await_approval(*, thread: Thread, turn_index: int, interrupt_id: str, request: dict, answer: str = "") -> bool:
-    """The running turn paused before a hard-to-undo change: its slot is
-    released (no process runs it; nothing keeps its claim alive) and its row
-    waits with the question. Recovery only releases running turns, so a
-    waiting one is never taken for interrupted; turn_begin refuses the next
-    message until it is answered. False if the turn was not running any
-    more (another process took it for dead meanwhile)."""
-    now = timezone.now()
-    Thread.objects.filter(pk=thread.pk, running_turn_index=turn_index).update(
-        running_turn_index=None, running_since=None, cancel_requested=False, last_activity_at=now
-    )
-    return bool(
-        Turn.objects.filter(thread=thread, index=turn_index, status=Turn.Status.RUNNING).update(
-            status=Turn.Status.AWAITING, answer=answer, approval={"interrupt_id": interrupt_id, "request": request}
-        )
-    )
-
-
-@transaction.atomic
-def turn_answer_claim(*, thread: Thread, turn, decision: str) -> Turn:
-    """Claim the slot again for the turn awaiting approval, on this process,
-    to go on with it with the person's `decision` (APPROVED, REJECTED or
-    STOPPED), recorded on the row. Only the first answer counts: a second
-    one (another tab) is refused with InvalidInput, as is an answer to a
-    turn that does not wait."""
-    turn = _turn_number(turn, action="answer")
-    locked = Thread.objects.select_for_update().get(pk=thread.pk)
-    row = Turn.objects.filter(thread=locked, index=turn).first()
-    if row is None or row.status != Turn.Status.AWAITING or turn != locked.turn_index:
-        raise InvalidInput("No approval is waiting for an answer in that turn; it was answered already.")
-    if running_turn(locked) is not None:
-        raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
-    now = timezone.now()
-    Thread.objects.filter(pk=locked.pk).update(
-        running_turn_index=turn, running_since=now, cancel_requested=False, last_activity_at=now
-    )
-    row.status = Turn.Status.RUNNING
-    row.instance, row.boot = process.instance(), process.BOOT
-    row.approval = {**(row.approval or {}), "decision": decision}
-    row.save(update_fields=["status", "instance", "boot", "approval"])
-    thread.running_turn_index, thread.running_since, thread.cancel_requested = turn, now, False
-    return row
-
-
-@transaction.atomic
-def turn_approval_outcome(*, thread: Thread, turn_index: int, outcome: str) -> None:
-    """The change the person approved could not be applied (in full): the
-    turn row's approval records why (fragments.APPROVAL_OUTCOMES), so the
-    card says so after a reload and in copies too."""
-    row = Turn.objects.select_for_update().filter(thread=thread, index=turn_index).first()
-    if row is None or not isinstance(row.approval, dict):
-        return
-    row.approval = {**row.approval, "outcome": outcome}
-    row.save(update_fields=["approval"])
-
-
-def _turn_number(turn, *, action: str) -> int:
-    if isinstance(turn, str) and turn.isascii() and turn.isdigit():
-        turn = int(turn)
-    if not isinstance(turn, int) or isinstance(turn, bool):
-        raise InvalidInput(f"Choose a turn to {action}.")
-    if not 0 <= turn <= 2**31 - 1:  # beyond any column's reach, on every database
-        raise InvalidInput("That turn does not exist in this thread.")
-    return turn
 
 
 def turns_release_predecessor() -> int:
@@ -323,7 +247,10 @@ def turns_release_stale() -> int:
     cutoff = timezone.now() - STALE_TURN_AFTER
     running = Turn.objects.filter(status=Turn.Status.RUNNING)
     stale = running.filter(
-        Q(thread__running_since__lt=cutoff) | Q(thread__running_since__isnull=True) | ~Q(thread__running_turn_index=F("index"))
+        Q(thread__turn_slot__since__lt=cutoff)
+        | Q(thread__turn_slot__since__isnull=True)
+        | Q(thread__turn_slot__turn_index__isnull=True)
+        | ~Q(thread__turn_slot__turn_index=F("index"))
     )
     return _release_rows(stale.values_list("thread_id", "index"), notice=outcome.INTERRUPTED_LOST, if_stale=True)
 
@@ -338,11 +265,32 @@ def _release_rows(pairs, *, notice: str, if_stale: bool = False) -> int:
             row = Turn.objects.filter(thread=locked, index=turn_index, status=Turn.Status.RUNNING).first()
             if row is None:
                 continue  # ended meanwhile
-            if if_stale and locked.running_turn_index == turn_index and running_turn(locked) is not None:
+            slot = TurnSlot.objects.filter(thread_id=locked.pk).first()
+            if if_stale and slot is not None and slot.turn_index == turn_index and live_turn(slot) is not None:
                 continue  # refreshed meanwhile: its server is alive
             _release(locked, turn_index, notice=notice)
             released += 1
     return released
+
+
+def free_slot(thread_id, turn_index: int, *, now=None) -> int:
+    """Empty the thread's slot if `turn_index` holds it (and note the
+    thread's activity when `now` is given). Returns 1 if it did, else 0."""
+    freed = TurnSlot.objects.filter(thread_id=thread_id, turn_index=turn_index).update(
+        turn_index=None, since=None, cancel_requested=False
+    )
+    if freed and now is not None:
+        Thread.objects.filter(pk=thread_id).update(last_activity_at=now)
+    return freed
+
+
+def claim_slot(locked: Thread, turn_index: int, *, now) -> None:
+    """Within the caller's transaction, on the row-locked thread: `turn_index`
+    runs now, on this process (a turn going on after its approval)."""
+    if live_turn(_locked_slot(locked), now) is not None:
+        raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
+    TurnSlot.objects.filter(thread_id=locked.pk).update(turn_index=turn_index, since=now, cancel_requested=False)
+    Thread.objects.filter(pk=locked.pk).update(last_activity_at=now)
 
 
 def _release(locked: Thread, turn_index: int, *, notice: str, now=None) -> None:
@@ -350,10 +298,7 @@ def _release(locked: Thread, turn_index: int, *, notice: str, now=None) -> None:
     slot if this turn holds it, mark the turn interrupted (keeping what it
     streamed), and after commit tell every open tab the turn ended."""
     now = now or timezone.now()
-    if locked.running_turn_index == turn_index:
-        Thread.objects.filter(pk=locked.pk).update(running_turn_index=None, running_since=None, cancel_requested=False)
-        locked.running_turn_index = locked.running_since = None
-        locked.cancel_requested = False
+    free_slot(locked.pk, turn_index)
     Turn.objects.filter(thread=locked, index=turn_index, status=Turn.Status.RUNNING).update(
         status=Turn.Status.INTERRUPTED, notice=notice, ended_at=now
     )
@@ -363,30 +308,3 @@ def _release(locked: Thread, turn_index: int, *, notice: str, now=None) -> None:
         thread_id = locked.pk
 
         transaction.on_commit(lambda: publisher.publish_parts(thread_id, [(answer, RESYNC_CHAT), (end, RESYNC)]))
-
-
-class Rerun(NamedTuple):
-    """What a turn run again takes from it: its message, its model and the
-    selection it asked about (as stored; checked again before it is sent)."""
-
-    message: str
-    model: str
-    selection: dict | None = None
-
-
-def retry_message(*, thread: Thread, turn) -> Rerun:
-    """The message, model and selection of the turn to run again, or
-    InvalidInput saying why it cannot be: only the thread's latest turn,
-    once it has failed, been interrupted or been cut off
-    (conversations.turns.outcome)."""
-    turn = _turn_number(turn, action="retry")
-    row = Turn.objects.filter(thread=thread, index=turn).first()
-    if row is None:
-        raise InvalidInput("That turn does not exist in this thread.")
-    if turn != thread.turn_index:
-        raise InvalidInput("Only the latest turn can be retried; send the message again instead.")
-    ending = outcome.marker(status=row.status, cut_off=row.cut_off, notice=row.notice, answered=bool(row.answer.strip()))
-    if not ending.retry:
-        state = {Turn.Status.RUNNING: "is still running.", Turn.Status.AWAITING: "is waiting for your approval."}
-        raise InvalidInput("That turn cannot be retried: it " + state.get(row.status, "ended normally."))
-    return Rerun(row.user_message, row.model_name, row.selection)

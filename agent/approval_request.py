@@ -1,0 +1,84 @@
+"""What the person is asked before a hard-to-undo tool call runs
+(agent.approvals, docs/adr/0017), as the process passes it around.
+
+Its JSON (`to_json`) is the interrupt's value in the checkpointer and the
+"request" of a turn row's approval (conversations.turns.approval_record),
+and travels in archives: its shape never changes, so every paused graph,
+row and archive written before reads back with `from_json`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DocumentChange:
+    """A replacement of the document, for the card's preview: the text and
+    title before and after, and the version the agent wrote from."""
+
+    old: str
+    new: str
+    old_title: str = ""
+    new_title: str = ""
+    version: int | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "old": self.old,
+            "new": self.new,
+            "old_title": self.old_title,
+            "new_title": self.new_title,
+            "version": self.version,
+        }
+
+    @classmethod
+    def from_json(cls, data) -> DocumentChange | None:
+        if not isinstance(data, dict):
+            return None
+        version = data.get("version")
+        return cls(
+            old=str(data.get("old") or ""),
+            new=str(data.get("new") or ""),
+            old_title=str(data.get("old_title") or ""),
+            new_title=str(data.get("new_title") or ""),
+            version=version if isinstance(version, int) and not isinstance(version, bool) else None,
+        )
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """`kind` is agent.approvals.DOCUMENT, PLAN or PREFERENCES; `summary`
+    and `details` are the card's plain words, `reason` the agent's sentence
+    for the call, `call_id` the tool call it asks about."""
+
+    kind: str
+    summary: str
+    details: tuple[str, ...] = ()
+    document: DocumentChange | None = None
+    call_id: str = ""
+    reason: str = ""
+
+    def to_json(self) -> dict:
+        data: dict = {"kind": self.kind, "summary": self.summary, "details": list(self.details)}
+        if self.document is not None:
+            data["document"] = self.document.to_json()
+        data["call_id"] = self.call_id
+        data["reason"] = self.reason
+        return data
+
+    @classmethod
+    def from_json(cls, data) -> ApprovalRequest | None:
+        """The request a checkpoint, row or checked archive holds; None when
+        it holds none. Only reads what it knows, and never fails."""
+        if not isinstance(data, dict):
+            return None
+        details = data.get("details")
+        return cls(
+            kind=str(data.get("kind") or ""),
+            summary=str(data.get("summary") or ""),
+            details=tuple(str(item) for item in details) if isinstance(details, list | tuple) else (),
+            document=DocumentChange.from_json(data.get("document")),
+            call_id=str(data.get("call_id") or ""),
+            reason=str(data.get("reason") or ""),
+        )

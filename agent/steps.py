@@ -1,0 +1,42 @@
+"""One step of a turn's reasoning trace: the sentence of a tool call
+(`action_and_reasoning`) and how the call went, as the person sees it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class StepStatus(StrEnum):
+    RUNNING = ""  # no result yet
+    DONE = "done"
+    SKIPPED = "skipped"  # done in part: some targets were left alone
+    FAILED = "failed"
+    REJECTED = "rejected"  # the person did not approve it (agent.approvals)
+
+
+STATUSES = frozenset(status.value for status in StepStatus)
+
+
+@dataclass
+class Step:
+    text: str
+    status: StepStatus = StepStatus.RUNNING
+    # Why a failed step failed, in plain words (envelope.step_note), or "".
+    note: str = ""
+
+    def to_json(self) -> dict:
+        """{"text", "status"} and "note" when there is one."""
+        data = {"text": self.text, "status": str(self.status)}
+        if self.note:
+            data["note"] = self.note
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> Step:
+        status = data.get("status")
+        return cls(
+            text=str(data.get("text") or ""),
+            status=StepStatus(status) if status in STATUSES else StepStatus.RUNNING,
+            note=str(data.get("note") or ""),
+        )

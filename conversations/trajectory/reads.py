@@ -1,0 +1,101 @@
+"""What the trajectory map and a turn's preview read from the database
+(docs/adr/0016): a family's graph in four queries, whatever its size, and
+the workspace after one turn."""
+
+from __future__ import annotations
+
+from django.db.models import CharField
+from django.db.models.functions import Cast, Substr
+
+from workspace import plan_tree
+from workspace.markdown import render_markdown
+from workspace.models import Thread, WorkspaceSnapshot
+from workspace.selectors import workspace_after_turn
+
+from ..models import BranchLink, Turn
+from ..turns.slot import live_turn
+from .layout import FamilyThread, Graph, TurnFact, assemble, family_of, lane_order
+
+# How much of a user message a node shows (the rest is in its preview).
+MESSAGE_START_CHARS = 60
+
+
+def family_graph(*, thread: Thread) -> Graph:
+    """The trajectory graph of `thread`'s family, as its page shows it."""
+    links = {
+        child: (parent, point, created)
+        for child, parent, point, created in BranchLink.objects.filter(
+            status=BranchLink.Status.ACTIVE,
+            thread__owner_id=thread.owner_id,
+            thread__is_deleted=False,
+            parent__is_deleted=False,
+        ).values_list("thread_id", "parent_id", "branch_point_turn", "created_at")
+    }
+    root, children = family_of(thread.pk, links)
+    order = lane_order(root, children)
+    # Each member's running-turn slot in the same read (a LEFT JOIN).
+    rows = (
+        Thread.objects.filter(pk__in=order, is_deleted=False)
+        .select_related("turn_slot")
+        .only("id", "title", "turn_slot__turn_index", "turn_slot__since")
+    )
+    present = {row.pk: row for row in rows}
+    present.setdefault(thread.pk, thread)
+    threads = []
+    for pk in order:
+        row = present.get(pk)
+        if row is None:
+            continue
+        parent, point, _created = links.get(pk, (None, 0, None))
+        if parent not in present:
+            parent, point = None, 0
+        threads.append(FamilyThread(pk, row.title, parent, point, live_turn(getattr(row, "turn_slot", None))))
+    # Thread ids come back as text (Cast), mapped to the members' UUIDs by a
+    # dict: building a UUID per row was most of the assembly time.
+    by_text = {}
+    for member in threads:
+        by_text[member.pk.hex] = by_text[str(member.pk)] = member.pk
+    members = [member.pk for member in threads]
+    as_text = Cast("thread_id", output_field=CharField())
+    # Only the turns that did not complete have a status worth a row here.
+    statuses = {
+        (by_text[thread_id], index): status
+        for thread_id, index, status in Turn.objects.filter(thread_id__in=members)
+        .exclude(status=Turn.Status.COMPLETE)
+        .values_list(as_text, "index", "status")
+    }
+    turns = []
+    complete = Turn.Status.COMPLETE
+    for thread_id, index, message in WorkspaceSnapshot.objects.filter(thread_id__in=members).values_list(
+        as_text, "turn_index", Substr("user_message", 1, MESSAGE_START_CHARS + 1)
+    ):
+        pk = by_text[thread_id]
+        turns.append(TurnFact(pk, index, _start(message), statuses.get((pk, index), complete)))
+    return assemble(current=thread.pk, threads=threads, turns=turns)
+
+
+def _start(message: str) -> str:
+    if "\n" in message or "\t" in message or "\r" in message:
+        message = " ".join(message.split())
+    return message if len(message) <= MESSAGE_START_CHARS else message[:MESSAGE_START_CHARS].rstrip() + "…"
+
+
+def preview_context(*, thread: Thread, turn_index: int) -> dict | None:
+    """The workspace after `turn_index` as the preview shows it: the state a
+    branch from there starts from (workspace.selectors.workspace_after_turn,
+    docs/adr/0014), read-only plain values. None if it cannot be read."""
+    after = workspace_after_turn(thread=thread, turn_index=turn_index)
+    if after is None:
+        return None
+    numbers = plan_tree.outline_numbers([step["depth"] for step in after.todos])
+    plan = [
+        {"text": step["text"], "done": step["done"], "indent": step["depth"] * 1.2, "number": number}
+        for step, number in zip(after.todos, numbers)
+    ]
+    return {
+        "objective_text": after.objective_text,
+        "preferences": after.preferences,
+        "plan": plan,
+        "document_title": after.document_title,
+        "document_html": render_markdown(after.document_content),
+    }

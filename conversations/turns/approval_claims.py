@@ -1,0 +1,84 @@
+"""A turn that waits for the person's approval (docs/adr/0017): its slot is
+released while it waits, and the first answer claims the slot again to go
+on with it; any later answer is refused."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from django.db import transaction
+from django.utils import timezone
+
+from agent.approval_request import ApprovalRequest
+from workspace.errors import InvalidInput
+from workspace.models import Thread
+
+from ..models import Turn
+from . import process
+from .approval_record import TurnApproval
+from .message_checks import turn_number
+from .slot import claim_slot, free_slot
+
+APPROVED, REJECTED, STOPPED = "approved", "rejected", "stopped"
+
+
+def awaiting_approval(thread_id) -> Turn | None:
+    """The thread's latest turn if it waits for the person's approval (docs/adr/0017)."""
+    row = Turn.objects.filter(thread_id=thread_id).order_by("-index").first()
+    return row if row is not None and row.status == Turn.Status.AWAITING else None
+
+
+@transaction.atomic
+def turn_await_approval(
+    *, thread: Thread, turn_index: int, interrupt_id: str, request: ApprovalRequest, answer: str = ""
+) -> bool:
+    """The running turn paused before a hard-to-undo change: its slot is
+    released (no process runs it; nothing keeps its claim alive) and its row
+    waits with the question. Recovery only releases running turns, so a
+    waiting one is never taken for interrupted; turn_begin refuses the next
+    message until it is answered. False if the turn was not running any
+    more (another process took it for dead meanwhile)."""
+    free_slot(thread.pk, turn_index, now=timezone.now())
+    return bool(
+        Turn.objects.filter(thread=thread, index=turn_index, status=Turn.Status.RUNNING).update(
+            status=Turn.Status.AWAITING,
+            answer=answer,
+            approval=TurnApproval(interrupt_id=interrupt_id, request=request).to_json(),
+        )
+    )
+
+
+@transaction.atomic
+def turn_answer_claim(*, thread: Thread, turn, decision: str) -> Turn:
+    """Claim the slot again for the turn awaiting approval, on this process,
+    to go on with it with the person's `decision` (APPROVED, REJECTED or
+    STOPPED), recorded on the row. Only the first answer counts: a second
+    one (another tab) is refused with InvalidInput, as is an answer to a
+    turn that does not wait."""
+    turn = turn_number(turn, action="answer")
+    locked = Thread.objects.select_for_update().get(pk=thread.pk)
+    row = Turn.objects.filter(thread=locked, index=turn).first()
+    if row is None or row.status != Turn.Status.AWAITING or turn != locked.turn_index:
+        raise InvalidInput("No approval is waiting for an answer in that turn; it was answered already.")
+    claim_slot(locked, turn, now=timezone.now())
+    row.status = Turn.Status.RUNNING
+    row.instance, row.boot = process.instance(), process.BOOT
+    approval = TurnApproval.from_json(row.approval)
+    # A row with no readable approval keeps what it holds: the turn goes on
+    # (or, stopped, ends) all the same, and the card had nothing to show.
+    row.approval = replace(approval, decision=decision).to_json() if approval else {**(row.approval or {}), "decision": decision}
+    row.save(update_fields=["status", "instance", "boot", "approval"])
+    return row
+
+
+@transaction.atomic
+def turn_approval_outcome(*, thread: Thread, turn_index: int, outcome: str) -> None:
+    """The change the person approved could not be applied (in full): the
+    turn row's approval records why (fragments.APPROVAL_OUTCOMES), so the
+    card says so after a reload and in copies too."""
+    row = Turn.objects.select_for_update().filter(thread=thread, index=turn_index).first()
+    approval = TurnApproval.from_json(row.approval) if row is not None else None
+    if approval is None:
+        return
+    row.approval = replace(approval, outcome=outcome).to_json()
+    row.save(update_fields=["approval"])

@@ -1,0 +1,48 @@
+"""A turn row's `approval` (conversations.models.Turn, docs/adr/0017): the
+interrupt the turn waits on and what the person is asked, then their
+decision and, when the approved call could not be applied in full, its
+outcome (fragments.APPROVAL_OUTCOMES).
+
+The row, its copies (conversations.branching) and archives hold
+`to_json()`; its shape never changes, so every row and archive written
+before reads back with `from_json`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent.approval_request import ApprovalRequest
+
+
+@dataclass(frozen=True)
+class TurnApproval:
+    interrupt_id: str
+    request: ApprovalRequest
+    # "" while the person has not answered; else turns.approval_claims.APPROVED, REJECTED or STOPPED.
+    decision: str = ""
+    # "" unless an approved call could not be applied in full: "overlap", "failed" or "partial".
+    outcome: str = ""
+
+    def to_json(self) -> dict:
+        data: dict = {"interrupt_id": self.interrupt_id, "request": self.request.to_json()}
+        if self.decision:
+            data["decision"] = self.decision
+        if self.outcome:
+            data["outcome"] = self.outcome
+        return data
+
+    @classmethod
+    def from_json(cls, data) -> TurnApproval | None:
+        """The approval a row holds; None when it holds none (or no request)."""
+        if not isinstance(data, dict):
+            return None
+        request = ApprovalRequest.from_json(data.get("request"))
+        if request is None:
+            return None
+        return cls(
+            interrupt_id=str(data.get("interrupt_id") or ""),
+            request=request,
+            decision=str(data.get("decision") or ""),
+            outcome=str(data.get("outcome") or ""),
+        )
