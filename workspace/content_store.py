@@ -114,7 +114,7 @@ def read_texts(model, blobs):
     revisions in version order) costs that one delta, not its chain."""
     previous_pk, previous_text = None, None
     for blob in blobs:
-        if blob.text is None and previous_pk is not None and blob.base_id == previous_pk:
+        if blob.text is None and previous_text is not None and blob.base_id == previous_pk:
             blob._rebuilt = _checked(blob, _applied(blob, previous_text))
         previous_pk, previous_text = blob.pk, read_text(model, blob)
         yield previous_text

@@ -209,7 +209,7 @@ def content_blobs_release(ids: set[int]) -> int:
     after deleting the rows that did, e.g. a failed import's thread): a
     blob another thread's revision or snapshot holds, or another blob is
     built on, is kept with the chain it is built on. How many were deleted."""
-    rows = {}
+    rows: dict[int, tuple[int | None, int | None, int]] = {}
     for batch in _batches(ids):
         rows.update(
             (pk, (base_id, keyframe_id, depth))
@@ -217,7 +217,7 @@ def content_blobs_release(ids: set[int]) -> int:
                 "pk", "base_id", "keyframe_id", "depth"
             )
         )
-    held = set()
+    held: set[int] = set()
     for batch in _batches(rows):
         held.update(DocumentRevision.objects.filter(body_id__in=batch).values_list("body_id", flat=True))
         for field in _SNAPSHOT_BODIES:
