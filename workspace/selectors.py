@@ -3,10 +3,10 @@
 import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, cast
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Case, IntegerField, Value, When
 from django.http import Http404
 
 from . import plan_tree
@@ -94,19 +94,24 @@ def objective_history(*, thread: Thread) -> list[ObjectiveHistoryEntry]:
 
 # The one definition of each list's order, shared by every read of it: the
 # page, the agent's prompt and its 1-based indices, the services.
-# Preferences: hard before soft, then by position.
-PREFERENCE_ORDER = (
-    Case(When(kind=Preference.Kind.HARD, then=Value(0)), default=Value(1), output_field=IntegerField()),
-    "position",
-    "id",
-)
+# Preferences: hard before soft, then by position. The database gives them
+# by position and `in_preference_order` puts the hard ones first (a stable
+# sort): an ORDER BY on a CASE costs more to build than the whole read.
+PREFERENCE_POSITION = ("position", "id")
+
+
+def in_preference_order(rows: list, kind=attrgetter("kind")) -> list:
+    """`rows` (read in PREFERENCE_POSITION order), hard before soft."""
+    return sorted(rows, key=lambda row: kind(row) != Preference.Kind.HARD)
+
+
 # The plan: pre-order, the order of its outline numbers.
 PLAN_ORDER = ("position", "id")
 
 
 def preferences_for(*, thread: Thread) -> list[Preference]:
     """Hard before soft, then by position: the order the agent's 1-based indices use."""
-    return list(Preference.objects.filter(thread=thread).order_by(*PREFERENCE_ORDER))
+    return in_preference_order(list(Preference.objects.filter(thread=thread).order_by(*PREFERENCE_POSITION)))
 
 
 def todos_for(*, thread: Thread) -> list[Todo]:
@@ -129,11 +134,11 @@ class PlanStep:
 
 def plan_steps(*, thread: Thread) -> list[PlanStep]:
     """The plan in pre-order with outline numbers: what the tree view shows."""
-    rows = list(Todo.objects.filter(thread=thread).order_by(*PLAN_ORDER).values("id", "text", "done", "depth"))
-    numbers = plan_tree.outline_numbers([row["depth"] for row in rows])
+    rows = list(Todo.objects.filter(thread_id=thread.pk).order_by(*PLAN_ORDER).values_list("id", "text", "done", "depth"))
+    numbers = plan_tree.outline_numbers([depth for _pk, _text, _done, depth in rows])
     return [
-        PlanStep(pk=row["id"], text=row["text"], done=row["done"], depth=row["depth"], number=number)
-        for row, number in zip(rows, numbers)
+        PlanStep(pk=pk, text=text, done=done, depth=depth, number=number)
+        for (pk, text, done, depth), number in zip(rows, numbers)
     ]
 
 
@@ -439,15 +444,30 @@ class WorkspaceReading:
 
 
 def workspace_reading_for(*, thread: Thread) -> WorkspaceReading:
-    preferences = Preference.objects.filter(thread=thread).order_by(*PREFERENCE_ORDER)
-    document = Document.objects.filter(thread=thread).values("title", "content", "updated_at", "version").first()
-    artifact = Artifact.objects.filter(thread=thread).order_by("-id").values("id", "artifact_type", "turn_index", "title").first()
+    # Four reads: the objective and the document are the thread's one-to-ones,
+    # read with it in one statement (each ORM query costs more to build than to run).
+    objective_text, title, content, updated_at, version = (
+        Thread.objects.filter(pk=thread.pk)
+        .values_list("objective__text", "document__title", "document__content", "document__updated_at", "document__version")
+        .get()
+    )
+    preferences = in_preference_order(
+        [
+            PreferenceRow(*row)
+            for row in Preference.objects.filter(thread_id=thread.pk)
+            .order_by(*PREFERENCE_POSITION)
+            .values_list("kind", "title", "subtitle", "locked")
+        ]
+    )
+    artifact = (
+        Artifact.objects.filter(thread_id=thread.pk).order_by("-id").values_list("id", "artifact_type", "turn_index", "title")[:1]
+    )
     return WorkspaceReading(
-        objective_text=objective_text_for(thread=thread),
-        preferences=[PreferenceRow(**row) for row in preferences.values("kind", "title", "subtitle", "locked")],
+        objective_text=objective_text,
+        preferences=preferences,
         todos=plan_steps(thread=thread),
-        document=DocumentRow(**document) if document else None,
-        latest_artifact=ArtifactRow(**artifact) if artifact else None,
+        document=DocumentRow(title, content, updated_at, version) if version is not None else None,
+        latest_artifact=next((ArtifactRow(*row) for row in artifact), None),
     )
 
 
