@@ -1,8 +1,11 @@
-"""Small helpers shared by the load bench's processes (no Django, no LangChain).
+"""Small helpers shared by the bench's processes (no Django or LangChain at
+import time).
 
 - TOKEN_RE finds the bench model's tokens (" tk<µs since the epoch>") in any
   text: a raw model chunk or an HTML frame, escaped or rendered as markdown.
 - Process figures read from /proc (Linux): CPU seconds and peak RSS.
+- set_up_django: the environment of a bench that runs Django in its own
+  process (production settings, a fresh SQLite database, no Redis).
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import math
 import os
 import re
 import resource
+import tempfile
+from pathlib import Path
 
 # "tk" + the emit time in microseconds (16 digits until the year 2286).
 TOKEN_RE = re.compile(r"\btk(\d{13,})\b")
@@ -61,3 +66,26 @@ def raise_open_file_limit() -> None:
     target = hard if hard != resource.RLIM_INFINITY else 65536
     if soft < target:
         resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
+def set_up_django(*, prefix: str, database_file: str, database_url: str | None = None, static_root: bool = False) -> Path:
+    """Production settings (DEBUG off) in this process, on `database_url` or a
+    fresh SQLite `database_file` in a new temporary folder, with the in-memory
+    channel layer (no Redis); then django.setup(). Returns the folder."""
+    bench_dir = Path(tempfile.mkdtemp(prefix=prefix))
+    os.environ.update(
+        DATABASE_URL=database_url or f"sqlite:///{bench_dir / database_file}",
+        DJANGO_SETTINGS_MODULE="haico_site.settings",
+        DEBUG="False",
+        SECRET_KEY=os.urandom(32).hex(),
+        SECURE_SSL_REDIRECT="False",
+        HAICO_LOG_LEVEL="WARNING",
+    )
+    if static_root:
+        os.environ["STATIC_ROOT"] = str(bench_dir / "static")
+    os.environ.pop("REDIS_URL", None)
+
+    import django
+
+    django.setup()
+    return bench_dir

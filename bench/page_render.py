@@ -12,29 +12,16 @@ Run: .venv/bin/python -m bench.page_render [--repeats 30]
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-BENCH_DIR = Path(tempfile.mkdtemp(prefix="haico-page-"))
-os.environ.update(
-    DATABASE_URL=f"sqlite:///{BENCH_DIR / 'page.sqlite3'}",
-    DJANGO_SETTINGS_MODULE="haico_site.settings",
-    DEBUG="False",
-    SECRET_KEY=os.urandom(32).hex(),
-    SECURE_SSL_REDIRECT="False",
-    HAICO_LOG_LEVEL="WARNING",
-    STATIC_ROOT=str(BENCH_DIR / "static"),
-)
-os.environ.pop("REDIS_URL", None)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import django  # noqa: E402
+from bench.common import set_up_django  # noqa: E402
 
-django.setup()
+set_up_django(prefix="haico-page-", database_file="page.sqlite3", static_root=True)
 
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402

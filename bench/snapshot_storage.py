@@ -25,25 +25,16 @@ import os
 import random
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-BENCH_DIR = Path(tempfile.mkdtemp(prefix="haico-snapshots-"))
-os.environ.update(
-    DATABASE_URL=os.environ.get("HAICO_BENCH_DATABASE_URL", f"sqlite:///{BENCH_DIR / 'snapshots.sqlite3'}"),
-    DJANGO_SETTINGS_MODULE="haico_site.settings",
-    DEBUG="False",
-    SECRET_KEY=os.urandom(32).hex(),
-    SECURE_SSL_REDIRECT="False",
-    HAICO_LOG_LEVEL="WARNING",
-)
-os.environ.pop("REDIS_URL", None)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import django  # noqa: E402
+from bench.common import set_up_django  # noqa: E402
 
-django.setup()
+set_up_django(
+    prefix="haico-snapshots-", database_file="snapshots.sqlite3", database_url=os.environ.get("HAICO_BENCH_DATABASE_URL")
+)
 
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402

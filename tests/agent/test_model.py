@@ -9,7 +9,8 @@ from agent.model import (
     counting_attempts,
     get_chat_model,
 )
-from tests.support.openai_server import HTTPFailure, OpenAICompatibleServer, Reply
+from tests.support.model_server import model_server  # noqa: F401  (the local server as the app's model)
+from tests.support.openai_server import HTTPFailure, Reply
 
 
 @pytest.fixture
@@ -113,15 +114,10 @@ def test_the_agent_refuses_an_unknown_model(ollama):
 
 
 @pytest.fixture
-def scripted_endpoint(settings):
-    with OpenAICompatibleServer(models=["scripted"]) as server:
-        settings.OPENAI_BASE_URL = server.base_url
-        settings.OPENAI_API_KEY = "test-key"
-        settings.HAICO_MODEL = "scripted"
-        settings.HAICO_MODELS = ["scripted"]
-        settings.HAICO_MODEL_TIMEOUT = 1.0
-        settings.HAICO_MODEL_MAX_RETRIES = 3
-        yield server
+def scripted_endpoint(model_server, settings):  # noqa: F811  (the fixture imported above)
+    """Three retries, so one call can fail twice and still answer."""
+    settings.HAICO_MODEL_MAX_RETRIES = 3
+    return model_server
 
 
 def _failures_then_an_answer():

@@ -23,6 +23,29 @@ def sign_up(page: Page, base_url: str, username: str, password: str = PASSWORD) 
     expect(page.get_by_role("navigation", name="Account")).to_contain_text(username)
 
 
+def sign_up_quickly(page: Page, base_url: str, username: str, password: str = PASSWORD) -> None:
+    """Make the account and sign in as `sign_up` does, through the site's own
+    sign-up (the same form post, the same service, the session cookie put in
+    the page's context), without loading and filling the pages: a second
+    saved in every test that is not about signing up. The page is left where
+    it was; the tests about signing up and in use `sign_up` and `log_in`."""
+    request = page.context.request
+    request.get(f"{base_url}/accounts/signup/")
+    csrf_token = next(c["value"] for c in page.context.cookies(base_url) if c["name"] == "csrftoken")
+    response = request.post(
+        f"{base_url}/accounts/signup/",
+        form={"csrfmiddlewaretoken": csrf_token, "username": username, "password1": password, "password2": password},
+        max_redirects=0,
+    )
+    assert response.status == 302, f"sign-up of {username!r} answered {response.status}:\n{response.text()[:2000]}"
+
+
+def new_thread_for(page: Page, base_url: str, username: str) -> str:
+    """A new person (`sign_up_quickly`) on a new thread: returns its workspace URL."""
+    sign_up_quickly(page, base_url, username)
+    return create_thread(page, base_url)
+
+
 def log_in(page: Page, base_url: str, username: str, password: str = PASSWORD) -> None:
     page.goto(f"{base_url}/accounts/login/")
     page.get_by_label("Username").fill(username)
@@ -86,21 +109,34 @@ ANSWER = "Here's the chart: Q2 is 50% higher than Q1."
 TURN_WAIT_MS = 20_000
 
 
+def model_env(model_server, **extra: str) -> dict[str, str]:
+    """The server environment that makes the scripted `model_server` the site's model (MODEL)."""
+    return {"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL, **extra}
+
+
+def revenue_chart_call(reasoning: str = REASONING) -> dict:
+    """The chart_generator call for the bar chart `expect_bar_chart` looks for."""
+    return tool_call(
+        "chart_generator",
+        reasoning,
+        chart_type="bar",
+        title="Q1 vs Q2 Revenue",
+        data=[{"name": "Q1", "value": 120}, {"name": "Q2", "value": 180}],
+        y_axis_title="Revenue",
+    )
+
+
+def revenue_table_call(reasoning: str = "Listing the figures.") -> dict:
+    """The data_table call for the same figures, titled "Revenue table"."""
+    return tool_call(
+        "data_table", reasoning, title="Revenue table", columns=["Quarter", "Revenue"], rows=[["Q1", 120], ["Q2", 180]]
+    )
+
+
 def chart_turn_script() -> list[Reply]:
     """First call: a chart_generator tool call; second: the answer, streamed."""
     return [
-        Reply(
-            tool_calls=[
-                tool_call(
-                    "chart_generator",
-                    REASONING,
-                    chart_type="bar",
-                    title="Q1 vs Q2 Revenue",
-                    data=[{"name": "Q1", "value": 120}, {"name": "Q2", "value": 180}],
-                    y_axis_title="Revenue",
-                )
-            ]
-        ),
+        Reply(tool_calls=[revenue_chart_call()]),
         # Tokens a little apart, so the browser can be seen receiving them one by one.
         Reply(text=ANSWER, token_delay=0.08),
     ]

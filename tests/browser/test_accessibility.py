@@ -17,7 +17,16 @@ from playwright.sync_api import Page, expect
 from tests.support.fake_model import Reply, tool_call
 from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, create_thread, document_text, sign_up, wait_for_socket
+from .helpers import (
+    MODEL,
+    TURN_WAIT_MS,
+    document_text,
+    model_env,
+    new_thread_for,
+    revenue_chart_call,
+    revenue_table_call,
+    wait_for_socket,
+)
 
 AXE = Path(__file__).resolve().parents[1] / "support" / "vendor" / "axe.min.js"
 DESKTOP = {"width": 1440, "height": 900}
@@ -74,21 +83,8 @@ def model_server():
                 Reply(text="I noted your rules, the goal and a plan."),
                 Reply(
                     tool_calls=[
-                        tool_call(
-                            "chart_generator",
-                            "Charting the budget.",
-                            chart_type="bar",
-                            title="Budget by day",
-                            data=[{"name": "Day 1", "value": 300}, {"name": "Day 2", "value": 400}],
-                            y_axis_title="Euros",
-                        ),
-                        tool_call(
-                            "data_table",
-                            "Listing hotels.",
-                            title="Hotels",
-                            columns=["Name", "Price"],
-                            rows=[["Casa A", 90], ["Casa B", 120]],
-                        ),
+                        revenue_chart_call(),
+                        revenue_table_call(),
                     ]
                 ),
                 Reply(text="A chart and a table."),
@@ -140,7 +136,7 @@ def _views(page: Page, where: str) -> list[str]:
 
 
 def test_the_pages_have_no_serious_accessibility_violation_at_1440_and_on_a_phone(new_page, start_haico_server, model_server):
-    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    server = start_haico_server(model_env(model_server))
     page = new_page()
     problems = []
     for size in (DESKTOP, PHONE):
@@ -149,8 +145,7 @@ def test_the_pages_have_no_serious_accessibility_violation_at_1440_and_on_a_phon
         problems += axe_problems(page, f"login {size['width']}")
 
     page.set_viewport_size(DESKTOP)
-    sign_up(page, server.url, "ada")
-    url = create_thread(page, server.url)
+    url = new_thread_for(page, server.url, "ada")
     wait_for_socket(page)
     document_text(page).fill(REPORT)
     page.get_by_role("region", name="Document").get_by_role("textbox", name="Document title").press("Enter")
@@ -177,8 +172,8 @@ def test_the_pages_have_no_serious_accessibility_violation_at_1440_and_on_a_phon
         # An artifact on show, the history open, the feedback form open.
         _show(page, "Document")
         show = centre.get_by_role("combobox", name="Show")
-        show.select_option(show.locator("option", has_text="Budget by day").get_attribute("value"))
-        expect(centre.get_by_role("heading", name="Budget by day")).to_be_visible()
+        show.select_option(show.locator("option", has_text="Q1 vs Q2 Revenue").get_attribute("value"))
+        expect(centre.get_by_role("heading", name="Q1 vs Q2 Revenue")).to_be_visible()
         problems += axe_problems(page, f"workspace {at}, a chart on show")
         centre.get_by_role("button", name="Back to the document").click()
         centre.get_by_role("button", name="History", exact=True).click()

@@ -19,9 +19,9 @@ from .helpers import (
     REQUEST,
     TURN_WAIT_MS,
     chart_turn_script,
-    create_thread,
     expect_bar_chart,
-    sign_up,
+    model_env,
+    new_thread_for,
     thread_id_from,
     wait_for_socket,
 )
@@ -52,9 +52,8 @@ def watch_answer_text(page: Page) -> None:
 
 
 def test_chart_request_shows_reasoning_chart_and_streamed_answer_and_survives_reload(page, start_haico_server, model_server):
-    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
-    sign_up(page, server.url, "ada")
-    url = create_thread(page, server.url)
+    server = start_haico_server(model_env(model_server))
+    url = new_thread_for(page, server.url, "ada")
     thread_id = thread_id_from(url).replace("-", "")
     chat = page.get_by_role("region", name="Chat")
     wait_for_socket(page)

@@ -13,11 +13,11 @@ from .helpers import (
     AUTOSAVE_WAIT_MS,
     MODEL,
     TURN_WAIT_MS,
-    create_thread,
     document_status,
     document_text,
+    model_env,
+    new_thread_for,
     save_document_now,
-    sign_up,
     type_after,
     wait_for_socket,
 )
@@ -60,10 +60,9 @@ def _card(page: Page):
 
 
 def test_the_approval_card_asks_in_every_tab_survives_a_reload_and_answers(new_page, start_haico_server, model_server):
-    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    server = start_haico_server(model_env(model_server))
     page = new_page()
-    sign_up(page, server.url, "ada")
-    url = create_thread(page, server.url)
+    url = new_thread_for(page, server.url, "ada")
     wait_for_socket(page)
     _send(page, "remember: formal tone, short paragraphs")
     expect(page.locator("#chat-messages .answer").first).to_have_text("Noted both rules.", timeout=TURN_WAIT_MS)
@@ -121,10 +120,9 @@ def test_an_approved_rewrite_of_a_passage_the_person_edited_meanwhile_says_it_wa
                 Reply(text="I could not apply it: you changed that passage meanwhile."),
             ]
         )
-        server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+        server = start_haico_server(model_env(model_server))
         page = new_page()
-        sign_up(page, server.url, "ada")
-        url = create_thread(page, server.url)
+        url = new_thread_for(page, server.url, "ada")
         other = page.context.new_page()
         other.goto(url)
         wait_for_socket(page)

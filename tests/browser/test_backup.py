@@ -23,7 +23,7 @@ from psycopg import sql
 from tests.support.fake_model import Reply, tool_call
 from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, create_thread, log_in, sign_up, wait_for_socket
+from .helpers import MODEL, TURN_WAIT_MS, log_in, model_env, new_thread_for, wait_for_socket
 
 FIRST = "Plan my essay on tides"
 FIRST_ANSWER = "Three steps, to start with."
@@ -52,10 +52,6 @@ def model_server():
         yield server
 
 
-def model_env(model_server) -> dict[str, str]:
-    return {"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL}
-
-
 def send(page: Page, text: str) -> None:
     chat = page.get_by_role("region", name="Chat")
     chat.get_by_role("textbox", name="Message").fill(text)
@@ -63,8 +59,7 @@ def send(page: Page, text: str) -> None:
 
 
 def first_turn(page: Page, url: str) -> str:
-    sign_up(page, url, "ada")
-    thread_url = create_thread(page, url)
+    thread_url = new_thread_for(page, url, "ada")
     wait_for_socket(page)
     send(page, FIRST)
     expect(page.locator("#chat-messages .answer").first).to_have_text(FIRST_ANSWER, timeout=TURN_WAIT_MS)

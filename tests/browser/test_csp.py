@@ -17,7 +17,17 @@ from playwright.sync_api import Page, expect
 from tests.support.fake_model import Reply, tool_call
 from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, create_thread, expect_bar_chart, sign_up, wait_for_socket
+from .helpers import (
+    MODEL,
+    TURN_WAIT_MS,
+    expect_bar_chart,
+    model_env,
+    new_thread_for,
+    revenue_chart_call,
+    revenue_table_call,
+    sign_up,
+    wait_for_socket,
+)
 
 # Every violation the page sees, from the first script on (the event fires
 # whether or not a report is sent).
@@ -85,21 +95,8 @@ def model_server():
             [
                 Reply(
                     tool_calls=[
-                        tool_call(
-                            "chart_generator",
-                            "Drawing the revenue.",
-                            chart_type="bar",
-                            title="Q1 vs Q2 Revenue",
-                            data=[{"name": "Q1", "value": 120}, {"name": "Q2", "value": 180}],
-                            y_axis_title="Revenue",
-                        ),
-                        tool_call(
-                            "data_table",
-                            "Listing the figures.",
-                            title="Revenue table",
-                            columns=["Quarter", "Revenue"],
-                            rows=[["Q1", 120], ["Q2", 180]],
-                        ),
+                        revenue_chart_call(),
+                        revenue_table_call(),
                         tool_call("append_to_document", "Writing the findings.", text=DOCUMENT),
                         tool_call("add_preferences", "Noting your rule.", items=[{"title": "Formal tone", "kind": "soft"}]),
                     ]
@@ -112,7 +109,7 @@ def model_server():
 
 
 def test_the_pages_a_person_uses_break_no_rule_of_the_policy(new_page, start_haico_server, model_server):
-    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    server = start_haico_server(model_env(model_server))
     page = new_page()
     page.add_init_script(RECORD_VIOLATIONS)
     console: list[str] = []
@@ -126,8 +123,7 @@ def test_the_pages_a_person_uses_break_no_rule_of_the_policy(new_page, start_hai
 
     for path in ("/accounts/login/", "/accounts/signup/"):
         visit(server.url + path)
-    sign_up(page, server.url, "ada")
-    url = create_thread(page, server.url)
+    url = new_thread_for(page, server.url, "ada")
     wait_for_socket(page)
     chat = page.get_by_role("region", name="Chat")
     chat.get_by_role("textbox", name="Message").fill("chart and tabulate the revenue, write it up")

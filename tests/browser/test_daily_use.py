@@ -11,11 +11,11 @@ from tests.support.openai_server import OpenAICompatibleServer
 
 from .helpers import (
     TURN_WAIT_MS,
-    create_thread,
     delay_document_saves,
     document_status,
     document_text,
-    sign_up,
+    model_env,
+    new_thread_for,
     wait_for_socket,
 )
 
@@ -23,8 +23,7 @@ pytestmark = pytest.mark.browser
 
 
 def test_the_preview_follows_the_typing_before_any_save_and_scrolls_with_the_editor(page, haico_server):
-    sign_up(page, haico_server.url, "ada")
-    create_thread(page, haico_server.url)
+    new_thread_for(page, haico_server.url, "ada")
     delay_document_saves(page, 60_000)  # no save reaches the server during this test
     preview = page.locator("#doc-preview")
 
@@ -81,11 +80,8 @@ def test_a_stacked_line_chart_is_drawn_stacked(page, start_haico_server, model_s
             Reply(text="Here are the costs, stacked."),
         ]
     )
-    server = start_haico_server(
-        {"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": "scripted-model"}
-    )
-    sign_up(page, server.url, "ada")
-    create_thread(page, server.url)
+    server = start_haico_server(model_env(model_server))
+    new_thread_for(page, server.url, "ada")
     wait_for_socket(page)
     chat = page.get_by_role("region", name="Chat")
     chat.get_by_role("textbox", name="Message").fill("chart my costs, stacked")
@@ -117,8 +113,7 @@ def test_the_model_chosen_in_a_thread_is_still_chosen_after_a_reload(page, start
             "HAICO_MODELS": "scripted-model,scripted-other",
         }
     )
-    sign_up(page, server.url, "ada")
-    create_thread(page, server.url)
+    new_thread_for(page, server.url, "ada")
     model = page.get_by_role("region", name="Chat").get_by_role("combobox", name="Model")
     # The options' values name the provider too (agent.catalogue): the environment's here.
     expect(model).to_have_value("env:scripted-model")
@@ -136,8 +131,7 @@ def test_the_model_chosen_in_a_thread_is_still_chosen_after_a_reload(page, start
 
 
 def test_the_rename_form_keeps_its_row_after_a_refused_title(page, haico_server):
-    sign_up(page, haico_server.url, "ada")
-    create_thread(page, haico_server.url)
+    new_thread_for(page, haico_server.url, "ada")
     page.goto(f"{haico_server.url}/threads/")
     page.get_by_role("button", name="Rename thread New thread").click()
     form = page.locator(".thread-rename")
@@ -164,8 +158,7 @@ def test_the_rename_form_keeps_its_row_after_a_refused_title(page, haico_server)
 
 def test_a_preview_update_replaces_only_the_blocks_that_changed(page, haico_server):
     # A long document's preview is not built again whole for one paragraph (docs/adr/0042).
-    sign_up(page, haico_server.url, "ada")
-    create_thread(page, haico_server.url)
+    new_thread_for(page, haico_server.url, "ada")
     delay_document_saves(page, 60_000)
     preview = page.locator("#doc-preview")
     document_text(page).fill("\n\n".join(f"Paragraph {n} of the preview." for n in range(1, 41)))

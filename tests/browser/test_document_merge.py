@@ -25,12 +25,12 @@ from .helpers import (
     AUTOSAVE_WAIT_MS,
     MODEL,
     TURN_WAIT_MS,
-    create_thread,
     delay_document_saves,
     document_status,
     document_text,
+    model_env,
+    new_thread_for,
     save_document_now,
-    sign_up,
     thread_id_from,
     type_after,
     wait_for_socket,
@@ -43,8 +43,7 @@ MERGED = "Saved, merged with the latest changes"
 def _two_tabs(new_page, server) -> tuple[Page, Page, str]:
     """Two tabs of one person's thread, the report saved in the first and shown in both."""
     first = new_page()
-    sign_up(first, server.url, "ada")
-    url = create_thread(first, server.url)
+    url = new_thread_for(first, server.url, "ada")
     second = first.context.new_page()
     second.goto(url)
     wait_for_socket(first)
@@ -180,8 +179,7 @@ def test_keys_typed_while_a_merged_save_is_on_its_way_are_saved_too(new_page, ha
 
 def test_leaving_with_unsaved_text_asks_first(new_page, haico_server):
     page = new_page()
-    sign_up(page, haico_server.url, "ada")
-    create_thread(page, haico_server.url)
+    new_thread_for(page, haico_server.url, "ada")
     dialogs = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.dismiss()))
     editor = document_text(page)
@@ -225,10 +223,9 @@ def model_server():
 
 
 def _start(new_page, start_haico_server, model_server):
-    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    server = start_haico_server(model_env(model_server))
     page = new_page()
-    sign_up(page, server.url, "grace")
-    url = create_thread(page, server.url)
+    url = new_thread_for(page, server.url, "grace")
     wait_for_socket(page)
     save_document_now(page, REPORT)
     return server, page, thread_id_from(url).replace("-", "")
@@ -369,8 +366,7 @@ REBASE_CASES = """() => {
 
 
 def test_keys_typed_meanwhile_are_put_on_the_merged_text_where_they_land(page, haico_server):
-    sign_up(page, haico_server.url, "ada")
-    create_thread(page, haico_server.url)
+    new_thread_for(page, haico_server.url, "ada")
     page.wait_for_function("() => window.HAICO && window.HAICO.rebaseDocument")
     out = page.evaluate(REBASE_CASES)
     assert out["disjoint"] == ["One more.\n\nTwo.\n\nThree, theirs.\n", len("One more")]

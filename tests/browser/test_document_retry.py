@@ -6,14 +6,7 @@ text never waits for the next key press (or the tab's closing) to be saved."""
 import pytest
 from playwright.sync_api import expect
 
-from .helpers import (
-    create_thread,
-    document_status,
-    document_text,
-    sign_up,
-    thread_id_from,
-    wait_for_socket,
-)
+from .helpers import document_status, document_text, new_thread_for, thread_id_from, wait_for_socket
 
 pytestmark = pytest.mark.browser
 
@@ -31,8 +24,7 @@ def _type(page, text):
 
 
 def test_text_typed_offline_is_saved_when_the_browser_is_back_online(page, haico_server):
-    sign_up(page, haico_server.url, "ada")
-    thread_id = thread_id_from(create_thread(page, haico_server.url))
+    thread_id = thread_id_from(new_thread_for(page, haico_server.url, "ada"))
     wait_for_socket(page)
 
     page.context.set_offline(True)
@@ -50,8 +42,7 @@ def test_text_typed_offline_is_saved_when_the_browser_is_back_online(page, haico
 
 
 def test_a_save_the_server_refused_to_take_is_tried_again_until_it_goes_through(page, haico_server):
-    sign_up(page, haico_server.url, "ada")
-    thread_id = thread_id_from(create_thread(page, haico_server.url))
+    thread_id = thread_id_from(new_thread_for(page, haico_server.url, "ada"))
     answered = []
 
     def unavailable(route):

@@ -18,9 +18,9 @@ from .helpers import (
     REQUEST,
     TURN_WAIT_MS,
     chart_turn_script,
-    create_thread,
     document_text,
-    sign_up,
+    model_env,
+    new_thread_for,
     thread_id_from,
     wait_for_socket,
 )
@@ -46,8 +46,7 @@ def _download(page, name):
 
 def test_the_document_downloads_with_the_text_just_typed(haico_server, new_page):
     page = new_page()
-    sign_up(page, haico_server.url, "ada")
-    create_thread(page, haico_server.url)
+    new_thread_for(page, haico_server.url, "ada")
     wait_for_socket(page)
     page.get_by_role("region", name="Document").get_by_role("textbox", name="Document title").fill("Field notes")
     document_text(page).fill(TEXT)  # the autosave has not run yet
@@ -69,10 +68,9 @@ def test_the_document_downloads_with_the_text_just_typed(haico_server, new_page)
 
 def test_a_chart_downloads_as_an_image_and_as_csv(start_haico_server, new_page, model_server):
     model_server.script(chart_turn_script())
-    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    server = start_haico_server(model_env(model_server))
     page = new_page()
-    sign_up(page, server.url, "grace")
-    create_thread(page, server.url)
+    new_thread_for(page, server.url, "grace")
     wait_for_socket(page)
     chat = page.get_by_role("region", name="Chat")
     chat.get_by_role("textbox", name="Message").fill(REQUEST)
@@ -126,8 +124,7 @@ def test_a_chart_downloads_as_an_image_and_as_csv(start_haico_server, new_page, 
 
 def test_a_thread_exported_from_the_list_imports_as_a_new_thread(haico_server, new_page, tmp_path):
     page = new_page()
-    sign_up(page, haico_server.url, "edsger")
-    url = create_thread(page, haico_server.url)
+    url = new_thread_for(page, haico_server.url, "edsger")
     wait_for_socket(page)
     document_text(page).fill(TEXT)
     page.get_by_role("region", name="Document").get_by_role("textbox", name="Document title").press("Enter")

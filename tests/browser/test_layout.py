@@ -8,7 +8,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from .helpers import create_thread, document_text, log_in, open_add_form, sign_up, wait_for_socket
+from .helpers import create_thread, document_text, log_in, new_thread_for, open_add_form, wait_for_socket
 
 LAPTOPS = [(1280, 800), (1440, 900)]
 TWO_COLUMNS = [(1024, 768), (800, 1000)]
@@ -39,8 +39,7 @@ def rename_from_top_bar(page: Page, title: str) -> None:
 
 
 def test_the_document_keeps_half_a_laptop_window_with_both_rails_beside_it(page, haico_server):
-    sign_up(page, haico_server.url, "ada")
-    create_thread(page, haico_server.url)
+    new_thread_for(page, haico_server.url, "ada")
     for width, height in LAPTOPS:
         page.set_viewport_size({"width": width, "height": height})
         page.reload()
@@ -58,8 +57,7 @@ def test_the_document_keeps_half_a_laptop_window_with_both_rails_beside_it(page,
 
 
 def test_between_768_and_1279_px_the_document_keeps_its_column_and_tabs_choose_the_rail_beside_it(page, haico_server):
-    sign_up(page, haico_server.url, "ada")
-    url = create_thread(page, haico_server.url)
+    url = new_thread_for(page, haico_server.url, "ada")
     add = open_add_form(page, "Planning", "Add step")
     for n in range(1, 8):
         add.get_by_role("textbox", name="New step").fill(f"Step {n}")
@@ -116,8 +114,7 @@ def test_between_768_and_1279_px_the_document_keeps_its_column_and_tabs_choose_t
 def test_a_collapsed_rail_stays_collapsed_after_a_reload_and_on_another_device(new_page, haico_server):
     page = new_page()
     page.set_viewport_size({"width": 1280, "height": 800})
-    sign_up(page, haico_server.url, "ada")
-    url = create_thread(page, haico_server.url)
+    url = new_thread_for(page, haico_server.url, "ada")
     wait_for_socket(page)  # the page's scripts have run: the toggle answers a click
     left = page.get_by_role("button", name="Preferences and Planning rail")
     expect(left).to_have_attribute("aria-expanded", "true")
@@ -155,15 +152,13 @@ def test_a_collapsed_rail_stays_collapsed_after_a_reload_and_on_another_device(n
     # Another person's layout is their own.
     stranger = new_page()
     stranger.set_viewport_size({"width": 1280, "height": 800})
-    sign_up(stranger, haico_server.url, "bob")
-    create_thread(stranger, haico_server.url)
+    new_thread_for(stranger, haico_server.url, "bob")
     expect(stranger.get_by_role("region", name="Preferences")).to_be_visible()
 
 
 def test_a_phone_shows_one_view_at_a_time_behind_tabs(page, haico_server):
     page.set_viewport_size(PHONE)
-    sign_up(page, haico_server.url, "ada")
-    create_thread(page, haico_server.url)
+    new_thread_for(page, haico_server.url, "ada")
     tabs = page.get_by_role("tablist", name="Workspace views")
     expect(tabs.get_by_role("tab")).to_have_text(["Workspace", "Document", "Chat"])
     for tab in tabs.get_by_role("tab").all():
@@ -202,8 +197,7 @@ def test_a_phone_shows_one_view_at_a_time_behind_tabs(page, haico_server):
 
 def test_add_forms_open_from_a_compact_control_and_a_new_preference_scrolls_into_view(page, haico_server):
     page.set_viewport_size({"width": 1280, "height": 800})
-    sign_up(page, haico_server.url, "ada")
-    create_thread(page, haico_server.url)
+    new_thread_for(page, haico_server.url, "ada")
     prefs = page.get_by_role("region", name="Preferences")
     planning = page.get_by_role("region", name="Planning")
     expect(prefs.get_by_role("form", name="Add preference")).to_be_hidden()
@@ -243,8 +237,7 @@ def test_add_forms_open_from_a_compact_control_and_a_new_preference_scrolls_into
 
 def test_thread_list_cards_read_on_a_phone(page, haico_server):
     page.set_viewport_size(PHONE)
-    sign_up(page, haico_server.url, "ada")
-    create_thread(page, haico_server.url)
+    new_thread_for(page, haico_server.url, "ada")
     rename_from_top_bar(page, "Quarterly revenue report for the board meeting in March")
     create_thread(page, haico_server.url)
     rename_from_top_bar(page, "Garden")
@@ -268,8 +261,7 @@ def test_thread_list_cards_read_on_a_phone(page, haico_server):
 
 def test_skip_links_focus_the_message_box_and_the_document_text(page, haico_server):
     page.set_viewport_size({"width": 1280, "height": 800})
-    sign_up(page, haico_server.url, "ada")
-    url = create_thread(page, haico_server.url)
+    url = new_thread_for(page, haico_server.url, "ada")
     wait_for_socket(page)  # the page has loaded; then the first Tab from the top
     page.locator("body").focus()
     page.keyboard.press("Tab")
@@ -298,13 +290,11 @@ def test_skip_links_focus_the_message_box_and_the_document_text(page, haico_serv
 
 def test_the_top_bar_switches_between_own_threads_and_renames_the_thread(new_page, haico_server):
     bob = new_page()
-    sign_up(bob, haico_server.url, "bob")
-    create_thread(bob, haico_server.url)
+    new_thread_for(bob, haico_server.url, "bob")
     rename_from_top_bar(bob, "Bob's beta secret")
 
     page = new_page()
-    sign_up(page, haico_server.url, "ada")
-    create_thread(page, haico_server.url)
+    new_thread_for(page, haico_server.url, "ada")
     rename_from_top_bar(page, "Alpha notes")
     beta_url = create_thread(page, haico_server.url)
     rename_from_top_bar(page, "Beta plan")

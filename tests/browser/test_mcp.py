@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from playwright.sync_api import expect
 
 from .conftest import BASE_DIR
-from .helpers import create_thread, sign_up, thread_id_from, wait_for_socket
+from .helpers import create_thread, new_thread_for, sign_up_quickly, thread_id_from, wait_for_socket
 
 WHY = "Recording the tone you asked for."
 
@@ -44,7 +44,7 @@ async def _over_http(url, secret, calls):
 
 def test_a_preference_added_through_mcp_appears_live_in_the_open_tab(haico_server, new_page):
     page = new_page()
-    sign_up(page, haico_server.url, "barbara")
+    sign_up_quickly(page, haico_server.url, "barbara")
     secret = _make_token(page, haico_server.url, "Desktop agent")
     thread_url = create_thread(page, haico_server.url)
     thread_id = thread_id_from(thread_url)
@@ -84,10 +84,9 @@ def test_a_preference_added_through_mcp_appears_live_in_the_open_tab(haico_serve
 
 def test_revoked_tokens_and_other_peoples_threads_are_refused(haico_server, new_page):
     owner = new_page()
-    sign_up(owner, haico_server.url, "frances")
-    thread_id = thread_id_from(create_thread(owner, haico_server.url))
+    thread_id = thread_id_from(new_thread_for(owner, haico_server.url, "frances"))
     intruder = new_page()
-    sign_up(intruder, haico_server.url, "mallory")
+    sign_up_quickly(intruder, haico_server.url, "mallory")
     theirs = _make_token(intruder, haico_server.url, "Mallory's agent")
 
     (result,) = run_async(
@@ -114,7 +113,7 @@ def test_revoked_tokens_and_other_peoples_threads_are_refused(haico_server, new_
 
 def test_the_stdio_server_offers_the_same_tools_and_writes_the_same_way(haico_server, new_page):
     page = new_page()
-    sign_up(page, haico_server.url, "radia")
+    sign_up_quickly(page, haico_server.url, "radia")
     secret = _make_token(page, haico_server.url, "Terminal agent")
     thread_id = thread_id_from(create_thread(page, haico_server.url))
     wait_for_socket(page)
@@ -150,7 +149,7 @@ def test_the_real_server_checks_origin_refuses_get_and_points_a_401_at_its_metad
     than a stream held open, and a 401 names the reason and the metadata,
     which names this endpoint. The SDK client reports the server's words."""
     page = new_page()
-    sign_up(page, haico_server.url, "grace")
+    sign_up_quickly(page, haico_server.url, "grace")
     secret = _make_token(page, haico_server.url, "Laptop")
     auth = {"Authorization": f"Bearer {secret}", "Accept": "application/json, text/event-stream"}
     listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}

@@ -4,7 +4,7 @@ saved, cancelled, and kept open with the person's text after a refusal."""
 
 from playwright.sync_api import Page, expect
 
-from .helpers import create_thread, open_add_form, sign_up, step_action
+from .helpers import new_thread_for, open_add_form, step_action
 
 
 def step_texts(page: Page):
@@ -12,8 +12,7 @@ def step_texts(page: Page):
 
 
 def test_person_edits_a_step_adds_a_sub_step_and_sees_a_refused_edit(page, haico_server):
-    sign_up(page, haico_server.url, "grace")
-    create_thread(page, haico_server.url)
+    new_thread_for(page, haico_server.url, "grace")
     planning = page.get_by_role("region", name="Planning")
     add_step = open_add_form(page, "Planning", "Add step")
     for text in ("Gather sources", "Write the draft"):

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from tests.support.fake_model import Reply, tool_call
 from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, create_thread, sign_up, thread_id_from
+from .helpers import MODEL, TURN_WAIT_MS, model_env, new_thread_for, thread_id_from
 
 
 @pytest.fixture
@@ -50,10 +50,9 @@ def test_continue_from_turn_one_branches_with_its_workspace_and_leaves_the_threa
             Reply(text="Branch answer."),
         ]
     )
-    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    server = start_haico_server(model_env(model_server))
     page = new_page()
-    sign_up(page, server.url, "ada")
-    url = create_thread(page, server.url)
+    url = new_thread_for(page, server.url, "ada")
     original = thread_id_from(url)
 
     chat = page.get_by_role("region", name="Chat")
@@ -109,8 +108,7 @@ SEED_LONG_THREAD = (
 def test_a_map_of_200_turns_scrolls_and_shows_the_current_turn(new_page, start_haico_server):
     server = start_haico_server()
     page = new_page()
-    sign_up(page, server.url, "ada")
-    url = create_thread(page, server.url)
+    url = new_thread_for(page, server.url, "ada")
     server.manage("shell", "-c", SEED_LONG_THREAD.format(thread_id=uuid.UUID(thread_id_from(url))))
     page.goto(url)
 

@@ -5,7 +5,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from .helpers import create_thread, open_add_form, sign_up, step_action, step_menu_item, thread_id_from
+from .helpers import new_thread_for, open_add_form, sign_up_quickly, step_action, step_menu_item, thread_id_from
 
 AUTOSAVE_WAIT_MS = 8_000  # 1.5 s debounce plus the request, with headroom for a busy CI box
 
@@ -50,8 +50,7 @@ def preference_item(page: Page, kind: str, title: str):
 
 
 def test_person_builds_a_workspace_and_finds_it_intact_after_reload(page, haico_server):
-    sign_up(page, haico_server.url, "ada")
-    url = create_thread(page, haico_server.url)
+    url = new_thread_for(page, haico_server.url, "ada")
     thread_id = thread_id_from(url).replace("-", "")
 
     # --- Preferences: one hard, one soft; lock the hard one. Hard is listed first.
@@ -158,12 +157,11 @@ def test_person_builds_a_workspace_and_finds_it_intact_after_reload(page, haico_
 
 def test_another_person_cannot_open_the_workspace_even_after_it_has_content(new_page, haico_server):
     owner_page = new_page()
-    sign_up(owner_page, haico_server.url, "ada")
-    url = create_thread(owner_page, haico_server.url)
+    url = new_thread_for(owner_page, haico_server.url, "ada")
     add_preference(owner_page, "Secret preference", "", "hard")
 
     intruder = new_page()
-    sign_up(intruder, haico_server.url, "mallory")
+    sign_up_quickly(intruder, haico_server.url, "mallory")
     response = intruder.goto(url)
 
     assert response.status == 404

@@ -8,6 +8,7 @@ import pytest
 from channels.testing import WebsocketCommunicator
 
 from tests.support.admin import populated  # noqa: F401  (the admin tests' rows of every model)
+from tests.support.model_server import model_server  # noqa: F401  (the real ChatOpenAI against the local server)
 from tests.support.turns import turn_environment  # noqa: F401  (autouse: every test here)
 
 from .helpers import Script, open_socket

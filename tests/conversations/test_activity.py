@@ -9,13 +9,11 @@ import json
 import pytest
 from channels.db import database_sync_to_async
 
-from agent.builder import AgentProvider
 from agent.events import ModelCallRetried
 from conversations import activity
 from conversations.models import ActivityLogEntry
-from conversations.turns import registry
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import HTTPFailure, Misbehave, OpenAICompatibleServer
+from tests.support.openai_server import HTTPFailure, Misbehave
 from workspace.services import preferences as preference_services
 
 from .helpers import frames_until_turn_end, open_socket
@@ -26,16 +24,10 @@ Kind = ActivityLogEntry.Kind
 
 
 @pytest.fixture
-def model_server(settings, monkeypatch):
-    with OpenAICompatibleServer(models=["scripted"], args_chunk_chars=7) as server:
-        settings.OPENAI_BASE_URL = server.base_url
-        settings.OPENAI_API_KEY = "test-key"
-        settings.HAICO_MODEL = "scripted"
-        settings.HAICO_MODELS = ["scripted"]
-        settings.HAICO_MODEL_TIMEOUT = 1.0
-        settings.HAICO_MODEL_MAX_RETRIES = 2
-        monkeypatch.setattr(registry, "agents", AgentProvider())
-        yield server
+def model_server(model_server, settings):
+    """Two retries, so a log entry can say the model was tried three times."""
+    settings.HAICO_MODEL_MAX_RETRIES = 2
+    return model_server
 
 
 @pytest.fixture

@@ -14,14 +14,19 @@ panel's rows refreshed so the page drops it; what has no place in a panel
 (`flash`) goes to the page's flash line. Never an error status for htmx: with
 DEBUG on, django-htmx replaces the whole page with the error page."""
 
+from collections.abc import Callable
+
 from django.db.models import Model
+from django.forms import Form
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django_htmx.http import reswap, trigger_client_event
 from django_htmx.middleware import HtmxDetails
 
-from .. import panels
+from .. import events, panels
+from ..errors import WorkspaceError
 from ..events import Change
+from ..forms import first_error
 from ..models import Thread
 from ..selectors import get_thread_for_user_or_404
 
@@ -88,6 +93,40 @@ def refused(
         return HttpResponse(panels.render_error(panel=panel, target=target, message=message, row_id=row_id))
     context = panels.panel_context(panel, thread=thread, error=message, values=values or {})
     return render(request, panels.PANEL_TEMPLATES[panel], context, status=400)
+
+
+def act_on_row(
+    request: HttpRequest,
+    thread_id,
+    pk: int,
+    action: Callable[[Model, dict], None],
+    *,
+    model: type[Model],
+    panel: str,
+    gone_message: str,
+    form_class: type[Form] | None = None,
+    target: str = "row",
+) -> HttpResponse:
+    """A row action of a panel (a plan step, a preference): look the row up in
+    this thread (`gone` when another tab deleted it), validate `form_class`,
+    then run `action(row, cleaned_data)` and answer with what it changed; a
+    refusal is shown at `target` on the row."""
+    thread = get_thread_for_user(request, thread_id)
+    row = in_thread_or_none(model, thread=thread, pk=pk)
+    if row is None:
+        return gone(request, panel, thread=thread, message=gone_message)
+    data = {}
+    if form_class is not None:
+        form = form_class(request.POST)
+        if not form.is_valid():
+            return refused(request, panel, thread=thread, message=first_error(form), target=target, row_id=pk)
+        data = form.cleaned_data
+    with events.collecting() as changes:
+        try:
+            action(row, data)
+        except WorkspaceError as exc:
+            return refused(request, panel, thread=thread, message=exc.message, target=target, row_id=pk)
+    return changed(request, thread, changes)
 
 
 def panel_response(request: HttpRequest, name: str, *, thread: Thread, **extra) -> HttpResponse:

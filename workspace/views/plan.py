@@ -12,7 +12,7 @@ from ..errors import NotFound, WorkspaceError
 from ..forms import StepDoneForm, StepMoveForm, StepPlaceForm, StepTextForm, first_error
 from ..models import Todo
 from ..services import plan as plan_services
-from .common import changed, get_thread_for_user, gone, in_thread_or_none, panel_response, refused
+from .common import act_on_row, changed, get_thread_for_user, in_thread_or_none, panel_response, refused
 
 PANEL = "plan"
 STEP_GONE = "That step no longer exists (it may have been deleted in another tab); the plan now shows what is left."
@@ -40,24 +40,9 @@ def step_add(request, thread_id):
     return changed(request, thread, changes)
 
 
-def _on_step(request, thread_id, pk, action, *, form_class=None, target="row"):
-    """Validate `form_class`, then run `action(todo, cleaned_data)` on a step of this thread."""
-    thread = get_thread_for_user(request, thread_id)
-    todo = in_thread_or_none(Todo, thread=thread, pk=pk)
-    if todo is None:
-        return gone(request, PANEL, thread=thread, message=STEP_GONE)
-    data = {}
-    if form_class is not None:
-        form = form_class(request.POST)
-        if not form.is_valid():
-            return refused(request, PANEL, thread=thread, message=first_error(form), target=target, row_id=pk)
-        data = form.cleaned_data
-    with events.collecting() as changes:
-        try:
-            action(todo, data)
-        except WorkspaceError as exc:
-            return refused(request, PANEL, thread=thread, message=exc.message, target=target, row_id=pk)
-    return changed(request, thread, changes)
+def _on_step(request, thread_id, pk, action, **options):
+    """Run `action(todo, cleaned_data)` on a step of this thread (see `act_on_row`)."""
+    return act_on_row(request, thread_id, pk, action, model=Todo, panel=PANEL, gone_message=STEP_GONE, **options)
 
 
 @login_required

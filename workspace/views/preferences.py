@@ -11,7 +11,7 @@ from ..errors import WorkspaceError
 from ..forms import PreferenceAddForm, PreferenceEditForm, PreferenceLockForm, first_error
 from ..models import Preference
 from ..services import preferences as preference_services
-from .common import changed, get_thread_for_user, gone, in_thread_or_none, panel_response, refused
+from .common import act_on_row, changed, get_thread_for_user, panel_response, refused
 
 PANEL = "preferences"
 PREFERENCE_GONE = "That preference no longer exists (it may have been deleted in another tab); the list now shows what is left."
@@ -39,23 +39,9 @@ def preference_add(request, thread_id):
     return changed(request, thread, changes)
 
 
-def _on_preference(request, thread_id, pk, action, *, form_class=None, target="row"):
-    thread = get_thread_for_user(request, thread_id)
-    preference = in_thread_or_none(Preference, thread=thread, pk=pk)
-    if preference is None:
-        return gone(request, PANEL, thread=thread, message=PREFERENCE_GONE)
-    data = {}
-    if form_class is not None:
-        form = form_class(request.POST)
-        if not form.is_valid():
-            return refused(request, PANEL, thread=thread, message=first_error(form), target=target, row_id=pk)
-        data = form.cleaned_data
-    with events.collecting() as changes:
-        try:
-            action(preference, data)
-        except WorkspaceError as exc:
-            return refused(request, PANEL, thread=thread, message=exc.message, target=target, row_id=pk)
-    return changed(request, thread, changes)
+def _on_preference(request, thread_id, pk, action, **options):
+    """Run `action(preference, cleaned_data)` on a preference of this thread (see `act_on_row`)."""
+    return act_on_row(request, thread_id, pk, action, model=Preference, panel=PANEL, gone_message=PREFERENCE_GONE, **options)
 
 
 @login_required

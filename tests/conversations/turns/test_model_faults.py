@@ -11,12 +11,10 @@ import json
 import pytest
 from channels.db import database_sync_to_async
 
-from agent.builder import AgentProvider
 from agent.middleware.replies import TRUNCATED_CALL_ERROR
 from conversations.models import Turn
-from conversations.turns import registry
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import HTTPFailure, Misbehave, OpenAICompatibleServer
+from tests.support.openai_server import HTTPFailure, Misbehave
 from workspace import selectors
 from workspace.models import WorkspaceSnapshot
 
@@ -25,20 +23,6 @@ from ..helpers import frames_until_turn_end, open_socket
 pytestmark = pytest.mark.django_db(transaction=True)
 
 NEXT = Reply(text="Next turn works.")
-
-
-@pytest.fixture
-def model_server(settings, monkeypatch):
-    with OpenAICompatibleServer(models=["scripted"], args_chunk_chars=7) as server:
-        settings.OPENAI_BASE_URL = server.base_url
-        settings.OPENAI_API_KEY = "test-key"
-        settings.HAICO_MODEL = "scripted"
-        settings.HAICO_MODELS = ["scripted"]
-        settings.HAICO_MODEL_TIMEOUT = 1.0
-        settings.HAICO_MODEL_MAX_RETRIES = 1
-        # The process's provider builds the real ChatOpenAI for this server.
-        monkeypatch.setattr(registry, "agents", AgentProvider())
-        yield server
 
 
 class Chat:
