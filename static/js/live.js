@@ -11,7 +11,7 @@
  *   in it, focus and the menu stay as they are; the "Add" fields are never
  *   touched. Outline numbers and their labels, the done count and the
  *   checklist are recomputed from the rows.
- * - "document": handed to centre.js (haico:document-patch).
+ * - "document": handed to static/js/document_editor.js (haico:document-patch).
  * - "value": a selector's value (the Mode, the Model), set in place so a
  *   keyboard user on it keeps focus.
  * - "swap": elements put in place of the page's elements with the same ids
