@@ -12,7 +12,7 @@ What the page records for every key (a script installed before the page's
 own, so its keydown listener runs first and its input listener, on window,
 last):
 - key -> input handled: from the keydown event's time stamp to the end of
-  the last input listener (centre.js's included): the browser's own work on
+  the last input listener (document_editor.js's included): the browser's own work on
   the text, then the page's;
 - input listeners: the page's part alone, from the first input listener
   (ours, capturing on window) to the last;

@@ -137,7 +137,7 @@ def render_objective_patch(*, thread: Thread) -> str:
 
 def render_document_patch(*, thread: Thread) -> str:
     """The document's new text and preview, and its review (docs/adr/0019),
-    which centre.js shows whether or not the editor can take the text yet."""
+    which static/js/document_editor.js shows whether or not the editor can take the text yet."""
     document = selectors.document_for(thread=thread)
     context = {
         "thread": thread,
@@ -180,7 +180,7 @@ def render_changes(thread: Thread, changes: list[Change]) -> str:
         parts.append(render_plan_patch(thread=thread, ids=by_surface["plan"].ids))
     if "artifacts" in by_surface and by_surface["artifacts"].ids:
         # A new artifact is shown at once in every tab (docs/adr/0072);
-        # centre.js keeps a person's unsaved document text from being replaced.
+        # static/js/document_editor.js keeps a person's unsaved document text from being replaced.
         newest = max(by_surface["artifacts"].ids)
         parts.append(render_panel("centre", thread=thread, oob=True, selected_artifact_id=newest, agent_shown=True))
     elif "document" in by_surface:

@@ -7,7 +7,7 @@ open page: the template engine took ~35 µs a row (300 plan steps: 10.7 ms
 of a page's 30 ms budget), this takes ~2 µs (docs/adr/0009). Every value
 that comes from a person or the model goes through `escape`.
 
-A row carries only what it shows; static/js/live.js handles its controls
+A row carries only what it shows; static/js/plan.js and preferences.js handle its controls
 from the panel, reading the row's id from its element id (step-<id>,
 pref-<id>). `after` (in patches only) is the id of the row before it, ""
 for the first, so a page can put a new or moved row in its place.

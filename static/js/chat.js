@@ -6,7 +6,7 @@
  *   cancelled), so a message typed before the page's scripts or socket are
  *   ready is never lost in a page load;
  * - before sending, waits for the document's unsaved text to be saved
- *   (static/js/centre.js), so the turn's snapshot and the model's first
+ *   (static/js/document_editor.js), so the turn's snapshot and the model's first
  *   call see what the person just typed there;
  * - while the socket is not open (the page is still connecting, or it
  *   dropped and reconnects) holds the message, says so, and sends it once

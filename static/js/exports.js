@@ -2,7 +2,7 @@
 one control in the region's header for the document and the artifact shown.
 
 A document download is of the saved text, so unsaved editor text is saved
-first (HAICO.documentSaved, static/js/centre.js) and the download follows.
+first (HAICO.documentSaved, static/js/document_editor.js) and the download follows.
 A chart image is drawn in the browser by a second, off-screen Chart.js
 instance from the chart's own configuration, at a fixed size with its title
 and on white (Chart.js draws on a transparent canvas). */
@@ -91,7 +91,7 @@ and on white (Chart.js draws on a transparent canvas). */
       event.preventDefault();
       var href = documentLink.href;
       HAICO.documentSaved().then(function (saved) {
-        if (!saved) return; // centre.js already says why the text could not be saved
+        if (!saved) return; // document_editor.js already says why the text could not be saved
         documentLink.dataset.exportSaved = "1";
         documentLink.click();
         delete documentLink.dataset.exportSaved;

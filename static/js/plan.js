@@ -14,8 +14,11 @@
  *   when the server's patch arrives, so the page only ever shows the plan as
  *   stored. A drop onto another level is refused here with a message (the
  *   server refuses it too); only indent and outdent change a step's level.
- * The rows' controls and menu are static/js/live.js's; it calls
- * HAICO.planRowsChanged after every change of the rows.
+ * - The rows' controls: the done box, a step's menu (one per panel) and its
+ *   edit / sub-step forms, built from the panel's templates. They post to
+ *   the panel's URL (data-plan-url); the rows carry no URLs.
+ * static/js/live.js applies the patches and calls HAICO.planRowsChanged
+ * after every change of the rows.
  */
 (function () {
   "use strict";
@@ -23,6 +26,181 @@
   var HAICO = (window.HAICO = window.HAICO || {});
   var ACROSS_LEVELS = "Dragging only reorders a step among the steps at its own level; " +
     "use Indent or Outdent to change its level.";
+
+  var live = HAICO.live;
+  var rowId = live.rowId, stepNumber = live.stepNumber, stepRows = live.stepRows, depthOf = live.depthOf;
+  var planChanged = live.planChanged, post = live.post;
+
+  // --- the rows' controls: done, menu, forms ---------------------------------
+
+  function planUrl() {
+    var panel = document.getElementById("panel-plan");
+    return panel ? panel.getAttribute("data-plan-url") : "";
+  }
+
+  function stepForm(scope, name) {
+    var panel = scope.closest("#panel-plan");
+    var template = panel && panel.querySelector('template[data-step-form="' + name + '"]');
+    if (!template || !template.content.firstElementChild) return null;
+    var pk = rowId(scope);
+    var number = stepNumber(scope);
+    var form = template.content.firstElementChild.cloneNode(true);
+    form.setAttribute("data-built", "");
+    [form].concat(Array.prototype.slice.call(form.querySelectorAll("*"))).forEach(function (el) {
+      ["action", "hx-post", "aria-label", "placeholder"].forEach(function (attr) {
+        var value = el.getAttribute(attr);
+        if (value !== null) el.setAttribute(attr, value.split("{pk}").join(pk).split("{number}").join(number));
+      });
+    });
+    form.querySelectorAll(".step-number").forEach(function (el) { el.textContent = number; });
+    var field = form.querySelector("input[name=text]");
+    var text = scope.querySelector(":scope > .edit-view .step-text");
+    // The edit form starts from the step's text; reset() (Cancel) returns to it.
+    if (name === "edit" && text && field) field.defaultValue = text.textContent;
+    scope.querySelector(":scope > .edit-view").insertAdjacentElement("afterend", form);
+    if (window.htmx) window.htmx.process(form);
+    return form;
+  }
+
+  function sibling(rows, i, step) {
+    var depth = depthOf(rows[i]);
+    for (var j = i + step; j >= 0 && j < rows.length; j += step) {
+      var d = depthOf(rows[j]);
+      if (d < depth) return null;
+      if (d === depth) return rows[j];
+    }
+    return null;
+  }
+
+  var menuFor = null;
+
+  function menu() {
+    return document.getElementById("plan-menu");
+  }
+
+  function closeMenu(focusOpener) {
+    var box = menu();
+    if (!box || box.hidden) return;
+    box.hidden = true;
+    var opener = menuFor && menuFor.querySelector(".step-menu");
+    if (opener) {
+      opener.setAttribute("aria-expanded", "false");
+      if (focusOpener) opener.focus();
+    }
+    menuFor = null;
+  }
+
+  function openMenu(li, opener) {
+    var box = menu();
+    if (!box) return;
+    closeMenu(false);
+    var rows = stepRows();
+    var i = rows.indexOf(li);
+    var can = {
+      indent: !!sibling(rows, i, -1),
+      outdent: depthOf(li) > 0,
+      up: !!sibling(rows, i, -1),
+      down: !!sibling(rows, i, 1),
+    };
+    box.querySelectorAll("[data-step-act]").forEach(function (item) {
+      var act = item.getAttribute("data-step-act");
+      item.disabled = act in can && !can[act];
+    });
+    menuFor = li;
+    box.hidden = false;
+    var rect = opener.getBoundingClientRect();
+    var width = box.offsetWidth;
+    box.style.top = Math.min(rect.bottom + 2, window.innerHeight - box.offsetHeight - 4) + "px";
+    box.style.left = Math.max(4, rect.right - width) + "px";
+    opener.setAttribute("aria-expanded", "true");
+    var first = box.querySelector("[data-step-act]:not([disabled])");
+    if (first) first.focus();
+  }
+
+  function stepAction(li, act, source) {
+    var number = stepNumber(li);
+    var base = planUrl() + rowId(li) + "/";
+    if (act === "edit" || act === "child") {
+      HAICO.openForm(li, act, stepForm);
+    } else if (act === "indent" || act === "outdent") {
+      post(base + act + "/", li);
+    } else if (act === "up" || act === "down") {
+      post(base + "move/", li, { direction: act });
+    } else if (act === "delete") {
+      var rows = stepRows();
+      var i = rows.indexOf(li);
+      var parent = i + 1 < rows.length && depthOf(rows[i + 1]) > depthOf(li);
+      if (window.confirm("Delete step " + number + (parent ? " and all its sub-steps" : "") + "?")) post(base + "delete/", li);
+    }
+  }
+
+  document.addEventListener("change", function (event) {
+    var box = event.target.closest && event.target.closest("#plan-steps .edit-view > input[type=checkbox]");
+    if (!box) return;
+    var li = box.closest("li.step");
+    post(planUrl() + rowId(li) + "/done/", li, { done: box.checked ? "1" : "0" });
+    planChanged();
+  });
+
+  document.addEventListener("click", function (event) {
+    var target = event.target;
+    var opener = target.closest && target.closest("#plan-steps .step-menu");
+    if (opener) {
+      var li = opener.closest("li.step");
+      if (menuFor === li && !menu().hidden) closeMenu(true);
+      else openMenu(li, opener);
+      return;
+    }
+    var item = target.closest && target.closest("#plan-menu [data-step-act]");
+    if (item && menuFor) {
+      var row = menuFor;
+      closeMenu(false);
+      stepAction(row, item.getAttribute("data-step-act"), item);
+      return;
+    }
+    if (menu() && !menu().hidden && !(target.closest && target.closest("#plan-menu"))) closeMenu(false);
+  });
+
+  document.addEventListener("dblclick", function (event) {
+    var text = event.target.closest && event.target.closest("#plan-steps .edit-view .step-text");
+    if (text) HAICO.openForm(text.closest("li.step"), "edit", stepForm);
+  });
+
+  document.addEventListener("keydown", function (event) {
+    var box = menu();
+    if (!box || box.hidden || !box.contains(document.activeElement)) return;
+    var items = Array.prototype.slice.call(box.querySelectorAll("[data-step-act]:not([disabled])"));
+    var at = items.indexOf(document.activeElement);
+    if (event.key === "Escape") {
+      event.preventDefault();
+      closeMenu(true);
+    } else if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      event.preventDefault();
+      var next = items[(at + (event.key === "ArrowDown" ? 1 : items.length - 1)) % items.length];
+      if (next) next.focus();
+    } else if (event.key === "Tab") {
+      closeMenu(false);
+    }
+  });
+
+  document.addEventListener("scroll", function (event) {
+    if (menuFor && event.target.contains && event.target.contains(menuFor)) closeMenu(false);
+  }, true);
+
+
+  // For the keys and drag below.
+  HAICO.plan = {
+    rows: stepRows,
+    depthOf: depthOf,
+    rowId: rowId,
+    url: planUrl,
+    act: function (li, act) { stepAction(li, act, li); },
+    openMenu: function (li) {
+      var opener = li.querySelector(":scope > .edit-view .step-menu");
+      if (opener) openMenu(li, opener);
+    },
+    post: function (url, li, values) { post(url, li, values); },
+  };
 
   function plan() { return HAICO.plan; }
   function list() { return document.getElementById("plan-steps"); }

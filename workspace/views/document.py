@@ -6,7 +6,7 @@ version the next save is based on) and out-of-band the preview and the
 conflict view, never with the editor, so the textarea and its caret are left
 alone while the person types. A save based on an older version is merged
 with what changed since (docs/adr/0013): merged cleanly, the fragment also
-carries the merged text for static/js/centre.js to put in the editor; where
+carries the merged text for static/js/document_editor.js to put in the editor; where
 both sides edited the same passage nothing is written and the one conflict
 view shows both versions with those parts marked, and "Keep mine", "Keep
 theirs" and "Keep both", which save again with that choice.
@@ -211,7 +211,7 @@ def document_preview(request, thread_id):
     GET: the saved document, a long document's preview, which the page asks
     for once it has loaded (panels.PREVIEW_INLINE_MAX_CHARS). POST: the text
     the editor holds right now, for the preview that follows the typing
-    (static/js/centre.js); nothing is saved, and text over the document's
+    (static/js/document_editor.js); nothing is saved, and text over the document's
     limit is refused like a save of it would be."""
     thread = get_thread_for_user(request, thread_id)
     if request.method == "GET":
@@ -289,7 +289,7 @@ def document_restore(request, thread_id):
     """A new edit by the person with the chosen version's title and text,
     based on the version their page showed (a concurrent edit is merged).
     htmx gets the refreshed history and the document's new text as a live
-    patch (static/js/centre.js puts it in the editor, as it does with the
+    patch (static/js/document_editor.js puts it in the editor, as it does with the
     same patch from the socket)."""
     thread = get_thread_for_user(request, thread_id)
     form = DocumentRestoreForm(request.POST)
@@ -329,7 +329,7 @@ def document_restore(request, thread_id):
 def _review_answer(request, thread_id, answer):
     """htmx gets the review as it now stands, with the answer (a refusal in
     an alert), and the document's patch (the new text after an undo, which
-    static/js/centre.js puts in the editor like any other); a plain post the
+    static/js/document_editor.js puts in the editor like any other); a plain post the
     page, or the refusal as text with its status."""
     thread = get_thread_for_user(request, thread_id)
     form = DocumentReviewForm(request.POST)

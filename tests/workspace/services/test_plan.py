@@ -238,7 +238,7 @@ def test_todos_remove_by_index_out_of_range_changes_nothing(thread):
 
 
 def test_the_menus_rule_for_moves_is_what_the_services_accept(thread):
-    """static/js/live.js enables a step's Indent / Move up when it has a previous
+    """static/js/plan.js enables a step's Indent / Move up when it has a previous
     sibling, Move down when it has a next one, Outdent below the top level:
     exactly what the services accept."""
     _outline(thread, ("A", 0), ("A.1", 1), ("A.1.a", 2), ("A.2", 1), ("B", 0), ("C", 0))

@@ -1,5 +1,8 @@
-/* The centre panel: document autosave, merges and conflicts, Chart.js
- * charts, sortable tables. No build step; loaded on every workspace page.
+/* The document editor: per-editor state, autosave, settling a save's answer,
+ * the three-way rebase of typing done while a save was on its way, and
+ * applying (or holding) document patches. No build step; loaded on the
+ * owner's workspace page before document_history.js, document_review.js,
+ * artifacts.js and preview.js, which use HAICO.documentEditor.
  *
  * The one rule behind the document code: text the person typed is never
  * replaced by anything the server sends until it is saved (merged with what
@@ -18,7 +21,6 @@
   // seconds (at most this long), and at once when the browser is back online
   // or the page's socket reconnects.
   var RETRY_MAX_MS = 30000;
-  var MODE_KEY = "haico.docMode";
   var HAICO = (window.HAICO = window.HAICO || {});
 
   // --- per-editor state, kept on the form element itself ----------------------
@@ -600,7 +602,7 @@
     acknowledge(form, parseInt(patch.getAttribute("data-version"), 10), text.title, text.content);
     var preview = document.getElementById("doc-preview");
     var incoming = patch.content.querySelector("[data-preview]");
-    if (preview && incoming) showPreview(preview, incoming.innerHTML);
+    if (preview && incoming) HAICO.preview.show(preview, incoming.innerHTML);
     editorState(form).previewed = null;
   }
 
@@ -626,452 +628,28 @@
     if (patch && form.isConnected) offerPatch(form, patch);
   }
 
+  // The one listener for a pushed or answered document patch (live.js
+  // dispatches it). The editor takes the text first, so that by the time the
+  // history says a newer version exists and the review is replaced, the
+  // version they describe is the one the editor holds (or is saving against);
+  // the history and the review only read the patch, never the editor.
   document.addEventListener("haico:document-patch", function (event) {
+    var template = event.detail.template;
     var form = currentForm();
     // With an artifact on show there is no editor: the document is read
     // fresh when the person goes back to it.
-    if (form) offerPatch(form, event.detail.template.cloneNode(true));
+    if (form) offerPatch(form, template.cloneNode(true));
+    if (HAICO.documentHistory) HAICO.documentHistory.notePatch(template);
+    if (HAICO.documentReview) HAICO.documentReview.notePatch(template);
   });
 
-  // --- the document's history: versions, diffs, restore -----------------------------------
-  //
-  // The history opens beside the editor (outside its form), so opening it
-  // never touches the text in the editor. Restoring a version is a new save
-  // on the server; its answer carries the document's new text as a live
-  // patch, which goes in through offerPatch like any other. With unsaved
-  // text in the editor the person is asked first, and that text is saved
-  // (kept in the history as its own version) before the restore.
-
-  function historyButton() {
-    return document.querySelector("[data-doc-history-open]");
-  }
-
-  document.addEventListener("click", function (event) {
-    var close = event.target.closest && event.target.closest("[data-doc-history-close]");
-    if (!close) return;
-    var region = document.getElementById("doc-history");
-    if (region) { region.hidden = true; region.innerHTML = ""; }
-    var button = historyButton();
-    if (button) { button.setAttribute("aria-expanded", "false"); button.focus(); }
-  });
-
-  // htmx:load fires on the history each time it arrives (opened, or after a restore).
-  document.addEventListener("htmx:load", function (event) {
-    var region = event.target;
-    if (!region || region.id !== "doc-history") return;
-    var button = historyButton();
-    if (button) button.setAttribute("aria-expanded", "true");
-    // Focus moves into it only when the person came from the History
-    // button or from inside it (a restore): never out of the editor.
-    var active = document.activeElement;
-    var fromHistory = !active || active === document.body || active.hasAttribute("data-doc-history-open");
-    var heading = region.querySelector("#doc-history-title");
-    if (heading && fromHistory) heading.focus();
-  });
-
-  // A version saved while the history is open (the agent, another tab): say
-  // so and offer the latest, rather than replacing what the person reads.
-  document.addEventListener("haico:document-patch", function (event) {
-    var region = document.getElementById("doc-history");
-    if (!region || region.hidden || !region.hasAttribute("data-current-version")) return;
-    var version = parseInt(event.detail.template.getAttribute("data-version"), 10);
-    if (!(version > parseInt(region.getAttribute("data-current-version"), 10))) return;
-    var note = region.querySelector("[data-doc-history-newer]");
-    if (note) note.hidden = false;
-  });
-
-  document.addEventListener("htmx:confirm", function (event) {
-    var elt = event.detail.elt;
-    if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-doc-restore")) return;
-    var form = currentForm();
-    if (!form || !hasUnsavedWork(form)) return;
-    event.preventDefault();
-    var version = elt.getAttribute("data-doc-restore");
-    if (!window.confirm("You have edits in the editor that are not saved yet. Save them first (they stay in the " +
-        "history as their own version) and then restore version " + version + "?")) return;
-    whenSaved(form, function () { event.detail.issueRequest(true); }, function () {
-      var region = document.getElementById("doc-history");
-      var note = region && region.querySelector("[data-doc-history-note]");
-      if (!note && region) {
-        note = document.createElement("p");
-        note.className = "doc-history-message doc-alert doc-alert-error";
-        note.setAttribute("role", "alert");
-        note.setAttribute("data-doc-history-note", "");
-        region.insertBefore(note, region.children[1] || null);
-      }
-      if (note) note.textContent = "Your edits could not be saved (the editor says why), so nothing was restored.";
-    });
-  });
-
-  // The restore is based on the version the editor holds now (after the
-  // save above), so anything written since is merged, never overwritten.
-  document.addEventListener("htmx:configRequest", function (event) {
-    var elt = event.detail.elt;
-    if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-doc-restore")) return;
-    var form = currentForm();
-    var version = form ? editorState(form).acked.version : NaN;
-    if (!isNaN(version)) event.detail.parameters.base_version = String(version);
-  });
-
-  // --- the review of the agent's changes: Keep / Undo per hunk (docs/adr/0019) -------------
-  //
-  // Every document patch carries the review as it now stands; it replaces
-  // the one shown whatever the editor is doing (the text itself goes in
-  // through offerPatch). The answer to this tab's last Keep / Undo stays
-  // until the next one. An Undo is a new save on the server, so unsaved
-  // text in the editor is saved first (merged like any save): an undo is
-  // then checked against everything the person typed.
-
-  // While this tab's Keep / Undo is on its way, a pushed review waits: the
-  // button that asked must stay in the page for its answer to be shown. A
-  // review older than the one shown (pushes and answers may cross) is dropped.
-  var reviewAsking = null; // the button whose request is on its way
-  var heldReview = null;
-
-  function stamp(element) {
-    return parseInt(element.getAttribute("data-review-stamp") || "0", 10);
-  }
-
-  function replaceReview(incoming) {
-    var shown = document.getElementById("doc-review");
-    if (!shown || !incoming) return;
-    if (reviewAsking) { heldReview = incoming; return; }
-    if (stamp(incoming) < stamp(shown)) return;
-    var message = shown.querySelector("[data-review-message]");
-    var fresh = document.importNode(incoming, true);
-    if (message && !fresh.querySelector("[data-review-message]")) {
-      var header = fresh.querySelector(".doc-review-header");
-      if (header) header.after(message); else fresh.prepend(message);
-      fresh.hidden = false;
-    }
-    var focusedHunk = reviewFocus();
-    shown.replaceWith(fresh);
-    htmx.process(fresh);
-    restoreReviewFocus(fresh, focusedHunk);
-  }
-
-  document.addEventListener("haico:document-patch", function (event) {
-    replaceReview(event.detail.template.content.querySelector("#doc-review"));
-  });
-
-  // Where focus was in the review, as the place of its hunk in the list, so
-  // it lands on the hunk that took that place (not on the page's body).
-  var pendingReviewFocus = null;
-
-  function reviewFocus() {
-    var active = document.activeElement;
-    var region = document.getElementById("doc-review");
-    if (!region || !active || !region.contains(active)) return pendingReviewFocus;
-    var hunk = active.closest(".doc-review-hunk");
-    return hunk ? Array.prototype.indexOf.call(hunk.parentNode.children, hunk) : -1;
-  }
-
-  function restoreReviewFocus(region, place) {
-    if (place === null || place === undefined) return;
-    pendingReviewFocus = null;
-    var hunks = region.querySelectorAll(".doc-review-hunk");
-    var target = null;
-    if (hunks.length) target = hunks[Math.min(Math.max(place, 0), hunks.length - 1)].querySelector("button");
-    if (!target) target = region.querySelector("[data-review-message]") || region.querySelector("#doc-review-title");
-    if (target) {
-      if (!target.matches("button")) target.setAttribute("tabindex", "-1");
-      target.focus();
-    }
-  }
-
-  document.addEventListener("htmx:beforeRequest", function (event) {
-    var elt = event.detail.elt;
-    if (!elt || !elt.closest || !elt.closest("#doc-review")) return;
-    pendingReviewFocus = reviewFocus();
-    reviewAsking = elt;
-  });
-
-  document.addEventListener("htmx:afterRequest", function (event) {
-    if (!reviewAsking || event.detail.elt !== reviewAsking) return;
-    // The answer is swapped in by now (or failed): a review pushed meanwhile goes in if it is newer.
-    reviewAsking = null;
-    var held = heldReview;
-    heldReview = null;
-    if (held) replaceReview(held);
-  });
-
-  document.addEventListener("htmx:load", function (event) {
-    var region = event.target;
-    if (region && region.id === "doc-review" && pendingReviewFocus !== null) restoreReviewFocus(region, pendingReviewFocus);
-  });
-
-  document.addEventListener("htmx:confirm", function (event) {
-    var elt = event.detail.elt;
-    if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-doc-review-undo")) return;
-    var form = currentForm();
-    if (!form || !hasUnsavedWork(form)) return;
-    event.preventDefault();
-    whenSaved(form, function () { event.detail.issueRequest(true); }, function () {
-      var region = document.getElementById("doc-review");
-      if (!region) return;
-      var note = region.querySelector("[data-review-message]");
-      if (!note) {
-        note = document.createElement("p");
-        note.setAttribute("data-review-message", "");
-        note.setAttribute("role", "alert");
-        var header = region.querySelector(".doc-review-header");
-        if (header) header.after(note); else region.prepend(note);
-      }
-      note.className = "doc-review-message doc-alert doc-alert-error";
-      note.textContent = "Your edits could not be saved (the editor says why), so nothing was undone.";
-    });
-  });
-
-  // --- a new artifact from the agent ------------------------------------------------------
-
-  document.addEventListener("htmx:oobBeforeSwap", function (event) {
-    var panel = event.detail.target;
-    if (!panel || panel.id !== "panel-centre") return;
-    var form = panel.querySelector("#doc-form");
-    if (!form || !hasUnsavedWork(form)) return;
-    event.preventDefault();
-    var fragment = event.detail.fragment;
-    var incoming = fragment && (fragment.firstElementChild || fragment);
-    showAgentBanner(panel, incoming);
-  });
-
-  function showAgentBanner(panel, incoming) {
-    var banner = panel.querySelector("[data-agent-banner]");
-    if (!banner) return;
-    var text = banner.querySelector("[data-agent-banner-text]");
-    var artifactButton = banner.querySelector("[data-agent-banner-artifact]");
-    var incomingSelect = incoming && incoming.querySelector && incoming.querySelector("select[name=artifact]");
-    var select = panel.querySelector("select[name=artifact]");
-    if (incomingSelect && select) {
-      // Keep the selector current (new artifacts listed) without leaving the editor.
-      var keep = select.value;
-      select.innerHTML = incomingSelect.innerHTML;
-      select.value = keep;
-    }
-    var artifactId = incoming && incoming.dataset ? incoming.dataset.artifactId : "";
-    if (!(incoming && incoming.dataset && incoming.dataset.view === "artifact" && artifactId)) return;
-    var option = incomingSelect && incomingSelect.querySelector("option[value='" + artifactId + "']");
-    var label = option ? option.textContent.trim() : "a new artifact";
-    text.textContent = "The agent added “" + label + "”; your unsaved edits are kept.";
-    artifactButton.dataset.artifactId = artifactId;
-    artifactButton.hidden = false;
-    banner.hidden = false;
-  }
-
-  document.addEventListener("click", function (event) {
-    var target = event.target;
-    if (!target.closest) return;
-    var panel = target.closest("#panel-centre");
-    if (!panel) return;
-
-    if (target.closest("[data-agent-banner-dismiss]")) {
-      panel.querySelector("[data-agent-banner]").hidden = true;
-      return;
-    }
-    var show = target.closest("[data-agent-banner-artifact]");
-    if (show) {
-      var url = panel.dataset.centreUrl + "?artifact=" + encodeURIComponent(show.dataset.artifactId);
-      var go = function () { htmx.ajax("GET", url, { target: "#panel-centre", swap: "outerHTML" }); };
-      var form = currentForm();
-      if (form) whenSaved(form, go); else go();
-      return;
-    }
-    var mode = target.closest("[data-doc-mode]");
-    if (mode) {
-      applyMode(panel, mode.dataset.docMode);
-      try { localStorage.setItem(MODE_KEY, mode.dataset.docMode); } catch (e) { /* private mode */ }
-    }
-  });
-
-  // --- the preview follows the typing --------------------------------------------
-  //
-  // A moment after the person stops typing, the editor's text is rendered by
-  // the server (the one markdown renderer, workspace/markdown.py) without
-  // saving it. Answers that come back out of order are dropped; a save's or
-  // a live patch's preview of older text is followed by a fresh render.
-
-  var PREVIEW_DELAY_MS = 250;
-
-  function csrfToken(form) {
-    var field = form.querySelector("input[name=csrfmiddlewaretoken]");
-    if (field) return field.value;
-    try { return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || ""; } catch (e) { return ""; }
-  }
-
-  function schedulePreview(form) {
-    var state = editorState(form);
-    clearTimeout(state.previewTimer);
-    state.previewTimer = setTimeout(function () { renderPreview(form); }, PREVIEW_DELAY_MS);
-  }
-
-  function renderPreview(form) {
-    var state = editorState(form);
-    var url = form.dataset.previewUrl;
-    if (!url || !form.isConnected || tooLong(form)) return;
-    var content = form.elements.content.value;
-    if (content === state.previewed) return;
-    var ticket = (state.previewTicket || 0) + 1;
-    state.previewTicket = ticket;
-    var body = new FormData();
-    body.append("content", content);
-    body.append("csrfmiddlewaretoken", csrfToken(form));
-    fetch(url, { method: "POST", body: body, credentials: "same-origin", headers: { "HX-Request": "true" } })
-      .then(function (response) { return response.ok ? response.text() : null; })
-      .then(function (html) {
-        var preview = document.getElementById("doc-preview");
-        if (html === null || !preview || ticket !== state.previewTicket) return;
-        showPreview(preview, html);
-        state.previewed = content;
-        syncPreviewScroll(form);
-      })
-      .catch(function () { /* offline: the preview catches up with the next change */ });
-  }
-
-  document.addEventListener("input", function (event) {
-    if (!event.target.matches || !event.target.matches("#doc-form textarea[name=content]")) return;
-    schedulePreview(event.target.form);
-  });
-
-  // New preview HTML goes in touching only the top-level blocks that differ
-  // from what is shown: a long document's preview is not built and laid out
-  // again whole for one changed paragraph (docs/adr/0042).
-  function showPreview(preview, html) {
-    var incoming = document.createElement("template");
-    incoming.innerHTML = html;
-    var shown = preview.childNodes, fresh = incoming.content.childNodes;
-    var head = 0;
-    while (head < shown.length && head < fresh.length && shown[head].isEqualNode(fresh[head])) head++;
-    var tail = 0;
-    while (tail < shown.length - head && tail < fresh.length - head &&
-           shown[shown.length - 1 - tail].isEqualNode(fresh[fresh.length - 1 - tail])) tail++;
-    var before = tail ? shown[shown.length - tail] : null;
-    for (var n = shown.length - tail - 1; n >= head; n--) preview.removeChild(shown[n]);
-    Array.prototype.slice.call(fresh, head, fresh.length - tail).forEach(function (node) {
-      preview.insertBefore(node, before);
-    });
-  }
-
-  // Something else fills the preview (a save's answer): patched in like the
-  // typing's, and if the editor holds other text by now, that is rendered instead.
-  document.addEventListener("htmx:oobBeforeSwap", function (event) {
-    var target = event.detail.target;
-    if (!target || target.id !== "doc-preview" || !target.isConnected) return;
-    var fragment = event.detail.fragment;
-    var incoming = fragment && (fragment.firstElementChild || fragment);
-    if (!incoming || incoming.id !== "doc-preview") return;
-    event.preventDefault();
-    showPreview(target, incoming.innerHTML);
-    var form = currentForm();
-    if (!form) return;
-    editorState(form).previewed = null;
-    if (editorState(form).dirty) schedulePreview(form);
-  });
-
-  // The preview scrolls with the editor, at the same proportion of its length.
-  function syncPreviewScroll(form) {
-    var editor = form.elements.content;
-    var pane = form.querySelector(".doc-preview-pane");
-    if (!editor || !pane) return;
-    var range = editor.scrollHeight - editor.clientHeight;
-    var ratio = range > 0 ? editor.scrollTop / range : 0;
-    pane.scrollTop = ratio * (pane.scrollHeight - pane.clientHeight);
-  }
-
-  document.addEventListener("scroll", function (event) {
-    var target = event.target;
-    if (target && target.matches && target.matches("#doc-form textarea[name=content]")) syncPreviewScroll(target.form);
-  }, true);
-
-  // --- edit / preview modes -------------------------------------------------------
-
-  function applyMode(root, mode) {
-    var panes = root.querySelector("[data-doc-panes]");
-    if (!panes || ["edit", "split", "preview"].indexOf(mode) < 0) return;
-    panes.dataset.mode = mode;
-    root.querySelectorAll("[data-doc-mode]").forEach(function (button) {
-      button.setAttribute("aria-pressed", button.dataset.docMode === mode ? "true" : "false");
-    });
-  }
-
-  function restoreMode(root) {
-    var mode = null;
-    try { mode = localStorage.getItem(MODE_KEY); } catch (e) { /* private mode */ }
-    if (mode) applyMode(root, mode);
-  }
-
-  // --- charts -----------------------------------------------------------------------
-
-  function initCharts(root) {
-    if (!window.Chart) return;
-    Object.values(Chart.instances || {}).forEach(function (chart) {
-      if (!chart.canvas || !chart.canvas.isConnected) chart.destroy();
-    });
-    root.querySelectorAll("canvas[data-chart-config]").forEach(function (canvas) {
-      if (Chart.getChart(canvas)) return;
-      var scope = canvas.closest(".artifact") || document;
-      var script = scope.querySelector("#" + CSS.escape(canvas.dataset.chartConfig));
-      if (!script) return;
-      try {
-        new Chart(canvas, JSON.parse(script.textContent));
-      } catch (e) {
-        canvas.replaceWith(Object.assign(document.createElement("p"), {
-          className: "artifact-banner",
-          textContent: "This chart could not be drawn; its numbers are in the Data table below.",
-        }));
-      }
-    });
-  }
-
-  // --- sortable tables ------------------------------------------------------------------
-
-  var collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
-
-  function sortTable(button) {
-    var th = button.closest("th");
-    var table = button.closest("table");
-    var column = parseInt(button.dataset.sortColumn, 10);
-    var direction = th.getAttribute("aria-sort") === "ascending" ? "descending" : "ascending";
-    table.querySelectorAll("thead th").forEach(function (h) { h.setAttribute("aria-sort", "none"); });
-    th.setAttribute("aria-sort", direction);
-    var body = table.tBodies[0];
-    var rows = Array.from(body.rows).filter(function (row) { return row.cells.length > column; });
-    if (rows.length < 2) return;
-    var cell = function (row) { return row.cells[column]; };
-    var numeric = rows.every(function (row) {
-      var c = cell(row);
-      return c.dataset.sortValue !== undefined || c.textContent.trim() === "";
-    });
-    var sign = direction === "ascending" ? 1 : -1;
-    rows.sort(function (a, b) {
-      var x = cell(a), y = cell(b);
-      var xEmpty = x.textContent.trim() === "", yEmpty = y.textContent.trim() === "";
-      if (xEmpty || yEmpty) return xEmpty === yEmpty ? 0 : (xEmpty ? 1 : -1); // blanks last either way
-      if (numeric) return sign * (parseFloat(x.dataset.sortValue) - parseFloat(y.dataset.sortValue));
-      return sign * collator.compare(x.textContent.trim(), y.textContent.trim());
-    });
-    rows.forEach(function (row) { body.appendChild(row); });
-  }
-
-  document.addEventListener("click", function (event) {
-    var button = event.target.closest && event.target.closest("table[data-sortable] .sort-button");
-    if (button) sortTable(button);
-  });
-
-  // --- (re)initialise new content: first load, htmx swaps, WebSocket pushes ----------------
-
-  function init(root) {
-    var scope = root && root.querySelectorAll ? root : document;
-    initCharts(scope);
-    var panel = scope.id === "panel-centre" ? scope : scope.querySelector("#panel-centre");
-    if (panel) restoreMode(panel);
-  }
-
-  // htmx fires htmx:load on every element it inserts, including out-of-band
-  // swaps from the WebSocket, and once on <body> at start-up.
-  document.addEventListener("htmx:load", function (event) { init(event.target); });
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", function () { init(document); });
-  } else {
-    init(document);
-  }
+  // What the other document scripts (document_history.js, document_review.js,
+  // artifacts.js, preview.js) use of the editor.
+  HAICO.documentEditor = {
+    currentForm: currentForm,
+    editorState: editorState,
+    hasUnsavedWork: hasUnsavedWork,
+    whenSaved: whenSaved,
+    tooLong: tooLong,
+  };
 })();

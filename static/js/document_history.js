@@ -1,0 +1,92 @@
+/* The document's history: versions, diffs, restore. Loaded after
+ * document_editor.js (HAICO.documentEditor).
+ *
+ * The history opens beside the editor (outside its form), so opening it
+ * never touches the text in the editor. Restoring a version is a new save
+ * on the server; its answer carries the document's new text as a live
+ * patch, which goes in through offerPatch like any other. With unsaved
+ * text in the editor the person is asked first, and that text is saved
+ * (kept in the history as its own version) before the restore.
+ */
+(function () {
+  "use strict";
+
+  var HAICO = window.HAICO;
+  var editor = HAICO.documentEditor;
+  var currentForm = editor.currentForm, editorState = editor.editorState;
+  var hasUnsavedWork = editor.hasUnsavedWork, whenSaved = editor.whenSaved;
+
+  function historyButton() {
+    return document.querySelector("[data-doc-history-open]");
+  }
+
+  document.addEventListener("click", function (event) {
+    var close = event.target.closest && event.target.closest("[data-doc-history-close]");
+    if (!close) return;
+    var region = document.getElementById("doc-history");
+    if (region) { region.hidden = true; region.innerHTML = ""; }
+    var button = historyButton();
+    if (button) { button.setAttribute("aria-expanded", "false"); button.focus(); }
+  });
+
+  // htmx:load fires on the history each time it arrives (opened, or after a restore).
+  document.addEventListener("htmx:load", function (event) {
+    var region = event.target;
+    if (!region || region.id !== "doc-history") return;
+    var button = historyButton();
+    if (button) button.setAttribute("aria-expanded", "true");
+    // Focus moves into it only when the person came from the History
+    // button or from inside it (a restore): never out of the editor.
+    var active = document.activeElement;
+    var fromHistory = !active || active === document.body || active.hasAttribute("data-doc-history-open");
+    var heading = region.querySelector("#doc-history-title");
+    if (heading && fromHistory) heading.focus();
+  });
+
+  // A version saved while the history is open (the agent, another tab): say
+  // so and offer the latest, rather than replacing what the person reads.
+  // Called by document_editor.js's one "haico:document-patch" listener.
+  function notePatch(template) {
+    var region = document.getElementById("doc-history");
+    if (!region || region.hidden || !region.hasAttribute("data-current-version")) return;
+    var version = parseInt(template.getAttribute("data-version"), 10);
+    if (!(version > parseInt(region.getAttribute("data-current-version"), 10))) return;
+    var note = region.querySelector("[data-doc-history-newer]");
+    if (note) note.hidden = false;
+  }
+
+  document.addEventListener("htmx:confirm", function (event) {
+    var elt = event.detail.elt;
+    if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-doc-restore")) return;
+    var form = currentForm();
+    if (!form || !hasUnsavedWork(form)) return;
+    event.preventDefault();
+    var version = elt.getAttribute("data-doc-restore");
+    if (!window.confirm("You have edits in the editor that are not saved yet. Save them first (they stay in the " +
+        "history as their own version) and then restore version " + version + "?")) return;
+    whenSaved(form, function () { event.detail.issueRequest(true); }, function () {
+      var region = document.getElementById("doc-history");
+      var note = region && region.querySelector("[data-doc-history-note]");
+      if (!note && region) {
+        note = document.createElement("p");
+        note.className = "doc-history-message doc-alert doc-alert-error";
+        note.setAttribute("role", "alert");
+        note.setAttribute("data-doc-history-note", "");
+        region.insertBefore(note, region.children[1] || null);
+      }
+      if (note) note.textContent = "Your edits could not be saved (the editor says why), so nothing was restored.";
+    });
+  });
+
+  // The restore is based on the version the editor holds now (after the
+  // save above), so anything written since is merged, never overwritten.
+  document.addEventListener("htmx:configRequest", function (event) {
+    var elt = event.detail.elt;
+    if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-doc-restore")) return;
+    var form = currentForm();
+    var version = form ? editorState(form).acked.version : NaN;
+    if (!isNaN(version)) event.detail.parameters.base_version = String(version);
+  });
+
+  HAICO.documentHistory = { notePatch: notePatch };
+})();

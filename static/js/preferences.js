@@ -1,0 +1,55 @@
+/* The preferences' controls: lock, edit (a form built from the panel's
+ * template) and delete. Rows carry no forms or URLs: the row's id is in its
+ * element id (pref-<id>) and the action posts to the panel's URL
+ * (data-prefs-url). static/js/live.js applies the patches.
+ */
+(function () {
+  "use strict";
+
+  var HAICO = window.HAICO;
+  var rowId = HAICO.live.rowId, post = HAICO.live.post;
+
+  function prefsUrl() {
+    var panel = document.getElementById("panel-preferences");
+    return panel ? panel.getAttribute("data-prefs-url") : "";
+  }
+
+  function prefForm(scope) {
+    var panel = scope.closest("#panel-preferences");
+    var template = panel && panel.querySelector('template[data-pref-form="edit"]');
+    if (!template || !template.content.firstElementChild) return null;
+    var pk = rowId(scope);
+    var form = template.content.firstElementChild.cloneNode(true);
+    form.setAttribute("data-built", "");
+    ["action", "hx-post"].forEach(function (attr) {
+      form.setAttribute(attr, form.getAttribute(attr).split("{pk}").join(pk));
+    });
+    var title = scope.querySelector(".pref-title");
+    var subtitle = scope.querySelector(".pref-subtitle");
+    form.elements.title.defaultValue = title ? title.textContent : "";
+    form.elements.subtitle.defaultValue = subtitle ? subtitle.textContent : "";
+    var kind = scope.getAttribute("data-kind") === "hard" ? "hard" : "soft";
+    form.elements.kind.querySelectorAll("option").forEach(function (option) {
+      option.defaultSelected = option.value === kind;
+    });
+    scope.querySelector(":scope > .edit-view").insertAdjacentElement("afterend", form);
+    if (window.htmx) window.htmx.process(form);
+    return form;
+  }
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("#panel-preferences [data-pref-act]");
+    if (!button) return;
+    var li = button.closest("li.pref");
+    var act = button.getAttribute("data-pref-act");
+    var url = prefsUrl() + rowId(li) + "/";
+    if (act === "lock") {
+      post(url + "lock/", li, { locked: button.hasAttribute("data-locked") ? "0" : "1" });
+    } else if (act === "edit") {
+      HAICO.openForm(li, "edit", prefForm);
+    } else if (act === "delete") {
+      var title = li.querySelector(".pref-title");
+      if (window.confirm("Delete the preference “" + (title ? title.textContent : "") + "”?")) post(url + "delete/", li);
+    }
+  });
+})();
