@@ -96,7 +96,7 @@ def refused(
 
 
 def act_on_row(
-    request: HttpRequest,
+    request: HtmxHttpRequest,
     thread_id,
     pk: int,
     action: Callable[[Model, dict], None],
