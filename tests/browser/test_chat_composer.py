@@ -71,7 +71,8 @@ def _stored_messages(server, thread_id: str) -> list[str]:
 def test_a_message_sent_before_the_socket_connects_is_held_and_sent_once_it_does(new_page, start_haico_server, model_server):
     model_server.script([Reply(text="First answer."), Reply(text="Second answer.")])
     server, page, url = _start(new_page, start_haico_server, model_server)
-    page.add_init_script("window.__socketDelayMs = 2500;")
+    # Long enough that a busy machine still fills and sends inside it.
+    page.add_init_script("window.__socketDelayMs = 5000;")
     page.add_init_script(LATE_SOCKET_SCRIPT)
     page.goto(url)
 
@@ -92,7 +93,7 @@ def test_a_message_sent_before_the_socket_connects_is_held_and_sent_once_it_does
     assert _stored_messages(server, thread_id_from(url)) == ["Sent before the socket is up"]
 
     # The socket drops; a message sent while it reconnects is held the same way.
-    page.evaluate("() => { window.__socketDelayMs = 2000; window.__dropSocket(); }")
+    page.evaluate("() => { window.__socketDelayMs = 5000; window.__dropSocket(); }")
     reconnecting = page.get_by_role("status").filter(has_text="Reconnecting…")
     expect(reconnecting).to_be_visible()
     box.fill("Sent while reconnecting")
