@@ -59,9 +59,19 @@ def running_turn(thread: Thread, now=None) -> int | None:
     return live_turn(TurnSlot.objects.filter(thread_id=thread.pk).first(), now)
 
 
-def _locked_slot(locked: Thread) -> TurnSlot:
-    """The slot of a thread whose row the caller has locked (made with its first turn)."""
-    return TurnSlot.objects.select_for_update().get_or_create(thread_id=locked.pk)[0]
+def _slot_of_locked(locked: Thread) -> TurnSlot | None:
+    """The slot of a thread whose row the caller has locked, None before its
+    first turn. Every write of a slot but the keepalive's takes the thread's
+    lock first, so the slot needs no lock of its own."""
+    return TurnSlot.objects.filter(thread_id=locked.pk).first()
+
+
+def _occupy(locked: Thread, slot: TurnSlot | None, turn_index: int, *, now) -> None:
+    """`turn_index` holds the (locked) thread's slot from `now`, on this process."""
+    if slot is None:
+        TurnSlot.objects.create(thread_id=locked.pk, turn_index=turn_index, since=now)
+    else:
+        TurnSlot.objects.filter(thread_id=locked.pk).update(turn_index=turn_index, since=now, cancel_requested=False)
 
 
 @transaction.atomic
@@ -103,17 +113,16 @@ def turn_begin(
     else:
         locked = Thread.objects.select_for_update().get(pk=thread.pk)
     now = timezone.now()
-    slot = _locked_slot(locked)
+    slot = _slot_of_locked(locked)
     if live_turn(slot, now) is not None:
         raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
     if Turn.objects.filter(thread=locked, index=locked.turn_index, status=Turn.Status.AWAITING).exists():
         raise ApprovalPending(APPROVAL_PENDING)
     _check_running_turns_of(locked.owner_id, now=now, limit=settings.HAICO_MAX_RUNNING_TURNS)
-    if slot.turn_index is not None:
+    if slot is not None and slot.turn_index is not None:
         _release(locked, slot.turn_index, notice=outcome.INTERRUPTED_LOST, now=now)
     locked.turn_index += 1
-    slot.turn_index, slot.since, slot.cancel_requested = locked.turn_index, now, False
-    slot.save()
+    _occupy(locked, slot, locked.turn_index, now=now)
     locked.last_activity_at = now
     update_fields = ["turn_index", "last_activity_at"]
     if activate_branch:
@@ -287,9 +296,10 @@ def free_slot(thread_id, turn_index: int, *, now=None) -> int:
 def claim_slot(locked: Thread, turn_index: int, *, now) -> None:
     """Within the caller's transaction, on the row-locked thread: `turn_index`
     runs now, on this process (a turn going on after its approval)."""
-    if live_turn(_locked_slot(locked), now) is not None:
+    slot = _slot_of_locked(locked)
+    if live_turn(slot, now) is not None:
         raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
-    TurnSlot.objects.filter(thread_id=locked.pk).update(turn_index=turn_index, since=now, cancel_requested=False)
+    _occupy(locked, slot, turn_index, now=now)
     Thread.objects.filter(pk=locked.pk).update(last_activity_at=now)
 
 
