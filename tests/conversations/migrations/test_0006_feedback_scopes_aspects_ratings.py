@@ -1,8 +1,8 @@
 """conversations/0006: feedback left before keeps what the person said, on the new scale."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.support.migrations import migrate_to, migrate_to_latest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -10,22 +10,15 @@ BEFORE = [("conversations", "0004_turn"), ("workspace", "0003_document_revisions
 AFTER = [("conversations", "0006_feedback_scopes_aspects_ratings")]
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 def test_old_ratings_and_aspects_are_fitted_to_the_choices(owner):
-    apps = _migrate(BEFORE)
+    apps = migrate_to(BEFORE)
     Thread, Feedback = apps.get_model("workspace", "Thread"), apps.get_model("conversations", "Feedback")
     thread = Thread.objects.create(owner_id=owner.pk, title="One", turn_index=2)
     old = [(-1, "overall", "bad"), (0, "accuracy", ""), (5, "Tone", "lovely"), (3, "speed", "slow")]
     for rating, aspect, comment in old:
         Feedback.objects.create(thread=thread, user_id=owner.pk, turn_index=1, rating=rating, aspect=aspect, comment=comment)
     try:
-        apps = _migrate(AFTER)
+        apps = migrate_to(AFTER)
         Feedback = apps.get_model("conversations", "Feedback")
         assert list(Feedback.objects.order_by("pk").values_list("rating", "aspect", "comment", "scope")) == [
             (1, "helpfulness", "bad", "turn"),
@@ -34,4 +27,4 @@ def test_old_ratings_and_aspects_are_fitted_to_the_choices(owner):
             (3, "other", "[speed] slow", "turn"),
         ]
     finally:
-        _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        migrate_to_latest()

@@ -1,8 +1,8 @@
 """conversations/0012: turns from before it take their thread's mode, the only one known for them."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.support.migrations import migrate_to, migrate_to_latest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -10,15 +10,8 @@ BEFORE = [("conversations", "0011_moderation_staff_workspace_view"), ("workspace
 AFTER = [("conversations", "0012_turn_mode")]
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 def test_existing_turns_take_their_threads_mode(owner):
-    apps = _migrate(BEFORE)
+    apps = migrate_to(BEFORE)
     Thread, Turn = apps.get_model("workspace", "Thread"), apps.get_model("conversations", "Turn")
     modes = {}
     for title, mode in (("Planning", "plan"), ("Looking", "explore"), ("Doing", "execute")):
@@ -27,7 +20,7 @@ def test_existing_turns_take_their_threads_mode(owner):
             Turn.objects.create(thread=thread, index=index, user_message=f"{title} {index}", status="complete")
         modes[title] = mode
     try:
-        apps = _migrate(AFTER)
+        apps = migrate_to(AFTER)
         Turn = apps.get_model("conversations", "Turn")
         rows = Turn.objects.order_by("thread__title", "index").values_list("thread__title", "index", "mode")
         assert list(rows) == [
@@ -39,4 +32,4 @@ def test_existing_turns_take_their_threads_mode(owner):
             ("Planning", 2, "plan"),
         ]
     finally:
-        _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        migrate_to_latest()

@@ -6,8 +6,8 @@ and its Stop request), and reversing puts them back."""
 from datetime import UTC, datetime
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.support.migrations import migrate_to, migrate_to_latest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -16,15 +16,8 @@ AFTER = [("conversations", "0018_turn_slot"), ("workspace", "0011_thread_running
 SINCE = datetime(2026, 12, 2, 9, 30, tzinfo=UTC)
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 def test_running_turns_keep_their_claims_across_the_move_and_back(owner):
-    apps = _migrate(BEFORE)
+    apps = migrate_to(BEFORE)
     Thread = apps.get_model("workspace", "Thread")
     running = Thread.objects.create(owner_id=owner.pk, title="Running", turn_index=3, running_turn_index=3, running_since=SINCE)
     stopping = Thread.objects.create(
@@ -32,7 +25,7 @@ def test_running_turns_keep_their_claims_across_the_move_and_back(owner):
     )
     idle = Thread.objects.create(owner_id=owner.pk, title="Idle", turn_index=5)
     try:
-        apps = _migrate(AFTER)
+        apps = migrate_to(AFTER)
         TurnSlot = apps.get_model("conversations", "TurnSlot")
         assert {(s.thread_id, s.turn_index, s.since, s.cancel_requested) for s in TurnSlot.objects.all()} == {
             (running.pk, 3, SINCE, False),
@@ -41,7 +34,7 @@ def test_running_turns_keep_their_claims_across_the_move_and_back(owner):
         # The counter stays on the thread; an idle thread needs no slot row.
         assert apps.get_model("workspace", "Thread").objects.get(pk=idle.pk).turn_index == 5
 
-        apps = _migrate(BEFORE)
+        apps = migrate_to(BEFORE)
         Thread = apps.get_model("workspace", "Thread")
         assert sorted(Thread.objects.values_list("title", "running_turn_index", "running_since", "cancel_requested")) == [
             ("Idle", None, None, False),
@@ -49,4 +42,4 @@ def test_running_turns_keep_their_claims_across_the_move_and_back(owner):
             ("Stopping", 1, SINCE, True),
         ]
     finally:
-        _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        migrate_to_latest()

@@ -3,8 +3,8 @@ content; the objective's history is recovered from what the turns saw.
 Reversing gives the copied columns back."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.support.migrations import migrate_to, migrate_to_latest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -13,15 +13,8 @@ AFTER = [("workspace", "0005_snapshot_copies_dropped_objective_revisions")]
 LONG = "".join(f"Paragraph {i} of a document that is long enough.\n" for i in range(300))
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 def _latest():
-    _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+    migrate_to_latest()
 
 
 def _old_rows(apps, owner):
@@ -55,7 +48,7 @@ def _old_rows(apps, owner):
 
 def test_existing_snapshots_read_back_as_they_were_and_an_unchanged_text_is_stored_once(owner):
     try:
-        expected = _old_rows(_migrate(BEFORE), owner)
+        expected = _old_rows(migrate_to(BEFORE), owner)
         _latest()
         from workspace.models import ContentBlob, ObjectiveRevision, WorkspaceSnapshot
 
@@ -77,9 +70,9 @@ def test_existing_snapshots_read_back_as_they_were_and_an_unchanged_text_is_stor
 
 def test_reversing_gives_the_copied_columns_back(owner):
     try:
-        expected = _old_rows(_migrate(BEFORE), owner)
+        expected = _old_rows(migrate_to(BEFORE), owner)
         _latest()
-        apps = _migrate(BEFORE)
+        apps = migrate_to(BEFORE)
         Snapshot = apps.get_model("workspace", "WorkspaceSnapshot")
         rows = Snapshot.objects.order_by("thread__title", "turn_index").values_list(
             "thread__title", "turn_index", "document_content", "preferences_json", "todos_json"

@@ -3,8 +3,8 @@ content, each a delta against the version before it; reversing gives the
 column back."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.support.migrations import migrate_to, migrate_to_latest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -12,15 +12,8 @@ BEFORE = [("workspace", "0011_thread_running_columns_moved")]
 LONG = "".join(f"Paragraph {i} of a document that is long enough.\n" for i in range(300))
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 def _latest():
-    _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+    migrate_to_latest()
 
 
 def _old_rows(apps, owner):
@@ -43,7 +36,7 @@ def _old_rows(apps, owner):
 
 def test_existing_revisions_read_back_as_they_were_each_a_delta_against_the_one_before(owner):
     try:
-        expected = _old_rows(_migrate(BEFORE), owner)
+        expected = _old_rows(migrate_to(BEFORE), owner)
         _latest()
         from workspace.models import DocumentRevision
 
@@ -60,9 +53,9 @@ def test_existing_revisions_read_back_as_they_were_each_a_delta_against_the_one_
 
 def test_reversing_gives_the_column_back(owner):
     try:
-        expected = _old_rows(_migrate(BEFORE), owner)
+        expected = _old_rows(migrate_to(BEFORE), owner)
         _latest()
-        apps = _migrate(BEFORE)
+        apps = migrate_to(BEFORE)
         Revision = apps.get_model("workspace", "DocumentRevision")
         rows = Revision.objects.order_by("document__thread__title", "version").values_list(
             "document__thread__title", "version", "title", "content"
