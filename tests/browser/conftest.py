@@ -3,7 +3,8 @@
 pytest-django's ``live_server`` is a WSGI server (no WebSockets), so the real
 ASGI app is started the way ``./dev serve`` starts it (``manage.py runserver``,
 which is daphne's and also serves the static files in DEBUG) against its own
-temporary SQLite file. Browser tests therefore never use the test process's
+temporary SQLite file, forked from a process that has already imported the
+heavy libraries (tests/support/forked_python.py, docs/adr/0082). Browser tests therefore never use the test process's
 ``django_db`` fixtures: they act through the browser and, where needed, read
 the subprocess's database with ``sqlite3`` (``server.query``).
 
@@ -34,7 +35,6 @@ import signal
 import socket
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from tests.support.forked_python import ForkedProcess, Forker
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 FAILURE_DIR = Path("/tmp/haico-browser-failures")
@@ -140,18 +142,28 @@ def server_env(
     return env
 
 
+# Every server and management command of the browser tests is forked from
+# one process per test process that has imported the heavy libraries
+# already: about three seconds saved per start (docs/adr/0082).
+FORKER = Forker()
+
+
 def _manage(env: dict[str, str], *args: str, timeout: float = 120) -> str:
-    proc = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"manage.py {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc.stdout
+    """`manage.py *args` with `env`; its standard output, or RuntimeError
+    with both outputs when it fails."""
+    with tempfile.TemporaryDirectory(prefix="haico-manage-") as scratch:
+        out, err = Path(scratch) / "out", Path(scratch) / "err"
+        process = FORKER.spawn(["manage.py", *args], env=env, cwd=BASE_DIR, log_path=out, errors_path=err)
+        try:
+            code = process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+            raise
+        stdout, stderr = out.read_text(errors="replace"), err.read_text(errors="replace")
+    if code != 0:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed ({code}):\n{stdout}\n{stderr}")
+    return stdout
 
 
 @dataclass
@@ -160,7 +172,7 @@ class HaicoServer:
     db_path: Path | None  # None when the server runs on PostgreSQL
     env: dict[str, str]
     log_path: Path
-    process: subprocess.Popen | None = field(default=None, repr=False)
+    process: ForkedProcess | None = field(default=None, repr=False)
 
     def query(self, sql: str, params: tuple | dict = ()) -> list[tuple]:
         """Read the server's database (read-only; WAL lets it run beside the server)."""
@@ -200,24 +212,12 @@ class HaicoServer:
 
     def start(self) -> None:
         """Start (or start again) the server on its address, and wait until it answers."""
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-c",
-                    _RUN_WITH_DEFAULT_SIGINT,
-                    "manage.py",
-                    "runserver",
-                    "--noreload",
-                    f"127.0.0.1:{self.port}",
-                ],
-                cwd=BASE_DIR,
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+        self.process = FORKER.spawn(
+            ["manage.py", "runserver", "--noreload", f"127.0.0.1:{self.port}"],
+            env=self.env,
+            cwd=BASE_DIR,
+            log_path=self.log_path,
+        )
         _wait_until_serving(self)
 
     def kill(self) -> None:
@@ -251,15 +251,6 @@ class HaicoServer:
                 continue
 
 
-# A process started in the background by a non-interactive shell (CI under
-# nohup, `cmd &`) inherits SIGINT as ignored, and so would the server; reset
-# it before exec so the server stops on SIGINT the way it does on Ctrl-C.
-_RUN_WITH_DEFAULT_SIGINT = (
-    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
-)
-
-
 def _wait_until_serving(server: HaicoServer, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     probe = f"{server.url}/accounts/login/"
@@ -278,6 +269,12 @@ def _wait_until_serving(server: HaicoServer, timeout: float = 60) -> None:
             pass
         time.sleep(0.1)
     raise RuntimeError(f"the server did not answer within {timeout}s:\n{server.log_tail()}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _forker():
+    yield FORKER
+    FORKER.close()
 
 
 @pytest.fixture(scope="session")
