@@ -11,7 +11,7 @@ centre. The live layer pushes them; the HTMX views answer with them."""
 from django.conf import settings
 from django.template.loader import render_to_string
 
-from . import exports, rows, selectors
+from . import exports, rows, selectors, url_templates
 from .artifact_registry import artifact_view, option_label
 from .events import Change
 from .markdown import render_markdown
@@ -40,11 +40,30 @@ def objective_context(*, thread: Thread, **extra) -> dict:
     }
 
 
+# A row's actions, each URL once per panel with the row's id left to fill in (docs/adr/0081).
+PREFERENCE_URLS = {
+    "edit": "workspace:preference-update",
+    "delete": "workspace:preference-delete",
+    "lock": "workspace:preference-lock",
+}
+STEP_URLS = {
+    "add": "workspace:plan-add-child",
+    "edit": "workspace:plan-update",
+    "done": "workspace:plan-done",
+    "delete": "workspace:plan-delete",
+    "indent": "workspace:plan-indent",
+    "outdent": "workspace:plan-outdent",
+    "move": "workspace:plan-move",
+    "place": "workspace:plan-place",
+}
+
+
 def preferences_context(*, thread: Thread, **extra) -> dict:
     preferences = selectors.preferences_for(thread=thread)
     return {
         "thread": thread,
         "preferences": preferences,
+        "pref_urls": url_templates.row_urls(PREFERENCE_URLS, thread_id=thread.pk),
         "hard_html": rows.preference_rows(p for p in preferences if p.kind == Preference.Kind.HARD),
         "soft_html": rows.preference_rows(p for p in preferences if p.kind != Preference.Kind.HARD),
         **extra,
@@ -57,6 +76,7 @@ def plan_context(*, thread: Thread, **extra) -> dict:
         "thread": thread,
         "steps": steps,
         "steps_html": rows.step_rows(steps),
+        "step_urls": url_templates.row_urls(STEP_URLS, thread_id=thread.pk),
         "plan_done": sum(1 for step in steps if step.done),
         **extra,
     }

@@ -36,12 +36,26 @@
  * Controls: plan steps and preferences carry no forms or URLs. One delegated
  * handler per kind (static/js/plan.js, static/js/preferences.js) reads the
  * row's id from its element id (step-<id>, pref-<id>) and posts to the
- * panel's URL (HAICO.live.post); a step's actions sit in one menu per panel.
+ * action's URL the panel holds (HAICO.live.post); a step's actions sit in one
+ * menu per panel.
+ *
+ * URLs: the page never builds a path. The server renders each URL that
+ * takes a row's id or a turn's number once, with a placeholder for it
+ * (workspace/url_templates.py, docs/adr/0081); HAICO.urls.fill puts the
+ * value in its place.
  */
 (function () {
   "use strict";
 
   var HAICO = (window.HAICO = window.HAICO || {});
+
+  HAICO.urls = {
+    ROW: ":pk",
+    TURN: ":turn",
+    fill: function (url, placeholder, value) {
+      return url.split(placeholder).join(String(value));
+    },
+  };
 
   function inbox() {
     return document.getElementById("live-inbox");
@@ -114,7 +128,7 @@
 
   function syncChat() {
     var list = document.getElementById("chat-messages");
-    var url = list && list.getAttribute("data-chat-url");
+    var url = list && list.getAttribute("data-chat-from-url");
     if (!url || !window.htmx) return;
     if (chatSyncing) {
       chatSyncAgain = true;
@@ -128,7 +142,7 @@
         syncChat();
       }
     };
-    htmx.ajax("GET", url.replace(/0\/$/, latestTurnShown() + "/"), { source: list, swap: "none" }).then(done, done);
+    htmx.ajax("GET", HAICO.urls.fill(url, HAICO.urls.TURN, latestTurnShown()), { source: list, swap: "none" }).then(done, done);
   }
 
   HAICO.syncChat = syncChat;
