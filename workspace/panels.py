@@ -137,11 +137,22 @@ def render_panel(name: str, *, thread: Thread, request=None, oob: bool = False, 
 # --- patches: what changed, not whole panels -----------------------------------
 
 
-def render_plan_patch(*, thread: Thread, ids=None) -> str:
-    """The touched steps; with `ids` None every step, marked complete (the
-    page drops steps it has that are not in it: a resync)."""
-    steps, removed = selectors.plan_patch(thread=thread, ids=ids)
-    context = {"steps_html": rows.step_rows(steps), "removed": removed, "complete": ids is None}
+def render_plan_patch(*, thread: Thread, ids=None, renumbered: bool = False) -> str:
+    """The touched steps and the done count; with `ids` None every step,
+    marked complete (the page drops steps it has that are not in it: a
+    resync). `renumbered`: the change may have renumbered steps it did not
+    touch (a move, a delete), so the patch lists every step's number and the
+    page shows those rather than working them out (docs/adr/0081)."""
+    patch = selectors.plan_patch(thread=thread, ids=ids)
+    numbers = " ".join(f"{pk}:{number}" for pk, number in patch.numbers) if renumbered and ids is not None else None
+    context = {
+        "steps_html": rows.step_rows(patch.steps),
+        "removed": patch.removed,
+        "complete": ids is None,
+        "numbers": numbers,
+        "done": patch.done,
+        "total": len(patch.numbers),
+    }
     return render_to_string("workspace/panels/plan.html#patch", context)
 
 
@@ -197,7 +208,8 @@ def render_changes(thread: Thread, changes: list[Change]) -> str:
     if "preferences" in by_surface:
         parts.append(render_preferences_patch(thread=thread, ids=by_surface["preferences"].ids))
     if "plan" in by_surface:
-        parts.append(render_plan_patch(thread=thread, ids=by_surface["plan"].ids))
+        plan = by_surface["plan"]
+        parts.append(render_plan_patch(thread=thread, ids=plan.ids, renumbered=plan.reordered))
     if "artifacts" in by_surface and by_surface["artifacts"].ids:
         # A new artifact is shown at once in every tab (docs/adr/0072);
         # static/js/document_editor.js keeps a person's unsaved document text from being replaced.
