@@ -11,11 +11,13 @@ a failed turn's error message is in the activity log.
 """
 
 from django.conf import settings
+from django.urls import reverse
 
 from agent import catalogue
 from agent.history import PastTurn, past_turns
 from workspace.models import Thread
 from workspace.selectors import snapshot_messages_for
+from workspace.url_templates import TURN
 
 from .models import Turn
 from .selectors import feedback_counts, turn_errors_for, turn_rows_for, turn_versions_for
@@ -111,4 +113,6 @@ def chat_context(*, thread: Thread, user) -> dict:
         "models": models,
         "default_model": chosen_model(thread, models),
         "message_max_chars": settings.HAICO_MESSAGE_MAX_CHARS,
+        # The page fills in the latest turn it shows (static/js/live.js, docs/adr/0043, 0081).
+        "chat_from_url": reverse("conversations:chat-from", kwargs={"thread_id": thread.pk, "turn_index": TURN}),
     }

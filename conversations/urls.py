@@ -17,14 +17,13 @@ urlpatterns = [
     path("<uuid:thread_id>/model/", views.thread_choose_model, name="model"),
     path("<uuid:thread_id>/staff-view/", views.staff_workspace_page, name="staff-view"),
     path("<uuid:thread_id>/activity/", views.thread_activity, name="activity"),
-    path("<uuid:thread_id>/chat/from/<int:turn_index>/", views.chat_from, name="chat-from"),
+    path("<uuid:thread_id>/chat/from/<turn:turn_index>/", views.chat_from, name="chat-from"),
     path("<uuid:thread_id>/turns/<int:turn_index>/feedback/", views.feedback_turn, name="feedback"),
     path("<uuid:thread_id>/feedback/<int:pk>/", views.feedback_edit, name="feedback-edit"),
     path("<uuid:thread_id>/feedback/<int:pk>/delete/", views.feedback_delete, name="feedback-delete"),
-    # A turn's preview is its thread's trajectory URL plus the turn number:
-    # the map lists one URL per lane and a node adds its turn (static/js/trajectory.js).
+    # A turn's preview: the map lists one per lane, its turn left to fill in (static/js/trajectory.js).
     path("<uuid:thread_id>/trajectory/", views.trajectory_map, name="trajectory-map"),
-    path("<uuid:thread_id>/trajectory/<int:turn_index>/", views.trajectory_turn, name="trajectory-turn"),
+    path("<uuid:thread_id>/trajectory/<turn:turn_index>/", views.trajectory_turn, name="trajectory-turn"),
     path("<uuid:thread_id>/turns/<int:turn_index>/regenerate/", views.turn_regenerate, name="turn-regenerate"),
     path("<uuid:thread_id>/turns/<int:turn_index>/edit/", views.turn_edit, name="turn-edit"),
 ]

@@ -11,7 +11,7 @@ centre. The live layer pushes them; the HTMX views answer with them."""
 from django.conf import settings
 from django.template.loader import render_to_string
 
-from . import exports, rows, selectors
+from . import exports, rows, selectors, url_templates
 from .artifact_registry import artifact_view, option_label
 from .events import Change
 from .markdown import render_markdown
@@ -40,11 +40,30 @@ def objective_context(*, thread: Thread, **extra) -> dict:
     }
 
 
+# A row's actions, each URL once per panel with the row's id left to fill in (docs/adr/0081).
+PREFERENCE_URLS = {
+    "edit": "workspace:preference-update",
+    "delete": "workspace:preference-delete",
+    "lock": "workspace:preference-lock",
+}
+STEP_URLS = {
+    "add": "workspace:plan-add-child",
+    "edit": "workspace:plan-update",
+    "done": "workspace:plan-done",
+    "delete": "workspace:plan-delete",
+    "indent": "workspace:plan-indent",
+    "outdent": "workspace:plan-outdent",
+    "move": "workspace:plan-move",
+    "place": "workspace:plan-place",
+}
+
+
 def preferences_context(*, thread: Thread, **extra) -> dict:
     preferences = selectors.preferences_for(thread=thread)
     return {
         "thread": thread,
         "preferences": preferences,
+        "pref_urls": url_templates.row_urls(PREFERENCE_URLS, thread_id=thread.pk),
         "hard_html": rows.preference_rows(p for p in preferences if p.kind == Preference.Kind.HARD),
         "soft_html": rows.preference_rows(p for p in preferences if p.kind != Preference.Kind.HARD),
         **extra,
@@ -57,6 +76,7 @@ def plan_context(*, thread: Thread, **extra) -> dict:
         "thread": thread,
         "steps": steps,
         "steps_html": rows.step_rows(steps),
+        "step_urls": url_templates.row_urls(STEP_URLS, thread_id=thread.pk),
         "plan_done": sum(1 for step in steps if step.done),
         **extra,
     }
@@ -117,11 +137,22 @@ def render_panel(name: str, *, thread: Thread, request=None, oob: bool = False, 
 # --- patches: what changed, not whole panels -----------------------------------
 
 
-def render_plan_patch(*, thread: Thread, ids=None) -> str:
-    """The touched steps; with `ids` None every step, marked complete (the
-    page drops steps it has that are not in it: a resync)."""
-    steps, removed = selectors.plan_patch(thread=thread, ids=ids)
-    context = {"steps_html": rows.step_rows(steps), "removed": removed, "complete": ids is None}
+def render_plan_patch(*, thread: Thread, ids=None, renumbered: bool = False) -> str:
+    """The touched steps and the done count; with `ids` None every step,
+    marked complete (the page drops steps it has that are not in it: a
+    resync). `renumbered`: the change may have renumbered steps it did not
+    touch (a move, a delete), so the patch lists every step's number and the
+    page shows those rather than working them out (docs/adr/0081)."""
+    patch = selectors.plan_patch(thread=thread, ids=ids)
+    numbers = " ".join(f"{pk}:{number}" for pk, number in patch.numbers) if renumbered and ids is not None else None
+    context = {
+        "steps_html": rows.step_rows(patch.steps),
+        "removed": patch.removed,
+        "complete": ids is None,
+        "numbers": numbers,
+        "done": patch.done,
+        "total": len(patch.numbers),
+    }
     return render_to_string("workspace/panels/plan.html#patch", context)
 
 
@@ -177,7 +208,8 @@ def render_changes(thread: Thread, changes: list[Change]) -> str:
     if "preferences" in by_surface:
         parts.append(render_preferences_patch(thread=thread, ids=by_surface["preferences"].ids))
     if "plan" in by_surface:
-        parts.append(render_plan_patch(thread=thread, ids=by_surface["plan"].ids))
+        plan = by_surface["plan"]
+        parts.append(render_plan_patch(thread=thread, ids=plan.ids, renumbered=plan.reordered))
     if "artifacts" in by_surface and by_surface["artifacts"].ids:
         # A new artifact is shown at once in every tab (docs/adr/0072);
         # static/js/document_editor.js keeps a person's unsaved document text from being replaced.

@@ -142,23 +142,39 @@ def plan_steps(*, thread: Thread) -> list[PlanStep]:
     ]
 
 
-def plan_patch(*, thread: Thread, ids=None) -> tuple[list[PlanStep], list[int]]:
-    """The steps among `ids` (None: all) that exist, each with its place
-    (`after`), in plan order, and the ids that are gone. Reads the outline
-    (ids and depths) and only the touched rows' text."""
-    outline = list(Todo.objects.filter(thread=thread).order_by(*PLAN_ORDER).values_list("id", "depth"))
-    numbers = plan_tree.outline_numbers([depth for _, depth in outline])
+@dataclass(frozen=True)
+class PlanPatch:
+    """What brings a page's plan up to date: the touched steps that exist,
+    each with its place (`after`), in plan order; the ids that are gone;
+    every step's (id, outline number) in plan order; how many are done."""
+
+    steps: list[PlanStep]
+    removed: list[int]
+    numbers: list[tuple[int, str]]
+    done: int
+
+
+def plan_patch(*, thread: Thread, ids=None) -> PlanPatch:
+    """The patch for the steps among `ids` (None: all). Reads the outline
+    (ids, depths, done) and only the touched rows' text."""
+    outline = list(Todo.objects.filter(thread=thread).order_by(*PLAN_ORDER).values_list("id", "depth", "done"))
+    numbers = plan_tree.outline_numbers([depth for _, depth, _ in outline])
     touched = Todo.objects.filter(thread=thread)
     if ids is not None:
         touched = touched.filter(pk__in=set(ids))
     texts = {pk: (text, done) for pk, text, done in touched.values_list("id", "text", "done")}
     wanted = set(ids) if ids is not None else set(texts)
     steps = []
-    for i, (pk, depth) in enumerate(outline):
+    for i, (pk, depth, _) in enumerate(outline):
         if pk in texts:
             text, done = texts[pk]
             steps.append(PlanStep(pk, text, done, depth, numbers[i], after=outline[i - 1][0] if i else ""))
-    return steps, sorted(wanted - set(texts))
+    return PlanPatch(
+        steps=steps,
+        removed=sorted(wanted - set(texts)),
+        numbers=[(pk, number) for (pk, _, _), number in zip(outline, numbers)],
+        done=sum(1 for _, _, done in outline if done),
+    )
 
 
 def preferences_patch(*, thread: Thread, ids=None) -> tuple[list[Preference], list[int]]:

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 
 from workspace.models import Thread
+from workspace.url_templates import TURN
 
 from ..forms import page_note_query
 from .layout import COMPLETE, Edge, Graph, Node, layout_key, set_path
@@ -37,11 +38,13 @@ class MapMarkup:
 
     def __init__(self, graph: Graph):
         self.graph = graph
-        # A node carries only its lane and turn: its preview URL is its
-        # lane's thread's trajectory URL (data-urls on the map) plus the turn
-        # number (static/js/trajectory.js), since conversations/urls.py nests
-        # each turn's preview under its thread's trajectory.
-        self.urls = [reverse("conversations:trajectory-map", kwargs={"thread_id": thread.pk}) for thread in graph.threads]
+        # A node carries only its lane and turn: the map lists each lane's
+        # preview URL with a placeholder for the turn (data-urls), which
+        # static/js/trajectory.js fills in (docs/adr/0081).
+        self.urls = [
+            reverse("conversations:trajectory-turn", kwargs={"thread_id": thread.pk, "turn_index": TURN})
+            for thread in graph.threads
+        ]
         self.node_parts = [self._node(node, "") for node in graph.nodes]
         self.edges = "".join(map(_edge, graph.edges))
 

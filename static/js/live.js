@@ -9,8 +9,11 @@
  *   or, with data-complete, every row there is. An existing row keeps its
  *   element: only its read view and attributes change, so an open edit form
  *   in it, focus and the menu stay as they are; the "Add" fields are never
- *   touched. Outline numbers and their labels, the done count and the
- *   checklist are recomputed from the rows.
+ *   touched. The plan's outline numbers are the server's: each row arrives
+ *   numbered, and a change that may renumber rows it did not touch (a move,
+ *   a delete) lists every row's number (data-numbers, docs/adr/0081); the
+ *   labels of an open editor and the checklist follow them. The done count
+ *   comes with every plan patch (data-done, data-steps).
  * - "document": handed to static/js/document_editor.js (haico:document-patch).
  * - "value": a selector's value (the Mode, the Model), set in place so a
  *   keyboard user on it keeps focus.
@@ -36,12 +39,26 @@
  * Controls: plan steps and preferences carry no forms or URLs. One delegated
  * handler per kind (static/js/plan.js, static/js/preferences.js) reads the
  * row's id from its element id (step-<id>, pref-<id>) and posts to the
- * panel's URL (HAICO.live.post); a step's actions sit in one menu per panel.
+ * action's URL the panel holds (HAICO.live.post); a step's actions sit in one
+ * menu per panel.
+ *
+ * URLs: the page never builds a path. The server renders each URL that
+ * takes a row's id or a turn's number once, with a placeholder for it
+ * (workspace/url_templates.py, docs/adr/0081); HAICO.urls.fill puts the
+ * value in its place.
  */
 (function () {
   "use strict";
 
   var HAICO = (window.HAICO = window.HAICO || {});
+
+  HAICO.urls = {
+    ROW: ":pk",
+    TURN: ":turn",
+    fill: function (url, placeholder, value) {
+      return url.split(placeholder).join(String(value));
+    },
+  };
 
   function inbox() {
     return document.getElementById("live-inbox");
@@ -114,7 +131,7 @@
 
   function syncChat() {
     var list = document.getElementById("chat-messages");
-    var url = list && list.getAttribute("data-chat-url");
+    var url = list && list.getAttribute("data-chat-from-url");
     if (!url || !window.htmx) return;
     if (chatSyncing) {
       chatSyncAgain = true;
@@ -128,7 +145,7 @@
         syncChat();
       }
     };
-    htmx.ajax("GET", url.replace(/0\/$/, latestTurnShown() + "/"), { source: list, swap: "none" }).then(done, done);
+    htmx.ajax("GET", HAICO.urls.fill(url, HAICO.urls.TURN, latestTurnShown()), { source: list, swap: "none" }).then(done, done);
   }
 
   HAICO.syncChat = syncChat;
@@ -284,8 +301,11 @@
       var steps = document.getElementById("plan-steps");
       if (!steps) return;
       var keep = focusInPlan(steps);
-      if (!applyRows(template, "step-", function () { return steps; })) resync();
+      var fits = applyRows(template, "step-", function () { return steps; });
+      if (template.hasAttribute("data-numbers") && !renumber(template.getAttribute("data-numbers"))) fits = false;
+      if (!fits) resync();
       planChanged();
+      showCount(template.getAttribute("data-done"), template.getAttribute("data-steps"));
       keep();
     } else if (kind === "preferences") {
       if (!document.getElementById("pref-list-hard")) return;
@@ -394,10 +414,37 @@
     set('form[data-edit-form="child"] input[name=text]', "placeholder", "Sub-step of " + number + "…");
   }
 
-  function planChanged() {
-    var counters = [];
+  function setNumber(li, number) {
+    if (li.__labelled === number) return;
+    label(li, number);
+    li.__labelled = number;
+  }
+
+  // Every row's number from the server ("id:number id:number …", in plan
+  // order). False when the page's rows are not those rows in that order: it
+  // missed a push, and asks for the whole plan again.
+  function renumber(numbers) {
     var rows = stepRows();
-    var done = 0;
+    var pairs = numbers ? numbers.split(" ") : [];
+    var fits = pairs.length === rows.length;
+    pairs.forEach(function (pair, i) {
+      var colon = pair.indexOf(":");
+      var li = document.getElementById("step-" + pair.slice(0, colon));
+      if (li !== rows[i]) fits = false;
+      if (li) setNumber(li, pair.slice(colon + 1));
+    });
+    return fits;
+  }
+
+  function showCount(done, steps) {
+    var count = document.getElementById("plan-count");
+    if (!count || done === null || steps === null) return;
+    count.textContent = done + "/" + steps + " done";
+    count.hidden = steps === "0";
+  }
+
+  function planChanged() {
+    var rows = stepRows();
     rows.forEach(function (li) {
       var opener = li.querySelector(".step-menu");
       // The menu works only with JavaScript, so this is where it is announced.
@@ -405,24 +452,9 @@
         opener.setAttribute("aria-haspopup", "menu");
         opener.setAttribute("aria-expanded", "false");
       }
-      var depth = depthOf(li);
-      counters.length = depth + 1;
-      for (var i = 0; i < depth; i++) if (!counters[i]) counters[i] = 1;
-      counters[depth] = (counters[depth] || 0) + 1;
-      var number = counters.join(".");
-      // A patched row arrives numbered, but its open editor is the page's own.
-      if (li.__labelled !== number) {
-        label(li, number);
-        li.__labelled = number;
-      }
-      var box = li.querySelector(STEP_BOX);
-      if (box && box.checked) done++;
+      // A row arrives numbered by the server, but an editor open in it is the page's own.
+      setNumber(li, stepNumber(li));
     });
-    var count = document.getElementById("plan-count");
-    if (count) {
-      count.textContent = done + "/" + rows.length + " done";
-      count.hidden = rows.length === 0;
-    }
     var panel = document.getElementById("panel-plan");
     if (panel) writeChecklist(panel);
     if (HAICO.planRowsChanged) HAICO.planRowsChanged(rows);

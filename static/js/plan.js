@@ -16,7 +16,8 @@
  *   server refuses it too); only indent and outdent change a step's level.
  * - The rows' controls: the done box, a step's menu (one per panel) and its
  *   edit / sub-step forms, built from the panel's templates. They post to
- *   the panel's URL (data-plan-url); the rows carry no URLs.
+ *   the URL the panel holds for each action (data-done-url, …), the step's
+ *   id filled in; the rows carry no URLs.
  * static/js/live.js applies the patches and calls HAICO.planRowsChanged
  * after every change of the rows.
  */
@@ -33,9 +34,10 @@
 
   // --- the rows' controls: done, menu, forms ---------------------------------
 
-  function planUrl() {
-    var panel = document.getElementById("panel-plan");
-    return panel ? panel.getAttribute("data-plan-url") : "";
+  // The URL of `act` (done, indent, outdent, move, place, delete) on the step `li`.
+  function stepUrl(li, act) {
+    var panel = li.closest("#panel-plan");
+    return HAICO.urls.fill(panel.getAttribute("data-" + act + "-url"), HAICO.urls.ROW, rowId(li));
   }
 
   function stepForm(scope, name) {
@@ -46,10 +48,13 @@
     var number = stepNumber(scope);
     var form = template.content.firstElementChild.cloneNode(true);
     form.setAttribute("data-built", "");
-    [form].concat(Array.prototype.slice.call(form.querySelectorAll("*"))).forEach(function (el) {
-      ["action", "hx-post", "aria-label", "placeholder"].forEach(function (attr) {
+    ["action", "hx-post"].forEach(function (attr) {
+      form.setAttribute(attr, HAICO.urls.fill(form.getAttribute(attr), HAICO.urls.ROW, pk));
+    });
+    form.querySelectorAll("[aria-label], [placeholder]").forEach(function (el) {
+      ["aria-label", "placeholder"].forEach(function (attr) {
         var value = el.getAttribute(attr);
-        if (value !== null) el.setAttribute(attr, value.split("{pk}").join(pk).split("{number}").join(number));
+        if (value !== null) el.setAttribute(attr, value.split("{number}").join(number));
       });
     });
     form.querySelectorAll(".step-number").forEach(function (el) { el.textContent = number; });
@@ -119,18 +124,17 @@
 
   function stepAction(li, act, source) {
     var number = stepNumber(li);
-    var base = planUrl() + rowId(li) + "/";
     if (act === "edit" || act === "child") {
       HAICO.openForm(li, act, stepForm);
     } else if (act === "indent" || act === "outdent") {
-      post(base + act + "/", li);
+      post(stepUrl(li, act), li);
     } else if (act === "up" || act === "down") {
-      post(base + "move/", li, { direction: act });
+      post(stepUrl(li, "move"), li, { direction: act });
     } else if (act === "delete") {
       var rows = stepRows();
       var i = rows.indexOf(li);
       var parent = i + 1 < rows.length && depthOf(rows[i + 1]) > depthOf(li);
-      if (window.confirm("Delete step " + number + (parent ? " and all its sub-steps" : "") + "?")) post(base + "delete/", li);
+      if (window.confirm("Delete step " + number + (parent ? " and all its sub-steps" : "") + "?")) post(stepUrl(li, "delete"), li);
     }
   }
 
@@ -138,7 +142,7 @@
     var box = event.target.closest && event.target.closest("#plan-steps .edit-view > input[type=checkbox]");
     if (!box) return;
     var li = box.closest("li.step");
-    post(planUrl() + rowId(li) + "/done/", li, { done: box.checked ? "1" : "0" });
+    post(stepUrl(li, "done"), li, { done: box.checked ? "1" : "0" });
     planChanged();
   });
 
@@ -193,7 +197,7 @@
     rows: stepRows,
     depthOf: depthOf,
     rowId: rowId,
-    url: planUrl,
+    url: stepUrl,
     act: function (li, act) { stepAction(li, act, li); },
     openMenu: function (li) {
       var opener = li.querySelector(":scope > .edit-view .step-menu");
@@ -400,7 +404,7 @@
           showError(ACROSS_LEVELS);
           return;
         }
-        plan().post(plan().url() + plan().rowId(item) + "/place/", item, { before: before ? plan().rowId(before) : "" });
+        plan().post(plan().url(item, "place"), item, { before: before ? plan().rowId(before) : "" });
       },
     });
   }

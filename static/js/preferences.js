@@ -1,7 +1,8 @@
 /* The preferences' controls: lock, edit (a form built from the panel's
  * template) and delete. Rows carry no forms or URLs: the row's id is in its
- * element id (pref-<id>) and the action posts to the panel's URL
- * (data-prefs-url). static/js/live.js applies the patches.
+ * element id (pref-<id>) and the action posts to the URL the panel holds for
+ * it (data-lock-url, data-delete-url), the id filled in. static/js/live.js
+ * applies the patches.
  */
 (function () {
   "use strict";
@@ -9,9 +10,9 @@
   var HAICO = window.HAICO;
   var rowId = HAICO.live.rowId, post = HAICO.live.post;
 
-  function prefsUrl() {
-    var panel = document.getElementById("panel-preferences");
-    return panel ? panel.getAttribute("data-prefs-url") : "";
+  function actionUrl(li, act) {
+    var panel = li.closest("#panel-preferences");
+    return HAICO.urls.fill(panel.getAttribute("data-" + act + "-url"), HAICO.urls.ROW, rowId(li));
   }
 
   function prefForm(scope) {
@@ -22,7 +23,7 @@
     var form = template.content.firstElementChild.cloneNode(true);
     form.setAttribute("data-built", "");
     ["action", "hx-post"].forEach(function (attr) {
-      form.setAttribute(attr, form.getAttribute(attr).split("{pk}").join(pk));
+      form.setAttribute(attr, HAICO.urls.fill(form.getAttribute(attr), HAICO.urls.ROW, pk));
     });
     var title = scope.querySelector(".pref-title");
     var subtitle = scope.querySelector(".pref-subtitle");
@@ -42,14 +43,13 @@
     if (!button) return;
     var li = button.closest("li.pref");
     var act = button.getAttribute("data-pref-act");
-    var url = prefsUrl() + rowId(li) + "/";
     if (act === "lock") {
-      post(url + "lock/", li, { locked: button.hasAttribute("data-locked") ? "0" : "1" });
+      post(actionUrl(li, "lock"), li, { locked: button.hasAttribute("data-locked") ? "0" : "1" });
     } else if (act === "edit") {
       HAICO.openForm(li, "edit", prefForm);
     } else if (act === "delete") {
       var title = li.querySelector(".pref-title");
-      if (window.confirm("Delete the preference “" + (title ? title.textContent : "") + "”?")) post(url + "delete/", li);
+      if (window.confirm("Delete the preference “" + (title ? title.textContent : "") + "”?")) post(actionUrl(li, "delete"), li);
     }
   });
 })();

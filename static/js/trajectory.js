@@ -17,6 +17,7 @@
 (function () {
   "use strict";
 
+  var HAICO = window.HAICO;
   var FIELDS = ["continue_thread", "continue_turn"];
 
   function scrollCurrentIntoView() {
@@ -60,13 +61,15 @@
     form.setAttribute("data-continuing", turn);
   }
 
-  // Each node names its lane and turn; the map lists each lane's preview URL.
+  // Each node names its lane and turn; the map lists each lane's preview URL,
+  // the turn left to fill in.
   function openPreview(node) {
     var map = node.closest("[data-urls]");
     var urls = (map.getAttribute("data-urls") || "").split(" ");
     var url = urls[Number(node.getAttribute("data-lane"))];
     if (!url || !window.htmx) return;
-    htmx.ajax("GET", url + node.getAttribute("data-turn") + "/", { target: "#trajectory-preview", swap: "outerHTML" });
+    url = HAICO.urls.fill(url, HAICO.urls.TURN, node.getAttribute("data-turn"));
+    htmx.ajax("GET", url, { target: "#trajectory-preview", swap: "outerHTML" });
   }
 
   function closePreview() {

@@ -9,7 +9,7 @@ import uuid
 
 from playwright.sync_api import Page, expect
 
-from .helpers import create_thread, open_add_form, sign_up, thread_id_from
+from .helpers import create_thread, open_add_form, sign_up, step_action, thread_id_from
 
 SEED = (
     "import uuid, json; from workspace.models import Thread; from workspace.services import plan as p; "
@@ -251,3 +251,44 @@ def test_a_drag_reorders_within_a_level_and_a_drag_onto_another_level_is_refused
     expect_plan(page, ["1 Gamma", "2 Beta", "2.1 Beta two", "2.2 Beta one", "3 Alpha"])
     page.goto(url)
     expect_plan(page, ["1 Gamma", "2 Beta", "2.1 Beta two", "2.2 Beta one", "3 Alpha"])
+
+
+def test_after_an_indent_a_move_and_a_delete_the_page_shows_the_servers_outline_numbers(page, haico_server):
+    """A change that may renumber rows it did not touch sends every row's
+    number (docs/adr/0081): the rows, an open editor's labels, the checklist
+    and the count show them, and a page whose rows do not match them (it
+    missed a change) asks for the whole plan again."""
+    open_seeded(page, haico_server, [("Gather", 0), ("Screen", 0), ("Write", 0), ("Edit", 1)])
+    step_action(page, "3.1", "Add sub-step")
+    child = row(page, "Edit").locator('form[data-edit-form="child"] input[name=text]')
+    expect(child).to_have_attribute("placeholder", "Sub-step of 3.1…")
+
+    step_action(page, "2", "Indent")
+    expect_plan(page, ["1 Gather", "1.1 Screen", "2 Write", "2.1 Edit"])
+    expect(child).to_have_attribute("placeholder", "Sub-step of 2.1…")
+    expect(child).to_have_attribute("aria-label", "New sub-step of step 2.1")
+    expect(row(page, "Edit").locator(":scope > .edit-view > input[type=checkbox]")).to_have_attribute(
+        "aria-label", "Done: step 2.1"
+    )
+
+    step_action(page, "2", "Move up")
+    expect_plan(page, ["1 Write", "1.1 Edit", "2 Gather", "2.1 Screen"])
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    step_action(page, "1", "Delete")
+    expect_plan(page, ["1 Gather", "1.1 Screen"])
+    expect(page.locator("#plan-count")).to_have_text("0/2 done")
+    page.get_by_role("button", name="Checklist").click()
+    expect(page.get_by_label("Plan as a markdown checklist")).to_have_text("- [ ] 1 Gather\n  - [ ] 1.1 Screen")
+    page.get_by_role("button", name="Tree").click()
+
+    form = open_add_form(page, "Planning", "Add step")
+    form.get_by_role("textbox", name="New step").fill("Read")
+    form.get_by_role("button", name="Add step").click()
+    expect_plan(page, ["1 Gather", "1.1 Screen", "2 Read"])
+    expect(page.locator("#plan-count")).to_have_text("0/3 done")
+    # As if the page had missed Screen's push: the next numbers do not match its rows.
+    page.evaluate("() => document.getElementById(" + repr(row(page, "Screen").get_attribute("id")) + ").remove()")
+    expect_plan(page, ["1 Gather", "2 Read"])
+    step_action(page, "2", "Move up")
+    expect_plan(page, ["1 Read", "2 Gather", "2.1 Screen"])

@@ -35,6 +35,21 @@ class Patch:
     def removed(self) -> list[str]:
         return [i for i in (self.attrs.get("data-remove") or "").split(",") if i]
 
+    @property
+    def numbers(self) -> list[tuple[str, str]] | None:
+        """A plan patch's (id, outline number) of every step, in order; None when it has none."""
+        numbers = self.attrs.get("data-numbers")
+        if numbers is None:
+            return None
+        return [tuple(pair.split(":", 1)) for pair in numbers.split()]  # type: ignore[misc]
+
+    @property
+    def count(self) -> tuple[str, str] | None:
+        """A plan patch's (steps done, steps)."""
+        if "data-done" not in self.attrs:
+            return None
+        return self.attrs["data-done"], self.attrs["data-steps"]
+
 
 class _Reader(HTMLParser):
     def __init__(self):

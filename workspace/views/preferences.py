@@ -76,7 +76,7 @@ def preference_lock(request, thread_id, pk):
 urlpatterns = [
     path("preferences/", preferences_panel, name="preferences"),
     path("preferences/add/", preference_add, name="preference-add"),
-    path("preferences/<int:pk>/edit/", preference_update, name="preference-update"),
-    path("preferences/<int:pk>/delete/", preference_delete, name="preference-delete"),
-    path("preferences/<int:pk>/lock/", preference_lock, name="preference-lock"),
+    path("preferences/<row:pk>/edit/", preference_update, name="preference-update"),
+    path("preferences/<row:pk>/delete/", preference_delete, name="preference-delete"),
+    path("preferences/<row:pk>/lock/", preference_lock, name="preference-lock"),
 ]

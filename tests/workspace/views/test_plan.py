@@ -372,3 +372,80 @@ def test_a_complete_patch_lists_every_step_in_order_for_a_resync(thread, plan):
     assert [(r.number, r.text) for r in patch.rows] == [("1", "Gather"), ("1.1", "Search"), ("1.2", "Screen"), ("2", "Write")]
     assert [r.after for r in patch.rows] == ["", *(str(plan[k].pk) for k in ("gather", "search", "screen"))]
     assert read_patches(render_plan_patch(thread=thread, ids=[999999]))[0].removed == ["999999"]
+
+
+# --- outline numbers and the done count come with the patch (docs/adr/0081) -------
+
+
+def _numbers(thread, plan, *names_and_numbers):
+    return [(str(plan[name].pk), number) for name, number in names_and_numbers]
+
+
+@pytest.mark.parametrize(
+    "step, action, data, after",
+    [
+        ("screen", "indent", {}, [("gather", "1"), ("search", "1.1"), ("screen", "1.1.1"), ("write", "2")]),
+        ("search", "outdent", {}, [("gather", "1"), ("screen", "1.1"), ("search", "2"), ("write", "3")]),
+        ("write", "move", {"direction": "up"}, [("write", "1"), ("gather", "2"), ("search", "2.1"), ("screen", "2.2")]),
+        ("search", "delete", {}, [("gather", "1"), ("screen", "1.1"), ("write", "2")]),
+        ("gather", "delete", {}, [("write", "1")]),
+    ],
+)
+def test_a_patch_that_may_renumber_steps_carries_every_steps_number_in_order(
+    owner_client, thread, plan, step, action, data, after
+):
+    response = owner_client.post(step_url(thread, plan[step], action), data, **HTMX)
+
+    patch = only_patch(response.content.decode(), "plan")
+    assert patch.numbers == _numbers(thread, plan, *after)
+    # The rows the change touched say the same.
+    shown = dict(patch.numbers)
+    assert all(row.number == shown[row.id.removeprefix("step-")] for row in patch.rows)
+    assert patch.count == ("0", str(len(after)))
+
+
+def test_a_drop_carries_every_steps_number(owner_client, thread, plan):
+    response = owner_client.post(step_url(thread, plan["write"], "place"), {"before": plan["gather"].pk}, **HTMX)
+    patch = only_patch(response.content.decode(), "plan")
+    assert patch.numbers == _numbers(thread, plan, ("write", "1"), ("gather", "2"), ("search", "2.1"), ("screen", "2.2"))
+
+
+@pytest.mark.parametrize(
+    "step, action, data",
+    [
+        ("search", "edit", {"text": "Search again"}),
+        ("search", "done", {"done": "1"}),
+        ("gather", "add", {"text": "Read"}),
+    ],
+)
+def test_a_patch_that_renumbers_nothing_carries_only_its_rows_and_the_count(owner_client, thread, plan, step, action, data):
+    response = owner_client.post(step_url(thread, plan[step], action), data, **HTMX)
+
+    patch = only_patch(response.content.decode(), "plan")
+    assert patch.numbers is None
+    steps = Todo.objects.filter(thread=thread)
+    assert patch.count == (str(steps.filter(done=True).count()), str(steps.count()))
+
+
+def test_the_agents_and_mcps_changes_reach_pages_with_the_numbers(thread, plan):
+    """The tools and MCP write through the same services; their changes are
+    rendered by the same function the live layer pushes."""
+    from workspace import events
+    from workspace.panels import render_changes
+
+    with events.collecting() as changes:
+        plan_services.todos_remove_by_index(thread=thread, indices=[1])
+    patch = only_patch(render_changes(thread, events.merge(changes)), "plan")
+    assert patch.numbers == _numbers(thread, plan, ("write", "1"))
+    assert patch.removed == sorted(str(plan[k].pk) for k in ("gather", "search", "screen"))
+
+
+def test_the_patch_of_a_300_step_plan_stays_small(thread):
+    from workspace.panels import render_plan_patch
+
+    steps = plan_services.todos_add_outline(
+        thread=thread, steps=[{"text": f"Step {i} of a long plan", "depth": [0, 1, 2, 1][i % 4]} for i in range(300)]
+    )
+    patch = render_plan_patch(thread=thread, ids=[steps[5].pk], renumbered=True)
+    assert len(only_patch(patch, "plan").numbers) == 300
+    assert len(patch.encode()) < 6_000
