@@ -110,6 +110,16 @@ class CapReached:
 
 
 @dataclass(frozen=True)
+class ModelCallStarted:
+    """A model call is being sent (agent.usage), with its request's size
+    estimated: what the call is counted as when it never reports its usage
+    because the turn was stopped or its stream broke (docs/adr/0063)."""
+
+    input_tokens_estimate: int
+    model: str = ""
+
+
+@dataclass(frozen=True)
 class ModelCallUsage:
     """The tokens one model call used (agent.usage): as the provider reported
     them, or estimated from the text when it reported none."""
@@ -135,5 +145,15 @@ class ApprovalAsked:
 
 
 AgentEvent = (
-    Token | DraftWithdrawn | StepsStarted | StepFinished | Answer | Diagnostic | ModelCallRetried | CapReached | ApprovalAsked
+    Token
+    | DraftWithdrawn
+    | StepsStarted
+    | StepFinished
+    | Answer
+    | Diagnostic
+    | ModelCallRetried
+    | ModelCallStarted
+    | ModelCallUsage
+    | CapReached
+    | ApprovalAsked
 )

@@ -29,6 +29,7 @@ from .events import (
     Diagnostic,
     DraftWithdrawn,
     ModelCallRetried,
+    ModelCallStarted,
     ModelCallUsage,
     StepFinished,
     StepsStarted,
@@ -109,7 +110,7 @@ def _events(mode: str, payload, seen: set, calls: dict | None = None):
                 yield Token(text)
         return
     if mode == "custom":
-        if isinstance(payload, Diagnostic | ModelCallRetried | CapReached | ModelCallUsage):
+        if isinstance(payload, Diagnostic | ModelCallRetried | CapReached | ModelCallStarted | ModelCallUsage):
             yield payload
         return
     if mode != "updates" or not isinstance(payload, dict):

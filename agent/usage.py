@@ -31,7 +31,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from .context import TokenBudget, TokenWindow
-from .events import CapReached, ModelCallUsage
+from .events import CapReached, ModelCallStarted, ModelCallUsage
 from .middleware.call_limit import model_calls_this_turn
 from .middleware.emit import emit
 from .middleware.replies import SYNTHETIC_KEY
@@ -84,18 +84,32 @@ def _reply_of(response) -> AIMessage | None:
     return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
 
 
+def _model_name(request: ModelRequest) -> str:
+    return str(getattr(request.model, "model_name", "") or "")
+
+
+def _sent(request: ModelRequest) -> list:
+    return [request.system_message, *request.messages] if request.system_message is not None else list(request.messages)
+
+
+def call_started(request: ModelRequest) -> ModelCallStarted:
+    """The call about to be sent, its request estimated (characters / 4)."""
+    return ModelCallStarted(count_tokens_approximately(_sent(request)), model=_model_name(request))
+
+
 def call_usage(request: ModelRequest, response) -> ModelCallUsage | None:
     """The tokens of one model call: the provider's figures, or an estimate
     (characters / 4, langchain's approximate counter) marked so."""
     reply = _reply_of(response)
     if reply is None:
         return None
-    name = str(getattr(request.model, "model_name", "") or "")
+    name = _model_name(request)
     reported: Mapping[str, Any] = reply.usage_metadata or {}
     if reported.get("input_tokens") is not None or reported.get("output_tokens") is not None:
         return ModelCallUsage(int(reported.get("input_tokens") or 0), int(reported.get("output_tokens") or 0), model=name)
-    sent = [request.system_message, *request.messages] if request.system_message is not None else list(request.messages)
-    return ModelCallUsage(count_tokens_approximately(sent), count_tokens_approximately([reply]), estimated=True, model=name)
+    return ModelCallUsage(
+        count_tokens_approximately(_sent(request)), count_tokens_approximately([reply]), estimated=True, model=name
+    )
 
 
 def _budget(request: ModelRequest) -> TokenBudget | None:
@@ -103,7 +117,10 @@ def _budget(request: ModelRequest) -> TokenBudget | None:
 
 
 class UsageMiddleware(AgentMiddleware):
-    """Counts each model call's tokens (innermost: every attempt is a call)."""
+    """Counts each model call's tokens (innermost: every attempt is a call).
+    Each call is announced before it is sent, so a call that never returns
+    (the turn stopped, the stream broke) is still counted by whoever
+    streams the run, from the estimate and what it streamed."""
 
     @property
     def name(self) -> str:
@@ -119,11 +136,13 @@ class UsageMiddleware(AgentMiddleware):
         emit(usage)
 
     async def awrap_model_call(self, request: ModelRequest, handler) -> ModelResponse:
+        emit(call_started(request))
         response = await handler(request)
         self._count(request, response)
         return response
 
     def wrap_model_call(self, request: ModelRequest, handler) -> ModelResponse:
+        emit(call_started(request))
         response = handler(request)
         self._count(request, response)
         return response

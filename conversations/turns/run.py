@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from dataclasses import dataclass, replace
 
@@ -47,6 +48,7 @@ from agent.events import (
     Diagnostic,
     DraftWithdrawn,
     ModelCallRetried,
+    ModelCallStarted,
     ModelCallUsage,
     StepFinished,
     StepsStarted,
@@ -194,6 +196,10 @@ class TurnRun:
         self.user_id = user_id
         self.turn_id = turn_id
         self._usage: list[dict] = []  # rows not stored yet (turns.registry stores them)
+        # The model call sent and not yet counted, and the characters it has
+        # streamed: counted from those if it never reports its usage.
+        self._open_call: ModelCallStarted | None = None
+        self._open_call_chars = 0
         self.limit_notice = ""  # set when the turn stopped at the person's token limit
         self.turn_index = turn_index
         self.user_message = user_message
@@ -270,6 +276,19 @@ class TurnRun:
     def keep_usage(self, rows: list[dict]) -> None:
         """Rows the caller could not store: they go with the next batch."""
         self._usage = rows + self._usage
+
+    def _count_open_call(self) -> None:
+        """Count the call that was sent and never reported its usage (the
+        turn stopped, or its stream broke): its request as estimated when it
+        was sent, and what it streamed, estimated and marked so (a provider
+        bills what it read and wrote before the connection closed)."""
+        started, self._open_call = self._open_call, None
+        if started is not None and self.user_id is not None:
+            streamed = math.ceil(self._open_call_chars / 4)  # agent.usage's estimate: characters / 4
+            self._usage.append(
+                self._usage_row(ModelCallUsage(started.input_tokens_estimate, streamed, estimated=True, model=started.model))
+            )
+        self._open_call_chars = 0
 
     def _usage_row(self, event: ModelCallUsage) -> dict:
         model = self.model
@@ -362,6 +381,9 @@ class TurnRun:
 
     async def _end(self, status: str, notice: str) -> None:
         """Release the slot, record how the turn ended and tell every open tab."""
+        if status == Turn.Status.FAILED and not self._open_call_chars:
+            self._open_call = None  # the provider refused or failed the call: nothing was paid for
+        self._count_open_call()
         answer = self.final_text if status == Turn.Status.COMPLETE else "".join(self.draft)
         cut_off = self.cut_off and status == Turn.Status.COMPLETE
         if status == Turn.Status.COMPLETE and not answer.strip():
@@ -551,6 +573,7 @@ class TurnRun:
 
     async def _handle(self, event) -> None:
         if isinstance(event, Token):
+            self._open_call_chars += len(event.text)
             self._token(event.text)
         elif isinstance(event, DraftWithdrawn):
             self._withdraw_draft()
@@ -567,7 +590,16 @@ class TurnRun:
             await self._note(activity.diagnostic(event))
         elif isinstance(event, ModelCallRetried):
             await self._note(activity.retried(event))
+        elif isinstance(event, ModelCallStarted):
+            # An attempt that broke mid-stream (the retry sends another)
+            # was paid for what it streamed; one that failed before it wrote
+            # anything (a refused request, a busy or failing server) was not.
+            if self._open_call is not None and not self._open_call_chars:
+                self._open_call = None
+            self._count_open_call()
+            self._open_call, self._open_call_chars = event, 0
         elif isinstance(event, ModelCallUsage):
+            self._open_call, self._open_call_chars = None, 0
             if self.user_id is not None:
                 self._usage.append(self._usage_row(event))
         elif isinstance(event, CapReached):

@@ -4,6 +4,7 @@ scripted OpenAI-compatible server, streaming with usage as OpenAI sends
 it), estimated and marked so when it reports none; the person's own usage
 page; staff's totals per person, model and day in the admin."""
 
+import asyncio
 from datetime import timedelta
 
 import pytest
@@ -16,7 +17,7 @@ from agent.models import CatalogueModel, Provider
 from conversations.models import Account, ModelUsage, Turn
 from conversations.turns import registry
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import Misbehave, OpenAICompatibleServer
+from tests.support.openai_server import HTTPFailure, Misbehave, OpenAICompatibleServer
 from workspace.models import Thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -90,6 +91,53 @@ async def test_a_reply_asked_again_is_two_calls_paid_for(thread, model_server):
     await _turn(thread)
     rows = await sync_to_async(_rows)(thread)
     assert [(r.input_tokens, r.output_tokens) for r in rows] == [(50, 1), (52, 4)]
+
+
+async def test_a_call_stopped_mid_answer_is_counted_from_what_it_was_sent_and_wrote(thread, owner, model_server):
+    """A Stop closes the stream before the provider reports usage; the call
+    was paid for, so it is counted, estimated and marked so, and a person
+    cannot spend tokens past their limit by stopping every answer."""
+    words = [f"word{i} " for i in range(400)]
+    model_server.script([Reply(text="".join(words), token_delay=0.02)])
+    await registry.start_turn(thread=thread, user_message="Write a long answer")
+    for _ in range(200):  # until the answer has begun streaming
+        await asyncio.sleep(0.05)
+        if model_server.requests and registry._running[thread.pk].turn.draft:
+            break
+    await asyncio.sleep(0.3)
+    assert await registry.request_stop(thread=thread)
+    await registry.wait_for_turn(thread.pk)
+    turn = await sync_to_async(Turn.objects.get)(thread=thread, index=1)
+    assert turn.status == Turn.Status.STOPPED
+    # The stream was closed before the provider's usage chunk, which comes last.
+    [row] = await sync_to_async(_rows)(thread)
+    assert row.estimated and (row.user_id, row.turn_id, row.model) == (owner.pk, turn.pk, "scripted")
+    sent_chars = len(str(model_server.requests[0]["messages"]))
+    assert sent_chars // 8 < row.input_tokens < sent_chars // 2
+    # What it wrote before the Stop: some of the answer, not all of it.
+    assert 0 < row.output_tokens < len("".join(words)) // 4
+    assert abs(row.output_tokens - len(turn.answer) / 4) <= 2
+
+
+async def test_an_attempt_that_failed_before_writing_is_not_counted_and_the_one_that_answered_is(thread, model_server, settings):
+    settings.HAICO_MODEL_MAX_RETRIES = 1
+    model_server.script(
+        [
+            HTTPFailure(status=500),
+            Reply(text="Here it is.", usage={"prompt_tokens": 52, "completion_tokens": 4}),
+        ]
+    )
+    turn = await _turn(thread)
+    assert turn.status == Turn.Status.COMPLETE
+    rows = await sync_to_async(_rows)(thread)
+    assert [(r.input_tokens, r.output_tokens, r.estimated) for r in rows] == [(52, 4, False)]
+
+
+async def test_a_call_the_provider_refused_is_not_counted(thread, model_server):
+    model_server.script([HTTPFailure(status=500)])
+    turn = await _turn(thread)
+    assert turn.status == Turn.Status.FAILED
+    assert await sync_to_async(_rows)(thread) == []
 
 
 async def test_a_catalogue_model_s_rows_name_its_provider(thread, owner, model_server, settings):
