@@ -18,12 +18,19 @@ can say anything, and this middleware answers them the same way:
   not yours (the same answer, so it confirms nothing). A row deleted
   elsewhere is answered by the panel's own view, with its rows refreshed
   (workspace.views.common.gone). A plain request still gets the 404.
+- a stored text that no longer reads back as it was written (a damaged
+  content blob: workspace.content_store.CorruptContent, docs/adr/0015):
+  nothing is shown in its place, the person is told that this version or
+  snapshot cannot be read and that nothing was changed, and the operator
+  gets the error in the log. A plain request gets a page saying the same,
+  with status 500: the fault is the server's.
 
 Where the message goes: the document save's own status (the editor keeps
 the text), the plan or preferences panel's error line, or else the page's
 flash line (workspace.views.common.flash), leaving the page as it is.
 """
 
+import logging
 import math
 
 from django.conf import settings
@@ -37,7 +44,10 @@ from django_htmx.http import reswap
 
 from conversations import login_limits, ratelimit
 from workspace import panels
+from workspace.content_store import CorruptContent
 from workspace.views.common import flash
+
+logger = logging.getLogger("haico.site")
 
 DOCUMENT_SAVE = "workspace:document-save"
 SAVE_STATE = "workspace/panels/centre.html#save_state"
@@ -45,6 +55,10 @@ SAVE_STATE = "workspace/panels/centre.html#save_state"
 PANEL_OF_URL = {"workspace:plan": "plan", "workspace:preference": "preferences"}
 
 GONE = "That no longer exists (it may have been deleted in another tab) or is not yours; nothing was changed."
+DAMAGED = (
+    "This version could not be read: its stored text is damaged, so it is not shown. "
+    "Nothing was changed, and the rest of the thread works; the server's log names it for the operator."
+)
 
 
 def too_big_message(request, exception) -> str:
@@ -96,6 +110,11 @@ class HtmxErrorsMiddleware:
     def process_exception(self, request, exception):
         if request.htmx and isinstance(exception, Http404):
             return htmx_message(request, GONE)
+        if isinstance(exception, CorruptContent):
+            logger.error("a stored text could not be read back: %s (%s)", exception, request.path, exc_info=exception)
+            if request.htmx:
+                return htmx_message(request, DAMAGED)
+            return render(request, "errors/damaged.html", {"message": DAMAGED}, status=500)
         return None
 
 

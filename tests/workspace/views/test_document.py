@@ -2,12 +2,14 @@
 the conflict view and its choices, the size cap. Method, access, database
 effect and what the person sees."""
 
+import json
+
 import pytest
 from django.conf import settings
 
 from tests.support.web import HTMX, answered_as_missing, ws_url
 from workspace import selectors
-from workspace.models import Document, DocumentRevision
+from workspace.models import ContentBlob, Document, DocumentRevision
 from workspace.services import document as document_services
 
 pytestmark = pytest.mark.django_db
@@ -385,6 +387,25 @@ def test_diff_of_a_version_not_kept_or_not_a_number_says_so(owner_client, thread
     bad = owner_client.get(ws_url(thread, DIFF), {"old": "<x>"}, **HTMX)
     assert bad.status_code == 200 and "must be numbers" in bad.content.decode()
     assert owner_client.get(ws_url(thread, DIFF), {"old": "<x>"}).status_code == 400
+
+
+def test_a_version_whose_stored_text_is_damaged_is_not_shown_and_the_owner_is_told(owner_client, thread, caplog):
+    _two_versions(thread)
+    first = DocumentRevision.objects.get(document__thread=thread, version=1)
+    ContentBlob.objects.filter(pk=first.body_id).update(text="Not what was written.")
+    response = owner_client.get(ws_url(thread, DIFF), {"old": 1, "new": 2}, **HTMX)
+    # The page stays as it is and its flash line says why (static/js/workspace.js).
+    told = json.loads(response["HX-Trigger"])["haico:flash"]["message"]
+    assert response.status_code == 200 and response["HX-Reswap"] == "none"
+    assert "This version could not be read: its stored text is damaged" in told and "Nothing was changed" in told
+    assert "Not what was written." not in response.content.decode()
+    plain = owner_client.get(ws_url(thread, DIFF), {"old": 1, "new": 2})
+    assert plain.status_code == 500 and "its stored text is damaged" in plain.content.decode()
+    assert "Traceback" not in plain.content.decode()
+    assert any(r.levelname == "ERROR" and "could not be read back" in r.getMessage() for r in caplog.records)
+    # The document itself is untouched and still opens.
+    assert _doc(thread).version == 2
+    assert owner_client.get(ws_url(thread, DIFF), {"old": 2, "new": 2}, **HTMX).status_code == 200
 
 
 def test_restore_writes_a_new_version_by_the_person_and_sends_it_to_the_editor(owner_client, thread):
