@@ -75,17 +75,6 @@
     return number ? number.textContent : "";
   }
 
-  // What has focus inside a row's read view, as a selector that finds the
-  // same control in its replacement.
-  function focusSelector(view) {
-    var active = document.activeElement;
-    if (!active || !view.contains(active)) return null;
-    if (active.matches("input[type=checkbox]")) return "input[type=checkbox]";
-    if (active.matches(".step-menu")) return ".step-menu";
-    var act = active.getAttribute("data-pref-act");
-    return act ? '[data-pref-act="' + act + '"]' : null;
-  }
-
   function move(parent, element, before) {
     // moveBefore keeps focus, selection and the state of what is inside.
     if (typeof parent.moveBefore === "function" && element.isConnected) parent.moveBefore(element, before);
@@ -174,35 +163,24 @@
     if (document.visibilityState === "visible" && chatState() !== "idle") syncChat();
   });
 
-  function copyAttributes(target, source) {
-    Array.prototype.slice.call(target.attributes).forEach(function (attr) {
-      // hidden and tabindex are the page's own (an open form, the plan's one Tab stop).
-      if (!source.hasAttribute(attr.name) && attr.name !== "hidden" && attr.name !== "tabindex") target.removeAttribute(attr.name);
-    });
-    Array.prototype.slice.call(source.attributes).forEach(function (attr) {
-      if (target.getAttribute(attr.name) !== attr.value) target.setAttribute(attr.name, attr.value);
-    });
-  }
-
-  // Replace `existing`'s read view with `incoming`'s, keeping everything else
-  // the person has open in it, and focus on the same control.
-  function updateInPlace(existing, incoming) {
-    var oldView = existing.querySelector(":scope > .edit-view");
-    var newView = incoming.querySelector(":scope > .edit-view");
-    copyAttributes(existing, incoming);
-    if (!oldView || !newView) return;
-    var focused = focusSelector(oldView);
-    newView.hidden = oldView.hidden;
-    if (oldView.querySelector("[aria-expanded=true]")) {
-      var again = newView.querySelector(".step-menu");
-      if (again) again.setAttribute("aria-expanded", "true");
-    }
-    oldView.replaceWith(newView);
-    if (focused) {
-      var same = newView.querySelector(focused);
-      if (same) same.focus();
-    }
-  }
+  // A row from a patch brings its attributes and read view. The morph
+  // (static/vendor/idiomorph.min.js, docs/adr/0083) keeps the elements that
+  // stay, and with them focus and the menu; what the page added stays too:
+  // an open editor (the row's other children), the editor's hidden read
+  // view, the plan's one Tab stop, the menu's ARIA state.
+  var PAGE_ATTRIBUTES = ["hidden", "tabindex", "aria-haspopup", "aria-expanded"];
+  var KEEP_THE_PAGES_OWN = {
+    morphStyle: "outerHTML",
+    callbacks: {
+      beforeAttributeUpdated: function (name, element, change) {
+        return change !== "remove" || PAGE_ATTRIBUTES.indexOf(name) < 0;
+      },
+      beforeNodeRemoved: function (node) {
+        var parent = node.parentNode;
+        return !(parent && parent.matches && parent.matches("li") && !(node.matches && node.matches(".edit-view")));
+      },
+    },
+  };
 
   // Put `row` (from a patch) in `list` after the row with id prefix+after.
   // Returns false when that row is not on the page.
@@ -215,7 +193,7 @@
       if (!anchor || anchor.parentNode !== list) return false;
     }
     var element = document.getElementById(row.id);
-    if (element) updateInPlace(element, row);
+    if (element) Idiomorph.morph(element, row, KEEP_THE_PAGES_OWN);
     else element = row;
     var before = anchor ? anchor.nextElementSibling : list.firstElementChild;
     if (before !== element || element.parentNode !== list) move(list, element, before);
@@ -265,33 +243,14 @@
     if (offered) field.value = value; // no change event: nothing is sent back
   }
 
-  // The control with focus inside `element`, as something its replacement can be searched for with.
-  function focusKey(element) {
-    var active = document.activeElement;
-    if (!active || active === document.body || !element.contains(active)) return null;
-    return { tag: active.tagName, label: active.getAttribute("aria-label"), text: active.textContent };
-  }
-
-  function refocus(element, key) {
-    if (!key) return;
-    var found = Array.prototype.filter.call(element.querySelectorAll(key.tag), function (candidate) {
-      return candidate.getAttribute("aria-label") === key.label;
-    });
-    var same = found.filter(function (candidate) { return candidate.textContent === key.text; })[0] || found[0];
-    if (!same && element.tagName === key.tag) same = element;
-    if (same) same.focus({ preventScroll: true });
-  }
-
   function swapInPlace(template) {
     var unless = template.getAttribute("data-unless");
     Array.prototype.slice.call(template.content.children).forEach(function (incoming) {
       var existing = incoming.id && document.getElementById(incoming.id);
       if (!existing || (unless && existing.matches(unless))) return;
-      var key = focusKey(existing);
-      var element = document.importNode(incoming, true);
-      existing.replaceWith(element);
-      if (window.htmx) window.htmx.process(element);
-      refocus(element, key);
+      // The morph keeps the elements that stay, and focus on them.
+      Idiomorph.morph(existing, document.importNode(incoming, true), { morphStyle: "outerHTML" });
+      if (window.htmx) window.htmx.process(document.getElementById(incoming.id));
     });
   }
 

@@ -100,11 +100,13 @@ def test_selectors_feedback_versions_and_the_map_follow_in_another_tab(new_page,
 
     # Feedback left in the first tab: the second tab's control counts it.
     chat = first.get_by_role("region", name="Chat")
+    second.get_by_role("button", name="Feedback on turn 1").focus()
     chat.get_by_role("button", name="Feedback on turn 1").click()
     form = chat.get_by_role("region", name="Your feedback on turn 1").get_by_role("group", name="Leave feedback")
     form.get_by_role("radio", name="4 (good)").check()
     form.get_by_role("button", name="Save feedback").click()
     expect(second.get_by_role("button", name="Feedback on turn 1")).to_contain_text("(1 left)")
+    expect(second.get_by_role("button", name="Feedback on turn 1")).to_be_focused()  # a keyboard user stays on it
 
     # Regenerate turn 2 in the first tab (it moves to the branch): the second tab's turn 2 has arrows.
     chat.get_by_role("button", name="Regenerate turn 2").click()

@@ -40,8 +40,11 @@ def test_the_owners_edits_in_one_tab_appear_in_their_other_tab(new_page, haico_s
     expect(first.get_by_role("region", name="Planning").get_by_role("checkbox", name="Done: step 2")).to_be_checked()
     expect(first.get_by_text("1/2 done")).to_be_visible()
 
+    # A keyboard user on the row's menu in the second tab stays on it while the row changes under it.
+    second.get_by_role("region", name="Planning").get_by_role("button", name="Actions for step 2").focus()
     step_action(first, "2", "Indent")
     expect_plan(second, [("1", "Gather sources", False), ("1.1", "Write the draft", True)])
+    expect(second.get_by_role("region", name="Planning").get_by_role("button", name="Actions for step 1.1")).to_be_focused()
     # The checklist view follows the tree it is written from.
     second.get_by_role("button", name="Checklist").click()
     expect(second.get_by_label("Plan as a markdown checklist")).to_have_text(
