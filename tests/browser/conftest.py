@@ -21,9 +21,9 @@ Fixtures:
   model server: OPENAI_BASE_URL / OPENAI_API_KEY / HAICO_MODEL; REDIS_URL) or
   PostgreSQL (``database_url``, migrated on start; several servers may share it).
 - ``model_server`` (function): a scripted OpenAI-compatible model offering
-  ``helpers.MODEL``, with no replies scripted (a test file whose tests share a
-  script overrides it); ``helpers.model_env(model_server)`` makes it the
-  site's model.
+  ``helpers.MODEL``, with no replies scripted; a test file whose tests share a
+  script overrides it with ``def model_server(model_server)`` that scripts and
+  returns it. ``helpers.model_env(model_server)`` makes it the site's model.
 - ``owner_workspace`` (function): ``(page, url)``, ``page`` signed in as a new
   person (OWNER) on a new thread of ``haico_server``, its socket open;
   ``second_tab``: another tab of that person on the same thread.

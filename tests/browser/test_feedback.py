@@ -6,11 +6,8 @@ it as they changed it; the database holds one entry."""
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.openai_server import OpenAICompatibleServer
-
 from .helpers import (
     ANSWER,
-    MODEL,
     REQUEST,
     TURN_WAIT_MS,
     chart_turn_script,
@@ -22,10 +19,9 @@ from .helpers import (
 
 
 @pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        server.script(chart_turn_script())
-        yield server
+def model_server(model_server):
+    model_server.script(chart_turn_script())
+    return model_server
 
 
 def test_the_person_leaves_feedback_on_a_turn_and_then_changes_it(page, start_haico_server, model_server):

@@ -11,9 +11,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, model_env, new_thread_for, open_add_form, step_action, wait_for_socket
+from .helpers import TURN_WAIT_MS, model_env, new_thread_for, open_add_form, step_action, wait_for_socket
 from .test_workspace_flow import AUTOSAVE_WAIT_MS, add_preference, expect_plan
 
 
@@ -87,21 +86,20 @@ AGENT_STEPS = [{"text": "Find three studies", "depth": 0}, {"text": "Compare the
 
 
 @pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        server.script(
-            [
-                Reply(
-                    tool_calls=[
-                        tool_call("add_todos", "Adding the next steps to the plan.", steps=AGENT_STEPS),
-                        tool_call("toggle_todos", "Ticking off the first step.", indices=[1]),
-                        tool_call("append_to_document", "Adding a closing line.", text="Added by the agent."),
-                    ]
-                ),
-                Reply(text="I extended the plan and the document."),
-            ]
-        )
-        yield server
+def model_server(model_server):
+    model_server.script(
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("add_todos", "Adding the next steps to the plan.", steps=AGENT_STEPS),
+                    tool_call("toggle_todos", "Ticking off the first step.", indices=[1]),
+                    tool_call("append_to_document", "Adding a closing line.", text="Added by the agent."),
+                ]
+            ),
+            Reply(text="I extended the plan and the document."),
+        ]
+    )
+    return model_server
 
 
 def test_an_agent_turn_keeps_an_open_edit_half_typed_text_and_the_caret(new_page, start_haico_server, model_server):
