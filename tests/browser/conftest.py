@@ -21,6 +21,13 @@ Fixtures:
   the factory behind it, for tests that need another environment (a scripted
   model server: OPENAI_BASE_URL / OPENAI_API_KEY / HAICO_MODEL; REDIS_URL) or
   PostgreSQL (``database_url``, migrated on start; several servers may share it).
+- ``model_server`` (function): a scripted OpenAI-compatible model offering
+  ``helpers.MODEL``, with no replies scripted; a test file whose tests share a
+  script overrides it with ``def model_server(model_server)`` that scripts and
+  returns it. ``helpers.model_env(model_server)`` makes it the site's model.
+- ``owner_workspace`` (function): ``(page, url)``, ``page`` signed in as a new
+  person (OWNER) on a new thread of ``haico_server``, its socket open;
+  ``second_tab``: another tab of that person on the same thread.
 
 Missing Chromium skips locally; with HAICO_REQUIRE_ALL_TESTS=1 (CI) the skip
 becomes a failure (tests/conftest.py).
@@ -413,3 +420,39 @@ def new_page(browser, request):
 @pytest.fixture
 def page(new_page):
     return new_page()
+
+
+# --- a person on a thread, and a scripted model: the set-up most tests start from.
+# (helpers imports this module, hence its names imported inside the fixtures.)
+
+OWNER = "ada"
+
+
+@pytest.fixture
+def owner_workspace(page, haico_server):
+    """`page` signed in as a new person (OWNER), without the sign-up form, on a
+    new thread of `haico_server`, its socket open: (page, the workspace URL)."""
+    from .helpers import new_thread_for, wait_for_socket
+
+    url = new_thread_for(page, haico_server.url, OWNER)
+    wait_for_socket(page)
+    return page, url
+
+
+@pytest.fixture
+def second_tab(owner_workspace):
+    """Another tab of `owner_workspace`'s person on the same thread, both sockets open."""
+    from .helpers import open_second_tab
+
+    return open_second_tab(*owner_workspace)
+
+
+@pytest.fixture
+def model_server():
+    """A scripted OpenAI-compatible model offering MODEL, its replies scripted by the test."""
+    from tests.support.openai_server import OpenAICompatibleServer
+
+    from .helpers import MODEL
+
+    with OpenAICompatibleServer(models=[MODEL]) as server:
+        yield server

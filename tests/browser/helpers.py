@@ -46,6 +46,16 @@ def new_thread_for(page: Page, base_url: str, username: str) -> str:
     return create_thread(page, base_url)
 
 
+def open_second_tab(page: Page, url: str) -> Page:
+    """Another tab of the same person (`page`'s browser context) on `url`;
+    returns once both tabs' sockets are open."""
+    second = page.context.new_page()
+    second.goto(url)
+    wait_for_socket(page)
+    wait_for_socket(second)
+    return second
+
+
 def log_in(page: Page, base_url: str, username: str, password: str = PASSWORD) -> None:
     page.goto(f"{base_url}/accounts/login/")
     page.get_by_label("Username").fill(username)

@@ -15,10 +15,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import OpenAICompatibleServer
 
 from .helpers import (
-    MODEL,
     TURN_WAIT_MS,
     document_text,
     model_env,
@@ -58,52 +56,51 @@ def axe_problems(page: Page, where: str) -> list[str]:
 
 
 @pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        server.script(
-            [
-                Reply(
-                    tool_calls=[
-                        tool_call(
-                            "add_preferences",
-                            "Noting your rules for the trip.",
-                            items=[
-                                {"title": "Budget under 1500 euros", "kind": "hard", "subtitle": "for two people"},
-                                {"title": "Short walks", "kind": "soft"},
-                            ],
-                        ),
-                        tool_call("set_objective", "Recording the goal.", text="Plan three days in Lisbon"),
-                        tool_call(
-                            "add_todos",
-                            "Laying out the plan.",
-                            steps=[{"text": "Book flights"}, {"text": "Choose a hotel"}, {"text": "Compare three", "depth": 1}],
-                        ),
-                    ]
-                ),
-                Reply(text="I noted your rules, the goal and a plan."),
-                Reply(
-                    tool_calls=[
-                        revenue_chart_call(),
-                        revenue_table_call(),
-                    ]
-                ),
-                Reply(text="A chart and a table."),
-                Reply(
-                    tool_calls=[
-                        tool_call(
-                            "replace_in_document",
-                            "Raising the budget.",
-                            old_text="About 1200 euros for two.",
-                            new_text="About 1400 euros for two, flights included.",
-                        ),
-                        tool_call("append_to_document", "Adding the days.", text="## Days\n\n- Day 1: Alfama\n\n"),
-                    ]
-                ),
-                Reply(text="I raised the budget and added the days."),
-                Reply(tool_calls=[tool_call("remove_preferences", "Dropping the rule you no longer want.", indices=[2])]),
-            ]
-        )
-        yield server
+def model_server(model_server):
+    model_server.script(
+        [
+            Reply(
+                tool_calls=[
+                    tool_call(
+                        "add_preferences",
+                        "Noting your rules for the trip.",
+                        items=[
+                            {"title": "Budget under 1500 euros", "kind": "hard", "subtitle": "for two people"},
+                            {"title": "Short walks", "kind": "soft"},
+                        ],
+                    ),
+                    tool_call("set_objective", "Recording the goal.", text="Plan three days in Lisbon"),
+                    tool_call(
+                        "add_todos",
+                        "Laying out the plan.",
+                        steps=[{"text": "Book flights"}, {"text": "Choose a hotel"}, {"text": "Compare three", "depth": 1}],
+                    ),
+                ]
+            ),
+            Reply(text="I noted your rules, the goal and a plan."),
+            Reply(
+                tool_calls=[
+                    revenue_chart_call(),
+                    revenue_table_call(),
+                ]
+            ),
+            Reply(text="A chart and a table."),
+            Reply(
+                tool_calls=[
+                    tool_call(
+                        "replace_in_document",
+                        "Raising the budget.",
+                        old_text="About 1200 euros for two.",
+                        new_text="About 1400 euros for two, flights included.",
+                    ),
+                    tool_call("append_to_document", "Adding the days.", text="## Days\n\n- Day 1: Alfama\n\n"),
+                ]
+            ),
+            Reply(text="I raised the budget and added the days."),
+            Reply(tool_calls=[tool_call("remove_preferences", "Dropping the rule you no longer want.", indices=[2])]),
+        ]
+    )
+    return model_server
 
 
 def _turn(page: Page, text: str, answers: int) -> None:

@@ -6,29 +6,23 @@ the summary of a tab whose log is closed."""
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.openai_server import HTTPFailure, OpenAICompatibleServer, Reply
+from tests.support.openai_server import HTTPFailure, Reply
 
-from .helpers import MODEL, TURN_WAIT_MS, create_thread, sign_up, wait_for_socket
+from .helpers import TURN_WAIT_MS, model_env, new_thread_for, open_second_tab
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        server.script([HTTPFailure(429, "slow down", retry_after=0), Reply(text="Here is the outline.")])
-        yield server
+def model_server(model_server):
+    model_server.script([HTTPFailure(429, "slow down", retry_after=0), Reply(text="Here is the outline.")])
+    return model_server
 
 
 def test_an_entry_appears_live_with_its_details_one_click_away(new_page, start_haico_server, model_server):
-    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    server = start_haico_server(model_env(model_server))
     page = new_page()
-    sign_up(page, server.url, "lovelace")
-    url = create_thread(page, server.url)
-    closed_tab = page.context.new_page()
-    closed_tab.goto(url)
-    wait_for_socket(page)
-    wait_for_socket(closed_tab)
+    closed_tab = open_second_tab(page, new_thread_for(page, server.url, "lovelace"))
 
     log = page.locator("#activity-log")
     log.locator("summary").first.click()

@@ -10,11 +10,8 @@ the answer streaming in, and after a reload all of it is still there.
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.support.openai_server import OpenAICompatibleServer
-
 from .helpers import (
     ANSWER,
-    MODEL,
     REASONING,
     REQUEST,
     TURN_WAIT_MS,
@@ -28,10 +25,9 @@ from .helpers import (
 
 
 @pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        server.script(chart_turn_script())
-        yield server
+def model_server(model_server):
+    model_server.script(chart_turn_script())
+    return model_server
 
 
 def watch_answer_text(page: Page) -> None:

@@ -17,6 +17,7 @@ from .helpers import (
     document_text,
     model_env,
     new_thread_for,
+    open_second_tab,
     save_document_now,
     type_after,
     wait_for_socket,
@@ -26,27 +27,26 @@ ASKING = "Dropping the rule you no longer want."
 
 
 @pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        server.script(
-            [
-                Reply(
-                    tool_calls=[
-                        tool_call(
-                            "add_preferences",
-                            "Noting your rules.",
-                            items=[{"title": "Formal tone", "kind": "soft"}, {"title": "Short paragraphs", "kind": "soft"}],
-                        )
-                    ]
-                ),
-                Reply(text="Noted both rules."),
-                Reply(tool_calls=[tool_call("remove_preferences", ASKING, indices=[1])]),
-                Reply(text="Kept it, as you said."),
-                Reply(tool_calls=[tool_call("remove_preferences", ASKING, indices=[1])]),
-                Reply(text="Removed it."),
-            ]
-        )
-        yield server
+def model_server(model_server):
+    model_server.script(
+        [
+            Reply(
+                tool_calls=[
+                    tool_call(
+                        "add_preferences",
+                        "Noting your rules.",
+                        items=[{"title": "Formal tone", "kind": "soft"}, {"title": "Short paragraphs", "kind": "soft"}],
+                    )
+                ]
+            ),
+            Reply(text="Noted both rules."),
+            Reply(tool_calls=[tool_call("remove_preferences", ASKING, indices=[1])]),
+            Reply(text="Kept it, as you said."),
+            Reply(tool_calls=[tool_call("remove_preferences", ASKING, indices=[1])]),
+            Reply(text="Removed it."),
+        ]
+    )
+    return model_server
 
 
 def _send(page: Page, text: str) -> None:
@@ -69,9 +69,7 @@ def test_the_approval_card_asks_in_every_tab_survives_a_reload_and_answers(new_p
     preferences = page.get_by_role("region", name="Preferences")
     expect(preferences.get_by_text("Formal tone")).to_be_visible()
 
-    other = page.context.new_page()
-    other.goto(url)
-    wait_for_socket(other)
+    other = open_second_tab(page, url)
     _send(page, "drop the formal tone rule")
     for tab in (page, other):
         card = _card(tab)
@@ -123,10 +121,7 @@ def test_an_approved_rewrite_of_a_passage_the_person_edited_meanwhile_says_it_wa
         server = start_haico_server(model_env(model_server))
         page = new_page()
         url = new_thread_for(page, server.url, "ada")
-        other = page.context.new_page()
-        other.goto(url)
-        wait_for_socket(page)
-        wait_for_socket(other)
+        other = open_second_tab(page, url)
         save_document_now(page, REPORT)
 
         _send(page, "make it short")

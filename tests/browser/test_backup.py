@@ -21,9 +21,8 @@ from playwright.sync_api import Page, expect
 from psycopg import sql
 
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, log_in, model_env, new_thread_for, wait_for_socket
+from .helpers import TURN_WAIT_MS, log_in, model_env, new_thread_for, wait_for_socket
 
 FIRST = "Plan my essay on tides"
 FIRST_ANSWER = "Three steps, to start with."
@@ -32,24 +31,23 @@ SECOND_ANSWER = "Outline the argument, as we said."
 
 
 @pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        server.script(
-            [
-                Reply(
-                    tool_calls=[
-                        tool_call(
-                            "add_todos",
-                            "Planning the essay.",
-                            steps=[{"text": "Outline the argument"}, {"text": "Write the draft"}, {"text": "Revise"}],
-                        )
-                    ]
-                ),
-                Reply(text=FIRST_ANSWER),
-                Reply(text=SECOND_ANSWER),
-            ]
-        )
-        yield server
+def model_server(model_server):
+    model_server.script(
+        [
+            Reply(
+                tool_calls=[
+                    tool_call(
+                        "add_todos",
+                        "Planning the essay.",
+                        steps=[{"text": "Outline the argument"}, {"text": "Write the draft"}, {"text": "Revise"}],
+                    )
+                ]
+            ),
+            Reply(text=FIRST_ANSWER),
+            Reply(text=SECOND_ANSWER),
+        ]
+    )
+    return model_server
 
 
 def send(page: Page, text: str) -> None:

@@ -86,6 +86,7 @@ def test_behind_nginx_with_tls_a_turn_streams_from_two_server_processes_into_two
             try:
                 tab_a = context.new_page()
                 tab_a.on("console", lambda message: console.append(message.text))
+                # The sign-up form itself, through nginx: its CSRF check over TLS is part of working behind it.
                 sign_up(tab_a, proxy.url, "ada")
                 url = create_thread(tab_a, proxy.url)
                 assert url.startswith(proxy.url + "/threads/")

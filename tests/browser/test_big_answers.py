@@ -15,7 +15,7 @@ from agent.answer_cap import cut_note
 from tests.support.fake_model import Reply
 from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, create_thread, sign_up, wait_for_socket
+from .helpers import MODEL, TURN_WAIT_MS, model_env, new_thread_for, open_second_tab
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
@@ -25,15 +25,6 @@ NOTE = cut_note(ANSWER_MAX_CHARS)
 # characters, so even the answer cut at the cap renders to more than one
 # live message may carry: the pages fetch it (conversations.live).
 HUGE_ANSWER = "".join(f"Paragraph {n}: {'éàü ôîç ñøå ' * 12}\n\n" for n in range(28_000))
-
-
-def _env(model_server, redis_url: str) -> dict:
-    return {
-        "OPENAI_BASE_URL": model_server.base_url,
-        "OPENAI_API_KEY": "test",
-        "HAICO_MODEL": MODEL,
-        "REDIS_URL": redis_url,
-    }
 
 
 def _expect_turn_ended_with_the_cut_answer(tab) -> None:
@@ -56,17 +47,13 @@ def test_a_multi_megabyte_answer_ends_the_turn_in_every_tab_cut_with_a_note(
     assert len(HUGE_ANSWER.encode()) > 5_000_000
     with OpenAICompatibleServer(models=[MODEL]) as model_server:
         model_server.script([Reply(text=HUGE_ANSWER, token_chars=32_000), Reply(text="A short second answer.")])
-        env = _env(model_server, redis_url)
+        env = model_env(model_server, REDIS_URL=redis_url)
         server_a = start_haico_server(env, database_url=postgres_database_url)
         server_b = start_haico_server(env, database_url=postgres_database_url)
 
         tab_a = new_page()
-        sign_up(tab_a, server_a.url, "ada")
-        url_a = create_thread(tab_a, server_a.url)
-        tab_b = tab_a.context.new_page()  # the same person, on the other server
-        tab_b.goto(url_a.replace(server_a.url, server_b.url))
-        wait_for_socket(tab_a)
-        wait_for_socket(tab_b)
+        url_a = new_thread_for(tab_a, server_a.url, "ada")
+        tab_b = open_second_tab(tab_a, url_a.replace(server_a.url, server_b.url))  # the same person, on the other server
 
         chat_a = tab_a.get_by_role("region", name="Chat")
         chat_a.get_by_role("textbox", name="Message").fill("Tell me everything")

@@ -5,19 +5,11 @@ between the branch threads (docs/adr/0014)."""
 
 import re
 
-import pytest
 from playwright.sync_api import Page, expect
 
 from tests.support.fake_model import Reply
-from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, WORKSPACE_URL, create_thread, sign_up, thread_id_from, wait_for_socket
-
-
-@pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        yield server
+from .helpers import TURN_WAIT_MS, WORKSPACE_URL, model_env, new_thread_for, thread_id_from, wait_for_socket
 
 
 def _chat(page: Page):
@@ -55,10 +47,9 @@ def test_edit_and_regenerate_fork_the_thread_and_the_arrows_switch_versions(new_
             Reply(text="A regenerated answer."),
         ]
     )
-    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    server = start_haico_server(model_env(model_server))
     page = new_page()
-    sign_up(page, server.url, "ada")
-    original = create_thread(page, server.url)
+    original = new_thread_for(page, server.url, "ada")
     wait_for_socket(page)
     _send(page, "first message", "Answer one.")
     _send(page, "second message", "Answer two.")

@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 from tests.support.fake_model import Reply
 from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, create_thread, open_add_form, sign_up, wait_for_socket
+from .helpers import MODEL, TURN_WAIT_MS, model_env, new_thread_for, open_add_form, wait_for_socket
 
 pytestmark = [pytest.mark.browser, pytest.mark.redis]
 
@@ -103,8 +103,7 @@ def test_with_redis_stopped_the_page_says_reconnecting_and_catches_up_once_it_is
 ):
     server = start_haico_server({"REDIS_URL": private_redis.url})
     first = new_page()
-    sign_up(first, server.url, "ada")
-    url = create_thread(first, server.url)
+    url = new_thread_for(first, server.url, "ada")
     second = first.context.new_page()
     second.goto(url)
     for tab in (first, second):
@@ -142,17 +141,9 @@ def test_a_turn_streaming_while_redis_stops_comes_back_whole_on_the_page(new_pag
         # About 16 seconds of answer (a token per word and per space): it
         # streams through the whole outage.
         model_server.script([Reply(text=ANSWER, token_delay=0.2)])
-        server = start_haico_server(
-            {
-                "REDIS_URL": private_redis.url,
-                "OPENAI_BASE_URL": model_server.base_url,
-                "OPENAI_API_KEY": "test",
-                "HAICO_MODEL": MODEL,
-            }
-        )
+        server = start_haico_server(model_env(model_server, REDIS_URL=private_redis.url))
         page = new_page()
-        sign_up(page, server.url, "grace")
-        create_thread(page, server.url)
+        new_thread_for(page, server.url, "grace")
         wait_for_socket(page)
         chat = page.get_by_role("region", name="Chat")
         chat.get_by_role("textbox", name="Message").fill("Count for me")

@@ -11,20 +11,17 @@ against the real server and a scripted model.
   turn's snapshot and the model's first call see the typed text.
 """
 
-import pytest
 from playwright.sync_api import Page, expect
 
 from tests.support.fake_model import Reply
-from tests.support.openai_server import OpenAICompatibleServer
 
 from .helpers import (
     LATE_SOCKET_SCRIPT,
-    MODEL,
     TURN_WAIT_MS,
-    create_thread,
     document_status,
     document_text,
-    sign_up,
+    model_env,
+    new_thread_for,
     thread_id_from,
     wait_for_socket,
 )
@@ -32,17 +29,10 @@ from .helpers import (
 CONNECTING = "Connecting… it will be sent when connected."
 
 
-@pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        yield server
-
-
 def _start(new_page, start_haico_server, model_server) -> tuple[object, Page, str]:
-    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    server = start_haico_server(model_env(model_server))
     page = new_page()
-    sign_up(page, server.url, "ada")
-    url = create_thread(page, server.url)
+    url = new_thread_for(page, server.url, "ada")
     return server, page, url
 
 

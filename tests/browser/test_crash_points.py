@@ -19,7 +19,7 @@ from playwright.sync_api import expect
 from tests.support.fake_model import Reply
 from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, create_thread, sign_up, thread_id_from, wait_for_socket
+from .helpers import MODEL, TURN_WAIT_MS, model_env, new_thread_for, thread_id_from, wait_for_socket
 
 # The servers here take a half-made thing for abandoned after a second (a
 # real server: five minutes); their cleanup runs every 10 s.
@@ -27,13 +27,7 @@ CLEANUP_WAIT_SECONDS = 45
 
 
 def _env(model_server, crash_at: str) -> dict:
-    return {
-        "OPENAI_BASE_URL": model_server.base_url,
-        "OPENAI_API_KEY": "test",
-        "HAICO_MODEL": MODEL,
-        "HAICO_CRASH_AT": crash_at,
-        "HAICO_ABANDONED_AFTER_SECONDS": "1",
-    }
+    return model_env(model_server, HAICO_CRASH_AT=crash_at, HAICO_ABANDONED_AFTER_SECONDS="1")
 
 
 def _send(page, text: str, turn: int, answer: str) -> None:
@@ -81,8 +75,7 @@ def test_a_regenerate_killed_before_its_turn_began_leaves_no_branch_and_trying_a
         model_server.script([Reply(text="Answer one."), Reply(text="Answer two.")])
         model_server.default_reply = Reply(text="A regenerated answer.")
         server = start_haico_server(_env(model_server, "branch-made"))
-        sign_up(page, server.url, "ada")
-        url = create_thread(page, server.url)
+        url = new_thread_for(page, server.url, "ada")
         source = uuid.UUID(thread_id_from(url))
         wait_for_socket(page)
         _send(page, "first message", 1, "Answer one.")
@@ -125,8 +118,7 @@ def test_an_import_killed_after_writing_its_history_leaves_nothing_and_importing
     with OpenAICompatibleServer(models=[MODEL]) as model_server:
         model_server.default_reply = Reply(text="An answer to export.")
         server = start_haico_server(_env(model_server, "import-history-written"))
-        sign_up(page, server.url, "ada")
-        url = create_thread(page, server.url)
+        url = new_thread_for(page, server.url, "ada")
         source = uuid.UUID(thread_id_from(url))
         wait_for_socket(page)
         _send(page, "a message worth keeping", 1, "An answer to export.")

@@ -15,10 +15,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import OpenAICompatibleServer
 
 from .helpers import (
-    MODEL,
     TURN_WAIT_MS,
     expect_bar_chart,
     model_env,
@@ -89,23 +87,22 @@ def test_an_injected_inline_script_does_not_run_and_is_reported_to_the_server(pa
 
 
 @pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        server.script(
-            [
-                Reply(
-                    tool_calls=[
-                        revenue_chart_call(),
-                        revenue_table_call(),
-                        tool_call("append_to_document", "Writing the findings.", text=DOCUMENT),
-                        tool_call("add_preferences", "Noting your rule.", items=[{"title": "Formal tone", "kind": "soft"}]),
-                    ]
-                ),
-                Reply(text="Here are the **figures**."),
-                Reply(tool_calls=[tool_call("remove_preferences", "Dropping the rule.", indices=[1])]),
-            ]
-        )
-        yield server
+def model_server(model_server):
+    model_server.script(
+        [
+            Reply(
+                tool_calls=[
+                    revenue_chart_call(),
+                    revenue_table_call(),
+                    tool_call("append_to_document", "Writing the findings.", text=DOCUMENT),
+                    tool_call("add_preferences", "Noting your rule.", items=[{"title": "Formal tone", "kind": "soft"}]),
+                ]
+            ),
+            Reply(text="Here are the **figures**."),
+            Reply(tool_calls=[tool_call("remove_preferences", "Dropping the rule.", indices=[1])]),
+        ]
+    )
+    return model_server
 
 
 def test_the_pages_a_person_uses_break_no_rule_of_the_policy(new_page, start_haico_server, model_server):

@@ -22,8 +22,8 @@ from .helpers import (
 pytestmark = pytest.mark.browser
 
 
-def test_the_preview_follows_the_typing_before_any_save_and_scrolls_with_the_editor(page, haico_server):
-    new_thread_for(page, haico_server.url, "ada")
+def test_the_preview_follows_the_typing_before_any_save_and_scrolls_with_the_editor(owner_workspace, haico_server):
+    page, _url = owner_workspace
     delay_document_saves(page, 60_000)  # no save reaches the server during this test
     preview = page.locator("#doc-preview")
 
@@ -105,14 +105,7 @@ def test_a_stacked_line_chart_is_drawn_stacked(page, start_haico_server, model_s
 
 
 def test_the_model_chosen_in_a_thread_is_still_chosen_after_a_reload(page, start_haico_server, model_server):
-    server = start_haico_server(
-        {
-            "OPENAI_BASE_URL": model_server.base_url,
-            "OPENAI_API_KEY": "test",
-            "HAICO_MODEL": "scripted-model",
-            "HAICO_MODELS": "scripted-model,scripted-other",
-        }
-    )
+    server = start_haico_server(model_env(model_server, HAICO_MODELS="scripted-model,scripted-other"))
     new_thread_for(page, server.url, "ada")
     model = page.get_by_role("region", name="Chat").get_by_role("combobox", name="Model")
     # The options' values name the provider too (agent.catalogue): the environment's here.
@@ -130,8 +123,8 @@ def test_the_model_chosen_in_a_thread_is_still_chosen_after_a_reload(page, start
     expect(page.get_by_role("region", name="Chat").get_by_role("combobox", name="Model")).to_have_value("env:scripted-model")
 
 
-def test_the_rename_form_keeps_its_row_after_a_refused_title(page, haico_server):
-    new_thread_for(page, haico_server.url, "ada")
+def test_the_rename_form_keeps_its_row_after_a_refused_title(owner_workspace, haico_server):
+    page, _url = owner_workspace
     page.goto(f"{haico_server.url}/threads/")
     page.get_by_role("button", name="Rename thread New thread").click()
     form = page.locator(".thread-rename")
@@ -156,9 +149,9 @@ def test_the_rename_form_keeps_its_row_after_a_refused_title(page, haico_server)
     assert abs(after[1] - after[2]) < 2 and error.bounding_box()["y"] > after[1] + row_of("Save")[1] - 1
 
 
-def test_a_preview_update_replaces_only_the_blocks_that_changed(page, haico_server):
+def test_a_preview_update_replaces_only_the_blocks_that_changed(owner_workspace):
     # A long document's preview is not built again whole for one paragraph (docs/adr/0042).
-    new_thread_for(page, haico_server.url, "ada")
+    page, _url = owner_workspace
     delay_document_saves(page, 60_000)
     preview = page.locator("#doc-preview")
     document_text(page).fill("\n\n".join(f"Paragraph {n} of the preview." for n in range(1, 41)))

@@ -19,7 +19,7 @@ from playwright.sync_api import expect
 from tests.support.fake_model import Reply
 from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, WORKSPACE_URL, create_thread, sign_up, wait_for_socket
+from .helpers import MODEL, TURN_WAIT_MS, WORKSPACE_URL, model_env, new_thread_for, wait_for_socket
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
@@ -65,13 +65,12 @@ def test_turns_go_on_on_both_servers_after_the_database_closed_every_connection(
     database = postgres_database_url.rsplit("/", 1)[1]
     with OpenAICompatibleServer(models=[MODEL]) as model_server:
         model_server.default_reply = Reply(text="All good.")
-        env = {"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL, "REDIS_URL": redis_url}
+        env = model_env(model_server, REDIS_URL=redis_url)
         server_a = start_haico_server(env, database_url=postgres_database_url)
         server_b = start_haico_server(env, database_url=postgres_database_url)
 
         tab_a = new_page()
-        sign_up(tab_a, server_a.url, "ada")
-        create_thread(tab_a, server_a.url)  # a thread whose turns run on server A
+        new_thread_for(tab_a, server_a.url, "ada")  # a thread whose turns run on server A
         tab_b = tab_a.context.new_page()
         tab_b.goto(f"{server_b.url}/threads/")  # and one whose turns run on server B
         tab_b.get_by_role("button", name="New thread", exact=True).click()

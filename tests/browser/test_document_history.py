@@ -6,21 +6,18 @@ saved in the editor is never lost by opening the history or restoring."""
 import json
 import uuid
 
-import pytest
 from playwright.sync_api import expect
 
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import OpenAICompatibleServer
 
 from .helpers import (
     AUTOSAVE_WAIT_MS,
-    MODEL,
     TURN_WAIT_MS,
-    create_thread,
     delay_document_saves,
     document_text,
+    model_env,
+    new_thread_for,
     save_document_now,
-    sign_up,
     thread_id_from,
     type_after,
     wait_for_socket,
@@ -28,12 +25,6 @@ from .helpers import (
 
 MINE = "# Report\n\nIntro paragraph.\n\nResults are good.\n"
 AGENTS = "# Report\n\nIntro paragraph.\n\nResults are excellent, says the agent.\n"
-
-
-@pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        yield server
 
 
 def _revisions(server, thread_id):
@@ -55,10 +46,9 @@ def _person_then_agent(new_page, start_haico_server, model_server):
             Reply(text="I rewrote the results."),
         ]
     )
-    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    server = start_haico_server(model_env(model_server))
     page = new_page()
-    sign_up(page, server.url, "hedy")
-    url = create_thread(page, server.url)
+    url = new_thread_for(page, server.url, "hedy")
     wait_for_socket(page)
     save_document_now(page, MINE)  # version 1, the person's
     chat = page.get_by_role("region", name="Chat")

@@ -16,12 +16,10 @@ import pytest
 from playwright.sync_api import expect
 
 from .helpers import (
-    create_thread,
     document_status,
     document_text,
     long_document,
     save_through_service,
-    sign_up,
     thread_id_from,
     type_after,
     wait_for_socket,
@@ -42,10 +40,8 @@ def _last_paragraph(text: str) -> str:
     return re.findall(r"Paragraph (\d+)\.1 of the report says what was found in part \1\.", text)[-1]
 
 
-def test_a_long_document_written_by_the_service_saves_after_a_reload_and_takes_other_tabs_edits(new_page, haico_server):
-    first = new_page()
-    sign_up(first, haico_server.url, "ada")
-    url = create_thread(first, haico_server.url)
+def test_a_long_document_written_by_the_service_saves_after_a_reload_and_takes_other_tabs_edits(owner_workspace, haico_server):
+    first, url = owner_workspace
     thread_id = thread_id_from(url)
     second = first.context.new_page()
 

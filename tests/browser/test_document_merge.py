@@ -19,11 +19,9 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import OpenAICompatibleServer
 
 from .helpers import (
     AUTOSAVE_WAIT_MS,
-    MODEL,
     TURN_WAIT_MS,
     delay_document_saves,
     document_status,
@@ -40,17 +38,14 @@ REPORT = "# Report\n\nIntro paragraph.\n\nMethods paragraph.\n\nResults paragrap
 MERGED = "Saved, merged with the latest changes"
 
 
-def _two_tabs(new_page, server) -> tuple[Page, Page, str]:
-    """Two tabs of one person's thread, the report saved in the first and shown in both."""
-    first = new_page()
-    url = new_thread_for(first, server.url, "ada")
-    second = first.context.new_page()
-    second.goto(url)
-    wait_for_socket(first)
-    wait_for_socket(second)
+@pytest.fixture
+def two_tabs(owner_workspace, second_tab) -> tuple[Page, Page, str]:
+    """Two tabs of one person's thread, the report saved in the first and shown
+    in both: (first, second, the thread's id)."""
+    first, url = owner_workspace
     save_document_now(first, REPORT)
-    expect(document_text(second)).to_have_value(REPORT)
-    return first, second, thread_id_from(url).replace("-", "")
+    expect(document_text(second_tab)).to_have_value(REPORT)
+    return first, second_tab, thread_id_from(url).replace("-", "")
 
 
 def _stored(server, thread_id):
@@ -68,8 +63,8 @@ def _revision_authors(server, thread_id):
     ]
 
 
-def test_unsaved_text_is_merged_at_once_when_another_tab_saves_another_paragraph(new_page, haico_server):
-    first, second, thread_id = _two_tabs(new_page, haico_server)
+def test_unsaved_text_is_merged_at_once_when_another_tab_saves_another_paragraph(two_tabs, haico_server):
+    first, second, thread_id = two_tabs
 
     type_after(first, "Intro paragraph.", " Typed in the first tab.")
     # Before the first tab's autosave: the second tab saves the methods.
@@ -92,8 +87,8 @@ def test_unsaved_text_is_merged_at_once_when_another_tab_saves_another_paragraph
     assert _revision_authors(haico_server, thread_id) == ["person", "person", "person"]
 
 
-def test_overlapping_edits_show_one_conflict_view_and_keep_both_writes_both_variants(new_page, haico_server):
-    first, second, thread_id = _two_tabs(new_page, haico_server)
+def test_overlapping_edits_show_one_conflict_view_and_keep_both_writes_both_variants(two_tabs, haico_server):
+    first, second, thread_id = two_tabs
     mine = REPORT.replace("Methods paragraph.", "Methods by me.")
 
     document_text(first).click()  # a real click: the page now counts as used (beforeunload needs it)
@@ -135,8 +130,8 @@ def test_overlapping_edits_show_one_conflict_view_and_keep_both_writes_both_vari
     assert dialogs == ["beforeunload"]
 
 
-def test_keep_mine_and_keep_theirs_settle_the_overlap_each_way(new_page, haico_server):
-    first, second, thread_id = _two_tabs(new_page, haico_server)
+def test_keep_mine_and_keep_theirs_settle_the_overlap_each_way(two_tabs, haico_server):
+    first, second, thread_id = two_tabs
     text = REPORT
     # One word each ("mine1", not "mine-1": a shared "-1" -> "-2" would be the
     # same change on both sides, which merges cleanly).
@@ -155,8 +150,8 @@ def test_keep_mine_and_keep_theirs_settle_the_overlap_each_way(new_page, haico_s
         assert _stored(haico_server, thread_id)[0] == text
 
 
-def test_keys_typed_while_a_merged_save_is_on_its_way_are_saved_too(new_page, haico_server):
-    first, second, thread_id = _two_tabs(new_page, haico_server)
+def test_keys_typed_while_a_merged_save_is_on_its_way_are_saved_too(two_tabs, haico_server):
+    first, second, thread_id = two_tabs
     delay_document_saves(first, 800)
 
     type_after(first, "Intro paragraph.", " One.")
@@ -177,9 +172,8 @@ def test_keys_typed_while_a_merged_save_is_on_its_way_are_saved_too(new_page, ha
     _wait_for(lambda: _stored(haico_server, thread_id) == (merged, 4))
 
 
-def test_leaving_with_unsaved_text_asks_first(new_page, haico_server):
-    page = new_page()
-    new_thread_for(page, haico_server.url, "ada")
+def test_leaving_with_unsaved_text_asks_first(owner_workspace):
+    page, _url = owner_workspace
     dialogs = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.dismiss()))
     editor = document_text(page)
@@ -214,12 +208,6 @@ def _wait_for(condition, timeout: float = 10.0, *, pump=None):
 def _document_version(server, thread_id) -> int:
     rows = server.query("SELECT version FROM workspace_document WHERE thread_id = ?", (thread_id,))
     return rows[0][0] if rows else 0
-
-
-@pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        yield server
 
 
 def _start(new_page, start_haico_server, model_server):
@@ -321,8 +309,8 @@ WATCH_CONFLICTS = """() => {
 }"""
 
 
-def test_typing_on_while_a_save_is_merged_never_conflicts_with_the_tabs_own_text(new_page, haico_server):
-    first, second, thread_id = _two_tabs(new_page, haico_server)
+def test_typing_on_while_a_save_is_merged_never_conflicts_with_the_tabs_own_text(two_tabs, haico_server):
+    first, second, thread_id = two_tabs
     second.evaluate(WATCH_CONFLICTS)
     delay_document_saves(second, 3000)
 
@@ -365,8 +353,8 @@ REBASE_CASES = """() => {
 }"""
 
 
-def test_keys_typed_meanwhile_are_put_on_the_merged_text_where_they_land(page, haico_server):
-    new_thread_for(page, haico_server.url, "ada")
+def test_keys_typed_meanwhile_are_put_on_the_merged_text_where_they_land(owner_workspace):
+    page, _url = owner_workspace
     page.wait_for_function("() => window.HAICO && window.HAICO.rebaseDocument")
     out = page.evaluate(REBASE_CASES)
     assert out["disjoint"] == ["One more.\n\nTwo.\n\nThree, theirs.\n", len("One more")]

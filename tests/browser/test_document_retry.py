@@ -6,7 +6,7 @@ text never waits for the next key press (or the tab's closing) to be saved."""
 import pytest
 from playwright.sync_api import expect
 
-from .helpers import document_status, document_text, new_thread_for, thread_id_from, wait_for_socket
+from .helpers import document_status, document_text, thread_id_from
 
 pytestmark = pytest.mark.browser
 
@@ -23,9 +23,9 @@ def _type(page, text):
     page.keyboard.type(text, delay=5)
 
 
-def test_text_typed_offline_is_saved_when_the_browser_is_back_online(page, haico_server):
-    thread_id = thread_id_from(new_thread_for(page, haico_server.url, "ada"))
-    wait_for_socket(page)
+def test_text_typed_offline_is_saved_when_the_browser_is_back_online(owner_workspace, haico_server):
+    page, url = owner_workspace
+    thread_id = thread_id_from(url)
 
     page.context.set_offline(True)
     _type(page, "Written on a train.")
@@ -41,8 +41,9 @@ def test_text_typed_offline_is_saved_when_the_browser_is_back_online(page, haico
     assert _stored(haico_server, thread_id) == "Written on a train."
 
 
-def test_a_save_the_server_refused_to_take_is_tried_again_until_it_goes_through(page, haico_server):
-    thread_id = thread_id_from(new_thread_for(page, haico_server.url, "ada"))
+def test_a_save_the_server_refused_to_take_is_tried_again_until_it_goes_through(owner_workspace, haico_server):
+    page, url = owner_workspace
+    thread_id = thread_id_from(url)
     answered = []
 
     def unavailable(route):

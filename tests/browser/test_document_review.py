@@ -8,13 +8,11 @@ selection (docs/adr/0019), in Chromium against the real server.
   the model as a <selection> in its workspace block.
 """
 
-import pytest
 from playwright.sync_api import expect
 
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, create_thread, document_text, save_document_now, sign_up, wait_for_socket
+from .helpers import TURN_WAIT_MS, document_text, model_env, new_thread_for, save_document_now, wait_for_socket
 
 REPORT = "# Report\n\nIntro paragraph.\n\nMethods paragraph.\n\nResults paragraph.\n"
 REWRITTEN = REPORT.replace("Intro paragraph.", "An introduction the agent wrote.").replace(
@@ -22,17 +20,10 @@ REWRITTEN = REPORT.replace("Intro paragraph.", "An introduction the agent wrote.
 )
 
 
-@pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        yield server
-
-
 def _start(new_page, start_haico_server, model_server, username):
-    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    server = start_haico_server(model_env(model_server))
     page = new_page()
-    sign_up(page, server.url, username)
-    create_thread(page, server.url)
+    new_thread_for(page, server.url, username)
     wait_for_socket(page)
     save_document_now(page, REPORT)
     return server, page

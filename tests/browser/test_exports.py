@@ -7,14 +7,10 @@ import base64
 import io
 import re
 
-import pytest
 from docx import Document as WordDocument
 from playwright.sync_api import expect
 
-from tests.support.openai_server import OpenAICompatibleServer
-
 from .helpers import (
-    MODEL,
     REQUEST,
     TURN_WAIT_MS,
     chart_turn_script,
@@ -26,12 +22,6 @@ from .helpers import (
 )
 
 TEXT = "# Field notes\n\nWritten just now, not yet saved.\n"
-
-
-@pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        yield server
 
 
 def _download(page, name):

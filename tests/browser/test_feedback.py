@@ -6,32 +6,27 @@ it as they changed it; the database holds one entry."""
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.openai_server import OpenAICompatibleServer
-
 from .helpers import (
     ANSWER,
-    MODEL,
     REQUEST,
     TURN_WAIT_MS,
     chart_turn_script,
-    create_thread,
-    sign_up,
+    model_env,
+    new_thread_for,
     thread_id_from,
     wait_for_socket,
 )
 
 
 @pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        server.script(chart_turn_script())
-        yield server
+def model_server(model_server):
+    model_server.script(chart_turn_script())
+    return model_server
 
 
 def test_the_person_leaves_feedback_on_a_turn_and_then_changes_it(page, start_haico_server, model_server):
-    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
-    sign_up(page, server.url, "ada")
-    thread_id = thread_id_from(create_thread(page, server.url)).replace("-", "")
+    server = start_haico_server(model_env(model_server))
+    thread_id = thread_id_from(new_thread_for(page, server.url, "ada")).replace("-", "")
     chat = page.get_by_role("region", name="Chat")
     wait_for_socket(page)
     chat.get_by_role("textbox", name="Message").fill(REQUEST)

@@ -5,7 +5,7 @@ import re
 
 from playwright.sync_api import expect
 
-from .helpers import WORKSPACE_URL, create_thread, log_in, sign_up, thread_id_from
+from .helpers import WORKSPACE_URL, log_in, new_thread_for, sign_up, sign_up_quickly, thread_id_from
 
 
 def test_signup_creates_the_account_and_opens_an_empty_thread_list(page, haico_server):
@@ -41,8 +41,7 @@ def test_wrong_password_is_refused_with_a_message(page, haico_server):
 
 
 def test_new_thread_opens_its_workspace_and_is_listed(page, haico_server):
-    sign_up(page, haico_server.url, "ada")
-    url = create_thread(page, haico_server.url)
+    url = new_thread_for(page, haico_server.url, "ada")
 
     for region in ("Preferences", "Planning", "Document", "Chat"):
         expect(page.get_by_role("region", name=region)).to_be_visible()
@@ -60,11 +59,10 @@ def test_new_thread_opens_its_workspace_and_is_listed(page, haico_server):
 
 def test_another_person_gets_404_on_a_thread_url_they_do_not_own(new_page, haico_server):
     owner_page = new_page()
-    sign_up(owner_page, haico_server.url, "ada")
-    url = create_thread(owner_page, haico_server.url)
+    url = new_thread_for(owner_page, haico_server.url, "ada")
 
     intruder_page = new_page()
-    sign_up(intruder_page, haico_server.url, "mallory")
+    sign_up_quickly(intruder_page, haico_server.url, "mallory")
     response = intruder_page.goto(url)
 
     assert response.status == 404
@@ -79,8 +77,7 @@ def test_another_person_gets_404_on_a_thread_url_they_do_not_own(new_page, haico
 
 def test_anonymous_visitor_is_sent_to_log_in_from_a_thread_url(new_page, haico_server):
     owner_page = new_page()
-    sign_up(owner_page, haico_server.url, "ada")
-    url = create_thread(owner_page, haico_server.url)
+    url = new_thread_for(owner_page, haico_server.url, "ada")
 
     anonymous = new_page()
     anonymous.goto(url)

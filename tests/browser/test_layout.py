@@ -38,8 +38,8 @@ def rename_from_top_bar(page: Page, title: str) -> None:
     expect(page.get_by_role("heading", level=1)).to_have_text(title)
 
 
-def test_the_document_keeps_half_a_laptop_window_with_both_rails_beside_it(page, haico_server):
-    new_thread_for(page, haico_server.url, "ada")
+def test_the_document_keeps_half_a_laptop_window_with_both_rails_beside_it(owner_workspace):
+    page, _url = owner_workspace
     for width, height in LAPTOPS:
         page.set_viewport_size({"width": width, "height": height})
         page.reload()
@@ -56,8 +56,8 @@ def test_the_document_keeps_half_a_laptop_window_with_both_rails_beside_it(page,
         assert page.evaluate("document.documentElement.scrollHeight") <= height
 
 
-def test_between_768_and_1279_px_the_document_keeps_its_column_and_tabs_choose_the_rail_beside_it(page, haico_server):
-    url = new_thread_for(page, haico_server.url, "ada")
+def test_between_768_and_1279_px_the_document_keeps_its_column_and_tabs_choose_the_rail_beside_it(owner_workspace):
+    page, url = owner_workspace
     add = open_add_form(page, "Planning", "Add step")
     for n in range(1, 8):
         add.get_by_role("textbox", name="New step").fill(f"Step {n}")

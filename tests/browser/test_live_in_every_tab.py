@@ -21,7 +21,7 @@ from tests.support.fake_model import Reply
 from tests.support.openai_server import OpenAICompatibleServer
 
 from .conftest import PASSWORD
-from .helpers import MODEL, TURN_WAIT_MS, create_thread, log_in, sign_up, thread_id_from, wait_for_socket
+from .helpers import MODEL, TURN_WAIT_MS, log_in, model_env, new_thread_for, open_second_tab, thread_id_from, wait_for_socket
 from .test_workspace_flow import add_preference
 
 OTHER_MODEL = "scripted-other"
@@ -35,14 +35,7 @@ def model_server():
 
 
 def _server(start_haico_server, model_server):
-    return start_haico_server(
-        {
-            "OPENAI_BASE_URL": model_server.base_url,
-            "OPENAI_API_KEY": "test",
-            "HAICO_MODEL": MODEL,
-            "HAICO_MODELS": f"{MODEL},{OTHER_MODEL}",
-        }
-    )
+    return start_haico_server(model_env(model_server, HAICO_MODELS=f"{MODEL},{OTHER_MODEL}"))
 
 
 def _send(page: Page, text: str, answers: list[str]) -> None:
@@ -67,12 +60,8 @@ def _focused_original(page: Page, selector: str) -> bool:
 def test_selectors_feedback_versions_and_the_map_follow_in_another_tab(new_page, start_haico_server, model_server):
     server = _server(start_haico_server, model_server)
     first = new_page()
-    sign_up(first, server.url, "ada")
-    url = create_thread(first, server.url)
-    second = first.context.new_page()
-    second.goto(url)
-    wait_for_socket(first)
-    wait_for_socket(second)
+    url = new_thread_for(first, server.url, "ada")
+    second = open_second_tab(first, url)
 
     # The selectors: the second tab's keyboard user stays on the same element while the first tab changes it.
     for selector, label, value in (("#chat-mode", "Plan", "plan"), ("#chat-model", OTHER_MODEL, f"env:{OTHER_MODEL}")):
@@ -132,8 +121,7 @@ def test_the_staff_view_follows_the_owners_edits_and_turns(new_page, start_haico
         f"get_user_model().objects.create_superuser(username='boss', password={PASSWORD!r}, email='boss@example.com')",
     )
     owner = new_page()
-    sign_up(owner, server.url, "ada")
-    url = create_thread(owner, server.url)
+    url = new_thread_for(owner, server.url, "ada")
     wait_for_socket(owner)
     staff = new_page()
     log_in(staff, server.url, "boss")

@@ -11,9 +11,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, create_thread, open_add_form, sign_up, step_action, wait_for_socket
+from .helpers import TURN_WAIT_MS, model_env, new_thread_for, open_add_form, step_action, wait_for_socket
 from .test_workspace_flow import AUTOSAVE_WAIT_MS, add_preference, expect_plan
 
 
@@ -23,14 +22,9 @@ def add_step(page: Page, text: str) -> None:
     form.get_by_role("button", name="Add step").click()
 
 
-def test_the_owners_edits_in_one_tab_appear_in_their_other_tab(new_page, haico_server):
-    first = new_page()
-    sign_up(first, haico_server.url, "ada")
-    url = create_thread(first, haico_server.url)
-    second = first.context.new_page()
-    second.goto(url)
-    wait_for_socket(first)
-    wait_for_socket(second)
+def test_the_owners_edits_in_one_tab_appear_in_their_other_tab(owner_workspace, second_tab):
+    first, _url = owner_workspace
+    second = second_tab
 
     add_step(first, "Gather sources")
     add_step(first, "Write the draft")
@@ -95,28 +89,26 @@ AGENT_STEPS = [{"text": "Find three studies", "depth": 0}, {"text": "Compare the
 
 
 @pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        server.script(
-            [
-                Reply(
-                    tool_calls=[
-                        tool_call("add_todos", "Adding the next steps to the plan.", steps=AGENT_STEPS),
-                        tool_call("toggle_todos", "Ticking off the first step.", indices=[1]),
-                        tool_call("append_to_document", "Adding a closing line.", text="Added by the agent."),
-                    ]
-                ),
-                Reply(text="I extended the plan and the document."),
-            ]
-        )
-        yield server
+def model_server(model_server):
+    model_server.script(
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("add_todos", "Adding the next steps to the plan.", steps=AGENT_STEPS),
+                    tool_call("toggle_todos", "Ticking off the first step.", indices=[1]),
+                    tool_call("append_to_document", "Adding a closing line.", text="Added by the agent."),
+                ]
+            ),
+            Reply(text="I extended the plan and the document."),
+        ]
+    )
+    return model_server
 
 
 def test_an_agent_turn_keeps_an_open_edit_half_typed_text_and_the_caret(new_page, start_haico_server, model_server):
-    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    server = start_haico_server(model_env(model_server))
     page = new_page()
-    sign_up(page, server.url, "grace")
-    url = create_thread(page, server.url)
+    url = new_thread_for(page, server.url, "grace")
     wait_for_socket(page)
     add_step(page, "Gather sources")
     add_step(page, "Write the draft")

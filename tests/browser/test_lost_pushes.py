@@ -9,11 +9,7 @@ from playwright.sync_api import expect
 from tests.support.fake_model import Reply
 from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, create_thread, sign_up, wait_for_socket
-
-
-def _env(model_server) -> dict:
-    return {"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL}
+from .helpers import MODEL, TURN_WAIT_MS, model_env, new_thread_for, wait_for_socket
 
 
 def _drop_turn_ends(page) -> list[str]:
@@ -46,12 +42,11 @@ def _send(chat, text: str) -> None:
 def test_a_page_that_missed_a_turns_end_learns_it_from_the_server(page, start_haico_server):
     with OpenAICompatibleServer(models=[MODEL]) as model_server:
         model_server.script([Reply(text="First answer."), Reply(text="Second answer."), Reply(text="Third answer.")])
-        server = start_haico_server(_env(model_server))
+        server = start_haico_server(model_env(model_server))
         dropped = _drop_turn_ends(page)
         # A shorter wait than a real page's 25 s of silence.
         page.add_init_script("window.HAICO = window.HAICO || {}; window.HAICO.chatQuietMs = 2000;")
-        sign_up(page, server.url, "ada")
-        create_thread(page, server.url)
+        new_thread_for(page, server.url, "ada")
         wait_for_socket(page)
         chat = page.get_by_role("region", name="Chat")
         status = page.locator("#chat-status")

@@ -3,17 +3,12 @@ choice remembered after a reload, and the thread's other tab following it."""
 
 from playwright.sync_api import expect
 
-from .helpers import create_thread, sign_up, wait_for_socket
+from .helpers import wait_for_socket
 
 
-def test_the_mode_selector_is_remembered_and_followed_by_the_other_tab(new_page, haico_server):
-    first = new_page()
-    sign_up(first, haico_server.url, "mona")
-    url = create_thread(first, haico_server.url)
-    second = first.context.new_page()
-    second.goto(url)
-    wait_for_socket(first)
-    wait_for_socket(second)
+def test_the_mode_selector_is_remembered_and_followed_by_the_other_tab(owner_workspace, second_tab):
+    first, _url = owner_workspace
+    second = second_tab
 
     mode = first.get_by_role("region", name="Chat").get_by_role("combobox", name="Mode")
     expect(mode.get_by_role("option")).to_have_text(["Explore", "Plan", "Execute"])

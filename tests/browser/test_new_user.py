@@ -23,15 +23,14 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import OpenAICompatibleServer
 
 from .helpers import (
-    MODEL,
     TURN_WAIT_MS,
-    create_thread,
     document_text,
+    model_env,
+    new_thread_for,
     open_add_form,
-    sign_up,
+    sign_up_quickly,
     thread_id_from,
     wait_for_socket,
 )
@@ -88,15 +87,14 @@ def respond(body: dict) -> Reply:
 
 
 @pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        server.script([respond] * 200)
-        yield server
+def model_server(model_server):
+    model_server.script([respond] * 200)
+    return model_server
 
 
 @pytest.fixture
 def server(start_haico_server, model_server):
-    return start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    return start_haico_server(model_env(model_server))
 
 
 def _chat(page: Page):
@@ -154,8 +152,7 @@ class ConsoleWatch:
 def test_a_pending_approval_is_in_view_and_focused_with_its_buttons_on_screen(new_page, server, size):
     page = new_page()
     page.set_viewport_size(size)
-    sign_up(page, server.url, "ada")
-    create_thread(page, server.url)
+    new_thread_for(page, server.url, "ada")
     wait_for_socket(page)
     _turn(page, "Write a long document")
     _send(page, "Now make it short")
@@ -190,8 +187,7 @@ def test_a_pending_approval_is_in_view_and_focused_with_its_buttons_on_screen(ne
 def test_an_approval_that_comes_while_the_person_types_is_announced_and_does_not_take_the_focus(new_page, server, size):
     page = new_page()
     page.set_viewport_size(size)
-    sign_up(page, server.url, "ada")
-    create_thread(page, server.url)
+    new_thread_for(page, server.url, "ada")
     wait_for_socket(page)
     _turn(page, "Write a long document")
     _send(page, "Now make it short, slowly")
@@ -221,8 +217,7 @@ def test_an_approval_that_comes_while_the_person_types_is_announced_and_does_not
 def test_no_console_error_on_load_after_a_turn_or_moving_between_a_thread_and_its_branch(new_page, server):
     page = new_page()
     watch = ConsoleWatch(page)
-    sign_up(page, server.url, "ada")
-    original = create_thread(page, server.url)
+    original = new_thread_for(page, server.url, "ada")
     watch.settle_and_check(page, "an empty thread")
     _turn(page, "Plan it")
     _turn(page, "What next?")
@@ -265,8 +260,7 @@ def test_no_console_error_on_load_after_a_turn_or_moving_between_a_thread_and_it
 
 def test_a_new_artifact_shows_with_the_way_back_and_an_older_review_folds_and_stays_folded(new_page, server):
     page = new_page()
-    sign_up(page, server.url, "ada")
-    create_thread(page, server.url)
+    new_thread_for(page, server.url, "ada")
     wait_for_socket(page)
     document_text(page).fill(REPORT)
     page.get_by_role("region", name="Document").get_by_role("textbox", name="Document title").press("Enter")
@@ -307,8 +301,7 @@ def test_a_new_artifact_shows_with_the_way_back_and_an_older_review_folds_and_st
 
 def test_the_trajectory_opens_larger_with_whole_labels_and_keeps_a_small_strip_on_a_phone(new_page, server):
     page = new_page()
-    sign_up(page, server.url, "ada")
-    create_thread(page, server.url)
+    new_thread_for(page, server.url, "ada")
     wait_for_socket(page)
     trajectory = page.get_by_role("region", name="Trajectory")
     expect(trajectory.get_by_role("button", name="Open larger")).to_be_hidden()  # no map yet
@@ -341,8 +334,7 @@ def test_the_trajectory_opens_larger_with_whole_labels_and_keeps_a_small_strip_o
 
 def test_empty_states_the_mode_label_and_a_refusal_in_words(new_page, server):
     page = new_page()
-    sign_up(page, server.url, "ada")
-    create_thread(page, server.url)
+    new_thread_for(page, server.url, "ada")
     wait_for_socket(page)
     planning = page.get_by_role("region", name="Planning")
     expect(planning.get_by_text("No objective yet — say in the chat what you want to build")).to_be_visible()
@@ -368,8 +360,7 @@ def test_empty_states_the_mode_label_and_a_refusal_in_words(new_page, server):
 
 
 def test_preference_buttons_show_beside_the_locked_badge_without_covering_it(page, haico_server):
-    sign_up(page, haico_server.url, "ada")
-    create_thread(page, haico_server.url)
+    new_thread_for(page, haico_server.url, "ada")
     add = open_add_form(page, "Preferences", "Add preference")
     add.get_by_label("Preference title").fill("Budget under 1500 euros")
     add.get_by_role("button", name="Add").click()
@@ -399,8 +390,7 @@ def test_preference_buttons_show_beside_the_locked_badge_without_covering_it(pag
 @pytest.mark.parametrize("size", SIZES[:2], ids=["1440x900", "1024x768"])
 def test_the_document_history_overlaps_nothing_and_compare_names_its_versions(page, haico_server, size):
     page.set_viewport_size(size)
-    sign_up(page, haico_server.url, "ada")
-    create_thread(page, haico_server.url)
+    new_thread_for(page, haico_server.url, "ada")
     document = page.get_by_role("region", name="Document")
     for n in range(1, 5):
         document_text(page).fill(f"Version {n} of the text.")
@@ -430,8 +420,7 @@ def test_the_document_history_overlaps_nothing_and_compare_names_its_versions(pa
 
 def test_the_feedback_form_fits_the_chat_and_asks_for_an_artifact_only_when_it_is_about_one(new_page, server):
     page = new_page()
-    sign_up(page, server.url, "ada")
-    create_thread(page, server.url)
+    new_thread_for(page, server.url, "ada")
     wait_for_socket(page)
     _turn(page, "Hello there")
     _chat(page).get_by_role("button", name="Feedback on turn 1").click()
@@ -455,7 +444,8 @@ def test_the_feedback_form_fits_the_chat_and_asks_for_an_artifact_only_when_it_i
 
 
 def test_the_thread_list_offers_import_as_a_button_and_the_login_page_sends_a_signed_in_person_on(page, haico_server):
-    sign_up(page, haico_server.url, "ada")
+    sign_up_quickly(page, haico_server.url, "ada")
+    page.goto(f"{haico_server.url}/threads/")
     header = page.locator(".threads-header")
     new, choose = header.get_by_role("button", name="New thread"), header.get_by_text("Import a thread archive…")
     expect(new).to_be_visible()

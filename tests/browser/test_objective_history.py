@@ -3,22 +3,14 @@ server and a scripted model (docs/adr/0015): the person's edit and the
 agent's `set_objective` are each listed once, newest first, with who made
 them; the turn's snapshot, read as JSON, holds what the turn started with."""
 
-import pytest
 from playwright.sync_api import expect
 
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, create_thread, sign_up, thread_id_from, wait_for_socket
+from .helpers import TURN_WAIT_MS, model_env, new_thread_for, thread_id_from, wait_for_socket
 
 PERSON_OBJECTIVE = "Compare two survey designs"
 AGENT_OBJECTIVE = "Compare two survey designs for a 2027 soil study"
-
-
-@pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        yield server
 
 
 def test_the_history_lists_each_change_with_who_made_it_and_the_snapshot_reads_back(new_page, start_haico_server, model_server):
@@ -28,10 +20,9 @@ def test_the_history_lists_each_change_with_who_made_it_and_the_snapshot_reads_b
             Reply(text="Objective sharpened."),
         ]
     )
-    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    server = start_haico_server(model_env(model_server))
     page = new_page()
-    sign_up(page, server.url, "ada")
-    url = create_thread(page, server.url)
+    url = new_thread_for(page, server.url, "ada")
     wait_for_socket(page)
 
     planning = page.get_by_role("region", name="Planning")

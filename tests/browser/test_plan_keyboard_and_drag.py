@@ -9,7 +9,7 @@ import uuid
 
 from playwright.sync_api import Page, expect
 
-from .helpers import create_thread, open_add_form, sign_up, step_action, thread_id_from
+from .helpers import new_thread_for, open_add_form, step_action, thread_id_from
 
 SEED = (
     "import uuid, json; from workspace.models import Thread; from workspace.services import plan as p; "
@@ -27,8 +27,7 @@ def seed_plan(server, url: str, steps: list[tuple[str, int]]) -> None:
 
 
 def open_seeded(page: Page, server, steps) -> str:
-    sign_up(page, server.url, "grace")
-    url = create_thread(page, server.url)
+    url = new_thread_for(page, server.url, "grace")
     seed_plan(server, url, steps)
     page.goto(url)
     expect(page.get_by_role("list", name="Plan steps").locator(":scope > li")).to_have_count(len(steps))

@@ -4,15 +4,15 @@ saved, cancelled, and kept open with the person's text after a refusal."""
 
 from playwright.sync_api import Page, expect
 
-from .helpers import new_thread_for, open_add_form, step_action
+from .helpers import open_add_form, step_action
 
 
 def step_texts(page: Page):
     return page.get_by_role("list", name="Plan steps").locator(".step-text")
 
 
-def test_person_edits_a_step_adds_a_sub_step_and_sees_a_refused_edit(page, haico_server):
-    new_thread_for(page, haico_server.url, "grace")
+def test_person_edits_a_step_adds_a_sub_step_and_sees_a_refused_edit(owner_workspace):
+    page, _url = owner_workspace
     planning = page.get_by_role("region", name="Planning")
     add_step = open_add_form(page, "Planning", "Add step")
     for text in ("Gather sources", "Write the draft"):

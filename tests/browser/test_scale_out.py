@@ -15,9 +15,9 @@ from .helpers import (
     REQUEST,
     TURN_WAIT_MS,
     chart_turn_script,
-    create_thread,
     expect_bar_chart,
-    sign_up,
+    model_env,
+    new_thread_for,
     wait_for_socket,
 )
 
@@ -27,18 +27,12 @@ pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 def test_turn_started_on_one_server_streams_to_a_tab_on_another(new_page, start_haico_server, postgres_database_url, redis_url):
     with OpenAICompatibleServer(models=[MODEL]) as model_server:
         model_server.script(chart_turn_script())
-        env = {
-            "OPENAI_BASE_URL": model_server.base_url,
-            "OPENAI_API_KEY": "test",
-            "HAICO_MODEL": MODEL,
-            "REDIS_URL": redis_url,
-        }
+        env = model_env(model_server, REDIS_URL=redis_url)
         server_a = start_haico_server(env, database_url=postgres_database_url)
         server_b = start_haico_server(env, database_url=postgres_database_url)
 
         tab_a = new_page()
-        sign_up(tab_a, server_a.url, "ada")
-        url_a = create_thread(tab_a, server_a.url)
+        url_a = new_thread_for(tab_a, server_a.url, "ada")
         # Same browser context: the session cookie (host 127.0.0.1, any port)
         # logs the second tab in on the other server, whose sessions are in
         # the same database.

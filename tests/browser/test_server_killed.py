@@ -18,14 +18,9 @@ from conversations.turns.outcome import INTERRUPTED_RESTART
 from tests.support.fake_model import Reply, tool_call
 from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import TURN_WAIT_MS, create_thread, sign_up, wait_for_socket
+from .helpers import MODEL, TURN_WAIT_MS, model_env, new_thread_for, wait_for_socket
 
-MODEL = "scripted-model"
 LONG_ANSWER = " ".join(f"word{i}" for i in range(1, 61))
-
-
-def _env(model_server) -> dict:
-    return {"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL}
 
 
 def _send(page, text: str) -> None:
@@ -37,9 +32,8 @@ def _send(page, text: str) -> None:
 def test_killed_during_an_answer_the_answer_so_far_stays_and_retry_reruns_it(page, start_haico_server):
     with OpenAICompatibleServer(models=[MODEL]) as model_server:
         model_server.script([Reply(text=LONG_ANSWER, token_delay=0.15), Reply(text="The retried answer.")])
-        server = start_haico_server(_env(model_server))
-        sign_up(page, server.url, "ada")
-        create_thread(page, server.url)
+        server = start_haico_server(model_env(model_server))
+        new_thread_for(page, server.url, "ada")
         wait_for_socket(page)
         chat = page.get_by_role("region", name="Chat")
         _send(page, "Write the summary")
@@ -88,9 +82,8 @@ def test_killed_during_a_tool_step_the_thread_works_again_at_once(page, start_ha
 
     with OpenAICompatibleServer(models=[MODEL]) as model_server:
         model_server.script([tool_call_then_hold, Reply(text="Back to work.")])
-        server = start_haico_server(_env(model_server), database_url=postgres_database_url)
-        sign_up(page, server.url, "ada")
-        create_thread(page, server.url)
+        server = start_haico_server(model_env(model_server), database_url=postgres_database_url)
+        new_thread_for(page, server.url, "ada")
         wait_for_socket(page)
         chat = page.get_by_role("region", name="Chat")
         _send(page, "Record the goal")

@@ -16,7 +16,7 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from .conftest import PASSWORD
-from .helpers import create_thread, open_add_form, sign_up, step_action, thread_id_from, wait_for_socket
+from .helpers import new_thread_for, open_add_form, step_action, thread_id_from, wait_for_socket
 
 ENDED = "Your session has ended; log in again to use the chat."
 
@@ -64,8 +64,7 @@ def _frame_containing(socket, needle, timeout=5.0):
 
 
 def test_logging_out_in_another_tab_closes_the_pages_socket_and_says_why(page, haico_server):
-    sign_up(page, haico_server.url, "ada")
-    create_thread(page, haico_server.url)
+    new_thread_for(page, haico_server.url, "ada")
     wait_for_socket(page)
     other_tab = page.context.new_page()
     other_tab.goto(f"{haico_server.url}/threads/")
@@ -152,8 +151,7 @@ def test_a_socket_to_an_unrouted_path_is_refused_without_a_traceback(haico_serve
 
 
 def test_a_stale_tab_acting_on_a_deleted_step_or_thread_gets_a_message_not_the_error_page(page, haico_server):
-    sign_up(page, haico_server.url, "ada")
-    url = create_thread(page, haico_server.url)
+    url = new_thread_for(page, haico_server.url, "ada")
     planning = page.get_by_role("region", name="Planning")
     add = open_add_form(page, "Planning", "Add step")
     add.get_by_role("textbox", name="New step").fill("Gather sources")

@@ -7,19 +7,11 @@ thread is unchanged."""
 import re
 import uuid
 
-import pytest
 from playwright.sync_api import expect
 
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, model_env, new_thread_for, thread_id_from
-
-
-@pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        yield server
+from .helpers import TURN_WAIT_MS, model_env, new_thread_for, thread_id_from
 
 
 def _hex(thread_id: str) -> str:

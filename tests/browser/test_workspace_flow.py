@@ -49,8 +49,8 @@ def preference_item(page: Page, kind: str, title: str):
     )
 
 
-def test_person_builds_a_workspace_and_finds_it_intact_after_reload(page, haico_server):
-    url = new_thread_for(page, haico_server.url, "ada")
+def test_person_builds_a_workspace_and_finds_it_intact_after_reload(owner_workspace, haico_server):
+    page, url = owner_workspace
     thread_id = thread_id_from(url).replace("-", "")
 
     # --- Preferences: one hard, one soft; lock the hard one. Hard is listed first.

@@ -34,21 +34,20 @@ from playwright.sync_api import Page, expect
 
 from tests.support import xss
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import OpenAICompatibleServer
 
 from .conftest import PASSWORD
 from .helpers import (
+    AUTOSAVE_WAIT_MS,
     TURN_WAIT_MS,
     create_thread,
     log_in,
+    model_env,
+    new_thread_for,
     open_add_form,
-    sign_up,
     thread_id_from,
     wait_for_socket,
 )
 
-MODEL = "scripted-model"
-AUTOSAVE_WAIT_MS = 8_000
 # An <img src=x> fails within milliseconds on a local server; give its
 # onerror (and any deferred handler) time to run before looking.
 SETTLE_MS = 150
@@ -207,10 +206,9 @@ def agent_script() -> list[Reply]:
 
 
 @pytest.fixture
-def model_server():
-    with OpenAICompatibleServer(models=[MODEL]) as server:
-        server.script(agent_script())
-        yield server
+def model_server(model_server):
+    model_server.script(agent_script())
+    return model_server
 
 
 # --- the person's fields, the agent's, and what only the server writes ----------------------
@@ -326,12 +324,11 @@ def check_artifacts(page: Page, watch: Watch, seeded: dict) -> None:
 
 
 def test_no_payload_runs_in_the_workspace_chat_artifacts_or_thread_list(new_page, start_haico_server, model_server):
-    server = start_haico_server({"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL})
+    server = start_haico_server(model_env(model_server))
     page = new_page()
     watch = Watch(page)
     with watch:
-        sign_up(page, server.url, "ada")
-        url = create_thread(page, server.url)
+        url = new_thread_for(page, server.url, "ada")
         thread_id = thread_id_from(url)
         wait_for_socket(page)
 
