@@ -26,6 +26,7 @@ from django.apps import apps
 from django.contrib import admin
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.urls.converters import IntConverter
 
 from conversations.services import thread_create
 from tests.conversations.helpers import open_socket
@@ -194,7 +195,7 @@ def _url(name, converters, thread, ids):
         kind = type(converter).__name__
         if kind == "UUIDConverter":
             kwargs[key] = thread.pk
-        elif kind == "IntConverter":
+        elif isinstance(converter, IntConverter):  # also a row's id or a turn's number (workspace.url_templates)
             kwargs[key] = ids["preference"] if "preference" in name else ids["step"]
         elif kind == "StringConverter":
             kwargs[key] = "MQ"  # e.g. a password-reset link's uidb64 and token
