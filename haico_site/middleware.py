@@ -104,7 +104,9 @@ class HtmxErrorsMiddleware:
             message = too_big_message(request, exc)
             if request.htmx:
                 return htmx_message(request, message)
-            return render(request, "errors/too_big.html", {"message": message}, status=413)
+            advice = "Go back, shorten what you wrote, and send it again."
+            context = {"heading": "Too much to send", "message": message, "advice": advice}
+            return render(request, "errors/message.html", context, status=413)
         return None
 
     def process_exception(self, request, exception):
@@ -114,7 +116,9 @@ class HtmxErrorsMiddleware:
             logger.error("a stored text could not be read back: %s (%s)", exception, request.path, exc_info=exception)
             if request.htmx:
                 return htmx_message(request, DAMAGED)
-            return render(request, "errors/damaged.html", {"message": DAMAGED}, status=500)
+            advice = "Go back to the thread; its current workspace and chat are unaffected."
+            context = {"heading": "Could not be read", "message": DAMAGED, "advice": advice}
+            return render(request, "errors/message.html", context, status=500)
         return None
 
 
