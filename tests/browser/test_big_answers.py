@@ -13,9 +13,8 @@ from playwright.sync_api import expect
 
 from agent.answer_cap import cut_note
 from tests.support.fake_model import Reply
-from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, model_env, new_thread_for, open_second_tab
+from .helpers import TURN_WAIT_MS, model_env, new_thread_for, open_second_tab
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
@@ -42,45 +41,44 @@ def _expect_turn_ended_with_the_cut_answer(tab) -> None:
 
 
 def test_a_multi_megabyte_answer_ends_the_turn_in_every_tab_cut_with_a_note(
-    new_page, start_haico_server, postgres_database_url, redis_url
+    new_page, start_haico_server, postgres_database_url, redis_url, model_server
 ):
     assert len(HUGE_ANSWER.encode()) > 5_000_000
-    with OpenAICompatibleServer(models=[MODEL]) as model_server:
-        model_server.script([Reply(text=HUGE_ANSWER, token_chars=32_000), Reply(text="A short second answer.")])
-        env = model_env(model_server, REDIS_URL=redis_url)
-        server_a = start_haico_server(env, database_url=postgres_database_url)
-        server_b = start_haico_server(env, database_url=postgres_database_url)
+    model_server.script([Reply(text=HUGE_ANSWER, token_chars=32_000), Reply(text="A short second answer.")])
+    env = model_env(model_server, REDIS_URL=redis_url)
+    server_a = start_haico_server(env, database_url=postgres_database_url)
+    server_b = start_haico_server(env, database_url=postgres_database_url)
 
-        tab_a = new_page()
-        url_a = new_thread_for(tab_a, server_a.url, "ada")
-        tab_b = open_second_tab(tab_a, url_a.replace(server_a.url, server_b.url))  # the same person, on the other server
+    tab_a = new_page()
+    url_a = new_thread_for(tab_a, server_a.url, "ada")
+    tab_b = open_second_tab(tab_a, url_a.replace(server_a.url, server_b.url))  # the same person, on the other server
 
-        chat_a = tab_a.get_by_role("region", name="Chat")
-        chat_a.get_by_role("textbox", name="Message").fill("Tell me everything")
-        chat_a.get_by_role("button", name="Send").click()
+    chat_a = tab_a.get_by_role("region", name="Chat")
+    chat_a.get_by_role("textbox", name="Message").fill("Tell me everything")
+    chat_a.get_by_role("button", name="Send").click()
 
-        for tab in (tab_a, tab_b):
-            _expect_turn_ended_with_the_cut_answer(tab)
+    for tab in (tab_a, tab_b):
+        _expect_turn_ended_with_the_cut_answer(tab)
 
-        # The thread goes on: the next turn runs and ends in both tabs.
-        chat_a.get_by_role("textbox", name="Message").fill("Shorter, please")
-        chat_a.get_by_role("button", name="Send").click()
-        for tab in (tab_a, tab_b):
-            chat = tab.get_by_role("region", name="Chat")
-            expect(chat.locator("#turn-2-answer-content")).to_have_text("A short second answer.", timeout=TURN_WAIT_MS)
-            expect(chat.get_by_role("button", name="Send")).to_be_enabled()
+    # The thread goes on: the next turn runs and ends in both tabs.
+    chat_a.get_by_role("textbox", name="Message").fill("Shorter, please")
+    chat_a.get_by_role("button", name="Send").click()
+    for tab in (tab_a, tab_b):
+        chat = tab.get_by_role("region", name="Chat")
+        expect(chat.locator("#turn-2-answer-content")).to_have_text("A short second answer.", timeout=TURN_WAIT_MS)
+        expect(chat.get_by_role("button", name="Send")).to_be_enabled()
 
-        # Stored cut, as shown: a reload on either server shows the same.
-        for tab in (tab_a, tab_b):
-            tab.reload()
-            _expect_turn_ended_with_the_cut_answer(tab)
-        # The model's stream was left at the cap: the history sent with the
-        # second turn holds the cut answer, not five megabytes.
-        second = model_server.requests[1]["messages"]
-        [first_answer] = [m for m in second if m.get("role") == "assistant"]
-        assert first_answer["content"].endswith(NOTE)
-        assert len(first_answer["content"]) < ANSWER_MAX_CHARS + 200
-        # The answer, too big for one message, was fetched by the pages.
-        assert "too big for one message; its pages fetch it instead" in server_a.log_tail(400)
-        for server in (server_a, server_b):
-            assert "PayloadExceededError" not in server.log_tail(400)
+    # Stored cut, as shown: a reload on either server shows the same.
+    for tab in (tab_a, tab_b):
+        tab.reload()
+        _expect_turn_ended_with_the_cut_answer(tab)
+    # The model's stream was left at the cap: the history sent with the
+    # second turn holds the cut answer, not five megabytes.
+    second = model_server.requests[1]["messages"]
+    [first_answer] = [m for m in second if m.get("role") == "assistant"]
+    assert first_answer["content"].endswith(NOTE)
+    assert len(first_answer["content"]) < ANSWER_MAX_CHARS + 200
+    # The answer, too big for one message, was fetched by the pages.
+    assert "too big for one message; its pages fetch it instead" in server_a.log_tail(400)
+    for server in (server_a, server_b):
+        assert "PayloadExceededError" not in server.log_tail(400)

@@ -16,9 +16,8 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.support.fake_model import Reply
-from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, model_env, new_thread_for, open_add_form, wait_for_socket
+from .helpers import TURN_WAIT_MS, model_env, new_thread_for, open_add_form, wait_for_socket
 
 pytestmark = [pytest.mark.browser, pytest.mark.redis]
 
@@ -136,26 +135,27 @@ def test_with_redis_stopped_the_page_says_reconnecting_and_catches_up_once_it_is
 ANSWER = " ".join(f"word{n}" for n in range(1, 41))
 
 
-def test_a_turn_streaming_while_redis_stops_comes_back_whole_on_the_page(new_page, start_haico_server, private_redis):
-    with OpenAICompatibleServer(models=[MODEL]) as model_server:
-        # About 16 seconds of answer (a token per word and per space): it
-        # streams through the whole outage.
-        model_server.script([Reply(text=ANSWER, token_delay=0.2)])
-        server = start_haico_server(model_env(model_server, REDIS_URL=private_redis.url))
-        page = new_page()
-        new_thread_for(page, server.url, "grace")
-        wait_for_socket(page)
-        chat = page.get_by_role("region", name="Chat")
-        chat.get_by_role("textbox", name="Message").fill("Count for me")
-        chat.get_by_role("button", name="Send").click()
-        answer = page.locator("#chat-messages .answer").first
-        expect(answer).to_contain_text("word3", timeout=TURN_WAIT_MS)
+def test_a_turn_streaming_while_redis_stops_comes_back_whole_on_the_page(
+    new_page, start_haico_server, private_redis, model_server
+):
+    # About 16 seconds of answer (a token per word and per space): it
+    # streams through the whole outage.
+    model_server.script([Reply(text=ANSWER, token_delay=0.2)])
+    server = start_haico_server(model_env(model_server, REDIS_URL=private_redis.url))
+    page = new_page()
+    new_thread_for(page, server.url, "grace")
+    wait_for_socket(page)
+    chat = page.get_by_role("region", name="Chat")
+    chat.get_by_role("textbox", name="Message").fill("Count for me")
+    chat.get_by_role("button", name="Send").click()
+    answer = page.locator("#chat-messages .answer").first
+    expect(answer).to_contain_text("word3", timeout=TURN_WAIT_MS)
 
-        private_redis.stop()
-        expect(_reconnecting(page)).to_be_visible(timeout=5_000)
-        page.wait_for_timeout(OUTAGE_SECONDS * 1000 - 2_000)
-        private_redis.start()
-        expect(_reconnecting(page)).to_have_count(0, timeout=BACK_WITHIN_MS)
-        # The answer so far came back with the socket, and the rest streams on.
-        expect(answer).to_have_text(ANSWER, timeout=TURN_WAIT_MS)
-        expect(chat.get_by_role("button", name="Send")).to_be_enabled(timeout=TURN_WAIT_MS)
+    private_redis.stop()
+    expect(_reconnecting(page)).to_be_visible(timeout=5_000)
+    page.wait_for_timeout(OUTAGE_SECONDS * 1000 - 2_000)
+    private_redis.start()
+    expect(_reconnecting(page)).to_have_count(0, timeout=BACK_WITHIN_MS)
+    # The answer so far came back with the socket, and the rest streams on.
+    expect(answer).to_have_text(ANSWER, timeout=TURN_WAIT_MS)
+    expect(chat.get_by_role("button", name="Send")).to_be_enabled(timeout=TURN_WAIT_MS)

@@ -17,9 +17,8 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.support.fake_model import Reply
-from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, WORKSPACE_URL, model_env, new_thread_for, wait_for_socket
+from .helpers import TURN_WAIT_MS, WORKSPACE_URL, model_env, new_thread_for, wait_for_socket
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
@@ -59,75 +58,74 @@ def _expect_answer(tab, turn: int, text: str) -> None:
 
 
 def test_turns_go_on_on_both_servers_after_the_database_closed_every_connection(
-    new_page, start_haico_server, postgres_database_url, redis_url
+    new_page, start_haico_server, postgres_database_url, redis_url, model_server
 ):
     admin_url = postgres_database_url.rsplit("/", 1)[0] + "/postgres"
     database = postgres_database_url.rsplit("/", 1)[1]
-    with OpenAICompatibleServer(models=[MODEL]) as model_server:
-        model_server.default_reply = Reply(text="All good.")
-        env = model_env(model_server, REDIS_URL=redis_url)
-        server_a = start_haico_server(env, database_url=postgres_database_url)
-        server_b = start_haico_server(env, database_url=postgres_database_url)
+    model_server.default_reply = Reply(text="All good.")
+    env = model_env(model_server, REDIS_URL=redis_url)
+    server_a = start_haico_server(env, database_url=postgres_database_url)
+    server_b = start_haico_server(env, database_url=postgres_database_url)
 
-        tab_a = new_page()
-        new_thread_for(tab_a, server_a.url, "ada")  # a thread whose turns run on server A
-        tab_b = tab_a.context.new_page()
-        tab_b.goto(f"{server_b.url}/threads/")  # and one whose turns run on server B
-        tab_b.get_by_role("button", name="New thread", exact=True).click()
-        expect(tab_b).to_have_url(WORKSPACE_URL)
-        tabs = (tab_a, tab_b)
+    tab_a = new_page()
+    new_thread_for(tab_a, server_a.url, "ada")  # a thread whose turns run on server A
+    tab_b = tab_a.context.new_page()
+    tab_b.goto(f"{server_b.url}/threads/")  # and one whose turns run on server B
+    tab_b.get_by_role("button", name="New thread", exact=True).click()
+    expect(tab_b).to_have_url(WORKSPACE_URL)
+    tabs = (tab_a, tab_b)
+    for tab in tabs:
+        wait_for_socket(tab)
+        _send(tab, "warm up")
+    for tab in tabs:
+        _expect_answer(tab, 1, "All good.")
+
+    # 1. While idle: every pooled connection of both servers dies.
+    assert _terminate_backends(admin_url, database) >= 2
+    for turn in (2, 3, 4):
         for tab in tabs:
-            wait_for_socket(tab)
-            _send(tab, "warm up")
+            _send(tab, f"turn {turn}")
         for tab in tabs:
-            _expect_answer(tab, 1, "All good.")
-
-        # 1. While idle: every pooled connection of both servers dies.
-        assert _terminate_backends(admin_url, database) >= 2
-        for turn in (2, 3, 4):
-            for tab in tabs:
-                _send(tab, f"turn {turn}")
-            for tab in tabs:
-                _expect_answer(tab, turn, "All good.")
-
-        # 2. While a turn streams its answer: it finishes.
-        words = " ".join(f"word{n}" for n in range(1, 31))
-        model_server.script([Reply(text=words, token_delay=0.1)])
-        _send(tab_a, "stream slowly")
-        expect(tab_a.locator("#turn-5-answer-content")).to_contain_text("word5", timeout=TURN_WAIT_MS)
-        _terminate_backends(admin_url, database)
-        _expect_answer(tab_a, 5, words)
-
-        # 3. While a turn's checkpoint write waits on the database: that
-        # write's connection is closed under it. The turn fails, retryable.
-        locker = psycopg.connect(postgres_database_url, connect_timeout=5)
-        locker.execute("LOCK TABLE checkpoints IN ACCESS EXCLUSIVE MODE")
-        _send(tab_b, "caught in the failover")
-        deadline = time.monotonic() + 20
-        while not _waiting_on_a_lock(admin_url, database):
-            assert time.monotonic() < deadline, "the turn's checkpoint write never waited on the lock"
-            time.sleep(0.1)
-        _terminate_backends(admin_url, database)  # the locker's connection too: the lock goes with it
-        locker.close()
-        chat_b = tab_b.get_by_role("region", name="Chat")
-        expect(chat_b.locator("#turn-5-marker")).to_contain_text(DATABASE_LOST, timeout=TURN_WAIT_MS)
-        expect(chat_b.locator("#turn-5 .bubble-user")).to_contain_text("caught in the failover")
-        expect(chat_b.get_by_role("button", name="Send")).to_be_enabled()
-        expect(tab_b.locator("#chat-status")).to_have_attribute("data-state", "idle")
-        chat_b.get_by_role("button", name="Retry turn 5").click()
-        _expect_answer(tab_b, 6, "All good.")
-        expect(chat_b.locator("#turn-6 .bubble-user")).to_contain_text("caught in the failover")
-
-        # And both servers go on as before.
-        for tab, turn in ((tab_a, 6), (tab_b, 7)):
-            _send(tab, "after it all")
             _expect_answer(tab, turn, "All good.")
-        for tab in tabs:
-            tab.reload()
-            expect(tab.get_by_role("region", name="Chat").locator(".answer").last).to_have_text("All good.")
-        # Of the 13 turns, only the one caught in the write failed; its message is kept.
-        with psycopg.connect(postgres_database_url, connect_timeout=5) as conn:
-            statuses = conn.execute("SELECT status, count(*) FROM conversations_turn GROUP BY status").fetchall()
-            failed = conn.execute("SELECT user_message FROM conversations_turn WHERE status = 'failed'").fetchall()
-        assert dict(statuses) == {"complete": 12, "failed": 1}
-        assert failed == [("caught in the failover",)]
+
+    # 2. While a turn streams its answer: it finishes.
+    words = " ".join(f"word{n}" for n in range(1, 31))
+    model_server.script([Reply(text=words, token_delay=0.1)])
+    _send(tab_a, "stream slowly")
+    expect(tab_a.locator("#turn-5-answer-content")).to_contain_text("word5", timeout=TURN_WAIT_MS)
+    _terminate_backends(admin_url, database)
+    _expect_answer(tab_a, 5, words)
+
+    # 3. While a turn's checkpoint write waits on the database: that
+    # write's connection is closed under it. The turn fails, retryable.
+    locker = psycopg.connect(postgres_database_url, connect_timeout=5)
+    locker.execute("LOCK TABLE checkpoints IN ACCESS EXCLUSIVE MODE")
+    _send(tab_b, "caught in the failover")
+    deadline = time.monotonic() + 20
+    while not _waiting_on_a_lock(admin_url, database):
+        assert time.monotonic() < deadline, "the turn's checkpoint write never waited on the lock"
+        time.sleep(0.1)
+    _terminate_backends(admin_url, database)  # the locker's connection too: the lock goes with it
+    locker.close()
+    chat_b = tab_b.get_by_role("region", name="Chat")
+    expect(chat_b.locator("#turn-5-marker")).to_contain_text(DATABASE_LOST, timeout=TURN_WAIT_MS)
+    expect(chat_b.locator("#turn-5 .bubble-user")).to_contain_text("caught in the failover")
+    expect(chat_b.get_by_role("button", name="Send")).to_be_enabled()
+    expect(tab_b.locator("#chat-status")).to_have_attribute("data-state", "idle")
+    chat_b.get_by_role("button", name="Retry turn 5").click()
+    _expect_answer(tab_b, 6, "All good.")
+    expect(chat_b.locator("#turn-6 .bubble-user")).to_contain_text("caught in the failover")
+
+    # And both servers go on as before.
+    for tab, turn in ((tab_a, 6), (tab_b, 7)):
+        _send(tab, "after it all")
+        _expect_answer(tab, turn, "All good.")
+    for tab in tabs:
+        tab.reload()
+        expect(tab.get_by_role("region", name="Chat").locator(".answer").last).to_have_text("All good.")
+    # Of the 13 turns, only the one caught in the write failed; its message is kept.
+    with psycopg.connect(postgres_database_url, connect_timeout=5) as conn:
+        statuses = conn.execute("SELECT status, count(*) FROM conversations_turn GROUP BY status").fetchall()
+        failed = conn.execute("SELECT user_message FROM conversations_turn WHERE status = 'failed'").fetchall()
+    assert dict(statuses) == {"complete": 12, "failed": 1}
+    assert failed == [("caught in the failover",)]

@@ -7,9 +7,8 @@ turn running."""
 from playwright.sync_api import expect
 
 from tests.support.fake_model import Reply
-from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, model_env, new_thread_for, wait_for_socket
+from .helpers import TURN_WAIT_MS, model_env, new_thread_for, wait_for_socket
 
 
 def _drop_turn_ends(page) -> list[str]:
@@ -39,57 +38,56 @@ def _send(chat, text: str) -> None:
     chat.get_by_role("button", name="Send").click()
 
 
-def test_a_page_that_missed_a_turns_end_learns_it_from_the_server(page, start_haico_server):
-    with OpenAICompatibleServer(models=[MODEL]) as model_server:
-        model_server.script([Reply(text="First answer."), Reply(text="Second answer."), Reply(text="Third answer.")])
-        server = start_haico_server(model_env(model_server))
-        dropped = _drop_turn_ends(page)
-        # A shorter wait than a real page's 25 s of silence.
-        page.add_init_script("window.HAICO = window.HAICO || {}; window.HAICO.chatQuietMs = 2000;")
-        new_thread_for(page, server.url, "ada")
-        wait_for_socket(page)
-        chat = page.get_by_role("region", name="Chat")
-        status = page.locator("#chat-status")
+def test_a_page_that_missed_a_turns_end_learns_it_from_the_server(page, start_haico_server, model_server):
+    model_server.script([Reply(text="First answer."), Reply(text="Second answer."), Reply(text="Third answer.")])
+    server = start_haico_server(model_env(model_server))
+    dropped = _drop_turn_ends(page)
+    # A shorter wait than a real page's 25 s of silence.
+    page.add_init_script("window.HAICO = window.HAICO || {}; window.HAICO.chatQuietMs = 2000;")
+    new_thread_for(page, server.url, "ada")
+    wait_for_socket(page)
+    chat = page.get_by_role("region", name="Chat")
+    status = page.locator("#chat-status")
 
-        # 1. Silence: the page asks the server once the turn has been quiet too long.
-        _send(chat, "first")
-        expect(chat.locator("#turn-1-answer-content")).to_contain_text("First answer.", timeout=TURN_WAIT_MS)
-        # The streamed answer shows before the turn's end comes (and is dropped).
-        for _ in range(TURN_WAIT_MS // 100):
-            if dropped:
-                break
-            page.wait_for_timeout(100)
-        assert dropped, "the turn's end should have been dropped on its way to the page"
-        expect(status).to_have_attribute("data-state", "idle", timeout=TURN_WAIT_MS)
-        expect(chat.get_by_role("button", name="Send")).to_be_enabled()
+    # 1. Silence: the page asks the server once the turn has been quiet too long.
+    _send(chat, "first")
+    expect(chat.locator("#turn-1-answer-content")).to_contain_text("First answer.", timeout=TURN_WAIT_MS)
+    # The streamed answer shows before the turn's end comes (and is dropped).
+    for _ in range(TURN_WAIT_MS // 100):
+        if dropped:
+            break
+        page.wait_for_timeout(100)
+    assert dropped, "the turn's end should have been dropped on its way to the page"
+    expect(status).to_have_attribute("data-state", "idle", timeout=TURN_WAIT_MS)
+    expect(chat.get_by_role("button", name="Send")).to_be_enabled()
 
-        # 2. Coming back to the tab: the page checks at once.
-        page.evaluate("window.HAICO.chatQuietMs = 600000")
-        _send(chat, "second")
-        expect(chat.locator("#turn-2-answer-content")).to_contain_text("Second", timeout=TURN_WAIT_MS)
-        # Its end dropped (the last tokens may travel in the same message, and go with it).
-        for _ in range(TURN_WAIT_MS // 100):
-            if len(dropped) >= 2:
-                break
-            page.wait_for_timeout(100)
-        assert len(dropped) >= 2, "the second turn's end should have been dropped on its way to the page"
-        expect(status).to_have_attribute("data-state", "running")
-        page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
-        expect(status).to_have_attribute("data-state", "idle", timeout=5000)
-        expect(chat.locator("#turn-2-answer-content")).to_have_text("Second answer.")  # as the server stored it
-        expect(chat.get_by_role("button", name="Send")).to_be_enabled()
+    # 2. Coming back to the tab: the page checks at once.
+    page.evaluate("window.HAICO.chatQuietMs = 600000")
+    _send(chat, "second")
+    expect(chat.locator("#turn-2-answer-content")).to_contain_text("Second", timeout=TURN_WAIT_MS)
+    # Its end dropped (the last tokens may travel in the same message, and go with it).
+    for _ in range(TURN_WAIT_MS // 100):
+        if len(dropped) >= 2:
+            break
+        page.wait_for_timeout(100)
+    assert len(dropped) >= 2, "the second turn's end should have been dropped on its way to the page"
+    expect(status).to_have_attribute("data-state", "running")
+    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    expect(status).to_have_attribute("data-state", "idle", timeout=5000)
+    expect(chat.locator("#turn-2-answer-content")).to_have_text("Second answer.")  # as the server stored it
+    expect(chat.get_by_role("button", name="Send")).to_be_enabled()
 
-        # 3. Stop on a turn that already ended: the page is told, not only "No turn is running".
-        _send(chat, "third")
-        expect(chat.locator("#turn-3")).to_be_visible(timeout=TURN_WAIT_MS)
-        deadline = 100
-        while len(dropped) < 3 and deadline:
-            page.wait_for_timeout(100)
-            deadline -= 1
-        assert len(dropped) == 3
-        expect(status).to_have_attribute("data-state", "running")
-        chat.get_by_role("button", name="Stop").click()
-        expect(page.locator("#chat-notice")).to_have_text("No turn is running.")
-        expect(status).to_have_attribute("data-state", "idle")
-        expect(chat.get_by_role("button", name="Send")).to_be_enabled()
-        expect(chat.locator("#turn-3-answer-content")).to_have_text("Third answer.")
+    # 3. Stop on a turn that already ended: the page is told, not only "No turn is running".
+    _send(chat, "third")
+    expect(chat.locator("#turn-3")).to_be_visible(timeout=TURN_WAIT_MS)
+    deadline = 100
+    while len(dropped) < 3 and deadline:
+        page.wait_for_timeout(100)
+        deadline -= 1
+    assert len(dropped) == 3
+    expect(status).to_have_attribute("data-state", "running")
+    chat.get_by_role("button", name="Stop").click()
+    expect(page.locator("#chat-notice")).to_have_text("No turn is running.")
+    expect(status).to_have_attribute("data-state", "idle")
+    expect(chat.get_by_role("button", name="Send")).to_be_enabled()
+    expect(chat.locator("#turn-3-answer-content")).to_have_text("Third answer.")

@@ -16,9 +16,8 @@ from playwright.sync_api import expect
 
 from conversations.turns.outcome import INTERRUPTED_RESTART
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import OpenAICompatibleServer
 
-from .helpers import MODEL, TURN_WAIT_MS, model_env, new_thread_for, wait_for_socket
+from .helpers import TURN_WAIT_MS, model_env, new_thread_for, wait_for_socket
 
 LONG_ANSWER = " ".join(f"word{i}" for i in range(1, 61))
 
@@ -29,43 +28,42 @@ def _send(page, text: str) -> None:
     chat.get_by_role("button", name="Send").click()
 
 
-def test_killed_during_an_answer_the_answer_so_far_stays_and_retry_reruns_it(page, start_haico_server):
-    with OpenAICompatibleServer(models=[MODEL]) as model_server:
-        model_server.script([Reply(text=LONG_ANSWER, token_delay=0.15), Reply(text="The retried answer.")])
-        server = start_haico_server(model_env(model_server))
-        new_thread_for(page, server.url, "ada")
-        wait_for_socket(page)
-        chat = page.get_by_role("region", name="Chat")
-        _send(page, "Write the summary")
-        answer = chat.locator("#turn-1-answer-content")
-        expect(answer).to_contain_text("word8", timeout=TURN_WAIT_MS)
-        time.sleep(1.2)  # the answer so far is stored twice a second
-        server.kill()
-        server.start()
+def test_killed_during_an_answer_the_answer_so_far_stays_and_retry_reruns_it(page, start_haico_server, model_server):
+    model_server.script([Reply(text=LONG_ANSWER, token_delay=0.15), Reply(text="The retried answer.")])
+    server = start_haico_server(model_env(model_server))
+    new_thread_for(page, server.url, "ada")
+    wait_for_socket(page)
+    chat = page.get_by_role("region", name="Chat")
+    _send(page, "Write the summary")
+    answer = chat.locator("#turn-1-answer-content")
+    expect(answer).to_contain_text("word8", timeout=TURN_WAIT_MS)
+    time.sleep(1.2)  # the answer so far is stored twice a second
+    server.kill()
+    server.start()
 
-        # The open tab reconnects and learns the turn ended, without a reload.
-        marker = chat.locator("#turn-1-marker")
-        expect(marker).to_contain_text(INTERRUPTED_RESTART, timeout=TURN_WAIT_MS)
-        expect(answer).to_contain_text("word1 word2 word3")
-        expect(chat.get_by_role("button", name="Send")).to_be_enabled()
+    # The open tab reconnects and learns the turn ended, without a reload.
+    marker = chat.locator("#turn-1-marker")
+    expect(marker).to_contain_text(INTERRUPTED_RESTART, timeout=TURN_WAIT_MS)
+    expect(answer).to_contain_text("word1 word2 word3")
+    expect(chat.get_by_role("button", name="Send")).to_be_enabled()
 
-        page.reload()
-        chat = page.get_by_role("region", name="Chat")
-        expect(chat.locator("#turn-1-answer-content")).to_contain_text("word1 word2 word3")
-        expect(chat.locator("#turn-1-marker")).to_contain_text(INTERRUPTED_RESTART)
-        wait_for_socket(page)
-        chat.get_by_role("button", name="Retry turn 1").click()
+    page.reload()
+    chat = page.get_by_role("region", name="Chat")
+    expect(chat.locator("#turn-1-answer-content")).to_contain_text("word1 word2 word3")
+    expect(chat.locator("#turn-1-marker")).to_contain_text(INTERRUPTED_RESTART)
+    wait_for_socket(page)
+    chat.get_by_role("button", name="Retry turn 1").click()
 
-        # The same message runs again as turn 2, without retyping.
-        expect(chat.locator("#turn-2-answer-content")).to_have_text("The retried answer.", timeout=TURN_WAIT_MS)
-        expect(chat.locator("#turn-2 .bubble-user")).to_contain_text("Write the summary")
-        expect(chat.get_by_role("button", name="Retry turn 1")).to_have_count(0)
-        rows = server.query("SELECT [index], user_message, status, retry_of FROM conversations_turn ORDER BY [index]")
-        assert rows == [(1, "Write the summary", "interrupted", None), (2, "Write the summary", "complete", 1)]
+    # The same message runs again as turn 2, without retyping.
+    expect(chat.locator("#turn-2-answer-content")).to_have_text("The retried answer.", timeout=TURN_WAIT_MS)
+    expect(chat.locator("#turn-2 .bubble-user")).to_contain_text("Write the summary")
+    expect(chat.get_by_role("button", name="Retry turn 1")).to_have_count(0)
+    rows = server.query("SELECT [index], user_message, status, retry_of FROM conversations_turn ORDER BY [index]")
+    assert rows == [(1, "Write the summary", "interrupted", None), (2, "Write the summary", "complete", 1)]
 
 
 @pytest.mark.postgres
-def test_killed_during_a_tool_step_the_thread_works_again_at_once(page, start_haico_server, postgres_database_url):
+def test_killed_during_a_tool_step_the_thread_works_again_at_once(page, start_haico_server, postgres_database_url, model_server):
     """PostgreSQL, so the tool step can be held in place: the test locks the
     thread's row (the tool's write waits on it) while the checkpoint tables
     stay free, so the model's tool call is checkpointed and its result never
@@ -80,32 +78,31 @@ def test_killed_during_a_tool_step_the_thread_works_again_at_once(page, start_ha
         lock["conn"] = conn
         return Reply(tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship the report")])
 
-    with OpenAICompatibleServer(models=[MODEL]) as model_server:
-        model_server.script([tool_call_then_hold, Reply(text="Back to work.")])
-        server = start_haico_server(model_env(model_server), database_url=postgres_database_url)
-        new_thread_for(page, server.url, "ada")
-        wait_for_socket(page)
-        chat = page.get_by_role("region", name="Chat")
-        _send(page, "Record the goal")
-        reasoning = chat.get_by_role("group", name="Internal reasoning")
-        expect(reasoning).to_contain_text("Writing down the goal.", timeout=TURN_WAIT_MS)
-        time.sleep(0.5)  # the tool is waiting on the row lock
-        server.kill()
-        lock["conn"].rollback()
-        lock["conn"].close()
-        server.start()
+    model_server.script([tool_call_then_hold, Reply(text="Back to work.")])
+    server = start_haico_server(model_env(model_server), database_url=postgres_database_url)
+    new_thread_for(page, server.url, "ada")
+    wait_for_socket(page)
+    chat = page.get_by_role("region", name="Chat")
+    _send(page, "Record the goal")
+    reasoning = chat.get_by_role("group", name="Internal reasoning")
+    expect(reasoning).to_contain_text("Writing down the goal.", timeout=TURN_WAIT_MS)
+    time.sleep(0.5)  # the tool is waiting on the row lock
+    server.kill()
+    lock["conn"].rollback()
+    lock["conn"].close()
+    server.start()
 
-        expect(chat.locator("#turn-1-marker")).to_contain_text(INTERRUPTED_RESTART, timeout=TURN_WAIT_MS)
-        wait_for_socket(page)
-        _send(page, "Carry on")
-        expect(chat.locator("#turn-2-answer-content")).to_have_text("Back to work.", timeout=TURN_WAIT_MS)
+    expect(chat.locator("#turn-1-marker")).to_contain_text(INTERRUPTED_RESTART, timeout=TURN_WAIT_MS)
+    wait_for_socket(page)
+    _send(page, "Carry on")
+    expect(chat.locator("#turn-2-answer-content")).to_have_text("Back to work.", timeout=TURN_WAIT_MS)
 
-        # The model was sent a valid history: the killed call has a result,
-        # saying its effect is unknown (the test server would answer 400).
-        messages = model_server.requests[-1]["messages"]
-        [killed_call] = [call for m in messages if m["role"] == "assistant" for call in m.get("tool_calls") or []]
-        [result] = [m for m in messages if m["role"] == "tool" and m["tool_call_id"] == killed_call["id"]]
-        assert "did not finish" in result["content"] and json.loads(result["content"])["success"] is False
-        # The tool never committed: no half-done workspace.
-        planning = page.get_by_role("region", name="Planning")
-        expect(planning).not_to_contain_text("Ship the report")
+    # The model was sent a valid history: the killed call has a result,
+    # saying its effect is unknown (the test server would answer 400).
+    messages = model_server.requests[-1]["messages"]
+    [killed_call] = [call for m in messages if m["role"] == "assistant" for call in m.get("tool_calls") or []]
+    [result] = [m for m in messages if m["role"] == "tool" and m["tool_call_id"] == killed_call["id"]]
+    assert "did not finish" in result["content"] and json.loads(result["content"])["success"] is False
+    # The tool never committed: no half-done workspace.
+    planning = page.get_by_role("region", name="Planning")
+    expect(planning).not_to_contain_text("Ship the report")
