@@ -157,6 +157,9 @@ async def test_the_arrows_of_a_new_version_reach_the_open_tabs_of_every_sibling(
     assert "1/2" in html and f'href="/threads/{first.thread_id}/workspace/#turn-2" aria-label="Next version of turn 2"' in html
     assert 'id="turn-2"' not in html and len(html) < 1500
 
+    # The edit's own turn runs on the first branch: let it end, so the tab
+    # opened there next hears the arrows, not that turn's last frames.
+    await registry.wait_for_turn(first.thread_id)
     first_tab = await sockets(first.thread_id, owner)
     await client.post(_url(first.thread, 2, "regenerate"))
     second = await database_sync_to_async(BranchLink.objects.get)(parent_id=first.thread_id)
