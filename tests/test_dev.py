@@ -1,6 +1,6 @@
 """`./dev serve [PORT]`: the port given is the one the server listens on.
-`./dev test`: the whole suite spread over xdist workers, then its database
-tests on PostgreSQL; tests picked by hand once, in one process.
+`./dev test`: the whole suite spread over xdist workers, and beside it its
+database tests on PostgreSQL; tests picked by hand once, in one process.
 
 The script runs for real in a copy of the repo's root with a stand-in
 `.venv/bin/python` that records its arguments (the venv counts as installed),
@@ -128,13 +128,31 @@ def run_dev_test(sandbox, *args, **env):
 POSTGRES = {"HAICO_TEST_POSTGRES_URL": "postgres://u:p@127.0.0.1:5432/postgres"}
 
 
-def test_the_whole_suite_is_spread_over_workers_then_the_database_tests_run_on_postgres(test_sandbox):
+def test_the_whole_suite_is_spread_over_workers_and_the_database_tests_run_on_postgres_too(test_sandbox):
     result = run_dev_test(test_sandbox, "-ra", "--durations=15", **POSTGRES)
     assert result.returncode == 0, result.stderr
-    assert calls(test_sandbox) == [
-        "sqlite|all|-m pytest -n auto --dist loadgroup -ra --durations=15",
+    assert sorted(calls(test_sandbox)) == [
         "postgres://u:p@127.0.0.1:5432/haico_suite|1|-m pytest -n auto --dist loadgroup -m not browser and not deploy -ra --durations=15",
+        "sqlite|all|-m pytest -n auto --dist loadgroup -ra --durations=15",
     ]
+
+
+def test_the_postgresql_pass_runs_beside_the_first_and_its_output_follows_it(test_sandbox):
+    # The first pass's stand-in waits (5 s at most) for the PostgreSQL pass to
+    # have started: a PostgreSQL pass run only after the first one fails this.
+    python = test_sandbox / ".venv" / "bin" / "python"
+    python.write_text(
+        RECORDING_PYTHON.replace(
+            'exit "$(cat "$root/exit_code" 2>/dev/null || echo 0)"',
+            'if [ -n "$DATABASE_URL" ]; then echo "postgres pass output"; exit 0; fi\n'
+            "for _ in $(seq 50); do grep -q haico_suite \"$root/calls.log\" && exit 0; sleep 0.1; done\n"
+            "exit 1",
+        )
+    )
+    result = run_dev_test(test_sandbox, **POSTGRES)
+    assert result.returncode == 0, result.stderr
+    assert "postgres pass output" in result.stdout
+    assert "on PostgreSQL (run beside the pass above)" in result.stderr
 
 
 def test_without_postgresql_the_suite_runs_once(test_sandbox):
@@ -163,20 +181,22 @@ def test_the_number_of_workers_can_be_chosen(test_sandbox):
 
 def test_a_run_that_collects_no_tests_fails(test_sandbox):
     (test_sandbox / "exit_code").write_text("5")
-    result = run_dev_test(test_sandbox, **POSTGRES)
-    assert result.returncode == 1
-    assert "No tests were collected." in result.stderr
-    assert len(calls(test_sandbox)) == 1  # no second pass after an empty first one
+    for services in ({}, POSTGRES):
+        (test_sandbox / "calls.log").unlink(missing_ok=True)
+        result = run_dev_test(test_sandbox, **services)
+        assert result.returncode == 1
+        assert "No tests were collected." in result.stderr
+        assert len(calls(test_sandbox)) == (2 if services else 1)
 
 
 @pytest.mark.parametrize(("first", "second", "status"), [(1, 0, 1), (0, 1, 1), (0, 5, 1)])
 def test_a_failure_in_either_pass_fails_the_run(test_sandbox, first, second, status):
-    # The stand-in reads its exit code per call: the first pass's, then the second's.
+    # The stand-in exits with the first pass's code on SQLite, the second's on PostgreSQL.
     python = test_sandbox / ".venv" / "bin" / "python"
     python.write_text(
         RECORDING_PYTHON.replace(
             'exit "$(cat "$root/exit_code" 2>/dev/null || echo 0)"',
-            f'[ "$(wc -l < "$root/calls.log")" -eq 1 ] && exit {first}; exit {second}',
+            f'[ -z "$DATABASE_URL" ] && exit {first}; exit {second}',
         )
     )
     assert run_dev_test(test_sandbox, **POSTGRES).returncode == status
