@@ -29,7 +29,7 @@ def turn_rows_for(*, thread: Thread) -> dict:
 
 
 def latest_turn_row(*, thread_id) -> "Turn | None":
-    return Turn.objects.filter(thread_id=thread_id).select_related("person").order_by("-index").first()
+    return Turn.objects.filter(thread_id=thread_id).order_by("-index").first()
 
 
 def feedback_on_turn(*, thread: Thread, user, turn_index: int) -> list[Feedback]:

@@ -154,7 +154,6 @@ def ended_parts(row, *, latest: bool) -> tuple[str, str]:
         ending=marker(status=row.status, cut_off=row.cut_off, notice=row.notice, answered=bool(row.answer.strip())),
         latest=latest,
         thread_id=row.thread_id,
-        person_name=row.person_name,
     )
     return (
         fragment("answer", turn=turn, oob=True),

@@ -446,7 +446,6 @@ def ended_fragments(thread_id) -> list[str]:
             user_message=row.user_message,
             thread_id=thread_id,
             ending=outcome.marker(status=row.status),
-            person_name=row.person_name,
             approval=fragments.approval_view(TurnApproval.from_json(row.approval), pending=True),
         )
         return [fragments.approval_card(turn)]

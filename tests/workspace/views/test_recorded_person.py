@@ -87,3 +87,12 @@ def test_a_name_kept_only_as_text_is_shown_as_it_is(owner_client, thread):
     DocumentRevision.objects.filter(document__thread=thread).update(person_username="grace")
     html = owner_client.get(ws_url(thread, "document/history/"), **HTMX).content.decode()
     assert '<span class="doc-history-who">grace</span>' in html
+
+
+def test_a_name_with_markup_is_shown_as_text(owner, owner_client, thread):
+    owner.first_name = '<img src=x onerror="alert(1)">'
+    owner.save()
+    document_services.document_save(thread=thread, content="Mine", base_version=0, author=PERSON, person=owner)
+    html = owner_client.get(ws_url(thread, "document/history/"), **HTMX).content.decode()
+    assert "<img src=x" not in html
+    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html
