@@ -63,7 +63,7 @@ def _prompt_for(context: AgentContext) -> str:
     reading = selectors.workspace_reading_for(thread=context.thread)
     # The version this call is shown is what a tool it calls edits from.
     context.seen.document_version = document_version(reading)
-    return system_prompt_for(reading, context.selection, mode=context.mode)
+    return system_prompt_for(reading, context.selection, mode=context.mode, person_name=context.person_name)
 
 
 @dynamic_prompt

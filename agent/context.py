@@ -7,6 +7,7 @@ run it was passed to. It is never checkpointed."""
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from workspace.models import DocumentRevision, Thread
 
@@ -30,6 +31,9 @@ class Author:
 
     kind: str = DocumentRevision.Author.AGENT
     token_name: str = ""
+    # The person it is done for: whose turn it is, or whose token
+    # (docs/adr/0085). None outside a person's turn (scripts, tests).
+    person: Any = None
 
 
 AGENT_AUTHOR = Author()
@@ -97,3 +101,12 @@ class AgentContext:
     # Mutable, one per run: the context itself stays frozen.
     seen: Seen = field(default_factory=Seen)
     budget: TokenBudget = field(default_factory=TokenBudget)
+    # Who sent the turn's message, and the name the prompt gives them
+    # (workspace.people), read once when the turn starts (docs/adr/0085).
+    person: Any = None
+    person_name: str = ""
+
+    @property
+    def author(self) -> Author:
+        """The agent, on this turn's person's behalf."""
+        return Author(person=self.person) if self.person is not None else AGENT_AUTHOR

@@ -272,16 +272,35 @@ def render_reading(reading: selectors.WorkspaceReading, selection: Selection | N
     return "<workspace>\n" + "\n\n".join(blocks) + "\n</workspace>"
 
 
-def build_system_prompt(thread: Thread, selection: Selection | None = None, *, mode: str = modes.DEFAULT_MODE) -> str:
+def build_system_prompt(
+    thread: Thread, selection: Selection | None = None, *, mode: str = modes.DEFAULT_MODE, person_name: str = ""
+) -> str:
     """Static instructions first (a cacheable prefix), then the live
-    workspace (with the person's selection, if any), then which mode the
-    turn runs in."""
-    return system_prompt_for(selectors.workspace_reading_for(thread=thread), selection, mode=mode)
+    workspace (with the person's selection, if any), who wrote the current
+    message, then which mode the turn runs in."""
+    return system_prompt_for(selectors.workspace_reading_for(thread=thread), selection, mode=mode, person_name=person_name)
+
+
+PERSON_NAME_MAX_CHARS = 100
+
+
+def sender_line(person_name: str) -> str:
+    """Which person wrote the current message: several people may share a
+    thread (docs/adr/0085). The name is theirs to choose, so it is kept on
+    one line, short, and quoted."""
+    name = " ".join(_one_line(person_name).split())[:PERSON_NAME_MAX_CHARS]
+    return f"The current message was written by “{name}”." if name else ""
 
 
 def system_prompt_for(
-    reading: selectors.WorkspaceReading, selection: Selection | None = None, *, mode: str = modes.DEFAULT_MODE
+    reading: selectors.WorkspaceReading,
+    selection: Selection | None = None,
+    *,
+    mode: str = modes.DEFAULT_MODE,
+    person_name: str = "",
 ) -> str:
     # The mode goes last: the instructions and the workspace read the same
     # whatever the mode, and it is the last word before the conversation.
-    return SYSTEM_PROMPT + "\n\n" + render_reading(reading, selection) + "\n\n" + modes.mode_prompt(mode)
+    sender = sender_line(person_name)
+    workspace = render_reading(reading, selection) + ("\n" + sender if sender else "")
+    return SYSTEM_PROMPT + "\n\n" + workspace + "\n\n" + modes.mode_prompt(mode)

@@ -343,13 +343,13 @@ class FeedbackAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 @admin.register(ActivityLogEntry)
 class ActivityLogEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ("created_at", "level", "kind", "thread", "turn_index", "message_excerpt")
+    list_display = ("created_at", "level", "kind", "thread", "turn_index", "person_name", "message_excerpt")
     list_filter = ("kind", "level")
-    search_fields = ("message", "detail", "thread__title", "=thread__id")
-    fields = ("thread", "turn_index", "created_at", "level", "kind", "message", "detail")
+    search_fields = ("message", "detail", "thread__title", "person_username", "=thread__id")
+    fields = ("thread", "turn_index", "created_at", "level", "kind", "person_name", "person_username", "message", "detail")
     readonly_fields = fields
     date_hierarchy = "created_at"
-    list_select_related = ("thread",)
+    list_select_related = ("thread", "person")
     raw_id_fields = ("thread",)
 
     @admin.display(description="Message")

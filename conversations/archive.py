@@ -42,6 +42,7 @@ from agent.seeding import (
     history_prefix,
     seed_history,
 )
+from workspace import people
 from workspace.archive import (
     MESSAGE_MAX_CHARS,
     ArchiveRefused,
@@ -49,6 +50,7 @@ from workspace.archive import (
     check_strings,
     check_text,
     parse_workspace,
+    person_by,
     workspace_section,
 )
 from workspace.errors import InvalidInput
@@ -75,6 +77,8 @@ APPROVAL_KINDS = {DOCUMENT, PLAN, PREFERENCES}
 APPROVAL_DECISIONS = {APPROVED, REJECTED, STOPPED}
 APPROVAL_DETAILS_MAX = 1_000
 APPROVAL_TEXT_MAX_CHARS = 10_000
+# A full name (first and last, as Django keeps them) or a username.
+APPROVAL_NAME_MAX_CHARS = 301
 IMPORT_FAILED = "The archive could not be imported; nothing was created. Try again."
 # An import writes in transactions of about this long, so nobody else's
 # write waits behind it for longer (docs/adr/0049). On SQLite, where a
@@ -129,6 +133,7 @@ def thread_archive(thread: Thread) -> dict:
                     "approval": _approval_json(t.approval),
                     "started_at": t.started_at.isoformat(),
                     "ended_at": t.ended_at.isoformat() if t.ended_at else None,
+                    "by": t.person_username,
                 }
                 for t in Turn.objects.filter(thread=thread).order_by("index")
             ],
@@ -284,8 +289,18 @@ def _approval(row: Fields) -> dict | None:
     interrupt_id = value.text("interrupt_id", max_chars=200, optional=True) or ""
     decision = value.choice("decision", APPROVAL_DECISIONS) if value.value.get("decision") is not None else ""
     outcome = value.choice("outcome", set(APPROVAL_OUTCOMES)) if value.value.get("outcome") is not None else ""
+    answered_by = value.text("answered_by", max_chars=people.USERNAME_MAX_CHARS, optional=True) or ""
+    # The name the card showed, kept as text like the username (docs/adr/0085).
+    answered_by_name = value.text("answered_by_name", max_chars=APPROVAL_NAME_MAX_CHARS, optional=True) or ""
     clean = ApprovalRequest(kind=kind, summary=summary, details=tuple(details), document=change, call_id=call_id, reason=reason)
-    return TurnApproval(interrupt_id=interrupt_id, request=clean, decision=decision, outcome=outcome).to_json()
+    return TurnApproval(
+        interrupt_id=interrupt_id,
+        request=clean,
+        decision=decision,
+        outcome=outcome,
+        answered_by=answered_by,
+        answered_by_name=answered_by_name,
+    ).to_json()
 
 
 def _turn_rows(items: list, *, turns: int, mode: str) -> list[dict]:
@@ -317,6 +332,7 @@ def _turn_rows(items: list, *, turns: int, mode: str) -> list[dict]:
                 "approval": _approval(row),
                 "started_at": row.time("started_at"),
                 "ended_at": row.time("ended_at"),
+                "person_username": person_by(row),
             }
         )
     return rows
@@ -445,9 +461,13 @@ def _turn_chunks(rows: list[dict], size: int = 200) -> list[list[dict]]:
 @transaction.atomic
 def _turns_restore(*, thread: Thread, rows: list[dict]) -> None:
     now = timezone.now()
-    Turn.objects.bulk_create(
-        Turn(thread=thread, **{**row, "started_at": row["started_at"] or now, "ended_at": row["ended_at"] or now}) for row in rows
-    )
+    Turn.objects.bulk_create(_turn(thread, row, now) for row in rows)
+
+
+def _turn(thread: Thread, row: dict, now) -> Turn:
+    fields = {**row, "started_at": row["started_at"] or now, "ended_at": row["ended_at"] or now}
+    fields.update(people.imported(fields.pop("person_username"), importer=thread.owner))
+    return Turn(thread=thread, **fields)
 
 
 def _write_in_steps(*, thread_id, parts: list[Callable[[], None]]) -> int:

@@ -213,6 +213,8 @@ def _copied_turn(row: Turn, thread: Thread) -> Turn:
         approval=row.approval,
         started_at=row.started_at,
         ended_at=row.ended_at,
+        person_id=row.person_id,
+        person_username=row.person_username,
     )
 
 

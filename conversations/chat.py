@@ -88,6 +88,7 @@ def chat_turns(*, thread: Thread, user=None) -> list[dict]:
                 if row
                 else None,
                 mode=row.mode if row else "",
+                person_name=row.person_name if row else "",
             )
         )
     return shown

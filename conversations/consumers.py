@@ -259,7 +259,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         thread = await self._current_thread()
         if thread is None:
             return
-        if not await registry.request_stop(thread=thread):
+        if not await registry.request_stop(thread=thread, person=self.scope["user"]):
             # The page thought one was: it shows how the latest turn really
             # ended, and idle controls (a push it missed, docs/adr/0043).
             ended = await database_sync_to_async(registry.ended_html)(thread.pk)
@@ -298,7 +298,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         if thread is None:
             return
         try:
-            await registry.answer_approval(thread=thread, turn=turn, decision=decisions[decision])
+            await registry.answer_approval(thread=thread, turn=turn, decision=decisions[decision], person=self.scope["user"])
         except UserFacingError as exc:  # nothing waits (answered in another tab), or not a turn number
             await self._notice(exc.message)
 

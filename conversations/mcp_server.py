@@ -293,7 +293,7 @@ def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
             f"again with {REMOVAL_FIELD}: true (the text before stays in the document's history)."
         )
     reason = " ".join(str(arguments.get(REASON_FIELD, "")).split())
-    author = Author(kind=DocumentRevision.Author.MCP, token_name=token.name)
+    author = Author(kind=DocumentRevision.Author.MCP, token_name=token.name, person=token.user)
     envelope = run_tool_call(spec, thread, arguments, turn_index=thread.turn_index, seen=seen, author=author)
     body = parse_envelope(envelope) or {}
     failed = not body.get("success", False)
@@ -314,6 +314,7 @@ def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
             level=level,
             turn_index=thread.turn_index or None,
             kind=ActivityLogEntry.Kind.MCP,
+            person=token.user,
             detail=f"tool {spec.name}, token {token.prefix}…, arguments {json.dumps(arguments, ensure_ascii=False)[:500]}",
         )
     return CallResult(envelope, failed)

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from workspace.models import Thread
+from workspace.models import PersonRecorded, Thread
 
 
 class BranchLink(models.Model):
@@ -124,7 +124,7 @@ class ModerationAction(models.Model):
         return f"{self.get_action_display()} by {self.staff_user} at {self.created_at:%Y-%m-%d %H:%M}"
 
 
-class ActivityLogEntry(models.Model):
+class ActivityLogEntry(PersonRecorded):
     """What happened behind a thread's turns that a person may want to know:
     provider errors and retries, cut-off replies, failed and refused tool
     calls, caps reached. `message` is written for the person; `detail` is
@@ -185,7 +185,7 @@ class TurnSlot(models.Model):
         return f"turn {self.turn_index} running" if self.turn_index is not None else "no turn running"
 
 
-class Turn(models.Model):
+class Turn(PersonRecorded):
     """One user turn as the person sees it: the message, how the turn ended,
     and the answer streamed so far.
 

@@ -12,7 +12,7 @@ from .models import ActivityLogEntry, BranchLink, Feedback, LayoutPreference, Tu
 
 
 def activity_for(*, thread: Thread, limit: int = 50) -> list[ActivityLogEntry]:
-    return list(ActivityLogEntry.objects.filter(thread=thread).order_by("-created_at")[:limit])
+    return list(ActivityLogEntry.objects.filter(thread=thread).select_related("person").order_by("-created_at")[:limit])
 
 
 def turn_errors_for(*, thread: Thread) -> dict[int, str]:
@@ -25,7 +25,7 @@ def turn_errors_for(*, thread: Thread) -> dict[int, str]:
 
 def turn_rows_for(*, thread: Thread) -> dict:
     """The thread's turn rows by turn index (conversations.models.Turn)."""
-    return {row.index: row for row in Turn.objects.filter(thread=thread)}
+    return {row.index: row for row in Turn.objects.filter(thread=thread).select_related("person")}
 
 
 def latest_turn_row(*, thread_id) -> "Turn | None":

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agent import catalogue
+from workspace import people
 from workspace.errors import InvalidInput
 from workspace.events import Change, announce
 from workspace.models import Artifact, Thread
@@ -122,9 +123,11 @@ def activity_log(
     turn_index: int | None = None,
     kind: str = ActivityLogEntry.Kind.OTHER,
     detail: str = "",
+    person=None,
 ) -> ActivityLogEntry:
     """Record an entry of the thread's activity log; once committed it
-    reaches every open tab of the thread (conversations.live)."""
+    reaches every open tab of the thread (conversations.live). `person`:
+    whose action it was (who answered, whose turn or token), docs/adr/0085."""
     entry = ActivityLogEntry.objects.create(
         thread=thread,
         message=encodable(message),
@@ -132,6 +135,7 @@ def activity_log(
         turn_index=turn_index,
         kind=kind if kind in ActivityLogEntry.Kind.values else ActivityLogEntry.Kind.OTHER,
         detail=encodable(detail or "")[:ACTIVITY_DETAIL_MAX_CHARS],
+        **people.by(person),
     )
     transaction.on_commit(functools.partial(live.publish_activity, entry))
     return entry

@@ -56,13 +56,14 @@ class ObjectiveAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 class ObjectiveRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Write-once: every value the objective has had, by whom and when."""
 
-    list_display = ("text_excerpt", "author", "token_name", "turn_index", "thread", "created_at")
+    list_display = ("text_excerpt", "author", "person_name", "token_name", "turn_index", "thread", "created_at")
     list_filter = ("author",)
-    search_fields = ("text", "thread__title", "=thread__id")
+    search_fields = ("text", "thread__title", "person_username", "=thread__id")
     date_hierarchy = "created_at"
-    list_select_related = ("thread",)
+    list_select_related = ("thread", "person")
     raw_id_fields = ("thread",)
-    fields = ("thread", "author", "token_name", "turn_index", "created_at", "text")
+    fields = ("thread", "author", "person_name", "person_username", "token_name", "turn_index", "created_at", "text")
+    readonly_fields = fields
 
     @admin.display(description="Objective")
     def text_excerpt(self, obj):
@@ -87,7 +88,7 @@ class DocumentRevisionInline(ReadOnlyAdminMixin, admin.TabularInline):
     """Every version of the document, newest first; each links to its text."""
 
     model = DocumentRevision
-    fields = ("version_link", "author", "token_name", "title", "length", "created_at")
+    fields = ("version_link", "author", "person_name", "token_name", "title", "length", "created_at")
     readonly_fields = fields
     ordering = ("-version",)
     extra = 0
@@ -95,7 +96,7 @@ class DocumentRevisionInline(ReadOnlyAdminMixin, admin.TabularInline):
     show_change_link = False
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related("body")
+        return super().get_queryset(request).select_related("body", "person")
 
     @admin.display(description="Version")
     def version_link(self, obj):
@@ -130,14 +131,24 @@ class DocumentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 class DocumentRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Write-once: each version of a document as it was written, and by whom."""
 
-    list_display = ("document", "version", "author", "token_name", "title", "created_at")
+    list_display = ("document", "version", "author", "person_name", "token_name", "title", "created_at")
     list_filter = ("author",)
     # Texts are stored by content, most as deltas (docs/adr/0078): not searchable.
-    search_fields = ("title", "document__thread__title", "=document__thread__id")
+    search_fields = ("title", "document__thread__title", "person_username", "=document__thread__id")
     date_hierarchy = "created_at"
-    list_select_related = ("document",)
+    list_select_related = ("document", "person")
     raw_id_fields = ("document",)
-    fields = ("document", "version", "author", "token_name", "created_at", "title", "content_text")
+    fields = (
+        "document",
+        "version",
+        "author",
+        "person_name",
+        "person_username",
+        "token_name",
+        "created_at",
+        "title",
+        "content_text",
+    )
 
     @admin.display(description="Content")
     def content_text(self, obj):

@@ -18,7 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from . import content_store, plan_tree
+from . import content_store, people, plan_tree
 from .models import (
     ARTIFACT_TITLE_MAX_CHARS,
     DOCUMENT_TITLE_MAX_CHARS,
@@ -77,6 +77,7 @@ def _revisions_whole(document: Document) -> list[dict]:
             "token": r.token_name,
             "turn": r.turn_index,
             "at": r.created_at.isoformat(),
+            "by": r.person_username,
         }
         for r, text in zip(revisions, texts, strict=True)
     ]
@@ -90,10 +91,10 @@ def workspace_section(thread: Thread) -> dict:
     return {
         "objective": objective_text_for(thread=thread),
         "objective_history": [
-            {"text": text, "author": author, "token": token, "turn": turn, "at": at.isoformat()}
-            for text, author, token, turn, at in ObjectiveRevision.objects.filter(thread=thread)
+            {"text": text, "author": author, "token": token, "turn": turn, "at": at.isoformat(), "by": by}
+            for text, author, token, turn, at, by in ObjectiveRevision.objects.filter(thread=thread)
             .order_by("id")
-            .values_list("text", "author", "token_name", "turn_index", "created_at")
+            .values_list("text", "author", "token_name", "turn_index", "created_at", "person_username")
         ],
         "preferences": [
             {"title": p.title, "subtitle": p.subtitle, "kind": p.kind, "locked": p.locked} for p in preferences_for(thread=thread)
@@ -107,9 +108,9 @@ def workspace_section(thread: Thread) -> dict:
             "version": document.version,
             "revisions": _revisions_whole(document),
             "review_decisions": [
-                {"turn": turn, "hunk": hunk, "decision": decision}
-                for turn, hunk, decision in document.review_decisions.order_by("turn_index", "hunk").values_list(
-                    "turn_index", "hunk", "decision"
+                {"turn": turn, "hunk": hunk, "decision": decision, "by": by}
+                for turn, hunk, decision, by in document.review_decisions.order_by("turn_index", "hunk").values_list(
+                    "turn_index", "hunk", "decision", "person_username"
                 )
             ],
         },
@@ -257,6 +258,12 @@ def check_strings(value, path: str, *, max_chars: int) -> None:
             check_strings(item, path, max_chars=max_chars)
 
 
+def person_by(row: Fields) -> str:
+    """Who did it, by username (docs/adr/0085); "" for nobody, and for
+    archives made before names were kept."""
+    return row.text("by", max_chars=people.USERNAME_MAX_CHARS, optional=True) or ""
+
+
 def _preference(value, path: str) -> dict:
     row = Fields(value, path)
     return {
@@ -310,6 +317,7 @@ def parse_workspace(value, *, turns: int) -> dict:
                 "token": row.text("token", max_chars=TOKEN_NAME_MAX_CHARS, optional=True) or "",
                 "turn": row.number("turn", low=0, high=turns),
                 "at": row.time("at"),
+                "by": person_by(row),
             }
         )
     document = section.obj("document", optional=True)
@@ -326,6 +334,7 @@ def parse_workspace(value, *, turns: int) -> dict:
                     "token": row.text("token", max_chars=TOKEN_NAME_MAX_CHARS, optional=True) or "",
                     "turn": row.number("turn", low=0, high=turns, optional=True) or 0,
                     "at": row.time("at"),
+                    "by": person_by(row),
                 }
             )
         versions = [r["version"] for r in revisions]
@@ -341,7 +350,9 @@ def parse_workspace(value, *, turns: int) -> dict:
             if key in seen_hunks:
                 raise ArchiveRefused(f"workspace.document.review_decisions[{n}]: that change was answered twice.")
             seen_hunks.add(key)
-            decisions.append({"turn": key[0], "hunk": key[1], "decision": row.choice("decision", DECISIONS)})
+            decisions.append(
+                {"turn": key[0], "hunk": key[1], "decision": row.choice("decision", DECISIONS), "by": person_by(row)}
+            )
         parsed["document"] = {
             "review_decisions": decisions,
             "title": document.text("title", max_chars=DOCUMENT_TITLE_MAX_CHARS),

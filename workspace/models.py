@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from . import content_store
+from . import content_store, people
 
 OBJECTIVE_MAX_CHARS = 1000
 PREFERENCE_TITLE_MAX_CHARS = 200
@@ -25,6 +25,23 @@ ARTIFACT_TITLE_MAX_CHARS = 200
 # The name of the access token an MCP client wrote with (conversations'
 # AccessToken.name has the same limit).
 TOKEN_NAME_MAX_CHARS = 100
+
+
+class PersonRecorded(models.Model):
+    """Who did it: the user, and their username as it was then, kept when the
+    user is gone or never existed on this server (an imported archive).
+    Empty for what no person did (scripts). Shown through `person_name`
+    (workspace.people, docs/adr/0085)."""
+
+    person = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    person_username = models.CharField(max_length=150, blank=True, default="")
+
+    class Meta:
+        abstract = True
+
+    @property
+    def person_name(self) -> str:
+        return people.recorded_name(self.person, self.person_username)
 
 
 class Thread(models.Model):
@@ -132,7 +149,7 @@ class Document(models.Model):
         return f"{self.title} v{self.version}"
 
 
-class DocumentRevision(models.Model):
+class DocumentRevision(PersonRecorded):
     """One version of a document, as written: every write of the document
     adds one in the same transaction, so a save based on any earlier version
     can be merged against that version's text (docs/adr/0013). Write-once;
@@ -186,7 +203,7 @@ class DocumentRevision(models.Model):
             ) from None
 
 
-class DocumentReviewDecision(models.Model):
+class DocumentReviewDecision(PersonRecorded):
     """The person's answer to one hunk of the changes an agent turn made to
     the document: kept (dismissed from the review) or undone (reverted by a
     new person-authored revision). The hunks are derived from the turn's
@@ -309,7 +326,7 @@ class WorkspaceSnapshot(models.Model):
         return json.loads(_read_blob(self.todos_body))
 
 
-class ObjectiveRevision(models.Model):
+class ObjectiveRevision(PersonRecorded):
     """One change of a thread's objective, by whom and when (the agent's
     `set_objective`, the person's edit, or a script). Write-once; the newest
     is the live value. `turn_index` is the thread's turn counter when it

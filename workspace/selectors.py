@@ -73,16 +73,22 @@ class ObjectiveHistoryEntry:
     turn_index: int | None  # the turn counter when it was written; None for the standing objective
     at: object
     token_name: str = ""  # the access token of an MCP author
+    person_name: str = ""  # who wrote it, or whose turn or token it was (workspace.people)
 
 
 def objective_history(*, thread: Thread) -> list[ObjectiveHistoryEntry]:
     """Every value the objective has had, newest (the live value) first, each
     with who set it and when; the standing objective it started from last."""
     revisions = [
-        ObjectiveHistoryEntry(text=text, author=author, turn_index=turn_index, at=at, token_name=token_name)
-        for text, author, turn_index, at, token_name in ObjectiveRevision.objects.filter(thread=thread)
-        .order_by("-id")
-        .values_list("text", "author", "turn_index", "created_at", "token_name")
+        ObjectiveHistoryEntry(
+            text=r.text,
+            author=r.author,
+            turn_index=r.turn_index,
+            at=r.created_at,
+            token_name=r.token_name,
+            person_name=r.person_name,
+        )
+        for r in ObjectiveRevision.objects.filter(thread=thread).select_related("person").order_by("-id")
     ]
     live = objective_for(thread=thread)
     if live is not None and (not revisions or revisions[0].text != live.text):
@@ -208,9 +214,20 @@ def document_for(*, thread: Thread) -> Document:
 DOCUMENT_HISTORY_LIMIT = 100
 
 
-def mcp_author_label(token_name: str) -> str:
-    """Who wrote through MCP, as the thread's owner reads it: they did, with a named token."""
-    return f"You, through MCP (token “{token_name}”)" if token_name else "You, through MCP"
+def mcp_author_label(token_name: str, person_name: str = "") -> str:
+    """Who wrote through MCP: the person whose token it was, with its name."""
+    who = person_name or "A person"
+    return f"{who}, through MCP (token “{token_name}”)" if token_name else f"{who}, through MCP"
+
+
+def author_label(author: str, *, person_name: str = "", token_name: str = "") -> str:
+    """Who wrote a revision, the same for every viewer (docs/adr/0085): the
+    person's name (workspace.people), the agent, or the system."""
+    if author == DocumentRevision.Author.MCP:
+        return mcp_author_label(token_name, person_name)
+    if author == DocumentRevision.Author.PERSON:
+        return person_name or "A person"
+    return DocumentRevision.Author(author).label if author in DocumentRevision.Author.values else ""
 
 
 @dataclass(frozen=True)
@@ -224,15 +241,11 @@ class DocumentVersion:
     # person's and the system's edits, which may fall between turns.
     turn_index: int | None = None
     token_name: str = ""  # the access token of an MCP author
+    person_name: str = ""  # who wrote it, or whose turn or token it was (workspace.people)
 
     @property
     def author_label(self) -> str:
-        if self.author == DocumentRevision.Author.MCP:
-            return mcp_author_label(self.token_name)
-        # Said to the document's owner, as the objective's history does ("you").
-        if self.author == DocumentRevision.Author.PERSON:
-            return "You"
-        return DocumentRevision.Author(self.author).label if self.author else ""
+        return author_label(self.author, person_name=self.person_name, token_name=self.token_name)
 
 
 @dataclass(frozen=True)
@@ -261,18 +274,19 @@ def document_history(*, thread: Thread, limit: int = DOCUMENT_HISTORY_LIMIT) -> 
     if document is None:
         return DocumentHistory(current_version=0, versions=[], total=0)
     revisions = DocumentRevision.objects.filter(document=document)
-    rows = list(revisions.order_by("-version").values_list("version", "title", "author", "created_at", "token_name")[:limit])
-    turns = _turns_started(thread) if any(r[2] == DocumentRevision.Author.AGENT for r in rows) else ([], [])
+    rows = list(revisions.select_related("person").order_by("-version")[:limit])
+    turns = _turns_started(thread) if any(r.author == DocumentRevision.Author.AGENT for r in rows) else ([], [])
     versions = [
         DocumentVersion(
-            version=version,
-            title=title,
-            author=author,
-            created_at=created_at,
-            token_name=token_name,
-            turn_index=_turn_at(turns, created_at) if author == DocumentRevision.Author.AGENT else None,
+            version=r.version,
+            title=r.title,
+            author=r.author,
+            created_at=r.created_at,
+            token_name=r.token_name,
+            turn_index=_turn_at(turns, r.created_at) if r.author == DocumentRevision.Author.AGENT else None,
+            person_name=r.person_name,
         )
-        for version, title, author, created_at, token_name in rows
+        for r in rows
     ]
     return DocumentHistory(current_version=document.version, versions=versions, total=revisions.count())
 
@@ -293,6 +307,9 @@ class DocumentDiff:
     old_title: str
     new_title: str
     text: TextDiff
+    # Who wrote each side ("" for version 0, the empty document).
+    old_by: str = ""
+    new_by: str = ""
 
     @property
     def title_changed(self) -> bool:
@@ -306,11 +323,30 @@ class DocumentDiff:
 def document_diff(*, thread: Thread, old_version: int, new_version: int) -> DocumentDiff | None:
     """What changed from `old_version` to `new_version` (either may be the
     older); None when either is not kept."""
-    old = document_version_text(thread=thread, version=old_version)
-    new = document_version_text(thread=thread, version=new_version)
+    old = _revision(thread, old_version)
+    new = _revision(thread, new_version)
     if old is None or new is None:
         return None
-    return DocumentDiff(old_version, new_version, old[0], new[0], diff_text(old[1], new[1]))
+    return DocumentDiff(
+        old_version,
+        new_version,
+        old[0],
+        new[0],
+        diff_text(old[1], new[1]),
+        old_by=old[2],
+        new_by=new[2],
+    )
+
+
+def _revision(thread: Thread, version: int) -> tuple[str, str, str] | None:
+    """(title, content, who wrote it) of one kept version, as document_version_text."""
+    if version == 0:
+        return "Untitled", "", ""
+    revision = DocumentRevision.objects.filter(document__thread=thread, version=version).select_related("body", "person").first()
+    if revision is None:
+        return None
+    who = author_label(revision.author, person_name=revision.person_name, token_name=revision.token_name)
+    return revision.title, revision.content, who
 
 
 def artifacts_for(*, thread: Thread, artifact_type: str | None = None, limit: int | None = None) -> list[Artifact]:

@@ -226,12 +226,14 @@ def as_langchain_tool(spec: ToolSpec) -> StructuredTool:
 
     def call(runtime: ToolRuntime, **arguments) -> str:
         context: AgentContext = runtime.context
-        return run_tool_call(spec, context.thread, arguments, turn_index=context.turn_index, seen=context.seen)
+        return run_tool_call(
+            spec, context.thread, arguments, turn_index=context.turn_index, seen=context.seen, author=context.author
+        )
 
     async def acall(runtime: ToolRuntime, **arguments) -> str:
         context: AgentContext = runtime.context
         return await sync_to_async(run_tool_call, thread_sensitive=True)(
-            spec, context.thread, arguments, turn_index=context.turn_index, seen=context.seen
+            spec, context.thread, arguments, turn_index=context.turn_index, seen=context.seen, author=context.author
         )
 
     def on_invalid_arguments(error: ValidationError) -> str:

@@ -50,6 +50,7 @@ def update_document(thread, *, content: str, title: str | None = None, seen=None
             base_version=base_version,
             author=author.kind,
             token_name=author.token_name,
+            person=author.person,
         )
     except DocumentConflict as exc:
         raise EditOverlapped(conflict_report(exc)) from exc
@@ -106,7 +107,9 @@ def conflict_report(exc: DocumentConflict) -> str:
     authored=True,
 )
 def append_to_document(thread, *, text: str, author: Author = AGENT_AUTHOR) -> str:
-    document = document_services.document_append(thread=thread, text=text, author=author.kind, token_name=author.token_name)
+    document = document_services.document_append(
+        thread=thread, text=text, author=author.kind, token_name=author.token_name, person=author.person
+    )
     return f"Appended {len(text):,} characters to '{document.title}' (now {len(document.content):,} characters)."
 
 
@@ -116,7 +119,12 @@ def _edit_passage(thread, seen, author: Author, **edit) -> str:
     base_version = seen.document_version if seen is not None else None
     try:
         saved = document_services.document_edit_passage(
-            thread=thread, base_version=base_version, author=author.kind, token_name=author.token_name, **edit
+            thread=thread,
+            base_version=base_version,
+            author=author.kind,
+            token_name=author.token_name,
+            person=author.person,
+            **edit,
         )
     except DocumentConflict as exc:
         raise EditOverlapped(conflict_report(exc)) from exc

@@ -17,5 +17,7 @@ from .schemas import SetObjectiveArgs
     idempotent=True,
 )
 def set_objective(thread, *, text: str, author: Author = AGENT_AUTHOR) -> str:
-    objective = objective_services.objective_set(thread=thread, text=text, author=author.kind, token_name=author.token_name)
+    objective = objective_services.objective_set(
+        thread=thread, text=text, author=author.kind, token_name=author.token_name, person=author.person
+    )
     return f"Objective set to: {objective.text}"

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agent.approval_request import ApprovalRequest
+from workspace import people
 from workspace.errors import InvalidInput
 from workspace.models import Thread
 
@@ -49,10 +50,10 @@ def turn_await_approval(
 
 
 @transaction.atomic
-def turn_answer_claim(*, thread: Thread, turn, decision: str) -> Turn:
+def turn_answer_claim(*, thread: Thread, turn, decision: str, person=None) -> Turn:
     """Claim the slot again for the turn awaiting approval, on this process,
     to go on with it with the person's `decision` (APPROVED, REJECTED or
-    STOPPED), recorded on the row. Only the first answer counts: a second
+    STOPPED), recorded on the row with who answered (`person`). Only the first answer counts: a second
     one (another tab) is refused with InvalidInput, as is an answer to a
     turn that does not wait."""
     turn = turn_number(turn, action="answer")
@@ -66,7 +67,13 @@ def turn_answer_claim(*, thread: Thread, turn, decision: str) -> Turn:
     approval = TurnApproval.from_json(row.approval)
     # A row with no readable approval keeps what it holds: the turn goes on
     # (or, stopped, ends) all the same, and the card had nothing to show.
-    row.approval = replace(approval, decision=decision).to_json() if approval else {**(row.approval or {}), "decision": decision}
+    who = people.by(person)["person_username"]
+    if approval is not None:
+        row.approval = replace(
+            approval, decision=decision, answered_by=who, answered_by_name=people.display_name(person) if who else ""
+        ).to_json()
+    else:
+        row.approval = {**(row.approval or {}), "decision": decision}
     row.save(update_fields=["status", "instance", "boot", "approval"])
     return row
 

@@ -23,6 +23,11 @@ class TurnApproval:
     decision: str = ""
     # "" unless an approved call could not be applied in full: "overlap", "failed" or "partial".
     outcome: str = ""
+    # Who answered: their username, and the name the card shows
+    # (workspace.people), both as they were then, so a card in a copy or an
+    # imported archive says who even where no such user exists (docs/adr/0085).
+    answered_by: str = ""
+    answered_by_name: str = ""
 
     def to_json(self) -> dict:
         data: dict = {"interrupt_id": self.interrupt_id, "request": self.request.to_json()}
@@ -30,6 +35,9 @@ class TurnApproval:
             data["decision"] = self.decision
         if self.outcome:
             data["outcome"] = self.outcome
+        if self.answered_by:
+            data["answered_by"] = self.answered_by
+            data["answered_by_name"] = self.answered_by_name or self.answered_by
         return data
 
     @classmethod
@@ -45,4 +53,10 @@ class TurnApproval:
             request=request,
             decision=str(data.get("decision") or ""),
             outcome=str(data.get("outcome") or ""),
+            answered_by=_text(data.get("answered_by")),
+            answered_by_name=_text(data.get("answered_by_name")) or _text(data.get("answered_by")),
         )
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""

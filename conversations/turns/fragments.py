@@ -33,6 +33,7 @@ def turn_context(
     versions=None,
     approval: dict | None = None,
     mode: str = "",
+    person_name: str = "",
 ) -> dict:
     """The one shape every turn partial renders: a past turn on the page, a
     running one, and one ended by another process. Retry is offered on the
@@ -42,6 +43,9 @@ def turn_context(
     return {
         "turn_index": turn_index,
         "user_message": user_message,
+        # Who sent the message (workspace.people): the same for every viewer,
+        # since a push is rendered once for all tabs; "" for a script's turn.
+        "person_name": person_name,
         "steps": list(steps),
         "answer_html": render_markdown(answer) if answer.strip() else "",
         "running": running,
@@ -70,11 +74,26 @@ APPROVAL_DIFF_ROWS = 80
 # in full (the row's approval "outcome", set by turns.run when the approved
 # call's step ends).
 APPROVAL_OUTCOMES = {
-    "overlap": "You approved this change, but it could not be applied: you edited the same passage meanwhile. "
-    "Nothing was overwritten.",
-    "failed": "You approved this change, but it could not be applied; nothing was changed.",
-    "partial": "You approved this change, but only part of it could be applied.",
+    "overlap": "but it could not be applied: the same passage was edited meanwhile. Nothing was overwritten.",
+    "failed": "but it could not be applied; nothing was changed.",
+    "partial": "but only part of it could be applied.",
 }
+APPROVAL_WORDS = {"approved": "Approved", "rejected": "Rejected", "stopped": "Stopped"}
+
+
+def approval_title(approval: TurnApproval) -> str:
+    """What the answered card says: the answer, who gave it (the same name
+    for every viewer, docs/adr/0085), and an approved change that could not
+    be applied in full. A card answered before names were kept says no name."""
+    words = APPROVAL_WORDS.get(approval.decision, "Rejected")
+    if approval.answered_by_name:
+        words += f" by {approval.answered_by_name}"
+    outcome = APPROVAL_OUTCOMES.get(approval.outcome) if approval.decision == "approved" else None
+    if outcome:
+        return f"{words}, {outcome}"
+    if approval.decision == "stopped":
+        return f"{words}: this change was not made"
+    return words
 
 
 def approval_view(approval: TurnApproval | None, *, pending: bool) -> dict | None:
@@ -87,7 +106,8 @@ def approval_view(approval: TurnApproval | None, *, pending: bool) -> dict | Non
     view = {
         "pending": pending,
         "decision": decision,
-        "outcome": APPROVAL_OUTCOMES.get(approval.outcome) if decision == "approved" else None,
+        "outcome": decision == "approved" and approval.outcome in APPROVAL_OUTCOMES,
+        "title": approval_title(approval) if decision else "",
         "summary": request.summary,
         "reason": request.reason,
         "details": list(request.details),

@@ -152,6 +152,7 @@ class _Start:
     user_id: int
     model: ModelChoice | None
     windows: tuple
+    person: object
 
 
 def person_may_start(person) -> tuple:
@@ -193,9 +194,10 @@ def _begin(
         mode=mode,
         selection=selection,
         activate_branch=activate_branch,
+        person=person,
     )
     turn_id = Turn.objects.filter(thread_id=thread.pk, index=turn_index).values_list("pk", flat=True).first()
-    return _Start(turn_index=turn_index, turn_id=turn_id, user_id=person.pk, model=choice, windows=windows)
+    return _Start(turn_index=turn_index, turn_id=turn_id, user_id=person.pk, model=choice, windows=windows, person=person)
 
 
 async def start_turn(
@@ -252,22 +254,26 @@ async def start_turn(
         budget=TokenBudget(windows=start.windows),
         mode=mode,
         selection=selection,
+        person=start.person,
     )
     detached.run(_launch, thread, turn)
     return turn_index
 
 
-async def answer_approval(*, thread: Thread, turn, decision: str) -> int:
+async def answer_approval(*, thread: Thread, turn, decision: str, person=None) -> int:
     """Answer the approval the thread's latest turn waits for (docs/adr/0017)
     and go on with that turn here, from the checkpointer: on any process,
     also after the one that asked was restarted. `decision` is
-    approval_claims.APPROVED, REJECTED or STOPPED (rejected, and the turn ends).
+    approval_claims.APPROVED, REJECTED or STOPPED (rejected, and the turn ends);
+    `person`: who answered (recorded on the card and the activity log).
     Returns the turn index; raises InvalidInput when no approval waits (or
     another tab answered first)."""
     detached = contextvars.Context()
     detached.run(_prepare)
-    row, model, windows = await database_sync_to_async(_claim_answer)(thread=thread, turn=turn, decision=decision)
-    resume = Resume(decision=decision, approval=TurnApproval.from_json(row.approval))
+    row, model, windows, sender = await database_sync_to_async(_claim_answer)(
+        thread=thread, turn=turn, decision=decision, person=person
+    )
+    resume = Resume(decision=decision, approval=TurnApproval.from_json(row.approval), person=person)
     # The turn goes on with the model it began with (unless its person may
     # no longer use it: _claim_answer), in the mode it began in and about
     # the passage it asked about.
@@ -283,21 +289,24 @@ async def answer_approval(*, thread: Thread, turn, decision: str) -> int:
         resume=resume,
         mode=row.mode,
         selection=stored_selection(row.selection),
+        # The turn goes on for the person who sent it, whoever answered.
+        person=sender,
     )
     detached.run(_launch, thread, run)
     return row.index
 
 
-def _claim_answer(*, thread: Thread, turn, decision: str) -> tuple:
+def _claim_answer(*, thread: Thread, turn, decision: str, person=None) -> tuple:
     """The waiting turn claimed again, the model it goes on with (the one it
     began with, unless its person may no longer use it: agent.catalogue),
     and the person's token windows: a turn paused at its limit ends at its
     next model call (agent.usage)."""
-    row = approval_claims.turn_answer_claim(thread=thread, turn=turn, decision=decision)
-    person = thread.owner
-    account = Account.objects.filter(user_id=person.pk).first()
-    windows = quotas.token_windows(user_id=person.pk, account=account)
-    return row, catalogue.choice_for(person, row.model_name), windows
+    row = approval_claims.turn_answer_claim(thread=thread, turn=turn, decision=decision, person=person)
+    owner = thread.owner
+    account = Account.objects.filter(user_id=owner.pk).first()
+    windows = quotas.token_windows(user_id=owner.pk, account=account)
+    # The sender is read here, off the event loop: the resumed turn names them.
+    return row, catalogue.choice_for(owner, row.model_name), windows, row.person
 
 
 def _prepare() -> None:
@@ -373,7 +382,7 @@ def _save_progress(*, answers: dict, usage: list[dict]) -> None:
     model_usage.usage_record(rows=usage)
 
 
-async def request_stop(*, thread: Thread) -> bool:
+async def request_stop(*, thread: Thread, person=None) -> bool:
     """Ask the thread's running turn to stop, wherever it runs (a turn whose
     server is dead is released on the spot). True if one was running."""
     local = _running.get(thread.pk)
@@ -384,7 +393,7 @@ async def request_stop(*, thread: Thread) -> bool:
     if waiting is not None:
         # Stop on a pending approval: the change is rejected and the turn ends (docs/adr/0017).
         try:
-            await answer_approval(thread=thread, turn=waiting.index, decision=approval_claims.STOPPED)
+            await answer_approval(thread=thread, turn=waiting.index, decision=approval_claims.STOPPED, person=person)
         except UserFacingError:
             pass  # answered meanwhile: that answer's turn is running, and stops below
         else:

@@ -66,6 +66,7 @@ from agent.turn import (
     stream_turn,
     turn_config,
 )
+from workspace import people
 from workspace.markdown import render_markdown
 from workspace.models import Thread
 
@@ -140,6 +141,7 @@ class Resume:
 
     decision: str
     approval: TurnApproval | None
+    person: object = None  # who answered
 
     @property
     def interrupt_id(self) -> str:
@@ -179,6 +181,7 @@ class TurnRun:
         user_id: int | None = None,
         turn_id: int | None = None,
         budget: TokenBudget | None = None,
+        person=None,
     ):
         self.thread = thread
         # The mode travels with the turn (changing it meanwhile is for the
@@ -191,6 +194,10 @@ class TurnRun:
             selection=selection,
             budget=budget or TokenBudget(),
             resuming=resumed_call(resume),
+            # Who sent the message: the prompt names them, and the agent's
+            # writes are recorded on their behalf (docs/adr/0085).
+            person=person,
+            person_name=people.display_name(person),
         )
         # Whose tokens the model calls are, and the turn row they belong to (docs/adr/0063).
         self.user_id = user_id
@@ -255,6 +262,7 @@ class TurnRun:
             ending=ending,
             thread_id=self.thread.pk,
             approval=approval,
+            person_name=self.context.person_name,
         )
 
     def resync_fragments(self) -> list[str]:
@@ -470,7 +478,7 @@ class TurnRun:
             approval_claims.STOPPED: "Rejected (Stop)",
         }[decision]
         request = self.resume.request
-        await self._note(activity.approval_answered(words, request.summary if request else ""))
+        await self._note(activity.approval_answered(words, request.summary if request else ""), person=self.resume.person)
         answered = replace(self.resume.approval, decision=decision) if self.resume.approval else None
         approval = fragments.approval_view(answered, pending=False)
         self.send(fragments.approval_card(self._turn(approval=approval)))
@@ -483,7 +491,7 @@ class TurnRun:
 
     async def _approved_call_ended(self, event: StepFinished) -> None:
         """The approved change ran: if it could not be applied (in full) the
-        card says so instead of a plain "You approved", in every tab and on
+        card says so instead of a plain "Approved by …", in every tab and on
         the row (a reload, a branch and an archive show the same)."""
         if event.status == StepStatus.FAILED:
             outcome = "overlap" if event.overlap else "failed"
@@ -663,12 +671,15 @@ class TurnRun:
             self._held_whitespace = ""
             self.send(fragments.answer(self._turn()))
 
-    async def _note(self, note: activity.Note | None) -> None:
-        """Record an activity log entry of this turn (it reaches the open tabs on commit)."""
+    async def _note(self, note: activity.Note | None, *, person=None) -> None:
+        """Record an activity log entry of this turn (it reaches the open tabs
+        on commit), as `person`'s (by default the turn's sender)."""
         if note is None:
             return
         try:
-            await database_sync_to_async(services.activity_log)(thread=self.thread, turn_index=self.turn_index, **note.fields())
+            await database_sync_to_async(services.activity_log)(
+                thread=self.thread, turn_index=self.turn_index, person=person or self.context.person, **note.fields()
+            )
         except Exception:
             logger.exception("could not record the %s of turn %s", note.kind, self.turn_index)
 

@@ -21,6 +21,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from agent.context import Selection
+from workspace import people
 from workspace.models import Thread, WorkspaceSnapshot
 from workspace.services.snapshots import snapshot_capture
 
@@ -39,6 +40,17 @@ TURN_KEEPALIVE = timedelta(seconds=10)
 
 
 STALE_TURN_AFTER = timedelta(seconds=30)
+
+
+def turn_running_refusal(thread_id, turn_index: int) -> TurnAlreadyRunning:
+    """The refusal of a message sent while `turn_index` runs, naming who
+    started it: with several people on a thread, the one refused knows whom
+    to wait for (docs/adr/0085)."""
+    row = Turn.objects.filter(thread_id=thread_id, index=turn_index).select_related("person").first()
+    name = row.person_name if row is not None else ""
+    if not name:
+        return TurnAlreadyRunning("A turn is running; wait for it to finish or stop it.")
+    return TurnAlreadyRunning(f"A turn is running (started by {name}); wait for it to finish or stop it.")
 
 
 APPROVAL_PENDING = "Answer the pending approval first: approve or reject the change the assistant asked about."
@@ -84,11 +96,12 @@ def turn_begin(
     mode: str | None = None,
     selection: Selection | None = None,
     activate_branch: bool = False,
+    person=None,
 ) -> tuple[int, WorkspaceSnapshot]:
     """Claim the thread's single running-turn slot, bump the turn counter,
     record the turn row and snapshot the workspace, all before the agent runs.
-    The row records the turn's `mode` (None: the thread's) and the checked
-    `selection` its message asks about.
+    The row records who sent it (`person`), the turn's `mode` (None: the
+    thread's) and the checked `selection` its message asks about.
 
     The claim is a row update in the database, so it holds across server
     processes. Raises TurnAlreadyRunning while another turn is in progress,
@@ -114,8 +127,9 @@ def turn_begin(
         locked = Thread.objects.select_for_update().get(pk=thread.pk)
     now = timezone.now()
     slot = _slot_of_locked(locked)
-    if live_turn(slot, now) is not None:
-        raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
+    running = live_turn(slot, now)
+    if running is not None:
+        raise turn_running_refusal(locked.pk, running)
     if Turn.objects.filter(thread=locked, index=locked.turn_index, status=Turn.Status.AWAITING).exists():
         raise ApprovalPending(APPROVAL_PENDING)
     _check_running_turns_of(locked.owner_id, now=now, limit=settings.HAICO_MAX_RUNNING_TURNS)
@@ -142,6 +156,7 @@ def turn_begin(
         selection=selection_json(selection),
         instance=process.instance(),
         boot=process.BOOT,
+        **people.by(person),
     )
     snapshot = snapshot_capture(thread=locked, turn_index=locked.turn_index, user_message=user_message)
     if BranchLink.objects.filter(
@@ -297,8 +312,9 @@ def claim_slot(locked: Thread, turn_index: int, *, now) -> None:
     """Within the caller's transaction, on the row-locked thread: `turn_index`
     runs now, on this process (a turn going on after its approval)."""
     slot = _slot_of_locked(locked)
-    if live_turn(slot, now) is not None:
-        raise TurnAlreadyRunning("A turn is already running in this thread; wait for it to finish or stop it.")
+    running = live_turn(slot, now)
+    if running is not None:
+        raise turn_running_refusal(locked.pk, running)
     _occupy(locked, slot, turn_index, now=now)
     Thread.objects.filter(pk=locked.pk).update(last_activity_at=now)
 

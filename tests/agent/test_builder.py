@@ -167,3 +167,19 @@ async def test_call_limit_counts_per_turn(thread, settings):
 
     assert first["messages"][-1].content == "First turn done."
     assert second["messages"][-1].content == "Second turn done."
+
+
+def test_naming_the_sender_adds_no_query_to_a_model_calls_prompt(thread, owner):
+    """The sender's name is read once when the turn starts (AgentContext),
+    never per model call (docs/adr/0085)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agent.builder import _prompt_for
+
+    with CaptureQueriesContext(connection) as nobody:
+        _prompt_for(AgentContext(thread=thread))
+    with CaptureQueriesContext(connection) as named:
+        prompt = _prompt_for(AgentContext(thread=thread, person=owner, person_name="Ada Lovelace"))
+    assert "The current message was written by “Ada Lovelace”." in prompt
+    assert len(named.captured_queries) == len(nobody.captured_queries)

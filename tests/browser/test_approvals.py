@@ -90,7 +90,7 @@ def test_the_approval_card_asks_in_every_tab_survives_a_reload_and_answers(new_p
     _card(page).get_by_role("button", name="Reject", exact=True).click()
     for tab in (page, other):
         expect(tab.locator("#chat-messages .answer").nth(1)).to_have_text("Kept it, as you said.", timeout=TURN_WAIT_MS)
-        expect(_card(tab)).to_contain_text("You rejected this change")
+        expect(_card(tab)).to_contain_text("Rejected by ada")  # the same name in every tab
         expect(_card(tab).get_by_role("button", name="Approve", exact=True)).to_have_count(0)
     expect(preferences.get_by_text("Formal tone")).to_be_visible()
 
@@ -99,13 +99,13 @@ def test_the_approval_card_asks_in_every_tab_survives_a_reload_and_answers(new_p
     card = page.get_by_role("region", name="Approval for turn 3")
     card.get_by_role("button", name="Approve", exact=True).click()
     expect(page.locator("#chat-messages .answer").nth(2)).to_have_text("Removed it.", timeout=TURN_WAIT_MS)
-    expect(card).to_contain_text("You approved this change")
+    expect(card).to_contain_text("Approved by ada")
     expect(preferences.get_by_text("Formal tone")).to_have_count(0)
     expect(other.get_by_role("region", name="Preferences").get_by_text("Formal tone")).to_have_count(0)
 
 
 REPORT = "\n\n".join(f"Paragraph {n} says something worth keeping." for n in range(1, 9)) + "\n"
-OVERLAP = "You approved this change, but it could not be applied: you edited the same passage meanwhile. Nothing was overwritten."
+OVERLAP = "Approved by ada, but it could not be applied: the same passage was edited meanwhile. Nothing was overwritten."
 
 
 def test_an_approved_rewrite_of_a_passage_the_person_edited_meanwhile_says_it_was_not_applied(new_page, start_haico_server):

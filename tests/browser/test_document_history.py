@@ -73,7 +73,7 @@ def test_the_person_sees_what_the_agent_changed_and_restores_their_version(new_p
     expect(versions.nth(0)).to_contain_text("Agent, turn 1")
     expect(versions.nth(0)).to_contain_text("Current")
     expect(versions.nth(1)).to_contain_text("Version 1")
-    expect(versions.nth(1)).to_contain_text("You")
+    expect(versions.nth(1).locator(".doc-history-who")).to_have_text("hedy")
 
     # What the agent's edit changed: the words it removed and added.
     changes = history.get_by_role("region", name="Changes between versions")
@@ -96,7 +96,7 @@ def test_the_person_sees_what_the_agent_changed_and_restores_their_version(new_p
     expect(document.locator("input[name=base_version]")).to_have_value("3")
     versions = history.get_by_role("list", name="Versions, newest first").get_by_role("listitem")
     expect(versions.nth(0)).to_contain_text("Version 3")
-    expect(versions.nth(0)).to_contain_text("You")
+    expect(versions.nth(0).locator(".doc-history-who")).to_have_text("hedy")
     assert _revisions(server, thread_id) == [(1, "person", MINE), (2, "agent", AGENTS), (3, "person", MINE)]
 
     # The editor goes on from the restored version: the next save is version 4.
@@ -134,3 +134,46 @@ def test_unsaved_text_survives_opening_the_history_and_is_saved_before_a_restore
     assert [(v, a) for v, a, _ in _revisions(server, thread_id)] == [(1, "person"), (2, "agent"), (3, "person"), (4, "person")]
     assert _revisions(server, thread_id)[2][2] == unsaved
     expect(history.get_by_role("status")).to_have_text("Version 1 restored as version 4.")
+
+
+def test_the_chat_bubble_and_the_history_name_the_person_after_a_turn_and_an_edit(new_page, start_haico_server, model_server):
+    """Who did what (docs/adr/0085): the person's full name heads their
+    message, live and after a reload, and names their versions in the
+    history and the diff; the agent's version says Agent."""
+    model_server.script(
+        [
+            Reply(tool_calls=[tool_call("update_document", "Making the results stronger.", content=AGENTS)]),
+            Reply(text="I rewrote the results."),
+        ]
+    )
+    server = start_haico_server(model_env(model_server))
+    page = new_page()
+    new_thread_for(page, server.url, "hedy")
+    server.manage(
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import User; "
+        "User.objects.filter(username='hedy').update(first_name='Hedy', last_name='Lamarr')",
+    )
+    page.reload()
+    wait_for_socket(page)
+    save_document_now(page, MINE)
+    chat = page.get_by_role("region", name="Chat")
+    chat.get_by_role("textbox", name="Message").fill("Make the results stronger")
+    chat.get_by_role("button", name="Send").click()
+    expect(chat.locator("#chat-messages .answer").first).to_have_text("I rewrote the results.", timeout=TURN_WAIT_MS)
+    expect(chat.locator("#turn-1 .bubble-user .bubble-author")).to_have_text("Hedy Lamarr")
+
+    document = page.get_by_role("region", name="Document")
+    document.get_by_role("button", name="History", exact=True).click()
+    history = page.get_by_role("region", name="Document history")
+    versions = history.get_by_role("list", name="Versions, newest first").get_by_role("listitem")
+    expect(versions).to_have_count(2)
+    expect(versions.nth(0).locator(".doc-history-who")).to_have_text("Agent, turn 1")
+    expect(versions.nth(1).locator(".doc-history-who")).to_have_text("Hedy Lamarr")
+    changes = history.get_by_role("region", name="Changes between versions")
+    expect(changes).to_contain_text("Version 1 by Hedy Lamarr; version 2 by Agent.")
+
+    page.reload()
+    wait_for_socket(page)
+    expect(page.get_by_role("region", name="Chat").locator("#turn-1 .bubble-user .bubble-author")).to_have_text("Hedy Lamarr")

@@ -179,7 +179,7 @@ def test_a_pending_approval_is_in_view_and_focused_with_its_buttons_on_screen(ne
     notice = page.locator("#chat-notice")
     expect(notice).to_contain_text("Answer the pending approval first")
     card.get_by_role("button", name="Reject", exact=True).click()
-    expect(card).to_contain_text("You rejected this change", timeout=TURN_WAIT_MS)
+    expect(card).to_contain_text("Rejected by ada", timeout=TURN_WAIT_MS)
     expect(notice).to_be_hidden()
 
 
@@ -408,7 +408,7 @@ def test_the_document_history_overlaps_nothing_and_compare_names_its_versions(pa
             or a["x"] >= b["x"] + b["width"]
             or b["x"] >= a["x"] + a["width"]
         ), (a, b)
-    expect(history.get_by_text("You").first).to_be_visible()
+    expect(history.locator(".doc-history-who").first).to_have_text("ada")  # the person, by name
 
     history.get_by_role("button", name="Compare version 2 with now").click()
     changes = history.get_by_role("region", name="Changes between versions")

@@ -46,7 +46,7 @@ def test_the_history_lists_each_change_with_who_made_it_and_the_snapshot_reads_b
     expect(entries.nth(0)).to_contain_text(AGENT_OBJECTIVE)
     expect(entries.nth(0)).to_contain_text("Set by the agent during turn 1")
     expect(entries.nth(1)).to_contain_text(PERSON_OBJECTIVE)
-    expect(entries.nth(1)).to_contain_text("Edited by you before the first turn")
+    expect(entries.nth(1)).to_contain_text("Edited by ada before the first turn")
     expect(entries.nth(2)).to_contain_text("No objective yet")
     history.screenshot(path="/tmp/haico-objective-history.png")
 

@@ -453,3 +453,112 @@ def test_a_large_import_keeps_nobody_elses_writes_waiting(thread, owner, other_u
     # The renames kept going all through the import (one every 20 ms plus its
     # wait; on a loaded machine a wait can reach a quarter of a second).
     assert len(waits) >= max(3, took / 0.3), (took, len(waits))
+
+
+# -- who did what (docs/adr/0085) --
+
+
+def _archive_by_two_people(thread, owner):
+    """An archive of `thread` where the owner and "grace", a person of the
+    server it was exported from, each wrote and answered something."""
+    from workspace.services.objective import objective_set
+    from workspace.services.review import review_keep
+
+    document_save(thread=thread, title="Notes", content="# N\n\nOne.\n\nTwo.", base_version=0, author="person", person=owner)
+    Thread.objects.filter(pk=thread.pk).update(turn_index=1)
+    document_save(thread=thread, content="# N\n\nOne, agent.\n\nTwo, agent.", base_version=1, author="agent", person=owner)
+    review_keep(thread=Thread.objects.get(pk=thread.pk), turn_index=1, hunk=0, person=owner)
+    objective_set(thread=thread, text="Ship it", author="person", person=owner)
+    archive = thread_archive(Thread.objects.get(pk=thread.pk))
+    # The exporting server's other person: no such account here.
+    archive["workspace"]["document"]["revisions"][1]["by"] = "grace"
+    archive["workspace"]["objective_history"][0]["by"] = "grace"
+    archive["transcript"]["turns"] = [
+        {
+            "index": 1,
+            "user_message": "tidy it",
+            "status": "complete",
+            "answer": "Done.",
+            "by": "grace",
+            "approval": {
+                "interrupt_id": "i-1",
+                "request": {"kind": "plan", "summary": "Remove 1 plan step.", "details": []},
+                "decision": "rejected",
+                "answered_by": "owner",
+                "answered_by_name": "Ada Lovelace",
+            },
+        }
+    ]
+    return archive
+
+
+def test_an_archive_carries_who_did_what_by_username(thread, owner):
+    from conversations.turns.slot import turn_begin, turn_finish
+
+    owner.first_name = "Ada"  # the username goes in the archive, not the name shown here
+    owner.save()
+    _archive_by_two_people(thread, owner)
+    turn_begin(thread=Thread.objects.get(pk=thread.pk), user_message="next", person=owner)
+    turn_finish(thread=thread, turn_index=2)
+    archive = thread_archive(Thread.objects.get(pk=thread.pk))
+    assert [r["by"] for r in archive["workspace"]["document"]["revisions"]] == ["owner", "owner"]
+    assert archive["workspace"]["document"]["review_decisions"][0]["by"] == "owner"
+    assert archive["workspace"]["objective_history"][0]["by"] == "owner"
+    assert [t["by"] for t in archive["transcript"]["turns"]] == ["owner"]
+
+
+def test_an_import_keeps_every_name_linking_only_the_importer_and_shows_the_others_as_text(thread, owner, owner_client):
+    archive = _archive_by_two_people(thread, owner)
+    imported = import_archive(raw=json.dumps(archive).encode(), owner=owner)
+
+    from workspace.models import DocumentReviewDecision, DocumentRevision, ObjectiveRevision
+
+    revisions = DocumentRevision.objects.filter(document__thread=imported).order_by("version")
+    assert [(r.person_id, r.person_username) for r in revisions] == [(owner.pk, "owner"), (None, "grace")]
+    decision = DocumentReviewDecision.objects.get(document__thread=imported)
+    assert (decision.person_id, decision.person_username) == (owner.pk, "owner")
+    objective = ObjectiveRevision.objects.get(thread=imported)
+    assert (objective.person_id, objective.person_username) == (None, "grace")
+    turn = Turn.objects.get(thread=imported, index=1)
+    assert (turn.person_id, turn.person_username, turn.person_name) == (None, "grace", "grace")
+    assert turn.approval["answered_by"] == "owner" and turn.approval["answered_by_name"] == "Ada Lovelace"
+
+    # Shown as kept, and exported again as it came.
+    page = owner_client.get(f"/threads/{imported.pk}/workspace/").content.decode()
+    assert 'class="bubble-author">grace</span>' in page
+    assert 'approval-title">Rejected by Ada Lovelace</p>' in page
+    again = thread_archive(imported)
+    assert again["transcript"]["turns"][0]["by"] == "grace"
+    assert [r["by"] for r in again["workspace"]["document"]["revisions"]] == ["owner", "grace"]
+
+
+def test_an_archive_by_another_server_never_links_a_name_to_an_account_here(thread, owner, other_user):
+    archive = _archive_by_two_people(thread, owner)
+    # "intruder" has an account on this server; the archive's word does not make them the author.
+    archive["transcript"]["turns"][0]["by"] = "intruder"
+    imported = import_archive(raw=json.dumps(archive).encode(), owner=owner)
+    turn = Turn.objects.get(thread=imported, index=1)
+    assert (turn.person_id, turn.person_username) == (None, "intruder")
+
+
+@pytest.mark.parametrize(
+    "where, value, message",
+    [
+        (("transcript", "turns", 0, "by"), 7, "transcript.turns[0].by: expected text."),
+        (("workspace", "document", "revisions", 0, "by"), ["owner"], "workspace.document.revisions[0].by: expected text."),
+        (("workspace", "objective_history", 0, "by"), "x" * 151, "workspace.objective_history[0].by: 151 characters"),
+        (("workspace", "document", "review_decisions", 0, "by"), {"u": 1}, "review_decisions[0].by: expected text."),
+        (("transcript", "turns", 0, "approval", "answered_by"), True, "approval.answered_by: expected text."),
+    ],
+)
+def test_a_name_of_the_wrong_type_or_length_is_refused_where_it_is(thread, owner, where, value, message):
+    archive = _archive_by_two_people(thread, owner)
+    place = archive
+    for key in where[:-1]:
+        place = place[key]
+    place[where[-1]] = value
+    before = database_rows()
+    with pytest.raises(ArchiveRefused) as refused:
+        import_archive(raw=json.dumps(archive).encode(), owner=owner)
+    assert message in refused.value.message
+    assert database_rows() == before

@@ -26,7 +26,7 @@ from workspace.services import plan as plan_services
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-REJECTED = "You rejected this change"
+REJECTED = 'approval-title">Rejected by owner</p>'
 
 
 @database_sync_to_async
@@ -54,7 +54,7 @@ async def _rejected_then_asked_about_a_selection(thread, script):
     )
     await registry.start_turn(thread=thread, user_message="drop the outline", mode=Thread.Mode.PLAN)
     await registry.wait_for_turn(thread.pk)
-    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.REJECTED)
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.REJECTED, person=thread.owner)
     await registry.wait_for_turn(thread.pk)
     fresh = await Thread.objects.aget(pk=thread.pk)
     await registry.start_turn(
@@ -98,7 +98,7 @@ async def test_a_branch_keeps_the_approval_card_mode_and_selection(owner, thread
     page = await _page(async_client, owner, branch)
     card = _card(page, 1)
     assert REJECTED in card and "Remove 1 plan step together with 2 sub-steps." in card and ">Approve</button>" not in card
-    assert "Rejected by you" in page  # the step in the reasoning, from the copied history
+    assert '<span class="step-status">Rejected</span>' in page  # the step in the reasoning, from the copied history
 
 
 async def test_an_imported_thread_keeps_the_approval_card_mode_and_selection(owner, thread, script, async_client):
@@ -140,7 +140,7 @@ async def test_a_card_that_says_the_approved_change_was_not_applied_is_copied_to
     imported = await database_sync_to_async(import_archive)(raw=await database_sync_to_async(archive_bytes)(source), owner=owner)
     for copy_ in (branch, imported):
         card = _card(await _page(async_client, owner, copy_), 1)
-        assert "could not be applied: you edited the same passage meanwhile. Nothing was overwritten." in card
+        assert "could not be applied: the same passage was edited meanwhile. Nothing was overwritten." in card
 
 
 def _archive_with_a_turn(thread):

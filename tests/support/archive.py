@@ -93,15 +93,16 @@ async def rich_thread(thread: Thread, owner, script) -> Thread:
     @database_sync_to_async
     def person_edits():
         fresh = Thread.objects.get(pk=branch.pk)
-        review_keep(thread=fresh, turn_index=2)
+        review_keep(thread=fresh, turn_index=2, person=owner)
         document = fresh.document
         document_save(
             thread=fresh,
             content=document.content + "\nWritten by the person.\n",
             base_version=document.version,
             author=Author.PERSON,
+            person=owner,
         )
-        objective_set(thread=fresh, text="Ship the launch note by Tuesday", author=Author.PERSON)
+        objective_set(thread=fresh, text="Ship the launch note by Tuesday", author=Author.PERSON, person=owner)
         locked = preference_add(thread=fresh, title="No jargon", kind="hard", respect_lock=False)
         preference_set_locked(preference=locked, locked=True, respect_lock=False)
         feedback_leave(thread=fresh, user=owner, turn_index=1, rating=4, comment="Good start")
@@ -109,7 +110,7 @@ async def rich_thread(thread: Thread, owner, script) -> Thread:
     await person_edits()
     await registry.start_turn(thread=branch, user_message="drop a rule")
     await registry.wait_for_turn(branch.pk)
-    await registry.answer_approval(thread=branch, turn=3, decision=approval_claims.REJECTED)
+    await registry.answer_approval(thread=branch, turn=3, decision=approval_claims.REJECTED, person=owner)
     await registry.wait_for_turn(branch.pk)
 
     @database_sync_to_async

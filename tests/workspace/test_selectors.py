@@ -169,10 +169,14 @@ def test_document_history_lists_every_version_newest_first_with_who_and_the_agen
     from workspace.models import DocumentRevision
     from workspace.services import snapshots as snapshot_services
 
-    document_services.document_save(thread=thread, title="Plan", content="one", base_version=0, author="person")
+    document_services.document_save(
+        thread=thread, title="Plan", content="one", base_version=0, author="person", person=thread.owner
+    )
     snapshot_services.snapshot_capture(thread=thread, turn_index=1, user_message="Improve it")
     document_services.document_save(thread=thread, content="one, by the agent", base_version=1, author="agent")
-    document_services.document_save(thread=thread, content="one, by the agent, and me", base_version=2, author="person")
+    document_services.document_save(
+        thread=thread, content="one, by the agent, and me", base_version=2, author="person", person=thread.owner
+    )
     snapshot_services.snapshot_capture(thread=thread, turn_index=2, user_message="Again")
     document_services.document_save(thread=thread, content="final", base_version=3, author="agent")
 
@@ -181,9 +185,9 @@ def test_document_history_lists_every_version_newest_first_with_who_and_the_agen
     shown = [(v.version, v.author, v.author_label, v.turn_index, v.title) for v in history.versions]
     assert shown == [
         (4, "agent", "Agent", 2, "Plan"),
-        (3, "person", "You", None, "Plan"),
+        (3, "person", "owner", None, "Plan"),
         (2, "agent", "Agent", 1, "Plan"),
-        (1, "person", "You", None, "Plan"),
+        (1, "person", "owner", None, "Plan"),
     ]
     created = [v.created_at for v in history.versions]
     assert created == sorted(created, reverse=True)

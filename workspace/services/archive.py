@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from .. import content_store
+from .. import content_store, people
 from ..models import (
     Artifact,
     ContentBlob,
@@ -57,7 +57,13 @@ def workspace_restore_current(*, thread: Thread, workspace: dict) -> None:
             thread=thread, title=document["title"], content=document["content"], version=document["version"]
         )
         DocumentReviewDecision.objects.bulk_create(
-            DocumentReviewDecision(document=row, turn_index=d["turn"], hunk=d["hunk"], decision=d["decision"])
+            DocumentReviewDecision(
+                document=row,
+                turn_index=d["turn"],
+                hunk=d["hunk"],
+                decision=d["decision"],
+                **people.imported(d["by"], importer=thread.owner),
+            )
             for d in document["review_decisions"]
         )
 
@@ -73,6 +79,7 @@ def objective_history_restore(*, thread: Thread, rows: list[dict]) -> None:
             token_name=r["token"],
             turn_index=r["turn"],
             created_at=_time(r["at"], now),
+            **people.imported(r["by"], importer=thread.owner),
         )
         for r in rows
     )
@@ -99,6 +106,7 @@ def document_revisions_restore(*, thread: Thread, rows: list[dict]) -> None:
                 token_name=r["token"],
                 turn_index=r["turn"],
                 created_at=_time(r["at"], now),
+                **people.imported(r["by"], importer=thread.owner),
             )
         )
     DocumentRevision.objects.bulk_create(revisions)

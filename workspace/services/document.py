@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 
-from .. import content_store, merge
+from .. import content_store, merge, people
 from ..errors import DocumentConflict, InvalidInput, NotFound
 from ..models import DOCUMENT_TITLE_MAX_CHARS, ContentBlob, Document, DocumentRevision, Thread
 from ..text import clean_text
@@ -62,7 +62,7 @@ def newest_revision_body(document: Document) -> ContentBlob | None:
     return newest.body if newest is not None else None
 
 
-def _write(document: Document, *, title: str, content: str, author: str, token_name: str = "") -> Document:
+def _write(document: Document, *, title: str, content: str, author: str, token_name: str = "", person=None) -> Document:
     # The text before this write is normally the newest revision's: the
     # delta against it needs no rebuild (store_text checks that by hash).
     base_text = document.content
@@ -79,6 +79,7 @@ def _write(document: Document, *, title: str, content: str, author: str, token_n
         author=author,
         token_name=token_name,
         turn_index=turn_index,
+        **people.by(person),
     )
     changed(document.thread_id, "document")
     return document
@@ -121,6 +122,7 @@ def document_save(
     token_name: str = "",
     resolve: str | None = None,
     base_content: str | None = None,
+    person=None,
 ) -> DocumentSaved:
     """Write the title and/or content (None leaves it as it is).
 
@@ -131,6 +133,7 @@ def document_save(
     person's choice in the conflict view); it applies to the current text,
     under the lock, so what it writes is based on the current version.
     `token_name`: the access token an MCP author wrote with (docs/adr/0026).
+    `person`: the user who wrote it, or whose turn or token it was (docs/adr/0085).
 
     `base_content`: the text `content` was edited from when that is not
     `base_version`'s own: the editor's save came back merged (as
@@ -152,7 +155,9 @@ def document_save(
     if base_content is None and (base_version is None or base_version == document.version):
         new_title = current_title if title is None else title
         new_content = current_content if content is None else content
-        return DocumentSaved(_write(document, title=new_title, content=new_content, author=author, token_name=token_name))
+        return DocumentSaved(
+            _write(document, title=new_title, content=new_content, author=author, token_name=token_name, person=person)
+        )
 
     # What is not submitted is unchanged since the base.
     typed_on = base_content is not None
@@ -195,11 +200,11 @@ def document_save(
             f"Merged with the changes made since version {base_version}, the document would be too long: "
             f"{exc.message} Nothing was saved; shorten it and it will be saved again."
         ) from None
-    saved = _write(document, title=new_title, content=new_content, author=author, token_name=token_name)
+    saved = _write(document, title=new_title, content=new_content, author=author, token_name=token_name, person=person)
     return DocumentSaved(saved, merged=True)
 
 
-def document_restore(*, thread: Thread, version: int, base_version: int | None) -> DocumentSaved:
+def document_restore(*, thread: Thread, version: int, base_version: int | None, person=None) -> DocumentSaved:
     """Make the document read as `version` did: a new edit by the person
     (a new version; the history keeps every one in between).
 
@@ -212,7 +217,9 @@ def document_restore(*, thread: Thread, version: int, base_version: int | None) 
     if kept is None:
         raise NotFound(f"Version {version} of the document is not kept, so it cannot be restored.")
     title, content = kept
-    return document_save(thread=thread, title=title, content=content, base_version=base_version, author=Author.PERSON)
+    return document_save(
+        thread=thread, title=title, content=content, base_version=base_version, author=Author.PERSON, person=person
+    )
 
 
 def _conflict_message(base_version: int | None, current_version: int, *, known: bool, typed_on: bool = False) -> str:
@@ -253,6 +260,7 @@ def document_edit_passage(
     base_version: int | None = None,
     author: str = Author.SYSTEM,
     token_name: str = "",
+    person=None,
 ) -> DocumentSaved:
     """Replace `passage` with `replacement`, or insert `insert_after` right
     after it (exactly one of the two). The passage must occur exactly once
@@ -291,11 +299,13 @@ def document_edit_passage(
     else:
         # One of the two is given (checked above).
         content = base_text[:end] + insert_after + base_text[end:]  # type: ignore[operator]
-    return document_save(thread=thread, content=content, base_version=base_version, author=author, token_name=token_name)
+    return document_save(
+        thread=thread, content=content, base_version=base_version, author=author, token_name=token_name, person=person
+    )
 
 
 @transaction.atomic
-def document_append(*, thread: Thread, text: str, author: str = Author.SYSTEM, token_name: str = "") -> Document:
+def document_append(*, thread: Thread, text: str, author: str = Author.SYSTEM, token_name: str = "", person=None) -> Document:
     """Add `text` at the end. An append commutes with any other edit, so it
     needs no base version."""
     if not isinstance(text, str) or not text.strip():
@@ -303,4 +313,4 @@ def document_append(*, thread: Thread, text: str, author: str = Author.SYSTEM, t
     document = _document_for_update(thread)
     separator = "" if not document.content or document.content.endswith("\n") else "\n"
     content = _clean_content(document.content + separator + text)
-    return _write(document, title=document.title, content=content, author=author, token_name=token_name)
+    return _write(document, title=document.title, content=content, author=author, token_name=token_name, person=person)

@@ -5,6 +5,7 @@ shows each value once, by whom and when, not only what a turn started with."""
 
 from django.db import transaction
 
+from .. import people
 from ..models import OBJECTIVE_MAX_CHARS, Objective, ObjectiveRevision, Thread
 from ..text import clean_text
 from .common import changed
@@ -13,10 +14,11 @@ Author = ObjectiveRevision.Author
 
 
 @transaction.atomic
-def objective_set(*, thread: Thread, text: str, author: str = Author.SYSTEM, token_name: str = "") -> Objective:
+def objective_set(*, thread: Thread, text: str, author: str = Author.SYSTEM, token_name: str = "", person=None) -> Objective:
     """Write the objective. `author`: the person's edit, the agent's
     `set_objective`, the person through MCP (with the token's name), or a
-    script (the default), as for the document."""
+    script (the default), as for the document. `person`: the user who
+    wrote it, or whose turn or token it was (docs/adr/0085)."""
     text = clean_text(text, label="Objective", max_chars=OBJECTIVE_MAX_CHARS)
     objective = Objective.objects.select_for_update().filter(thread=thread).first()
     if objective is not None and objective.text == text:
@@ -28,6 +30,8 @@ def objective_set(*, thread: Thread, text: str, author: str = Author.SYSTEM, tok
         objective.save(update_fields=["text", "updated_at"])
     # The counter as it is now (the caller's row may be older): during turn N, or after it.
     turn_index = Thread.objects.filter(pk=thread.pk).values_list("turn_index", flat=True).first() or 0
-    ObjectiveRevision.objects.create(thread=thread, text=text, author=author, token_name=token_name, turn_index=turn_index)
+    ObjectiveRevision.objects.create(
+        thread=thread, text=text, author=author, token_name=token_name, turn_index=turn_index, **people.by(person)
+    )
     changed(thread.pk, "objective")
     return objective

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from .. import selectors
+from .. import people, selectors
 from ..diff import revert_hunks
 from ..errors import InvalidInput, NotFound
 from ..events import Change, announce
@@ -47,9 +47,10 @@ def _chosen(review: selectors.DocumentReview, hunk: int | None):
     return chosen
 
 
-def _record(document, turn_index: int, indexes, decision: str) -> None:
+def _record(document, turn_index: int, indexes, decision: str, person) -> None:
+    who = people.by(person)
     DocumentReviewDecision.objects.bulk_create(
-        [DocumentReviewDecision(document=document, turn_index=turn_index, hunk=i, decision=decision) for i in indexes]
+        [DocumentReviewDecision(document=document, turn_index=turn_index, hunk=i, decision=decision, **who) for i in indexes]
     )
 
 
@@ -58,12 +59,12 @@ def _plural(n: int, word: str) -> str:
 
 
 @transaction.atomic
-def review_keep(*, thread: Thread, turn_index: int, hunk: int | None = None) -> ReviewAnswered:
-    """Keep one hunk (`hunk`), or every one still open (None)."""
+def review_keep(*, thread: Thread, turn_index: int, hunk: int | None = None, person=None) -> ReviewAnswered:
+    """Keep one hunk (`hunk`), or every one still open (None), as `person`'s answer."""
     document = _document_for_update(thread)
     review = _open_review(thread, document, turn_index)
     chosen = _chosen(review, hunk)
-    _record(document, turn_index, [h.index for h in chosen], Decision.KEPT)
+    _record(document, turn_index, [h.index for h in chosen], Decision.KEPT, person)
     # The document text is unchanged; the open tabs re-read the review.
     announce(Change(thread_id=thread.pk, surface="document"))
     return ReviewAnswered(
@@ -72,9 +73,9 @@ def review_keep(*, thread: Thread, turn_index: int, hunk: int | None = None) -> 
 
 
 @transaction.atomic
-def review_undo(*, thread: Thread, turn_index: int, hunk: int | None = None) -> ReviewAnswered:
+def review_undo(*, thread: Thread, turn_index: int, hunk: int | None = None, person=None) -> ReviewAnswered:
     """Undo one hunk (`hunk`), or every one still open (None), on the current
-    text, as the person's edit. A hunk whose lines changed since the agent
+    text, as `person`'s edit. A hunk whose lines changed since the agent
     wrote them is refused (InvalidInput for a single hunk; left open and
     named in the message for all)."""
     document = _document_for_update(thread)
@@ -88,8 +89,10 @@ def review_undo(*, thread: Thread, turn_index: int, hunk: int | None = None) -> 
             f"Every change left was edited after the agent made it ({_plural(len(refused), 'change')}), so nothing "
             "was undone; edit those passages by hand, or keep them."
         )
-    document_save(thread=thread, content=content, base_version=document.version, author=DocumentRevision.Author.PERSON)
-    _record(document, turn_index, reverted, Decision.UNDONE)
+    document_save(
+        thread=thread, content=content, base_version=document.version, author=DocumentRevision.Author.PERSON, person=person
+    )
+    _record(document, turn_index, reverted, Decision.UNDONE, person)
     if hunk is not None:
         message = "Change undone."
     elif refused:

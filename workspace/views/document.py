@@ -164,6 +164,7 @@ def document_save(request, thread_id):
             author=DocumentRevision.Author.PERSON,
             resolve=values["resolve"],
             base_content=values["base_content"],
+            person=request.user,
         )
     except DocumentConflict as exc:
         # The save stays based on the version the person edited, so the
@@ -300,7 +301,7 @@ def document_restore(request, thread_id):
         version = form.cleaned_data["version"]
         try:
             saved = document_services.document_restore(
-                thread=thread, version=version, base_version=form.cleaned_data["base_version"]
+                thread=thread, version=version, base_version=form.cleaned_data["base_version"], person=request.user
             )
         except DocumentConflict as exc:
             status = 409
@@ -338,7 +339,10 @@ def _review_answer(request, thread_id, answer):
         error = first_error(form) + " Nothing was changed."
     else:
         try:
-            message = answer(thread=thread, turn_index=form.cleaned_data["turn"], hunk=form.cleaned_data["hunk"]).message
+            answered = answer(
+                thread=thread, turn_index=form.cleaned_data["turn"], hunk=form.cleaned_data["hunk"], person=request.user
+            )
+            message = answered.message
         except WorkspaceError as exc:
             error, status = exc.message, 404 if isinstance(exc, NotFound) else 409
     if not request.htmx:

@@ -31,7 +31,10 @@ def objective_update(request, thread_id):
     if error is None:
         try:
             objective_services.objective_set(
-                thread=thread, text=form.cleaned_data["text"], author=objective_services.Author.PERSON
+                thread=thread,
+                text=form.cleaned_data["text"],
+                author=objective_services.Author.PERSON,
+                person=request.user,
             )
         except WorkspaceError as exc:
             error = exc.message

@@ -72,9 +72,10 @@ async def test_an_approved_removal_runs_and_the_turn_goes_on(owner, thread, scri
     row = await _row(thread)
     assert row.status == Turn.Status.AWAITING and (await database_sync_to_async(stored_slot)(thread)).turn_index is None
 
-    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED)
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED, person=owner)
     frames = await frames_until_turn_end(socket)
-    assert any("You approved this change" in f for f in frames)
+    # The card names who answered, the same in every tab.
+    assert any('approval-title">Approved by owner</p>' in f for f in frames)
     assert "Done as you decided." in frames[-1]
     assert await _titles(thread) == ["Short paragraphs"]
     assert (await _row(thread)).status == Turn.Status.COMPLETE
@@ -87,14 +88,14 @@ async def test_an_approved_removal_runs_and_the_turn_goes_on(owner, thread, scri
 
 async def test_a_rejected_removal_is_not_made_and_the_agent_is_told(owner, thread, script, sockets):
     model, socket, _card = await _ask(thread, owner, script, sockets)
-    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.REJECTED)
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.REJECTED, person=owner)
     frames = await frames_until_turn_end(socket)
-    assert any("You rejected this change" in f for f in frames)
+    assert any('approval-title">Rejected by owner</p>' in f for f in frames)
     assert "Done as you decided." in frames[-1]
     assert await _titles(thread) == ["Formal tone", "Short paragraphs"]
     [result] = [m for m in model.requests[-1] if isinstance(m, ToolMessage)]
     assert "The person rejected this change" in result.content and '"rejected": true' in result.content
-    assert "Rejected by you" in "".join(frames)  # the step in the reasoning says so
+    assert '<span class="step-status">Rejected</span>' in "".join(frames)  # the step in the reasoning says so
     assert "Rejected: Remove 1 preference." in await _log(thread)
 
 
@@ -287,7 +288,7 @@ async def test_the_card_shows_what_the_agent_and_person_wrote_as_text(owner, thr
 
 
 REPORT = "\n\n".join(f"Paragraph {n} says something worth keeping." for n in range(1, 9))
-OVERLAP = "You approved this change, but it could not be applied: you edited the same passage meanwhile. Nothing was overwritten."
+OVERLAP = "Approved by owner, but it could not be applied: the same passage was edited meanwhile. Nothing was overwritten."
 
 
 async def test_an_approved_rewrite_refused_as_an_overlap_says_so_on_the_card(owner, thread, script, sockets, async_client):
@@ -310,7 +311,7 @@ async def test_an_approved_rewrite_refused_as_an_overlap_says_so_on_the_card(own
     # the plain "approved" card and the one that replaces it, in that order).
     last_card = "".join(frames).rsplit(CARD, 1)[1].split("</section>", 1)[0]
     assert OVERLAP in last_card and "is-not-applied" in last_card
-    assert "You approved this change</p>" not in last_card
+    assert "Approved by owner</p>" not in last_card
     document = await database_sync_to_async(selectors.document_for)(thread=thread)
     assert document.content == mine  # nothing of the person's was overwritten
     row = await _row(thread)
@@ -338,7 +339,7 @@ async def test_an_approved_change_that_applies_still_says_approved(owner, thread
     await _write_document(thread, REPORT + "\n\nA closing line of mine.")
     await socket.send_json_to({"action": "approval", "turn": 1, "decision": "approve"})
     frames = await frames_until_turn_end(socket)
-    assert "You approved this change</p>" in [f for f in frames if CARD in f][-1]
+    assert "Approved by owner</p>" in [f for f in frames if CARD in f][-1]
     assert "could not be applied" not in "".join(frames)
     assert "outcome" not in (await _row(thread)).approval
 

@@ -78,12 +78,14 @@ def test_turn_begin_keeps_a_title_the_person_chose(thread):
     assert _fresh(thread).title == "Lit review"
 
 
-def test_a_second_concurrent_turn_is_refused_and_changes_nothing(thread):
-    slot.turn_begin(thread=thread, user_message="first")
+def test_a_second_concurrent_turn_is_refused_naming_who_started_it_and_changes_nothing(owner, other_user, thread):
+    owner.first_name, owner.last_name = "Ada", "Lovelace"
+    owner.save()
+    slot.turn_begin(thread=thread, user_message="first", person=owner)
     with pytest.raises(TurnAlreadyRunning) as exc:
-        slot.turn_begin(thread=_fresh(thread), user_message="second")
+        slot.turn_begin(thread=_fresh(thread), user_message="second", person=other_user)
     assert isinstance(exc.value, UserFacingError)
-    assert "already running" in exc.value.message
+    assert exc.value.message.startswith("A turn is running (started by Ada Lovelace)")
     stored = _fresh(thread)
     assert (stored.turn_index, stored_slot(thread).turn_index) == (1, 1)
     assert list(WorkspaceSnapshot.objects.filter(thread=thread).values_list("user_message", flat=True)) == ["first"]
@@ -327,3 +329,17 @@ def test_a_persons_running_turns_are_counted_from_every_threads_claim(owner, oth
     # 0: no limit.
     settings.HAICO_MAX_RUNNING_TURNS = 0
     assert slot.turn_begin(thread=services.thread_create(owner=owner), user_message="four")[0] == 1
+
+
+def test_the_turn_row_records_who_sent_the_message(owner, thread):
+    slot.turn_begin(thread=thread, user_message="from the owner", person=owner)
+    row = Turn.objects.get(thread=thread, index=1)
+    assert (row.person_id, row.person_username, row.person_name) == (owner.pk, "owner", "owner")
+
+
+def test_a_turn_claimed_while_another_waits_on_its_approval_is_refused_with_the_runner_named(owner, thread):
+    slot.turn_begin(thread=thread, user_message="first", person=owner)
+    locked = _fresh(thread)
+    with pytest.raises(TurnAlreadyRunning) as exc:
+        slot.claim_slot(locked, 1, now=timezone.now())
+    assert "(started by owner)" in exc.value.message

@@ -124,7 +124,7 @@ def test_objective_history_lists_each_change_with_who_made_it_newest_first(owner
     assert order == sorted(order)
     assert html.count("Sharper objective") == 1  # the live value is not listed a second time
     assert "Set by the agent during turn 2" in html
-    assert "Edited by you after turn 1" in html
+    assert "Edited by owner after turn 1" in html
     assert "Set by the agent during turn 1" in html
 
 
