@@ -145,7 +145,7 @@ def test_the_postgresql_pass_runs_beside_the_first_and_its_output_follows_it(tes
         RECORDING_PYTHON.replace(
             'exit "$(cat "$root/exit_code" 2>/dev/null || echo 0)"',
             'if [ -n "$DATABASE_URL" ]; then echo "postgres pass output"; exit 0; fi\n'
-            "for _ in $(seq 50); do grep -q haico_suite \"$root/calls.log\" && exit 0; sleep 0.1; done\n"
+            'for _ in $(seq 50); do grep -q haico_suite "$root/calls.log" && exit 0; sleep 0.1; done\n'
             "exit 1",
         )
     )

@@ -307,16 +307,18 @@ async def test_mcp_edits_are_the_persons_through_their_token_everywhere(thread, 
         assert list(ObjectiveRevision.objects.filter(thread=thread).values_list("author", "token_name")) == [("mcp", "laptop")]
         # History says who; no agent turn is named, and the review of agent turns has nothing.
         history = document_history(thread=thread)
-        assert [v.author_label for v in history.versions][:2] == ["You, through MCP (token “laptop”)"] * 2
+        assert [v.author_label for v in history.versions][:2] == ["owner, through MCP (token “laptop”)"] * 2
         assert all(v.turn_index is None for v in history.versions)
         assert document_review(thread=thread) is None
         assert objective_history(thread=thread)[0].token_name == "laptop"
 
         page = owner_client.get(reverse("workspace:document-history", kwargs={"thread_id": thread.pk}))
-        assert page.content.decode().count("You, through MCP (token “laptop”)") == 2
+        html = page.content.decode()
+        assert html.count('doc-history-who">owner, through MCP (token “laptop”)<') == 2
+        assert "Version 2 by owner, through MCP (token “laptop”); version 3 by owner, through MCP" in html
         assert "Agent" not in page.content.decode()
         objective = owner_client.get(reverse("workspace:objective-history", kwargs={"thread_id": thread.pk}))
-        assert "Set by you through MCP (token “laptop”) before the first turn" in objective.content.decode()
+        assert "Set by owner through MCP (token “laptop”) before the first turn" in objective.content.decode()
         assert "Set by the agent" not in objective.content.decode()
         workspace = owner_client.get(reverse("thread-page", kwargs={"thread_id": thread.pk})).content.decode()
         assert "The agent’s changes in turn" not in workspace
@@ -330,7 +332,7 @@ async def test_mcp_edits_are_the_persons_through_their_token_everywhere(thread, 
             list(DocumentRevision.objects.filter(document__thread=copy).order_by("version").values_list("author", "token_name"))
             == revisions
         )
-        assert document_history(thread=copy).versions[0].author_label == "You, through MCP (token “laptop”)"
+        assert document_history(thread=copy).versions[0].author_label == "owner, through MCP (token “laptop”)"
 
     await sync_to_async(check)()
 
