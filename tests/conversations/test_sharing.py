@@ -5,6 +5,7 @@ next MCP call and the open sockets. Personas: the owner, an editor, a viewer,
 a link viewer, staff, another person."""
 
 import json
+import uuid
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -304,3 +305,27 @@ async def test_a_viewers_page_sees_the_changes_live(thread, owner, people, socke
 
     assert "Seen by the viewer" in await _next_text(theirs)
     assert await sync_to_async(Todo.objects.filter(thread=thread).count)() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.redis
+async def test_a_removal_made_on_another_server_process_closes_the_socket_through_redis(
+    thread, owner, people, sockets, settings, redis_url, monkeypatch
+):
+    from channels_redis.core import RedisChannelLayer
+
+    prefix = f"haico-test-{uuid.uuid4().hex[:8]}"
+    hosts = [redis_url.rsplit("/", 1)[0] + "/11"]
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": hosts, "prefix": prefix}}
+    }
+    # The process that removes the person is not the one holding the socket: its own layer, the same Redis.
+    other_process = RedisChannelLayer(hosts=hosts, prefix=prefix)
+    monkeypatch.setattr(sharing, "get_channel_layer", lambda: other_process)
+    member = await sync_to_async(sharing.thread_member_add)(thread=thread, who="ed", role="editor", by=owner)
+    theirs = await sockets(thread.pk, people["ed"])
+
+    await sync_to_async(sharing.thread_member_remove)(thread=thread, member_id=member.pk, by=owner)
+
+    _frames, closed = await _frames_until_closed(theirs, timeout=5)
+    assert closed == CLOSE_NOT_FOUND
