@@ -7,7 +7,10 @@
 (function () {
   "use strict";
   var WRITES = "form[method=post], form[ws-send], form[hx-post]";
-  var OPENERS = "[hx-post], [data-edit-open], [data-add-toggle], [draggable=true]";
+  // Controls that write through the page's scripts rather than a form: a
+  // step's Done box and menu, a preference's Lock / Edit / Delete (workspace/rows.py).
+  var OPENERS = "[hx-post], [data-edit-open], [data-add-toggle], [draggable=true], " +
+    "li.step input[type=checkbox], .step-menu, [data-step-act], [data-pref-act]";
 
   function lock(root) {
     var grid = document.querySelector(".workspace-grid");

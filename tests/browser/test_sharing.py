@@ -80,6 +80,15 @@ def test_a_viewer_sees_the_thread_live_and_has_no_enabled_control_that_writes(ow
            )).filter(el => !el.disabled && !el.readOnly).map(el => el.outerHTML.slice(0, 120))"""
     )
     assert enabled == [], enabled
+    # What stays enabled anywhere on the workspace only reads: histories, the plan's view, which artifact, downloads.
+    writes = viewer.evaluate(
+        """() => Array.from(document.querySelectorAll('.workspace-grid :is(button, select, input:not([type=hidden]), textarea)'))
+             .filter(el => !el.disabled && !el.readOnly && el.offsetParent !== null)
+             .filter(el => !el.matches('[hx-get], [data-plan-view], [data-export-toggle]'))
+             .map(el => el.outerHTML.slice(0, 160))"""
+    )
+    assert writes == [], writes
+    expect(viewer.get_by_role("checkbox", name="Done: step 1")).to_be_disabled()
     chat = viewer.get_by_role("region", name="Chat")
     expect(chat.get_by_role("button", name="Send")).to_be_disabled()
     expect(chat.get_by_role("textbox", name="Message")).not_to_be_editable()
