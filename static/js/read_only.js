@@ -17,7 +17,9 @@
     if (!grid) return;
     var scope = root && root.querySelectorAll ? root : grid;
     var forms = Array.prototype.slice.call(scope.querySelectorAll(WRITES));
-    if (scope.matches && scope.matches(WRITES)) forms.push(scope);
+    // A control swapped into a form (the chat's Send / Stop after a turn) locks with its form.
+    var around = scope.closest && scope.closest(WRITES);
+    if (around) forms.push(around);
     forms.forEach(function (form) {
       if (!grid.contains(form)) return;
       Array.prototype.forEach.call(form.elements, function (el) {

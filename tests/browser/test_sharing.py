@@ -6,7 +6,9 @@ viewer sees the thread live and has no enabled control that writes."""
 
 from playwright.sync_api import Page, expect
 
-from .helpers import log_in, open_add_form, wait_for_socket
+from tests.support.fake_model import Reply
+
+from .helpers import TURN_WAIT_MS, log_in, model_env, new_thread_for, open_add_form, wait_for_socket
 
 NOT_FOUND = "This thread does not exist or is not yours."
 
@@ -95,3 +97,31 @@ def test_a_viewer_sees_the_thread_live_and_has_no_enabled_control_that_writes(ow
     expect(viewer.get_by_role("textbox", name="Document text")).not_to_be_editable()
     expect(viewer.get_by_role("button", name="Share")).to_have_count(0)
     expect(viewer.get_by_role("button", name="Rename thread")).to_have_count(0)
+
+
+def test_a_viewer_by_the_link_watches_the_owners_turn_stream(new_page, start_haico_server, model_server):
+    model_server.script([Reply(text="An answer the viewer watches arrive.")])
+    server = start_haico_server(model_env(model_server))
+    owner = new_page()
+    url = new_thread_for(owner, server.url, "ada")
+    wait_for_socket(owner)
+    owner.get_by_role("button", name="Share").click()
+    dialog = owner.get_by_role("dialog", name="Share")
+    dialog.get_by_role("button", name="Make a read-only link").click()
+    link = dialog.get_by_role("textbox", name="Read-only link").input_value()
+    dialog.get_by_role("button", name="Close").click()
+    server.create_user("dee")
+    viewer = new_page()
+    log_in(viewer, server.url, "dee")
+    viewer.goto(link)
+    expect(viewer).to_have_url(url)
+    wait_for_socket(viewer)
+
+    chat = owner.get_by_role("region", name="Chat")
+    chat.get_by_role("textbox", name="Message").fill("Say something")
+    chat.get_by_role("button", name="Send").click()
+
+    watched = viewer.get_by_role("region", name="Chat")
+    expect(watched).to_contain_text("Say something", timeout=TURN_WAIT_MS)
+    expect(watched.locator("#chat-messages .answer")).to_have_text(["An answer the viewer watches arrive."], timeout=TURN_WAIT_MS)
+    expect(watched.get_by_role("button", name="Send")).to_be_disabled()
