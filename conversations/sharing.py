@@ -153,7 +153,7 @@ def share_link_open(*, user: AbstractBaseUser, key: str) -> Thread | None:
     """The thread whose live link `key` is, with `user` made its viewer
     (unless they have it already); None for a link that does not (or no
     longer) work."""
-    if not key:
+    if not key or is_waiting(user):
         return None
     thread = Thread.objects.filter(share_link_key=key, is_deleted=False).first()
     if thread is None:

@@ -52,7 +52,8 @@ def test_an_editor_edits_the_plan_live_and_removal_closes_their_page(owner_works
     _add_step(editor, "Step written by the editor")
     expect(owner.get_by_role("region", name="Planning")).to_contain_text("Step written by the editor")
 
-    owner.get_by_role("dialog", name="Share").get_by_role("button", name="Remove bea").click()
+    people = owner.get_by_role("dialog", name="Share").get_by_role("list", name="People on this thread")
+    people.get_by_role("listitem").filter(has_text="bea").get_by_role("button", name="Remove", exact=True).click()
     expect(owner.get_by_role("dialog", name="Share").get_by_role("status")).to_contain_text("Removed")
 
     # At once: the editor's page says so and its socket is closed (not reconnecting).

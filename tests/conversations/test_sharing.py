@@ -111,6 +111,13 @@ def test_revoking_the_link_takes_every_access_it_gave_and_a_new_link_is_a_new_se
 
 
 @pytest.mark.django_db
+def test_an_account_waiting_for_approval_gets_nothing_from_the_link(thread, owner):
+    waiter = account_hold_for_approval(user=get_user_model().objects.create_user(username="waiter")).user
+    assert sharing.share_link_open(user=waiter, key=sharing.share_link_create(thread=thread, by=owner)) is None
+    assert _members(thread) == []
+
+
+@pytest.mark.django_db
 def test_adding_a_link_viewer_by_name_makes_them_a_member_the_link_no_longer_decides(thread, owner, people):
     sharing.share_link_open(user=people["li"], key=sharing.share_link_create(thread=thread, by=owner))
     sharing.thread_member_add(thread=thread, who="li", role="editor", by=owner)
