@@ -173,10 +173,10 @@ def write_pending_rows(
         thread=thread, parent=locked, branch_point_turn=turn_index, status=BranchLink.Status.PENDING, reason=reason
     )
     workspace_copy(thread=thread, workspace=workspace, source=locked, through_turn=turn_index)
-    # Not the link's viewers: the link is the source's, and revoking it must take all it gave.
+    # The same people, the link's viewers too: sharing is the family's (conversations.sharing).
     ThreadMember.objects.bulk_create(
-        ThreadMember(thread=thread, user_id=m.user_id, role=m.role, added_by_id=m.added_by_id)
-        for m in ThreadMember.objects.filter(thread=locked, via_link=False)
+        ThreadMember(thread=thread, user_id=m.user_id, role=m.role, via_link=m.via_link, added_by_id=m.added_by_id)
+        for m in ThreadMember.objects.filter(thread=locked)
     )
     Turn.objects.bulk_create(
         _copied_turn(row, thread) for row in Turn.objects.filter(thread=locked, index__lte=turn_index).order_by("index")

@@ -1,5 +1,8 @@
 """Sharing a thread: the people on it and their roles, and its read-only
-link (docs/adr/0084). Every write here is the owner's (or staff's, from the
+link (docs/adr/0084). A thread is shared with its family: the branches
+linked to it, all its owner's. Its trajectory map and turn versions show
+and link them all, so the people on one are on all, with one role; each
+change here applies to the whole family. Every write here is the owner's (or staff's, from the
 admin, which is recorded in the moderation log) and takes effect at once:
 after commit the thread's sockets are told (`thread.access`, through the
 channel layer, so every server process hears it), and each socket whose
@@ -23,6 +26,7 @@ from workspace.models import Thread, ThreadMember
 from .approval import is_waiting
 from .live import group_name
 from .models import ModerationAction
+from .selectors import family_ids
 from .services import moderation_record
 
 logger = logging.getLogger("haico.conversations.sharing")
@@ -31,16 +35,23 @@ ACCESS_EVENT = "thread.access"  # conversations.consumers.ThreadConsumer.thread_
 NO_SUCH_MEMBER = "That person is not on this thread any more; reload the dialog."
 
 
-def _tell_sockets(thread_id, user_id=None) -> None:
-    """After commit: the thread's sockets (only `user_id`'s, when given) check their access again."""
+def _family(thread: Thread) -> list:
+    """The ids of `thread` and every branch linked to it (the owner's only)."""
+    return sorted(family_ids(thread_id=thread.pk) | {thread.pk}, key=str)
+
+
+def _tell_sockets(thread_ids, user_id=None) -> None:
+    """After commit: the threads' sockets (only `user_id`'s, when given) check their access again."""
 
     def send():
         event = {"type": ACCESS_EVENT, "user_id": user_id}
-        try:
-            async_to_sync(get_channel_layer().group_send)(group_name(thread_id), event)
-        except Exception:
-            # The change is stored: the sockets then lose the thread at their next message.
-            logger.exception("could not tell the sockets of thread %s that access changed", thread_id)
+        layer = get_channel_layer()
+        for thread_id in thread_ids:
+            try:
+                async_to_sync(layer.group_send)(group_name(thread_id), event)
+            except Exception:
+                # The change is stored: the sockets then lose the thread at their next message.
+                logger.exception("could not tell the sockets of thread %s that access changed", thread_id)
 
     transaction.on_commit(send)
 
@@ -83,13 +94,14 @@ def thread_member_add(*, thread: Thread, who: str, role: str, by: AbstractBaseUs
     member = ThreadMember.objects.select_for_update().filter(thread=thread, user=person).first()
     if member is not None and not member.via_link:
         raise InvalidInput(f"{person.get_username()} is on this thread already, as {member.get_role_display().lower()}.")
-    if member is None:
-        member = ThreadMember.objects.create(thread=thread, user=person, role=role, added_by=by)
-    else:
-        member.role, member.via_link, member.added_by = role, False, by
-        member.save(update_fields=["role", "via_link", "added_by"])
+    family = _family(thread)
+    for thread_id in family:
+        ThreadMember.objects.update_or_create(
+            thread_id=thread_id, user=person, defaults={"role": role, "via_link": False, "added_by": by}
+        )
+    member = ThreadMember.objects.get(thread=thread, user=person)
     _record_if_staff(thread=thread, by=by, detail=f"Shared with {person.get_username()} as {member.get_role_display()}")
-    _tell_sockets(thread.pk, person.pk)
+    _tell_sockets(family, person.pk)
     return member
 
 
@@ -106,19 +118,21 @@ def thread_member_set_role(*, thread: Thread, member_id, role: str, by: Abstract
         raise InvalidInput("Choose Viewer or Editor.")
     member = _member(thread, member_id)
     if member.role != role or member.via_link:
-        member.role, member.via_link = role, False
-        member.save(update_fields=["role", "via_link"])
+        family = _family(thread)
+        ThreadMember.objects.filter(thread_id__in=family, user_id=member.user_id).update(role=role, via_link=False)
+        member.refresh_from_db()
         _record_if_staff(thread=thread, by=by, detail=f"{member.user.get_username()} made {member.get_role_display()}")
-        _tell_sockets(thread.pk, member.user_id)
+        _tell_sockets(family, member.user_id)
     return member
 
 
 @transaction.atomic
 def thread_member_remove(*, thread: Thread, member_id, by: AbstractBaseUser) -> None:
     member = _member(thread, member_id)
-    member.delete()
+    family = _family(thread)
+    ThreadMember.objects.filter(thread_id__in=family, user_id=member.user_id).delete()
     _record_if_staff(thread=thread, by=by, detail=f"Removed {member.user.get_username()}")
-    _tell_sockets(thread.pk, member.user_id)
+    _tell_sockets(family, member.user_id)
 
 
 @transaction.atomic
@@ -144,8 +158,9 @@ def share_link_revoke(*, thread: Thread, by: AbstractBaseUser) -> None:
 
 
 def _forget_link_viewers(thread: Thread) -> None:
-    if ThreadMember.objects.filter(thread=thread, via_link=True).delete()[0]:
-        _tell_sockets(thread.pk)
+    family = _family(thread)
+    if ThreadMember.objects.filter(thread_id__in=family, via_link=True).delete()[0]:
+        _tell_sockets(family)
 
 
 @transaction.atomic
@@ -159,7 +174,8 @@ def share_link_open(*, user: AbstractBaseUser, key: str) -> Thread | None:
     if thread is None:
         return None
     if thread.owner_id != user.pk:
-        ThreadMember.objects.get_or_create(
-            thread=thread, user=user, defaults={"role": ThreadMember.Role.VIEWER, "via_link": True}
-        )
+        for thread_id in _family(thread):
+            ThreadMember.objects.get_or_create(
+                thread_id=thread_id, user=user, defaults={"role": ThreadMember.Role.VIEWER, "via_link": True}
+            )
     return thread

@@ -226,8 +226,8 @@ def test_an_editors_token_writes_a_viewers_only_reads_and_a_removed_persons_reac
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_branch_an_editor_makes_is_the_owners_with_the_same_people_but_not_the_links(thread, owner, people):
-    from conversations.branching import fork_thread
+def test_a_branch_an_editor_makes_is_the_owners_with_the_same_people(thread, owner, people):
+    from conversations.branching import BranchRefused, fork_thread
     from conversations.turns import slot
 
     sharing.thread_member_add(thread=thread, who="ed", role="editor", by=owner)
@@ -239,9 +239,34 @@ def test_a_branch_an_editor_makes_is_the_owners_with_the_same_people_but_not_the
     branch = fork_thread(source=thread, turn_index=1, user=people["ed"], reason="test")
 
     assert branch.owner == owner
-    assert _members(branch) == [("ed", "editor", False), ("vi", "viewer", False)]
-    with pytest.raises(Exception, match="not yours"):
+    assert _members(branch) == [("ed", "editor", False), ("li", "viewer", True), ("vi", "viewer", False)]
+    with pytest.raises(BranchRefused):
         fork_thread(source=thread, turn_index=1, user=people["vi"], reason="test")
+    # The link's viewers leave the whole family when it is revoked.
+    sharing.share_link_revoke(thread=thread, by=owner)
+    assert thread_for_user(user=people["li"], thread_id=branch.pk, level=Access.VIEW) is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sharing_a_thread_shares_its_branches_and_a_removal_leaves_them_all(thread, owner, people):
+    """The map and a turn's versions show and link every branch of the
+    family: whoever is on one thread of it is on all, with one role."""
+    from conversations.branching import fork_thread
+    from conversations.turns import slot
+
+    turn, _ = slot.turn_begin(thread=thread, user_message="First")
+    slot.turn_finish(thread=thread, turn_index=turn)
+    branch = fork_thread(source=thread, turn_index=1, user=owner, reason="made before sharing")
+
+    member = sharing.thread_member_add(thread=branch, who="ed", role="viewer", by=owner)
+    assert access_to(user=people["ed"], thread=thread) is Access.VIEW
+    sharing.thread_member_set_role(thread=branch, member_id=member.pk, role="editor", by=owner)
+    assert access_to(user=people["ed"], thread=thread) is Access.EDIT
+
+    parent_row = ThreadMember.objects.get(thread=thread, user=people["ed"])
+    sharing.thread_member_remove(thread=thread, member_id=parent_row.pk, by=owner)
+    assert access_to(user=people["ed"], thread=thread) is None
+    assert access_to(user=people["ed"], thread=branch) is None
 
 
 # --- the open sockets ---------------------------------------------------------------------
