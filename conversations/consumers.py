@@ -11,7 +11,8 @@ Close codes: 4401 not logged in, or the session ended (logged out, which
 closes the session's sockets at once; or a password change elsewhere, a
 deactivated account, an expired session, caught before acting on the next
 message: conversations.sessions), 4403 the account waits for staff approval
-(conversations.approval), 4404 not your thread (or deleted), 4429 the person
+(conversations.approval), 4404 not your thread (or deleted, or no longer
+shared with you: docs/adr/0084), 4429 the person
 has HAICO_MAX_OPEN_PAGES pages open already (docs/adr/0051). All are sent
 after accepting, with a notice first, so the page can say why; the htmx ws
 extension does not reconnect on them.
@@ -81,7 +82,6 @@ CLOSE_TOO_MANY = 4429
 NOT_FOUND_MESSAGE = "This thread does not exist or is not yours."
 VIEW_ONLY_MESSAGE = "You can view this thread but not change it; ask its owner to make you an editor."
 ROLE_LOWERED_MESSAGE = "The owner made you a viewer of this thread: reload the page to see it as a viewer."
-ACCESS_CHANGED_EVENT = "thread.access"
 STAFF_NOT_FOUND_MESSAGE = "No such thread to view."
 LOGIN_MESSAGE = "Your session has ended; log in again to use the chat."
 
