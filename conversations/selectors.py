@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q
 
-from workspace.models import Thread, ThreadMember
+from workspace.models import Thread
 from workspace.selectors import threads_for_user
 
 from .models import ActivityLogEntry, BranchLink, Feedback, LayoutPreference, Turn
@@ -199,12 +199,6 @@ def thread_list_for(*, user) -> list[Thread]:
 
     visit(None, 0)
     return ordered
-
-
-def shared_role_label(*, thread: Thread, user) -> str:
-    """ "Editor" or "Viewer" for a person the thread is shared with, else ""."""
-    role = ThreadMember.objects.filter(thread=thread, user_id=user.pk).values_list("role", flat=True).first()
-    return ThreadMember.Role(role).label if role else ""
 
 
 SWITCHER_LIMIT = 30

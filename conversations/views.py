@@ -20,7 +20,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from workspace import panels
 from workspace.errors import UserFacingError
 from workspace.forms import first_error
-from workspace.selectors import Access, access_to, get_thread_for_user_or_404, threads_shared_with
+from workspace.selectors import Access, get_thread_for_user_or_404, thread_and_access_for_user, threads_shared_with
 from workspace.views.common import flash
 
 from . import live, selectors, services, staff_view, trajectory
@@ -175,14 +175,16 @@ def layout_save(request):
     return HttpResponse("") if request.htmx else redirect("conversations:list")
 
 
-def page_context(*, thread, user) -> dict:
-    """One context for all panels; their keys are disjoint apart from `thread`."""
-    access = access_to(user=user, thread=thread)
-    role = selectors.shared_role_label(thread=thread, user=user) if access is not Access.OWN else ""
+ROLE_LABELS = {Access.VIEW: "Viewer", Access.EDIT: "Editor"}
+
+
+def page_context(*, thread, user, access: Access) -> dict:
+    """One context for all panels; their keys are disjoint apart from `thread`.
+    `access`: the person's, which decides the controls the page offers (docs/adr/0084)."""
     return {
-        "can_edit": access is not None and access >= Access.EDIT,
+        "can_edit": access >= Access.EDIT,
         "can_share": access is Access.OWN,
-        "shared_role": role,
+        "shared_role": ROLE_LABELS.get(access, ""),
         "layout": selectors.layout_for(user=user),
         **panels.objective_context(thread=thread),
         **panels.preferences_context(thread=thread),
@@ -199,8 +201,10 @@ def page_context(*, thread, user) -> dict:
 @login_required
 @require_GET
 def workspace_page(request, thread_id):
-    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id, level=Access.VIEW)
-    context = page_context(thread=thread, user=request.user)
+    thread, access = thread_and_access_for_user(user=request.user, thread_id=thread_id)
+    if thread is None or access is None:
+        raise Http404("No such thread.")
+    context = page_context(thread=thread, user=request.user, access=access)
     # A branch a rerun just opened may have a note for the person (static/js/chat.js drops it from the address).
     context["chat_notice"] = PAGE_NOTES.get(request.GET.get("note", ""), "")
     return render(request, "conversations/thread_page.html", context)
