@@ -9,6 +9,7 @@ from playwright.sync_api import Page, expect
 from tests.support.fake_model import Reply
 
 from .helpers import TURN_WAIT_MS, log_in, model_env, new_thread_for, open_add_form, wait_for_socket
+from .test_accessibility import axe_problems
 
 NOT_FOUND = "This thread does not exist or is not yours."
 
@@ -48,6 +49,9 @@ def test_an_editor_edits_the_plan_live_and_removal_closes_their_page(owner_works
     haico_server.create_user("bea")
     _share(owner, "bea", "Editor")
     editor = _person_on(new_page, haico_server, url, "bea")
+
+    # The dialog with a person in it, as a screen reader or keyboard user meets it.
+    assert axe_problems(owner, "the Share dialog") == []
 
     _add_step(editor, "Step written by the editor")
     expect(owner.get_by_role("region", name="Planning")).to_contain_text("Step written by the editor")
@@ -98,6 +102,7 @@ def test_a_viewer_sees_the_thread_live_and_has_no_enabled_control_that_writes(ow
     expect(viewer.get_by_role("textbox", name="Document text")).not_to_be_editable()
     expect(viewer.get_by_role("button", name="Share")).to_have_count(0)
     expect(viewer.get_by_role("button", name="Rename thread")).to_have_count(0)
+    assert axe_problems(viewer, "a viewer's workspace") == []
 
 
 def test_a_viewer_by_the_link_watches_the_owners_turn_stream(new_page, start_haico_server, model_server):
