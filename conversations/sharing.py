@@ -67,15 +67,12 @@ def person_named(who: str) -> AbstractBaseUser:
     who = (who or "").strip()
     if not who:
         raise InvalidInput("Enter the username or email of the person to add.")
-    users = get_user_model().objects.filter(Q(username__iexact=who) | Q(email__iexact=who))
-    matches = list(users[:2])
-    if len(matches) != 1:
-        # Two accounts with one email: the username says which.
-        raise InvalidInput(
-            f"No one here has the username or email “{who}”."
-            if not matches
-            else f"More than one account has the email “{who}”; enter the username."
-        )
+    accounts = get_user_model().objects
+    matches = list(accounts.filter(username=who)[:1]) or list(accounts.filter(Q(username__iexact=who) | Q(email__iexact=who))[:2])
+    if not matches:
+        raise InvalidInput(f"No one here has the username or email “{who}”.")
+    if len(matches) > 1:
+        raise InvalidInput(f"More than one account matches “{who}”; enter the exact username.")
     person = matches[0]
     if not person.is_active or is_waiting(person):
         raise InvalidInput(f"{person.get_username()} cannot sign in yet (the account is inactive or waits for approval).")

@@ -80,6 +80,18 @@ def test_adding_a_person_who_cannot_be_added_says_why_and_changes_nothing(thread
 
 
 @pytest.mark.django_db
+def test_an_email_two_accounts_share_asks_for_the_username_and_an_exact_username_wins(thread, owner, people):
+    get_user_model().objects.create_user(username="Ed", email="shared@example.com")
+    get_user_model().objects.create_user(username="eddie", email="shared@example.com")
+
+    with pytest.raises(InvalidInput, match="More than one account matches “shared@example.com”; enter the exact username."):
+        sharing.thread_member_add(thread=thread, who="shared@example.com", role="viewer", by=owner)
+    sharing.thread_member_add(thread=thread, who="Ed", role="viewer", by=owner)
+
+    assert _members(thread) == [("Ed", "viewer", False)]
+
+
+@pytest.mark.django_db
 def test_a_role_change_and_a_removal_take_effect_on_the_next_lookup(thread, owner, people):
     member = sharing.thread_member_add(thread=thread, who="ed", role="editor", by=owner)
 
