@@ -23,12 +23,13 @@ from django.views.decorators.http import require_GET
 from workspace import admin as workspace_admin
 from workspace import selectors as workspace_selectors
 from workspace.admin import ReadOnlyAdminMixin
+from workspace.errors import UserFacingError
 from workspace.markdown import render_markdown
-from workspace.models import Document, DocumentRevision, Preference, Thread, WorkspaceSnapshot
+from workspace.models import Document, DocumentRevision, Preference, Thread, ThreadMember, WorkspaceSnapshot
 from workspace.plan_tree import outline_numbers
 from workspace.services import preferences as preference_services
 
-from . import services, staff_view
+from . import services, sharing, staff_view
 from .chat import chat_turns
 from .models import AccessToken, ActivityLogEntry, ArchiveImport, BranchLink, Feedback, ModerationAction, TurnSlot
 
@@ -46,6 +47,21 @@ class ModerationActionInline(ReadOnlyAdminMixin, admin.TabularInline):
     extra = 0
     verbose_name = "moderation action"
     verbose_name_plural = "Moderation history"
+
+
+class ThreadMemberInline(admin.TabularInline):
+    """The people a thread is shared with (docs/adr/0084). What staff change
+    here goes through conversations.sharing, like the owner's dialog: their
+    sockets are told at once, and it is recorded in the moderation history."""
+
+    model = ThreadMember
+    fk_name = "thread"
+    fields = ("user", "role", "via_link", "added_by", "created_at")
+    readonly_fields = ("via_link", "added_by", "created_at")
+    raw_id_fields = ("user",)
+    extra = 0
+    verbose_name = "person shared with"
+    verbose_name_plural = "Shared with"
 
 
 class RecordsStaffReads:
@@ -98,7 +114,7 @@ class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
         "running_turn",
     )
     readonly_fields = tuple(f for f in fields if f != "title")
-    inlines = (ModerationActionInline,)
+    inlines = (ThreadMemberInline, ModerationActionInline)
     review_template = "admin/workspace/thread/review.html"
     actions = ("soft_delete_selected", "restore_selected")
 
@@ -180,6 +196,24 @@ class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
                     action=ModerationAction.Action.RENAME,
                     detail=f"'{old_title}' -> '{obj.title}'",
                 )
+
+    def save_formset(self, request, form, formset, change):
+        if formset.model is not ThreadMember:
+            return super().save_formset(request, form, formset, change)
+        thread = form.instance
+        members = formset.save(commit=False)
+        try:
+            with transaction.atomic():
+                for member in formset.deleted_objects:
+                    sharing.thread_member_remove(thread=thread, member_id=member.pk, by=request.user)
+                for member in members:
+                    if member.pk is None:
+                        who = member.user.get_username()
+                        sharing.thread_member_add(thread=thread, who=who, role=member.role, by=request.user)
+                    else:
+                        sharing.thread_member_set_role(thread=thread, member_id=member.pk, role=member.role, by=request.user)
+        except UserFacingError as exc:
+            messages.error(request, f"The sharing was not changed: {exc.message}")
 
     # -- the read-only review of one thread --
 

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from workspace.archive import ArchiveRefused
 from workspace.exports import file_stem
-from workspace.selectors import get_thread_for_user_or_404
+from workspace.selectors import Access, get_thread_for_user_or_404, threads_shared_with
 
 from . import selectors
 from .archive import archive_bytes, check_size, import_archive
@@ -21,7 +21,7 @@ IMPORT_FIELD = "archive"
 @login_required
 @require_GET
 def thread_export(request, thread_id):
-    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id, level=Access.OWN)
     response = HttpResponse(archive_bytes(thread), content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{file_stem(thread.title, default="thread")}.haico.json"'
     response["X-Content-Type-Options"] = "nosniff"
@@ -38,6 +38,10 @@ def thread_import(request):
         check_size(upload.size)  # before reading a byte of it
         thread = import_archive(raw=upload.read(), owner=request.user)
     except ArchiveRefused as exc:
-        context = {"threads": selectors.thread_list_for(user=request.user), "import_error": exc.message}
+        context = {
+            "threads": selectors.thread_list_for(user=request.user),
+            "shared": threads_shared_with(user=request.user),
+            "import_error": exc.message,
+        }
         return render(request, "conversations/thread_list.html", context, status=400)
     return redirect("thread-page", thread_id=thread.pk)

@@ -43,8 +43,8 @@ from agent.seeding import (
     history_prefix,
     seed_history,
 )
-from workspace.models import Thread
-from workspace.selectors import snapshot_for, workspace_after_turn
+from workspace.models import Thread, ThreadMember
+from workspace.selectors import Access, access_to, snapshot_for, workspace_after_turn
 from workspace.services.branching import workspace_copy
 from workspace.text import clean_text
 
@@ -148,8 +148,9 @@ def write_pending_rows(
     *, new_id, source: Thread, turn_index: int, user: AbstractBaseUser, reason: str, title: str | None = None
 ) -> Thread:
     # Locked so a turn cannot begin on the source while its workspace is read.
-    locked = Thread.objects.select_for_update().filter(pk=source.pk, owner_id=user.pk, is_deleted=False).first()
-    if locked is None:
+    locked = Thread.objects.select_for_update().filter(pk=source.pk, is_deleted=False).first()
+    # An editor branches too; the branch is the owner's and has the same people (docs/adr/0084).
+    if locked is None or (access_to(user=user, thread=locked) or 0) < Access.EDIT:
         raise BranchRefused(NOT_YOURS)
     _check_turn(locked, turn_index)
     workspace = workspace_after_turn(thread=locked, turn_index=turn_index)
@@ -172,6 +173,11 @@ def write_pending_rows(
         thread=thread, parent=locked, branch_point_turn=turn_index, status=BranchLink.Status.PENDING, reason=reason
     )
     workspace_copy(thread=thread, workspace=workspace, source=locked, through_turn=turn_index)
+    # The same people, the link's viewers too: sharing is the family's (conversations.sharing).
+    ThreadMember.objects.bulk_create(
+        ThreadMember(thread=thread, user_id=m.user_id, role=m.role, via_link=m.via_link, added_by_id=m.added_by_id)
+        for m in ThreadMember.objects.filter(thread=locked)
+    )
     Turn.objects.bulk_create(
         _copied_turn(row, thread) for row in Turn.objects.filter(thread=locked, index__lte=turn_index).order_by("index")
     )
@@ -253,7 +259,7 @@ def rerun_plan(
     N-1: (the message, the model to use or None for the default, the
     selection turn N asked about as stored). Raises BranchRefused, or
     InvalidInput for a message that cannot be stored; nothing is written."""
-    if source.owner_id != user.pk or source.is_deleted:
+    if source.is_deleted or (access_to(user=user, thread=source) or 0) < Access.EDIT:
         raise BranchRefused(NOT_YOURS)
     if not isinstance(turn_index, int) or isinstance(turn_index, bool) or not 1 <= turn_index <= source.turn_index:
         raise BranchRefused(f"Turn {turn_index} does not exist in this thread.")
@@ -343,7 +349,7 @@ def make_branch_for_turn(
     begins leaves nothing a person sees, and the cleanup removes what it
     made. A half-made branch an earlier try of the same request left is
     removed first: trying again never leaves two (docs/adr/0045)."""
-    discard_half_made_branches(parent=source, after_turn=after_turn, owner=user)
+    discard_half_made_branches(parent=source, after_turn=after_turn, owner=source.owner)
     branch = fork_thread(source=source, turn_index=after_turn, user=user, reason=reason, title=title, activate_now=False)
     crash_point(BRANCH_MADE)
     return branch

@@ -11,7 +11,8 @@ Close codes: 4401 not logged in, or the session ended (logged out, which
 closes the session's sockets at once; or a password change elsewhere, a
 deactivated account, an expired session, caught before acting on the next
 message: conversations.sessions), 4403 the account waits for staff approval
-(conversations.approval), 4404 not your thread (or deleted), 4429 the person
+(conversations.approval), 4404 not your thread (or deleted, or no longer
+shared with you: docs/adr/0084), 4429 the person
 has HAICO_MAX_OPEN_PAGES pages open already (docs/adr/0051). All are sent
 after accepting, with a notice first, so the page can say why; the htmx ws
 extension does not reconnect on them.
@@ -54,7 +55,7 @@ from django.contrib.auth import get_user_model
 from agent import catalogue
 from agent.model import ModelNotConfigured
 from workspace.errors import UserFacingError
-from workspace.selectors import thread_for_user
+from workspace.selectors import Access, thread_and_access_for_user
 from workspace.text import encodable
 
 from . import ratelimit, staff_view, trajectory
@@ -79,12 +80,15 @@ CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_MANY = 4429
 
 NOT_FOUND_MESSAGE = "This thread does not exist or is not yours."
+VIEW_ONLY_MESSAGE = "You can view this thread but not change it; ask its owner to make you an editor."
+ROLE_LOWERED_MESSAGE = "The owner made you a viewer of this thread: reload the page to see it as a viewer."
 STAFF_NOT_FOUND_MESSAGE = "No such thread to view."
 LOGIN_MESSAGE = "Your session has ended; log in again to use the chat."
 
 
 class ThreadConsumer(AsyncWebsocketConsumer):
     thread = None
+    access: Access | None = None
     group = None
     session_group = None
     _renewal = None
@@ -98,7 +102,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             await self._refuse(LOGIN_MESSAGE, CLOSE_UNAUTHENTICATED)
             return
         thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
-        waiting, self.thread = await database_sync_to_async(_open_thread)(user=user, thread_id=thread_id)
+        waiting, self.thread, self.access = await database_sync_to_async(_open_thread)(user=user, thread_id=thread_id)
         if waiting:
             await self._refuse(WAITING_MESSAGE, CLOSE_WAITING)
             return
@@ -159,11 +163,15 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         if self._counted_windows:
             await _cache_call(_uncount_page, self.scope["user"].pk, self._counted_windows)
             self._counted_windows = set()
+        await self._leave_groups()
+
+    async def _leave_groups(self):
         if self.group:
+            group, self.group = self.group, None
             publisher.leave(self.thread.pk, self)
             if self._renewal is not None:
                 self._renewal.cancel()
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+            await self.channel_layer.group_discard(group, self.channel_name)
             await self.channel_layer.group_discard(self.session_group, self.channel_name)
 
     # -- the person's open pages (HAICO_MAX_OPEN_PAGES, conversations.ratelimit) --
@@ -247,13 +255,40 @@ class ThreadConsumer(AsyncWebsocketConsumer):
     async def _notice(self, message: str):
         await self.send(text_data=fragments.notice(message))
 
-    async def _current_thread(self):
-        """The thread again: it may have been deleted since the socket opened."""
-        thread = await database_sync_to_async(thread_for_user)(user=self.scope["user"], thread_id=self.thread.pk)
+    async def _current_thread(self, level: Access = Access.EDIT):
+        """The thread again, if the person still has `level` on it: it may
+        have been deleted, or the person removed or made a viewer, since the
+        socket opened (docs/adr/0084). Every message the socket takes is a
+        write, so EDIT unless said otherwise."""
+        thread, self.access = await database_sync_to_async(thread_and_access_for_user)(
+            user=self.scope["user"], thread_id=self.thread.pk
+        )
         if thread is None:
-            await self._notice(NOT_FOUND_MESSAGE)
-            await self.close(code=CLOSE_NOT_FOUND)
+            await self._lose_thread()
+            return None
+        if self.access < level:
+            await self._notice(VIEW_ONLY_MESSAGE)
+            return None
         return thread
+
+    async def _lose_thread(self):
+        await self._notice(NOT_FOUND_MESSAGE)
+        await self.close(code=CLOSE_NOT_FOUND)
+        # Nothing more reaches this socket, even before the browser answers the close.
+        await self._leave_groups()
+        self.thread = None
+
+    async def thread_access(self, event):
+        """Someone's access to the thread changed (a person removed, a role
+        changed, the link revoked: conversations.sharing): this socket's
+        person is asked again, and loses the thread at once if they lost it."""
+        if self.thread is None or self.group is None:
+            return
+        if event.get("user_id") not in (None, self.scope["user"].pk):
+            return
+        before = self.access
+        if await self._current_thread(level=Access.VIEW) is not None and self.access < (before or 0):
+            await self._notice(ROLE_LOWERED_MESSAGE)
 
     async def _stop(self):
         thread = await self._current_thread()
@@ -464,6 +499,9 @@ class StaffThreadConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data=None, bytes_data=None):
         """Read-only: nothing a staff page sends changes anything."""
 
+    async def thread_access(self, event):
+        """People's access to the thread changed; staff's comes from their permissions."""
+
     async def session_ended(self, event):
         await self.send(text_data=fragments.notice(LOGIN_MESSAGE))
         await self.close(code=CLOSE_UNAUTHENTICATED)
@@ -526,10 +564,11 @@ def _uncount_page(user_id, windows) -> None:
 
 
 def _open_thread(*, user, thread_id):
-    """(whether the account waits for approval, the person's thread or None), in one database hop."""
+    """(whether the account waits for approval, the thread or None, the
+    person's access to it), in one database hop."""
     if is_waiting(user):
-        return True, None
-    return False, thread_for_user(user=user, thread_id=thread_id)
+        return True, None, None
+    return (False, *thread_and_access_for_user(user=user, thread_id=thread_id))
 
 
 def _parse(text_data) -> dict | None:

@@ -14,7 +14,7 @@ from agent.context import Selection
 from workspace import selectors as workspace_selectors
 from workspace.errors import UserFacingError
 from workspace.forms import RuleTextField
-from workspace.models import Artifact, Thread
+from workspace.models import Artifact, Thread, ThreadMember
 
 from .models import (
     FEEDBACK_COMMENT_MAX_CHARS,
@@ -339,3 +339,17 @@ class ApprovalAnswerForm(StrictTurnNumberMixin, SocketForm):
         error_messages={"required": APPROVAL_DECISION_MESSAGE, "invalid_choice": APPROVAL_DECISION_MESSAGE},
     )
     turn = turn_number_field("answer")
+
+
+class ShareAddForm(forms.Form):
+    """The Share dialog's "Add person" (conversations.sharing.thread_member_add)."""
+
+    who = forms.CharField(max_length=254, error_messages={"required": "Enter the username or email of the person to add."})
+    role = forms.ChoiceField(choices=ThreadMember.Role.choices, error_messages={"invalid_choice": "Choose Viewer or Editor."})
+
+    def first_error(self) -> str:
+        return next(iter(self.errors.values()))[0]
+
+
+class ShareRoleForm(forms.Form):
+    role = forms.ChoiceField(choices=ThreadMember.Role.choices, error_messages={"invalid_choice": "Choose Viewer or Editor."})

@@ -58,7 +58,7 @@ from agent.tools.envelope import (
 )
 from agent.tools.registry import tool_specs
 from workspace.models import DocumentRevision, Thread
-from workspace.selectors import document_for, threads_for_user
+from workspace.selectors import Access, document_for, thread_for_user, threads_for_user, threads_shared_with
 
 from .models import AccessToken, ActivityLogEntry
 from .services import activity_log
@@ -180,12 +180,14 @@ def _refused(message: str) -> CallResult:
     return CallResult(failure_envelope(message), True)
 
 
-def _thread(token: AccessToken, value) -> Thread | None:
+def _thread(token: AccessToken, value, *, level: Access) -> Thread | None:
+    """The thread if the token's person has `level` on it now: a person
+    removed from a shared thread reaches it no more (docs/adr/0084)."""
     try:
         thread_id = uuid.UUID(str(value))
     except ValueError:
         return None
-    return Thread.objects.filter(pk=thread_id, owner_id=token.user_id, is_deleted=False).first()
+    return thread_for_user(user=token.user, thread_id=thread_id, level=level)
 
 
 def _is_whole_number(value) -> bool:
@@ -248,7 +250,7 @@ def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
     if name == LIST_THREADS:
         threads = [
             {"id": str(t.pk), "title": t.title, "turns": t.turn_index, "last_activity_at": t.last_activity_at.isoformat()}
-            for t in threads_for_user(user=token.user)
+            for t in [*threads_for_user(user=token.user), *threads_shared_with(user=token.user)]
         ]
         return CallResult(json.dumps({"success": True, "threads": threads}, ensure_ascii=False), False)
     if name != GET_WORKSPACE and name not in _specs():
@@ -257,7 +259,8 @@ def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
         return _refused(READ_ONLY_REFUSAL.format(name=name))
     if THREAD_FIELD not in arguments:
         return _refused(f"{THREAD_FIELD} is required: the id of one of your threads (list_threads).")
-    thread = _thread(token, arguments.pop(THREAD_FIELD))
+    level = Access.VIEW if is_read_tool(name) else Access.EDIT
+    thread = _thread(token, arguments.pop(THREAD_FIELD), level=level)
     if thread is None:
         return _refused("No such thread among yours. Call list_threads for their ids.")
     if name == GET_WORKSPACE:

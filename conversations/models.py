@@ -107,6 +107,7 @@ class ModerationAction(models.Model):
         # pages holding a thread's content (docs/adr/0050).
         VIEW_REVIEW = "view_review", "Viewed the review (transcript, snapshots, feedback)"
         VIEW_ADMIN = "view_admin", "Viewed in the admin"
+        SHARE = "share", "Changed who the thread is shared with"
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="moderation_actions")
     staff_user = models.ForeignKey(

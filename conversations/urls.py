@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import archive_views, views
+from . import archive_views, share_views, views
 
 app_name = "conversations"
 
@@ -13,6 +13,14 @@ urlpatterns = [
     path("<uuid:thread_id>/export/", archive_views.thread_export, name="export"),
     path("<uuid:thread_id>/rename/", views.thread_rename, name="rename"),
     path("<uuid:thread_id>/delete/", views.thread_delete, name="delete"),
+    path("<uuid:thread_id>/share/", share_views.share_dialog, name="share"),
+    path("<uuid:thread_id>/share/add/", share_views.share_add, name="share-add"),
+    path("<uuid:thread_id>/share/<int:pk>/role/", share_views.share_role, name="share-role"),
+    path("<uuid:thread_id>/share/<int:pk>/remove/", share_views.share_remove, name="share-remove"),
+    path("<uuid:thread_id>/share/link/", share_views.share_link_make, name="share-link-make"),
+    path("<uuid:thread_id>/share/link/revoke/", share_views.share_link_revoke, name="share-link-revoke"),
+    # The read-only link a thread's owner hands out (docs/adr/0084).
+    path("link/<str:key>/", share_views.share_link_open, name="share-link"),
     path("<uuid:thread_id>/mode/", views.thread_mode, name="mode"),
     path("<uuid:thread_id>/model/", views.thread_choose_model, name="model"),
     path("<uuid:thread_id>/staff-view/", views.staff_workspace_page, name="staff-view"),

@@ -2,9 +2,10 @@
 activity log, feedback on a turn, and the page of one thread, which composes
 every workspace panel with the chat.
 
-Every view that takes a thread id looks it up scoped to the signed-in owner,
-so another person's (or a deleted) thread is a 404, never a 403 that would
-confirm it exists."""
+Every view that takes a thread id looks it up with the level of access it
+needs (docs/adr/0084): reads need to view, writes to edit, renaming and
+deleting to own. Whoever lacks that level (a stranger, a viewer writing) gets
+a 404, never a 403 that would confirm the thread exists."""
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -19,7 +20,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from workspace import panels
 from workspace.errors import UserFacingError
 from workspace.forms import first_error
-from workspace.selectors import get_thread_for_user_or_404
+from workspace.selectors import Access, get_thread_for_user_or_404, thread_and_access_for_user, threads_shared_with
 from workspace.views.common import flash
 
 from . import live, selectors, services, staff_view, trajectory
@@ -47,7 +48,8 @@ SWITCHER_TEMPLATE = "conversations/panels/switcher.html#results"
 @login_required
 @require_GET
 def thread_list(request):
-    return render(request, "conversations/thread_list.html", {"threads": selectors.thread_list_for(user=request.user)})
+    context = {"threads": selectors.thread_list_for(user=request.user), "shared": threads_shared_with(user=request.user)}
+    return render(request, "conversations/thread_list.html", context)
 
 
 @login_required
@@ -67,7 +69,7 @@ def _listed(request, thread):
 def thread_rename(request, thread_id):
     if request.htmx and request.htmx.target == "thread-title":
         return _renamed_from_top_bar(request, thread_id)
-    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id, level=Access.OWN)
     try:
         services.thread_rename(thread=thread, title=request.POST.get("title", ""))
     except UserFacingError as exc:
@@ -83,7 +85,7 @@ def _renamed_from_top_bar(request, thread_id):
     """Rename from the workspace page's top bar: the answer is the new title
     (the same fragment every open tab of the thread gets pushed), a refusal
     goes to the page's flash line."""
-    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id, level=Access.OWN)
     try:
         services.thread_rename(thread=thread, title=request.POST.get("title", ""))
     except UserFacingError as exc:
@@ -97,7 +99,7 @@ def thread_choose_model(request, thread_id):
     """The chat's model selector changed: remembered for this thread, so the
     page offers it again after a reload. htmx gets the (empty, or refusal)
     status line under the selector."""
-    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id, level=Access.EDIT)
     form = ChooseModelForm(request.POST)
     message = first_error(form) if not form.is_valid() else ""
     if not message:
@@ -115,7 +117,7 @@ def thread_choose_model(request, thread_id):
 @login_required
 @require_POST
 def thread_delete(request, thread_id):
-    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id, level=Access.OWN)
     services.thread_soft_delete(thread=thread)
     if request.htmx:
         # An empty body swapped over the row removes it from the list.
@@ -129,7 +131,7 @@ def thread_mode(request, thread_id):
     """The Mode selector's choice: stored on the thread for its next turns;
     the tabs' selectors are updated by the service's announcement (this
     tab's shows it already, so htmx gets the same value patch)."""
-    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id, level=Access.EDIT)
     form = ModeForm(request.POST)
     if not form.is_valid():
         return _refused(request, form.errors["mode"][0])
@@ -144,7 +146,7 @@ def thread_mode(request, thread_id):
 def thread_activity(request, thread_id):
     """The thread's activity log: model warnings (e.g. a reply cut off at the
     output limit) and turn errors, newest first."""
-    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id, level=Access.VIEW)
     entries = selectors.activity_for(thread=thread)
     return render(request, "conversations/panels/activity.html#entries", {"thread": thread, "entries": entries})
 
@@ -173,9 +175,16 @@ def layout_save(request):
     return HttpResponse("") if request.htmx else redirect("conversations:list")
 
 
-def page_context(*, thread, user) -> dict:
-    """One context for all panels; their keys are disjoint apart from `thread`."""
+ROLE_LABELS = {Access.VIEW: "Viewer", Access.EDIT: "Editor"}
+
+
+def page_context(*, thread, user, access: Access) -> dict:
+    """One context for all panels; their keys are disjoint apart from `thread`.
+    `access`: the person's, which decides the controls the page offers (docs/adr/0084)."""
     return {
+        "can_edit": access >= Access.EDIT,
+        "can_share": access is Access.OWN,
+        "shared_role": ROLE_LABELS.get(access, ""),
         "layout": selectors.layout_for(user=user),
         **panels.objective_context(thread=thread),
         **panels.preferences_context(thread=thread),
@@ -192,8 +201,10 @@ def page_context(*, thread, user) -> dict:
 @login_required
 @require_GET
 def workspace_page(request, thread_id):
-    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
-    context = page_context(thread=thread, user=request.user)
+    thread, access = thread_and_access_for_user(user=request.user, thread_id=thread_id)
+    if thread is None or access is None:
+        raise Http404("No such thread.")
+    context = page_context(thread=thread, user=request.user, access=access)
     # A branch a rerun just opened may have a note for the person (static/js/chat.js drops it from the address).
     context["chat_notice"] = PAGE_NOTES.get(request.GET.get("note", ""), "")
     return render(request, "conversations/thread_page.html", context)
@@ -209,7 +220,7 @@ def chat_from(request, thread_id, turn_index: int):
     docs/adr/0043). Turn N is put in place as stored (unless it is still
     running: the page streams it), later turns are appended, and the
     controls say whether a turn runs. Out-of-band fragments, as pushes are."""
-    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id, level=Access.VIEW)
     if turn_index > thread.turn_index:
         raise Http404("No such turn.")  # 0: a page that shows no turn yet
     context = chat_context(thread=thread, user=request.user)
@@ -288,7 +299,9 @@ def _feedback_refused(request, thread, turn_index, message, **kwargs):
 def feedback_turn(request, thread_id, turn_index):
     """GET: the turn's feedback region, open (or closed again with ?closed=1).
     POST: leave feedback on the turn."""
-    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    thread = get_thread_for_user_or_404(
+        user=request.user, thread_id=thread_id, level=Access.VIEW if request.method == "GET" else Access.EDIT
+    )
     turn_index = _completed_turn(thread, turn_index)
     if request.method == "GET":
         if request.GET.get("closed") and request.htmx:
@@ -309,7 +322,9 @@ def feedback_turn(request, thread_id, turn_index):
 
 
 def _own_feedback_or_404(request, thread_id, pk):
-    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    thread = get_thread_for_user_or_404(
+        user=request.user, thread_id=thread_id, level=Access.VIEW if request.method == "GET" else Access.EDIT
+    )
     feedback = selectors.feedback_of_user_or_none(thread=thread, user=request.user, pk=pk)
     if feedback is None:
         raise Http404("No such feedback.")
@@ -349,7 +364,7 @@ def feedback_edit(request, thread_id, pk):
 def trajectory_map(request, thread_id):
     """The thread's trajectory map, for a page whose map no longer fits the
     node patches it is sent (its family's lanes changed: docs/adr/0016)."""
-    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id, level=Access.VIEW)
     return HttpResponse(trajectory.render_map(trajectory.family_graph(thread=thread)))
 
 
@@ -358,7 +373,7 @@ def trajectory_map(request, thread_id):
 def trajectory_turn(request, thread_id, turn_index):
     """The read-only preview of the workspace after one turn of the map
     (the node's own thread), with "Continue from here" (docs/adr/0016)."""
-    source = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    source = get_thread_for_user_or_404(user=request.user, thread_id=thread_id, level=Access.VIEW)
     workspace = trajectory.preview_context(thread=source, turn_index=turn_index)
     if workspace is None or not trajectory.is_own_turn(thread=source, turn_index=turn_index):
         raise Http404("No such turn.")
@@ -384,7 +399,7 @@ def _refused(request, message: str) -> HttpResponse:
 
 def _thread_with_turn_or_404(request, thread_id, turn_index: int):
     """A turn the thread does not have is missing like a row that is not there."""
-    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id, level=Access.EDIT)
     if not 1 <= turn_index <= thread.turn_index:
         raise Http404("No such turn.")
     return thread

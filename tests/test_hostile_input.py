@@ -103,6 +103,8 @@ ACTS_WITHOUT_INPUT = {
     "workspace:preference-delete",
     "conversations:create",
     "conversations:delete",
+    "conversations:share-link-make",
+    "conversations:share-link-revoke",
     "logout",
     "admin:logout",
 }

@@ -74,6 +74,9 @@ class Thread(models.Model):
     # The model the person last chose in this thread's chat ("" for the
     # default); the chat offers it again while it is still configured.
     chat_model = models.CharField(max_length=200, blank=True, default="")
+    # The secret of the thread's read-only link ("" when it has none). A new
+    # link gets a new secret, so a revoked link never works again (docs/adr/0084).
+    share_link_key = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         # The table keeps the name it had when conversations owned the model.
@@ -85,6 +88,31 @@ class Thread(models.Model):
 
     def __str__(self):
         return f"{self.title} ({self.id})"
+
+
+class ThreadMember(models.Model):
+    """A person the owner shared the thread with, and their role. The owner
+    is `Thread.owner`, never a row here. `via_link`: the person opened the
+    thread's read-only link; revoking the link deletes every such row, so it
+    takes away every access the link gave (docs/adr/0084)."""
+
+    class Role(models.TextChoices):
+        VIEWER = "viewer", "Viewer"
+        EDITOR = "editor", "Editor"
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="members")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="thread_memberships")
+    role = models.CharField(max_length=6, choices=Role.choices, default=Role.VIEWER)
+    via_link = models.BooleanField(default=False)
+    added_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["thread", "user"], name="thread_member_unique")]
+        indexes = [models.Index(fields=["user", "thread"], name="thread_member_user_idx")]
+
+    def __str__(self):
+        return f"{self.user} ({self.role}) on {self.thread_id}"
 
 
 class Objective(models.Model):

@@ -3,6 +3,7 @@
 import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import IntEnum
 from operator import attrgetter
 from typing import Any, cast
 
@@ -20,6 +21,7 @@ from .models import (
     ObjectiveRevision,
     Preference,
     Thread,
+    ThreadMember,
     Todo,
     WorkspaceSnapshot,
 )
@@ -30,25 +32,71 @@ STANDING_OBJECTIVE = (
 )
 
 
-# --- threads: ownership scoping lives here so every layer shares it -----------
+# --- threads: access lives here so every layer shares it (docs/adr/0084) -----
+
+
+class Access(IntEnum):
+    """What a person may do in a thread; each level includes the ones below.
+    VIEW: read everything (a viewer, a link viewer); EDIT: every write of the
+    workspace and the chat (an editor); OWN: share, rename, delete, export
+    the archive (the owner only)."""
+
+    VIEW = 1
+    EDIT = 2
+    OWN = 3
+
+
+ROLE_ACCESS = {ThreadMember.Role.VIEWER: Access.VIEW, ThreadMember.Role.EDITOR: Access.EDIT}
 
 
 def threads_for_user(*, user: User) -> list[Thread]:
-    """The person's live threads, most recently active first."""
+    """The person's own live threads, most recently active first."""
     return list(Thread.objects.filter(owner=user, is_deleted=False).order_by("-last_activity_at"))
 
 
-def thread_for_user(*, user: User | AnonymousUser, thread_id) -> Thread | None:
-    """The thread if `user` owns it and it is not deleted, else None."""
+def threads_shared_with(*, user: User) -> list[Thread]:
+    """Other people's live threads shared with `user`, most recently active
+    first, each with its owner loaded and `shared_role` set."""
+    memberships = ThreadMember.objects.filter(user=user, thread__is_deleted=False).select_related("thread__owner")
+    threads = []
+    for membership in memberships.order_by("-thread__last_activity_at"):
+        thread = membership.thread
+        thread.shared_role = membership.get_role_display()  # type: ignore[attr-defined]  # for the list only
+        threads.append(thread)
+    return threads
+
+
+def access_to(*, user: User | AnonymousUser | None, thread: Thread) -> Access | None:
+    """The level `user` has on `thread` (None: none at all)."""
     # getattr: a socket's scope may hold no user at all.
-    if not getattr(user, "is_authenticated", False):
+    if user is None or not getattr(user, "is_authenticated", False) or thread.is_deleted:
         return None
-    return Thread.objects.filter(pk=thread_id, owner=cast(User, user), is_deleted=False).first()
+    person = cast(User, user)
+    if thread.owner_id == person.pk:
+        return Access.OWN
+    role = ThreadMember.objects.filter(thread=thread, user=person).values_list("role", flat=True).first()
+    return None if role is None else ROLE_ACCESS[ThreadMember.Role(role)]
 
 
-def get_thread_for_user_or_404(*, user: User | AnonymousUser, thread_id) -> Thread:
-    """Another person's thread is a 404, never a 403 that would confirm it exists."""
-    thread = thread_for_user(user=user, thread_id=thread_id)
+def thread_and_access_for_user(*, user: User | AnonymousUser | None, thread_id) -> tuple[Thread | None, Access | None]:
+    """The live thread and `user`'s level on it; (None, None) when they have none."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None, None
+    thread = Thread.objects.filter(pk=thread_id, is_deleted=False).first()
+    access = access_to(user=user, thread=thread) if thread is not None else None
+    return (thread, access) if access is not None else (None, None)
+
+
+def thread_for_user(*, user: User | AnonymousUser | None, thread_id, level: Access) -> Thread | None:
+    """The live thread if `user` has at least `level` on it, else None."""
+    thread, access = thread_and_access_for_user(user=user, thread_id=thread_id)
+    return thread if access is not None and access >= level else None
+
+
+def get_thread_for_user_or_404(*, user: User | AnonymousUser, thread_id, level: Access) -> Thread:
+    """A thread the person may not act on at `level` is a 404, never a 403
+    that would confirm it exists: a viewer's write looks like a stranger's."""
+    thread = thread_for_user(user=user, thread_id=thread_id, level=level)
     if thread is None:
         raise Http404("No such thread.")
     return thread

@@ -7,7 +7,7 @@ import uuid
 
 from workspace.errors import InvalidInput
 from workspace.models import Thread, WorkspaceSnapshot
-from workspace.selectors import thread_for_user
+from workspace.selectors import Access, thread_for_user
 
 from ..models import BranchLink
 from ..turns.slot import running_turn
@@ -35,7 +35,8 @@ def continue_point(*, user, thread_id, turn_index) -> tuple[Thread, int]:
         turn_index = int(turn_index)
     except (TypeError, ValueError, AttributeError):
         raise InvalidInput(NO_SUCH_TURN) from None
-    thread = thread_for_user(user=user, thread_id=thread_id)
+    # Continuing branches the thread: a write (docs/adr/0084).
+    thread = thread_for_user(user=user, thread_id=thread_id, level=Access.EDIT)
     if thread is None or not is_own_turn(thread=thread, turn_index=turn_index):
         raise InvalidInput(NO_SUCH_TURN)
     return thread, turn_index

@@ -200,6 +200,14 @@
     if (window.htmx) window.htmx.trigger(search, "haico:load");
   }
 
+  // --- the owner's Share dialog (templates/conversations/panels/share.html) ---------------------
+  function openShare() {
+    var dialog = document.getElementById("share-dialog");
+    if (!dialog || dialog.open) return;
+    dialog.showModal();
+    if (window.htmx) window.htmx.trigger(document.getElementById("share-body"), "haico:load");
+  }
+
   // --- top bar rename -------------------------------------------------------------------------
   document.addEventListener("htmx:afterRequest", function (event) {
     var form = event.detail.elt;
@@ -281,6 +289,9 @@
     var addToggle = event.target.closest("[data-add-toggle]");
     if (addToggle) return setAddOpen(addToggle, addToggle.getAttribute("aria-expanded") !== "true");
     if (event.target.closest("[data-switcher-open]")) return openSwitcher();
+    if (event.target.closest("[data-share-open]")) return openShare();
+    if (event.target.closest("[data-share-close]")) return document.getElementById("share-dialog").close();
+    if (event.target.id === "share-dialog") event.target.close();
     if (event.target.closest("[data-switcher-close]")) return document.getElementById("thread-switcher").close();
     // A click on the dialog's backdrop closes it.
     if (event.target.id === "thread-switcher") event.target.close();

@@ -368,7 +368,8 @@
 
   function startDrag() {
     var steps = list();
-    if (!steps || !window.Sortable) return;
+    // A viewer's page (static/js/read_only.js) moves nothing.
+    if (!steps || !window.Sortable || steps.closest(".is-read-only")) return;
     sortable = window.Sortable.create(steps, {
       draggable: "li.step",
       // The row's controls and an open editor keep their clicks, selection and focus.

@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from conversations import services as conversation_services
+from conversations import sharing
 from conversations.models import (
     ActivityLogEntry,
     BranchLink,
@@ -23,6 +24,7 @@ from workspace.models import (
     Objective,
     Preference,
     Thread,
+    ThreadMember,
     Todo,
     WorkspaceSnapshot,
 )
@@ -325,7 +327,7 @@ def test_thread_rename_in_admin_goes_through_validation(staff_client, populated)
     thread = populated["thread"]
     response = staff_client.post(
         _change(thread),
-        {"title": "  Renamed   by   staff  ", "moderation_actions-TOTAL_FORMS": "0", "moderation_actions-INITIAL_FORMS": "0"},
+        {"title": "  Renamed   by   staff  ", **_empty_inline("moderation_actions"), **_empty_inline("members")},
     )
     assert response.status_code == 302
     thread.refresh_from_db()
@@ -539,11 +541,39 @@ def test_the_review_takes_no_posts_and_a_missing_thread_is_a_404(staff_client, p
 
 def test_a_staff_rename_is_recorded_as_a_moderation_action(staff_client, staff, populated):
     thread = populated["thread"]
-    response = staff_client.post(_change(thread), {"title": "Renamed by staff", **_empty_inline("moderation_actions")})
+    response = staff_client.post(
+        _change(thread), {"title": "Renamed by staff", **_empty_inline("moderation_actions"), **_empty_inline("members")}
+    )
     assert response.status_code == 302
     action = ModerationAction.objects.filter(thread=thread, action=ModerationAction.Action.RENAME).get()
     assert (action.staff_user, action.detail) == (staff, "'Lit review' -> 'Renamed by staff'")
     assert Thread.objects.get(pk=thread.pk).title == "Renamed by staff"
+
+
+def test_staff_see_the_people_a_thread_is_shared_with_and_their_changes_are_recorded(staff_client, staff, populated, other_user):
+    thread = populated["thread"]
+    sharing.thread_member_add(thread=thread, who=other_user.username, role="viewer", by=thread.owner)
+    member = ThreadMember.objects.get(thread=thread)
+    assert "Shared with" in staff_client.get(_change(thread)).content.decode()
+
+    response = staff_client.post(
+        _change(thread),
+        {
+            "title": thread.title,
+            **_empty_inline("moderation_actions"),
+            "members-TOTAL_FORMS": "1",
+            "members-INITIAL_FORMS": "1",
+            "members-0-id": str(member.pk),
+            "members-0-thread": str(thread.pk),
+            "members-0-user": str(other_user.pk),
+            "members-0-role": "editor",
+        },
+    )
+
+    assert response.status_code == 302
+    assert ThreadMember.objects.get(pk=member.pk).role == "editor"
+    action = ModerationAction.objects.get(thread=thread, action=ModerationAction.Action.SHARE)
+    assert (action.staff_user, action.detail) == (staff, f"{other_user.username} made Editor")
 
 
 def _empty_inline(prefix):

@@ -29,7 +29,7 @@ from workspace.models import (
     Todo,
     WorkspaceSnapshot,
 )
-from workspace.selectors import thread_for_user, threads_for_user
+from workspace.selectors import Access, thread_for_user, threads_for_user
 from workspace.services.document import document_save
 from workspace.services.preferences import preference_add
 
@@ -351,7 +351,7 @@ async def test_a_failure_activating_removes_the_rows_and_the_checkpoint(owner, t
     def failing_activate(*, new_id):
         # What a reader sees before phase 3: the pending branch is nowhere.
         assert BranchLink.objects.get(thread_id=new_id).status == BranchLink.Status.PENDING
-        assert thread_for_user(user=owner, thread_id=new_id) is None
+        assert thread_for_user(user=owner, thread_id=new_id, level=Access.VIEW) is None
         assert [t.pk for t in threads_for_user(user=owner)] == [thread.pk]
         pending.append(new_id)
         raise Injected("database went away")

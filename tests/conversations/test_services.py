@@ -9,6 +9,7 @@ from conversations.turns import slot
 from workspace import selectors as thread_selectors
 from workspace.errors import InvalidInput
 from workspace.models import Thread
+from workspace.selectors import Access
 from workspace.services import artifacts as artifact_services
 
 pytestmark = pytest.mark.django_db
@@ -66,7 +67,7 @@ def test_owner_soft_delete_hides_the_thread_without_a_moderation_record(thread, 
     assert stored.is_deleted and stored.deleted_at is not None
     assert not ModerationAction.objects.exists()
     assert thread_selectors.threads_for_user(user=owner) == []
-    assert thread_selectors.thread_for_user(user=owner, thread_id=thread.pk) is None
+    assert thread_selectors.thread_for_user(user=owner, thread_id=thread.pk, level=Access.VIEW) is None
 
 
 def test_staff_soft_delete_and_restore_are_recorded(thread, owner, staff):

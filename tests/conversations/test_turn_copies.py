@@ -21,6 +21,7 @@ from tests.support.web import database_rows
 from workspace import selectors
 from workspace.archive import ArchiveRefused
 from workspace.models import DocumentRevision, Thread
+from workspace.selectors import Access
 from workspace.services import document as document_services
 from workspace.services import plan as plan_services
 
@@ -202,4 +203,4 @@ def test_an_archived_turn_that_waited_for_an_approval_imports_as_interrupted(thr
     assert Turn.objects.get(thread=imported, index=1).status == Turn.Status.INTERRUPTED
     # The imported thread takes a message (nothing waits for an answer).
     slot.turn_begin(thread=imported, user_message="next")
-    assert selectors.thread_for_user(user=owner, thread_id=imported.pk).turn_index == 2
+    assert selectors.thread_for_user(user=owner, thread_id=imported.pk, level=Access.VIEW).turn_index == 2

@@ -18,7 +18,8 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
 from conversations import services as conversation_services
-from conversations.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
+from conversations import sharing
+from conversations.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED, VIEW_ONLY_MESSAGE
 from haico_site.asgi import application
 from haico_site.websocket import unrouted
 from tests.conversations.helpers import _session_cookie
@@ -156,3 +157,60 @@ async def test_websocket_route_refuses_other_people_and_anonymous_visitors(
         assert closed is None, f"{name}: the owner's socket was closed with {closed}"
     finally:
         await disconnect(socket)
+
+
+# --- the people a thread is shared with, message by message (docs/adr/0084) -----------------
+
+PERSONA_NAMES = ("editor", "viewer", "link_viewer", "removed")
+# Every message the thread's socket takes (conversations.consumers), each a write.
+SOCKET_MESSAGES = {
+    "message": {"message": "Change the plan"},
+    "stop": {"action": "stop"},
+    "retry": {"action": "retry", "turn": 1},
+    "approval": {"action": "approval", "turn": 1, "decision": "approve"},
+    "continue": {"message": "From there", "continue_thread": "{thread}", "continue_turn": 1},
+}
+
+
+@pytest.fixture
+def shared_world(world, owner, django_user_model):
+    thread = world["thread"]
+    people = {name: django_user_model.objects.create_user(username=f"{name}-person") for name in PERSONA_NAMES}
+    sharing.thread_member_add(thread=thread, who="editor-person", role="editor", by=owner)
+    sharing.thread_member_add(thread=thread, who="viewer-person", role="viewer", by=owner)
+    removed = sharing.thread_member_add(thread=thread, who="removed-person", role="editor", by=owner)
+    sharing.thread_member_remove(thread=thread, member_id=removed.pk, by=owner)
+    sharing.share_link_open(user=people["link_viewer"], key=sharing.share_link_create(thread=thread, by=owner))
+    return {**world, **people}
+
+
+@pytest.mark.parametrize("kind", SOCKET_MESSAGES)
+async def test_every_socket_message_is_answered_by_the_senders_role(kind, shared_world, other_user, staff):
+    """Editors get past the access check (what they are told then is the
+    message's own answer); viewers, the link's too, are told they can only
+    view, and nothing changes; a removed person, a stranger and staff (no
+    member) cannot open the socket at all."""
+    thread = shared_world["thread"]
+    path = ws_path(dict((n, p) for n, p, _ in ROUTES)["thread-ws"], {"thread_id": thread.pk})
+    sent = {k: (v.format(thread=thread.pk) if isinstance(v, str) else v) for k, v in SOCKET_MESSAGES[kind].items()}
+    sent["HEADERS"] = {"HX-Request": "true"}
+    before = await sync_to_async(database_rows)()
+    for persona in ("editor", "viewer", "link_viewer", "removed", "stranger", "staff"):
+        user = {"stranger": other_user, "staff": staff}.get(persona) or shared_world[persona]
+        socket, connected = await connect(path, user)
+        try:
+            assert connected
+            if persona in ("removed", "stranger", "staff"):
+                frames, closed = await frames_until_closed(socket)
+                assert closed == CLOSE_NOT_FOUND, f"{persona}'s socket: closed with {closed}"
+                continue
+            await socket.send_to(text_data=json.dumps(sent))
+            answer = await socket.receive_from(timeout=5)
+            refused = VIEW_ONLY_MESSAGE in answer
+            if persona == "editor":
+                assert not refused, f"the editor's {kind} was refused as a viewer's: {answer}"
+            else:
+                assert refused, f"the {persona}'s {kind} was not refused: {answer}"
+                assert await sync_to_async(database_rows)() == before, f"the {persona}'s {kind} changed the database"
+        finally:
+            await disconnect(socket)

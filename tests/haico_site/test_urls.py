@@ -45,6 +45,7 @@ from django.urls.resolvers import RegexPattern, RoutePattern
 
 from agent.models import CatalogueModel, Provider
 from conversations import services as conversation_services
+from conversations import sharing
 from conversations.approval import account_hold_for_approval
 from conversations.models import BranchLink, ModelUsage, ModerationAction
 from conversations.signup import invite_create
@@ -59,6 +60,7 @@ from workspace.models import (
     Thread,
     WorkspaceSnapshot,
 )
+from workspace.selectors import Access
 from workspace.services import artifacts as artifact_services
 from workspace.services import document as document_services
 from workspace.services import objective as objective_services
@@ -188,6 +190,12 @@ class Owned:
     post: dict | None = None
     writes: bool = True
     settings: dict = field(default_factory=dict)
+    # What the people the thread is shared with may do (docs/adr/0084):
+    # None, the rule (GET views, every other method edits); Access.OWN for
+    # the owner's routes (sharing, rename, delete, the archive). personal:
+    # the row is the owner's own (their feedback): no one else reaches it.
+    level: Access | None = None
+    personal: bool = False
 
 
 @dataclass(frozen=True)
@@ -233,9 +241,18 @@ ROUTES: dict[str, Public | Account | Owned | StaffOnly] = {
     "conversations:import": Account(),
     "tokens": Account(),
     "token-revoke": Owned({"pk": "token"}, post={}),
-    "conversations:export": Owned(T, writes=False),
-    "conversations:rename": Owned(T, post={"title": "Renamed"}),
-    "conversations:delete": Owned(T, post={}),
+    "conversations:export": Owned(T, writes=False, level=Access.OWN),
+    "conversations:rename": Owned(T, post={"title": "Renamed"}, level=Access.OWN),
+    "conversations:delete": Owned(T, post={}, level=Access.OWN),
+    "conversations:share": Owned(T, level=Access.OWN),
+    "conversations:share-add": Owned(T, post={"who": lambda w: w["newcomer"].username, "role": "editor"}, level=Access.OWN),
+    "conversations:share-role": Owned({**T, "pk": "membership"}, post={"role": "editor"}, level=Access.OWN),
+    "conversations:share-remove": Owned({**T, "pk": "membership"}, post={}, level=Access.OWN),
+    "conversations:share-link-make": Owned(T, post={}, level=Access.OWN),
+    "conversations:share-link-revoke": Owned(T, post={}, level=Access.OWN),
+    # The read-only link: signed-in people only; a link that does not work is a 404
+    # (tests/conversations/test_sharing.py follows a real one).
+    "conversations:share-link": Public({"key": "no-such-link"}),
     "conversations:mode": Owned(T, post={"mode": "plan"}),
     "conversations:model": Owned(T, post={"model": "walk-model"}, settings=OFFERED_MODEL),
     "conversations:staff-view": StaffOnly(T),
@@ -245,9 +262,11 @@ ROUTES: dict[str, Public | Account | Owned | StaffOnly] = {
         {**T, "turn_index": lambda w: 1}, post={"scope": "turn", "aspect": "correctness", "rating": "3", "comment": "ok"}
     ),
     "conversations:feedback-edit": Owned(
-        {**T, "pk": "feedback"}, post={"scope": "plan", "aspect": "tone", "rating": "2", "comment": "changed"}
+        {**T, "pk": "feedback"},
+        post={"scope": "plan", "aspect": "tone", "rating": "2", "comment": "changed"},
+        personal=True,
     ),
-    "conversations:feedback-delete": Owned({**T, "pk": "feedback"}, post={}),
+    "conversations:feedback-delete": Owned({**T, "pk": "feedback"}, post={}, personal=True),
     "conversations:trajectory-map": Owned(T),
     "conversations:trajectory-turn": Owned({**T, "turn_index": "turn"}, writes=False),
     # No model is configured here, so the owner's request is answered with
@@ -392,8 +411,22 @@ def world(owner, other_user, staff):
         thread=theirs, artifact_type="data_table", title="Mine", payload={"columns": ["A"], "rows": []}, turn_index=0
     )
 
+    # The people the thread is shared with, one of each kind (docs/adr/0084):
+    # an editor, a viewer, a viewer by the link, one removed, one not added yet.
+    people = {
+        name: get_user_model().objects.create_user(username=f"{name}-person")
+        for name in ("editor", "viewer", "link_viewer", "removed", "newcomer")
+    }
+    sharing.thread_member_add(thread=thread, who=people["editor"].username, role="editor", by=owner)
+    membership = sharing.thread_member_add(thread=thread, who=people["viewer"].username, role="viewer", by=owner)
+    removed = sharing.thread_member_add(thread=thread, who=people["removed"].username, role="editor", by=owner)
+    sharing.thread_member_remove(thread=thread, member_id=removed.pk, by=owner)
+    sharing.share_link_open(user=people["link_viewer"], key=sharing.share_link_create(thread=thread, by=owner))
+
     thread.refresh_from_db()
     rows = {
+        **people,
+        "membership": membership,
         "owner": owner,
         "thread": thread,
         "preference": preference,
@@ -432,6 +465,7 @@ def world(owner, other_user, staff):
         provider,
         catalogue_model,
         model_call,
+        membership,
         *login_records,
     ):
         rows[type(obj)] = obj
@@ -672,6 +706,61 @@ def _check_owned(route, spec, world, owner, other_user):
     assert ("POST" in accepted) == (spec.post is not None), (
         f"{route.key}: the view {'takes' if 'POST' in accepted else 'refuses'} POST; say so in ROUTES (post=...)"
     )
+
+
+# --- the people a thread is shared with: the role matrix (docs/adr/0084) ---------------
+
+# Who may do what: a persona's level on the owner's thread (None: none at all).
+# Staff are no member either: they read threads in the admin and its read-only view.
+PERSONAS = {
+    "editor": Access.EDIT,
+    "viewer": Access.VIEW,
+    "link_viewer": Access.VIEW,
+    "removed": None,
+    "stranger": None,
+    "staff": None,
+}
+THREAD_ROUTES = [r for r in SITE_ROUTES if isinstance(ROUTES.get(r.key), Owned) and "thread_id" in r.kwargs]
+
+
+def needed_level(spec: Owned, method: str) -> Access:
+    if spec.level is not None:
+        return spec.level
+    return Access.VIEW if method == "GET" else Access.EDIT
+
+
+@pytest.mark.parametrize("route", THREAD_ROUTES, ids=_route_id)
+def test_route_answers_each_person_the_thread_is_shared_with_by_their_role(route, world, owner, other_user, staff, settings):
+    """Reads to viewers (the link's too), writes to editors, the owner's
+    routes to the owner only; anyone refused gets the stranger's 404 and the
+    database is unchanged. The owner's own answers are the walk's above."""
+    spec = ROUTES[route.key]
+    assert isinstance(spec, Owned)
+    for name, value in spec.settings.items():
+        setattr(settings, name, value)
+    kwargs, query, post = values_for(spec, world)
+    path = route.build(kwargs)
+    people = {"stranger": other_user, "staff": staff}
+    for persona, level in PERSONAS.items():
+        client = client_for(people.get(persona) or world[persona])
+        for method in METHODS:
+            response, changed = send(client, method, path, query=query, data=post, htmx=True)
+            if response.status_code == 405:
+                continue
+            where = f"{route.key} {method} by the {persona}"
+            allowed = level is not None and level >= needed_level(spec, method) and not spec.personal
+            if not allowed:
+                assert answered_as_missing(response), f"{where}: {response.status_code}, not answered as missing"
+                assert SECRET not in body(response), f"{where} shows the owner's text"
+                assert not changed, f"{where} changed the database"
+                continue
+            assert response.status_code in (200, 302) and not answered_as_missing(response), (
+                f"{where}: {response.status_code}, refused"
+            )
+            if method == "GET":
+                assert SECRET in body(response), f"{where} does not show the thread"
+            elif spec.writes:
+                assert changed, f"{where} changed nothing"
 
 
 # --- the admin --------------------------------------------------------------------------

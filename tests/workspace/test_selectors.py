@@ -15,6 +15,7 @@ from tests.workspace.helpers import _outline
 from workspace import selectors
 from workspace import selectors as thread_selectors
 from workspace.models import Artifact, Document, Objective, ObjectiveRevision, Preference, Thread, Todo
+from workspace.selectors import Access
 from workspace.services import artifacts as artifacts_services
 from workspace.services import document as document_services
 from workspace.services import objective as objective_services
@@ -41,12 +42,12 @@ def test_threads_for_user_lists_own_live_threads_most_recent_first(owner, other_
 
 
 def test_thread_for_user_refuses_other_people_anonymous_and_deleted(thread, owner, other_user):
-    assert thread_selectors.thread_for_user(user=owner, thread_id=thread.pk) == thread
-    assert thread_selectors.thread_for_user(user=other_user, thread_id=thread.pk) is None
-    assert thread_selectors.thread_for_user(user=AnonymousUser(), thread_id=thread.pk) is None
+    assert thread_selectors.thread_for_user(user=owner, thread_id=thread.pk, level=Access.VIEW) == thread
+    assert thread_selectors.thread_for_user(user=other_user, thread_id=thread.pk, level=Access.VIEW) is None
+    assert thread_selectors.thread_for_user(user=AnonymousUser(), thread_id=thread.pk, level=Access.VIEW) is None
     with pytest.raises(Http404):
-        thread_selectors.get_thread_for_user_or_404(user=other_user, thread_id=thread.pk)
-    assert thread_selectors.get_thread_for_user_or_404(user=owner, thread_id=thread.pk) == thread
+        thread_selectors.get_thread_for_user_or_404(user=other_user, thread_id=thread.pk, level=Access.VIEW)
+    assert thread_selectors.get_thread_for_user_or_404(user=owner, thread_id=thread.pk, level=Access.VIEW) == thread
 
 
 # --- surfaces --------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_GET
 
 from .. import panels, selectors
 from ..forms import ArtifactChoiceForm, first_error
+from ..selectors import Access
 from .common import flash, get_thread_for_user
 
 
@@ -15,7 +16,7 @@ from .common import flash, get_thread_for_user
 @require_GET
 def centre_panel(request, thread_id):
     """`?artifact=<id>` shows that artifact; no value (or empty) shows the document."""
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.VIEW)
     form = ArtifactChoiceForm({"artifact": request.GET.get("artifact", "").strip() or None})
     if not form.is_valid():
         if request.htmx:

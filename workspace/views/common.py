@@ -1,4 +1,4 @@
-"""What every workspace view shares: the owner-scoped lookups and the ways a
+"""What every workspace view shares: the access-scoped lookups and the ways a
 view answers.
 
 An htmx request that changed something is answered with the live patches of
@@ -28,7 +28,7 @@ from ..errors import WorkspaceError
 from ..events import Change
 from ..forms import first_error
 from ..models import Thread
-from ..selectors import get_thread_for_user_or_404
+from ..selectors import Access, get_thread_for_user_or_404
 
 SAVED_EVENT = "haico:saved"
 FLASH_EVENT = "haico:flash"
@@ -44,9 +44,10 @@ class HtmxHttpRequest(HttpRequest):
 REFRESH_ROWS = {"plan": panels.render_plan_patch, "preferences": panels.render_preferences_patch}
 
 
-def get_thread_for_user(request: HttpRequest, thread_id) -> Thread:
-    """The signed-in person's live thread, or 404 (also for other people's)."""
-    return get_thread_for_user_or_404(user=request.user, thread_id=thread_id)
+def get_thread_for_user(request: HttpRequest, thread_id, level: Access) -> Thread:
+    """The live thread if the signed-in person has `level` on it, else 404
+    (a stranger's request and a viewer's write alike: docs/adr/0084)."""
+    return get_thread_for_user_or_404(user=request.user, thread_id=thread_id, level=level)
 
 
 def in_thread_or_none(model: type[Model], *, thread: Thread, pk: int):
@@ -111,7 +112,7 @@ def act_on_row(
     this thread (`gone` when another tab deleted it), validate `form_class`,
     then run `action(row, cleaned_data)` and answer with what it changed; a
     refusal is shown at `target` on the row."""
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.EDIT)  # every row action writes
     row = in_thread_or_none(model, thread=thread, pk=pk)
     if row is None:
         return gone(request, panel, thread=thread, message=gone_message)

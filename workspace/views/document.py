@@ -40,6 +40,7 @@ from ..forms import (
 )
 from ..markdown import render_markdown
 from ..models import DocumentRevision
+from ..selectors import Access
 from ..services import document as document_services
 from ..services import review as review_services
 from .common import get_thread_for_user
@@ -139,7 +140,7 @@ def _submitted_version(data) -> int | str:
 @login_required
 @require_POST
 def document_save(request, thread_id):
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.EDIT)
     current = selectors.document_for(thread=thread)
     data = read_body(request)
     form = DocumentSaveForm(data) if not isinstance(data, str) else None
@@ -214,7 +215,7 @@ def document_preview(request, thread_id):
     the editor holds right now, for the preview that follows the typing
     (static/js/document_editor.js); nothing is saved, and text over the document's
     limit is refused like a save of it would be."""
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.VIEW if request.method == "GET" else Access.EDIT)
     if request.method == "GET":
         return HttpResponse(render_markdown(selectors.document_for(thread=thread).content) or NOTHING_TO_PREVIEW)
     data = read_body(request)
@@ -264,14 +265,14 @@ def document_history(request, thread_id):
     """The history region: the kept versions, newest first, each with
     "Compare with now" and "Restore this version", and what the last edit
     changed. Loaded beside the editor, which it never touches."""
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.VIEW)
     return HttpResponse(_history_html(request, thread))
 
 
 @login_required
 @require_GET
 def document_diff(request, thread_id):
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.VIEW)
     form = DocumentDiffForm(request.GET)
     current = selectors.document_for(thread=thread).version
     if not form.is_valid():
@@ -292,7 +293,7 @@ def document_restore(request, thread_id):
     htmx gets the refreshed history and the document's new text as a live
     patch (static/js/document_editor.js puts it in the editor, as it does with the
     same patch from the socket)."""
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.EDIT)
     form = DocumentRestoreForm(request.POST)
     error, status = None, 400
     if not form.is_valid():
@@ -332,7 +333,7 @@ def _review_answer(request, thread_id, answer):
     an alert), and the document's patch (the new text after an undo, which
     static/js/document_editor.js puts in the editor like any other); a plain post the
     page, or the refusal as text with its status."""
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.EDIT)
     form = DocumentReviewForm(request.POST)
     error, status, message = None, 400, ""
     if not form.is_valid():

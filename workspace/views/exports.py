@@ -8,6 +8,7 @@ from django.urls import path
 from django.views.decorators.http import require_GET
 
 from .. import exports, selectors
+from ..selectors import Access
 from .common import get_thread_for_user
 
 
@@ -26,7 +27,7 @@ def refused(message: str) -> HttpResponse:
 @login_required
 @require_GET
 def document_export(request, thread_id):
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.VIEW)
     fmt = request.GET.get("format", "")
     if fmt not in exports.DOCUMENT_FORMATS:
         return refused(f"Choose a format: {', '.join(exports.DOCUMENT_FORMATS)}.")
@@ -39,7 +40,7 @@ def document_export(request, thread_id):
 @login_required
 @require_GET
 def artifact_export(request, thread_id, artifact_id):
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.VIEW)
     artifact = selectors.artifact_for(thread=thread, artifact_id=artifact_id)
     if artifact is None:
         raise Http404("No such artifact in this thread.")

@@ -9,13 +9,14 @@ from django.urls import path
 from django.views.decorators.http import require_GET
 
 from .. import panels
+from ..selectors import Access
 from .common import get_thread_for_user
 
 
 @login_required
 @require_GET
 def workspace_state(request, thread_id):
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.VIEW)
     html = (
         panels.render_objective_patch(thread=thread)
         + panels.render_preferences_patch(thread=thread)

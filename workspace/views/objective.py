@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 from .. import selectors
 from ..errors import WorkspaceError
 from ..forms import ObjectiveForm, first_error
+from ..selectors import Access
 from ..services import objective as objective_services
 from .common import get_thread_for_user, panel_response
 
@@ -18,14 +19,14 @@ from .common import get_thread_for_user, panel_response
 @login_required
 @require_GET
 def objective_panel(request, thread_id):
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.VIEW)
     return panel_response(request, "objective", thread=thread)
 
 
 @login_required
 @require_POST
 def objective_update(request, thread_id):
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.EDIT)
     form = ObjectiveForm(request.POST)
     error = None if form.is_valid() else first_error(form)
     if error is None:
@@ -51,7 +52,7 @@ def objective_update(request, thread_id):
 @login_required
 @require_GET
 def objective_history(request, thread_id):
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.VIEW)
     history = selectors.objective_history(thread=thread)
     context = {
         "thread": thread,

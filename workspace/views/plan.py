@@ -11,6 +11,7 @@ from .. import events
 from ..errors import NotFound, WorkspaceError
 from ..forms import StepDoneForm, StepMoveForm, StepPlaceForm, StepTextForm, first_error
 from ..models import Todo
+from ..selectors import Access
 from ..services import plan as plan_services
 from .common import act_on_row, changed, get_thread_for_user, in_thread_or_none, panel_response, refused
 
@@ -21,14 +22,14 @@ STEP_GONE = "That step no longer exists (it may have been deleted in another tab
 @login_required
 @require_GET
 def plan_panel(request, thread_id):
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.VIEW)
     return panel_response(request, PANEL, thread=thread)
 
 
 @login_required
 @require_POST
 def step_add(request, thread_id):
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.EDIT)
     form = StepTextForm(request.POST)
     if not form.is_valid():
         return refused(request, PANEL, thread=thread, message=first_error(form), target="add", values=request.POST)

@@ -10,6 +10,7 @@ from .. import events
 from ..errors import WorkspaceError
 from ..forms import PreferenceAddForm, PreferenceEditForm, PreferenceLockForm, first_error
 from ..models import Preference
+from ..selectors import Access
 from ..services import preferences as preference_services
 from .common import act_on_row, changed, get_thread_for_user, panel_response, refused
 
@@ -20,14 +21,14 @@ PREFERENCE_GONE = "That preference no longer exists (it may have been deleted in
 @login_required
 @require_GET
 def preferences_panel(request, thread_id):
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.VIEW)
     return panel_response(request, PANEL, thread=thread)
 
 
 @login_required
 @require_POST
 def preference_add(request, thread_id):
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.EDIT)
     form = PreferenceAddForm(request.POST)
     if not form.is_valid():
         return refused(request, PANEL, thread=thread, message=first_error(form), target="add", values=request.POST)

@@ -8,20 +8,21 @@ from django.urls import path
 from django.views.decorators.http import require_GET
 
 from .. import selectors
+from ..selectors import Access
 from .common import get_thread_for_user
 
 
 @login_required
 @require_GET
 def snapshot_list(request, thread_id):
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.VIEW)
     return JsonResponse(selectors.snapshot_index_for(thread=thread), safe=False)
 
 
 @login_required
 @require_GET
 def snapshot_detail(request, thread_id, turn_index):
-    thread = get_thread_for_user(request, thread_id)
+    thread = get_thread_for_user(request, thread_id, Access.VIEW)
     snapshot = selectors.snapshot_for(thread=thread, turn_index=turn_index)
     if snapshot is None:
         raise Http404("No snapshot for that turn.")

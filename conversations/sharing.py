@@ -1,0 +1,178 @@
+"""Sharing a thread: the people on it and their roles, and its read-only
+link (docs/adr/0084). A thread is shared with its family: the branches
+linked to it, all its owner's. Its trajectory map and turn versions show
+and link them all, so the people on one are on all, with one role; each
+change here applies to the whole family. Every write here is the owner's (or staff's, from the
+admin, which is recorded in the moderation log) and takes effect at once:
+after commit the thread's sockets are told (`thread.access`, through the
+channel layer, so every server process hears it), and each socket whose
+person lost the thread closes; their next request gets the not-found page
+because every lookup asks `workspace.selectors.access_to` afresh.
+"""
+
+import logging
+import secrets
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Q
+
+from workspace.errors import InvalidInput
+from workspace.models import Thread, ThreadMember
+
+from .approval import is_waiting
+from .live import group_name
+from .models import ModerationAction
+from .selectors import family_ids
+from .services import moderation_record
+
+logger = logging.getLogger("haico.conversations.sharing")
+
+ACCESS_EVENT = "thread.access"  # conversations.consumers.ThreadConsumer.thread_access
+NO_SUCH_MEMBER = "That person is not on this thread any more; reload the dialog."
+
+
+def _family(thread: Thread) -> list:
+    """The ids of `thread` and every branch linked to it (the owner's only)."""
+    return sorted(family_ids(thread_id=thread.pk) | {thread.pk}, key=str)
+
+
+def _tell_sockets(thread_ids, user_id=None) -> None:
+    """After commit: the threads' sockets (only `user_id`'s, when given) check their access again."""
+
+    def send():
+        event = {"type": ACCESS_EVENT, "user_id": user_id}
+        layer = get_channel_layer()
+        for thread_id in thread_ids:
+            try:
+                async_to_sync(layer.group_send)(group_name(thread_id), event)
+            except Exception:
+                # The change is stored: the sockets then lose the thread at their next message.
+                logger.exception("could not tell the sockets of thread %s that access changed", thread_id)
+
+    transaction.on_commit(send)
+
+
+def _record_if_staff(*, thread: Thread, by: AbstractBaseUser, detail: str) -> None:
+    if by.pk != thread.owner_id:
+        moderation_record(thread=thread, staff_user=by, action=ModerationAction.Action.SHARE, detail=detail)
+
+
+def person_named(who: str) -> AbstractBaseUser:
+    """The account a "Username or email" field names; InvalidInput when
+    there is none, or it cannot sign in (inactive, waiting for approval)."""
+    who = (who or "").strip()
+    if not who:
+        raise InvalidInput("Enter the username or email of the person to add.")
+    accounts = get_user_model().objects
+    matches = list(accounts.filter(username=who)[:1]) or list(accounts.filter(Q(username__iexact=who) | Q(email__iexact=who))[:2])
+    if not matches:
+        raise InvalidInput(f"No one here has the username or email “{who}”.")
+    if len(matches) > 1:
+        raise InvalidInput(f"More than one account matches “{who}”; enter the exact username.")
+    person = matches[0]
+    if not person.is_active or is_waiting(person):
+        raise InvalidInput(f"{person.get_username()} cannot sign in yet (the account is inactive or waits for approval).")
+    return person
+
+
+@transaction.atomic
+def thread_member_add(*, thread: Thread, who: str, role: str, by: AbstractBaseUser) -> ThreadMember:
+    """Share `thread` with the person `who` names, as `role` (viewer or editor).
+    A person who opened the link becomes a member in their own right."""
+    if role not in ThreadMember.Role.values:
+        raise InvalidInput("Choose Viewer or Editor.")
+    person = person_named(who)
+    if person.pk == thread.owner_id:
+        raise InvalidInput("That is the thread's owner; the owner always has the thread.")
+    member = ThreadMember.objects.select_for_update().filter(thread=thread, user=person).first()
+    if member is not None and not member.via_link:
+        raise InvalidInput(f"{person.get_username()} is on this thread already, as {member.get_role_display().lower()}.")
+    family = _family(thread)
+    for thread_id in family:
+        ThreadMember.objects.update_or_create(
+            thread_id=thread_id, user=person, defaults={"role": role, "via_link": False, "added_by": by}
+        )
+    member = ThreadMember.objects.get(thread=thread, user=person)
+    _record_if_staff(thread=thread, by=by, detail=f"Shared with {person.get_username()} as {member.get_role_display()}")
+    _tell_sockets(family, person.pk)
+    return member
+
+
+def _member(thread: Thread, member_id) -> ThreadMember:
+    member = ThreadMember.objects.select_for_update().filter(thread=thread, pk=member_id).select_related("user").first()
+    if member is None:
+        raise InvalidInput(NO_SUCH_MEMBER)
+    return member
+
+
+@transaction.atomic
+def thread_member_set_role(*, thread: Thread, member_id, role: str, by: AbstractBaseUser) -> ThreadMember:
+    if role not in ThreadMember.Role.values:
+        raise InvalidInput("Choose Viewer or Editor.")
+    member = _member(thread, member_id)
+    if member.role != role or member.via_link:
+        family = _family(thread)
+        ThreadMember.objects.filter(thread_id__in=family, user_id=member.user_id).update(role=role, via_link=False)
+        member.refresh_from_db()
+        _record_if_staff(thread=thread, by=by, detail=f"{member.user.get_username()} made {member.get_role_display()}")
+        _tell_sockets(family, member.user_id)
+    return member
+
+
+@transaction.atomic
+def thread_member_remove(*, thread: Thread, member_id, by: AbstractBaseUser) -> None:
+    member = _member(thread, member_id)
+    family = _family(thread)
+    ThreadMember.objects.filter(thread_id__in=family, user_id=member.user_id).delete()
+    _record_if_staff(thread=thread, by=by, detail=f"Removed {member.user.get_username()}")
+    _tell_sockets(family, member.user_id)
+
+
+@transaction.atomic
+def share_link_create(*, thread: Thread, by: AbstractBaseUser) -> str:
+    """A new read-only link for the thread (replacing any it had: the old
+    one stops working); its secret."""
+    had_link = bool(thread.share_link_key)
+    thread.share_link_key = secrets.token_urlsafe(24)
+    thread.save(update_fields=["share_link_key"])
+    if had_link:
+        _forget_link_viewers(thread)
+    _record_if_staff(thread=thread, by=by, detail="Made the read-only link")
+    return thread.share_link_key
+
+
+@transaction.atomic
+def share_link_revoke(*, thread: Thread, by: AbstractBaseUser) -> None:
+    """The link stops working, and everyone who came in by it loses the thread."""
+    thread.share_link_key = ""
+    thread.save(update_fields=["share_link_key"])
+    _forget_link_viewers(thread)
+    _record_if_staff(thread=thread, by=by, detail="Revoked the read-only link")
+
+
+def _forget_link_viewers(thread: Thread) -> None:
+    family = _family(thread)
+    if ThreadMember.objects.filter(thread_id__in=family, via_link=True).delete()[0]:
+        _tell_sockets(family)
+
+
+@transaction.atomic
+def share_link_open(*, user: AbstractBaseUser, key: str) -> Thread | None:
+    """The thread whose live link `key` is, with `user` made its viewer
+    (unless they have it already); None for a link that does not (or no
+    longer) work."""
+    if not key or is_waiting(user):
+        return None
+    thread = Thread.objects.filter(share_link_key=key, is_deleted=False).first()
+    if thread is None:
+        return None
+    if thread.owner_id != user.pk:
+        for thread_id in _family(thread):
+            ThreadMember.objects.get_or_create(
+                thread_id=thread_id, user=user, defaults={"role": ThreadMember.Role.VIEWER, "via_link": True}
+            )
+    return thread

@@ -1,0 +1,133 @@
+"""Sharing a thread, in two browser contexts (two people) against the real
+server (docs/adr/0084): the owner shares through the Share dialog, the
+editor's plan step shows in the owner's tab live, removing the editor
+closes their page's socket at once and refuses their next action; a
+viewer sees the thread live and has no enabled control that writes."""
+
+from playwright.sync_api import Page, expect
+
+from tests.support.fake_model import Reply
+
+from .helpers import TURN_WAIT_MS, log_in, model_env, new_thread_for, open_add_form, wait_for_socket
+from .test_accessibility import axe_problems
+
+NOT_FOUND = "This thread does not exist or is not yours."
+
+SOCKET_STATE = (
+    "() => { const el = document.querySelector('[ws-connect]');"
+    " const ws = el && el['htmx-internal-data'] && el['htmx-internal-data'].webSocket;"
+    " return ws && ws.socket ? ws.socket.readyState : -1; }"
+)
+
+
+def _share(owner: Page, who: str, role: str) -> None:
+    owner.get_by_role("button", name="Share").click()
+    dialog = owner.get_by_role("dialog", name="Share")
+    dialog.get_by_label("Username or email").fill(who)
+    dialog.get_by_label("Role", exact=True).select_option(label=role)
+    dialog.get_by_role("button", name="Add person").click()
+    expect(dialog.get_by_role("status")).to_have_text(f"{who} can now {'edit' if role == 'Editor' else 'view'} this thread.")
+
+
+def _person_on(new_page, server, url: str, username: str) -> Page:
+    """Another person (their own browser context), signed in, on the thread's page with its socket open."""
+    page = new_page()
+    log_in(page, server.url, username)
+    page.goto(url)
+    wait_for_socket(page)
+    return page
+
+
+def _add_step(page: Page, text: str) -> None:
+    form = open_add_form(page, "Planning", "Add step")
+    form.get_by_role("textbox", name="New step").fill(text)
+    form.get_by_role("button", name="Add step").click()
+
+
+def test_an_editor_edits_the_plan_live_and_removal_closes_their_page(owner_workspace, haico_server, new_page):
+    owner, url = owner_workspace
+    haico_server.create_user("bea")
+    _share(owner, "bea", "Editor")
+    editor = _person_on(new_page, haico_server, url, "bea")
+
+    # The dialog with a person in it, as a screen reader or keyboard user meets it.
+    assert axe_problems(owner, "the Share dialog") == []
+
+    _add_step(editor, "Step written by the editor")
+    expect(owner.get_by_role("region", name="Planning")).to_contain_text("Step written by the editor")
+
+    people = owner.get_by_role("dialog", name="Share").get_by_role("list", name="People on this thread")
+    people.get_by_role("listitem").filter(has_text="bea").get_by_role("button", name="Remove", exact=True).click()
+    expect(owner.get_by_role("dialog", name="Share").get_by_role("status")).to_contain_text("Removed")
+
+    # At once: the editor's page says so and its socket is closed (not reconnecting).
+    expect(editor.get_by_role("region", name="Chat")).to_contain_text(NOT_FOUND)
+    editor.wait_for_function(f"() => ({SOCKET_STATE})() === 3")
+    # Their next action is refused, and nothing changes.
+    _add_step(editor, "Step after removal")
+    expect(editor.get_by_text("no longer exists").first).to_be_visible()
+    assert haico_server.query("SELECT text FROM workspace_todo ORDER BY id") == [("Step written by the editor",)]
+    assert editor.goto(url).status == 404
+
+
+def test_a_viewer_sees_the_thread_live_and_has_no_enabled_control_that_writes(owner_workspace, haico_server, new_page):
+    owner, url = owner_workspace
+    haico_server.create_user("cy")
+    _share(owner, "cy", "Viewer")
+    viewer = _person_on(new_page, haico_server, url, "cy")
+    owner.get_by_role("dialog", name="Share").get_by_role("button", name="Close").click()
+
+    _add_step(owner, "Step the viewer watches")
+    expect(viewer.get_by_role("region", name="Planning")).to_contain_text("Step the viewer watches")
+
+    # Every control of a form that writes (including the row pushed just now) is disabled, text is read-only.
+    enabled = viewer.evaluate(
+        """() => Array.from(document.querySelectorAll(
+              '.workspace-grid :is(form[method=post], form[ws-send], form[hx-post]) :is(button, select, input:not([type=hidden]), textarea)'
+           )).filter(el => !el.disabled && !el.readOnly).map(el => el.outerHTML.slice(0, 120))"""
+    )
+    assert enabled == [], enabled
+    # What stays enabled anywhere on the workspace only reads: histories, the plan's view, which artifact, downloads.
+    writes = viewer.evaluate(
+        """() => Array.from(document.querySelectorAll('.workspace-grid :is(button, select, input:not([type=hidden]), textarea)'))
+             .filter(el => !el.disabled && !el.readOnly && el.offsetParent !== null)
+             .filter(el => !el.matches('[hx-get], [data-plan-view], [data-export-toggle]'))
+             .map(el => el.outerHTML.slice(0, 160))"""
+    )
+    assert writes == [], writes
+    expect(viewer.get_by_role("checkbox", name="Done: step 1")).to_be_disabled()
+    chat = viewer.get_by_role("region", name="Chat")
+    expect(chat.get_by_role("button", name="Send")).to_be_disabled()
+    expect(chat.get_by_role("textbox", name="Message")).not_to_be_editable()
+    expect(viewer.get_by_role("textbox", name="Document text")).not_to_be_editable()
+    expect(viewer.get_by_role("button", name="Share")).to_have_count(0)
+    expect(viewer.get_by_role("button", name="Rename thread")).to_have_count(0)
+    assert axe_problems(viewer, "a viewer's workspace") == []
+
+
+def test_a_viewer_by_the_link_watches_the_owners_turn_stream(new_page, start_haico_server, model_server):
+    model_server.script([Reply(text="An answer the viewer watches arrive.")])
+    server = start_haico_server(model_env(model_server))
+    owner = new_page()
+    url = new_thread_for(owner, server.url, "ada")
+    wait_for_socket(owner)
+    owner.get_by_role("button", name="Share").click()
+    dialog = owner.get_by_role("dialog", name="Share")
+    dialog.get_by_role("button", name="Make a read-only link").click()
+    link = dialog.get_by_role("textbox", name="Read-only link").input_value()
+    dialog.get_by_role("button", name="Close").click()
+    server.create_user("dee")
+    viewer = new_page()
+    log_in(viewer, server.url, "dee")
+    viewer.goto(link)
+    expect(viewer).to_have_url(url)
+    wait_for_socket(viewer)
+
+    chat = owner.get_by_role("region", name="Chat")
+    chat.get_by_role("textbox", name="Message").fill("Say something")
+    chat.get_by_role("button", name="Send").click()
+
+    watched = viewer.get_by_role("region", name="Chat")
+    expect(watched).to_contain_text("Say something", timeout=TURN_WAIT_MS)
+    expect(watched.locator("#chat-messages .answer")).to_have_text(["An answer the viewer watches arrive."], timeout=TURN_WAIT_MS)
+    expect(watched.get_by_role("button", name="Send")).to_be_disabled()

@@ -1,0 +1,375 @@
+"""Sharing a thread (conversations.sharing, docs/adr/0084): the owner adds
+people as viewer or editor, changes and removes them, makes and revokes a
+read-only link; each change takes effect at once, on the next request, the
+next MCP call and the open sockets. Personas: the owner, an editor, a viewer,
+a link viewer, staff, another person."""
+
+import json
+import uuid
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from conversations import sharing
+from conversations.approval import account_hold_for_approval
+from conversations.consumers import CLOSE_NOT_FOUND, NOT_FOUND_MESSAGE, ROLE_LOWERED_MESSAGE, VIEW_ONLY_MESSAGE
+from conversations.mcp_server import THREAD_FIELD, call_tool
+from conversations.models import ModerationAction
+from conversations.tokens import token_create
+from tests.support.web import HTMX, database_rows
+from workspace.errors import InvalidInput
+from workspace.models import Preference, ThreadMember, Todo
+from workspace.selectors import Access, access_to, thread_for_user
+from workspace.services import plan as plan_services
+
+WHY = "Sharing test."
+
+
+@pytest.fixture
+def people(django_user_model):
+    return {
+        name: django_user_model.objects.create_user(username=name, email=f"{name}@example.com", password="pw-123456")
+        for name in ("ed", "vi", "li")
+    }
+
+
+def _members(thread):
+    return sorted(ThreadMember.objects.filter(thread=thread).values_list("user__username", "role", "via_link"))
+
+
+# --- the services -----------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_owner_adds_people_by_username_or_email_with_a_role(thread, owner, people):
+    sharing.thread_member_add(thread=thread, who="ed", role="editor", by=owner)
+    sharing.thread_member_add(thread=thread, who="VI@example.com", role="viewer", by=owner)
+
+    assert _members(thread) == [("ed", "editor", False), ("vi", "viewer", False)]
+    assert access_to(user=people["ed"], thread=thread) is Access.EDIT
+    assert access_to(user=people["vi"], thread=thread) is Access.VIEW
+    assert access_to(user=owner, thread=thread) is Access.OWN
+    assert not ModerationAction.objects.exists()  # the owner's own changes are no moderation
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("who", "message"),
+    [
+        ("nobody", "No one here has the username or email “nobody”."),
+        ("", "Enter the username or email of the person to add."),
+        ("owner", "That is the thread's owner; the owner always has the thread."),
+        ("ed", "ed is on this thread already, as viewer."),
+        ("sleeper", "sleeper cannot sign in yet (the account is inactive or waits for approval)."),
+        ("waiter", "waiter cannot sign in yet (the account is inactive or waits for approval)."),
+    ],
+)
+def test_adding_a_person_who_cannot_be_added_says_why_and_changes_nothing(thread, owner, people, who, message):
+    sharing.thread_member_add(thread=thread, who="ed", role="viewer", by=owner)
+    get_user_model().objects.create_user(username="sleeper", is_active=False)
+    account_hold_for_approval(user=get_user_model().objects.create_user(username="waiter"))
+    before = _members(thread)
+
+    with pytest.raises(InvalidInput) as refused:
+        sharing.thread_member_add(thread=thread, who=who, role="editor", by=owner)
+
+    assert refused.value.message == message
+    assert _members(thread) == before
+
+
+@pytest.mark.django_db
+def test_an_email_two_accounts_share_asks_for_the_username_and_an_exact_username_wins(thread, owner, people):
+    get_user_model().objects.create_user(username="Ed", email="shared@example.com")
+    get_user_model().objects.create_user(username="eddie", email="shared@example.com")
+
+    with pytest.raises(InvalidInput, match="More than one account matches “shared@example.com”; enter the exact username."):
+        sharing.thread_member_add(thread=thread, who="shared@example.com", role="viewer", by=owner)
+    sharing.thread_member_add(thread=thread, who="Ed", role="viewer", by=owner)
+
+    assert _members(thread) == [("Ed", "viewer", False)]
+
+
+@pytest.mark.django_db
+def test_a_role_change_and_a_removal_take_effect_on_the_next_lookup(thread, owner, people):
+    member = sharing.thread_member_add(thread=thread, who="ed", role="editor", by=owner)
+
+    sharing.thread_member_set_role(thread=thread, member_id=member.pk, role="viewer", by=owner)
+    assert thread_for_user(user=people["ed"], thread_id=thread.pk, level=Access.EDIT) is None
+    assert thread_for_user(user=people["ed"], thread_id=thread.pk, level=Access.VIEW) == thread
+
+    sharing.thread_member_remove(thread=thread, member_id=member.pk, by=owner)
+    assert thread_for_user(user=people["ed"], thread_id=thread.pk, level=Access.VIEW) is None
+    with pytest.raises(InvalidInput):
+        sharing.thread_member_remove(thread=thread, member_id=member.pk, by=owner)
+
+
+@pytest.mark.django_db
+def test_revoking_the_link_takes_every_access_it_gave_and_a_new_link_is_a_new_secret(thread, owner, people):
+    key = sharing.share_link_create(thread=thread, by=owner)
+    assert sharing.share_link_open(user=people["li"], key=key) == thread
+    # Someone added by name keeps their access; only the link's viewers go.
+    sharing.thread_member_add(thread=thread, who="ed", role="editor", by=owner)
+    assert sharing.share_link_open(user=people["ed"], key=key) == thread
+    assert _members(thread) == [("ed", "editor", False), ("li", "viewer", True)]
+
+    sharing.share_link_revoke(thread=thread, by=owner)
+
+    assert _members(thread) == [("ed", "editor", False)]
+    assert sharing.share_link_open(user=people["li"], key=key) is None
+    new_key = sharing.share_link_create(thread=thread, by=owner)
+    assert new_key != key and sharing.share_link_open(user=people["vi"], key=key) is None
+
+
+@pytest.mark.django_db
+def test_an_account_waiting_for_approval_gets_nothing_from_the_link(thread, owner):
+    waiter = account_hold_for_approval(user=get_user_model().objects.create_user(username="waiter")).user
+    assert sharing.share_link_open(user=waiter, key=sharing.share_link_create(thread=thread, by=owner)) is None
+    assert _members(thread) == []
+
+
+@pytest.mark.django_db
+def test_adding_a_link_viewer_by_name_makes_them_a_member_the_link_no_longer_decides(thread, owner, people):
+    sharing.share_link_open(user=people["li"], key=sharing.share_link_create(thread=thread, by=owner))
+    sharing.thread_member_add(thread=thread, who="li", role="editor", by=owner)
+    sharing.share_link_revoke(thread=thread, by=owner)
+    assert _members(thread) == [("li", "editor", False)]
+
+
+@pytest.mark.django_db
+def test_share_changes_made_by_staff_are_in_the_moderation_log(thread, staff, people):
+    member = sharing.thread_member_add(thread=thread, who="ed", role="viewer", by=staff)
+    sharing.thread_member_set_role(thread=thread, member_id=member.pk, role="editor", by=staff)
+    sharing.thread_member_remove(thread=thread, member_id=member.pk, by=staff)
+
+    details = list(
+        ModerationAction.objects.filter(thread=thread, staff_user=staff).order_by("id").values_list("action", "detail")
+    )
+    assert details == [
+        ("share", "Shared with ed as Viewer"),
+        ("share", "ed made Editor"),
+        ("share", "Removed ed"),
+    ]
+
+
+# --- the dialog and the thread list -------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_owner_shares_through_the_dialog_and_sees_the_refusals_in_it(client, thread, owner, people):
+    client.force_login(owner)
+    url = reverse("conversations:share-add", kwargs={"thread_id": thread.pk})
+
+    added = client.post(url, {"who": "ed", "role": "editor"}, **HTMX)
+    again = client.post(url, {"who": "ed", "role": "viewer"}, **HTMX)
+
+    assert added.status_code == 200 and "ed can now edit this thread." in added.content.decode()
+    assert again.status_code == 200 and "ed is on this thread already, as editor." in again.content.decode()
+    assert _members(thread) == [("ed", "editor", False)]
+
+
+@pytest.mark.django_db
+def test_only_the_owner_sees_the_share_button(client, thread, owner, people):
+    sharing.thread_member_add(thread=thread, who="ed", role="editor", by=owner)
+    page = reverse("thread-page", kwargs={"thread_id": thread.pk})
+    client.force_login(owner)
+    assert "data-share-open" in client.get(page).content.decode()
+    client.force_login(people["ed"])
+    html = client.get(page).content.decode()
+    assert "data-share-open" not in html and "Rename thread" not in html and "Editor" in html
+
+
+@pytest.mark.django_db
+def test_the_thread_list_shows_shared_threads_apart_with_the_owners_name(client, thread, owner, people):
+    sharing.thread_member_add(thread=thread, who="vi", role="viewer", by=owner)
+    client.force_login(people["vi"])
+
+    html = client.get(reverse("conversations:list")).content.decode()
+
+    shared = html.split("Shared with me", 1)
+    assert len(shared) == 2 and thread.title in shared[1] and "Viewer, shared by owner" in shared[1]
+    assert thread.title not in shared[0]
+
+
+@pytest.mark.django_db
+def test_the_link_makes_a_signed_in_person_a_viewer_and_a_revoked_one_is_not_found(client, thread, owner, people):
+    key = sharing.share_link_create(thread=thread, by=owner)
+    link = reverse("conversations:share-link", kwargs={"key": key})
+    client.force_login(people["li"])
+
+    opened = client.get(link)
+
+    assert opened.status_code == 302 and opened["Location"] == reverse("thread-page", kwargs={"thread_id": thread.pk})
+    assert client.get(opened["Location"]).status_code == 200
+    sharing.share_link_revoke(thread=thread, by=owner)
+    assert client.get(opened["Location"]).status_code == 404
+    before = database_rows()
+    assert client.get(link).status_code == 404
+    assert database_rows() == before
+
+
+# --- MCP ----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_an_editors_token_writes_a_viewers_only_reads_and_a_removed_persons_reaches_nothing(thread, owner, people):
+    editor = sharing.thread_member_add(thread=thread, who="ed", role="editor", by=owner)
+    sharing.thread_member_add(thread=thread, who="vi", role="viewer", by=owner)
+    add = {THREAD_FIELD: str(thread.pk), "action_and_reasoning": WHY, "items": [{"title": "Short", "kind": "soft"}]}
+    read = {THREAD_FIELD: str(thread.pk)}
+    editor_token = token_create(user=people["ed"], name="ed's laptop")[0]
+    viewer_token = token_create(user=people["vi"], name="vi's laptop")[0]
+
+    assert not call_tool(editor_token, "add_preferences", dict(add)).is_error
+    assert not call_tool(viewer_token, "get_workspace", dict(read)).is_error
+    refused = call_tool(viewer_token, "add_preferences", dict(add))
+    assert refused.is_error and "No such thread" in refused.text
+    listed = json.loads(call_tool(viewer_token, "list_threads", {}).text)["threads"]
+    assert [t["id"] for t in listed] == [str(thread.pk)]
+
+    sharing.thread_member_remove(thread=thread, member_id=editor.pk, by=owner)
+    assert call_tool(editor_token, "get_workspace", dict(read)).is_error
+    assert call_tool(editor_token, "add_preferences", dict(add)).is_error
+    assert list(Preference.objects.filter(thread=thread).values_list("title", flat=True)) == ["Short"]
+
+
+# --- branches -----------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_branch_an_editor_makes_is_the_owners_with_the_same_people(thread, owner, people):
+    from conversations.branching import BranchRefused, fork_thread
+    from conversations.turns import slot
+
+    sharing.thread_member_add(thread=thread, who="ed", role="editor", by=owner)
+    sharing.thread_member_add(thread=thread, who="vi", role="viewer", by=owner)
+    sharing.share_link_open(user=people["li"], key=sharing.share_link_create(thread=thread, by=owner))
+    turn, _ = slot.turn_begin(thread=thread, user_message="First")
+    slot.turn_finish(thread=thread, turn_index=turn)
+
+    branch = fork_thread(source=thread, turn_index=1, user=people["ed"], reason="test")
+
+    assert branch.owner == owner
+    assert _members(branch) == [("ed", "editor", False), ("li", "viewer", True), ("vi", "viewer", False)]
+    with pytest.raises(BranchRefused):
+        fork_thread(source=thread, turn_index=1, user=people["vi"], reason="test")
+    # The link's viewers leave the whole family when it is revoked.
+    sharing.share_link_revoke(thread=thread, by=owner)
+    assert thread_for_user(user=people["li"], thread_id=branch.pk, level=Access.VIEW) is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sharing_a_thread_shares_its_branches_and_a_removal_leaves_them_all(thread, owner, people):
+    """The map and a turn's versions show and link every branch of the
+    family: whoever is on one thread of it is on all, with one role."""
+    from conversations.branching import fork_thread
+    from conversations.turns import slot
+
+    turn, _ = slot.turn_begin(thread=thread, user_message="First")
+    slot.turn_finish(thread=thread, turn_index=turn)
+    branch = fork_thread(source=thread, turn_index=1, user=owner, reason="made before sharing")
+
+    member = sharing.thread_member_add(thread=branch, who="ed", role="viewer", by=owner)
+    assert access_to(user=people["ed"], thread=thread) is Access.VIEW
+    sharing.thread_member_set_role(thread=branch, member_id=member.pk, role="editor", by=owner)
+    assert access_to(user=people["ed"], thread=thread) is Access.EDIT
+
+    parent_row = ThreadMember.objects.get(thread=thread, user=people["ed"])
+    sharing.thread_member_remove(thread=thread, member_id=parent_row.pk, by=owner)
+    assert access_to(user=people["ed"], thread=thread) is None
+    assert access_to(user=people["ed"], thread=branch) is None
+
+
+# --- the open sockets ---------------------------------------------------------------------
+
+
+async def _frames_until_closed(socket, timeout=3.0):
+    frames = []
+    while True:
+        try:
+            output = await socket.receive_output(timeout=timeout)
+        except TimeoutError:
+            return frames, None
+        if output["type"] == "websocket.close":
+            return frames, output.get("code")
+        frames.append(output.get("text", ""))
+
+
+async def _next_text(socket, timeout=3.0) -> str:
+    return await socket.receive_from(timeout=timeout)
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_removing_a_person_closes_their_open_socket_at_once(thread, owner, people, sockets):
+    member = await sync_to_async(sharing.thread_member_add)(thread=thread, who="ed", role="editor", by=owner)
+    theirs = await sockets(thread.pk, people["ed"])
+    owners = await sockets(thread.pk, owner)
+
+    await sync_to_async(sharing.thread_member_remove)(thread=thread, member_id=member.pk, by=owner)
+
+    frames, closed = await _frames_until_closed(theirs)
+    assert closed == CLOSE_NOT_FOUND and any(NOT_FOUND_MESSAGE in f for f in frames)
+    # The owner's socket stays.
+    assert await owners.receive_nothing(timeout=0.3)
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_revoking_the_link_closes_the_link_viewers_sockets(thread, owner, people, sockets):
+    key = await sync_to_async(sharing.share_link_create)(thread=thread, by=owner)
+    await sync_to_async(sharing.share_link_open)(user=people["li"], key=key)
+    theirs = await sockets(thread.pk, people["li"])
+
+    await sync_to_async(sharing.share_link_revoke)(thread=thread, by=owner)
+
+    _frames, closed = await _frames_until_closed(theirs)
+    assert closed == CLOSE_NOT_FOUND
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_editor_made_viewer_is_told_and_their_next_write_is_refused(thread, owner, people, sockets):
+    member = await sync_to_async(sharing.thread_member_add)(thread=thread, who="ed", role="editor", by=owner)
+    theirs = await sockets(thread.pk, people["ed"])
+
+    await sync_to_async(sharing.thread_member_set_role)(thread=thread, member_id=member.pk, role="viewer", by=owner)
+    assert ROLE_LOWERED_MESSAGE in await _next_text(theirs)
+
+    before = await sync_to_async(database_rows)()
+    await theirs.send_to(text_data=json.dumps({"message": "Change things", "HEADERS": {}}))
+    assert VIEW_ONLY_MESSAGE in await _next_text(theirs)
+    assert await sync_to_async(database_rows)() == before
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_viewers_page_sees_the_changes_live(thread, owner, people, sockets):
+    await sync_to_async(sharing.thread_member_add)(thread=thread, who="vi", role="viewer", by=owner)
+    theirs = await sockets(thread.pk, people["vi"])
+
+    await sync_to_async(plan_services.todo_add)(thread=thread, text="Seen by the viewer")
+
+    assert "Seen by the viewer" in await _next_text(theirs)
+    assert await sync_to_async(Todo.objects.filter(thread=thread).count)() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.redis
+async def test_a_removal_made_on_another_server_process_closes_the_socket_through_redis(
+    thread, owner, people, sockets, settings, redis_url, monkeypatch
+):
+    from channels_redis.core import RedisChannelLayer
+
+    prefix = f"haico-test-{uuid.uuid4().hex[:8]}"
+    hosts = [redis_url.rsplit("/", 1)[0] + "/11"]
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": hosts, "prefix": prefix}}
+    }
+    # The process that removes the person is not the one holding the socket: its own layer, the same Redis.
+    other_process = RedisChannelLayer(hosts=hosts, prefix=prefix)
+    monkeypatch.setattr(sharing, "get_channel_layer", lambda: other_process)
+    member = await sync_to_async(sharing.thread_member_add)(thread=thread, who="ed", role="editor", by=owner)
+    theirs = await sockets(thread.pk, people["ed"])
+
+    await sync_to_async(sharing.thread_member_remove)(thread=thread, member_id=member.pk, by=owner)
+
+    _frames, closed = await _frames_until_closed(theirs, timeout=5)
+    assert closed == CLOSE_NOT_FOUND
