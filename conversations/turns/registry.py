@@ -282,7 +282,7 @@ async def answer_approval(*, thread: Thread, turn, decision: str, person=None) -
         turn_index=row.index,
         user_message=row.user_message,
         model=model,
-        user_id=thread.owner_id,
+        user_id=sender.pk,
         turn_id=row.pk,
         budget=TokenBudget(windows=windows),
         agents=agents,
@@ -302,11 +302,13 @@ def _claim_answer(*, thread: Thread, turn, decision: str, person=None) -> tuple:
     and the person's token windows: a turn paused at its limit ends at its
     next model call (agent.usage)."""
     row = approval_claims.turn_answer_claim(thread=thread, turn=turn, decision=decision, person=person)
-    owner = thread.owner
-    account = Account.objects.filter(user_id=owner.pk).first()
-    windows = quotas.token_windows(user_id=owner.pk, account=account)
-    # The sender is read here, off the event loop: the resumed turn names them.
-    return row, catalogue.choice_for(owner, row.model_name), windows, row.person
+    # The turn goes on as its sender's, whoever answered: their limits, their
+    # model access, their usage (docs/adr/0084); the owner's when the sender's
+    # account is gone. Read here, off the event loop.
+    sender = row.person or thread.owner
+    account = Account.objects.filter(user_id=sender.pk).first()
+    windows = quotas.token_windows(user_id=sender.pk, account=account)
+    return row, catalogue.choice_for(sender, row.model_name), windows, sender
 
 
 def _prepare() -> None:

@@ -373,3 +373,28 @@ async def test_a_turn_resumed_after_its_approval_goes_on_in_its_own_mode(owner, 
     assert len(prompts) == 2 and all("# Mode: Plan" in prompt for prompt in prompts)
     assert model.tool_lists[0] == model.tool_lists[1] and "update_document" not in model.tool_lists[1]
     assert (await _row(thread)).mode == Thread.Mode.PLAN
+
+
+async def test_an_editors_turn_resumed_by_the_owners_answer_stays_the_editors_in_usage(
+    owner, thread, script, sockets, django_user_model
+):
+    from conversations.models import ModelUsage
+    from conversations.sharing import thread_member_add
+
+    editor = await database_sync_to_async(django_user_model.objects.create_user)(username="bob", password="pw-bob-123456")
+    await database_sync_to_async(thread_member_add)(thread=thread, who="bob", role="editor", by=owner)
+    await _add_preferences(thread, "Formal tone", "Short paragraphs")
+    _removal_script(script)
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="drop the formal tone rule", user=editor)
+    await frame_containing(socket, CARD + ' class="approval is-pending"')
+    await registry.wait_for_turn(thread.pk)
+
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED, person=owner)
+    frames = await frames_until_turn_end(socket)
+    assert any('approval-title">Approved by owner</p>' in f for f in frames)
+    # Both model calls, before the pause and after the owner's answer, are the editor's.
+    payers = await database_sync_to_async(
+        lambda: list(ModelUsage.objects.filter(thread=thread).values_list("user__username", flat=True))
+    )()
+    assert payers == ["bob", "bob"]

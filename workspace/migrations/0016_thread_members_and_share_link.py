@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("workspace", "0013_document_revision_copies_dropped"),
+        ("workspace", "0015_revisions_by_the_owner_until_now"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("conversations", "0018_turn_slot"),
+        ("conversations", "0020_turns_and_activity_by_the_owner_until_now"),
     ]
 
     operations = [
