@@ -4,11 +4,26 @@ editor's plan step shows in the owner's tab live, removing the editor
 closes their page's socket at once and refuses their next action; a
 viewer sees the thread live and has no enabled control that writes."""
 
+import re
+
 from playwright.sync_api import Page, expect
 
 from tests.support.fake_model import Reply
 
-from .helpers import TURN_WAIT_MS, log_in, model_env, new_thread_for, open_add_form, wait_for_socket
+from .helpers import (
+    AUTOSAVE_WAIT_MS,
+    TURN_WAIT_MS,
+    document_status,
+    document_text,
+    log_in,
+    model_env,
+    new_thread_for,
+    open_add_form,
+    save_document_now,
+    thread_id_from,
+    type_after,
+    wait_for_socket,
+)
 from .test_accessibility import axe_problems
 
 NOT_FOUND = "This thread does not exist or is not yours."
@@ -131,3 +146,49 @@ def test_a_viewer_by_the_link_watches_the_owners_turn_stream(new_page, start_hai
     expect(watched).to_contain_text("Say something", timeout=TURN_WAIT_MS)
     expect(watched.locator("#chat-messages .answer")).to_have_text(["An answer the viewer watches arrive."], timeout=TURN_WAIT_MS)
     expect(watched.get_by_role("button", name="Send")).to_be_disabled()
+
+
+REPORT = "# Report\n\nIntro paragraph.\n\nMethods paragraph.\n\nResults paragraph.\n"
+
+
+def test_two_people_typing_different_paragraphs_keep_both_see_each_other_and_the_history_names_them(
+    owner_workspace, haico_server, new_page
+):
+    owner, url = owner_workspace
+    save_document_now(owner, REPORT)
+    haico_server.create_user("bea")
+    _share(owner, "bea", "Editor")
+    owner.get_by_role("dialog", name="Share").get_by_role("button", name="Close").click()
+    editor = _person_on(new_page, haico_server, url, "bea")
+    expect(document_text(editor)).to_have_value(REPORT)
+
+    # Both type, each in their own paragraph, neither waiting for the other's save.
+    type_after(owner, "Intro paragraph.", " Ada's words.")
+    type_after(editor, "Results paragraph.", " Bea's words.")
+    type_after(owner, "Ada's words.", " More from Ada.")
+
+    both = REPORT.replace("Intro paragraph.", "Intro paragraph. Ada's words. More from Ada.").replace(
+        "Results paragraph.", "Results paragraph. Bea's words."
+    )
+    for page in (owner, editor):
+        expect(document_text(page)).to_have_value(both, timeout=3 * AUTOSAVE_WAIT_MS)
+        expect(document_status(page)).to_have_text(re.compile("^Saved"), timeout=AUTOSAVE_WAIT_MS)
+        expect(page.get_by_role("region", name="Document conflict")).to_be_hidden()
+    # Each person's caret stayed after their own words.
+    assert document_text(editor).evaluate("el => el.selectionStart") == both.index(" Bea's words.") + len(" Bea's words.")
+
+    # Both paragraphs are what the server keeps: a reload of either page shows them.
+    for page in (owner, editor):
+        page.reload()
+        expect(document_text(page)).to_have_value(both)
+    thread_id = thread_id_from(url).replace("-", "")
+    people = haico_server.query(
+        "SELECT DISTINCT r.person_username FROM workspace_documentrevision r JOIN workspace_document d"
+        " ON r.document_id = d.id WHERE d.thread_id = ? AND r.version > 1",
+        (thread_id,),
+    )
+    assert {name for (name,) in people} == {"ada", "bea"}
+    owner.get_by_role("region", name="Document").get_by_role("button", name="History").click()
+    history = owner.locator("#doc-history")
+    expect(history.locator(".doc-history-who").filter(has_text="bea").first).to_be_visible()
+    expect(history.locator(".doc-history-who").filter(has_text="ada").first).to_be_visible()
