@@ -46,18 +46,20 @@ def preference_row(preference: Preference) -> str:
         '<span class="badge badge-lock" title="Locked: the assistant cannot change or remove it">Locked</span>' if locked else ""
     )
     return (
-        f'<li id="pref-{int(preference.pk)}" class="pref pref-{kind}{" is-locked" if locked else ""}" data-kind="{kind}"'
-        f'{_after(getattr(preference, "after", None))}><div class="edit-view pref-view">'
+        f'<li id="pref-{int(preference.pk)}" class="pref pref-{kind}{" is-locked" if locked else ""}"'
+        f'{_after(getattr(preference, "after", None))}><div class="edit-view">'
         f'<div class="pref-line"><span class="pref-title">{title}</span>{badge}</div>{subtitle}'
-        # static/js/keyboard.js makes it a labelled toolbar (one Tab stop): a
-        # hundred rows would otherwise carry the title a fourth time.
+        # static/js/keyboard.js makes it a toolbar named after the preference
+        # ("Actions for preference …", one Tab stop), which is what tells a
+        # screen reader whose Lock, Edit and Delete these are: the buttons'
+        # own names stay one word, so a hundred rows do not carry the title
+        # three more times each (docs/adr/0088).
         f'<div class="row-actions">'
         # The button says what a click does, to the eye and to a screen reader alike
         # (not a pressed toggle, whose name would have to stay the same).
-        f'<button data-pref-act="lock"{" data-locked" if locked else ""} aria-label="{lock_verb} preference {title}">'
-        f"{lock_verb}</button>"
-        f'<button data-pref-act="edit" aria-label="Edit preference {title}">Edit</button>'
-        f'<button data-pref-act="delete" aria-label="Delete preference {title}">Delete</button>'
+        f'<button data-pref-act="lock"{" data-locked" if locked else ""}>{lock_verb}</button>'
+        f'<button data-pref-act="edit">Edit</button>'
+        f'<button data-pref-act="delete">Delete</button>'
         f"</div></div></li>"
     )
 

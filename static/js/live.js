@@ -269,7 +269,7 @@
     } else if (kind === "preferences") {
       if (!document.getElementById("pref-list-hard")) return;
       var fits = applyRows(template, "pref-", function (row) {
-        return document.getElementById("pref-list-" + (row.getAttribute("data-kind") === "hard" ? "hard" : "soft"));
+        return document.getElementById("pref-list-" + (row.classList.contains("pref-hard") ? "hard" : "soft"));
       });
       if (!fits) resync();
       preferencesChanged();

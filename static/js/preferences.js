@@ -29,7 +29,7 @@
     var subtitle = scope.querySelector(".pref-subtitle");
     form.elements.title.defaultValue = title ? title.textContent : "";
     form.elements.subtitle.defaultValue = subtitle ? subtitle.textContent : "";
-    var kind = scope.getAttribute("data-kind") === "hard" ? "hard" : "soft";
+    var kind = scope.classList.contains("pref-hard") ? "hard" : "soft";
     form.elements.kind.querySelectorAll("option").forEach(function (option) {
       option.defaultSelected = option.value === kind;
     });

@@ -151,7 +151,7 @@ def test_the_pages_have_no_serious_accessibility_violation_at_1440_and_on_a_phon
     _turn(page, "Chart the budget and list hotels", 2)
     _turn(page, "Raise the budget and add the days", 3)
     prefs = page.get_by_role("region", name="Preferences")
-    prefs.get_by_role("button", name="Lock preference Budget under 1500 euros").click()
+    prefs.get_by_role("toolbar", name="Actions for preference Budget under 1500 euros").get_by_role("button", name="Lock").click()
     expect(prefs.get_by_text("Locked", exact=True)).to_be_visible()
 
     for size in (DESKTOP, PHONE):

@@ -51,7 +51,7 @@ def test_the_owners_edits_in_one_tab_appear_in_their_other_tab(owner_workspace, 
     expect(prefs.get_by_role("list", name="Hard preferences")).to_contain_text("Peer-reviewed sources")
     expect(prefs.locator("#pref-count")).to_have_text("1")
     # Edited in the second tab into a soft one: it moves lists in both.
-    prefs.get_by_role("button", name="Edit preference Peer-reviewed sources").click()
+    prefs.get_by_role("toolbar", name="Actions for preference Peer-reviewed sources").get_by_role("button", name="Edit").click()
     edit = prefs.locator("form.pref-edit")
     expect(edit.get_by_role("textbox", name="Title")).to_have_value("Peer-reviewed sources")
     expect(edit.get_by_role("textbox", name="Detail")).to_have_value("No blogs")
@@ -64,7 +64,9 @@ def test_the_owners_edits_in_one_tab_appear_in_their_other_tab(owner_workspace, 
         expect(soft).to_contain_text("Peer-reviewed sources only")
         expect(page.get_by_role("region", name="Preferences").get_by_role("list", name="Hard preferences")).to_be_hidden()
     first.once("dialog", lambda dialog: dialog.accept())
-    first.get_by_role("button", name="Delete preference Peer-reviewed sources only").click()
+    first.get_by_role("toolbar", name="Actions for preference Peer-reviewed sources only").get_by_role(
+        "button", name="Delete"
+    ).click()
     expect(prefs.get_by_text("No preferences yet.")).to_be_visible()
     expect(prefs.locator("#pref-count")).to_have_text("0")
 

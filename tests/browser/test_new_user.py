@@ -365,13 +365,13 @@ def test_preference_buttons_show_beside_the_locked_badge_without_covering_it(pag
     add.get_by_label("Preference title").fill("Budget under 1500 euros")
     add.get_by_role("button", name="Add").click()
     prefs = page.get_by_role("region", name="Preferences")
-    prefs.get_by_role("button", name="Lock preference Budget under 1500 euros").click()
+    prefs.get_by_role("toolbar", name="Actions for preference Budget under 1500 euros").get_by_role("button", name="Lock").click()
     row = prefs.get_by_role("listitem").filter(has_text="Budget under 1500 euros")
     badge = row.get_by_text("Locked", exact=True)
     expect(badge).to_be_visible()
     page.mouse.move(0, 0)  # nothing hovered
     for name in ("Unlock", "Edit", "Delete"):
-        button = row.get_by_role("button", name=f"{name} preference Budget under 1500 euros")
+        button = row.get_by_role("button", name=name, exact=True)
         expect(button).to_be_visible()
         assert button.evaluate("el => getComputedStyle(el).opacity") == "1"
         a, b = button.bounding_box(), badge.bounding_box()

@@ -52,7 +52,9 @@ def row(page: Page, text: str):
 def focused(page: Page) -> str:
     return page.evaluate(
         "() => { const a = document.activeElement;"
-        " return a.tagName + ' ' + (a.getAttribute('aria-label') || a.id || a.textContent.trim().slice(0, 40)); }"
+        " const bar = a.closest('[role=toolbar]');"
+        " return a.tagName + ' ' + (a.getAttribute('aria-label') || a.id || a.textContent.trim().slice(0, 40))"
+        " + (bar && bar.getAttribute('aria-label') ? ' in ' + bar.getAttribute('aria-label') : ''); }"
     )
 
 
@@ -106,14 +108,16 @@ def test_each_preference_row_and_an_empty_add_form_are_one_tab_stop(page, haico_
     expect(prefs.get_by_role("toolbar")).to_have_count(2)
     page.locator("body").focus()
     order = [page.keyboard.press("Tab") or focused(page) for _ in range(12)]
-    first = order.index("BUTTON Lock preference Cite sources")
+    first = order.index("BUTTON Lock in Actions for preference Cite sources")
     # Each row is one stop (its Lock button); the next stop is past the list.
-    assert order[first + 1] == "BUTTON Lock preference Plain words"
+    assert order[first + 1] == "BUTTON Lock in Actions for preference Plain words"
     assert "Plain words" not in order[first + 2] and "Cite sources" not in order[first + 2], order
     # Inside a row's toolbar the arrows go from button to button.
-    prefs.get_by_role("button", name="Lock preference Plain words").focus()
+    prefs.get_by_role("toolbar", name="Actions for preference Plain words").get_by_role("button", name="Lock").focus()
     page.keyboard.press("ArrowRight")
-    expect(prefs.get_by_role("button", name="Edit preference Plain words")).to_be_focused()
+    expect(
+        prefs.get_by_role("toolbar", name="Actions for preference Plain words").get_by_role("button", name="Edit")
+    ).to_be_focused()
     # An empty add form is one stop: Tab from its title leaves the form.
     add = open_add_form(page, "Preferences", "Add preference")
     add.get_by_role("textbox", name="Preference title").focus()

@@ -60,11 +60,17 @@ def test_person_builds_a_workspace_and_finds_it_intact_after_reload(owner_worksp
     expect(prefs.locator(".pref-title")).to_have_text(["Peer-reviewed sources", "Cite every figure"])
 
     hard = preference_item(page, "Hard", "Peer-reviewed sources")
-    hard.get_by_role("button", name="Lock preference Peer-reviewed sources").click()
+    hard.get_by_role("toolbar", name="Actions for preference Peer-reviewed sources").get_by_role("button", name="Lock").click()
     # Locked, the button says what the next click does, to the eye and by its name.
-    expect(hard.get_by_role("button", name="Unlock preference Peer-reviewed sources")).to_have_text("Unlock")
+    expect(
+        hard.get_by_role("toolbar", name="Actions for preference Peer-reviewed sources").get_by_role("button", name="Unlock")
+    ).to_have_text("Unlock")
     hard = preference_item(page, "Hard", "Peer-reviewed sources")
-    expect(hard.get_by_role("button", name="Lock preference Peer-reviewed sources", exact=True)).to_have_count(0)
+    expect(
+        hard.get_by_role("toolbar", name="Actions for preference Peer-reviewed sources").get_by_role(
+            "button", name="Lock", exact=True
+        )
+    ).to_have_count(0)
     expect(hard.get_by_text("Locked", exact=True)).to_be_visible()
     expect(preference_item(page, "Soft", "Cite every figure").get_by_text("Locked", exact=True)).to_have_count(0)
 
@@ -137,7 +143,9 @@ def test_person_builds_a_workspace_and_finds_it_intact_after_reload(owner_worksp
     expect(prefs.locator(".pref-title")).to_have_text(["Peer-reviewed sources", "Cite every figure"])
     hard = preference_item(page, "Hard", "Peer-reviewed sources")
     expect(hard.get_by_text("Locked", exact=True)).to_be_visible()
-    expect(hard.get_by_role("button", name="Unlock preference Peer-reviewed sources")).to_have_text("Unlock")
+    expect(
+        hard.get_by_role("toolbar", name="Actions for preference Peer-reviewed sources").get_by_role("button", name="Unlock")
+    ).to_have_text("Unlock")
     expect(hard).to_contain_text("No blogs")
     expect(preference_item(page, "Soft", "Cite every figure").get_by_text("Locked", exact=True)).to_have_count(0)
 

@@ -387,7 +387,9 @@ def test_no_payload_runs_in_the_workspace_chat_artifacts_or_thread_list(new_page
         expect(planning.get_by_role("textbox", name="Text of step 1")).to_have_value(xss.joined("plan step (person)"))
         planning.get_by_role("textbox", name="Text of step 1").press("Escape")
         prefs = page.get_by_role("region", name="Preferences")
-        prefs.get_by_role("button", name=f"Edit preference {xss.payload('preference title (agent)', 1)}", exact=True).click()
+        prefs.get_by_role(
+            "toolbar", name=f"Actions for preference {xss.payload('preference title (agent)', 1)}", exact=True
+        ).get_by_role("button", name="Edit").click()
         edit = prefs.locator("form[data-edit-form=edit]:not([hidden])")
         expect(edit.get_by_role("textbox", name="Title")).to_have_value(xss.payload("preference title (agent)", 1))
         expect(edit.get_by_role("textbox", name="Detail")).to_have_value(xss.payload("preference subtitle (agent)", 1))
