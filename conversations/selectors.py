@@ -205,12 +205,16 @@ SWITCHER_LIMIT = 30
 
 
 def threads_matching(*, user, query: str = "", limit: int = SWITCHER_LIMIT) -> list[Thread]:
-    """The person's own live threads whose title contains `query` (any case),
-    most recently active first: the top bar's thread switcher."""
-    threads = Thread.objects.filter(owner=user, is_deleted=False)
+    """The live threads the person owns or is on (docs/adr/0084) whose title
+    contains `query` (any case), most recently active first: the top bar's
+    thread switcher. A shared thread comes with its owner, whom it names."""
+    threads = Thread.objects.filter(Q(owner=user) | Q(members__user=user), is_deleted=False).distinct()
     if query:
         threads = threads.filter(title__icontains=query)
-    return list(threads.order_by("-last_activity_at").only("pk", "title", "last_activity_at")[:limit])
+    threads = threads.select_related("owner").only(
+        "pk", "title", "last_activity_at", "owner_id", "owner__username", "owner__first_name", "owner__last_name"
+    )
+    return list(threads.order_by("-last_activity_at")[:limit])
 
 
 def layout_for(*, user) -> LayoutPreference:

@@ -1,5 +1,5 @@
 """The workspace page's top bar and layout (docs/adr/0022): the thread
-switcher lists only the person's own threads, a rail's collapsed state is
+switcher lists the person's own threads and those shared with them, a rail's collapsed state is
 saved for the person and lays out their next page, rename from the top bar
 answers with the new title."""
 
@@ -31,6 +31,19 @@ def test_switcher_lists_own_live_threads_and_never_anyone_elses(owner_client, ow
     assert "Deleted draft" not in html
     assert "Other person" not in html
     assert "<html" not in html
+
+
+def test_switcher_lists_threads_shared_with_the_person_naming_their_owner_and_not_after_removal(owner_client, owner, other_user):
+    from conversations.sharing import thread_member_add, thread_member_remove
+
+    theirs = thread_create(owner=other_user, title="Their garden")
+    member = thread_member_add(thread=theirs, who=owner.username, role="viewer", by=other_user)
+
+    html = owner_client.get("/threads/switch/", {"q": "garden"}, **HTMX).content.decode()
+    assert "Their garden" in html and f"shared by {other_user.username}" in html
+
+    thread_member_remove(thread=theirs, member_id=member.pk, by=other_user)
+    assert "Their garden" not in owner_client.get("/threads/switch/", {"q": "garden"}, **HTMX).content.decode()
 
 
 def test_switcher_search_matches_titles_in_any_case(owner_client, owner, thread):
