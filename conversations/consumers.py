@@ -90,7 +90,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
     _renewal = None
     _page_count_renewal = None
     _counted_windows: set = frozenset()
-    _present = False
+    _present_on = None  # the thread this socket is recorded as open on (conversations.presence)
 
     async def connect(self):
         publisher.attach()
@@ -128,7 +128,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         registry.warm_up()
         # After joining the group: the presence push reaches this page too.
         await database_sync_to_async(presence.presence_open)(thread_id=self.thread.pk, user=user, channel_name=self.channel_name)
-        self._present = True
+        self._present_on = self.thread.pk
         self._renewal = asyncio.ensure_future(self._renew_membership())
         self._page_count_renewal = asyncio.ensure_future(self._renew_page_count())
         # Behind any fragment already on its way to the thread, so nothing
@@ -163,13 +163,13 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         if self._counted_windows:
             await _cache_call(_uncount_page, self.scope["user"].pk, self._counted_windows)
             self._counted_windows = set()
-        if self._present:
-            self._present = False
+        if self._present_on is not None:
+            thread_id, self._present_on = self._present_on, None
             try:
                 await database_sync_to_async(presence.presence_close)(channel_name=self.channel_name)
             except Exception:
                 # The row is no longer refreshed: the recovery sweep removes it (docs/adr/0087).
-                logger.exception("could not record that a page of thread %s closed", self.thread.pk)
+                logger.exception("could not record that a page of thread %s closed", thread_id)
         if self.group:
             publisher.leave(self.thread.pk, self)
             if self._renewal is not None:
