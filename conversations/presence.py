@@ -63,13 +63,11 @@ def initials(name: str) -> str:
 def present_people(*, thread_id, also=None) -> list[PresentPerson]:
     """The people with the thread open now, by name; `also` (a user about
     to open it: the page being rendered) is counted in."""
-    user_ids = set(OpenPage.objects.filter(thread_id=thread_id).values_list("user_id", flat=True))
-    users = list(get_user_model().objects.filter(pk__in=user_ids)) if user_ids else []
-    if also is not None and also.pk not in user_ids:
+    users = list(get_user_model().objects.filter(open_pages__thread_id=thread_id).distinct())
+    if also is not None and all(user.pk != also.pk for user in users):
         users.append(also)
-    people = [PresentPerson(user_id=user.pk, name=display_name(user), initials="") for user in users]
-    people.sort(key=lambda person: (person.name.casefold(), person.user_id))
-    return [PresentPerson(user_id=p.user_id, name=p.name, initials=initials(p.name)) for p in people]
+    named = sorted(((display_name(user), user.pk) for user in users), key=lambda pair: (pair[0].casefold(), pair[1]))
+    return [PresentPerson(user_id=pk, name=name, initials=initials(name)) for name, pk in named]
 
 
 def presence_context(*, thread_id, also=None) -> dict:
