@@ -58,7 +58,7 @@ from workspace.errors import UserFacingError
 from workspace.selectors import Access, thread_and_access_for_user
 from workspace.text import encodable
 
-from . import ratelimit, staff_view, trajectory
+from . import presence, ratelimit, staff_view, trajectory
 from .approval import WAITING_MESSAGE, is_waiting
 from .branching import discard_branch, make_branch_for_turn
 from .forms import ApprovalAnswerForm, ChatMessage, ChatMessageForm, RetryForm, checked_selection
@@ -94,6 +94,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
     _renewal = None
     _page_count_renewal = None
     _counted_windows: set = frozenset()
+    _present_on = None  # the thread this socket is recorded as open on (conversations.presence)
 
     async def connect(self):
         publisher.attach()
@@ -129,6 +130,9 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         await self.accept()
         publisher.join(self.thread.pk, self)
         registry.warm_up()
+        # After joining the group: the presence push reaches this page too.
+        await database_sync_to_async(presence.presence_open)(thread_id=self.thread.pk, user=user, channel_name=self.channel_name)
+        self._present_on = self.thread.pk
         self._renewal = asyncio.ensure_future(self._renew_membership())
         self._page_count_renewal = asyncio.ensure_future(self._renew_page_count())
         # Behind any fragment already on its way to the thread, so nothing
@@ -163,6 +167,13 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         if self._counted_windows:
             await _cache_call(_uncount_page, self.scope["user"].pk, self._counted_windows)
             self._counted_windows = set()
+        if self._present_on is not None:
+            thread_id, self._present_on = self._present_on, None
+            try:
+                await database_sync_to_async(presence.presence_close)(channel_name=self.channel_name)
+            except Exception:
+                # The row is no longer refreshed: the recovery sweep removes it (docs/adr/0087).
+                logger.exception("could not record that a page of thread %s closed", thread_id)
         await self._leave_groups()
 
     async def _leave_groups(self):

@@ -149,6 +149,10 @@ class Publisher:
             if not members:
                 del self._members[group], self._member_channels[group]
 
+    def open_channels(self) -> set[str]:
+        """The channel names of every page of this process that joined a thread."""
+        return set().union(*self._member_channels.values())
+
     # -- entry points ------------------------------------------------------
 
     def publish(self, thread_id, html: str, *, too_big: str = RESYNC) -> None:

@@ -412,3 +412,29 @@ class ArchiveImport(models.Model):
 
     def __str__(self):
         return f"import of {self.thread_id} since {self.started_at:%Y-%m-%d %H:%M}"
+
+
+class OpenPage(models.Model):
+    """One open socket of a thread's page: who has the thread open now
+    (docs/adr/0087). Written when a socket connects and removed when it
+    closes, never per turn. The server process holding it (`instance`,
+    `boot`, as a turn's) refreshes `seen_at` now and then, so the rows of a
+    server that died are removed by any other within a minute."""
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="open_pages")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="open_pages")
+    channel_name = models.CharField(max_length=200, unique=True)
+    instance = models.CharField(max_length=200)
+    boot = models.CharField(max_length=32)
+    opened_at = models.DateTimeField(default=timezone.now)
+    seen_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["thread", "user"], name="openpage_thread_user_idx"),
+            models.Index(fields=["instance", "boot"], name="openpage_instance_boot_idx"),
+            models.Index(fields=["seen_at"], name="openpage_seen_at_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.user_id} on {self.thread_id} ({self.instance})"

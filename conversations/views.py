@@ -23,7 +23,7 @@ from workspace.forms import first_error
 from workspace.selectors import Access, get_thread_for_user_or_404, thread_and_access_for_user, threads_shared_with
 from workspace.views.common import flash
 
-from . import live, selectors, services, staff_view, trajectory
+from . import live, presence, selectors, services, staff_view, trajectory
 from .branching import rerun_in_branch
 from .chat import chat_context, chat_turns
 from .forms import (
@@ -207,6 +207,8 @@ def workspace_page(request, thread_id):
     context = page_context(thread=thread, user=request.user, access=access)
     # A branch a rerun just opened may have a note for the person (static/js/chat.js drops it from the address).
     context["chat_notice"] = PAGE_NOTES.get(request.GET.get("note", ""), "")
+    # Who has it open, this person counted in: their socket is about to connect.
+    context["presence"] = presence.presence_context(thread_id=thread.pk, also=request.user)
     return render(request, "conversations/thread_page.html", context)
 
 

@@ -11,7 +11,8 @@ and every 10 s it refreshes all their claims in one statement
 
 One recovery task per process releases the turns of dead servers: at
 start-up those its own predecessor left running, then every 10 s those
-whose claims went stale (turns.slot).
+whose claims went stale (turns.slot); the same for the open pages that
+presence counts (conversations.presence).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from agent.context import Selection, TokenBudget
 from workspace.errors import UserFacingError
 from workspace.models import Thread
 
-from .. import quotas, trajectory
+from .. import presence, quotas, trajectory
 from .. import usage as model_usage
 from ..approval import WAITING_MESSAGE, account_waits
 from ..archive import discard_abandoned_imports
@@ -110,11 +111,18 @@ async def _recover() -> None:
             logger.warning("released %d turn(s) left running by this server's previous run", released)
     except Exception:
         logger.exception("could not release the turns of this server's previous run")
+    try:
+        await database_sync_to_async(presence.presence_release_predecessor)()
+    except Exception:
+        logger.exception("could not remove the open pages of this server's previous run")
     loop = asyncio.get_running_loop()
     last_history_sweep = float("-inf")
     while True:
         await asyncio.sleep(RECOVERY_SECONDS)
         try:
+            # Open pages (docs/adr/0087): ours are still open; a dead server's are not.
+            await database_sync_to_async(presence.presence_keepalive)(channel_names=publisher.open_channels())
+            await database_sync_to_async(presence.presence_sweep)()
             released = await database_sync_to_async(slot.turns_release_stale)()
             if released:
                 logger.warning("released %d turn(s) whose server stopped answering", released)

@@ -35,8 +35,8 @@ async def sockets():
     """Opens sockets and always disconnects them."""
     opened: list[WebsocketCommunicator] = []
 
-    async def open_(thread_id, user=None):
-        communicator = await open_socket(thread_id, user)
+    async def open_(thread_id, user=None, *, presence=False):
+        communicator = await open_socket(thread_id, user, presence=presence)
         opened.append(communicator)
         return communicator
 

@@ -17,6 +17,8 @@ from tests.support.patches import only_patch
 from workspace.models import Preference
 from workspace.services import preferences as preference_services
 
+from .helpers import frame_containing
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -267,7 +269,8 @@ async def test_fragments_queued_past_the_message_limit_go_out_in_several_message
 async def test_a_fragment_too_big_for_one_message_is_replaced_by_its_stand_in_for_every_tab(owner, thread, sockets):
     from conversations.live import MESSAGE_MAX_BYTES, RESYNC, publisher
 
-    tab = await sockets(thread.pk, owner)
+    tab = await sockets(thread.pk, owner, presence=True)
+    await frame_containing(tab, 'id="presence"')  # its own opening's push, before another process listens
     layer, listener = await _listening(thread)  # as another process's page would
     huge = "<div>" + "x" * (MESSAGE_MAX_BYTES + 1) + "</div>"
     publisher.publish(thread.pk, huge, too_big="<i>fetch it</i>")

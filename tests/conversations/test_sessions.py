@@ -18,6 +18,8 @@ from tests.conftest import PASSWORD
 from tests.support.fake_model import Reply
 from workspace.models import WorkspaceSnapshot
 
+from .helpers import QuietPresenceSocket
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 NEW_PASSWORD = "a-brand-new-password-42"
@@ -53,7 +55,7 @@ async def session_sockets():
             (b"host", b"127.0.0.1:8000"),
             (b"cookie", f"{settings.SESSION_COOKIE_NAME}={session_key}".encode()),
         ]
-        communicator = WebsocketCommunicator(application, f"/ws/threads/{thread.pk}/", headers=headers)
+        communicator = QuietPresenceSocket(application, f"/ws/threads/{thread.pk}/", headers=headers)
         connected, _ = await communicator.connect(timeout=5)
         assert connected
         opened.append(communicator)

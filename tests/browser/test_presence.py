@@ -1,0 +1,101 @@
+"""Presence in the top bar, in Chromium against the real server (daphne):
+who has the thread open now, as initials with the name on hover, pushed to
+every open tab within 2 seconds of a tab opening or closing; a person with
+two tabs open is one presence until their last tab closes; a tab on
+another server process is pushed through the Redis channel layer; a killed
+server's open pages are gone once it starts again (docs/adr/0087)."""
+
+import time
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from .helpers import new_thread_for, open_second_tab, wait_for_socket
+
+PUSH_WITHIN_MS = 2000
+
+
+def _mark(page: Page) -> None:
+    """Tag the presence shown now, so the test can tell a pushed one from it."""
+    page.locator("#presence").evaluate("(el) => { el.dataset.shownBefore = 'yes'; }")
+
+
+def _expect_pushed(page: Page) -> None:
+    expect(page.locator("#presence:not([data-shown-before])")).to_have_count(1, timeout=PUSH_WITHIN_MS)
+
+
+def test_the_owners_second_tab_opens_and_closes_and_the_first_tab_keeps_showing_them(page, haico_server):
+    url = new_thread_for(page, haico_server.url, "ada")
+    wait_for_socket(page)
+    present = page.get_by_role("banner").get_by_role("img", name="Open now: ada")
+    expect(present).to_have_text("A")
+    expect(present.locator(".presence-person")).to_have_attribute("title", "ada")
+    assert haico_server.query("SELECT count(*) FROM conversations_openpage") == [(1,)]
+
+    _mark(page)
+    second = open_second_tab(page, url)
+    _expect_pushed(page)
+    expect(present).to_have_text("A")  # one presence for two tabs
+    expect(second.get_by_role("banner").get_by_role("img", name="Open now: ada")).to_have_text("A")
+    assert haico_server.query("SELECT count(*) FROM conversations_openpage") == [(2,)]
+
+    _mark(page)
+    second.close()
+    _expect_pushed(page)
+    expect(present).to_have_text("A")  # still open here
+    assert haico_server.query("SELECT count(*) FROM conversations_openpage") == [(1,)]
+
+
+def _open_pages(server) -> list[tuple]:
+    return server.query("SELECT instance, boot FROM conversations_openpage")
+
+
+def _until(condition, timeout: float = 15.0) -> None:
+    """Poll the server's database until `condition()` (rows are written by
+    the server, not pushed to the page)."""
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def test_a_killed_servers_open_pages_are_gone_once_it_starts_again(page, haico_server):
+    new_thread_for(page, haico_server.url, "ada")
+    wait_for_socket(page)
+    [(instance, boot_before)] = _open_pages(haico_server)
+
+    haico_server.kill()
+    assert _open_pages(haico_server) == [(instance, boot_before)]  # nothing got to clean up
+    haico_server.start()
+
+    # The tab reconnects by itself: its new socket's row, on the new boot, is the only one.
+    _until(lambda: [boot != boot_before for _instance, boot in _open_pages(haico_server)] == [True])
+    [(instance_after, boot_after)] = _open_pages(haico_server)
+    assert instance_after == instance and boot_after != boot_before
+    expect(page.get_by_role("banner").get_by_role("img", name="Open now: ada")).to_have_text("A")
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_a_tab_opening_and_closing_on_another_server_is_pushed_to_this_one(
+    new_page, start_haico_server, postgres_database_url, redis_url
+):
+    server_a = start_haico_server({"REDIS_URL": redis_url}, database_url=postgres_database_url)
+    server_b = start_haico_server({"REDIS_URL": redis_url}, database_url=postgres_database_url)
+    tab_a = new_page()
+    url_a = new_thread_for(tab_a, server_a.url, "ada")
+    wait_for_socket(tab_a)
+    present = tab_a.get_by_role("banner").get_by_role("img", name="Open now: ada")
+    expect(present).to_have_text("A")
+
+    _mark(tab_a)
+    # Same browser context: the session (in the shared database) logs it in on server B.
+    tab_b = tab_a.context.new_page()
+    tab_b.goto(url_a.replace(server_a.url, server_b.url))
+    wait_for_socket(tab_b)
+    _expect_pushed(tab_a)  # through Redis, from server B
+    expect(present).to_have_text("A")
+
+    _mark(tab_a)
+    tab_b.close()
+    _expect_pushed(tab_a)
+    expect(present).to_have_text("A")
