@@ -10,7 +10,7 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
-from .helpers import new_thread_for, open_second_tab, wait_for_socket
+from .helpers import log_in, new_thread_for, open_second_tab, wait_for_socket
 
 PUSH_WITHIN_MS = 2000
 
@@ -44,6 +44,40 @@ def test_the_owners_second_tab_opens_and_closes_and_the_first_tab_keeps_showing_
     _expect_pushed(page)
     expect(present).to_have_text("A")  # still open here
     assert haico_server.query("SELECT count(*) FROM conversations_openpage") == [(1,)]
+
+
+def test_another_person_appears_when_they_open_the_shared_thread_and_disappears_when_they_leave(
+    owner_workspace, haico_server, new_page
+):
+    owner, url = owner_workspace
+    haico_server.create_user("bea")
+    haico_server.manage(
+        "shell",
+        "-c",
+        "import uuid; from django.contrib.auth import get_user_model; from workspace.models import Thread; "
+        "from conversations.sharing import thread_member_add; "
+        f"t = Thread.objects.get(pk=uuid.UUID('{url.rstrip('/').split('/')[-2]}')); "
+        "thread_member_add(thread=t, who='bea', role='viewer', by=t.owner)",
+    )
+    banner = owner.get_by_role("banner")
+    expect(banner.get_by_role("img", name="Open now: ada")).to_be_visible()
+
+    _mark(owner)
+    other = new_page()
+    log_in(other, haico_server.url, "bea")
+    other.goto(url)
+    wait_for_socket(other)
+    _expect_pushed(owner)
+    both = banner.get_by_role("img", name="Open now: ada, bea")
+    expect(both).to_have_text("AB")
+    expect(both.locator('.presence-person[title="bea"]')).to_have_count(1)
+    # The other person's page shows both as well.
+    expect(other.get_by_role("banner").get_by_role("img", name="Open now: ada, bea")).to_be_visible()
+
+    _mark(owner)
+    other.close()
+    _expect_pushed(owner)
+    expect(banner.get_by_role("img", name="Open now: ada")).to_have_text("A")
 
 
 def _open_pages(server) -> list[tuple]:
