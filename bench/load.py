@@ -522,11 +522,12 @@ def collect_static(res: Resources) -> None:
         raise SystemExit(f"collectstatic failed; see {log}")
 
 
-def seed_clients(env: dict, count: int, prefix: str, res: Resources) -> list[dict]:
+def run_seed(env: dict, argv: list[str], res: Resources) -> str:
+    """bench/seed.py with `argv` on the database of the servers' `env`; what it printed."""
     log = res.dir / "seed.log"
     with open(log, "ab") as handle:
         done = subprocess.run(
-            [PYTHON, "-m", "bench.seed", "--count", str(count), "--prefix", prefix],
+            [PYTHON, "-m", "bench.seed", *argv],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,
@@ -535,8 +536,13 @@ def seed_clients(env: dict, count: int, prefix: str, res: Resources) -> list[dic
             check=False,
         )
     if done.returncode:
-        raise BenchError(f"seeding users/threads failed; see {log}")
-    return json.loads(done.stdout)
+        raise BenchError(f"bench.seed {' '.join(argv[:2])} failed; see {log}")
+    return done.stdout.decode()
+
+
+def seed_clients(env: dict, count: int, prefix: str, res: Resources) -> list[dict]:
+    """`count` people, each with a thread and a session: [{"username", "thread", "cookie"}]."""
+    return json.loads(run_seed(env, ["--count", str(count), "--prefix", prefix], res))
 
 
 def start_servers(config: Config, env: dict, res: Resources, tag: str) -> list[Server]:
@@ -565,9 +571,13 @@ def start_servers(config: Config, env: dict, res: Resources, tag: str) -> list[S
     return servers
 
 
-def client_round(servers: list[Server], clients: list[dict], args, res: Resources, front: int | None = None) -> dict:
+def client_round(
+    servers: list[Server], clients: list[dict], args, res: Resources, front: int | None = None, settle: float = 0.0
+) -> dict:
     """One round through bench/ws_clients.py; client i goes to server i mod P,
-    or every client to the proxy on port `front`."""
+    or every client to the proxy on port `front`. A client with "listens_only"
+    is another tab of a thread that one client sends on; `settle`: seconds of
+    frames thrown away after connecting (see bench/ws_clients.py)."""
 
     def port(i: int) -> int:
         return front if front is not None else servers[i % len(servers)].port
@@ -578,6 +588,7 @@ def client_round(servers: list[Server], clients: list[dict], args, res: Resource
                 "url": f"ws://127.0.0.1:{port(i)}/ws/threads/{c['thread']}/",
                 "origin": f"http://127.0.0.1:{port(i)}",
                 "cookie": c["cookie"],
+                "listens_only": c.get("listens_only", False),
             }
             for i, c in enumerate(clients)
         ],
@@ -587,6 +598,7 @@ def client_round(servers: list[Server], clients: list[dict], args, res: Resource
         "expected_tokens": args.tokens,
         "server_pids": [s.proc.pid for s in servers],
         "connect_concurrency": 32,
+        "settle": settle,
     }
     with open(res.dir / "clients.log", "ab") as handle:
         done = subprocess.run(
@@ -701,6 +713,24 @@ def measured_errors(row: Row) -> list[str]:
     return [e for e in row.errors if not e.startswith("[")]
 
 
+def print_server_tracebacks(res: Resources) -> None:
+    """Each daphne log with tracebacks: how many, and the commonest exception lines."""
+    tracebacks = []
+    for log in sorted(res.dir.glob("*-daphne*.log")):
+        text = log.read_text(errors="replace")
+        count = text.count("Traceback (most recent call last)")
+        if count:
+            # The last line of each traceback, e.g. "redis.exceptions.TimeoutError: ..."
+            kinds = Counter(
+                re.findall(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b[^\n]{0,120})$", text, re.MULTILINE)
+            )
+            top = "; ".join(f"{c} x {k}" for k, c in kinds.most_common(3))
+            tracebacks.append(f"  {log.name}: {count} tracebacks; {top}")
+    if tracebacks:
+        print("\nserver logs with tracebacks (exception lines, most common first):")
+        print("\n".join(tracebacks))
+
+
 def print_report(rows: dict, args, ns: list[int], configs: list[Config], res: Resources) -> None:
     ideal = 2 * args.latency + args.tokens / args.rate
     print()
@@ -763,20 +793,7 @@ def print_report(rows: dict, args, ns: list[int], configs: list[Config], res: Re
             for message, count in counts.most_common(4):
                 print(f"    {count:4d} x {message[:200]}")
 
-    tracebacks = []
-    for log in sorted(res.dir.glob("*-daphne*.log")):
-        text = log.read_text(errors="replace")
-        count = text.count("Traceback (most recent call last)")
-        if count:
-            # The last line of each traceback, e.g. "redis.exceptions.TimeoutError: ..."
-            kinds = Counter(
-                re.findall(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b[^\n]{0,120})$", text, re.MULTILINE)
-            )
-            top = "; ".join(f"{c} x {k}" for k, c in kinds.most_common(3))
-            tracebacks.append(f"  {log.name}: {count} tracebacks; {top}")
-    if tracebacks:
-        print("\nserver logs with tracebacks (exception lines, most common first):")
-        print("\n".join(tracebacks))
+    print_server_tracebacks(res)
 
     target_n = 200 if 200 in ns else max(ns)
     print(f"\ntargets at N = {target_n}{'' if target_n == 200 else ' (the issue states them at N = 200)'}:")

@@ -13,8 +13,13 @@ Thread creation is looked up defensively because the app is being
 restructured: a `thread_create` service in conversations or workspace, else
 the `Thread` model of either app.
 
+With --share it seeds nothing: it shares one of those threads, as its
+owner would from the Share dialog (conversations.sharing), with people
+seeded before (bench/fanout.py).
+
 Run: DATABASE_URL=... .venv/bin/python -m bench.seed --count 10 --prefix load
-Prints [{"thread": "<uuid>", "cookie": "sessionid=<key>"}, ...].
+Prints [{"username": "load-0", "thread": "<uuid>", "cookie": "sessionid=<key>"}, ...].
+Run: DATABASE_URL=... .venv/bin/python -m bench.seed --share <uuid> --by load-0 --editors load-1 --viewers load-2,load-3
 """
 
 from __future__ import annotations
@@ -75,16 +80,54 @@ def seed(count: int, prefix: str) -> list[dict]:
             session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
             session[HASH_SESSION_KEY] = user.get_session_auth_hash()
             session.save()
-            clients.append({"thread": str(thread.pk), "cookie": f"{settings.SESSION_COOKIE_NAME}={session.session_key}"})
+            clients.append(
+                {
+                    "username": user.username,
+                    "thread": str(thread.pk),
+                    "cookie": f"{settings.SESSION_COOKIE_NAME}={session.session_key}",
+                }
+            )
     return clients
+
+
+def share(thread_id: str, owner: str, roles: dict[str, str]) -> None:
+    """Share the thread `owner` owns with each username of `roles`, as its role ("editor" or "viewer")."""
+    from django.contrib.auth import get_user_model
+
+    from conversations.sharing import thread_member_add
+    from workspace.models import Thread
+
+    thread = Thread.objects.get(pk=thread_id, owner__username=owner)
+    by = get_user_model().objects.get(username=owner)
+    for who, role in roles.items():
+        thread_member_add(thread=thread, who=who, role=role, by=by)
+
+
+def _names(text: str) -> list[str]:
+    return [name for name in text.split(",") if name]
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--count", type=int, required=True)
-    parser.add_argument("--prefix", required=True, help="username prefix, unique per call")
+    parser.add_argument("--count", type=int)
+    parser.add_argument("--prefix", help="username prefix, unique per call")
+    parser.add_argument("--share", metavar="THREAD", help="share this thread instead of seeding")
+    parser.add_argument("--by", help="with --share: the thread's owner (username)")
+    parser.add_argument("--editors", default="", help="with --share: usernames, comma-separated")
+    parser.add_argument("--viewers", default="", help="with --share: usernames, comma-separated")
     args = parser.parse_args()
+    if args.share and not args.by:
+        parser.error("--share needs --by")
+    if not args.share and (args.count is None or not args.prefix):
+        parser.error("--count and --prefix are required (or --share)")
     import django
 
     django.setup()
-    print(json.dumps(seed(args.count, args.prefix)))
+    if args.share:
+        share(
+            args.share,
+            args.by,
+            {**dict.fromkeys(_names(args.editors), "editor"), **dict.fromkeys(_names(args.viewers), "viewer")},
+        )
+    else:
+        print(json.dumps(seed(args.count, args.prefix)))
