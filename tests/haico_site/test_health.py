@@ -25,6 +25,7 @@ async def test_every_part_answering_is_200_with_a_small_json_and_nothing_else():
     assert json.loads(response.content) == ALL_OK
     assert "no-store" in response["Cache-Control"]
     assert not response.cookies  # no session, nothing to remember
+    assert "default-src 'self'" in response["Content-Security-Policy"]  # like every answer (test_csp.py)
 
 
 async def test_it_takes_get_and_head_only():
