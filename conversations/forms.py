@@ -341,15 +341,16 @@ class ApprovalAnswerForm(StrictTurnNumberMixin, SocketForm):
     turn = turn_number_field("answer")
 
 
-class ShareAddForm(forms.Form):
-    """The Share dialog's "Add person" (conversations.sharing.thread_member_add)."""
+class ShareRoleForm(forms.Form):
+    """A person's role in the Share dialog (conversations.sharing.thread_member_set_role)."""
 
-    who = forms.CharField(max_length=254, error_messages={"required": "Enter the username or email of the person to add."})
     role = forms.ChoiceField(choices=ThreadMember.Role.choices, error_messages={"invalid_choice": "Choose Viewer or Editor."})
 
     def first_error(self) -> str:
         return next(iter(self.errors.values()))[0]
 
 
-class ShareRoleForm(forms.Form):
-    role = forms.ChoiceField(choices=ThreadMember.Role.choices, error_messages={"invalid_choice": "Choose Viewer or Editor."})
+class ShareAddForm(ShareRoleForm):
+    """The Share dialog's "Add person" (conversations.sharing.thread_member_add)."""
+
+    who = forms.CharField(max_length=254, error_messages={"required": "Enter the username or email of the person to add."})

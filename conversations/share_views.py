@@ -88,7 +88,7 @@ def share_role(request, thread_id, pk):
         return _dialog(request, thread, error=sharing.NO_SUCH_MEMBER)
     form = ShareRoleForm(request.POST)
     if not form.is_valid():
-        return _dialog(request, thread, error=next(iter(form.errors.values()))[0], status=400)
+        return _dialog(request, thread, error=form.first_error(), status=400)
     try:
         member = sharing.thread_member_set_role(thread=thread, member_id=pk, role=form.cleaned_data["role"], by=request.user)
     except UserFacingError as exc:

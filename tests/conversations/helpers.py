@@ -157,3 +157,16 @@ def stored_slot(thread):
     from conversations.models import TurnSlot
 
     return TurnSlot.objects.filter(thread_id=thread.pk).first() or TurnSlot(thread_id=thread.pk)
+
+
+async def frames_until_closed(socket, timeout=3.0) -> tuple[list[str], int | None]:
+    """What the socket sends until it closes (the close code) or goes quiet (None)."""
+    frames = []
+    while True:
+        try:
+            output = await socket.receive_output(timeout=timeout)
+        except TimeoutError:
+            return frames, None
+        if output["type"] == "websocket.close":
+            return frames, output.get("code")
+        frames.append(output.get("text", ""))

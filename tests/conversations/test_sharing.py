@@ -18,6 +18,7 @@ from conversations.consumers import CLOSE_NOT_FOUND, NOT_FOUND_MESSAGE, ROLE_LOW
 from conversations.mcp_server import THREAD_FIELD, call_tool
 from conversations.models import ModerationAction
 from conversations.tokens import token_create
+from tests.conversations.helpers import frames_until_closed
 from tests.support.web import HTMX, database_rows
 from workspace.errors import InvalidInput
 from workspace.models import Preference, ThreadMember, Todo
@@ -284,22 +285,6 @@ def test_sharing_a_thread_shares_its_branches_and_a_removal_leaves_them_all(thre
 # --- the open sockets ---------------------------------------------------------------------
 
 
-async def _frames_until_closed(socket, timeout=3.0):
-    frames = []
-    while True:
-        try:
-            output = await socket.receive_output(timeout=timeout)
-        except TimeoutError:
-            return frames, None
-        if output["type"] == "websocket.close":
-            return frames, output.get("code")
-        frames.append(output.get("text", ""))
-
-
-async def _next_text(socket, timeout=3.0) -> str:
-    return await socket.receive_from(timeout=timeout)
-
-
 @pytest.mark.django_db(transaction=True)
 async def test_removing_a_person_closes_their_open_socket_at_once(thread, owner, people, sockets):
     member = await sync_to_async(sharing.thread_member_add)(thread=thread, who="ed", role="editor", by=owner)
@@ -308,7 +293,7 @@ async def test_removing_a_person_closes_their_open_socket_at_once(thread, owner,
 
     await sync_to_async(sharing.thread_member_remove)(thread=thread, member_id=member.pk, by=owner)
 
-    frames, closed = await _frames_until_closed(theirs)
+    frames, closed = await frames_until_closed(theirs)
     assert closed == CLOSE_NOT_FOUND and any(NOT_FOUND_MESSAGE in f for f in frames)
     # The owner's socket stays.
     assert await owners.receive_nothing(timeout=0.3)
@@ -322,7 +307,7 @@ async def test_revoking_the_link_closes_the_link_viewers_sockets(thread, owner, 
 
     await sync_to_async(sharing.share_link_revoke)(thread=thread, by=owner)
 
-    _frames, closed = await _frames_until_closed(theirs)
+    _frames, closed = await frames_until_closed(theirs)
     assert closed == CLOSE_NOT_FOUND
 
 
@@ -332,11 +317,11 @@ async def test_an_editor_made_viewer_is_told_and_their_next_write_is_refused(thr
     theirs = await sockets(thread.pk, people["ed"])
 
     await sync_to_async(sharing.thread_member_set_role)(thread=thread, member_id=member.pk, role="viewer", by=owner)
-    assert ROLE_LOWERED_MESSAGE in await _next_text(theirs)
+    assert ROLE_LOWERED_MESSAGE in await theirs.receive_from(timeout=3)
 
     before = await sync_to_async(database_rows)()
     await theirs.send_to(text_data=json.dumps({"message": "Change things", "HEADERS": {}}))
-    assert VIEW_ONLY_MESSAGE in await _next_text(theirs)
+    assert VIEW_ONLY_MESSAGE in await theirs.receive_from(timeout=3)
     assert await sync_to_async(database_rows)() == before
 
 
@@ -347,7 +332,7 @@ async def test_a_viewers_page_sees_the_changes_live(thread, owner, people, socke
 
     await sync_to_async(plan_services.todo_add)(thread=thread, text="Seen by the viewer")
 
-    assert "Seen by the viewer" in await _next_text(theirs)
+    assert "Seen by the viewer" in await theirs.receive_from(timeout=3)
     assert await sync_to_async(Todo.objects.filter(thread=thread).count)() == 1
 
 
@@ -371,5 +356,5 @@ async def test_a_removal_made_on_another_server_process_closes_the_socket_throug
 
     await sync_to_async(sharing.thread_member_remove)(thread=thread, member_id=member.pk, by=owner)
 
-    _frames, closed = await _frames_until_closed(theirs, timeout=5)
+    _frames, closed = await frames_until_closed(theirs, timeout=5)
     assert closed == CLOSE_NOT_FOUND

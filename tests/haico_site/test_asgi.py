@@ -22,7 +22,7 @@ from conversations import sharing
 from conversations.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED, VIEW_ONLY_MESSAGE
 from haico_site.asgi import application
 from haico_site.websocket import unrouted
-from tests.conversations.helpers import QuietPresenceSocket, _session_cookie
+from tests.conversations.helpers import QuietPresenceSocket, _session_cookie, frames_until_closed
 from tests.support.turns import turn_environment  # noqa: F401  (autouse: the consumer warms the turn machinery)
 from tests.support.web import database_rows
 from workspace.services import objective as objective_services
@@ -92,19 +92,6 @@ async def disconnect(socket):
     # A refused socket's application has already ended (it closed the socket).
     with contextlib.suppress(asyncio.CancelledError):
         await socket.disconnect(timeout=2)
-
-
-async def frames_until_closed(socket, timeout=3) -> tuple[list[str], int | None]:
-    """What the socket sends until it closes (the close code) or goes quiet (None)."""
-    frames = []
-    while True:
-        try:
-            output = await socket.receive_output(timeout=timeout)
-        except TimeoutError:
-            return frames, None
-        if output["type"] == "websocket.close":
-            return frames, output.get("code")
-        frames.append(output.get("text", ""))
 
 
 def test_every_websocket_route_is_in_the_table():
