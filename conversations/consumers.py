@@ -71,7 +71,8 @@ from .turns.message_checks import retry_message
 logger = logging.getLogger("haico.conversations.ws")
 
 # Channel layers forget a group member after a while (group_expiry); an open
-# page renews its membership well before that.
+# page renews its membership of its session's group well before that (the
+# thread's group has this process's relay in it, conversations.live).
 RENEW_GROUP_SECONDS = 3600
 
 CLOSE_UNAUTHENTICATED = 4401
@@ -123,12 +124,11 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         await self._count_page()
         self.group = group_name(self.thread.pk)
         self._seen: dict[str, int] = {}  # other processes' last sequence number
-        await self.channel_layer.group_add(self.group, self.channel_name)
         self.session_key = self.scope["session"].session_key
         self.session_group = session_group(self.session_key)
         await self.channel_layer.group_add(self.session_group, self.channel_name)
         await self.accept()
-        publisher.join(self.thread.pk, self)
+        await publisher.join(self.thread.pk, self)
         registry.warm_up()
         # After joining the group: the presence push reaches this page too.
         await database_sync_to_async(presence.presence_open)(thread_id=self.thread.pk, user=user, channel_name=self.channel_name)
@@ -178,12 +178,11 @@ class ThreadConsumer(AsyncWebsocketConsumer):
 
     async def _leave_groups(self):
         if self.group:
-            group, self.group = self.group, None
-            publisher.leave(self.thread.pk, self)
+            self.group = None
             if self._renewal is not None:
                 self._renewal.cancel()
-            await self.channel_layer.group_discard(group, self.channel_name)
             await self.channel_layer.group_discard(self.session_group, self.channel_name)
+            await publisher.leave(self.thread.pk, self)
 
     # -- the person's open pages (HAICO_MAX_OPEN_PAGES, conversations.ratelimit) --
 
@@ -204,7 +203,6 @@ class ThreadConsumer(AsyncWebsocketConsumer):
     async def _renew_membership(self):
         while True:
             await asyncio.sleep(RENEW_GROUP_SECONDS)
-            await self.channel_layer.group_add(self.group, self.channel_name)
             await self.channel_layer.group_add(self.session_group, self.channel_name)
 
     async def _end_session(self):
@@ -489,10 +487,9 @@ class StaffThreadConsumer(AsyncWebsocketConsumer):
         self.group = group_name(thread.pk)
         self.session_key = self.scope["session"].session_key
         self.session_group = session_group(self.session_key)
-        await self.channel_layer.group_add(self.group, self.channel_name)
         await self.channel_layer.group_add(self.session_group, self.channel_name)
         await self.accept()
-        publisher.join(thread.pk, self)
+        await publisher.join(thread.pk, self)
 
     async def _refuse(self, message: str, code: int):
         await self.accept()
@@ -501,11 +498,11 @@ class StaffThreadConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code):
         if self.group:
-            publisher.leave(self.thread_id, self)
+            self.group = None
             if self._refresh is not None:
                 self._refresh.cancel()
-            await self.channel_layer.group_discard(self.group, self.channel_name)
             await self.channel_layer.group_discard(self.session_group, self.channel_name)
+            await publisher.leave(self.thread_id, self)
 
     async def receive(self, text_data=None, bytes_data=None):
         """Read-only: nothing a staff page sends changes anything."""

@@ -19,11 +19,17 @@ small under load without delaying a token when the server is idle
 The open pages of this process are handed their fragments directly (the
 consumers register with `join`); the channel layer carries them to other
 processes only, and only when there may be any: with the in-memory layer
-(one process) a send goes to the layer only if something other than our
-consumers listens there. Each layer message carries this process's id (a
-consumer skips its own process's, which it already has) and a per-group
-sequence number, so a consumer can tell when one went missing
+(one process) a send goes to the layer only if something other than this
+process listens there. Each layer message carries this process's id and a
+per-group sequence number, so a page can tell when one went missing
 (docs/adr/0009).
+
+A process is in a thread's channel group once, however many of its pages
+show the thread: one channel of its own (the relay) joins the groups its
+pages show and hands what arrives to those pages, as this process's own
+pushes are. A frame of a thread open in fifty tabs is then one message per
+process, received once, not fifty wake-ups; the relay drops its own
+process's frames (the pages have them) unread by any page (docs/adr/0091).
 
 No message, to a page or through the layer, is larger than
 MESSAGE_MAX_BYTES: queued fragments are packed into messages up to that
@@ -37,6 +43,7 @@ believing what is no longer so (docs/adr/0043).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import uuid
@@ -63,6 +70,11 @@ WINDOW_SECONDS = 0.025
 # A group's sender waits this long for more before it ends: a streaming turn
 # keeps one sender instead of starting one per token.
 IDLE_SECONDS = 2.0
+# The relay's membership of its groups is renewed this often: channel layers
+# forget a group member after a while (group_expiry, a day in settings).
+RENEW_GROUP_SECONDS = 3600
+# After a failed receive the relay tries again this much later (Redis restarting).
+RELAY_RETRY_SECONDS = 1.0
 # Channel-layer sends in flight at once, all groups together: each holds a
 # Redis connection (settings.REDIS_MAX_CONNECTIONS must stay above this).
 LAYER_SENDS_AT_ONCE = 64
@@ -122,6 +134,7 @@ class Publisher:
         self._members: dict[str, set] = {}  # group -> this process's consumers in it
         self._member_channels: dict[str, set] = {}  # group -> their channel names
         self._layer_slots: asyncio.Semaphore | None = None
+        self._relay = _Relay(self)
 
     def attach(self) -> None:
         """Send from the running loop (the server's). Called by every async
@@ -133,14 +146,18 @@ class Publisher:
             self._members = {}
             self._member_channels = {}
             self._layer_slots = asyncio.Semaphore(LAYER_SENDS_AT_ONCE)
+            self._relay = _Relay(self)
 
-    def join(self, thread_id, consumer) -> None:
-        """`consumer` (an open page in this process) gets the thread's fragments."""
+    async def join(self, thread_id, consumer) -> None:
+        """`consumer` (an open page in this process) gets the thread's
+        fragments and events, this process's and, through the relay, the
+        other processes' (`thread_fragment`, `thread_access`)."""
         group = group_name(thread_id)
         self._members.setdefault(group, set()).add(consumer)
         self._member_channels.setdefault(group, set()).add(consumer.channel_name)
+        await self._relay.follow(group)
 
-    def leave(self, thread_id, consumer) -> None:
+    async def leave(self, thread_id, consumer) -> None:
         group = group_name(thread_id)
         members = self._members.get(group)
         if members is not None:
@@ -148,6 +165,11 @@ class Publisher:
             self._member_channels[group].discard(consumer.channel_name)
             if not members:
                 del self._members[group], self._member_channels[group]
+        await self._relay.unfollow(group)
+
+    def members(self, group: str) -> list:
+        """This process's open pages of `group` now."""
+        return list(self._members.get(group, ()))
 
     def open_channels(self) -> set[str]:
         """The channel names of every page of this process that joined a thread."""
@@ -278,7 +300,9 @@ class Publisher:
         seq = self._seq[group] = self._seq.get(group, 0) + 1
         try:
             async with self._layer_slots or asyncio.Semaphore(1):
-                await layer.group_send(group, {"type": FRAGMENT_EVENT, "html": html, "origin": self.origin, "seq": seq})
+                await layer.group_send(
+                    group, {"type": FRAGMENT_EVENT, "group": group, "html": html, "origin": self.origin, "seq": seq}
+                )
         except Exception:
             logger.exception("could not send %d characters to %s", len(html), group)
             return False
@@ -292,8 +316,7 @@ class Publisher:
         listening = layer.groups.get(group)
         if not listening:
             return False
-        ours = self._member_channels.get(group, ())
-        return len(listening) > len(ours) or any(name not in ours for name in listening)
+        return any(name != self._relay.channel for name in listening)
 
     async def _to_consumer(self, consumer, html: str) -> None:
         try:
@@ -307,6 +330,107 @@ class Publisher:
                 await consumer.deliver(RESYNC)
             except Exception:
                 logger.warning("could not tell a page of %s to reload what it missed", consumer)
+
+
+class _Relay:
+    """This process's one member of the channel groups its pages show: what
+    another process sends a thread's group reaches this process once and is
+    handed to each of its pages of the thread here. A fragment is handed over
+    in order, in the relay's task (`thread_fragment`, which notices a gap in
+    a process's sequence numbers); any other event (`thread_access`) is
+    passed on to each page's own channel. The relay's own process's fragments are dropped: its
+    pages were handed them directly."""
+
+    def __init__(self, publisher: Publisher):
+        self.publisher = publisher
+        self.channel: str | None = None
+        self.groups: set[str] = set()  # the groups the channel is in
+        self._lock = asyncio.Lock()
+        self._receiver: asyncio.Task | None = None
+        self._renewal: asyncio.Task | None = None
+
+    async def follow(self, group: str) -> None:
+        """Be in `group` (a page of this process shows its thread)."""
+        if group in self.groups:
+            return
+        async with self._lock:
+            if group in self.groups or not self.publisher.members(group):
+                return
+            layer = get_channel_layer()
+            if self.channel is None:
+                # The layer's own prefix: a process's channels share one
+                # Redis key that one receive at a time reads (channels-redis);
+                # a prefix of its own would wait for the pages' reads to time out.
+                self.channel = await layer.new_channel()
+            await layer.group_add(group, self.channel)
+            self.groups.add(group)
+            if self._receiver is None:
+                # From an empty context: the pages' handlers make database
+                # calls of their own, which a context inherited from a
+                # writer's worker thread would refuse as nested.
+                loop = asyncio.get_running_loop()
+                self._receiver = loop.create_task(self._receive(layer), context=contextvars.Context())
+                self._renewal = loop.create_task(self._renew(layer), context=contextvars.Context())
+
+    async def unfollow(self, group: str) -> None:
+        """Leave `group` if no page of this process shows its thread any more;
+        stop receiving once no page is open."""
+        async with self._lock:
+            if group not in self.groups or self.publisher.members(group):
+                return
+            self.groups.discard(group)
+            try:
+                await get_channel_layer().group_discard(group, self.channel)
+            except Exception:
+                # What still arrives for the group finds no page and is dropped.
+                logger.exception("the relay could not leave %s", group)
+            if not self.groups:
+                for task in (self._receiver, self._renewal):
+                    if task is not None:
+                        task.cancel()
+                self._receiver = self._renewal = None
+
+    async def _receive(self, layer) -> None:
+        while True:
+            try:
+                message = await layer.receive(self.channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("the relay could not receive; trying again")
+                await asyncio.sleep(RELAY_RETRY_SECONDS)
+                continue
+            await self._hand_over(layer, message)
+
+    async def _hand_over(self, layer, message: dict) -> None:
+        kind = message.get("type")
+        group = message.get("group")
+        if kind == FRAGMENT_EVENT:
+            if message.get("origin") == self.publisher.origin:
+                return
+            for page in self.publisher.members(group):
+                try:
+                    await page.thread_fragment(message)
+                except Exception:
+                    logger.exception("could not hand a fragment of %s to a page", group)
+            return
+        # Anything else (an access change) is rare: each page takes it in its
+        # own task, in turn with what its socket receives, as if it were a
+        # member of the group itself.
+        for page in self.publisher.members(group):
+            try:
+                await layer.send(page.channel_name, message)
+            except Exception:
+                logger.exception("could not hand a %s of %s to a page", kind, group)
+
+    async def _renew(self, layer) -> None:
+        while True:
+            await asyncio.sleep(RENEW_GROUP_SECONDS)
+            for group in list(self.groups):
+                try:
+                    await layer.group_add(group, self.channel)
+                except Exception:
+                    logger.exception("the relay could not renew its membership of %s", group)
 
 
 def _fitting(group: str, html: str, too_big: str) -> tuple[str, int]:

@@ -44,11 +44,11 @@ def _tell_sockets(thread_ids, user_id=None) -> None:
     """After commit: the threads' sockets (only `user_id`'s, when given) check their access again."""
 
     def send():
-        event = {"type": ACCESS_EVENT, "user_id": user_id}
         layer = get_channel_layer()
         for thread_id in thread_ids:
+            group = group_name(thread_id)
             try:
-                async_to_sync(layer.group_send)(group_name(thread_id), event)
+                async_to_sync(layer.group_send)(group, {"type": ACCESS_EVENT, "group": group, "user_id": user_id})
             except Exception:
                 # The change is stored: the sockets then lose the thread at their next message.
                 logger.exception("could not tell the sockets of thread %s that access changed", thread_id)

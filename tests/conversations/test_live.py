@@ -329,7 +329,7 @@ async def test_a_page_this_process_could_not_send_to_is_told_to_resync(thread):
     page = Page()
     publisher = Publisher()
     publisher.attach()
-    publisher.join(thread.pk, page)
+    await publisher.join(thread.pk, page)
     publisher.publish(thread.pk, "<p>missed</p>")
     await asyncio.sleep(0.3)
     assert page.got == [RESYNC]

@@ -1,0 +1,144 @@
+"""One relay per server process: a thread's channel group holds each process
+once, however many of its pages show the thread, and the relay hands what
+another process sends to each of those pages (docs/adr/0091). Through a real
+Redis, with two publishers standing for two server processes."""
+
+import asyncio
+import uuid
+
+import pytest
+from channels_redis.core import RedisChannelLayer
+
+from conversations import live
+from conversations.live import FRAGMENT_EVENT, Publisher, group_name
+
+pytestmark = [pytest.mark.redis]
+
+
+class Page:
+    """An open page of one process: what it is handed, in order."""
+
+    def __init__(self, channel_name):
+        self.channel_name = channel_name
+        self.fragments: list[str] = []
+
+    async def deliver(self, html):
+        self.fragments.append(html)
+
+    async def thread_fragment(self, event):
+        self.fragments.append(event["html"])
+
+
+@pytest.fixture
+def redis_layer(redis_url, monkeypatch):
+    layer = RedisChannelLayer(hosts=[redis_url.rsplit("/", 1)[0] + "/13"], prefix=f"haico-test-{uuid.uuid4().hex[:8]}")
+    monkeypatch.setattr(live, "get_channel_layer", lambda: layer)
+    return layer
+
+
+async def _members_in_redis(layer, group) -> list[str]:
+    async with layer.connection(layer.consistent_hash(group)) as connection:
+        return [name.decode() for name in await connection.zrange(layer._group_key(group), 0, -1)]
+
+
+async def _until(condition, timeout=3.0):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "not within the time"
+        await asyncio.sleep(0.01)
+
+
+async def test_five_pages_of_one_process_are_one_member_of_the_threads_group(redis_layer):
+    thread_id = uuid.uuid4()
+    this_process = Publisher()
+    this_process.attach()
+    pages = [Page(await redis_layer.new_channel()) for _ in range(5)]
+    for page in pages:
+        await this_process.join(thread_id, page)
+
+    assert await _members_in_redis(redis_layer, group_name(thread_id)) == [this_process._relay.channel]
+
+    # Another process's fragments reach each page once, in order.
+    other_process = Publisher()
+    other_process.attach()
+    other_process.publish(thread_id, "<p>first</p>")
+    await asyncio.sleep(0.1)
+    other_process.publish(thread_id, "<p>second</p>")
+    await _until(lambda: all(len(page.fragments) == 2 for page in pages))
+    assert all(page.fragments == ["<p>first</p>", "<p>second</p>"] for page in pages)
+
+    for page in pages:
+        await this_process.leave(thread_id, page)
+    assert await _members_in_redis(redis_layer, group_name(thread_id)) == []
+
+
+async def test_a_process_hands_its_own_pushes_to_its_pages_once(redis_layer):
+    thread_id = uuid.uuid4()
+    this_process = Publisher()
+    this_process.attach()
+    page = Page(await redis_layer.new_channel())
+    await this_process.join(thread_id, page)
+    # Someone else listens, so the push also goes through Redis, and comes back to our relay.
+    elsewhere = await redis_layer.new_channel()
+    await redis_layer.group_add(group_name(thread_id), elsewhere)
+
+    this_process.publish(thread_id, "<p>token</p>")
+    message = await asyncio.wait_for(redis_layer.receive(elsewhere), 3)
+    assert message["type"] == FRAGMENT_EVENT and message["html"] == "<p>token</p>"
+    await asyncio.sleep(0.2)
+    assert page.fragments == ["<p>token</p>"]
+    await this_process.leave(thread_id, page)
+    await redis_layer.group_discard(group_name(thread_id), elsewhere)
+
+
+async def test_a_page_that_leaves_gets_nothing_more_while_the_others_still_do(redis_layer):
+    thread_id = uuid.uuid4()
+    this_process = Publisher()
+    this_process.attach()
+    staying, leaving = Page(await redis_layer.new_channel()), Page(await redis_layer.new_channel())
+    await this_process.join(thread_id, staying)
+    await this_process.join(thread_id, leaving)
+    await this_process.leave(thread_id, leaving)
+
+    other_process = Publisher()
+    other_process.attach()
+    other_process.publish(thread_id, "<p>after</p>")
+    await _until(lambda: staying.fragments == ["<p>after</p>"])
+    assert leaving.fragments == []
+    await this_process.leave(thread_id, staying)
+
+
+async def test_an_access_change_reaches_each_pages_own_channel(redis_layer):
+    thread_id = uuid.uuid4()
+    this_process = Publisher()
+    this_process.attach()
+    pages = [Page(await redis_layer.new_channel()) for _ in range(2)]
+    for page in pages:
+        await this_process.join(thread_id, page)
+    group = group_name(thread_id)
+
+    await redis_layer.group_send(group, {"type": "thread.access", "group": group, "user_id": 7})
+
+    for page in pages:
+        # Taken by the page's own consumer loop, in turn with what its socket receives.
+        message = await asyncio.wait_for(redis_layer.receive(page.channel_name), 3)
+        assert message == {"type": "thread.access", "group": group, "user_id": 7}
+    for page in pages:
+        await this_process.leave(thread_id, page)
+
+
+async def test_joins_and_leaves_at_once_leave_the_relay_in_the_group_while_a_page_is_open(redis_layer):
+    thread_id = uuid.uuid4()
+    this_process = Publisher()
+    this_process.attach()
+    first, second = Page(await redis_layer.new_channel()), Page(await redis_layer.new_channel())
+    await this_process.join(thread_id, first)
+    # The first page closes as the second opens: the relay must stay for the second.
+    await asyncio.gather(this_process.leave(thread_id, first), this_process.join(thread_id, second))
+    assert await _members_in_redis(redis_layer, group_name(thread_id)) == [this_process._relay.channel]
+
+    other_process = Publisher()
+    other_process.attach()
+    other_process.publish(thread_id, "<p>still here</p>")
+    await _until(lambda: second.fragments == ["<p>still here</p>"])
+    await this_process.leave(thread_id, second)
