@@ -285,11 +285,21 @@ class Publisher:
             await self._to_consumer(consumer, html)
 
     async def _to_group(self, group: str, html: str) -> None:
+        layer = get_channel_layer()
+        # The other processes' copy first: while it waits on Redis, this
+        # process's pages are handed theirs, so a tab on another server does
+        # not wait for every local socket's send as well (docs/adr/0091).
+        to_others = (
+            asyncio.get_running_loop().create_task(self._to_other_processes(layer, group, html))
+            if self._others_listen(layer, group)
+            else None
+        )
         for consumer in list(self._members.get(group, ())):
             await self._to_consumer(consumer, html)
-        layer = get_channel_layer()
-        if not self._others_listen(layer, group):
-            return
+        if to_others is not None:
+            await to_others
+
+    async def _to_other_processes(self, layer, group: str, html: str) -> None:
         if not await self._to_layer(layer, group, html):
             # The other processes' pages would notice the gap in the sequence
             # numbers only with the next message; this one tells them now,
