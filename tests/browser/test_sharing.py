@@ -85,6 +85,41 @@ def test_an_editor_edits_the_plan_live_and_removal_closes_their_page(owner_works
     assert editor.goto(url).status == 404
 
 
+def test_the_owners_open_plan_history_names_the_editor_live(owner_workspace, haico_server, new_page):
+    """docs/adr/0090: the editor's step shows in the owner's tab, and the
+    plan's history the owner has open says, as it happens, that bea did it."""
+    owner, url = owner_workspace
+    haico_server.create_user("bea")
+    _share(owner, "bea", "Editor")
+    owner.get_by_role("dialog", name="Share").get_by_role("button", name="Close").click()
+    editor = _person_on(new_page, haico_server, url, "bea")
+
+    planning = owner.get_by_role("region", name="Planning")
+    planning.get_by_role("button", name="Plan history").click()
+    history = owner.get_by_role("dialog", name="Plan history")
+    expect(history).to_contain_text("No changes yet")
+
+    _add_step(editor, "Step written by the editor")
+    expect(planning.get_by_role("list", name="Plan steps")).to_contain_text("Step written by the editor")
+    entries = history.get_by_role("listitem")
+    expect(entries).to_have_count(1)
+    expect(entries.first).to_contain_text("Added “Step written by the editor”")
+    expect(entries.first).to_contain_text("By bea before the first turn")
+
+    editor.get_by_role("checkbox", name="Done: step 1").check()
+    expect(entries).to_have_count(2)
+    expect(entries.first).to_contain_text("Ticked “Step written by the editor”")
+    expect(entries.first).to_contain_text("By bea")
+    assert axe_problems(owner, "the plan's history") == []
+
+    # The editor's own history says the same, read afresh.
+    editor.get_by_role("region", name="Planning").get_by_role("button", name="Plan history").click()
+    theirs = editor.get_by_role("dialog", name="Plan history").get_by_role("listitem")
+    expect(theirs).to_have_count(2)
+    expect(theirs.nth(1)).to_contain_text("Added “Step written by the editor”")
+    history.screenshot(path="/tmp/haico-plan-history.png")
+
+
 def test_a_viewer_sees_the_thread_live_and_has_no_enabled_control_that_writes(owner_workspace, haico_server, new_page):
     owner, url = owner_workspace
     haico_server.create_user("cy")
