@@ -13,7 +13,7 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
-from .models import Artifact, Document, DocumentRevision, Objective, ObjectiveRevision, Todo, WorkspaceSnapshot
+from .models import Artifact, Document, DocumentRevision, Objective, ObjectiveRevision, PlanChange, Todo, WorkspaceSnapshot
 
 
 class ReadOnlyAdminMixin:
@@ -82,6 +82,24 @@ class TodoAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description="Step", ordering="position")
     def indented_text(self, obj):
         return format_html('<span style="padding-left: {}em">{}</span>', obj.depth * 1.5, excerpt(obj.text))
+
+
+@admin.register(PlanChange)
+class PlanChangeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Write-once: every change of a plan, by whom and when (docs/adr/0090)."""
+
+    list_display = ("summary_excerpt", "action", "author", "person_name", "token_name", "turn_index", "thread", "created_at")
+    list_filter = ("action", "author")
+    search_fields = ("summary", "thread__title", "person_username", "=thread__id")
+    date_hierarchy = "created_at"
+    list_select_related = ("thread", "person")
+    raw_id_fields = ("thread",)
+    fields = ("thread", "action", "author", "person_name", "person_username", "token_name", "turn_index", "created_at", "summary")
+    readonly_fields = fields
+
+    @admin.display(description="Change")
+    def summary_excerpt(self, obj):
+        return excerpt(obj.summary)
 
 
 class DocumentRevisionInline(ReadOnlyAdminMixin, admin.TabularInline):

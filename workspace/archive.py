@@ -23,6 +23,7 @@ from .models import (
     ARTIFACT_TITLE_MAX_CHARS,
     DOCUMENT_TITLE_MAX_CHARS,
     OBJECTIVE_MAX_CHARS,
+    PLAN_CHANGE_SUMMARY_MAX_CHARS,
     PREFERENCE_SUBTITLE_MAX_CHARS,
     PREFERENCE_TITLE_MAX_CHARS,
     TODO_TEXT_MAX_CHARS,
@@ -33,6 +34,7 @@ from .models import (
     DocumentReviewDecision,
     DocumentRevision,
     ObjectiveRevision,
+    PlanChange,
     Preference,
     Thread,
     WorkspaceSnapshot,
@@ -49,6 +51,7 @@ MESSAGE_MAX_CHARS = 1_000_000
 AUTHORS = {choice for choice, _ in DocumentRevision.Author.choices}
 KINDS = {choice for choice, _ in Preference.Kind.choices}
 DECISIONS = {choice for choice, _ in DocumentReviewDecision.Decision.choices}
+PLAN_ACTIONS = {choice for choice, _ in PlanChange.Action.choices}
 
 
 class ArchiveRefused(Exception):
@@ -85,8 +88,8 @@ def _revisions_whole(document: Document) -> list[dict]:
 
 def workspace_section(thread: Thread) -> dict:
     """Everything of the workspace a person would want back: the live
-    objective, preferences, plan and document, their histories, the
-    artifacts and the per-turn snapshots."""
+    objective, preferences, plan and document, their histories (the plan's
+    too: docs/adr/0090), the artifacts and the per-turn snapshots."""
     document = Document.objects.filter(thread=thread).first()
     return {
         "objective": objective_text_for(thread=thread),
@@ -100,6 +103,12 @@ def workspace_section(thread: Thread) -> dict:
             {"title": p.title, "subtitle": p.subtitle, "kind": p.kind, "locked": p.locked} for p in preferences_for(thread=thread)
         ],
         "plan": [{"text": t.text, "done": t.done, "depth": t.depth} for t in todos_for(thread=thread)],
+        "plan_history": [
+            {"action": action, "summary": summary, "author": author, "token": token, "turn": turn, "at": at.isoformat(), "by": by}
+            for action, summary, author, token, turn, at, by in PlanChange.objects.filter(thread=thread)
+            .order_by("id")
+            .values_list("action", "summary", "author", "token_name", "turn_index", "created_at", "person_username")
+        ],
         "document": None
         if document is None
         else {
@@ -303,6 +312,7 @@ def parse_workspace(value, *, turns: int) -> dict:
             _preference(v, f"workspace.preferences[{n}]") for n, v in enumerate(section.items("preferences", max_items=MAX_ROWS))
         ],
         "plan": _plan(section.items("plan", max_items=MAX_ROWS), "workspace.plan"),
+        "plan_history": [],
         "document": None,
         "artifacts": [],
         "snapshots": [],
@@ -314,6 +324,20 @@ def parse_workspace(value, *, turns: int) -> dict:
                 "text": row.text("text", max_chars=OBJECTIVE_MAX_CHARS, blank=False),
                 "author": row.choice("author", AUTHORS),
                 # The access token an MCP author wrote with; archives made before it was kept have none.
+                "token": row.text("token", max_chars=TOKEN_NAME_MAX_CHARS, optional=True) or "",
+                "turn": row.number("turn", low=0, high=turns),
+                "at": row.time("at"),
+                "by": person_by(row),
+            }
+        )
+    # Archives made before the plan's history was kept have none.
+    for n, v in enumerate(section.items("plan_history", max_items=MAX_REVISIONS)):
+        row = Fields(v, f"workspace.plan_history[{n}]")
+        parsed["plan_history"].append(
+            {
+                "action": row.choice("action", PLAN_ACTIONS),
+                "summary": row.text("summary", max_chars=PLAN_CHANGE_SUMMARY_MAX_CHARS, blank=False),
+                "author": row.choice("author", AUTHORS),
                 "token": row.text("token", max_chars=TOKEN_NAME_MAX_CHARS, optional=True) or "",
                 "turn": row.number("turn", low=0, high=turns),
                 "at": row.time("at"),

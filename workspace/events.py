@@ -29,7 +29,8 @@ from django.db import transaction
 
 logger = logging.getLogger("haico.workspace.events")
 
-SURFACES = ("thread", "mode", "model", "objective", "preferences", "plan", "document", "artifacts")
+# "plan_history": rows added to the plan's history (workspace.models.PlanChange).
+SURFACES = ("thread", "mode", "model", "objective", "preferences", "plan", "plan_history", "document", "artifacts")
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,8 @@ class Change:
     """Something about one surface of one thread may have changed.
 
     `ids`: the rows that were added, changed or removed (preferences, plan
-    steps, artifacts). `reordered`: other rows moved or were renumbered
-    (plan structure)."""
+    steps, entries of the plan's history, artifacts). `reordered`: other
+    rows moved or were renumbered (plan structure)."""
 
     thread_id: uuid.UUID
     surface: str

@@ -159,6 +159,22 @@ class VersionField(forms.IntegerField):
         return super().to_python(value)
 
 
+class PlanHistoryForm(forms.Form):
+    """Which page of the plan's history: the newest (no `before`), or the
+    changes older than the entry `before` ("Show older changes")."""
+
+    before = VersionField(
+        required=False,
+        min_value=1,
+        max_value=2**63 - 1,
+        error_messages={
+            "invalid": "Older changes are asked for by the id of the oldest one shown (a whole number).",
+            "min_value": "Older changes are asked for by the id of the oldest one shown (a whole number).",
+            "max_value": "Older changes are asked for by the id of the oldest one shown (a whole number).",
+        },
+    )
+
+
 class DocumentSaveForm(forms.Form):
     """A save from the editor: based on `base_version`; title and/or content;
     `resolve` is the person's choice in the conflict view (empty: none)."""

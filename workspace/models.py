@@ -376,3 +376,47 @@ class ObjectiveRevision(PersonRecorded):
 
     def __str__(self):
         return f"{self.thread_id} by {self.author}: {self.text[:60]}"
+
+
+# The most a plan change's summary holds: a tool call's list of steps is
+# cut to a few names, each to PLAN_SUMMARY_STEP_CHARS (workspace.services.plan).
+PLAN_CHANGE_SUMMARY_MAX_CHARS = 4000
+
+
+class PlanChange(PersonRecorded):
+    """One change of a thread's plan, by whom and when: a person's add,
+    rename, tick, move or delete, or one tool call of the agent (which may
+    touch several steps). Write-once, written by the plan services in the
+    change's own transaction (docs/adr/0090).
+
+    `summary` says what changed as it read then ('Added “Draft intro”',
+    'Moved “Survey” up: 3 → 2'): the steps are named by their text, which a
+    later rename or delete does not change here. `turn_index` is the
+    thread's turn counter when it was written, as on ObjectiveRevision."""
+
+    class Action(models.TextChoices):
+        ADDED = "added", "Added"
+        RENAMED = "renamed", "Renamed"
+        TICKED = "ticked", "Ticked"
+        UNTICKED = "unticked", "Unticked"
+        TOGGLED = "toggled", "Ticked and unticked"  # one tool call that did both
+        MOVED = "moved", "Moved"
+        REMOVED = "removed", "Removed"
+
+    Author = DocumentRevision.Author
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="plan_changes")
+    action = models.CharField(max_length=8, choices=Action.choices)
+    summary = models.TextField()
+    author = models.CharField(max_length=6, choices=Author.choices)
+    token_name = models.CharField(max_length=TOKEN_NAME_MAX_CHARS, blank=True, default="")  # as on DocumentRevision
+    turn_index = models.PositiveIntegerField(default=0)
+    # A default, not auto_now_add, so an imported archive keeps its times (docs/adr/0049).
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["thread", "-id"], name="planchange_thread_newest_idx")]
+        ordering = ["thread", "-id"]
+
+    def __str__(self):
+        return f"{self.thread_id} by {self.author}: {self.summary[:60]}"

@@ -4,8 +4,8 @@ full page, the HTMX response and the WebSocket push.
 `render_changes(thread, changes)` turns committed change events
 (workspace.events) into the fragments that bring an open page up to date:
 patches of the touched plan steps and preferences (applied by
-static/js/live.js, so nothing the person is typing is replaced), the
-objective's read view, the document's new text, a new artifact shown in the
+static/js/live.js, so nothing the person is typing is replaced), the new
+entries of the plan's history, the objective's read view, the document's new text, a new artifact shown in the
 centre. The live layer pushes them; the HTMX views answer with them."""
 
 from django.conf import settings
@@ -156,6 +156,15 @@ def render_plan_patch(*, thread: Thread, ids=None, renumbered: bool = False) -> 
     return render_to_string("workspace/panels/plan.html#patch", context)
 
 
+def render_plan_history_patch(*, thread: Thread, ids) -> str:
+    """New entries of the plan's history, for the pages that have it open
+    (static/js/live.js puts them at its top; a page without it drops them)."""
+    entries = selectors.plan_changes(thread=thread, ids=ids)
+    if not entries:
+        return ""
+    return render_to_string("workspace/panels/plan.html#history_patch", {"entries": entries})
+
+
 def render_preferences_patch(*, thread: Thread, ids=None) -> str:
     preferences, removed = selectors.preferences_patch(thread=thread, ids=ids)
     context = {"rows_html": rows.preference_rows(preferences), "removed": removed, "complete": ids is None}
@@ -210,6 +219,8 @@ def render_changes(thread: Thread, changes: list[Change]) -> str:
     if "plan" in by_surface:
         plan = by_surface["plan"]
         parts.append(render_plan_patch(thread=thread, ids=plan.ids, renumbered=plan.reordered))
+    if "plan_history" in by_surface:
+        parts.append(render_plan_history_patch(thread=thread, ids=by_surface["plan_history"].ids))
     if "artifacts" in by_surface and by_surface["artifacts"].ids:
         # A new artifact is shown at once in every tab (docs/adr/0072);
         # static/js/document_editor.js keeps a person's unsaved document text from being replaced.

@@ -19,6 +19,7 @@ from .models import (
     DocumentRevision,
     Objective,
     ObjectiveRevision,
+    PlanChange,
     Preference,
     Thread,
     ThreadMember,
@@ -144,6 +145,37 @@ def objective_history(*, thread: Thread) -> list[ObjectiveHistoryEntry]:
         revisions.insert(0, ObjectiveHistoryEntry(text=live.text, author=None, turn_index=None, at=live.updated_at))
     standing = ObjectiveHistoryEntry(text=None, author=None, turn_index=None, at=None)
     return [*revisions, standing]
+
+
+# The plan's history is read a page at a time, newest first: what a person
+# opens it for is the latest changes, and a thread's history has no end
+# (docs/adr/0090). "Show older changes" asks for the page before the oldest shown.
+PLAN_HISTORY_PAGE = 50
+
+
+@dataclass(frozen=True)
+class PlanHistoryPage:
+    entries: list[PlanChange]  # newest first, their people loaded
+    has_older: bool  # more entries before the last of these
+
+    @property
+    def oldest_id(self) -> int | None:
+        return self.entries[-1].pk if self.entries else None
+
+
+def plan_history(*, thread: Thread, before: int | None = None, limit: int = PLAN_HISTORY_PAGE) -> PlanHistoryPage:
+    """The plan's changes, newest first, at most `limit`; with `before`,
+    those older than the entry of that id."""
+    rows = PlanChange.objects.filter(thread=thread)
+    if before is not None:
+        rows = rows.filter(pk__lt=before)
+    entries = list(rows.select_related("person").order_by("-id")[: limit + 1])
+    return PlanHistoryPage(entries=entries[:limit], has_older=len(entries) > limit)
+
+
+def plan_changes(*, thread: Thread, ids) -> list[PlanChange]:
+    """The entries of the plan's history with these ids, newest first (what a push shows)."""
+    return list(PlanChange.objects.filter(thread=thread, pk__in=list(ids)).select_related("person").order_by("-id"))
 
 
 # The one definition of each list's order, shared by every read of it: the

@@ -1,12 +1,20 @@
 """The plan: the agent's execution ledger, a nested list of steps addressed by
-1-based index in outline (pre-order) order."""
+1-based index in outline (pre-order) order. Each writing call is one entry
+of the plan's history, recorded as its author's (the agent on the turn's
+person's behalf, or the person through MCP: docs/adr/0090)."""
 
 from workspace import plan_tree, selectors
 from workspace.services import plan as plan_services
 
+from ..context import AGENT_AUTHOR, Author
 from .decorator import workspace_tool
 from .schemas import AddTodosArgs, TodoIndicesArgs, UpdateTodosArgs
 from .text import Summary, batch_summary
+
+
+def _recorded(author: Author) -> dict:
+    """Whom the plan's history records the call as."""
+    return {"author": author.kind, "token_name": author.token_name, "person": author.person}
 
 
 @workspace_tool(
@@ -14,9 +22,10 @@ from .text import Summary, batch_summary
     description="Add plan steps as an outline (each with a depth). Pass parent_index to nest them under an "
     "existing step; a single step is a one-element list.",
     args_schema=AddTodosArgs,
+    authored=True,
 )
-def add_todos(thread, *, steps: list[dict], parent_index: int | None = None) -> str:
-    created = plan_services.todos_add_outline(thread=thread, steps=steps, parent_index=parent_index)
+def add_todos(thread, *, steps: list[dict], parent_index: int | None = None, author: Author = AGENT_AUTHOR) -> str:
+    created = plan_services.todos_add_outline(thread=thread, steps=steps, parent_index=parent_index, **_recorded(author))
     # Positions are dense and 0-based, so position + 1 is the index the other tools take.
     listed = ", ".join(f"#{todo.position + 1} '{todo.text}'" for todo in created)
     where = f" under step #{parent_index}" if parent_index is not None else ""
@@ -28,31 +37,34 @@ def add_todos(thread, *, steps: list[dict], parent_index: int | None = None) -> 
     name="toggle_todos",
     description="Flip the done mark of plan steps (list of 1-based indices; one step is a one-element list).",
     args_schema=TodoIndicesArgs,
+    authored=True,
     destructive=True,
 )
-def toggle_todos(thread, *, indices: list[int]) -> Summary:
-    return batch_summary(plan_services.todos_toggle_by_index(thread=thread, indices=indices))
+def toggle_todos(thread, *, indices: list[int], author: Author = AGENT_AUTHOR) -> Summary:
+    return batch_summary(plan_services.todos_toggle_by_index(thread=thread, indices=indices, **_recorded(author)))
 
 
 @workspace_tool(
     name="update_todos",
     description="Rewrite the text of plan steps (list of {index, text}).",
     args_schema=UpdateTodosArgs,
+    authored=True,
     destructive=True,
     idempotent=True,
 )
-def update_todos(thread, *, updates: list[dict]) -> Summary:
-    return batch_summary(plan_services.todos_update_by_index(thread=thread, updates=updates))
+def update_todos(thread, *, updates: list[dict], author: Author = AGENT_AUTHOR) -> Summary:
+    return batch_summary(plan_services.todos_update_by_index(thread=thread, updates=updates, **_recorded(author)))
 
 
 @workspace_tool(
     name="remove_todos",
     description="Delete plan steps by 1-based index; removing a step also removes its sub-steps.",
     args_schema=TodoIndicesArgs,
+    authored=True,
     destructive=True,
 )
-def remove_todos(thread, *, indices: list[int]) -> Summary:
-    return batch_summary(plan_services.todos_remove_by_index(thread=thread, indices=indices))
+def remove_todos(thread, *, indices: list[int], author: Author = AGENT_AUTHOR) -> Summary:
+    return batch_summary(plan_services.todos_remove_by_index(thread=thread, indices=indices, **_recorded(author)))
 
 
 @workspace_tool(

@@ -14,6 +14,9 @@
  *   a delete) lists every row's number (data-numbers, docs/adr/0081); the
  *   labels of an open editor and the checklist follow them. The done count
  *   comes with every plan patch (data-done, data-steps).
+ * - "plan-history": new entries of the plan's history (docs/adr/0090), put
+ *   at the top of the history where a page has it open, each once (the
+ *   page's own request and the push may both bring one).
  * - "document": handed to static/js/document_editor.js (haico:document-patch).
  * - "value": a selector's value (the Mode, the Model), set in place so a
  *   keyboard user on it keeps focus.
@@ -274,6 +277,8 @@
       if (!fits) resync();
       preferencesChanged();
       if (HAICO.rovingToolbars) HAICO.rovingToolbars(document.getElementById("panel-preferences"));
+    } else if (kind === "plan-history") {
+      addPlanChanges(template);
     } else if (kind === "document") {
       document.dispatchEvent(new CustomEvent("haico:document-patch", { detail: { template: template } }));
     } else if (kind === "value") {
@@ -292,6 +297,36 @@
       // This tab's message started a branch (docs/adr/0016): its turn runs there.
       window.location.assign(template.getAttribute("data-url"));
     }
+  }
+
+  // --- the plan's history -------------------------------------------------------
+
+  function changeNumber(li) {
+    return parseInt(li.id.slice(li.id.lastIndexOf("-") + 1), 10) || 0;
+  }
+
+  // Newest first: each entry goes before the first one older than it.
+  function addPlanChanges(template) {
+    var list = document.getElementById("plan-history-list");
+    if (!list) return;
+    Array.prototype.slice.call(template.content.children).forEach(function (entry) {
+      if (document.getElementById(entry.id)) return;
+      var number = changeNumber(entry);
+      var before = Array.prototype.find.call(list.children, function (li) {
+        return !li.id || changeNumber(li) < number;
+      });
+      list.insertBefore(document.importNode(entry, true), before || null);
+    });
+    var empty = list.querySelector("[data-history-empty]");
+    if (empty && list.querySelector("li[id]")) empty.remove();
+  }
+
+  // After the socket was down the open history may have missed entries: read it again.
+  function refreshPlanHistory() {
+    var popover = document.getElementById("plan-history");
+    var opener = document.querySelector('[popovertarget="plan-history"][hx-get]');
+    if (!popover || !opener || !popover.matches(":popover-open") || !window.htmx) return;
+    htmx.ajax("GET", opener.getAttribute("hx-get"), { source: opener, target: popover, swap: "innerHTML" });
   }
 
   function drain(box) {
@@ -347,6 +382,7 @@
       socketWasLost = false;
       resync();
       syncChat();
+      refreshPlanHistory();
     }
   });
 

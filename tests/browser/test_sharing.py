@@ -12,6 +12,7 @@ from tests.support.fake_model import Reply
 
 from .helpers import (
     AUTOSAVE_WAIT_MS,
+    LATE_SOCKET_SCRIPT,
     TURN_WAIT_MS,
     document_status,
     document_text,
@@ -83,6 +84,75 @@ def test_an_editor_edits_the_plan_live_and_removal_closes_their_page(owner_works
     expect(editor.get_by_text("no longer exists").first).to_be_visible()
     assert haico_server.query("SELECT text FROM workspace_todo ORDER BY id") == [("Step written by the editor",)]
     assert editor.goto(url).status == 404
+
+
+def test_the_owners_open_plan_history_names_the_editor_live(owner_workspace, haico_server, new_page):
+    """docs/adr/0090: the editor's step shows in the owner's tab, and the
+    plan's history the owner has open says, as it happens, that bea did it."""
+    owner, url = owner_workspace
+    haico_server.create_user("bea")
+    _share(owner, "bea", "Editor")
+    owner.get_by_role("dialog", name="Share").get_by_role("button", name="Close").click()
+    editor = _person_on(new_page, haico_server, url, "bea")
+
+    planning = owner.get_by_role("region", name="Planning")
+    planning.get_by_role("button", name="Plan history").click()
+    history = owner.get_by_role("dialog", name="Plan history")
+    expect(history).to_contain_text("No changes yet")
+
+    _add_step(editor, "Step written by the editor")
+    expect(planning.get_by_role("list", name="Plan steps")).to_contain_text("Step written by the editor")
+    entries = history.get_by_role("listitem")
+    expect(entries).to_have_count(1)
+    expect(entries.first).to_contain_text("Added “Step written by the editor”")
+    expect(entries.first).to_contain_text("By bea before the first turn")
+
+    editor.get_by_role("checkbox", name="Done: step 1").check()
+    expect(entries).to_have_count(2)
+    expect(entries.first).to_contain_text("Ticked “Step written by the editor”")
+    expect(entries.first).to_contain_text("By bea")
+    assert axe_problems(owner, "the plan's history") == []
+
+    # The owner's own change, with the history still open (keys, not a click
+    # outside it): its answer and its push both bring the entry, shown once.
+    owner.get_by_role("checkbox", name="Done: step 1").focus()
+    owner.keyboard.press("Space")
+    expect(entries.first).to_contain_text("Unticked “Step written by the editor”")
+    expect(entries.first).to_contain_text("By ada")
+    expect(entries).to_have_count(3)
+
+    # The editor's own history says the same, read afresh.
+    editor.get_by_role("region", name="Planning").get_by_role("button", name="Plan history").click()
+    theirs = editor.get_by_role("dialog", name="Plan history").get_by_role("listitem")
+    expect(theirs).to_have_count(3)
+    expect(theirs.nth(2)).to_contain_text("Added “Step written by the editor”")
+    history.screenshot(path="/tmp/haico-plan-history.png")
+
+
+def test_an_open_plan_history_catches_up_on_what_it_missed_while_its_socket_was_down(haico_server, new_page):
+    owner = new_page()
+    owner.add_init_script("window.__socketDelayMs = 100;")
+    owner.add_init_script(LATE_SOCKET_SCRIPT)
+    url = new_thread_for(owner, haico_server.url, "ada")
+    wait_for_socket(owner)
+    haico_server.create_user("bea")
+    _share(owner, "bea", "Editor")
+    owner.get_by_role("dialog", name="Share").get_by_role("button", name="Close").click()
+    editor = _person_on(new_page, haico_server, url, "bea")
+    owner.get_by_role("region", name="Planning").get_by_role("button", name="Plan history").click()
+    entries = owner.get_by_role("dialog", name="Plan history").get_by_role("listitem")
+    expect(entries).to_have_text(["No changes yet: every change to the plan is listed here, with who made it."])
+
+    # The owner's connection drops; the editor's step is pushed while it is down.
+    owner.evaluate("() => { window.__socketDelayMs = 3000; window.__dropSocket(); }")
+    expect(owner.get_by_role("status").filter(has_text="Reconnecting…")).to_be_visible()
+    _add_step(editor, "Step added while the owner was away")
+    expect(editor.get_by_role("list", name="Plan steps")).to_contain_text("Step added while the owner was away")
+
+    # Back online: the history still open is read again.
+    expect(entries).to_have_count(1, timeout=10_000)
+    expect(entries.first).to_contain_text("Added “Step added while the owner was away”")
+    expect(entries.first).to_contain_text("By bea")
 
 
 def test_a_viewer_sees_the_thread_live_and_has_no_enabled_control_that_writes(owner_workspace, haico_server, new_page):

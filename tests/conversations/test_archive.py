@@ -562,3 +562,102 @@ def test_a_name_of_the_wrong_type_or_length_is_refused_where_it_is(thread, owner
         import_archive(raw=json.dumps(archive).encode(), owner=owner)
     assert message in refused.value.message
     assert database_rows() == before
+
+
+# -- the plan's history (docs/adr/0090) --
+
+
+def _archive_with_a_plan_history(thread, owner):
+    """The owner added and ticked a step, the agent renamed it during turn 1;
+    "grace", a person of the server it was exported from, removed another."""
+    from workspace.services import plan as plan_services
+
+    step = plan_services.todo_add(thread=thread, text="Outline", author="person", person=owner)
+    other = plan_services.todo_add(thread=thread, text="Spare", author="person", person=owner)
+    plan_services.todo_set_done(todo=step, done=True, author="person", person=owner)
+    Thread.objects.filter(pk=thread.pk).update(turn_index=1)
+    plan_services.todos_update_by_index(thread=thread, updates=[{"index": 1, "text": "Outline it"}], author="agent", person=owner)
+    plan_services.todo_delete(todo=other, author="person", person=owner)
+    archive = thread_archive(Thread.objects.get(pk=thread.pk))
+    archive["workspace"]["plan_history"][-1]["by"] = "grace"
+    return archive
+
+
+def test_an_archive_carries_the_plan_history_by_username_oldest_first(thread, owner):
+    owner.first_name = "Ada"  # the username goes in the archive, not the name shown here
+    owner.save()
+    archive = _archive_with_a_plan_history(thread, owner)
+
+    assert [(c["action"], c["summary"], c["author"], c["turn"], c["by"]) for c in archive["workspace"]["plan_history"]] == [
+        ("added", "Added “Outline”", "person", 0, "owner"),
+        ("added", "Added “Spare”", "person", 0, "owner"),
+        ("ticked", "Ticked “Outline”", "person", 0, "owner"),
+        ("renamed", "Renamed “Outline” to “Outline it”", "agent", 1, "owner"),
+        ("removed", "Removed “Spare”", "person", 1, "grace"),  # as edited above
+    ]
+    assert all(c["at"] and c["token"] == "" for c in archive["workspace"]["plan_history"])
+
+
+def test_an_imported_plan_history_links_only_the_importer_and_keeps_times_and_names(thread, owner, owner_client):
+    from workspace.models import PlanChange
+
+    archive = _archive_with_a_plan_history(thread, owner)
+    archive["workspace"]["plan_history"][0]["at"] = "2025-03-01T08:00:00+00:00"
+
+    imported = import_archive(raw=json.dumps(archive).encode(), owner=owner)
+
+    rows = list(
+        PlanChange.objects.filter(thread=imported)
+        .order_by("id")
+        .values_list("summary", "author", "turn_index", "person_id", "person_username")
+    )
+    assert rows == [
+        ("Added “Outline”", "person", 0, owner.pk, "owner"),
+        ("Added “Spare”", "person", 0, owner.pk, "owner"),
+        ("Ticked “Outline”", "person", 0, owner.pk, "owner"),
+        ("Renamed “Outline” to “Outline it”", "agent", 1, owner.pk, "owner"),
+        ("Removed “Spare”", "person", 1, None, "grace"),
+    ]
+    assert PlanChange.objects.filter(thread=imported).order_by("id").first().created_at.isoformat() == "2025-03-01T08:00:00+00:00"
+    # Shown as kept, and exported again as it came.
+    history = owner_client.get(f"/threads/{imported.pk}/workspace/plan/history/").content.decode()
+    assert "By grace after turn 1" in history
+    again = thread_archive(imported)
+    assert content(again["workspace"]["plan_history"]) == content(archive["workspace"]["plan_history"])
+
+
+def test_an_archive_from_before_the_plan_history_imports_with_none(thread, owner):
+    from workspace.models import PlanChange
+
+    archive = _archive_with_a_plan_history(thread, owner)
+    del archive["workspace"]["plan_history"]
+
+    imported = import_archive(raw=json.dumps(archive).encode(), owner=owner)
+
+    assert not PlanChange.objects.filter(thread=imported).exists()
+    assert list(imported.todos.values_list("text", flat=True)) == ["Outline it"]
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("action", "rewrote", "workspace.plan_history[0].action: expected one of added, moved, removed"),
+        ("summary", "  ", "workspace.plan_history[0].summary: cannot be empty."),
+        ("summary", "x" * 4001, "workspace.plan_history[0].summary: 4,001 characters; the limit is 4,000."),
+        ("author", "robot", "workspace.plan_history[0].author: expected one of agent, mcp, person, system."),
+        ("turn", 9, "workspace.plan_history[0].turn: expected a whole number from 0 to 1."),
+        ("by", ["grace"], "workspace.plan_history[0].by: expected text."),
+        ("at", "tomorrow", "workspace.plan_history[0].at: expected a date and time"),
+    ],
+)
+def test_a_plan_history_entry_that_cannot_be_kept_is_refused_where_it_is(thread, owner, field, value, message):
+    archive = _archive_with_a_plan_history(thread, owner)
+    archive["thread"]["turns"] = 1
+    archive["workspace"]["plan_history"][0][field] = value
+    before = database_rows()
+
+    with pytest.raises(ArchiveRefused) as refused:
+        import_archive(raw=json.dumps(archive).encode(), owner=owner)
+
+    assert message in refused.value.message
+    assert database_rows() == before

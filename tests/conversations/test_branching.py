@@ -424,3 +424,52 @@ def test_a_branch_is_titled_by_where_it_starts(parent, kwargs, title):
 def test_a_long_title_is_shortened_to_keep_where_the_branch_starts():
     title = branching.branch_title("x" * 200, turn_index=12)
     assert len(title) == 200 and title.endswith("… (branch from turn 12)")
+
+
+def _plan_history(thread):
+    from workspace.models import PlanChange
+
+    return list(
+        PlanChange.objects.filter(thread=thread)
+        .order_by("id")
+        .values_list("summary", "author", "turn_index", "person_id", "person_username", "created_at")
+    )
+
+
+async def test_a_branch_carries_the_plan_history_up_to_where_it_starts(owner, other_user, thread, script):
+    """docs/adr/0090: the changes that made the plan the branch starts from,
+    with who made them and when, and none made after that point."""
+    from workspace.services import plan as plan_services
+
+    script(
+        Reply(
+            tool_calls=[
+                tool_call("add_todos", "Planning.", steps=[{"text": "Outline", "depth": 0}, {"text": "Intro", "depth": 1}])
+            ]
+        ),
+        Reply(text="Answer one."),
+        Reply(tool_calls=[tool_call("toggle_todos", "Ticking.", indices=[1])]),
+        Reply(text="Answer two."),
+    )
+    await _turn(thread, "first message")
+    intro = await database_sync_to_async(Todo.objects.get)(thread=thread, text="Intro")
+    await database_sync_to_async(plan_services.todo_set_done)(todo=intro, done=True, author="person", person=other_user)
+    await _turn(thread, "second message")
+    await database_sync_to_async(plan_services.todo_add)(thread=thread, text="After turn two", author="person", person=owner)
+    source = await database_sync_to_async(_plan_history)(thread)
+    assert [(summary, turn) for summary, _author, turn, *_ in source] == [
+        ("Added 2 steps: “Outline”, “Intro”", 1),
+        ("Ticked “Intro”", 1),
+        ("Ticked “Outline”", 2),
+        ("Added “After turn two”", 2),
+    ]
+
+    at_one = await fork(source=thread, turn_index=1, user=owner)
+    at_two = await fork(source=thread, turn_index=2, user=owner)
+
+    assert await database_sync_to_async(_plan_history)(at_one) == source[:2]
+    assert await database_sync_to_async(_plan_history)(at_two) == source
+    # The plan each starts from is the one those changes made.
+    todos = Todo.objects.filter(thread=at_one).order_by("position").values_list("text", "done")
+    assert await database_sync_to_async(list)(todos) == [("Outline", False), ("Intro", True)]
+    assert await database_sync_to_async(_plan_history)(thread) == source  # the source is only read

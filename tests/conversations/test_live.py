@@ -39,6 +39,23 @@ async def test_the_owners_edit_in_one_tab_reaches_another_open_tab(owner, thread
     assert html == response.content.decode()
 
 
+async def test_an_editors_plan_edit_reaches_the_owners_tab_with_the_history_entry_naming_them(owner, other_user, thread, sockets):
+    from workspace.models import ThreadMember
+
+    await sync_to_async(ThreadMember.objects.create)(thread=thread, user=other_user, role=ThreadMember.Role.EDITOR)
+    owners_tab = await sockets(thread.pk, owner)
+
+    response = await sync_to_async(_post)(other_user, f"/threads/{thread.pk}/workspace/plan/add/", {"text": "Their step"})
+
+    assert response.status_code == 200
+    html = await owners_tab.receive_from(timeout=3)
+    [row] = only_patch(html, "plan").rows
+    [entry] = only_patch(html, "plan-history").rows
+    assert row.text == "Their step"
+    assert entry.text == "Added “Their step”" and entry.who.startswith("By intruder before the first turn · ")
+    assert len(html.encode()) <= 2048, len(html.encode())
+
+
 async def test_a_staff_lock_in_the_admin_reaches_the_owners_tab(owner, staff, thread, sockets):
     preference = await sync_to_async(preference_services.preference_add)(thread=thread, title="Cite sources", respect_lock=False)
     tab = await sockets(thread.pk, owner)

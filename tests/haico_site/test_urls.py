@@ -58,6 +58,7 @@ from workspace import selectors
 from workspace.models import (
     DocumentRevision,
     ObjectiveRevision,
+    PlanChange,
     Thread,
     WorkspaceSnapshot,
 )
@@ -289,6 +290,7 @@ ROUTES: dict[str, Public | Account | Owned | StaffOnly] = {
     "workspace:preference-delete": Owned(PREF, post={}),
     "workspace:preference-lock": Owned(PREF, post={"locked": "1"}),
     "workspace:plan": Owned(T),
+    "workspace:plan-history": Owned(T),
     "workspace:plan-add": Owned(T, post={"text": "Another step"}),
     "workspace:plan-add-child": Owned(STEP, post={"text": "A sub-step"}),
     "workspace:plan-update": Owned(STEP, post={"text": "Edited"}),
@@ -455,6 +457,7 @@ def world(owner, other_user, staff):
         objective_revision,
         preference,
         step,
+        PlanChange.objects.filter(thread=thread).first(),
         rows["document"],
         revision,
         artifact,

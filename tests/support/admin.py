@@ -9,7 +9,7 @@ from django.urls import reverse
 from conversations import services as conversation_services
 from conversations.models import BranchLink, ModerationAction
 from conversations.turns import slot
-from workspace.models import Document, Objective
+from workspace.models import Document, Objective, PlanChange
 from workspace.services import artifacts as artifacts_services
 from workspace.services import document as document_services
 from workspace.services import objective as objective_services
@@ -51,6 +51,7 @@ def populated(thread, owner, staff):
         "hard": hard,
         "soft": soft,
         "todo": step,
+        "plan_change": PlanChange.objects.filter(thread=thread).order_by("id").first(),
         "document": Document.objects.get(thread=thread),
         "artifact": artifact,
         "snapshot": snapshot,

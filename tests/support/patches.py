@@ -11,9 +11,10 @@ from html.parser import HTMLParser
 class Row:
     id: str
     attrs: dict
-    text: str = ""  # the row's visible text (step text or preference title)
+    text: str = ""  # the row's visible text (step text, preference title, or what a plan change did)
     number: str = ""
     checked: bool = False
+    who: str = ""  # an entry of the plan's history: who made the change, and when
 
     @property
     def after(self):
@@ -85,8 +86,10 @@ class _Reader(HTMLParser):
         if self._row is not None and self._span:
             if "step-number" in self._span:
                 self._row.number += data
-            elif "step-text" in self._span or "pref-title" in self._span:
+            elif "step-text" in self._span or "pref-title" in self._span or "history-text" in self._span:
                 self._row.text += data
+            elif "history-who" in self._span:
+                self._row.who += data
         elif self._patch is not None and self._row is None:
             self._patch.text += data
 

@@ -110,3 +110,35 @@ def test_revision_page_shows_its_text_escaped_and_read_only(staff_client, popula
     delete_url = reverse("admin:workspace_documentrevision_delete", args=[revision.pk])
     assert staff_client.post(delete_url, {"post": "yes"}).status_code == 403
     assert DocumentRevision.objects.filter(pk=revision.pk).exists()
+
+
+# --- the plan's history (docs/adr/0090) ------------------------------------------
+
+
+def test_staff_read_a_threads_plan_history_with_who_made_each_change(staff_client, populated, owner):
+    from workspace.models import PlanChange
+    from workspace.services import plan as plan_services
+
+    thread = populated["thread"]
+    owner.first_name, owner.last_name = "Ada", "Lovelace"
+    owner.save()
+    plan_services.todo_set_done(todo=populated["todo"], done=True, author="person", person=owner)
+    entry = PlanChange.objects.filter(thread=thread).order_by("-id").first()
+
+    listing = staff_client.get(_changelist(entry), {"thread__id__exact": thread.pk}).content.decode()
+    detail = staff_client.get(_change(entry)).content.decode()
+
+    assert html.escape("Ticked “Collect sources”") in listing and "Ada Lovelace" in listing
+    assert html.escape("Ticked “Collect sources”") in detail and "Ada Lovelace" in detail and "owner" in detail
+
+
+def test_staff_cannot_add_change_or_delete_a_plan_history_entry(staff_client, populated):
+    from workspace.models import PlanChange
+
+    entry = populated["plan_change"]
+    before = PlanChange.objects.get(pk=entry.pk).summary
+
+    assert staff_client.get(reverse("admin:workspace_planchange_add")).status_code == 403
+    assert staff_client.post(_change(entry), {"summary": "Rewritten"}).status_code == 403
+    assert staff_client.post(reverse("admin:workspace_planchange_delete", args=[entry.pk]), {"post": "yes"}).status_code == 403
+    assert PlanChange.objects.get(pk=entry.pk).summary == before

@@ -6,6 +6,7 @@ from django.db import transaction
 
 from workspace import events
 from workspace.events import Change
+from workspace.models import PlanChange
 from workspace.services import objective as objective_services
 from workspace.services import plan as plan_services
 from workspace.services import preferences as preference_services
@@ -41,8 +42,11 @@ def test_one_transaction_is_one_delivery_merged_per_surface(thread, delivered):
         plan_services.todo_delete(todo=first)
         preference_services.preference_add(thread=thread, title="Short", respect_lock=False)
     [batch] = delivered
-    plan, prefs = batch
+    plan, history, prefs = batch
     assert (plan.surface, plan.ids, plan.reordered) == ("plan", frozenset({first.pk, second.pk}), True)
+    # One entry of the plan's history per write: two adds and a delete.
+    assert history.surface == "plan_history" and history.ids == frozenset(PlanChange.objects.values_list("id", flat=True))
+    assert len(history.ids) == 3
     assert prefs.surface == "preferences" and len(prefs.ids) == 1
 
 
@@ -55,13 +59,19 @@ def test_a_savepoint_rolled_back_inside_a_kept_transaction_drops_only_its_own_ba
         except RuntimeError:
             pass
         step = plan_services.todo_add(thread=thread, text="Kept")
-    assert delivered == [[Change(thread_id=thread.pk, surface="plan", ids=frozenset({step.pk}))]]
+    entry = PlanChange.objects.get(thread=thread)
+    assert delivered == [
+        [
+            Change(thread_id=thread.pk, surface="plan", ids=frozenset({step.pk})),
+            Change(thread_id=thread.pk, surface="plan_history", ids=frozenset({entry.pk})),
+        ]
+    ]
 
 
 def test_collecting_sees_changes_before_commit(thread, delivered):
     with transaction.atomic(), events.collecting() as seen:
         plan_services.todo_add(thread=thread, text="One")
-        assert [c.surface for c in seen] == ["plan"]
+        assert [c.surface for c in seen] == ["plan", "plan_history"]
         assert delivered == []
 
 

@@ -7,7 +7,7 @@ from conversations import services as thread_services
 from conversations.turns import slot
 from workspace import events
 from workspace.errors import UserFacingError
-from workspace.models import Preference, Todo
+from workspace.models import PlanChange, Preference, Todo
 from workspace.services import artifacts as artifact_services
 from workspace.services import document as document_services
 from workspace.services import objective as objective_services
@@ -189,6 +189,21 @@ def test_each_write_announces_its_change_after_commit(workspace, delivered, name
     assert change.thread_id == workspace["thread"].pk
     assert set(change.ids) == ids(workspace)
     assert change.reordered is reordered
+
+
+PLAN_WRITES = [write for write in WRITES if write[2] == "plan"]
+
+
+@pytest.mark.parametrize("name, write, surface, ids, reordered", PLAN_WRITES, ids=[w[0] for w in PLAN_WRITES])
+def test_each_plan_write_announces_the_one_entry_it_added_to_the_plans_history(
+    workspace, delivered, name, write, surface, ids, reordered
+):
+    before = set(PlanChange.objects.values_list("id", flat=True))
+    write(workspace)
+    added = set(PlanChange.objects.values_list("id", flat=True)) - before
+    [batch] = delivered
+    [change] = [c for c in batch if c.surface == "plan_history"]
+    assert len(added) == 1 and set(change.ids) == added
 
 
 def test_a_targeted_document_edit_is_announced_and_a_refused_one_is_not(workspace, delivered):

@@ -29,6 +29,7 @@ from ..models import (
     DocumentRevision,
     Objective,
     ObjectiveRevision,
+    PlanChange,
     Preference,
     Thread,
     Todo,
@@ -75,6 +76,24 @@ def objective_history_restore(*, thread: Thread, rows: list[dict]) -> None:
         ObjectiveRevision(
             thread=thread,
             text=r["text"],
+            author=r["author"],
+            token_name=r["token"],
+            turn_index=r["turn"],
+            created_at=_time(r["at"], now),
+            **people.imported(r["by"], importer=thread.owner),
+        )
+        for r in rows
+    )
+
+
+@transaction.atomic
+def plan_history_restore(*, thread: Thread, rows: list[dict]) -> None:
+    now = timezone.now()
+    PlanChange.objects.bulk_create(
+        PlanChange(
+            thread=thread,
+            action=r["action"],
+            summary=r["summary"],
             author=r["author"],
             token_name=r["token"],
             turn_index=r["turn"],
@@ -174,6 +193,10 @@ def workspace_restore_parts(*, thread: Thread, workspace: dict) -> list[Callable
     parts += [
         partial(objective_history_restore, thread=thread, rows=rows)
         for rows in _chunks(workspace["objective_history"], lambda r: len(r["text"]))
+    ]
+    parts += [
+        partial(plan_history_restore, thread=thread, rows=rows)
+        for rows in _chunks(workspace["plan_history"], lambda r: len(r["summary"]))
     ]
     if workspace["document"] is not None:
         parts += [

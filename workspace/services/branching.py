@@ -13,6 +13,7 @@ from ..models import (
     Document,
     DocumentRevision,
     Objective,
+    PlanChange,
     Preference,
     Thread,
     Todo,
@@ -24,8 +25,9 @@ from .document import EMPTY_CONTENT, EMPTY_TITLE
 @transaction.atomic
 def workspace_copy(*, thread: Thread, workspace: WorkspaceAfterTurn, source: Thread, through_turn: int) -> None:
     """Write `workspace` into the empty `thread`, and copy `source`'s
-    artifacts of turns 1..through_turn (their turn numbers kept: a branch's
-    turns are numbered like its source's)."""
+    artifacts of turns 1..through_turn and the plan's history up to the
+    same point (their turn numbers kept: a branch's turns are numbered like
+    its source's)."""
     if workspace.document_title != EMPTY_TITLE or workspace.document_content != EMPTY_CONTENT:
         document = Document.objects.create(
             thread=thread, title=workspace.document_title, content=workspace.document_content, version=1
@@ -47,4 +49,21 @@ def workspace_copy(*, thread: Thread, workspace: WorkspaceAfterTurn, source: Thr
     Artifact.objects.bulk_create(
         Artifact(thread=thread, artifact_type=a.artifact_type, title=a.title, payload=a.payload, turn_index=a.turn_index)
         for a in Artifact.objects.filter(thread=source, turn_index__lte=through_turn).order_by("id")
+    )
+    # The changes that made the plan the branch starts from: those written
+    # during turns 1..k and after them, before turn k+1 began (its snapshot
+    # is that plan). Who and when are kept, as the copied turns keep theirs.
+    PlanChange.objects.bulk_create(
+        PlanChange(
+            thread=thread,
+            action=c.action,
+            summary=c.summary,
+            author=c.author,
+            token_name=c.token_name,
+            turn_index=c.turn_index,
+            created_at=c.created_at,
+            person_id=c.person_id,
+            person_username=c.person_username,
+        )
+        for c in PlanChange.objects.filter(thread=source, turn_index__lte=through_turn).order_by("id")
     )

@@ -2,17 +2,71 @@
 
 Each operation loads the thread's steps (locked), asks workspace.plan_tree
 for the new layout, and writes positions and depths back in the same
-transaction, refusing any result that is not a valid tree."""
+transaction, refusing any result that is not a valid tree.
+
+Every change is kept with who made it (PlanChange, docs/adr/0090): one row
+per operation, a person's click or one tool call of the agent, written in
+the same transaction. `author`, `token_name` and `person` say who, as for
+the objective (workspace.services.objective); a script's change is the
+system's. An operation that changes nothing (the same text again, a drop
+where the step already was) records nothing."""
 
 from django.db import transaction
+from django.db.models import Subquery
 from django.utils import timezone
 
-from .. import plan_tree
+from .. import people, plan_tree
 from ..errors import InvalidInput, NotFound
-from ..models import TODO_TEXT_MAX_CHARS, Thread, Todo
+from ..events import Change, announce
+from ..models import TODO_TEXT_MAX_CHARS, PlanChange, Thread, Todo
 from ..selectors import PLAN_ORDER
 from ..text import clean_text
 from .common import BatchResult, changed
+
+Author = PlanChange.Author
+Action = PlanChange.Action
+
+# How a change names its steps: each text up to this many characters, and
+# at most this many steps of one tool call (then "and N more").
+PLAN_SUMMARY_STEP_CHARS = 200
+PLAN_SUMMARY_MAX_STEPS = 10
+
+
+def _quoted(text: str) -> str:
+    if len(text) > PLAN_SUMMARY_STEP_CHARS:
+        text = text[: PLAN_SUMMARY_STEP_CHARS - 1].rstrip() + "…"
+    return f"“{text}”"
+
+
+def _listed(names: list[str]) -> str:
+    """Names already quoted, joined; past PLAN_SUMMARY_MAX_STEPS, "and N more"."""
+    shown = ", ".join(names[:PLAN_SUMMARY_MAX_STEPS])
+    hidden = len(names) - PLAN_SUMMARY_MAX_STEPS
+    return f"{shown} and {hidden} more" if hidden > 0 else shown
+
+
+def _steps(n: int) -> str:
+    return "1 step" if n == 1 else f"{n} steps"
+
+
+def _sub_steps(n: int) -> str:
+    return "its sub-step" if n == 1 else f"its {n} sub-steps"
+
+
+def _record(thread_id, action: str, summary: str, *, author: str, token_name: str, person) -> None:
+    """One row of the plan's history, and its announcement (after commit)."""
+    entry = PlanChange.objects.create(
+        thread_id=thread_id,
+        action=action,
+        summary=summary,
+        author=author,
+        token_name=token_name,
+        # The counter as it is now, read inside the INSERT (the caller's
+        # thread row may be older): one statement per change.
+        turn_index=Subquery(Thread.objects.filter(pk=thread_id).order_by().values("turn_index")[:1]),
+        **people.by(person),
+    )
+    announce(Change(thread_id=thread_id, surface="plan_history", ids=frozenset({entry.pk})))
 
 
 def _clean_step_text(text) -> str:
@@ -52,33 +106,72 @@ def _write(todos: list[Todo], depths: list[int]) -> None:
         Todo.objects.bulk_update(moved, ["position", "depth"])
 
 
-def _rearrange(todo: Todo, layout_for, todos: list[Todo] | None = None) -> None:
+# What a move is called in the history, by the operation that made it.
+MOVE_WORDING = {
+    "indent": "Indented {name}",
+    "outdent": "Outdented {name}",
+    "up": "Moved {name} up",
+    "down": "Moved {name} down",
+    "place": "Moved {name}",  # a drag
+}
+
+
+def _rearrange(todo: Todo, layout_for, todos: list[Todo] | None = None, *, verb: str, by: dict) -> None:
     todos = _plan(todo.thread_id) if todos is None else todos
     i = _row_of(todos, todo)
     depths = _depths(todos)
     layout = layout_for(depths, i)
     subtree = todos[i : plan_tree.subtree_end(depths, i)]
+    was = plan_tree.outline_numbers(depths)[i]
+    now = plan_tree.outline_numbers(layout.depths)[layout.order.index(i)]
     _write([todos[j] for j in layout.order], layout.depths)
     changed(todo.thread_id, "plan", [t.pk for t in subtree], reordered=True)
+    if layout.order == list(range(len(todos))) and layout.depths == depths:
+        return  # dropped where it already was: nothing for the history
+    what = MOVE_WORDING[verb].format(name=_quoted(todos[i].text))
+    _record(todo.thread_id, Action.MOVED, f"{what}: {was} → {now}", **by)
+
+
+def _by(author: str, token_name: str, person) -> dict:
+    return {"author": author, "token_name": token_name, "person": person}
 
 
 @transaction.atomic
-def todo_add(*, thread: Thread, text: str, parent: Todo | None = None) -> Todo:
+def todo_add(
+    *,
+    thread: Thread,
+    text: str,
+    parent: Todo | None = None,
+    author: str = Author.SYSTEM,
+    token_name: str = "",
+    person=None,
+) -> Todo:
     """Add a step at the end of the plan, or as the last sub-step of `parent`."""
     text = _clean_step_text(text)
     todos = _plan(thread.pk)
     depths = _depths(todos)
-    insert_at, depth = plan_tree.child_slot(depths, None if parent is None else _row_of(todos, parent))
+    parent_row = None if parent is None else _row_of(todos, parent)
+    insert_at, depth = plan_tree.child_slot(depths, parent_row)
     if depth > plan_tree.MAX_DEPTH:
         raise InvalidInput(plan_tree.TOO_DEEP)
     todo = Todo(thread=thread, text=text)
     _write(todos[:insert_at] + [todo] + todos[insert_at:], depths[:insert_at] + [depth] + depths[insert_at:])
     changed(thread.pk, "plan", [todo.pk])
+    under = "" if parent_row is None else f" under {_quoted(todos[parent_row].text)}"
+    _record(thread.pk, Action.ADDED, f"Added {_quoted(text)}{under}", **_by(author, token_name, person))
     return todo
 
 
 @transaction.atomic
-def todos_add_outline(*, thread: Thread, steps: list[dict], parent_index: int | None = None) -> list[Todo]:
+def todos_add_outline(
+    *,
+    thread: Thread,
+    steps: list[dict],
+    parent_index: int | None = None,
+    author: str = Author.SYSTEM,
+    token_name: str = "",
+    person=None,
+) -> list[Todo]:
     """Add an outline of steps ({text, depth}, depth relative to the outline's
     top level) at the end of the plan, or nested under the 1-based `parent_index`."""
     if not steps:
@@ -111,37 +204,49 @@ def todos_add_outline(*, thread: Thread, steps: list[dict], parent_index: int | 
         depths[:insert_at] + [base + d for _, d in cleaned] + depths[insert_at:],
     )
     changed(thread.pk, "plan", [t.pk for t in created])
+    names = [_quoted(text) for text, _ in cleaned]
+    what = f"Added {names[0]}" if len(names) == 1 else f"Added {_steps(len(names))}: {_listed(names)}"
+    under = "" if parent is None else f" under {_quoted(todos[parent].text)}"
+    _record(thread.pk, Action.ADDED, what + under, **_by(author, token_name, person))
     return created
 
 
-def _require(todo: Todo) -> None:
-    # Deleted in another tab (or by the agent) since it was loaded: a clear
-    # message rather than Django's "update_fields did not affect any rows".
-    if not Todo.objects.select_for_update().filter(pk=todo.pk).exists():
+def _current(todo: Todo) -> tuple[str, bool]:
+    """The step's text and done mark as stored now, its row locked. Deleted
+    in another tab (or by the agent) since it was loaded: a clear message
+    rather than Django's "update_fields did not affect any rows"."""
+    row = Todo.objects.select_for_update().filter(pk=todo.pk).values_list("text", "done").first()
+    if row is None:
         raise NotFound("That plan step no longer exists.")
+    return row
 
 
 @transaction.atomic
-def todo_update_text(*, todo: Todo, text: str) -> Todo:
+def todo_update_text(*, todo: Todo, text: str, author: str = Author.SYSTEM, token_name: str = "", person=None) -> Todo:
     text = _clean_step_text(text)
-    _require(todo)
+    was, _done = _current(todo)
     todo.text = text
     todo.save(update_fields=["text", "updated_at"])
     changed(todo.thread_id, "plan", [todo.pk])
+    if text != was:
+        _record(todo.thread_id, Action.RENAMED, f"Renamed {_quoted(was)} to {_quoted(text)}", **_by(author, token_name, person))
     return todo
 
 
 @transaction.atomic
-def todo_set_done(*, todo: Todo, done: bool) -> Todo:
-    _require(todo)
+def todo_set_done(*, todo: Todo, done: bool, author: str = Author.SYSTEM, token_name: str = "", person=None) -> Todo:
+    text, was_done = _current(todo)
     todo.done = bool(done)
     todo.save(update_fields=["done", "updated_at"])
     changed(todo.thread_id, "plan", [todo.pk])
+    if todo.done != was_done:
+        action, verb = (Action.TICKED, "Ticked") if todo.done else (Action.UNTICKED, "Unticked")
+        _record(todo.thread_id, action, f"{verb} {_quoted(text)}", **_by(author, token_name, person))
     return todo
 
 
 @transaction.atomic
-def todo_delete(*, todo: Todo) -> int:
+def todo_delete(*, todo: Todo, author: str = Author.SYSTEM, token_name: str = "", person=None) -> int:
     """Delete a step and its whole subtree; returns how many rows went."""
     todos = _plan(todo.thread_id)
     i = _row_of(todos, todo)
@@ -151,38 +256,51 @@ def todo_delete(*, todo: Todo) -> int:
     Todo.objects.filter(pk__in=[t.pk for t in doomed]).delete()
     _write(todos[:i] + todos[end:], depths[:i] + depths[end:])
     changed(todo.thread_id, "plan", [t.pk for t in doomed], reordered=True)
+    summary = f"Removed {_quoted(doomed[0].text)}" + (f" and {_sub_steps(len(doomed) - 1)}" if len(doomed) > 1 else "")
+    _record(todo.thread_id, Action.REMOVED, summary, **_by(author, token_name, person))
     return len(doomed)
 
 
 @transaction.atomic
-def todo_indent(*, todo: Todo) -> None:
+def todo_indent(*, todo: Todo, author: str = Author.SYSTEM, token_name: str = "", person=None) -> None:
     """Make the step (with its subtree) the last sub-step of its previous sibling."""
-    _rearrange(todo, plan_tree.indent)
+    _rearrange(todo, plan_tree.indent, verb="indent", by=_by(author, token_name, person))
 
 
 @transaction.atomic
-def todo_outdent(*, todo: Todo) -> None:
+def todo_outdent(*, todo: Todo, author: str = Author.SYSTEM, token_name: str = "", person=None) -> None:
     """Move the step (with its subtree) one level up, right after its parent's
     subtree; the steps that followed it stay under the old parent."""
-    _rearrange(todo, plan_tree.outdent)
+    _rearrange(todo, plan_tree.outdent, verb="outdent", by=_by(author, token_name, person))
 
 
 @transaction.atomic
-def todo_move(*, todo: Todo, direction: str) -> None:
+def todo_move(*, todo: Todo, direction: str, author: str = Author.SYSTEM, token_name: str = "", person=None) -> None:
     """Move one place up or down among its siblings, with its subtree."""
     if direction not in ("up", "down"):
         raise InvalidInput("Direction must be 'up' or 'down'.")
-    _rearrange(todo, lambda depths, i: plan_tree.move_step(depths, i, direction))
+    _rearrange(
+        todo,
+        lambda depths, i: plan_tree.move_step(depths, i, direction),
+        verb=direction,
+        by=_by(author, token_name, person),
+    )
 
 
 @transaction.atomic
-def todo_place(*, todo: Todo, before: Todo | None = None) -> None:
+def todo_place(*, todo: Todo, before: Todo | None = None, author: str = Author.SYSTEM, token_name: str = "", person=None) -> None:
     """A drag in the tree: the step (with its subtree) goes just before
     `before` (None: the end of the plan), which must keep it at its level
     among its siblings; a drop anywhere else is refused, nothing moves."""
     todos = _plan(todo.thread_id)
     target = None if before is None else _row_of(todos, before)
-    _rearrange(todo, lambda depths, i: plan_tree.place_before(depths, i, target), todos)
+    _rearrange(
+        todo,
+        lambda depths, i: plan_tree.place_before(depths, i, target),
+        todos,
+        verb="place",
+        by=_by(author, token_name, person),
+    )
 
 
 def _unique(todos: list[Todo]) -> list[Todo]:
@@ -203,7 +321,9 @@ def _targets(todos: list[Todo], indices) -> list[Todo]:
 
 
 @transaction.atomic
-def todos_toggle_by_index(*, thread: Thread, indices: list[int]) -> BatchResult:
+def todos_toggle_by_index(
+    *, thread: Thread, indices: list[int], author: str = Author.SYSTEM, token_name: str = "", person=None
+) -> BatchResult:
     todos = _plan(thread.pk)
     targets = _targets(todos, indices)
     numbers = dict(zip((t.pk for t in todos), plan_tree.outline_numbers(_depths(todos))))
@@ -217,11 +337,22 @@ def todos_toggle_by_index(*, thread: Thread, indices: list[int]) -> BatchResult:
     for todo in targets:
         result.done.append(f"{numbers[todo.pk]} '{todo.text}' marked {'done' if todo.done else 'not done'}")
     changed(thread.pk, "plan", [t.pk for t in targets])
+    ticked = [_quoted(t.text) for t in targets if t.done]
+    unticked = [_quoted(t.text) for t in targets if not t.done]
+    if ticked and unticked:
+        action, summary = Action.TOGGLED, f"Ticked {_listed(ticked)}; unticked {_listed(unticked)}"
+    elif ticked:
+        action, summary = Action.TICKED, f"Ticked {_listed(ticked)}"
+    else:
+        action, summary = Action.UNTICKED, f"Unticked {_listed(unticked)}"
+    _record(thread.pk, action, summary, **_by(author, token_name, person))
     return result
 
 
 @transaction.atomic
-def todos_update_by_index(*, thread: Thread, updates: list[dict]) -> BatchResult:
+def todos_update_by_index(
+    *, thread: Thread, updates: list[dict], author: str = Author.SYSTEM, token_name: str = "", person=None
+) -> BatchResult:
     todos = _plan(thread.pk)
     depths = _depths(todos)
     targets = [(todos[plan_tree.one_based(depths, u.get("index"))], u.get("text")) for u in updates]
@@ -234,20 +365,31 @@ def todos_update_by_index(*, thread: Thread, updates: list[dict]) -> BatchResult
         except InvalidInput as exc:
             raise InvalidInput(f"Update {n}: {exc.message}") from None
     result = BatchResult()
+    renames = []
     for todo, text in cleaned:
+        if text != todo.text:
+            renames.append(f"{_quoted(todo.text)} to {_quoted(text)}")
         todo.text = text
         todo.save(update_fields=["text", "updated_at"])
         result.done.append(f"rewrote step to '{todo.text}'")
     changed(thread.pk, "plan", [t.pk for t, _ in cleaned])
+    if renames:
+        listed = "; ".join(renames[:PLAN_SUMMARY_MAX_STEPS])
+        more = len(renames) - PLAN_SUMMARY_MAX_STEPS
+        summary = f"Renamed {listed}" if len(renames) == 1 else f"Renamed {_steps(len(renames))}: {listed}"
+        _record(thread.pk, Action.RENAMED, summary + (f" and {more} more" if more > 0 else ""), **_by(author, token_name, person))
     return result
 
 
 @transaction.atomic
-def todos_remove_by_index(*, thread: Thread, indices: list[int]) -> BatchResult:
+def todos_remove_by_index(
+    *, thread: Thread, indices: list[int], author: str = Author.SYSTEM, token_name: str = "", person=None
+) -> BatchResult:
     todos = _plan(thread.pk)
     targets = _targets(todos, indices)
     result = BatchResult()
     gone: set[int] = set()
+    names = []
     for todo in targets:
         if todo.pk in gone:
             continue  # already removed with an ancestor
@@ -258,7 +400,10 @@ def todos_remove_by_index(*, thread: Thread, indices: list[int]) -> BatchResult:
         removed = end - i
         del todos[i:end]
         result.done.append(f"removed '{todo.text}'" + (f" and {removed - 1} sub-steps" if removed > 1 else ""))
+        names.append(_quoted(todo.text) + (f" and {_sub_steps(removed - 1)}" if removed > 1 else ""))
     Todo.objects.filter(pk__in=gone).delete()
     _write(todos, _depths(todos))
     changed(thread.pk, "plan", gone, reordered=True)
+    summary = f"Removed {names[0]}" if len(names) == 1 else f"Removed {_steps(len(names))}: {_listed(names)}"
+    _record(thread.pk, Action.REMOVED, summary, **_by(author, token_name, person))
     return result

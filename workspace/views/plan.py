@@ -1,15 +1,19 @@
 """Plan: the todo tree. Each view validates its form, makes one service call
 on a step looked up inside this thread, and answers with the patch of what
 changed; the services keep the pre-order tree valid and refuse moves that
-would break it (nothing changed, the message shown where the person asked)."""
+would break it (nothing changed, the message shown where the person asked).
+Every change is recorded as the signed-in person's (docs/adr/0090); the
+plan's history is read a page at a time, by anyone who may see the thread."""
 
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import events
+from .. import events, selectors
 from ..errors import NotFound, WorkspaceError
-from ..forms import StepDoneForm, StepMoveForm, StepPlaceForm, StepTextForm, first_error
+from ..forms import PlanHistoryForm, StepDoneForm, StepMoveForm, StepPlaceForm, StepTextForm, first_error
 from ..models import Todo
 from ..selectors import Access
 from ..services import plan as plan_services
@@ -17,6 +21,12 @@ from .common import act_on_row, changed, get_thread_for_user, in_thread_or_none,
 
 PANEL = "plan"
 STEP_GONE = "That step no longer exists (it may have been deleted in another tab); the plan now shows what is left."
+HISTORY = "workspace/panels/plan.html"
+
+
+def _by(request) -> dict:
+    """Who the plan's history records for this request's change."""
+    return {"author": plan_services.Author.PERSON, "person": request.user}
 
 
 @login_required
@@ -35,7 +45,7 @@ def step_add(request, thread_id):
         return refused(request, PANEL, thread=thread, message=first_error(form), target="add", values=request.POST)
     with events.collecting() as changes:
         try:
-            plan_services.todo_add(thread=thread, text=form.cleaned_data["text"])
+            plan_services.todo_add(thread=thread, text=form.cleaned_data["text"], **_by(request))
         except WorkspaceError as exc:
             return refused(request, PANEL, thread=thread, message=exc.message, target="add", values=request.POST)
     return changed(request, thread, changes)
@@ -50,7 +60,7 @@ def _on_step(request, thread_id, pk, action, **options):
 @require_POST
 def step_add_child(request, thread_id, pk):
     def add(todo, data):
-        plan_services.todo_add(thread=todo.thread, text=data["text"], parent=todo)
+        plan_services.todo_add(thread=todo.thread, text=data["text"], parent=todo, **_by(request))
 
     return _on_step(request, thread_id, pk, add, form_class=StepTextForm, target="child")
 
@@ -62,7 +72,7 @@ def step_update(request, thread_id, pk):
         request,
         thread_id,
         pk,
-        lambda todo, data: plan_services.todo_update_text(todo=todo, text=data["text"]),
+        lambda todo, data: plan_services.todo_update_text(todo=todo, text=data["text"], **_by(request)),
         form_class=StepTextForm,
         target="edit",
     )
@@ -75,7 +85,7 @@ def step_done(request, thread_id, pk):
         request,
         thread_id,
         pk,
-        lambda todo, data: plan_services.todo_set_done(todo=todo, done=data["done"]),
+        lambda todo, data: plan_services.todo_set_done(todo=todo, done=data["done"], **_by(request)),
         form_class=StepDoneForm,
     )
 
@@ -83,19 +93,19 @@ def step_done(request, thread_id, pk):
 @login_required
 @require_POST
 def step_delete(request, thread_id, pk):
-    return _on_step(request, thread_id, pk, lambda todo, data: plan_services.todo_delete(todo=todo))
+    return _on_step(request, thread_id, pk, lambda todo, data: plan_services.todo_delete(todo=todo, **_by(request)))
 
 
 @login_required
 @require_POST
 def step_indent(request, thread_id, pk):
-    return _on_step(request, thread_id, pk, lambda todo, data: plan_services.todo_indent(todo=todo))
+    return _on_step(request, thread_id, pk, lambda todo, data: plan_services.todo_indent(todo=todo, **_by(request)))
 
 
 @login_required
 @require_POST
 def step_outdent(request, thread_id, pk):
-    return _on_step(request, thread_id, pk, lambda todo, data: plan_services.todo_outdent(todo=todo))
+    return _on_step(request, thread_id, pk, lambda todo, data: plan_services.todo_outdent(todo=todo, **_by(request)))
 
 
 @login_required
@@ -105,7 +115,7 @@ def step_move(request, thread_id, pk):
         request,
         thread_id,
         pk,
-        lambda todo, data: plan_services.todo_move(todo=todo, direction=data["direction"]),
+        lambda todo, data: plan_services.todo_move(todo=todo, direction=data["direction"], **_by(request)),
         form_class=StepMoveForm,
     )
 
@@ -122,13 +132,29 @@ def step_place(request, thread_id, pk):
             before = in_thread_or_none(Todo, thread=todo.thread, pk=data["before"])
             if before is None:
                 raise NotFound(STEP_GONE)
-        plan_services.todo_place(todo=todo, before=before)
+        plan_services.todo_place(todo=todo, before=before, **_by(request))
 
     return _on_step(request, thread_id, pk, place, form_class=StepPlaceForm)
 
 
+@login_required
+@require_GET
+def plan_history(request, thread_id):
+    """The plan's history, newest first: the popover's content, or with
+    `before` the page of older changes that takes the place of its
+    "Show older changes" row."""
+    thread = get_thread_for_user(request, thread_id, Access.VIEW)
+    form = PlanHistoryForm(request.GET)
+    if not form.is_valid():
+        return HttpResponse(first_error(form), status=400, content_type="text/plain; charset=utf-8")
+    before = form.cleaned_data["before"]
+    context = {"thread": thread, "page": selectors.plan_history(thread=thread, before=before)}
+    return render(request, f"{HISTORY}#{'history' if before is None else 'entries'}", context)
+
+
 urlpatterns = [
     path("plan/", plan_panel, name="plan"),
+    path("plan/history/", plan_history, name="plan-history"),
     path("plan/add/", step_add, name="plan-add"),
     path("plan/<row:pk>/add/", step_add_child, name="plan-add-child"),
     path("plan/<row:pk>/edit/", step_update, name="plan-update"),

@@ -17,13 +17,14 @@ def tools_by_name() -> dict:
     return {tool.name: tool for tool in build_tools()}
 
 
-def runtime_for(thread, turn_index: int = 0, seen_version: int | None = None) -> ToolRuntime:
+def runtime_for(thread, turn_index: int = 0, seen_version: int | None = None, person=None) -> ToolRuntime:
     """What LangGraph's tools node injects as a tool's `runtime` during a run;
     `seen_version` is the document version the run's latest model call was
-    shown (the prompt middleware records it; None: no model call yet)."""
+    shown (the prompt middleware records it; None: no model call yet);
+    `person` whose message the turn answers."""
     return ToolRuntime(
         state={"messages": []},
-        context=AgentContext(thread=thread, turn_index=turn_index, seen=Seen(document_version=seen_version)),
+        context=AgentContext(thread=thread, turn_index=turn_index, seen=Seen(document_version=seen_version), person=person),
         config={},
         stream_writer=lambda _chunk: None,
         tool_call_id="test-call",
@@ -32,12 +33,19 @@ def runtime_for(thread, turn_index: int = 0, seen_version: int | None = None) ->
 
 
 async def call(
-    thread, name: str, reason: str | None = REASON, *, turn_index: int = 0, seen_version: int | None = None, **args
+    thread,
+    name: str,
+    reason: str | None = REASON,
+    *,
+    turn_index: int = 0,
+    seen_version: int | None = None,
+    person=None,
+    **args,
 ) -> dict:
     """Invoke tool `name` on `thread` with `args` and return the parsed envelope."""
     if reason is not None:
         args["action_and_reasoning"] = reason
-    runtime = runtime_for(thread, turn_index, seen_version)
+    runtime = runtime_for(thread, turn_index, seen_version, person)
     content = await tools_by_name()[name].ainvoke({**args, "runtime": runtime})
     return json.loads(content)
 

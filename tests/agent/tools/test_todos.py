@@ -96,3 +96,56 @@ async def test_list_todos_shows_indices_numbers_and_marks(thread):
     await call(thread, "toggle_todos", indices=[2])
     result = await call(thread, "list_todos")
     assert result["summary"] == "#1 [ ] 1 Outline\n  #2 [x] 1.1 Draft 1\n#3 [ ] 2 Cite"
+
+
+# --- the plan's history (docs/adr/0090) ------------------------------------------
+
+
+def _history(thread):
+    from workspace.models import PlanChange
+
+    return list(
+        PlanChange.objects.filter(thread=thread)
+        .order_by("id")
+        .values_list("summary", "author", "person_username", "token_name", "turn_index")
+    )
+
+
+async def test_each_plan_tool_call_is_one_entry_of_the_history_by_the_agent_for_the_turns_person(owner, thread):
+    from workspace.models import Thread
+
+    await db(Thread.objects.filter(pk=thread.pk).update, turn_index=2)
+    by = {"person": owner, "turn_index": 2}
+    await call(thread, "add_todos", steps=[{"text": "Plan", "depth": 0}, {"text": "Draft", "depth": 1}], **by)
+    await call(thread, "toggle_todos", indices=[1, 2], **by)
+    await call(thread, "update_todos", updates=[{"index": 2, "text": "Draft it"}], **by)
+    await call(thread, "remove_todos", indices=[1], **by)
+    await call(thread, "list_todos", **by)  # reads: no entry
+
+    assert await db(_history, thread) == [
+        ("Added 2 steps: “Plan”, “Draft”", "agent", "owner", "", 2),
+        ("Ticked “Plan”, “Draft”", "agent", "owner", "", 2),
+        ("Renamed “Draft” to “Draft it”", "agent", "owner", "", 2),
+        ("Removed “Plan” and its sub-step", "agent", "owner", "", 2),
+    ]
+
+
+async def test_a_failed_plan_tool_call_adds_nothing_to_the_history(owner, thread):
+    await call(thread, "add_todos", steps=[{"text": "Only"}], person=owner)
+
+    result = await call(thread, "toggle_todos", indices=[1, 7], person=owner)
+
+    assert result["success"] is False
+    assert [summary for summary, *_ in await db(_history, thread)] == ["Added “Only”"]
+
+
+async def test_a_plan_tool_called_through_mcp_is_the_persons_with_the_token(owner, thread):
+    from agent.context import Author
+    from agent.tools.decorator import run_tool_call
+    from agent.tools.todos import add_todos
+
+    author = Author(kind="mcp", token_name="laptop", person=owner)
+    arguments = {"action_and_reasoning": "Adding a step.", "steps": [{"text": "From the laptop"}]}
+    await db(run_tool_call, add_todos.tool_spec, thread, arguments, author=author)
+
+    assert await db(_history, thread) == [("Added “From the laptop”", "mcp", "owner", "laptop", 0)]
