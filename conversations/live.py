@@ -407,6 +407,10 @@ class _Relay:
             except asyncio.CancelledError:
                 raise
             except Exception:
+                if asyncio.current_task().cancelling():
+                    # A cancelled receive can end in another error
+                    # (channels-redis checks its lock as it unwinds): stop all the same.
+                    raise
                 logger.exception("the relay could not receive; trying again")
                 await asyncio.sleep(RELAY_RETRY_SECONDS)
                 continue
