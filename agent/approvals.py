@@ -153,13 +153,20 @@ def _preferences_request(thread, args: dict) -> ApprovalRequest | None:
 RULES = {"update_document": _document_request, "remove_todos": _plan_request, "remove_preferences": _preferences_request}
 
 
+def may_ask(tool_call: dict) -> bool:
+    """Whether `tool_call` is of a kind that may need the person's approval:
+    only those are looked at in the database (approval_request), so the
+    other calls make no trip to the database thread for it."""
+    return (tool_call.get("name") or "") in RULES and isinstance(tool_call.get("args"), dict)
+
+
 def approval_request(thread, tool_call: dict) -> ApprovalRequest | None:
     """What the person is asked before `tool_call` runs, or None when it
     may run without asking. Only reads."""
-    rule = RULES.get(tool_call.get("name") or "")
-    args = tool_call.get("args")
-    if rule is None or not isinstance(args, dict):
+    if not may_ask(tool_call):
         return None
+    rule = RULES[tool_call["name"]]
+    args = tool_call["args"]
     usable_connections()
     request = rule(thread, args)
     if request is None:
@@ -216,7 +223,7 @@ class ApprovalMiddleware(AgentMiddleware):
 
     async def awrap_tool_call(self, request, handler):
         context: AgentContext = request.runtime.context
-        asked = await sync_to_async(approval_request)(context.thread, request.tool_call)
+        asked = await sync_to_async(approval_request)(context.thread, request.tool_call) if may_ask(request.tool_call) else None
         return self._ask(request, asked) or await handler(request)
 
     def wrap_tool_call(self, request, handler):

@@ -6,3 +6,8 @@ class AgentConfig(AppConfig):
     name = "agent"
     # The admin's heading for the model catalogue (agent.models).
     verbose_name = "Models and providers"
+
+    def ready(self) -> None:
+        from .tracing import run_untraced_calls_inline
+
+        run_untraced_calls_inline()

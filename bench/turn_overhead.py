@@ -17,6 +17,9 @@ Figures:
 - token delay: model yields a token -> the live layer's group_send carrying it,
   tokens 2 ms apart (target: a few ms)
 
+Both run in this process with production settings (DEBUG off), as the
+servers of bench/load.py do.
+
 Run: .venv/bin/python -m bench.turn_overhead [--steps 8] [--repeats 15]
 Times are medians over interleaved repeats; the machine is noisy, the ratios
 are what to compare.
@@ -38,6 +41,12 @@ BENCH_DIR = Path(tempfile.mkdtemp(prefix="haico-bench-"))
 os.environ["DATABASE_URL"] = f"sqlite:///{BENCH_DIR / 'bench.sqlite3'}"
 os.environ.pop("REDIS_URL", None)
 os.environ["HAICO_LOG_LEVEL"] = "WARNING"  # the per-tool INFO lines would drown the figures
+# Production settings, as the servers of bench/load.py run: with DEBUG on,
+# Django formats (and on SQLite re-quotes through the database) every query
+# it runs, about 1 ms of a turn that no server pays.
+os.environ.setdefault("DEBUG", "False")
+os.environ.setdefault("SECRET_KEY", os.urandom(32).hex())
+os.environ.setdefault("SECURE_SSL_REDIRECT", "False")
 for name in list(os.environ):
     if name.startswith(("OPENAI_", "LANGSMITH_", "LANGCHAIN_")):
         del os.environ[name]

@@ -36,6 +36,10 @@ def store_text(model, text: str, *, base=None, base_text: str | None = None):
     document before this write); used only if it hashes to the base's key,
     else the base is read back. Call it inside a transaction."""
     key = digest(text)
+    if base is not None and base.sha256 == key:
+        # Unchanged since the base (most fields of most snapshots): it is the
+        # blob that text is stored in, the key being unique.
+        return base
     found = model.objects.filter(sha256=key).first()
     if found is not None:
         return found

@@ -40,7 +40,7 @@ from ..archive import discard_abandoned_imports
 from ..branch_cleanup import abandoned_after, discard_abandoned_branches, discard_orphaned_histories
 from ..errors import ConversationError
 from ..live import publisher
-from ..models import Account, Turn
+from ..models import Account
 from ..selectors import latest_turn_row
 from . import approval_claims, fragments, outcome, slot
 from .approval_record import TurnApproval
@@ -194,7 +194,7 @@ def _begin(
     person = user if user is not None else thread.owner
     windows = person_may_start(person)
     choice = catalogue.choice_for(person, model_name)
-    turn_index, _snapshot = slot.turn_begin(
+    row, _snapshot = slot.turn_claim(
         thread=thread,
         user_message=user_message,
         model_name=choice.key if choice else None,
@@ -204,8 +204,7 @@ def _begin(
         activate_branch=activate_branch,
         person=person,
     )
-    turn_id = Turn.objects.filter(thread_id=thread.pk, index=turn_index).values_list("pk", flat=True).first()
-    return _Start(turn_index=turn_index, turn_id=turn_id, user_id=person.pk, model=choice, windows=windows, person=person)
+    return _Start(turn_index=row.index, turn_id=row.pk, user_id=person.pk, model=choice, windows=windows, person=person)
 
 
 async def start_turn(

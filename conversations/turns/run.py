@@ -116,10 +116,23 @@ def _store_usage(rows: list[dict]) -> None:
         logger.exception("could not store the usage of %d model call(s)", len(rows))
 
 
-def _finish(*, usage: list[dict], **kwargs) -> None:
-    """The turn's end, then its last model calls' usage, in one database hop."""
-    slot.turn_finish(**kwargs)
-    _store_usage(usage)
+def _finish(*, usage: list[dict], **kwargs) -> dict:
+    """In one database hop: the turn's end, then its last model calls'
+    usage; and, whether or not those could be stored, what every open map
+    of the family needs now (trajectory.turn_ended_patches, by thread)."""
+    thread_id, turn_index = kwargs["thread"].pk, kwargs["turn_index"]
+    try:
+        slot.turn_finish(**kwargs)
+        _store_usage(usage)
+    except Exception:
+        logger.exception("could not release the turn slot of thread %s", thread_id)
+    try:
+        # The ended turn is a new node on every open map of the family;
+        # this thread's goes with the turn's end.
+        return trajectory.turn_ended_patches(thread_id=thread_id, turn_index=turn_index)
+    except Exception:
+        logger.exception("could not update the trajectory map of thread %s", thread_id)
+        return {}
 
 
 def _await_approval(*, usage: list[dict], **kwargs) -> bool:
@@ -401,7 +414,7 @@ class TurnRun:
         elif status == Turn.Status.COMPLETE and self.limit_notice:
             notice = self.limit_notice
         try:
-            await database_sync_to_async(_finish)(
+            maps = await database_sync_to_async(_finish)(
                 thread=self.thread,
                 turn_index=self.turn_index,
                 status=status,
@@ -411,15 +424,8 @@ class TurnRun:
                 usage=self.unsaved_usage(),
             )
         except Exception:
+            # The hop itself (its connection check) failed.
             logger.exception("could not release the turn slot of thread %s", self.thread.pk)
-        try:
-            # The ended turn is a new node on every open map of the
-            # family; this thread's goes with the turn's end.
-            maps = await database_sync_to_async(trajectory.turn_ended_patches)(
-                thread_id=self.thread.pk, turn_index=self.turn_index
-            )
-        except Exception:
-            logger.exception("could not update the trajectory map of thread %s", self.thread.pk)
             maps = {}
         ending = outcome.marker(status=status, cut_off=cut_off, notice=notice, answered=bool(answer.strip()))
 

@@ -86,7 +86,6 @@ def _occupy(locked: Thread, slot: TurnSlot | None, turn_index: int, *, now) -> N
         TurnSlot.objects.filter(thread_id=locked.pk).update(turn_index=turn_index, since=now, cancel_requested=False)
 
 
-@transaction.atomic
 def turn_begin(
     *,
     thread: Thread,
@@ -98,6 +97,32 @@ def turn_begin(
     activate_branch: bool = False,
     person=None,
 ) -> tuple[int, WorkspaceSnapshot]:
+    """`turn_claim`, returning the new turn's index and its snapshot."""
+    row, snapshot = turn_claim(
+        thread=thread,
+        user_message=user_message,
+        model_name=model_name,
+        retry_of=retry_of,
+        mode=mode,
+        selection=selection,
+        activate_branch=activate_branch,
+        person=person,
+    )
+    return row.index, snapshot
+
+
+@transaction.atomic
+def turn_claim(
+    *,
+    thread: Thread,
+    user_message: str,
+    model_name: str | None = None,
+    retry_of: int | None = None,
+    mode: str | None = None,
+    selection: Selection | None = None,
+    activate_branch: bool = False,
+    person=None,
+) -> tuple[Turn, WorkspaceSnapshot]:
     """Claim the thread's single running-turn slot, bump the turn counter,
     record the turn row and snapshot the workspace, all before the agent runs.
     The row records who sent it (`person`), the turn's `mode` (None: the
@@ -146,7 +171,7 @@ def turn_begin(
         update_fields.append("title")
         announce_thread(locked)
     locked.save(update_fields=update_fields)
-    Turn.objects.create(
+    row = Turn.objects.create(
         thread=locked,
         index=locked.turn_index,
         user_message=user_message,
@@ -167,7 +192,7 @@ def turn_begin(
         transaction.on_commit(lambda: publish_turn_versions(thread_id=thread_id, turn_index=turn_index))
     for name in ("turn_index", "title"):
         setattr(thread, name, getattr(locked, name))
-    return locked.turn_index, snapshot
+    return row, snapshot
 
 
 def _check_running_turns_of(owner_id, *, now, limit: int) -> None:

@@ -176,3 +176,26 @@ async def test_an_approval_answer_the_run_was_not_told_about_runs_nothing(thread
     assert tool_result.status == "error" and "no answer to it is known" in tool_result.content
     assert (await sync_to_async(selectors.document_for)(thread=thread)).content == REPORT
     assert not (await graph.aget_state(config)).interrupts
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_call_of_a_tool_that_never_asks_runs_without_an_approval_lookup(thread, monkeypatch):
+    # Only the kinds of call that may ask are looked at in the database (one
+    # trip to the database thread fewer for every other step of a turn).
+    from agent import approvals
+
+    looked_up = []
+    real = approvals.approval_request
+    monkeypatch.setattr(approvals, "approval_request", lambda *args: looked_up.append(args[1]["name"]) or real(*args))
+    model = ScriptedChatModel(
+        script=[
+            Reply(tool_calls=[tool_call("set_objective", "Setting the goal.", text="Ship the report")]),
+            Reply(tool_calls=[tool_call("update_document", "Writing it.", content="A short report.")]),
+            Reply(text="Done."),
+        ]
+    )
+    config = {"configurable": {"thread_id": str(thread.pk)}}
+    await _graph(model).ainvoke({"messages": [HumanMessage("go")]}, config, context=AgentContext(thread=thread, turn_index=1))
+    assert looked_up == ["update_document"]
+    assert (await sync_to_async(selectors.document_for)(thread=thread)).content == "A short report."
+    assert (await sync_to_async(selectors.objective_for)(thread=thread)).text == "Ship the report"

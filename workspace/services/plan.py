@@ -333,7 +333,13 @@ def todos_toggle_by_index(
     now = timezone.now()
     for todo in targets:
         todo.done, todo.updated_at = not todo.done, now
-    Todo.objects.bulk_update(targets, ["done", "updated_at"])
+    # At most two plain UPDATEs (those now done, those now not done):
+    # bulk_update's CASE per row cost three times as much to build, for the
+    # one or two steps a tick usually is.
+    for done in (True, False):
+        ids = [todo.pk for todo in targets if todo.done is done]
+        if ids:
+            Todo.objects.filter(pk__in=ids).update(done=done, updated_at=now)
     for todo in targets:
         result.done.append(f"{numbers[todo.pk]} '{todo.text}' marked {'done' if todo.done else 'not done'}")
     changed(thread.pk, "plan", [t.pk for t in targets])

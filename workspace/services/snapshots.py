@@ -59,24 +59,38 @@ def snapshot_store(
     """Write one snapshot, its texts stored against the thread's previous
     snapshot (the turn's capture, or an imported archive's, in turn order,
     with the archive's time)."""
+    # The previous snapshot's blobs by id and key only: a field whose text is
+    # unchanged (most fields of most turns) is the same blob, and only a
+    # changed one needs its base's row, to be stored as a delta against it.
+    # (Read with the blobs joined, the ORDER BY over their ~40 columns cost
+    # more than the rest of the claim's reads: docs/adr/0089.)
     previous = (
         WorkspaceSnapshot.objects.filter(thread=thread, turn_index__lt=turn_index)
-        .select_related("document_body", "preferences_body", "todos_body")
         .order_by("-turn_index")
+        .values_list(*(f"{field}_id" for field in _BODIES), *(f"{field}__sha256" for field in _BODIES))
         .first()
     )
 
-    def stored(text: str, field: str) -> ContentBlob:
-        return content_store.store_text(ContentBlob, text, base=getattr(previous, field) if previous else None)
+    def stored(text: str, field: str) -> int:
+        if previous is None:
+            return content_store.store_text(ContentBlob, text).pk
+        position = _BODIES.index(field)
+        base_id, base_key = previous[position], previous[len(_BODIES) + position]
+        if content_store.digest(text) == base_key:
+            return base_id
+        return content_store.store_text(ContentBlob, text, base=ContentBlob.objects.get(pk=base_id)).pk
 
     return WorkspaceSnapshot.objects.create(
         thread=thread,
         turn_index=turn_index,
         user_message=user_message,
         document_title=document_title,
-        document_body=stored(document_content, "document_body"),
+        document_body_id=stored(document_content, "document_body"),
         objective_text=objective_text,
-        preferences_body=stored(snapshot_json(preferences), "preferences_body"),
-        todos_body=stored(snapshot_json(todos), "todos_body"),
+        preferences_body_id=stored(snapshot_json(preferences), "preferences_body"),
+        todos_body_id=stored(snapshot_json(todos), "todos_body"),
         captured_at=captured_at or timezone.now(),
     )
+
+
+_BODIES = ("document_body", "preferences_body", "todos_body")

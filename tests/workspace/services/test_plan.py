@@ -180,6 +180,16 @@ def test_todos_toggle_by_index_reports_outline_numbers_and_ignores_duplicates(th
     assert not Todo.objects.get(text="B").done
 
 
+def test_todos_toggle_by_index_flips_done_and_open_steps_in_one_call(thread):
+    _outline(thread, ("A", 0), ("B", 0), ("C", 0))
+    plan_services.todos_toggle_by_index(thread=thread, indices=[1])
+    before = Todo.objects.get(text="A").updated_at
+    result = plan_services.todos_toggle_by_index(thread=thread, indices=[1, 3])
+    assert result.done == ["1 'A' marked not done", "3 'C' marked done"]
+    assert dict(Todo.objects.values_list("text", "done")) == {"A": False, "B": False, "C": True}
+    assert Todo.objects.get(text="A").updated_at > before
+
+
 def test_todos_toggle_by_index_out_of_range_changes_nothing(thread):
     _outline(thread, ("A", 0))
     with pytest.raises(InvalidInput) as exc:

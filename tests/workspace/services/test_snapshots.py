@@ -80,6 +80,21 @@ def test_an_unchanged_workspace_costs_a_reference(thread):
     assert ContentBlob.objects.count() == 3  # the document, the preferences and the plan, once each
 
 
+def test_an_unchanged_field_reuses_the_previous_snapshots_blob_without_looking_it_up(thread, django_assert_num_queries):
+    # Before a turn only the workspace reading, the previous snapshot and the
+    # insert are needed when nothing changed: no blob is searched by its hash.
+    document_services.document_save(thread=thread, title="Doc", content="Body text " * 1000)
+    first = snapshots_services.snapshot_capture(thread=thread, turn_index=1, user_message="m1")
+    with django_assert_num_queries(8):  # savepoint, 4 reads, the previous snapshot, insert, release
+        second = snapshots_services.snapshot_capture(thread=thread, turn_index=2, user_message="m2")
+    assert (second.document_body_id, second.preferences_body_id, second.todos_body_id) == (
+        first.document_body_id,
+        first.preferences_body_id,
+        first.todos_body_id,
+    )
+    assert WorkspaceSnapshot.objects.get(pk=second.pk).document_content == "Body text " * 1000
+
+
 def test_a_small_edit_is_stored_as_a_small_delta_against_the_previous_turn(thread):
     text = "".join(f"Paragraph {i}, long enough to matter in a document.\n" for i in range(600))
     document_services.document_save(thread=thread, title="Doc", content=text)
