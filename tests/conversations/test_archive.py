@@ -401,7 +401,7 @@ def test_the_recovery_removes_an_import_its_server_died_in(thread, owner):
     assert Thread.objects.filter(pk=done.pk, is_deleted=False).exists()
 
 
-def test_a_large_import_keeps_nobody_elses_writes_waiting(thread, owner, other_user):
+def test_a_large_import_keeps_nobody_elses_writes_waiting(thread, owner, other_user, monkeypatch):
     """A 12 MB archive (200 versions of a 40 000-character document, 100
     snapshots) written while another person renames their thread
     every 20 ms: on SQLite (one writer at a time) none of those renames
@@ -412,7 +412,13 @@ def test_a_large_import_keeps_nobody_elses_writes_waiting(thread, owner, other_u
 
     from django.db import connection, connections
 
+    from conversations import archive as archive_module
     from conversations.services import thread_create, thread_rename
+
+    # Short steps, so the import is several transactions however fast the
+    # machine writes (at 0.2 s a fast one needs only two, and one rename's
+    # wait for one of them is then most of the import).
+    monkeypatch.setattr(archive_module, "IMPORT_STEP_SECONDS", 0.05)
 
     theirs = thread_create(owner=other_user, title="Theirs")
     archive = _archive_of_size(_archive_with_a_turn(thread), revisions=200, chars=40_000, snapshots=100)
