@@ -165,11 +165,13 @@ if REDIS_URL:
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
                 "hosts": [{"address": REDIS_URL, **REDIS_HOST_OPTIONS}],
-                # Messages waiting per page; past this the layer drops them
-                # (the page notices the gap and reloads what it shows).
+                # Messages waiting per server process (its channels share one
+                # Redis key); past this the layer drops them (a page notices
+                # the gap and reloads what it shows).
                 "capacity": env.int("CHANNEL_CAPACITY", default=1000),
                 "expiry": 60,
-                # Open pages renew their membership every hour (conversations.consumers).
+                # Memberships are renewed every hour: a thread's by the
+                # process's relay (conversations.live), a session's by its pages.
                 "group_expiry": 86400,
             },
         }
