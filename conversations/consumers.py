@@ -435,14 +435,12 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=html)
 
     async def thread_fragment(self, event):
-        """Another process's pushes, through the channel layer. Our own
-        process's were delivered already. A gap in a process's sequence
-        numbers means a message was lost on the way: the page reloads the
-        workspace it shows (the chat's end-of-turn fragments replace a turn
-        whole, so a lost token there heals itself)."""
+        """Another process's pushes, handed over by this process's relay
+        (conversations.live), which keeps our own process's back. A gap in a
+        process's sequence numbers means a message was lost on the way: the
+        page reloads the workspace it shows (the chat's end-of-turn fragments
+        replace a turn whole, so a lost token there heals itself)."""
         origin, seq = event.get("origin"), event.get("seq")
-        if origin == publisher.origin:
-            return
         if origin is not None and isinstance(seq, int):
             last = self._seen.get(origin)
             self._seen[origin] = seq
@@ -527,9 +525,8 @@ class StaffThreadConsumer(AsyncWebsocketConsumer):
         self._changed()
 
     async def thread_fragment(self, event):
-        """Another process's pushes; our own process's were delivered already."""
-        if event.get("origin") != publisher.origin:
-            self._changed()
+        """Another process's pushes, handed over by this process's relay."""
+        self._changed()
 
     def _changed(self):
         if self._refresh is None or self._refresh.done():

@@ -348,8 +348,8 @@ class _Relay:
     handed to each of its pages of the thread here. A fragment is handed over
     in order, in the relay's task (`thread_fragment`, which notices a gap in
     a process's sequence numbers); any other event (`thread_access`) is
-    passed on to each page's own channel. The relay's own process's fragments are dropped: its
-    pages were handed them directly."""
+    passed on to each page's own channel. This process's own fragments are
+    dropped here, so no page sees them twice: they were handed over directly."""
 
     def __init__(self, publisher: Publisher):
         self.publisher = publisher
@@ -375,9 +375,9 @@ class _Relay:
             await layer.group_add(group, self.channel)
             self.groups.add(group)
             if self._receiver is None:
-                # From an empty context: the pages' handlers make database
-                # calls of their own, which a context inherited from a
-                # writer's worker thread would refuse as nested.
+                # From an empty context: the relay outlives the page whose
+                # connect started it and must not carry that page's context
+                # (asgiref's markers of whose sync thread it may use).
                 loop = asyncio.get_running_loop()
                 self._receiver = loop.create_task(self._receive(layer), context=contextvars.Context())
                 self._renewal = loop.create_task(self._renew(layer), context=contextvars.Context())
