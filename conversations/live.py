@@ -413,6 +413,9 @@ class _Relay:
                     raise
                 logger.exception("the relay could not receive; trying again")
                 await asyncio.sleep(RELAY_RETRY_SECONDS)
+                # Redis may have restarted empty, the groups' members gone
+                # while this process's pages stayed open.
+                await self._rejoin(layer)
                 continue
             await self._hand_over(layer, message)
 
@@ -440,11 +443,15 @@ class _Relay:
     async def _renew(self, layer) -> None:
         while True:
             await asyncio.sleep(RENEW_GROUP_SECONDS)
-            for group in list(self.groups):
-                try:
-                    await layer.group_add(group, self.channel)
-                except Exception:
-                    logger.exception("the relay could not renew its membership of %s", group)
+            await self._rejoin(layer)
+
+    async def _rejoin(self, layer) -> None:
+        """Add the channel to its groups again (adding is idempotent)."""
+        for group in list(self.groups):
+            try:
+                await layer.group_add(group, self.channel)
+            except Exception:
+                logger.exception("the relay could not renew its membership of %s", group)
 
 
 def _fitting(group: str, html: str, too_big: str) -> tuple[str, int]:

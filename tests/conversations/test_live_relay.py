@@ -142,3 +142,44 @@ async def test_joins_and_leaves_at_once_leave_the_relay_in_the_group_while_a_pag
     other_process.publish(thread_id, "<p>still here</p>")
     await _until(lambda: second.fragments == ["<p>still here</p>"])
     await this_process.leave(thread_id, second)
+
+
+async def test_after_redis_lost_its_groups_the_relay_joins_them_again_and_pages_get_frames(redis_layer, monkeypatch):
+    thread_id = uuid.uuid4()
+    this_process = Publisher()
+    this_process.attach()
+    page = Page(await redis_layer.new_channel())
+    await this_process.join(thread_id, page)
+    monkeypatch.setattr(live, "RELAY_RETRY_SECONDS", 0.05)
+
+    # Redis restarts empty: the group's members are gone, and the relay's
+    # pending read fails once, while the page stays open.
+    async with redis_layer.connection(redis_layer.consistent_hash(group_name(thread_id))) as connection:
+        await connection.delete(redis_layer._group_key(group_name(thread_id)))
+    real_receive = redis_layer.receive
+    failed = []
+
+    async def receive_failing_once(channel):
+        if not failed:
+            failed.append(channel)
+            raise ConnectionError("Redis restarted")
+        return await real_receive(channel)
+
+    monkeypatch.setattr(redis_layer, "receive", receive_failing_once)
+    this_process._relay._receiver.cancel()
+    this_process._relay._receiver = asyncio.get_running_loop().create_task(this_process._relay._receive(redis_layer))
+    await _until(lambda: bool(failed))
+
+    other_process = Publisher()
+    other_process.attach()
+
+    async def member_again():
+        return await _members_in_redis(redis_layer, group_name(thread_id)) == [this_process._relay.channel]
+
+    deadline = asyncio.get_running_loop().time() + 3
+    while not await member_again():
+        assert asyncio.get_running_loop().time() < deadline, "the relay did not join the group again"
+        await asyncio.sleep(0.02)
+    other_process.publish(thread_id, "<p>after the restart</p>")
+    await _until(lambda: page.fragments == ["<p>after the restart</p>"])
+    await this_process.leave(thread_id, page)
