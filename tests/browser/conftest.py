@@ -143,6 +143,9 @@ def server_env(
             "HAICO_MODEL": "",
             "HAICO_MODELS": "",
             "PYTHONUNBUFFERED": "1",
+            # A server that dies of a signal (a crash in a C extension) writes
+            # every thread's stack to its log before it goes.
+            "PYTHONFAULTHANDLER": "1",
         }
     )
     env.update(extra_env or {})
@@ -212,6 +215,15 @@ class HaicoServer:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no server log)"
+
+    def state(self) -> str:
+        """"running", or how the server process ended ("exited with 1", "killed by SIGSEGV")."""
+        returncode = self.process.poll() if self.process is not None else None
+        if returncode is None:
+            return "running"
+        if returncode < 0:
+            return f"killed by {signal.Signals(-returncode).name}"
+        return f"exited with {returncode}"
 
     @property
     def port(self) -> int:
@@ -337,9 +349,12 @@ def start_haico_server(_migrated_db_template, request):
 
     failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
     for server in started:
+        # Whether the server was still running when the test failed tells a
+        # stuck server from one that died (a page then shows "Reconnecting…").
+        state = server.state() if failed else ""
         server.stop()
         if failed:
-            print(f"--- server log ({server.log_path}) ---\n{server.log_tail()}")
+            print(f"--- server log ({server.log_path}), {state} ---\n{server.log_tail()}")
         else:
             shutil.rmtree(server.log_path.parent, ignore_errors=True)
 
