@@ -129,6 +129,10 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(self.session_group, self.channel_name)
         await self.accept()
         await publisher.join(self.thread.pk, self)
+        if self.thread.owner_id != user.pk and await self._current_thread(level=Access.VIEW) is None:
+            # Removed between the check above and the join: the access event
+            # that says so may have gone out before this page could hear it.
+            return
         registry.warm_up()
         # After joining the group: the presence push reaches this page too.
         await database_sync_to_async(presence.presence_open)(thread_id=self.thread.pk, user=user, channel_name=self.channel_name)

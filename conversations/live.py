@@ -17,17 +17,19 @@ small under load without delaying a token when the server is idle
 (docs/adr/0007).
 
 The open pages of this process are handed their fragments directly (the
-consumers register with `join`); the channel layer carries them to other
-processes only, and only when there may be any: with the in-memory layer
-(one process) a send goes to the layer only if something other than this
-process listens there. Each layer message carries this process's id and a
-per-group sequence number, so a page can tell when one went missing
+consumers register with `join`), after the copy for the other processes is
+sent. That copy goes by Redis pub/sub when the channel layer is Redis's
+(conversations.live_bus: one round trip, pushed at once), through the layer
+otherwise, and only when there may be other processes: with the in-memory
+layer (one process) a send goes to the layer only if something other than
+this process listens there. Each such message carries this process's id
+and a per-group sequence number, so a page can tell when one went missing
 (docs/adr/0009).
 
 A process is in a thread's channel group once, however many of its pages
 show the thread: one channel of its own (the relay) joins the groups its
-pages show and hands what arrives to those pages, as this process's own
-pushes are. A frame of a thread open in fifty tabs is then one message per
+pages show (and, with Redis, subscribes to their fragments) and hands what
+arrives to those pages, as this process's own pushes are. A frame of a thread open in fifty tabs is then one message per
 process, received once, not fifty wake-ups; the relay drops its own
 process's frames (the pages have them) unread by any page (docs/adr/0091).
 
@@ -59,6 +61,7 @@ from workspace.events import Change
 from workspace.models import Thread
 from workspace.text import encodable
 
+from . import live_bus
 from .selectors import family_ids, feedback_counts, turn_versions_for
 
 logger = logging.getLogger("haico.conversations.live")
@@ -286,18 +289,15 @@ class Publisher:
 
     async def _to_group(self, group: str, html: str) -> None:
         layer = get_channel_layer()
-        # The other processes' copy first: while it waits on Redis, this
-        # process's pages are handed theirs, so a tab on another server does
-        # not wait for every local socket's send as well (docs/adr/0091).
-        to_others = (
-            asyncio.get_running_loop().create_task(self._to_other_processes(layer, group, html))
-            if self._others_listen(layer, group)
-            else None
-        )
+        # The other processes' copy first, before this process's pages are
+        # handed theirs: a page's send does not yield to the loop, so a
+        # publish started alongside would reach Redis only after every local
+        # socket's send, and a tab on another server, which has the longer
+        # way to go, would wait for them all as well (docs/adr/0094).
+        if self._others_listen(layer, group):
+            await self._to_other_processes(layer, group, html)
         for consumer in list(self._members.get(group, ())):
             await self._to_consumer(consumer, html)
-        if to_others is not None:
-            await to_others
 
     async def _to_other_processes(self, layer, group: str, html: str) -> None:
         if not await self._to_layer(layer, group, html):
@@ -308,11 +308,13 @@ class Publisher:
 
     async def _to_layer(self, layer, group: str, html: str) -> bool:
         seq = self._seq[group] = self._seq.get(group, 0) + 1
+        message = {"type": FRAGMENT_EVENT, "group": group, "html": html, "origin": self.origin, "seq": seq}
         try:
             async with self._layer_slots or asyncio.Semaphore(1):
-                await layer.group_send(
-                    group, {"type": FRAGMENT_EVENT, "group": group, "html": html, "origin": self.origin, "seq": seq}
-                )
+                if live_bus.carries(layer):
+                    await live_bus.publish(layer, group, message)
+                else:
+                    await layer.group_send(group, message)
         except Exception:
             logger.exception("could not send %d characters to %s", len(html), group)
             return False
@@ -358,6 +360,8 @@ class _Relay:
         self._lock = asyncio.Lock()
         self._receiver: asyncio.Task | None = None
         self._renewal: asyncio.Task | None = None
+        # With Redis, other processes' fragments come by pub/sub (conversations.live_bus).
+        self._fragments: live_bus.Subscriber | None = None
 
     async def follow(self, group: str) -> None:
         """Be in `group` (a page of this process shows its thread)."""
@@ -372,6 +376,12 @@ class _Relay:
                 # Redis key that one receive at a time reads (channels-redis);
                 # a prefix of its own would wait for the pages' reads to time out.
                 self.channel = await layer.new_channel()
+            if live_bus.carries(layer):
+                if self._fragments is None:
+                    self._fragments = live_bus.Subscriber(layer, self._hand_over_fragment)
+                # Subscribed before the group is joined: nothing published
+                # after the page joined is missed.
+                await self._fragments.subscribe(group)
             await layer.group_add(group, self.channel)
             self.groups.add(group)
             if self._receiver is None:
@@ -391,6 +401,8 @@ class _Relay:
             self.groups.discard(group)
             try:
                 await get_channel_layer().group_discard(group, self.channel)
+                if self._fragments is not None:
+                    await self._fragments.unsubscribe(group)
             except Exception:
                 # What still arrives for the group finds no page and is dropped.
                 logger.exception("the relay could not leave %s", group)
@@ -399,6 +411,9 @@ class _Relay:
                     if task is not None:
                         task.cancel()
                 self._receiver = self._renewal = None
+                fragments, self._fragments = self._fragments, None
+                if fragments is not None:
+                    await fragments.close()
 
     async def _receive(self, layer) -> None:
         while True:
@@ -423,13 +438,7 @@ class _Relay:
         kind = message.get("type")
         group = message.get("group")
         if kind == FRAGMENT_EVENT:
-            if message.get("origin") == self.publisher.origin:
-                return
-            for page in self.publisher.members(group):
-                try:
-                    await page.thread_fragment(message)
-                except Exception:
-                    logger.exception("could not hand a fragment of %s to a page", group)
+            await self._hand_over_fragment(message)
             return
         # Anything else (an access change) is rare: each page takes it in its
         # own task, in turn with what its socket receives, as if it were a
@@ -439,6 +448,16 @@ class _Relay:
                 await layer.send(page.channel_name, message)
             except Exception:
                 logger.exception("could not hand a %s of %s to a page", kind, group)
+
+    async def _hand_over_fragment(self, message: dict) -> None:
+        if message.get("type") != FRAGMENT_EVENT or message.get("origin") == self.publisher.origin:
+            return
+        group = message.get("group")
+        for page in self.publisher.members(group):
+            try:
+                await page.thread_fragment(message)
+            except Exception:
+                logger.exception("could not hand a fragment of %s to a page", group)
 
     async def _renew(self, layer) -> None:
         while True:

@@ -15,6 +15,7 @@ from channels.layers import get_channel_layer
 from django.test import Client
 
 from agent.answer_cap import capped_answer, cut_note
+from conversations import live_bus
 from conversations.live import MESSAGE_MAX_BYTES, RESYNC_CHAT, group_name, message_size
 from conversations.models import Turn
 from tests.support.fake_model import Reply
@@ -41,15 +42,20 @@ def redis_layer(settings, redis_url):
     yield get_channel_layer()
 
 
-async def _until_turn_end_on_the_layer(layer, channel, timeout: float = 60.0) -> list[dict]:
-    """What another server process's consumer of the thread would get."""
+async def _until_turn_end_through_redis(subscription, timeout: float = 60.0) -> list[bytes]:
+    """What another server process would get of the thread's fragments (by
+    Redis pub/sub, conversations.live_bus), as Redis carries them."""
     messages = []
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
-        message = await asyncio.wait_for(layer.receive(channel), max(0.1, deadline - loop.time()))
-        messages.append(message)
-        if is_turn_end(message["html"]):
+        message = await asyncio.wait_for(
+            subscription.get_message(ignore_subscribe_messages=True, timeout=None), max(0.1, deadline - loop.time())
+        )
+        if message is None or message["type"] != "message":
+            continue
+        messages.append(message["data"])
+        if is_turn_end(msgpack.unpackb(message["data"])["html"]):
             return messages
 
 
@@ -58,18 +64,19 @@ async def test_a_multi_megabyte_answer_ends_the_turn_for_every_tab_cut_and_in_me
 ):
     model = script(Reply(text=HUGE, token_chars=64_000))
     tab = await sockets(thread.pk, owner)
-    other_process = await redis_layer.new_channel()
-    await redis_layer.group_add(group_name(thread.pk), other_process)
+    other_process = redis_layer.connection(0).pubsub()
+    await other_process.subscribe(live_bus.channel_name(redis_layer, group_name(thread.pk)))
 
     await tab.send_json_to({"message": "Tell me everything", "HEADERS": {}})
     frames = await frames_until_turn_end(tab, timeout=60)
-    through_redis = await _until_turn_end_on_the_layer(redis_layer, other_process)
+    carried = await _until_turn_end_through_redis(other_process)
+    through_redis = [msgpack.unpackb(data) for data in carried]
 
     # The model's stream was stopped near the cap, not read to its end.
     assert model.streamed_chars < ANSWER_MAX_CHARS + 64_000 * 2
     # No frame and no Redis message is over the limit (Redis carries them msgpack'd).
     assert max(message_size(frame) for frame in frames) <= MESSAGE_MAX_BYTES
-    assert max(len(msgpack.packb(m)) for m in through_redis) <= MESSAGE_MAX_BYTES + 1024
+    assert max(len(data) for data in carried) <= MESSAGE_MAX_BYTES + 1024
     # Both ended the turn: idle controls; the answer, too big to push, is fetched instead.
     for html in (frames[-1], through_redis[-1]["html"]):
         assert 'data-state="idle"' in html and "is-running" not in html
@@ -95,5 +102,5 @@ async def test_a_multi_megabyte_answer_ends_the_turn_for_every_tab_cut_and_in_me
         and '<button id="chat-send" type="button" class="btn btn-primary" hx-swap-oob="true">Send</button>' in html
     )
 
-    await redis_layer.group_discard(group_name(thread.pk), other_process)
+    await other_process.aclose()
     await redis_layer.flush()

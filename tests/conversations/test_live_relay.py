@@ -10,7 +10,7 @@ import pytest
 from channels_redis.core import RedisChannelLayer
 
 from conversations import live
-from conversations.live import FRAGMENT_EVENT, Publisher, group_name
+from conversations.live import Publisher, group_name
 
 pytestmark = [pytest.mark.redis]
 
@@ -78,17 +78,46 @@ async def test_a_process_hands_its_own_pushes_to_its_pages_once(redis_layer):
     this_process.attach()
     page = Page(await redis_layer.new_channel())
     await this_process.join(thread_id, page)
-    # Someone else listens, so the push also goes through Redis, and comes back to our relay.
-    elsewhere = await redis_layer.new_channel()
-    await redis_layer.group_add(group_name(thread_id), elsewhere)
+    # A page of another process shows the thread too, so the push also goes
+    # through Redis, and comes back to our own relay as well.
+    other_process = Publisher()
+    other_process.attach()
+    elsewhere = Page(await redis_layer.new_channel())
+    await other_process.join(thread_id, elsewhere)
 
     this_process.publish(thread_id, "<p>token</p>")
-    message = await asyncio.wait_for(redis_layer.receive(elsewhere), 3)
-    assert message["type"] == FRAGMENT_EVENT and message["html"] == "<p>token</p>"
+    await _until(lambda: elsewhere.fragments == ["<p>token</p>"])
     await asyncio.sleep(0.2)
     assert page.fragments == ["<p>token</p>"]
+    assert elsewhere.fragments == ["<p>token</p>"]
     await this_process.leave(thread_id, page)
-    await redis_layer.group_discard(group_name(thread_id), elsewhere)
+    await other_process.leave(thread_id, elsewhere)
+
+
+async def test_fragments_to_other_processes_go_by_one_publish_not_through_the_group(redis_layer, monkeypatch):
+    """A token to another server is one Redis round trip (docs/adr/0094): the
+    channel layer's group send, four of them, is not used for fragments."""
+    thread_id = uuid.uuid4()
+    receiving = Publisher()
+    receiving.attach()
+    page = Page(await redis_layer.new_channel())
+    await receiving.join(thread_id, page)
+    group_sends = []
+    real_group_send = redis_layer.group_send
+
+    async def counted_group_send(group, message):
+        group_sends.append(message["type"])
+        await real_group_send(group, message)
+
+    monkeypatch.setattr(redis_layer, "group_send", counted_group_send)
+    sending = Publisher()
+    sending.attach()
+    for n in range(3):
+        sending.publish(thread_id, f"<p>{n}</p>")
+        await asyncio.sleep(0.05)
+    await _until(lambda: "".join(page.fragments) == "<p>0</p><p>1</p><p>2</p>")
+    assert group_sends == []
+    await receiving.leave(thread_id, page)
 
 
 async def test_a_page_that_leaves_gets_nothing_more_while_the_others_still_do(redis_layer):
@@ -182,4 +211,36 @@ async def test_after_redis_lost_its_groups_the_relay_joins_them_again_and_pages_
         await asyncio.sleep(0.02)
     other_process.publish(thread_id, "<p>after the restart</p>")
     await _until(lambda: page.fragments == ["<p>after the restart</p>"])
+    await this_process.leave(thread_id, page)
+
+
+async def test_after_its_redis_connection_is_cut_the_relay_subscribes_again_and_pages_get_frames(redis_layer):
+    """Pub/sub keeps nothing for a process that is away: what is published
+    while its connection is down is lost (its pages see the gap in the
+    sequence numbers and fetch again), but the relay connects again by
+    itself and what follows arrives."""
+    thread_id = uuid.uuid4()
+    this_process = Publisher()
+    this_process.attach()
+    page = Page(await redis_layer.new_channel())
+    await this_process.join(thread_id, page)
+    other_process = Publisher()
+    other_process.attach()
+    other_process.publish(thread_id, "<p>before</p>")
+    await _until(lambda: page.fragments == ["<p>before</p>"])
+
+    # Only this relay's subscription is cut (other tests share the Redis server).
+    subscription = this_process._relay._fragments._pubsubs[0].connection
+    host, port = subscription._writer.get_extra_info("sockname")[:2]
+    async with redis_layer.connection(0) as connection:
+        await connection.execute_command("CLIENT", "KILL", "ADDR", f"{host}:{port}")
+
+    n = 0
+    deadline = asyncio.get_running_loop().time() + 10
+    while len(page.fragments) < 2:
+        assert asyncio.get_running_loop().time() < deadline, "the relay did not subscribe again"
+        n += 1
+        other_process.publish(thread_id, f"<p>after {n}</p>")
+        await asyncio.sleep(0.1)
+    assert page.fragments[1].startswith("<p>after ")
     await this_process.leave(thread_id, page)
