@@ -217,7 +217,7 @@ class HaicoServer:
             return "(no server log)"
 
     def state(self) -> str:
-        """"running", or how the server process ended ("exited with 1", "killed by SIGSEGV")."""
+        """ "running", or how the server process ended ("exited with 1", "killed by SIGSEGV")."""
         returncode = self.process.poll() if self.process is not None else None
         if returncode is None:
             return "running"
