@@ -152,6 +152,18 @@ TICK_BOTH = """(checked) => {
   }
 }"""
 
+# Takes the n-th entry out of the open history, then hands the page the
+# marker of that entry alone, as the live layer would; returns its id.
+MISS_AND_MARK = """(n) => {
+  const entry = document.querySelectorAll("#plan-history-list li[id]")[n];
+  const id = entry.id.split("-").pop();
+  entry.remove();
+  const box = document.createElement("div");
+  box.innerHTML = `<template data-live-patch="plan-history" data-oldest="${id}" data-newest="${id}"></template>`;
+  document.getElementById("live-inbox").append(box.firstChild);
+  return Number(id);
+}"""
+
 SHOWN_IDS = "() => Array.from(document.querySelectorAll('#plan-history-list li[id]'), (li) => Number(li.id.split('-').pop()))"
 
 
@@ -165,7 +177,7 @@ def test_two_changes_in_quick_succession_show_once_each_newest_first_in_an_open_
     """docs/adr/0092: a push only says there are new entries, and the open
     history asks for them one request at a time; two changes close together
     (the editor's, then the owner's own, whose answers say so too) each show
-    once, in order."""
+    once, in order; so does one that committed after a newer one."""
     owner, url = owner_workspace
     haico_server.create_user("bea")
     _share(owner, "bea", "Editor")
@@ -201,6 +213,12 @@ def test_two_changes_in_quick_succession_show_once_each_newest_first_in_an_open_
     assert fetches["most"] == 1, fetches
     assert 2 <= fetches["started"] <= 4, fetches  # at most one more for a push that came meanwhile
     expect(entries).to_have_count(6)
+
+    # A change that committed after a newer one (its id is below the newest
+    # shown): as if the page lacked the third entry when its marker came.
+    missing = owner.evaluate(MISS_AND_MARK, 2)
+    expect(entries).to_have_count(6)
+    assert _newest_first_once(owner)[2] == missing
 
 
 def test_an_open_plan_history_catches_up_on_what_it_missed_while_its_socket_was_down(haico_server, new_page):
