@@ -221,6 +221,37 @@ def test_two_changes_in_quick_succession_show_once_each_newest_first_in_an_open_
     assert _newest_first_once(owner)[2] == missing
 
 
+def test_a_change_made_while_the_history_is_being_read_is_not_missed(owner_workspace, haico_server, new_page):
+    """The history read when opened can predate a change whose push reaches
+    the page first: once that reading is in place, the page asks for the
+    entry it lacks (docs/adr/0092)."""
+    owner, url = owner_workspace
+    haico_server.create_user("bea")
+    _share(owner, "bea", "Editor")
+    owner.get_by_role("dialog", name="Share").get_by_role("button", name="Close").click()
+    editor = _person_on(new_page, haico_server, url, "bea")
+    # The opening read is answered as the server had it, but only once the
+    # editor's change has reached the page.
+    held = []
+    owner.route(re.compile(r".*/plan/history/$"), lambda route: held.append((route, route.fetch())))
+    owner.get_by_role("region", name="Planning").get_by_role("button", name="Plan history").click()
+    for _ in range(50):  # the handler runs while the page is waited on
+        if held:
+            break
+        owner.wait_for_timeout(100)
+    assert held, "the history was not asked for"
+
+    _add_step(editor, "Step added during the reading")
+    expect(owner.get_by_role("list", name="Plan steps")).to_contain_text("Step added during the reading")
+    route, stale = held[0]
+    route.fulfill(response=stale)
+
+    entries = owner.get_by_role("dialog", name="Plan history").get_by_role("listitem")
+    expect(entries).to_have_count(1)
+    expect(entries.first).to_contain_text("Added “Step added during the reading”")
+    expect(entries.first).to_contain_text("By bea")
+
+
 def test_an_open_plan_history_catches_up_on_what_it_missed_while_its_socket_was_down(haico_server, new_page):
     owner = new_page()
     owner.add_init_script("window.__socketDelayMs = 100;")
