@@ -159,20 +159,35 @@ class VersionField(forms.IntegerField):
         return super().to_python(value)
 
 
+OLDER_CHANGES = "Older changes are asked for by the id of the oldest one shown (a whole number)."
+NEWER_CHANGES = "Newer changes are asked for by the id of the newest one shown (a whole number, 0 for none)."
+
+
 class PlanHistoryForm(forms.Form):
-    """Which page of the plan's history: the newest (no `before`), or the
-    changes older than the entry `before` ("Show older changes")."""
+    """Which page of the plan's history: the newest (neither), the changes
+    older than the entry `before` ("Show older changes"), or those newer
+    than the entry `after` (what an open history does not show yet,
+    docs/adr/0092); not both."""
 
     before = VersionField(
         required=False,
         min_value=1,
         max_value=2**63 - 1,
-        error_messages={
-            "invalid": "Older changes are asked for by the id of the oldest one shown (a whole number).",
-            "min_value": "Older changes are asked for by the id of the oldest one shown (a whole number).",
-            "max_value": "Older changes are asked for by the id of the oldest one shown (a whole number).",
-        },
+        error_messages={"invalid": OLDER_CHANGES, "min_value": OLDER_CHANGES, "max_value": OLDER_CHANGES},
     )
+    after = VersionField(
+        required=False,
+        min_value=0,
+        max_value=2**63 - 1,
+        error_messages={"invalid": NEWER_CHANGES, "min_value": NEWER_CHANGES, "max_value": NEWER_CHANGES},
+    )
+
+    def clean(self):
+        super().clean()
+        data = self.cleaned_data
+        if data.get("before") is not None and data.get("after") is not None:
+            raise forms.ValidationError("Ask for older or for newer changes, not both at once.")
+        return data
 
 
 class DocumentSaveForm(forms.Form):

@@ -156,13 +156,16 @@ def render_plan_patch(*, thread: Thread, ids=None, renumbered: bool = False) -> 
     return render_to_string("workspace/panels/plan.html#patch", context)
 
 
-def render_plan_history_patch(*, thread: Thread, ids) -> str:
-    """New entries of the plan's history, for the pages that have it open
-    (static/js/live.js puts them at its top; a page without it drops them)."""
-    entries = selectors.plan_changes(thread=thread, ids=ids)
-    if not entries:
+def render_plan_history_patch(*, ids) -> str:
+    """A marker that the plan's history has new entries, for every open page:
+    no entry and no database read, since almost no page has the history
+    open and every plan write (each agent tool call that ticks a step) would
+    pay for it (docs/adr/0092). It names the new entries' oldest and newest
+    ids, and a page with the history open asks for what it does not show yet
+    (static/js/live.js)."""
+    if not ids:
         return ""
-    return render_to_string("workspace/panels/plan.html#history_patch", {"entries": entries})
+    return render_to_string("workspace/panels/plan.html#history_patch", {"oldest": min(ids), "newest": max(ids)})
 
 
 def render_preferences_patch(*, thread: Thread, ids=None) -> str:
@@ -220,7 +223,7 @@ def render_changes(thread: Thread, changes: list[Change]) -> str:
         plan = by_surface["plan"]
         parts.append(render_plan_patch(thread=thread, ids=plan.ids, renumbered=plan.reordered))
     if "plan_history" in by_surface:
-        parts.append(render_plan_history_patch(thread=thread, ids=by_surface["plan_history"].ids))
+        parts.append(render_plan_history_patch(ids=by_surface["plan_history"].ids))
     if "artifacts" in by_surface and by_surface["artifacts"].ids:
         # A new artifact is shown at once in every tab (docs/adr/0072);
         # static/js/document_editor.js keeps a person's unsaved document text from being replaced.

@@ -156,26 +156,27 @@ PLAN_HISTORY_PAGE = 50
 @dataclass(frozen=True)
 class PlanHistoryPage:
     entries: list[PlanChange]  # newest first, their people loaded
-    has_older: bool  # more entries before the last of these
+    has_older: bool = False  # more entries before the last of these
 
     @property
     def oldest_id(self) -> int | None:
         return self.entries[-1].pk if self.entries else None
 
 
-def plan_history(*, thread: Thread, before: int | None = None, limit: int = PLAN_HISTORY_PAGE) -> PlanHistoryPage:
+def plan_history(
+    *, thread: Thread, before: int | None = None, after: int | None = None, limit: int = PLAN_HISTORY_PAGE
+) -> PlanHistoryPage:
     """The plan's changes, newest first, at most `limit`; with `before`,
-    those older than the entry of that id."""
-    rows = PlanChange.objects.filter(thread=thread)
+    those older than the entry of that id; with `after`, those newer than
+    it: the `limit` right after it (not the newest `limit`), so a page that
+    asks again from the newest of these leaves no gap (docs/adr/0092)."""
+    rows = PlanChange.objects.filter(thread=thread).select_related("person")
+    if after is not None:
+        return PlanHistoryPage(entries=list(rows.filter(pk__gt=after).order_by("id")[:limit])[::-1])
     if before is not None:
         rows = rows.filter(pk__lt=before)
-    entries = list(rows.select_related("person").order_by("-id")[: limit + 1])
+    entries = list(rows.order_by("-id")[: limit + 1])
     return PlanHistoryPage(entries=entries[:limit], has_older=len(entries) > limit)
-
-
-def plan_changes(*, thread: Thread, ids) -> list[PlanChange]:
-    """The entries of the plan's history with these ids, newest first (what a push shows)."""
-    return list(PlanChange.objects.filter(thread=thread, pk__in=list(ids)).select_related("person").order_by("-id"))
 
 
 # The one definition of each list's order, shared by every read of it: the

@@ -14,9 +14,10 @@
  *   a delete) lists every row's number (data-numbers, docs/adr/0081); the
  *   labels of an open editor and the checklist follow them. The done count
  *   comes with every plan patch (data-done, data-steps).
- * - "plan-history": new entries of the plan's history (docs/adr/0090), put
- *   at the top of the history where a page has it open, each once (the
- *   page's own request and the push may both bring one).
+ * - "plan-history": the plan's history has new entries (docs/adr/0092),
+ *   named by their oldest and newest ids. A page with the history open asks
+ *   for those it does not show and puts them at its top, each once; a page
+ *   without it open does nothing (opening it reads it afresh).
  * - "document": handed to static/js/document_editor.js (haico:document-patch).
  * - "value": a selector's value (the Mode, the Model), set in place so a
  *   keyboard user on it keeps focus.
@@ -278,7 +279,7 @@
       preferencesChanged();
       if (HAICO.rovingToolbars) HAICO.rovingToolbars(document.getElementById("panel-preferences"));
     } else if (kind === "plan-history") {
-      addPlanChanges(template);
+      planHistoryChanged(template);
     } else if (kind === "document") {
       document.dispatchEvent(new CustomEvent("haico:document-patch", { detail: { template: template } }));
     } else if (kind === "value") {
@@ -300,26 +301,108 @@
   }
 
   // --- the plan's history -------------------------------------------------------
+  //
+  // A push carries no entry, only the oldest and newest ids of the new ones
+  // (docs/adr/0092): rendering entries for every plan write cost each write
+  // a read, although almost no page has the history open. An open history
+  // asks for the entries newer than the newest it shows (GET
+  // plan/history/?after=<id>), one request at a time; a push arriving
+  // meanwhile makes one more request after it. The ids pushes named stay
+  // wanted while the history is open, so an entry is still fetched when the
+  // history was read again just before it was written, or when its change
+  // committed after a newer one (then from just before it).
+
+  var historyWanted = [];
+  var historyFetching = false;
+  var historyAgain = false;
 
   function changeNumber(li) {
-    return parseInt(li.id.slice(li.id.lastIndexOf("-") + 1), 10) || 0;
+    return li.id ? parseInt(li.id.slice(li.id.lastIndexOf("-") + 1), 10) || 0 : 0;
+  }
+
+  function historyOpen() {
+    var popover = document.getElementById("plan-history");
+    return !!popover && popover.matches(":popover-open");
   }
 
   // Newest first: each entry goes before the first one older than it.
-  function addPlanChanges(template) {
-    var list = document.getElementById("plan-history-list");
-    if (!list) return;
-    Array.prototype.slice.call(template.content.children).forEach(function (entry) {
+  // Returns whether any was new to the page.
+  function addPlanChanges(content, list) {
+    var added = false;
+    Array.prototype.forEach.call(content.querySelectorAll('li.plan-change[id^="plan-change-"]'), function (entry) {
       if (document.getElementById(entry.id)) return;
       var number = changeNumber(entry);
       var before = Array.prototype.find.call(list.children, function (li) {
-        return !li.id || changeNumber(li) < number;
+        return changeNumber(li) < number;
       });
       list.insertBefore(document.importNode(entry, true), before || null);
+      added = true;
     });
     var empty = list.querySelector("[data-history-empty]");
     if (empty && list.querySelector("li[id]")) empty.remove();
+    return added;
   }
+
+  function planHistoryChanged(template) {
+    if (!historyOpen()) {
+      historyWanted = [];
+      return;
+    }
+    ["data-oldest", "data-newest"].forEach(function (name) {
+      var id = parseInt(template.getAttribute(name), 10);
+      if (id > 0 && historyWanted.indexOf(id) < 0) historyWanted.push(id);
+    });
+    catchUpHistory();
+  }
+
+  function catchUpHistory() {
+    if (!historyOpen()) {
+      historyWanted = [];
+      return;
+    }
+    var list = document.getElementById("plan-history-list");
+    var opener = document.querySelector('[popovertarget="plan-history"][hx-get]');
+    if (!list || !opener) return; // still being read: its swap calls again
+    var shown = Array.prototype.map.call(list.querySelectorAll("li[id]"), changeNumber).filter(Boolean);
+    var newest = shown.length ? Math.max.apply(null, shown) : 0;
+    // Below a "Show older changes" row an entry is that button's to bring.
+    var oldest = list.querySelector(".history-older") && shown.length ? Math.min.apply(null, shown) : 0;
+    historyWanted = historyWanted.filter(function (id) { return id > oldest; });
+    var missing = historyWanted.filter(function (id) { return !document.getElementById("plan-change-" + id); });
+    if (!missing.length) return;
+    if (historyFetching) {
+      historyAgain = true;
+      return;
+    }
+    historyFetching = true;
+    historyAgain = false;
+    var url = new URL(opener.getAttribute("hx-get"), window.location.href);
+    url.searchParams.set("after", String(Math.min(newest, Math.min.apply(null, missing) - 1)));
+    var added = false;
+    var done = function () {
+      historyFetching = false;
+      // Another push came meanwhile, or this answer was one page of several.
+      if (historyAgain || added) catchUpHistory();
+    };
+    fetch(url.toString(), { credentials: "same-origin", headers: { "HX-Request": "true" } })
+      .then(function (response) {
+        if (!response.ok || response.redirected) return;
+        return response.text().then(function (html) {
+          var current = document.getElementById("plan-history-list");
+          if (!current) return;
+          var answer = document.createElement("template");
+          answer.innerHTML = html;
+          added = addPlanChanges(answer.content, current);
+        });
+      })
+      .then(done, done);
+  }
+
+  // The history was read (opened, or again after a reconnect): what pushes
+  // named meanwhile may be missing from that reading.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    if (event.detail && event.detail.target && event.detail.target.id === "plan-history") catchUpHistory();
+  });
 
   // After the socket was down the open history may have missed entries: read it again.
   function refreshPlanHistory() {

@@ -290,7 +290,9 @@ ROUTES: dict[str, Public | Account | Owned | StaffOnly] = {
     "workspace:preference-delete": Owned(PREF, post={}),
     "workspace:preference-lock": Owned(PREF, post={"locked": "1"}),
     "workspace:plan": Owned(T),
-    "workspace:plan-history": Owned(T),
+    # With `after` (the entries newer than an open history shows, docs/adr/0092):
+    # an id only as a place in the order, not a row looked up, so 0 names nothing.
+    "workspace:plan-history": Owned(T, params={"after": "0"}),
     "workspace:plan-add": Owned(T, post={"text": "Another step"}),
     "workspace:plan-add-child": Owned(STEP, post={"text": "A sub-step"}),
     "workspace:plan-update": Owned(STEP, post={"text": "Edited"}),

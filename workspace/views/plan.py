@@ -140,16 +140,19 @@ def step_place(request, thread_id, pk):
 @login_required
 @require_GET
 def plan_history(request, thread_id):
-    """The plan's history, newest first: the popover's content, or with
+    """The plan's history, newest first: the popover's content; with
     `before` the page of older changes that takes the place of its
-    "Show older changes" row."""
+    "Show older changes" row; with `after` the entries newer than the newest
+    an open history shows, for static/js/live.js to put at its top when a
+    push says there are some (docs/adr/0092)."""
     thread = get_thread_for_user(request, thread_id, Access.VIEW)
     form = PlanHistoryForm(request.GET)
     if not form.is_valid():
         return HttpResponse(first_error(form), status=400, content_type="text/plain; charset=utf-8")
-    before = form.cleaned_data["before"]
-    context = {"thread": thread, "page": selectors.plan_history(thread=thread, before=before)}
-    return render(request, f"{HISTORY}#{'history' if before is None else 'entries'}", context)
+    before, after = form.cleaned_data["before"], form.cleaned_data["after"]
+    context = {"thread": thread, "page": selectors.plan_history(thread=thread, before=before, after=after)}
+    whole = before is None and after is None
+    return render(request, f"{HISTORY}#{'history' if whole else 'entries'}", context)
 
 
 urlpatterns = [

@@ -1,8 +1,10 @@
 """The plan's history over HTTP (docs/adr/0090): the owner's and an
-editor's plan edits are recorded as theirs and come back in the answer as
-new history entries; anyone who may see the thread (a viewer too) reads
-the history a page at a time; a viewer's write is refused with nothing
-recorded; another person gets 404."""
+editor's plan edits are recorded as theirs; their answer (and the push)
+carries only a marker of the new entries, read from the database by
+nothing, which an open history follows by asking for the entries after
+the newest it shows (docs/adr/0092); anyone who may see the thread (a
+viewer too) reads the history a page at a time; a viewer's write is
+refused with nothing recorded; another person gets 404."""
 
 import re
 
@@ -10,6 +12,8 @@ import pytest
 
 from tests.support.patches import only_patch
 from tests.support.web import HTMX, answered_as_missing, ws_url
+from workspace import panels
+from workspace.events import Change
 from workspace.models import PlanChange, ThreadMember, Todo
 from workspace.selectors import PLAN_HISTORY_PAGE
 from workspace.services import plan as plan_services
@@ -52,14 +56,24 @@ def _entries(html):
     ]
 
 
-def test_the_owners_edit_is_recorded_as_theirs_and_answered_with_the_new_entry(owner_client, thread):
+def _marker(html):
+    """The push's marker of new history entries: (oldest id, newest id)."""
+    patch = only_patch(html, "plan-history")
+    assert patch.rows == []  # no entry: the page asks for them
+    return int(patch.attrs["data-oldest"]), int(patch.attrs["data-newest"])
+
+
+def test_the_owners_edit_is_recorded_as_theirs_and_answered_with_a_marker_the_open_history_follows(owner_client, thread):
     response = owner_client.post(ws_url(thread, "plan/add/"), {"text": "Collect sources"}, **HTMX)
 
     assert response.status_code == 200
     assert _recorded(thread) == [("Added “Collect sources”", "person", "owner")]
-    [entry] = only_patch(response.content.decode(), "plan-history").rows
-    assert entry.text == "Added “Collect sources”"
-    assert entry.who.startswith("By owner before the first turn · ")
+    entry = PlanChange.objects.get(thread=thread)
+    assert _marker(response.content.decode()) == (entry.pk, entry.pk)
+    newer = owner_client.get(ws_url(thread, f"plan/history/?after={entry.pk - 1}"), **HTMX).content.decode()
+    [(what, who)] = _entries(newer)
+    assert what == "Added “Collect sources”"
+    assert who == "By owner before the first turn"
 
 
 def test_an_editors_edits_are_recorded_by_their_name(editor_client, thread):
@@ -75,8 +89,9 @@ def test_an_editors_edits_are_recorded_by_their_name(editor_client, thread):
         ("Removed “Draft the intro”", "person", "bea"),
     ]
     # Shown by the one name everyone sees for them: the full name.
-    [entry] = only_patch(response.content.decode(), "plan-history").rows
-    assert entry.who.startswith("By Bea Stone before the first turn")
+    oldest, _newest = _marker(response.content.decode())
+    newer = editor_client.get(ws_url(thread, f"plan/history/?after={oldest - 1}"), **HTMX).content.decode()
+    assert _entries(newer) == [("Removed “Draft the intro”", "By Bea Stone before the first turn")]
 
 
 def test_a_viewers_plan_write_is_refused_and_records_nothing(viewer_client, thread):
@@ -141,10 +156,91 @@ def test_a_page_asked_for_by_something_other_than_an_id_is_refused_clearly(owner
     assert response.content.decode() == "Older changes are asked for by the id of the oldest one shown (a whole number)."
 
 
+def test_the_push_of_a_plan_change_reads_nothing_from_the_database(thread, django_assert_num_queries):
+    """Every plan write (each agent tool call that ticks a step) pushes it,
+    and almost no page has the history open (docs/adr/0092)."""
+    plan_services.todo_add(thread=thread, text="Draft")
+    plan_services.todo_add(thread=thread, text="Review")
+    ids = frozenset(PlanChange.objects.filter(thread=thread).values_list("id", flat=True))
+
+    with django_assert_num_queries(0):
+        html = panels.render_changes(thread, [Change(thread_id=thread.pk, surface="plan_history", ids=ids)])
+
+    assert _marker(html) == (min(ids), max(ids))
+    assert "Draft" not in html and "Review" not in html
+
+
+def test_after_an_entry_the_history_gives_only_the_newer_ones_newest_first(viewer_client, owner, thread):
+    for text in ("Draft", "Review", "Send"):
+        plan_services.todo_add(thread=thread, text=text, author="person", person=owner)
+    draft = PlanChange.objects.get(thread=thread, summary="Added “Draft”")
+
+    response = viewer_client.get(ws_url(thread, f"plan/history/?after={draft.pk}"), **HTMX)
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert _entries(html) == [
+        ("Added “Send”", "By owner before the first turn"),
+        ("Added “Review”", "By owner before the first turn"),
+    ]
+    assert "popover-header" not in html and "Show older changes" not in html  # rows for the open list
+    newest = PlanChange.objects.filter(thread=thread).latest("id")
+    assert _entries(viewer_client.get(ws_url(thread, f"plan/history/?after={newest.pk}"), **HTMX).content.decode()) == []
+
+
+def test_many_newer_entries_come_a_page_at_a_time_from_just_after_the_one_asked_about(owner_client, thread):
+    plan_services.todo_add(thread=thread, text="Shown")
+    shown = PlanChange.objects.get(thread=thread)
+    for n in range(PLAN_HISTORY_PAGE + 5):
+        plan_services.todo_add(thread=thread, text=f"Step {n}")
+
+    first = _entries(owner_client.get(ws_url(thread, f"plan/history/?after={shown.pk}"), **HTMX).content.decode())
+
+    # The page right after it (no gap above what the page shows), newest first.
+    assert [what for what, _who in first] == [f"Added “Step {n}”" for n in range(PLAN_HISTORY_PAGE - 1, -1, -1)]
+    last = PlanChange.objects.get(thread=thread, summary=f"Added “Step {PLAN_HISTORY_PAGE - 1}”")
+    rest = _entries(owner_client.get(ws_url(thread, f"plan/history/?after={last.pk}"), **HTMX).content.decode())
+    assert [what for what, _who in rest] == [f"Added “Step {n}”" for n in range(PLAN_HISTORY_PAGE + 4, PLAN_HISTORY_PAGE - 1, -1)]
+
+
+def test_after_zero_an_empty_history_gives_every_entry(owner_client, thread):
+    plan_services.todo_add(thread=thread, text="First")
+
+    html = owner_client.get(ws_url(thread, "plan/history/?after=0"), **HTMX).content.decode()
+
+    assert [what for what, _who in _entries(html)] == ["Added “First”"]
+
+
+@pytest.mark.parametrize("after", ["x", "-1", "1.5", "99999999999999999999", "1e3"])
+def test_newer_changes_asked_for_by_something_other_than_an_id_are_refused_clearly(owner_client, thread, after):
+    response = owner_client.get(ws_url(thread, f"plan/history/?after={after}"))
+
+    assert response.status_code == 400
+    assert (
+        response.content.decode() == "Newer changes are asked for by the id of the newest one shown (a whole number, 0 for none)."
+    )
+
+
+def test_older_and_newer_changes_at_once_are_refused_clearly(owner_client, thread):
+    response = owner_client.get(ws_url(thread, "plan/history/?before=5&after=2"))
+
+    assert response.status_code == 400
+    assert response.content.decode() == "Ask for older or for newer changes, not both at once."
+
+
 def test_another_persons_plan_history_is_404(other_client, owner, thread):
     plan_services.todo_add(thread=thread, text="Private step", author="person", person=owner)
 
     response = other_client.get(ws_url(thread, "plan/history/"))
+
+    assert answered_as_missing(response)
+    assert "Private step" not in response.content.decode()
+
+
+def test_another_persons_newer_plan_changes_are_404(other_client, owner, thread):
+    plan_services.todo_add(thread=thread, text="Private step", author="person", person=owner)
+
+    response = other_client.get(ws_url(thread, "plan/history/?after=0"), **HTMX)
 
     assert answered_as_missing(response)
     assert "Private step" not in response.content.decode()
