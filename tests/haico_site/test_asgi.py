@@ -20,6 +20,7 @@ from channels.testing import WebsocketCommunicator
 from conversations import services as conversation_services
 from conversations import sharing
 from conversations.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED, VIEW_ONLY_MESSAGE
+from conversations.models import OpenPage
 from haico_site.asgi import application
 from haico_site.websocket import unrouted
 from tests.conversations.helpers import QuietPresenceSocket, _session_cookie, frames_until_closed
@@ -86,6 +87,14 @@ async def connect(path, user, origin=b"http://127.0.0.1:8000", *, quiet=False):
     socket = (QuietPresenceSocket if quiet else WebsocketCommunicator)(application, path, headers=headers)
     connected, _ = await socket.connect(timeout=5)
     return socket, connected
+
+
+async def _until_recorded_open(thread, user, timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await sync_to_async(OpenPage.objects.filter(thread=thread, user=user).exists)():
+        assert loop.time() < deadline, f"{user}'s page was not recorded as open"
+        await asyncio.sleep(0.01)
 
 
 async def disconnect(socket):
@@ -188,7 +197,11 @@ async def test_every_socket_message_is_answered_by_the_senders_role(kind, shared
         socket, connected = await connect(path, user, quiet=True)
         try:
             assert connected
-            # Taken with the socket open: its page is recorded as open (conversations.presence).
+            if persona not in ("removed", "stranger", "staff"):
+                # The socket is accepted before it finishes opening (its
+                # access is asked again once it hears the thread's events,
+                # then its page is recorded as open: conversations.presence).
+                await _until_recorded_open(thread, user)
             before = await sync_to_async(database_rows)()
             if persona in ("removed", "stranger", "staff"):
                 frames, closed = await frames_until_closed(socket)
