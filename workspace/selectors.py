@@ -604,13 +604,14 @@ def _latest_artifact(thread_id) -> ArtifactRow | None:
     return next((ArtifactRow(*row) for row in rows), None)
 
 
-def _read_workspace(thread_id) -> tuple[tuple[int, ...], WorkspaceReading]:
-    """The thread's write counts and its reading, the counts read first (in
+def _read_workspace(thread_id, *, counts: bool = True) -> tuple[tuple[int, ...], WorkspaceReading]:
+    """The thread's write counts (unless not `counts`) and its reading, the counts read first (in
     the objective's and document's statement): each surface is then at
     least as new as its count says."""
     # Four reads: the objective and the document are the thread's one-to-ones,
     # read with it in one statement (each ORM query costs more to build than to run).
-    row = Thread.objects.filter(pk=thread_id).values_list(*_OBJECTIVE_AND_DOCUMENT, *Thread.WRITE_COUNTS.values()).get()
+    counted = Thread.WRITE_COUNTS.values() if counts else ()
+    row = Thread.objects.filter(pk=thread_id).values_list(*_OBJECTIVE_AND_DOCUMENT, *counted).get()
     objective_text, title, content, updated_at, version = row[: len(_OBJECTIVE_AND_DOCUMENT)]
     reading = WorkspaceReading(
         objective_text=objective_text,
@@ -623,7 +624,7 @@ def _read_workspace(thread_id) -> tuple[tuple[int, ...], WorkspaceReading]:
 
 
 def workspace_reading_for(*, thread: Thread) -> WorkspaceReading:
-    return _read_workspace(thread.pk)[1]
+    return _read_workspace(thread.pk, counts=False)[1]
 
 
 # thread id -> (its write counts, its reading then), the most recently used last.
