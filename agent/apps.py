@@ -8,6 +8,7 @@ class AgentConfig(AppConfig):
     verbose_name = "Models and providers"
 
     def ready(self) -> None:
-        from .tracing import run_untraced_calls_inline
+        from .tracing import run_untraced_calls_inline, trace_middleware_hooks_only_while_tracing
 
         run_untraced_calls_inline()
+        trace_middleware_hooks_only_while_tracing()

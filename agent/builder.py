@@ -9,7 +9,9 @@ The system prompt is a middleware, not part of the state: it is recomputed
 from the database before every model call, so it never lands in the
 checkpointer (storing it would copy the whole document into history on
 every turn) and it always shows the latest workspace, including changes
-made earlier in the same turn.
+made earlier in the same turn. A surface whose write count has not moved
+since the previous call is taken from this process's copy of it
+(selectors.workspace_reading_current, docs/adr/0093).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ FIRST_CALL_IMPORTS = (
 
 def _prompt_for(context: AgentContext) -> str:
     usable_connections()
-    reading = selectors.workspace_reading_for(thread=context.thread)
+    reading = selectors.workspace_reading_current(thread=context.thread)
     # The version this call is shown is what a tool it calls edits from.
     context.seen.document_version = document_version(reading)
     return system_prompt_for(reading, context.selection, mode=context.mode, person_name=context.person_name)

@@ -77,6 +77,26 @@ class Thread(models.Model):
     # The secret of the thread's read-only link ("" when it has none). A new
     # link gets a new secret, so a revoked link never works again (docs/adr/0084).
     share_link_key = models.CharField(max_length=64, blank=True, default="")
+    # How many committed transactions changed each surface the agent's prompt
+    # reads: the write services raise a count in the transaction that writes
+    # the surface (services.common.changed), so a copy of the prompt's
+    # reading kept in memory is known to be current by reading these alone
+    # (selectors.workspace_reading_current, docs/adr/0093). They only ever
+    # grow, in the database: `save` never writes them from an instance.
+    objective_writes = models.PositiveBigIntegerField(default=0, editable=False)
+    preferences_writes = models.PositiveBigIntegerField(default=0, editable=False)
+    plan_writes = models.PositiveBigIntegerField(default=0, editable=False)
+    document_writes = models.PositiveBigIntegerField(default=0, editable=False)
+    artifacts_writes = models.PositiveBigIntegerField(default=0, editable=False)
+
+    # The surface (workspace.events) each count follows.
+    WRITE_COUNTS = {
+        "objective": "objective_writes",
+        "preferences": "preferences_writes",
+        "plan": "plan_writes",
+        "document": "document_writes",
+        "artifacts": "artifacts_writes",
+    }
 
     class Meta:
         # The table keeps the name it had when conversations owned the model.
@@ -88,6 +108,17 @@ class Thread(models.Model):
 
     def __str__(self):
         return f"{self.title} ({self.id})"
+
+    def save(self, *args, **kwargs):
+        # An instance read before a write would put the older counts back,
+        # and a reading cached under a count the database reaches again
+        # would be taken for current: an existing row's save leaves them out.
+        if not self._state.adding and kwargs.get("update_fields") is None and not kwargs.get("force_insert"):
+            left_out = self.get_deferred_fields() | set(self.WRITE_COUNTS.values())
+            kwargs["update_fields"] = [
+                field.attname for field in self._meta.concrete_fields if not field.primary_key and field.attname not in left_out
+            ]
+        super().save(*args, **kwargs)
 
 
 class ThreadMember(models.Model):

@@ -1,13 +1,16 @@
 """Reads of the workspace. No function here writes."""
 
 import bisect
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 from operator import attrgetter
 from typing import Any, cast
 
 from django.contrib.auth.models import AnonymousUser, User
+from django.db import transaction
 from django.http import Http404
 
 from . import plan_tree
@@ -576,32 +579,109 @@ class WorkspaceReading:
     latest_artifact: ArtifactRow | None
 
 
-def workspace_reading_for(*, thread: Thread) -> WorkspaceReading:
-    # Four reads: the objective and the document are the thread's one-to-ones,
-    # read with it in one statement (each ORM query costs more to build than to run).
-    objective_text, title, content, updated_at, version = (
-        Thread.objects.filter(pk=thread.pk)
-        .values_list("objective__text", "document__title", "document__content", "document__updated_at", "document__version")
-        .get()
-    )
-    preferences = in_preference_order(
+_OBJECTIVE_AND_DOCUMENT = ("objective__text", "document__title", "document__content", "document__updated_at", "document__version")
+
+
+def _document_row(title, content, updated_at, version) -> DocumentRow | None:
+    return DocumentRow(title, content, updated_at, version) if version is not None else None
+
+
+def _preference_rows(thread_id) -> list[PreferenceRow]:
+    return in_preference_order(
         [
             PreferenceRow(*row)
-            for row in Preference.objects.filter(thread_id=thread.pk)
+            for row in Preference.objects.filter(thread_id=thread_id)
             .order_by(*PREFERENCE_POSITION)
             .values_list("kind", "title", "subtitle", "locked")
         ]
     )
-    artifact = (
-        Artifact.objects.filter(thread_id=thread.pk).order_by("-id").values_list("id", "artifact_type", "turn_index", "title")[:1]
+
+
+def _latest_artifact(thread_id) -> ArtifactRow | None:
+    rows = (
+        Artifact.objects.filter(thread_id=thread_id).order_by("-id").values_list("id", "artifact_type", "turn_index", "title")[:1]
     )
-    return WorkspaceReading(
+    return next((ArtifactRow(*row) for row in rows), None)
+
+
+def _read_workspace(thread_id, *, counts: bool = True) -> tuple[tuple[int, ...], WorkspaceReading]:
+    """The thread's write counts (unless not `counts`) and its reading, the counts read first (in
+    the objective's and document's statement): each surface is then at
+    least as new as its count says."""
+    # Four reads: the objective and the document are the thread's one-to-ones,
+    # read with it in one statement (each ORM query costs more to build than to run).
+    counted = Thread.WRITE_COUNTS.values() if counts else ()
+    row = Thread.objects.filter(pk=thread_id).values_list(*_OBJECTIVE_AND_DOCUMENT, *counted).get()
+    objective_text, title, content, updated_at, version = row[: len(_OBJECTIVE_AND_DOCUMENT)]
+    reading = WorkspaceReading(
         objective_text=objective_text,
-        preferences=preferences,
-        todos=plan_steps(thread=thread),
-        document=DocumentRow(title, content, updated_at, version) if version is not None else None,
-        latest_artifact=next((ArtifactRow(*row) for row in artifact), None),
+        preferences=_preference_rows(thread_id),
+        todos=plan_steps(thread=Thread(pk=thread_id)),
+        document=_document_row(title, content, updated_at, version),
+        latest_artifact=_latest_artifact(thread_id),
     )
+    return tuple(row[len(_OBJECTIVE_AND_DOCUMENT) :]), reading
+
+
+def workspace_reading_for(*, thread: Thread) -> WorkspaceReading:
+    return _read_workspace(thread.pk, counts=False)[1]
+
+
+# thread id -> (its write counts, its reading then), the most recently used last.
+_current_readings: OrderedDict[Any, tuple[tuple[int, ...], WorkspaceReading]] = OrderedDict()
+_current_readings_lock = threading.Lock()
+CURRENT_READINGS_KEPT = 128
+
+
+def _reread(thread_id, reading: WorkspaceReading, moved: set[str]) -> WorkspaceReading:
+    """`reading` with the surfaces in `moved` read again."""
+    fresh: dict[str, Any] = {}
+    if "objective" in moved and "document" in moved:
+        objective_text, *document = Thread.objects.filter(pk=thread_id).values_list(*_OBJECTIVE_AND_DOCUMENT).get()
+        fresh.update(objective_text=objective_text, document=_document_row(*document))
+    elif "objective" in moved:
+        fresh["objective_text"] = Thread.objects.filter(pk=thread_id).values_list("objective__text", flat=True).get()
+    elif "document" in moved:
+        fresh["document"] = _document_row(*Thread.objects.filter(pk=thread_id).values_list(*_OBJECTIVE_AND_DOCUMENT[1:]).get())
+    if "preferences" in moved:
+        fresh["preferences"] = _preference_rows(thread_id)
+    if "plan" in moved:
+        fresh["todos"] = plan_steps(thread=Thread(pk=thread_id))
+    if "artifacts" in moved:
+        fresh["latest_artifact"] = _latest_artifact(thread_id)
+    return replace(reading, **fresh)
+
+
+def workspace_reading_current(*, thread: Thread) -> WorkspaceReading:
+    """What `workspace_reading_for` reads now, from this process's copy of
+    an earlier reading where the thread's write counts (Thread.WRITE_COUNTS)
+    say a surface has not changed since: one statement when nothing has,
+    plus one per surface that has (docs/adr/0093). Every write to a surface
+    raises its count in its own transaction, in whichever process it runs,
+    so the copy is never older than the database. Inside a transaction the
+    whole workspace is read: its writes may still be rolled back."""
+    if transaction.get_connection().in_atomic_block:
+        return workspace_reading_for(thread=thread)
+    with _current_readings_lock:
+        kept = _current_readings.get(thread.pk)
+    if kept is None:
+        counts, reading = _read_workspace(thread.pk)
+    else:
+        kept_counts, reading = kept
+        counts = tuple(Thread.objects.filter(pk=thread.pk).values_list(*Thread.WRITE_COUNTS.values()).get())
+        moved = {surface for surface, was, now in zip(Thread.WRITE_COUNTS, kept_counts, counts) if was != now}
+        if not moved:
+            with _current_readings_lock:
+                if thread.pk in _current_readings:
+                    _current_readings.move_to_end(thread.pk)
+            return reading
+        reading = _reread(thread.pk, reading, moved)
+    with _current_readings_lock:
+        _current_readings[thread.pk] = (counts, reading)
+        _current_readings.move_to_end(thread.pk)
+        while len(_current_readings) > CURRENT_READINGS_KEPT:
+            _current_readings.popitem(last=False)
+    return reading
 
 
 # --- the review of an agent turn's document changes (docs/adr/0019) --------------------

@@ -177,6 +177,7 @@ def test_naming_the_sender_adds_no_query_to_a_model_calls_prompt(thread, owner):
 
     from agent.builder import _prompt_for
 
+    _prompt_for(AgentContext(thread=thread))  # this process's reading of the workspace, kept (docs/adr/0093)
     with CaptureQueriesContext(connection) as nobody:
         _prompt_for(AgentContext(thread=thread))
     with CaptureQueriesContext(connection) as named:

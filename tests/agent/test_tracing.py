@@ -1,13 +1,17 @@
 """agent.tracing: LangSmith's traceable wrappers (around every middleware
 hook of create_agent) run their set-up on the event loop while nothing is
-traced, and on LangSmith's worker thread when something is (docs/adr/0089)."""
+traced, and on LangSmith's worker thread when something is (docs/adr/0089);
+the middleware hooks skip the wrapper while nothing is traced (docs/adr/0093)."""
 
 import threading
 
 import langsmith
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
 from langsmith import traceable
 
 from agent.tracing import run_untraced_calls_inline
+from tests.support.fake_model import Reply, ScriptedChatModel
 
 
 def _threads_of_setup(monkeypatch) -> list[int]:
@@ -52,3 +56,40 @@ class _NoUpload:
 
     def __getattr__(self, name):
         return lambda *args, **kwargs: None
+
+
+class _Noting(AgentMiddleware):
+    """A middleware whose model-call hook notes that it ran."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    async def awrap_model_call(self, request, handler):
+        self.calls += 1
+        return await handler(request)
+
+
+async def _run_agent_with(middleware) -> str:
+    graph = create_agent(model=ScriptedChatModel(script=[Reply(text="Done.")]), middleware=[middleware])
+    result = await graph.ainvoke({"messages": [("user", "go")]})
+    return result["messages"][-1].content
+
+
+async def test_an_untraced_agent_calls_its_middleware_hooks_without_langsmiths_wrapper(monkeypatch):
+    monkeypatch.delenv("LANGSMITH_TRACING", raising=False)
+    monkeypatch.delenv("LANGCHAIN_TRACING_V2", raising=False)
+    seen = _threads_of_setup(monkeypatch)
+    middleware = _Noting()
+    assert await _run_agent_with(middleware) == "Done."
+    assert middleware.calls == 1
+    assert seen == []
+
+
+async def test_a_traced_agent_keeps_its_middleware_hooks_spans(monkeypatch):
+    seen = _threads_of_setup(monkeypatch)
+    middleware = _Noting()
+    with langsmith.tracing_context(enabled=True, client=_NoUpload()):
+        assert await _run_agent_with(middleware) == "Done."
+    assert middleware.calls == 1
+    assert len(seen) >= 1

@@ -35,6 +35,7 @@ from ..models import (
     Todo,
     WorkspaceSnapshot,
 )
+from .common import rewritten
 from .document import newest_revision_body
 from .snapshots import snapshot_store
 
@@ -67,6 +68,7 @@ def workspace_restore_current(*, thread: Thread, workspace: dict) -> None:
             )
             for d in document["review_decisions"]
         )
+    rewritten(thread.pk)
 
 
 @transaction.atomic
@@ -145,6 +147,7 @@ def artifacts_restore(*, thread: Thread, rows: list[dict]) -> None:
         )
         for a in rows
     )
+    rewritten(thread.pk)
 
 
 @transaction.atomic

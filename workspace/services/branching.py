@@ -19,6 +19,7 @@ from ..models import (
     Todo,
 )
 from ..selectors import WorkspaceAfterTurn
+from .common import rewritten
 from .document import EMPTY_CONTENT, EMPTY_TITLE
 
 
@@ -67,3 +68,4 @@ def workspace_copy(*, thread: Thread, workspace: WorkspaceAfterTurn, source: Thr
         )
         for c in PlanChange.objects.filter(thread=source, turn_index__lte=through_turn).order_by("id")
     )
+    rewritten(thread.pk)

@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass, field
 
+from django.db.models import F
 from django.utils import timezone
 
 from ..events import Change, announce
@@ -16,14 +17,23 @@ class BatchResult:
     skipped: list[str] = field(default_factory=list)
 
 
-def touch(thread_id) -> None:
-    """Mark the thread active now (the thread list's order). By id, so a
-    row's `thread_id` will do: `row.thread` would load the thread only to
-    read its pk."""
-    Thread.objects.filter(pk=thread_id).update(last_activity_at=timezone.now())
+def touch(thread_id, *surfaces: str) -> None:
+    """Mark the thread active now (the thread list's order), and count a
+    write of each of `surfaces` the prompt reads (Thread.WRITE_COUNTS), in
+    the caller's transaction. By id, so a row's `thread_id` will do:
+    `row.thread` would load the thread only to read its pk."""
+    counts = {Thread.WRITE_COUNTS[s]: F(Thread.WRITE_COUNTS[s]) + 1 for s in surfaces if s in Thread.WRITE_COUNTS}
+    Thread.objects.filter(pk=thread_id).update(last_activity_at=timezone.now(), **counts)
 
 
 def changed(thread_id, surface: str, ids=(), *, reordered: bool = False) -> None:
-    """Touch the thread and announce the change (after commit)."""
-    touch(thread_id)
+    """Touch the thread, count the write, and announce the change (after commit)."""
+    touch(thread_id, surface)
     announce(Change(thread_id=thread_id, surface=surface, ids=frozenset(ids), reordered=reordered))
+
+
+def rewritten(thread_id) -> None:
+    """Count a write of every surface the prompt reads: a workspace written
+    whole (a branch's copy, an archive's restore), not announced piece by
+    piece. The thread's activity time is left as it is (an import keeps its own)."""
+    Thread.objects.filter(pk=thread_id).update(**{count: F(count) + 1 for count in Thread.WRITE_COUNTS.values()})

@@ -1,0 +1,93 @@
+"""The prompt's reading kept in this process (selectors.workspace_reading_current)
+is never older than the database: every write to a surface raises its count
+in its own transaction, and the kept reading is checked against the counts
+on every read (docs/adr/0093)."""
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from workspace import events
+from workspace.models import Thread
+from workspace.selectors import workspace_reading_current, workspace_reading_for
+from workspace.services import archive as archive_services
+from workspace.services import objective as objective_services
+from workspace.services import plan as plan_services
+
+from .test_events_per_service import WRITES
+from .test_events_per_service import workspace as workspace  # noqa: F401  (the fixture)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def no_listeners(monkeypatch):
+    """No change events reach anything: what a write made in another
+    process looks like to this one."""
+    monkeypatch.setattr(events, "_subscribers", [])
+
+
+@pytest.mark.parametrize("name, write, surface, ids, reordered", WRITES, ids=[w[0] for w in WRITES])
+def test_the_owners_write_is_in_the_next_reading(workspace, no_listeners, name, write, surface, ids, reordered):  # noqa: F811
+    thread = workspace["thread"]
+    workspace_reading_current(thread=thread)
+    write(workspace)
+    assert workspace_reading_current(thread=thread) == workspace_reading_for(thread=thread)
+
+
+def test_an_unchanged_workspace_is_confirmed_with_one_statement(workspace, no_listeners):  # noqa: F811
+    thread = workspace["thread"]
+    first = workspace_reading_current(thread=thread)
+    with CaptureQueriesContext(connection) as queries:
+        again = workspace_reading_current(thread=thread)
+    assert again == first
+    assert len(queries.captured_queries) == 1
+
+
+def test_after_a_plan_tick_only_the_plan_is_read_again(workspace, no_listeners):  # noqa: F811
+    thread = workspace["thread"]
+    workspace_reading_current(thread=thread)
+    plan_services.todos_toggle_by_index(thread=thread, indices=[1])
+    with CaptureQueriesContext(connection) as queries:
+        reading = workspace_reading_current(thread=thread)
+    assert [step.done for step in reading.todos] == [True, False, False]
+    assert len(queries.captured_queries) == 2
+
+
+def test_a_thread_saved_from_an_older_copy_keeps_its_write_counts(workspace, no_listeners):  # noqa: F811
+    thread = workspace["thread"]
+    older = Thread.objects.get(pk=thread.pk)
+    workspace_reading_current(thread=thread)
+    objective_services.objective_set(thread=thread, text="Ship the report")
+    older.title = "Renamed"
+    older.save()
+    assert Thread.objects.get(pk=thread.pk).objective_writes == older.objective_writes + 1
+    assert workspace_reading_current(thread=thread).objective_text == "Ship the report"
+
+
+def test_a_write_rolled_back_is_never_kept(workspace, no_listeners):  # noqa: F811
+    thread = workspace["thread"]
+    workspace_reading_current(thread=thread)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        objective_services.objective_set(thread=thread, text="Never committed")
+        assert workspace_reading_current(thread=thread).objective_text == "Never committed"
+        raise RuntimeError
+    objective_services.objective_set(thread=thread, text="Committed")
+    assert workspace_reading_current(thread=thread).objective_text == "Committed"
+
+
+def test_a_workspace_restored_whole_is_in_the_next_reading(thread, no_listeners):
+    workspace_reading_current(thread=thread)
+    archive_services.workspace_restore_current(
+        thread=thread,
+        workspace={
+            "objective": "Restored goal",
+            "preferences": [{"kind": "hard", "title": "Be brief", "subtitle": "", "locked": False}],
+            "plan": [{"text": "Restored step", "done": False, "depth": 0}],
+            "document": None,
+        },
+    )
+    reading = workspace_reading_current(thread=thread)
+    assert reading == workspace_reading_for(thread=thread)
+    assert reading.objective_text == "Restored goal"
+    assert [step.text for step in reading.todos] == ["Restored step"]
