@@ -39,7 +39,16 @@ def _send(chat, text: str) -> None:
 
 
 def test_a_page_that_missed_a_turns_end_learns_it_from_the_server(page, start_haico_server, model_server):
-    model_server.script([Reply(text="First answer."), Reply(text="Second answer."), Reply(text="Third answer.")])
+    # Tokens a little apart: a turn that ends within the live layer's
+    # coalescing window sends its whole answer in the message that ends it,
+    # which this test drops.
+    model_server.script(
+        [
+            Reply(text="First answer.", token_delay=0.05),
+            Reply(text="Second answer.", token_delay=0.05),
+            Reply(text="Third answer.", token_delay=0.05),
+        ]
+    )
     server = start_haico_server(model_env(model_server))
     dropped = _drop_turn_ends(page)
     # A shorter wait than a real page's 25 s of silence.
