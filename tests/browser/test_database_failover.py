@@ -36,10 +36,14 @@ def _terminate_backends(admin_url: str, database: str) -> int:
     return len(rows)
 
 
-def _waiting_on_a_lock(admin_url: str, database: str) -> bool:
+def _a_checkpoint_write_waits_on_a_lock(admin_url: str, database: str) -> bool:
+    """Only a write to the checkpoints table counts: a page's read of the
+    chat, or a transaction queued behind another, is not the case tested."""
     with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
         row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'", (database,)
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'"
+            " AND query ILIKE '%%INSERT INTO checkpoints%%'",
+            (database,),
         ).fetchone()
     return row[0] > 0
 
@@ -99,10 +103,11 @@ def test_turns_go_on_on_both_servers_after_the_database_closed_every_connection(
     # 3. While a turn's checkpoint write waits on the database: that
     # write's connection is closed under it. The turn fails, retryable.
     locker = psycopg.connect(postgres_database_url, connect_timeout=5)
-    locker.execute("LOCK TABLE checkpoints IN ACCESS EXCLUSIVE MODE")
+    # EXCLUSIVE lets reads through (a page rendering its chat) and holds writes.
+    locker.execute("LOCK TABLE checkpoints IN EXCLUSIVE MODE")
     _send(tab_b, "caught in the failover")
     deadline = time.monotonic() + 20
-    while not _waiting_on_a_lock(admin_url, database):
+    while not _a_checkpoint_write_waits_on_a_lock(admin_url, database):
         assert time.monotonic() < deadline, "the turn's checkpoint write never waited on the lock"
         time.sleep(0.1)
     _terminate_backends(admin_url, database)  # the locker's connection too: the lock goes with it
