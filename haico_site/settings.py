@@ -188,7 +188,8 @@ if REDIS_URL:
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
-            "KEY_PREFIX": "haico",
+            # Installs (or test runs) sharing one Redis keep their counts apart.
+            "KEY_PREFIX": env.str("HAICO_CACHE_KEY_PREFIX", default="haico"),
             "OPTIONS": {"socket_timeout": 5.0, "socket_connect_timeout": 5.0},
         }
     }

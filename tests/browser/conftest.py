@@ -46,6 +46,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -315,8 +316,12 @@ def _migrated_db_template(tmp_path_factory) -> Path:
 def start_haico_server(_migrated_db_template, request):
     """Factory: ``start_haico_server(extra_env=None) -> HaicoServer`` (stopped at teardown)."""
     started: list[HaicoServer] = []
+    # The servers of one test share their cache's counts (rate limits, open
+    # sockets) in Redis, as a deployment's do; another test's never reach them.
+    cache_key_prefix = f"haico-test-{uuid.uuid4().hex[:12]}"
 
     def start(extra_env: dict[str, str] | None = None, *, database_url: str | None = None) -> HaicoServer:
+        extra_env = {"HAICO_CACHE_KEY_PREFIX": cache_key_prefix, **(extra_env or {})}
         workdir = Path(tempfile.mkdtemp(prefix="haico-live-"))
         if database_url:
             # Several servers may share one PostgreSQL database (scale-out
