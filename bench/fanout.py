@@ -13,14 +13,16 @@ In one run:
 0. seed `--people` people (bench/seed.py), each with a session; start both
    servers; warm them up (`--warmup` turns per server on the warm-up
    people's own threads, plus one turn on the owner's thread, unmeasured).
-1. one tab: the owner (person 0) alone on their thread, on the first server;
-   `--turns` turns, one after another, each sent from that tab.
-2. the owner shares the thread (conversations.sharing, as the Share dialog
-   does) with the other people, editors and viewers in turn; `--tabs`
-   sockets open on it, spread evenly over the people (5 each with the
-   defaults) and over both servers (each person has tabs on both); the
-   owner's first tab (on the first server, where the turn runs) sends
-   `--turns` turns, one after another; every other tab only reads.
+1. the owner (person 0) shares the thread (conversations.sharing, as the
+   Share dialog does) with the other people, editors and viewers in turn.
+2. `--turns` rounds of each phase, the two phases taking turns round by
+   round, so that a change in the machine's load falls on both alike:
+   - one tab: the owner's only, on the first server, nobody else's open;
+   - fan-out: `--tabs` sockets on the thread, spread evenly over the people
+     (5 each with the defaults) and over both servers (each person has tabs
+     on both).
+   Each round's turn is sent from the owner's first tab (on the first
+   server, where the turn runs); every other tab only reads.
 Each round connects its tabs, throws away for `--settle` s what a page is
 sent on connecting (how the thread's latest turn ended), then sends.
 
@@ -37,17 +39,15 @@ failed or refused turn). The target (issue 17): p99(fan-out) within 1.5x
 p99(one tab), nothing dropped. The bench exits 1 if anything was dropped or
 any turn failed (warm-up included), after printing the table.
 
-Run: .venv/bin/python -m bench.fanout [--tabs 50 --people 10] [--turns 3] [--redis-db 14]
+Run: .venv/bin/python -m bench.fanout [--tabs 50 --people 10] [--turns 5] [--redis-db 14]
 PostgreSQL and Redis come from HAICO_TEST_POSTGRES_URL / HAICO_TEST_REDIS_URL
 (else scripts/test_services.sh start); the Redis database `--redis-db` is
-flushed. About a minute on 2 cores. Logs (servers, clients, model server)
+flushed. About a minute and a half on 2 cores. Logs (servers, clients, model server)
 are kept in a directory printed at the start and the end.
 
-Limits: the one-tab p99 is over `--turns` x `--tokens` tokens (the 2nd
-highest of 180 with the defaults), so it moves with a single GC pause;
-compare repeated runs, not one ratio. The phases run one after the other
-(the one-tab phase first), so a change in the machine's load between them
-is in the ratio. A tab is a socket reader: a delay ends when the frame
+Limits: the one-tab p99 is over `--turns` x `--tokens` tokens (the 3rd
+highest of 300 with the defaults), so it moves with a single GC pause;
+compare repeated runs, not one ratio. A tab is a socket reader: a delay ends when the frame
 arrives, not when htmx has swapped it in.
 """
 
@@ -122,15 +122,19 @@ def tabs_of(people: list[dict], thread: str, tabs: int) -> list[dict]:
     return opened
 
 
-def run_turns(phase: Phase, servers, tabs: list[dict], args, res: Resources) -> None:
+def run_turns(phases: list[tuple[Phase, list, list[dict]]], args, res: Resources) -> None:
+    """`args.turns` rounds of each phase, the phases taking turns round by
+    round: a change in the machine's load during the run then falls on both
+    sides of the ratio alike, instead of on whichever phase ran last."""
     for turn in range(1, args.turns + 1):
-        result = client_round(servers, tabs, args, res, settle=args.settle)
-        phase.add_round(result, len(servers), turn)
-        print(
-            f"  {phase.label}: turn {turn}: {len(result['delays'])} token receipts, p99 "
-            f"{percentile(result['delays'], 99):.1f} ms, {len(result['errors'])} dropped",
-            flush=True,
-        )
+        for phase, servers, tabs in phases:
+            result = client_round(servers, tabs, args, res, settle=args.settle)
+            phase.add_round(result, len(servers), turn)
+            print(
+                f"  {phase.label}: turn {turn}: {len(result['delays'])} token receipts, p99 "
+                f"{percentile(result['delays'], 99):.1f} ms, {len(result['errors'])} dropped",
+                flush=True,
+            )
 
 
 def measure(args, res: Resources, services: tuple[str, str]) -> tuple[Phase, Phase, list[str]]:
@@ -150,9 +154,6 @@ def measure(args, res: Resources, services: tuple[str, str]) -> tuple[Phase, Pha
         warmup = client_round(servers, [owner, *warm_people], args, res, settle=args.settle)
         warmup_errors = [f"[warm-up] {e}" for e in warmup["errors"]]
 
-        one_tab = Phase("one tab", tabs=1, people=1)
-        run_turns(one_tab, servers[:1], tabs_of([owner], owner["thread"], 1), args, res)
-
         others = [person["username"] for person in people[1:]]
         run_seed(
             env,
@@ -160,8 +161,18 @@ def measure(args, res: Resources, services: tuple[str, str]) -> tuple[Phase, Pha
             + ["--viewers", ",".join(others[1::2])],
             res,
         )
+        # The one tab is the owner's, on the thread as shared, while nobody
+        # else has it open: the same thread and rows as the fan-out's turns.
+        one_tab = Phase("one tab", tabs=1, people=1)
         fan_out = Phase(f"{args.tabs} tabs", tabs=args.tabs, people=args.people)
-        run_turns(fan_out, servers, tabs_of(people, owner["thread"], args.tabs), args, res)
+        run_turns(
+            [
+                (one_tab, servers[:1], tabs_of([owner], owner["thread"], 1)),
+                (fan_out, servers, tabs_of(people, owner["thread"], args.tabs)),
+            ],
+            args,
+            res,
+        )
     finally:
         for server in servers:
             if res.stop(server.proc):
@@ -215,7 +226,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tabs", type=int, default=50, help="open tabs of the shared thread (default 50)")
     parser.add_argument("--people", type=int, default=10, help="people the thread is shared among, owner included (default 10)")
-    parser.add_argument("--turns", type=int, default=3, help="turns per phase, one after another (default 3)")
+    parser.add_argument("--turns", type=int, default=5, help="turns per phase, the phases alternating (default 5)")
     parser.add_argument("--latency", type=float, default=0.3, help="model latency before each reply, s")
     parser.add_argument("--tokens", type=int, default=60, help="answer tokens per turn")
     parser.add_argument("--rate", type=float, default=30.0, help="answer tokens per second")
