@@ -26,6 +26,7 @@ urlpatterns = [
     path("<uuid:thread_id>/staff-view/", views.staff_workspace_page, name="staff-view"),
     path("<uuid:thread_id>/activity/", views.thread_activity, name="activity"),
     path("<uuid:thread_id>/chat/from/<turn:turn_index>/", views.chat_from, name="chat-from"),
+    path("<uuid:thread_id>/chat/before/<turn:turn_index>/", views.chat_earlier, name="chat-earlier"),
     path("<uuid:thread_id>/turns/<int:turn_index>/feedback/", views.feedback_turn, name="feedback"),
     path("<uuid:thread_id>/feedback/<int:pk>/", views.feedback_edit, name="feedback-edit"),
     path("<uuid:thread_id>/feedback/<int:pk>/delete/", views.feedback_delete, name="feedback-delete"),

@@ -25,7 +25,7 @@ from workspace.views.common import flash
 
 from . import live, presence, selectors, services, staff_view, trajectory
 from .branching import rerun_in_branch
-from .chat import chat_context, chat_turns
+from .chat import chat_context, chat_turns, latest_turns, turn_state
 from .forms import (
     PAGE_NOTES,
     ChooseModelForm,
@@ -225,16 +225,40 @@ def chat_from(request, thread_id, turn_index: int):
     thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id, level=Access.VIEW)
     if turn_index > thread.turn_index:
         raise Http404("No such turn.")  # 0: a page that shows no turn yet
-    context = chat_context(thread=thread, user=request.user)
+    running, awaiting = turn_state(thread)
     parts = []
-    for turn in context["turns"]:
+    # Every turn, not only the latest page's: a page that missed many gets them all.
+    for turn in chat_turns(thread=thread, user=request.user):
         index = turn["turn_index"]
         if index < turn_index or (index == turn_index and turn["running"]):
             continue
         in_place = index == turn_index
         name = "turn" if in_place else "turn_append"
         parts.append(render_to_string(f"{fragments.TEMPLATE}#{name}", {"turn": turn, "turn_oob": in_place}, request=request))
-    parts.append(fragments.controls(running=context["running"], awaiting=context["awaiting_approval"]))
+    parts.append(fragments.controls(running=running is not None, awaiting=awaiting))
+    return HttpResponse("".join(parts))
+
+
+@login_required
+@require_GET
+def chat_earlier(request, thread_id, turn_index: int):
+    """The turns before turn N, for a chat that shows N as its oldest: the
+    page of turns before it (CHAT_TURNS_SHOWN), or with `?through=M` every
+    turn from M on (a link to a turn the page does not show yet), then the
+    control for what is still earlier. It replaces the "Show earlier turns"
+    control it came from."""
+    thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id, level=Access.VIEW)
+    if turn_index > thread.turn_index + 1:
+        raise Http404("No such turn.")  # one past the latest: every turn
+    through = request.GET.get("through")
+    if through is not None and not (through.isascii() and through.isdigit() and 1 <= int(through) < turn_index):
+        return HttpResponse("through must be a turn before the one asked about.", status=400, content_type="text/plain")
+    before = [turn for turn in chat_turns(thread=thread, user=request.user) if turn["turn_index"] < turn_index]
+    turns, earlier = latest_turns(before, through=int(through) if through is not None else None)
+    context = {"thread": thread, "earlier": earlier}
+    parts = [render_to_string("conversations/panels/chat.html#earlier", context, request=request)] if earlier else []
+    for turn in turns:
+        parts.append(render_to_string(f"{fragments.TEMPLATE}#turn", {"turn": turn, "oob": False}, request=request))
     return HttpResponse("".join(parts))
 
 

@@ -313,4 +313,23 @@
     var cards = document.querySelectorAll("#chat-messages .approval.is-pending");
     if (cards.length) showApproval(cards[cards.length - 1]);
   });
+
+  // --- a link to a turn older than the chat shows (#turn-N, a version arrow) ----
+  //
+  // The page renders only the latest turns (docs/adr/0095): every turn from
+  // N on is fetched in place of the "Show earlier turns" control, then turn
+  // N is scrolled into view.
+  document.addEventListener("DOMContentLoaded", function () {
+    var match = /^#turn-(\d+)$/.exec(window.location.hash);
+    var earlier = document.getElementById("chat-earlier");
+    if (!match || !earlier || !window.htmx) return;
+    var wanted = parseInt(match[1], 10);
+    if (document.getElementById("turn-" + wanted) || !(wanted < parseInt(earlier.getAttribute("data-before"), 10))) return;
+    htmx.ajax("GET", earlier.getAttribute("data-url") + "?through=" + wanted, { target: "#chat-earlier", swap: "outerHTML" }).then(function () {
+      var turn = document.getElementById("turn-" + wanted);
+      if (!turn) return;
+      pinned = false;
+      turn.scrollIntoView({ block: "start" });
+    });
+  });
 })();

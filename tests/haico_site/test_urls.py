@@ -265,6 +265,7 @@ ROUTES: dict[str, Public | Account | Owned | StaffOnly] = {
     "conversations:staff-view": StaffOnly(T),
     "conversations:activity": Owned(T),
     "conversations:chat-from": Owned({**T, "turn_index": "turn"}, writes=False),
+    "conversations:chat-earlier": Owned({**T, "turn_index": lambda w: w["turn"].pk + 1}, writes=False),
     "conversations:feedback": Owned(
         {**T, "turn_index": lambda w: 1}, post={"scope": "turn", "aspect": "correctness", "rating": "3", "comment": "ok"}
     ),
