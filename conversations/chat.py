@@ -121,6 +121,12 @@ def latest_turns(turns: list[dict], *, through: int | None = None) -> tuple[list
     return shown, {"count": first, "page": min(first, CHAT_TURNS_SHOWN), "before": shown[0]["turn_index"]}
 
 
+def turns_before(*, thread: Thread, user, before: int, through: int | None = None) -> tuple[list[dict], dict | None]:
+    """The page of turns before turn `before` (or every one from `through`
+    on), and the control for what is still earlier: latest_turns of them."""
+    return latest_turns([turn for turn in chat_turns(thread=thread, user=user) if turn["turn_index"] < before], through=through)
+
+
 def turn_state(thread: Thread) -> tuple[int | None, bool]:
     """The running turn's index, if any, and whether the latest turn awaits an approval."""
     running = running_turn(thread)

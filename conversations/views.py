@@ -25,7 +25,7 @@ from workspace.views.common import flash
 
 from . import live, presence, selectors, services, staff_view, trajectory
 from .branching import rerun_in_branch
-from .chat import chat_context, chat_turns, latest_turns, turn_state
+from .chat import chat_context, chat_turns, turn_state, turns_before
 from .forms import (
     PAGE_NOTES,
     ChooseModelForm,
@@ -253,8 +253,9 @@ def chat_earlier(request, thread_id, turn_index: int):
     through = request.GET.get("through")
     if through is not None and not (through.isascii() and through.isdigit() and 1 <= int(through) < turn_index):
         return HttpResponse("through must be a turn before the one asked about.", status=400, content_type="text/plain")
-    before = [turn for turn in chat_turns(thread=thread, user=request.user) if turn["turn_index"] < turn_index]
-    turns, earlier = latest_turns(before, through=int(through) if through is not None else None)
+    turns, earlier = turns_before(
+        thread=thread, user=request.user, before=turn_index, through=int(through) if through is not None else None
+    )
     context = {"thread": thread, "earlier": earlier}
     parts = [render_to_string("conversations/panels/chat.html#earlier", context, request=request)] if earlier else []
     for turn in turns:
