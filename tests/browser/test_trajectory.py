@@ -50,6 +50,8 @@ def test_continue_from_turn_one_branches_with_its_workspace_and_leaves_the_threa
     chat = page.get_by_role("region", name="Chat")
     box = chat.get_by_role("textbox", name="Message")
     for message, answers in (("Write a draft", ["Drafted."]), ("Revise it", ["Drafted.", "Revised."])):
+        # A turn now ends within moments of its answer showing: wait for its end before the next message.
+        expect(chat.get_by_role("button", name="Send")).to_be_enabled(timeout=TURN_WAIT_MS)
         box.fill(message)
         box.press("Enter")
         expect(chat.locator(".answer")).to_have_text(answers, timeout=TURN_WAIT_MS)
