@@ -5,7 +5,8 @@ probed as soon as it exists) is asked, as the owner, another user and an
 anonymous visitor, with every method and with bodies made to be refused:
 NUL characters, text over every limit, blank text, lone surrogates and
 deeply nested or oddly typed JSON (1e400, huge and negative numbers, "²",
-lists, objects, null), no fields at all, more fields or bytes than Django
+lists, objects, null; and, to the views that read a JSON body, a valid
+save with one odd field), no fields at all, more fields or bytes than Django
 reads, broken multipart; and with ids no row has (unicode digits, negative,
 past 64 bits). The admin gets the same as staff. The thread socket gets the
 same kinds of frames. After each route's probes the database is compared
@@ -17,7 +18,9 @@ spreads over xdist workers and a failure names its route.
 """
 
 import functools
+import inspect
 import json
+import types
 import uuid
 
 import pytest
@@ -25,7 +28,7 @@ from asgiref.sync import sync_to_async
 from django.apps import apps
 from django.contrib import admin
 from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from django.urls.converters import IntConverter
 
 from conversations.services import thread_create
@@ -154,7 +157,12 @@ def _payloads():
     yield "json not utf-8", "application/json", b'{"content": "\xff\xfe"}'
     for value in ODD_JSON:
         yield f"json {value!r:.12}", "application/json", json.dumps({name: value for name in FIELDS})
-    # One odd field at a time, the others as a valid save would send them.
+
+
+def _payloads_for_json_views():
+    """One odd field at a time, the others as a valid save would send them:
+    for the views that read a JSON body; any other view reads such a body
+    as a form with no fields, which "form empty" probes already."""
     for value in ODD_JSON:
         for name in ("base_version", "content", "title", "base_content"):
             if name != "base_version" and (value is None or isinstance(value, str) and not has_lone_surrogate(value)):
@@ -215,14 +223,28 @@ def _probe(client, path, *, htmx_too=True):
             failures.append(f"{label} {path}: {response.status_code}")
 
     headers = [{}, HTMX] if htmx_too else [{}]
+    payloads = _payloads_as_sent() + (_json_view_payloads() if _reads_a_json_body(path) else [])
     for extra in headers:
-        for label, content_type, data in _payloads_as_sent():
+        for label, content_type, data in payloads:
             check(label, client.post(path, data, content_type=content_type, **extra))
         for label, query in _queries():
             check(label, client.get(f"{path}?{query}", **extra))
     for method in METHODS_WITHOUT_BODY:
         check(method, client.generic(method.upper(), path, b"{}", content_type="application/json"))
     return failures
+
+
+def _reads_a_json_body(path: str) -> bool:
+    """Whether the view at `path` reads a JSON body: it calls
+    workspace.views.document.read_body, read from the view's own source so a
+    new view that reads one is probed with the JSON payloads at once."""
+    view = inspect.unwrap(resolve(path).func)
+    return "read_body(" in inspect.getsource(view)
+
+
+@functools.cache
+def _json_view_payloads() -> list[tuple[str, str, str]]:
+    return list(_payloads_for_json_views())
 
 
 def _encode(fields: dict) -> bytes:
@@ -251,6 +273,13 @@ ROUTES = sorted(route for route in _routes() if route[0] not in NOT_WALKED)
 def test_the_walk_is_read_from_the_url_resolver():
     assert len(ROUTES) > 30  # the resolver was read, not an empty list
     assert {name for name, _ in ROUTES} >= {"conversations:list", "workspace:document-save", "login"}
+
+
+def test_the_views_that_read_a_json_body_get_the_one_odd_field_payloads():
+    thread, ids = types.SimpleNamespace(pk=uuid.uuid4()), {"step": 1, "preference": 1}
+    reading_json = {name for name, converters in ROUTES if _reads_a_json_body(_url(name, converters, thread, ids))}
+    assert reading_json == {"workspace:document-save", "workspace:document-preview"}
+    assert len(_json_view_payloads()) > 30
 
 
 # One case per route, each on a fresh workspace in a database of its own (the
