@@ -47,6 +47,7 @@ import logging
 import time
 
 from asgiref.sync import sync_to_async
+from autobahn.exception import Disconnected
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
@@ -69,6 +70,11 @@ from .turns import approval_claims, fragments, registry
 from .turns.message_checks import retry_message
 
 logger = logging.getLogger("haico.conversations.ws")
+
+# What the server raises for a send to a socket that has closed: daphne
+# (autobahn's protocol) its own Disconnected, servers that follow the ASGI
+# specification an OSError.
+PAGE_GONE = (Disconnected, OSError)
 
 # Channel layers forget a group member after a while (group_expiry); an open
 # page renews its membership of its session's group well before that (the
@@ -158,7 +164,13 @@ class ThreadConsumer(AsyncWebsocketConsumer):
                     self.thread.pk if self.thread else "-",
                 )
                 text_data = RESYNC
-        await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
+        try:
+            await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
+        except PAGE_GONE:
+            # The page closed while this was on its way (its disconnect not
+            # handled yet): nothing is lost, a page opened again reads the
+            # thread as it is now.
+            logger.info("a page of thread %s closed before a message reached it", self.thread.pk if self.thread else "-")
 
     async def _refuse(self, message: str, code: int):
         await self.accept()
