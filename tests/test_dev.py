@@ -205,7 +205,9 @@ def test_a_failure_in_either_pass_fails_the_run(test_sandbox, first, second, sta
 
 def test_the_postgresql_pass_keeps_the_tests_that_use_the_database(tmp_path):
     """HAICO_TEST_DATABASE_ONLY=1 (tests/conftest.py) keeps the tests with the
-    django_db mark or a database fixture and those marked postgres or redis."""
+    django_db mark or a database fixture; a test marked postgres or redis
+    that does not use Django's database (it makes its own database or
+    reaches Redis) does the same in both passes and runs once."""
     (tmp_path / "test_kinds.py").write_text(
         "import pytest\n"
         "def test_pure():\n    pass\n"
@@ -216,6 +218,7 @@ def test_the_postgresql_pass_keeps_the_tests_that_use_the_database(tmp_path):
         "def test_through_a_fixture(person):\n    pass\n"
         "@pytest.mark.postgres\ndef test_postgres():\n    pass\n"
         "@pytest.mark.redis\ndef test_redis():\n    pass\n"
+        "@pytest.mark.postgres\n@pytest.mark.django_db\ndef test_postgres_and_django_db():\n    pass\n"
         "def test_settings_only(settings):\n    pass\n"
     )
     (tmp_path / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text())
@@ -252,6 +255,7 @@ def test_the_postgresql_pass_keeps_the_tests_that_use_the_database(tmp_path):
         "test_through_a_fixture",
         "test_postgres",
         "test_redis",
+        "test_postgres_and_django_db",
         "test_settings_only",
     }
     assert collected["1"] == {
@@ -259,6 +263,5 @@ def test_the_postgresql_pass_keeps_the_tests_that_use_the_database(tmp_path):
         "test_with_db_fixture",
         "test_with_transactional_db",
         "test_through_a_fixture",
-        "test_postgres",
-        "test_redis",
+        "test_postgres_and_django_db",
     }
