@@ -98,6 +98,8 @@ class Phase:
     server_cpu: float = 0.0
     client_cpu: float = 0.0
     turn_seconds: float = 0.0
+    reader_lag: list[float] = field(default_factory=list)
+    read_delays: list[float] = field(default_factory=list)
 
     def add_round(self, result: dict, servers: int, turn: int) -> None:
         for entry in result["turns"]:
@@ -108,6 +110,8 @@ class Phase:
         self.dropped += [f"turn {turn}: {e}" for e in result["errors"] if e.startswith("connect failed")]
         self.server_cpu += result["server_cpu"]
         self.client_cpu += result["client_cpu"]
+        self.reader_lag += result.get("reader_lag", [])
+        self.read_delays += result.get("read_delays", [])
         self.turn_seconds += result["t_end"] - result["t0"]
 
 
@@ -180,6 +184,10 @@ def measure(args, res: Resources, services: tuple[str, str]) -> tuple[Phase, Pha
     return one_tab, fan_out, warmup_errors
 
 
+def _lag(lags: list[float]) -> str:
+    return f"{percentile(lags, 50):.2f}/{percentile(lags, 99):.2f}" if lags else "-"
+
+
 def verdict(ok: bool) -> str:
     return "OK" if ok else "OVER"
 
@@ -192,7 +200,7 @@ def print_report(one_tab: Phase, fan_out: Phase, warmup_errors: list[str], args,
     )
     header = (
         f"{'':26s} {'tabs':>5s} {'people':>6s} {'receipts':>8s} {'p50 ms':>7s} {'p99 ms':>7s} {'dropped':>7s} "
-        f"{'turn s':>6s} {'server CPU':>10s} {'client CPU':>10s}"
+        f"{'turn s':>6s} {'server CPU':>10s} {'client CPU':>10s} {'lag p50/p99':>11s}"
     )
     print(header)
     print("-" * len(header))
@@ -200,7 +208,8 @@ def print_report(one_tab: Phase, fan_out: Phase, warmup_errors: list[str], args,
         print(
             f"{phase.label:26s} {phase.tabs:5d} {phase.people:6d} {len(phase.delays):8d} "
             f"{percentile(phase.delays, 50):7.1f} {percentile(phase.delays, 99):7.1f} {len(phase.dropped):7d} "
-            f"{phase.turn_seconds / args.turns:6.2f} {phase.server_cpu / args.turns:10.2f} {phase.client_cpu / args.turns:10.2f}"
+            f"{phase.turn_seconds / args.turns:6.2f} {phase.server_cpu / args.turns:10.2f} {phase.client_cpu / args.turns:10.2f} "
+            f"{_lag(phase.reader_lag):>11s}"
         )
     for server, label in ((0, "  tabs on the turn's server"), (1, "  tabs on the other server")):
         delays = fan_out.delays_by_server.get(server, [])
@@ -208,6 +217,13 @@ def print_report(one_tab: Phase, fan_out: Phase, warmup_errors: list[str], args,
 
     ratio = percentile(fan_out.delays, 99) / percentile(one_tab.delays, 99)
     dropped = len(one_tab.dropped) + len(fan_out.dropped)
+    read_ratio = percentile(fan_out.read_delays, 99) / percentile(one_tab.read_delays, 99)
+    print(
+        f"\ntaken when this one process read the bytes instead of when they arrived: p50/p99 one tab "
+        f"{percentile(one_tab.read_delays, 50):.1f}/{percentile(one_tab.read_delays, 99):.1f} ms, "
+        f"{fan_out.label} {percentile(fan_out.read_delays, 50):.1f}/{percentile(fan_out.read_delays, 99):.1f} ms, "
+        f"p99 ratio {read_ratio:.2f}"
+    )
     print(
         f"\np99 {fan_out.label} / one tab: {ratio:.2f} (target <= {TARGET_P99_RATIO}) "
         f"{verdict(not math.isnan(ratio) and ratio <= TARGET_P99_RATIO)}"

@@ -600,20 +600,27 @@ def client_round(
         "connect_concurrency": 32,
         "settle": settle,
     }
-    with open(res.dir / "clients.log", "ab") as handle:
+    result = res.dir / "clients.out"
+    # The result goes to a file, not a pipe: a 50-tab round's result (a few
+    # hundred kilobytes) twice came through a pipe cut at 128 or 160 KiB, the
+    # client having exited 0 with nothing on stderr.
+    with open(res.dir / "clients.log", "ab") as handle, open(result, "wb") as out:
         done = subprocess.run(
             [PYTHON, "-m", "bench.ws_clients"],
             cwd=ROOT,
             env=child_env(),
             input=json.dumps(spec).encode(),
-            stdout=subprocess.PIPE,
+            stdout=out,
             stderr=handle,
             timeout=args.timeout + 300,
             check=False,
         )
     if done.returncode:
         raise BenchError(f"the client process failed; see {res.dir / 'clients.log'}")
-    return json.loads(done.stdout)
+    try:
+        return json.loads(result.read_bytes())
+    except ValueError as exc:
+        raise BenchError(f"the client process's result is not JSON ({exc}); see {result}") from None
 
 
 def single_turn_ms(server: Server, client: dict, args, res: Resources) -> tuple[float, str | None]:

@@ -11,8 +11,14 @@ time as the others; here one process reads them all, one after another, so
 whatever reading a frame costs this process is added to the delay of every
 tab read after it. The reader is therefore as light as it can be: a frame
 is looked at where its bytes arrive (`data_received`, called by the loop
-itself), with no task, queue or future between the socket and the check,
-and its receipt time is taken as its bytes arrive. (The `websockets` client
+itself), with no task, queue or future between the socket and the check.
+Its receipt time is when its bytes reached this machine's socket: the
+kernel's receive timestamp (SO_TIMESTAMPNS, Linux), read with the bytes.
+Taken as the bytes are read instead, it would also count the time this one
+process spent reading the other tabs' sockets first (their frames arrive in
+the same instant, and a tab that came fortieth waited for 39 reads), which
+no tab of a browser waits for; the result reports that lag apart
+("reader_lag", docs/adr/0097). (The `websockets` client
 this replaced spent about 50 µs of this process's CPU per frame: 2.5 ms
 between the first and the fiftieth tab to read one token, which the
 fan-out bench then counted as the servers' delay; docs/adr/0094.) Not one OS
@@ -53,7 +59,10 @@ Spec: {"clients": [{"url", "origin", "cookie", "listens_only"?}], "message", "mo
        "timeout", "expected_tokens", "server_pids", "connect_concurrency", "settle"?}
 Result: {"t0", "t_end", "turns": [{"client" (its index in the spec), "seconds",
 "error", "delays"}] (one per connected client), "delays" (all turns'), "errors"
-(connect failures and the turns' errors), "server_cpu", "client_cpu"}
+(connect failures and the turns' errors), "server_cpu", "client_cpu", "read_delays"
+(the delays had every receipt been taken when the bytes were read), "reader_lag"
+(ms, per read of a measured tab during the turn: read - kernel receipt; empty
+where there are no receipt timestamps)}
 """
 
 from __future__ import annotations
@@ -64,6 +73,7 @@ import hashlib
 import json
 import os
 import re
+import socket
 import struct
 import sys
 import time
@@ -84,6 +94,12 @@ RESYNC_MARK = b'data-live-patch="chat"'
 CHAT_STATUS = b'id="chat-status"'
 ERROR_MARK = b'class="turn-marker is-error"'
 NOTICE_MARK = b'id="chat-notice"'
+
+# Linux's socket option (and control message) for receive timestamps as a
+# struct timespec; Python's socket module does not name it.
+SO_TIMESTAMPNS = 35
+STAMPED = sys.platform == "linux"
+READ_SIZE = 1 << 18
 
 HANDSHAKE_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 OP_CONTINUATION, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
@@ -143,6 +159,8 @@ class Tab(asyncio.Protocol):
         self.closed = False
         self.on_message = lambda frame, now: None
         self.on_close = lambda: None
+        self.lags: list[float] = []  # per read: read time - kernel receipt (s)
+        self.read_at = 0.0  # when the bytes being looked at were read
 
     # -- asyncio.Protocol ---------------------------------------------------
 
@@ -156,8 +174,11 @@ class Tab(asyncio.Protocol):
         )
         transport.write(request.encode())
 
-    def data_received(self, data: bytes) -> None:
-        now = time.time()
+    def data_received(self, data: bytes, arrived: float | None = None) -> None:
+        now = self.read_at = time.time()
+        if arrived is not None:
+            self.lags.append(now - arrived)
+            now = arrived
         self.buffer += data
         if self.handshaking and not self._handshake():
             return
@@ -238,13 +259,105 @@ class Tab(asyncio.Protocol):
             self.transport.close()
 
 
+class StampedTransport:
+    """A socket read with its bytes' kernel receive time, for a Tab: what an
+    asyncio transport does for it (write, close, connection_lost), with
+    `data_received(data, arrived)`. Writes are a few small frames (the
+    message, pongs, a close); what the socket does not take at once waits
+    for it to be writable."""
+
+    def __init__(self, sock: socket.socket, protocol: Tab):
+        self.sock, self.protocol = sock, protocol
+        self.loop = asyncio.get_running_loop()
+        self.pending = bytearray()
+        self.closed = False
+        self.loop.add_reader(sock.fileno(), self._readable)
+        protocol.connection_made(self)
+
+    def write(self, data: bytes) -> None:
+        if self.closed:
+            return
+        if not self.pending:
+            try:
+                sent = self.sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError as exc:
+                self._lost(exc)
+                return
+            data = data[sent:]
+            if not data:
+                return
+            self.loop.add_writer(self.sock.fileno(), self._writable)
+        self.pending += data
+
+    def close(self) -> None:
+        self._lost(None)
+
+    def _writable(self) -> None:
+        try:
+            sent = self.sock.send(self.pending)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._lost(exc)
+            return
+        del self.pending[:sent]
+        if not self.pending:
+            self.loop.remove_writer(self.sock.fileno())
+
+    def _readable(self) -> None:
+        try:
+            data, ancillary, _flags, _address = self.sock.recvmsg(READ_SIZE, socket.CMSG_SPACE(16))
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._lost(exc)
+            return
+        if not data:
+            self._lost(None)
+            return
+        arrived = None
+        for level, kind, value in ancillary:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(value) >= 16:
+                seconds, nanoseconds = struct.unpack_from("qq", value)
+                arrived = seconds + nanoseconds / 1e9
+        self.protocol.data_received(data, arrived)
+
+    def _lost(self, exc: BaseException | None) -> None:
+        if self.closed:
+            return
+        if self.pending:
+            # The last frames (a close) go out before the socket is shut.
+            try:
+                self.sock.send(self.pending)
+            except OSError:
+                pass
+        self.closed = True
+        self.loop.remove_reader(self.sock.fileno())
+        self.loop.remove_writer(self.sock.fileno())
+        self.sock.close()
+        self.protocol.connection_lost(exc)
+
+
 async def open_socket(client: dict, gate: asyncio.Semaphore) -> Tab:
     async with gate:
         loop = asyncio.get_running_loop()
         url = urlsplit(client["url"])
-        _transport, tab = await loop.create_connection(
-            lambda: Tab(client["url"], client["origin"], client["cookie"]), url.hostname, url.port or 80
-        )
+        tab = Tab(client["url"], client["origin"], client["cookie"])
+        if STAMPED:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            try:
+                await loop.sock_connect(sock, (url.hostname, url.port or 80))
+            except BaseException:
+                sock.close()
+                raise
+            StampedTransport(sock, tab)
+        else:
+            await loop.create_connection(lambda: tab, url.hostname, url.port or 80)
         await asyncio.wait_for(tab.opened, timeout=60)
         return tab
 
@@ -256,16 +369,19 @@ class Turn:
     def __init__(self, tab: Tab, *, listens_only: bool, expected_tokens: int):
         self.tab = tab
         self.seen: dict[bytes, float] = {}
+        self.seen_read: dict[bytes, float] = {}  # the same, at the time of reading
         self.error: str | None = None
         self.end: float | None = None
         self.started = not listens_only
         self.expected_tokens = expected_tokens
         self.done: asyncio.Future = asyncio.get_running_loop().create_future()
         self.sent = 0.0
+        self.reads_before = 0
 
     def begin(self) -> None:
         """Read the turn from now on."""
         self.sent = time.time()
+        self.reads_before = len(self.tab.lags)  # the reads of this turn's frames come after
         self.tab.on_message = self.message
         self.tab.on_close = self.closed
         if self.tab.closed:
@@ -276,6 +392,7 @@ class Turn:
             return
         for match in TOKEN_RE.finditer(frame):
             self.seen.setdefault(match.group(1), now)
+            self.seen_read.setdefault(match.group(1), self.tab.read_at)
         if RESYNC_MARK in frame and self.error is None:
             self.error = "told to fetch the chat again (a push was lost or too big)"
         if ERROR_MARK in frame and self.error is None:
@@ -311,11 +428,18 @@ class Turn:
         self.tab.on_message = lambda frame, now: None
         # A token emitted before the send is the previous turn's, come late.
         seen = {stamp.decode(): received for stamp, received in self.seen.items() if int(stamp) / 1_000_000 >= self.sent}
+        seen_read = {stamp.decode(): self.seen_read[stamp] for stamp in self.seen if stamp.decode() in seen}
         error = self.error
         if error is None and len(seen) < self.expected_tokens:
             error = f"answer incomplete: {len(seen)} of {self.expected_tokens} tokens"
         end = self.end if self.end is not None else time.time()
-        return {"sent": self.sent, "end": end, "delays": token_delays_ms(seen), "error": error}
+        return {
+            "sent": self.sent,
+            "end": end,
+            "delays": token_delays_ms(seen),
+            "read_delays": token_delays_ms(seen_read),
+            "error": error,
+        }
 
 
 async def main(spec: dict) -> dict:
@@ -358,9 +482,11 @@ async def main(spec: dict) -> dict:
             for i, r in zip(connected, results)
         ],
         "delays": [d for r in results for d in r["delays"]],
+        "read_delays": [d for r in results for d in r["read_delays"]],
         "errors": errors + [r["error"] for r in results if r["error"]],
         "server_cpu": cpu,
         "client_cpu": own_cpu,
+        "reader_lag": [lag * 1000 for turn in turns for lag in turn.tab.lags[turn.reads_before :]],
     }
 
 
