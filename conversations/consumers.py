@@ -44,7 +44,6 @@ import asyncio
 import contextvars
 import json
 import logging
-import time
 
 from asgiref.sync import sync_to_async
 from autobahn.exception import Disconnected
@@ -211,9 +210,9 @@ class ThreadConsumer(AsyncWebsocketConsumer):
     async def _renew_page_count(self):
         """Count this page in every window it stays open for, so a page whose
         server died stops counting within two windows."""
+        offset = ratelimit.socket_renewal_offset()
         while True:
-            now = time.time()
-            await asyncio.sleep(ratelimit.SOCKET_WINDOW_SECONDS - now % ratelimit.SOCKET_WINDOW_SECONDS + 0.5)
+            await asyncio.sleep(ratelimit.seconds_to_socket_renewal(offset))
             await self._count_page()
 
     async def _renew_membership(self):

@@ -19,6 +19,7 @@ import hashlib
 import ipaddress
 import logging
 import math
+import random
 import re
 import time
 from dataclasses import dataclass
@@ -140,6 +141,10 @@ def rate_setting(name: str) -> Rate | None:
 # conversations.consumers); a person's open pages are the larger of the
 # current and the previous window's counts. A closed socket takes itself
 # off both; one left by a server that died drops out within two windows.
+# Each page renews at an offset of its own into the window: pages opened
+# together (a team's tabs, a server's pages after a restart) would otherwise
+# all renew in the same instant, a burst of cache calls once a minute on
+# every server that stalls what the pages are being sent (docs/adr/0097).
 
 SOCKET_WINDOW_SECONDS = 60
 
@@ -150,6 +155,19 @@ def _socket_key(user_id, window: int) -> str:
 
 def socket_window(now: float | None = None) -> int:
     return int((now or time.time()) // SOCKET_WINDOW_SECONDS)
+
+
+def socket_renewal_offset() -> float:
+    """How far into each window one page renews its count: anywhere in the
+    window's first half, well before it ends, so the page counts in every
+    window it stays open for."""
+    return random.uniform(0.5, SOCKET_WINDOW_SECONDS / 2)
+
+
+def seconds_to_socket_renewal(offset: float, now: float | None = None) -> float:
+    """Seconds from `now` to `offset` seconds into the next window."""
+    now = time.time() if now is None else now
+    return SOCKET_WINDOW_SECONDS - now % SOCKET_WINDOW_SECONDS + offset
 
 
 def sockets_open(user_id) -> int:

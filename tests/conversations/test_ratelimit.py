@@ -117,6 +117,20 @@ def test_open_pages_count_in_two_windows_and_a_dead_servers_drop_out(monkeypatch
     assert ratelimit.sockets_open(7) == 0
 
 
+def test_pages_renew_their_count_inside_every_window_at_moments_spread_over_it():
+    window = ratelimit.SOCKET_WINDOW_SECONDS
+    offsets = [ratelimit.socket_renewal_offset() for _ in range(50)]
+    # 50 pages opened together do not renew together...
+    assert max(offsets) - min(offsets) > window / 4
+    for offset in offsets:
+        assert 0 < offset < window / 2 + 0.01
+        # ... and each renews in the next window, whenever it asks.
+        for now in (6_000_000.0, 6_000_000.0 + offset, 6_000_000.0 + window - 0.001):
+            renewal = now + ratelimit.seconds_to_socket_renewal(offset, now)
+            assert ratelimit.socket_window(renewal) == ratelimit.socket_window(now) + 1
+            assert renewal % window == pytest.approx(offset)
+
+
 @pytest.mark.redis
 def test_counts_are_shared_by_server_processes_through_redis(redis_url, settings):
     """Another process (as another server would) uses up an address's
