@@ -5,13 +5,16 @@ uvloop (libuv's event loop) runs the same asyncio code with a much cheaper
 selector, callback queue and sockets: under 200 concurrent turns the event
 loop's own machinery was a fifth of the server's time (docs/adr/0009). The
 policy must be in place before daphne imports its server module, which
-creates the loop it runs Twisted on.
+creates the loop it runs Twisted on. A frame goes to its socket at once
+when nothing is queued before it (haico_site.socket_writes, docs/adr/0097).
 """
 
 import asyncio
 import os
 import socket
 import sys
+
+from haico_site.socket_writes import write_at_once
 
 
 def name_instance(name: str) -> None:
@@ -86,6 +89,7 @@ def main(argv: list[str]) -> None:
     use_uvloop()
     name_instance(instance_from_daphne_args(argv))
     log_through_logging()
+    write_at_once()
     from daphne.cli import CommandLineInterface
 
     warm_up_when_running()  # daphne.cli has installed the asyncio reactor by now
