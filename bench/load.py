@@ -141,6 +141,7 @@ class Resources:
         self.procs: list[subprocess.Popen] = []
         self.pg_databases: list[tuple[str, str]] = []  # (server url, database name)
         self.files: list[Path] = []
+        self.rounds = 0  # client rounds so far; each keeps its result (clients-<n>.json)
 
     def spawn(self, argv, *, log: Path, **kwargs) -> subprocess.Popen:
         handle = open(log, "ab")
@@ -600,7 +601,8 @@ def client_round(
         "connect_concurrency": 32,
         "settle": settle,
     }
-    result = res.dir / "clients.out"
+    res.rounds += 1
+    result = res.dir / f"clients-{res.rounds}.json"
     # The result goes to a file, not a pipe: a 50-tab round's result (a few
     # hundred kilobytes) twice came through a pipe cut at 128 or 160 KiB, the
     # client having exited 0 with nothing on stderr.

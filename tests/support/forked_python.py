@@ -78,8 +78,12 @@ def _run_command(request: dict) -> None:
         # Default handlers, whatever the forker had: a forker started by a
         # non-interactive shell (CI under nohup, `cmd &`) inherits SIGINT as
         # ignored, and a server must stop on SIGINT as it does on Ctrl-C.
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
+        # ... and SIGPIPE ignored, as `python` itself starts: a write to a
+        # socket whose peer has gone is then an error the server handles
+        # (EPIPE), not the end of the process.
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         for fd, path in ((1, request["log"]), (2, request.get("errors") or request["log"])):
