@@ -11,7 +11,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+import redis
 from django.core.exceptions import ImproperlyConfigured
+from redis.driver_info import DriverInfo
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -147,6 +149,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env("REDIS_URL")
 # How the channel layer connects to Redis (redis-py connection options).
+# How redis-py names itself to Redis (CLIENT SETINFO), given here: left out,
+# every new connection looks its version up in the installed packages'
+# metadata, 3-4 ms of the interpreter each, and Django's cache opens
+# connections for every request and page (docs/adr/0097).
+REDIS_DRIVER_INFO = DriverInfo(lib_version=redis.__version__)
 REDIS_HOST_OPTIONS = {
     # redis-py's own default (5 s) equals the layer's blocking read (5 s):
     # every idle socket would time out and its page be dropped (close code 1011).
@@ -158,6 +165,7 @@ REDIS_HOST_OPTIONS = {
     # A pooled connection Redis closed (a restart, a failover) fails its next
     # command: it is tried once more on a new connection (docs/adr/0044).
     "retry_on_error": [RedisConnectionError],
+    "driver_info": REDIS_DRIVER_INFO,
 }
 if REDIS_URL:
     CHANNEL_LAYERS = {
@@ -179,6 +187,8 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+REDIS_CACHE_OPTIONS = {"socket_timeout": 5.0, "socket_connect_timeout": 5.0, "driver_info": REDIS_DRIVER_INFO}
+
 # The cache holds the rate limits' counts (conversations.ratelimit,
 # docs/adr/0051): in Redis when REDIS_URL is set, so every server process
 # counts together; otherwise in this process's memory, which is right for
@@ -190,7 +200,7 @@ if REDIS_URL:
             "LOCATION": REDIS_URL,
             # Installs (or test runs) sharing one Redis keep their counts apart.
             "KEY_PREFIX": env.str("HAICO_CACHE_KEY_PREFIX", default="haico"),
-            "OPTIONS": {"socket_timeout": 5.0, "socket_connect_timeout": 5.0},
+            "OPTIONS": REDIS_CACHE_OPTIONS,
         }
     }
 else:

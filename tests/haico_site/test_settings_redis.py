@@ -114,3 +114,62 @@ async def test_the_layer_goes_on_after_redis_closed_its_pooled_connections(redis
         for layer in (ours, plain):
             await layer.close_pools()
         server.stop()
+
+
+def _metadata_reads(monkeypatch) -> list[str]:
+    """The package-metadata look-ups made from now on (each one scans every
+    installed package's metadata: 3-4 ms of the interpreter)."""
+    from importlib import metadata
+
+    reads: list[str] = []
+    real_version = metadata.version
+
+    def version(name):
+        reads.append(name)
+        return real_version(name)
+
+    monkeypatch.setattr(metadata, "version", version)
+    return reads
+
+
+async def test_the_layers_new_connections_name_their_version_without_reading_package_metadata(redis_url, settings, monkeypatch):
+    import redis
+    from channels_redis.core import RedisChannelLayer
+
+    reads = _metadata_reads(monkeypatch)
+    layer = RedisChannelLayer(
+        hosts=[{"address": redis_url, **settings.REDIS_HOST_OPTIONS}], prefix=f"haico-test-{uuid.uuid4().hex[:8]}"
+    )
+    try:
+        channel = await layer.new_channel()
+        await layer.send(channel, {"type": "thread.fragment", "html": "<p>x</p>"})
+        assert (await layer.receive(channel))["html"] == "<p>x</p>"
+        pool = layer.connection(0).connection_pool
+        connection = await pool.get_connection()
+        await pool.release(connection)
+    finally:
+        await layer.flush()
+        await layer.close_pools()
+    assert reads == []
+    # What it names itself with to a Redis that asks (CLIENT SETINFO, Redis 7.2+).
+    assert connection.driver_info.lib_version == redis.__version__
+
+
+def test_the_caches_new_connections_name_their_version_without_reading_package_metadata(redis_url, settings, monkeypatch):
+    import redis
+    from django.core.cache.backends.redis import RedisCache
+
+    reads = _metadata_reads(monkeypatch)
+    prefix = f"haico-test-{uuid.uuid4().hex[:8]}"
+    # As each request's or page's cache is made: a new instance, its own connections.
+    for _ in range(3):
+        cache = RedisCache(redis_url, {"OPTIONS": settings.REDIS_CACHE_OPTIONS, "KEY_PREFIX": prefix})
+        cache.add("count", 0)
+        cache.incr("count")
+    assert cache.get("count") == 3
+    assert reads == []
+    pool = cache._cache.get_client().connection_pool
+    connection = pool.get_connection()
+    pool.release(connection)
+    assert connection.driver_info.lib_version == redis.__version__
+    cache.delete("count")
