@@ -148,12 +148,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env("REDIS_URL")
-# How the channel layer connects to Redis (redis-py connection options).
 # How redis-py names itself to Redis (CLIENT SETINFO), given here: left out,
 # every new connection looks its version up in the installed packages'
 # metadata, 3-4 ms of the interpreter each, and Django's cache opens
 # connections for every request and page (docs/adr/0097).
 REDIS_DRIVER_INFO = DriverInfo(lib_version=redis.__version__)
+# How the channel layer connects to Redis (redis-py connection options).
 REDIS_HOST_OPTIONS = {
     # redis-py's own default (5 s) equals the layer's blocking read (5 s):
     # every idle socket would time out and its page be dropped (close code 1011).
@@ -187,12 +187,11 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
-REDIS_CACHE_OPTIONS = {"socket_timeout": 5.0, "socket_connect_timeout": 5.0, "driver_info": REDIS_DRIVER_INFO}
-
 # The cache holds the rate limits' counts (conversations.ratelimit,
 # docs/adr/0051): in Redis when REDIS_URL is set, so every server process
 # counts together; otherwise in this process's memory, which is right for
 # the one process the SQLite default runs.
+REDIS_CACHE_OPTIONS = {"socket_timeout": 5.0, "socket_connect_timeout": 5.0, "driver_info": REDIS_DRIVER_INFO}
 if REDIS_URL:
     CACHES = {
         "default": {
