@@ -314,6 +314,59 @@
     if (cards.length) showApproval(cards[cards.length - 1]);
   });
 
+  // --- older turns brought in ---------------------------------------------------
+  //
+  // The chat is a polite live region, so that what the assistant writes is
+  // read out. Turns fetched in place of "Show earlier turns" are history: a
+  // screen reader would read every one of them out. The region is quiet from
+  // the request until they are in, then a status line says how many came.
+  // Quiet a little longer than the swap itself: browsers work out what a
+  // live region announces after the change, not during it.
+  var EARLIER_SETTLE_MS = 300;
+  var quietChat = null; // {list, observer, before} while earlier turns are on their way
+
+  function countTurns(list) {
+    return list.querySelectorAll(":scope > article.turn").length;
+  }
+
+  function speakAgain() {
+    if (!quietChat) return;
+    var state = quietChat;
+    quietChat = null;
+    state.observer.disconnect();
+    state.list.setAttribute("aria-live", "polite");
+    var came = countTurns(state.list) - state.before;
+    var status = document.getElementById("chat-earlier-status");
+    if (status && came > 0) {
+      status.textContent = came === 1 ? "1 earlier turn shown above" : came + " earlier turns shown above";
+    }
+  }
+
+  function bringsEarlierTurns(event) {
+    var target = event.detail && event.detail.target;
+    return !!target && target.id === "chat-earlier";
+  }
+
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var list = messages();
+    if (!bringsEarlierTurns(event) || !list || quietChat) return;
+    var control = event.detail.target;
+    var observer = new MutationObserver(function () {
+      if (list.contains(control)) return; // not replaced yet
+      observer.disconnect();
+      window.setTimeout(speakAgain, EARLIER_SETTLE_MS);
+    });
+    quietChat = { list: list, observer: observer, before: countTurns(list) };
+    list.setAttribute("aria-live", "off");
+    observer.observe(list, { childList: true });
+  });
+
+  // A failed fetch leaves the control where it was (the event reaches the
+  // document only then): the chat speaks again at once.
+  document.addEventListener("htmx:afterRequest", function (event) {
+    if (bringsEarlierTurns(event) && event.detail.failed) speakAgain();
+  });
+
   // --- a link to a turn older than the chat shows (#turn-N, a version arrow) ----
   //
   // The page renders only the latest turns (docs/adr/0095): every turn from

@@ -1,6 +1,6 @@
 """A chat of many turns, in Chromium against the real server: the page
 shows the latest 40 turns and "Show N earlier turns" brings the rest in
-place, oldest on top; a link to a turn the page does not show yet (a
+place, oldest on top, without the chat's live region reading them out; a link to a turn the page does not show yet (a
 version arrow's #turn-N) fetches it and scrolls to it (docs/adr/0095)."""
 
 import re
@@ -24,6 +24,15 @@ MAKE_TURNS = (
     "    slot.turn_finish(thread=thread, turn_index=n, answer=f'answer {n}')\n"
 )
 
+RECORD_LIVE_REGION = """() => {
+  const list = document.getElementById("chat-messages");
+  window.liveWhenTurnsCame = [];
+  new MutationObserver((records) => {
+    const turnCame = records.some((r) => [...r.addedNodes].some((n) => n.matches && n.matches("article.turn")));
+    if (turnCame) window.liveWhenTurnsCame.push(list.getAttribute("aria-live"));
+  }).observe(list, { childList: true });
+}"""
+
 
 def test_a_long_chat_shows_its_latest_turns_and_brings_the_earlier_ones_and_linked_ones(owner_workspace, haico_server):
     page, url = owner_workspace
@@ -37,8 +46,14 @@ def test_a_long_chat_shows_its_latest_turns_and_brings_the_earlier_ones_and_link
     expect(turns.first).to_contain_text("message 6")
     expect(chat).to_contain_text("5 earlier turns not shown")
 
+    # What the chat's live region was when turns came in: a screen reader reads out what
+    # arrives while it is "polite", and earlier turns are history, not news.
+    page.evaluate(RECORD_LIVE_REGION)
     chat.get_by_role("button", name="Show 5 earlier turns").click()
     expect(turns).to_have_count(TURNS)
+    expect(page.locator("#chat-earlier-status")).to_have_text("5 earlier turns shown above")
+    assert set(page.evaluate("window.liveWhenTurnsCame")) == {"off"}
+    expect(page.locator("#chat-messages")).to_have_attribute("aria-live", "polite")
     expect(turns.first).to_contain_text("message 1")
     expect(turns.first).to_contain_text("answer 1")
     assert [int(n) for n in turns.evaluate_all("els => els.map(e => e.dataset.turn)")] == list(range(1, TURNS + 1))
