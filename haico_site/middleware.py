@@ -1,7 +1,9 @@
 """htmx requests get a message the page shows, never an error page; the
 admin never fails on input no row could match (AdminInputMiddleware); the
 account forms are rate limited per address (AccessLimitsMiddleware); a
-signed-in person's pages are never cached (PrivatePagesMiddleware).
+signed-in person's pages are never cached (PrivatePagesMiddleware); a page
+read whose database connection closed under it is read again
+(LostConnectionMiddleware).
 
 The workspace's htmx views answer a refusal with 200 and a message where the
 person acted (the house rule: htmx does not swap an error response, and with
@@ -33,9 +35,11 @@ flash line (workspace.views.common.flash), leaving the page as it is.
 import logging
 import math
 
+from asgiref.sync import iscoroutinefunction
 from django.conf import settings
 from django.contrib.admin import helpers as admin_helpers
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, ValidationError
+from django.db import InterfaceError, OperationalError, connection
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -120,6 +124,43 @@ class HtmxErrorsMiddleware:
             context = {"heading": "Could not be read", "message": DAMAGED, "advice": advice}
             return render(request, "errors/message.html", context, status=500)
         return None
+
+
+class LostConnectionMiddleware:
+    """A page read whose database connection was closed under it is read
+    again on a new connection, once.
+
+    Django checks a kept connection when a request first uses it
+    (CONN_HEALTH_CHECKS), but a failover or a PostgreSQL restart can close it
+    between that check and the view's next query, and the person gets an
+    error for a page that a second read would have shown (a tab fetching
+    its workspace after a reconnect, the very moment it needs it:
+    docs/adr/0044). Only GET and HEAD, which change nothing, and only when
+    the connection no longer answers: any other database error (a lock
+    timeout, a statement refused) is not hidden by a second try."""
+
+    SAFE_METHODS = ("GET", "HEAD")
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if not isinstance(exception, OperationalError | InterfaceError):
+            return None
+        match = request.resolver_match
+        if request.method not in self.SAFE_METHODS or match is None or iscoroutinefunction(match.func):
+            return None
+        if getattr(request, "_read_again", False) or connection.in_atomic_block:
+            return None
+        if connection.connection is not None and connection.is_usable():
+            return None
+        request._read_again = True
+        logger.warning("the database connection closed while reading %s; reading it again on a new one", request.path)
+        connection.close()
+        return match.func(request, *match.args, **match.kwargs)
 
 
 class AdminInputMiddleware:

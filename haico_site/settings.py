@@ -96,6 +96,9 @@ MIDDLEWARE = [
     "conversations.approval.ApprovalGateMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # A page read whose database connection closed under it (a failover) is
+    # read again on a new one (haico_site.middleware).
+    "haico_site.middleware.LostConnectionMiddleware",
     # Last, as django-axes asks: it turns a lockout into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
