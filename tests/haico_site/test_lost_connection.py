@@ -18,13 +18,6 @@ from workspace.views import live
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _on_postgresql():
-    if connection.vendor != "postgresql":
-        pytest.skip(
-            "PostgreSQL closes a connection under a running request; SQLite has no server to (the PostgreSQL pass runs this)"
-        )
-
-
 def _terminate(pid: int) -> None:
     """End the backend `pid` as a failover does, and wait until it is gone."""
     params = connection.settings_dict
@@ -59,10 +52,10 @@ def _objective_patch_that(monkeypatch, first_call) -> list:
     return calls
 
 
+@pytest.mark.postgresql_pass  # SQLite has no server to end a connection
 def test_the_owners_workspace_read_is_answered_whole_when_the_database_closed_its_connection_mid_read(
     owner_client, thread, monkeypatch
 ):
-    _on_postgresql()
     calls = _objective_patch_that(monkeypatch, lambda: _terminate(connection.connection.info.backend_pid))
 
     response = owner_client.get(reverse("workspace:live", kwargs={"thread_id": thread.pk}))
