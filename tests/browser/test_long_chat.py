@@ -1,7 +1,8 @@
 """A chat of many turns, in Chromium against the real server: the page
 shows the latest 40 turns and "Show N earlier turns" brings the rest in
-place, oldest on top, without the chat's live region reading them out; a link to a turn the page does not show yet (a
-version arrow's #turn-N) fetches it and scrolls to it (docs/adr/0095)."""
+place, oldest on top, without the chat's live region reading them out; a
+link to a turn the page does not show yet (a version arrow's #turn-N)
+fetches it and scrolls to it (docs/adr/0095)."""
 
 import re
 
