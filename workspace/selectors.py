@@ -676,11 +676,28 @@ def workspace_reading_current(*, thread: Thread) -> WorkspaceReading:
                     _current_readings.move_to_end(thread.pk)
             return reading
         reading = _reread(thread.pk, reading, moved)
+    _keep(thread.pk, counts, reading)
+    return reading
+
+
+def _keep(thread_id, counts: tuple[int, ...], reading: WorkspaceReading) -> None:
     with _current_readings_lock:
-        _current_readings[thread.pk] = (counts, reading)
-        _current_readings.move_to_end(thread.pk)
+        _current_readings[thread_id] = (counts, reading)
+        _current_readings.move_to_end(thread_id)
         while len(_current_readings) > CURRENT_READINGS_KEPT:
             _current_readings.popitem(last=False)
+
+
+def workspace_reading_kept_on_commit(*, thread: Thread) -> WorkspaceReading:
+    """What `workspace_reading_for` reads, kept as this process's copy for
+    `workspace_reading_current` once the transaction it is read in commits,
+    never if that rolls back. A turn's snapshot reads the workspace in the
+    claim's transaction; kept, that reading is its first prompt's, which
+    then costs one statement. The counts are read first, in the same
+    transaction, so each surface is at least as new as its count, as for
+    any kept reading."""
+    counts, reading = _read_workspace(thread.pk)
+    transaction.on_commit(lambda: _keep(thread.pk, counts, reading))
     return reading
 
 

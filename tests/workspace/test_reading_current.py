@@ -13,6 +13,7 @@ from workspace.selectors import workspace_reading_current, workspace_reading_for
 from workspace.services import archive as archive_services
 from workspace.services import objective as objective_services
 from workspace.services import plan as plan_services
+from workspace.services import snapshots as snapshot_services
 
 from .test_events_per_service import WRITES
 from .test_events_per_service import workspace as workspace  # noqa: F401  (the fixture)
@@ -91,3 +92,37 @@ def test_a_workspace_restored_whole_is_in_the_next_reading(thread, no_listeners)
     assert reading == workspace_reading_for(thread=thread)
     assert reading.objective_text == "Restored goal"
     assert [step.text for step in reading.todos] == ["Restored step"]
+
+
+def test_a_snapshots_reading_is_kept_for_the_turns_first_prompt(workspace, no_listeners):  # noqa: F811
+    thread = workspace["thread"]
+    with transaction.atomic():
+        snapshot_services.snapshot_capture(thread=thread, turn_index=1, user_message="Tidy up")
+    with CaptureQueriesContext(connection) as queries:
+        reading = workspace_reading_current(thread=thread)
+    assert reading == workspace_reading_for(thread=thread)
+    assert len(queries.captured_queries) == 1
+
+
+def test_a_snapshot_rolled_back_leaves_no_reading_kept(workspace, no_listeners):  # noqa: F811
+    thread = workspace["thread"]
+    with pytest.raises(RuntimeError), transaction.atomic():
+        snapshot_services.snapshot_capture(thread=thread, turn_index=1, user_message="Tidy up")
+        raise RuntimeError
+    with CaptureQueriesContext(connection) as queries:
+        reading = workspace_reading_current(thread=thread)
+    assert reading == workspace_reading_for(thread=thread)
+    # Read whole: the objective and document with the counts, the preferences, the plan, the latest artifact.
+    assert len(queries.captured_queries) == 4
+
+
+def test_a_write_after_the_snapshot_is_in_the_first_prompts_reading(workspace, no_listeners):  # noqa: F811
+    thread = workspace["thread"]
+    with transaction.atomic():
+        snapshot_services.snapshot_capture(thread=thread, turn_index=1, user_message="Tidy up")
+    objective_services.objective_set(thread=thread, text="Written while the turn began")
+    plan_services.todos_toggle_by_index(thread=thread, indices=[1])
+    reading = workspace_reading_current(thread=thread)
+    assert reading == workspace_reading_for(thread=thread)
+    assert reading.objective_text == "Written while the turn began"
+    assert reading.todos[0].done

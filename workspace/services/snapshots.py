@@ -24,8 +24,10 @@ def snapshot_json(value) -> str:
 def snapshot_capture(*, thread: Thread, turn_index: int, user_message: str) -> WorkspaceSnapshot:
     """Record the workspace as the agent will see it at the start of this turn.
     Write-once. Read with the prompt's own light reads (selectors.workspace_reading_for):
-    the same values, hard preferences first and the plan in pre-order."""
-    reading = selectors.workspace_reading_for(thread=thread)
+    the same values, hard preferences first and the plan in pre-order. Once
+    the snapshot commits, its reading is the one the turn's first prompt
+    starts from (selectors.workspace_reading_kept_on_commit)."""
+    reading = selectors.workspace_reading_kept_on_commit(thread=thread)
     document = reading.document or selectors.UNWRITTEN_DOCUMENT
     preferences = [{"title": p.title, "subtitle": p.subtitle, "kind": p.kind, "locked": p.locked} for p in reading.preferences]
     todos = [
