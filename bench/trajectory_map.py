@@ -107,7 +107,7 @@ def main(repeats: int) -> None:
 
     def patches():
         # What a turn end renders now (docs/adr/0047): each member's node patch for the current thread's last turn.
-        return trajectory.turn_ended_patches(thread_id=current.pk, turn_index=current.turn_index)
+        return trajectory.turn_ended_patches(thread=current, turn_index=current.turn_index)
 
     push_ms, maps = timed(push, repeats, "push")
     patches_ms, node_patches = timed(patches, repeats, "patches")

@@ -29,15 +29,14 @@ def family_maps(*, thread_id) -> dict:
     return {member.pk: markup.member_map(member.pk) for member in markup.graph.threads}
 
 
-def turn_ended_patches(*, thread_id, turn_index: int) -> dict:
-    """What every family member's open map needs after `thread_id`'s turn
+def turn_ended_patches(*, thread: Thread, turn_index: int) -> dict:
+    """What every family member's open map needs after `thread`'s turn
     `turn_index` ended, by thread: that turn's node (a few hundred bytes,
     whatever the family's size), or the whole map when the node is the
     first one drawn or is not drawn at all. A map whose lanes changed since
-    its page was built asks for itself again (static/js/trajectory.js)."""
-    thread = Thread.objects.filter(pk=thread_id).first()
-    if thread is None:
-        return {}
+    its page was built asks for itself again (static/js/trajectory.js).
+    `thread` may be the turn's own instance: the family's titles and
+    running turns are read here, only its id and owner are taken from it."""
     markup = MapMarkup(family_graph(thread=thread))
     patches = {}
     for member in markup.graph.threads:

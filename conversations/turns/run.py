@@ -129,7 +129,7 @@ def _finish(*, usage: list[dict], **kwargs) -> dict:
     try:
         # The ended turn is a new node on every open map of the family;
         # this thread's goes with the turn's end.
-        return trajectory.turn_ended_patches(thread_id=thread_id, turn_index=turn_index)
+        return trajectory.turn_ended_patches(thread=kwargs["thread"], turn_index=turn_index)
     except Exception:
         logger.exception("could not update the trajectory map of thread %s", thread_id)
         return {}

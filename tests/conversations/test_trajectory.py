@@ -222,7 +222,7 @@ def test_a_turn_end_sends_each_member_only_the_new_node(family):
     root, b, c, d = family
     index, _snapshot = slot.turn_begin(thread=b, user_message="b six")
     slot.turn_finish(thread=b, turn_index=index, answer="six")
-    patches = trajectory.turn_ended_patches(thread_id=b.pk, turn_index=index)
+    patches = trajectory.turn_ended_patches(thread=b, turn_index=index)
     assert set(patches) == {root.pk, b.pk, c.pk, d.pk}
     layout = re.search(r'data-layout="([0-9a-f]+)"', trajectory.render_map(trajectory.family_graph(thread=root))).group(1)
     graph = trajectory.family_graph(thread=b)
@@ -244,12 +244,12 @@ def test_a_turn_end_sends_each_member_only_the_new_node(family):
 def test_the_first_node_and_a_new_lane_change_the_layout_a_node_patch_names(owner):
     thread = services.thread_create(owner=owner)
     run_turns(thread, "one")
-    [first] = trajectory.turn_ended_patches(thread_id=thread.pk, turn_index=1).values()
+    [first] = trajectory.turn_ended_patches(thread=thread, turn_index=1).values()
     assert 'id="trajectory-map"' in first  # nothing drawn before it: the whole (one-node) map
     before = re.search(r'data-layout="([0-9a-f]+)"', first).group(1)
     branch = fork(thread, at=1)
     run_turns(branch, "branch two")
-    patches = trajectory.turn_ended_patches(thread_id=branch.pk, turn_index=2)
+    patches = trajectory.turn_ended_patches(thread=branch, turn_index=2)
     # The branch's lane is new: an open map of the root built before it has other lanes and asks for itself again.
     assert _patch_parts(patches[thread.pk])["layout"] != before
     assert _patch_parts(patches[branch.pk])["edges"] == ["tedge tedge-branch", "tedge on-path"]
