@@ -363,6 +363,7 @@ class FeedbackAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     )
     search_fields = ("comment", "artifact_title", "thread__title", "user__username", "=thread__id")
     date_hierarchy = "created_at"
+    ordering = workspace_admin.RECENT_THREADS_FIRST + ("turn_index", "created_at")
     list_select_related = ("thread", "user", "artifact")
     raw_id_fields = ("thread", "user", "artifact")
 

@@ -74,7 +74,9 @@ class Feedback(models.Model):
 
     class Meta:
         verbose_name_plural = "feedback"
-        ordering = ["thread", "turn_index", "created_at"]
+        # By the column: "thread" would join the thread to sort by its last
+        # activity, in every query of these rows (docs/adr/0099).
+        ordering = ["thread_id", "turn_index", "created_at"]
         indexes = [models.Index(fields=["thread", "turn_index"], name="feedback_thread_turn_idx")]
         constraints = [
             models.CheckConstraint(
@@ -242,7 +244,9 @@ class Turn(PersonRecorded):
     ended_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["thread", "index"]
+        # By the column: "thread" would join the thread to sort by its last
+        # activity, in every query of these rows (docs/adr/0099).
+        ordering = ["thread_id", "index"]
         constraints = [models.UniqueConstraint(fields=["thread", "index"], name="turn_thread_index_unique")]
         indexes = [models.Index(fields=["status", "instance"], name="turn_status_instance_idx")]
 

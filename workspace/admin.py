@@ -15,6 +15,11 @@ from django.utils.html import format_html
 
 from .models import Artifact, Document, DocumentRevision, Objective, ObjectiveRevision, PlanChange, Todo, WorkspaceSnapshot
 
+# The lists of a thread's rows show the most recently active threads first.
+# The models order by the thread's column instead, which needs no join
+# (docs/adr/0099).
+RECENT_THREADS_FIRST = ("-thread__last_activity_at", "thread_id")
+
 
 class ReadOnlyAdminMixin:
     """View-only: records written by the app (or by staff actions) that
@@ -58,6 +63,7 @@ class ObjectiveRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     list_display = ("text_excerpt", "author", "person_name", "token_name", "turn_index", "thread", "created_at")
     list_filter = ("author",)
+    ordering = RECENT_THREADS_FIRST + ("-id",)
     search_fields = ("text", "thread__title", "person_username", "=thread__id")
     date_hierarchy = "created_at"
     list_select_related = ("thread", "person")
@@ -90,6 +96,7 @@ class PlanChangeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     list_display = ("summary_excerpt", "action", "author", "person_name", "token_name", "turn_index", "thread", "created_at")
     list_filter = ("action", "author")
+    ordering = RECENT_THREADS_FIRST + ("-id",)
     search_fields = ("summary", "thread__title", "person_username", "=thread__id")
     date_hierarchy = "created_at"
     list_select_related = ("thread", "person")
@@ -194,6 +201,7 @@ class WorkspaceSnapshotAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     list_display = ("thread", "turn_index", "message_excerpt", "captured_at")
     search_fields = ("user_message", "thread__title", "=thread__id")
+    ordering = RECENT_THREADS_FIRST + ("turn_index",)
     date_hierarchy = "captured_at"
     list_select_related = ("thread",)
     raw_id_fields = ("thread",)

@@ -367,7 +367,9 @@ class WorkspaceSnapshot(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["thread", "turn_index"], name="snapshot_unique_thread_turn"),
         ]
-        ordering = ["thread", "turn_index"]
+        # By the column: "thread" would join the thread to sort by its last
+        # activity, in every query of these rows (docs/adr/0099).
+        ordering = ["thread_id", "turn_index"]
 
     def __str__(self):
         return f"{self.thread_id} turn {self.turn_index}"
@@ -403,7 +405,9 @@ class ObjectiveRevision(PersonRecorded):
 
     class Meta:
         indexes = [models.Index(fields=["thread", "-id"], name="objrev_thread_newest_idx")]
-        ordering = ["thread", "-id"]
+        # By the column: "thread" would join the thread to sort by its last
+        # activity, in every query of these rows (docs/adr/0099).
+        ordering = ["thread_id", "-id"]
 
     def __str__(self):
         return f"{self.thread_id} by {self.author}: {self.text[:60]}"
@@ -447,7 +451,9 @@ class PlanChange(PersonRecorded):
 
     class Meta:
         indexes = [models.Index(fields=["thread", "-id"], name="planchange_thread_newest_idx")]
-        ordering = ["thread", "-id"]
+        # By the column: "thread" would join the thread to sort by its last
+        # activity, in every query of these rows (docs/adr/0099).
+        ordering = ["thread_id", "-id"]
 
     def __str__(self):
         return f"{self.thread_id} by {self.author}: {self.summary[:60]}"

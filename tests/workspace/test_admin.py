@@ -142,3 +142,28 @@ def test_staff_cannot_add_change_or_delete_a_plan_history_entry(staff_client, po
     assert staff_client.post(_change(entry), {"summary": "Rewritten"}).status_code == 403
     assert staff_client.post(reverse("admin:workspace_planchange_delete", args=[entry.pk]), {"post": "yes"}).status_code == 403
     assert PlanChange.objects.get(pk=entry.pk).summary == before
+
+
+# --- lists --------------------------------------------------------------------------
+
+
+def test_snapshots_are_listed_most_recently_active_thread_first_then_by_turn(staff_client, owner):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from conversations import services
+    from workspace.models import Thread
+    from workspace.services.snapshots import snapshot_capture
+
+    # The busier thread has the larger id, so an order by id alone would list it last.
+    quiet, busy = sorted((services.thread_create(owner=owner), services.thread_create(owner=owner)), key=lambda t: t.pk)
+    for thread, name in ((busy, "busy"), (quiet, "quiet")):
+        for turn in (1, 2):
+            snapshot_capture(thread=thread, turn_index=turn, user_message=f"{name} message {turn}")
+    now = timezone.now()
+    Thread.objects.filter(pk=busy.pk).update(last_activity_at=now)
+    Thread.objects.filter(pk=quiet.pk).update(last_activity_at=now - timedelta(days=1))
+    page = staff_client.get(reverse("admin:workspace_workspacesnapshot_changelist")).content.decode()
+    shown = [page.index(f"{name} message {turn}") for name in ("busy", "quiet") for turn in (1, 2)]
+    assert shown == sorted(shown)
