@@ -20,7 +20,10 @@ def snapshot_json(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-@transaction.atomic
+# Inside a turn's claim no savepoint of its own: a failure here fails the
+# whole claim, which is then rolled back, so a savepoint would only cost two
+# statements on every turn.
+@transaction.atomic(savepoint=False)
 def snapshot_capture(*, thread: Thread, turn_index: int, user_message: str) -> WorkspaceSnapshot:
     """Record the workspace as the agent will see it at the start of this turn.
     Write-once. Read with the prompt's own light reads (selectors.workspace_reading_for):

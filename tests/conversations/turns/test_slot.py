@@ -343,3 +343,19 @@ def test_a_turn_claimed_while_another_waits_on_its_approval_is_refused_with_the_
     with pytest.raises(TurnAlreadyRunning) as exc:
         slot.claim_slot(locked, 1, now=timezone.now())
     assert "(started by owner)" in exc.value.message
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_snapshot_that_fails_leaves_no_turn_claimed_and_the_next_message_goes_through(thread, monkeypatch):
+    def broken_store(**kwargs):
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr("workspace.services.snapshots.snapshot_store", broken_store)
+    with pytest.raises(RuntimeError):
+        slot.turn_begin(thread=thread, user_message="Please start")
+    assert _fresh(thread).turn_index == 0
+    assert not Turn.objects.filter(thread=thread).exists()
+    assert slot.running_turn(thread) is None
+    monkeypatch.undo()
+    turn, snapshot = slot.turn_begin(thread=_fresh(thread), user_message="Please start")
+    assert turn == 1 and snapshot.turn_index == 1
