@@ -3,6 +3,8 @@ is never older than the database: every write to a surface raises its count
 in its own transaction, and the kept reading is checked against the counts
 on every read (docs/adr/0093)."""
 
+import contextlib
+
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
@@ -94,35 +96,38 @@ def test_a_workspace_restored_whole_is_in_the_next_reading(thread, no_listeners)
     assert [step.text for step in reading.todos] == ["Restored step"]
 
 
-def test_a_snapshots_reading_is_kept_for_the_turns_first_prompt(workspace, no_listeners):  # noqa: F811
-    thread = workspace["thread"]
-    with transaction.atomic():
+def _capture_in_a_claim(thread, *, rolled_back: bool = False) -> None:
+    """A turn's snapshot in a transaction of its own, as the claim takes it."""
+    with contextlib.suppress(RuntimeError), transaction.atomic():
         snapshot_services.snapshot_capture(thread=thread, turn_index=1, user_message="Tidy up")
+        if rolled_back:
+            raise RuntimeError
+
+
+def _first_prompts_reading(thread):
+    """The turn's first prompt's reading, and how many statements it took."""
     with CaptureQueriesContext(connection) as queries:
         reading = workspace_reading_current(thread=thread)
     assert reading == workspace_reading_for(thread=thread)
-    assert len(queries.captured_queries) == 1
+    return reading, len(queries.captured_queries)
+
+
+def test_a_snapshots_reading_is_kept_for_the_turns_first_prompt(workspace, no_listeners):  # noqa: F811
+    _capture_in_a_claim(workspace["thread"])
+    assert _first_prompts_reading(workspace["thread"])[1] == 1
 
 
 def test_a_snapshot_rolled_back_leaves_no_reading_kept(workspace, no_listeners):  # noqa: F811
-    thread = workspace["thread"]
-    with pytest.raises(RuntimeError), transaction.atomic():
-        snapshot_services.snapshot_capture(thread=thread, turn_index=1, user_message="Tidy up")
-        raise RuntimeError
-    with CaptureQueriesContext(connection) as queries:
-        reading = workspace_reading_current(thread=thread)
-    assert reading == workspace_reading_for(thread=thread)
+    _capture_in_a_claim(workspace["thread"], rolled_back=True)
     # Read whole: the objective and document with the counts, the preferences, the plan, the latest artifact.
-    assert len(queries.captured_queries) == 4
+    assert _first_prompts_reading(workspace["thread"])[1] == 4
 
 
 def test_a_write_after_the_snapshot_is_in_the_first_prompts_reading(workspace, no_listeners):  # noqa: F811
     thread = workspace["thread"]
-    with transaction.atomic():
-        snapshot_services.snapshot_capture(thread=thread, turn_index=1, user_message="Tidy up")
+    _capture_in_a_claim(thread)
     objective_services.objective_set(thread=thread, text="Written while the turn began")
     plan_services.todos_toggle_by_index(thread=thread, indices=[1])
-    reading = workspace_reading_current(thread=thread)
-    assert reading == workspace_reading_for(thread=thread)
+    reading, _statements = _first_prompts_reading(thread)
     assert reading.objective_text == "Written while the turn began"
     assert reading.todos[0].done
