@@ -9,9 +9,8 @@ session, so no two clients share a turn slot or a session row.
 Users get an unusable password: the real hasher costs ~0.3 s per user on
 purpose, and the session only needs the hash of whatever is stored.
 
-Thread creation is looked up defensively because the app is being
-restructured: a `thread_create` service in conversations or workspace, else
-the `Thread` model of either app.
+Threads are made by `conversations.services.thread_create`, as the thread
+list's "New thread" makes them.
 
 With --share it seeds nothing: it shares one of those threads, as its
 owner would from the Share dialog (conversations.sharing), with people
@@ -35,26 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "haico_site.settings")
 
 
-def thread_factory():
-    for module_name in ("conversations.services", "workspace.services"):
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        create = getattr(module, "thread_create", None)
-        if callable(create):
-            return lambda owner: create(owner=owner)
-    from django.apps import apps
-
-    for label in ("conversations", "workspace"):
-        try:
-            model = apps.get_model(label, "Thread")
-        except LookupError:
-            continue
-        return lambda owner: model.objects.create(owner=owner)
-    raise RuntimeError("found neither a thread_create service nor a Thread model")
-
-
 def seed(count: int, prefix: str) -> list[dict]:
     from django.conf import settings
     from django.contrib.auth import (
@@ -65,8 +44,9 @@ def seed(count: int, prefix: str) -> list[dict]:
     )
     from django.db import transaction
 
+    from conversations.services import thread_create
+
     store_class = importlib.import_module(settings.SESSION_ENGINE).SessionStore
-    create_thread = thread_factory()
     user_model = get_user_model()
     clients = []
     with transaction.atomic():
@@ -74,7 +54,7 @@ def seed(count: int, prefix: str) -> list[dict]:
             user = user_model(username=f"{prefix}-{i}")
             user.set_unusable_password()
             user.save()
-            thread = create_thread(user)
+            thread = thread_create(owner=user)
             session = store_class()
             session[SESSION_KEY] = str(user.pk)
             session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
