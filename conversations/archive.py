@@ -9,15 +9,21 @@ shows it only once it is whole (import_archive). Every row keeps the time
 the archive gives it. A branch link to a parent thread is kept when the
 importer owns that thread (an archive taken and brought back on the same
 server); links to threads that are not theirs are left out.
+
+An archive is JSON; one whose JSON is larger than the import takes is sent
+xz-compressed, so every exported thread can be imported back
+(docs/adr/0100).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import lzma
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 
@@ -159,6 +165,28 @@ def archive_bytes(thread: Thread) -> bytes:
     return json.dumps(thread_archive(thread), ensure_ascii=False, indent=1).encode()
 
 
+# How every xz file starts (the .xz format's stream header).
+XZ_MAGIC = b"\xfd7zXZ\x00"
+
+
+@dataclass(frozen=True)
+class ArchiveFile:
+    content: bytes
+    compressed: bool  # xz: the JSON alone was over the import's size limit
+
+
+def archive_file(thread: Thread) -> ArchiveFile:
+    """The thread's archive as a download: its JSON, or, when that is larger
+    than an import takes (a long thread of a long document keeps every
+    version whole), the JSON xz-compressed. Versions of one text differ
+    little, so xz's dictionary (1 MB at preset 1, more than the longest
+    document) finds each in the one before: megabytes become kilobytes."""
+    raw = archive_bytes(thread)
+    if len(raw) <= settings.HAICO_ARCHIVE_MAX_BYTES:
+        return ArchiveFile(content=raw, compressed=False)
+    return ArchiveFile(content=lzma.compress(raw, preset=1), compressed=True)
+
+
 # -- import --
 
 
@@ -171,9 +199,29 @@ def check_size(size: int) -> None:
         raise ArchiveRefused(f"The archive is {size_text(size)}; the limit is {size_text(settings.HAICO_ARCHIVE_MAX_BYTES)}.")
 
 
+def _unpacked(raw: bytes) -> bytes:
+    """An xz-compressed archive's JSON, at most HAICO_ARCHIVE_MAX_UNPACKED_BYTES
+    of it (a small file can unpack to gigabytes); other files as they are."""
+    if not raw.startswith(XZ_MAGIC):
+        return raw
+    limit = settings.HAICO_ARCHIVE_MAX_UNPACKED_BYTES
+    unpacker = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+    try:
+        unpacked = unpacker.decompress(raw, max_length=limit + 1)
+    except lzma.LZMAError as exc:
+        raise ArchiveRefused("The file is not a HAICO thread archive (it is a broken xz file).") from exc
+    if len(unpacked) > limit:
+        raise ArchiveRefused(f"The archive unpacks to more than {size_text(limit)}, the limit.")
+    if not unpacker.eof:
+        raise ArchiveRefused("The file is not a HAICO thread archive (the xz file is cut short).")
+    return unpacked
+
+
 def read_archive(raw: bytes) -> dict:
-    """The archive's JSON object, or ArchiveRefused saying why not."""
+    """The archive's JSON object (from its JSON, or the JSON xz-compressed),
+    or ArchiveRefused saying why not."""
     check_size(len(raw))
+    raw = _unpacked(raw)
     try:
         # NaN and Infinity are Python's extension of JSON; no database stores them.
         data = json.loads(raw.decode("utf-8"), parse_constant=_not_json)

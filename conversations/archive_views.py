@@ -13,7 +13,7 @@ from workspace.exports import file_stem
 from workspace.selectors import Access, get_thread_for_user_or_404, threads_shared_with
 
 from . import selectors
-from .archive import archive_bytes, check_size, import_archive
+from .archive import archive_file, check_size, import_archive
 
 IMPORT_FIELD = "archive"
 
@@ -22,8 +22,13 @@ IMPORT_FIELD = "archive"
 @require_GET
 def thread_export(request, thread_id):
     thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id, level=Access.OWN)
-    response = HttpResponse(archive_bytes(thread), content_type="application/json; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{file_stem(thread.title, default="thread")}.haico.json"'
+    archive = archive_file(thread)
+    if archive.compressed:
+        content_type, suffix = "application/x-xz", ".haico.json.xz"
+    else:
+        content_type, suffix = "application/json; charset=utf-8", ".haico.json"
+    response = HttpResponse(archive.content, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{file_stem(thread.title, default="thread")}{suffix}"'
     response["X-Content-Type-Options"] = "nosniff"
     return response
 

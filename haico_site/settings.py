@@ -339,6 +339,10 @@ HAICO_ABANDONED_AFTER_SECONDS = env.int("HAICO_ABANDONED_AFTER_SECONDS", default
 HAICO_CRASH_AT = env.str("HAICO_CRASH_AT", default="")
 # A thread archive (conversations.archive) larger than this is refused before it is read.
 HAICO_ARCHIVE_MAX_BYTES = env.int("HAICO_ARCHIVE_MAX_BYTES", default=25 * 1024 * 1024)
+# An xz-compressed archive (a long thread's: docs/adr/0100) is refused when its
+# JSON unpacks to more than this, which bounds what one upload can make the
+# server hold and parse.
+HAICO_ARCHIVE_MAX_UNPACKED_BYTES = env.int("HAICO_ARCHIVE_MAX_UNPACKED_BYTES", default=256 * 1024 * 1024)
 
 # HSTS, production only (docs/adr/0051): a year, the age browsers and the
 # preload list expect of a site that is HTTPS for good (as one with

@@ -59,3 +59,78 @@ def test_the_list_offers_import_and_each_thread_export(owner_client, thread):
     page = owner_client.get("/threads/").content.decode()
     assert 'aria-label="Import a thread"' in page and 'name="archive"' in page
     assert f'href="/threads/{thread.pk}/export/"' in page
+
+
+# -- a long thread's archive, larger than an import takes as JSON (docs/adr/0100) --
+
+LONG_TEXT = "".join(f"Paragraph {n} of a long report, written and rewritten over many turns.\n\n" for n in range(400))
+
+
+def _document_of_many_versions(thread, versions: int) -> list[str]:
+    """`versions` saves of a long document, each changing one paragraph: the texts saved, in order."""
+    texts = []
+    for n in range(versions):
+        text = LONG_TEXT.replace(f"Paragraph {n} of", f"Paragraph {n}, rewritten at save {n}, of", 1)
+        document_save(thread=thread, title="Report", content=text)
+        texts.append(text)
+    return texts
+
+
+def _revision_texts(thread) -> list[str]:
+    return [r["content"] for r in thread_archive(thread)["workspace"]["document"]["revisions"]]
+
+
+def test_an_archive_larger_than_the_import_limit_downloads_compressed_and_imports_back_whole(
+    owner_client, owner, thread, settings
+):
+    texts = _document_of_many_versions(thread, 30)
+    settings.HAICO_ARCHIVE_MAX_BYTES = 200_000  # the JSON is about 30 versions of 27 000 characters, twice
+    response = owner_client.get(f"/threads/{thread.pk}/export/")
+    assert response.status_code == 200 and response["Content-Type"] == "application/x-xz"
+    assert response["Content-Disposition"] == 'attachment; filename="lit-review.haico.json.xz"'
+    assert len(response.content) < settings.HAICO_ARCHIVE_MAX_BYTES
+
+    imported = owner_client.post("/threads/import/", {"archive": _upload(response.content, "lit-review.haico.json.xz")})
+    assert imported.status_code == 302, imported.content.decode()[-2000:]
+    new = Thread.objects.exclude(pk=thread.pk).get(owner=owner)
+    assert _revision_texts(new) == _revision_texts(thread)
+    assert _revision_texts(new)[-len(texts) :] == texts
+    assert texts[-1] in owner_client.get(imported["Location"]).content.decode()
+
+
+def test_an_archive_under_the_limit_stays_plain_json(owner_client, thread, settings):
+    _document_of_many_versions(thread, 3)
+    response = owner_client.get(f"/threads/{thread.pk}/export/")
+    assert response["Content-Type"] == "application/json; charset=utf-8"
+    assert json.loads(response.content)["workspace"]["document"]["title"] == "Report"
+
+
+def test_a_compressed_upload_that_unpacks_past_the_limit_is_refused_and_creates_nothing(owner_client, thread, settings):
+    import lzma
+
+    settings.HAICO_ARCHIVE_MAX_UNPACKED_BYTES = 1_000_000
+    bomb = lzma.compress(b'{"format": "' + b"x" * 5_000_000 + b'"}', preset=1)
+    assert len(bomb) < 5_000
+    before = database_rows()
+    response = owner_client.post("/threads/import/", {"archive": _upload(bomb, "t.haico.json.xz")})
+    assert response.status_code == 400
+    assert "The archive unpacks to more than 1.0 MB, the limit." in response.content.decode()
+    assert database_rows() == before
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda packed: packed[: len(packed) // 2], "the xz file is cut short"),
+        (lambda packed: packed[:12] + b"\x00" * 40 + packed[52:], "it is a broken xz file"),
+    ],
+    ids=["cut short", "bytes overwritten"],
+)
+def test_a_damaged_compressed_archive_is_refused_with_why_and_creates_nothing(owner_client, thread, damage, message):
+    import lzma
+
+    packed = lzma.compress(json.dumps(thread_archive(thread)).encode(), preset=1)
+    before = database_rows()
+    response = owner_client.post("/threads/import/", {"archive": _upload(damage(packed), "t.haico.json.xz")})
+    assert response.status_code == 400 and message in response.content.decode()
+    assert database_rows() == before
