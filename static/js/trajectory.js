@@ -169,9 +169,13 @@
     if (url && window.htmx) htmx.ajax("GET", url, { target: "#trajectory-map", swap: "outerHTML" });
   }
 
+  // The map draws all edges of one kind as one path of subpaths ("M…V…M…C…",
+  // conversations/trajectory/render.py); a pushed edge is one subpath.
   function sameEdge(svg, path) {
+    var d = path.getAttribute("d");
     return Array.prototype.some.call(svg.children, function (edge) {
-      return edge.getAttribute("d") === path.getAttribute("d") && edge.getAttribute("class") === path.getAttribute("class");
+      if (edge.getAttribute("class") !== path.getAttribute("class")) return false;
+      return (edge.getAttribute("d") || "").split("M").some(function (part) { return "M" + part === d; });
     });
   }
 

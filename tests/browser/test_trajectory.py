@@ -11,11 +11,21 @@ from playwright.sync_api import expect
 
 from tests.support.fake_model import Reply, tool_call
 
-from .helpers import TURN_WAIT_MS, model_env, new_thread_for, thread_id_from
+from .helpers import TURN_WAIT_MS, model_env, new_thread_for, thread_id_from, wait_for_socket
 
 
 def _hex(thread_id: str) -> str:
     return thread_id.replace("-", "")
+
+
+# Every edge the map draws, by class, each subpath apart: the map draws all
+# edges of a kind as one path, and a pushed node adds a path per edge.
+DRAWN_EDGES = """() => Array.from(document.querySelectorAll("#trajectory-map svg.trajectory-edges path")).flatMap(
+    (path) => path.getAttribute("d").split("M").slice(1).map((part) => path.getAttribute("class") + " M" + part))"""
+
+
+def _drawn_edges(page) -> list[str]:
+    return sorted(page.evaluate(DRAWN_EDGES))
 
 
 def _thread_rows(server, thread_id: str) -> dict:
@@ -59,6 +69,13 @@ def test_continue_from_turn_one_branches_with_its_workspace_and_leaves_the_threa
     trajectory = page.get_by_role("region", name="Trajectory")
     expect(trajectory.get_by_role("button", name=re.compile(r"^Turn 2\b"))).to_have_attribute("aria-current", "step")
     expect(trajectory.get_by_role("button", name=re.compile(r"^Turn 1\b"))).to_contain_text("Write a draft")
+    # The second turn's edge came in a push: drawn once as a turn edge and once on the path, as after a reload.
+    pushed = _drawn_edges(page)
+    assert len(pushed) == len(set(pushed)) == 2, pushed
+    page.reload()
+    wait_for_socket(page)
+    expect(trajectory.get_by_role("button", name=re.compile(r"^Turn 2\b"))).to_have_attribute("aria-current", "step")
+    assert _drawn_edges(page) == pushed
     before = _thread_rows(server, original)
 
     trajectory.get_by_role("button", name=re.compile(r"^Turn 1\b")).click()

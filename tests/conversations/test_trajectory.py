@@ -323,3 +323,16 @@ def test_the_preview_of_another_persons_turn_is_not_found(other_client, owner):
     url = reverse("conversations:trajectory-turn", kwargs={"thread_id": thread.pk, "turn_index": 1})
     response = other_client.get(url)
     assert response.status_code == 404 and "mine" not in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_map_draws_each_kind_of_edge_as_one_path_of_every_edge(family):
+    root, b, _c, _d = family
+    graph = trajectory.family_graph(thread=b)
+    html = trajectory.render_map(graph)
+    paths = re.findall(r'<path class="([^"]+)" d="([^"]+)"/>', html)
+    assert [css for css, _d in paths] == ["tedge tedge-turn", "tedge tedge-branch", "tedge on-path"]
+    drawn = {css: ["M" + part for part in d.split("M")[1:]] for css, d in paths}
+    assert drawn["tedge tedge-turn"] == [edge.d for edge in graph.edges if edge.kind == "turn"]
+    assert drawn["tedge tedge-branch"] == [edge.d for edge in graph.edges if edge.kind == "branch"]
+    assert drawn["tedge on-path"] == [edge.d for edge in graph.path_edges] and len(graph.path_edges) >= 2
