@@ -174,6 +174,14 @@ class ArchiveFile:
     content: bytes
     compressed: bool  # xz: the JSON alone was over the import's size limit
 
+    @property
+    def content_type(self) -> str:
+        return "application/x-xz" if self.compressed else "application/json; charset=utf-8"
+
+    @property
+    def suffix(self) -> str:
+        return ".haico.json.xz" if self.compressed else ".haico.json"
+
 
 def archive_file(thread: Thread) -> ArchiveFile:
     """The thread's archive as a download: its JSON, or, when that is larger

@@ -23,12 +23,8 @@ IMPORT_FIELD = "archive"
 def thread_export(request, thread_id):
     thread = get_thread_for_user_or_404(user=request.user, thread_id=thread_id, level=Access.OWN)
     archive = archive_file(thread)
-    if archive.compressed:
-        content_type, suffix = "application/x-xz", ".haico.json.xz"
-    else:
-        content_type, suffix = "application/json; charset=utf-8", ".haico.json"
-    response = HttpResponse(archive.content, content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="{file_stem(thread.title, default="thread")}{suffix}"'
+    response = HttpResponse(archive.content, content_type=archive.content_type)
+    response["Content-Disposition"] = f'attachment; filename="{file_stem(thread.title, default="thread")}{archive.suffix}"'
     response["X-Content-Type-Options"] = "nosniff"
     return response
 
