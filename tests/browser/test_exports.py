@@ -14,10 +14,14 @@ from .helpers import (
     REQUEST,
     TURN_WAIT_MS,
     chart_turn_script,
+    document_status,
     document_text,
+    long_document,
     model_env,
     new_thread_for,
+    save_through_service,
     thread_id_from,
+    type_after,
     wait_for_socket,
 )
 
@@ -139,3 +143,40 @@ def test_a_thread_exported_from_the_list_imports_as_a_new_thread(haico_server, n
     form.get_by_label("Import a thread archive").set_input_files(str(bad))
     expect(page.get_by_role("alert")).to_contain_text("not valid JSON")
     expect(page.get_by_role("list", name="Threads").get_by_role("listitem")).to_have_count(2)
+
+
+def test_a_long_documents_thread_over_the_import_limit_exports_compressed_and_imports_back_to_go_on_with(
+    start_haico_server, new_page, tmp_path
+):
+    # Five versions of a 60 000-character document make about 600 KB of
+    # JSON: over this server's import limit, as hundreds of turns are over
+    # the real 25 MB (docs/adr/0100).
+    server = start_haico_server({"HAICO_ARCHIVE_MAX_BYTES": "300000"})
+    page = new_page()
+    url = new_thread_for(page, server.url, "grace")
+    text = long_document(60_000)
+    for n in range(5):
+        text = text.replace("Paragraph 1.1 of the report", f"Paragraph 1.1 (version {n}) of the report", 1)
+        save_through_service(server, thread_id_from(url), text)
+
+    page.goto(f"{server.url}/threads/")
+    with page.expect_download() as info:
+        page.get_by_role("link", name=re.compile("^Export thread")).click()
+    assert info.value.suggested_filename.endswith(".haico.json.xz")
+    archive = tmp_path / info.value.suggested_filename
+    info.value.save_as(archive)
+    assert archive.stat().st_size < 300_000
+    page.get_by_role("form", name="Import a thread").get_by_label("Import a thread archive").set_input_files(str(archive))
+    expect(page).to_have_url(re.compile(r"/threads/[0-9a-f-]{36}/workspace/$"))
+    assert thread_id_from(page.url) != thread_id_from(url)
+    expect(document_text(page)).to_have_value(text)
+
+    # The imported thread is one to work on: typed after a reload, saved, and there after another.
+    page.reload()
+    wait_for_socket(page)
+    type_after(page, "Paragraph 1.2 weighs it.", " Typed after the import.")
+    expect(document_status(page)).to_have_text("Saved", timeout=TURN_WAIT_MS)
+    page.reload()
+    expect(document_text(page)).to_have_value(
+        text.replace("Paragraph 1.2 weighs it.", "Paragraph 1.2 weighs it. Typed after the import.", 1)
+    )
