@@ -82,6 +82,11 @@ def test_a_message_sent_before_the_socket_connects_is_held_and_sent_once_it_does
     expect(page.locator("#chat-pending")).to_be_hidden()
     assert _stored_messages(server, thread_id_from(url)) == ["Sent before the socket is up"]
 
+    # The turn has ended on this page (Send is enabled again) before the drop:
+    # otherwise the click below waits for the reconnect to enable Send and the
+    # message goes straight out, never held.
+    expect(chat.get_by_role("button", name="Send")).to_be_enabled(timeout=TURN_WAIT_MS)
+
     # The socket drops; a message sent while it reconnects is held the same way.
     page.evaluate("() => { window.__socketDelayMs = 5000; window.__dropSocket(); }")
     reconnecting = page.get_by_role("status").filter(has_text="Reconnecting…")
