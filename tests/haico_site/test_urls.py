@@ -41,7 +41,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import transaction
 from django.shortcuts import resolve_url
 from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver, resolve
+from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from django.urls.resolvers import RegexPattern, RoutePattern
 
 from agent.models import CatalogueModel, Provider
@@ -53,7 +53,7 @@ from conversations.signup import invite_create
 from conversations.tokens import token_create
 from conversations.turns import slot
 from haico_site.views import STALE_PAGE
-from tests.support.web import HTMX, answered_as_missing, database_rows
+from tests.support.web import HTMX, RowChanges, answered_as_missing
 from workspace import selectors
 from workspace.models import (
     DocumentRevision,
@@ -503,7 +503,7 @@ def send(client, method: str, path: str, *, query=None, data=None, htmx=False, c
     """One request in a savepoint that is rolled back; returns (response, rows changed?)."""
     extra = {**({"HTTP_X_CSRFTOKEN": client.csrf} if csrf else {}), **(HTMX if htmx else {})}
     with transaction.atomic():
-        before = database_rows()
+        rows = RowChanges()
         if method == "GET":
             response = client.get(path, query or {}, **extra)
         else:
@@ -511,7 +511,7 @@ def send(client, method: str, path: str, *, query=None, data=None, htmx=False, c
             response = client.generic(
                 method, url, urlencode(data or {}), content_type="application/x-www-form-urlencoded", **extra
             )
-        changed = database_rows() != before
+        changed = rows.changed()
         transaction.set_rollback(True)
     return response, changed
 
@@ -561,6 +561,19 @@ def test_the_table_fills_exactly_the_kwargs_of_each_route():
 def test_every_admin_kwarg_has_a_source():
     unknown = sorted({name for route in ADMIN_ROUTES for name in route.kwargs} - set(ADMIN_KWARGS))
     assert not unknown, f"admin routes take kwargs ADMIN_KWARGS of {__name__} cannot fill; add them: {unknown}"
+
+
+def test_the_walks_change_check_sees_a_request_that_writes_and_one_that_does_not(world, owner):
+    """The check behind "changed nothing" is not blind: the owner adding a
+    step writes a row, reading the plan writes none (on either database)."""
+    client = client_for(owner)
+    thread = world["thread"]
+    response, changed = send(
+        client, "POST", reverse("workspace:plan-add", args=[thread.pk]), data={"text": "Another step"}, htmx=True
+    )
+    assert response.status_code == 200 and changed
+    response, changed = send(client, "GET", reverse("workspace:plan", args=[thread.pk]), htmx=True)
+    assert response.status_code == 200 and not changed
 
 
 def test_the_walk_sees_the_routes_that_take_owned_ids():
