@@ -40,7 +40,7 @@ from django.contrib.auth.models import Group
 from django.contrib.contenttypes.models import ContentType
 from django.db import transaction
 from django.shortcuts import resolve_url
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from django.urls.resolvers import RegexPattern, RoutePattern
 
@@ -350,8 +350,48 @@ def missing(route: Route) -> str:
 # --- the owner's workspace, another person and their own thread ------------------------
 
 
+@pytest.fixture(scope="module")
+def _module_world(django_db_setup, django_db_blocker):
+    """The personas and the world, made once per module (and xdist worker) in a
+    transaction that is rolled back after the module's last test. Each test
+    runs in a savepoint inside it (pytest-django's own atomic nests there)
+    and each request in one more, rolled back too, so no test sees another's
+    writes; making the world afresh for each of some 300 cases was most of
+    this module's time."""
+    from tests.conftest import PASSWORD
+
+    with django_db_blocker.unblock(), transaction.atomic():
+        with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+            people = get_user_model().objects
+            owner = people.create_user(username="owner", password=PASSWORD)
+            other_user = people.create_user(username="intruder", password=PASSWORD)
+            staff = people.create_superuser(username="staff", password=PASSWORD, email="staff@example.com")
+            rows = _make_world(owner, other_user, staff)
+        yield SimpleNamespace(owner=owner, other_user=other_user, staff=staff, world=rows)
+        transaction.set_rollback(True)
+
+
 @pytest.fixture
-def world(owner, other_user, staff):
+def owner(_module_world):
+    return _module_world.owner
+
+
+@pytest.fixture
+def other_user(_module_world):
+    return _module_world.other_user
+
+
+@pytest.fixture
+def staff(_module_world):
+    return _module_world.staff
+
+
+@pytest.fixture
+def world(_module_world):
+    return _module_world.world
+
+
+def _make_world(owner, other_user, staff):
     thread = conversation_services.thread_create(owner=owner, title=f"Thread {SECRET}")
     objective_services.objective_set(thread=thread, text=f"Objective {SECRET}")
     preference = preference_services.preference_add(
