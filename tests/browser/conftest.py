@@ -35,6 +35,7 @@ becomes a failure (tests/conftest.py).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -305,16 +306,27 @@ def _forker():
 
 @pytest.fixture(scope="session")
 def _migrated_db_template(tmp_path_factory) -> Path:
-    """One migrated SQLite file per session; every server starts from a copy."""
-    path = tmp_path_factory.mktemp("haico-db-template") / "db.sqlite3"
-    _manage(server_env(path), "migrate", "--noinput")
-    # Fold the WAL into the main file so a plain copy is complete.
-    conn = sqlite3.connect(path)
-    try:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        conn.execute("PRAGMA journal_mode=DELETE")
-    finally:
-        conn.close()
+    """One migrated SQLite file per test run; every server starts from a copy.
+    The xdist workers of one run share it: the first to get here migrates
+    (some ten seconds of CPU), the others wait for it and copy."""
+    base = tmp_path_factory.getbasetemp()
+    # Under xdist each worker's base is a folder of the run's own; without
+    # it the parent is shared by every run on the machine, so stay inside.
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    path = root / "haico-db-template.sqlite3"
+    with open(root / "haico-db-template.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            partial = root / "haico-db-template.partial.sqlite3"
+            _manage(server_env(partial), "migrate", "--noinput")
+            # Fold the WAL into the main file so a plain copy is complete.
+            conn = sqlite3.connect(partial)
+            try:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                conn.execute("PRAGMA journal_mode=DELETE")
+            finally:
+                conn.close()
+            os.replace(partial, path)
     return path
 
 
