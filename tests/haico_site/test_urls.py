@@ -10,15 +10,16 @@ objects and sent with every method (GET, POST with plausible, CSRF-valid
 data, PUT, DELETE; plain and htmx):
 - another signed-in person gets 404 (never a 403 that would confirm the
   thread exists: conversations/views.py), sees none of the owner's text, and
-  the database is exactly as before; so does that person with their own
+  nothing is written to the database (tests.support.web.RowChanges); so does that person with their own
   thread and the owner's step / preference / artifact id;
 - an anonymous visitor is sent to log in, and nothing changes;
 - the owner gets the page or the change (the same request is not refused),
   which is what makes the refusals above mean something; the owner's
   change without its CSRF token (a forged cross-site form) is refused.
-Admin routes refuse everyone but staff; staff reach them. Each request runs
-in a savepoint rolled back afterwards, so every one starts from the same
-rows. The WebSocket routes are in tests/haico_site/test_asgi.py.
+Admin routes refuse everyone but staff; staff reach them. The owner's
+world is made once per module; each test runs in a savepoint of it and each
+request in another, both rolled back afterwards, so every one starts from
+the same rows. The WebSocket routes are in tests/haico_site/test_asgi.py.
 """
 
 from __future__ import annotations
