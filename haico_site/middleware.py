@@ -34,12 +34,15 @@ flash line (workspace.views.common.flash), leaving the page as it is.
 
 import logging
 import math
+import sys
 
 from asgiref.sync import iscoroutinefunction
 from django.conf import settings
 from django.contrib.admin import helpers as admin_helpers
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, ValidationError
+from django.core.signals import got_request_exception
 from django.db import InterfaceError, OperationalError, connection
+from django.dispatch import receiver
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -132,12 +135,16 @@ class LostConnectionMiddleware:
 
     Django checks a kept connection when a request first uses it
     (CONN_HEALTH_CHECKS), but a failover or a PostgreSQL restart can close it
-    between that check and the view's next query, and the person gets an
+    between that check and the request's next query, and the person gets an
     error for a page that a second read would have shown (a tab fetching
     its workspace after a reconnect, the very moment it needs it:
-    docs/adr/0044). Only GET and HEAD, which change nothing, and only when
-    the connection no longer answers: any other database error (a lock
-    timeout, a statement refused) is not hidden by a second try."""
+    docs/adr/0044). It sits right after the session middleware, so the
+    second read covers the middlewares' first reads of the session and the
+    person as well as the view: a CI run caught a failover landing on the
+    session's read, before any view ran. Only GET and HEAD, which change
+    nothing, and only when the connection no longer answers: any other
+    database error (a lock timeout, a statement refused) is not hidden by a
+    second try. The first try's error is still logged by Django."""
 
     SAFE_METHODS = ("GET", "HEAD")
 
@@ -145,22 +152,31 @@ class LostConnectionMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        return self.get_response(request)
-
-    def process_exception(self, request, exception):
-        if not isinstance(exception, OperationalError | InterfaceError):
-            return None
-        match = request.resolver_match
-        if request.method not in self.SAFE_METHODS or match is None or iscoroutinefunction(match.func):
-            return None
-        if getattr(request, "_read_again", False) or connection.in_atomic_block:
-            return None
-        if connection.connection is not None and connection.is_usable():
-            return None
+        response = self.get_response(request)
+        if not getattr(request, "_connection_lost", False) or getattr(request, "_read_again", False):
+            return response
         request._read_again = True
         logger.warning("the database connection closed while reading %s; reading it again on a new one", request.path)
         connection.close()
-        return match.func(request, *match.args, **match.kwargs)
+        return self.get_response(request)
+
+
+@receiver(got_request_exception)
+def note_a_lost_connection(sender, request=None, **kwargs):
+    """Marks a safe request whose error was its connection closing, for
+    LostConnectionMiddleware. Django sends this signal from inside its
+    `except`, in the thread (and so with the connection) that raised."""
+    exception = sys.exc_info()[1]
+    if request is None or not isinstance(exception, OperationalError | InterfaceError):
+        return
+    if request.method not in LostConnectionMiddleware.SAFE_METHODS or connection.in_atomic_block:
+        return
+    match = getattr(request, "resolver_match", None)
+    if match is not None and iscoroutinefunction(match.func):
+        return  # its queries ran in another thread, on another connection
+    if connection.connection is not None and connection.is_usable():
+        return
+    request._connection_lost = True
 
 
 class AdminInputMiddleware:

@@ -79,6 +79,10 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # A page read whose database connection closed under it (a failover) is
+    # read again on a new one, the session's and the person's reads by the
+    # middlewares below included (haico_site.middleware).
+    "haico_site.middleware.LostConnectionMiddleware",
     "django.middleware.common.CommonMiddleware",
     # Before CSRF: it answers a body too big to read before CSRF's check
     # reads it (haico_site.middleware).
@@ -96,9 +100,6 @@ MIDDLEWARE = [
     "conversations.approval.ApprovalGateMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    # A page read whose database connection closed under it (a failover) is
-    # read again on a new one (haico_site.middleware).
-    "haico_site.middleware.LostConnectionMiddleware",
     # Last, as django-axes asks: it turns a lockout into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
