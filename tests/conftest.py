@@ -171,6 +171,96 @@ def postgres_database_url():
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
+MIGRATED_TEMPLATE_PREFIX = "haico_migrated_"
+
+
+def _migrations_digest() -> str:
+    """A digest of every migration file: a template migrated from other
+    migrations is never cloned."""
+    import hashlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(root.glob("*/migrations/*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _migrated_template(conn, base: str) -> str:
+    """The name of a database migrated to the code's migrations on the
+    server at `base`, made by the first test process that asks (the caller
+    holds the advisory lock that makes it the only one)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import psycopg
+    from psycopg import sql
+
+    name = f"{MIGRATED_TEMPLATE_PREFIX}{_migrations_digest()}"
+    existing = {
+        row[0] for row in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", (MIGRATED_TEMPLATE_PREFIX + "%",))
+    }
+    if name in existing:
+        return name
+    for stale in existing:
+        # Templates of older migrations (a developer's earlier runs), and a
+        # partial one a killed run left. One still being cloned stays.
+        try:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(stale)))
+        except psycopg.errors.ObjectInUse:
+            pass  # another run is copying it; it goes next time
+    partial = f"{name}_partial"
+    conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(partial)))
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LANGSMITH_", "LANGCHAIN_", "REDIS_URL"))}
+    env.update({"DATABASE_URL": f"{base.rsplit('/', 1)[0]}/{partial}", "DJANGO_SETTINGS_MODULE": "haico_site.settings"})
+    migrated = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput"], cwd=root, env=env, capture_output=True, text=True, timeout=300
+    )
+    if migrated.returncode != 0:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(partial)))
+        raise RuntimeError(f"migrating the PostgreSQL template failed:\n{migrated.stdout}\n{migrated.stderr}")
+    # Renamed only once whole, so a template that exists is complete.
+    conn.execute(sql.SQL("ALTER DATABASE {} RENAME TO {}").format(sql.Identifier(partial), sql.Identifier(name)))
+    return name
+
+
+@pytest.fixture
+def migrated_postgres_database_url():
+    """A fresh PostgreSQL database (dropped afterwards) already migrated to
+    the code's migrations, on the server at HAICO_TEST_POSTGRES_URL; skips
+    when that is unset (a failure in CI). It is a copy of a template the
+    first test of a run migrates (each test process and both passes of
+    `./dev test` share it), so a test does not spend a migration's seconds
+    of CPU; a copy holds exactly what a migrate from empty leaves."""
+    import uuid
+
+    base = os.environ.get("HAICO_TEST_POSTGRES_URL", "")
+    if not base:
+        pytest.skip("HAICO_TEST_POSTGRES_URL is not set (scripts/test_services.sh start prints it)")
+    import psycopg
+    from psycopg import sql
+
+    name = f"haico_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True, connect_timeout=5) as conn:
+        # One lock for every test process on this server: one migrates, the
+        # others wait, and no copy is taken while the template is being made.
+        conn.execute("SELECT pg_advisory_lock(hashtext('haico migrated template'))")
+        try:
+            template = _migrated_template(conn, base)
+            conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template)))
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(hashtext('haico migrated template'))")
+    try:
+        yield base.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with psycopg.connect(base, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
 @pytest.fixture
 def redis_url():
     """HAICO_TEST_REDIS_URL; skips when it is unset (a failure in CI)."""

@@ -156,11 +156,13 @@ asyncio.run(main())
 
 
 @pytest.mark.postgres
-def test_on_postgres_a_turn_is_checkpointed_by_the_pooled_saver_and_read_back(postgres_database_url):
+def test_on_postgres_a_turn_is_checkpointed_by_the_pooled_saver_and_read_back(migrated_postgres_database_url):
     import json
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LANGSMITH_", "HAICO_TEST_DB", "REDIS_URL"))}
-    env.update({"DATABASE_URL": postgres_database_url, "DJANGO_SETTINGS_MODULE": "haico_site.settings", "PYTHONPATH": str(ROOT)})
+    env.update(
+        {"DATABASE_URL": migrated_postgres_database_url, "DJANGO_SETTINGS_MODULE": "haico_site.settings", "PYTHONPATH": str(ROOT)}
+    )
 
     def manage(*args):
         proc = subprocess.run(
@@ -169,7 +171,6 @@ def test_on_postgres_a_turn_is_checkpointed_by_the_pooled_saver_and_read_back(po
         assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
         return proc.stdout
 
-    manage("migrate", "--noinput")
     result = json.loads(manage("shell", "-c", PG_TURN).strip().splitlines()[-1])
     assert result["saver"] == "AsyncPostgresSaver"
     assert result["turns"] == [

@@ -20,7 +20,8 @@ Fixtures:
 - ``start_haico_server(extra_env=None, *, database_url=None)`` (function):
   the factory behind it, for tests that need another environment (a scripted
   model server: OPENAI_BASE_URL / OPENAI_API_KEY / HAICO_MODEL; REDIS_URL) or
-  PostgreSQL (``database_url``, migrated on start; several servers may share it).
+  PostgreSQL (``database_url``, already migrated: the
+  ``migrated_postgres_database_url`` fixture; several servers may share it).
 - ``model_server`` (function): a scripted OpenAI-compatible model offering
   ``helpers.MODEL``, with no replies scripted; a test file whose tests share a
   script overrides it with ``def model_server(model_server)`` that scripts and
@@ -343,10 +344,11 @@ def start_haico_server(_migrated_db_template, request):
         workdir = Path(tempfile.mkdtemp(prefix="haico-live-"))
         if database_url:
             # Several servers may share one PostgreSQL database (scale-out
-            # tests); migrating an up-to-date database is a no-op.
+            # tests). It comes migrated (the migrated_postgres_database_url
+            # fixture, or a restore of one): a migrate at every start would
+            # cost a second or more of CPU to do nothing.
             db_path = None
             env = server_env(None, extra_env, database_url=database_url)
-            _manage(env, "migrate", "--noinput")
         else:
             db_path = workdir / "db.sqlite3"
             shutil.copyfile(_migrated_db_template, db_path)

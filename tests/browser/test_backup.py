@@ -110,20 +110,22 @@ def test_a_backup_never_overwrites_a_file(haico_server, tmp_path):
 
 @pytest.mark.postgres
 def test_a_pg_dump_restored_with_pg_restore_into_a_fresh_database_carries_on(
-    new_page, start_haico_server, model_server, postgres_database_url, tmp_path
+    new_page, start_haico_server, model_server, migrated_postgres_database_url, tmp_path
 ):
     if not (shutil.which("pg_dump") and shutil.which("pg_restore")):
         pytest.skip("pg_dump / pg_restore are not installed")
-    server = start_haico_server(model_env(model_server), database_url=postgres_database_url)
+    server = start_haico_server(model_env(model_server), database_url=migrated_postgres_database_url)
     page = new_page()
     thread_url = first_turn(page, server.url)
     dump = tmp_path / "haico.dump"
     # As README says, while the server runs.
-    subprocess.run(["pg_dump", "-Fc", "--no-owner", "-f", str(dump), "-d", postgres_database_url], check=True, timeout=120)
+    subprocess.run(
+        ["pg_dump", "-Fc", "--no-owner", "-f", str(dump), "-d", migrated_postgres_database_url], check=True, timeout=120
+    )
     page.close()
     server.stop()
 
-    base = postgres_database_url.rsplit("/", 1)[0]
+    base = migrated_postgres_database_url.rsplit("/", 1)[0]
     fresh = f"haico_restored_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(fresh)))

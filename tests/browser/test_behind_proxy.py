@@ -55,7 +55,7 @@ def socket_instances(production) -> list[str]:
 def test_behind_nginx_with_tls_a_turn_streams_from_two_server_processes_into_two_tabs(
     browser,
     start_production,  # noqa: F811  (the fixture imported above)
-    postgres_database_url,
+    migrated_postgres_database_url,
     redis_url,
     tmp_path,
     model_server,
@@ -65,7 +65,7 @@ def test_behind_nginx_with_tls_a_turn_streams_from_two_server_processes_into_two
     model_server.script(chart_turn_script())
     production = start_production(
         {
-            "DATABASE_URL": postgres_database_url,
+            "DATABASE_URL": migrated_postgres_database_url,
             "REDIS_URL": redis_url,
             # nginx terminates TLS and says so (X-Forwarded-Proto): no redirect loop.
             "SECURE_SSL_REDIRECT": "True",

@@ -41,13 +41,13 @@ def _expect_turn_ended_with_the_cut_answer(tab) -> None:
 
 
 def test_a_multi_megabyte_answer_ends_the_turn_in_every_tab_cut_with_a_note(
-    new_page, start_haico_server, postgres_database_url, redis_url, model_server
+    new_page, start_haico_server, migrated_postgres_database_url, redis_url, model_server
 ):
     assert len(HUGE_ANSWER.encode()) > 5_000_000
     model_server.script([Reply(text=HUGE_ANSWER, token_chars=32_000), Reply(text="A short second answer.")])
     env = model_env(model_server, REDIS_URL=redis_url)
-    server_a = start_haico_server(env, database_url=postgres_database_url)
-    server_b = start_haico_server(env, database_url=postgres_database_url)
+    server_a = start_haico_server(env, database_url=migrated_postgres_database_url)
+    server_b = start_haico_server(env, database_url=migrated_postgres_database_url)
 
     tab_a = new_page()
     url_a = new_thread_for(tab_a, server_a.url, "ada")

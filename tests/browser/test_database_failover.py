@@ -67,14 +67,14 @@ def _expect_answer(tab, turn: int, text: str) -> None:
 
 
 def test_turns_go_on_on_both_servers_after_the_database_closed_every_connection(
-    new_page, start_haico_server, postgres_database_url, redis_url, model_server
+    new_page, start_haico_server, migrated_postgres_database_url, redis_url, model_server
 ):
-    admin_url = postgres_database_url.rsplit("/", 1)[0] + "/postgres"
-    database = postgres_database_url.rsplit("/", 1)[1]
+    admin_url = migrated_postgres_database_url.rsplit("/", 1)[0] + "/postgres"
+    database = migrated_postgres_database_url.rsplit("/", 1)[1]
     model_server.default_reply = Reply(text="All good.")
     env = model_env(model_server, REDIS_URL=redis_url)
-    server_a = start_haico_server(env, database_url=postgres_database_url)
-    server_b = start_haico_server(env, database_url=postgres_database_url)
+    server_a = start_haico_server(env, database_url=migrated_postgres_database_url)
+    server_b = start_haico_server(env, database_url=migrated_postgres_database_url)
 
     tab_a = new_page()
     new_thread_for(tab_a, server_a.url, "ada")  # a thread whose turns run on server A
@@ -107,7 +107,7 @@ def test_turns_go_on_on_both_servers_after_the_database_closed_every_connection(
 
     # 3. While a turn's checkpoint write waits on the database: that
     # write's connection is closed under it. The turn fails, retryable.
-    locker = psycopg.connect(postgres_database_url, connect_timeout=5)
+    locker = psycopg.connect(migrated_postgres_database_url, connect_timeout=5)
     # EXCLUSIVE lets reads through (a page rendering its chat) and holds writes.
     locker.execute("LOCK TABLE checkpoints IN EXCLUSIVE MODE")
     _send(tab_b, "caught in the failover")
@@ -140,7 +140,7 @@ def test_turns_go_on_on_both_servers_after_the_database_closed_every_connection(
         tab.reload()
         expect(tab.get_by_role("region", name="Chat").locator(".answer").last).to_have_text("All good.")
     # Every other turn completed; the one caught in the write failed, its message kept.
-    with psycopg.connect(postgres_database_url, connect_timeout=5) as conn:
+    with psycopg.connect(migrated_postgres_database_url, connect_timeout=5) as conn:
         statuses = conn.execute("SELECT status, count(*) FROM conversations_turn GROUP BY status").fetchall()
         failures = conn.execute("SELECT user_message FROM conversations_turn WHERE status = 'failed'").fetchall()
     assert dict(statuses) == {"complete": 12, "failed": 1}

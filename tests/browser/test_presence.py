@@ -24,12 +24,27 @@ def _expect_pushed(page: Page) -> None:
     expect(page.locator("#presence:not([data-shown-before])")).to_have_count(1, timeout=PUSH_WITHIN_MS)
 
 
+def _open_pages(server) -> list[tuple]:
+    return server.query("SELECT instance, boot FROM conversations_openpage")
+
+
+def _until(condition, timeout: float = 15.0) -> None:
+    """Poll the server's database until `condition()` (rows are written by
+    the server, not pushed to the page)."""
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def test_the_owners_second_tab_opens_and_closes_and_the_first_tab_keeps_showing_them(page, haico_server):
     url = new_thread_for(page, haico_server.url, "ada")
     wait_for_socket(page)
     present = page.get_by_role("banner").get_by_role("img", name="Open now: ada")
     expect(present).to_have_text("A")
     expect(present.locator(".presence-person")).to_have_attribute("title", "ada")
+    # The page shows its own person from the start; the server records the
+    # open page just after the socket opens (it joins the thread's group first).
+    _until(lambda: len(_open_pages(haico_server)) == 1, timeout=PUSH_WITHIN_MS / 1000)
     assert haico_server.query("SELECT count(*) FROM conversations_openpage") == [(1,)]
 
     _mark(page)
@@ -80,21 +95,10 @@ def test_another_person_appears_when_they_open_the_shared_thread_and_disappears_
     expect(banner.get_by_role("img", name="Open now: ada")).to_have_text("A")
 
 
-def _open_pages(server) -> list[tuple]:
-    return server.query("SELECT instance, boot FROM conversations_openpage")
-
-
-def _until(condition, timeout: float = 15.0) -> None:
-    """Poll the server's database until `condition()` (rows are written by
-    the server, not pushed to the page)."""
-    deadline = time.monotonic() + timeout
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.1)
-
-
 def test_a_killed_servers_open_pages_are_gone_once_it_starts_again(page, haico_server):
     new_thread_for(page, haico_server.url, "ada")
     wait_for_socket(page)
+    _until(lambda: len(_open_pages(haico_server)) == 1, timeout=PUSH_WITHIN_MS / 1000)  # recorded just after the socket opens
     [(instance, boot_before)] = _open_pages(haico_server)
 
     haico_server.kill()
@@ -111,10 +115,10 @@ def test_a_killed_servers_open_pages_are_gone_once_it_starts_again(page, haico_s
 @pytest.mark.postgres
 @pytest.mark.redis
 def test_a_tab_opening_and_closing_on_another_server_is_pushed_to_this_one(
-    new_page, start_haico_server, postgres_database_url, redis_url
+    new_page, start_haico_server, migrated_postgres_database_url, redis_url
 ):
-    server_a = start_haico_server({"REDIS_URL": redis_url}, database_url=postgres_database_url)
-    server_b = start_haico_server({"REDIS_URL": redis_url}, database_url=postgres_database_url)
+    server_a = start_haico_server({"REDIS_URL": redis_url}, database_url=migrated_postgres_database_url)
+    server_b = start_haico_server({"REDIS_URL": redis_url}, database_url=migrated_postgres_database_url)
     tab_a = new_page()
     url_a = new_thread_for(tab_a, server_a.url, "ada")
     wait_for_socket(tab_a)

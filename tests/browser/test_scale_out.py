@@ -22,12 +22,12 @@ pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
 
 def test_turn_started_on_one_server_streams_to_a_tab_on_another(
-    new_page, start_haico_server, postgres_database_url, redis_url, model_server
+    new_page, start_haico_server, migrated_postgres_database_url, redis_url, model_server
 ):
     model_server.script(chart_turn_script())
     env = model_env(model_server, REDIS_URL=redis_url)
-    server_a = start_haico_server(env, database_url=postgres_database_url)
-    server_b = start_haico_server(env, database_url=postgres_database_url)
+    server_a = start_haico_server(env, database_url=migrated_postgres_database_url)
+    server_b = start_haico_server(env, database_url=migrated_postgres_database_url)
 
     tab_a = new_page()
     url_a = new_thread_for(tab_a, server_a.url, "ada")

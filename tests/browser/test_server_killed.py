@@ -63,7 +63,9 @@ def test_killed_during_an_answer_the_answer_so_far_stays_and_retry_reruns_it(pag
 
 
 @pytest.mark.postgres
-def test_killed_during_a_tool_step_the_thread_works_again_at_once(page, start_haico_server, postgres_database_url, model_server):
+def test_killed_during_a_tool_step_the_thread_works_again_at_once(
+    page, start_haico_server, migrated_postgres_database_url, model_server
+):
     """PostgreSQL, so the tool step can be held in place: the test locks the
     thread's row (the tool's write waits on it) while the checkpoint tables
     stay free, so the model's tool call is checkpointed and its result never
@@ -73,13 +75,13 @@ def test_killed_during_a_tool_step_the_thread_works_again_at_once(page, start_ha
     lock = {}
 
     def tool_call_then_hold(body):
-        conn = psycopg.connect(postgres_database_url.replace("postgres://", "postgresql://", 1))
+        conn = psycopg.connect(migrated_postgres_database_url.replace("postgres://", "postgresql://", 1))
         conn.execute("SELECT id FROM conversations_thread FOR UPDATE")
         lock["conn"] = conn
         return Reply(tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship the report")])
 
     model_server.script([tool_call_then_hold, Reply(text="Back to work.")])
-    server = start_haico_server(model_env(model_server), database_url=postgres_database_url)
+    server = start_haico_server(model_env(model_server), database_url=migrated_postgres_database_url)
     new_thread_for(page, server.url, "ada")
     wait_for_socket(page)
     chat = page.get_by_role("region", name="Chat")

@@ -47,11 +47,11 @@ def _anchor(n: int) -> str:
 
 
 def test_two_people_on_two_servers_keep_every_word_of_a_long_document_through_a_server_crash(
-    new_page, start_haico_server, postgres_database_url, redis_url
+    new_page, start_haico_server, migrated_postgres_database_url, redis_url
 ):
     env = {"REDIS_URL": redis_url}
-    server_a = start_haico_server(env, database_url=postgres_database_url)
-    server_b = start_haico_server(env, database_url=postgres_database_url)
+    server_a = start_haico_server(env, database_url=migrated_postgres_database_url)
+    server_b = start_haico_server(env, database_url=migrated_postgres_database_url)
     ada = new_page()
     url_a = new_thread_for(ada, server_a.url, "ada")
     thread_id = thread_id_from(url_a)
@@ -91,10 +91,12 @@ def test_two_people_on_two_servers_keep_every_word_of_a_long_document_through_a_
         expect(document_text(page)).to_have_value(everything, timeout=LONG_WAIT_MS)
         expect(document_status(page)).to_have_text(re.compile("^Saved"), timeout=LONG_WAIT_MS)
         expect(page.get_by_role("region", name="Document conflict")).to_be_hidden()
-    assert _stored(postgres_database_url, thread_id.replace("-", "")) == everything
+    assert _stored(migrated_postgres_database_url, thread_id.replace("-", "")) == everything
 
     # PostgreSQL closes every connection of both servers (a failover); both go on typing.
-    assert _terminate_backends(postgres_database_url.rsplit("/", 1)[0] + "/postgres", postgres_database_url.rsplit("/", 1)[1])
+    assert _terminate_backends(
+        migrated_postgres_database_url.rsplit("/", 1)[0] + "/postgres", migrated_postgres_database_url.rsplit("/", 1)[1]
+    )
     type_after(ada, "Ada's words meanwhile.", " Ada after the failover.")
     type_after(bea, "Bea's words while her server was down.", " Bea after the failover.")
     everything = everything.replace("Ada's words meanwhile.", "Ada's words meanwhile. Ada after the failover.", 1).replace(
@@ -103,7 +105,7 @@ def test_two_people_on_two_servers_keep_every_word_of_a_long_document_through_a_
     for page in (ada, bea):
         expect(document_text(page)).to_have_value(everything, timeout=LONG_WAIT_MS)
         expect(document_status(page)).to_have_text(re.compile("^Saved"), timeout=LONG_WAIT_MS)
-    assert _stored(postgres_database_url, thread_id.replace("-", "")) == everything
+    assert _stored(migrated_postgres_database_url, thread_id.replace("-", "")) == everything
 
     for page in (ada, bea):
         page.reload()
