@@ -34,6 +34,7 @@ from django.urls.converters import IntConverter
 from conversations.services import thread_create
 from tests.conversations.helpers import open_socket
 from tests.support.turns import turn_environment  # noqa: F401  (autouse: the socket probes' turns end here)
+from tests.support.web import database_rows
 from workspace.services import artifacts as artifact_services
 from workspace.services import plan as plan_services
 from workspace.services import preferences as preference_services
@@ -182,10 +183,26 @@ def _queries():
 
 
 def _database():
-    """Every row the site's people and models own (sessions and login attempts aside)."""
-    models = [model for label in ("workspace", "conversations", "agent") for model in apps.get_app_config(label).get_models()]
-    models += [apps.get_model("auth", "User"), apps.get_model("auth", "Group"), apps.get_model("admin", "LogEntry")]
-    return {model._meta.label: list(model.objects.order_by("pk").values()) for model in models}
+    """Every row the site's people and models own (sessions and login
+    attempts aside), read as plain rows. Not the transaction's write counts
+    (tests.support.web.RowChanges): a refused save may write and roll back
+    (a document row made under the lock, then a conflict), which changes nothing."""
+    user = apps.get_model("auth", "User")
+    models = [
+        model
+        for label in ("workspace", "conversations", "agent")
+        for model in apps.get_app_config(label).get_models(include_auto_created=True)
+    ]
+    return database_rows(
+        [
+            *models,
+            user,
+            user.groups.through,
+            user.user_permissions.through,
+            apps.get_model("auth", "Group"),
+            apps.get_model("admin", "LogEntry"),
+        ]
+    )
 
 
 def _workspace_of(owner):

@@ -17,14 +17,14 @@ def _watched_models() -> list:
     return [model for model in apps.get_models(include_auto_created=True) if model is not Session and not model._meta.proxy]
 
 
-def database_rows() -> dict:
-    """Every row of every table (sessions aside), to show that a refused
-    request changed nothing: compare before and after."""
+def database_rows(models=None) -> dict:
+    """Every row of every table (sessions aside), or of `models`, to show
+    that a refused request changed nothing: compare before and after."""
     from django.db import connection
 
     rows = {}
     with connection.cursor() as cursor:
-        for model in _watched_models():
+        for model in models if models is not None else _watched_models():
             cursor.execute(f"SELECT * FROM {connection.ops.quote_name(model._meta.db_table)} ORDER BY 1")
             rows[model._meta.label] = cursor.fetchall()
     return rows
