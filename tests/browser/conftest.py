@@ -3,8 +3,10 @@
 pytest-django's ``live_server`` is a WSGI server (no WebSockets), so the real
 ASGI app is started the way ``./dev serve`` starts it (``manage.py runserver``,
 which is daphne's and also serves the static files in DEBUG) against its own
-temporary SQLite file, forked from a process that has already imported the
-heavy libraries (tests/support/forked_python.py, docs/adr/0082). Browser tests therefore never use the test process's
+temporary SQLite file, with the site's settings and a fast password hasher
+(tests/browser/server_settings.py), forked from a process that has already
+imported the heavy libraries (tests/support/forked_python.py,
+docs/adr/0082). Browser tests therefore never use the test process's
 ``django_db`` fixtures: they act through the browser and, where needed, read
 the subprocess's database with ``sqlite3`` (``server.query``).
 
@@ -144,7 +146,7 @@ def server_env(
     }
     env.update(
         {
-            "DJANGO_SETTINGS_MODULE": "haico_site.settings",
+            "DJANGO_SETTINGS_MODULE": "tests.browser.server_settings",
             "DATABASE_URL": database_url or f"sqlite:///{db_path}",
             "DEBUG": "True",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
