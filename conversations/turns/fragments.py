@@ -7,8 +7,9 @@ turn-N-answer-content, turn-N-marker."""
 
 from django.template.loader import render_to_string
 from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 
-from agent.steps import Step
+from agent.steps import Step, StepStatus
 from workspace.diff import diff_text
 from workspace.markdown import render_markdown
 from workspace.models import Thread
@@ -47,6 +48,7 @@ def turn_context(
         # since a push is rendered once for all tabs; "" for a script's turn.
         "person_name": person_name,
         "steps": list(steps),
+        "steps_html": step_items(turn_index, steps),
         "answer_html": render_markdown(answer) if answer.strip() else "",
         "running": running,
         "marker_kind": ending.kind,
@@ -188,17 +190,47 @@ def turn_shell(turn: dict, *, title: str | None = None) -> str:
     )
 
 
+# A step's status as its row shows it: a class, and a word after its text
+# (a failed step's own note when it has one).
+_STEP_LOOKS = {
+    StepStatus.FAILED: (" is-failed", "Failed"),
+    StepStatus.SKIPPED: (" is-skipped", "Skipped in part"),
+    StepStatus.REJECTED: (" is-rejected", "Rejected"),
+}
+
+
+def step_item(turn_index: int, number: int, step: Step, *, swap: bool = False) -> str:
+    """One sentence of the turn's "Internal reasoning" (agent.steps.Step), its
+    element id turn-N-step-M. Written in Python, like the plan's rows
+    (workspace.rows): a long turn shows a hundred steps and more, and the
+    template engine took most of a big page's render on them. The step's
+    text and note come from the model: escaped."""
+    looks = _STEP_LOOKS.get(step.status)
+    css, status = ("", "") if looks is None else looks
+    if step.status == StepStatus.FAILED and step.note:
+        status = step.note
+    oob = ' hx-swap-oob="true"' if swap else ""
+    said = f' <span class="step-status">{escape(status)}</span>' if status else ""
+    return f'<li id="turn-{int(turn_index)}-step-{int(number)}" class="reasoning-step{css}"{oob}>{escape(step.text)}{said}</li>'
+
+
+def step_items(turn_index: int, steps) -> SafeString:
+    """The turn's steps, numbered from 1, for its reasoning list."""
+    return mark_safe("".join(step_item(turn_index, number, step) for number, step in enumerate(steps, start=1)))
+
+
 def steps(turn_index: int, steps, *, first_number: int) -> str:
     """Steps appended to the turn's reasoning (agent.steps.Step), numbered
     on from `first_number` (their element ids)."""
     return "".join(
-        fragment("step", turn_index=turn_index, step=step, number=number) for number, step in enumerate(steps, start=first_number)
+        f'<ol id="turn-{int(turn_index)}-steps" hx-swap-oob="beforeend">{step_item(turn_index, number, step)}</ol>'
+        for number, step in enumerate(steps, start=first_number)
     )
 
 
 def step_result(turn_index: int, number: int, step: Step) -> str:
     """A step that failed or was skipped in part, re-rendered in place."""
-    return fragment("step_item", turn_index=turn_index, step=step, number=number, swap=True)
+    return step_item(turn_index, number, step, swap=True)
 
 
 def tokens(turn_index: int, text: str) -> str:
