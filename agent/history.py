@@ -1,8 +1,9 @@
 """Past turns of a thread, read from the LangGraph checkpointer for the chat panel.
 
-The page view is synchronous, so this opens a short-lived synchronous saver on
-the same storage (SqliteSaver / PostgresSaver) instead of touching the
-process's async saver, which belongs to the server's event loop.
+The page view is synchronous, so this reads through a synchronous saver on
+the same storage (SqliteSaver on a short-lived connection, PostgresSaver on
+a small pool of this process's) instead of touching the process's async
+saver, which belongs to the server's event loop.
 
 What a person sees of a turn is what the live stream showed: their message,
 the `action_and_reasoning` sentence of every tool call (never the tool name,
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -182,13 +184,63 @@ def _sqlite_messages(config: RunnableConfig) -> list[BaseMessage]:
     return list(found.checkpoint["channel_values"].get("messages", [])) if found else []
 
 
+# The few connections of this process that read threads' messages on
+# PostgreSQL (pages, branches, archives). Connecting costs more than the
+# read: about 12 ms of authentication on a local server, and a new backend
+# process for every page view. Made on the first read; every connection is
+# checked before it is lent, so one the server closed (a restart, a
+# failover: docs/adr/0044) is replaced instead of failing the page.
+READ_POOL_MAX_SIZE = 4
+READ_POOL_APPLICATION_NAME = "haico-history-reads"
+_read_pool = None
+_read_pool_lock = threading.Lock()
+
+
+def _postgres_read_pool():
+    global _read_pool
+    with _read_pool_lock:
+        if _read_pool is None:
+            from psycopg.rows import dict_row
+            from psycopg_pool import ConnectionPool
+
+            _read_pool = ConnectionPool(
+                conninfo=postgres_conninfo(),
+                min_size=1,
+                max_size=READ_POOL_MAX_SIZE,
+                check=ConnectionPool.check_connection,
+                # What PostgresSaver.from_conn_string connects with.
+                kwargs={
+                    "autocommit": True,
+                    "prepare_threshold": 0,
+                    "row_factory": dict_row,
+                    # How an operator tells them apart in pg_stat_activity.
+                    "application_name": READ_POOL_APPLICATION_NAME,
+                },
+                name=READ_POOL_APPLICATION_NAME,
+                # A page waits at most this long for a connection (the
+                # database restarting), then fails as a refused connect would.
+                timeout=5,
+                open=True,
+            )
+        return _read_pool
+
+
+def close_read_pool() -> None:
+    """Close this process's reading connections (a test database is about
+    to be dropped; a process ends). The next read opens them again."""
+    global _read_pool
+    with _read_pool_lock:
+        pool, _read_pool = _read_pool, None
+    if pool is not None:
+        pool.close()
+
+
 def _postgres_messages(config: RunnableConfig) -> list[BaseMessage]:
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
 
     try:
-        with PostgresSaver.from_conn_string(postgres_conninfo()) as saver:
-            found = saver.get_tuple(config)
+        found = PostgresSaver(_postgres_read_pool()).get_tuple(config)
     except psycopg.errors.UndefinedTable:
         return []
     return list(found.checkpoint["channel_values"].get("messages", [])) if found else []

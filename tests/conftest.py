@@ -279,8 +279,11 @@ def close_worker_thread_connections(django_db_setup, django_db_blocker):
     from asgiref.sync import SyncToAsync
     from django.db import connections
 
+    from agent.history import close_read_pool
+
     with django_db_blocker.unblock():
         SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
+    close_read_pool()  # the chat's reads of the checkpointer, on PostgreSQL
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,6 +1,9 @@
 """agent.history: past turns told apart by their human message, and the
 repair that answers every open tool call of a stopped or failed turn."""
 
+import time
+
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agent.history import GENERIC_STEP, STOPPED_KEY, STOPPED_PLACEHOLDER, TURN_INDEX_KEY, repair_update, turns_from_messages
@@ -73,3 +76,48 @@ def test_a_step_reads_back_from_its_json():
         assert Step.from_json(data).to_json() == data
     assert Step.from_json({"text": "c", "status": "done"}).status == StepStatus.DONE
     assert Step.from_json({"text": "d", "status": "unknown"}).status == StepStatus.RUNNING
+
+
+# --- reading a thread's messages on PostgreSQL -------------------------------------------
+
+
+def _history_backends(cursor) -> list[int]:
+    from agent.history import READ_POOL_APPLICATION_NAME
+
+    # The statistics views are read once per transaction unless told to read again.
+    cursor.execute("SELECT pg_stat_clear_snapshot()")
+    cursor.execute(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s",
+        [READ_POOL_APPLICATION_NAME],
+    )
+    return [pid for (pid,) in cursor.fetchall()]
+
+
+@pytest.mark.postgresql_pass  # the pool and the server that ends its connections are PostgreSQL's
+@pytest.mark.django_db
+def test_page_reads_of_the_chat_share_connections_and_outlive_the_server_closing_them(thread):
+    """A page view reads the thread's messages through this process's few
+    connections, not a connection of its own each time (about 12 ms of
+    authentication, and a server process); after the server closed them (a
+    restart, a failover) the next read gets a live one."""
+    from django.db import connection
+
+    from agent.history import READ_POOL_MAX_SIZE, close_read_pool, read_messages
+
+    close_read_pool()
+    try:
+        for _ in range(3 * READ_POOL_MAX_SIZE):
+            assert read_messages(thread.pk) == []  # no turn yet
+        with connection.cursor() as cursor:
+            before = _history_backends(cursor)
+            assert 1 <= len(before) <= READ_POOL_MAX_SIZE
+            cursor.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", [before])
+            deadline = time.monotonic() + 10
+            while set(_history_backends(cursor)) & set(before) and time.monotonic() < deadline:
+                time.sleep(0.05)  # a backend ends a moment after it is told to
+        assert read_messages(thread.pk) == []
+        with connection.cursor() as cursor:
+            after = _history_backends(cursor)
+        assert after and not set(after) & set(before)
+    finally:
+        close_read_pool()
