@@ -10,6 +10,8 @@ checkpointer (it failed before the agent started) still has its snapshot, and
 a failed turn's error message is in the activity log.
 """
 
+from collections.abc import Callable
+
 from django.conf import settings
 from django.urls import reverse
 
@@ -33,31 +35,46 @@ from .turns.slot import running_turn
 CHAT_TURNS_SHOWN = 40
 
 
-def chat_turns(*, thread: Thread, user=None) -> list[dict]:
-    """Every turn of the thread as the chat shows it, oldest first.
+def chat_turns(*, thread: Thread, user=None, keep: Callable[[int], bool] | None = None) -> list[dict]:
+    """Every turn of the thread as the chat shows it, oldest first; only
+    those whose index `keep` accepts, when given.
 
     The checkpointer gives each turn's message, steps and answer; its turn
     row (conversations.models.Turn) how it ended, and the answer when the
     checkpointer has none (a turn interrupted mid-answer). Older threads
     have no rows: their failures come from the activity log."""
-    turns = {turn.turn_index: turn for turn in past_turns(thread.pk)}
-    for turn_index, user_message in snapshot_messages_for(thread=thread):
-        if turn_index not in turns:
-            turns[turn_index] = PastTurn(turn_index=turn_index, user_message=user_message)
-    rows = turn_rows_for(thread=thread)
-    feedback = feedback_counts(thread=thread, user=user) if user is not None else {}
-    for turn_index, row in rows.items():
-        # A branch has its source's turn rows but none of its snapshots.
-        if turn_index not in turns:
-            turns[turn_index] = PastTurn(turn_index=turn_index, user_message=row.user_message)
-    running = running_turn(thread)
-    errors = turn_errors_for(thread=thread) if len(rows) < len(turns) else {}
-    latest = max(turns, default=None)
-    versions = turn_versions_for(thread=thread)
-    shown = []
-    for index in sorted(turns):
-        turn, row = turns[index], rows.get(index)
-        is_running = index == running
+    history = _ChatHistory(thread=thread, user=user)
+    return [history.shown(index) for index in history.indices if keep is None or keep(index)]
+
+
+class _ChatHistory:
+    """What the chat shows of each turn, read once: the turns are told apart
+    cheaply, and only those a page shows are made into its turns (an
+    answer's markdown, its approval card), so a thread of hundreds of turns
+    costs a page what its latest turns do."""
+
+    def __init__(self, *, thread: Thread, user=None):
+        self.thread = thread
+        turns = {turn.turn_index: turn for turn in past_turns(thread.pk)}
+        for turn_index, user_message in snapshot_messages_for(thread=thread):
+            if turn_index not in turns:
+                turns[turn_index] = PastTurn(turn_index=turn_index, user_message=user_message)
+        self.rows = turn_rows_for(thread=thread)
+        self.feedback = feedback_counts(thread=thread, user=user) if user is not None else {}
+        for turn_index, row in self.rows.items():
+            # A branch has its source's turn rows but none of its snapshots.
+            if turn_index not in turns:
+                turns[turn_index] = PastTurn(turn_index=turn_index, user_message=row.user_message)
+        self.turns = turns
+        self.indices = sorted(turns)
+        self.running = running_turn(thread)
+        self.errors = turn_errors_for(thread=thread) if len(self.rows) < len(turns) else {}
+        self.latest = max(turns, default=None)
+        self.versions = turn_versions_for(thread=thread)
+
+    def shown(self, index: int) -> dict:
+        turn, row = self.turns[index], self.rows.get(index)
+        is_running = index == self.running
         if is_running:
             # The page shows the running turn empty; what has streamed so far
             # arrives over the socket (conversations.turns.registry.resync_html).
@@ -73,30 +90,27 @@ def chat_turns(*, thread: Thread, user=None) -> list[dict]:
                 answer = ""  # its answer is still to come, after the approval
         elif turn.stopped:
             answer, ending = turn.answer, marker(status=Turn.Status.STOPPED)
-        elif not turn.answer and index in errors:
-            answer, ending = "", marker(status=Turn.Status.FAILED, notice=errors[index])
+        elif not turn.answer and index in self.errors:
+            answer, ending = "", marker(status=Turn.Status.FAILED, notice=self.errors[index])
         else:
             answer, ending = turn.answer, marker(status=Turn.Status.COMPLETE)
-        shown.append(
-            turn_context(
-                turn_index=index,
-                user_message=turn.user_message,
-                steps=turn.steps,
-                answer=answer,
-                running=is_running,
-                ending=ending,
-                latest=index == latest,
-                thread_id=thread.pk,
-                feedback_count=feedback.get(index, 0),
-                versions=versions.get(index),
-                approval=approval_view(TurnApproval.from_json(row.approval), pending=row.status == Turn.Status.AWAITING)
-                if row
-                else None,
-                mode=row.mode if row else "",
-                person_name=row.person_name if row else "",
-            )
+        return turn_context(
+            turn_index=index,
+            user_message=turn.user_message,
+            steps=turn.steps,
+            answer=answer,
+            running=is_running,
+            ending=ending,
+            latest=index == self.latest,
+            thread_id=self.thread.pk,
+            feedback_count=self.feedback.get(index, 0),
+            versions=self.versions.get(index),
+            approval=approval_view(TurnApproval.from_json(row.approval), pending=row.status == Turn.Status.AWAITING)
+            if row
+            else None,
+            mode=row.mode if row else "",
+            person_name=row.person_name if row else "",
         )
-    return shown
 
 
 def chosen_model(thread: Thread, models: list) -> str | None:
@@ -107,24 +121,27 @@ def chosen_model(thread: Thread, models: list) -> str | None:
     return chosen.key if chosen else None
 
 
-def latest_turns(turns: list[dict], *, through: int | None = None) -> tuple[list[dict], dict | None]:
-    """The turns a chat shows of `turns` (oldest first): the latest
-    CHAT_TURNS_SHOWN, or every one from turn `through` on; and what the
-    "Show earlier turns" control needs for the rest (None: nothing is left)."""
+def latest_turns(indices: list[int], *, through: int | None = None) -> tuple[list[int], dict | None]:
+    """The turns a chat shows of the turns `indices` (oldest first): the
+    latest CHAT_TURNS_SHOWN, or every one from turn `through` on; and what
+    the "Show earlier turns" control needs for the rest (None: nothing is left)."""
     if through is None:
-        first = max(0, len(turns) - CHAT_TURNS_SHOWN)
+        first = max(0, len(indices) - CHAT_TURNS_SHOWN)
     else:
-        first = next((i for i, turn in enumerate(turns) if turn["turn_index"] >= through), len(turns))
-    shown = turns[first:]
+        first = next((i for i, index in enumerate(indices) if index >= through), len(indices))
+    shown = indices[first:]
     if first == 0 or not shown:
         return shown, None
-    return shown, {"count": first, "page": min(first, CHAT_TURNS_SHOWN), "before": shown[0]["turn_index"]}
+    return shown, {"count": first, "page": min(first, CHAT_TURNS_SHOWN), "before": shown[0]}
 
 
-def turns_before(*, thread: Thread, user, before: int, through: int | None = None) -> tuple[list[dict], dict | None]:
-    """The page of turns before turn `before` (or every one from `through`
-    on), and the control for what is still earlier: latest_turns of them."""
-    return latest_turns([turn for turn in chat_turns(thread=thread, user=user) if turn["turn_index"] < before], through=through)
+def shown_turns(*, thread: Thread, user, before: int | None = None, through: int | None = None) -> tuple[list[dict], dict | None]:
+    """The turns a chat shows (`latest_turns`) of the thread's turns before
+    turn `before` (all of them when None), and the control for the rest."""
+    history = _ChatHistory(thread=thread, user=user)
+    indices = history.indices if before is None else [index for index in history.indices if index < before]
+    shown, earlier = latest_turns(indices, through=through)
+    return [history.shown(index) for index in shown], earlier
 
 
 def turn_state(thread: Thread) -> tuple[int | None, bool]:
@@ -136,7 +153,7 @@ def turn_state(thread: Thread) -> tuple[int | None, bool]:
 def chat_context(*, thread: Thread, user) -> dict:
     running, awaiting = turn_state(thread)
     models = catalogue.choices_for(user)
-    turns, earlier = latest_turns(chat_turns(thread=thread, user=user))
+    turns, earlier = shown_turns(thread=thread, user=user)
     return {
         "thread": thread,
         "turns": turns,

@@ -25,7 +25,7 @@ from workspace.views.common import flash
 
 from . import live, presence, selectors, services, staff_view, trajectory
 from .branching import rerun_in_branch
-from .chat import chat_context, chat_turns, turn_state, turns_before
+from .chat import chat_context, chat_turns, shown_turns, turn_state
 from .forms import (
     PAGE_NOTES,
     ChooseModelForm,
@@ -228,9 +228,9 @@ def chat_from(request, thread_id, turn_index: int):
     running, awaiting = turn_state(thread)
     parts = []
     # Every turn, not only the latest page's: a page that missed many gets them all.
-    for turn in chat_turns(thread=thread, user=request.user):
+    for turn in chat_turns(thread=thread, user=request.user, keep=lambda index: index >= turn_index):
         index = turn["turn_index"]
-        if index < turn_index or (index == turn_index and turn["running"]):
+        if index == turn_index and turn["running"]:
             continue
         in_place = index == turn_index
         name = "turn" if in_place else "turn_append"
@@ -253,7 +253,7 @@ def chat_earlier(request, thread_id, turn_index: int):
     through = request.GET.get("through")
     if through is not None and not (through.isascii() and through.isdigit() and 1 <= int(through) < turn_index):
         return HttpResponse("through must be a turn before the one asked about.", status=400, content_type="text/plain")
-    turns, earlier = turns_before(
+    turns, earlier = shown_turns(
         thread=thread, user=request.user, before=turn_index, through=int(through) if through is not None else None
     )
     context = {"thread": thread, "earlier": earlier}
@@ -404,7 +404,7 @@ def trajectory_turn(request, thread_id, turn_index):
     workspace = trajectory.preview_context(thread=source, turn_index=turn_index)
     if workspace is None or not trajectory.is_own_turn(thread=source, turn_index=turn_index):
         raise Http404("No such turn.")
-    chat = [turn for turn in chat_turns(thread=source) if turn["turn_index"] <= turn_index]
+    chat = chat_turns(thread=source, keep=lambda index: index <= turn_index)
     context = {
         **workspace,
         "thread": source,
