@@ -226,8 +226,8 @@ def _postgres_read_pool():
 
 
 def close_read_pool() -> None:
-    """Close this process's reading connections (a test database is about
-    to be dropped; a process ends). The next read opens them again."""
+    """Close this process's reading connections (the test suite, before it
+    drops its database). The next read opens them again."""
     global _read_pool
     with _read_pool_lock:
         pool, _read_pool = _read_pool, None

@@ -175,14 +175,15 @@ MIGRATED_TEMPLATE_PREFIX = "haico_migrated_"
 
 
 def _migrations_digest() -> str:
-    """A digest of every migration file: a template migrated from other
-    migrations is never cloned."""
+    """A digest of every migration file of the project's and of the locked
+    dependencies (Django's own apps, axes: their migrations change with
+    their versions): a template migrated from other migrations is never cloned."""
     import hashlib
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
-    for path in sorted(root.glob("*/migrations/*.py")):
+    for path in sorted([*root.glob("*/migrations/*.py"), root / "requirements.lock"]):
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
