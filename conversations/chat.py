@@ -138,7 +138,10 @@ def latest_turns(indices: list[int], *, through: int | None = None) -> tuple[lis
 def shown_turns(*, thread: Thread, user, before: int | None = None, through: int | None = None) -> tuple[list[dict], dict | None]:
     """The turns a chat shows (`latest_turns`) of the thread's turns before
     turn `before` (all of them when None), and the control for the rest."""
-    history = _ChatHistory(thread=thread, user=user)
+    return _shown(_ChatHistory(thread=thread, user=user), before=before, through=through)
+
+
+def _shown(history: _ChatHistory, *, before: int | None = None, through: int | None = None) -> tuple[list[dict], dict | None]:
     indices = history.indices if before is None else [index for index in history.indices if index < before]
     shown, earlier = latest_turns(indices, through=through)
     return [history.shown(index) for index in shown], earlier
@@ -151,9 +154,15 @@ def turn_state(thread: Thread) -> tuple[int | None, bool]:
 
 
 def chat_context(*, thread: Thread, user) -> dict:
-    running, awaiting = turn_state(thread)
+    history = _ChatHistory(thread=thread, user=user)
+    # The running turn and the latest turn's row as the history read them,
+    # rather than read again (turn_state): one reading of the slot for the
+    # controls and the turns alike.
+    running = history.running
+    latest_row = history.rows.get(max(history.rows, default=0))
+    awaiting = running is None and latest_row is not None and latest_row.status == Turn.Status.AWAITING
     models = catalogue.choices_for(user)
-    turns, earlier = shown_turns(thread=thread, user=user)
+    turns, earlier = _shown(history)
     return {
         "thread": thread,
         "turns": turns,

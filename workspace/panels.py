@@ -100,7 +100,8 @@ def centre_context(*, thread: Thread, selected_artifact_id: int | None = None, *
         "artifacts": artifacts,
         "artifact_options": [(a, option_label(a)) for a in artifacts],
         "selected_artifact": selected,
-        "review": selectors.document_review(thread=thread) if selected is None else None,
+        # The review compares with the document just read, not a second read of it.
+        "review": selectors.document_review(thread=thread, document=document) if selected is None and document.pk else None,
         # Only said when the agent put an artifact on show over the document.
         "review_waiting": bool(extra.get("agent_shown") and _review_waiting(thread)),
         "artifact_view": artifact_view(selected) if selected else None,

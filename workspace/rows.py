@@ -5,7 +5,7 @@ Written in Python rather than as template partials because a workspace can
 hold hundreds of rows and every change of one row is rendered for every
 open page: the template engine took ~35 µs a row (300 plan steps: 10.7 ms
 of a page's 30 ms budget), this takes ~2 µs (docs/adr/0009). Every value
-that comes from a person or the model goes through `escape`.
+that comes from a person or the model goes through `escape_html`.
 
 A row carries only what it shows; static/js/plan.js and preferences.js handle its controls
 from the panel, reading the row's id from its element id (step-<id>,
@@ -13,35 +13,35 @@ pref-<id>). `after` (in patches only) is the id of the row before it, ""
 for the first, so a page can put a new or moved row in its place.
 """
 
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from .models import Preference
 from .selectors import PlanStep
+from .text import escape_html
 
 
 def _after(after) -> str:
-    return "" if after is None else f' data-after="{escape(after)}"'
+    return "" if after is None else f' data-after="{escape_html(after)}"'
 
 
 def step_row(step: PlanStep) -> str:
-    number = escape(step.number)
+    number = escape_html(step.number)
     done = step.done
     return (
         f'<li id="step-{int(step.pk)}" class="step{" is-done" if done else ""}" data-depth="{int(step.depth)}"'
         f'{_after(step.after)}><div class="edit-view">'
         f'<input type="checkbox" aria-label="Done: step {number}"{" checked" if done else ""}>'
-        f'<span class="step-number">{number}</span><span class="step-text">{escape(step.text)}</span>'
+        f'<span class="step-number">{number}</span><span class="step-text">{escape_html(step.text)}</span>'
         f'<button class="step-menu" aria-label="Actions for step {number}"></button></div></li>'
     )
 
 
 def preference_row(preference: Preference) -> str:
-    title = escape(preference.title)
+    title = escape_html(preference.title)
     kind = "hard" if preference.kind == Preference.Kind.HARD else "soft"
     locked = preference.locked
     lock_verb = "Unlock" if locked else "Lock"
-    subtitle = f'<p class="pref-subtitle">{escape(preference.subtitle)}</p>' if preference.subtitle else ""
+    subtitle = f'<p class="pref-subtitle">{escape_html(preference.subtitle)}</p>' if preference.subtitle else ""
     badge = (
         '<span class="badge badge-lock" title="Locked: the assistant cannot change or remove it">Locked</span>' if locked else ""
     )

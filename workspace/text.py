@@ -12,6 +12,7 @@ it), must fit its limit, and must not be blank unless the field allows that.
 live layer, the socket): one unencodable string must never close a socket.
 """
 
+import html
 import re
 
 from .errors import InvalidInput
@@ -72,3 +73,11 @@ def clean_text(
     if len(value) > max_chars:
         raise InvalidInput(f"{label} is too long ({len(value):,} characters; the limit is {max_chars:,}).")
     return value
+
+
+def escape_html(value) -> str:
+    """`value` as text for HTML written in Python (workspace.rows, the chat's
+    reasoning steps): &, <, >, " and ' encoded, exactly as Django's `escape`
+    does, without its lazy-text wrapper, which costs about 2 µs a call where
+    a big workspace page escapes about a thousand values."""
+    return html.escape(str(value))

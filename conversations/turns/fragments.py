@@ -6,13 +6,13 @@ one look the same. Ids are per turn index: turn-N, turn-N-steps,
 turn-N-answer-content, turn-N-marker."""
 
 from django.template.loader import render_to_string
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from agent.steps import Step, StepStatus
 from workspace.diff import diff_text
 from workspace.markdown import render_markdown
 from workspace.models import Thread
+from workspace.text import escape_html
 
 from .approval_record import TurnApproval
 from .outcome import Marker, marker
@@ -210,8 +210,10 @@ def step_item(turn_index: int, number: int, step: Step, *, swap: bool = False) -
     if step.status == StepStatus.FAILED and step.note:
         status = step.note
     oob = ' hx-swap-oob="true"' if swap else ""
-    said = f' <span class="step-status">{escape(status)}</span>' if status else ""
-    return f'<li id="turn-{int(turn_index)}-step-{int(number)}" class="reasoning-step{css}"{oob}>{escape(step.text)}{said}</li>'
+    said = f' <span class="step-status">{escape_html(status)}</span>' if status else ""
+    return (
+        f'<li id="turn-{int(turn_index)}-step-{int(number)}" class="reasoning-step{css}"{oob}>{escape_html(step.text)}{said}</li>'
+    )
 
 
 def step_items(turn_index: int, steps) -> SafeString:
@@ -234,7 +236,7 @@ def step_result(turn_index: int, number: int, step: Step) -> str:
 
 
 def tokens(turn_index: int, text: str) -> str:
-    return f'<div id="turn-{turn_index}-answer-content" hx-swap-oob="beforeend">{escape(text)}</div>'
+    return f'<div id="turn-{turn_index}-answer-content" hx-swap-oob="beforeend">{escape_html(text)}</div>'
 
 
 def answer(turn: dict) -> str:

@@ -220,3 +220,26 @@ async def test_failed_and_skipped_steps_are_marked_in_the_trace(owner, thread, s
         chat,
     )
     assert re.search(r'<li id="turn-1-step-4" class="reasoning-step">Writing down the goal.</li>', chat)
+
+
+def test_the_workspace_page_reads_the_turn_slot_and_the_document_once_each(owner, thread, client):
+    """The chat's controls and its turns share one reading of the running
+    turn, and the document's review compares with the document the page
+    read: a second read costs every page view a statement and may disagree
+    with the first."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from workspace.services import document as document_services
+
+    document_services.document_save(thread=thread, title="Report", content="A first paragraph.")
+    turn_begin(thread=thread, user_message="Tidy the plan")  # a turn runs: its slot is taken
+    client.force_login(owner)
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(f"/threads/{thread.pk}/workspace/")
+    assert response.status_code == 200
+    reads = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT")]
+    assert sum('FROM "conversations_turnslot"' in sql for sql in reads) == 1
+    assert sum('FROM "workspace_document"' in sql for sql in reads) == 1
+    chat = _chat_panel(response.content.decode())
+    assert "Tidy the plan" in chat and 'data-state="running"' in chat and ">Stop</button>" in chat

@@ -4,6 +4,7 @@ refused with a message by every write; `encodable` makes any string safe to
 send."""
 
 import pytest
+from django.utils.html import escape
 
 from workspace.errors import InvalidInput
 from workspace.models import Artifact, Document, Objective, Preference, Todo
@@ -12,7 +13,7 @@ from workspace.services import document as document_services
 from workspace.services import objective as objective_services
 from workspace.services import plan as plan_services
 from workspace.services import preferences as preferences_services
-from workspace.text import clean_text, encodable
+from workspace.text import clean_text, encodable, escape_html
 
 pytestmark = pytest.mark.django_db
 
@@ -64,3 +65,8 @@ def test_encodable_replaces_only_lone_surrogates():
     assert encodable(f"a{SURROGATE}b\udfffc \U0001f600") == "a\ufffdb\ufffdc \U0001f600"
     assert encodable("plain <b>html</b>") == "plain <b>html</b>"
     encodable(f"x{SURROGATE}").encode("utf-8")  # sendable
+
+
+@pytest.mark.parametrize("value", ['<b class="x">Tom & Jerry\'s</b>', "plain", "", 42, "&amp; already escaped"])
+def test_escape_html_encodes_what_djangos_escape_does(value):
+    assert escape_html(value) == escape(value)
