@@ -59,7 +59,7 @@ STEP_URLS = {
 
 
 def preferences_context(*, thread: Thread, **extra) -> dict:
-    preferences = selectors.preferences_for(thread=thread)
+    preferences = selectors.shown_preferences(thread=thread)
     return {
         "thread": thread,
         "preferences": preferences,

@@ -16,7 +16,7 @@ for the first, so a page can put a new or moved row in its place.
 from django.utils.safestring import SafeString, mark_safe
 
 from .models import Preference
-from .selectors import PlanStep
+from .selectors import PlanStep, ShownPreference
 from .text import escape_html
 
 
@@ -36,7 +36,7 @@ def step_row(step: PlanStep) -> str:
     )
 
 
-def preference_row(preference: Preference) -> str:
+def preference_row(preference: ShownPreference) -> str:
     title = escape_html(preference.title)
     kind = "hard" if preference.kind == Preference.Kind.HARD else "soft"
     locked = preference.locked
@@ -47,7 +47,7 @@ def preference_row(preference: Preference) -> str:
     )
     return (
         f'<li id="pref-{int(preference.pk)}" class="pref pref-{kind}{" is-locked" if locked else ""}"'
-        f'{_after(getattr(preference, "after", None))}><div class="edit-view">'
+        f'{_after(preference.after)}><div class="edit-view">'
         f'<div class="pref-line"><span class="pref-title">{title}</span>{badge}</div>{subtitle}'
         # static/js/keyboard.js makes it a toolbar named after the preference
         # ("Actions for preference …", one Tab stop), which is what tells a

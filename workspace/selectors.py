@@ -204,6 +204,27 @@ def preferences_for(*, thread: Thread) -> list[Preference]:
     return in_preference_order(list(Preference.objects.filter(thread=thread).order_by(*PREFERENCE_POSITION)))
 
 
+@dataclass(frozen=True)
+class ShownPreference:
+    """One preference as its panel shows it. `after` is the id of the
+    preference before it in its own list (hard or soft), "" for the first,
+    set only where a patch needs it."""
+
+    pk: int
+    title: str
+    subtitle: str
+    kind: str  # Preference.Kind
+    locked: bool
+    after: int | str | None = None
+
+
+def shown_preferences(*, thread: Thread) -> list[ShownPreference]:
+    """The preferences in preferences_for's order, as plain rows: a hundred
+    model instances cost a page about four times the read itself."""
+    rows = Preference.objects.filter(thread_id=thread.pk).order_by(*PREFERENCE_POSITION)
+    return in_preference_order([ShownPreference(*row) for row in rows.values_list("id", "title", "subtitle", "kind", "locked")])
+
+
 def todos_for(*, thread: Thread) -> list[Todo]:
     """The plan in pre-order (the order its 1-based indices and outline numbers use)."""
     return list(Todo.objects.filter(thread=thread).order_by(*PLAN_ORDER))
@@ -267,18 +288,16 @@ def plan_patch(*, thread: Thread, ids=None) -> PlanPatch:
     )
 
 
-def preferences_patch(*, thread: Thread, ids=None) -> tuple[list[Preference], list[int]]:
-    """Like plan_patch, for preferences: `after` is the id of the one before
-    it in its own list (hard or soft)."""
-    preferences = preferences_for(thread=thread)
+def preferences_patch(*, thread: Thread, ids=None) -> tuple[list[ShownPreference], list[int]]:
+    """Like plan_patch, for preferences: each touched one that exists with
+    its place (`after`), and the ids that are gone."""
+    preferences = shown_preferences(thread=thread)
     wanted = set(ids) if ids is not None else {p.pk for p in preferences}
-    found: list[Preference] = []
+    found: list[ShownPreference] = []
     previous: dict[str, int] = {}
     for preference in preferences:
         if preference.pk in wanted:
-            # Not a field: what the patch is rendered with (panels).
-            preference.after = previous.get(preference.kind, "")  # type: ignore[attr-defined]
-            found.append(preference)
+            found.append(replace(preference, after=previous.get(preference.kind, "")))
         previous[preference.kind] = preference.pk
     return found, sorted(wanted - {p.pk for p in found})
 

@@ -2,9 +2,8 @@
 
 import pytest
 
-from workspace.models import Preference
 from workspace.rows import preference_row, step_row
-from workspace.selectors import PlanStep
+from workspace.selectors import PlanStep, ShownPreference
 
 HOSTILE = "<img src=x onerror=alert(1)> \"quoted\" & 'single'"
 
@@ -26,7 +25,7 @@ def test_a_first_step_in_a_patch_says_it_comes_first_and_a_page_row_says_nothing
 
 @pytest.mark.parametrize("locked", [False, True])
 def test_a_preference_row_escapes_title_and_detail_in_text_and_labels(locked):
-    preference = Preference(pk=3, title=HOSTILE, subtitle=HOSTILE, kind="hard", locked=locked)
+    preference = ShownPreference(pk=3, title=HOSTILE, subtitle=HOSTILE, kind="hard", locked=locked)
     html = preference_row(preference)
     # The title and the detail, each once: the buttons' names are one word each,
     # the row's toolbar is named after the title in the page (static/js/keyboard.js).
