@@ -14,14 +14,18 @@ HumanMessage that opens them; the runner tags it with the turn index.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+import ormsgpack
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import EXT_PYDANTIC_V2, JsonPlusSerializer
 
 from .checkpointer import (
     SQLITE_TIMEOUT_SECONDS,
@@ -168,19 +172,44 @@ def repair_update(
     return update
 
 
-def _sqlite_messages(config: RunnableConfig) -> list[BaseMessage]:
+# Each thread that reads messages on SQLite keeps one connection to the
+# file: a new connection's first statement reads the whole schema (about
+# 1 ms with the site's tables), more than the read itself. Reads run
+# without a transaction (autocommit), so a kept connection holds no
+# snapshot open and sees every commit. It is kept with the file's identity
+# and replaced when the settings name another file or the file was made
+# anew (the test suite's databases).
+_sqlite_reader = threading.local()
+
+
+def _sqlite_reading_connection(path: str) -> sqlite3.Connection:
+    try:
+        stat = os.stat(path)
+        identity: tuple | None = (path, stat.st_dev, stat.st_ino)
+    except OSError:
+        identity = None  # no file (yet): connect afresh, keep nothing
+    kept = getattr(_sqlite_reader, "kept", None)
+    if kept is not None:
+        if identity is not None and kept[0] == identity:
+            return kept[1]
+        _sqlite_reader.kept = None
+        kept[1].close()
+    conn = sqlite3.connect(path, timeout=SQLITE_TIMEOUT_SECONDS, check_same_thread=False)
+    if identity is not None:
+        _sqlite_reader.kept = (identity, conn)
+    return conn
+
+
+def _sqlite_messages(config: RunnableConfig, serde: SerializerProtocol | None) -> list[BaseMessage]:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    conn = sqlite3.connect(sqlite_path(), timeout=SQLITE_TIMEOUT_SECONDS, check_same_thread=False)
-    try:
-        exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='checkpoints'").fetchone()
-        if not exists:
-            return []  # no turn ever ran on this database; a page view does not create tables
-        saver = SqliteSaver(conn)
-        saver.is_setup = True
-        found = saver.get_tuple(config)
-    finally:
-        conn.close()
+    conn = _sqlite_reading_connection(sqlite_path())
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='checkpoints'").fetchone()
+    if not exists:
+        return []  # no turn ever ran on this database; a page view does not create tables
+    saver = SqliteSaver(conn, serde=serde)
+    saver.is_setup = True
+    found = saver.get_tuple(config)
     return list(found.checkpoint["channel_values"].get("messages", [])) if found else []
 
 
@@ -235,24 +264,58 @@ def close_read_pool() -> None:
         pool.close()
 
 
-def _postgres_messages(config: RunnableConfig) -> list[BaseMessage]:
+def _postgres_messages(config: RunnableConfig, serde: SerializerProtocol | None) -> list[BaseMessage]:
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
 
     try:
-        found = PostgresSaver(_postgres_read_pool()).get_tuple(config)
+        found = PostgresSaver(_postgres_read_pool(), serde=serde).get_tuple(config)
     except psycopg.errors.UndefinedTable:
         return []
     return list(found.checkpoint["channel_values"].get("messages", [])) if found else []
 
 
-def read_messages(thread_id) -> list[BaseMessage]:
-    """The thread's messages as of its latest checkpoint ([] if none)."""
+class _ShownMessagesSerializer(JsonPlusSerializer):
+    """Reads a checkpoint whose messages are only shown (past_turns): the
+    message classes the agent stores are built with pydantic's
+    `model_construct`, without validating again the fields this same
+    serializer dumped from valid messages, which was about a third of a
+    chat's read. Anything else, and a message stored in a shape this does
+    not expect, is read as JsonPlusSerializer reads it. What is copied or
+    exported (read_messages) is read the plain way."""
+
+    CLASSES: dict[tuple[str, str], type[BaseMessage]] = {
+        (cls.__module__, cls.__name__): cls for cls in (HumanMessage, AIMessage, ToolMessage, SystemMessage)
+    }
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        kind, payload = data
+        if kind != "msgpack":
+            return super().loads_typed(data)
+        return ormsgpack.unpackb(payload, ext_hook=self._ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
+
+    def _ext_hook(self, code: int, payload: bytes) -> Any:
+        if code == EXT_PYDANTIC_V2:
+            # module, class name, fields, method
+            stored = ormsgpack.unpackb(payload, ext_hook=self._ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
+            if isinstance(stored, list | tuple) and len(stored) >= 3 and isinstance(stored[2], dict):
+                cls = self.CLASSES.get((stored[0], stored[1]))
+                if cls is not None:
+                    return cls.model_construct(**stored[2])
+        return super().loads_typed(("msgpack", ormsgpack.packb(ormsgpack.Ext(code, payload))))
+
+
+_SHOWN_MESSAGES = _ShownMessagesSerializer()
+
+
+def read_messages(thread_id, *, serde: SerializerProtocol | None = None) -> list[BaseMessage]:
+    """The thread's messages as of its latest checkpoint ([] if none).
+    `serde`: how the checkpoint is read (the savers' own by default)."""
     config: RunnableConfig = {"configurable": {"thread_id": str(thread_id), "checkpoint_ns": ""}}
     if database_vendor() == "postgresql":
-        return _postgres_messages(config)
-    return _sqlite_messages(config)
+        return _postgres_messages(config, serde)
+    return _sqlite_messages(config, serde)
 
 
 def past_turns(thread_id) -> list[PastTurn]:
-    return turns_from_messages(read_messages(thread_id))
+    return turns_from_messages(read_messages(thread_id, serde=_SHOWN_MESSAGES))

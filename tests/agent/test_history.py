@@ -121,3 +121,101 @@ def test_page_reads_of_the_chat_share_connections_and_outlive_the_server_closing
         assert after and not set(after) & set(before)
     finally:
         close_read_pool()
+
+
+# --- reading a thread's messages on SQLite ------------------------------------------------
+
+
+def _write_messages(path, thread_id: str, *messages) -> None:
+    """Append `messages` (a text: the person's) to the thread's history as
+    the agent's graph does: a real graph over a real SqliteSaver on the file at `path`."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("noop", lambda state: {})
+    graph.add_edge(START, "noop")
+    with sqlite3.connect(path, check_same_thread=False) as conn:
+        app = graph.compile(checkpointer=SqliteSaver(conn))
+        written = [HumanMessage(m) if isinstance(m, str) else m for m in messages]
+        app.invoke({"messages": written}, {"configurable": {"thread_id": thread_id}})
+    conn.close()
+
+
+def test_page_reads_on_sqlite_keep_one_connection_that_sees_every_commit_and_a_file_made_anew(tmp_path, monkeypatch):
+    """A page view's read of the chat keeps its thread's connection (a new
+    one's first statement reads the whole schema, about 1 ms), without
+    ever showing an older history: a later commit is seen at once, and a
+    database file made anew under the same name is read, not the old one."""
+    import sqlite3
+
+    import agent.history as history
+
+    path = tmp_path / "site.sqlite3"
+    monkeypatch.setattr(history, "sqlite_path", lambda: str(path))
+    monkeypatch.setattr(history, "database_vendor", lambda: "sqlite")
+    _write_messages(path, "t1", "one")
+    connects = []
+    real_connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *args, **kwargs: connects.append(args) or real_connect(*args, **kwargs))
+
+    def texts():
+        return [m.content for m in history.read_messages("t1")]
+
+    assert texts() == ["one"]
+    monkeypatch.setattr(sqlite3, "connect", real_connect)
+    _write_messages(path, "t1", "two")
+    monkeypatch.setattr(sqlite3, "connect", lambda *args, **kwargs: connects.append(args) or real_connect(*args, **kwargs))
+    assert texts() == ["one", "two"]
+    assert texts() == ["one", "two"]
+    assert len(connects) == 1  # three reads, one connection
+
+    path.unlink()
+    monkeypatch.setattr(sqlite3, "connect", real_connect)
+    _write_messages(path, "t1", "fresh")
+    assert texts() == ["fresh"]
+
+
+def test_the_chat_reads_messages_as_the_plain_reading_does_only_quicker(tmp_path, monkeypatch):
+    """past_turns builds the stored messages without validating them again
+    (agent.history._ShownMessagesSerializer); every kind of message the
+    agent stores comes back equal to what the checkpointer's own reading
+    gives, fields, types and turns alike, so an upgrade that changes the
+    stored shape shows here."""
+    import agent.history as history
+
+    path = tmp_path / "site.sqlite3"
+    monkeypatch.setattr(history, "sqlite_path", lambda: str(path))
+    monkeypatch.setattr(history, "database_vendor", lambda: "sqlite")
+    call = {"name": "add_todos", "args": {"action_and_reasoning": "Laying out <the> plan.", "steps": []}, "id": "c1"}
+    _write_messages(
+        path,
+        "t1",
+        HumanMessage("plan my essay", response_metadata={TURN_INDEX_KEY: 1}, id="h1"),
+        AIMessage(
+            "",
+            tool_calls=[call, {**call, "id": "c2"}],
+            usage_metadata={"input_tokens": 10, "output_tokens": 2, "total_tokens": 12},
+            response_metadata={"model_name": "m"},
+            id="a1",
+        ),
+        ToolMessage('{"success": true, "summary": "ok"}', tool_call_id="c1", name="add_todos"),
+        ToolMessage('{"success": false, "error": "Refused."}', tool_call_id="c2", name="add_todos", status="error"),
+        AIMessage([{"type": "text", "text": "I planned "}, {"type": "text", "text": "it."}], id="a2"),
+        HumanMessage("and now?", response_metadata={TURN_INDEX_KEY: 2}),
+        AIMessage(STOPPED_PLACEHOLDER, response_metadata={STOPPED_KEY: True}),
+    )
+    plain = history.read_messages("t1")
+    shown = history.read_messages("t1", serde=history._SHOWN_MESSAGES)
+    assert len(plain) == 7
+    assert shown == plain and [type(m) for m in shown] == [type(m) for m in plain]
+    assert shown[1].tool_calls == plain[1].tool_calls and shown[1].usage_metadata == plain[1].usage_metadata
+    assert history.past_turns("t1") == turns_from_messages(plain)
+    first, second = history.past_turns("t1")
+    assert [step.to_json() for step in first.steps] == [
+        {"text": "Laying out <the> plan.", "status": "done"},
+        {"text": "Laying out <the> plan.", "status": "failed"},
+    ]
+    assert first.answer == "I planned it." and second.stopped
