@@ -21,7 +21,10 @@ MESSAGE_START_CHARS = 60
 
 
 def family_graph(*, thread: Thread) -> Graph:
-    """The trajectory graph of `thread`'s family, as its page shows it."""
+    """The trajectory graph of `thread`'s family, as its page shows it.
+    Its reads are unordered (`order_by()`): the graph is built from dicts and
+    the lanes' own order, and a model's default ordering costs each
+    statement its sorting and its building."""
     links = {
         child: (parent, point, created)
         for child, parent, point, created in BranchLink.objects.filter(
@@ -29,13 +32,16 @@ def family_graph(*, thread: Thread) -> Graph:
             thread__owner_id=thread.owner_id,
             thread__is_deleted=False,
             parent__is_deleted=False,
-        ).values_list("thread_id", "parent_id", "branch_point_turn", "created_at")
+        )
+        .order_by()
+        .values_list("thread_id", "parent_id", "branch_point_turn", "created_at")
     }
     root, children = family_of(thread.pk, links)
     order = lane_order(root, children)
     # Each member's running-turn slot in the same read (a LEFT JOIN).
     rows = (
         Thread.objects.filter(pk__in=order, is_deleted=False)
+        .order_by()
         .select_related("turn_slot")
         .only("id", "title", "turn_slot__turn_index", "turn_slot__since")
     )
@@ -62,12 +68,15 @@ def family_graph(*, thread: Thread) -> Graph:
         (by_text[thread_id], index): status
         for thread_id, index, status in Turn.objects.filter(thread_id__in=members)
         .exclude(status=Turn.Status.COMPLETE)
+        .order_by()
         .values_list(as_text, "index", "status")
     }
     turns = []
     complete = Turn.Status.COMPLETE
-    for thread_id, index, message in WorkspaceSnapshot.objects.filter(thread_id__in=members).values_list(
-        as_text, "turn_index", Substr("user_message", 1, MESSAGE_START_CHARS + 1)
+    for thread_id, index, message in (
+        WorkspaceSnapshot.objects.filter(thread_id__in=members)
+        .order_by()
+        .values_list(as_text, "turn_index", Substr("user_message", 1, MESSAGE_START_CHARS + 1))
     ):
         pk = by_text[thread_id]
         turns.append(TurnFact(pk, index, _start(message), statuses.get((pk, index), complete)))
