@@ -157,28 +157,6 @@ def with_branch_points(threads: list[Thread]) -> list[Thread]:
     return threads
 
 
-@dataclass(frozen=True)
-class BranchOrigin:
-    parent_id: object
-    parent_title: str
-    turn_index: int  # the parent's turn it was branched after (0: before turn 1)
-
-
-def branch_origin(*, thread: Thread) -> BranchOrigin | None:
-    """Where a branch came from, for its top bar: its parent (the same
-    person's, not deleted) and the turn; None for a thread that is no branch."""
-    link = (
-        BranchLink.objects.filter(
-            thread=thread, status=BranchLink.Status.ACTIVE, parent__is_deleted=False, parent__owner_id=thread.owner_id
-        )
-        .select_related("parent")
-        .first()
-    )
-    if link is None:
-        return None
-    return BranchOrigin(parent_id=link.parent_id, parent_title=link.parent.title, turn_index=link.branch_point_turn)
-
-
 def thread_list_for(*, user) -> list[Thread]:
     """The person's threads, each branch right under the thread it was
     branched from (`depth` 1 under its parent, 2 under a branch, ...); a

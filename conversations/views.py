@@ -181,6 +181,7 @@ ROLE_LABELS = {Access.VIEW: "Viewer", Access.EDIT: "Editor"}
 def page_context(*, thread, user, access: Access) -> dict:
     """One context for all panels; their keys are disjoint apart from `thread`.
     `access`: the person's, which decides the controls the page offers (docs/adr/0084)."""
+    graph = trajectory.family_graph(thread=thread)  # the map, and where a branch came from
     return {
         "can_edit": access >= Access.EDIT,
         "can_share": access is Access.OWN,
@@ -191,8 +192,8 @@ def page_context(*, thread, user, access: Access) -> dict:
         **panels.plan_context(thread=thread),
         **panels.centre_context(thread=thread, selected_artifact_id=None),
         **chat_context(thread=thread, user=user),
-        **trajectory.map_context(trajectory.family_graph(thread=thread)),
-        "branch_origin": selectors.branch_origin(thread=thread),
+        **trajectory.map_context(graph),
+        "branch_origin": graph.origin,
         "thread": thread,
         "oob": False,
     }

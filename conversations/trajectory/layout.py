@@ -38,6 +38,13 @@ class FamilyThread:
 
 
 @dataclass(frozen=True, slots=True)
+class BranchOrigin:
+    parent_id: uuid.UUID
+    parent_title: str
+    turn_index: int  # the parent's turn it was branched after (0: before turn 1)
+
+
+@dataclass(frozen=True, slots=True)
 class TurnFact:
     thread: uuid.UUID
     index: int
@@ -112,6 +119,17 @@ class Graph:
     def node(self, thread, index) -> Node | None:
         lane = self._lanes.get(thread)
         return None if lane is None else self._index.get((lane, index))
+
+    @property
+    def origin(self) -> BranchOrigin | None:
+        """Where the current thread was branched from, for its top bar: its
+        parent in the family and the parent's turn; None for a root."""
+        lane = self._lanes.get(self.current_thread)
+        if lane is None or self.threads[lane].parent is None:
+            return None
+        member = self.threads[lane]
+        parent = self.threads[self._lanes[member.parent]]
+        return BranchOrigin(parent_id=parent.pk, parent_title=parent.title, turn_index=member.branch_point)
 
 
 # --- the family ---------------------------------------------------------------

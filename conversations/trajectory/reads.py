@@ -24,13 +24,16 @@ def family_graph(*, thread: Thread) -> Graph:
     """The trajectory graph of `thread`'s family, as its page shows it.
     Its reads are unordered (`order_by()`): the graph is built from dicts and
     the lanes' own order, and a model's default ordering costs each
-    statement its sorting and its building."""
+    statement its sorting and its building. A link counts only between
+    threads of the same owner: a branch is its parent's owner's, and a
+    parent the owner lost is not shown as where the branch came from."""
     links = {
         child: (parent, point, created)
         for child, parent, point, created in BranchLink.objects.filter(
             status=BranchLink.Status.ACTIVE,
             thread__owner_id=thread.owner_id,
             thread__is_deleted=False,
+            parent__owner_id=thread.owner_id,
             parent__is_deleted=False,
         )
         .order_by()

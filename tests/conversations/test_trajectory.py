@@ -96,6 +96,12 @@ def test_the_root_path_is_its_own_turns_and_a_fresh_fork_ends_at_its_branch_poin
     assert (fresh.current.thread, fresh.current.index) == (A, 1)
 
 
+def test_a_forks_origin_is_its_parent_and_branch_point_and_a_root_has_none():
+    assert assemble(current=C, threads=FAMILY, turns=TURNS).origin == layout.BranchOrigin(B, "B", 4)
+    assert assemble(current=D, threads=FAMILY, turns=[]).origin == layout.BranchOrigin(A, "A", 1)
+    assert assemble(current=A, threads=FAMILY, turns=TURNS).origin is None
+
+
 def test_lanes_follow_the_family_and_rows_the_turn_numbers():
     graph = assemble(current=A, threads=FAMILY, turns=TURNS)
     lanes = {n.thread: n.lane for n in graph.nodes}

@@ -665,3 +665,17 @@ def test_a_branch_page_names_where_it_came_from_and_links_back(owner_client, end
     assert "topbar-branch" not in owner_client.get(ws_url(ended_turns)).content.decode()
     thread_soft_delete(thread=ended_turns)
     assert "topbar-branch" not in owner_client.get(ws_url(branch)).content.decode()
+
+
+def test_a_branch_of_another_persons_thread_names_no_origin_and_maps_alone(owner_client, ended_turns, owner, other_user):
+    """A link to a parent another person owns (an owner changed by staff)
+    is neither the top bar's origin nor an edge of the map: the page would
+    show the owner a title and a turn that are not theirs."""
+    from conversations.models import BranchLink
+
+    branch = thread_create(owner=owner, title="A branch")
+    BranchLink.objects.create(thread=branch, parent=ended_turns, branch_point_turn=1, status=BranchLink.Status.ACTIVE)
+    Thread.objects.filter(pk=ended_turns.pk).update(owner=other_user)
+    html = owner_client.get(ws_url(branch)).content.decode()
+    assert "topbar-branch" not in html
+    assert str(ended_turns.pk) not in html and ended_turns.title not in html
