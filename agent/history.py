@@ -17,7 +17,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +59,7 @@ class PastTurn:
     running: bool = False
 
 
-def message_text(message: BaseMessage) -> str:
+def message_text(message: BaseMessage | ShownMessage) -> str:
     """The plain text of a message whose content may be a list of blocks."""
     content = message.content
     if isinstance(content, str):
@@ -81,25 +81,41 @@ def step_sentence(tool_call: Mapping[str, Any]) -> str:
     return GENERIC_STEP
 
 
-def turns_from_messages(messages: list[BaseMessage]) -> list[PastTurn]:
+def _shown(message: BaseMessage | ShownMessage) -> ShownMessage:
+    """What the chat reads of a message, whichever way it was read. The role
+    is LangChain's `type`, a chunk's too: "AIMessageChunk" is "ai"."""
+    if isinstance(message, ShownMessage):
+        return message
+    return ShownMessage(
+        type=message.type.removesuffix("MessageChunk").lower(),
+        content=message.content,
+        response_metadata=message.response_metadata,
+        tool_calls=getattr(message, "tool_calls", None) or [],
+        tool_call_id=getattr(message, "tool_call_id", None),
+        status=getattr(message, "status", "success"),
+    )
+
+
+def turns_from_messages(messages: Sequence[BaseMessage | ShownMessage]) -> list[PastTurn]:
     """Group a thread's message history into turns, oldest first."""
     turns: list[PastTurn] = []
     calls: dict[str, Step] = {}  # tool call id -> its step, for the result's status
-    for message in messages:
-        if isinstance(message, HumanMessage):
+    for message in map(_shown, messages):
+        role = message.type
+        if role == "human":
             tagged = (message.response_metadata or {}).get(TURN_INDEX_KEY)
             index = tagged if isinstance(tagged, int) else (turns[-1].turn_index + 1 if turns else 1)
             turns.append(PastTurn(turn_index=index, user_message=message_text(message)))
             continue
-        if isinstance(message, ToolMessage):
-            step = calls.get(message.tool_call_id)
+        if role == "tool":
+            step = calls.get(message.tool_call_id or "")
             if step is not None:
                 step.status = step_status(message.content, error=message.status == "error")
                 note = step_note(envelope_error(message.content)) if step.status == StepStatus.FAILED else ""
                 if note:
                     step.note = note
             continue
-        if not turns or not isinstance(message, AIMessage):
+        if not turns or role != "ai":
             continue
         turn = turns[-1]
         if message.tool_calls:
@@ -275,18 +291,29 @@ def _postgres_messages(config: RunnableConfig, serde: SerializerProtocol | None)
     return list(found.checkpoint["channel_values"].get("messages", [])) if found else []
 
 
-class _ShownMessagesSerializer(JsonPlusSerializer):
-    """Reads a checkpoint whose messages are only shown (past_turns): the
-    message classes the agent stores are built with pydantic's
-    `model_construct`, without validating again the fields this same
-    serializer dumped from valid messages, which was about a third of a
-    chat's read. Anything else, and a message stored in a shape this does
-    not expect, is read as JsonPlusSerializer reads it. What is copied or
-    exported (read_messages) is read the plain way."""
+@dataclass(frozen=True, slots=True)
+class ShownMessage:
+    """What the chat reads of one stored message: its role (LangChain's
+    `type`) and the fields turns_from_messages looks at."""
 
-    CLASSES: dict[tuple[str, str], type[BaseMessage]] = {
-        (cls.__module__, cls.__name__): cls for cls in (HumanMessage, AIMessage, ToolMessage, SystemMessage)
-    }
+    type: str  # "human", "ai", "tool" or "system"
+    content: Any
+    response_metadata: dict
+    tool_calls: list
+    tool_call_id: str | None
+    status: str
+
+
+class _ShownMessagesSerializer(JsonPlusSerializer):
+    """Reads a checkpoint whose messages are only shown (past_turns): each
+    message the agent stores is read as a ShownMessage, without building
+    LangChain's message class from the fields this same serializer dumped
+    (validated or not, building them was most of a long chat's read).
+    Anything else, and a message stored in a shape this does not expect, is
+    read as JsonPlusSerializer reads it. What is copied or exported
+    (read_messages) is read the plain way."""
+
+    CLASSES = {(cls.__module__, cls.__name__) for cls in (HumanMessage, AIMessage, ToolMessage, SystemMessage)}
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         kind, payload = data
@@ -298,10 +325,17 @@ class _ShownMessagesSerializer(JsonPlusSerializer):
         if code == EXT_PYDANTIC_V2:
             # module, class name, fields, method
             stored = ormsgpack.unpackb(payload, ext_hook=self._ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
-            if isinstance(stored, list | tuple) and len(stored) >= 3 and isinstance(stored[2], dict):
-                cls = self.CLASSES.get((stored[0], stored[1]))
-                if cls is not None:
-                    return cls.model_construct(**stored[2])
+            if isinstance(stored, list | tuple) and len(stored) >= 3 and (stored[0], stored[1]) in self.CLASSES:
+                fields = stored[2]
+                if isinstance(fields, dict) and isinstance(fields.get("type"), str):
+                    return ShownMessage(
+                        type=fields["type"],
+                        content=fields.get("content", ""),
+                        response_metadata=fields.get("response_metadata") or {},
+                        tool_calls=fields.get("tool_calls") or [],
+                        tool_call_id=fields.get("tool_call_id"),
+                        status=fields.get("status", "success"),
+                    )
         return super().loads_typed(("msgpack", ormsgpack.packb(ormsgpack.Ext(code, payload))))
 
 
