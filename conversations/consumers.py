@@ -15,7 +15,9 @@ message: conversations.sessions), 4403 the account waits for staff approval
 shared with you: docs/adr/0084), 4429 the person
 has HAICO_MAX_OPEN_PAGES pages open already (docs/adr/0051). All are sent
 after accepting, with a notice first, so the page can say why; the htmx ws
-extension does not reconnect on them.
+extension does not reconnect on them. 1011, after which the page
+reconnects: Redis or the database stopped answering under the socket
+(docs/adr/0103).
 
 Messages (JSON; `ws-send` posts the form fields plus a HEADERS object):
   {"message": "...", "model": "...", "mode": "..."}
@@ -58,7 +60,7 @@ from workspace.errors import UserFacingError
 from workspace.selectors import Access, thread_and_access_for_user
 from workspace.text import encodable
 
-from . import presence, ratelimit, staff_view, trajectory
+from . import outages, presence, ratelimit, staff_view, trajectory
 from .approval import WAITING_MESSAGE, is_waiting
 from .branching import discard_branch, make_branch_for_turn
 from .forms import ApprovalAnswerForm, ChatMessage, ChatMessageForm, RetryForm, checked_selection
@@ -92,7 +94,37 @@ STAFF_NOT_FOUND_MESSAGE = "No such thread to view."
 LOGIN_MESSAGE = "Your session has ended; log in again to use the chat."
 
 
-class ThreadConsumer(AsyncWebsocketConsumer):
+class PageSocketConsumer(AsyncWebsocketConsumer):
+    """A page's socket that a stopped service ends cleanly (docs/adr/0103).
+
+    Redis carries each socket's own channel and the database answers its
+    messages: when one stops answering, channels ends the socket by raising,
+    without `disconnect`, and the server logged a traceback per page and per
+    reconnect. Here the failure is one line of the outage's
+    (conversations.outages), what the page held in this process is let go
+    of as a close lets go of it (kept, its membership of the thread's pages
+    would keep its presence alive after the page closed), and
+    SocketClosedForOutage ends the socket: the server closes it with 1011
+    (or refuses the handshake), which the page reconnects after, and
+    haico_site.logs keeps the server's traceback of it out of the log. A
+    close the application sends could not say 1011: the server allows it
+    only 1000 and 3000-4999, after which the page would not reconnect."""
+
+    async def __call__(self, scope, receive, send):
+        try:
+            await super().__call__(scope, receive, send)
+        except Exception as error:
+            if outages.unreachable_service(error) is None:
+                raise
+            outages.note(logger, error, "a page's socket at %s was closed for it to reconnect", scope.get("path"))
+            try:
+                await self.disconnect(1011)
+            except Exception as failure:
+                outages.note(logger, failure, "a page's socket at %s was not let go of whole", scope.get("path"))
+            raise outages.SocketClosedForOutage(str(error)) from error
+
+
+class ThreadConsumer(PageSocketConsumer):
     thread = None
     access: Access | None = None
     group = None
@@ -196,8 +228,9 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             self.group = None
             if self._renewal is not None:
                 self._renewal.cancel()
-            await self.channel_layer.group_discard(self.session_group, self.channel_name)
+            # This process's part first: it cannot fail, and the layer's may (Redis stopped).
             await publisher.leave(self.thread.pk, self)
+            await _leave_session_group(self)
 
     # -- the person's open pages (HAICO_MAX_OPEN_PAGES, conversations.ratelimit) --
 
@@ -218,7 +251,10 @@ class ThreadConsumer(AsyncWebsocketConsumer):
     async def _renew_membership(self):
         while True:
             await asyncio.sleep(RENEW_GROUP_SECONDS)
-            await self.channel_layer.group_add(self.session_group, self.channel_name)
+            try:
+                await self.channel_layer.group_add(self.session_group, self.channel_name)
+            except Exception as error:
+                outages.note(logger, error, "a page could not renew its membership of its session's group")
 
     async def _end_session(self):
         await self._notice(LOGIN_MESSAGE)
@@ -466,7 +502,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=event["html"])
 
 
-class StaffThreadConsumer(AsyncWebsocketConsumer):
+class StaffThreadConsumer(PageSocketConsumer):
     """The staff read-only view's socket (conversations.staff_view): it joins
     the thread like an owner's page, but only listens. Whatever the thread's
     pages are sent, it answers by sending its page the view's content again,
@@ -514,8 +550,8 @@ class StaffThreadConsumer(AsyncWebsocketConsumer):
             self.group = None
             if self._refresh is not None:
                 self._refresh.cancel()
-            await self.channel_layer.group_discard(self.session_group, self.channel_name)
             await publisher.leave(self.thread_id, self)
+            await _leave_session_group(self)
 
     async def receive(self, text_data=None, bytes_data=None):
         """Read-only: nothing a staff page sends changes anything."""
@@ -569,6 +605,14 @@ class StaffThreadConsumer(AsyncWebsocketConsumer):
 
 def _still_may_view(user_id) -> bool:
     return staff_view.may_view(get_user_model().objects.filter(pk=user_id).first())
+
+
+async def _leave_session_group(consumer) -> None:
+    try:
+        await consumer.channel_layer.group_discard(consumer.session_group, consumer.channel_name)
+    except Exception as error:
+        # The layer forgets the member after its group_expiry.
+        outages.note(logger, error, "a closed page could not leave its session's group")
 
 
 async def _cache_call(function, *args):

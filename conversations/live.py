@@ -61,7 +61,7 @@ from workspace.events import Change
 from workspace.models import Thread
 from workspace.text import encodable
 
-from . import live_bus
+from . import live_bus, outages
 from .selectors import family_ids, feedback_counts, turn_versions_for
 
 logger = logging.getLogger("haico.conversations.live")
@@ -315,9 +315,10 @@ class Publisher:
                     await live_bus.publish(layer, group, message)
                 else:
                     await layer.group_send(group, message)
-        except Exception:
-            logger.exception("could not send %d characters to %s", len(html), group)
+        except Exception as error:
+            outages.note(logger, error, "could not send %d characters to %s", len(html), group)
             return False
+        outages.answered(outages.REDIS)
         return True
 
     def _others_listen(self, layer, group: str) -> bool:
@@ -403,9 +404,9 @@ class _Relay:
                 await get_channel_layer().group_discard(group, self.channel)
                 if self._fragments is not None:
                     await self._fragments.unsubscribe(group)
-            except Exception:
+            except Exception as error:
                 # What still arrives for the group finds no page and is dropped.
-                logger.exception("the relay could not leave %s", group)
+                outages.note(logger, error, "the relay could not leave %s", group)
             if not self.groups:
                 for task in (self._receiver, self._renewal):
                     if task is not None:
@@ -421,12 +422,12 @@ class _Relay:
                 message = await layer.receive(self.channel)
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception as error:
                 if asyncio.current_task().cancelling():
                     # A cancelled receive can end in another error
                     # (channels-redis checks its lock as it unwinds): stop all the same.
                     raise
-                logger.exception("the relay could not receive; trying again")
+                outages.note(logger, error, "the relay could not receive; trying again")
                 await asyncio.sleep(RELAY_RETRY_SECONDS)
                 # Redis may have restarted empty, the groups' members gone
                 # while this process's pages stayed open.
@@ -469,8 +470,10 @@ class _Relay:
         for group in list(self.groups):
             try:
                 await layer.group_add(group, self.channel)
-            except Exception:
-                logger.exception("the relay could not renew its membership of %s", group)
+            except Exception as error:
+                outages.note(logger, error, "the relay could not renew its membership of %s", group)
+            else:
+                outages.answered(outages.REDIS)
 
 
 def _fitting(group: str, html: str, too_big: str) -> tuple[str, int]:

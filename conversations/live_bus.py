@@ -29,6 +29,8 @@ from collections.abc import Awaitable, Callable
 import msgpack
 from channels_redis.core import RedisChannelLayer
 
+from . import outages
+
 logger = logging.getLogger("haico.conversations.live")
 
 # After a failed read the subscriber tries again this much later (Redis restarting).
@@ -97,12 +99,13 @@ class Subscriber:
                 message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception as error:
                 if asyncio.current_task().cancelling():
                     raise
-                logger.exception("the relay could not read the fragments of other processes; trying again")
+                outages.note(logger, error, "the relay could not read the fragments of other processes; trying again")
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
+            outages.answered(outages.REDIS)
             if message is None or message.get("type") != "message":
                 continue
             try:

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.cache import cache
 
+from . import outages
+
 logger = logging.getLogger("haico.conversations.ratelimit")
 
 UNITS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
@@ -107,8 +109,8 @@ def hit(scope: str, who: str, rate: Rate | None) -> float | None:
         except ValueError:  # expired between the two calls
             cache.add(key, 1, timeout=rate.seconds + 1)
             count = 1
-    except Exception:
-        logger.exception("the rate limit %s could not reach the cache; not applied", scope)
+    except Exception as error:
+        outages.note(logger, error, "the rate limit %s could not reach the cache; not applied", scope)
         return None
     if count > rate.count:
         return (window + 1) * rate.seconds - now
@@ -123,8 +125,8 @@ def over(scope: str, who: str, rate: Rate | None) -> float | None:
     window = int(now // rate.seconds)
     try:
         count = cache.get(_key(scope, who, window), 0)
-    except Exception:
-        logger.exception("the rate limit %s could not reach the cache; not applied", scope)
+    except Exception as error:
+        outages.note(logger, error, "the rate limit %s could not reach the cache; not applied", scope)
         return None
     if count >= rate.count:
         return (window + 1) * rate.seconds - now
@@ -174,8 +176,8 @@ def sockets_open(user_id) -> int:
     window = socket_window()
     try:
         counts = cache.get_many([_socket_key(user_id, window), _socket_key(user_id, window - 1)])
-    except Exception:
-        logger.exception("open pages could not be counted (cache unreachable); not limited")
+    except Exception as error:
+        outages.note(logger, error, "open pages could not be counted (cache unreachable); not limited")
         return 0
     return max(counts.values(), default=0)
 
@@ -191,5 +193,5 @@ def socket_count(user_id, window: int, delta: int) -> None:
             cache.decr(key, -delta)
     except ValueError:
         pass  # the window's count expired: nothing left to take off
-    except Exception:
-        logger.exception("open pages could not be counted (cache unreachable)")
+    except Exception as error:
+        outages.note(logger, error, "open pages could not be counted (cache unreachable)")

@@ -22,6 +22,7 @@ import sys
 import threading
 from datetime import UTC, datetime
 
+from conversations.outages import SocketClosedForOutage
 from conversations.turns.logcontext import current_turn
 
 # Record attributes of our own, written to the JSON object when present.
@@ -30,6 +31,16 @@ EXTRA_FIELDS = ("thread_id", "turn", "client", "method", "path", "status", "size
 
 def _time(record: logging.LogRecord) -> str:
     return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class DropSocketsClosedForOutage(logging.Filter):
+    """The server's "Exception inside application" record, with its
+    traceback, of a socket an outage closed: the outage said so in one line
+    (conversations.outages)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, SocketClosedForOutage)
 
 
 class TurnFilter(logging.Filter):

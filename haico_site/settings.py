@@ -388,6 +388,7 @@ LOGGING = {
         "turn": {"()": "haico_site.logs.TurnFilter"},
         # A model provider's API key never reaches the log (docs/adr/0062).
         "redact_secrets": {"()": "agent.secrets.RedactSecrets"},
+        "sockets_closed_for_outage": {"()": "haico_site.logs.DropSocketsClosedForOutage"},
     },
     "formatters": {
         "text": {"()": "haico_site.logs.TextFormatter"},
@@ -406,6 +407,7 @@ LOGGING = {
         "django.request": {"level": "WARNING" if DEBUG else "ERROR"},
         "django.security": {"level": "WARNING"},
         "daphne": {"level": "INFO"},
+        "daphne.server": {"filters": ["sockets_closed_for_outage"]},
     },
 }
 

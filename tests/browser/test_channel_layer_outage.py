@@ -4,18 +4,17 @@ against the real server on a Redis of the test's own (never the shared one).
 Every socket of the thread drops while Redis is down (each page's consumer
 reads its messages from it). The page says "Reconnecting…" meanwhile, is
 back within a few seconds of Redis, and shows what changed while it was
-away without a reload: another tab's plan step, a running turn's answer."""
+away without a reload: another tab's plan step, a running turn's answer.
+The server's log says that Redis went and came back, a line each, not a
+traceback per socket and retry (conversations.outages)."""
 
-import shutil
-import socket
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.support.fake_model import Reply
+from tests.support.services import PrivateRedis
 
 from .helpers import TURN_WAIT_MS, model_env, new_thread_for, open_add_form, wait_for_socket
 
@@ -27,60 +26,14 @@ OUTAGE_SECONDS = 10
 BACK_WITHIN_MS = 6_000
 
 
-class PrivateRedis:
-    """A redis-server on a free port, stopped and started by the test."""
-
-    def __init__(self, folder: Path):
-        self.folder = folder
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [
-                shutil.which("redis-server"),
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(self.folder),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as conn:
-                    conn.sendall(b"PING\r\n")
-                    if conn.recv(16).startswith(b"+PONG"):
-                        return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("the private redis-server did not start")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
-
-
 @pytest.fixture
 def private_redis(tmp_path):
-    if not shutil.which("redis-server"):
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    if reason := PrivateRedis.available():
+        pytest.skip(f"{reason} (apt-get install redis-server)")
     redis = PrivateRedis(tmp_path)
     redis.start()
     yield redis
-    redis.stop()
+    redis.close()
 
 
 def _reconnecting(page):
@@ -130,6 +83,13 @@ def test_with_redis_stopped_the_page_says_reconnecting_and_catches_up_once_it_is
     # And live again: a change just after comes through at once.
     _add_step(second, "Written once it was back")
     expect(_steps(first)).to_have_text(["Written while Redis was down", "Written once it was back"])
+    _assert_the_outage_logged_in_two_lines(server)
+
+
+def _assert_the_outage_logged_in_two_lines(server):
+    log = server.log_path.read_text(errors="replace")
+    assert "Traceback" not in log and "Exception inside application" not in log
+    assert log.count("Redis is unreachable") == 1 and log.count("Redis answers again after") == 1
 
 
 ANSWER = " ".join(f"word{n}" for n in range(1, 41))
@@ -159,3 +119,4 @@ def test_a_turn_streaming_while_redis_stops_comes_back_whole_on_the_page(
     # The answer so far came back with the socket, and the rest streams on.
     expect(answer).to_have_text(ANSWER, timeout=TURN_WAIT_MS)
     expect(chat.get_by_role("button", name="Send")).to_be_enabled(timeout=TURN_WAIT_MS)
+    _assert_the_outage_logged_in_two_lines(server)

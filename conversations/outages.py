@@ -1,0 +1,95 @@
+"""A service that stops (Redis, the database) makes every caller fail at
+once and again at each retry: a ten-second Redis stop under two open pages
+wrote 130 tracebacks to the log, one per page's reconnect, per relay loop
+and per page count. An operator needs to know that it is down, for how
+long, and that it is back (docs/adr/0103).
+
+`note` writes a failure that comes from a service being unreachable as one
+warning line when the outage begins, then at most one line every
+REMINDER_SECONDS while it lasts (with how many calls failed meanwhile), and
+`answered` one line when a call to it succeeds again. Any other error is
+logged whole, with its traceback, as before. An outage nobody reports the
+end of is over once no call has failed for REMINDER_SECONDS: the next
+failure begins a new one.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from django.db import InterfaceError, OperationalError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+REDIS = "Redis"
+DATABASE = "the database"
+REMINDER_SECONDS = 60.0
+
+logger = logging.getLogger("haico.outages")
+
+
+class SocketClosedForOutage(Exception):
+    """Ends a page's socket that an outage broke (conversations.consumers);
+    logged already, so the server's record of it is dropped (haico_site.logs)."""
+
+
+def unreachable_service(error: BaseException) -> str | None:
+    """The service whose being unreachable `error` says, or None for an error
+    of any other kind."""
+    if isinstance(error, RedisConnectionError | RedisTimeoutError):
+        return REDIS
+    if isinstance(error, OperationalError | InterfaceError):
+        return DATABASE
+    return None
+
+
+@dataclass
+class _Outage:
+    began: float
+    last_failure: float
+    last_line: float
+    unlogged: int = 0  # failures since the last line about it
+
+
+_outages: dict[str, _Outage] = {}
+_lock = threading.Lock()  # failures come from the event loop and from worker threads
+
+
+def note(log: logging.Logger, error: BaseException, message: str, *args) -> None:
+    """Log `message` % `args` about `error`, which the caller caught: as part
+    of an outage if it says a service is unreachable, with its traceback
+    otherwise."""
+    service = unreachable_service(error)
+    if service is None:
+        log.error(message, *args, exc_info=error)
+        return
+    now = time.monotonic()
+    with _lock:
+        outage = _outages.get(service)
+        if outage is None or now - outage.last_failure > REMINDER_SECONDS:
+            _outages[service] = _Outage(began=now, last_failure=now, last_line=now)
+            text = "%s is unreachable (%s): " + message + "; failures are counted until it answers again"
+            values = (service, error, *args)
+        elif now - outage.last_line < REMINDER_SECONDS:
+            outage.last_failure = now
+            outage.unlogged += 1
+            return
+        else:
+            text = "%s is still unreachable after %.0f s, %d calls failed since the last line (the latest: " + message + ")"
+            values = (service, now - outage.began, outage.unlogged + 1, *args)
+            outage.last_failure = outage.last_line = now
+            outage.unlogged = 0
+    log.warning(text, *values)
+
+
+def answered(service: str) -> None:
+    """A call to `service` succeeded: if it was down, say it is back."""
+    if service not in _outages:  # the usual case, without the lock
+        return
+    with _lock:
+        outage = _outages.pop(service, None)
+    if outage is not None:
+        logger.warning("%s answers again after %.1f s", service, time.monotonic() - outage.began)

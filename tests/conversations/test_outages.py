@@ -1,0 +1,131 @@
+"""A service that stops under open pages (conversations.outages,
+docs/adr/0103): one line when it goes, a reminder a minute while it stays
+away, one when it is back, and a traceback only for what is not an outage.
+A page's socket that Redis stopped under is let go of whole: nothing of it
+stays behind in the server process to keep its person shown as present."""
+
+import logging
+
+import pytest
+from channels.db import database_sync_to_async
+from django.db import OperationalError
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from conversations import outages
+from conversations.live import group_name, publisher
+from conversations.models import OpenPage
+from tests.support.services import PrivateRedis
+
+from .helpers import frame_containing, open_socket
+
+LOGGER = logging.getLogger("haico.test.outages")
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """outages' monotonic clock, moved by the test."""
+    now = [1000.0]
+    monkeypatch.setattr(outages.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(outages, "_outages", {})
+    return now
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.seen: list[logging.LogRecord] = []
+
+    def emit(self, record):
+        self.seen.append(record)
+
+
+def _lines(caplog):
+    return [(record.levelname, record.getMessage(), record.exc_info is not None) for record in caplog.records]
+
+
+def test_an_outage_is_a_line_when_it_begins_a_reminder_a_minute_and_a_line_when_it_ends(clock, caplog):
+    caplog.set_level(logging.INFO)
+    refused = RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+    for second in range(0, 59):
+        clock[0] = 1000.0 + second
+        outages.note(LOGGER, refused, "could not send %d characters to %s", 12, "thread.a")
+    assert _lines(caplog) == [
+        (
+            "WARNING",
+            "Redis is unreachable (Error 111 connecting to 127.0.0.1:6379. Connection refused.): could not send 12 "
+            "characters to thread.a; failures are counted until it answers again",
+            False,
+        )
+    ]
+    caplog.clear()
+    clock[0] = 1061.0
+    outages.note(LOGGER, refused, "the relay could not receive; trying again")
+    assert _lines(caplog) == [
+        (
+            "WARNING",
+            "Redis is still unreachable after 61 s, 59 calls failed since the last line (the latest: the relay "
+            "could not receive; trying again)",
+            False,
+        )
+    ]
+    caplog.clear()
+    clock[0] = 1070.5
+    outages.answered(outages.REDIS)
+    outages.answered(outages.REDIS)  # said once
+    assert _lines(caplog) == [("WARNING", "Redis answers again after 70.5 s", False)]
+
+
+def test_a_failure_long_after_the_last_one_begins_a_new_outage_per_service(clock, caplog):
+    outages.note(LOGGER, RedisConnectionError("refused"), "first")
+    outages.note(LOGGER, OperationalError("the server closed the connection"), "a socket could not open")
+    clock[0] += outages.REMINDER_SECONDS + 1
+    outages.note(LOGGER, RedisConnectionError("refused"), "again")
+    assert [line for _level, line, _traceback in _lines(caplog)] == [
+        "Redis is unreachable (refused): first; failures are counted until it answers again",
+        "the database is unreachable (the server closed the connection): a socket could not open; failures are "
+        "counted until it answers again",
+        "Redis is unreachable (refused): again; failures are counted until it answers again",
+    ]
+
+
+def test_an_error_that_is_no_outage_keeps_its_traceback(clock, caplog):
+    try:
+        raise ValueError("a bug")
+    except ValueError as error:
+        outages.note(LOGGER, error, "could not hand a fragment of %s to a page", "thread.a")
+    assert _lines(caplog) == [("ERROR", "could not hand a fragment of thread.a to a page", True)]
+    assert outages._outages == {}
+
+
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+async def test_a_page_whose_redis_stops_is_let_go_of_and_no_longer_present(owner, thread, settings, tmp_path, monkeypatch):
+    if reason := PrivateRedis.available():
+        pytest.skip(reason)
+    monkeypatch.setattr(outages, "_outages", {})
+    redis, records = PrivateRedis(tmp_path), _Records()
+    redis.start()
+    try:
+        settings.CHANNEL_LAYERS = {
+            "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis.url]}}
+        }
+        socket = await open_socket(thread.pk, owner, presence=True)
+        await frame_containing(socket, 'id="presence"')  # open, and shown as open
+        group = group_name(thread.pk)
+        assert len(publisher.members(group)) == 1
+        assert await database_sync_to_async(OpenPage.objects.filter(thread=thread).count)() == 1
+
+        logging.getLogger("haico").addHandler(records)
+        redis.stop()
+        # The server closes the socket (1011: the page reconnects) when the
+        # application ends with this; its record of it is dropped (haico_site.logs).
+        with pytest.raises(outages.SocketClosedForOutage):
+            await socket.wait(timeout=5)
+
+        assert publisher.members(group) == []
+        assert await database_sync_to_async(OpenPage.objects.filter(thread=thread).count)() == 0
+        assert not [record for record in records.seen if record.exc_info]
+        assert any(record.getMessage().startswith("Redis is unreachable") for record in records.seen)
+    finally:
+        logging.getLogger("haico").removeHandler(records)
+        redis.close()
