@@ -59,7 +59,7 @@ STEP_URLS = {
 
 
 def preferences_context(*, thread: Thread, **extra) -> dict:
-    preferences = selectors.shown_preferences(thread=thread)
+    preferences = selectors.shown_preferences(thread_id=thread.pk)
     return {
         "thread": thread,
         "preferences": preferences,

@@ -206,9 +206,9 @@ def preferences_for(*, thread: Thread) -> list[Preference]:
 
 @dataclass(frozen=True)
 class ShownPreference:
-    """One preference as its panel shows it. `after` is the id of the
-    preference before it in its own list (hard or soft), "" for the first,
-    set only where a patch needs it."""
+    """One preference as its panel and the agent's prompt show it. `after`
+    is the id of the preference before it in its own list (hard or soft), ""
+    for the first, set only where a patch needs it."""
 
     pk: int
     title: str
@@ -218,10 +218,10 @@ class ShownPreference:
     after: int | str | None = None
 
 
-def shown_preferences(*, thread: Thread) -> list[ShownPreference]:
+def shown_preferences(*, thread_id) -> list[ShownPreference]:
     """The preferences in preferences_for's order, as plain rows: a hundred
     model instances cost a page about four times the read itself."""
-    rows = Preference.objects.filter(thread_id=thread.pk).order_by(*PREFERENCE_POSITION)
+    rows = Preference.objects.filter(thread_id=thread_id).order_by(*PREFERENCE_POSITION)
     return in_preference_order([ShownPreference(*row) for row in rows.values_list("id", "title", "subtitle", "kind", "locked")])
 
 
@@ -291,7 +291,7 @@ def plan_patch(*, thread: Thread, ids=None) -> PlanPatch:
 def preferences_patch(*, thread: Thread, ids=None) -> tuple[list[ShownPreference], list[int]]:
     """Like plan_patch, for preferences: each touched one that exists with
     its place (`after`), and the ids that are gone."""
-    preferences = shown_preferences(thread=thread)
+    preferences = shown_preferences(thread_id=thread.pk)
     wanted = set(ids) if ids is not None else {p.pk for p in preferences}
     found: list[ShownPreference] = []
     previous: dict[str, int] = {}
@@ -552,16 +552,6 @@ def workspace_after_turn(*, thread: Thread, turn_index: int) -> WorkspaceAfterTu
 
 
 @dataclass(frozen=True)
-class PreferenceRow:
-    """A preference as the prompt shows it."""
-
-    kind: str  # Preference.Kind
-    title: str
-    subtitle: str
-    locked: bool
-
-
-@dataclass(frozen=True)
 class DocumentRow:
     """The document as the prompt shows it."""
 
@@ -592,7 +582,7 @@ class WorkspaceReading:
     instances, no artifact payload)."""
 
     objective_text: str | None
-    preferences: list[PreferenceRow]  # hard first
+    preferences: list[ShownPreference]  # hard first
     todos: list[PlanStep]  # pre-order, with outline numbers
     document: DocumentRow | None  # None: never written
     latest_artifact: ArtifactRow | None
@@ -603,17 +593,6 @@ _OBJECTIVE_AND_DOCUMENT = ("objective__text", "document__title", "document__cont
 
 def _document_row(title, content, updated_at, version) -> DocumentRow | None:
     return DocumentRow(title, content, updated_at, version) if version is not None else None
-
-
-def _preference_rows(thread_id) -> list[PreferenceRow]:
-    return in_preference_order(
-        [
-            PreferenceRow(*row)
-            for row in Preference.objects.filter(thread_id=thread_id)
-            .order_by(*PREFERENCE_POSITION)
-            .values_list("kind", "title", "subtitle", "locked")
-        ]
-    )
 
 
 def _latest_artifact(thread_id) -> ArtifactRow | None:
@@ -634,7 +613,7 @@ def _read_workspace(thread_id, *, counts: bool = True) -> tuple[tuple[int, ...],
     objective_text, title, content, updated_at, version = row[: len(_OBJECTIVE_AND_DOCUMENT)]
     reading = WorkspaceReading(
         objective_text=objective_text,
-        preferences=_preference_rows(thread_id),
+        preferences=shown_preferences(thread_id=thread_id),
         todos=plan_steps(thread=Thread(pk=thread_id)),
         document=_document_row(title, content, updated_at, version),
         latest_artifact=_latest_artifact(thread_id),
@@ -663,7 +642,7 @@ def _reread(thread_id, reading: WorkspaceReading, moved: set[str]) -> WorkspaceR
     elif "document" in moved:
         fresh["document"] = _document_row(*Thread.objects.filter(pk=thread_id).values_list(*_OBJECTIVE_AND_DOCUMENT[1:]).get())
     if "preferences" in moved:
-        fresh["preferences"] = _preference_rows(thread_id)
+        fresh["preferences"] = shown_preferences(thread_id=thread_id)
     if "plan" in moved:
         fresh["todos"] = plan_steps(thread=Thread(pk=thread_id))
     if "artifacts" in moved:

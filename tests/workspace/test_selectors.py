@@ -118,7 +118,7 @@ def test_reading_of_an_empty_workspace(thread):
 
 def test_reading_holds_each_surface_by_name_in_the_pages_order(owner, thread):
     objective_services.objective_set(thread=thread, text="Compare the two surveys")
-    preferences_services.preference_add(thread=thread, title="Short sentences", kind="soft", respect_lock=False)
+    short = preferences_services.preference_add(thread=thread, title="Short sentences", kind="soft", respect_lock=False)
     locked = preferences_services.preference_add(
         thread=thread, title='Cite "every" figure', subtitle="Peer-reviewed", kind="hard", respect_lock=False
     )
@@ -141,8 +141,8 @@ def test_reading_holds_each_surface_by_name_in_the_pages_order(owner, thread):
 
     assert reading.objective_text == "Compare the two surveys"
     assert reading.preferences == [
-        selectors.PreferenceRow(kind="hard", title='Cite "every" figure', subtitle="Peer-reviewed", locked=True),
-        selectors.PreferenceRow(kind="soft", title="Short sentences", subtitle="", locked=False),
+        selectors.ShownPreference(pk=locked.pk, title='Cite "every" figure', subtitle="Peer-reviewed", kind="hard", locked=True),
+        selectors.ShownPreference(pk=short.pk, title="Short sentences", subtitle="", kind="soft", locked=False),
     ]
     assert [(p.title, p.kind) for p in reading.preferences] == [
         (p.title, p.kind) for p in selectors.preferences_for(thread=thread)
