@@ -14,7 +14,10 @@ as few messages as it can: one send is in flight per group at a time, and
 what arrives meanwhile (or within `WINDOW_SECONDS` of the last send) goes
 out together with the next one, which keeps the message count per turn
 small under load without delaying a token when the server is idle
-(docs/adr/0007).
+(docs/adr/0007). Text for the end of one element (a streaming answer's
+tokens, `publish_append`) that goes out in one send goes as one fragment,
+however many tokens it holds: a page's work follows the messages it is
+sent, not the model's speed (docs/adr/0104).
 
 The open pages of this process are handed their fragments directly (the
 consumers register with `join`), after the copy for the other processes is
@@ -86,6 +89,9 @@ LAYER_SENDS_AT_ONCE = 64
 # over 1 MiB (the page never gets it), and a message this size is still a
 # small fraction of what the layer and the page handle comfortably.
 MESSAGE_MAX_BYTES = 256 * 1024
+# The most text consecutive appends to one element are joined into, well
+# under a message: a joined fragment never needs its stand-in.
+APPEND_JOIN_MAX_CHARS = 64 * 1024
 CHAT_FRAGMENTS = "conversations/fragments/turn.html"
 ACTIVITY_TEMPLATE = "conversations/panels/activity.html"
 LIVE_PATCHES = "conversations/fragments/live.html"
@@ -119,10 +125,47 @@ def group_name(thread_id) -> str:
     return f"thread.{uuid.UUID(str(thread_id)).hex}"
 
 
+@dataclass(frozen=True)
+class Append:
+    """HTML for the end of the page's element `target_id` (publish_append)."""
+
+    target_id: str
+    html: str
+
+    def fragment(self) -> str:
+        return f'<div id="{self.target_id}" hx-swap-oob="beforeend">{self.html}</div>'
+
+
+def joined_appends(items: list[tuple[object | None, str | Append, str]]) -> list[tuple[object | None, str, str]]:
+    """`items` as fragments, each run of appends to the same element for the
+    same recipients joined into one (up to APPEND_JOIN_MAX_CHARS): what the
+    page does with the joined one is what it did with them one by one."""
+    out: list[tuple[object | None, str, str]] = []
+    run: list[str] = []  # the html of the appends being joined, all to one element for one recipient
+    run_item: tuple[object | None, str, str] = (None, "", RESYNC)  # (recipient, element, stand-in)
+    run_chars = 0
+    for consumer, html, too_big in items:
+        if isinstance(html, Append) and run and run_item[:2] == (consumer, html.target_id):
+            if run_chars + len(html.html) <= APPEND_JOIN_MAX_CHARS:
+                run.append(html.html)
+                run_chars += len(html.html)
+                continue
+        if run:
+            out.append((run_item[0], Append(run_item[1], "".join(run)).fragment(), run_item[2]))
+            run = []
+        if isinstance(html, Append):
+            run, run_item, run_chars = [html.html], (consumer, html.target_id, too_big), len(html.html)
+        else:
+            out.append((consumer, html, too_big))
+    if run:
+        out.append((run_item[0], Append(run_item[1], "".join(run)).fragment(), run_item[2]))
+    return out
+
+
 @dataclass
 class _Outbox:
-    # (one consumer, or None for the whole group, html, its stand-in if too big), in order.
-    items: list[tuple[object | None, str, str]] = field(default_factory=list)
+    # (one consumer, or None for the whole group, html or an Append, its stand-in if too big), in order.
+    items: list[tuple[object | None, str | Append, str]] = field(default_factory=list)
     task: asyncio.Task | None = None
     last_sent: float = float("-inf")
     wake: asyncio.Event = field(default_factory=asyncio.Event)
@@ -186,13 +229,22 @@ class Publisher:
         if html:
             self._submit(group_name(thread_id), None, html, too_big)
 
+    def publish_append(self, thread_id, target_id: str, html: str) -> None:
+        """Add `html` (escaped) at the end of the element `target_id` of every
+        open tab of the thread, after what is already queued; appends to one
+        element that go out together are joined into one fragment."""
+        if html:
+            self._submit(group_name(thread_id), None, Append(target_id, html), RESYNC)
+
     def publish_parts(self, thread_id, parts: list[tuple[str, str]]) -> None:
         """Send each (html, its stand-in if too big) of `parts`, in order, to
         every open tab of the thread, in one message where they fit: a part
         too big is replaced by its stand-in, and the parts after it still
         arrive (a turn's answer, then its end: conversations.turns.slot)."""
         group = group_name(thread_id)
-        items = [(None, encodable(html), too_big) for html, too_big in parts if html]
+        items: list[tuple[object | None, str | Append, str]] = [
+            (None, encodable(html), too_big) for html, too_big in parts if html
+        ]
         if not items:
             return
         loop = self.loop
@@ -209,10 +261,10 @@ class Publisher:
         if html:
             self._submit(group_name(thread_id), consumer, html, too_big)
 
-    def _submit(self, group: str, consumer, html: str, too_big: str) -> None:
+    def _submit(self, group: str, consumer, html: str | Append, too_big: str) -> None:
         # One string no socket (or Redis) can encode must not close every
         # page of the thread: lone surrogates become U+FFFD here, once.
-        html = encodable(html)
+        html = Append(html.target_id, encodable(html.html)) if isinstance(html, Append) else encodable(html)
         loop = self.loop
         if loop is None or loop.is_closed():
             # No server loop in this process (a management command, the
@@ -230,7 +282,7 @@ class Publisher:
 
     # -- in the loop -------------------------------------------------------
 
-    def _enqueue(self, group: str, consumer, html: str, too_big: str = RESYNC) -> None:
+    def _enqueue(self, group: str, consumer, html: str | Append, too_big: str = RESYNC) -> None:
         outbox = self._outboxes.get(group)
         if outbox is None:
             outbox = self._outboxes[group] = _Outbox()
@@ -263,14 +315,14 @@ class Publisher:
             if self._outboxes.get(group) is outbox and not outbox.items:
                 del self._outboxes[group]
 
-    async def _send(self, group: str, items: list[tuple[object | None, str, str]]) -> None:
+    async def _send(self, group: str, items: list[tuple[object | None, str | Append, str]]) -> None:
         """Consecutive items for the same recipients (the group, or one
         consumer) go out packed into as few messages as fit
         MESSAGE_MAX_BYTES, in order."""
         batch: list[str] = []
         size = 0
         target = None
-        for consumer, html, too_big in items:
+        for consumer, html, too_big in joined_appends(items):
             html, html_size = _fitting(group, html, too_big)
             if batch and (consumer is not target or size + html_size > MESSAGE_MAX_BYTES):
                 await self._deliver(group, target, "".join(batch))

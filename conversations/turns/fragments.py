@@ -235,8 +235,13 @@ def step_result(turn_index: int, number: int, step: Step) -> str:
     return step_item(turn_index, number, step, swap=True)
 
 
+def answer_content_id(turn_index: int) -> str:
+    """The element a turn's answer streams into (tokens are appended to it)."""
+    return f"turn-{turn_index}-answer-content"
+
+
 def tokens(turn_index: int, text: str) -> str:
-    return f'<div id="turn-{turn_index}-answer-content" hx-swap-oob="beforeend">{escape_html(text)}</div>'
+    return f'<div id="{answer_content_id(turn_index)}" hx-swap-oob="beforeend">{escape_html(text)}</div>'
 
 
 def answer(turn: dict) -> str:

@@ -69,6 +69,7 @@ from agent.turn import (
 from workspace import people
 from workspace.markdown import render_markdown
 from workspace.models import Thread
+from workspace.text import escape_html
 
 from .. import activity, services, trajectory
 from ..live import RESYNC, RESYNC_CHAT, publisher
@@ -263,6 +264,12 @@ class TurnRun:
 
     def send(self, html: str, *, too_big: str = RESYNC) -> None:
         publisher.publish(self.thread.pk, html, too_big=too_big)
+        self._last_sent = time.monotonic()
+
+    def send_tokens(self, text: str) -> None:
+        """The answer's next tokens, at the end of what the pages show of it:
+        the tokens of one send reach a page as one fragment (conversations.live)."""
+        publisher.publish_append(self.thread.pk, fragments.answer_content_id(self.turn_index), escape_html(text))
         self._last_sent = time.monotonic()
 
     def _turn(self, *, answer: str = "", running: bool = True, ending=None, approval=None) -> dict:
@@ -667,7 +674,7 @@ class TurnRun:
             return
         text, self._held_whitespace = self._held_whitespace + text, ""
         for piece in _pieces(text):
-            self.send(fragments.tokens(self.turn_index, piece))
+            self.send_tokens(piece)
 
     def _withdraw_draft(self) -> None:
         if self.draft:

@@ -43,6 +43,20 @@
     if (list) list.scrollTop = list.scrollHeight;
   }
 
+  // At most once a frame, however many messages arrive in it: reading
+  // scrollHeight lays the chat out, and a long answer streaming fast was
+  // laid out once per message, which left the page further and further
+  // behind the server (docs/adr/0104).
+  var scrollQueued = false;
+  function scrollToEndSoon() {
+    if (scrollQueued) return;
+    scrollQueued = true;
+    window.requestAnimationFrame(function () {
+      scrollQueued = false;
+      if (pinned) scrollToEnd();
+    });
+  }
+
   // The thread's socket is open: htmx:wsOpen / wsClose keep `connected`,
   // and the socket itself is asked too, in case it opened before this file ran.
   function isConnected() {
@@ -225,7 +239,7 @@
       showSelection(null, "");
       pinned = true;
     }
-    if (pinned) scrollToEnd();
+    if (pinned) scrollToEndSoon();
   });
 
   document.addEventListener("DOMContentLoaded", scrollToEnd);

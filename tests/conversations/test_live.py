@@ -286,6 +286,41 @@ async def test_fragments_queued_past_the_message_limit_go_out_in_several_message
     assert all(message_size(m["html"]) <= MESSAGE_MAX_BYTES for m in messages)
 
 
+async def test_appends_to_one_element_that_go_out_together_are_one_fragment_in_order(thread):
+    """A streaming answer's tokens: a page swaps one fragment per element
+    and message, however fast the model writes (docs/adr/0104)."""
+    layer, listener = await _listening(thread)
+    publisher = Publisher()
+    publisher.attach()
+    publisher.publish(thread.pk, "<i>before</i>")
+    for n in range(200):
+        publisher.publish_append(thread.pk, "turn-3-answer-content", f" w{n}")
+    publisher.publish(thread.pk, "<i>between</i>")
+    publisher.publish_append(thread.pk, "turn-3-answer-content", " after")
+    publisher.publish_append(thread.pk, "turn-3-steps", "<li>a step</li>")
+    messages = await _messages_of(layer, listener)
+    stream = "".join(m["html"] for m in messages)
+    words = "".join(f" w{n}" for n in range(200))
+    assert stream == (
+        "<i>before</i>"
+        f'<div id="turn-3-answer-content" hx-swap-oob="beforeend">{words}</div>'
+        "<i>between</i>"
+        '<div id="turn-3-answer-content" hx-swap-oob="beforeend"> after</div>'
+        '<div id="turn-3-steps" hx-swap-oob="beforeend"><li>a step</li></div>'
+    )
+
+
+def test_joined_appends_stop_at_their_size_limit_and_at_another_recipient():
+    from conversations.live import APPEND_JOIN_MAX_CHARS, RESYNC, Append, joined_appends
+
+    page = object()
+    piece = "x" * (APPEND_JOIN_MAX_CHARS // 2)
+    items = [(None, Append("a", piece), RESYNC)] * 3 + [(page, Append("a", "y"), RESYNC), (None, Append("a", "z"), RESYNC)]
+    joined = joined_appends(items)
+    inner = [(to, html.removeprefix('<div id="a" hx-swap-oob="beforeend">').removesuffix("</div>")) for to, html, _ in joined]
+    assert inner == [(None, piece + piece), (None, piece), (page, "y"), (None, "z")]
+
+
 async def test_a_fragment_too_big_for_one_message_is_replaced_by_its_stand_in_for_every_tab(owner, thread, sockets):
     from conversations.live import MESSAGE_MAX_BYTES, RESYNC, publisher
 

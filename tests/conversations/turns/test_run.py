@@ -148,10 +148,11 @@ async def test_text_of_a_retried_malformed_attempt_is_taken_back_from_the_bubble
     socket = await sockets(thread.pk, owner)
     await _start(thread, "go")
     frames = await frames_until_turn_end(socket)
-    # Fragments may share a frame (the live layer batches them); their order is what counts.
+    # Fragments may share a frame, and tokens a fragment (the live layer
+    # batches them); their order is what counts.
     stream = "".join(frames)
-    broken = stream.index('hx-swap-oob="beforeend"> broken')
-    clean = stream.index('hx-swap-oob="beforeend"> clean')
+    broken = stream.index(" broken")
+    clean = stream.index(" clean")
     reset = stream.find('<div id="turn-1-answer-content" class="bubble-text answer is-streaming" hx-swap-oob="true">', broken)
     assert broken < reset < clean, "the discarded attempt's text must be cleared before the retry streams"
     assert "broken" not in stream[reset:] and "<p>The clean answer.</p>" in frames[-1]
