@@ -218,9 +218,9 @@ class ThreadConsumer(PageSocketConsumer):
             thread_id, self._present_on = self._present_on, None
             try:
                 await database_sync_to_async(presence.presence_close)(channel_name=self.channel_name)
-            except Exception:
+            except Exception as error:
                 # The row is no longer refreshed: the recovery sweep removes it (docs/adr/0087).
-                logger.exception("could not record that a page of thread %s closed", thread_id)
+                outages.note(logger, error, "could not record that a page of thread %s closed", thread_id)
         await self._leave_groups()
 
     async def _leave_groups(self):

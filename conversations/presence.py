@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from workspace.people import display_name
 
+from . import outages
 from .live import publisher
 from .models import OpenPage
 from .turns import process
@@ -86,9 +87,9 @@ def publish_presence(thread_id) -> None:
     """Every open tab of the thread gets its presence (after a change commits)."""
     try:
         publisher.publish(thread_id, render_presence(thread_id=thread_id, oob=True))
-    except Exception:
+    except Exception as error:
         # Presence is a courtesy: a tab that missed it is right at its next change or reload.
-        logger.exception("could not push the presence of thread %s", thread_id)
+        outages.note(logger, error, "could not push the presence of thread %s", thread_id)
 
 
 # --- writes --------------------------------------------------------------------
