@@ -14,6 +14,7 @@ from workspace.markdown import render_markdown
 from workspace.models import Thread
 from workspace.text import escape_html
 
+from ..live import Append
 from .approval_record import TurnApproval
 from .outcome import Marker, marker
 
@@ -241,7 +242,7 @@ def answer_content_id(turn_index: int) -> str:
 
 
 def tokens(turn_index: int, text: str) -> str:
-    return f'<div id="{answer_content_id(turn_index)}" hx-swap-oob="beforeend">{escape_html(text)}</div>'
+    return Append(answer_content_id(turn_index), escape_html(text)).fragment()
 
 
 def answer(turn: dict) -> str:
