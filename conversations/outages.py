@@ -7,7 +7,8 @@ long, and that it is back (docs/adr/0103).
 `note` writes a failure that comes from a service being unreachable as one
 warning line when the outage begins, then at most one line every
 REMINDER_SECONDS while it lasts (with how many calls failed meanwhile), and
-`answered` one line when a call to it succeeds again. Any other error is
+`answered` one line when a call to it succeeds again (for the database:
+when Django opens a connection again, `database_connected`). Any other error is
 logged whole, with its traceback, as before. An outage nobody reports the
 end of is over once no call has failed for REMINDER_SECONDS: the next
 failure begins a new one.
@@ -20,6 +21,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+import psycopg
 from django.db import InterfaceError, OperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -27,6 +29,11 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 REDIS = "Redis"
 DATABASE = "the database"
 REMINDER_SECONDS = 60.0
+# A PostgreSQL that is going away or not taking connections yet: admin
+# shutdown, crash shutdown, "the database system is starting up". Class 08
+# (connection exceptions) is checked by prefix; a failure to connect at all
+# carries no SQLSTATE.
+_SERVER_GOING_AWAY = frozenset({"57P01", "57P02", "57P03"})
 
 logger = logging.getLogger("haico.outages")
 
@@ -41,9 +48,27 @@ def unreachable_service(error: BaseException) -> str | None:
     of any other kind."""
     if isinstance(error, RedisConnectionError | RedisTimeoutError):
         return REDIS
-    if isinstance(error, OperationalError | InterfaceError):
+    if _database_unreachable(error):
         return DATABASE
     return None
+
+
+def _database_unreachable(error: BaseException) -> bool:
+    """Whether `error` says PostgreSQL cannot be reached, as opposed to a
+    statement it refused (a lock timeout, a cancelled query, a serialization
+    failure), which is an error of its own and keeps its traceback. Django
+    raises its own InterfaceError for a connection already closed, and wraps
+    the driver's errors (their `__cause__`). SQLite is a file this process
+    opens: none of its errors is an outage."""
+    if isinstance(error, InterfaceError | psycopg.InterfaceError):
+        return True
+    driver_error = error if isinstance(error, psycopg.Error) else error.__cause__
+    if not isinstance(error, OperationalError | psycopg.OperationalError) or not isinstance(
+        driver_error, psycopg.OperationalError
+    ):
+        return False
+    state = driver_error.sqlstate
+    return state is None or state.startswith("08") or state in _SERVER_GOING_AWAY
 
 
 @dataclass
@@ -72,7 +97,8 @@ def note(log: logging.Logger, error: BaseException, message: str, *args) -> None
         if outage is None or now - outage.last_failure > REMINDER_SECONDS:
             _outages[service] = _Outage(began=now, last_failure=now, last_line=now)
             text = "%s is unreachable (%s): " + message + "; failures are counted until it answers again"
-            values = (service, error, *args)
+            # On one line: the driver's message may hold its own line breaks.
+            values = (service, " ".join(str(error).split()), *args)
         elif now - outage.last_line < REMINDER_SECONDS:
             outage.last_failure = now
             outage.unlogged += 1
@@ -93,3 +119,9 @@ def answered(service: str) -> None:
         outage = _outages.pop(service, None)
     if outage is not None:
         logger.warning("%s answers again after %.1f s", service, time.monotonic() - outage.began)
+
+
+def database_connected(sender, connection, **kwargs) -> None:
+    """`connection_created`'s receiver: Django opened a database connection,
+    so the database answers (a failure to connect raises instead)."""
+    answered(DATABASE)

@@ -33,7 +33,7 @@ from agent.context import Selection, TokenBudget
 from workspace.errors import UserFacingError
 from workspace.models import Thread
 
-from .. import presence, quotas, trajectory
+from .. import outages, presence, quotas, trajectory
 from .. import usage as model_usage
 from ..approval import WAITING_MESSAGE, account_waits
 from ..archive import discard_abandoned_imports
@@ -135,8 +135,9 @@ async def _recover() -> None:
             if loop.time() - last_history_sweep >= min(ORPHANED_HISTORY_SECONDS, abandoned_after().total_seconds()):
                 last_history_sweep = loop.time()
                 await database_sync_to_async(discard_orphaned_histories)()
-        except Exception:
-            logger.exception("the turn recovery could not reach the database; trying again")
+        except Exception as error:
+            # The database away (a restart) is a line of its outage's, not a traceback a round.
+            outages.note(logger, error, "the turn recovery could not run; trying again")
 
 
 async def _warm_up() -> None:

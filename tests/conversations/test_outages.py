@@ -5,10 +5,12 @@ A page's socket that Redis stopped under is let go of whole: nothing of it
 stays behind in the server process to keep its person shown as present."""
 
 import logging
+import sqlite3
 
+import psycopg
 import pytest
 from channels.db import database_sync_to_async
-from django.db import OperationalError
+from django.db import InterfaceError, OperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from conversations import outages
@@ -37,6 +39,17 @@ class _Records(logging.Handler):
 
     def emit(self, record):
         self.seen.append(record)
+
+
+def _as_django_raises_it(driver_error: Exception) -> OperationalError:
+    """The driver's error wrapped as Django's database layer wraps it (its cause)."""
+    try:
+        try:
+            raise driver_error
+        except Exception as cause:
+            raise OperationalError(str(cause)) from cause
+    except OperationalError as error:
+        return error
 
 
 def _lines(caplog):
@@ -77,7 +90,8 @@ def test_an_outage_is_a_line_when_it_begins_a_reminder_a_minute_and_a_line_when_
 
 def test_a_failure_long_after_the_last_one_begins_a_new_outage_per_service(clock, caplog):
     outages.note(LOGGER, RedisConnectionError("refused"), "first")
-    outages.note(LOGGER, OperationalError("the server closed the connection"), "a socket could not open")
+    closed = _as_django_raises_it(psycopg.OperationalError("the server closed the connection"))
+    outages.note(LOGGER, closed, "a socket could not open")
     clock[0] += outages.REMINDER_SECONDS + 1
     outages.note(LOGGER, RedisConnectionError("refused"), "again")
     assert [line for _level, line, _traceback in _lines(caplog)] == [
@@ -86,6 +100,37 @@ def test_a_failure_long_after_the_last_one_begins_a_new_outage_per_service(clock
         "counted until it answers again",
         "Redis is unreachable (refused): again; failures are counted until it answers again",
     ]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        _as_django_raises_it(psycopg.OperationalError("connection failed: Connection refused")),
+        _as_django_raises_it(psycopg.errors.AdminShutdown("terminating connection due to administrator command")),
+        _as_django_raises_it(psycopg.errors.CannotConnectNow("the database system is starting up")),
+        _as_django_raises_it(psycopg.errors.ConnectionFailure("connection failure")),
+        InterfaceError("connection already closed"),
+        psycopg.OperationalError("consuming input failed: server closed the connection unexpectedly"),
+    ],
+    ids=["refused", "shut-down", "starting-up", "connection-failure", "closed", "driver-error"],
+)
+def test_a_database_that_cannot_be_reached_is_an_outage(error):
+    assert outages.unreachable_service(error) == outages.DATABASE
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        _as_django_raises_it(psycopg.errors.LockNotAvailable("canceling statement due to lock timeout")),
+        _as_django_raises_it(psycopg.errors.QueryCanceled("canceling statement due to statement timeout")),
+        _as_django_raises_it(psycopg.errors.SerializationFailure("could not serialize access")),
+        _as_django_raises_it(sqlite3.OperationalError("database is locked")),
+        OperationalError("an error of unknown origin"),
+    ],
+    ids=["lock-timeout", "statement-timeout", "serialization", "sqlite-locked", "no-cause"],
+)
+def test_a_statement_the_database_refused_is_no_outage(error):
+    assert outages.unreachable_service(error) is None
 
 
 def test_an_error_that_is_no_outage_keeps_its_traceback(clock, caplog):
