@@ -22,6 +22,7 @@ import sys
 import threading
 from datetime import UTC, datetime
 
+from conversations import outages
 from conversations.outages import SocketClosedForOutage
 from conversations.turns.logcontext import current_turn
 
@@ -41,6 +42,26 @@ class DropSocketsClosedForOutage(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
         return not isinstance(error, SocketClosedForOutage)
+
+
+class DatabaseOutageAsLine(logging.Filter):
+    """Django's "Service Unavailable" record, with its traceback, of a
+    request that failed because the database could not be reached
+    (haico_site.views.server_error answered it 503): it becomes part of the
+    outage's lines (conversations.outages), so a restart under a busy site
+    is a few lines, not a traceback for every request. Anything else passes."""
+
+    logger = logging.getLogger("haico.site")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        request = getattr(record, "request", None)
+        if error is None or outages.unreachable_service(error) != outages.DATABASE:
+            # Django's record of the 503 that answered it (without the
+            # exception, which was noted already: haico_site.middleware).
+            return not getattr(request, "_database_unreachable", False)
+        outages.note(self.logger, error, "could not answer %s %s", getattr(request, "method", "?"), getattr(request, "path", "?"))
+        return False
 
 
 class TurnFilter(logging.Filter):

@@ -2,7 +2,8 @@
 admin never fails on input no row could match (AdminInputMiddleware); the
 account forms are rate limited per address (AccessLimitsMiddleware); a
 signed-in person's pages are never cached (PrivatePagesMiddleware); a page
-read whose database connection closed under it is read again
+read whose database connection closed under it is read again, and a request
+the database could not be reached for is a 503 saying so
 (LostConnectionMiddleware).
 
 The workspace's htmx views answer a refusal with 200 and a message where the
@@ -49,10 +50,12 @@ from django.template.loader import render_to_string
 from django.utils.cache import patch_cache_control
 from django_htmx.http import reswap
 
-from conversations import login_limits, ratelimit
+from conversations import login_limits, outages, ratelimit
 from workspace import panels
 from workspace.content_store import CorruptContent
 from workspace.views.common import flash
+
+from . import views
 
 logger = logging.getLogger("haico.site")
 
@@ -144,7 +147,12 @@ class LostConnectionMiddleware:
     session's read, before any view ran. Only GET and HEAD, which change
     nothing, and only when the connection no longer answers: any other
     database error (a lock timeout, a statement refused) is not hidden by a
-    second try. The first try's error is still logged by Django."""
+    second try. The first try's error is still logged by Django.
+
+    A request that failed because the database cannot be reached (a restart,
+    a failover: conversations.outages), read again or not, is answered by
+    `haico_site.views.database_unavailable`: a 503 saying so, with DEBUG on
+    as well as off (docs/adr/0105)."""
 
     SAFE_METHODS = ("GET", "HEAD")
 
@@ -153,12 +161,19 @@ class LostConnectionMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        if not getattr(request, "_connection_lost", False) or getattr(request, "_read_again", False):
-            return response
-        request._read_again = True
-        logger.warning("the database connection closed while reading %s; reading it again on a new one", request.path)
-        connection.close()
-        return self.get_response(request)
+        if getattr(request, "_connection_lost", False) and not getattr(request, "_read_again", False):
+            request._read_again = True
+            request._database_unreachable = False  # as the second read finds it
+            connection.close()
+            response = self.get_response(request)
+            # A second read that failed as well is the database being away:
+            # its outage says so (haico_site.logs.DatabaseOutageAsLine), once.
+            if response.status_code < 500:
+                logger.warning("the database connection closed while reading %s; read again on a new one", request.path)
+        if response.status_code >= 500 and getattr(request, "_database_unreachable", False):
+            # Said as it is, whatever answered it (with DEBUG on, Django's debug page).
+            return views.database_unavailable(request)
+        return response
 
 
 @receiver(got_request_exception)
@@ -169,6 +184,8 @@ def note_a_lost_connection(sender, request=None, **kwargs):
     exception = sys.exc_info()[1]
     if request is None or not isinstance(exception, OperationalError | InterfaceError):
         return
+    if outages.unreachable_service(exception) == outages.DATABASE:
+        request._database_unreachable = True
     if request.method not in LostConnectionMiddleware.SAFE_METHODS or connection.in_atomic_block:
         return
     match = getattr(request, "resolver_match", None)

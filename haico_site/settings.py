@@ -389,6 +389,7 @@ LOGGING = {
         # A model provider's API key never reaches the log (docs/adr/0062).
         "redact_secrets": {"()": "agent.secrets.RedactSecrets"},
         "sockets_closed_for_outage": {"()": "haico_site.logs.DropSocketsClosedForOutage"},
+        "database_outage_as_line": {"()": "haico_site.logs.DatabaseOutageAsLine"},
     },
     "formatters": {
         "text": {"()": "haico_site.logs.TextFormatter"},
@@ -404,7 +405,7 @@ LOGGING = {
         # Django's own handlers off: its lines go through the root's, once.
         "django": {"handlers": [], "level": "INFO"},
         # In development every 404 is worth a line; in production only errors.
-        "django.request": {"level": "WARNING" if DEBUG else "ERROR"},
+        "django.request": {"level": "WARNING" if DEBUG else "ERROR", "filters": ["database_outage_as_line"]},
         "django.security": {"level": "WARNING"},
         "daphne": {"level": "INFO"},
         "daphne.server": {"filters": ["sockets_closed_for_outage"]},

@@ -8,6 +8,9 @@ from conversations.views import workspace_page
 from .csp import csp_report
 from .health import healthz
 
+# The error page of a request that failed, and a 503 when the database is away (haico_site.views).
+handler500 = "haico_site.views.server_error"
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     # Where MCP clients look after a 401 at /mcp (RFC 9728; docs/adr/0052).

@@ -182,6 +182,9 @@
       flash("Your session has expired or the page is out of date. Reload the page and try again.");
     } else if (status === 405) {
       flash("That action is not allowed here.");
+    } else if (status === 503) {
+      // Ours when the database is away (haico_site.views.server_error), or a proxy's.
+      flash("The server is not available just now; nothing was changed. Try again in a minute.");
     } else if (status >= 500) {
       flash("Something went wrong on the server; nothing was changed. Please try again.");
     } else {

@@ -8,6 +8,24 @@ from pathlib import Path
 import pytest
 
 from tests.support.production import start_production  # noqa: F401  (the fixture)
+from tests.support.services import PrivatePostgres, PrivateRedis
+
+
+@pytest.fixture
+def private_services(tmp_path):
+    """A PostgreSQL cluster and a Redis of the test's own, to stop and start
+    under a server; the shared ones are never touched."""
+    for reason in (PrivatePostgres.available(), PrivateRedis.available()):
+        if reason:
+            pytest.skip(reason)
+    postgres, redis = PrivatePostgres(), PrivateRedis(tmp_path)
+    try:
+        postgres.start()
+        redis.start()
+        yield postgres, redis
+    finally:
+        redis.close()
+        postgres.close()
 
 
 def pytest_collection_modifyitems(config, items):

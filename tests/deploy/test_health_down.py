@@ -12,8 +12,6 @@ import urllib.request
 
 import pytest
 
-from tests.support.services import PrivatePostgres, PrivateRedis
-
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -37,21 +35,6 @@ def probe_until(url: str, status: int, timeout: float = 30.0) -> dict:
             assert got == status, body
             return body
         time.sleep(0.5)
-
-
-@pytest.fixture
-def private_services(tmp_path):
-    for reason in (PrivatePostgres.available(), PrivateRedis.available()):
-        if reason:
-            pytest.skip(reason)
-    postgres, redis = PrivatePostgres(), PrivateRedis(tmp_path)
-    try:
-        postgres.start()
-        redis.start()
-        yield postgres, redis
-    finally:
-        redis.close()
-        postgres.close()
 
 
 def test_healthz_names_the_part_that_is_down_and_recovers_without_a_restart(start_production, private_services):
