@@ -19,6 +19,8 @@ with no referrer (docs/adr/0053).
 """
 
 import re
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 
 import nh3
@@ -114,7 +116,7 @@ def render_markdown(text: str | None) -> SafeString:
     """Markdown source → sanitised HTML, safe to put in a template as is."""
     if not text:
         return mark_safe("")
-    return _render(str(text))
+    return mark_safe(_render(str(text)))
 
 
 # A long document is rendered in parts, each cached on its own, so a change
@@ -167,16 +169,58 @@ def markdown_tokens(text: str) -> list:
     return _parser().parse(text or "")
 
 
-# The same version is rendered for its push, the page and the preview
-# request alike.
-@lru_cache(maxsize=32)
-def _render(text: str) -> SafeString:
-    return mark_safe("".join(_render_part(part) for part in markdown_parts(text)))
+class RenderedTexts:
+    """HTML by source text, for texts rendered again and again (a chat's
+    answers on every load of its page, the document for its push, the page
+    and the preview alike), the least recently used dropped first once the
+    texts and their HTML together pass `max_chars`. A count of entries would
+    bound nothing: one answer may be 200 000 characters, and a chat page
+    shows forty answers, more than a small count keeps, so every load missed
+    them all. Shared by the server's threads."""
+
+    def __init__(self, render, *, max_chars: int):
+        self.render = render  # uncached
+        self.max_chars = max_chars
+        self._entries: OrderedDict[str, str] = OrderedDict()
+        self.chars = 0
+        self.hits = self.misses = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> str:
+        with self._lock:
+            html = self._entries.get(text)
+            if html is not None:
+                self._entries.move_to_end(text)
+                self.hits += 1
+                return html
+            self.misses += 1
+        # Rendered outside the lock: another thread's text need not wait for
+        # this one (two threads may then render the same text, once each).
+        html = self.render(text)
+        size = len(text) + len(html)
+        if size > self.max_chars // 4:
+            return html  # kept, it would push out most of what is there
+        with self._lock:
+            if text not in self._entries:
+                self._entries[text] = html
+                self.chars += size
+                while self.chars > self.max_chars:
+                    old_text, old_html = self._entries.popitem(last=False)
+                    self.chars -= len(old_text) + len(old_html)
+        return html
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.chars = self.hits = self.misses = 0
 
 
-@lru_cache(maxsize=4096)
-def _render_part(text: str) -> str:
-    return _clean(_parser().render(text))
+# At most about 100 MB of a server's memory for both (characters of up to
+# four bytes, most of them one), whatever it has rendered since it started.
+_render_part = RenderedTexts(lambda text: _clean(_parser().render(text)), max_chars=20_000_000)
+# The whole text, put together from its parts, so a long document is not cut
+# into parts again for every request that shows it.
+_render = RenderedTexts(lambda text: mark_safe("".join(_render_part(part) for part in markdown_parts(text))), max_chars=5_000_000)
 
 
 def _clean(html: str, *, images: bool = False) -> str:

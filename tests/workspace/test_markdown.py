@@ -130,7 +130,7 @@ BLOCKS = [
 
 def _whole(text: str) -> str:
     """What the one renderer makes of the whole text, uncut and uncached."""
-    return markdown._render_part.__wrapped__(text)
+    return markdown._render_part.render(text)
 
 
 _TAG = re.compile(r"<(\w+)((?:\s+[\w-]+(?:=\"[^\"]*\")?)*)\s*(/?)>")
@@ -150,7 +150,7 @@ def test_a_long_document_rendered_in_parts_reads_exactly_as_rendered_whole(block
     assert len(text) >= markdown.SPLIT_MIN_CHARS
     parts = markdown.markdown_parts(text)
     assert "".join(parts) == text
-    assert _canonical("".join(markdown._render_part.__wrapped__(part) for part in parts)) == _canonical(_whole(text))
+    assert _canonical("".join(markdown._render_part.render(part) for part in parts)) == _canonical(_whole(text))
 
 
 def test_a_document_is_cut_at_headings_after_a_blank_line_outside_code():
@@ -171,9 +171,41 @@ def test_a_change_in_one_part_renders_only_that_part_again():
     sections = [f"## Section {n}\n\n" + f"Paragraph {n} of a long report. " * 30 + "\n\n" for n in range(60)]
     text = "".join(sections)
     render_markdown(text)
-    before = markdown._render_part.cache_info()
+    before = (markdown._render_part.misses, markdown._render_part.hits)
     edited = text.replace("Paragraph 30 of a long report. ", "Paragraph 30, edited. ", 1)
     html = render_markdown(edited)
-    after = markdown._render_part.cache_info()
+    after = (markdown._render_part.misses, markdown._render_part.hits)
     assert "Paragraph 30, edited." in html and _canonical(html) == _canonical(_whole(edited))
-    assert (after.misses - before.misses, after.hits - before.hits) == (1, len(sections) - 1)
+    assert (after[0] - before[0], after[1] - before[1]) == (1, len(sections) - 1)
+
+
+def test_a_chat_page_of_forty_answers_renders_each_once_however_often_it_is_loaded():
+    answers = [f"Answer {n}: **the figures** for region {n}, and what they mean." for n in range(40)]
+    for answer in answers:
+        render_markdown(answer)
+    misses = markdown._render.misses
+    for _load in range(3):
+        assert [str(render_markdown(answer)) for answer in answers] == [
+            f"<p>Answer {n}: <strong>the figures</strong> for region {n}, and what they mean.</p>\n" for n in range(40)
+        ]
+    assert markdown._render.misses == misses
+
+
+def test_rendered_texts_keep_to_their_size_dropping_the_least_recently_used():
+    rendered = markdown.RenderedTexts(lambda text: text.upper(), max_chars=1_000)
+    texts = [f"{n:03d}" + "x" * 97 for n in range(12)]  # 100 characters, 200 with the HTML
+    for text in texts:
+        assert rendered(text) == text.upper()
+    assert rendered.chars == 1_000  # the last five
+    rendered(texts[7])  # used again: now the most recent
+    rendered("y" * 100)  # pushes out the least recently used, texts[8]
+    misses = rendered.misses
+    for text in (texts[7], texts[9], texts[10], texts[11]):
+        rendered(text)
+    assert rendered.misses == misses
+    rendered(texts[8])
+    assert rendered.misses == misses + 1
+    assert rendered.chars <= 1_000
+    # A text too big to keep is rendered, not kept.
+    assert rendered("z" * 300) == "Z" * 300
+    assert "z" * 300 not in rendered._entries
