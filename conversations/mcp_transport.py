@@ -41,7 +41,7 @@ from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 
-from . import ratelimit
+from . import outages, ratelimit
 from .mcp_metadata import resource_metadata_url
 from .mcp_server import SERVER_INSTRUCTIONS, call_tool, mcp_tools
 from .models import AccessToken
@@ -55,6 +55,10 @@ MCP_AUTH_FAILURES = "mcp-auth-failures"
 TOKEN_SCOPE_KEY = "haico.mcp_token"
 # The methods /mcp answers; OPTIONS for a browser's preflight (haico_site.mcp_origin).
 ALLOWED_METHODS = "POST, OPTIONS"
+# While PostgreSQL cannot be reached (a restart, a failover: conversations.outages),
+# as the site's pages say it (docs/adr/0105).
+DATABASE_DOWN = "The server cannot reach its database just now; nothing was done. Try again in a minute."
+DATABASE_RETRY_AFTER_SECONDS = 30
 
 
 # Why a request is refused, for the client's person: no bearer token at
@@ -108,9 +112,16 @@ async def _list_tools(ctx, params) -> types.ListToolsResult:
 
 async def _call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
     token = await _token_of(ctx)
-    # database_sync_to_async: a connection the database closed meanwhile is
-    # replaced, not used (docs/adr/0044).
-    result = await database_sync_to_async(call_tool, thread_sensitive=False)(token, params.name, params.arguments or {})
+    try:
+        # database_sync_to_async: a connection the database closed meanwhile is
+        # replaced, not used (docs/adr/0044).
+        result = await database_sync_to_async(call_tool, thread_sensitive=False)(token, params.name, params.arguments or {})
+    except Exception as error:
+        if outages.unreachable_service(error) != outages.DATABASE:
+            raise
+        # Said to the client as it is (the SDK would say "Internal server error"), a line of the outage's in the log.
+        outages.note(logger, error, "could not run the MCP tool %s", params.name)
+        return types.CallToolResult(content=[types.TextContent(text=DATABASE_DOWN)], is_error=True)
     return types.CallToolResult(content=[types.TextContent(text=result.text)], is_error=result.is_error)
 
 
@@ -130,13 +141,13 @@ def _allowed_host(scope) -> bool:
     return bool(domain) and validate_host(domain, allowed)
 
 
-def refusal_body(message: str) -> bytes:
+def refusal_body(message: str, code: int = types.INVALID_REQUEST) -> bytes:
     """A JSON-RPC error answering a request that was not read (id null)."""
-    return json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": types.INVALID_REQUEST, "message": message}}).encode()
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
 
 
-async def answer(send, status: int, message: str, headers: tuple = ()) -> None:
-    body = refusal_body(message)
+async def answer(send, status: int, message: str, headers: tuple = (), *, code: int = types.INVALID_REQUEST) -> None:
+    body = refusal_body(message, code)
     await send(
         {
             "type": "http.response.start",
@@ -237,6 +248,14 @@ class HttpEndpoint:
             await sync_to_async(ratelimit.hit, thread_sensitive=False)(MCP_AUTH_FAILURES, address, rate)
             message = UNKNOWN_TOKEN if exc.message == REQUIRED else exc.message
             await answer(send, 401, message, ((b"www-authenticate", _challenge(scope, message)),))
+            return
+        except Exception as error:
+            if outages.unreachable_service(error) != outages.DATABASE:
+                raise
+            outages.note(logger, error, "could not check an MCP request's token")
+            retry_after = ((b"retry-after", str(DATABASE_RETRY_AFTER_SECONDS).encode()),)
+            # The server's fault, not the request's: JSON-RPC's internal error.
+            await answer(send, 503, DATABASE_DOWN, retry_after, code=types.INTERNAL_ERROR)
             return
         manager = await self._running_manager()
         await manager.handle_request({**scope, TOKEN_SCOPE_KEY: token}, receive, send)

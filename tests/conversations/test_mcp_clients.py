@@ -10,13 +10,15 @@ archive). Runs on SQLite, and on PostgreSQL with DATABASE_URL set."""
 import json
 
 import httpx2
+import psycopg
 import pytest
 from asgiref.sync import sync_to_async
+from django.db import OperationalError
 from django.urls import reverse
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
-from conversations import mcp_transport
+from conversations import mcp_transport, outages
 from conversations.archive import archive_bytes, import_archive
 from conversations.mcp_server import BASE_FIELD, REMOVAL_FIELD, THREAD_FIELD, call_tool
 from conversations.models import ActivityLogEntry
@@ -171,6 +173,32 @@ async def test_the_sdk_client_reports_the_servers_message_for_a_revoked_token(th
         async with _client(secret) as client:
             await client.list_tools()
     assert "this one is unknown or revoked" in str(_mcp_error(refused.value))
+
+
+async def test_a_tool_call_the_database_went_away_under_is_told_so_and_logged_as_the_outage(
+    thread, owner, mcp_endpoint, monkeypatch, caplog
+):
+    """The token was checked, then PostgreSQL went away before the tool's
+    own reads: the client gets the sentence, not the SDK's "Internal server
+    error", and the log a line of the outage, not a traceback."""
+    _token_row, secret = await _token(owner)
+    monkeypatch.setattr(outages, "_outages", {})
+
+    def database_gone(*args):
+        try:
+            raise psycopg.OperationalError("consuming input failed: server closed the connection unexpectedly")
+        except psycopg.OperationalError as cause:
+            raise OperationalError(str(cause)) from cause
+
+    monkeypatch.setattr(mcp_transport, "call_tool", database_gone)
+    async with _client(secret) as client:
+        result = await client.call_tool("list_threads", {})
+    assert result.is_error is True
+    assert [content.text for content in result.content] == [mcp_transport.DATABASE_DOWN]
+    outage = [record for record in caplog.records if record.name == "haico.conversations.mcp"]
+    assert [(record.levelname, record.exc_info) for record in outage] == [("WARNING", None)]
+    assert outage[0].getMessage().startswith("the database is unreachable (consuming input failed")
+    assert outage[0].getMessage().endswith("could not run the MCP tool list_threads; failures are counted until it answers again")
 
 
 # -- the tools as a client sees them --

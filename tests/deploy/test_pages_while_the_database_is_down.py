@@ -7,10 +7,12 @@ after a lost connection, Django's own record of each). Now a page says the
 database cannot be reached and that nothing was changed (503, with when to
 try again), an htmx request gets that sentence for the page to show, the
 log has one line for the outage and one when the database is back, and
-the person is still signed in afterwards, their save going through."""
+the person is still signed in afterwards, their save going through. Their
+MCP client is told the same in a JSON-RPC error (conversations.mcp_transport)."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import urllib.error
@@ -22,6 +24,7 @@ import pytest
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
 DATABASE_DOWN = "The server cannot reach its database just now, so this could not be done; nothing was changed."
+MCP_DATABASE_DOWN = "The server cannot reach its database just now; nothing was done. Try again in a minute."
 
 
 class Visitor:
@@ -38,12 +41,17 @@ class Visitor:
         self.cookies: dict[str, str] = {}
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), self._NoRedirects())
 
-    def request(self, path: str, form: dict | None = None, **headers: str) -> tuple[int, dict, str]:
+    def request(
+        self, path: str, form: dict | None = None, *, json_body: dict | None = None, **headers: str
+    ) -> tuple[int, dict, str]:
         headers = {**headers, "Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
         if form is not None:
             headers.setdefault("Referer", self.url + path)
             headers.setdefault("X-CSRFToken", self.cookies.get("csrftoken", ""))
         data = None if form is None else urllib.parse.urlencode(form).encode()
+        if json_body is not None:
+            headers["Content-Type"] = "application/json"
+            data = json.dumps(json_body).encode()
         try:
             response = self._opener.open(urllib.request.Request(self.url + path, data=data, headers=headers), timeout=20)
         except urllib.error.HTTPError as error:
@@ -62,6 +70,19 @@ class Visitor:
         assert (status, headers.get("Location")) == (302, "/threads/"), status
 
 
+def _mcp_list_threads(url: str, secret: str) -> tuple[int, dict, str]:
+    """An MCP client's tools/call over streamable HTTP (the server keeps no
+    sessions, so a call needs no handshake before it)."""
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_threads", "arguments": {}}}
+    client = Visitor(url)
+    return client.request(
+        "/mcp",
+        json_body=call,
+        Authorization=f"Bearer {secret}",
+        Accept="application/json, text/event-stream",
+    )
+
+
 def _server_lines(server, *, since: int) -> list[str]:
     return server.server_lines()[since:]
 
@@ -76,6 +97,9 @@ def test_a_person_is_told_the_database_is_away_and_their_save_goes_through_once_
     workspace = headers["Location"]
     thread_id = re.search(r"/threads/([0-9a-f-]{36})/workspace/", workspace).group(1)
     save = f"/threads/{thread_id}/workspace/document/save/"
+    _, _, tokens_page = ada.request("/accounts/tokens/", {"name": "laptop", "expires": "never"})
+    secret = re.search(r"<code class=\"token-secret\" data-token-secret>([^<]+)</code>", tokens_page).group(1)
+    assert _mcp_list_threads(server.url, secret)[0] == 200
     before = len(server.server_lines())
 
     postgres.stop()
@@ -93,6 +117,10 @@ def test_a_person_is_told_the_database_is_away_and_their_save_goes_through_once_
     draft = {"base_version": "0", "title": "Notes", "content": "Written while the database restarts."}
     status, headers, body = ada.request(save, draft, **{"HX-Request": "true"})
     assert (status, headers["Content-Type"], body) == (503, "text/plain; charset=utf-8", DATABASE_DOWN)
+    # Her MCP client is told the same, as a JSON-RPC error it shows.
+    status, headers, body = _mcp_list_threads(server.url, secret)
+    assert (status, headers["Retry-After"]) == (503, "30")
+    assert json.loads(body)["error"] == {"code": -32603, "message": MCP_DATABASE_DOWN}
 
     postgres.start()
     deadline = time.monotonic() + 60
@@ -103,6 +131,9 @@ def test_a_person_is_told_the_database_is_away_and_their_save_goes_through_once_
     status, _, body = ada.request(save, draft, **{"HX-Request": "true"})
     assert status == 200
     assert 'data-state="saved"' in body
+    status, _, body = _mcp_list_threads(server.url, secret)
+    assert status == 200
+    assert thread_id in json.loads(body)["result"]["content"][0]["text"]
     status, _, body = ada.request(workspace)
     assert status == 200
     assert "Written while the database restarts." in body
