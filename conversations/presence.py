@@ -40,6 +40,9 @@ logger = logging.getLogger("haico.conversations.presence")
 PRESENCE_TEMPLATE = "conversations/fragments/presence.html#presence"
 # Three missed refreshes (every 10 s) and a server is taken for dead.
 STALE_AFTER = timedelta(seconds=30)
+# Initials shown on a wide screen before "+N"; five chips fit beside a long
+# title and the account links at 1 024 px.
+PRESENCE_SHOWN = 4
 
 
 @dataclass(frozen=True)
@@ -72,10 +75,29 @@ def present_people(*, thread_id, also=None) -> list[PresentPerson]:
 
 
 def presence_context(*, thread_id, also=None) -> dict:
-    """What the presence partial renders (the page includes it with this)."""
+    """What the presence partial renders (the page includes it with this):
+    everyone in the label; on a wide screen the first PRESENCE_SHOWN as
+    initials and "+N" for the others, on a narrower one the first and "+N"
+    (static/css/haico.css), so a team's presence never pushes the top bar's
+    title and links off the screen. Each "+N" names its people on hover."""
     people = present_people(thread_id=thread_id, also=also)
     label = "Open now: " + (", ".join(person.name for person in people) if people else "nobody")
-    return {"people": people, "label": label}
+    return {
+        "people": people[:PRESENCE_SHOWN],
+        "label": label,
+        "more_wide": _more(people[PRESENCE_SHOWN:]),
+        "more_narrow": _more(people[1:]),
+    }
+
+
+@dataclass(frozen=True)
+class MorePeople:
+    count: int
+    names: str
+
+
+def _more(people: list[PresentPerson]) -> MorePeople | None:
+    return MorePeople(count=len(people), names=", ".join(person.name for person in people)) if people else None
 
 
 def render_presence(*, thread_id, oob: bool = False) -> str:

@@ -10,7 +10,7 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
-from .helpers import log_in, new_thread_for, open_second_tab, wait_for_socket
+from .helpers import log_in, new_thread_for, open_second_tab, thread_id_from, wait_for_socket
 
 PUSH_WITHIN_MS = 2000
 
@@ -84,7 +84,9 @@ def test_another_person_appears_when_they_open_the_shared_thread_and_disappears_
     wait_for_socket(other)
     _expect_pushed(owner)
     both = banner.get_by_role("img", name="Open now: ada, bea")
-    expect(both).to_have_text("AB")
+    # What this wide page shows: both, and no "+1" (a narrow one's, hidden).
+    expect(both.locator(".presence-person:visible")).to_have_text(["A", "B"])
+    expect(both.locator(".presence-more:visible")).to_have_count(0)
     expect(both.locator('.presence-person[title="bea"]')).to_have_count(1)
     # The other person's page shows both as well.
     expect(other.get_by_role("banner").get_by_role("img", name="Open now: ada, bea")).to_be_visible()
@@ -137,3 +139,49 @@ def test_a_tab_opening_and_closing_on_another_server_is_pushed_to_this_one(
     tab_b.close()
     _expect_pushed(tab_a)
     expect(present).to_have_text("A")
+
+
+TEAM = ["bea", "cal", "dee", "eve", "fay", "gus", "hal", "ivy", "jon"]
+# From a laptop's full width down to a phone's.
+WIDTHS = (1280, 1024, 800, 390)
+
+
+def test_a_teams_presence_keeps_the_top_bar_on_the_screen_at_every_width(page, haico_server):
+    """Ten people with the thread open: before, their initials pushed the
+    account links off the screen below 1 280 px, squeezed the title to
+    nothing, and made the page scroll sideways on a phone."""
+    url = new_thread_for(page, haico_server.url, "ada")
+    thread_id = thread_id_from(url)
+    # Their open pages, as their sockets would have recorded them (a page's
+    # presence is read from these rows when it is rendered).
+    haico_server.manage(
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import User; from conversations.models import OpenPage\n"
+        f"for name in {TEAM!r}:\n"
+        "    user = User.objects.create_user(username=name, password='a-long-pass-4826')\n"
+        f"    OpenPage.objects.create(thread_id='{thread_id}', user=user, channel_name='test!' + name, instance='test', boot='x')\n",
+    )
+    page.goto(url)
+    banner = page.get_by_role("banner")
+    presence = banner.get_by_role("img", name="Open now: ada, " + ", ".join(TEAM))
+    expect(presence).to_be_visible()
+
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 800})
+        scroll_width = page.evaluate("document.documentElement.scrollWidth")
+        assert scroll_width <= width, f"{width} px: the page scrolls sideways ({scroll_width} px)"
+        log_out = banner.get_by_role("button", name="Log out").bounding_box()
+        assert log_out is not None and log_out["x"] + log_out["width"] <= width, f"{width} px: Log out is off the screen"
+        title = page.locator(".topbar-title-box").bounding_box()
+        assert title is not None and title["width"] >= 40, f"{width} px: the title is squeezed to {title}"
+        shown = presence.locator(".presence-person:visible")
+        more = presence.locator(".presence-more:visible")
+        if width >= 1024:
+            expect(shown).to_have_text(["A", "B", "C", "D"])
+            expect(more).to_have_text("+6")
+            expect(more).to_have_attribute("title", ", ".join(TEAM[3:]))
+        else:
+            expect(shown).to_have_text(["A"])
+            expect(more).to_have_text("+9")
+            expect(more).to_have_attribute("title", ", ".join(TEAM))

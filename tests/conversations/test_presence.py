@@ -2,6 +2,7 @@
 who has a thread open now, one presence per person however many tabs, and
 the rows of a server that died removed."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -129,3 +130,22 @@ def test_another_users_page_request_is_a_404_and_shows_nobody(client, other_user
     response = client.get(f"/threads/{thread.pk}/workspace/")
     assert response.status_code == 404
     assert b"Open now" not in response.content
+
+
+def test_a_team_shows_four_initials_then_how_many_more_each_named_on_hover(owner, django_user_model, thread):
+    for name in ("bea", "cal", "dee", "eve", "fay"):
+        _open(thread, django_user_model.objects.create_user(username=name, password="a-long-pass-4826"), f"{name}-1")
+    _open(thread, owner, "owner-1")
+
+    html = presence.render_presence(thread_id=thread.pk)
+
+    assert 'aria-label="Open now: bea, cal, dee, eve, fay, owner"' in html
+    assert re.findall(r'class="presence-person" title="(\w+)"', html) == ["bea", "cal", "dee", "eve"]
+    # A wide screen shows these four and "+2"; a narrower one the first and "+5" (static/css/haico.css).
+    assert '<span class="presence-more presence-more-wide" title="fay, owner">+2</span>' in html
+    assert '<span class="presence-more presence-more-narrow" title="cal, dee, eve, fay, owner">+5</span>' in html
+
+
+def test_one_person_has_no_more_to_count(owner, thread):
+    _open(thread, owner, "owner-1")
+    assert "presence-more" not in presence.render_presence(thread_id=thread.pk)
