@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from workspace.archive import ArchiveRefused
 from workspace.exports import file_stem
-from workspace.selectors import Access, get_thread_for_user_or_404, threads_shared_with
+from workspace.selectors import Access, get_thread_for_user_or_404
 
 from . import selectors
 from .archive import archive_file, check_size, import_archive
@@ -39,10 +39,6 @@ def thread_import(request):
         check_size(upload.size)  # before reading a byte of it
         thread = import_archive(raw=upload.read(), owner=request.user)
     except ArchiveRefused as exc:
-        context = {
-            "threads": selectors.thread_list_for(user=request.user),
-            "shared": threads_shared_with(user=request.user),
-            "import_error": exc.message,
-        }
+        context = {"page": selectors.thread_list_page(user=request.user), "import_error": exc.message}
         return render(request, "conversations/thread_list.html", context, status=400)
     return redirect("thread-page", thread_id=thread.pk)

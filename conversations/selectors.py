@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from django.db.models import Count, Q
 
 from workspace.models import Thread
-from workspace.selectors import threads_for_user
+from workspace.selectors import threads_for_user, threads_shared_with
 
 from .models import ActivityLogEntry, BranchLink, Feedback, LayoutPreference, Turn
 
@@ -177,6 +177,48 @@ def thread_list_for(*, user) -> list[Thread]:
 
     visit(None, 0)
     return ordered
+
+
+# Families (a thread and its branches) and shared threads the list shows at
+# first, and how many more each "Show older threads" adds: a person who
+# writes every day has hundreds of threads within months, and the whole list
+# was 1 MB and 150 ms at 500 of them.
+THREADS_PER_PAGE = 50
+
+
+@dataclass(frozen=True)
+class ThreadListPage:
+    """The thread list as shown: the `shown` most recently active families
+    of the person's own threads (never cut inside one) and as many threads
+    shared with them, and what is left of each."""
+
+    threads: list[Thread]
+    shared: list[Thread]
+    shown: int
+    older: int  # own families not shown
+    older_shared: int
+    first_older: Thread | None  # the first row the next page adds, to scroll to
+    first_older_shared: Thread | None
+
+    @property
+    def next_shown(self) -> int:
+        return self.shown + THREADS_PER_PAGE
+
+
+def thread_list_page(*, user, shown: int = THREADS_PER_PAGE) -> ThreadListPage:
+    ordered = thread_list_for(user=user)
+    roots = [index for index, thread in enumerate(ordered) if thread.depth == 0]
+    cut = roots[shown] if len(roots) > shown else len(ordered)
+    shared = threads_shared_with(user=user)
+    return ThreadListPage(
+        threads=ordered[:cut],
+        shared=shared[:shown],
+        shown=shown,
+        older=max(0, len(roots) - shown),
+        older_shared=max(0, len(shared) - shown),
+        first_older=ordered[cut] if cut < len(ordered) else None,
+        first_older_shared=shared[shown] if len(shared) > shown else None,
+    )
 
 
 SWITCHER_LIMIT = 30

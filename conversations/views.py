@@ -20,7 +20,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from workspace import panels
 from workspace.errors import UserFacingError
 from workspace.forms import first_error
-from workspace.selectors import Access, get_thread_for_user_or_404, thread_and_access_for_user, threads_shared_with
+from workspace.selectors import Access, get_thread_for_user_or_404, thread_and_access_for_user
 from workspace.views.common import flash
 
 from . import live, presence, selectors, services, staff_view, trajectory
@@ -48,8 +48,17 @@ SWITCHER_TEMPLATE = "conversations/panels/switcher.html#results"
 @login_required
 @require_GET
 def thread_list(request):
-    context = {"threads": selectors.thread_list_for(user=request.user), "shared": threads_shared_with(user=request.user)}
-    return render(request, "conversations/thread_list.html", context)
+    page = selectors.thread_list_page(user=request.user, shown=shown_threads(request))
+    return render(request, "conversations/thread_list.html", {"page": page})
+
+
+def shown_threads(request) -> int:
+    """`?shown=N`, how many families the list shows (the "Show older
+    threads" link's); anything else, or fewer than a page, shows a page."""
+    value = request.GET.get("shown", "")
+    if value.isascii() and value.isdigit() and len(value) <= 6 and int(value) >= selectors.THREADS_PER_PAGE:
+        return int(value)
+    return selectors.THREADS_PER_PAGE
 
 
 @login_required

@@ -1,5 +1,7 @@
 """The thread list shows each branch under the thread it was branched from,
-with its branch point (conversations.views.thread_list, selectors.thread_list_for)."""
+with its branch point, the fifty most recently active families first and
+the older a page at a time (conversations.views.thread_list,
+selectors.thread_list_for, selectors.thread_list_page)."""
 
 import re
 from datetime import timedelta
@@ -9,7 +11,7 @@ from django.utils import timezone
 
 from conversations.models import BranchLink
 from tests.support.web import HTMX
-from workspace.models import Thread
+from workspace.models import Thread, ThreadMember
 
 pytestmark = pytest.mark.django_db
 
@@ -66,3 +68,46 @@ def test_a_renamed_branch_keeps_its_place_and_branch_point(owner_client, owner):
     branch = _thread(owner, "Report", minutes_ago=5, parent=parent, at=2)
     response = owner_client.post(f"/threads/{branch.pk}/rename/", {"title": "Shorter report"}, **HTMX)
     assert _rows(response.content.decode()) == ["  Shorter report (from turn 2 of Report)"]
+
+
+def _roots(html: str) -> list[str]:
+    return [row for row in _rows(html) if not row.startswith(" ")]
+
+
+def test_the_list_shows_the_fifty_most_recently_active_families_whole_and_offers_the_older(owner_client, owner):
+    threads = [_thread(owner, f"Thread {n}", minutes_ago=n) for n in range(53)]
+    _thread(owner, "Thread 49", minutes_ago=0, parent=threads[49], at=1)  # the last family shown keeps its branch
+
+    html = owner_client.get("/threads/").content.decode()
+
+    assert _roots(html) == [f"Thread {n}" for n in range(50)]
+    assert _rows(html)[-1] == "  Thread 49 (from turn 1 of Thread 49)"
+    assert f'href="?shown=100#thread-{threads[50].pk}">Show older threads</a>' in html
+    assert "3 more not shown" in html
+
+    html = owner_client.get("/threads/?shown=100").content.decode()
+    assert _roots(html) == [f"Thread {n}" for n in range(53)]
+    assert "Show older threads" not in html
+
+
+@pytest.mark.parametrize("shown", ["abc", "-5", "10", "9" * 5000, "１００", ""])
+def test_a_shown_count_that_is_no_page_shows_the_first_page(owner_client, owner, shown):
+    for n in range(51):
+        _thread(owner, f"Thread {n}", minutes_ago=n)
+    response = owner_client.get("/threads/", {"shown": shown})
+    assert response.status_code == 200
+    assert len(_roots(response.content.decode())) == 50
+
+
+def test_threads_shared_with_the_person_come_a_page_at_a_time_too(owner_client, owner, other_user):
+    shared = [_thread(other_user, f"Theirs {n}", minutes_ago=n) for n in range(52)]
+    for thread in shared:
+        ThreadMember.objects.create(thread=thread, user=owner, role=ThreadMember.Role.VIEWER)
+
+    html = owner_client.get("/threads/").content.decode()
+
+    assert len(re.findall(r'<li class="thread-row" id="shared-', html)) == 50
+    assert f'href="?shown=100#shared-{shared[50].pk}">Show older shared threads</a>' in html
+    html = owner_client.get("/threads/?shown=100").content.decode()
+    assert len(re.findall(r'<li class="thread-row" id="shared-', html)) == 52
+    assert "Show older shared threads" not in html
