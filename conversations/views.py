@@ -48,11 +48,11 @@ SWITCHER_TEMPLATE = "conversations/panels/switcher.html#results"
 @login_required
 @require_GET
 def thread_list(request):
-    page = selectors.thread_list_page(user=request.user, shown=shown_threads(request))
+    page = selectors.thread_list_page(user=request.user, shown=_shown_threads(request))
     return render(request, "conversations/thread_list.html", {"page": page})
 
 
-def shown_threads(request) -> int:
+def _shown_threads(request) -> int:
     """`?shown=N`, how many families the list shows (the "Show older
     threads" link's); anything else, or fewer than a page, shows a page."""
     value = request.GET.get("shown", "")

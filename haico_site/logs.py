@@ -45,9 +45,9 @@ class DropSocketsClosedForOutage(logging.Filter):
 
 
 class DatabaseOutageAsLine(logging.Filter):
-    """Django's "Service Unavailable" record, with its traceback, of a
-    request that failed because the database could not be reached
-    (haico_site.views.server_error answered it 503): it becomes part of the
+    """Django's record, with its traceback, of a request that failed because
+    the database could not be reached (answered 503: haico_site.views and
+    haico_site.middleware.LostConnectionMiddleware): it becomes part of the
     outage's lines (conversations.outages), so a restart under a busy site
     is a few lines, not a traceback for every request. Anything else passes."""
 

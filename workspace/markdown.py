@@ -199,7 +199,7 @@ class RenderedTexts:
         html = self.render(text)
         size = len(text) + len(html)
         if size > self.max_chars // 4:
-            return html  # kept, it would push out most of what is there
+            return html  # not kept: it would push out most of what is there
         with self._lock:
             if text not in self._entries:
                 self._entries[text] = html
