@@ -26,6 +26,8 @@ from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_K
 from django.contrib.sessions.backends import db
 from django.utils.crypto import constant_time_compare
 
+from . import outages
+
 logger = logging.getLogger("haico.conversations.sessions")
 
 SESSION_ENDED_EVENT = "session.ended"
@@ -65,10 +67,11 @@ def session_signs_in(*, session_key: str | None, user) -> bool:
 def _tell_sockets(session_key: str, event: dict) -> None:
     try:
         async_to_sync(get_channel_layer().group_send)(session_group(session_key), event)
-    except Exception:
+    except Exception as error:
         # Logging out (or changing a password) must work even when the
         # channel layer does not; the sockets then end at their next message.
-        logger.exception("could not tell the open sockets of a session about %s", event["type"])
+        # Redis away is a line of its outage's (docs/adr/0103).
+        outages.note(logger, error, "could not tell the open sockets of a session about %s", event["type"])
 
 
 def on_logout(sender, request, user, **kwargs):

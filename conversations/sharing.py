@@ -23,6 +23,7 @@ from django.db.models import Q
 from workspace.errors import InvalidInput
 from workspace.models import Thread, ThreadMember
 
+from . import outages
 from .approval import is_waiting
 from .live import group_name
 from .models import ModerationAction
@@ -49,9 +50,9 @@ def _tell_sockets(thread_ids, user_id=None) -> None:
             group = group_name(thread_id)
             try:
                 async_to_sync(layer.group_send)(group, {"type": ACCESS_EVENT, "group": group, "user_id": user_id})
-            except Exception:
+            except Exception as error:
                 # The change is stored: the sockets then lose the thread at their next message.
-                logger.exception("could not tell the sockets of thread %s that access changed", thread_id)
+                outages.note(logger, error, "could not tell the sockets of thread %s that access changed", thread_id)
 
     transaction.on_commit(send)
 
