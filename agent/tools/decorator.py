@@ -203,7 +203,7 @@ def run_tool_call(
                     turn_index=turn_index,
                 )
                 artifact_id = row.pk
-                artifact = {"artifact_type": row.artifact_type, "title": row.title, "payload": row.payload}
+                artifact = {"artifact_type": row.artifact_type, "title": row.title}
     except ValidationError as exc:
         logger.info("tool %s rejected its arguments: %s", spec.name, exc)
         return failure_envelope(describe_validation_error(spec.name, exc))

@@ -1,13 +1,16 @@
 """The JSON envelope every tool returns (docs/adr/0072).
 
-Success: {"success": true, "summary": ..., ["skipped": true], ["artifact": {...}, "artifact_id": N]}
+Success: {"success": true, "summary": ..., ["skipped": true], ["artifact": {"artifact_type", "title"}, "artifact_id": N]}
 Failure: {"success": false, "error": ..., ["refused": true], ["overlap": true]}
 Rejected by the person (agent.approvals): {"success": false, "error": ..., "rejected": true}
 
 The model reads it as the ToolMessage content; agent.turn reads it with
 `parse_envelope` to tell the person's reasoning trace whether a step worked.
 What a tool changed reaches the open tabs another way: the services announce
-it after commit (workspace.events).
+it after commit (workspace.events). An artifact's data is not echoed back:
+the model has just written it in the call, and every later model call of
+the thread would be sent it a second time; `get_artifact` fetches it
+(docs/adr/0107).
 """
 
 import json
@@ -23,7 +26,7 @@ def success_envelope(summary: str, *, artifact: dict | None = None, artifact_id:
     if skipped:
         body["skipped"] = True  # some targets were left alone (locked, missing)
     if artifact is not None:
-        body["artifact"] = artifact
+        body["artifact"] = {"artifact_type": artifact["artifact_type"], "title": artifact.get("title", "")}
         body["artifact_id"] = artifact_id
     return json.dumps(body, ensure_ascii=False)
 

@@ -16,13 +16,17 @@ pytestmark = pytest.mark.django_db(transaction=True)
 Q1_Q2 = [{"name": "Q1", "value": 120}, {"name": "Q2", "value": 180}]
 
 
+def _stored_payload(result):
+    return Artifact.objects.get(pk=result["artifact_id"]).payload
+
+
 def _artifacts(thread):
     return list(
         Artifact.objects.filter(thread=thread).order_by("id").values("id", "artifact_type", "title", "payload", "turn_index")
     )
 
 
-async def test_bar_chart_is_persisted_and_returned_in_the_envelope(thread):
+async def test_bar_chart_is_persisted_and_named_in_the_envelope(thread):
     result = await call(
         thread,
         "chart_generator",
@@ -52,7 +56,7 @@ async def test_bar_chart_is_persisted_and_returned_in_the_envelope(thread):
             "label_size": 12,
         },
     }
-    assert result["artifact"] == {"artifact_type": "bar_chart", "title": "Q1 vs Q2", "payload": payload}
+    assert result["artifact"] == {"artifact_type": "bar_chart", "title": "Q1 vs Q2"}
     rows = await db(_artifacts, thread)
     assert rows == [
         {"id": result["artifact_id"], "artifact_type": "bar_chart", "title": "Q1 vs Q2", "payload": payload, "turn_index": 7}
@@ -77,7 +81,7 @@ async def test_multi_series_line_chart_with_style(thread):
     )
     assert result["success"] is True
     assert result["summary"] == "Created a line chart titled 'Revenue and cost' with 2 points across 2 series (revenue, cost)."
-    payload = result["artifact"]["payload"]
+    payload = await db(_stored_payload, result)
     # Every point carries the series in the first point's order.
     assert payload["data"] == [{"name": "Jan", "revenue": 10, "cost": 7.5}, {"name": "Feb", "revenue": 12, "cost": 8}]
     assert payload["style"] == {
@@ -94,9 +98,10 @@ async def test_multi_series_line_chart_with_style(thread):
 
 async def test_stacked_line_chart_is_stored_stacked_and_drawn_stacked(thread):
     data = [{"name": "Jan", "revenue": 10, "cost": 7}, {"name": "Feb", "revenue": 12, "cost": 8}]
-    result = await call(thread, "chart_generator", chart_type="line", title="Stacked", data=data, style={"stacked": True})
-    assert result["artifact"]["payload"]["style"]["stacked"] is True
+    made = await call(thread, "chart_generator", chart_type="line", title="Stacked", data=data, style={"stacked": True})
     artifact = await db(lambda t: t.artifacts.get(), thread)
+    assert made["success"] is True
+    assert artifact.payload["style"]["stacked"] is True
     config = artifact_view(artifact).data["config"]
     assert config["options"]["scales"]["y"]["stacked"] is True
 
@@ -111,7 +116,7 @@ async def test_pie_chart_as_donut(thread):
         style={"donut": True},
     )
     assert result["success"] is True
-    payload = result["artifact"]["payload"]
+    payload = await db(_stored_payload, result)
     assert payload["data"][0]["name"] == "2024"
     assert payload["style"]["donut"] is True and payload["style"]["show_legend"] is True
     assert result["artifact"]["artifact_type"] == "pie_chart"
@@ -164,9 +169,21 @@ async def test_data_table_persists_columns_and_rows(thread):
         "columns": ["Name", "Year", "Used", "Score"],
         "rows": rows,
     }
-    assert result["artifact"] == {"artifact_type": "data_table", "title": "Methods", "payload": payload}
+    assert result["artifact"] == {"artifact_type": "data_table", "title": "Methods"}
     stored = await db(_artifacts, thread)
     assert stored[0]["payload"] == payload and stored[0]["id"] == result["artifact_id"]
+
+
+async def test_the_model_is_not_sent_a_tables_rows_back(thread):
+    # The rows are in the call the model just wrote; echoed in its result as
+    # well, every later model call of the thread would carry them twice.
+    rows = [[f"Sample {i}", i * 0.5, f"site {i % 9}"] for i in range(2_000)]
+    result = await call(thread, "data_table", title="Samples", columns=["Name", "Value", "Site"], rows=rows)
+    envelope = json.dumps(result)
+    assert len(envelope) < 400 and "Sample 1999" not in envelope
+    assert result["summary"] == "Created a table titled 'Samples' with 2000 rows and 3 columns."
+    fetched = await call(thread, "get_artifact", artifact_id=result["artifact_id"])
+    assert json.loads(fetched["summary"])["payload"]["rows"][1999] == ["Sample 1999", 999.5, "site 1"]
 
 
 @pytest.mark.parametrize(
@@ -211,7 +228,7 @@ async def test_get_artifact_returns_metadata_and_payload(thread):
         "type": "bar_chart",
         "title": "Q1 vs Q2",
         "turn_index": 2,
-        "payload": made["artifact"]["payload"],
+        "payload": await db(_stored_payload, made),
     }
 
 
