@@ -4,7 +4,8 @@ account forms are rate limited per address (AccessLimitsMiddleware); a
 signed-in person's pages are never cached (PrivatePagesMiddleware); a page
 read whose database connection closed under it is read again, and a request
 the database could not be reached for is a 503 saying so
-(LostConnectionMiddleware).
+(LostConnectionMiddleware); a page's request is done only as the person the
+page was rendered for (PagePersonMiddleware).
 
 The workspace's htmx views answer a refusal with 200 and a message where the
 person acted (the house rule: htmx does not swap an error response, and with
@@ -36,6 +37,7 @@ flash line (workspace.views.common.flash), leaving the page as it is.
 import logging
 import math
 import sys
+from urllib.parse import urlsplit
 
 from asgiref.sync import iscoroutinefunction
 from django.conf import settings
@@ -45,7 +47,7 @@ from django.core.signals import got_request_exception
 from django.db import InterfaceError, OperationalError, connection
 from django.dispatch import receiver
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import render
+from django.shortcuts import render, resolve_url
 from django.template.loader import render_to_string
 from django.utils.cache import patch_cache_control
 from django_htmx.http import reswap
@@ -316,6 +318,52 @@ class PrivatePagesMiddleware:
         if user is not None and user.is_authenticated and not request.path.startswith(_static_prefix()):
             patch_cache_control(response, private=True, no_store=True)
         return response
+
+
+# Whom a page was rendered for, sent with each of its requests: a header from
+# htmx and the page's fetches, a form field from a beacon, which sends no
+# header (static/js/workspace.js, static/js/document_editor.js).
+PAGE_PERSON_HEADER = "X-HAICO-Person"
+PAGE_PERSON_FIELD = "haico_person"
+
+
+class PagePersonMiddleware:
+    """A page's request is done only as the person the page was rendered
+    for. When its session has ended, login_required would send it to the
+    login page; when someone else has since logged in in the same browser,
+    it would be done as them. Either way a 401 says so and nothing is done,
+    and the page keeps what its person typed, to send again once they have
+    logged in in another tab (docs/adr/0108). A plain navigation still goes
+    to the login page."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if _from_a_page(request) and not request.user.is_authenticated and _sends_to_log_in(response):
+            return views.not_signed_in_as_the_page(views.SESSION_ENDED)
+        return response
+
+    def process_view(self, request, view, args, kwargs):
+        page_person = request.headers.get(PAGE_PERSON_HEADER, "")
+        if not page_person and request.method == "POST":
+            # The body was read (and its size checked) by HtmxErrorsMiddleware.
+            page_person = request.POST.get(PAGE_PERSON_FIELD, "")
+        user = request.user
+        if page_person and user.is_authenticated and page_person != str(user.pk):
+            return views.not_signed_in_as_the_page(views.SOMEONE_ELSE)
+        return None
+
+
+def _from_a_page(request) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def _sends_to_log_in(response) -> bool:
+    if response.status_code not in (301, 302, 303, 307, 308):
+        return False
+    return urlsplit(response.get("Location", "")).path == resolve_url(settings.LOGIN_URL)
 
 
 def _static_prefix() -> str:

@@ -89,6 +89,9 @@ MIDDLEWARE = [
     "haico_site.middleware.HtmxErrorsMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A page's request is done as the person the page is for, or not at all
+    # (docs/adr/0108); before anything that answers for the signed-in person.
+    "haico_site.middleware.PagePersonMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "haico_site.middleware.AdminInputMiddleware",
     # Sign-up, password reset and login limits per address (docs/adr/0051).

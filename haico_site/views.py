@@ -24,6 +24,24 @@ def csrf_failure(request, reason=""):
     return django_csrf_failure(request, reason=reason)
 
 
+SESSION_ENDED = (
+    "Your session has ended, so this was not done; nothing was changed. Log in again in another tab: "
+    "this page keeps what you typed."
+)
+SOMEONE_ELSE = (
+    "This browser is now signed in as someone else, so this was not done as them; nothing was changed. "
+    "Log in again as yourself in another tab: this page keeps what you typed."
+)
+
+
+def not_signed_in_as_the_page(message: str) -> HttpResponse:
+    """401 for a request of a page whose person is no longer the one signed
+    in (haico_site.middleware.PagePersonMiddleware). Not the login page: the
+    page stays, with what its person typed, and sends again once they have
+    logged in elsewhere (static/js/workspace.js; docs/adr/0108)."""
+    return HttpResponse(message, status=401, content_type="text/plain; charset=utf-8")
+
+
 DATABASE_DOWN = "The server cannot reach its database just now, so this could not be done; nothing was changed."
 DATABASE_DOWN_ADVICE = "Everything saved before is kept. Try again in a minute."
 SERVER_FAILED = "The server could not answer this request; nothing was changed."

@@ -184,12 +184,17 @@
 
   // A save that did not reach the server (offline, the server down or
   // restarting): the text stays, and it is tried again by itself.
-  function saveFailed(form, reason) {
+  function notReached(reason) {
+    return "Not saved: " + reason + ". Your text is still here; it is saved as soon as the " +
+      "connection is back (trying again every few seconds).";
+  }
+
+  // Says `message` and sends the text again a little later, then less often.
+  function saveFailed(form, message) {
     var state = editorState(form);
     state.failures += 1;
     var delay = Math.min(RETRY_MAX_MS, 2000 * Math.pow(2, state.failures - 1));
-    showLocalError(form, "Not saved: " + reason + ". Your text is still here; it is saved as soon as the " +
-      "connection is back (trying again every few seconds).");
+    showLocalError(form, message);
     clearTimeout(state.retry);
     state.retry = setTimeout(function () { retrySave(form); }, delay);
   }
@@ -210,6 +215,10 @@
 
   window.addEventListener("online", retryNow);
   document.addEventListener("htmx:wsOpen", retryNow);
+  // Back from another tab, where the person may have just logged in again.
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible") retryNow();
+  });
 
   // The answer to the save that was on its way. `outcome` is the state the
   // server's save-state fragment says ("saved", "merged", "conflict",
@@ -294,13 +303,19 @@
     var form = event.detail.elt;
     if (!form || form.id !== "doc-form") return;
     var xhr = event.detail.xhr;
-    if (!xhr || xhr.status === 0 || xhr.status >= 300) {
+    var loggedOut = xhr && (xhr.status === 401 || (HAICO.sentToLogIn && HAICO.sentToLogIn(xhr)));
+    if (!xhr || xhr.status === 0 || xhr.status >= 300 || loggedOut) {
       var reason = xhr && xhr.status ? "the server answered " + xhr.status : "the connection failed";
       settle(form, "failed");
-      if (xhr && xhr.status >= 400 && xhr.status < 500) {
+      if (loggedOut) {
+        // Tried again by itself: it goes through once the person has logged
+        // in again in another tab (docs/adr/0108).
+        saveFailed(form, "Not saved: you are not logged in here any more. Your text is still here; it is saved " +
+          "by itself once you have logged in again in another tab.");
+      } else if (xhr && xhr.status >= 400 && xhr.status < 500) {
         showLocalError(form, "Not saved: " + reason + ". Your text is still here; it will be saved with your next change.");
       } else {
-        saveFailed(form, reason);
+        saveFailed(form, notReached(reason));
       }
       return;
     }
@@ -313,7 +328,7 @@
     var form = event.detail.elt;
     if (form && form.id === "doc-form" && editorState(form).inFlight) {
       settle(form, "failed");
-      saveFailed(form, "the connection failed");
+      saveFailed(form, notReached("the connection failed"));
     }
   });
 
@@ -358,12 +373,11 @@
     var data = new FormData(form);
     data.set("base_version", String(state.acked.version));
     if (state.acked.fromText) data.set("base_content", state.acked.content);
-    if (!data.has("csrfmiddlewaretoken")) {
-      try {
-        var headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}");
-        if (headers["X-CSRFToken"]) data.append("csrfmiddlewaretoken", headers["X-CSRFToken"]);
-      } catch (e) { /* no token: the server refuses, nothing is overwritten */ }
-    }
+    // No token: the server refuses, nothing is overwritten. A beacon sends
+    // no headers, so whom the page is for goes in the form (docs/adr/0108).
+    var token = HAICO.csrfToken ? HAICO.csrfToken() : "";
+    if (token) data.set("csrfmiddlewaretoken", token);
+    if (HAICO.pagePerson && HAICO.pagePerson()) data.set("haico_person", HAICO.pagePerson());
     navigator.sendBeacon(form.getAttribute("action"), data);
   });
 

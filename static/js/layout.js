@@ -23,20 +23,11 @@
   var twoColumns = window.matchMedia("(min-width: 768px) and (max-width: 1279.98px)");
 
   // --- side rails ---------------------------------------------------------------
-  function csrfHeaders() {
-    try {
-      return JSON.parse(document.body.getAttribute("hx-headers") || "{}");
-    } catch (e) {
-      return {};
-    }
-  }
-
   function saveRail(rail, collapsed) {
     var box = document.querySelector("[data-layout-url]");
     if (!box || !window.fetch) return;
     var body = new URLSearchParams({ rail: rail, collapsed: collapsed ? "on" : "" });
-    var headers = csrfHeaders();
-    headers["HX-Request"] = "true";
+    var headers = window.HAICO.requestHeaders();
     window.fetch(box.getAttribute("data-layout-url"), {
       method: "POST", body: body, headers: headers, credentials: "same-origin",
     }).catch(function () {

@@ -384,7 +384,7 @@
       // Another push came meanwhile, or this answer was one page of several.
       if (historyAgain || added) catchUpHistory();
     };
-    fetch(url.toString(), { credentials: "same-origin", headers: { "HX-Request": "true" } })
+    fetch(url.toString(), { credentials: "same-origin", headers: window.HAICO.requestHeaders() })
       .then(function (response) {
         if (!response.ok || response.redirected) return;
         return response.text().then(function (html) {

@@ -17,12 +17,6 @@
 
   var PREVIEW_DELAY_MS = 250;
 
-  function csrfToken(form) {
-    var field = form.querySelector("input[name=csrfmiddlewaretoken]");
-    if (field) return field.value;
-    try { return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || ""; } catch (e) { return ""; }
-  }
-
   function schedulePreview(form) {
     var state = editorState(form);
     clearTimeout(state.previewTimer);
@@ -39,8 +33,7 @@
     state.previewTicket = ticket;
     var body = new FormData();
     body.append("content", content);
-    body.append("csrfmiddlewaretoken", csrfToken(form));
-    fetch(url, { method: "POST", body: body, credentials: "same-origin", headers: { "HX-Request": "true" } })
+    fetch(url, { method: "POST", body: body, credentials: "same-origin", headers: HAICO.requestHeaders() })
       .then(function (response) { return response.ok ? response.text() : null; })
       .then(function (html) {
         var preview = document.getElementById("doc-preview");

@@ -9,8 +9,11 @@
  *   read view may have been updated by a push since the page loaded).
  *   window.HAICO.openForm / closeForms let live.js open a row's forms.
  * - The plan's tree / checklist toggle, remembered across reloads.
- * - Failed htmx requests are announced instead of failing silently, and a
- *   session that expired sends the person to the login page.
+ * - Failed htmx requests are announced instead of failing silently. A page
+ *   whose session ended (or whose browser is now someone else's) stays as it
+ *   is, with what its person typed, and offers to log in again in another
+ *   tab; its requests carry the CSRF token of the cookie, renewed by that
+ *   login, and whom the page is for (docs/adr/0108).
  * Everything is delegated from document so content swapped in later (htmx
  * responses, WebSocket pushes) works without re-binding.
  */
@@ -144,6 +147,40 @@
   // htmx fires htmx:load for every element it swaps in (including OOB swaps).
   document.addEventListener("htmx:load", function (event) { applyToNew(event.target); });
 
+  // --- whom a request is for ---------------------------------------------------
+  // Django's CSRF cookie (its default name; the settings keep it), read at
+  // each request: logging in again in another tab renews it, and the token
+  // the page was rendered with is refused from then on.
+  var CSRF_COOKIE = "csrftoken";
+
+  HAICO.csrfToken = function () {
+    var match = document.cookie.match(new RegExp("(?:^|;\\s*)" + CSRF_COOKIE + "=([^;]+)"));
+    if (match) return decodeURIComponent(match[1]);
+    try { return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || ""; } catch (e) { return ""; }
+  };
+
+  // The person the page was rendered for: the server does a request only as them.
+  HAICO.pagePerson = function () {
+    return (document.body && document.body.getAttribute("data-person")) || "";
+  };
+
+  // The headers of a request the page sends with fetch, as htmx's carry them.
+  HAICO.requestHeaders = function () {
+    var headers = { "HX-Request": "true", "X-CSRFToken": HAICO.csrfToken() };
+    if (HAICO.pagePerson()) headers["X-HAICO-Person"] = HAICO.pagePerson();
+    return headers;
+  };
+
+  document.addEventListener("htmx:configRequest", function (event) {
+    var token = HAICO.csrfToken();
+    if (token) {
+      event.detail.headers["X-CSRFToken"] = token;
+      // A form's own field is what Django checks first.
+      if (event.detail.parameters.csrfmiddlewaretoken) event.detail.parameters.csrfmiddlewaretoken = token;
+    }
+    if (HAICO.pagePerson()) event.detail.headers["X-HAICO-Person"] = HAICO.pagePerson();
+  });
+
   // --- request failures -------------------------------------------------------
   var flashTimer = null;
 
@@ -152,11 +189,51 @@
     if (!box) return;
     box.textContent = message;
     box.hidden = false;
+    delete box.dataset.sessionEnded;
     window.clearTimeout(flashTimer);
     flashTimer = window.setTimeout(function () { box.hidden = true; }, 6000);
   }
 
   HAICO.flash = flash;
+
+  var SESSION_ENDED = "Your session has ended, so this was not done; nothing was changed. " +
+    "Log in again in another tab: this page keeps what you typed.";
+
+  // Stays until a request goes through again: nothing the person does here
+  // works until they have logged in, and the link opens the login in a new
+  // tab so that this one keeps its unsaved text.
+  function sessionEnded(xhr) {
+    var box = document.getElementById("flash");
+    if (!box) return;
+    var said = xhr && /^text\/plain/.test(xhr.getResponseHeader("Content-Type") || "") ? xhr.responseText : "";
+    box.textContent = (said || SESSION_ENDED) + " ";
+    var link = document.createElement("a");
+    link.href = document.body.getAttribute("data-login-url") + "?next=" + encodeURIComponent(window.location.pathname);
+    link.target = "_blank";
+    link.rel = "noopener";
+    link.textContent = "Log in again";
+    box.appendChild(link);
+    box.dataset.sessionEnded = "";
+    box.hidden = false;
+    window.clearTimeout(flashTimer);
+  }
+
+  HAICO.sessionEnded = sessionEnded;
+
+  function sentToLogIn(xhr) {
+    var login = document.body.getAttribute("data-login-url");
+    return !!(xhr && xhr.responseURL && login && new URL(xhr.responseURL).pathname === login);
+  }
+
+  HAICO.sentToLogIn = sentToLogIn;
+
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var box = document.getElementById("flash");
+    if (box && event.detail.successful && box.dataset.sessionEnded !== undefined && !sentToLogIn(event.detail.xhr)) {
+      box.hidden = true;
+      delete box.dataset.sessionEnded;
+    }
+  });
 
   // A refusal the server could only answer for the whole page (a body too
   // big to read, something deleted in another tab): haico_site/middleware.py.
@@ -166,17 +243,20 @@
 
   document.addEventListener("htmx:beforeSwap", function (event) {
     var xhr = event.detail.xhr;
-    // login_required answered with a redirect that the browser followed: the
-    // session is gone, so go to the login page instead of swapping it into a panel.
-    if (xhr && xhr.responseURL && xhr.responseURL.indexOf("/accounts/login/") !== -1) {
+    // A redirect to the login page that the browser followed (the server
+    // answers a page's request with 401 instead, but a proxy may not): the
+    // login page is not swapped into a panel, and the page is not left.
+    if (sentToLogIn(xhr)) {
       event.detail.shouldSwap = false;
-      window.location.href = xhr.responseURL;
+      sessionEnded(null);
     }
   });
 
   document.addEventListener("htmx:responseError", function (event) {
     var status = event.detail.xhr ? event.detail.xhr.status : 0;
-    if (status === 404) {
+    if (status === 401) {
+      sessionEnded(event.detail.xhr);
+    } else if (status === 404) {
       flash("That item no longer exists (it may have just been changed). Reload the page to see the latest.");
     } else if (status === 403) {
       flash("Your session has expired or the page is out of date. Reload the page and try again.");
