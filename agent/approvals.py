@@ -223,9 +223,20 @@ class ApprovalMiddleware(AgentMiddleware):
 
     async def awrap_tool_call(self, request, handler):
         context: AgentContext = request.runtime.context
+        if _refused_unasked(request.tool_call, context):
+            return await handler(request)
         asked = await sync_to_async(approval_request)(context.thread, request.tool_call) if may_ask(request.tool_call) else None
         return self._ask(request, asked) or await handler(request)
 
     def wrap_tool_call(self, request, handler):
         context: AgentContext = request.runtime.context
+        if _refused_unasked(request.tool_call, context):
+            return handler(request)
         return self._ask(request, approval_request(context.thread, request.tool_call)) or handler(request)
+
+
+def _refused_unasked(tool_call: dict, context: AgentContext) -> bool:
+    """A whole-document rewrite from a model that has not seen all of a long
+    document is refused by the tool (docs/adr/0109): the person is not asked
+    to approve a removal that will not be made."""
+    return tool_call.get("name") == "update_document" and not context.seen.saw_the_whole_document()

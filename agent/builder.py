@@ -40,7 +40,7 @@ from .middleware import (
 from .model import available_models, get_chat_model
 from .model_input import ModelInputMiddleware
 from .modes import ModeMiddleware, call_limits
-from .prompt import document_version, system_prompt_for
+from .prompt import document_shown, document_version, system_prompt_for
 from .text_calls import TextToolCallsMiddleware
 from .tools.registry import build_tools
 from .usage import TokenLimitMiddleware, UsageMiddleware
@@ -65,6 +65,7 @@ def _prompt_for(context: AgentContext) -> str:
     reading = selectors.workspace_reading_current(thread=context.thread)
     # The version this call is shown is what a tool it calls edits from.
     context.seen.document_version = document_version(reading)
+    context.seen.document_length, context.seen.document_shown_chars = document_shown(reading)
     return system_prompt_for(reading, context.selection, mode=context.mode, person_name=context.person_name)
 
 

@@ -21,6 +21,25 @@ class Seen:
     None until a model call has been shown the workspace."""
 
     document_version: int | None = None
+    # That version's length, and how much of it the prompt showed: all of
+    # it, or its first characters when it is longer than the prompt holds.
+    document_length: int = 0
+    document_shown_chars: int = 0
+    # The parts read since with read_document: (version, start, end).
+    document_read: list[tuple[int, int, int]] = field(default_factory=list)
+
+    def saw_the_whole_document(self) -> bool:
+        """Whether the model was shown every character of the version its
+        edits are based on: in the prompt, and in the parts it read of that
+        version. Unknown (no prompt recorded it: an MCP call) counts as seen."""
+        if self.document_version is None or self.document_shown_chars >= self.document_length:
+            return True
+        covered = self.document_shown_chars
+        for start, end in sorted((start, end) for version, start, end in self.document_read if version == self.document_version):
+            if start > covered:
+                break
+            covered = max(covered, end)
+        return covered >= self.document_length
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from . import modes
 from .context import Selection
 
 DOCUMENT_INJECT_MAX_CHARS = 30_000
-TRUNCATION_MARKER = "[… truncated; use document tools to read the full content …]"
+# After the shown part of a longer document: how much is not shown, and how to read it.
+TRUNCATION_MARKER = "[… {rest} more characters not shown ({total} in all); read them with read_document, from start={shown} …]"
 NO_PREFERENCES = "(none recorded yet)"
 NO_PLAN = "(no plan yet)"
 EMPTY_DOCUMENT = "(the document is empty)"
@@ -108,6 +109,7 @@ Document
 - replace_in_document: replace one exact passage with new text (empty text deletes it). Prefer it to update_document for small edits (a word, a sentence, a paragraph): copy the passage exactly from the <document> block, with enough of it to occur only once; if it matches no place or several, nothing is changed and the error says how many matches were found.
 - insert_in_document: insert text right after one exact passage (the same rule: it must occur exactly once). Prefer it to update_document for adding something in the middle of the document.
 Both are based on the version in the <document> block and merged with the person's edits like update_document.
+- read_document: read part of the document by character position (start, and a length of up to 30000). The <document> block shows the first 30000 characters of a longer document and says how many more there are: read the rest before you answer about the whole document or edit a part you have not seen. update_document replaces all of the text, so it is refused until you have read every part of a long document.
 - When the <workspace> block has a <selection start=".." end=".."> element, the person selected that passage of the document (character offsets into its text) and is asking about it. Answer about that passage, and keep any edit within it: change only the selected text and leave the rest of the document exactly as it is.
 
 Objective
@@ -195,6 +197,13 @@ def document_version(reading: selectors.WorkspaceReading) -> int:
     return (reading.document or selectors.UNWRITTEN_DOCUMENT).version
 
 
+def document_shown(reading: selectors.WorkspaceReading) -> tuple[int, int]:
+    """The length of the document the block shows, and how many of its
+    first characters it shows (all of them unless it is too long)."""
+    length = len((reading.document or selectors.UNWRITTEN_DOCUMENT).content)
+    return length, min(length, DOCUMENT_INJECT_MAX_CHARS)
+
+
 def _document_block(reading: selectors.WorkspaceReading) -> str:
     # The version is what the agent's update_document is based on (docs/adr/0013).
     document = reading.document or selectors.UNWRITTEN_DOCUMENT
@@ -205,7 +214,10 @@ def _document_block(reading: selectors.WorkspaceReading) -> str:
     if not content:
         body = EMPTY_DOCUMENT
     elif len(content) > DOCUMENT_INJECT_MAX_CHARS:
-        body = content[:DOCUMENT_INJECT_MAX_CHARS] + "\n" + TRUNCATION_MARKER
+        marker = TRUNCATION_MARKER.format(
+            rest=len(content) - DOCUMENT_INJECT_MAX_CHARS, total=len(content), shown=DOCUMENT_INJECT_MAX_CHARS
+        )
+        body = content[:DOCUMENT_INJECT_MAX_CHARS] + "\n" + marker
     else:
         body = content
     return f"<document {attrs}>\n{body}\n</document>"

@@ -11,7 +11,8 @@ and the version the run showed the model is known for certain, where a
 number the model copies back may be wrong.
 """
 
-from workspace.errors import DocumentConflict
+from workspace import selectors
+from workspace.errors import DocumentConflict, InvalidInput
 from workspace.services import document as document_services
 
 from ..context import AGENT_AUTHOR, Author
@@ -19,6 +20,7 @@ from .decorator import EditOverlapped, workspace_tool
 from .schemas import (
     AppendToDocumentArgs,
     InsertInDocumentArgs,
+    ReadDocumentArgs,
     ReplaceInDocumentArgs,
     UpdateDocumentArgs,
 )
@@ -41,6 +43,15 @@ MAX_CONFLICTS_SHOWN = 5
     idempotent=True,
 )
 def update_document(thread, *, content: str, title: str | None = None, seen=None, author: Author = AGENT_AUTHOR) -> str:
+    if seen is not None and not seen.saw_the_whole_document():
+        # Written from the part the prompt shows, the new text would leave
+        # out the rest, and the merge would take that as deleted (docs/adr/0109).
+        raise InvalidInput(
+            f"Nothing was written: update_document replaces the whole document, and you have not seen all of it "
+            f"(version {seen.document_version} has {seen.document_length} characters; the <document> block shows the "
+            f"first {seen.document_shown_chars}). Read the rest with read_document first, or change only what you "
+            "need with replace_in_document, insert_in_document or append_to_document."
+        )
     base_version = seen.document_version if seen is not None else None
     try:
         saved = document_services.document_save(
@@ -160,3 +171,28 @@ def replace_in_document(thread, *, old_text: str, new_text: str, seen=None, auth
 def insert_in_document(thread, *, after_text: str, text: str, seen=None, author: Author = AGENT_AUTHOR) -> str:
     summary = _edit_passage(thread, seen, author, passage=after_text, insert_after=text)
     return f"Inserted {len(text):,} characters after the passage. {summary}"
+
+
+@workspace_tool(
+    name="read_document",
+    description="Read part of the shared document by character position. The <document> block shows only the "
+    "first 30000 characters of a longer document; read the rest with this.",
+    args_schema=ReadDocumentArgs,
+    read_only=True,
+    uses_seen=True,
+)
+def read_document(thread, *, start: int = 0, length: int = 30_000, seen=None) -> str:
+    document = selectors.document_for(thread=thread)
+    total = len(document.content)
+    if total == 0:
+        return f"The document '{document.title}' is empty (version {document.version})."
+    if start >= total:
+        raise InvalidInput(f"start={start} is past the end: the document has {total} characters (version {document.version}).")
+    end = min(total, start + length)
+    if seen is not None:
+        seen.document_read.append((document.version, start, end))
+    after = f"{total - end} more characters follow: read on from start={end}." if end < total else "That is the end."
+    return (
+        f"Characters {start} to {end} of {total} of '{document.title}' (version {document.version}). {after}\n\n"
+        f"{document.content[start:end]}"
+    )

@@ -48,6 +48,20 @@ class InsertInDocumentArgs(BaseModel):
     )
 
 
+# The most read_document returns at once: what the <document> block shows.
+DOCUMENT_READ_MAX_CHARS = 30_000
+
+
+class ReadDocumentArgs(BaseModel):
+    start: int = Field(default=0, ge=0, description="Where to start reading: a character position, 0 for the beginning.")
+    length: int = Field(
+        default=DOCUMENT_READ_MAX_CHARS,
+        ge=1,
+        le=DOCUMENT_READ_MAX_CHARS,
+        description=f"How many characters to read, at most {DOCUMENT_READ_MAX_CHARS}.",
+    )
+
+
 # --- objective -----------------------------------------------------------------------
 
 

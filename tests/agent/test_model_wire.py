@@ -49,7 +49,7 @@ def _config(name):
 def _assert_tools_declared(body):
     tools = body["tools"]
     assert [t["function"]["name"] for t in tools] == list([tool.name for tool in build_tools()])
-    assert len(tools) == 18
+    assert len(tools) == 19
     for tool in tools:
         assert tool["type"] == "function"
         assert "action_and_reasoning" in tool["function"]["parameters"]["required"], tool["function"]["name"]

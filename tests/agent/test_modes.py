@@ -23,8 +23,9 @@ from workspace.services import document as document_services
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-READ_ONLY = ["list_todos", "list_preferences", "list_artifacts", "get_artifact"]
+READ_ONLY = ["read_document", "list_todos", "list_preferences", "list_artifacts", "get_artifact"]
 PLAN = [
+    "read_document",
     "set_objective",
     "add_todos",
     "toggle_todos",

@@ -31,7 +31,7 @@ def test_every_registered_tool_is_in_the_tool_guide():
     guide = SYSTEM_PROMPT.split("# Tool guide", 1)[1].split("\n# ", 1)[0]
     missing = [name for name in [tool.name for tool in build_tools()] if not re.search(rf"^- {name}:", guide, flags=re.M)]
     assert missing == []
-    assert len([tool.name for tool in build_tools()]) == 18
+    assert len([tool.name for tool in build_tools()]) == 19
 
 
 def test_tool_guide_groups_tools_by_domain():
@@ -220,7 +220,7 @@ def test_long_document_is_cut_at_30000_characters_with_the_marker(thread):
     assert (
         '<document title="Long" version="1" updated_at="2026-05-15T10:23:11">\n'
         + body[:30_000]
-        + "\n[… truncated; use document tools to read the full content …]\n"
+        + "\n[… 500 more characters not shown (30500 in all); read them with read_document, from start=30000 …]\n"
         "</document>\n"
         "</workspace>"
     ) in block

@@ -610,6 +610,7 @@ async def test_continuing_from_a_turn_that_is_not_yours_is_refused_and_nothing_i
 # --- the agent's mode (docs/adr/0018) -------------------------------------------------
 
 PLAN_TOOLS = {
+    "read_document",
     "set_objective",
     "add_todos",
     "toggle_todos",
@@ -642,7 +643,7 @@ async def test_a_message_without_a_mode_runs_in_the_threads_mode(owner, thread, 
     socket = await sockets(thread.pk, owner)
     await socket.send_to(text_data=_send("what is there?"))
     await frames_until_turn_end(socket)
-    assert set(model.tool_lists[0]) == {"list_todos", "list_preferences", "list_artifacts", "get_artifact"}
+    assert set(model.tool_lists[0]) == {"read_document", "list_todos", "list_preferences", "list_artifacts", "get_artifact"}
 
 
 @pytest.mark.parametrize("mode", ["destroy", "", 3, ["plan"], {"mode": "plan"}])
@@ -668,10 +669,10 @@ async def test_a_change_of_mode_during_a_turn_is_for_the_next_turn(owner, thread
     socket = await sockets(thread.pk, owner)
     await socket.send_to(text_data=_send("go"))
     await frames_until_turn_end(socket)
-    assert len(model.tool_lists[1]) == len(model.tool_lists[0]) == 18  # the whole turn in Execute
+    assert len(model.tool_lists[1]) == len(model.tool_lists[0]) == 19  # the whole turn in Execute
     await socket.send_to(text_data=_send("again"))
     await frames_until_turn_end(socket)
-    assert len(model.tool_lists[2]) == 4
+    assert len(model.tool_lists[2]) == 5
     assert "# Mode: Explore" in model.requests[2][0].content
 
 

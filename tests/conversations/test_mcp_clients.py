@@ -208,7 +208,7 @@ async def test_annotations_reach_the_sdk_client(thread, owner, mcp_endpoint):
     _token_row, secret = await _token(owner)
     async with _client(secret) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    reads = {"list_threads", "get_workspace", "list_todos", "list_preferences", "list_artifacts", "get_artifact"}
+    reads = {"list_threads", "get_workspace", "read_document", "list_todos", "list_preferences", "list_artifacts", "get_artifact"}
     for name in reads:
         assert tools[name].annotations.read_only_hint is True, name
     destructive = {

@@ -12,6 +12,7 @@ EXPECTED_ARGS = {
     "append_to_document": {"text"},
     "replace_in_document": {"old_text", "new_text"},
     "insert_in_document": {"after_text", "text"},
+    "read_document": {"start", "length"},
     "set_objective": {"text"},
     "add_todos": {"steps", "parent_index"},
     "toggle_todos": {"indices"},
@@ -32,6 +33,7 @@ EXPECTED_REQUIRED = {
     "append_to_document": {"text"},
     "replace_in_document": {"old_text", "new_text"},
     "insert_in_document": {"after_text", "text"},
+    "read_document": set(),
     "set_objective": {"text"},
     "add_todos": {"steps"},
     "toggle_todos": {"indices"},
@@ -103,8 +105,8 @@ def test_nested_item_schemas_describe_seed_fields(thread):
     assert style["donut"]["description"].startswith("Pie charts only")
 
 
-def test_only_the_four_readers_skip_the_transaction():
+def test_only_the_five_readers_skip_the_transaction():
     from agent.tools.decorator import registered_specs
 
     readers = {spec.name for spec in registered_specs() if spec.read_only}
-    assert readers == {"list_todos", "list_preferences", "list_artifacts", "get_artifact"}
+    assert readers == {"read_document", "list_todos", "list_preferences", "list_artifacts", "get_artifact"}

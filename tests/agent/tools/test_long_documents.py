@@ -1,0 +1,120 @@
+"""A document longer than the prompt shows (docs/adr/0109): the model reads
+the rest with read_document, and update_document, which replaces all of the
+text, is refused until it has: written from the part it was shown, the
+rewrite would drop the rest without anyone being asked."""
+
+import json
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from agent.builder import build_agent
+from agent.context import AgentContext, Seen
+from agent.prompt import DOCUMENT_INJECT_MAX_CHARS
+from tests.agent.tools.helpers import call, db
+from tests.support.fake_model import Reply, ScriptedChatModel, system_text, tool_call
+from workspace import selectors
+from workspace.models import DocumentRevision
+from workspace.services import document as document_services
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _chapter(chars: int) -> str:
+    """Numbered paragraphs, so any part of the text says where it is."""
+    text, n = "", 0
+    while len(text) < chars:
+        n += 1
+        text += f"Paragraph {n} of the chapter, with the reasoning that belongs to it.\n\n"
+    return text[:chars]
+
+
+THESIS = _chapter(45_000)
+
+
+def _person_saves(thread, content):
+    return document_services.document_save(thread=thread, title="Thesis", content=content, author=DocumentRevision.Author.PERSON)
+
+
+async def test_read_document_returns_the_part_asked_for_and_says_what_follows(thread):
+    await db(_person_saves, thread, THESIS)
+
+    middle = await call(thread, "read_document", start=30_000, length=10_000)
+    assert middle["success"] is True
+    header, text = middle["summary"].split("\n\n", 1)
+    assert header == (
+        "Characters 30000 to 40000 of 45000 of 'Thesis' (version 1). 5000 more characters follow: read on from start=40000."
+    )
+    assert text == THESIS[30_000:40_000]
+
+    end = await call(thread, "read_document", start=40_000)
+    assert end["summary"].split("\n\n", 1) == [
+        "Characters 40000 to 45000 of 45000 of 'Thesis' (version 1). That is the end.",
+        THESIS[40_000:],
+    ]
+    past = await call(thread, "read_document", start=45_000)
+    assert past == {"success": False, "error": "start=45000 is past the end: the document has 45000 characters (version 1)."}
+    too_much = await call(thread, "read_document", start=0, length=30_001)
+    assert too_much["success"] is False and "length" in too_much["error"]
+
+
+def test_the_whole_document_counts_as_seen_once_its_unshown_part_was_read():
+    seen = Seen(document_version=3, document_length=45_000, document_shown_chars=30_000)
+    assert not seen.saw_the_whole_document()
+    seen.document_read.append((3, 35_000, 45_000))  # a gap from 30 000 to 35 000
+    assert not seen.saw_the_whole_document()
+    seen.document_read.append((2, 30_000, 35_000))  # of another version
+    assert not seen.saw_the_whole_document()
+    seen.document_read.append((3, 29_000, 36_000))
+    assert seen.saw_the_whole_document()
+    assert Seen(document_version=1, document_length=500, document_shown_chars=500).saw_the_whole_document()
+
+
+async def _turn(thread, script):
+    model = ScriptedChatModel(script=script)
+    agent = build_agent(model=model, checkpointer=InMemorySaver())
+    state = await agent.ainvoke(
+        {"messages": [HumanMessage("Tighten the whole chapter")]},
+        {"configurable": {"thread_id": "long"}},
+        context=AgentContext(thread=thread, turn_index=1),
+    )
+    return model, state
+
+
+async def test_a_rewrite_from_the_part_shown_is_refused_unasked_and_goes_through_once_the_rest_was_read(thread):
+    await db(_person_saves, thread, THESIS)
+    shown = THESIS[:DOCUMENT_INJECT_MAX_CHARS]
+    # One change in the part shown and one in the rest: a small rewrite, that no approval is asked for.
+    tightened = THESIS.replace("Paragraph 2 of", "Paragraph two of").replace("Paragraph 600 of", "Paragraph six hundred of")
+
+    model, state = await _turn(
+        thread,
+        [
+            Reply(
+                tool_calls=[
+                    tool_call(
+                        "update_document",
+                        "Tightening the chapter.",
+                        content=shown.replace("Paragraph 2 of", "Paragraph two of"),
+                    )
+                ]
+            ),
+            Reply(tool_calls=[tool_call("read_document", "Reading the rest of the chapter.", start=30_000)]),
+            Reply(tool_calls=[tool_call("update_document", "Tightening the whole chapter.", content=tightened)]),
+            Reply(text="Done."),
+        ],
+    )
+
+    assert "[… 15000 more characters not shown (45000 in all); read them with read_document, from start=30000 …]" in system_text(
+        model.requests[0]
+    )
+    refused, read, written = (m.content for m in model.requests[-1] if m.type == "tool")
+    assert '"success": false' in refused and "you have not seen all of it" in refused
+    assert "(version 1 has 45000 characters; the <document> block shows the first 30000)" in refused
+    assert json.loads(read)["summary"].endswith("That is the end.\n\n" + THESIS[30_000:])
+    assert '"success": true' in written
+    # Nobody was asked to approve the removal the first call would have made.
+    assert "__interrupt__" not in state
+    document = await db(selectors.document_for, thread=thread)
+    assert (document.version, document.content) == (2, tightened)
