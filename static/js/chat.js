@@ -13,6 +13,9 @@
  *   the socket opens (also a click on Send made before this file ran);
  * - clears the composer once the server confirms it stored the message
  *   (#chat-ack, sent to this tab only), so a refused message is never lost;
+ * - keeps a message being written across a reload of the tab (a draft in
+ *   the tab's sessionStorage, per thread and person, dropped once the
+ *   message is stored and at log out);
  * - keeps the conversation scrolled to the newest text unless the person
  *   scrolled up to read.
  */
@@ -109,6 +112,50 @@
   }
 
   HAICO.sendMessage = send;
+
+  // --- the draft ----------------------------------------------------------------
+  // A reload, a click on another thread or a crash of the tab's page must
+  // not take a message being written. sessionStorage ends with the tab, so
+  // nothing is left on a shared computer; the key names the person, so a
+  // draft is never shown to someone who logs in later in the same tab.
+  var DRAFT_PREFIX = "haico.draft:";
+
+  function draftKey() {
+    var person = HAICO.pagePerson ? HAICO.pagePerson() : "";
+    return person ? DRAFT_PREFIX + person + ":" + window.location.pathname : "";
+  }
+
+  function keepDraft(text) {
+    var key = draftKey();
+    if (!key) return;
+    try {
+      if (text) window.sessionStorage.setItem(key, text);
+      else window.sessionStorage.removeItem(key);
+    } catch (e) { /* storage full or refused: the text is still in the box */ }
+  }
+
+  document.addEventListener("input", function (event) {
+    if (event.target.matches && event.target.matches('#chat-form textarea[name="message"]')) keepDraft(event.target.value);
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var field = composer(), key = draftKey();
+    if (!field || !key || field.value) return;
+    var draft = null;
+    try { draft = window.sessionStorage.getItem(key); } catch (e) { /* refused */ }
+    if (draft) field.value = draft;
+  });
+
+  // Logging out here drops this tab's drafts.
+  document.addEventListener("submit", function (event) {
+    var action = event.target.getAttribute && event.target.getAttribute("action");
+    if (!action || action !== document.body.getAttribute("data-logout-url")) return;
+    try {
+      Object.keys(window.sessionStorage).forEach(function (key) {
+        if (key.indexOf(DRAFT_PREFIX) === 0) window.sessionStorage.removeItem(key);
+      });
+    } catch (e) { /* refused */ }
+  }, true);
 
   document.addEventListener("keydown", function (event) {
     var field = event.target;
@@ -236,6 +283,7 @@
       lastAck = turn;
       var field = composer();
       if (field) field.value = "";
+      keepDraft("");
       showSelection(null, "");
       pinned = true;
     }

@@ -9,6 +9,8 @@ against the real server and a scripted model.
   and goes once they run.
 - Enter in the chat within the autosave delay of typing in the document: the
   turn's snapshot and the model's first call see the typed text.
+- A message being written survives a reload of the tab, until it is sent or
+  the person logs out.
 """
 
 from playwright.sync_api import Page, expect
@@ -20,6 +22,7 @@ from .helpers import (
     TURN_WAIT_MS,
     document_status,
     document_text,
+    log_in,
     model_env,
     new_thread_for,
     thread_id_from,
@@ -146,3 +149,39 @@ def test_document_text_typed_just_before_enter_is_saved_before_the_message_goes(
         (thread_id,),
     ) == [("Look at my draft", "Draft typed just now")]
     assert "Draft typed just now" in model_server.system_prompt(0)
+
+
+def test_a_message_being_written_survives_a_reload_until_it_is_sent_or_the_person_logs_out(
+    new_page, start_haico_server, model_server
+):
+    model_server.script([Reply(text="Noted.")])
+    server, page, url = _start(new_page, start_haico_server, model_server)
+    wait_for_socket(page)
+    chat = _chat(page)
+    box = chat.get_by_role("textbox", name="Message")
+    box.click()
+    page.keyboard.type("A long question I was halfway through", delay=5)
+
+    page.reload()
+    expect(box).to_have_value("A long question I was halfway through")
+    # Another tab of the thread starts with its own empty box.
+    other = page.context.new_page()
+    other.goto(url)
+    expect(_chat(other).get_by_role("textbox", name="Message")).to_have_value("")
+    other.close()
+
+    wait_for_socket(page)
+    box.press("Enter")
+    expect(chat.locator(".answer")).to_have_text(["Noted."], timeout=TURN_WAIT_MS)
+    expect(box).to_have_value("")
+    page.reload()
+    expect(box).to_have_value("")
+    assert _stored_messages(server, thread_id_from(url)) == ["A long question I was halfway through"]
+
+    box.click()
+    page.keyboard.type("Not for whoever comes next", delay=5)
+    page.get_by_role("button", name="Log out").click()
+    expect(page.get_by_role("link", name="Log in")).to_be_visible()
+    log_in(page, server.url, "ada")
+    page.goto(url)
+    expect(box).to_have_value("")
