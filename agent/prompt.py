@@ -22,6 +22,8 @@ from .context import Selection
 DOCUMENT_INJECT_MAX_CHARS = 30_000
 # After the shown part of a longer document: how much is not shown, and how to read it.
 TRUNCATION_MARKER = "[… {rest} more characters not shown ({total} in all); read them with read_document, from start={shown} …]"
+# The same for a selection longer than that: its first characters, and where the rest is.
+SELECTION_TRUNCATION_MARKER = "[… {rest} more selected characters not shown; read them with read_document, from start={at} …]"
 NO_PREFERENCES = "(none recorded yet)"
 NO_PLAN = "(no plan yet)"
 EMPTY_DOCUMENT = "(the document is empty)"
@@ -260,7 +262,15 @@ def _selection_line(reading: selectors.WorkspaceReading, selection: Selection | 
     selection = selection_in(reading, selection)
     if selection is None:
         return None
-    return f'<selection start="{selection.start}" end="{selection.end}">{selection.text}</selection>'
+    text = selection.text
+    if len(text) > DOCUMENT_INJECT_MAX_CHARS:
+        # Sent whole with every model call of the turn, a selection of a long
+        # document would cost as much as the document (docs/adr/0109).
+        marker = SELECTION_TRUNCATION_MARKER.format(
+            rest=len(text) - DOCUMENT_INJECT_MAX_CHARS, at=selection.start + DOCUMENT_INJECT_MAX_CHARS
+        )
+        text = text[:DOCUMENT_INJECT_MAX_CHARS] + "\n" + marker
+    return f'<selection start="{selection.start}" end="{selection.end}">{text}</selection>'
 
 
 def render_workspace_block(thread: Thread, selection: Selection | None = None) -> str:

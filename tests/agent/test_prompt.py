@@ -320,6 +320,20 @@ def test_a_selection_is_shown_after_the_document_and_followed_where_an_edit_move
     assert "</selection>" not in render_workspace_block(thread)
 
 
+def test_a_selection_longer_than_the_document_block_holds_is_cut_and_says_where_the_rest_is(thread):
+    from agent.context import Selection
+
+    chapter = "".join(chr(ord("a") + i % 26) for i in range(70_000))
+    document_services.document_save(thread=thread, content=chapter)
+    selection = Selection(start=1_000, end=65_000, text=chapter[1_000:65_000])
+    block = render_workspace_block(thread, selection)
+    assert (
+        '<selection start="1000" end="65000">'
+        + chapter[1_000:31_000]
+        + "\n[… 34000 more selected characters not shown; read them with read_document, from start=31000 …]</selection>"
+    ) in block
+
+
 # -- who wrote the current message (docs/adr/0085) --
 
 
