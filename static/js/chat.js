@@ -148,8 +148,7 @@
 
   // Logging out here drops this tab's drafts.
   document.addEventListener("submit", function (event) {
-    var action = event.target.getAttribute && event.target.getAttribute("action");
-    if (!action || action !== document.body.getAttribute("data-logout-url")) return;
+    if (!event.target.hasAttribute || !event.target.hasAttribute("data-log-out")) return;
     try {
       Object.keys(window.sessionStorage).forEach(function (key) {
         if (key.indexOf(DRAFT_PREFIX) === 0) window.sessionStorage.removeItem(key);
