@@ -18,6 +18,7 @@ from workspace.services import document as document_services
 from ..context import AGENT_AUTHOR, Author
 from .decorator import EditOverlapped, workspace_tool
 from .schemas import (
+    DOCUMENT_READ_MAX_CHARS,
     AppendToDocumentArgs,
     InsertInDocumentArgs,
     ReadDocumentArgs,
@@ -181,7 +182,7 @@ def insert_in_document(thread, *, after_text: str, text: str, seen=None, author:
     read_only=True,
     uses_seen=True,
 )
-def read_document(thread, *, start: int = 0, length: int = 30_000, seen=None) -> str:
+def read_document(thread, *, start: int = 0, length: int = DOCUMENT_READ_MAX_CHARS, seen=None) -> str:
     document = selectors.document_for(thread=thread)
     total = len(document.content)
     if total == 0:
