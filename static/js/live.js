@@ -451,9 +451,17 @@
     if (line && line.textContent !== text) line.textContent = text;
   }
 
+  // The server closes a page's socket with this code when its session ends
+  // (conversations.consumers): the page says so at once, with where to log
+  // in again, before the person types anything (docs/adr/0108).
+  var SESSION_ENDED_CODE = 4401;
+  var SESSION_ENDED = "Your session has ended (you logged out elsewhere, or it expired). " +
+    "Log in again in another tab: this page keeps what you typed.";
+
   var socketWasLost = false;
   document.addEventListener("htmx:wsClose", function (event) {
     var close = event.detail && event.detail.event;
+    if (close && close.code === SESSION_ENDED_CODE && HAICO.sessionEnded) HAICO.sessionEnded(null, SESSION_ENDED);
     if (!close || RECONNECTING_CODES.indexOf(close.code) < 0) return;
     socketWasLost = true;
     connectionStatus("Reconnecting… Changes made meanwhile will show once the connection is back.");

@@ -202,11 +202,11 @@
   // Stays until a request goes through again: nothing the person does here
   // works until they have logged in, and the link opens the login in a new
   // tab so that this one keeps its unsaved text.
-  function sessionEnded(xhr) {
+  function sessionEnded(xhr, message) {
     var box = document.getElementById("flash");
     if (!box) return;
     var said = xhr && /^text\/plain/.test(xhr.getResponseHeader("Content-Type") || "") ? xhr.responseText : "";
-    box.textContent = (said || SESSION_ENDED) + " ";
+    box.textContent = (said || message || SESSION_ENDED) + " ";
     var link = document.createElement("a");
     link.href = document.body.getAttribute("data-login-url") + "?next=" + encodeURIComponent(window.location.pathname);
     link.target = "_blank";

@@ -1,7 +1,7 @@
 """A page whose session ended keeps what its person typed, in Chromium
 (docs/adr/0108). The session ends in another tab (Log out there); the page
-stays where it is, says what happened with a link to log in again in a new
-tab, and once the person has, the document's text is saved by itself and a
+stays where it is, says at once what happened with a link to log in again
+in a new tab, and once the person has, the document's text is saved by itself and a
 form sent again goes through: the page picks up the CSRF token the login
 renewed."""
 
@@ -31,14 +31,17 @@ def test_text_typed_after_the_session_ended_stays_and_is_saved_once_logged_in_ag
     page, url = owner_workspace
     thread_id = thread_id_from(url)
     _log_out_in_another_tab(page, haico_server.url)
+    # Said at once, when the page's socket is closed for it, before anything is typed.
+    notice = page.locator("#flash")
+    expect(notice).to_contain_text("Your session has ended (you logged out elsewhere, or it expired).")
+    expect(notice.get_by_role("link", name="Log in again")).to_be_visible()
 
     document_text(page).click()
     page.keyboard.type("Written after the session ended.", delay=5)
     region = page.get_by_role("region", name="Document")
     expect(region.get_by_role("alert")).to_contain_text("you are not logged in here any more", timeout=10_000)
     expect(document_status(page)).to_have_text("Not saved")
-    notice = page.locator("#flash")
-    expect(notice).to_contain_text("Your session has ended")
+    expect(notice).to_contain_text("Your session has ended, so this was not done")
     link = notice.get_by_role("link", name="Log in again")
     expect(link).to_have_attribute("target", "_blank")
     # The page was not left for the login page, and the text is all there.
