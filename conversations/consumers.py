@@ -11,7 +11,8 @@ Close codes: 4401 not logged in, or the session ended (logged out, which
 closes the session's sockets at once; or a password change elsewhere, a
 deactivated account, an expired session, caught before acting on the next
 message: conversations.sessions), 4403 the account waits for staff approval
-(conversations.approval), 4404 not your thread (or deleted, or no longer
+(conversations.approval), 4409 someone other than the person the page
+was rendered for is signed in now (docs/adr/0108), 4404 not your thread (or deleted, or no longer
 shared with you: docs/adr/0084), 4429 the person
 has HAICO_MAX_OPEN_PAGES pages open already (docs/adr/0051). All are sent
 after accepting, with a notice first, so the page can say why; the htmx ws
@@ -46,6 +47,7 @@ import asyncio
 import contextvars
 import json
 import logging
+from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
 from autobahn.exception import Disconnected
@@ -85,6 +87,7 @@ RENEW_GROUP_SECONDS = 3600
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_WAITING = 4403
 CLOSE_NOT_FOUND = 4404
+CLOSE_SOMEONE_ELSE = 4409
 CLOSE_TOO_MANY = 4429
 
 NOT_FOUND_MESSAGE = "This thread does not exist or is not yours."
@@ -92,6 +95,18 @@ VIEW_ONLY_MESSAGE = "You can view this thread but not change it; ask its owner t
 ROLE_LOWERED_MESSAGE = "The owner made you a viewer of this thread: reload the page to see it as a viewer."
 STAFF_NOT_FOUND_MESSAGE = "No such thread to view."
 LOGIN_MESSAGE = "Your session has ended; log in again to use the chat."
+SOMEONE_ELSE_MESSAGE = "This browser is now signed in as someone else; log in again as yourself to use this chat."
+
+
+def _opened_by_its_page_person(scope) -> bool:
+    """A page names the person it was rendered for when it opens its socket
+    (`?person=`, static/js/workspace.js), as its requests do. A page that
+    opens its socket again after its session ended must not be live, or
+    send, as someone else who has signed in in the same browser since
+    (docs/adr/0108). A socket that names no one is judged by its session
+    alone."""
+    person = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("person", [""])[0]
+    return not person or person == str(scope["user"].pk)
 
 
 class PageSocketConsumer(AsyncWebsocketConsumer):
@@ -139,6 +154,9 @@ class ThreadConsumer(PageSocketConsumer):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self._refuse(LOGIN_MESSAGE, CLOSE_UNAUTHENTICATED)
+            return
+        if not _opened_by_its_page_person(self.scope):
+            await self._refuse(SOMEONE_ELSE_MESSAGE, CLOSE_SOMEONE_ELSE)
             return
         thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
         waiting, self.thread, self.access = await database_sync_to_async(_open_thread)(user=user, thread_id=thread_id)
@@ -525,6 +543,9 @@ class StaffThreadConsumer(PageSocketConsumer):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self._refuse(LOGIN_MESSAGE, CLOSE_UNAUTHENTICATED)
+            return
+        if not _opened_by_its_page_person(self.scope):
+            await self._refuse(SOMEONE_ELSE_MESSAGE, CLOSE_SOMEONE_ELSE)
             return
         thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
         allowed = await database_sync_to_async(staff_view.may_view)(user)

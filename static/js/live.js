@@ -458,14 +458,49 @@
   var SESSION_ENDED = "Your session has ended (you logged out elsewhere, or it expired). " +
     "Log in again in another tab: this page keeps what you typed.";
 
+  // Or with this one when someone else has signed in in this browser since
+  // the page was rendered (the page names its person when it connects).
+  var SOMEONE_ELSE_CODE = 4409;
+  var SOMEONE_ELSE = "This browser is now signed in as someone else, so this page's chat is closed. " +
+    "Log in again as yourself in another tab: this page keeps what you typed.";
+
   var socketWasLost = false;
+  // The socket closed because its session ended. It is opened again once a
+  // request of the page's goes through (the person has logged in again as
+  // themselves, in another tab); coming back to the tab asks the server
+  // with the page's reload of its rows, which would have to run anyway. So
+  // the page is live again without a reload.
+  var socketOfEndedSession = null;
+
+  function openSocketAgain() {
+    var socket = socketOfEndedSession;
+    if (!socket) return;
+    socketOfEndedSession = null;
+    // What the server said when it closed the socket no longer holds.
+    var notice = document.getElementById("chat-notice");
+    if (notice) notice.hidden = true;
+    socket.reconnect();
+  }
+
+  function askWhetherSignedInAgain() {
+    if (socketOfEndedSession && document.visibilityState === "visible") resync();
+  }
+
   document.addEventListener("htmx:wsClose", function (event) {
     var close = event.detail && event.detail.event;
-    if (close && close.code === SESSION_ENDED_CODE && HAICO.sessionEnded) HAICO.sessionEnded(null, SESSION_ENDED);
+    if (close && (close.code === SESSION_ENDED_CODE || close.code === SOMEONE_ELSE_CODE)) {
+      socketOfEndedSession = event.detail.socketWrapper;
+      socketWasLost = true;
+      if (HAICO.sessionEnded) HAICO.sessionEnded(null, close.code === SESSION_ENDED_CODE ? SESSION_ENDED : SOMEONE_ELSE);
+      return;
+    }
     if (!close || RECONNECTING_CODES.indexOf(close.code) < 0) return;
     socketWasLost = true;
     connectionStatus("Reconnecting… Changes made meanwhile will show once the connection is back.");
   });
+  document.addEventListener("haico:signedInAgain", openSocketAgain);
+  document.addEventListener("visibilitychange", askWhetherSignedInAgain);
+  window.addEventListener("focus", askWhetherSignedInAgain);
   document.addEventListener("htmx:wsOpen", function () {
     lastSocketMessage = Date.now();
     connectionStatus("");

@@ -171,6 +171,15 @@
     return headers;
   };
 
+  // A page's socket names the person too: one opened again after its
+  // session ended is refused if someone else has signed in since.
+  if (window.htmx) {
+    htmx.createWebSocket = function (url) {
+      var person = HAICO.pagePerson();
+      return new WebSocket(person ? url + (url.indexOf("?") < 0 ? "?" : "&") + "person=" + encodeURIComponent(person) : url);
+    };
+  }
+
   document.addEventListener("htmx:configRequest", function (event) {
     var token = HAICO.csrfToken();
     if (token) {
@@ -227,12 +236,20 @@
 
   HAICO.sentToLogIn = sentToLogIn;
 
-  document.addEventListener("htmx:afterRequest", function (event) {
+  // A request went through, so the person the page is for is signed in:
+  // the notice goes, and a socket closed when the session ended is opened
+  // again (static/js/live.js).
+  function signedInAgain() {
     var box = document.getElementById("flash");
-    if (box && event.detail.successful && box.dataset.sessionEnded !== undefined && !sentToLogIn(event.detail.xhr)) {
+    if (box && box.dataset.sessionEnded !== undefined) {
       box.hidden = true;
       delete box.dataset.sessionEnded;
     }
+    document.dispatchEvent(new CustomEvent("haico:signedInAgain"));
+  }
+
+  document.addEventListener("htmx:afterRequest", function (event) {
+    if (event.detail.successful && !sentToLogIn(event.detail.xhr)) signedInAgain();
   });
 
   // A refusal the server could only answer for the whole page (a body too

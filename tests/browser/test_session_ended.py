@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from .conftest import OWNER
-from .helpers import document_status, document_text, log_in, open_add_form, thread_id_from
+from .helpers import document_status, document_text, log_in, open_add_form, sign_up_quickly, thread_id_from
 
 pytestmark = pytest.mark.browser
 
@@ -80,3 +80,55 @@ def test_a_step_sent_after_the_session_ended_stays_in_its_form_and_goes_once_log
     plan = page.get_by_role("region", name="Plan")
     expect(plan.get_by_text("Check the sources", exact=True)).to_be_visible()
     assert haico_server.query("SELECT text FROM workspace_todo") == [("Check the sources",)]
+
+
+SOCKET_STATE = (
+    "() => { const el = document.querySelector('[ws-connect]');"
+    " const ws = el && el['htmx-internal-data'] && el['htmx-internal-data'].webSocket;"
+    " return ws && ws.socket ? ws.socket.readyState : -1; }"
+)
+
+
+def _come_back_to(page):
+    # What the browser fires when the person returns to the tab; headless
+    # Chromium keeps every tab visible and focused, so it fires neither.
+    page.evaluate("() => window.dispatchEvent(new Event('focus'))")
+
+
+def test_the_page_is_live_again_once_its_person_logged_in_again_without_a_reload(owner_workspace, haico_server):
+    page, url = owner_workspace
+    _log_out_in_another_tab(page, haico_server.url)
+    expect(page.locator("#flash")).to_contain_text("Your session has ended")
+    expect(page.locator("#chat-notice")).to_contain_text("Your session has ended")
+
+    other_tab = page.context.new_page()
+    log_in(other_tab, haico_server.url, OWNER)
+    _come_back_to(page)
+    expect(page.locator("#flash")).to_be_hidden()
+    expect(page.locator("#chat-notice")).to_be_hidden()
+    page.wait_for_function(f"() => ({SOCKET_STATE})() === 1")
+
+    # A step added in the other tab shows here as it is made: the page hears its thread again.
+    other_tab.goto(url)
+    form = open_add_form(other_tab, "Plan", "Add step")
+    form.get_by_role("textbox").first.fill("Read chapter two")
+    form.get_by_role("button", name="Add").click()
+    expect(other_tab.get_by_role("region", name="Plan").get_by_text("Read chapter two", exact=True)).to_be_visible()
+    expect(page.get_by_role("region", name="Plan").get_by_text("Read chapter two", exact=True)).to_be_visible()
+    assert page.url == url
+
+
+def test_the_page_stays_closed_to_someone_else_who_signed_in_in_its_browser(owner_workspace, haico_server):
+    page, url = owner_workspace
+    _log_out_in_another_tab(page, haico_server.url)
+    expect(page.locator("#flash")).to_contain_text("Your session has ended")
+
+    sign_up_quickly(page, haico_server.url, "grace")
+    _come_back_to(page)
+    notice = page.locator("#flash")
+    expect(notice).to_contain_text("This browser is now signed in as someone else")
+    expect(notice.get_by_role("link", name="Log in again")).to_be_visible()
+    # The owner's page did not open its socket as grace.
+    page.wait_for_timeout(500)
+    assert page.evaluate(f"({SOCKET_STATE})()") == 3
+    assert page.url == url

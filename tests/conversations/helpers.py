@@ -110,15 +110,16 @@ class QuietPresenceSocket(WebsocketCommunicator):
             self.output_queue.get_nowait()
 
 
-async def open_socket(thread_id, user=None, *, presence: bool = False) -> WebsocketCommunicator:
-    """A connected thread socket; with `presence`, one that shows presence pushes too."""
+async def open_socket(thread_id, user=None, *, presence: bool = False, query: str = "") -> WebsocketCommunicator:
+    """A connected thread socket; with `presence`, one that shows presence
+    pushes too; `query`, the URL's query string (a page's "person=…")."""
     from haico_site.asgi import application
 
     headers = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000")]
     if user is not None:
         headers.append((b"cookie", await sync_to_async(_session_cookie)(user)))
     socket_class = WebsocketCommunicator if presence else QuietPresenceSocket
-    communicator = socket_class(application, f"/ws/threads/{thread_id}/", headers=headers)
+    communicator = socket_class(application, f"/ws/threads/{thread_id}/" + (f"?{query}" if query else ""), headers=headers)
     connected, _ = await communicator.connect(timeout=5)
     assert connected
     return communicator

@@ -8,6 +8,7 @@ from channels.db import database_sync_to_async
 
 from conversations.models import ActivityLogEntry, Turn
 from conversations.services import thread_create, thread_set_mode, thread_soft_delete
+from conversations.sharing import thread_member_add
 from conversations.turns import registry
 from tests.support.fake_model import Reply, tool_call
 from tests.support.requests import as_another_request
@@ -209,6 +210,30 @@ async def test_a_deleted_thread_is_refused(owner, thread, script):
         assert (await socket.receive_output())["code"] == 4404
     finally:
         await socket.disconnect()
+
+
+async def test_a_page_opens_its_socket_as_the_person_it_was_rendered_for(owner, thread, script):
+    socket = await open_socket(thread.pk, owner, query=f"person={owner.pk}")
+    try:
+        await socket.send_to(text_data=_send("Hello there"))
+        frames = await frames_until_turn_end(socket)
+        assert any("Hello there" in frame for frame in frames)
+    finally:
+        await socket.disconnect()
+
+
+async def test_an_owners_page_reopening_its_socket_with_someone_else_signed_in_is_refused(owner, other_user, thread, script):
+    # Another person with access to the thread (an editor) signed in in the
+    # same browser since the owner's page was rendered.
+    await database_sync_to_async(thread_member_add)(thread=thread, who=other_user.username, role="editor", by=owner)
+    socket = await open_socket(thread.pk, other_user, query=f"person={owner.pk}")
+    try:
+        assert "signed in as someone else" in await socket.receive_from()
+        assert (await socket.receive_output())["code"] == 4409
+    finally:
+        await socket.disconnect()
+    stored = await _db(thread)
+    assert stored["turn_index"] == 0
 
 
 async def test_anonymous_socket_is_refused(thread, script):

@@ -11,7 +11,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from conversations.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED, StaffThreadConsumer
+from conversations.consumers import CLOSE_NOT_FOUND, CLOSE_SOMEONE_ELSE, CLOSE_UNAUTHENTICATED, StaffThreadConsumer
 from conversations.models import ModerationAction
 from conversations.turns import registry
 from tests.conversations.helpers import _session_cookie, frames_until_turn_end
@@ -27,7 +27,7 @@ def quick_refresh(monkeypatch):
     monkeypatch.setattr(StaffThreadConsumer, "REFRESH_SECONDS", 0.2)
 
 
-async def _staff_socket(thread, user):
+async def _staff_socket(thread, user, query=""):
     from haico_site.asgi import application
 
     headers = [
@@ -35,7 +35,9 @@ async def _staff_socket(thread, user):
         (b"host", b"127.0.0.1:8000"),
         (b"cookie", await sync_to_async(_session_cookie)(user)),
     ]
-    socket = WebsocketCommunicator(application, f"/ws/staff/threads/{thread.pk}/", headers=headers)
+    socket = WebsocketCommunicator(
+        application, f"/ws/staff/threads/{thread.pk}/" + (f"?{query}" if query else ""), headers=headers
+    )
     connected, _ = await socket.connect(timeout=5)
     assert connected
     return socket
@@ -132,6 +134,22 @@ async def test_staff_without_the_permission_to_view_threads_and_the_owner_are_re
         assert (await socket.receive_output(timeout=3))["code"] == CLOSE_NOT_FOUND
         await _close(socket)
     assert not await ModerationAction.objects.aexists()
+
+
+async def test_a_staff_page_reopening_its_socket_with_someone_else_signed_in_is_refused(owner, staff, thread):
+    # The page was rendered for the owner; a staff member signed in in the same browser since.
+    socket = await _staff_socket(thread, staff, query=f"person={owner.pk}")
+    try:
+        assert "signed in as someone else" in await socket.receive_from(timeout=3)
+        assert (await socket.receive_output(timeout=3))["code"] == CLOSE_SOMEONE_ELSE
+    finally:
+        await _close(socket)
+    # Named as the staff member, the same socket joins the thread's view.
+    socket = await _staff_socket(thread, staff, query=f"person={staff.pk}")
+    try:
+        assert await socket.receive_nothing(timeout=0.3)
+    finally:
+        await _close(socket)
 
 
 async def test_a_staff_socket_whose_session_ended_is_closed_at_the_next_change(owner, staff, thread):
