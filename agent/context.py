@@ -27,12 +27,19 @@ class Seen:
     document_shown_chars: int = 0
     # The parts read since with read_document: (version, start, end).
     document_read: list[tuple[int, int, int]] = field(default_factory=list)
+    # Versions the run wrote itself, from a version it had seen whole and
+    # with nothing of anyone else's merged in: it knows every character.
+    document_written_whole: set[int] = field(default_factory=set)
 
     def saw_the_whole_document(self) -> bool:
         """Whether the model was shown every character of the version its
         edits are based on: in the prompt, and in the parts it read of that
-        version. Unknown (no prompt recorded it: an MCP call) counts as seen."""
+        version, or because the run wrote that version itself from one it
+        had seen whole. Unknown (no prompt recorded it: an MCP call) counts
+        as seen."""
         if self.document_version is None or self.document_shown_chars >= self.document_length:
+            return True
+        if self.document_version in self.document_written_whole:
             return True
         covered = self.document_shown_chars
         for start, end in sorted((start, end) for version, start, end in self.document_read if version == self.document_version):
@@ -40,6 +47,14 @@ class Seen:
                 break
             covered = max(covered, end)
         return covered >= self.document_length
+
+    def wrote(self, version: int, *, from_whole: bool, merged: bool) -> None:
+        """The run saved `version` of the document. Written from a version it
+        had seen whole, with no one else's edits merged in, it is known whole
+        too: a targeted edit of a long document that was read through does
+        not make the model read it again before rewriting it."""
+        if from_whole and not merged:
+            self.document_written_whole.add(version)
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,8 @@ def update_document(thread, *, content: str, title: str | None = None, seen=None
     except DocumentConflict as exc:
         raise EditOverlapped(conflict_report(exc)) from exc
     document = saved.document
+    if seen is not None:
+        seen.wrote(document.version, from_whole=True, merged=saved.merged)
     if saved.merged:
         return (
             f"Saved the document '{document.title}' as version {document.version}, merged with the person's "
@@ -141,6 +143,8 @@ def _edit_passage(thread, seen, author: Author, **edit) -> str:
     except DocumentConflict as exc:
         raise EditOverlapped(conflict_report(exc)) from exc
     document = saved.document
+    if seen is not None:
+        seen.wrote(document.version, from_whole=seen.saw_the_whole_document(), merged=saved.merged)
     merged = (
         " It was merged with the person's concurrent edits; the next workspace block shows the result." if saved.merged else ""
     )

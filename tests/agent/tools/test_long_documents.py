@@ -118,3 +118,69 @@ async def test_a_rewrite_from_the_part_shown_is_refused_unasked_and_goes_through
     assert "__interrupt__" not in state
     document = await db(selectors.document_for, thread=thread)
     assert (document.version, document.content) == (2, tightened)
+
+
+async def test_a_rewrite_after_the_runs_own_targeted_edit_of_a_document_it_read_through_needs_no_second_read(thread):
+    await db(_person_saves, thread, THESIS)
+    renamed = THESIS.replace("Paragraph 600 of", "Paragraph six hundred of")
+    tightened = renamed.replace("Paragraph 2 of", "Paragraph two of")
+
+    model, state = await _turn(
+        thread,
+        [
+            Reply(tool_calls=[tool_call("read_document", "Reading the rest of the chapter.", start=30_000)]),
+            Reply(
+                tool_calls=[
+                    tool_call(
+                        "replace_in_document",
+                        "Naming paragraph 600 in words.",
+                        old_text="Paragraph 600 of",
+                        new_text="Paragraph six hundred of",
+                    )
+                ]
+            ),
+            Reply(tool_calls=[tool_call("update_document", "Tightening the whole chapter.", content=tightened)]),
+            Reply(text="Done."),
+        ],
+    )
+
+    # Version 2 is the run's own edit of a version it had read through: it knows all of it.
+    written = [m.content for m in model.requests[-1] if m.type == "tool"][-1]
+    assert '"success": true' in written, written
+    document = await db(selectors.document_for, thread=thread)
+    assert (document.version, document.content) == (3, tightened)
+
+
+async def test_a_rewrite_after_the_person_changed_the_unshown_part_needs_that_part_read_again(thread):
+    await db(_person_saves, thread, THESIS)
+    theirs = THESIS[:-20] + "The person's new ending."
+
+    script = [
+        Reply(tool_calls=[tool_call("read_document", "Reading the rest of the chapter.", start=30_000)]),
+        Reply(
+            tool_calls=[
+                tool_call(
+                    "replace_in_document", "Naming paragraph 2 in words.", old_text="Paragraph 2 of", new_text="Paragraph two of"
+                )
+            ]
+        ),
+        Reply(tool_calls=[tool_call("update_document", "Tightening the whole chapter.", content=THESIS)]),
+        Reply(text="Stopped."),
+    ]
+    model = ScriptedChatModel(script=script)
+    agent = build_agent(model=model, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "long"}}
+    context = AgentContext(thread=thread, turn_index=1)
+    # The person saves a new ending after the model read the document and
+    # before its edit: the version it edits has a tail it has not read.
+    await agent.ainvoke(
+        {"messages": [HumanMessage("Tighten the whole chapter")]}, config, context=context, interrupt_after=["tools"]
+    )
+    await db(_person_saves, thread, theirs)
+    await agent.ainvoke(None, config, context=context)
+
+    results = [m.content for m in model.requests[-1] if m.type == "tool"]
+    assert '"success": true' in results[1]
+    assert '"success": false' in results[2] and "you have not seen all of it" in results[2]
+    document = await db(selectors.document_for, thread=thread)
+    assert document.content.endswith("The person's new ending.")
