@@ -116,6 +116,11 @@ def _changed_block(old: list[str], new: list[str], old_start: int, new_start: in
         old_no = old_start + k + 1 if o is not None else None
         new_no = new_start + k + 1 if n is not None else None
         if o is not None and n is not None:
+            if o == n:
+                # A line both sides have at the same place in the block (a
+                # blank line between two rewritten paragraphs) is unchanged.
+                rows.append(DiffLine(SAME, old_no, new_no, (Segment(o, SAME),)))
+                continue
             small = max(len(o), len(n)) <= WORD_DIFF_MAX_TOKENS * 4 and (
                 len(_TOKENS.findall(o)) <= WORD_DIFF_MAX_TOKENS and len(_TOKENS.findall(n)) <= WORD_DIFF_MAX_TOKENS
             )
@@ -161,7 +166,8 @@ def diff_text(old: str, new: str, *, context: int = CONTEXT_LINES) -> TextDiff:
             )
         )
         for line in block:
-            counts[line.kind] += 1
+            if line.kind in counts:
+                counts[line.kind] += 1
         rows.extend(block)
     if not (counts[ADDED] or counts[REMOVED] or counts[CHANGED]):
         rows = []

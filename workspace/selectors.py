@@ -6,6 +6,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import IntEnum
+from functools import cached_property
 from operator import attrgetter
 from typing import Any, cast
 
@@ -14,7 +15,7 @@ from django.db import transaction
 from django.http import Http404
 
 from . import plan_tree
-from .diff import Hunk, TextDiff, change_hunks, diff_text, revert_hunks
+from .diff import DiffLine, Hunk, TextDiff, change_hunks, diff_text, revert_hunks
 from .models import (
     Artifact,
     Document,
@@ -710,6 +711,25 @@ class ReviewHunk:
     undoable: bool
 
 
+# What a review shows at once: its first changes, and of their lines at
+# most so many in all (each change shows at least its first line). A rewrite
+# of a whole chapter is thousands of changed lines, and the review goes with
+# the page and with every push of the document to every open tab: in full,
+# a 150 000-character rewrite made both a megabyte. What is left out is
+# said; the changes after these show as these are answered, and Keep all /
+# Undo all answer every one.
+REVIEW_HUNKS_SHOWN = 30
+REVIEW_ROWS_SHOWN = 200
+REVIEW_CHARS_SHOWN = 40_000
+
+
+@dataclass(frozen=True)
+class ShownHunk:
+    entry: ReviewHunk
+    rows: tuple[DiffLine, ...]  # its first lines, as many as the review shows
+    rows_left_out: int
+
+
 @dataclass(frozen=True)
 class DocumentReview:
     """What the latest agent turn that changed the document changed: the text
@@ -731,6 +751,27 @@ class DocumentReview:
     @property
     def open(self) -> bool:
         return bool(self.hunks)
+
+    @cached_property
+    def shown(self) -> list[ShownHunk]:
+        """The changes the review shows now, each with the lines it shows."""
+        shown, rows_left, chars_left = [], REVIEW_ROWS_SHOWN, REVIEW_CHARS_SHOWN
+        for entry in self.hunks[:REVIEW_HUNKS_SHOWN]:
+            rows = entry.hunk.rows
+            count = 0
+            for row in rows:
+                if count and (rows_left <= 0 or chars_left < len(row.text)):
+                    break
+                count += 1
+                rows_left -= 1
+                chars_left -= len(row.text)
+            shown.append(ShownHunk(entry=entry, rows=rows[:count], rows_left_out=len(rows) - count))
+        return shown
+
+    @property
+    def hunks_left_out(self) -> int:
+        """Changes after the ones shown, still to answer."""
+        return max(0, len(self.hunks) - REVIEW_HUNKS_SHOWN)
 
 
 def document_review(*, thread: Thread, document: Document | None = None) -> DocumentReview | None:

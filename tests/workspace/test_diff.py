@@ -90,3 +90,18 @@ def test_the_segments_spell_out_both_versions_exactly():
     old_lines = ["".join(s.text for s in r.segments if s.change != ADDED) for r in lines if r.old_number]
     new_lines = ["".join(s.text for s in r.segments if s.change != REMOVED) for r in lines if r.new_number]
     assert "\n".join(old_lines) == old and "\n".join(new_lines) == new
+
+
+def test_the_blank_lines_between_rewritten_paragraphs_of_a_long_rewrite_read_as_unchanged():
+    # Long enough (2 400 lines in all) that the blank lines are too common to
+    # anchor the alignment: every paragraph and blank line is one changed block.
+    old = "\n\n".join(f"Paragraph {n} says word{n}." for n in range(600))
+    new = "\n\n".join(f"Paragraph {n} says term{n}." for n in range(600))
+    diff = diff_text(old, new)
+    shown = _shown(diff)
+    assert shown[:3] == [
+        (CHANGED, "Paragraph 0 says [-word0-]{+term0+}."),
+        (SAME, ""),
+        (CHANGED, "Paragraph 1 says [-word1-]{+term1+}."),
+    ]
+    assert (diff.lines_added, diff.lines_removed, diff.lines_changed) == (0, 0, 600)

@@ -544,3 +544,62 @@ def test_review_answers_refuse_bad_input_without_an_error_page(owner_client, thr
     response = owner_client.post(ws_url(thread, "document/review/keep/"), data, **HTMX)
     assert response.status_code == 200 and 'role="alert"' in response.content.decode()
     assert _doc(thread).content == REVIEWED_AFTER
+
+
+def _chapter(changed_every: int, *, by_the_agent: bool) -> str:
+    """About 150 000 characters of numbered paragraphs; with `by_the_agent`,
+    every `changed_every`-th one reworded."""
+    paragraphs = []
+    for n in range(1, 1_800):
+        word = "term" if by_the_agent and n % changed_every == 0 else "word"
+        paragraphs.append(f"Paragraph {n}: the {word} {n} and the reasoning that goes with it, at some length.")
+    return "\n\n".join(paragraphs)
+
+
+def _agent_rewrites_the_chapter(thread, changed_every):
+    from workspace.models import Thread
+
+    before, after = _chapter(changed_every, by_the_agent=False), _chapter(changed_every, by_the_agent=True)
+    document_services.document_save(thread=thread, content=before, author=DocumentRevision.Author.PERSON)
+    Thread.objects.filter(pk=thread.pk).update(turn_index=1)
+    document_services.document_save(thread=thread, content=after, author=DocumentRevision.Author.AGENT)
+    return before, after
+
+
+def test_a_rewrite_of_every_paragraph_of_a_long_chapter_shows_its_first_lines_and_says_how_many_more(owner_client, thread):
+    from workspace.panels import render_document_patch
+
+    before, after = _agent_rewrites_the_chapter(thread, changed_every=1)
+    assert len(after) > 145_000
+    html = owner_client.get(ws_url(thread, "centre/")).content.decode()
+    assert "1 of 1 change to review" in html
+    assert "Paragraph 1: the <del>word</del><ins>term</ins> 1 and" in html
+    # The blank lines between the paragraphs did not change.
+    assert 'Changed line: </span><span class="doc-diff-text"><span class="muted">(empty line)' not in html
+    assert "more lines of this change, in the document below" in html
+    assert "Paragraph 1799: the <del>" not in html
+    # The panel is the chapter (in the editor) and a review of bounded size, not the whole
+    # comparison again; so is every push of the document to the open tabs.
+    assert len(html) < len(after) + 120_000
+    assert len(render_document_patch(thread=thread)) < 2 * len(after) + 120_000
+    # What is not shown is still answered: Undo puts the whole chapter back.
+    undone = owner_client.post(ws_url(thread, "document/review/undo/"), {"turn": 1, "hunk": 0}, **HTMX)
+    assert undone.status_code == 200 and _doc(thread).content == before
+
+
+def test_a_review_of_many_changes_shows_the_first_ones_and_the_next_as_these_are_answered(owner_client, thread):
+    _, after = _agent_rewrites_the_chapter(thread, changed_every=20)
+    html = owner_client.get(ws_url(thread, "centre/")).content.decode()
+    assert "89 of 89 changes to review" in html
+    assert html.count(">Keep</button>") == 30
+    assert "59 more changes after these show as these are kept or undone" in html
+    assert 'id="doc-review-hunk-30"' not in html
+
+    kept = owner_client.post(ws_url(thread, "document/review/keep/"), {"turn": 1, "hunk": 0}, **HTMX)
+    html = kept.content.decode()
+    assert "88 of 89 changes to review, 1 kept" in html
+    assert 'id="doc-review-hunk-30"' in html and "58 more changes after these" in html
+    # Keep all answers the ones not shown too.
+    owner_client.post(ws_url(thread, "document/review/keep/"), {"turn": 1}, **HTMX)
+    assert selectors.document_review(thread=thread).hunks == []
+    assert _doc(thread).content == after
