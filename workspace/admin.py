@@ -10,6 +10,8 @@ recorded moderation actions: they live in conversations/admin.py.
 import json
 
 from django.contrib import admin
+from django.db.models.functions import Length
+from django.forms.models import BaseInlineFormSet
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -109,10 +111,25 @@ class PlanChangeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         return excerpt(obj.summary)
 
 
+# A document saved all day has thousands of versions: its page lists the
+# latest, and links to the list of all of them.
+ADMIN_VERSIONS_SHOWN = 50
+
+
+class LatestRevisionsFormSet(BaseInlineFormSet):
+    def get_queryset(self):
+        # Read once: the formset asks for its rows for every form it builds.
+        if not hasattr(self, "_latest"):
+            self._latest = list(super().get_queryset()[:ADMIN_VERSIONS_SHOWN])
+        return self._latest
+
+
 class DocumentRevisionInline(ReadOnlyAdminMixin, admin.TabularInline):
-    """Every version of the document, newest first; each links to its text."""
+    """The latest versions of the document, newest first; each links to its text."""
 
     model = DocumentRevision
+    formset = LatestRevisionsFormSet
+    verbose_name_plural = f"Latest versions (at most {ADMIN_VERSIONS_SHOWN})"
     fields = ("version_link", "author", "person_name", "token_name", "title", "length", "created_at")
     readonly_fields = fields
     ordering = ("-version",)
@@ -121,7 +138,8 @@ class DocumentRevisionInline(ReadOnlyAdminMixin, admin.TabularInline):
     show_change_link = False
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related("body", "person")
+        # The stored length of each text, not the text (or delta) itself.
+        return super().get_queryset(request).select_related("body", "person").defer("body__text", "body__delta")
 
     @admin.display(description="Version")
     def version_link(self, obj):
@@ -140,12 +158,22 @@ class DocumentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     date_hierarchy = "updated_at"
     list_select_related = ("thread",)
     raw_id_fields = ("thread",)
-    fields = ("thread", "title", "version", "updated_at", "content_text")
+    fields = ("thread", "title", "version", "updated_at", "all_versions", "content_text")
     inlines = [DocumentRevisionInline]
+
+    def get_queryset(self, request):
+        # The list shows each text's length, not the text.
+        return super().get_queryset(request).annotate(characters=Length("content")).defer("content")
 
     @admin.display(description="Characters")
     def length(self, obj):
-        return len(obj.content)
+        return obj.characters
+
+    @admin.display(description="Versions")
+    def all_versions(self, obj):
+        count = DocumentRevision.objects.filter(document=obj).count()
+        url = reverse("admin:workspace_documentrevision_changelist") + f"?document__id__exact={obj.pk}"
+        return format_html('<a href="{}">All {} versions</a>', url, count)
 
     @admin.display(description="Content")
     def content_text(self, obj):
@@ -163,6 +191,11 @@ class DocumentRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     date_hierarchy = "created_at"
     list_select_related = ("document", "person")
     raw_id_fields = ("document",)
+
+    def get_queryset(self, request):
+        # Each row names its document: not its whole current text with it.
+        return super().get_queryset(request).select_related("document", "person").defer("document__content")
+
     fields = (
         "document",
         "version",
@@ -189,6 +222,10 @@ class ArtifactAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_select_related = ("thread",)
     raw_id_fields = ("thread",)
     fields = ("thread", "artifact_type", "title", "turn_index", "created_at", "payload_json")
+
+    def get_queryset(self, request):
+        # A table's rows are read only on its own page, not for the list.
+        return super().get_queryset(request).defer("payload")
 
     @admin.display(description="Payload")
     def payload_json(self, obj):

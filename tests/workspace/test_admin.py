@@ -167,3 +167,40 @@ def test_snapshots_are_listed_most_recently_active_thread_first_then_by_turn(sta
     page = staff_client.get(reverse("admin:workspace_workspacesnapshot_changelist")).content.decode()
     shown = [page.index(f"{name} message {turn}") for name in ("busy", "quiet") for turn in (1, 2)]
     assert shown == sorted(shown)
+
+
+# --- at the sizes a day's work reaches ------------------------------------------------
+
+
+def test_a_document_saved_all_day_lists_its_latest_versions_and_links_to_all(staff_client, populated):
+    document, thread = populated["document"], populated["thread"]
+    for n in range(2, 61):
+        document_services.document_save(thread=thread, content=f"Version {n} of the text.", author="person")
+    body = staff_client.get(_change(document)).content.decode()
+    assert ">v60</a>" in body and ">v11</a>" in body
+    assert ">v10</a>" not in body and ">v1</a>" not in body
+    all_versions = _changelist(DocumentRevision) + f"?document__id__exact={document.pk}"
+    assert f'<a href="{html.escape(all_versions)}">All 60 versions</a>' in body
+    listed = staff_client.get(all_versions).content.decode()
+    assert "60 document revisions" in listed
+
+
+def test_the_lists_of_versions_and_artifacts_do_not_read_the_texts_and_data_they_do_not_show(staff_client, populated):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    document_services.document_save(thread=populated["thread"], content="word " * 40_000, author="person")
+    Artifact.objects.create(
+        thread=populated["thread"],
+        artifact_type="table",
+        title="Big table",
+        payload={"columns": ["A"], "rows": [[n] for n in range(5_000)]},
+    )
+    for model in (DocumentRevision, Artifact, Document):
+        with CaptureQueriesContext(connection) as queries:
+            response = staff_client.get(_changelist(model))
+        assert response.status_code == 200
+        read = " ".join(query["sql"] for query in queries.captured_queries)
+        assert '"workspace_document"."content",' not in read and '"workspace_document"."content" FROM' not in read
+        assert '"workspace_artifact"."payload"' not in read
+    assert ">200000<" in staff_client.get(_changelist(Document)).content.decode().replace(",", "")
