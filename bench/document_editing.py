@@ -17,7 +17,11 @@ long / short (the short document is the floor):
   request changes a word, so no cached render is reused);
 - targeted edit: agent.tools replace_in_document, the way a turn calls it
   (based on the version the model was shown, while the person saved a
-  paragraph meanwhile, so it is merged), its push rendered too.
+  paragraph meanwhile, so it is merged), its push rendered too;
+- DOCX export: GET document/export/?format=docx, the file the person
+  downloads; then, for the long report only, the same export with a
+  2 000-row table among the thread's artifacts (its appendix), against the
+  export without it.
 
 With --browser (Chromium and Playwright, as the browser tests use them) it
 also starts the real server and types into the editor of each document:
@@ -55,6 +59,7 @@ from conversations.services import thread_create  # noqa: E402
 from workspace import merge  # noqa: E402
 from workspace.models import Document, DocumentRevision, Thread  # noqa: E402
 from workspace.services import document as document_services  # noqa: E402
+from workspace.services.artifacts import artifact_create  # noqa: E402
 
 SHORT, LONG = 2_000, 199_000
 WORDS = (
@@ -216,6 +221,26 @@ class Bench:
             assert parse_envelope(envelope)["success"], envelope
         return median_ms(samples)
 
+    def docx_export(self, chars: int, repeats: int, *, table_rows: int = 0) -> float:
+        thread, _ = self.thread_with(chars)
+        if table_rows:
+            rows = [[f"Item {n}", n * 1.5, f"note {n}"] for n in range(table_rows)]
+            artifact_create(
+                thread=thread,
+                artifact_type="data_table",
+                title="Stock",
+                turn_index=1,
+                payload={"columns": ["Item", "Count", "Note"], "rows": rows},
+            )
+        url = f"/threads/{thread.pk}/workspace/document/export/?format=docx"
+        samples = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            response = self.client.get(url)
+            samples.append(time.perf_counter() - start)
+            assert response.status_code == 200 and response.content.startswith(b"PK")
+        return median_ms(samples)
+
 
 def browser_typing(keys: int) -> dict[int, dict[str, tuple[float, float]]]:
     """Typing in Chromium: {chars: {measure: (p50, p95) ms}} (bench.document_typing)."""
@@ -239,11 +264,20 @@ def main(repeats: int, browser: bool, keys: int) -> None:
             ("merge alone", bench.merge),
             ("preview (view)", bench.preview),
             ("targeted edit (tool + push)", bench.targeted_edit),
+            ("DOCX export (view)", bench.docx_export),
         ]
         print(f"  {shape}:")
         for label, measure in rows:
             short, long = measure(SHORT, repeats), measure(LONG, repeats)
             print(f"    {label:32} {short:8.1f}ms {long:8.1f}ms {long / short:10.1f}x", flush=True)
+        if shape == "report":
+            alone = bench.docx_export(LONG, 3)
+            with_table = bench.docx_export(LONG, 3, table_rows=2_000)
+            print(
+                f"    {'DOCX export + 2 000-row table':32} {'':10} {with_table:8.1f}ms "
+                f"{with_table / alone:10.1f}x the export without it",
+                flush=True,
+            )
     if browser:
         figures = browser_typing(keys)
         print(f"  browser (report), {keys} keys typed, p50 / p95 in ms:")

@@ -305,3 +305,28 @@ def test_text_xml_cannot_hold_deep_lists_and_long_names_still_export(thread):
     assert word.core_properties.author == "A" * 255
     levels = [_num_id(p)[1] for p in word.paragraphs if _num_id(p)]
     assert levels == list(range(9))  # the deepest the parser nests is the deepest Word numbers
+
+
+def test_a_long_report_with_a_2000_row_table_and_a_long_table_of_its_own_exports_whole(thread):
+    # Before, each cell was found by listing all of its table's cells: this export took six minutes.
+    rows = [[f"Item {n}", n * 1.5, f"note {n}"] for n in range(2_000)]
+    artifact_services.artifact_create(
+        thread=thread,
+        artifact_type="data_table",
+        title="Stock",
+        turn_index=1,
+        payload={"columns": ["Item", "Count", "Note"], "rows": rows},
+    )
+    own_table = "| Year | Sales |\n|---|---:|\n" + "".join(f"| {1000 + n} | {n * 7} |\n" for n in range(500))
+    sections = "".join(f"## Part {n}\n\nParagraph {n} with *emphasis* and `code`, as reports go on.\n\n" for n in range(1, 1_500))
+    document = _document(thread, content=sections + own_table)
+    assert len(document.content) > 100_000
+
+    word = WordDocument(io.BytesIO(_docx(document, artifacts=artifacts_for(thread=thread))))
+    own, stock = word.tables
+    assert len(own.rows) == 501 and [c.text for c in own.rows[-1].cells] == ["1499", "3493"]
+    assert len(stock.rows) == 2_001
+    assert [c.text for c in stock.rows[1].cells] == ["Item 0", "0.0", "note 0"]
+    assert [c.text for c in stock.rows[-1].cells] == ["Item 1999", "2998.5", "note 1999"]
+    headings = [p.text for p in word.paragraphs if p.style.name == "Heading 2"]
+    assert headings[0] == "Part 1" and headings[-1] == "Stock" and len(headings) == 1_500
