@@ -143,6 +143,29 @@ def revenue_table_call(reasoning: str = "Listing the figures.") -> dict:
     )
 
 
+def send_message(page: Page, text: str) -> None:
+    """Type `text` in the chat's Message box and press Send."""
+    chat = page.get_by_role("region", name="Chat")
+    chat.get_by_role("textbox", name="Message").fill(text)
+    chat.get_by_role("button", name="Send").click()
+
+
+def approval_card(page: Page, turn: int):
+    """The approval card of `turn`, once it asks (its Approve button shown)."""
+    card = page.get_by_role("region", name=f"Approval for turn {turn}")
+    expect(card.get_by_role("button", name="Approve", exact=True)).to_be_visible(timeout=TURN_WAIT_MS)
+    return card
+
+
+def document_in_two_tabs(page: Page, base_url: str, text: str) -> Page:
+    """A new person's new thread with `text` saved as its document, open in
+    `page` and in a second tab, which is returned."""
+    url = new_thread_for(page, base_url, "ada")
+    other = open_second_tab(page, url)
+    save_document_now(page, text)
+    return other
+
+
 def chart_turn_script() -> list[Reply]:
     """First call: a chart_generator tool call; second: the answer, streamed."""
     return [

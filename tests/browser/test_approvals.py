@@ -13,12 +13,14 @@ from .helpers import (
     AUTOSAVE_WAIT_MS,
     MODEL,
     TURN_WAIT_MS,
+    approval_card,
+    document_in_two_tabs,
     document_status,
     document_text,
     model_env,
     new_thread_for,
     open_second_tab,
-    save_document_now,
+    send_message,
     type_after,
     wait_for_socket,
 )
@@ -49,12 +51,6 @@ def model_server(model_server):
     return model_server
 
 
-def _send(page: Page, text: str) -> None:
-    chat = page.get_by_role("region", name="Chat")
-    chat.get_by_role("textbox", name="Message").fill(text)
-    chat.get_by_role("button", name="Send").click()
-
-
 def _card(page: Page):
     return page.get_by_role("region", name="Approval for turn 2")
 
@@ -64,13 +60,13 @@ def test_the_approval_card_asks_in_every_tab_survives_a_reload_and_answers(new_p
     page = new_page()
     url = new_thread_for(page, server.url, "ada")
     wait_for_socket(page)
-    _send(page, "remember: formal tone, short paragraphs")
+    send_message(page, "remember: formal tone, short paragraphs")
     expect(page.locator("#chat-messages .answer").first).to_have_text("Noted both rules.", timeout=TURN_WAIT_MS)
     preferences = page.get_by_role("region", name="Preferences")
     expect(preferences.get_by_text("Formal tone")).to_be_visible()
 
     other = open_second_tab(page, url)
-    _send(page, "drop the formal tone rule")
+    send_message(page, "drop the formal tone rule")
     for tab in (page, other):
         card = _card(tab)
         expect(card).to_contain_text("Remove 1 preference.", timeout=TURN_WAIT_MS)
@@ -80,7 +76,7 @@ def test_the_approval_card_asks_in_every_tab_survives_a_reload_and_answers(new_p
         expect(tab.get_by_role("status")).to_contain_text("Waiting for your approval.")
 
     # Another message waits too: it is refused and stays in the box.
-    _send(other, "something else")
+    send_message(other, "something else")
     expect(other.locator("#chat-notice")).to_contain_text("Answer the pending approval first")
     expect(other.get_by_role("region", name="Chat").get_by_role("textbox", name="Message")).to_have_value("something else")
 
@@ -95,7 +91,7 @@ def test_the_approval_card_asks_in_every_tab_survives_a_reload_and_answers(new_p
     expect(preferences.get_by_text("Formal tone")).to_be_visible()
 
     other.get_by_role("region", name="Chat").get_by_role("textbox", name="Message").fill("")
-    _send(page, "no, really drop it")
+    send_message(page, "no, really drop it")
     card = page.get_by_role("region", name="Approval for turn 3")
     card.get_by_role("button", name="Approve", exact=True).click()
     expect(page.locator("#chat-messages .answer").nth(2)).to_have_text("Removed it.", timeout=TURN_WAIT_MS)
@@ -120,13 +116,10 @@ def test_an_approved_rewrite_of_a_passage_the_person_edited_meanwhile_says_it_wa
         )
         server = start_haico_server(model_env(model_server))
         page = new_page()
-        url = new_thread_for(page, server.url, "ada")
-        other = open_second_tab(page, url)
-        save_document_now(page, REPORT)
+        other = document_in_two_tabs(page, server.url, REPORT)
 
-        _send(page, "make it short")
-        card = page.get_by_role("region", name="Approval for turn 1")
-        expect(card.get_by_role("button", name="Approve", exact=True)).to_be_visible(timeout=TURN_WAIT_MS)
+        send_message(page, "make it short")
+        card = approval_card(page, 1)
         # While the question waits, the person rewrites the passage the agent's text replaces.
         type_after(page, "Paragraph 1 says something", " I wrote this myself, and")
         expect(document_status(page)).to_have_text("Saved", timeout=AUTOSAVE_WAIT_MS)

@@ -19,13 +19,13 @@ from .helpers import (
     AUTOSAVE_WAIT_MS,
     MODEL,
     TURN_WAIT_MS,
+    approval_card,
+    document_in_two_tabs,
     document_status,
     document_text,
     long_document,
     model_env,
-    new_thread_for,
-    open_second_tab,
-    save_document_now,
+    send_message,
     type_after,
 )
 
@@ -37,12 +37,6 @@ CUT_AT = REPORT.index("## Section", int(len(REPORT) * 0.6))
 SHORTER = REPORT[:CUT_AT].replace("Paragraph 3.2 weighs it.", "Paragraph 3.2 weighs it carefully.")
 TYPED_AT = "Paragraph 1.1 of the report says"
 TYPED = " (typed while the agent asked)"
-
-
-def _send(page, text):
-    chat = page.get_by_role("region", name="Chat")
-    chat.get_by_role("textbox", name="Message").fill(text)
-    chat.get_by_role("button", name="Send").click()
 
 
 def _with_typing(text: str) -> str:
@@ -60,13 +54,10 @@ def test_a_long_reports_rewrite_asked_about_while_the_person_types_merges_and_is
         )
         server = start_haico_server(model_env(model_server))
         page = new_page()
-        url = new_thread_for(page, server.url, "ada")
-        other = open_second_tab(page, url)
-        save_document_now(page, REPORT)
+        other = document_in_two_tabs(page, server.url, REPORT)
 
-        _send(page, "cut it down")
-        card = page.get_by_role("region", name="Approval for turn 1")
-        expect(card.get_by_role("button", name="Approve", exact=True)).to_be_visible(timeout=TURN_WAIT_MS)
+        send_message(page, "cut it down")
+        card = approval_card(page, 1)
         expect(card).to_contain_text("about 40% of its text would be removed")
         expect(card).to_contain_text("Paragraph 3.2 weighs it carefully.")
 
