@@ -11,9 +11,9 @@ Close codes: 4401 not logged in, or the session ended (logged out, which
 closes the session's sockets at once; or a password change elsewhere, a
 deactivated account, an expired session, caught before acting on the next
 message: conversations.sessions), 4403 the account waits for staff approval
-(conversations.approval), 4409 someone other than the person the page
-was rendered for is signed in now (docs/adr/0108), 4404 not your thread (or deleted, or no longer
-shared with you: docs/adr/0084), 4429 the person
+(conversations.approval), 4404 not your thread (or deleted, or no longer
+shared with you: docs/adr/0084), 4409 someone other than the person the
+page was rendered for is signed in now (docs/adr/0108), 4429 the person
 has HAICO_MAX_OPEN_PAGES pages open already (docs/adr/0051). All are sent
 after accepting, with a notice first, so the page can say why; the htmx ws
 extension does not reconnect on them. 1011, after which the page

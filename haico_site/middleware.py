@@ -342,7 +342,7 @@ class PagePersonMiddleware:
     def __call__(self, request):
         response = self.get_response(request)
         if _from_a_page(request) and not request.user.is_authenticated and _sends_to_log_in(response):
-            return views.not_signed_in_as_the_page(views.SESSION_ENDED)
+            return views.not_signed_in_as_the_page(views.SESSION_ENDED, signed_in=views.SIGNED_IN_NOBODY)
         return response
 
     def process_view(self, request, view, args, kwargs):
@@ -352,7 +352,7 @@ class PagePersonMiddleware:
             page_person = request.POST.get(PAGE_PERSON_FIELD, "")
         user = request.user
         if page_person and user.is_authenticated and page_person != str(user.pk):
-            return views.not_signed_in_as_the_page(views.SOMEONE_ELSE)
+            return views.not_signed_in_as_the_page(views.SOMEONE_ELSE, signed_in=views.SIGNED_IN_SOMEONE_ELSE)
         return None
 
 

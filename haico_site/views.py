@@ -34,12 +34,19 @@ SOMEONE_ELSE = (
 )
 
 
-def not_signed_in_as_the_page(message: str) -> HttpResponse:
+# Who is signed in instead, for a page's script to tell the two 401s apart.
+SIGNED_IN_HEADER = "X-HAICO-Signed-In"
+SIGNED_IN_NOBODY, SIGNED_IN_SOMEONE_ELSE = "nobody", "someone-else"
+
+
+def not_signed_in_as_the_page(message: str, *, signed_in: str) -> HttpResponse:
     """401 for a request of a page whose person is no longer the one signed
     in (haico_site.middleware.PagePersonMiddleware). Not the login page: the
     page stays, with what its person typed, and sends again once they have
     logged in elsewhere (static/js/workspace.js; docs/adr/0108)."""
-    return HttpResponse(message, status=401, content_type="text/plain; charset=utf-8")
+    response = HttpResponse(message, status=401, content_type="text/plain; charset=utf-8")
+    response[SIGNED_IN_HEADER] = signed_in
+    return response
 
 
 DATABASE_DOWN = "The server cannot reach its database just now, so this could not be done; nothing was changed."

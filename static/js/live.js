@@ -468,7 +468,8 @@
   // The socket closed because its session ended. It is opened again once a
   // request of the page's goes through (the person has logged in again as
   // themselves, in another tab); coming back to the tab asks the server
-  // with the page's reload of its rows, which would have to run anyway. So
+  // with a small read of the page's own (the chat after its latest turn),
+  // which leaves the notice as it is while the session is still over. So
   // the page is live again without a reload.
   var socketOfEndedSession = null;
 
@@ -482,8 +483,23 @@
     socket.reconnect();
   }
 
+  var asking = false;
+
   function askWhetherSignedInAgain() {
-    if (socketOfEndedSession && document.visibilityState === "visible") resync();
+    var list = document.getElementById("chat-messages");
+    var url = list && list.getAttribute("data-chat-from-url");
+    if (!socketOfEndedSession || asking || !url || document.visibilityState !== "visible") return;
+    asking = true;
+    fetch(HAICO.urls.fill(url, HAICO.urls.TURN, latestTurnShown()), { headers: HAICO.requestHeaders(), redirect: "manual" })
+      .then(function (response) {
+        if (response.ok && HAICO.signedInAgain) HAICO.signedInAgain();
+        // New news: not logged out any more, but someone else is logged in.
+        if (response.headers.get("X-HAICO-Signed-In") === "someone-else" && HAICO.sessionEnded) {
+          HAICO.sessionEnded(null, SOMEONE_ELSE);
+        }
+      })
+      .catch(function () { /* offline: the next return to the tab asks again */ })
+      .then(function () { asking = false; });
   }
 
   document.addEventListener("htmx:wsClose", function (event) {

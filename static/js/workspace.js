@@ -248,6 +248,8 @@
     document.dispatchEvent(new CustomEvent("haico:signedInAgain"));
   }
 
+  HAICO.signedInAgain = signedInAgain;
+
   document.addEventListener("htmx:afterRequest", function (event) {
     if (event.detail.successful && !sentToLogIn(event.detail.xhr)) signedInAgain();
   });

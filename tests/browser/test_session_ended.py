@@ -100,6 +100,11 @@ def test_the_page_is_live_again_once_its_person_logged_in_again_without_a_reload
     _log_out_in_another_tab(page, haico_server.url)
     expect(page.locator("#flash")).to_contain_text("Your session has ended")
     expect(page.locator("#chat-notice")).to_contain_text("Your session has ended")
+    # Back to the tab while still logged out: the page asks, and keeps saying what happened.
+    _come_back_to(page)
+    page.wait_for_timeout(500)
+    expect(page.locator("#flash")).to_contain_text("Your session has ended (you logged out elsewhere, or it expired).")
+    assert page.evaluate(f"({SOCKET_STATE})()") == 3
 
     other_tab = page.context.new_page()
     log_in(other_tab, haico_server.url, OWNER)

@@ -61,6 +61,7 @@ def test_a_save_after_the_owners_session_ended_is_a_401_saying_so_and_saves_noth
     )
     assert response.status_code == 401 and response["Content-Type"].startswith("text/plain")
     assert response.content.decode() == SESSION_ENDED
+    assert response["X-HAICO-Signed-In"] == "nobody"
     assert not Document.objects.filter(thread=thread).exists()
 
     response = browser.post(ws_url(thread, "plan/add/"), {"text": "A step"}, **headers)
@@ -101,6 +102,7 @@ def test_an_editor_who_logged_in_over_the_owners_page_does_nothing_as_the_owners
         ws_url(thread, "document/save/"), {"title": "T", "content": "Typed by the owner.", "base_version": 0}, **as_owners_page
     )
     assert (response.status_code, response.content.decode()) == (401, SOMEONE_ELSE)
+    assert response["X-HAICO-Signed-In"] == "someone-else"
     assert not Document.objects.filter(thread=thread).exists()
     # A beacon (the tab closing) sends no headers: whom it is for is a field.
     beacon = {
