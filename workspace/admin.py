@@ -189,7 +189,6 @@ class DocumentRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     # Texts are stored by content, most as deltas (docs/adr/0078): not searchable.
     search_fields = ("title", "document__thread__title", "person_username", "=document__thread__id")
     date_hierarchy = "created_at"
-    list_select_related = ("document", "person")
     raw_id_fields = ("document",)
 
     def get_queryset(self, request):
