@@ -35,8 +35,9 @@ class Seen:
         """Whether the model was shown every character of the version its
         edits are based on: in the prompt, and in the parts it read of that
         version, or because the run wrote that version itself from one it
-        had seen whole. Unknown (no prompt recorded it: an MCP call) counts
-        as seen."""
+        had seen whole. Unknown (nothing recorded it: a script's call) counts
+        as seen; an MCP call's is built from its token's reads
+        (conversations.client_reads)."""
         if self.document_version is None or self.document_shown_chars >= self.document_length:
             return True
         if self.document_version in self.document_written_whole:

@@ -10,7 +10,9 @@ same services and lock rules. What MCP adds, and only that:
   `replace_in_document`, `insert_in_document`) also take `base_version`,
   the document version the client last read, so what the person wrote
   since is merged, never overwritten (docs/adr/0013); without it the call
-  is refused;
+  is refused. A whole rewrite is refused, as the in-app agent's is, unless
+  the token was shown all of that version: get_workspace's part and what it
+  read with read_document (docs/adr/0111);
 - two reads the in-app agent does not need because its prompt carries the
   workspace: `list_threads` and `get_workspace` (the same workspace block
   the agent's prompt shows);
@@ -43,7 +45,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ValidationError
 
 from agent.approvals import DOCUMENT_MIN_CHARS, DOCUMENT_REMOVED_SHARE, removed_share
-from agent.context import Author, Seen
+from agent.context import Author
 from agent.prompt import render_workspace_block
 from agent.tools.decorator import (
     REASON_FIELD,
@@ -60,6 +62,7 @@ from agent.tools.registry import tool_specs
 from workspace.models import DocumentRevision, Thread
 from workspace.selectors import Access, document_for, thread_for_user, threads_for_user, threads_shared_with
 
+from . import client_reads
 from .models import AccessToken, ActivityLogEntry
 from .services import activity_log
 
@@ -274,7 +277,7 @@ def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
         return CallResult(render_workspace_block(thread), False)
 
     spec = _specs()[name]
-    seen = None
+    base = None
     if _based_on_a_version(spec):
         if BASE_FIELD not in arguments:
             return _refused(
@@ -287,7 +290,6 @@ def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
                 f"{BASE_FIELD} must be a whole number, the version attribute of <document> in get_workspace "
                 f'(for example 5, not "5"); got {json.dumps(base, ensure_ascii=False)[:40]}.'
             )
-        seen = Seen(document_version=base)
     allow_removal = arguments.pop(REMOVAL_FIELD, False) if name in REMOVAL_TOOLS else False
     if not isinstance(allow_removal, bool):
         return _refused(f"{REMOVAL_FIELD} must be true or false.")
@@ -304,7 +306,11 @@ def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
         )
     reason = " ".join(str(arguments.get(REASON_FIELD, "")).split())
     author = Author(kind=DocumentRevision.Author.MCP, token_name=token.name, person=token.user)
+    seen = client_reads.seen_by(token, thread, base_version=base) if spec.uses_seen else None
+    reads_before = len(seen.document_read) if seen is not None else 0
     envelope = run_tool_call(spec, thread, arguments, turn_index=thread.turn_index, seen=seen, author=author)
+    if seen is not None:
+        client_reads.remember(token, thread, seen, reads_before=reads_before)
     body = parse_envelope(envelope) or {}
     failed = not body.get("success", False)
     if not spec.read_only:

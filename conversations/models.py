@@ -442,3 +442,26 @@ class OpenPage(models.Model):
 
     def __str__(self):
         return f"{self.user_id} on {self.thread_id} ({self.instance})"
+
+
+class ClientDocumentRead(models.Model):
+    """What an MCP token was shown of one version of a thread's document:
+    its characters `start` to `end`, read with read_document or
+    written by the token itself from a version it had seen whole. An MCP
+    client keeps no session here, so this is how a whole rewrite it sends is
+    checked against what it has seen, as the in-app agent's is against its
+    run's reads (docs/adr/0111). Rows older than a day are removed as new
+    ones are written."""
+
+    token = models.ForeignKey(AccessToken, on_delete=models.CASCADE, related_name="document_reads")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="client_document_reads")
+    version = models.PositiveIntegerField()
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["token", "thread", "version"], name="clientread_token_version_idx")]
+
+    def __str__(self):
+        return f"{self.token_id} read {self.start}–{self.end} of version {self.version} of {self.thread_id}"

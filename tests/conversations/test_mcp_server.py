@@ -297,3 +297,53 @@ def test_the_stdio_server_refuses_an_expired_token_saying_so(owner):
     AccessToken.objects.filter(pk=token.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
     with pytest.raises(CommandError, match="This access token expired on"):
         call_command("mcp_stdio", token=secret)
+
+
+def _long_document(thread, chars: int = 40_000) -> str:
+    paragraphs = [f"Paragraph {n}: " + "the findings hold across every region we sampled. " * 3 for n in range(chars // 160 + 1)]
+    content = "\n\n".join(paragraphs)[:chars] + "\n"
+    document_save(thread=thread, title="Report", content=content)
+    return content
+
+
+def _rewrite(token, thread, content: str, base: int, **extra):
+    arguments = {THREAD_FIELD: str(thread.pk), BASE_FIELD: base, "action_and_reasoning": WHY, "content": content}
+    return call_tool(token, "update_document", {**arguments, **extra})
+
+
+def test_a_rewrite_from_the_part_get_workspace_shows_is_refused_until_the_rest_is_read(thread, token):
+    content = _long_document(thread)
+    workspace = call_tool(token, "get_workspace", {THREAD_FIELD: str(thread.pk)}).text
+    shown = content[:30_000]
+    assert shown in workspace and content not in workspace
+    # The client rewrites what it was shown: the last quarter would go.
+    refused = _rewrite(token, thread, "A sharper opening.\n\n" + shown, base=1)
+    assert refused.is_error and "you have not seen all of it" in _envelope(refused)["error"]
+    assert document_for(thread=thread).content == content
+
+    read = call_tool(token, "read_document", {THREAD_FIELD: str(thread.pk), "action_and_reasoning": WHY, "start": 30_000})
+    assert not read.is_error and "That is the end." in read.text
+    kept = _rewrite(token, thread, "A sharper opening.\n\n" + content, base=1)
+    assert not kept.is_error, kept.text
+    assert document_for(thread=thread).content == "A sharper opening.\n\n" + content
+
+
+def test_a_version_the_client_wrote_from_all_of_it_needs_no_second_read(thread, token):
+    content = _long_document(thread)
+    call_tool(token, "read_document", {THREAD_FIELD: str(thread.pk), "action_and_reasoning": WHY, "start": 30_000})
+    assert not _rewrite(token, thread, content + "\nA closing line.\n", base=1).is_error
+    again = _rewrite(token, thread, "An opening line.\n\n" + content + "\nA closing line.\n", base=2)
+    assert not again.is_error, again.text
+    assert document_for(thread=thread).version == 3
+
+
+def test_what_another_token_read_or_an_older_version_does_not_count(thread, token, owner):
+    content = _long_document(thread)
+    other = token_create(user=owner, name="Phone")[0]
+    call_tool(other, "read_document", {THREAD_FIELD: str(thread.pk), "action_and_reasoning": WHY, "start": 30_000})
+    assert _rewrite(token, thread, content + "\nMore.\n", base=1).is_error
+    # The person types on: what was read of version 1 is not all of version 2.
+    call_tool(token, "read_document", {THREAD_FIELD: str(thread.pk), "action_and_reasoning": WHY, "start": 30_000})
+    document_save(thread=thread, content=content + "\nThe person's line.\n", base_version=1, author="person")
+    refused = _rewrite(token, thread, content + "\nThe person's line.\nMore.\n", base=2)
+    assert refused.is_error and "you have not seen all of it" in _envelope(refused)["error"]
