@@ -229,14 +229,14 @@ async def test_feedback_left_or_removed_in_one_tab_updates_the_count_in_the_othe
         )
         assert response.status_code == 200
     counts = []
-    for _ in range(2):
+    while len(counts) < 2:
+        # Two pushes queued within one send window go out in one message.
         html = await second_tab.receive_from(timeout=3)
-        # The closed control, put in place only where the region is closed (an open one keeps its form).
-        assert html.startswith(
-            '<div hx-swap-oob="beforeend:#live-inbox"><template data-live-patch="swap" data-unless=".is-open">'
-        )
-        assert f'<div id="turn-{turn}-feedback" class="turn-feedback">' in html
-        counts.append(html.split("</span>", 1)[1].split("</button>", 1)[0].strip())
+        for patch in html.split('<div hx-swap-oob="beforeend:#live-inbox">')[1:]:
+            # The closed control, put in place only where the region is closed (an open one keeps its form).
+            assert patch.startswith('<template data-live-patch="swap" data-unless=".is-open">')
+            assert f'<div id="turn-{turn}-feedback" class="turn-feedback">' in patch
+            counts.append(patch.split("</span>", 1)[1].split("</button>", 1)[0].strip())
     assert counts == ["(1 left)", "(2 left)"]
 
     entry = await Feedback.objects.filter(thread=thread).afirst()
