@@ -18,6 +18,8 @@ from workspace.models import Thread
 
 from . import modes
 from .context import Selection
+from .workspace_lines import one_line as _one_line
+from .workspace_lines import plan_line, preference_line
 
 DOCUMENT_INJECT_MAX_CHARS = 30_000
 # After the shown part of a longer document: how much is not shown, and how to read it.
@@ -99,11 +101,11 @@ If an equivalent preference is already listed, do not add a duplicate; say that 
 A latent preference is one the person implies without saying it: they always write "we" instead of "I", they keep asking for shorter paragraphs, their draft uses inline citations. When you notice one, mention it in your final answer and ask ("You seem to prefer short paragraphs; shall I add that as a preference?"). Record it only after they agree.
 
 ## Locked preferences
-A preference marked (locked) was locked by the person. Treat it as read-only: do not try to change or remove it. If it needs to change, ask the person to unlock it first. Remove a preference only when the person explicitly asks for that, and check its number with list_preferences first.
+A preference marked (locked) was locked by the person. Treat it as read-only: do not try to change or remove it. If it needs to change, ask the person to unlock it first. Remove a preference only when the person explicitly asks for that, by the #index it has in the <preferences> block.
 
 # Tool guide
 
-Steps and preferences are numbered from 1, in the order shown in the <workspace> block.
+Every step and preference in the <workspace> block starts with #N: that is the index the tools take (index, indices, parent_index). A step's outline number (1, 1.1, 2) shows where it sits in the plan and is not its index once a step has sub-steps: in "#3   1.2 [ ] Draft section 2", the index is 3.
 
 Document
 - update_document: replace the whole document (and optionally its title); only for restructuring and large rewrites. It is based on the document version shown in the <document> block. If the person edited other parts meanwhile, their edits are merged into yours and the result says so. If you both changed the same passage, nothing is written and the error shows the current text there: redo your edit on that text.
@@ -119,16 +121,16 @@ Objective
 
 Plan
 - add_todos: add steps as an outline, each with a depth; parent_index nests them under an existing step; a single step is a one-item list.
-- toggle_todos: mark steps done (or undone) by number; a list, even for one step.
+- toggle_todos: mark steps done (or undone) by their #index; a list, even for one step.
 - update_todos: rewrite the text of steps, given as a list of {index, text}.
-- remove_todos: delete steps by number; removing a step removes its sub-steps.
+- remove_todos: delete steps by their #index; removing a step removes its sub-steps.
 - list_todos: read the plan. Rarely needed, since the plan is in the <workspace> block.
 
 Preferences
 - add_preferences: record one or more preferences the person stated, each with a title, an optional subtitle and a kind (hard or soft).
-- list_preferences: read the preferences with their numbers. Rarely needed, except to confirm numbers before a removal.
-- update_preferences: edit preferences by number; locked ones are skipped.
-- remove_preferences: delete preferences by number, only when the person asks; locked ones are skipped.
+- list_preferences: read the preferences with their indices. Rarely needed, since they are in the <workspace> block.
+- update_preferences: edit preferences by their #index; locked ones are skipped.
+- remove_preferences: delete preferences by their #index, only when the person asks; locked ones are skipped.
 
 Charts
 - chart_generator: make a line, bar or pie chart that appears in the centre panel. Use it when the person asks for a chart, a visualisation or to "see" data. Always give a short description (it is shown under the title). When the person asks for a visual style (softer colours, no grid, a donut, larger labels), set the matching style fields instead of promising it in prose.
@@ -162,10 +164,6 @@ def _attr(value) -> str:
     return str(value).replace("\r", " ").replace("\n", " ").replace('"', "&quot;")
 
 
-def _one_line(text: str) -> str:
-    return " ".join(str(text).splitlines())
-
-
 def _timestamp(value) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
@@ -176,20 +174,13 @@ def _objective_block(reading: selectors.WorkspaceReading) -> str:
 
 
 def _preferences_block(reading: selectors.WorkspaceReading) -> str:
-    lines = []
-    for preference in reading.preferences:
-        line = f"- [{preference.kind}] {_one_line(preference.title)}"
-        if preference.subtitle:
-            line += f" — {_one_line(preference.subtitle)}"
-        if preference.locked:
-            line += " (locked)"
-        lines.append(line)
+    lines = [preference_line(i, preference) for i, preference in enumerate(reading.preferences, start=1)]
     body = "\n".join(lines) if lines else NO_PREFERENCES
     return f"<preferences>\n{body}\n</preferences>"
 
 
 def _todos_block(reading: selectors.WorkspaceReading) -> str:
-    lines = [f"{'  ' * step.depth}{step.number} [{'x' if step.done else ' '}] {_one_line(step.text)}" for step in reading.todos]
+    lines = [plan_line(i, step) for i, step in enumerate(reading.todos, start=1)]
     body = "\n".join(lines) if lines else NO_PLAN
     return f"<todos>\n{body}\n</todos>"
 

@@ -6,6 +6,7 @@ from workspace import selectors
 from workspace.errors import PreferenceLocked
 from workspace.services import preferences as preference_services
 
+from ..workspace_lines import preference_line
 from .decorator import workspace_tool
 from .schemas import AddPreferencesArgs, PreferenceIndicesArgs, UpdatePreferencesArgs
 from .text import Summary, batch_summary, sentence
@@ -36,23 +37,15 @@ def add_preferences(thread, *, items: list[dict]) -> Summary:
     read_only=True,
 )
 def list_preferences(thread) -> str:
-    preferences = selectors.preferences_for(thread=thread)
+    preferences = selectors.shown_preferences(thread_id=thread.pk)
     if not preferences:
         return "(none recorded yet)"
-    lines = []
-    for i, preference in enumerate(preferences, start=1):
-        line = f"#{i} [{preference.kind}] {preference.title}"
-        if preference.subtitle:
-            line += f" — {preference.subtitle}"
-        if preference.locked:
-            line += " (locked)"
-        lines.append(line)
-    return "\n".join(lines)
+    return "\n".join(preference_line(i, preference) for i, preference in enumerate(preferences, start=1))
 
 
 @workspace_tool(
     name="update_preferences",
-    description="Edit preferences by 1-based index (list of {index, title?, subtitle?, kind?}). Locked ones are skipped.",
+    description="Edit preferences by their #N index (list of {index, title?, subtitle?, kind?}). Locked ones are skipped.",
     args_schema=UpdatePreferencesArgs,
     destructive=True,
     idempotent=True,
@@ -63,8 +56,7 @@ def update_preferences(thread, *, updates: list[dict]) -> Summary:
 
 @workspace_tool(
     name="remove_preferences",
-    description="Delete preferences by 1-based index, only when the user explicitly asks; check the indices "
-    "with list_preferences first. Locked ones are skipped.",
+    description="Delete preferences by their #N index, only when the user explicitly asks. Locked ones are skipped.",
     args_schema=PreferenceIndicesArgs,
     destructive=True,
 )

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from workspace.artifact_registry import STYLE_KINDS
 
-Index = Annotated[int, Field(ge=1, description="1-based index, as listed in the workspace block.")]
+Index = Annotated[int, Field(ge=1, description="The #N before the row in the workspace block (not an outline number).")]
 
 
 # --- document ------------------------------------------------------------------------
@@ -90,12 +90,12 @@ class AddTodosArgs(BaseModel):
     parent_index: int | None = Field(
         default=None,
         ge=1,
-        description="1-based index of an existing step to nest the whole outline under; omit to add at the end.",
+        description="The #N of an existing step to nest the whole outline under; omit to add at the end.",
     )
 
 
 class TodoIndicesArgs(BaseModel):
-    indices: list[Index] = Field(min_length=1, description="1-based indices of plan steps.")
+    indices: list[Index] = Field(min_length=1, description="The #N of each plan step.")
 
 
 class TodoUpdate(BaseModel):
@@ -135,7 +135,7 @@ class UpdatePreferencesArgs(BaseModel):
 
 
 class PreferenceIndicesArgs(BaseModel):
-    indices: list[Index] = Field(min_length=1, description="1-based indices of preferences (hard ones are listed first).")
+    indices: list[Index] = Field(min_length=1, description="The #N of each preference.")
 
 
 # --- charts ------------------------------------------------------------------------

@@ -3,10 +3,11 @@
 of the plan's history, recorded as its author's (the agent on the turn's
 person's behalf, or the person through MCP: docs/adr/0090)."""
 
-from workspace import plan_tree, selectors
+from workspace import selectors
 from workspace.services import plan as plan_services
 
 from ..context import AGENT_AUTHOR, Author
+from ..workspace_lines import plan_line
 from .decorator import workspace_tool
 from .schemas import AddTodosArgs, TodoIndicesArgs, UpdateTodosArgs
 from .text import Summary, batch_summary
@@ -35,7 +36,7 @@ def add_todos(thread, *, steps: list[dict], parent_index: int | None = None, aut
 
 @workspace_tool(
     name="toggle_todos",
-    description="Flip the done mark of plan steps (list of 1-based indices; one step is a one-element list).",
+    description="Flip the done mark of plan steps (list of their #N indices; one step is a one-element list).",
     args_schema=TodoIndicesArgs,
     authored=True,
     destructive=True,
@@ -46,7 +47,7 @@ def toggle_todos(thread, *, indices: list[int], author: Author = AGENT_AUTHOR) -
 
 @workspace_tool(
     name="update_todos",
-    description="Rewrite the text of plan steps (list of {index, text}).",
+    description="Rewrite the text of plan steps (list of {index, text}, index being the step's #N).",
     args_schema=UpdateTodosArgs,
     authored=True,
     destructive=True,
@@ -58,7 +59,7 @@ def update_todos(thread, *, updates: list[dict], author: Author = AGENT_AUTHOR) 
 
 @workspace_tool(
     name="remove_todos",
-    description="Delete plan steps by 1-based index; removing a step also removes its sub-steps.",
+    description="Delete plan steps by their #N index; removing a step also removes its sub-steps.",
     args_schema=TodoIndicesArgs,
     authored=True,
     destructive=True,
@@ -73,11 +74,7 @@ def remove_todos(thread, *, indices: list[int], author: Author = AGENT_AUTHOR) -
     read_only=True,
 )
 def list_todos(thread) -> str:
-    todos = selectors.todos_for(thread=thread)
-    if not todos:
+    steps = selectors.plan_steps(thread=thread)
+    if not steps:
         return "(no plan yet)"
-    lines = [
-        f"{'  ' * todo.depth}#{i} [{'x' if todo.done else ' '}] {number} {todo.text}"
-        for i, (todo, number) in enumerate(zip(todos, plan_tree.outline_numbers([todo.depth for todo in todos])), start=1)
-    ]
-    return "\n".join(lines)
+    return "\n".join(plan_line(i, step) for i, step in enumerate(steps, start=1))

@@ -52,8 +52,8 @@ async def test_second_model_call_sees_the_first_calls_tool_effects(thread):
     assert "Compare Q1 and Q2 revenue" not in first
     assert "(no plan yet)" in first
     assert "<objective>\nCompare Q1 and Q2 revenue\n</objective>" in second
-    assert "<todos>\n1 [ ] Collect figures\n  1.1 [ ] Check Q2\n</todos>" in second
-    assert "<todos>\n1 [x] Collect figures\n  1.1 [ ] Check Q2\n</todos>" in third
+    assert "<todos>\n#1 1 [ ] Collect figures\n#2   1.1 [ ] Check Q2\n</todos>" in second
+    assert "<todos>\n#1 1 [x] Collect figures\n#2   1.1 [ ] Check Q2\n</todos>" in third
     for prompt in (first, second, third):
         assert prompt.startswith(SYSTEM_PROMPT + "\n\n<workspace>\n")
 
@@ -76,7 +76,7 @@ async def test_a_persons_edit_during_the_turn_reaches_the_next_model_call(thread
     assert "Typed by the person." not in first
     assert "Typed by the person." in second
     assert '<document title="Notes"' in second
-    assert "- [hard] Short answers" in second
+    assert "#1 [hard] Short answers" in second
 
 
 async def test_system_prompt_is_first_and_never_checkpointed(thread):

@@ -165,10 +165,10 @@ def test_objective_document_and_preferences_hard_first_with_lock_marker(thread):
         "</objective>\n"
         "\n"
         "<preferences>\n"
-        "- [hard] Citation required (locked)\n"
-        "- [hard] No proper nouns of patients\n"
-        "- [soft] Academic tone — Formal and objective\n"
-        "- [soft] British English\n"
+        "#1 [hard] Citation required (locked)\n"
+        "#2 [hard] No proper nouns of patients\n"
+        "#3 [soft] Academic tone — Formal and objective\n"
+        "#4 [soft] British English\n"
         "</preferences>\n"
         "\n"
         "<todos>\n"
@@ -201,11 +201,11 @@ def test_nested_todos_get_dotted_numbers_indentation_and_checkboxes(thread):
 
     assert (
         "<todos>\n"
-        "1 [x] Outline three sections\n"
-        "  1.1 [x] Draft section 1\n"
-        "    1.1.1 [ ] Find sources\n"
-        "  1.2 [ ] Draft section 2\n"
-        "2 [ ] Cross-check citations\n"
+        "#1 1 [x] Outline three sections\n"
+        "#2   1.1 [x] Draft section 1\n"
+        "#3     1.1.1 [ ] Find sources\n"
+        "#4   1.2 [ ] Draft section 2\n"
+        "#5 2 [ ] Cross-check citations\n"
         "</todos>\n"
     ) in block
 

@@ -95,7 +95,7 @@ async def test_list_todos_shows_indices_numbers_and_marks(thread):
     )
     await call(thread, "toggle_todos", indices=[2])
     result = await call(thread, "list_todos")
-    assert result["summary"] == "#1 [ ] 1 Outline\n  #2 [x] 1.1 Draft 1\n#3 [ ] 2 Cite"
+    assert result["summary"] == "#1 1 [ ] Outline\n#2   1.1 [x] Draft 1\n#3 2 [ ] Cite"
 
 
 # --- the plan's history (docs/adr/0090) ------------------------------------------
@@ -149,3 +149,31 @@ async def test_a_plan_tool_called_through_mcp_is_the_persons_with_the_token(owne
     await db(run_tool_call, add_todos.tool_spec, thread, arguments, author=author)
 
     assert await db(_history, thread) == [("Added “From the laptop”", "mcp", "owner", "laptop", 0)]
+
+
+async def test_the_index_the_prompt_shows_before_a_nested_plans_step_is_the_one_its_tools_take(thread):
+    """The prompt numbers the outline (1, 1.1, 2) for reading; a model that
+    ticks "Cross-check citations" copies the #N before it, which is 4, not 2."""
+    from agent.prompt import render_workspace_block
+
+    await db(
+        plan_services.todos_add_outline,
+        thread=thread,
+        steps=[
+            {"text": "Outline three sections", "depth": 0},
+            {"text": "Draft section 1", "depth": 1},
+            {"text": "Draft section 2", "depth": 1},
+            {"text": "Cross-check citations", "depth": 0},
+        ],
+    )
+    block = await db(render_workspace_block, thread)
+    [line] = [line for line in block.splitlines() if line.endswith("Cross-check citations")]
+    assert line == "#4 2 [ ] Cross-check citations"
+    index = int(line.split()[0].lstrip("#"))
+    assert (await call(thread, "toggle_todos", indices=[index]))["success"] is True
+    assert await db(_plan, thread) == [
+        ("Outline three sections", 0, False),
+        ("Draft section 1", 1, False),
+        ("Draft section 2", 1, False),
+        ("Cross-check citations", 0, True),
+    ]
