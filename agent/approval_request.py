@@ -3,7 +3,7 @@
 
 Its JSON (`to_json`) is the interrupt's value in the checkpointer and the
 "request" of a turn row's approval (conversations.turns.approval_record),
-and travels in archives: its shape never changes, so every paused graph,
+and travels in archives: its shape only grows, so every paused graph,
 row and archive written before reads back with `from_json`.
 """
 
@@ -58,11 +58,17 @@ class ApprovalRequest:
     document: DocumentChange | None = None
     call_id: str = ""
     reason: str = ""
+    # A plan or preferences request: the ids of the steps or preferences in
+    # the order the model was shown them, which the call's indices name, so
+    # the call approved removes what the card listed (docs/adr/0113).
+    shown: tuple[int, ...] | None = None
 
     def to_json(self) -> dict:
         data: dict = {"kind": self.kind, "summary": self.summary, "details": list(self.details)}
         if self.document is not None:
             data["document"] = self.document.to_json()
+        if self.shown is not None:
+            data["shown"] = list(self.shown)
         data["call_id"] = self.call_id
         data["reason"] = self.reason
         return data
@@ -74,6 +80,7 @@ class ApprovalRequest:
         if not isinstance(data, dict):
             return None
         details = data.get("details")
+        shown = data.get("shown")
         return cls(
             kind=str(data.get("kind") or ""),
             summary=str(data.get("summary") or ""),
@@ -81,4 +88,7 @@ class ApprovalRequest:
             document=DocumentChange.from_json(data.get("document")),
             call_id=str(data.get("call_id") or ""),
             reason=str(data.get("reason") or ""),
+            shown=tuple(shown)
+            if isinstance(shown, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in shown)
+            else None,
         )

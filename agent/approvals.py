@@ -42,9 +42,11 @@ from langgraph.types import interrupt
 from workspace import selectors
 from workspace.db import usable_connections
 from workspace.diff import REMOVED, Gap, diff_text
+from workspace.errors import InvalidInput
+from workspace.indices import index_as_shown
 
 from .approval_request import ApprovalRequest, DocumentChange
-from .context import AgentContext
+from .context import AgentContext, Seen
 from .tools.envelope import failure_envelope, rejected_envelope
 
 logger = logging.getLogger("haico.agent.approvals")
@@ -83,7 +85,7 @@ def removed_share(old: str, new: str) -> float:
     return min(1.0, removed / len(old))
 
 
-def _document_request(thread, args: dict) -> ApprovalRequest | None:
+def _document_request(thread, args: dict, seen: Seen) -> ApprovalRequest | None:
     content = args.get("content")
     if not isinstance(content, str):
         return None  # the tool refuses its arguments itself
@@ -110,14 +112,28 @@ def _indices(args: dict) -> list[int]:
     return [i for i in indices if isinstance(i, int) and not isinstance(i, bool)]
 
 
-def _plan_request(thread, args: dict) -> ApprovalRequest | None:
+def _named(ids_now: list[int], args: dict, shown: tuple[int, ...] | None, *, row: str, rows: str) -> list[int] | None:
+    """The 0-based positions now of the rows the call's indices name, as the
+    model was shown them (workspace.indices); None when one of them was
+    removed since, which the tool refuses without changing anything, so
+    there is nothing to ask. An index out of range is left to the tool."""
+    positions = []
+    for index in dict.fromkeys(_indices(args)):
+        try:
+            now = index_as_shown(ids_now, index, shown, row=row, rows=rows)
+        except InvalidInput:
+            return None
+        if isinstance(now, int) and 1 <= now <= len(ids_now):
+            positions.append(now - 1)
+    return list(dict.fromkeys(positions))
+
+
+def _plan_request(thread, args: dict, seen: Seen) -> ApprovalRequest | None:
     todos = selectors.todos_for(thread=thread)
+    positions = _named([t.pk for t in todos], args, seen.plan_shown, row="Step", rows="the plan")
     details = []
     steps = sub_steps = 0
-    for index in dict.fromkeys(_indices(args)):
-        if not 1 <= index <= len(todos):
-            continue
-        position = index - 1
+    for position in positions or ():
         end = position + 1
         while end < len(todos) and todos[end].depth > todos[position].depth:
             end += 1
@@ -132,21 +148,21 @@ def _plan_request(thread, args: dict) -> ApprovalRequest | None:
         summary=f"Remove {steps} plan step{'s' if steps > 1 else ''} together with {sub_steps} "
         f"sub-step{'s' if sub_steps > 1 else ''}.",
         details=tuple(details),
+        shown=seen.plan_shown,
     )
 
 
-def _preferences_request(thread, args: dict) -> ApprovalRequest | None:
+def _preferences_request(thread, args: dict, seen: Seen) -> ApprovalRequest | None:
     preferences = selectors.preferences_for(thread=thread)
-    targets = []
-    for index in dict.fromkeys(_indices(args)):
-        if 1 <= index <= len(preferences) and not preferences[index - 1].locked:
-            targets.append(preferences[index - 1])
+    positions = _named([p.pk for p in preferences], args, seen.preferences_shown, row="Preference", rows="the preferences")
+    targets = [preferences[position] for position in positions or () if not preferences[position].locked]
     if not targets:
         return None
     return ApprovalRequest(
         kind=PREFERENCES,
         summary=f"Remove {len(targets)} preference{'s' if len(targets) > 1 else ''}.",
         details=tuple(f"“{p.title}” ({p.kind})" for p in targets),
+        shown=seen.preferences_shown,
     )
 
 
@@ -160,15 +176,16 @@ def may_ask(tool_call: dict) -> bool:
     return (tool_call.get("name") or "") in RULES and isinstance(tool_call.get("args"), dict)
 
 
-def approval_request(thread, tool_call: dict) -> ApprovalRequest | None:
+def approval_request(thread, tool_call: dict, seen: Seen | None = None) -> ApprovalRequest | None:
     """What the person is asked before `tool_call` runs, or None when it
-    may run without asking. Only reads."""
+    may run without asking; `seen`: what the model call that made it was
+    shown. Only reads."""
     if not may_ask(tool_call):
         return None
     rule = RULES[tool_call["name"]]
     args = tool_call["args"]
     usable_connections()
-    request = rule(thread, args)
+    request = rule(thread, args, seen or Seen())
     if request is None:
         return None
     reason = args.get("action_and_reasoning")
@@ -225,14 +242,33 @@ class ApprovalMiddleware(AgentMiddleware):
         context: AgentContext = request.runtime.context
         if _refused_unasked(request.tool_call, context):
             return await handler(request)
-        asked = await sync_to_async(approval_request)(context.thread, request.tool_call) if may_ask(request.tool_call) else None
+        _restore_shown(request.tool_call, context)
+        asked = (
+            await sync_to_async(approval_request)(context.thread, request.tool_call, context.seen)
+            if may_ask(request.tool_call)
+            else None
+        )
         return self._ask(request, asked) or await handler(request)
 
     def wrap_tool_call(self, request, handler):
         context: AgentContext = request.runtime.context
         if _refused_unasked(request.tool_call, context):
             return handler(request)
-        return self._ask(request, approval_request(context.thread, request.tool_call)) or handler(request)
+        _restore_shown(request.tool_call, context)
+        return self._ask(request, approval_request(context.thread, request.tool_call, context.seen)) or handler(request)
+
+
+def _restore_shown(tool_call: dict, context: AgentContext) -> None:
+    """A run resumed on the person's answer has made no model call: the
+    rows the answered call's indices name are the ones its card listed, as
+    the model was shown them (docs/adr/0113)."""
+    resuming = context.resuming
+    if resuming is None or resuming.shown is None or resuming.call_id != (tool_call.get("id") or ""):
+        return
+    if resuming.shown_kind == PLAN and context.seen.plan_shown is None:
+        context.seen.plan_shown = resuming.shown
+    elif resuming.shown_kind == PREFERENCES and context.seen.preferences_shown is None:
+        context.seen.preferences_shown = resuming.shown
 
 
 def _refused_unasked(tool_call: dict, context: AgentContext) -> bool:

@@ -30,6 +30,11 @@ class Seen:
     # Versions the run wrote itself, from a version it had seen whole and
     # with nothing of anyone else's merged in: it knows every character.
     document_written_whole: set[int] = field(default_factory=set)
+    # The ids of the plan's steps and of the preferences, in the order the
+    # block numbered them (#1, #2, ...): an index the model sends names the
+    # row it was shown, wherever that row is now (docs/adr/0113).
+    plan_shown: tuple[int, ...] | None = None
+    preferences_shown: tuple[int, ...] | None = None
 
     def saw_the_whole_document(self) -> bool:
         """Whether the model was shown every character of the version its
@@ -115,11 +120,16 @@ class ResumedCall:
     """The tool call a run resumed after an approval answers (agent.approvals),
     and the person's answer as the turn recorded it: built by the code that
     resumes the turn from the turn row, never read back from LangGraph's
-    internals. `document_version`: the document version the card showed."""
+    internals. `document_version`: the document version the card showed;
+    `shown`: the rows its indices named."""
 
     call_id: str
     approved: bool
     document_version: int | None = None
+    # The steps or preferences the card's indices named, as the model was
+    # shown them (ApprovalRequest.shown), and which of the two.
+    shown_kind: str = ""
+    shown: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -312,7 +312,7 @@ def _approval_json(stored):
     """A turn row's approval as archives carry it (turns.approval_record);
     a row holding none it can read goes as it is."""
     approval = TurnApproval.from_json(stored)
-    return approval.to_json() if approval is not None else stored
+    return approval.portable().to_json() if approval is not None else stored
 
 
 def _approval(row: Fields) -> dict | None:

@@ -123,13 +123,6 @@ def _with_thread(parameters: dict, *, base_version: bool = False, removal: bool 
 READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
 
 
-def _based_on_a_version(spec: ToolSpec) -> bool:
-    """Whether a call writes from a document version the client names: the
-    edits that read what the model was shown (a read of the document only
-    notes, for the in-app agent, what it has read)."""
-    return spec.uses_seen and not spec.read_only
-
-
 def _annotations(spec: ToolSpec) -> dict:
     if spec.read_only:
         return READ_ONLY
@@ -162,7 +155,7 @@ def mcp_tools() -> tuple[McpTool, ...]:
         McpTool(
             spec.name,
             spec.description,
-            _with_thread(agent_parameters(spec), base_version=_based_on_a_version(spec), removal=spec.name in REMOVAL_TOOLS),
+            _with_thread(agent_parameters(spec), base_version=spec.edits_document_text, removal=spec.name in REMOVAL_TOOLS),
             _annotations(spec),
         )
         for spec in tool_specs()
@@ -278,7 +271,7 @@ def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
 
     spec = _specs()[name]
     base = None
-    if _based_on_a_version(spec):
+    if spec.edits_document_text:
         if BASE_FIELD not in arguments:
             return _refused(
                 f"{BASE_FIELD} is required: the version of the document you read (get_workspace), so the "

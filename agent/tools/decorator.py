@@ -91,6 +91,9 @@ class ToolSpec:
     body: ToolBody
     read_only: bool = False
     uses_seen: bool = False
+    # Writes the document's text from the version the caller was shown: an
+    # MCP client names that version (base_version, docs/adr/0026).
+    edits_document_text: bool = False
     authored: bool = False
     # What a client outside the app is told before it calls (MCP's tool
     # annotations, docs/adr/0026): it may overwrite or remove what is there
@@ -110,6 +113,7 @@ def workspace_tool(
     args_schema: type[BaseModel] = NoArgs,
     read_only: bool = False,
     uses_seen: bool = False,
+    edits_document_text: bool = False,
     authored: bool = False,
     destructive: bool = False,
     idempotent: bool = False,
@@ -131,7 +135,8 @@ def workspace_tool(
             full_schema=with_reasoning(args_schema),
             body=body,
             read_only=read_only,
-            uses_seen=uses_seen,
+            uses_seen=uses_seen or edits_document_text,
+            edits_document_text=edits_document_text,
             authored=authored,
             destructive=destructive,
             idempotent=idempotent,

@@ -38,7 +38,7 @@ MAX_CONFLICTS_SHOWN = 5
     description="Replace the whole shared document (and optionally its title). "
     "Use for restructuring or large rewrites; pass the complete new text.",
     args_schema=UpdateDocumentArgs,
-    uses_seen=True,
+    edits_document_text=True,
     authored=True,
     destructive=True,
     idempotent=True,
@@ -156,7 +156,7 @@ def _edit_passage(thread, seen, author: Author, **edit) -> str:
     description="Replace one exact passage of the shared document with new text. Prefer it to update_document "
     "for small edits; the passage must occur exactly once.",
     args_schema=ReplaceInDocumentArgs,
-    uses_seen=True,
+    edits_document_text=True,
     authored=True,
     destructive=True,
 )
@@ -170,7 +170,7 @@ def replace_in_document(thread, *, old_text: str, new_text: str, seen=None, auth
     description="Insert text right after one exact passage of the shared document. Prefer it to update_document "
     "for additions in the middle; the passage must occur exactly once.",
     args_schema=InsertInDocumentArgs,
-    uses_seen=True,
+    edits_document_text=True,
     authored=True,
 )
 def insert_in_document(thread, *, after_text: str, text: str, seen=None, author: Author = AGENT_AUTHOR) -> str:

@@ -6,6 +6,7 @@ from workspace import selectors
 from workspace.errors import PreferenceLocked
 from workspace.services import preferences as preference_services
 
+from ..context import Seen
 from ..workspace_lines import preference_line
 from .decorator import workspace_tool
 from .schemas import AddPreferencesArgs, PreferenceIndicesArgs, UpdatePreferencesArgs
@@ -47,18 +48,26 @@ def list_preferences(thread) -> str:
     name="update_preferences",
     description="Edit preferences by their #N index (list of {index, title?, subtitle?, kind?}). Locked ones are skipped.",
     args_schema=UpdatePreferencesArgs,
+    uses_seen=True,
     destructive=True,
     idempotent=True,
 )
-def update_preferences(thread, *, updates: list[dict]) -> Summary:
-    return _outcome(preference_services.preferences_update_by_index(thread=thread, updates=updates, respect_lock=True))
+def update_preferences(thread, *, updates: list[dict], seen: Seen | None = None) -> Summary:
+    shown = seen.preferences_shown if seen is not None else None
+    return _outcome(
+        preference_services.preferences_update_by_index(thread=thread, updates=updates, respect_lock=True, shown=shown)
+    )
 
 
 @workspace_tool(
     name="remove_preferences",
     description="Delete preferences by their #N index, only when the user explicitly asks. Locked ones are skipped.",
     args_schema=PreferenceIndicesArgs,
+    uses_seen=True,
     destructive=True,
 )
-def remove_preferences(thread, *, indices: list[int]) -> Summary:
-    return _outcome(preference_services.preferences_remove_by_index(thread=thread, indices=indices, respect_lock=True))
+def remove_preferences(thread, *, indices: list[int], seen: Seen | None = None) -> Summary:
+    shown = seen.preferences_shown if seen is not None else None
+    return _outcome(
+        preference_services.preferences_remove_by_index(thread=thread, indices=indices, respect_lock=True, shown=shown)
+    )

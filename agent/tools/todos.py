@@ -6,11 +6,16 @@ person's behalf, or the person through MCP: docs/adr/0090)."""
 from workspace import selectors
 from workspace.services import plan as plan_services
 
-from ..context import AGENT_AUTHOR, Author
+from ..context import AGENT_AUTHOR, Author, Seen
 from ..workspace_lines import plan_line
 from .decorator import workspace_tool
 from .schemas import AddTodosArgs, TodoIndicesArgs, UpdateTodosArgs
 from .text import Summary, batch_summary
+
+
+def _shown(seen: Seen | None) -> tuple[int, ...] | None:
+    """The plan as the model call was shown it, which its indices refer to."""
+    return seen.plan_shown if seen is not None else None
 
 
 def _recorded(author: Author) -> dict:
@@ -23,10 +28,15 @@ def _recorded(author: Author) -> dict:
     description="Add plan steps as an outline (each with a depth). Pass parent_index to nest them under an "
     "existing step; a single step is a one-element list.",
     args_schema=AddTodosArgs,
+    uses_seen=True,
     authored=True,
 )
-def add_todos(thread, *, steps: list[dict], parent_index: int | None = None, author: Author = AGENT_AUTHOR) -> str:
-    created = plan_services.todos_add_outline(thread=thread, steps=steps, parent_index=parent_index, **_recorded(author))
+def add_todos(
+    thread, *, steps: list[dict], parent_index: int | None = None, seen: Seen | None = None, author: Author = AGENT_AUTHOR
+) -> str:
+    created = plan_services.todos_add_outline(
+        thread=thread, steps=steps, parent_index=parent_index, shown=_shown(seen), **_recorded(author)
+    )
     # Positions are dense and 0-based, so position + 1 is the index the other tools take.
     listed = ", ".join(f"#{todo.position + 1} '{todo.text}'" for todo in created)
     where = f" under step #{parent_index}" if parent_index is not None else ""
@@ -38,34 +48,43 @@ def add_todos(thread, *, steps: list[dict], parent_index: int | None = None, aut
     name="toggle_todos",
     description="Flip the done mark of plan steps (list of their #N indices; one step is a one-element list).",
     args_schema=TodoIndicesArgs,
+    uses_seen=True,
     authored=True,
     destructive=True,
 )
-def toggle_todos(thread, *, indices: list[int], author: Author = AGENT_AUTHOR) -> Summary:
-    return batch_summary(plan_services.todos_toggle_by_index(thread=thread, indices=indices, **_recorded(author)))
+def toggle_todos(thread, *, indices: list[int], seen: Seen | None = None, author: Author = AGENT_AUTHOR) -> Summary:
+    return batch_summary(
+        plan_services.todos_toggle_by_index(thread=thread, indices=indices, shown=_shown(seen), **_recorded(author))
+    )
 
 
 @workspace_tool(
     name="update_todos",
     description="Rewrite the text of plan steps (list of {index, text}, index being the step's #N).",
     args_schema=UpdateTodosArgs,
+    uses_seen=True,
     authored=True,
     destructive=True,
     idempotent=True,
 )
-def update_todos(thread, *, updates: list[dict], author: Author = AGENT_AUTHOR) -> Summary:
-    return batch_summary(plan_services.todos_update_by_index(thread=thread, updates=updates, **_recorded(author)))
+def update_todos(thread, *, updates: list[dict], seen: Seen | None = None, author: Author = AGENT_AUTHOR) -> Summary:
+    return batch_summary(
+        plan_services.todos_update_by_index(thread=thread, updates=updates, shown=_shown(seen), **_recorded(author))
+    )
 
 
 @workspace_tool(
     name="remove_todos",
     description="Delete plan steps by their #N index; removing a step also removes its sub-steps.",
     args_schema=TodoIndicesArgs,
+    uses_seen=True,
     authored=True,
     destructive=True,
 )
-def remove_todos(thread, *, indices: list[int], author: Author = AGENT_AUTHOR) -> Summary:
-    return batch_summary(plan_services.todos_remove_by_index(thread=thread, indices=indices, **_recorded(author)))
+def remove_todos(thread, *, indices: list[int], seen: Seen | None = None, author: Author = AGENT_AUTHOR) -> Summary:
+    return batch_summary(
+        plan_services.todos_remove_by_index(thread=thread, indices=indices, shown=_shown(seen), **_recorded(author))
+    )
 
 
 @workspace_tool(

@@ -10,7 +10,7 @@ before reads back with `from_json`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agent.approval_request import ApprovalRequest
 
@@ -28,6 +28,13 @@ class TurnApproval:
     # imported archive says who even where no such user exists (docs/adr/0085).
     answered_by: str = ""
     answered_by_name: str = ""
+
+    def portable(self) -> TurnApproval:
+        """The approval as a copy or an archive of the thread holds it:
+        without the ids of this thread's rows its request named the model's
+        indices by (ApprovalRequest.shown), which mean nothing elsewhere and
+        nothing once the call was answered."""
+        return replace(self, request=replace(self.request, shown=None))
 
     def to_json(self) -> dict:
         data: dict = {"interrupt_id": self.interrupt_id, "request": self.request.to_json()}

@@ -177,6 +177,8 @@ def resumed_call(resume: Resume | None) -> ResumedCall | None:
         call_id=request.call_id if request else "",
         approved=resume.decision == approval_claims.APPROVED,
         document_version=request.document.version if request and request.document else None,
+        shown_kind=request.kind if request else "",
+        shown=request.shown if request else None,
     )
 
 

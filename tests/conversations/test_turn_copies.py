@@ -77,9 +77,18 @@ def _card(page: str, turn: int) -> str:
     return page.split(f'id="turn-{turn}-approval"', 1)[1].split("</section>", 1)[0]
 
 
+def _as_shown(approval):
+    """What a turn's approval shows, without the ids of the source thread's
+    rows its request kept for the call (which a copy cannot keep)."""
+    if approval is None:
+        return None
+    return {**approval, "request": {k: v for k, v in approval["request"].items() if k != "shown"}}
+
+
 @database_sync_to_async
 def _rows(thread):
-    return list(Turn.objects.filter(thread=thread).order_by("index").values_list("mode", "selection", "approval"))
+    rows = Turn.objects.filter(thread=thread).order_by("index").values_list("mode", "selection", "approval")
+    return [(mode, selection, _as_shown(approval)) for mode, selection, approval in rows]
 
 
 async def test_a_branch_keeps_the_approval_card_mode_and_selection(owner, thread, script, async_client):
@@ -109,6 +118,8 @@ async def test_an_imported_thread_keeps_the_approval_card_mode_and_selection(own
     assert [t["mode"] for t in turns] == ["plan", "explore"]
     assert turns[1]["selection"] == {"start": 13, "end": 29, "text": "The middle part."}
     assert turns[0]["approval"]["decision"] == "rejected"
+    # The ids of this thread's rows the pending call was resolved by stay behind.
+    assert "shown" not in turns[0]["approval"]["request"]
 
     imported = await database_sync_to_async(import_archive)(raw=raw, owner=owner)
     assert await _rows(imported) == await _rows(source)

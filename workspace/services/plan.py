@@ -11,6 +11,8 @@ the objective (workspace.services.objective); a script's change is the
 system's. An operation that changes nothing (the same text again, a drop
 where the step already was) records nothing."""
 
+from collections.abc import Sequence
+
 from django.db import transaction
 from django.db.models import Subquery
 from django.utils import timezone
@@ -18,6 +20,7 @@ from django.utils import timezone
 from .. import people, plan_tree
 from ..errors import InvalidInput, NotFound
 from ..events import Change, announce
+from ..indices import index_as_shown
 from ..models import TODO_TEXT_MAX_CHARS, PlanChange, Thread, Todo
 from ..selectors import PLAN_ORDER
 from ..text import clean_text
@@ -168,12 +171,15 @@ def todos_add_outline(
     thread: Thread,
     steps: list[dict],
     parent_index: int | None = None,
+    shown: Sequence[int] | None = None,
     author: str = Author.SYSTEM,
     token_name: str = "",
     person=None,
 ) -> list[Todo]:
     """Add an outline of steps ({text, depth}, depth relative to the outline's
-    top level) at the end of the plan, or nested under the 1-based `parent_index`."""
+    top level) at the end of the plan, or nested under the 1-based `parent_index`
+    (of the plan as `shown`, the step ids in the order the caller was shown
+    them: common.index_as_shown)."""
     if not steps:
         raise InvalidInput("Give at least one step.")
     cleaned = []
@@ -195,7 +201,7 @@ def todos_add_outline(
         previous_depth = depth
     todos = _plan(thread.pk)
     depths = _depths(todos)
-    parent = None if parent_index is None else plan_tree.one_based(depths, parent_index)
+    parent = None if parent_index is None else plan_tree.one_based(depths, _as_shown(todos, parent_index, shown))
     insert_at, base = plan_tree.child_slot(depths, parent)
     plan_tree.check_outline([d for _, d in cleaned], base=base)
     created = [Todo(thread=thread, text=text) for text, _ in cleaned]
@@ -312,9 +318,13 @@ def _unique(todos: list[Todo]) -> list[Todo]:
     return result
 
 
-def _targets(todos: list[Todo], indices) -> list[Todo]:
+def _as_shown(todos: list[Todo], index, shown: Sequence[int] | None):
+    return index_as_shown([t.pk for t in todos], index, shown, row="Step", rows="the plan")
+
+
+def _targets(todos: list[Todo], indices, shown: Sequence[int] | None) -> list[Todo]:
     depths = _depths(todos)
-    targets = _unique([todos[plan_tree.one_based(depths, index)] for index in indices])
+    targets = _unique([todos[plan_tree.one_based(depths, _as_shown(todos, index, shown))] for index in indices])
     if not targets:
         raise InvalidInput("Give at least one index.")
     return targets
@@ -322,10 +332,16 @@ def _targets(todos: list[Todo], indices) -> list[Todo]:
 
 @transaction.atomic
 def todos_toggle_by_index(
-    *, thread: Thread, indices: list[int], author: str = Author.SYSTEM, token_name: str = "", person=None
+    *,
+    thread: Thread,
+    indices: list[int],
+    shown: Sequence[int] | None = None,
+    author: str = Author.SYSTEM,
+    token_name: str = "",
+    person=None,
 ) -> BatchResult:
     todos = _plan(thread.pk)
-    targets = _targets(todos, indices)
+    targets = _targets(todos, indices, shown)
     numbers = dict(zip((t.pk for t in todos), plan_tree.outline_numbers(_depths(todos))))
     result = BatchResult()
     # The rows were just read and locked in this transaction, so none can
@@ -357,11 +373,17 @@ def todos_toggle_by_index(
 
 @transaction.atomic
 def todos_update_by_index(
-    *, thread: Thread, updates: list[dict], author: str = Author.SYSTEM, token_name: str = "", person=None
+    *,
+    thread: Thread,
+    updates: list[dict],
+    shown: Sequence[int] | None = None,
+    author: str = Author.SYSTEM,
+    token_name: str = "",
+    person=None,
 ) -> BatchResult:
     todos = _plan(thread.pk)
     depths = _depths(todos)
-    targets = [(todos[plan_tree.one_based(depths, u.get("index"))], u.get("text")) for u in updates]
+    targets = [(todos[plan_tree.one_based(depths, _as_shown(todos, u.get("index"), shown))], u.get("text")) for u in updates]
     if not targets:
         raise InvalidInput("Give at least one update.")
     cleaned = []
@@ -389,10 +411,16 @@ def todos_update_by_index(
 
 @transaction.atomic
 def todos_remove_by_index(
-    *, thread: Thread, indices: list[int], author: str = Author.SYSTEM, token_name: str = "", person=None
+    *,
+    thread: Thread,
+    indices: list[int],
+    shown: Sequence[int] | None = None,
+    author: str = Author.SYSTEM,
+    token_name: str = "",
+    person=None,
 ) -> BatchResult:
     todos = _plan(thread.pk)
-    targets = _targets(todos, indices)
+    targets = _targets(todos, indices, shown)
     result = BatchResult()
     gone: set[int] = set()
     names = []

@@ -1,10 +1,13 @@
 """Preferences: the person's constraints, hard before soft. Locks bind only
 the agent: its path passes `respect_lock=True`, the person's `False`."""
 
+from collections.abc import Sequence
+
 from django.db import transaction
 
 from .. import selectors
 from ..errors import InvalidInput, NotFound, PreferenceLocked
+from ..indices import index_as_shown
 from ..models import PREFERENCE_SUBTITLE_MAX_CHARS, PREFERENCE_TITLE_MAX_CHARS, Preference, Thread
 from ..text import clean_text
 from .common import BatchResult, changed
@@ -132,7 +135,8 @@ def preference_set_locked(*, preference: Preference, locked: bool, respect_lock:
     return preference
 
 
-def _preference_at(preferences: list[Preference], index) -> Preference:
+def _preference_at(preferences: list[Preference], index, shown: Sequence[int] | None) -> Preference:
+    index = index_as_shown([p.pk for p in preferences], index, shown, row="Preference", rows="the preferences")
     if not isinstance(index, int) or isinstance(index, bool):
         raise InvalidInput(f"Index {index!r} is not a number.")
     if not 1 <= index <= len(preferences):
@@ -145,11 +149,15 @@ def _preference_at(preferences: list[Preference], index) -> Preference:
 
 
 @transaction.atomic
-def preferences_update_by_index(*, thread: Thread, updates: list[dict], respect_lock: bool) -> BatchResult:
-    """Edit preferences by their 1-based index (hard before soft). Locked ones
-    are skipped and reported when `respect_lock`; an invalid item fails the batch."""
+def preferences_update_by_index(
+    *, thread: Thread, updates: list[dict], respect_lock: bool, shown: Sequence[int] | None = None
+) -> BatchResult:
+    """Edit preferences by their 1-based index (hard before soft; of the
+    preferences as `shown`, their ids in the order the caller was shown them:
+    common.index_as_shown). Locked ones are skipped and reported when
+    `respect_lock`; an invalid item fails the batch."""
     preferences = selectors.preferences_for(thread=thread)
-    targets = [(_preference_at(preferences, u.get("index")), u) for u in updates]
+    targets = [(_preference_at(preferences, u.get("index"), shown), u) for u in updates]
     if not targets:
         raise InvalidInput("Give at least one update.")
     result = BatchResult()
@@ -167,11 +175,13 @@ def preferences_update_by_index(*, thread: Thread, updates: list[dict], respect_
 
 
 @transaction.atomic
-def preferences_remove_by_index(*, thread: Thread, indices: list[int], respect_lock: bool) -> BatchResult:
+def preferences_remove_by_index(
+    *, thread: Thread, indices: list[int], respect_lock: bool, shown: Sequence[int] | None = None
+) -> BatchResult:
     preferences = selectors.preferences_for(thread=thread)
     targets = []
     for index in indices:
-        preference = _preference_at(preferences, index)
+        preference = _preference_at(preferences, index, shown)
         if preference not in targets:
             targets.append(preference)
     if not targets:

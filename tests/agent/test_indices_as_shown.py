@@ -1,0 +1,149 @@
+"""An index the model sends names the step or preference its prompt showed
+at that #N, whatever the person (or the model's own earlier call of the
+same reply) changed in between: the real agent loop, a scripted model, and
+the person's edits made on another connection while the model "thinks"."""
+
+import pytest
+from asgiref.sync import sync_to_async
+from langchain_core.messages import HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from agent.approval_request import ApprovalRequest
+from agent.builder import build_agent
+from agent.context import AgentContext
+from conversations.turns.approval_claims import APPROVED
+from conversations.turns.approval_record import TurnApproval
+from conversations.turns.run import Resume, resumed_call
+from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
+from tests.support.requests import as_another_request
+from workspace import selectors
+from workspace.services import plan as plan_services
+from workspace.services import preferences as preference_services
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def _turn(thread, script) -> list[ToolMessage]:
+    """Run one turn of `script`; the tool results the model was sent."""
+    model = ScriptedChatModel(script=[*script, Reply(text="Done.")])
+    agent = build_agent(model=model, checkpointer=InMemorySaver())
+    await agent.ainvoke(
+        {"messages": [HumanMessage("Go on")]},
+        {"configurable": {"thread_id": str(thread.pk)}},
+        context=AgentContext(thread=thread, turn_index=1),
+    )
+    return [m for m in model.requests[-1] if isinstance(m, ToolMessage)]
+
+
+def _plan(thread):
+    return [(step.text, step.done) for step in selectors.plan_steps(thread=thread)]
+
+
+def _steps(thread, *texts, parent_index=None):
+    plan_services.todos_add_outline(thread=thread, steps=[{"text": t, "depth": 0} for t in texts], parent_index=parent_index)
+
+
+def _preferences(thread):
+    return [p.title for p in selectors.preferences_for(thread=thread)]
+
+
+async def test_a_step_the_person_adds_above_while_the_model_thinks_does_not_turn_its_tick_onto_another(thread):
+    await sync_to_async(_steps)(thread, "Collect figures", "Draft", "Cite sources")
+
+    def reply(messages):
+        # Shown #1 Collect figures, #2 Draft, #3 Cite sources; the person then
+        # adds a sub-step under the first, and "Cite sources" is now #4.
+        as_another_request(lambda: _steps(thread, "Ask finance", parent_index=1))
+        return Reply(tool_calls=[tool_call("toggle_todos", "Ticking off the citations.", indices=[3])])
+
+    [result] = await _turn(thread, [reply])
+    assert "Cite sources" in result.content
+    assert await sync_to_async(_plan)(thread) == [
+        ("Collect figures", False),
+        ("Ask finance", False),
+        ("Draft", False),
+        ("Cite sources", True),
+    ]
+
+
+async def test_a_removal_of_a_step_the_person_removed_meanwhile_removes_nothing_else_and_says_so(thread):
+    await sync_to_async(_steps)(thread, "Collect figures", "Draft", "Cite sources")
+
+    def reply(messages):
+        as_another_request(lambda: plan_services.todos_remove_by_index(thread=thread, indices=[2]))
+        return Reply(tool_calls=[tool_call("remove_todos", "Dropping the draft step.", indices=[2])])
+
+    [result] = await _turn(thread, [reply])
+    assert "Step #2 of the plan you were shown was removed since, so nothing was changed" in result.content
+    # Before, index 2 was "Cite sources" by then, and it went.
+    assert await sync_to_async(_plan)(thread) == [("Collect figures", False), ("Cite sources", False)]
+
+
+async def test_two_calls_of_one_reply_both_mean_the_plan_the_reply_was_shown(thread):
+    await sync_to_async(_steps)(thread, "Collect figures", "Draft", "Cite sources")
+    calls = [
+        tool_call("remove_todos", "Dropping the first step.", indices=[1]),
+        tool_call("update_todos", "Sharpening the last step.", updates=[{"index": 3, "text": "Cite every source"}]),
+    ]
+    results = await _turn(thread, [Reply(tool_calls=calls)])
+    assert all('"success": true' in r.content for r in results), [r.content for r in results]
+    assert await sync_to_async(_plan)(thread) == [("Draft", False), ("Cite every source", False)]
+
+
+async def test_a_step_the_reply_added_itself_is_found_past_the_end_of_what_it_was_shown(thread):
+    calls = [
+        tool_call("add_todos", "Laying out the plan.", steps=[{"text": "Collect figures", "depth": 0}]),
+        tool_call("toggle_todos", "Ticking off the first step.", indices=[1]),
+    ]
+    await _turn(thread, [Reply(tool_calls=calls)])
+    assert await sync_to_async(_plan)(thread) == [("Collect figures", True)]
+
+
+def _add_preference(thread, title, kind):
+    preference_services.preference_add(thread=thread, title=title, kind=kind, respect_lock=False)
+
+
+async def test_a_preference_the_person_adds_meanwhile_does_not_turn_an_edit_onto_another(thread):
+    for title, kind in (("Cite sources", "hard"), ("Short answers", "soft"), ("British spelling", "soft")):
+        await sync_to_async(_add_preference)(thread, title, kind)
+
+    def reply(messages):
+        # Shown #3 British spelling; a hard one added now comes before the soft ones.
+        as_another_request(lambda: _add_preference(thread, "No jargon", "hard"))
+        return Reply(tool_calls=[tool_call("update_preferences", "As asked.", updates=[{"index": 3, "kind": "hard"}])])
+
+    [result] = await _turn(thread, [reply])
+    assert "British spelling" in result.content
+    kinds = await sync_to_async(lambda: {p.title: p.kind for p in selectors.preferences_for(thread=thread)})()
+    assert kinds == {"Cite sources": "hard", "No jargon": "hard", "Short answers": "soft", "British spelling": "hard"}
+
+
+async def test_the_removal_the_person_approves_is_of_the_preference_the_card_named(thread):
+    """Asked, answered and resumed as conversations.turns does it: the card
+    names the preference the model was shown at #3, and the resumed call
+    removes that one though the person added two hard ones meanwhile."""
+    for title, kind in (("Cite sources", "hard"), ("Short answers", "soft"), ("British spelling", "soft")):
+        await sync_to_async(_add_preference)(thread, title, kind)
+
+    def reply(messages):
+        as_another_request(lambda: _add_preference(thread, "No jargon", "hard"))
+        return Reply(tool_calls=[tool_call("remove_preferences", "The person asked to drop it.", indices=[3])])
+
+    model = ScriptedChatModel(script=[reply, Reply(text="Removed.")])
+    graph = build_agent(model=model, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": str(thread.pk)}}
+    await graph.ainvoke({"messages": [HumanMessage("drop it")]}, config, context=AgentContext(thread=thread, turn_index=1))
+    [pending] = (await graph.aget_state(config)).interrupts
+    assert pending.value["details"] == ["“British spelling” (soft)"]
+
+    # While the card waits, another hard preference moves the soft ones down again.
+    await sync_to_async(_add_preference)(thread, "Plain words", "hard")
+    row = TurnApproval(interrupt_id=pending.id, request=ApprovalRequest.from_json(pending.value))
+    answer = resumed_call(Resume(decision=APPROVED, approval=row))
+    await graph.ainvoke(
+        Command(resume={pending.id: {"approved": True}}),
+        config,
+        context=AgentContext(thread=thread, turn_index=1, resuming=answer),
+    )
+    assert await sync_to_async(_preferences)(thread) == ["Cite sources", "No jargon", "Plain words", "Short answers"]
