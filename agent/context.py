@@ -35,6 +35,17 @@ class Seen:
     # row it was shown, wherever that row is now (docs/adr/0113).
     plan_shown: tuple[int, ...] | None = None
     preferences_shown: tuple[int, ...] | None = None
+    # The objective the latest call was shown ("" for none), and what the
+    # run wrote since: another value found there was written by someone
+    # else meanwhile, and set_objective keeps it (docs/adr/0114).
+    objective_shown: str | None = None
+    objective_written: set[str] = field(default_factory=set)
+
+    def objective_known(self) -> set[str] | None:
+        """The objective's values this run knows of; None: not recorded."""
+        if self.objective_shown is None:
+            return None
+        return {self.objective_shown, *self.objective_written}
 
     def saw_the_whole_document(self) -> bool:
         """Whether the model was shown every character of the version its

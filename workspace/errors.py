@@ -32,6 +32,11 @@ class PreferenceLocked(WorkspaceError):
     """The agent tried to change a preference the person locked."""
 
 
+class ObjectiveChanged(WorkspaceError):
+    """The agent's objective would replace one someone else wrote after the
+    agent was shown the objective; nothing was written."""
+
+
 class DocumentConflict(WorkspaceError):
     """A save based on an older version overlaps what changed since; nothing
     was written. Carries both sides so an interface can show them: the

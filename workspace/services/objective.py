@@ -3,9 +3,12 @@
 Every change is kept with who made it (ObjectiveRevision), so its history
 shows each value once, by whom and when, not only what a turn started with."""
 
+from collections.abc import Collection
+
 from django.db import transaction
 
 from .. import people
+from ..errors import ObjectiveChanged
 from ..models import OBJECTIVE_MAX_CHARS, Objective, ObjectiveRevision, Thread
 from ..text import clean_text
 from .common import changed
@@ -14,15 +17,30 @@ Author = ObjectiveRevision.Author
 
 
 @transaction.atomic
-def objective_set(*, thread: Thread, text: str, author: str = Author.SYSTEM, token_name: str = "", person=None) -> Objective:
+def objective_set(
+    *,
+    thread: Thread,
+    text: str,
+    author: str = Author.SYSTEM,
+    token_name: str = "",
+    person=None,
+    known: Collection[str] | None = None,
+) -> Objective:
     """Write the objective. `author`: the person's edit, the agent's
     `set_objective`, the person through MCP (with the token's name), or a
     script (the default), as for the document. `person`: the user who
-    wrote it, or whose turn or token it was (docs/adr/0085)."""
+    wrote it, or whose turn or token it was (docs/adr/0085). `known`: the
+    values the caller knows the objective to hold (what the agent's prompt
+    showed, and what its run wrote since; "" for none); when it now holds
+    another, someone wrote it meanwhile, and it is kept (ObjectiveChanged,
+    docs/adr/0114)."""
     text = clean_text(text, label="Objective", max_chars=OBJECTIVE_MAX_CHARS)
     objective = Objective.objects.select_for_update().filter(thread=thread).first()
     if objective is not None and objective.text == text:
         return objective  # the same value again is not a change
+    current = objective.text if objective is not None else ""
+    if known is not None and current not in known:
+        raise ObjectiveChanged(_changed_meanwhile(thread, current))
     if objective is None:
         objective = Objective.objects.create(thread=thread, text=text)
     else:
@@ -35,3 +53,15 @@ def objective_set(*, thread: Thread, text: str, author: str = Author.SYSTEM, tok
     )
     changed(thread.pk, "objective")
     return objective
+
+
+def _changed_meanwhile(thread: Thread, current: str) -> str:
+    """The refusal, naming who wrote the objective it keeps."""
+    latest = ObjectiveRevision.objects.filter(thread=thread).order_by("-created_at", "-pk").first()
+    who = (latest.person_name if latest is not None else "") or "Someone"
+    if latest is not None and latest.author == Author.AGENT:
+        who = "Another turn of the agent"
+    return (
+        f"Nothing was changed: {who} set the objective to “{current}” after you were shown it, so theirs stays. "
+        "If yours is still better, propose it to the person in your answer instead."
+    )
