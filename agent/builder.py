@@ -67,8 +67,10 @@ def _prompt_for(context: AgentContext) -> str:
     context.seen.document_version = document_version(reading)
     context.seen.document_length, context.seen.document_shown_chars = document_shown(reading)
     context.seen.plan_shown = tuple(step.pk for step in reading.todos)
+    context.seen.plan_steps_shown = {step.pk: (step.text, step.done) for step in reading.todos}
     context.seen.objective_shown = reading.objective_text or ""
     context.seen.preferences_shown = tuple(preference.pk for preference in reading.preferences)
+    context.seen.preference_values_shown = {p.pk: (p.title, p.subtitle, p.kind) for p in reading.preferences}
     return system_prompt_for(reading, context.selection, mode=context.mode, person_name=context.person_name)
 
 

@@ -35,6 +35,11 @@ class Seen:
     # row it was shown, wherever that row is now (docs/adr/0113).
     plan_shown: tuple[int, ...] | None = None
     preferences_shown: tuple[int, ...] | None = None
+    # What those rows said then: a step's text and done mark, a
+    # preference's title, subtitle and kind. A row someone changed since
+    # keeps their change (docs/adr/0115).
+    plan_steps_shown: dict[int, tuple[str, bool]] | None = None
+    preference_values_shown: dict[int, tuple[str, str, str]] | None = None
     # The objective the latest call was shown ("" for none), and what the
     # run wrote since: another value found there was written by someone
     # else meanwhile, and set_objective keeps it (docs/adr/0114).

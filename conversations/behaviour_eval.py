@@ -34,6 +34,7 @@ from agent.turn import turn_config
 from workspace import selectors
 from workspace.models import Thread
 from workspace.services import document as document_services
+from workspace.services import plan as plan_services
 from workspace.services import preferences as preference_services
 
 from . import services
@@ -256,6 +257,27 @@ def approval_for_destructive(probe: Callable[[TurnRecord], bool | None] = pendin
     return Criterion("approval asked for a destructive action", check)
 
 
+def only_step_ticked(text: str) -> Criterion:
+    """The step named `text` is done after the turn, and no other step's
+    mark changed: the model found the step's index in a nested plan, where
+    its outline number is not its index (docs/adr/0112)."""
+
+    def check(run: ScenarioRun) -> Verdict:
+        if not run.turns:
+            return Verdict(FAIL, "no turn ran")
+        before = {step.pk: step for step in run.turns[0].before.todos}
+        after = {step.pk: step for step in run.turns[-1].after.todos}
+        [target] = [pk for pk, step in before.items() if step.text == text]
+        if target not in after or not after[target].done:
+            return Verdict(FAIL, f"“{text}” was not ticked")
+        others = [step.text for pk, step in before.items() if pk != target and (pk not in after or after[pk].done != step.done)]
+        if others:
+            return Verdict(FAIL, f"also changed: {', '.join(others)}")
+        return Verdict(PASS)
+
+    return Criterion(f"only “{text}” ticked", check)
+
+
 PLAN_SWEEP = Criterion("plan completion sweep", plan_sweep)
 LOCKED = Criterion("locked preferences untouched", locked_preferences_untouched)
 NO_TOOL_NAMES = Criterion("no tool names in reasoning", no_tool_names_in_reasoning)
@@ -290,6 +312,20 @@ def _draft_document(thread: Thread) -> None:
             "frames of brood can be moved from a strong colony to a weak one when it is needed."
         ),
     )
+
+
+def _nested_plan(thread: Thread) -> None:
+    plan_services.todos_add_outline(
+        thread=thread,
+        steps=[
+            {"text": "Outline three sections", "depth": 0},
+            {"text": "Draft section 1", "depth": 1},
+            {"text": "Draft section 2", "depth": 1},
+            {"text": "Cross-check citations", "depth": 0},
+            {"text": "Write the summary", "depth": 0},
+        ],
+    )
+    document_services.document_save(thread=thread, title="Report", content="## Section 1\n\nA first draft.")
 
 
 def _long_document(thread: Thread) -> None:
@@ -333,6 +369,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         messages=("From now on use British spelling instead of American, and fix the document.",),
         criteria=(LOCKED, NO_TOOL_NAMES, SUMMARY_FIRST),
         setup=_locked_spelling,
+    ),
+    Scenario(
+        name="nested-plan",
+        description="Ticking one named step of a nested plan, whose outline number is not its index.",
+        messages=("I've cross-checked the citations myself. Tick that step off in the plan and change nothing else.",),
+        criteria=(only_step_ticked("Cross-check citations"), NO_TOOL_NAMES, SUMMARY_FIRST),
+        setup=_nested_plan,
     ),
     Scenario(
         name="destructive",

@@ -14,8 +14,9 @@ from .text import Summary, batch_summary, sentence
 
 
 def _outcome(result) -> Summary:
-    # Some targets changed: success, with the skipped (locked) ones reported.
-    # Every target locked: a failure, so the model does not claim a change.
+    # Some targets changed: success, with the skipped ones reported (locked,
+    # or edited by someone after the model was shown them). Every target
+    # skipped: a refusal, so the model does not claim a change.
     if not result.done and result.skipped:
         raise PreferenceLocked(" ".join(sentence(s) for s in result.skipped))
     return batch_summary(result)
@@ -53,9 +54,14 @@ def list_preferences(thread) -> str:
     idempotent=True,
 )
 def update_preferences(thread, *, updates: list[dict], seen: Seen | None = None) -> Summary:
-    shown = seen.preferences_shown if seen is not None else None
     return _outcome(
-        preference_services.preferences_update_by_index(thread=thread, updates=updates, respect_lock=True, shown=shown)
+        preference_services.preferences_update_by_index(
+            thread=thread,
+            updates=updates,
+            respect_lock=True,
+            shown=seen.preferences_shown if seen is not None else None,
+            values_shown=seen.preference_values_shown if seen is not None else None,
+        )
     )
 
 

@@ -18,6 +18,16 @@ def _shown(seen: Seen | None) -> tuple[int, ...] | None:
     return seen.plan_shown if seen is not None else None
 
 
+def _marks_shown(seen: Seen | None) -> dict[int, bool] | None:
+    steps = seen.plan_steps_shown if seen is not None else None
+    return {pk: done for pk, (_text, done) in steps.items()} if steps is not None else None
+
+
+def _texts_shown(seen: Seen | None) -> dict[int, str] | None:
+    steps = seen.plan_steps_shown if seen is not None else None
+    return {pk: text for pk, (text, _done) in steps.items()} if steps is not None else None
+
+
 def _recorded(author: Author) -> dict:
     """Whom the plan's history records the call as."""
     return {"author": author.kind, "token_name": author.token_name, "person": author.person}
@@ -54,7 +64,9 @@ def add_todos(
 )
 def toggle_todos(thread, *, indices: list[int], seen: Seen | None = None, author: Author = AGENT_AUTHOR) -> Summary:
     return batch_summary(
-        plan_services.todos_toggle_by_index(thread=thread, indices=indices, shown=_shown(seen), **_recorded(author))
+        plan_services.todos_toggle_by_index(
+            thread=thread, indices=indices, shown=_shown(seen), marks_shown=_marks_shown(seen), **_recorded(author)
+        )
     )
 
 
@@ -69,7 +81,9 @@ def toggle_todos(thread, *, indices: list[int], seen: Seen | None = None, author
 )
 def update_todos(thread, *, updates: list[dict], seen: Seen | None = None, author: Author = AGENT_AUTHOR) -> Summary:
     return batch_summary(
-        plan_services.todos_update_by_index(thread=thread, updates=updates, shown=_shown(seen), **_recorded(author))
+        plan_services.todos_update_by_index(
+            thread=thread, updates=updates, shown=_shown(seen), texts_shown=_texts_shown(seen), **_recorded(author)
+        )
     )
 
 

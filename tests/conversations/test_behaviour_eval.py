@@ -200,3 +200,22 @@ def test_unknown_scenarios_are_refused():
         behaviour_eval.scenarios_named(["nope"])
     assert [s.name for s in behaviour_eval.scenarios_named(None)] == [s.name for s in SCENARIOS]
     assert NOT_APPLICABLE == "n/a"
+
+
+async def test_ticking_the_named_step_of_a_nested_plan_by_its_index_passes():
+    # "Cross-check citations" is shown as "#4 2 [ ] Cross-check citations".
+    _, verdicts = await _run(
+        "nested-plan",
+        Reply(tool_calls=[tool_call("toggle_todos", "Ticking off the citations check.", indices=[4])]),
+        Reply(text="I ticked off the citations check in the plan."),
+    )
+    assert verdicts["only “Cross-check citations” ticked"].status == PASS
+
+
+async def test_ticking_by_the_outline_number_fails_the_nested_plan_scenario():
+    _, verdicts = await _run(
+        "nested-plan",
+        Reply(tool_calls=[tool_call("toggle_todos", "Ticking off the citations check.", indices=[2])]),
+        Reply(text="I ticked off the citations check in the plan."),
+    )
+    assert str(verdicts["only “Cross-check citations” ticked"]) == "fail (“Cross-check citations” was not ticked)"

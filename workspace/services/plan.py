@@ -11,7 +11,7 @@ the objective (workspace.services.objective); a script's change is the
 system's. An operation that changes nothing (the same text again, a drop
 where the step already was) records nothing."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from django.db import transaction
 from django.db.models import Subquery
@@ -336,14 +336,31 @@ def todos_toggle_by_index(
     thread: Thread,
     indices: list[int],
     shown: Sequence[int] | None = None,
+    marks_shown: Mapping[int, bool] | None = None,
     author: str = Author.SYSTEM,
     token_name: str = "",
     person=None,
 ) -> BatchResult:
+    """Flip the done mark of steps. `marks_shown`: each step's mark as the
+    caller was shown it. A step whose mark someone changed since already has
+    the mark the caller meant to give it: it is left as it is and reported,
+    so the agent never unticks a step the person ticked (docs/adr/0115)."""
     todos = _plan(thread.pk)
     targets = _targets(todos, indices, shown)
     numbers = dict(zip((t.pk for t in todos), plan_tree.outline_numbers(_depths(todos))))
     result = BatchResult()
+    flipping = []
+    for todo in targets:
+        if marks_shown is not None and marks_shown.get(todo.pk, todo.done) != todo.done:
+            mark = "done" if todo.done else "not done"
+            result.skipped.append(
+                f"{numbers[todo.pk]} '{todo.text}' is already marked {mark}: it was marked so after you were shown the plan"
+            )
+        else:
+            flipping.append(todo)
+    if not flipping:
+        return result
+    targets = flipping
     # The rows were just read and locked in this transaction, so none can
     # have gone; one activity touch covers the batch.
     now = timezone.now()
@@ -377,10 +394,14 @@ def todos_update_by_index(
     thread: Thread,
     updates: list[dict],
     shown: Sequence[int] | None = None,
+    texts_shown: Mapping[int, str] | None = None,
     author: str = Author.SYSTEM,
     token_name: str = "",
     person=None,
 ) -> BatchResult:
+    """Rewrite the text of steps. `texts_shown`: each step's text as the
+    caller was shown it; a step someone rewrote since keeps their text, and
+    is reported (docs/adr/0115)."""
     todos = _plan(thread.pk)
     depths = _depths(todos)
     targets = [(todos[plan_tree.one_based(depths, _as_shown(todos, u.get("index"), shown))], u.get("text")) for u in updates]
@@ -394,13 +415,23 @@ def todos_update_by_index(
             raise InvalidInput(f"Update {n}: {exc.message}") from None
     result = BatchResult()
     renames = []
+    written = []
     for todo, text in cleaned:
+        was = texts_shown.get(todo.pk, todo.text) if texts_shown is not None else todo.text
+        if was != todo.text and text != todo.text:
+            result.skipped.append(
+                f"step '{todo.text}' was rewritten after you were shown it (it read '{was}'), so your text was not written"
+            )
+            continue
         if text != todo.text:
             renames.append(f"{_quoted(todo.text)} to {_quoted(text)}")
         todo.text = text
         todo.save(update_fields=["text", "updated_at"])
+        written.append(todo)
         result.done.append(f"rewrote step to '{todo.text}'")
-    changed(thread.pk, "plan", [t.pk for t, _ in cleaned])
+    if not written:
+        return result
+    changed(thread.pk, "plan", [t.pk for t in written])
     if renames:
         listed = "; ".join(renames[:PLAN_SUMMARY_MAX_STEPS])
         more = len(renames) - PLAN_SUMMARY_MAX_STEPS

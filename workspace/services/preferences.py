@@ -1,7 +1,7 @@
 """Preferences: the person's constraints, hard before soft. Locks bind only
 the agent: its path passes `respect_lock=True`, the person's `False`."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from django.db import transaction
 
@@ -150,12 +150,19 @@ def _preference_at(preferences: list[Preference], index, shown: Sequence[int] | 
 
 @transaction.atomic
 def preferences_update_by_index(
-    *, thread: Thread, updates: list[dict], respect_lock: bool, shown: Sequence[int] | None = None
+    *,
+    thread: Thread,
+    updates: list[dict],
+    respect_lock: bool,
+    shown: Sequence[int] | None = None,
+    values_shown: Mapping[int, tuple[str, str, str]] | None = None,
 ) -> BatchResult:
     """Edit preferences by their 1-based index (hard before soft; of the
     preferences as `shown`, their ids in the order the caller was shown them:
-    common.index_as_shown). Locked ones are skipped and reported when
-    `respect_lock`; an invalid item fails the batch."""
+    workspace.indices). Locked ones are skipped and reported when
+    `respect_lock`; an invalid item fails the batch. `values_shown`: each
+    preference's (title, subtitle, kind) as the caller was shown it; one
+    someone edited since keeps their edit, and is reported (docs/adr/0115)."""
     preferences = selectors.preferences_for(thread=thread)
     targets = [(_preference_at(preferences, u.get("index"), shown), u) for u in updates]
     if not targets:
@@ -165,6 +172,10 @@ def preferences_update_by_index(
         fields = {k: update.get(k) for k in ("title", "subtitle", "kind") if update.get(k) is not None}
         if not fields:
             raise InvalidInput(f"Update for index {update.get('index')} changes nothing; give title, subtitle or kind.")
+        now = (preference.title, preference.subtitle, preference.kind)
+        if values_shown is not None and values_shown.get(preference.pk, now) != now:
+            result.skipped.append(f"'{preference.title}' was edited after you were shown it, so it was not changed")
+            continue
         try:
             preference_update(preference=preference, respect_lock=respect_lock, **fields)
         except PreferenceLocked as exc:

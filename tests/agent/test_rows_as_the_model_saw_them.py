@@ -1,7 +1,8 @@
-"""An index the model sends names the step or preference its prompt showed
-at that #N, whatever the person (or the model's own earlier call of the
-same reply) changed in between: the real agent loop, a scripted model, and
-the person's edits made on another connection while the model "thinks"."""
+"""The agent's plan and preference calls act on the rows as its prompt
+showed them: an index names the row shown at that #N, and a row someone
+changed since keeps their change (docs/adr/0113, 0115). The real agent loop,
+a scripted model, and the person's edits made on another connection while
+the model "thinks"."""
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -147,3 +148,48 @@ async def test_the_removal_the_person_approves_is_of_the_preference_the_card_nam
         context=AgentContext(thread=thread, turn_index=1, resuming=answer),
     )
     assert await sync_to_async(_preferences)(thread) == ["Cite sources", "No jargon", "Plain words", "Short answers"]
+
+
+async def test_a_step_the_person_ticks_while_the_model_thinks_stays_ticked(thread):
+    await sync_to_async(_steps)(thread, "Collect figures", "Draft", "Cite sources")
+
+    def reply(messages):
+        # Shown "#2 [ ] Draft"; the person ticks it; the model ticks it too.
+        as_another_request(lambda: plan_services.todos_toggle_by_index(thread=thread, indices=[2]))
+        return Reply(tool_calls=[tool_call("toggle_todos", "Ticking off the draft and the citations.", indices=[2, 3])])
+
+    [result] = await _turn(thread, [reply])
+    assert "'Draft' is already marked done: it was marked so after you were shown the plan" in result.content
+    assert await sync_to_async(_plan)(thread) == [("Collect figures", False), ("Draft", True), ("Cite sources", True)]
+
+
+async def test_a_step_the_person_rewrites_while_the_model_thinks_keeps_their_text(thread):
+    await sync_to_async(_steps)(thread, "Collect figures", "Draft")
+
+    def reply(messages):
+        as_another_request(
+            lambda: plan_services.todos_update_by_index(thread=thread, updates=[{"index": 2, "text": "Draft the summary"}])
+        )
+        updates = [{"index": 2, "text": "Draft the report"}, {"index": 1, "text": "Collect Q1 figures"}]
+        return Reply(tool_calls=[tool_call("update_todos", "Sharpening the steps.", updates=updates)])
+
+    [result] = await _turn(thread, [reply])
+    assert "Step 'Draft the summary' was rewritten after you were shown it (it read 'Draft')" in result.content
+    assert await sync_to_async(_plan)(thread) == [("Collect Q1 figures", False), ("Draft the summary", False)]
+
+
+async def test_a_preference_the_person_edits_while_the_model_thinks_keeps_their_edit(thread):
+    await sync_to_async(_add_preference)(thread, "Short answers", "soft")
+
+    def reply(messages):
+        as_another_request(
+            lambda: preference_services.preferences_update_by_index(
+                thread=thread, updates=[{"index": 1, "title": "Answers under 100 words"}], respect_lock=False
+            )
+        )
+        return Reply(tool_calls=[tool_call("update_preferences", "As asked.", updates=[{"index": 1, "kind": "hard"}])])
+
+    [result] = await _turn(thread, [reply])
+    assert '"success": false' in result.content and "was edited after you were shown it" in result.content
+    kinds = await sync_to_async(lambda: [(p.title, p.kind) for p in selectors.preferences_for(thread=thread)])()
+    assert kinds == [("Answers under 100 words", "soft")]
