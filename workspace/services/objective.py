@@ -6,6 +6,7 @@ shows each value once, by whom and when, not only what a turn started with."""
 from collections.abc import Collection
 
 from django.db import transaction
+from django.db.models import Subquery
 
 from .. import people
 from ..errors import ObjectiveChanged
@@ -46,10 +47,15 @@ def objective_set(
     else:
         objective.text = text
         objective.save(update_fields=["text", "updated_at"])
-    # The counter as it is now (the caller's row may be older): during turn N, or after it.
-    turn_index = Thread.objects.filter(pk=thread.pk).values_list("turn_index", flat=True).first() or 0
     ObjectiveRevision.objects.create(
-        thread=thread, text=text, author=author, token_name=token_name, turn_index=turn_index, **people.by(person)
+        thread=thread,
+        text=text,
+        author=author,
+        token_name=token_name,
+        # The counter as it is now (the caller's row may be older): during
+        # turn N, or after it. Read inside the INSERT: one statement.
+        turn_index=Subquery(Thread.objects.filter(pk=thread.pk).order_by().values("turn_index")[:1]),
+        **people.by(person),
     )
     changed(thread.pk, "objective")
     return objective
