@@ -13,8 +13,10 @@ of the same `base` text. `theirs` is the current text (what is saved now),
    added text at an edge of it (before or after the text the other side
    replaced), or when both wrote the same tokens at its start or end and
    what is left changed on one side only (an addition that extends the
-   other side's addition at the same place). Anything else is a
-   `Conflict`: reported, never guessed.
+   other side's addition at the same place). Lines both sides only added
+   at the same place, differently, are both kept, ours first: no text of
+   the base is at stake. Anything else is a `Conflict`: reported, never
+   guessed.
 
 Input is expected with plain "\\n" line breaks (the document service
 normalises them); nothing here depends on it for correctness.
@@ -234,7 +236,14 @@ def _settle(base, ours, theirs, ours_at: int, theirs_at: int, *, refine: bool) -
         return [o]
     if refine:
         # Both sides changed these lines: look again, word by word.
-        return _merge_items(_TOKENS.findall(z), _TOKENS.findall(o), _TOKENS.findall(t), ours_at, theirs_at, refine=False)
+        pieces = _merge_items(_TOKENS.findall(z), _TOKENS.findall(o), _TOKENS.findall(t), ours_at, theirs_at, refine=False)
+        if not z and any(isinstance(piece, Conflict) for piece in pieces):
+            # Both only added lines here, and different ones (a paragraph the
+            # person typed at the end while the agent appended a section):
+            # no text of the base is at stake, so both stay, ours first as
+            # "Keep both" puts them, each on lines of its own (docs/adr/0116).
+            return [o + ("" if o.endswith("\n") else "\n") + t]
+        return pieces
     added = _edge_addition(z, o, t)
     if added is not None:
         return [added]

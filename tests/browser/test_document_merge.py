@@ -2,7 +2,8 @@
 in Chromium against the real server.
 
 - Unsaved text in one tab is merged at once with a save from another tab
-  (or the agent): both edits stay, the editor shows the merged text.
+  (or the agent): both edits stay, the editor shows the merged text; so
+  do two paragraphs added at the same place (docs/adr/0116).
 - Overlapping edits open one conflict view with both versions and the
   overlapping parts marked; "Keep both" writes both variants.
 - Keys typed while a merged save is on its way are saved too.
@@ -85,6 +86,24 @@ def test_unsaved_text_is_merged_at_once_when_another_tab_saves_another_paragraph
     assert caret == [merged.index(" Typed in the first tab.") + len(" Typed in the first tab."), True]
     assert _stored(haico_server, thread_id) == (merged, 3)
     assert _revision_authors(haico_server, thread_id) == ["person", "person", "person"]
+
+
+def test_a_paragraph_typed_at_the_end_while_another_tab_adds_a_section_there_keeps_both(two_tabs, haico_server):
+    first, second, thread_id = two_tabs
+
+    type_after(first, "Results paragraph.\n", "\nMy own aims.")
+    # Before the first tab's autosave: the second tab (or the agent) adds a section at the end.
+    save_document_now(second, REPORT + "\n## Method\n\nWe sampled ten sites.\n")
+
+    # Nothing of the report was changed twice: both additions stay, with no question.
+    merged = REPORT + "\nMy own aims.\n\n## Method\n\nWe sampled ten sites.\n"
+    expect(document_text(first)).to_have_value(merged, timeout=AUTOSAVE_WAIT_MS)
+    expect(document_status(first)).to_have_text(MERGED)
+    expect(first.get_by_role("region", name="Document conflict")).to_be_hidden()
+    expect(document_text(second)).to_have_value(merged)
+    caret = document_text(first).evaluate("el => [el.selectionStart, document.activeElement === el]")
+    assert caret == [merged.index("My own aims.") + len("My own aims."), True]
+    assert _stored(haico_server, thread_id) == (merged, 3)
 
 
 def test_overlapping_edits_show_one_conflict_view_and_keep_both_writes_both_variants(two_tabs, haico_server):

@@ -219,14 +219,30 @@ def test_text_added_at_the_edge_of_a_word_the_other_side_replaced_merges():
     assert merge_text("The cat sat.", "The black cat sat.", "The dog sat.").text == "The black dog sat."
 
 
-def test_empty_base_with_two_different_texts_conflicts():
-    result = merge_text("", "The person wrote this", "An agent drafted that")
-    [conflict] = result.conflicts
-    assert (conflict.base, conflict.ours, conflict.theirs) == ("", "The person wrote this", "An agent drafted that")
-    assert result.resolve(BOTH) == "The person wrote this\nAn agent drafted that"
-    # What both wrote alike at the ends is agreed; only the middle conflicts.
-    [middle] = merge_text("", "Person's draft.", "Agent's draft.").conflicts
-    assert (middle.ours, middle.theirs) == ("Person", "Agent")
+def test_an_empty_base_written_differently_by_both_keeps_both_ours_first():
+    # Nothing of the base is at stake: both texts stay, as "Keep both" would put them.
+    assert merge_text("", "The person wrote this", "An agent drafted that").text == "The person wrote this\nAn agent drafted that"
+    assert merge_text("", "Person's draft.\n", "Agent's draft.\n").text == "Person's draft.\nAgent's draft.\n"
+
+
+def test_a_paragraph_typed_at_the_end_while_the_agent_appended_a_section_keeps_both():
+    base = "# Report\n\nIntro paragraph.\n"
+    theirs = base + "\n## Method\n\nWe sampled ten sites.\n"
+    ours = base + "\nMy own paragraph about the aims.\n"
+    merged = merge_text(base, ours, theirs).text
+    assert merged == base + "\nMy own paragraph about the aims.\n\n## Method\n\nWe sampled ten sites.\n"
+
+
+def test_paragraphs_both_inserted_between_the_same_two_keep_both_and_the_edits_around_them():
+    base = "A.\n\nB.\n\nC.\n"
+    ours = "A, by me.\n\nMine.\n\nB.\n\nC.\n"
+    theirs = "A.\n\nTheirs.\n\nB.\n\nC, by them.\n"
+    assert merge_text(base, ours, theirs).text == "A, by me.\n\nMine.\n\nTheirs.\n\nB.\n\nC, by them.\n"
+
+
+def test_a_line_both_rewrote_differently_still_conflicts():
+    [conflict] = merge_text("Intro.\nThe old claim.\n", "Intro.\nMy claim.\n", "Intro.\nTheir claim.\n").conflicts
+    assert (conflict.ours, conflict.theirs) == ("My", "Their")
 
 
 def test_empty_base_with_one_side_writing_takes_it():

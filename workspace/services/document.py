@@ -10,6 +10,7 @@ overlapping edits raise `DocumentConflict` and nothing is written
 (docs/adr/0013).
 """
 
+import re
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -304,13 +305,39 @@ def document_edit_passage(
     )
 
 
+# A line that goes on a list or a table: text appended after one and
+# starting with another continues it rather than starting a paragraph.
+_LIST_ITEM = re.compile(r"\s*([-*+]|\d+[.)])\s")
+
+
+def _continues(last_line: str, first_line: str) -> bool:
+    if last_line.lstrip().startswith("|") and first_line.lstrip().startswith("|"):
+        return True
+    return bool(_LIST_ITEM.match(last_line) and _LIST_ITEM.match(first_line))
+
+
+def append_separator(content: str, text: str) -> str:
+    """The line breaks put between the document and text appended to it: a
+    blank line, so the text is a paragraph of its own (a single line break
+    would join it to the last paragraph in Markdown, in the preview and in
+    every export), unless the text goes on the list or the table the
+    document ends with. Breaks either side already has count."""
+    if not content:
+        return ""
+    trailing = len(content) - len(content.rstrip("\n"))
+    leading = len(text) - len(text.lstrip("\n"))
+    last_line = content.rstrip("\n").rsplit("\n", 1)[-1]
+    first_line = text.lstrip("\n").split("\n", 1)[0]
+    wanted = 1 if _continues(last_line, first_line) else 2
+    return "\n" * max(0, wanted - trailing - leading)
+
+
 @transaction.atomic
 def document_append(*, thread: Thread, text: str, author: str = Author.SYSTEM, token_name: str = "", person=None) -> Document:
-    """Add `text` at the end. An append commutes with any other edit, so it
-    needs no base version."""
+    """Add `text` at the end, as a paragraph of its own (append_separator).
+    An append commutes with any other edit, so it needs no base version."""
     if not isinstance(text, str) or not text.strip():
         raise InvalidInput("Text to append cannot be empty.")
     document = _document_for_update(thread)
-    separator = "" if not document.content or document.content.endswith("\n") else "\n"
-    content = _clean_content(document.content + separator + text)
+    content = _clean_content(document.content + append_separator(document.content, text) + text)
     return _write(document, title=document.title, content=content, author=author, token_name=token_name, person=person)

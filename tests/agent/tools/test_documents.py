@@ -128,7 +128,8 @@ async def test_append_to_document_adds_to_the_end(thread):
     result = await call(thread, "append_to_document", text="Second line")
     assert result["success"] is True
     document = await db(selectors.document_for, thread=thread)
-    assert document.content == "First line\nSecond line"
+    # A paragraph of its own: one line break would join it to the first in Markdown.
+    assert document.content == "First line\n\nSecond line"
 
 
 async def test_append_blank_text_fails_with_service_message(thread):

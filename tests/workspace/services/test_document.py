@@ -52,8 +52,8 @@ def test_every_write_keeps_a_revision_with_its_text_and_author(thread):
     assert _revisions(thread) == [
         (1, "Review", "Draft.", PERSON),
         (2, "Review", "Draft, revised.", AGENT),
-        (3, "Review", "Draft, revised.\nAppended.", AGENT),
-        (4, "Review 2", "Draft, revised.\nAppended.", SYSTEM),
+        (3, "Review", "Draft, revised.\n\nAppended.", AGENT),
+        (4, "Review 2", "Draft, revised.\n\nAppended.", SYSTEM),
     ]
 
 
@@ -172,7 +172,8 @@ def test_appends_commute_with_a_stale_save(thread):
     _save(thread, content=REPORT, base_version=0)
     document_services.document_append(thread=thread, text="Appended by the agent.")
     _save(thread, content=REPORT.replace("Intro paragraph.", "Intro, edited."), base_version=1)
-    assert _stored(thread)[1] == REPORT.replace("Intro paragraph.", "Intro, edited.") + "Appended by the agent."
+    # A paragraph of its own after the report's last line.
+    assert _stored(thread)[1] == REPORT.replace("Intro paragraph.", "Intro, edited.") + "\nAppended by the agent."
 
 
 # --- the title, three-way --------------------------------------------------------------
@@ -226,15 +227,15 @@ def test_a_merge_that_would_exceed_the_size_cap_is_refused_and_nothing_written(t
     assert _stored(thread)[2] == 2
 
 
-def test_document_append_adds_a_line_and_bumps_the_version(thread):
+def test_document_append_adds_a_paragraph_and_bumps_the_version(thread):
     document_services.document_append(thread=thread, text="First")
     document_services.document_append(thread=thread, text="Second")
-    assert _stored(thread)[1:] == ("First\nSecond", 2)
+    assert _stored(thread)[1:] == ("First\n\nSecond", 2)
     with pytest.raises(InvalidInput, match="cannot be empty"):
         document_services.document_append(thread=thread, text="  ")
     with pytest.raises(InvalidInput, match="too long"):
         document_services.document_append(thread=thread, text="x" * settings.HAICO_DOCUMENT_MAX_CHARS)
-    assert _stored(thread)[1] == "First\nSecond"
+    assert _stored(thread)[1] == "First\n\nSecond"
 
 
 # --- restoring a version ------------------------------------------------------------------
@@ -377,3 +378,23 @@ def test_the_text_a_save_was_based_on_obeys_the_document_limit(thread, settings)
     with pytest.raises(InvalidInput, match="too long"):
         _save(thread, content="short!", base_version=1, base_content="x" * 11)
     assert _stored(thread)[1:] == ("short", 1)
+
+
+@pytest.mark.parametrize(
+    ("content", "text", "expected"),
+    [
+        ("Intro.", "More.", "Intro.\n\nMore."),
+        ("Intro.\n", "More.", "Intro.\n\nMore."),
+        ("Intro.\n\n", "More.", "Intro.\n\nMore."),
+        ("Intro.\n", "\n\n## Method", "Intro.\n\n\n## Method"),
+        ("Steps:\n\n- one\n", "- two", "Steps:\n\n- one\n- two"),
+        ("1. one", "2. two", "1. one\n2. two"),
+        ("| a | b |\n|---|---|\n| 1 | 2 |\n", "| 3 | 4 |", "| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |"),
+        ("- one\n", "A paragraph after the list.", "- one\n\nA paragraph after the list."),
+    ],
+    ids=["no break", "one break", "blank line", "text brings its own", "list item", "numbered item", "table row", "after a list"],
+)
+def test_appended_text_is_a_paragraph_of_its_own_unless_it_goes_on_a_list_or_table(thread, content, text, expected):
+    _save(thread, content=content, base_version=0)
+    document_services.document_append(thread=thread, text=text, author=AGENT)
+    assert selectors.document_for(thread=thread).content == expected

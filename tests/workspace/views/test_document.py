@@ -173,10 +173,11 @@ def test_title_changed_on_both_sides_shows_both_titles(owner_client, thread):
 
 
 def test_stale_version_without_htmx_is_409(owner_client, thread):
-    document_services.document_save(thread=thread, title="T", content="x")
-    response = _save(owner_client, thread, htmx=False, title="T", content="y", base_version=0)
+    document_services.document_save(thread=thread, title="T", content="The claim holds.")
+    document_services.document_save(thread=thread, content="The claim fails.", base_version=1)
+    response = _save(owner_client, thread, htmx=False, title="T", content="The claim is weak.", base_version=1)
     assert response.status_code == 409
-    assert _doc(thread).content == "x"
+    assert _doc(thread).content == "The claim fails."
 
 
 def test_document_over_the_size_cap_is_refused_and_nothing_saved(owner_client, thread):
