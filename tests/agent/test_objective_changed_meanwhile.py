@@ -5,29 +5,15 @@ edit made on another connection while the model "thinks"."""
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
-from langchain_core.messages import HumanMessage, ToolMessage
-from langgraph.checkpoint.memory import InMemorySaver
 
-from agent.builder import build_agent
-from agent.context import AgentContext
-from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
+from tests.agent.scripted_turn import tool_results_of_a_turn
+from tests.support.fake_model import Reply, tool_call
 from tests.support.requests import as_another_request
 from workspace import selectors
 from workspace.models import ObjectiveRevision
 from workspace.services import objective as objective_services
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-async def _turn(thread, script) -> list[ToolMessage]:
-    model = ScriptedChatModel(script=[*script, Reply(text="Done.")])
-    agent = build_agent(model=model, checkpointer=InMemorySaver())
-    await agent.ainvoke(
-        {"messages": [HumanMessage("Go on")]},
-        {"configurable": {"thread_id": str(thread.pk)}},
-        context=AgentContext(thread=thread, turn_index=1),
-    )
-    return [m for m in model.requests[-1] if isinstance(m, ToolMessage)]
 
 
 def _objective(thread):
@@ -46,7 +32,7 @@ async def test_the_objective_the_person_writes_while_the_model_thinks_is_not_rep
         )
         return Reply(tool_calls=[tool_call("set_objective", "Sharpening the goal.", text="Compare Q1 and Q2 revenue by region")])
 
-    [result] = await _turn(thread, [reply])
+    [result] = await tool_results_of_a_turn(thread, [reply])
     assert '"success": false' in result.content
     assert "Ann set the objective to “Compare Q1 to Q3 revenue for the board” after you were shown it" in result.content
     assert await sync_to_async(_objective)(thread) == "Compare Q1 to Q3 revenue for the board"
@@ -57,7 +43,7 @@ async def test_the_first_objective_the_person_sets_meanwhile_is_kept_too(thread)
         as_another_request(lambda: objective_services.objective_set(thread=thread, text="Write the grant report"))
         return Reply(tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Help with a report")])
 
-    [result] = await _turn(thread, [reply])
+    [result] = await tool_results_of_a_turn(thread, [reply])
     assert '"success": false' in result.content
     assert await sync_to_async(_objective)(thread) == "Write the grant report"
 
@@ -68,5 +54,5 @@ async def test_the_run_replaces_what_it_wrote_itself_in_one_reply_and_the_next(t
         tool_call("set_objective", "Sharpening it.", text="Write the grant report"),
     ]
     second = Reply(tool_calls=[tool_call("set_objective", "Sharpening it again.", text="Write the grant report by Friday")])
-    await _turn(thread, [Reply(tool_calls=calls), second])
+    await tool_results_of_a_turn(thread, [Reply(tool_calls=calls), second])
     assert await sync_to_async(_objective)(thread) == "Write the grant report by Friday"

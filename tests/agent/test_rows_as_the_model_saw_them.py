@@ -6,7 +6,7 @@ the model "thinks"."""
 
 import pytest
 from asgiref.sync import sync_to_async
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -16,6 +16,7 @@ from agent.context import AgentContext
 from conversations.turns.approval_claims import APPROVED
 from conversations.turns.approval_record import TurnApproval
 from conversations.turns.run import Resume, resumed_call
+from tests.agent.scripted_turn import tool_results_of_a_turn
 from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
 from tests.support.requests import as_another_request
 from workspace import selectors
@@ -23,18 +24,6 @@ from workspace.services import plan as plan_services
 from workspace.services import preferences as preference_services
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-async def _turn(thread, script) -> list[ToolMessage]:
-    """Run one turn of `script`; the tool results the model was sent."""
-    model = ScriptedChatModel(script=[*script, Reply(text="Done.")])
-    agent = build_agent(model=model, checkpointer=InMemorySaver())
-    await agent.ainvoke(
-        {"messages": [HumanMessage("Go on")]},
-        {"configurable": {"thread_id": str(thread.pk)}},
-        context=AgentContext(thread=thread, turn_index=1),
-    )
-    return [m for m in model.requests[-1] if isinstance(m, ToolMessage)]
 
 
 def _plan(thread):
@@ -58,7 +47,7 @@ async def test_a_step_the_person_adds_above_while_the_model_thinks_does_not_turn
         as_another_request(lambda: _steps(thread, "Ask finance", parent_index=1))
         return Reply(tool_calls=[tool_call("toggle_todos", "Ticking off the citations.", indices=[3])])
 
-    [result] = await _turn(thread, [reply])
+    [result] = await tool_results_of_a_turn(thread, [reply])
     assert "Cite sources" in result.content
     assert await sync_to_async(_plan)(thread) == [
         ("Collect figures", False),
@@ -75,7 +64,7 @@ async def test_a_removal_of_a_step_the_person_removed_meanwhile_removes_nothing_
         as_another_request(lambda: plan_services.todos_remove_by_index(thread=thread, indices=[2]))
         return Reply(tool_calls=[tool_call("remove_todos", "Dropping the draft step.", indices=[2])])
 
-    [result] = await _turn(thread, [reply])
+    [result] = await tool_results_of_a_turn(thread, [reply])
     assert "Step #2 of the plan you were shown was removed since, so nothing was changed" in result.content
     # Before, index 2 was "Cite sources" by then, and it went.
     assert await sync_to_async(_plan)(thread) == [("Collect figures", False), ("Cite sources", False)]
@@ -87,7 +76,7 @@ async def test_two_calls_of_one_reply_both_mean_the_plan_the_reply_was_shown(thr
         tool_call("remove_todos", "Dropping the first step.", indices=[1]),
         tool_call("update_todos", "Sharpening the last step.", updates=[{"index": 3, "text": "Cite every source"}]),
     ]
-    results = await _turn(thread, [Reply(tool_calls=calls)])
+    results = await tool_results_of_a_turn(thread, [Reply(tool_calls=calls)])
     assert all('"success": true' in r.content for r in results), [r.content for r in results]
     assert await sync_to_async(_plan)(thread) == [("Draft", False), ("Cite every source", False)]
 
@@ -97,7 +86,7 @@ async def test_a_step_the_reply_added_itself_is_found_past_the_end_of_what_it_wa
         tool_call("add_todos", "Laying out the plan.", steps=[{"text": "Collect figures", "depth": 0}]),
         tool_call("toggle_todos", "Ticking off the first step.", indices=[1]),
     ]
-    await _turn(thread, [Reply(tool_calls=calls)])
+    await tool_results_of_a_turn(thread, [Reply(tool_calls=calls)])
     assert await sync_to_async(_plan)(thread) == [("Collect figures", True)]
 
 
@@ -114,7 +103,7 @@ async def test_a_preference_the_person_adds_meanwhile_does_not_turn_an_edit_onto
         as_another_request(lambda: _add_preference(thread, "No jargon", "hard"))
         return Reply(tool_calls=[tool_call("update_preferences", "As asked.", updates=[{"index": 3, "kind": "hard"}])])
 
-    [result] = await _turn(thread, [reply])
+    [result] = await tool_results_of_a_turn(thread, [reply])
     assert "British spelling" in result.content
     kinds = await sync_to_async(lambda: {p.title: p.kind for p in selectors.preferences_for(thread=thread)})()
     assert kinds == {"Cite sources": "hard", "No jargon": "hard", "Short answers": "soft", "British spelling": "hard"}
@@ -158,7 +147,7 @@ async def test_a_step_the_person_ticks_while_the_model_thinks_stays_ticked(threa
         as_another_request(lambda: plan_services.todos_toggle_by_index(thread=thread, indices=[2]))
         return Reply(tool_calls=[tool_call("toggle_todos", "Ticking off the draft and the citations.", indices=[2, 3])])
 
-    [result] = await _turn(thread, [reply])
+    [result] = await tool_results_of_a_turn(thread, [reply])
     assert "'Draft' is already marked done: it was marked so after you were shown the plan" in result.content
     assert await sync_to_async(_plan)(thread) == [("Collect figures", False), ("Draft", True), ("Cite sources", True)]
 
@@ -173,7 +162,7 @@ async def test_a_step_the_person_rewrites_while_the_model_thinks_keeps_their_tex
         updates = [{"index": 2, "text": "Draft the report"}, {"index": 1, "text": "Collect Q1 figures"}]
         return Reply(tool_calls=[tool_call("update_todos", "Sharpening the steps.", updates=updates)])
 
-    [result] = await _turn(thread, [reply])
+    [result] = await tool_results_of_a_turn(thread, [reply])
     assert "Step 'Draft the summary' was rewritten after you were shown it (it read 'Draft')" in result.content
     assert await sync_to_async(_plan)(thread) == [("Collect Q1 figures", False), ("Draft the summary", False)]
 
@@ -189,7 +178,7 @@ async def test_a_preference_the_person_edits_while_the_model_thinks_keeps_their_
         )
         return Reply(tool_calls=[tool_call("update_preferences", "As asked.", updates=[{"index": 1, "kind": "hard"}])])
 
-    [result] = await _turn(thread, [reply])
+    [result] = await tool_results_of_a_turn(thread, [reply])
     assert '"success": false' in result.content and "was edited after you were shown it" in result.content
     kinds = await sync_to_async(lambda: [(p.title, p.kind) for p in selectors.preferences_for(thread=thread)])()
     assert kinds == [("Answers under 100 words", "soft")]
