@@ -143,7 +143,8 @@ def test_an_agent_turn_keeps_an_open_edit_half_typed_text_and_the_caret(new_page
         ["Gather sources", "Write the draft", "Find three studies", "Compare their methods"]
     )
     expect(planning.get_by_role("checkbox", name="Done: step 1")).to_be_checked()
-    expect(editor).to_have_value("Intro line.\nAdded by the agent.")
+    # Appended as a paragraph of its own (docs/adr/0116).
+    expect(editor).to_have_value("Intro line.\n\nAdded by the agent.")
     # ...and nothing the person had open or typed was touched.
     expect(planning.get_by_role("textbox", name="Text of step 2")).to_have_value("Write the final draft")
     expect(planning.get_by_role("form", name="Add step").get_by_role("textbox", name="New step")).to_have_value("Half-typ")
