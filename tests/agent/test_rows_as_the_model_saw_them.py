@@ -72,13 +72,19 @@ async def test_a_removal_of_a_step_the_person_removed_meanwhile_removes_nothing_
 
 async def test_two_calls_of_one_reply_both_mean_the_plan_the_reply_was_shown(thread):
     await sync_to_async(_steps)(thread, "Collect figures", "Draft", "Cite sources")
+    # The sub-step goes in under #1 before the rewrite runs: "Cite sources" is #4 by then.
     calls = [
-        tool_call("remove_todos", "Dropping the first step.", indices=[1]),
+        tool_call("add_todos", "Adding a sub-step.", steps=[{"text": "Ask finance", "depth": 0}], parent_index=1),
         tool_call("update_todos", "Sharpening the last step.", updates=[{"index": 3, "text": "Cite every source"}]),
     ]
     results = await tool_results_of_a_turn(thread, [Reply(tool_calls=calls)])
     assert all('"success": true' in r.content for r in results), [r.content for r in results]
-    assert await sync_to_async(_plan)(thread) == [("Draft", False), ("Cite every source", False)]
+    assert await sync_to_async(_plan)(thread) == [
+        ("Collect figures", False),
+        ("Ask finance", False),
+        ("Draft", False),
+        ("Cite every source", False),
+    ]
 
 
 async def test_a_step_the_reply_added_itself_is_found_past_the_end_of_what_it_was_shown(thread):
