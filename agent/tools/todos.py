@@ -18,14 +18,9 @@ def _shown(seen: Seen | None) -> tuple[int, ...] | None:
     return seen.plan_shown if seen is not None else None
 
 
-def _marks_shown(seen: Seen | None) -> dict[int, bool] | None:
-    steps = seen.plan_steps_shown if seen is not None else None
-    return {pk: done for pk, (_text, done) in steps.items()} if steps is not None else None
-
-
-def _texts_shown(seen: Seen | None) -> dict[int, str] | None:
-    steps = seen.plan_steps_shown if seen is not None else None
-    return {pk: text for pk, (text, _done) in steps.items()} if steps is not None else None
+def _steps_shown(seen: Seen | None) -> dict[int, tuple[str, bool]] | None:
+    """Each step's text and mark as the model call was shown them."""
+    return seen.plan_steps_shown if seen is not None else None
 
 
 def _recorded(author: Author) -> dict:
@@ -65,7 +60,7 @@ def add_todos(
 def toggle_todos(thread, *, indices: list[int], seen: Seen | None = None, author: Author = AGENT_AUTHOR) -> Summary:
     return batch_summary(
         plan_services.todos_toggle_by_index(
-            thread=thread, indices=indices, shown=_shown(seen), marks_shown=_marks_shown(seen), **_recorded(author)
+            thread=thread, indices=indices, shown=_shown(seen), steps_shown=_steps_shown(seen), **_recorded(author)
         )
     )
 
@@ -82,7 +77,7 @@ def toggle_todos(thread, *, indices: list[int], seen: Seen | None = None, author
 def update_todos(thread, *, updates: list[dict], seen: Seen | None = None, author: Author = AGENT_AUTHOR) -> Summary:
     return batch_summary(
         plan_services.todos_update_by_index(
-            thread=thread, updates=updates, shown=_shown(seen), texts_shown=_texts_shown(seen), **_recorded(author)
+            thread=thread, updates=updates, shown=_shown(seen), steps_shown=_steps_shown(seen), **_recorded(author)
         )
     )
 

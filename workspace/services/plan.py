@@ -336,13 +336,13 @@ def todos_toggle_by_index(
     thread: Thread,
     indices: list[int],
     shown: Sequence[int] | None = None,
-    marks_shown: Mapping[int, bool] | None = None,
+    steps_shown: Mapping[int, tuple[str, bool]] | None = None,
     author: str = Author.SYSTEM,
     token_name: str = "",
     person=None,
 ) -> BatchResult:
-    """Flip the done mark of steps. `marks_shown`: each step's mark as the
-    caller was shown it. A step whose mark someone changed since already has
+    """Flip the done mark of steps. `steps_shown`: each step's (text, mark)
+    as the caller was shown it. A step whose mark someone changed since already has
     the mark the caller meant to give it: it is left as it is and reported,
     so the agent never unticks a step the person ticked (docs/adr/0115)."""
     todos = _plan(thread.pk)
@@ -351,7 +351,7 @@ def todos_toggle_by_index(
     result = BatchResult()
     flipping = []
     for todo in targets:
-        if marks_shown is not None and marks_shown.get(todo.pk, todo.done) != todo.done:
+        if steps_shown is not None and steps_shown.get(todo.pk, (todo.text, todo.done))[1] != todo.done:
             mark = "done" if todo.done else "not done"
             result.skipped.append(
                 f"{numbers[todo.pk]} '{todo.text}' is already marked {mark}: it was marked so after you were shown the plan"
@@ -394,13 +394,13 @@ def todos_update_by_index(
     thread: Thread,
     updates: list[dict],
     shown: Sequence[int] | None = None,
-    texts_shown: Mapping[int, str] | None = None,
+    steps_shown: Mapping[int, tuple[str, bool]] | None = None,
     author: str = Author.SYSTEM,
     token_name: str = "",
     person=None,
 ) -> BatchResult:
-    """Rewrite the text of steps. `texts_shown`: each step's text as the
-    caller was shown it; a step someone rewrote since keeps their text, and
+    """Rewrite the text of steps. `steps_shown`: each step's (text, mark) as
+    the caller was shown it; a step someone rewrote since keeps their text, and
     is reported (docs/adr/0115)."""
     todos = _plan(thread.pk)
     depths = _depths(todos)
@@ -417,7 +417,7 @@ def todos_update_by_index(
     renames = []
     written = []
     for todo, text in cleaned:
-        was = texts_shown.get(todo.pk, todo.text) if texts_shown is not None else todo.text
+        was = steps_shown.get(todo.pk, (todo.text, todo.done))[0] if steps_shown is not None else todo.text
         if was != todo.text and text != todo.text:
             result.skipped.append(
                 f"step '{todo.text}' was rewritten after you were shown it (it read '{was}'), so your text was not written"
