@@ -68,7 +68,7 @@ from .faults import IMPORT_HISTORY_WRITTEN, crash_point
 from .models import ArchiveImport, BranchLink, Turn
 from .services import THREAD_TITLE_MAX_CHARS, clean_title
 from .turns.approval_claims import APPROVED, REJECTED, STOPPED
-from .turns.approval_record import TurnApproval
+from .turns.approval_record import TurnApproval, portable_json
 from .turns.fragments import APPROVAL_OUTCOMES
 
 logger = logging.getLogger("haico.conversations.archive")
@@ -136,7 +136,7 @@ def thread_archive(thread: Thread) -> dict:
                     "retry_of": t.retry_of,
                     "mode": t.mode,
                     "selection": t.selection,
-                    "approval": _approval_json(t.approval),
+                    "approval": portable_json(t.approval),
                     "started_at": t.started_at.isoformat(),
                     "ended_at": t.ended_at.isoformat() if t.ended_at else None,
                     "by": t.person_username,
@@ -306,13 +306,6 @@ def _selection(row: Fields) -> dict | None:
     if len(text) != end - start:
         raise ArchiveRefused(f"{value.path}.text: {len(text):,} characters, but it spans {end - start:,}.")
     return {"start": start, "end": end, "text": text}
-
-
-def _approval_json(stored):
-    """A turn row's approval as archives carry it (turns.approval_record);
-    a row holding none it can read goes as it is."""
-    approval = TurnApproval.from_json(stored)
-    return approval.portable().to_json() if approval is not None else stored
 
 
 def _approval(row: Fields) -> dict | None:

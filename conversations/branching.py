@@ -55,7 +55,7 @@ from .forms import checked_selection
 from .models import BranchLink, Turn
 from .services import THREAD_TITLE_MAX_CHARS, title_from_message
 from .turns import registry
-from .turns.approval_record import TurnApproval
+from .turns.approval_record import portable_json
 from .turns.message_checks import clean_user_message
 from .turns.slot import running_turn
 
@@ -198,11 +198,6 @@ def _check_turn(thread: Thread, turn_index: int) -> None:
         raise BranchRefused(f"Turn {turn_index} is waiting for your approval; answer it before branching from it.")
 
 
-def _portable(stored):
-    approval = TurnApproval.from_json(stored)
-    return approval.portable().to_json() if approval is not None else stored
-
-
 def _copied_turn(row: Turn, thread: Thread) -> Turn:
     status, notice = row.status, row.notice
     if status == Turn.Status.RUNNING:
@@ -222,7 +217,7 @@ def _copied_turn(row: Turn, thread: Thread) -> Turn:
         retry_of=row.retry_of,
         mode=row.mode,
         selection=row.selection,
-        approval=_portable(row.approval),
+        approval=portable_json(row.approval),
         started_at=row.started_at,
         ended_at=row.ended_at,
         person_id=row.person_id,

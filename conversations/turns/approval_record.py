@@ -67,3 +67,10 @@ class TurnApproval:
 
 def _text(value) -> str:
     return value if isinstance(value, str) else ""
+
+
+def portable_json(stored):
+    """A turn row's approval as a copy or an archive of the thread holds it
+    (TurnApproval.portable); a row holding none it can read goes as it is."""
+    approval = TurnApproval.from_json(stored)
+    return approval.portable().to_json() if approval is not None else stored
