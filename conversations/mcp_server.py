@@ -46,7 +46,7 @@ from pydantic import ValidationError
 
 from agent.approvals import DOCUMENT_MIN_CHARS, DOCUMENT_REMOVED_SHARE, removed_share
 from agent.context import Author
-from agent.prompt import render_workspace_block
+from agent.prompt import render_reading
 from agent.tools.decorator import (
     REASON_FIELD,
     ToolSpec,
@@ -60,7 +60,14 @@ from agent.tools.envelope import (
 )
 from agent.tools.registry import tool_specs
 from workspace.models import DocumentRevision, Thread
-from workspace.selectors import Access, document_for, thread_for_user, threads_for_user, threads_shared_with
+from workspace.selectors import (
+    Access,
+    document_for,
+    thread_for_user,
+    threads_for_user,
+    threads_shared_with,
+    workspace_reading_for,
+)
 
 from . import client_reads
 from .models import AccessToken, ActivityLogEntry
@@ -245,6 +252,36 @@ def large_removal(thread: Thread, name: str, arguments: dict) -> Removal | None:
     return Removal(document.version, len(current), emptied=False, share=share)
 
 
+# The part of the workspace each call numbers for the client (its answer
+# lists the rows with the #N the tools take) or writes by index: a client's
+# index names the row it was last listed at that #N (docs/adr/0117).
+PART_LISTED = {"list_todos": client_reads.PLAN, "list_preferences": client_reads.PREFERENCES}
+PART_WRITTEN = {
+    "set_objective": client_reads.OBJECTIVE,
+    "add_todos": client_reads.PLAN,
+    "toggle_todos": client_reads.PLAN,
+    "update_todos": client_reads.PLAN,
+    "remove_todos": client_reads.PLAN,
+    "add_preferences": client_reads.PREFERENCES,
+    "update_preferences": client_reads.PREFERENCES,
+    "remove_preferences": client_reads.PREFERENCES,
+}
+PART_NAMES = {client_reads.PLAN: "the plan", client_reads.PREFERENCES: "the preferences"}
+
+
+def _with_listing(envelope: str, part: str, lines: str) -> str:
+    """The answer, with `part` as it is now: someone else changed it after
+    the client's latest listing, so the client's next indices name these."""
+    body = parse_envelope(envelope)
+    if body is None:
+        return envelope
+    body["listed_now"] = (
+        f"Someone else changed {PART_NAMES[part]} after you last listed it. As it is now, numbered as your "
+        f"next calls' indices:\n{lines}"
+    )
+    return json.dumps(body, ensure_ascii=False)
+
+
 def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
     """Run one MCP tool call as `token`'s person. Synchronous (the ORM); never raises."""
     if not isinstance(arguments, dict):
@@ -267,7 +304,9 @@ def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
     if thread is None:
         return _refused("No such thread among yours. Call list_threads for their ids.")
     if name == GET_WORKSPACE:
-        return CallResult(render_workspace_block(thread), False)
+        reading = workspace_reading_for(thread=thread)
+        client_reads.remember_listed(token, thread, reading, client_reads.EVERY_PART)
+        return CallResult(render_reading(reading), False)
 
     spec = _specs()[name]
     base = None
@@ -299,11 +338,19 @@ def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
         )
     reason = " ".join(str(arguments.get(REASON_FIELD, "")).split())
     author = Author(kind=DocumentRevision.Author.MCP, token_name=token.name, person=token.user)
+    written_part = PART_WRITTEN.get(name)
+    knew = client_reads.listed_as_now(token, thread, written_part) if written_part else None
     seen = client_reads.seen_by(token, thread, base_version=base) if spec.uses_seen else None
     reads_before = len(seen.document_read) if seen is not None else 0
     envelope = run_tool_call(spec, thread, arguments, turn_index=thread.turn_index, seen=seen, author=author)
     if seen is not None:
         client_reads.remember(token, thread, seen, reads_before=reads_before)
+    if name in PART_LISTED:
+        client_reads.remember_listed(token, thread, workspace_reading_for(thread=thread), [PART_LISTED[name]])
+    if written_part:
+        listed_now = client_reads.after_write(token, thread, written_part, knew)
+        if listed_now is not None:
+            envelope = _with_listing(envelope, written_part, listed_now)
     body = parse_envelope(envelope) or {}
     failed = not body.get("success", False)
     if not spec.read_only:

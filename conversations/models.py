@@ -465,3 +465,27 @@ class ClientDocumentRead(models.Model):
 
     def __str__(self):
         return f"{self.token_id} read {self.start}–{self.end} of version {self.version} of {self.thread_id}"
+
+
+class ClientWorkspaceListing(models.Model):
+    """The rows an MCP token was last listed of a thread, in the order it was
+    given their #N indices: the objective, the plan's steps and the
+    preferences, each as it read then (None: that part was never listed).
+    An index the client sends names the row it was listed at that #N,
+    wherever it is now, as the in-app agent's names the row its prompt
+    showed; a row someone changed since keeps their change
+    (docs/adr/0117). One row per token and thread, replaced as it reads."""
+
+    token = models.ForeignKey(AccessToken, on_delete=models.CASCADE, related_name="workspace_listings")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="client_workspace_listings")
+    objective = models.TextField(null=True, blank=True)
+    # [[step id, text, done], ...] and [[preference id, title, subtitle, kind], ...]
+    plan = models.JSONField(null=True, blank=True)
+    preferences = models.JSONField(null=True, blank=True)
+    listed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["token", "thread"], name="clientlisting_one_per_token_thread")]
+
+    def __str__(self):
+        return f"what {self.token_id} was last listed of {self.thread_id}"

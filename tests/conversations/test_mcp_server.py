@@ -263,14 +263,18 @@ async def test_a_read_only_token_lists_and_reads_and_every_write_is_refused(thre
 
 
 def _token_rows():
-    """The token's last-used time is the one thing a read may write."""
+    """The token's last-used time, and the rows it was listed (what its next
+    indices name), are the things a read may write."""
     from django.apps import apps
     from django.db import connection
 
+    rows = {}
     with connection.cursor() as cursor:
-        table = apps.get_model("conversations", "AccessToken")._meta.db_table
-        cursor.execute(f"SELECT * FROM {connection.ops.quote_name(table)} ORDER BY 1")
-        return {"conversations.AccessToken": cursor.fetchall()}
+        for label in ("AccessToken", "ClientWorkspaceListing"):
+            table = apps.get_model("conversations", label)._meta.db_table
+            cursor.execute(f"SELECT * FROM {connection.ops.quote_name(table)} ORDER BY 1")
+            rows[f"conversations.{label}"] = cursor.fetchall()
+    return rows
 
 
 async def test_an_expired_token_gets_401_saying_it_expired(thread, owner, mcp_endpoint):
