@@ -62,6 +62,10 @@ class ApprovalRequest:
     # the order the model was shown them, which the call's indices name, so
     # the call approved removes what the card listed (docs/adr/0113).
     shown: tuple[int, ...] | None = None
+    # The ids of the rows the card lists as removed (a step with its
+    # sub-steps): the approved call runs only while it would still remove
+    # exactly those (agent.approvals).
+    listed: tuple[int, ...] | None = None
 
     def to_json(self) -> dict:
         data: dict = {"kind": self.kind, "summary": self.summary, "details": list(self.details)}
@@ -69,6 +73,8 @@ class ApprovalRequest:
             data["document"] = self.document.to_json()
         if self.shown is not None:
             data["shown"] = list(self.shown)
+        if self.listed is not None:
+            data["listed"] = list(self.listed)
         data["call_id"] = self.call_id
         data["reason"] = self.reason
         return data
@@ -80,7 +86,6 @@ class ApprovalRequest:
         if not isinstance(data, dict):
             return None
         details = data.get("details")
-        shown = data.get("shown")
         return cls(
             kind=str(data.get("kind") or ""),
             summary=str(data.get("summary") or ""),
@@ -88,7 +93,13 @@ class ApprovalRequest:
             document=DocumentChange.from_json(data.get("document")),
             call_id=str(data.get("call_id") or ""),
             reason=str(data.get("reason") or ""),
-            shown=tuple(shown)
-            if isinstance(shown, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in shown)
-            else None,
+            shown=_ids(data.get("shown")),
+            listed=_ids(data.get("listed")),
         )
+
+
+def _ids(value) -> tuple[int, ...] | None:
+    """A list of row ids as stored, or None for anything else."""
+    if isinstance(value, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in value):
+        return tuple(value)
+    return None

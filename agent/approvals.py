@@ -63,6 +63,12 @@ REJECTED = (
     "The person rejected this change, so nothing was changed: {summary} "
     "Continue without it and do not try it again unless they ask for it."
 )
+# Approved, but the rows it would remove are no longer the ones the card listed.
+CHANGED_WHILE_ASKED = (
+    "Not run: the rows this call removes changed while the person was asked (a sub-step added, or a "
+    "preference unlocked or locked), so it would no longer remove exactly what they approved, and nothing "
+    "was changed. Your next call is shown them as they are now; ask again if the removal is still wanted."
+)
 # An answer arrived for a call the resumed run was not told about.
 UNMATCHED_ANSWER = (
     "Not run: this change waits for the person's approval and no answer to it is known, so nothing was "
@@ -98,10 +104,14 @@ def _document_request(thread, args: dict, seen: Seen) -> ApprovalRequest | None:
         return None
     asked_title = args.get("title")
     title = asked_title if isinstance(asked_title, str) and asked_title.strip() else document.title
+    # The version the model wrote from, not the one now: the approved call
+    # merges what anyone wrote since (the person, while the model wrote
+    # its text) instead of writing over it.
+    base = seen.document_version if seen.document_version is not None else document.version
     return ApprovalRequest(
         kind=DOCUMENT,
         summary=f"Replace the document “{document.title}”: about {round(share * 100)}% of its text would be removed.",
-        document=DocumentChange(old=old, new=content, old_title=document.title, new_title=title, version=document.version),
+        document=DocumentChange(old=old, new=content, old_title=document.title, new_title=title, version=base),
     )
 
 
@@ -132,11 +142,13 @@ def _plan_request(thread, args: dict, seen: Seen) -> ApprovalRequest | None:
     todos = selectors.todos_for(thread=thread)
     positions = _named([t.pk for t in todos], args, seen.plan_shown, row="Step", rows="the plan")
     details = []
+    listed: list[int] = []
     steps = sub_steps = 0
     for position in positions or ():
         end = position + 1
         while end < len(todos) and todos[end].depth > todos[position].depth:
             end += 1
+        listed += [todo.pk for todo in todos[position:end]]
         below = end - position - 1
         steps += 1
         sub_steps += below
@@ -149,6 +161,7 @@ def _plan_request(thread, args: dict, seen: Seen) -> ApprovalRequest | None:
         f"sub-step{'s' if sub_steps > 1 else ''}.",
         details=tuple(details),
         shown=seen.plan_shown,
+        listed=tuple(sorted(set(listed))),
     )
 
 
@@ -163,6 +176,7 @@ def _preferences_request(thread, args: dict, seen: Seen) -> ApprovalRequest | No
         summary=f"Remove {len(targets)} preference{'s' if len(targets) > 1 else ''}.",
         details=tuple(f"“{p.title}” ({p.kind})" for p in targets),
         shown=seen.preferences_shown,
+        listed=tuple(sorted({p.pk for p in targets})),
     )
 
 
@@ -224,6 +238,16 @@ class ApprovalMiddleware(AgentMiddleware):
                 status="error",
             )
         if resuming.approved and decision_approved(decision):
+            if resuming.listed is not None and (asked.listed if asked is not None else ()) != resuming.listed:
+                # The rows changed while the card waited: a sub-step added
+                # under a step it removes, a preference unlocked that it
+                # left out. The person approved what the card listed.
+                return ToolMessage(
+                    content=failure_envelope(CHANGED_WHILE_ASKED, refused=True),
+                    tool_call_id=call["id"],
+                    name=call.get("name"),
+                    status="error",
+                )
             version = resuming.document_version
             if isinstance(version, int) and context.seen.document_version is None:
                 # The resumed run has made no model call: the document

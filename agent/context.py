@@ -146,6 +146,8 @@ class ResumedCall:
     # shown them (ApprovalRequest.shown), and which of the two.
     shown_kind: str = ""
     shown: tuple[int, ...] | None = None
+    # The rows the card listed as removed (ApprovalRequest.listed).
+    listed: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

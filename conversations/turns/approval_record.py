@@ -33,8 +33,9 @@ class TurnApproval:
         """The approval as a copy or an archive of the thread holds it:
         without the ids of this thread's rows its request named the model's
         indices by (ApprovalRequest.shown), which mean nothing elsewhere and
-        nothing once the call was answered."""
-        return replace(self, request=replace(self.request, shown=None))
+        nothing once the call was answered; nor the ids of the rows it
+        listed (ApprovalRequest.listed)."""
+        return replace(self, request=replace(self.request, shown=None, listed=None))
 
     def to_json(self) -> dict:
         data: dict = {"interrupt_id": self.interrupt_id, "request": self.request.to_json()}

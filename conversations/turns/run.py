@@ -179,6 +179,7 @@ def resumed_call(resume: Resume | None) -> ResumedCall | None:
         document_version=request.document.version if request and request.document else None,
         shown_kind=request.kind if request else "",
         shown=request.shown if request else None,
+        listed=request.listed if request else None,
     )
 
 
