@@ -154,6 +154,24 @@ def merge_text(base: str, ours: str, theirs: str) -> MergeResult:
     return MergeResult(tuple(_coalesce([base[:head], *pieces, base[len(base) - tail :]])))
 
 
+def merge_lines_keeping_ours(base: str, ours: str, theirs: str) -> str:
+    """Both sides' changes of `base` by whole lines, where lines both changed
+    are ours as they stand: never a conflict, and never a line made of
+    words from both. (The review puts the person's edits made during an
+    agent turn on the text before it this way: a line they rewrote after
+    the agent changed it is theirs, not part of the agent's change.)"""
+    base_lines, ours_lines, theirs_lines = (_LINES.findall(text) for text in (base, ours, theirs))
+    merged = []
+    iz = io = it = 0
+    merger = Merge3(base_lines, ours_lines, theirs_lines, sequence_matcher=alignment.Matcher)
+    for zs, ze, os_, oe, ts, te in merger.find_sync_regions():
+        z, o, t = ("".join(lines) for lines in (base_lines[iz:zs], ours_lines[io:os_], theirs_lines[it:ts]))
+        merged.append(t if o == z else o)
+        merged.append("".join(base_lines[zs:ze]))
+        iz, io, it = ze, oe, te
+    return "".join(merged)
+
+
 def _common_prefix(a: str, b: str) -> int:
     # By halves: each comparison is one memory compare, not a character loop.
     low, high = 0, min(len(a), len(b))

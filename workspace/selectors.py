@@ -16,6 +16,7 @@ from django.http import Http404
 
 from . import plan_tree
 from .diff import DiffLine, Hunk, TextDiff, change_hunks, diff_text, revert_hunks
+from .merge import merge_lines_keeping_ours
 from .models import (
     Artifact,
     Document,
@@ -774,6 +775,34 @@ class DocumentReview:
         return max(0, len(self.hunks) - REVIEW_HUNKS_SHOWN)
 
 
+def _with_others_edits(thread: Thread, before: str, between: range, agents: set[int]) -> str | None:
+    """The text before the turn's first agent edit with every edit someone
+    else made between the turn's agent edits (the person, another editor, an
+    MCP client) put on it, so the review compares the agent's edits only: a
+    paragraph the person rewrote between two of the agent's writes is theirs,
+    not a change of the agent's to keep or undo. A line they changed after
+    the agent had changed it is theirs as it stands. None: a version is
+    missing."""
+    # Their consecutive versions (a person's autosaves while the model
+    # thinks) are one change each: two reads and one merge per gap.
+    runs: list[list[int]] = []
+    for version in between:
+        if version in agents:
+            continue
+        if runs and runs[-1][1] == version - 1:
+            runs[-1][1] = version
+        else:
+            runs.append([version, version])
+    base = before
+    for first, last in runs:
+        previous = document_version_text(thread=thread, version=first - 1)
+        theirs = document_version_text(thread=thread, version=last)
+        if previous is None or theirs is None:
+            return None
+        base = merge_lines_keeping_ours(previous[1], theirs[1], base)
+    return base
+
+
 def document_review(*, thread: Thread, document: Document | None = None) -> DocumentReview | None:
     """The review of the latest agent turn's document changes, or None when
     no agent turn changed the document (since turn numbers were recorded).
@@ -792,7 +821,10 @@ def document_review(*, thread: Thread, document: Document | None = None) -> Docu
     after = document_version_text(thread=thread, version=after_version)
     if before is None or after is None:
         return None
-    hunks = change_hunks(before[1], after[1])
+    base = _with_others_edits(thread, before[1], range(before_version + 1, after_version), set(versions))
+    if base is None:
+        return None
+    hunks = change_hunks(base, after[1])
     decisions = dict(
         DocumentReviewDecision.objects.filter(document=document, turn_index=turn_index).values_list("hunk", "decision")
     )
