@@ -46,6 +46,26 @@ class Seen:
     objective_shown: str | None = None
     objective_written: set[str] = field(default_factory=set)
 
+    def plan_steps_added(self, steps: dict[int, tuple[str, bool]]) -> None:
+        """Steps the run added since its latest model call, in order: an
+        index past the rows that call was shown names them, as the model
+        counts when one reply adds a step and ticks it, whatever anyone
+        else added meanwhile (docs/adr/0113)."""
+        if self.plan_shown is None:
+            return
+        self.plan_shown += tuple(steps)
+        if self.plan_steps_shown is not None:
+            self.plan_steps_shown.update(steps)
+
+    def preferences_added(self, preferences: dict[int, tuple[str, str, str]]) -> None:
+        """Preferences the run added since its latest model call, as
+        `plan_steps_added`."""
+        if self.preferences_shown is None:
+            return
+        self.preferences_shown += tuple(preferences)
+        if self.preference_values_shown is not None:
+            self.preference_values_shown.update(preferences)
+
     def objective_known(self) -> set[str] | None:
         """The objective's values this run knows of; None: not recorded."""
         if self.objective_shown is None:

@@ -27,10 +27,14 @@ def _outcome(result) -> Summary:
     description="Record rules the user explicitly stated (hard = non-negotiable, soft = preferred). "
     "A single one is a one-element list; an existing title is not duplicated.",
     args_schema=AddPreferencesArgs,
+    uses_seen=True,
     idempotent=True,
 )
-def add_preferences(thread, *, items: list[dict]) -> Summary:
-    return batch_summary(preference_services.preferences_add(thread=thread, items=items, respect_lock=True))
+def add_preferences(thread, *, items: list[dict], seen: Seen | None = None) -> Summary:
+    result = preference_services.preferences_add(thread=thread, items=items, respect_lock=True)
+    if seen is not None:
+        seen.preferences_added(result.added)
+    return batch_summary(result)
 
 
 @workspace_tool(

@@ -42,6 +42,8 @@ def add_todos(
     created = plan_services.todos_add_outline(
         thread=thread, steps=steps, parent_index=parent_index, shown=_shown(seen), **_recorded(author)
     )
+    if seen is not None:
+        seen.plan_steps_added({todo.pk: (todo.text, todo.done) for todo in created})
     # Positions are dense and 0-based, so position + 1 is the index the other tools take.
     listed = ", ".join(f"#{todo.position + 1} '{todo.text}'" for todo in created)
     where = f" under step #{parent_index}" if parent_index is not None else ""

@@ -96,6 +96,31 @@ async def test_a_step_the_reply_added_itself_is_found_past_the_end_of_what_it_wa
     assert await sync_to_async(_plan)(thread) == [("Collect figures", True)]
 
 
+async def test_a_step_the_reply_adds_then_ticks_is_its_own_though_the_person_added_one_meanwhile(thread):
+    await sync_to_async(_steps)(thread, "Collect figures", "Draft", "Cite sources")
+
+    def reply(messages):
+        # Shown #1 to #3; the person adds a sub-step under #1 while the model thinks.
+        as_another_request(lambda: _steps(thread, "Ask finance", parent_index=1))
+        return Reply(
+            tool_calls=[
+                tool_call("add_todos", "Adding a last step.", steps=[{"text": "Send to the board", "depth": 0}]),
+                # Its new step comes after the three it was shown: #4.
+                tool_call("toggle_todos", "Ticking the step I just added.", indices=[4]),
+            ]
+        )
+
+    await tool_results_of_a_turn(thread, [reply])
+
+    assert await sync_to_async(_plan)(thread) == [
+        ("Collect figures", False),
+        ("Ask finance", False),
+        ("Draft", False),
+        ("Cite sources", False),
+        ("Send to the board", True),
+    ]
+
+
 def _add_preference(thread, title, kind):
     preference_services.preference_add(thread=thread, title=title, kind=kind, respect_lock=False)
 
@@ -188,3 +213,29 @@ async def test_a_preference_the_person_edits_while_the_model_thinks_keeps_their_
     assert '"success": false' in result.content and "was edited after you were shown it" in result.content
     kinds = await sync_to_async(lambda: [(p.title, p.kind) for p in selectors.preferences_for(thread=thread)])()
     assert kinds == [("Answers under 100 words", "soft")]
+
+
+async def test_a_preference_the_reply_adds_then_edits_is_its_own_though_the_person_added_a_hard_one(thread):
+    for title, kind in (("Cite sources", "hard"), ("Short answers", "soft"), ("British spelling", "soft")):
+        await sync_to_async(_add_preference)(thread, title, kind)
+
+    def reply(messages):
+        # A hard preference goes before the soft ones the model was shown.
+        as_another_request(lambda: _add_preference(thread, "No jargon", "hard"))
+        return Reply(
+            tool_calls=[
+                tool_call("add_preferences", "Recording it.", items=[{"title": "Tables over prose", "kind": "soft"}]),
+                tool_call("update_preferences", "Making it firm, as asked.", updates=[{"index": 4, "kind": "hard"}]),
+            ]
+        )
+
+    await tool_results_of_a_turn(thread, [reply])
+
+    kinds = await sync_to_async(lambda: {p.title: p.kind for p in selectors.preferences_for(thread=thread)})()
+    assert kinds == {
+        "Cite sources": "hard",
+        "No jargon": "hard",
+        "Short answers": "soft",
+        "British spelling": "soft",
+        "Tables over prose": "hard",
+    }

@@ -15,6 +15,8 @@ class BatchResult:
 
     done: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    # The ids of the rows the batch added, in order, with what they hold.
+    added: dict[int, tuple] = field(default_factory=dict)
 
 
 def touch(thread_id, *surfaces: str) -> None:

@@ -67,7 +67,8 @@ def preferences_add(*, thread: Thread, items: list[dict], respect_lock: bool) ->
         if title.casefold() in existing:
             result.skipped.append(f"'{title}' already recorded (reused the existing preference)")
             continue
-        preference_add(thread=thread, title=title, subtitle=subtitle, kind=kind, respect_lock=respect_lock)
+        added = preference_add(thread=thread, title=title, subtitle=subtitle, kind=kind, respect_lock=respect_lock)
+        result.added[added.pk] = (added.title, added.subtitle, added.kind)
         existing.add(title.casefold())
         result.done.append(f"recorded '{title}' ({kind})")
     return result
