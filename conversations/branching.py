@@ -54,6 +54,7 @@ from .faults import BRANCH_MADE, crash_point
 from .forms import checked_selection
 from .models import BranchLink, Turn
 from .services import THREAD_TITLE_MAX_CHARS, title_from_message
+from .sharing import lock_family
 from .turns import registry
 from .turns.approval_record import portable_json
 from .turns.message_checks import clean_user_message
@@ -148,7 +149,11 @@ def fork_thread(
 def write_pending_rows(
     *, new_id, source: Thread, turn_index: int, user: AbstractBaseUser, reason: str, title: str | None = None
 ) -> Thread:
-    # Locked so a turn cannot begin on the source while its workspace is read.
+    # The family's people first (as sharing locks them), then the source,
+    # so a turn cannot begin on it while its workspace is read: a person
+    # removed or re-roled meanwhile is either not copied or changed on the
+    # branch too.
+    lock_family(source.owner_id)
     locked = Thread.objects.select_for_update().filter(pk=source.pk, is_deleted=False).first()
     # An editor branches too; the branch is the owner's and has the same people (docs/adr/0084).
     if locked is None or (access_to(user=user, thread=locked) or 0) < Access.EDIT:

@@ -93,6 +93,7 @@ CLOSE_TOO_MANY = 4429
 NOT_FOUND_MESSAGE = "This thread does not exist or is not yours."
 VIEW_ONLY_MESSAGE = "You can view this thread but not change it; ask its owner to make you an editor."
 ROLE_LOWERED_MESSAGE = "The owner made you a viewer of this thread: reload the page to see it as a viewer."
+ROLE_RAISED_MESSAGE = "The owner made you an editor of this thread: reload the page to edit it."
 STAFF_NOT_FOUND_MESSAGE = "No such thread to view."
 LOGIN_MESSAGE = "Your session has ended; log in again to use the chat."
 SOMEONE_ELSE_MESSAGE = "This browser is now signed in as someone else; log in again as yourself to use this chat."
@@ -364,9 +365,13 @@ class ThreadConsumer(PageSocketConsumer):
             return
         if event.get("user_id") not in (None, self.scope["user"].pk):
             return
-        before = self.access
-        if await self._current_thread(level=Access.VIEW) is not None and self.access < (before or 0):
-            await self._notice(ROLE_LOWERED_MESSAGE)
+        before = self.access or 0
+        if await self._current_thread(level=Access.VIEW) is None:
+            return
+        if self.access < before:
+            await self.send(text_data=fragments.access_notice(ROLE_LOWERED_MESSAGE, access="viewer"))
+        elif self.access > before:
+            await self.send(text_data=fragments.access_notice(ROLE_RAISED_MESSAGE, access="editor"))
 
     async def _stop(self):
         thread = await self._current_thread()

@@ -65,14 +65,12 @@ class TurnVersions:
     next_id: object | None
 
 
-def _family(thread: Thread) -> tuple[dict, dict]:
-    """({id: thread} of every thread linked to `thread` by active branch
-    links, {branch id: (parent id, branch point)})."""
+def _family(thread: Thread, statuses=(BranchLink.Status.ACTIVE,)) -> tuple[dict, dict]:
+    """({id: thread} of every thread linked to `thread` by branch links of
+    `statuses` (active ones: those shown), {branch id: (parent id, branch point)})."""
     root, seen = thread.pk, {thread.pk}
     while True:
-        link = (
-            BranchLink.objects.filter(thread_id=root, status=BranchLink.Status.ACTIVE).values_list("parent_id", flat=True).first()
-        )
+        link = BranchLink.objects.filter(thread_id=root, status__in=statuses).values_list("parent_id", flat=True).first()
         if link is None or link in seen:
             break
         seen.add(link)
@@ -80,7 +78,7 @@ def _family(thread: Thread) -> tuple[dict, dict]:
     parents, frontier, ids = {}, [root], {root}
     while frontier:
         links = list(
-            BranchLink.objects.filter(parent_id__in=frontier, status=BranchLink.Status.ACTIVE).values_list(
+            BranchLink.objects.filter(parent_id__in=frontier, status__in=statuses).values_list(
                 "thread_id", "parent_id", "branch_point_turn"
             )
         )
@@ -97,12 +95,16 @@ def _family(thread: Thread) -> tuple[dict, dict]:
     return threads, parents
 
 
-def family_ids(*, thread_id) -> set:
-    """The ids of every thread linked to `thread_id` by active branch links, its own included."""
+def family_ids(*, thread_id, pending: bool = False) -> set:
+    """The ids of every thread linked to `thread_id` by active branch links,
+    its own included; with `pending`, also the branches still being made
+    (hidden until their first turn begins), which already have the family's
+    people (conversations.sharing)."""
     thread = Thread.objects.filter(pk=thread_id).only("id", "owner_id").first()
     if thread is None:
         return set()
-    threads, _parents = _family(thread)
+    statuses = (BranchLink.Status.ACTIVE, BranchLink.Status.PENDING) if pending else (BranchLink.Status.ACTIVE,)
+    threads, _parents = _family(thread, statuses)
     return {*threads, thread.pk}
 
 

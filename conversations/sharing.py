@@ -26,9 +26,10 @@ from workspace.models import Thread, ThreadMember
 from . import outages
 from .approval import is_waiting
 from .live import group_name
-from .models import ModerationAction
+from .models import ModerationAction, Turn
 from .selectors import family_ids
 from .services import moderation_record
+from .turns.slot import turn_request_cancel
 
 logger = logging.getLogger("haico.conversations.sharing")
 
@@ -36,9 +37,21 @@ ACCESS_EVENT = "thread.access"  # conversations.consumers.ThreadConsumer.thread_
 NO_SUCH_MEMBER = "That person is not on this thread any more; reload the dialog."
 
 
+def lock_family(owner_id) -> None:
+    """Make the caller's transaction the only one changing the people of
+    the owner's threads, or copying them to a new branch, until it ends.
+    Without it a person removed at the moment an editor branches stayed on
+    the branch: the removal did not see the branch yet, and the branch had
+    copied them before it (docs/adr/0120). The owner's row is the lock every
+    such write takes first, before any thread row."""
+    list(get_user_model().objects.select_for_update().filter(pk=owner_id).values_list("pk", flat=True))
+
+
 def _family(thread: Thread) -> list:
-    """The ids of `thread` and every branch linked to it (the owner's only)."""
-    return sorted(family_ids(thread_id=thread.pk) | {thread.pk}, key=str)
+    """The ids of `thread` and every branch linked to it (the owner's only),
+    those still being made included, with the family locked (`lock_family`)."""
+    lock_family(thread.owner_id)
+    return sorted(family_ids(thread_id=thread.pk, pending=True) | {thread.pk}, key=str)
 
 
 def _tell_sockets(thread_ids, user_id=None) -> None:
@@ -55,6 +68,23 @@ def _tell_sockets(thread_ids, user_id=None) -> None:
                 outages.note(logger, error, "could not tell the sockets of thread %s that access changed", thread_id)
 
     transaction.on_commit(send)
+
+
+def _stop_their_turns(thread_ids, user_id) -> None:
+    """After commit: a turn the person started in the family and is still
+    running stops (wherever it runs: its server sees the request within a
+    second), so someone who lost editing goes on writing nothing through
+    the agent. A turn waiting for approval stays for the others to answer."""
+
+    def stop():
+        running = Turn.objects.filter(thread_id__in=thread_ids, person_id=user_id, status=Turn.Status.RUNNING)
+        for thread in Thread.objects.filter(pk__in=running.values("thread_id")):
+            try:
+                turn_request_cancel(thread=thread)
+            except Exception as error:
+                outages.note(logger, error, "could not stop the turn %s's person lost editing in thread %s", user_id, thread.pk)
+
+    transaction.on_commit(stop)
 
 
 def _record_if_staff(*, thread: Thread, by: AbstractBaseUser, detail: str) -> None:
@@ -118,6 +148,8 @@ def thread_member_set_role(*, thread: Thread, member_id, role: str, by: Abstract
     if member.role != role or member.via_link:
         family = _family(thread)
         ThreadMember.objects.filter(thread_id__in=family, user_id=member.user_id).update(role=role, via_link=False)
+        if role == ThreadMember.Role.VIEWER:
+            _stop_their_turns(family, member.user_id)
         member.refresh_from_db()
         _record_if_staff(thread=thread, by=by, detail=f"{member.user.get_username()} made {member.get_role_display()}")
         _tell_sockets(family, member.user_id)
@@ -129,6 +161,7 @@ def thread_member_remove(*, thread: Thread, member_id, by: AbstractBaseUser) -> 
     member = _member(thread, member_id)
     family = _family(thread)
     ThreadMember.objects.filter(thread_id__in=family, user_id=member.user_id).delete()
+    _stop_their_turns(family, member.user_id)
     _record_if_staff(thread=thread, by=by, detail=f"Removed {member.user.get_username()}")
     _tell_sockets(family, member.user_id)
 

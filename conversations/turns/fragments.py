@@ -180,6 +180,13 @@ def notice(message: str) -> str:
     return fragment("notice", message=message, oob=True)
 
 
+def access_notice(message: str, *, access: str) -> str:
+    """The notice that the page's person now has `access` ("viewer" or
+    "editor"): a viewer's stays while turns end and their notices go
+    (static/js/live.js), until the page is reloaded or they edit again."""
+    return fragment("notice", message=message, oob=True, access=access)
+
+
 def turn_shell(turn: dict, *, title: str | None = None) -> str:
     """The new turn appended to the chat, the running controls and, for the
     thread's first turn, the title the message gave it. (An earlier turn's

@@ -154,6 +154,17 @@
     });
   });
 
+  // "The owner made you a viewer" stays while turns end (their endings
+  // empty the notice for every tab): this page's controls no longer work,
+  // and it says why until it is reloaded, or an "editor again" replaces it.
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var detail = event.detail;
+    if (!detail || !detail.target || detail.target.id !== "chat-notice" || !detail.fragment) return;
+    if (detail.target.getAttribute("data-access") !== "viewer") return;
+    var incoming = detail.fragment.querySelector ? detail.fragment.querySelector("#chat-notice") : null;
+    if (!incoming || !incoming.hasAttribute("data-access")) detail.shouldSwap = false;
+  });
+
   document.addEventListener("htmx:wsAfterMessage", function () { lastSocketMessage = Date.now(); });
 
   setInterval(function () {

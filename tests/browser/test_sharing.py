@@ -389,3 +389,53 @@ def test_two_people_typing_different_paragraphs_keep_both_see_each_other_and_the
     history = owner.locator("#doc-history")
     expect(history.locator(".doc-history-who").filter(has_text="bea").first).to_be_visible()
     expect(history.locator(".doc-history-who").filter(has_text="ada").first).to_be_visible()
+
+
+LOWERED = "The owner made you a viewer of this thread"
+RAISED = "The owner made you an editor of this thread"
+
+
+def _set_role(owner: Page, who: str, label: str) -> None:
+    dialog = owner.get_by_role("dialog", name="Share")
+    if not dialog.is_visible():
+        owner.get_by_role("button", name="Share").click()
+    dialog.get_by_label(f"Access of {who}").select_option(label=label)
+    expect(dialog.get_by_role("status")).to_be_visible()
+
+
+def test_an_editor_made_viewer_is_still_told_so_after_the_owners_next_turn_and_then_told_they_edit_again(
+    new_page, start_haico_server, model_server
+):
+    """Bea has unsaved words in the document when Ada makes her a viewer.
+    The end of Ada's next turn empties the chat's notice in every tab;
+    Bea's page keeps saying why her words are not saved, and keeps them.
+    Made an editor again, her page says so, and her words save."""
+    model_server.script([Reply(text="Ada's answer.")])
+    server = start_haico_server(model_env(model_server))
+    owner = new_page()
+    url = new_thread_for(owner, server.url, "ada")
+    save_document_now(owner, REPORT)
+    server.create_user("bea")
+    _share(owner, "bea", "Editor")
+    editor = _person_on(new_page, server, url, "bea")
+    expect(document_text(editor)).to_have_value(REPORT)
+    notice = editor.locator("#chat-notice")
+
+    _set_role(owner, "bea", "Viewer")
+    expect(notice).to_contain_text(LOWERED)
+    type_after(editor, "Methods paragraph.", " Bea's unsaved words.")
+    owner.get_by_role("dialog", name="Share").get_by_role("button", name="Close").click()
+    owner.get_by_role("textbox", name="Message").fill("Say something")
+    owner.get_by_role("button", name="Send").click()
+    expect(editor.locator("#chat-messages .answer").last).to_have_text("Ada's answer.", timeout=TURN_WAIT_MS)
+
+    expect(notice).to_be_visible()
+    expect(notice).to_contain_text(LOWERED)
+    expect(document_text(editor)).to_have_value(re.compile("Bea's unsaved words"))
+
+    _set_role(owner, "bea", "Editor")
+    expect(notice).to_contain_text(RAISED)
+    type_after(editor, "Bea's unsaved words.", " Now saved.")
+    expect(document_status(editor)).to_have_text(re.compile("^Saved"), timeout=AUTOSAVE_WAIT_MS)
+    owner.reload()
+    expect(document_text(owner)).to_have_value(re.compile("Bea's unsaved words. Now saved."))

@@ -282,6 +282,28 @@ def test_sharing_a_thread_shares_its_branches_and_a_removal_leaves_them_all(thre
     assert access_to(user=people["ed"], thread=branch) is None
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_branch_still_being_made_follows_a_removal_a_role_change_and_a_new_person(thread, owner, people):
+    """An editor's Regenerate copies the people to its branch before the
+    branch's turn begins; a share change made in that moment reaches the
+    branch too, so the owner's dialog is the truth for the whole family."""
+    from conversations.branching import write_pending_rows
+    from conversations.turns import slot
+
+    editor = sharing.thread_member_add(thread=thread, who="ed", role="editor", by=owner)
+    viewer = sharing.thread_member_add(thread=thread, who="vi", role="editor", by=owner)
+    turn, _ = slot.turn_begin(thread=thread, user_message="First")
+    slot.turn_finish(thread=thread, turn_index=turn)
+    branch = write_pending_rows(new_id=uuid.uuid4(), source=thread, turn_index=1, user=people["ed"], reason="regenerate")
+    assert _members(branch) == [("ed", "editor", False), ("vi", "editor", False)]
+
+    sharing.thread_member_remove(thread=thread, member_id=editor.pk, by=owner)
+    sharing.thread_member_set_role(thread=thread, member_id=viewer.pk, role="viewer", by=owner)
+    sharing.thread_member_add(thread=thread, who="li", role="viewer", by=owner)
+
+    assert _members(branch) == _members(thread) == [("li", "viewer", False), ("vi", "viewer", False)]
+
+
 # --- the open sockets ---------------------------------------------------------------------
 
 
@@ -297,6 +319,34 @@ async def test_removing_a_person_closes_their_open_socket_at_once(thread, owner,
     assert closed == CLOSE_NOT_FOUND and any(NOT_FOUND_MESSAGE in f for f in frames)
     # The owner's socket stays.
     assert await owners.receive_nothing(timeout=0.3)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("change", ["removed", "made viewer"])
+async def test_a_turn_the_editor_started_stops_when_they_lose_editing(
+    thread, owner, people, sockets, script, monkeypatch, change
+):
+    from conversations.models import Turn
+    from conversations.turns import registry
+    from tests.conversations.helpers import frame_containing, frames_until_turn_end
+    from tests.support.fake_model import Reply
+
+    monkeypatch.setattr(registry, "CANCEL_POLL_SECONDS", 0.05)
+    member = await sync_to_async(sharing.thread_member_add)(thread=thread, who="ed", role="editor", by=owner)
+    script(Reply(text="one two three four five six seven eight nine ten", token_delay=0.1))
+    owners = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="Write it all", user=people["ed"])
+    await frame_containing(owners, "two</div>")
+
+    if change == "removed":
+        await sync_to_async(sharing.thread_member_remove)(thread=thread, member_id=member.pk, by=owner)
+    else:
+        await sync_to_async(sharing.thread_member_set_role)(thread=thread, member_id=member.pk, role="viewer", by=owner)
+
+    frames = await frames_until_turn_end(owners)
+    assert "Stopped" in frames[-1] and "eight nine" not in frames[-1]
+    turn = await sync_to_async(Turn.objects.get)(thread=thread, index=1)
+    assert turn.status == Turn.Status.STOPPED
 
 
 @pytest.mark.django_db(transaction=True)
