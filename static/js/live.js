@@ -89,10 +89,22 @@
 
   var resyncing = false;
 
+  // The newest artifact the centre lists: the server adds the centre to its
+  // answer when the thread has a newer one (workspace/views/live.py).
+  function newestArtifactListed() {
+    var newest = 0;
+    document.querySelectorAll("#panel-centre select[name=artifact] option").forEach(function (option) {
+      var id = parseInt(option.value, 10);
+      if (id > newest) newest = id;
+    });
+    return newest;
+  }
+
   function resync() {
     var box = inbox();
     var url = box && box.getAttribute("data-live-url");
     if (!url || resyncing || !window.htmx) return;
+    if (document.getElementById("panel-centre")) url += (url.indexOf("?") < 0 ? "?" : "&") + "artifacts_through=" + newestArtifactListed();
     resyncing = true;
     htmx.ajax("GET", url, { source: box, swap: "none" }).then(
       function () { resyncing = false; },

@@ -2,13 +2,25 @@
 finds out from the server instead of showing the turn running forever
 (docs/adr/0043): when a running turn has sent nothing for longer than its
 heartbeat, when the page becomes visible again, and when Stop finds no
-turn running."""
+turn running. An artifact made while its socket was down is shown once it
+is back, as the push would have shown it."""
+
+import re
 
 from playwright.sync_api import expect
 
 from tests.support.fake_model import Reply
 
-from .helpers import TURN_WAIT_MS, model_env, new_thread_for, wait_for_socket
+from .helpers import (
+    ANSWER,
+    LATE_SOCKET_SCRIPT,
+    REQUEST,
+    TURN_WAIT_MS,
+    chart_turn_script,
+    model_env,
+    new_thread_for,
+    wait_for_socket,
+)
 
 
 def _drop_turn_ends(page) -> list[str]:
@@ -100,3 +112,27 @@ def test_a_page_that_missed_a_turns_end_learns_it_from_the_server(page, start_ha
     expect(status).to_have_attribute("data-state", "idle")
     expect(chat.get_by_role("button", name="Send")).to_be_enabled()
     expect(chat.locator("#turn-3-answer-content")).to_have_text("Third answer.")
+
+
+def test_a_chart_made_while_a_tab_was_reconnecting_takes_its_centre_once_it_is_back(new_page, start_haico_server, model_server):
+    model_server.script(chart_turn_script())
+    server = start_haico_server(model_env(model_server))
+    page = new_page()
+    url = new_thread_for(page, server.url, "ada")
+    lagging = page.context.new_page()
+    lagging.add_init_script(LATE_SOCKET_SCRIPT)
+    lagging.goto(url)
+    lagging.evaluate("() => { window.__socketDelayMs = 200; }")
+    wait_for_socket(page)
+    wait_for_socket(lagging)
+    # The second tab's connection drops and stays down for 6 seconds.
+    lagging.evaluate("() => { window.__socketDelayMs = 6000; window.__dropSocket(); }")
+    expect(lagging.locator("#connection-status")).to_contain_text("Reconnecting", timeout=5_000)
+
+    _send(page.get_by_role("region", name="Chat"), REQUEST)
+    expect(page.get_by_role("region", name="Chat").locator(".answer").first).to_have_text(ANSWER, timeout=TURN_WAIT_MS)
+
+    expect(lagging.locator("#connection-status")).to_have_text("", timeout=15_000)
+    centre = lagging.get_by_role("region", name="Document")
+    expect(centre.get_by_role("img", name=re.compile("Q1 vs Q2 Revenue"))).to_be_visible(timeout=10_000)
+    expect(centre.get_by_role("combobox", name="Show")).to_contain_text("Q1 vs Q2 Revenue")
