@@ -518,7 +518,11 @@
       var insertions = edit.start === edit.end && typed.start === typed.end;
       if (edit.end < typed.start || (edit.end === typed.start && !insertions)) {
         shift += edit.text.length - (edit.end - edit.start);
-      } else if (edit.start > typed.end || (edit.start === typed.end && !insertions)) {
+      } else if (edit.start > typed.end || (edit.start === typed.end && (!insertions || edit.text.charAt(0) === "\n"))) {
+        // After the typing; or new lines put in at the very place the
+        // typing goes on (the agent's section appended while a paragraph is
+        // typed at the end): the typing continues its line, so it comes
+        // first, as the server's merge put what was sent first (docs/adr/0116).
         break;
       } else {
         return null; // the same place: the server decides

@@ -14,6 +14,7 @@ in Chromium against the real server.
 """
 
 import re
+import threading
 import time
 
 import pytest
@@ -27,9 +28,11 @@ from .helpers import (
     delay_document_saves,
     document_status,
     document_text,
+    long_document,
     model_env,
     new_thread_for,
     save_document_now,
+    save_through_service,
     thread_id_from,
     type_after,
     wait_for_socket,
@@ -354,6 +357,7 @@ def test_typing_on_while_a_save_is_merged_never_conflicts_with_the_tabs_own_text
     assert _stored(haico_server, thread_id) == (final, 4)
 
 
+REBASE_SENT = "One.\n\nTwo.\n\nThree.\n"
 REBASE_CASES = """() => {
     const rebase = window.HAICO.rebaseDocument;
     const out = {};
@@ -368,6 +372,12 @@ REBASE_CASES = """() => {
     out.overlap = rebase(sent, sent.replace("Two.", "Two mine."), sent.replace("Two.", "Two theirs."));
     // Nothing typed meanwhile: the merged text as it is.
     out.nothing = rebase(sent, sent, sent.replace("Three.", "3.")).text;
+    // A paragraph being typed at the end, where new lines were added: the typing goes on before them.
+    const half = sent + "\\nMy clos";
+    r = rebase(half, half + "ing words", half + "\\n\\n## Appendix\\n");
+    out.endOfLine = [r.text, r.map((half + "ing words").length)];
+    // Words put in at the very place inside a line: left to the server.
+    out.sameWord = rebase(sent, sent.replace("Two.", "Two mine."), sent.replace("Two.", "Two theirs."));
     return out;
 }"""
 
@@ -380,6 +390,8 @@ def test_keys_typed_meanwhile_are_put_on_the_merged_text_where_they_land(owner_w
     assert out["around"] == ["Zero.\n\nOne.\n\nTwo too.\n\nThree, theirs.\n", len("Zero.\n\nOne.\n\nTwo too")]
     assert out["overlap"] is None
     assert out["nothing"] == "One.\n\nTwo.\n\n3.\n"
+    assert out["endOfLine"] == [REBASE_SENT + "\nMy closing words\n\n## Appendix\n", len(REBASE_SENT + "\nMy closing words")]
+    assert out["sameWord"] is None
 
 
 def _slowly(seconds, reply):
@@ -425,3 +437,44 @@ def test_the_person_typing_while_the_agent_makes_several_targeted_edits_sees_no_
     failures = [m for call in range(1, 5) for m in _tool_results(model_server, call) if '"success": false' in m]
     assert failures == []
     assert _revision_authors(server, thread_id).count("agent") == 4
+
+
+def test_a_paragraph_typed_at_the_end_while_the_agent_appends_a_section_keeps_both_without_a_question(
+    new_page, start_haico_server, model_server
+):
+    """The agent's section lands while the person is half-way through a
+    closing paragraph at the end, typed at a person's speed: the page saves
+    the half-typed line at once, and the rest of it goes on that line, before
+    the agent's section, with no conflict to settle (docs/adr/0116)."""
+    appendix = "\n## Agent appendix\n\nAppended by the agent at the end.\n"
+    go = threading.Event()
+
+    def append_once_the_person_typed(body):
+        go.wait(30)
+        return Reply(tool_calls=[tool_call("append_to_document", "Appending the appendix.", text=appendix)])
+
+    model_server.script([append_once_the_person_typed, Reply(text="Appended.")])
+    server = start_haico_server(model_env(model_server))
+    page = new_page()
+    url = new_thread_for(page, server.url, "grace")
+    thread_id = thread_id_from(url).replace("-", "")
+    save_through_service(server, thread_id_from(url), long_document(2_000), author="person")
+    page.reload()
+    wait_for_socket(page)
+    _ask(page, "Append an appendix")
+    editor = document_text(page)
+    editor.click()
+    editor.evaluate("el => el.setSelectionRange(el.value.length, el.value.length)")
+    closing = "\nMy closing paragraph says the results hold up well.\n"
+    page.keyboard.type(closing[:20], delay=60)
+    go.set()
+    page.keyboard.type(closing[20:], delay=60)
+
+    expect(page.locator("#chat-messages .answer").first).to_have_text("Appended.", timeout=TURN_WAIT_MS)
+    expect(document_status(page)).to_have_text(re.compile("^Saved"), timeout=AUTOSAVE_WAIT_MS)
+    expect(page.get_by_role("region", name="Document conflict")).to_be_hidden()
+    content, _version = _stored(server, thread_id)
+    assert content.count("My closing paragraph says the results hold up well.") == 1
+    assert content.index("My closing paragraph") < content.index("## Agent appendix")
+    assert content.count("Appended by the agent at the end.") == 1
+    assert document_text(page).input_value() == content
