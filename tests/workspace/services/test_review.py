@@ -158,31 +158,26 @@ def test_the_review_covers_every_agent_edit_of_the_turn(thread):
     assert review.total == 2
 
 
-def _the_owner_rewrites_the_middle_between_two_agent_edits(thread, owner):
-    """Agent, owner, agent, in one turn: the owner's save lands while the
-    model thinks between the agent's two writes."""
+def _owner_edits_between_two_agent_edits(thread, owner, was: str, now: str):
+    """In one turn: the agent rewrites the opening, the owner's save (`was`
+    replaced by `now`) lands while the model thinks, then the agent rewrites
+    the closing on the text with the owner's edit in."""
     document_services.document_save(thread=thread, content=BEFORE, author=PERSON)
     _turn(thread, 1)
     document_services.document_save(thread=thread, content=BEFORE.replace("The first paragraph", "The opening"), author=AGENT)
-    document = Document.objects.get(thread=thread)
-    document_services.document_save(
-        thread=thread,
-        content=document.content.replace("A middle paragraph.", "The owner's own middle."),
-        base_version=document.version,
-        author=PERSON,
-        person=owner,
-    )
-    document = Document.objects.get(thread=thread)
-    document_services.document_save(
-        thread=thread,
-        content=document.content.replace("The last paragraph", "The closing"),
-        base_version=document.version,
-        author=AGENT,
-    )
+    for replaced, by, who in ((was, now, PERSON), ("The last paragraph", "The closing", AGENT)):
+        document = Document.objects.get(thread=thread)
+        document_services.document_save(
+            thread=thread,
+            content=document.content.replace(replaced, by),
+            base_version=document.version,
+            author=who,
+            person=owner if who == PERSON else None,
+        )
 
 
 def test_an_edit_the_owner_made_between_two_agent_edits_of_a_turn_is_not_listed_as_the_agents(thread, owner):
-    _the_owner_rewrites_the_middle_between_two_agent_edits(thread, owner)
+    _owner_edits_between_two_agent_edits(thread, owner, "A middle paragraph.", "The owner's own middle.")
     review = selectors.document_review(thread=thread)
     assert [entry.hunk.new_lines for entry in review.hunks] == [
         ("The opening, as the person wrote it.",),
@@ -191,30 +186,13 @@ def test_an_edit_the_owner_made_between_two_agent_edits_of_a_turn_is_not_listed_
 
 
 def test_undo_all_of_a_turn_keeps_what_the_owner_wrote_between_its_agent_edits(thread, owner):
-    _the_owner_rewrites_the_middle_between_two_agent_edits(thread, owner)
+    _owner_edits_between_two_agent_edits(thread, owner, "A middle paragraph.", "The owner's own middle.")
     review_services.review_undo(thread=thread, turn_index=1, hunk=None, person=owner)
     assert _content(thread) == BEFORE.replace("A middle paragraph.", "The owner's own middle.")
 
 
 def test_a_passage_the_owner_rewrote_after_the_agent_changed_it_is_theirs_and_not_undone(thread, owner):
-    document_services.document_save(thread=thread, content=BEFORE, author=PERSON)
-    _turn(thread, 1)
-    document_services.document_save(thread=thread, content=BEFORE.replace("The first paragraph", "The opening"), author=AGENT)
-    document = Document.objects.get(thread=thread)
     # The owner reworks the agent's new opening while the turn goes on.
-    document_services.document_save(
-        thread=thread,
-        content=document.content.replace("The opening", "The owner's opening"),
-        base_version=document.version,
-        author=PERSON,
-        person=owner,
-    )
-    document = Document.objects.get(thread=thread)
-    document_services.document_save(
-        thread=thread,
-        content=document.content.replace("The last paragraph", "The closing"),
-        base_version=document.version,
-        author=AGENT,
-    )
+    _owner_edits_between_two_agent_edits(thread, owner, "The opening", "The owner's opening")
     review_services.review_undo(thread=thread, turn_index=1, hunk=None, person=owner)
     assert _content(thread) == BEFORE.replace("The first paragraph", "The owner's opening")
