@@ -43,7 +43,8 @@ def lock_family(owner_id) -> None:
     Without it a person removed at the moment an editor branches stayed on
     the branch: the removal did not see the branch yet, and the branch had
     copied them before it (docs/adr/0120). The owner's row is the lock every
-    such write takes first, before any thread row."""
+    such write takes first, before any thread or member row, so no two of
+    them wait for each other in opposite orders."""
     list(get_user_model().objects.select_for_update().filter(pk=owner_id).values_list("pk", flat=True))
 
 
@@ -119,6 +120,7 @@ def thread_member_add(*, thread: Thread, who: str, role: str, by: AbstractBaseUs
     person = person_named(who)
     if person.pk == thread.owner_id:
         raise InvalidInput("That is the thread's owner; the owner always has the thread.")
+    lock_family(thread.owner_id)  # before any member row: every writer locks in that order
     member = ThreadMember.objects.select_for_update().filter(thread=thread, user=person).first()
     if member is not None and not member.via_link:
         raise InvalidInput(f"{person.get_username()} is on this thread already, as {member.get_role_display().lower()}.")
@@ -134,6 +136,7 @@ def thread_member_add(*, thread: Thread, who: str, role: str, by: AbstractBaseUs
 
 
 def _member(thread: Thread, member_id) -> ThreadMember:
+    lock_family(thread.owner_id)  # before the member row: every writer locks in that order
     member = ThreadMember.objects.select_for_update().filter(thread=thread, pk=member_id).select_related("user").first()
     if member is None:
         raise InvalidInput(NO_SUCH_MEMBER)
