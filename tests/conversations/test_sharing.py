@@ -304,6 +304,55 @@ def test_a_branch_still_being_made_follows_a_removal_a_role_change_and_a_new_per
     assert _members(branch) == _members(thread) == [("li", "viewer", False), ("vi", "viewer", False)]
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_removal_made_while_an_editor_branches_waits_for_the_branch_and_reaches_it(thread, owner, people):
+    """The editor's branch copies the people in its transaction; the owner's
+    removal, made at that moment, waits for it and then takes the editor off
+    the branch too, on either database."""
+    import threading
+    import time
+
+    from django.db import connections, transaction
+
+    from conversations.branching import write_pending_rows
+    from conversations.turns import slot
+
+    editor = sharing.thread_member_add(thread=thread, who="ed", role="editor", by=owner)
+    turn, _ = slot.turn_begin(thread=thread, user_message="First")
+    slot.turn_finish(thread=thread, turn_index=turn)
+    copied, release, made = threading.Event(), threading.Event(), {}
+
+    def branch():
+        try:
+            with transaction.atomic():
+                made["branch"] = write_pending_rows(
+                    new_id=uuid.uuid4(), source=thread, turn_index=1, user=people["ed"], reason="regenerate"
+                )
+                copied.set()
+                release.wait(10)
+        finally:
+            connections.close_all()
+
+    def remove():
+        try:
+            sharing.thread_member_remove(thread=thread, member_id=editor.pk, by=owner)
+        finally:
+            connections.close_all()
+
+    brancher = threading.Thread(target=branch)
+    brancher.start()
+    assert copied.wait(10)
+    remover = threading.Thread(target=remove)
+    remover.start()
+    time.sleep(0.3)
+    assert remover.is_alive(), "the removal did not wait for the branch being made"
+    release.set()
+    brancher.join(10)
+    remover.join(10)
+
+    assert _members(made["branch"]) == _members(thread) == []
+
+
 # --- the open sockets ---------------------------------------------------------------------
 
 
