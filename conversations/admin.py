@@ -10,6 +10,7 @@ them here rather than editing them past the services' validation.
 
 from axes import admin as axes_admin
 from axes.models import AccessAttempt
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
@@ -49,12 +50,29 @@ class ModerationActionInline(ReadOnlyAdminMixin, admin.TabularInline):
     verbose_name_plural = "Moderation history"
 
 
+class ThreadMemberForm(forms.ModelForm):
+    """A row is one person's access: whom it is for is chosen when it is
+    added. Changing it would be removing one person and adding another,
+    which staff do as that (Delete, and a new row); a changed user on an
+    existing row was saved as a role change and silently dropped."""
+
+    class Meta:
+        model = ThreadMember
+        fields = ("user", "role")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.fields["user"].disabled = True
+
+
 class ThreadMemberInline(admin.TabularInline):
     """The people a thread is shared with (docs/adr/0084). What staff change
     here goes through conversations.sharing, like the owner's dialog: their
     sockets are told at once, and it is recorded in the moderation history."""
 
     model = ThreadMember
+    form = ThreadMemberForm
     fk_name = "thread"
     fields = ("user", "role", "via_link", "added_by", "created_at")
     readonly_fields = ("via_link", "added_by", "created_at")

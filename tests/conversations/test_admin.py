@@ -579,6 +579,41 @@ def test_staff_see_the_people_a_thread_is_shared_with_and_their_changes_are_reco
     assert (action.staff_user, action.detail) == (staff, f"{other_user.username} made Editor")
 
 
+def test_whom_a_shared_row_is_for_is_shown_not_offered_and_a_changed_user_is_not_taken(
+    staff_client, staff, populated, other_user, django_user_model
+):
+    """Staff remove one person and add another as that: a row's user cannot
+    be changed in place (it was saved as a role change and dropped, with
+    "changed successfully")."""
+    thread = populated["thread"]
+    carol = django_user_model.objects.create_user(username="carol", password="pw-carol-123456")
+    sharing.thread_member_add(thread=thread, who=other_user.username, role="viewer", by=thread.owner)
+    member = ThreadMember.objects.get(thread=thread)
+    page = staff_client.get(_change(thread)).content.decode()
+    assert 'name="members-0-user"' in page and "disabled" in page.split('name="members-0-user"', 1)[1].split(">", 1)[0]
+
+    staff_client.post(
+        _change(thread),
+        {
+            "title": thread.title,
+            **_empty_inline("moderation_actions"),
+            "members-TOTAL_FORMS": "1",
+            "members-INITIAL_FORMS": "1",
+            "members-0-id": str(member.pk),
+            "members-0-thread": str(thread.pk),
+            "members-0-user": str(carol.pk),
+            "members-0-role": "viewer",
+        },
+    )
+
+    assert list(ThreadMember.objects.filter(thread=thread).values_list("user__username", flat=True)) == [other_user.username]
+    assert (
+        not ModerationAction.objects.filter(thread=thread, action=ModerationAction.Action.SHARE)
+        .exclude(detail__startswith="Shared with")
+        .exists()
+    )
+
+
 def _empty_inline(prefix):
     return {f"{prefix}-TOTAL_FORMS": "0", f"{prefix}-INITIAL_FORMS": "0"}
 
