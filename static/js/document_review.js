@@ -19,6 +19,7 @@
   // button that asked must stay in the page for its answer to be shown. A
   // review older than the one shown (pushes and answers may cross) is dropped.
   var reviewAsking = null; // the button whose request is on its way
+  var reviewRequest = null; // and that request: the answer replaces the button
   var heldReview = null;
 
   function stamp(element) {
@@ -78,12 +79,18 @@
     if (!elt || !elt.closest || !elt.closest("#doc-review")) return;
     pendingReviewFocus = reviewFocus();
     reviewAsking = elt;
+    reviewRequest = event.detail.xhr;
   });
 
   document.addEventListener("htmx:afterRequest", function (event) {
-    if (!reviewAsking || event.detail.elt !== reviewAsking) return;
+    // By the request, not the element: the answer's review replaced the
+    // button, so htmx tells its end on an ancestor still in the page. Told
+    // by element, the tab held every later review (another tab's answer,
+    // the next turn's changes) until it was reloaded.
+    if (!reviewAsking || !event.detail.xhr || event.detail.xhr !== reviewRequest) return;
     // The answer is swapped in by now (or failed): a review pushed meanwhile goes in if it is newer.
     reviewAsking = null;
+    reviewRequest = null;
     var held = heldReview;
     heldReview = null;
     if (held) replaceReview(held);

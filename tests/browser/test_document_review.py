@@ -127,3 +127,45 @@ def test_a_selection_can_be_removed_before_sending(new_page, start_haico_server,
 
     expect(_chat(page).locator(".answer").first).to_have_text("Hello.", timeout=TURN_WAIT_MS)
     assert "</selection>" not in model_server.system_prompt(0)
+
+
+def test_after_an_undo_the_tab_shows_the_next_turns_review_and_another_tabs_answers(new_page, start_haico_server, model_server):
+    """The answer to this tab's Undo replaces the button that asked; the tab
+    must still take the reviews pushed after it: another tab's Keep, and the
+    next turn's changes."""
+    model_server.script(
+        [
+            Reply(tool_calls=[tool_call("update_document", "Rewriting the intro and the results.", content=REWRITTEN)]),
+            Reply(text="Rewritten."),
+            Reply(
+                tool_calls=[
+                    tool_call(
+                        "replace_in_document",
+                        "Tightening the methods.",
+                        old_text="Methods paragraph.",
+                        new_text="Methods, tightened.",
+                    )
+                ]
+            ),
+            Reply(text="Tightened."),
+        ]
+    )
+    _server, page = _start(new_page, start_haico_server, model_server, "ada")
+    other = page.context.new_page()
+    other.goto(page.url)
+    wait_for_socket(other)
+    _ask(page, "Rewrite the intro and the results")
+    expect(_chat(page).locator(".answer").first).to_have_text("Rewritten.", timeout=TURN_WAIT_MS)
+    expect(_changes(page)).to_have_count(2)
+    expect(_changes(other)).to_have_count(2)
+
+    _changes(page).nth(0).get_by_role("button", name="Undo").click()
+    expect(_changes(page)).to_have_count(1)
+    _changes(other).nth(0).get_by_role("button", name="Keep").click()
+    expect(page.locator("#doc-review .doc-review-hunks")).to_have_count(0)
+
+    _ask(page, "Tighten the methods")
+    expect(_chat(page).locator(".answer").nth(1)).to_have_text("Tightened.", timeout=TURN_WAIT_MS)
+    expect(page.locator("#doc-review")).to_have_attribute("data-review-turn", "2")
+    expect(_changes(page)).to_have_count(1)
+    expect(_changes(page).nth(0)).to_contain_text("tightened")
