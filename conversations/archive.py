@@ -67,6 +67,7 @@ from workspace.services.archive import workspace_restore_parts
 from .faults import IMPORT_HISTORY_WRITTEN, crash_point
 from .models import ArchiveImport, BranchLink, Turn
 from .services import THREAD_TITLE_MAX_CHARS, clean_title
+from .sharing import lock_family, members_copy
 from .turns.approval_claims import APPROVED, REJECTED, STOPPED
 from .turns.approval_record import TurnApproval, portable_json
 from .turns.fragments import APPROVAL_OUTCOMES
@@ -545,6 +546,11 @@ def _finish(*, thread_id, owner: AbstractBaseUser, parent: dict | None) -> None:
         raise RuntimeError("the import was given up for dead and removed meanwhile")
     thread = Thread.objects.get(pk=thread_id)
     if parent is not None:
+        # Joining a family joins its people: its map and turn versions link
+        # every thread of it for all of them (docs/adr/0084), so the import
+        # has the same people as its parent, copied with the family locked
+        # as a branch copies them (docs/adr/0120).
+        lock_family(owner.pk)
         own = Thread.objects.filter(pk=_uuid_or_none(parent["thread_id"]), owner=owner, is_deleted=False).first()
         if own is not None and parent["at_turn"] <= own.turn_index:
             BranchLink.objects.create(
@@ -554,6 +560,7 @@ def _finish(*, thread_id, owner: AbstractBaseUser, parent: dict | None) -> None:
                 status=BranchLink.Status.ACTIVE,
                 reason=parent["reason"],
             )
+            members_copy(source=own, to=thread)
     Thread.objects.filter(pk=thread_id).update(is_deleted=False, last_activity_at=timezone.now())
     marker.delete()
 

@@ -43,7 +43,7 @@ from agent.seeding import (
     history_prefix,
     seed_history,
 )
-from workspace.models import Thread, ThreadMember
+from workspace.models import Thread
 from workspace.selectors import Access, access_to, snapshot_for, workspace_after_turn
 from workspace.services.branching import workspace_copy
 from workspace.text import clean_text
@@ -54,7 +54,7 @@ from .faults import BRANCH_MADE, crash_point
 from .forms import checked_selection
 from .models import BranchLink, Turn
 from .services import THREAD_TITLE_MAX_CHARS, title_from_message
-from .sharing import lock_family
+from .sharing import lock_family, members_copy
 from .turns import registry
 from .turns.approval_record import portable_json
 from .turns.message_checks import clean_user_message
@@ -180,10 +180,7 @@ def write_pending_rows(
     )
     workspace_copy(thread=thread, workspace=workspace, source=locked, through_turn=turn_index)
     # The same people, the link's viewers too: sharing is the family's (conversations.sharing).
-    ThreadMember.objects.bulk_create(
-        ThreadMember(thread=thread, user_id=m.user_id, role=m.role, via_link=m.via_link, added_by_id=m.added_by_id)
-        for m in ThreadMember.objects.filter(thread=locked)
-    )
+    members_copy(source=locked, to=thread)
     Turn.objects.bulk_create(
         _copied_turn(row, thread) for row in Turn.objects.filter(thread=locked, index__lte=turn_index).order_by("index")
     )

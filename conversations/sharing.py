@@ -48,6 +48,16 @@ def lock_family(owner_id) -> None:
     list(get_user_model().objects.select_for_update().filter(pk=owner_id).values_list("pk", flat=True))
 
 
+def members_copy(*, source: Thread, to: Thread) -> None:
+    """`to` joins `source`'s family (a branch made of it, an archive imported
+    as one): the same people with the same roles, the link's viewers too.
+    The caller holds `lock_family`."""
+    ThreadMember.objects.bulk_create(
+        ThreadMember(thread=to, user_id=m.user_id, role=m.role, via_link=m.via_link, added_by_id=m.added_by_id)
+        for m in ThreadMember.objects.filter(thread=source)
+    )
+
+
 def _family(thread: Thread) -> list:
     """The ids of `thread` and every branch linked to it (the owner's only),
     those still being made included, with the family locked (`lock_family`)."""

@@ -353,6 +353,27 @@ def test_a_removal_made_while_an_editor_branches_waits_for_the_branch_and_reache
     assert _members(made["branch"]) == _members(thread) == []
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_branch_exported_and_imported_back_into_a_shared_family_has_its_people(thread, owner, people):
+    """The import links back to the thread it branched from, so the family's
+    map links it for everyone on the family: it has the same people (it had
+    none, and the editor's map showed what the owner wrote in it)."""
+    from conversations.archive import archive_bytes, import_archive
+    from conversations.branching import fork_thread
+    from conversations.selectors import family_ids
+    from conversations.turns import slot
+
+    sharing.thread_member_add(thread=thread, who="ed", role="editor", by=owner)
+    turn, _ = slot.turn_begin(thread=thread, user_message="First")
+    slot.turn_finish(thread=thread, turn_index=turn)
+    branch = fork_thread(source=thread, turn_index=1, user=owner, reason="test")
+
+    imported = import_archive(raw=archive_bytes(branch), owner=owner)
+
+    assert imported.pk in family_ids(thread_id=thread.pk)
+    assert _members(imported) == _members(thread) == [("ed", "editor", False)]
+
+
 # --- the open sockets ---------------------------------------------------------------------
 
 
