@@ -85,7 +85,8 @@ def _stop_their_turns(thread_ids, user_id) -> None:
     """After commit: a turn the person started in the family and is still
     running stops (wherever it runs: its server sees the request within a
     second), so someone who lost editing goes on writing nothing through
-    the agent. A turn waiting for approval stays for the others to answer."""
+    the agent. A turn waiting for approval stays in the chat, and is
+    stopped by whatever answer it gets (conversations.turns.registry)."""
 
     def stop():
         running = Turn.objects.filter(thread_id__in=thread_ids, person_id=user_id, status=Turn.Status.RUNNING)

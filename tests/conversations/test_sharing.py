@@ -420,6 +420,45 @@ async def test_a_turn_the_editor_started_stops_when_they_lose_editing(
 
 
 @pytest.mark.django_db(transaction=True)
+async def test_a_card_of_a_removed_editors_turn_approved_by_the_owner_stops_the_turn_and_changes_nothing(
+    thread, owner, people, script
+):
+    import asyncio
+
+    from conversations.models import Turn
+    from conversations.turns import approval_claims, registry
+    from tests.support.fake_model import Reply, tool_call
+    from workspace.services import preferences as preference_services
+
+    member = await sync_to_async(sharing.thread_member_add)(thread=thread, who="ed", role="editor", by=owner)
+    await sync_to_async(preference_services.preferences_add)(
+        thread=thread, items=[{"title": "Formal tone", "kind": "soft"}], respect_lock=False
+    )
+    script(
+        Reply(tool_calls=[tool_call("remove_preferences", "Dropping it, as Ed asked.", indices=[1])]),
+        Reply(tool_calls=[tool_call("add_todos", "Planning for Ed.", steps=[{"text": "Ed's step", "depth": 0}])]),
+        Reply(text="Done for Ed."),
+    )
+    await registry.start_turn(thread=thread, user_message="Drop the formal tone", user=people["ed"])
+    for _ in range(200):
+        turn = await sync_to_async(Turn.objects.get)(thread=thread, index=1)
+        if turn.status == Turn.Status.AWAITING:
+            break
+        await asyncio.sleep(0.05)
+    await sync_to_async(sharing.thread_member_remove)(thread=thread, member_id=member.pk, by=owner)
+
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED, person=owner)
+    await registry.wait_for_turn(thread.pk)
+
+    turn = await sync_to_async(Turn.objects.get)(thread=thread, index=1)
+    assert turn.status == Turn.Status.STOPPED and turn.approval["decision"] == approval_claims.STOPPED
+    assert await sync_to_async(lambda: list(Preference.objects.filter(thread=thread).values_list("title", flat=True)))() == [
+        "Formal tone"
+    ]
+    assert not await sync_to_async(Todo.objects.filter(thread=thread).exists)()
+
+
+@pytest.mark.django_db(transaction=True)
 async def test_revoking_the_link_closes_the_link_viewers_sockets(thread, owner, people, sockets):
     key = await sync_to_async(sharing.share_link_create)(thread=thread, by=owner)
     await sync_to_async(sharing.share_link_open)(user=people["li"], key=key)
