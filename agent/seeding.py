@@ -28,6 +28,7 @@ from .checkpointer import (
     sqlite_path,
 )
 from .history import TURN_INDEX_KEY
+from .model_input import valid_history
 
 # A UUID's time counts 100 ns ticks from 1582-10-15; the Unix epoch is this many ticks later.
 _UUID_EPOCH_TICKS = 0x01B21DD213814000
@@ -38,9 +39,9 @@ class HistoryNotSplittable(Exception):
     without its result."""
 
 
-def history_prefix(messages: list[BaseMessage], *, through_turn: int) -> list[BaseMessage]:
-    """The messages of turns 1..through_turn: everything strictly before the
-    first user message of a later turn. A user message's turn is its tag
+def _later_turn_at(messages: list[BaseMessage], through_turn: int) -> int:
+    """The position of the first user message of a turn after `through_turn`
+    (len(messages) when there is none). A user message's turn is its tag
     (the runner writes it); an untagged one counts on from the previous."""
     turn = 0
     for position, message in enumerate(messages):
@@ -48,10 +49,27 @@ def history_prefix(messages: list[BaseMessage], *, through_turn: int) -> list[Ba
             tagged = (message.response_metadata or {}).get(TURN_INDEX_KEY)
             turn = tagged if isinstance(tagged, int) and not isinstance(tagged, bool) else turn + 1
             if turn > through_turn:
-                prefix = messages[:position]
-                break
-    else:
-        prefix = list(messages)
+                return position
+    return len(messages)
+
+
+def holds_later_turns(messages: list[BaseMessage], *, through_turn: int) -> bool:
+    return _later_turn_at(messages, through_turn) < len(messages)
+
+
+def history_prefix(messages: list[BaseMessage], *, through_turn: int, ended: bool = False) -> list[BaseMessage]:
+    """The messages of turns 1..through_turn: everything strictly before the
+    first user message of a later turn.
+
+    A tool call with no result refuses the split (HistoryNotSplittable),
+    unless the caller knows those turns have `ended`: then the call was cut
+    off (a server stopped mid-step, or a card waited when the archive was
+    made) and is completed as every model call is sent it
+    (agent.model_input.valid_history). Refusing it made a thread whose turn
+    was once cut off impossible to branch from or archive for good."""
+    prefix = list(messages[: _later_turn_at(messages, through_turn)])
+    if ended:
+        return valid_history(prefix)
     _check_complete(prefix)
     return prefix
 

@@ -42,12 +42,7 @@ from langchain_core.messages import (
 from agent.approval_request import ApprovalRequest, DocumentChange
 from agent.approvals import DOCUMENT, PLAN, PREFERENCES
 from agent.history import read_messages
-from agent.seeding import (
-    HistoryNotSplittable,
-    delete_history,
-    history_prefix,
-    seed_history,
-)
+from agent.seeding import delete_history, history_prefix, holds_later_turns, seed_history
 from workspace import people
 from workspace.archive import (
     MESSAGE_MAX_CHARS,
@@ -270,12 +265,12 @@ def _messages(items: list, *, turns: int) -> list:
             # reads some fields before checking them; the path helps more.
             raise ArchiveRefused(f"{path}: not a valid message.") from exc
         messages.append(message)
-    try:
-        if len(history_prefix(messages, through_turn=turns)) != len(messages):
-            raise ArchiveRefused("transcript.messages: holds more turns than the thread has.")
-    except HistoryNotSplittable as exc:
-        raise ArchiveRefused("transcript.messages: a tool call has no result, so the history cannot be continued.") from exc
-    return messages
+    if holds_later_turns(messages, through_turn=turns):
+        raise ArchiveRefused("transcript.messages: holds more turns than the thread has.")
+    # Every imported turn has ended (one running or waiting comes in
+    # interrupted: _turn_rows), so a call without a result was cut off: it
+    # is completed as the next model call would be sent it.
+    return history_prefix(messages, through_turn=turns, ended=True)
 
 
 def _check_message_data(data: Fields) -> None:

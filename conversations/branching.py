@@ -232,7 +232,9 @@ def _copied_turn(row: Turn, thread: Thread) -> Turn:
 
 def seed_checkpointer(*, new_id, source: Thread, turn_index: int) -> None:
     try:
-        prefix = history_prefix(read_messages(source.pk), through_turn=turn_index)
+        # The turns through `turn_index` have ended (_check_turn refused one
+        # running or waiting): a call one of them left without a result was cut off.
+        prefix = history_prefix(read_messages(source.pk), through_turn=turn_index, ended=True)
     except HistoryNotSplittable as exc:
         raise BranchRefused(f"The history of turn {turn_index} is incomplete, so it cannot be branched from.") from exc
     seed_history(new_id, prefix)

@@ -473,3 +473,47 @@ async def test_a_branch_carries_the_plan_history_up_to_where_it_starts(owner, ot
     todos = Todo.objects.filter(thread=at_one).order_by("position").values_list("text", "done")
     assert await database_sync_to_async(list)(todos) == [("Outline", False), ("Intro", True)]
     assert await database_sync_to_async(_plan_history)(thread) == source  # the source is only read
+
+
+async def test_a_turn_cut_off_mid_step_leaves_the_thread_branchable_and_its_archive_importable(owner, thread, script):
+    """A server that stops after its grace period cancels a turn in the
+    middle of a tool call: the call keeps no result. The next turn runs (its
+    model is sent the call as unfinished); branching at any later turn, and
+    importing the thread's archive, complete it the same way instead of
+    refusing "the history of turn 2 is incomplete" for good."""
+    import asyncio
+
+    from langchain_core.tools import tool
+
+    from conversations.archive import archive_bytes, import_archive
+
+    @tool
+    async def slow_step(topic: str, action_and_reasoning: str) -> str:
+        """Takes a long time (stands in for a slow tool)."""
+        await asyncio.sleep(30)
+        return "done"
+
+    script(
+        Reply(tool_calls=[tool_call("slow_step", "Taking a while.", topic="sources")]),
+        Reply(text="The second turn's answer."),
+        extra_tools=[slow_step],
+    )
+    await registry.start_turn(thread=thread, user_message="first")
+    for _ in range(100):
+        if any(getattr(m, "tool_calls", None) for m in await database_sync_to_async(read_messages)(thread.pk)):
+            break
+        await asyncio.sleep(0.05)
+    # What registry.stop_all_turns does to a turn still running when the grace period ends.
+    running = registry._running[thread.pk]
+    running.task.cancel()
+    await asyncio.wait((running.task,), timeout=5)
+    await _turn(thread, "second")
+
+    branch = await database_sync_to_async(fork_thread)(source=thread, turn_index=2, user=owner)
+    imported = await database_sync_to_async(import_archive)(raw=await database_sync_to_async(archive_bytes)(thread), owner=owner)
+
+    for copy in (branch, imported):
+        copied = await database_sync_to_async(read_messages)(copy.pk)
+        [unfinished] = [m for m in copied if isinstance(m, ToolMessage) and m.name == "slow_step"]
+        assert "did not finish" in unfinished.content
+        assert [m.content for m in copied if isinstance(m, AIMessage) and m.content] == ["The second turn's answer."]
