@@ -80,7 +80,10 @@ APPROVAL_OUTCOMES = {
     "overlap": "but it could not be applied: the same passage was edited meanwhile. Nothing was overwritten.",
     "failed": "but it could not be applied; nothing was changed.",
     "partial": "but only part of it could be applied.",
+    # The server stopped between the answer and the turn's end (turns.slot).
+    "interrupted": "but the server stopped before the turn finished: check the workspace for whether it was made.",
 }
+APPROVED_DECISION = "approved"
 APPROVAL_WORDS = {"approved": "Approved", "rejected": "Rejected", "stopped": "Stopped"}
 
 
@@ -91,7 +94,7 @@ def approval_title(approval: TurnApproval) -> str:
     words = APPROVAL_WORDS.get(approval.decision, "Rejected")
     if approval.answered_by_name:
         words += f" by {approval.answered_by_name}"
-    outcome = APPROVAL_OUTCOMES.get(approval.outcome) if approval.decision == "approved" else None
+    outcome = APPROVAL_OUTCOMES.get(approval.outcome) if approval.decision == APPROVED_DECISION else None
     if outcome:
         return f"{words}, {outcome}"
     if approval.decision == "stopped":
@@ -109,7 +112,7 @@ def approval_view(approval: TurnApproval | None, *, pending: bool) -> dict | Non
     view = {
         "pending": pending,
         "decision": decision,
-        "outcome": decision == "approved" and approval.outcome in APPROVAL_OUTCOMES,
+        "outcome": decision == APPROVED_DECISION and approval.outcome in APPROVAL_OUTCOMES,
         "title": approval_title(approval) if decision else "",
         "summary": request.summary,
         "reason": request.reason,

@@ -12,6 +12,7 @@ message or a Stop on that thread), and every open tab is told."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from django.conf import settings
@@ -30,6 +31,7 @@ from ..live import RESYNC, RESYNC_CHAT, publish_turn_versions, publisher
 from ..models import BranchLink, Turn, TurnSlot
 from ..services import DEFAULT_THREAD_TITLE, announce_thread, title_from_message
 from . import fragments, outcome, process
+from .approval_record import TurnApproval
 from .message_checks import clean_user_message, selection_json
 
 # How often a running turn refreshes its claim (turns.registry), and how
@@ -344,6 +346,18 @@ def claim_slot(locked: Thread, turn_index: int, *, now) -> None:
     Thread.objects.filter(pk=locked.pk).update(last_activity_at=now)
 
 
+def _approval_left_unfinished(row: Turn) -> None:
+    """A turn released after its card was approved, with no outcome of the
+    approved call recorded: its server stopped after the answer was claimed,
+    before or after the change ran, and the card must not say "Approved" as
+    if it was made (fragments.APPROVAL_OUTCOMES["interrupted"])."""
+    approval = TurnApproval.from_json(row.approval)
+    if approval is None or approval.decision != fragments.APPROVED_DECISION or approval.outcome:
+        return
+    row.approval = replace(approval, outcome="interrupted").to_json()
+    row.save(update_fields=["approval"])
+
+
 def _release(locked: Thread, turn_index: int, *, notice: str, now=None) -> None:
     """Within the caller's transaction, on the row-locked thread: free the
     slot if this turn holds it, mark the turn interrupted (keeping what it
@@ -355,6 +369,7 @@ def _release(locked: Thread, turn_index: int, *, notice: str, now=None) -> None:
     )
     row = Turn.objects.filter(thread=locked, index=turn_index).first()
     if row is not None:
+        _approval_left_unfinished(row)
         answer, end = fragments.ended_parts(row, latest=row.index == locked.turn_index)
         thread_id = locked.pk
 

@@ -153,6 +153,28 @@ async def test_reload_shows_the_pending_card_and_its_approve_still_works(owner, 
     assert await _titles(thread) == ["Short paragraphs"]
 
 
+async def test_a_server_that_dies_between_the_answer_and_the_change_leaves_a_card_that_does_not_claim_it(
+    owner, thread, script, sockets, monkeypatch, client, settings
+):
+    settings.HAICO_INSTANCE = "web-1"  # a server that knows its successor by name
+    _model, socket, _card = await _ask(thread, owner, script, sockets)
+    await socket.disconnect()
+    # The answer is claimed (answer_approval's first step), then the server dies before the change runs.
+    await database_sync_to_async(approval_claims.turn_answer_claim)(
+        thread=await _fresh(thread), turn=1, decision=approval_claims.APPROVED, person=owner
+    )
+    await checkpointers.close_checkpointer()
+    monkeypatch.setattr(process, "BOOT", "the-next-boot")
+    assert await database_sync_to_async(slot.turns_release_predecessor)() == 1
+
+    assert (await _row(thread)).status == Turn.Status.INTERRUPTED
+    assert await _titles(thread) == ["Formal tone", "Short paragraphs"]
+    await database_sync_to_async(client.force_login)(owner)
+    page = (await database_sync_to_async(client.get)(f"/threads/{thread.pk}/workspace/")).content.decode()
+    card = page.split(CARD, 1)[1].split("</section>", 1)[0]
+    assert "the server stopped before the turn finished: check the workspace for whether it was made" in card
+
+
 async def test_after_a_server_restart_the_approval_waits_and_resumes(owner, thread, script, sockets, monkeypatch):
     _model, socket, _card = await _ask(thread, owner, script, sockets)
     await socket.disconnect()
