@@ -559,19 +559,7 @@ def test_staff_see_the_people_a_thread_is_shared_with_and_their_changes_are_reco
     member = ThreadMember.objects.get(thread=thread)
     assert "Shared with" in staff_client.get(_change(thread)).content.decode()
 
-    response = staff_client.post(
-        _change(thread),
-        {
-            "title": thread.title,
-            **_empty_inline("moderation_actions"),
-            "members-TOTAL_FORMS": "1",
-            "members-INITIAL_FORMS": "1",
-            "members-0-id": str(member.pk),
-            "members-0-thread": str(thread.pk),
-            "members-0-user": str(other_user.pk),
-            "members-0-role": "editor",
-        },
-    )
+    response = staff_client.post(_change(thread), _one_member_row(thread, member, user=other_user, role="editor"))
 
     assert response.status_code == 302
     assert ThreadMember.objects.get(pk=member.pk).role == "editor"
@@ -592,19 +580,7 @@ def test_whom_a_shared_row_is_for_is_shown_not_offered_and_a_changed_user_is_not
     page = staff_client.get(_change(thread)).content.decode()
     assert 'name="members-0-user"' in page and "disabled" in page.split('name="members-0-user"', 1)[1].split(">", 1)[0]
 
-    staff_client.post(
-        _change(thread),
-        {
-            "title": thread.title,
-            **_empty_inline("moderation_actions"),
-            "members-TOTAL_FORMS": "1",
-            "members-INITIAL_FORMS": "1",
-            "members-0-id": str(member.pk),
-            "members-0-thread": str(thread.pk),
-            "members-0-user": str(carol.pk),
-            "members-0-role": "viewer",
-        },
-    )
+    staff_client.post(_change(thread), _one_member_row(thread, member, user=carol, role="viewer"))
 
     assert list(ThreadMember.objects.filter(thread=thread).values_list("user__username", flat=True)) == [other_user.username]
     assert (
@@ -612,6 +588,20 @@ def test_whom_a_shared_row_is_for_is_shown_not_offered_and_a_changed_user_is_not
         .exclude(detail__startswith="Shared with")
         .exists()
     )
+
+
+def _one_member_row(thread, member, *, user, role) -> dict:
+    """The thread's change form as posted with its one "Shared with" row."""
+    return {
+        "title": thread.title,
+        **_empty_inline("moderation_actions"),
+        "members-TOTAL_FORMS": "1",
+        "members-INITIAL_FORMS": "1",
+        "members-0-id": str(member.pk),
+        "members-0-thread": str(thread.pk),
+        "members-0-user": str(user.pk),
+        "members-0-role": role,
+    }
 
 
 def _empty_inline(prefix):
