@@ -125,13 +125,11 @@ def listed_as_now(token: AccessToken, thread: Thread, part: str) -> bool | None:
 
 
 def listing_lines(reading: WorkspaceReading, part: str) -> str:
-    """`part` numbered as the tools take it, one line a row, as the list
-    tools answer."""
+    """The plan or the preferences numbered as the tools take them, one line
+    a row, as the list tools answer."""
     if part == PLAN:
         return "\n".join(plan_line(i, step) for i, step in enumerate(reading.todos, start=1)) or "(no plan)"
-    if part == PREFERENCES:
-        return "\n".join(preference_line(i, p) for i, p in enumerate(reading.preferences, start=1)) or "(no preferences)"
-    return reading.objective_text or "(no objective)"
+    return "\n".join(preference_line(i, p) for i, p in enumerate(reading.preferences, start=1)) or "(no preferences)"
 
 
 def after_write(token: AccessToken, thread: Thread, part: str, knew: bool | None) -> str | None:

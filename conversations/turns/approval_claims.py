@@ -13,20 +13,30 @@ from agent.approval_request import ApprovalRequest
 from workspace import people
 from workspace.errors import InvalidInput
 from workspace.models import Thread
+from workspace.selectors import Access, access_to
 
 from ..models import Turn
 from . import process
-from .approval_record import TurnApproval
+
+# The answers are named here too, where they are claimed (X as X: re-exported).
+from .approval_record import APPROVED as APPROVED
+from .approval_record import REJECTED as REJECTED
+from .approval_record import STOPPED, TurnApproval
 from .message_checks import turn_number
 from .slot import claim_slot, free_slot
-
-APPROVED, REJECTED, STOPPED = "approved", "rejected", "stopped"
 
 
 def awaiting_approval(thread_id) -> Turn | None:
     """The thread's latest turn if it waits for the person's approval (docs/adr/0017)."""
     row = Turn.objects.filter(thread_id=thread_id).order_by("-index").first()
     return row if row is not None and row.status == Turn.Status.AWAITING else None
+
+
+def _sender_may_not_edit(thread: Thread, row: Turn) -> bool:
+    """Whether the person who sent the turn (not the owner) can no longer edit the thread."""
+    if row.person is None or row.person_id == thread.owner_id:
+        return False
+    return (access_to(user=row.person, thread=thread) or 0) < Access.EDIT
 
 
 @transaction.atomic
@@ -53,14 +63,20 @@ def turn_await_approval(
 def turn_answer_claim(*, thread: Thread, turn, decision: str, person=None) -> Turn:
     """Claim the slot again for the turn awaiting approval, on this process,
     to go on with it with the person's `decision` (APPROVED, REJECTED or
-    STOPPED), recorded on the row with who answered (`person`). Only the first answer counts: a second
+    STOPPED), recorded on the row with who answered (`person`); STOPPED
+    whatever was answered when the turn's sender can no longer edit the
+    thread. Only the first answer counts: a second
     one (another tab) is refused with InvalidInput, as is an answer to a
     turn that does not wait."""
     turn = turn_number(turn, action="answer")
     locked = Thread.objects.select_for_update().get(pk=thread.pk)
-    row = Turn.objects.filter(thread=locked, index=turn).first()
+    row = Turn.objects.filter(thread=locked, index=turn).select_related("person").first()
     if row is None or row.status != Turn.Status.AWAITING or turn != locked.turn_index:
         raise InvalidInput("No approval is waiting for an answer in that turn; it was answered already.")
+    if decision != STOPPED and _sender_may_not_edit(locked, row):
+        # Removed, or made a viewer, while the card waited: approved or
+        # rejected, the turn would go on writing as them (docs/adr/0120).
+        decision = STOPPED
     claim_slot(locked, turn, now=timezone.now())
     row.status = Turn.Status.RUNNING
     row.instance, row.boot = process.instance(), process.BOOT

@@ -14,6 +14,9 @@ from dataclasses import dataclass, replace
 
 from agent.approval_request import ApprovalRequest
 
+# The person's answers, as the row records them.
+APPROVED, REJECTED, STOPPED = "approved", "rejected", "stopped"
+
 
 @dataclass(frozen=True)
 class TurnApproval:

@@ -15,7 +15,7 @@ from workspace.models import Thread
 from workspace.text import escape_html
 
 from ..live import Append
-from .approval_record import TurnApproval
+from .approval_record import APPROVED, TurnApproval
 from .outcome import Marker, marker
 
 TEMPLATE = "conversations/fragments/turn.html"
@@ -83,7 +83,6 @@ APPROVAL_OUTCOMES = {
     # The server stopped between the answer and the turn's end (turns.slot).
     "interrupted": "but the server stopped before the turn finished: check the workspace for whether it was made.",
 }
-APPROVED_DECISION = "approved"
 APPROVAL_WORDS = {"approved": "Approved", "rejected": "Rejected", "stopped": "Stopped"}
 
 
@@ -94,7 +93,7 @@ def approval_title(approval: TurnApproval) -> str:
     words = APPROVAL_WORDS.get(approval.decision, "Rejected")
     if approval.answered_by_name:
         words += f" by {approval.answered_by_name}"
-    outcome = APPROVAL_OUTCOMES.get(approval.outcome) if approval.decision == APPROVED_DECISION else None
+    outcome = APPROVAL_OUTCOMES.get(approval.outcome) if approval.decision == APPROVED else None
     if outcome:
         return f"{words}, {outcome}"
     if approval.decision == "stopped":
@@ -112,7 +111,7 @@ def approval_view(approval: TurnApproval | None, *, pending: bool) -> dict | Non
     view = {
         "pending": pending,
         "decision": decision,
-        "outcome": decision == APPROVED_DECISION and approval.outcome in APPROVAL_OUTCOMES,
+        "outcome": decision == APPROVED and approval.outcome in APPROVAL_OUTCOMES,
         "title": approval_title(approval) if decision else "",
         "summary": request.summary,
         "reason": request.reason,

@@ -32,7 +32,6 @@ from agent.catalogue import ModelChoice
 from agent.context import Selection, TokenBudget
 from workspace.errors import UserFacingError
 from workspace.models import Thread
-from workspace.selectors import Access, access_to
 
 from .. import outages, presence, quotas, trajectory
 from .. import usage as model_usage
@@ -41,7 +40,7 @@ from ..archive import discard_abandoned_imports
 from ..branch_cleanup import abandoned_after, discard_abandoned_branches, discard_orphaned_histories
 from ..errors import ConversationError
 from ..live import publisher
-from ..models import Account, Turn
+from ..models import Account
 from ..selectors import latest_turn_row
 from . import approval_claims, fragments, outcome, slot
 from .approval_record import TurnApproval
@@ -309,13 +308,10 @@ def _claim_answer(*, thread: Thread, turn, decision: str, person=None) -> tuple:
     """The waiting turn claimed again, the model it goes on with (the one it
     began with, unless its person may no longer use it: agent.catalogue),
     and the person's token windows: a turn paused at its limit ends at its
-    next model call (agent.usage); and the decision as claimed. A turn whose
-    sender no longer edits the thread (removed, or made a viewer, while its
-    card waited) is stopped whatever the answer: it would go on writing as
-    them (docs/adr/0120)."""
-    if decision != approval_claims.STOPPED and _sender_lost_editing(thread, turn):
-        decision = approval_claims.STOPPED
+    next model call (agent.usage); and the decision as claimed (a turn whose
+    sender can no longer edit the thread is stopped: approval_claims)."""
     row = approval_claims.turn_answer_claim(thread=thread, turn=turn, decision=decision, person=person)
+    decision = (row.approval or {}).get("decision", decision)
     # The turn goes on as its sender's, whoever answered: their limits, their
     # model access, their usage (docs/adr/0084); the owner's when the sender's
     # account is gone. Read here, off the event loop.
@@ -323,14 +319,6 @@ def _claim_answer(*, thread: Thread, turn, decision: str, person=None) -> tuple:
     account = Account.objects.filter(user_id=sender.pk).first()
     windows = quotas.token_windows(user_id=sender.pk, account=account)
     return row, catalogue.choice_for(sender, row.model_name), windows, sender, decision
-
-
-def _sender_lost_editing(thread: Thread, turn) -> bool:
-    """Whether the person who sent turn `turn` (not the owner) may no longer edit the thread."""
-    row = Turn.objects.filter(thread_id=thread.pk, index=turn).select_related("person").first()
-    if row is None or row.person is None or row.person_id == thread.owner_id:
-        return False
-    return (access_to(user=row.person, thread=thread) or 0) < Access.EDIT
 
 
 def _prepare() -> None:

@@ -31,7 +31,7 @@ from ..live import RESYNC, RESYNC_CHAT, publish_turn_versions, publisher
 from ..models import BranchLink, Turn, TurnSlot
 from ..services import DEFAULT_THREAD_TITLE, announce_thread, title_from_message
 from . import fragments, outcome, process
-from .approval_record import TurnApproval
+from .approval_record import APPROVED, TurnApproval
 from .message_checks import clean_user_message, selection_json
 
 # How often a running turn refreshes its claim (turns.registry), and how
@@ -352,7 +352,7 @@ def _approval_left_unfinished(row: Turn) -> None:
     before or after the change ran, and the card must not say "Approved" as
     if it was made (fragments.APPROVAL_OUTCOMES["interrupted"])."""
     approval = TurnApproval.from_json(row.approval)
-    if approval is None or approval.decision != fragments.APPROVED_DECISION or approval.outcome:
+    if approval is None or approval.decision != APPROVED or approval.outcome:
         return
     row.approval = replace(approval, outcome="interrupted").to_json()
     row.save(update_fields=["approval"])
