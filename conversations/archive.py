@@ -66,6 +66,7 @@ from .sharing import lock_family, members_copy
 from .turns.approval_claims import APPROVED, REJECTED, STOPPED
 from .turns.approval_record import TurnApproval, portable_json
 from .turns.fragments import APPROVAL_OUTCOMES
+from .turns.message_checks import SELECTION_NOTES
 
 logger = logging.getLogger("haico.conversations.archive")
 
@@ -132,6 +133,7 @@ def thread_archive(thread: Thread) -> dict:
                     "retry_of": t.retry_of,
                     "mode": t.mode,
                     "selection": t.selection,
+                    "selection_note": t.selection_note,
                     "approval": portable_json(t.approval),
                     "started_at": t.started_at.isoformat(),
                     "ended_at": t.ended_at.isoformat() if t.ended_at else None,
@@ -374,6 +376,10 @@ def _turn_rows(items: list, *, turns: int, mode: str) -> list[dict]:
                 "retry_of": row.number("retry_of", low=1, high=turns, optional=True),
                 "mode": row.choice("mode", set(Thread.Mode.values)) if row.value.get("mode") is not None else mode,
                 "selection": _selection(row),
+                # An older archive has none: its turns went with their selections or said nothing.
+                "selection_note": row.choice("selection_note", {"", *SELECTION_NOTES})
+                if row.value.get("selection_note") is not None
+                else "",
                 "approval": _approval(row),
                 "started_at": row.time("started_at"),
                 "ended_at": row.time("ended_at"),

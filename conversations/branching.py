@@ -219,6 +219,7 @@ def _copied_turn(row: Turn, thread: Thread) -> Turn:
         retry_of=row.retry_of,
         mode=row.mode,
         selection=row.selection,
+        selection_note=row.selection_note,
         approval=portable_json(row.approval),
         started_at=row.started_at,
         ended_at=row.ended_at,
@@ -336,6 +337,7 @@ def start_in_branch(
             user_message=message,
             model_name=model_name,
             selection=checked,
+            selection_note=note,
             user=user,
             activate_branch=True,
         )

@@ -26,6 +26,7 @@ from .selectors import feedback_counts, turn_errors_for, turn_rows_for, turn_ver
 from .turns.approval_claims import awaiting_approval
 from .turns.approval_record import TurnApproval
 from .turns.fragments import approval_view, turn_context
+from .turns.message_checks import SELECTION_NOTES
 from .turns.outcome import INTERRUPTED_LOST, marker
 from .turns.slot import running_turn
 
@@ -110,6 +111,7 @@ class _ChatHistory:
             else None,
             mode=row.mode if row else "",
             person_name=row.person_name if row else "",
+            selection_note=SELECTION_NOTES.get(row.selection_note, "") if row else "",
         )
 
 

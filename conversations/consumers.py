@@ -394,9 +394,8 @@ class ThreadConsumer(PageSocketConsumer):
             await self._notice(exc.message)
             return
         # The passage the turn asked about goes again, if the document still has it there.
+        # A passage it no longer has there goes without it, and the message says so for good.
         selection, note = await database_sync_to_async(checked_selection)(thread=thread, raw=stored)
-        if note:
-            await self._notice(note)
         try:
             # A model no longer offered to this person runs with their default (registry.start_turn).
             await registry.start_turn(
@@ -405,6 +404,7 @@ class ThreadConsumer(PageSocketConsumer):
                 model_name=model or None,
                 retry_of=turn,
                 selection=selection,
+                selection_note=note,
                 user=self.scope["user"],
             )
         except UserFacingError as exc:
@@ -445,9 +445,9 @@ class ThreadConsumer(PageSocketConsumer):
             # The selector's own save may still be on its way: the message
             # says which mode it was sent in, and the thread remembers it.
             thread = await database_sync_to_async(thread_set_mode)(thread=thread, mode=sent.mode)
+        # A selection the document no longer has as selected is left out; the
+        # message says so under it, for good (not a notice the turn's end clears).
         selection, note = await database_sync_to_async(checked_selection)(thread=thread, raw=sent.selection)
-        if note:
-            await self._notice(note)
         try:
             turn_index = await registry.start_turn(
                 thread=thread,
@@ -455,6 +455,7 @@ class ThreadConsumer(PageSocketConsumer):
                 model_name=model,
                 mode=sent.mode,
                 selection=selection,
+                selection_note=note,
                 user=self.scope["user"],
             )
         except UserFacingError as exc:  # TurnAlreadyRunning, or a message the guard refuses
@@ -490,6 +491,7 @@ class ThreadConsumer(PageSocketConsumer):
                 model_name=model,
                 mode=sent.mode,
                 selection=selection,
+                selection_note=note,
                 user=self.scope["user"],
                 activate_branch=True,
             )

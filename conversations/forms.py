@@ -22,7 +22,13 @@ from .models import (
     FEEDBACK_RATING_MIN,
     Feedback,
 )
-from .turns.message_checks import clean_user_message
+from .turns.message_checks import (
+    SELECTION_DROPPED,
+    SELECTION_NOTES,
+    SELECTION_UNREADABLE,
+    clean_user_message,
+    selection_note_key,
+)
 
 
 class SignupForm(UserCreationForm):
@@ -157,16 +163,14 @@ class ThreadSearchForm(forms.Form):
     q = forms.CharField(required=False, max_length=200)
 
 
-SELECTION_UNREADABLE = "The selection could not be read, so the message was sent without it."
-SELECTION_DROPPED = "The selected text is no longer in the document as it was selected, so the message was sent without it."
 # A note for the page a rerun or "Continue from here" opens on its new branch:
 # the address carries the key (?note=...), never the text.
-PAGE_NOTES = {"selection-dropped": SELECTION_DROPPED, "selection-unreadable": SELECTION_UNREADABLE}
+PAGE_NOTES = SELECTION_NOTES
 
 
 def page_note_query(note: str) -> str:
     """ "?note=<key>" for a note the branch's page should show, or ""."""
-    key = next((key for key, text in PAGE_NOTES.items() if text == note), "")
+    key = selection_note_key(note)
     return f"?note={key}" if key else ""
 
 

@@ -232,6 +232,10 @@ class Turn(PersonRecorded):
     # "text"}, docs/adr/0019), as checked when it was sent: Retry, Regenerate
     # and Edit send it again, checked again against the document then.
     selection = models.JSONField(null=True, blank=True)
+    # The message was sent with a selection the document no longer had as
+    # selected (or one unreadable), so it went without it: the key of the
+    # note its bubble keeps saying so (message_checks.SELECTION_NOTES).
+    selection_note = models.CharField(max_length=40, blank=True, default="")
     # While awaiting approval: the interrupt to resume and what the person is
     # asked ({"interrupt_id", "request"}); the checkpointer holds the paused
     # graph itself, this copy lets a page render the card without it. Once

@@ -36,6 +36,7 @@ def turn_context(
     approval: dict | None = None,
     mode: str = "",
     person_name: str = "",
+    selection_note: str = "",
 ) -> dict:
     """The one shape every turn partial renders: a past turn on the page, a
     running one, and one ended by another process. Retry is offered on the
@@ -48,6 +49,8 @@ def turn_context(
         # Who sent the message (workspace.people): the same for every viewer,
         # since a push is rendered once for all tabs; "" for a script's turn.
         "person_name": person_name,
+        # Why the message went without the selection it was sent with, if it did.
+        "selection_note": selection_note,
         "steps": list(steps),
         "steps_html": step_items(turn_index, steps),
         "answer_html": render_markdown(answer) if answer.strip() else "",

@@ -22,6 +22,19 @@ def clean_user_message(message) -> str:
     return clean_text(message, label="Message", max_chars=settings.HAICO_MESSAGE_MAX_CHARS, strip=False)
 
 
+SELECTION_UNREADABLE = "The selection could not be read, so the message was sent without it."
+SELECTION_DROPPED = "The selected text is no longer in the document as it was selected, so the message was sent without it."
+# Why a message went without the selection it was sent with, by the key its
+# turn row keeps (Turn.selection_note) and a branch's address carries
+# (?note=...): never the text, which may be reworded.
+SELECTION_NOTES = {"selection-dropped": SELECTION_DROPPED, "selection-unreadable": SELECTION_UNREADABLE}
+
+
+def selection_note_key(note: str) -> str:
+    """The key of a note of SELECTION_NOTES, "" for none (or a text it does not have)."""
+    return next((key for key, text in SELECTION_NOTES.items() if text == note), "")
+
+
 def selection_json(selection: Selection | None) -> dict | None:
     """A turn's selection as its row stores it (conversations.models.Turn.selection)."""
     if selection is None:

@@ -44,6 +44,7 @@ from ..models import Account
 from ..selectors import latest_turn_row
 from . import approval_claims, fragments, outcome, slot
 from .approval_record import TurnApproval
+from .message_checks import SELECTION_NOTES
 from .run import Resume, TurnRun, stored_selection
 
 logger = logging.getLogger("haico.conversations.turns")
@@ -186,6 +187,7 @@ def _begin(
     retry_of: int | None,
     mode: str,
     selection: Selection | None,
+    selection_note: str,
     activate_branch: bool,
 ) -> _Start:
     """Everything a turn's start reads and writes, in one database hop: the
@@ -202,6 +204,7 @@ def _begin(
         retry_of=retry_of,
         mode=mode,
         selection=selection,
+        selection_note=selection_note,
         activate_branch=activate_branch,
         person=person,
     )
@@ -216,6 +219,7 @@ async def start_turn(
     retry_of: int | None = None,
     mode: str | None = None,
     selection: Selection | None = None,
+    selection_note: str = "",
     user=None,
     activate_branch: bool = False,
 ) -> int:
@@ -225,7 +229,9 @@ async def start_turn(
     `model_name`: the key of the model chosen (agent.catalogue); one the
     person may not use (or None) runs with their default. `mode`: the
     agent's mode for this turn (the one shown when the message was sent);
-    None: the thread's (docs/adr/0018). `user`: who sent it (the thread's
+    None: the thread's (docs/adr/0018). `selection_note`: why the message
+    goes without the selection it was sent with (a text of
+    message_checks.SELECTION_NOTES), said under it for good. `user`: who sent it (the thread's
     owner by default). `activate_branch`: the thread is a branch made for
     this turn, shown as the turn begins
     (conversations.branching.make_branch_for_turn).
@@ -248,6 +254,7 @@ async def start_turn(
         retry_of=retry_of,
         mode=mode,
         selection=selection,
+        selection_note=selection_note,
         activate_branch=activate_branch,
     )
     turn_index = start.turn_index
@@ -262,6 +269,7 @@ async def start_turn(
         budget=TokenBudget(windows=start.windows),
         mode=mode,
         selection=selection,
+        selection_note=selection_note,
         person=start.person,
     )
     detached.run(_launch, thread, turn)
@@ -297,6 +305,7 @@ async def answer_approval(*, thread: Thread, turn, decision: str, person=None) -
         resume=resume,
         mode=row.mode,
         selection=stored_selection(row.selection),
+        selection_note=SELECTION_NOTES.get(row.selection_note, ""),
         # The turn goes on for the person who sent it, whoever answered.
         person=sender,
     )

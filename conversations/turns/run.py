@@ -195,6 +195,7 @@ class TurnRun:
         mode: str = Thread.Mode.EXECUTE,
         resume: Resume | None = None,
         selection: Selection | None = None,
+        selection_note: str = "",
         user_id: int | None = None,
         turn_id: int | None = None,
         budget: TokenBudget | None = None,
@@ -227,6 +228,7 @@ class TurnRun:
         self.limit_notice = ""  # set when the turn stopped at the person's token limit
         self.turn_index = turn_index
         self.user_message = user_message
+        self.selection_note = selection_note  # said under the message: sent without its selection
         self.model = model  # None: no model for this person (agents.graph says so)
         self.agents = agents
         self.stop_event = asyncio.Event()
@@ -286,6 +288,7 @@ class TurnRun:
             thread_id=self.thread.pk,
             approval=approval,
             person_name=self.context.person_name,
+            selection_note=self.selection_note,
         )
 
     def resync_fragments(self) -> list[str]:

@@ -32,7 +32,7 @@ from ..models import BranchLink, Turn, TurnSlot
 from ..services import DEFAULT_THREAD_TITLE, announce_thread, title_from_message
 from . import fragments, outcome, process
 from .approval_record import APPROVED, TurnApproval
-from .message_checks import clean_user_message, selection_json
+from .message_checks import clean_user_message, selection_json, selection_note_key
 
 # How often a running turn refreshes its claim (turns.registry), and how
 # long a claim may go unrefreshed before it counts as left by a server that
@@ -96,6 +96,7 @@ def turn_begin(
     retry_of: int | None = None,
     mode: str | None = None,
     selection: Selection | None = None,
+    selection_note: str = "",
     activate_branch: bool = False,
     person=None,
 ) -> tuple[int, WorkspaceSnapshot]:
@@ -107,6 +108,7 @@ def turn_begin(
         retry_of=retry_of,
         mode=mode,
         selection=selection,
+        selection_note=selection_note,
         activate_branch=activate_branch,
         person=person,
     )
@@ -122,13 +124,16 @@ def turn_claim(
     retry_of: int | None = None,
     mode: str | None = None,
     selection: Selection | None = None,
+    selection_note: str = "",
     activate_branch: bool = False,
     person=None,
 ) -> tuple[Turn, WorkspaceSnapshot]:
     """Claim the thread's single running-turn slot, bump the turn counter,
     record the turn row and snapshot the workspace, all before the agent runs.
     The row records who sent it (`person`), the turn's `mode` (None: the
-    thread's) and the checked `selection` its message asks about.
+    thread's), the checked `selection` its message asks about and, when
+    the one sent was left out, why (`selection_note`, a text of
+    message_checks.SELECTION_NOTES).
 
     The claim is a row update in the database, so it holds across server
     processes. Raises TurnAlreadyRunning while another turn is in progress,
@@ -181,6 +186,7 @@ def turn_claim(
         retry_of=retry_of,
         mode=mode or locked.mode,
         selection=selection_json(selection),
+        selection_note=selection_note_key(selection_note),
         instance=process.instance(),
         boot=process.BOOT,
         **people.by(person),

@@ -10,6 +10,7 @@ import re
 import pytest
 from channels.db import database_sync_to_async
 
+from conversations import archive, branching
 from conversations.forms import SELECTION_DROPPED
 from conversations.models import BranchLink, Turn
 from conversations.turns import registry
@@ -85,10 +86,46 @@ async def test_retry_after_the_passage_was_rewritten_goes_without_it_and_says_so
     await _write(thread, DOCUMENT.replace(TEXT, "A shorter second paragraph, typed meanwhile."))
     await socket.send_to(text_data=json.dumps({"action": "retry", "turn": 1}))
     frames = await frames_until_turn_end(socket)
-    assert SELECTION_DROPPED in "".join(frames)
     assert "Tightened." in frames[-1]  # the message still went
+    # Said under the message (the turn's end clears the chat's notices).
+    assert _bubble_note("".join(frames), 2) == SELECTION_DROPPED
     assert "</selection>" not in _prompts(model)[-1]
     assert await _selections(thread) == [(1, SELECTION), (2, None)]
+
+
+def _bubble_note(html: str, turn: int) -> str | None:
+    """The note under turn `turn`'s message, as the person reads it."""
+    bubble = re.search(rf'<article id="turn-{turn}".*?<div class="bubble bubble-user".*?</div>\s*</div>', html, flags=re.DOTALL)
+    note = bubble and re.search(r'<p class="bubble-note muted">(.*?)</p>', bubble.group(0), flags=re.DOTALL)
+    return note.group(1) if note else None
+
+
+async def test_a_message_sent_without_its_selection_says_so_after_the_turn_after_a_reload_and_in_copies(
+    owner, thread, script, sockets, async_client
+):
+    script(default=Reply(text="Answered."))
+    await _write(thread, DOCUMENT.replace(TEXT, "Rewritten before the message was sent."))
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("Make this shorter", selection=SELECTION))
+    frames = await frames_until_turn_end(socket)
+    assert _bubble_note("".join(frames), 1) == SELECTION_DROPPED
+    await socket.send_to(text_data=_send("And this one goes as it is"))
+    await frames_until_turn_end(socket)
+
+    await async_client.aforce_login(owner)
+    page = (await async_client.get(f"/threads/{thread.pk}/workspace/")).content.decode()
+    assert _bubble_note(page, 1) == SELECTION_DROPPED
+    assert _bubble_note(page, 2) is None
+
+    # A branch after turn 1 and the thread brought back from its archive keep it.
+    await thread.arefresh_from_db()
+    branch = await database_sync_to_async(branching.fork_thread)(source=thread, turn_index=1, user=owner)
+    imported = await database_sync_to_async(
+        lambda: archive.import_archive(raw=json.dumps(archive.thread_archive(thread)).encode(), owner=owner)
+    )()
+    for copy in (branch, imported):
+        page = (await async_client.get(f"/threads/{copy.pk}/workspace/")).content.decode()
+        assert _bubble_note(page, 1) == SELECTION_DROPPED, copy
 
 
 async def _answered_turn_about_the_selection(thread, owner, script, sockets):
