@@ -7,8 +7,10 @@ class ConversationsConfig(AppConfig):
 
     def ready(self):
         # Every committed workspace change reaches the thread's open tabs.
+        from django.contrib.auth import get_user_model
         from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
         from django.db.backends.signals import connection_created
+        from django.db.models.signals import post_save, pre_delete
 
         from workspace import events
 
@@ -20,5 +22,22 @@ class ConversationsConfig(AppConfig):
         # Login limits (conversations.login_limits, docs/adr/0051).
         user_logged_in.connect(login_limits.on_login, dispatch_uid="haico-remember-browser")
         user_login_failed.connect(login_limits.on_login_failed, dispatch_uid="haico-count-login-failures")
+        # An account deleted or deactivated: the turns it started stop (conversations.sharing).
+        user_model = get_user_model()
+        pre_delete.connect(_account_deleted, sender=user_model, dispatch_uid="haico-stop-turns-of-deleted-account")
+        post_save.connect(_account_saved, sender=user_model, dispatch_uid="haico-stop-turns-of-deactivated-account")
         # A new database connection after an outage: the log says it is back (docs/adr/0103).
         connection_created.connect(outages.database_connected, dispatch_uid="haico-database-answers-again")
+
+
+def _account_deleted(sender, instance, **kwargs):
+    from .sharing import stop_turns_of_ended_account
+
+    stop_turns_of_ended_account(instance.pk)
+
+
+def _account_saved(sender, instance, created, **kwargs):
+    if not created and not instance.is_active:
+        from .sharing import stop_turns_of_ended_account
+
+        stop_turns_of_ended_account(instance.pk)

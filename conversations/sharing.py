@@ -90,13 +90,28 @@ def _stop_their_turns(thread_ids, user_id) -> None:
 
     def stop():
         running = Turn.objects.filter(thread_id__in=thread_ids, person_id=user_id, status=Turn.Status.RUNNING)
-        for thread in Thread.objects.filter(pk__in=running.values("thread_id")):
-            try:
-                turn_request_cancel(thread=thread)
-            except Exception as error:
-                outages.note(logger, error, "could not stop the turn %s's person lost editing in thread %s", user_id, thread.pk)
+        _cancel_turns_in(running.values("thread_id"), user_id)
 
     transaction.on_commit(stop)
+
+
+def stop_turns_of_ended_account(user_id) -> None:
+    """The running turns of an account being deleted or deactivated stop
+    after the commit, wherever they run: the agent writes nothing more in
+    the name of someone who can no longer sign in (a deleted account's
+    writes would name a row that is gone, and fail)."""
+    # Read now: a deleted account's turns no longer name it after the commit.
+    running_in = list(Turn.objects.filter(person_id=user_id, status=Turn.Status.RUNNING).values_list("thread_id", flat=True))
+    if running_in:
+        transaction.on_commit(lambda: _cancel_turns_in(running_in, user_id))
+
+
+def _cancel_turns_in(thread_ids, user_id) -> None:
+    for thread in Thread.objects.filter(pk__in=thread_ids):
+        try:
+            turn_request_cancel(thread=thread)
+        except Exception as error:
+            outages.note(logger, error, "could not stop the turn %s's person lost editing in thread %s", user_id, thread.pk)
 
 
 def _record_if_staff(*, thread: Thread, by: AbstractBaseUser, detail: str) -> None:

@@ -12,26 +12,57 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
 from agent.context import TokenWindow
+from agent.models import Provider
 from agent.usage import DAY, MONTH, limit_message, tokens_text
+from workspace.models import Thread
 
-from .models import Account, ModelUsage
+from .models import Account, ModelUsage, Turn
 from .quotas import day_window, limits_for, month_window, used_since
 
 
-@transaction.atomic
 def usage_record(*, rows: list[dict]) -> int:
-    """Store model calls' usage rows (ModelUsage fields); returns how many."""
+    """Store model calls' usage rows (ModelUsage fields), in a transaction
+    of their own; returns how many were stored.
+
+    A call is paid for whatever was deleted while it ran: a row naming a
+    provider, thread or turn that is gone is stored without the link (the
+    provider's name stays), as the rows already stored keep theirs
+    (SET_NULL). Only a row whose person is gone is left out, as their
+    stored rows go with their account."""
     if not rows:
         return 0
-    ModelUsage.objects.bulk_create([ModelUsage(**row) for row in rows])
+    try:
+        # The links are checked at commit (deferred constraints), so the
+        # commit is what fails when one points at a deleted row.
+        with transaction.atomic():
+            ModelUsage.objects.bulk_create([ModelUsage(**row) for row in rows])
+    except IntegrityError:
+        rows = _with_links_that_exist(rows)
+        with transaction.atomic():
+            ModelUsage.objects.bulk_create([ModelUsage(**row) for row in rows])
     return len(rows)
+
+
+def _with_links_that_exist(rows: list[dict]) -> list[dict]:
+    def existing(model, key: str) -> set:
+        return set(model.objects.filter(pk__in={row[key] for row in rows if row.get(key)}).values_list("pk", flat=True))
+
+    users = existing(get_user_model(), "user_id")
+    links = {key: existing(model, key) for key, model in (("provider_id", Provider), ("thread_id", Thread), ("turn_id", Turn))}
+    kept = []
+    for row in rows:
+        if row["user_id"] not in users:
+            continue
+        kept.append({**row, **{key: row.get(key) if row.get(key) in present else None for key, present in links.items()}})
+    return kept
 
 
 def _sums(queryset) -> dict:

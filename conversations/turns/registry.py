@@ -366,6 +366,11 @@ async def _watch() -> None:
         local = {key: running for key, running in _running.items() if not running.task.done()}
         if not local:
             continue
+        # Three hops, each tried whatever became of the one before: a batch
+        # that cannot be stored must not keep another person's turn from
+        # hearing a Stop or refreshing its claim (the recovery would take
+        # it for a dead server's), and only a batch that was not stored is
+        # kept for the next round (stored twice, a call counts twice).
         usage: list[tuple[TurnRun, list]] = []
         try:
             answers = {}
@@ -378,20 +383,26 @@ async def _watch() -> None:
                     usage.append((running.turn, rows))
             if answers or usage:
                 await database_sync_to_async(_save_progress)(answers=answers, usage=[r for _, rows in usage for r in rows])
-            if loop.time() - last_poll >= CANCEL_POLL_SECONDS:
-                last_poll = loop.time()
-                flagged = await database_sync_to_async(slot.cancel_requested_among)(list(local))
-                for key in flagged:
-                    local[key].turn.stop_event.set()
-            if loop.time() - last_keepalive >= slot.TURN_KEEPALIVE.total_seconds():
-                last_keepalive = loop.time()
-                await database_sync_to_async(slot.turns_keepalive)(
-                    turns={key: running.turn.turn_index for key, running in local.items()}
-                )
         except Exception:
             for turn, rows in usage:
                 turn.keep_usage(rows)  # stored with the next batch, or at the turn's end
-            logger.exception("the turn watcher could not reach the database; trying again")
+            logger.exception("the turn watcher could not store what the turns streamed; trying again")
+        try:
+            if loop.time() - last_poll >= CANCEL_POLL_SECONDS:
+                flagged = await database_sync_to_async(slot.cancel_requested_among)(list(local))
+                last_poll = loop.time()
+                for key in flagged:
+                    local[key].turn.stop_event.set()
+        except Exception:
+            logger.exception("the turn watcher could not read the stop requests; trying again")
+        try:
+            if loop.time() - last_keepalive >= slot.TURN_KEEPALIVE.total_seconds():
+                await database_sync_to_async(slot.turns_keepalive)(
+                    turns={key: running.turn.turn_index for key, running in local.items()}
+                )
+                last_keepalive = loop.time()  # not before: a refresh that failed is tried next round
+        except Exception:
+            logger.exception("the turn watcher could not refresh the turns' claims; trying again")
 
 
 def _save_progress(*, answers: dict, usage: list[dict]) -> None:

@@ -1,0 +1,231 @@
+"""What staff change while people's turns run: a provider deleted, an
+account deleted or deactivated, and the database away for a moment.
+
+A model call is paid for whatever happens meanwhile, so its usage is
+counted once (never lost, never twice); one turn's trouble never keeps
+another person's turn from hearing a Stop or refreshing its claim; and the
+agent writes nothing more for an account that can no longer sign in."""
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import OperationalError
+from django.test import Client
+
+from agent.builder import AgentProvider
+from agent.models import CatalogueModel, Provider
+from conversations import sharing
+from conversations import usage as model_usage
+from conversations.models import ActivityLogEntry, ModelUsage, Turn
+from conversations.services import thread_create
+from conversations.turns import registry, slot
+from tests.support.fake_model import Reply, tool_call
+from tests.support.openai_server import OpenAICompatibleServer
+from workspace import selectors
+from workspace.models import Thread
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LONG_TEXT = "".join(f"w{i} " for i in range(600))
+
+
+@pytest.fixture
+def model_server(settings, monkeypatch):
+    with OpenAICompatibleServer(models=["scripted"]) as server:
+        settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = server.base_url, "test-key"
+        settings.HAICO_MODEL, settings.HAICO_MODELS = "scripted", ["scripted"]
+        settings.HAICO_MODEL_MAX_RETRIES = 0
+        settings.HAICO_DAILY_TOKEN_LIMIT = settings.HAICO_MONTHLY_TOKEN_LIMIT = 0
+        monkeypatch.setattr(registry, "agents", AgentProvider())
+        yield server
+
+
+def _lab_catalogue(base_url):
+    provider = Provider.objects.create(name="Lab", base_url=base_url, api_key="sk-lab-000000001")
+    return provider, CatalogueModel.objects.create(provider=provider, name="scripted", label="Lab scripted")
+
+
+async def _until_streaming(thread):
+    for _ in range(200):
+        await asyncio.sleep(0.05)
+        running = registry._running.get(thread.pk)
+        if running is not None and running.turn.draft:
+            return
+    raise AssertionError("the answer never began streaming")
+
+
+@sync_to_async
+def _usage_of(user):
+    return sorted(
+        ModelUsage.objects.filter(user=user).values_list("input_tokens", "output_tokens", "provider_name", "provider_id")
+    )
+
+
+@sync_to_async
+def _status(thread):
+    return Turn.objects.get(thread=thread, index=1).status
+
+
+async def test_a_provider_deleted_while_its_turn_runs_still_counts_the_tokens_spent(thread, owner, model_server):
+    provider, model = await sync_to_async(_lab_catalogue)(model_server.base_url)
+    model_server.script([Reply(text=LONG_TEXT[:400], token_delay=0.03, usage={"prompt_tokens": 900, "completion_tokens": 60})])
+    await registry.start_turn(thread=thread, user_message="Write", model_name=f"catalogue:{model.pk}")
+    await _until_streaming(thread)
+    await sync_to_async(Provider.objects.filter(pk=provider.pk).delete)()
+    await registry.wait_for_turn(thread.pk, timeout=20)
+
+    assert await _status(thread) == Turn.Status.COMPLETE
+    # Counted, under the provider's name; the link to the deleted row emptied.
+    assert await _usage_of(owner) == [(900, 60, "Lab", None)]
+
+
+def _two_turns_script(model_server):
+    """The first thread's turn sets its objective, then writes at length;
+    the second's writes at length."""
+
+    def reply(body):
+        sent = str(body["messages"])
+        if "Write A" in sent and "Ship A" not in sent:
+            return Reply(tool_calls=[tool_call("set_objective", "Goal.", text="Ship A")], token_delay=0.05)
+        return Reply(text=LONG_TEXT, token_delay=0.03)
+
+    model_server.script([reply] * 4)
+
+
+@pytest.fixture
+def usage_of_the_first_thread_cannot_be_stored(monkeypatch):
+    """Every batch holding a row of the thread titled "A" fails to store."""
+    real = model_usage.usage_record
+    first = {}
+
+    def record(*, rows):
+        if any(row["thread_id"] == first.get("id") for row in rows):
+            raise OperationalError("a row the database refuses")
+        return real(rows=rows)
+
+    monkeypatch.setattr(model_usage, "usage_record", record)
+    return first
+
+
+async def _turns_of_two_people(owner, other_user, first_holder):
+    first = await sync_to_async(thread_create)(owner=owner, title="A")
+    second = await sync_to_async(thread_create)(owner=other_user, title="B")
+    first_holder["id"] = first.pk
+    await registry.start_turn(thread=first, user_message="Write A", user=owner)
+    await registry.start_turn(thread=second, user_message="Write B", user=other_user)
+    await _until_streaming(second)
+    # The first turn's objective call has reported its usage, and its second call streams.
+    await _until_streaming(first)
+    return first, second
+
+
+async def test_a_batch_of_usage_that_cannot_be_stored_does_not_keep_another_turn_from_hearing_a_stop(
+    owner, other_user, model_server, usage_of_the_first_thread_cannot_be_stored
+):
+    _two_turns_script(model_server)
+    first, second = await _turns_of_two_people(owner, other_user, usage_of_the_first_thread_cannot_be_stored)
+    # Another server asks the second turn to stop: only the database flag reaches this process.
+    await sync_to_async(slot.turn_request_cancel)(thread=await sync_to_async(Thread.objects.get)(pk=second.pk))
+    await registry.wait_for_turn(second.pk, timeout=5)
+    assert await _status(second) == Turn.Status.STOPPED
+    await registry.request_stop(thread=first)
+    await registry.wait_for_turn(first.pk, timeout=10)
+
+
+async def test_a_batch_of_usage_that_cannot_be_stored_does_not_get_another_live_turn_released_as_dead(
+    owner, other_user, model_server, monkeypatch, usage_of_the_first_thread_cannot_be_stored
+):
+    # A claim refreshed every 0.5 s, stale after 2 s.
+    monkeypatch.setattr(slot, "TURN_KEEPALIVE", timedelta(seconds=0.5))
+    monkeypatch.setattr(slot, "STALE_TURN_AFTER", timedelta(seconds=2))
+    _two_turns_script(model_server)
+    first, second = await _turns_of_two_people(owner, other_user, usage_of_the_first_thread_cannot_be_stored)
+    await asyncio.sleep(3)
+    # Another server's recovery round finds every claim alive.
+    assert await sync_to_async(slot.turns_release_stale)() == 0
+    assert not registry._running[second.pk].task.done()
+    assert await _status(second) == Turn.Status.RUNNING
+    for thread in (first, second):
+        await registry.request_stop(thread=thread)
+        await registry.wait_for_turn(thread.pk, timeout=10)
+
+
+async def test_a_database_blip_after_the_usage_is_stored_does_not_count_it_twice(thread, owner, model_server, monkeypatch):
+    monkeypatch.setattr(registry, "CANCEL_POLL_SECONDS", 0.0)  # the flags read every round, so the blip meets the batch
+    stored = {"just": False, "blips": 0}
+    real_record, real_poll = model_usage.usage_record, slot.cancel_requested_among
+
+    def record(*, rows):
+        count = real_record(rows=rows)
+        stored["just"] = stored["just"] or bool(count)
+        return count
+
+    def poll(keys):
+        if stored["just"] and not stored["blips"]:
+            stored["blips"] += 1
+            raise OperationalError("database is locked")
+        stored["just"] = False
+        return real_poll(keys)
+
+    monkeypatch.setattr(model_usage, "usage_record", record)
+    monkeypatch.setattr(slot, "cancel_requested_among", poll)
+    model_server.script(
+        [
+            Reply(
+                tool_calls=[tool_call("set_objective", "Goal.", text="Ship it")],
+                usage={"prompt_tokens": 700, "completion_tokens": 150},
+            ),
+            Reply(text=LONG_TEXT[:480], token_delay=0.03, usage={"prompt_tokens": 800, "completion_tokens": 80}),
+        ]
+    )
+    await registry.start_turn(thread=thread, user_message="Set the goal")
+    await registry.wait_for_turn(thread.pk, timeout=20)
+    assert stored["blips"] == 1  # right after a batch was stored
+    assert [row[:2] for row in await _usage_of(owner)] == [(700, 150), (800, 80)]
+
+
+def _staff_deletes(user_id, django_user_model):
+    staff = django_user_model.objects.create_superuser(username="staff", password="pw-123456789", email="s@example.com")
+    client = Client()
+    client.force_login(staff)
+    response = client.post(f"/admin/auth/user/{user_id}/delete/", {"post": "yes"})
+    assert response.status_code == 302 and not django_user_model.objects.filter(pk=user_id).exists()
+
+
+def _staff_deactivates(user_id, django_user_model):
+    user = django_user_model.objects.get(pk=user_id)
+    user.is_active = False
+    user.save()
+
+
+@pytest.mark.parametrize("end_account", [_staff_deletes, _staff_deactivates], ids=["deleted", "deactivated"])
+async def test_an_editor_whose_account_ends_while_their_turn_runs_gets_it_stopped_and_the_owner_keeps_everything(
+    owner, model_server, django_user_model, end_account
+):
+    editor = await sync_to_async(django_user_model.objects.create_user)(username="ed", password="pw-123456789")
+    thread = await sync_to_async(thread_create)(owner=owner, title="Shared")
+    await sync_to_async(sharing.thread_member_add)(thread=thread, who="ed", role="editor", by=owner)
+    await sync_to_async(selectors.objective_text_for)(thread=thread)
+    # Three seconds of text, then a write in the editor's name.
+    model_server.script(
+        [
+            Reply(
+                text=LONG_TEXT[:600], token_delay=0.03, tool_calls=[tool_call("set_objective", "Goal.", text="Written for ed")]
+            ),
+            Reply(text="Done."),
+        ]
+    )
+    await registry.start_turn(thread=thread, user_message="Set the goal", user=editor)
+    await _until_streaming(thread)
+    await sync_to_async(end_account)(editor.pk, django_user_model)
+    await registry.wait_for_turn(thread.pk, timeout=20)
+
+    turn = await sync_to_async(Turn.objects.get)(thread=thread, index=1)
+    assert turn.status == Turn.Status.STOPPED
+    assert turn.user_message == "Set the goal" and turn.person_username == "ed"
+    assert turn.answer.startswith("w0 w1")  # what streamed before the stop stays
+    assert await sync_to_async(selectors.objective_text_for)(thread=thread) in (None, "")
+    errors = await sync_to_async(lambda: list(ActivityLogEntry.objects.filter(thread=thread, level="error")))()
+    assert errors == []
