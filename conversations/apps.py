@@ -22,7 +22,7 @@ class ConversationsConfig(AppConfig):
         # Login limits (conversations.login_limits, docs/adr/0051).
         user_logged_in.connect(login_limits.on_login, dispatch_uid="haico-remember-browser")
         user_login_failed.connect(login_limits.on_login_failed, dispatch_uid="haico-count-login-failures")
-        # An account deleted or deactivated: the turns it started stop (conversations.sharing).
+        # An account deleted or deactivated: the turns it started stop and its pages' sockets close.
         user_model = get_user_model()
         pre_delete.connect(_account_deleted, sender=user_model, dispatch_uid="haico-stop-turns-of-deleted-account")
         post_save.connect(_account_saved, sender=user_model, dispatch_uid="haico-stop-turns-of-deactivated-account")
@@ -30,14 +30,19 @@ class ConversationsConfig(AppConfig):
         connection_created.connect(outages.database_connected, dispatch_uid="haico-database-answers-again")
 
 
-def _account_deleted(sender, instance, **kwargs):
+def _account_ended(user_id) -> None:
+    """What can no longer sign in writes nothing more and sees nothing more."""
+    from .sessions import close_sockets_of_ended_account
     from .sharing import stop_turns_of_ended_account
 
-    stop_turns_of_ended_account(instance.pk)
+    stop_turns_of_ended_account(user_id)
+    close_sockets_of_ended_account(user_id)
+
+
+def _account_deleted(sender, instance, **kwargs):
+    _account_ended(instance.pk)
 
 
 def _account_saved(sender, instance, created, **kwargs):
     if not created and not instance.is_active:
-        from .sharing import stop_turns_of_ended_account
-
-        stop_turns_of_ended_account(instance.pk)
+        _account_ended(instance.pk)

@@ -6,7 +6,9 @@ each socket joins its session's channel group and `on_logout` (a
 `user_logged_out` receiver) tells the group. Whatever else ends a session (a
 password change in another session, a deactivated account, an expired or
 deleted session) is caught by `session_signs_in`, which the consumer asks
-before it acts on each message.
+before it acts on each message; an account deleted or deactivated also has
+its open pages closed at once (`close_sockets_of_ended_account`), since a
+page that only listens sends no message.
 
 A session that lives on under a new key (Django cycles the key when the
 person changes their password, or logs in again) takes its sockets along:
@@ -24,6 +26,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, load_backend
 from django.contrib.sessions.backends import db
+from django.db import transaction
 from django.utils.crypto import constant_time_compare
 
 from . import outages
@@ -72,6 +75,30 @@ def _tell_sockets(session_key: str, event: dict) -> None:
         # channel layer does not; the sockets then end at their next message.
         # Redis away is a line of its outage's (docs/adr/0103).
         outages.note(logger, error, "could not tell the open sockets of a session about %s", event["type"])
+
+
+def close_sockets_of_ended_account(user_id) -> None:
+    """After commit: the open pages of an account being deleted or
+    deactivated lose their sockets at once, as on a logout. Without this a
+    page that only listens (it sends nothing, so `session_signs_in` is never
+    asked) would go on showing the threads' changes to someone who can no
+    longer sign in."""
+    from .models import OpenPage
+
+    # Read now: a deleted account's pages are gone after the commit.
+    channels = list(OpenPage.objects.filter(user_id=user_id).values_list("channel_name", flat=True))
+
+    def close():
+        layer = get_channel_layer()
+        for channel in channels:
+            try:
+                async_to_sync(layer.send)(channel, {"type": SESSION_ENDED_EVENT})
+            except Exception as error:
+                # The socket then ends at its next message or push.
+                outages.note(logger, error, "could not close a socket of an account that ended")
+
+    if channels:
+        transaction.on_commit(close)
 
 
 def on_logout(sender, request, user, **kwargs):

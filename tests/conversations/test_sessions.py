@@ -1,7 +1,8 @@
 """A thread's socket lives only as long as its session (conversations.sessions):
 logging out closes that session's sockets at once, with the page told why;
 a password change elsewhere, a deactivated account or a deleted session ends
-a socket at its next message, before anything is stored."""
+a socket at its next message, before anything is stored; an account
+deactivated or deleted has its pages closed at once."""
 
 import json
 
@@ -146,6 +147,27 @@ async def test_a_deactivated_account_ends_its_sockets_at_their_next_message(owne
 
     await _ended(tab)
     assert await _snapshots(thread) == []
+
+
+@pytest.mark.parametrize("end", ["deactivated", "deleted"])
+async def test_an_account_deactivated_or_deleted_by_staff_closes_its_listening_pages_at_once_and_no_one_elses(
+    owner, other_user, thread, script, session_sockets, end
+):
+    from conversations import sharing
+
+    await sync_to_async(sharing.thread_member_add)(thread=thread, who=other_user.username, role="viewer", by=owner)
+    viewer_tab = await session_sockets(thread, await _log_in(other_user))
+    owner_tab = await session_sockets(thread, await _log_in(owner))
+
+    if end == "deactivated":
+        other_user.is_active = False
+        await sync_to_async(other_user.save)()
+    else:
+        await sync_to_async(other_user.delete)()
+
+    # The viewer's page only listens: it is closed all the same, and says why.
+    await _ended(viewer_tab)
+    await _still_open(owner_tab)
 
 
 async def test_a_deleted_session_ends_its_sockets_at_their_next_message(owner, thread, script, session_sockets):
