@@ -65,25 +65,33 @@ class TurnVersions:
     next_id: object | None
 
 
-def _family(thread: Thread, statuses=(BranchLink.Status.ACTIVE,)) -> tuple[dict, dict]:
+def _family(thread: Thread, statuses=(BranchLink.Status.ACTIVE,), *, through_deleted: bool = True) -> tuple[dict, dict]:
     """({id: thread} of every thread linked to `thread` by branch links of
-    `statuses` (active ones: those shown), {branch id: (parent id, branch point)})."""
+    `statuses` (active ones: those shown), {branch id: (parent id, branch point)}).
+
+    `through_deleted=False`: a deleted thread is where the family ends, as
+    the thread list and the trajectory map show it (a branch still being
+    made is not deleted, only hidden)."""
     root, seen = thread.pk, {thread.pk}
     while True:
-        link = BranchLink.objects.filter(thread_id=root, status__in=statuses).values_list("parent_id", flat=True).first()
-        if link is None or link in seen:
+        link = (
+            BranchLink.objects.filter(thread_id=root, status__in=statuses).values_list("parent_id", "parent__is_deleted").first()
+        )
+        if link is None or link[0] in seen or (link[1] and not through_deleted):
             break
-        seen.add(link)
-        root = link
+        seen.add(link[0])
+        root = link[0]
     parents, frontier, ids = {}, [root], {root}
     while frontier:
         links = list(
             BranchLink.objects.filter(parent_id__in=frontier, status__in=statuses).values_list(
-                "thread_id", "parent_id", "branch_point_turn"
+                "thread_id", "parent_id", "branch_point_turn", "status", "thread__is_deleted"
             )
         )
         frontier = []
-        for child, parent, point in links:
+        for child, parent, point, status, deleted in links:
+            if deleted and status != BranchLink.Status.PENDING and not through_deleted:
+                continue
             if child not in ids:
                 ids.add(child)
                 parents[child] = (parent, point)
@@ -95,16 +103,17 @@ def _family(thread: Thread, statuses=(BranchLink.Status.ACTIVE,)) -> tuple[dict,
     return threads, parents
 
 
-def family_ids(*, thread_id, pending: bool = False) -> set:
+def family_ids(*, thread_id, pending: bool = False, through_deleted: bool = True) -> set:
     """The ids of every thread linked to `thread_id` by active branch links,
     its own included; with `pending`, also the branches still being made
     (hidden until their first turn begins), which already have the family's
-    people (conversations.sharing)."""
+    people (conversations.sharing). `through_deleted=False`: the family as
+    its owner is shown it, ending at a deleted thread (`_family`)."""
     thread = Thread.objects.filter(pk=thread_id).only("id", "owner_id").first()
     if thread is None:
         return set()
     statuses = (BranchLink.Status.ACTIVE, BranchLink.Status.PENDING) if pending else (BranchLink.Status.ACTIVE,)
-    threads, _parents = _family(thread, statuses)
+    threads, _parents = _family(thread, statuses, through_deleted=through_deleted)
     return {*threads, thread.pk}
 
 

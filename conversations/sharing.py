@@ -58,11 +58,16 @@ def members_copy(*, source: Thread, to: Thread) -> None:
     )
 
 
-def _family(thread: Thread) -> list:
+def _family(thread: Thread, *, giving: bool = False) -> list:
     """The ids of `thread` and every branch linked to it (the owner's only),
-    those still being made included, with the family locked (`lock_family`)."""
+    those still being made included, with the family locked (`lock_family`).
+
+    `giving`: for a share that gives access, the family as the owner is
+    shown it, which a deleted thread ends: sharing a branch left on its own
+    by a deleted parent does not share the thread it came from. Taking
+    access away reaches every thread a share may have reached before."""
     lock_family(thread.owner_id)
-    return sorted(family_ids(thread_id=thread.pk, pending=True) | {thread.pk}, key=str)
+    return sorted(family_ids(thread_id=thread.pk, pending=True, through_deleted=not giving) | {thread.pk}, key=str)
 
 
 def _tell_sockets(thread_ids, user_id=None) -> None:
@@ -150,7 +155,7 @@ def thread_member_add(*, thread: Thread, who: str, role: str, by: AbstractBaseUs
     member = ThreadMember.objects.select_for_update().filter(thread=thread, user=person).first()
     if member is not None and not member.via_link:
         raise InvalidInput(f"{person.get_username()} is on this thread already, as {member.get_role_display().lower()}.")
-    family = _family(thread)
+    family = _family(thread, giving=True)
     for thread_id in family:
         ThreadMember.objects.update_or_create(
             thread_id=thread_id, user=person, defaults={"role": role, "via_link": False, "added_by": by}
@@ -175,7 +180,8 @@ def thread_member_set_role(*, thread: Thread, member_id, role: str, by: Abstract
         raise InvalidInput("Choose Viewer or Editor.")
     member = _member(thread, member_id)
     if member.role != role or member.via_link:
-        family = _family(thread)
+        # Made an editor: only where a share gives access now; made a viewer: everywhere.
+        family = _family(thread, giving=role == ThreadMember.Role.EDITOR)
         ThreadMember.objects.filter(thread_id__in=family, user_id=member.user_id).update(role=role, via_link=False)
         if role == ThreadMember.Role.VIEWER:
             _stop_their_turns(family, member.user_id)
@@ -234,7 +240,7 @@ def share_link_open(*, user: AbstractBaseUser, key: str) -> Thread | None:
     if thread is None:
         return None
     if thread.owner_id != user.pk:
-        for thread_id in _family(thread):
+        for thread_id in _family(thread, giving=True):
             ThreadMember.objects.get_or_create(
                 thread_id=thread_id, user=user, defaults={"role": ThreadMember.Role.VIEWER, "via_link": True}
             )

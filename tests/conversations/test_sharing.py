@@ -282,6 +282,47 @@ def test_sharing_a_thread_shares_its_branches_and_a_removal_leaves_them_all(thre
     assert access_to(user=people["ed"], thread=branch) is None
 
 
+def _ended_turns(thread, count):
+    from conversations.turns import slot
+
+    for _ in range(count):
+        turn, _ = slot.turn_begin(thread=thread, user_message="A message")
+        slot.turn_finish(thread=thread, turn_index=turn)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_branch_left_on_its_own_by_a_deleted_parent_is_shared_alone_and_a_removal_still_reaches_everywhere(owner, people):
+    """Root → Middle → Child, and Root → Sibling. Middle deleted: the list
+    and the map show Child as a family of its own, so sharing Child (by
+    name, a role raised, or its link) gives nothing of Root or Sibling. A
+    person who had the whole family before the deletion loses all of it
+    when removed from Child."""
+    from conversations.branching import fork_thread
+    from conversations.services import thread_create, thread_soft_delete
+
+    root = thread_create(owner=owner, title="Root")
+    _ended_turns(root, 3)
+    sharing.thread_member_add(thread=root, who="ed", role="viewer", by=owner)
+    middle = fork_thread(source=root, turn_index=2, user=owner)
+    _ended_turns(middle, 1)
+    child = fork_thread(source=middle, turn_index=3, user=owner)
+    sibling = fork_thread(source=root, turn_index=1, user=owner)
+    thread_soft_delete(thread=middle)
+
+    vi = sharing.thread_member_add(thread=child, who="vi", role="viewer", by=owner)
+    sharing.thread_member_set_role(thread=child, member_id=vi.pk, role="editor", by=owner)
+    link = sharing.share_link_create(thread=child, by=owner)
+    sharing.share_link_open(user=people["li"], key=link)
+    for name in ("vi", "li"):
+        assert access_to(user=people[name], thread=child) is not None
+        assert access_to(user=people[name], thread=root) is None, name
+        assert access_to(user=people[name], thread=sibling) is None, name
+
+    ed_on_child = ThreadMember.objects.get(thread=child, user=people["ed"])
+    sharing.thread_member_remove(thread=child, member_id=ed_on_child.pk, by=owner)
+    assert [access_to(user=people["ed"], thread=t) for t in (root, middle, child, sibling)] == [None] * 4
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_branch_still_being_made_follows_a_removal_a_role_change_and_a_new_person(thread, owner, people):
     """An editor's Regenerate copies the people to its branch before the
