@@ -159,7 +159,7 @@ def write_pending_rows(
     if locked is None or (access_to(user=user, thread=locked) or 0) < Access.EDIT:
         raise BranchRefused(NOT_YOURS)
     _check_turn(locked, turn_index)
-    workspace = workspace_after_turn(thread=locked, turn_index=turn_index)
+    workspace = _workspace_after(locked, turn_index)
     if workspace is None:
         raise BranchRefused(f"The workspace after turn {turn_index} was not recorded, so it cannot be branched from.")
     now = timezone.now()
@@ -185,6 +185,26 @@ def write_pending_rows(
         _copied_turn(row, thread) for row in Turn.objects.filter(thread=locked, index__lte=turn_index).order_by("index")
     )
     return thread
+
+
+def _workspace_after(thread: Thread, turn_index: int):
+    """The workspace after turn `turn_index` of `thread`. A turn a branch
+    shows from before its branch point ran in the thread it came from, and
+    that thread (or its own source) took the snapshot the state is read
+    from: the links are followed up to it, through a deleted thread too
+    (its snapshots stay, and they are this branch's own history)."""
+    seen = {thread.pk}
+    while (workspace := workspace_after_turn(thread=thread, turn_index=turn_index)) is None:
+        link = (
+            BranchLink.objects.filter(thread=thread, branch_point_turn__gt=turn_index, status=BranchLink.Status.ACTIVE)
+            .select_related("parent")
+            .first()
+        )
+        if link is None or link.parent_id in seen:
+            return None
+        thread = link.parent
+        seen.add(thread.pk)
+    return workspace
 
 
 def _check_turn(thread: Thread, turn_index: int) -> None:

@@ -225,6 +225,27 @@ async def test_branches_of_branches_keep_the_numbering(owner, thread, script):
     assert grandchild.turn_index == 2
 
 
+async def test_a_turn_a_branch_shows_from_before_its_branch_point_branches_like_it_does_where_it_ran(owner, thread, script):
+    """Regenerate, Edit and "Continue from here" on an inherited turn: its
+    snapshot is in the thread it ran in, reached through the branch links
+    (a branch of a branch, and a thread between deleted, included)."""
+    await _two_turns(thread, script)
+    await _turn(thread, "third message")
+    child = await fork(source=thread, turn_index=2, user=owner)
+    await _turn(child, "child turn three")
+    grandchild = await fork(source=child, turn_index=3, user=owner)
+    expected = await database_sync_to_async(_rows_of)(await fork(source=thread, turn_index=1, user=owner))
+
+    made = await fork(source=grandchild, turn_index=1, user=owner)
+    assert await database_sync_to_async(_rows_of)(made) == expected
+    # The thread between them deleted: the turn is still the grandchild's history.
+    await Thread.objects.filter(pk=child.pk).aupdate(is_deleted=True)
+    made = await fork(source=grandchild, turn_index=1, user=owner)
+    assert await database_sync_to_async(_rows_of)(made) == expected
+    shown = await database_sync_to_async(chat_turns)(thread=made)
+    assert [(t["turn_index"], t["user_message"]) for t in shown] == [(1, "first message")]
+
+
 # -- refusals --
 
 
