@@ -71,7 +71,11 @@ from .turns.message_checks import SELECTION_NOTES
 logger = logging.getLogger("haico.conversations.archive")
 
 ARCHIVE_FORMAT = "haico.thread"
-ARCHIVE_VERSION = 1
+# Version 2 carries a document revision as a delta against the one before
+# it where it is stored so (docs/adr/0123); version 1 archives, every text
+# whole, are still imported.
+ARCHIVE_VERSION = 2
+ARCHIVE_VERSIONS_READ = (1, 2)
 MAX_TURNS = 5_000
 MAX_MESSAGES = 50_000
 MESSAGE_TYPES = {"human": HumanMessage, "ai": AIMessage, "tool": ToolMessage}
@@ -238,9 +242,10 @@ def read_archive(raw: bytes) -> dict:
     if not isinstance(data, dict) or data.get("format") != ARCHIVE_FORMAT:
         raise ArchiveRefused("The file is not a HAICO thread archive.")
     version = data.get("version")
-    if type(version) is not int or version != ARCHIVE_VERSION:
+    if type(version) is not int or version not in ARCHIVE_VERSIONS_READ:
         shown = f" ({version})" if type(version) is int else ""
-        raise ArchiveRefused(f"This archive's version{shown} cannot be imported here; version {ARCHIVE_VERSION} can.")
+        readable = " and ".join(str(v) for v in ARCHIVE_VERSIONS_READ)
+        raise ArchiveRefused(f"This archive's version{shown} cannot be imported here; versions {readable} can.")
     return data
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from . import content_store, people, plan_tree
+from . import content_store, people, plan_tree, text_delta
 from .models import (
     ARTIFACT_TITLE_MAX_CHARS,
     DOCUMENT_TITLE_MAX_CHARS,
@@ -45,7 +45,12 @@ from .text import has_lone_surrogate
 # Far above what a person writes in a thread, low enough that a crafted
 # archive cannot make one import take minutes.
 MAX_ROWS = 5_000
-MAX_REVISIONS = 20_000
+MAX_REVISIONS = 100_000
+# What a document's revisions rebuild to, in all: an archive carries most
+# as deltas, so a few bytes can stand for a whole text, and each rebuilt
+# text is hashed and stored. A document of 30 000 characters saved 30 000
+# times stays well within it.
+MAX_REVISION_CHARS = 1_000_000_000
 ARTIFACT_PAYLOAD_MAX_CHARS = 1_000_000
 MESSAGE_MAX_CHARS = 1_000_000
 AUTHORS = {choice for choice, _ in DocumentRevision.Author.choices}
@@ -65,25 +70,52 @@ class ArchiveRefused(Exception):
 # -- reading a thread's workspace --
 
 
-def _revisions_whole(document: Document) -> list[dict]:
-    """Every revision with its text whole, oldest first: the archive keeps
-    texts whole however they are stored (docs/adr/0078). In version order
-    each text is rebuilt from the one before it, one delta at a time."""
-    revisions = list(document.revisions.order_by("version").select_related("body"))
-    texts = content_store.read_texts(ContentBlob, (r.body for r in revisions))
-    return [
-        {
-            "version": r.version,
-            "title": r.title,
-            "content": text,
-            "author": r.author,
-            "token": r.token_name,
-            "turn": r.turn_index,
-            "at": r.created_at.isoformat(),
-            "by": r.person_username,
-        }
-        for r, text in zip(revisions, texts, strict=True)
-    ]
+def _revisions(document: Document) -> list[dict]:
+    """Every revision, oldest first, its text whole or, where it is stored
+    as a delta against the revision before it (docs/adr/0078), as that
+    delta (docs/adr/0123): a document saved thousands of times is carried
+    as what each save changed, not as thousands of copies of itself.
+
+    Every text is rebuilt and checked against its key on the way, as any
+    read of it is (a damaged blob raises CorruptContent, never goes out as
+    a wrong text), one at a time: the revisions are read as they go, not
+    held with their texts."""
+    reading: list[DocumentRevision] = []  # the revision whose body is being read
+
+    def bodies():
+        for revision in document.revisions.order_by("version").select_related("body").iterator(chunk_size=500):
+            reading[:] = [revision]
+            yield revision.body
+
+    rows, previous, previous_text = [], None, None
+    for text in content_store.read_texts(ContentBlob, bodies()):
+        revision = reading[0]
+        body = revision.body
+        row: dict[str, Any] = {"version": revision.version, "title": revision.title}
+        if previous is not None and body.pk == previous.pk and text:
+            row["delta"] = [[0, len(text)]]  # the same text again (the title changed)
+        elif previous is not None and body.text is None and body.base_id == previous.pk:
+            row["delta"] = text_delta.decode(body.delta)  # applied and checked by read_texts
+        else:
+            # Stored whole (every MAX_CHAIN-th revision) or as a text seen before:
+            # a delta still, when the text is mostly the one before it.
+            ops = text_delta.delta_between(previous_text, text) if previous_text else None
+            if ops is not None and len(text_delta.encode(ops)) * 2 < len(text):
+                row["delta"] = ops
+            else:
+                row["content"] = text
+        row.update(
+            {
+                "author": revision.author,
+                "token": revision.token_name,
+                "turn": revision.turn_index,
+                "at": revision.created_at.isoformat(),
+                "by": revision.person_username,
+            }
+        )
+        rows.append(row)
+        previous, previous_text = body, text
+    return rows
 
 
 def workspace_section(thread: Thread) -> dict:
@@ -115,7 +147,7 @@ def workspace_section(thread: Thread) -> dict:
             "title": document.title,
             "content": document.content,
             "version": document.version,
-            "revisions": _revisions_whole(document),
+            "revisions": _revisions(document),
             "review_decisions": [
                 {"turn": turn, "hunk": hunk, "decision": decision, "by": by}
                 for turn, hunk, decision, by in document.review_decisions.order_by("turn_index", "hunk").values_list(
@@ -301,6 +333,44 @@ def _plan(items: list, path: str) -> list[dict]:
     return steps
 
 
+def _revision_text(row: Fields, *, before: int | None, max_chars: int) -> dict:
+    """A revision's text as the archive carries it: {"content": the text}
+    or {"delta": operations rebuilding it from the revision before}
+    (workspace.text_delta), with its "length". A delta is checked against
+    the length of the text before it: every copy within it, every insert
+    storable, the text it makes within the document's limit."""
+    if row.value.get("delta") is None:
+        if row.value.get("content") is None:
+            raise ArchiveRefused(f"{row.path}: expected its text, whole (content) or as a delta against the one before (delta).")
+        content = row.text("content", max_chars=max_chars)
+        return {"content": content, "delta": None, "length": len(content)}
+    at = row.at("delta")
+    if before is None:
+        raise ArchiveRefused(f"{at}: the first revision has no revision before it; its text must be whole.")
+    ops = row.value["delta"]
+    if not isinstance(ops, list):
+        raise ArchiveRefused(f"{at}: expected a list.")
+    length = 0
+    for i, op in enumerate(ops):
+        if isinstance(op, str):
+            check_text(op, f"{at}[{i}]", max_chars=max_chars)
+            length += len(op)
+        elif (
+            isinstance(op, list)
+            and len(op) == 2
+            and all(type(n) is int for n in op)
+            and op[0] >= 0
+            and op[1] >= 0
+            and op[0] + op[1] <= before
+        ):
+            length += op[1]
+        else:
+            raise ArchiveRefused(f"{at}[{i}]: expected a text or [start, length] within the {before:,} characters before.")
+        if length > max_chars:
+            raise ArchiveRefused(f"{at}: makes a text of more than {max_chars:,} characters; the limit is {max_chars:,}.")
+    return {"content": None, "delta": ops, "length": length}
+
+
 def parse_workspace(value, *, turns: int) -> dict:
     """The archive's workspace part, checked; ArchiveRefused at the first problem."""
     section = Fields(value, "workspace")
@@ -347,13 +417,22 @@ def parse_workspace(value, *, turns: int) -> dict:
     document = section.obj("document", optional=True)
     if document is not None:
         revisions: list[dict[str, Any]] = []
+        length, rebuilt = None, 0  # the text before, and all the texts, in characters
         for n, v in enumerate(document.items("revisions", max_items=MAX_REVISIONS)):
             row = Fields(v, f"workspace.document.revisions[{n}]")
+            text = _revision_text(row, before=length, max_chars=max_doc)
+            length = text["length"]
+            rebuilt += length
+            if rebuilt > MAX_REVISION_CHARS:
+                raise ArchiveRefused(
+                    f"workspace.document.revisions: more than {MAX_REVISION_CHARS:,} characters of text in all; "
+                    "that cannot be imported."
+                )
             revisions.append(
                 {
                     "version": row.number("version", low=1, high=10**9),
                     "title": row.text("title", max_chars=DOCUMENT_TITLE_MAX_CHARS),
-                    "content": row.text("content", max_chars=max_doc),
+                    **text,
                     "author": row.choice("author", AUTHORS),
                     "token": row.text("token", max_chars=TOKEN_NAME_MAX_CHARS, optional=True) or "",
                     "turn": row.number("turn", low=0, high=turns, optional=True) or 0,

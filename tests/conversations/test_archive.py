@@ -671,3 +671,101 @@ def test_a_plan_history_entry_that_cannot_be_kept_is_refused_where_it_is(thread,
 
     assert message in refused.value.message
     assert database_rows() == before
+
+
+# -- a document saved thousands of times (docs/adr/0123) --
+
+PARAGRAPHS = [f"Paragraph {n} of a long report, written and rewritten over weeks of autosaves.\n\n" for n in range(380)]
+
+
+def _autosaves(thread, count: int) -> list[str]:
+    """`count` autosaves of a 30 000-character document, each changing one paragraph: the texts, in order."""
+    texts, paragraphs = [], list(PARAGRAPHS)
+    for n in range(count):
+        paragraphs[n * 7 % len(paragraphs)] = f"Paragraph {n}, typed again at save {n}. ü 🌍\n\n"
+        texts.append(document_save(thread=thread, title="Report", content="".join(paragraphs)).document.content)
+    return texts
+
+
+def _imported_texts(imported) -> list[str]:
+    from workspace.selectors import document_version_text
+
+    return [document_version_text(thread=imported, version=v)[1] for v in range(1, imported.document.version + 1)]
+
+
+def test_a_document_saved_hundreds_of_times_is_carried_as_its_changes_and_comes_back_exactly(thread, owner):
+    texts = _autosaves(thread, 300)
+    raw = archive_bytes(thread)
+    # Every save whole would be 300 copies of 30 000 characters.
+    assert len(raw) < 0.05 * sum(len(text) for text in texts)
+    imported = import_archive(raw=raw, owner=owner)
+    assert _imported_texts(imported) == texts
+
+
+def test_revisions_stored_whole_still_travel_as_their_changes(thread, owner):
+    """Every 50th revision is stored whole, and a text seen before is its
+    earlier blob: the archive still carries what changed from the one before."""
+    from workspace import content_store
+    from workspace.models import ContentBlob, Document, DocumentRevision
+
+    texts = []
+    for n in range(120):
+        texts.append("".join(PARAGRAPHS[:n] + [f"Save {n}.\n"] + PARAGRAPHS[n + 1 :]))
+    document = Document.objects.create(thread=thread, title="Report", content=texts[-1], version=len(texts))
+    DocumentRevision.objects.bulk_create(
+        DocumentRevision(
+            document=document, version=v, title="Report", author="person", body=content_store.store_text(ContentBlob, text)
+        )
+        for v, text in enumerate(texts, start=1)
+    )
+    raw = archive_bytes(thread)
+    assert len(raw) < 0.05 * sum(len(text) for text in texts)
+    assert _imported_texts(import_archive(raw=raw, owner=owner)) == texts
+
+
+def _with_revisions(thread, revisions):
+    archive = thread_archive(thread)
+    archive["workspace"]["document"]["revisions"] = [
+        {"version": v, "title": "Report", "author": "person", "turn": 0, **text} for v, text in enumerate(revisions, start=1)
+    ]
+    archive["workspace"]["document"]["version"] = len(revisions)
+    return json.dumps(archive).encode()
+
+
+@pytest.mark.parametrize(
+    "revisions, message",
+    [
+        ([{"delta": ["Hello"]}], "revisions[0].delta: the first revision has no revision before it"),
+        ([{"content": "Hello"}, {"delta": [[2, 4]]}], "revisions[1].delta[0]: expected a text or [start, length] within the 5"),
+        ([{"content": "Hello"}, {"delta": [[-1, 2]]}], "revisions[1].delta[0]: expected a text or [start, length]"),
+        ([{"content": "Hello"}, {"delta": [[0, True]]}], "revisions[1].delta[0]: expected a text or [start, length]"),
+        ([{"content": "Hello"}, {"delta": [[0, 1, 2]]}], "revisions[1].delta[0]: expected a text or [start, length]"),
+        ([{"content": "Hello"}, {"delta": [{"copy": 1}]}], "revisions[1].delta[0]: expected a text or [start, length]"),
+        ([{"content": "Hello"}, {"delta": "[[0, 5]]"}], "revisions[1].delta: expected a list."),
+        ([{"content": "Hello"}, {"delta": ["\u0000"]}], "revisions[1].delta[0]: contains a character that cannot be stored"),
+        ([{"content": "Hello"}, {}], "revisions[1]: expected its text, whole (content) or as a delta"),
+        (
+            [{"content": "Hello"}, {"delta": [[0, 5], "x" * 95]}, {"delta": [[0, 100], "!"]}],
+            "revisions[2].delta: makes a text of more than 100",
+        ),
+    ],
+)
+def test_a_revision_delta_that_cannot_rebuild_a_text_is_refused_where_it_is(thread, owner, settings, revisions, message):
+    settings.HAICO_DOCUMENT_MAX_CHARS = 100
+    document_save(thread=thread, title="Report", content="Hello")
+    raw = _with_revisions(thread, revisions)
+    before = database_rows()
+    with pytest.raises(ArchiveRefused) as refused:
+        import_archive(raw=raw, owner=owner)
+    assert message in refused.value.message
+    assert database_rows() == before
+
+
+def test_revisions_that_rebuild_to_more_text_than_an_import_takes_are_refused(thread, owner, monkeypatch):
+    from workspace import archive as workspace_archive
+
+    monkeypatch.setattr(workspace_archive, "MAX_REVISION_CHARS", 1_000)
+    document_save(thread=thread, title="Report", content="x" * 100)
+    raw = _with_revisions(thread, [{"content": "x" * 100}] + [{"delta": [[0, 100]]}] * 10)
+    with pytest.raises(ArchiveRefused, match="more than 1,000 characters of text in all"):
+        import_archive(raw=raw, owner=owner)

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from .. import content_store, people
+from .. import content_store, people, text_delta
 from ..models import (
     Artifact,
     ContentBlob,
@@ -115,8 +115,15 @@ def document_revisions_restore(*, thread: Thread, rows: list[dict]) -> None:
     base, base_text = newest_revision_body(document), None
     revisions = []
     for r in rows:
-        base = content_store.store_text(ContentBlob, r["content"], base=base, base_text=base_text)
-        base_text = r["content"]
+        if r["delta"] is None:
+            text = r["content"]
+        else:
+            # Rebuilt from the revision before it, in this chunk or the one before (docs/adr/0123).
+            if base_text is None:
+                base_text = content_store.read_text(ContentBlob, base)
+            text = text_delta.apply_delta(base_text, r["delta"])
+        base = content_store.store_text(ContentBlob, text, base=base, base_text=base_text)
+        base_text = text
         revisions.append(
             DocumentRevision(
                 document=document,
@@ -204,7 +211,7 @@ def workspace_restore_parts(*, thread: Thread, workspace: dict) -> list[Callable
     if workspace["document"] is not None:
         parts += [
             partial(document_revisions_restore, thread=thread, rows=rows)
-            for rows in _chunks(workspace["document"]["revisions"], lambda r: len(r["content"]) + len(r["title"]))
+            for rows in _chunks(workspace["document"]["revisions"], lambda r: r["length"] + len(r["title"]))
         ]
     parts += [
         partial(artifacts_restore, thread=thread, rows=rows)
