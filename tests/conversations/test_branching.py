@@ -246,6 +246,71 @@ async def test_a_turn_a_branch_shows_from_before_its_branch_point_branches_like_
     assert [(t["turn_index"], t["user_message"]) for t in shown] == [(1, "first message")]
 
 
+def _histories(thread):
+    from workspace.models import DocumentRevision, ObjectiveRevision
+
+    return {
+        "document": list(
+            DocumentRevision.objects.filter(document__thread=thread)
+            .order_by("version")
+            .values_list("version", "author", "person_username", "turn_index")
+        ),
+        "objective": list(
+            ObjectiveRevision.objects.filter(thread=thread).order_by("id").values_list("text", "author", "person_username")
+        ),
+    }
+
+
+def test_a_branch_keeps_who_wrote_its_document_and_objective_up_to_where_it_starts(owner, other_user, thread, client):
+    """The editor writes the report and the objective between turns; the
+    owner branches after turn 2: the branch's histories are the source's up
+    to there, each entry by its person, and its History page names them."""
+    from conversations.sharing import thread_member_add
+    from conversations.turns import slot
+    from workspace.services.objective import objective_set
+
+    other_user.first_name, other_user.last_name = "Bea", "Smith"
+    other_user.save()
+    thread_member_add(thread=thread, who=other_user.username, role="editor", by=owner)
+    for n in (1, 2, 3):
+        index, _ = slot.turn_begin(thread=Thread.objects.get(pk=thread.pk), user_message=f"message {n}", person=owner)
+        slot.turn_finish(thread=thread, turn_index=index, answer="ok")
+        document_save(thread=thread, title="Report", content=f"Bea's report, draft {n}\n", author="person", person=other_user)
+        objective_set(thread=thread, text=f"Bea's goal {n}", author="person", person=other_user)
+
+    branch = fork_thread(source=Thread.objects.get(pk=thread.pk), turn_index=2, user=owner)
+
+    bea = other_user.username
+    assert _histories(branch) == {
+        "document": [(1, "person", bea, 1), (2, "person", bea, 2)],
+        "objective": [("Bea's goal 1", "person", bea), ("Bea's goal 2", "person", bea)],
+    }
+    assert Document.objects.get(thread=branch).version == 2
+    client.force_login(owner)
+    history = client.get(f"/threads/{branch.pk}/workspace/document/history/").content.decode()
+    assert "Bea Smith" in history and "System" not in history
+    # The source is untouched, and the branch writes on from there.
+    assert len(_histories(thread)["document"]) == 3
+    saved = document_save(thread=branch, title="Report", content="The branch's own draft\n", base_version=2)
+    assert saved.document.version == 3 and not saved.merged
+
+
+def test_a_branch_whose_source_history_is_older_than_its_text_ends_it_with_that_text(owner, thread):
+    """A thread whose document was written without a revision (an older
+    one, a data migration): the branch's history says where its text came from."""
+    from conversations.turns import slot
+
+    index, _ = slot.turn_begin(thread=thread, user_message="message")
+    slot.turn_finish(thread=thread, turn_index=index, answer="ok")
+    document_save(thread=thread, title="Report", content="First draft\n")
+    Document.objects.filter(thread=thread).update(content="Written outside the history\n")
+
+    branch = fork_thread(source=Thread.objects.get(pk=thread.pk), turn_index=1, user=owner)
+
+    assert _histories(branch)["document"] == [(1, "system", "", 1), (2, "system", "", 1)]
+    assert Document.objects.get(thread=branch).content == "Written outside the history\n"
+
+
 # -- refusals --
 
 

@@ -11,8 +11,10 @@ from ..models import (
     Artifact,
     ContentBlob,
     Document,
+    DocumentReviewDecision,
     DocumentRevision,
     Objective,
+    ObjectiveRevision,
     PlanChange,
     Preference,
     Thread,
@@ -30,18 +32,10 @@ def workspace_copy(*, thread: Thread, workspace: WorkspaceAfterTurn, source: Thr
     same point (their turn numbers kept: a branch's turns are numbered like
     its source's)."""
     if workspace.document_title != EMPTY_TITLE or workspace.document_content != EMPTY_CONTENT:
-        document = Document.objects.create(
-            thread=thread, title=workspace.document_title, content=workspace.document_content, version=1
-        )
-        DocumentRevision.objects.create(
-            document=document,
-            version=1,
-            title=document.title,
-            body=content_store.store_text(ContentBlob, document.content),
-            author=DocumentRevision.Author.SYSTEM,
-        )
+        _document_copy(thread=thread, workspace=workspace, source=source, through_turn=through_turn)
     if workspace.objective_text is not None:
         Objective.objects.create(thread=thread, text=workspace.objective_text)
+        _objective_history_copy(thread=thread, text=workspace.objective_text, source=source, through_turn=through_turn)
     # Positions are re-assigned by list order (hard first, as the source showed them).
     Preference.objects.bulk_create(
         Preference(thread=thread, position=position, **preference) for position, preference in enumerate(workspace.preferences)
@@ -69,3 +63,77 @@ def workspace_copy(*, thread: Thread, workspace: WorkspaceAfterTurn, source: Thr
         for c in PlanChange.objects.filter(thread=source, turn_index__lte=through_turn).order_by("id")
     )
     rewritten(thread.pk)
+
+
+# The histories a branch starts with are its source's up to the branch
+# point (written during turns 1..k and before turn k+1 began), each entry
+# with who wrote it and when, as the plan's history and the copied turns
+# keep theirs (docs/adr/0085). Should the newest not be the text the branch
+# starts from (a history older than the rows that keep it), a system entry
+# with that text follows it.
+
+_REVISION_FIELDS = (
+    "version",
+    "title",
+    "body_id",
+    "author",
+    "token_name",
+    "turn_index",
+    "created_at",
+    "person_id",
+    "person_username",
+)
+_OBJECTIVE_FIELDS = ("text", "author", "token_name", "turn_index", "created_at", "person_id", "person_username")
+
+
+def _document_copy(*, thread: Thread, workspace: WorkspaceAfterTurn, source: Thread, through_turn: int) -> None:
+    # The blobs are shared, not copied: a revision refers to its text by content.
+    history = list(
+        DocumentRevision.objects.filter(document__thread=source, turn_index__lte=through_turn)
+        .order_by("version")
+        .values(*_REVISION_FIELDS)
+    )
+    newest = history[-1] if history else None
+    newest_body = ContentBlob.objects.filter(pk=newest["body_id"]).only("id", "sha256").first() if newest else None
+    starts_there = (
+        newest_body is not None
+        and newest["title"] == workspace.document_title
+        and newest_body.sha256 == content_store.digest(workspace.document_content)
+    )
+    version = newest["version"] + (0 if starts_there else 1) if newest else 1
+    document = Document.objects.create(
+        thread=thread, title=workspace.document_title, content=workspace.document_content, version=version
+    )
+    DocumentRevision.objects.bulk_create(DocumentRevision(document=document, **row) for row in history)
+    if not starts_there:
+        DocumentRevision.objects.create(
+            document=document,
+            version=version,
+            title=document.title,
+            body=content_store.store_text(ContentBlob, document.content, base=newest_body),
+            author=DocumentRevision.Author.SYSTEM,
+            turn_index=through_turn,
+        )
+    # The review answers of those turns, so a turn answered in the source is not asked again here.
+    DocumentReviewDecision.objects.bulk_create(
+        DocumentReviewDecision(
+            document=document,
+            turn_index=d.turn_index,
+            hunk=d.hunk,
+            decision=d.decision,
+            person_id=d.person_id,
+            person_username=d.person_username,
+        )
+        for d in DocumentReviewDecision.objects.filter(document__thread=source, turn_index__lte=through_turn)
+    )
+
+
+def _objective_history_copy(*, thread: Thread, text: str, source: Thread, through_turn: int) -> None:
+    history = list(
+        ObjectiveRevision.objects.filter(thread=source, turn_index__lte=through_turn).order_by("id").values(*_OBJECTIVE_FIELDS)
+    )
+    ObjectiveRevision.objects.bulk_create(ObjectiveRevision(thread=thread, **row) for row in history)
+    if not history or history[-1]["text"] != text:
+        ObjectiveRevision.objects.create(
+            thread=thread, text=text, author=ObjectiveRevision.Author.SYSTEM, turn_index=through_turn
+        )
