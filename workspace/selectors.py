@@ -396,6 +396,15 @@ def document_history(*, thread: Thread, limit: int = DOCUMENT_HISTORY_LIMIT) -> 
     return DocumentHistory(current_version=document.version, versions=versions, total=revisions.count())
 
 
+def document_version_listed(*, thread: Thread, version: int) -> bool:
+    """Whether the history's list (`document_history`) shows `version`: one
+    of the newest DOCUMENT_HISTORY_LIMIT kept versions."""
+    newer = DocumentRevision.objects.filter(document__thread=thread, version__gt=version)
+    return DocumentRevision.objects.filter(document__thread=thread, version=version).exists() and (
+        newer.count() < DOCUMENT_HISTORY_LIMIT
+    )
+
+
 def document_version_text(*, thread: Thread, version: int) -> tuple[str, str] | None:
     """(title, content) of one kept version; version 0 is the empty document
     before its first write. None when that version is not kept."""

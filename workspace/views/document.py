@@ -244,7 +244,18 @@ def _diff_context(thread, *, old: int | None, new: int | None, current: int) -> 
             "of the document is not kept, so it cannot be compared."
         )
     )
-    return {"thread": thread, "diff": diff, "diff_old": old, "diff_new": new, "current_version": current, "diff_message": message}
+    # Older than the list reaches: this comparison offers its restore (the list's entries have their own).
+    restore_here = diff is not None and new == current and old not in (0, current)
+    restore_here = restore_here and not selectors.document_version_listed(thread=thread, version=old)
+    return {
+        "thread": thread,
+        "diff": diff,
+        "diff_old": old,
+        "diff_new": new,
+        "current_version": current,
+        "diff_message": message,
+        "diff_restore": restore_here,
+    }
 
 
 def _history_html(request, thread, *, message: str = "", alert: bool = False) -> str:

@@ -415,6 +415,25 @@ def test_a_version_whose_stored_text_is_damaged_is_not_shown_and_the_owner_is_to
     assert owner_client.get(ws_url(thread, DIFF), {"old": 2, "new": 2}, **HTMX).status_code == 200
 
 
+def test_a_version_older_than_the_listed_hundred_is_compared_and_restored_by_its_number(owner_client, thread):
+    for n in range(1, 106):
+        document_services.document_save(thread=thread, title="Notes", content=f"Draft {n}.\n", base_version=n - 1)
+    history = owner_client.get(ws_url(thread, HISTORY), **HTMX).content.decode()
+    assert "The newest 100 of 105 versions" in history and ">Restore version 5<" not in history
+
+    diff = owner_client.get(ws_url(thread, DIFF), {"old": 2}, **HTMX).content.decode()
+    assert "Changes from version 2 to now (version 105)" in diff
+    assert 'data-doc-restore="2"' in diff and ">Restore version 2</button>" in diff
+    listed = owner_client.get(ws_url(thread, DIFF), {"old": 50}, **HTMX).content.decode()
+    assert "data-doc-restore" not in listed  # listed: restored from its own entry
+    between = owner_client.get(ws_url(thread, DIFF), {"old": 2, "new": 3}, **HTMX).content.decode()
+    assert "data-doc-restore" not in between
+
+    response = owner_client.post(ws_url(thread, RESTORE), {"version": 2, "base_version": 105}, **HTMX)
+    assert "Version 2 restored as version 106." in response.content.decode()
+    assert _doc(thread).content == "Draft 2.\n"
+
+
 def test_restore_writes_a_new_version_by_the_person_and_sends_it_to_the_editor(owner_client, thread):
     _two_versions(thread)
     response = owner_client.post(ws_url(thread, RESTORE), {"version": 1, "base_version": 2}, **HTMX)
