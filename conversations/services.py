@@ -71,13 +71,25 @@ def thread_choose_model(*, thread: Thread, model: str, user: AbstractBaseUser) -
 
 @transaction.atomic
 def thread_soft_delete(*, thread: Thread, staff_user: AbstractBaseUser | None = None) -> Thread:
+    """The thread leaves every list and page; a turn running in it stops
+    after the commit (nobody sees it any more, and it would go on spending
+    its person's tokens), keeping what it wrote and streamed."""
     thread.is_deleted = True
     thread.deleted_at = timezone.now()
     thread.save(update_fields=["is_deleted", "deleted_at"])
     if staff_user is not None:
         ModerationAction.objects.create(thread=thread, staff_user=staff_user, action=ModerationAction.Action.SOFT_DELETE)
     announce_thread(thread)
+    if TurnSlot.objects.filter(thread_id=thread.pk, turn_index__isnull=False).exists():
+        transaction.on_commit(functools.partial(_stop_running_turn, thread))
     return thread
+
+
+def _stop_running_turn(thread: Thread) -> None:
+    # The slot's writer (turns.slot) imports this module, for a thread's title.
+    from .turns.slot import turn_request_cancel
+
+    turn_request_cancel(thread=thread)
 
 
 @transaction.atomic

@@ -1,11 +1,15 @@
 """conversations.services (and selectors): threads, feedback, moderation and
 the activity log."""
 
+import asyncio
+
 import pytest
+from asgiref.sync import sync_to_async
 
 from conversations import selectors, services
-from conversations.models import ActivityLogEntry, Feedback, ModerationAction
-from conversations.turns import slot
+from conversations.models import ActivityLogEntry, Feedback, ModerationAction, Turn
+from conversations.turns import registry, slot
+from tests.support.fake_model import Reply
 from workspace import selectors as thread_selectors
 from workspace.errors import InvalidInput
 from workspace.models import Thread
@@ -249,3 +253,21 @@ def test_feedback_selectors_give_one_persons_entries_per_turn(two_turns, owner, 
     assert selectors.feedback_on_turn(thread=two_turns, user=owner, turn_index=1) == [first, second]
     assert selectors.feedback_counts(thread=two_turns, user=owner) == {1: 2, 2: 1}
     assert selectors.feedback_of_user_or_none(thread=two_turns, user=other_user, pk=first.pk) is None
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_deleting_a_thread_stops_the_turn_running_in_it_and_keeps_what_it_streamed(thread, owner, script):
+    script(Reply(text=" ".join(f"word{i}" for i in range(400)), token_delay=0.02))
+    await registry.start_turn(thread=thread, user_message="Write at length")
+    for _ in range(200):
+        running = registry._running.get(thread.pk)
+        if running is not None and running.turn.draft:
+            break
+        await asyncio.sleep(0.02)
+
+    await sync_to_async(services.thread_soft_delete)(thread=thread)
+    await registry.wait_for_turn(thread.pk, timeout=5)
+
+    turn = await Turn.objects.aget(thread=thread, index=1)
+    assert turn.status == Turn.Status.STOPPED
+    assert turn.answer.startswith("word0") and "word399" not in turn.answer
