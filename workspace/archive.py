@@ -94,12 +94,12 @@ def _revisions(document: Document) -> list[dict]:
         row: dict[str, Any] = {"version": revision.version, "title": revision.title}
         if previous is not None and body.pk == previous.pk and text:
             row["delta"] = [[0, len(text)]]  # the same text again (the title changed)
-        elif previous is not None and body.text is None and body.base_id == previous.pk:
+        elif previous is not None and body.delta is not None and body.base_id == previous.pk:
             row["delta"] = text_delta.decode(body.delta)  # applied and checked by read_texts
         else:
             # Stored whole (every MAX_CHAIN-th revision) or as a text seen before:
             # a delta still, when the text is mostly the one before it.
-            ops = text_delta.delta_between(previous_text, text) if previous_text else None
+            ops: text_delta.Delta | None = text_delta.delta_between(previous_text, text) if previous_text else None
             if ops is not None and len(text_delta.encode(ops)) * 2 < len(text):
                 row["delta"] = ops
             else:
@@ -342,7 +342,7 @@ def _revision_text(row: Fields, *, before: int | None, max_chars: int) -> dict:
     if row.value.get("delta") is None:
         if row.value.get("content") is None:
             raise ArchiveRefused(f"{row.path}: expected its text, whole (content) or as a delta against the one before (delta).")
-        content = row.text("content", max_chars=max_chars)
+        content = row.text("content", max_chars=max_chars) or ""
         return {"content": content, "delta": None, "length": len(content)}
     at = row.at("delta")
     if before is None:

@@ -93,14 +93,14 @@ def _document_copy(*, thread: Thread, workspace: WorkspaceAfterTurn, source: Thr
         .order_by("version")
         .values(*_REVISION_FIELDS)
     )
-    newest = history[-1] if history else None
+    newest = history[-1] if history else {}
     newest_body = ContentBlob.objects.filter(pk=newest["body_id"]).only("id", "sha256").first() if newest else None
     starts_there = (
         newest_body is not None
         and newest["title"] == workspace.document_title
         and newest_body.sha256 == content_store.digest(workspace.document_content)
     )
-    version = newest["version"] + (0 if starts_there else 1) if newest else 1
+    version = newest.get("version", 0) + (0 if starts_there else 1)
     document = Document.objects.create(
         thread=thread, title=workspace.document_title, content=workspace.document_content, version=version
     )
