@@ -8,6 +8,7 @@ override it and the whole app agrees on one configuration.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -250,6 +251,39 @@ def _clean_chunk(chunk: ChatGenerationChunk) -> ChatGenerationChunk:
     return chunk
 
 
+# How long a streamed reply may send nothing but keep-alives before it is
+# given up (the read timeout, HAICO_MODEL_TIMEOUT, counts any bytes).
+CONTENT_SILENCE_SECONDS = 120.0
+
+
+class ModelStreamSilent(TimeoutError):
+    """A streamed reply sent no content for CONTENT_SILENCE_SECONDS."""
+
+
+async def _within_content_silence(chunks):
+    """`chunks`, each within CONTENT_SILENCE_SECONDS of the one before
+    (ModelStreamSilent past it). langchain-openai's own limit of this kind
+    (`stream_chunk_timeout`, turned off in `get_chat_model`) waits for each
+    chunk through asyncio.wait_for, which on Python 3.11 loses a task's
+    cancellation when it arrives as a chunk is handed over: a Stop pressed
+    while a long answer's chunks were still queued was then ignored until
+    the provider finished the reply. asyncio.timeout never runs the wait in
+    another task, so a cancellation always reaches the turn."""
+    iterator = chunks.__aiter__()
+    try:
+        while True:
+            try:
+                async with asyncio.timeout(CONTENT_SILENCE_SECONDS):
+                    chunk = await iterator.__anext__()
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise ModelStreamSilent(f"The model sent nothing for {CONTENT_SILENCE_SECONDS:.0f} seconds.") from None
+            yield chunk
+    finally:
+        await iterator.aclose()
+
+
 class HaicoChatOpenAI(ChatOpenAI):
     """ChatOpenAI that converts the tool list to OpenAI's format once, and
     checks what a streamed reply carries.
@@ -276,7 +310,7 @@ class HaicoChatOpenAI(ChatOpenAI):
 
     async def _astream(self, *args, **kwargs):
         check = _ToolArgsCheck()
-        async for chunk in super()._astream(*args, **kwargs):
+        async for chunk in _within_content_silence(super()._astream(*args, **kwargs)):
             check.add(chunk.message)
             yield _clean_chunk(chunk)
         problems = check.problems()
@@ -360,5 +394,7 @@ def get_chat_model(model=None) -> HaicoChatOpenAI:
         # Token usage in streamed replies too; langchain-openai leaves it off
         # by default whenever a custom base URL is set.
         stream_usage=True,
+        # Replaced by _within_content_silence (HaicoChatOpenAI._astream).
+        stream_chunk_timeout=None,
         **_http_clients(secret=api_key),
     )

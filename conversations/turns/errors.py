@@ -5,7 +5,7 @@ import psycopg
 from django.db import InterfaceError, OperationalError
 from langgraph.errors import GraphRecursionError
 
-from agent.model import ModelNotConfigured
+from agent.model import ModelNotConfigured, ModelStreamSilent
 from workspace.errors import UserFacingError
 
 RETRY = " Your message is saved; send it again to retry."
@@ -19,7 +19,7 @@ def safe_error_message(exc: BaseException) -> str:
         return "The database did not answer while the assistant was working." + RETRY
     if isinstance(exc, GraphRecursionError):
         return "The assistant took too many steps without finishing." + RETRY
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, openai.APITimeoutError | ModelStreamSilent):
         return "The model did not answer in time." + RETRY
     if isinstance(exc, openai.APIConnectionError):
         return "The model server could not be reached." + RETRY

@@ -1,14 +1,19 @@
 """The model factory reads its configuration from settings (docs/adr/0072)."""
 
+import asyncio
+
 import pytest
 
+from agent import model as model_module
 from agent.builder import AgentProvider
 from agent.model import (
     ModelNotConfigured,
+    ModelStreamSilent,
     available_models,
     counting_attempts,
     get_chat_model,
 )
+from conversations.turns.errors import RETRY, safe_error_message
 from tests.support.model_server import model_server  # noqa: F401  (the local server as the app's model)
 from tests.support.openai_server import HTTPFailure, Reply
 
@@ -147,3 +152,52 @@ def test_calls_outside_a_count_are_not_counted_by_another(scripted_endpoint):
         pass
     get_chat_model().invoke("hello")
     assert attempts.reasons == []
+
+
+# -- a streamed reply that goes quiet (agent.model._within_content_silence) --
+
+
+async def _stream(*gaps):
+    """Chunks 0, 1, 2 …, each after its gap in seconds."""
+    for number, gap in enumerate(gaps):
+        await asyncio.sleep(gap)
+        yield number
+
+
+async def test_a_reply_silent_past_the_limit_is_given_up_as_the_model_not_answering_in_time(monkeypatch):
+    monkeypatch.setattr(model_module, "CONTENT_SILENCE_SECONDS", 0.1)
+    received = []
+    with pytest.raises(ModelStreamSilent):
+        async for chunk in model_module._within_content_silence(_stream(0, 0, 1.0)):
+            received.append(chunk)
+    assert received == [0, 1]
+    assert safe_error_message(ModelStreamSilent("x")) == "The model did not answer in time." + RETRY
+
+
+async def test_the_limit_times_the_provider_only_not_what_the_turn_does_with_a_chunk(monkeypatch):
+    monkeypatch.setattr(model_module, "CONTENT_SILENCE_SECONDS", 0.1)
+    received = []
+    async for chunk in model_module._within_content_silence(_stream(0, 0.05, 0.05)):
+        await asyncio.sleep(0.2)  # handling a chunk takes longer than the limit
+        received.append(chunk)
+    assert received == [0, 1, 2]
+
+
+async def test_a_stop_arriving_as_a_chunk_is_ready_always_cancels_the_reader():
+    """What a Stop does to a turn reading a reply whose chunks are all queued."""
+
+    async def queued():
+        for number in range(100_000):
+            await asyncio.sleep(0)
+            yield number
+
+    async def read():
+        async for _chunk in model_module._within_content_silence(queued()):
+            await asyncio.sleep(0)
+
+    for _ in range(20):
+        reader = asyncio.ensure_future(read())
+        await asyncio.sleep(0.001)
+        reader.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(reader, timeout=2)

@@ -66,6 +66,9 @@ class Misbehave:
                       tokens, mid-answer, with no finish reason and no [DONE]
     no_finish_reason  stream: end with [DONE] but never send a finish reason
     no_usage          report no token usage at all (some servers never do)
+    pause_after_tokens, pause_seconds
+                      stream: after this many text tokens, send nothing for
+                      this long, once (the server's `pauses` says when)
     """
 
     reply: Reply = field(default_factory=Reply)
@@ -74,6 +77,8 @@ class Misbehave:
     cut_after_tokens: int | None = None
     no_finish_reason: bool = False
     no_usage: bool = False
+    pause_after_tokens: int | None = None
+    pause_seconds: float = 0.0
 
 
 Step = Reply | HTTPFailure | Misbehave | Callable[[dict], "Reply | HTTPFailure | Misbehave"]
@@ -115,6 +120,8 @@ class OpenAICompatibleServer:
         self._requests: list[dict] = []
         self._headers: list[dict] = []
         self._usages: list[dict | None] = []
+        # When each Misbehave(pause_after_tokens=...) pause began (time.monotonic()).
+        self.pauses: list[float] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._httpd: ThreadingHTTPServer | None = None
@@ -340,12 +347,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         cut_after = misbehave.cut_after_tokens if misbehave is not None else None
+        pause_after = misbehave.pause_after_tokens if misbehave is not None else None
         try:
             self._event(chunk({"role": "assistant", "content": ""}))
             for number, token in enumerate(reply.text_tokens()):
                 if cut_after is not None and number >= cut_after:
                     self.close_connection = True
                     return  # the connection drops mid-answer
+                if number == pause_after:
+                    self.app.pauses.append(time.monotonic())
+                    time.sleep(misbehave.pause_seconds)
                 if reply.token_delay:
                     time.sleep(reply.token_delay)
                 self._event(chunk({"content": token}))
