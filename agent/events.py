@@ -21,6 +21,15 @@ class Token:
 
 
 @dataclass(frozen=True)
+class ArgumentsStreamed:
+    """The current model call wrote this many characters of tool-call
+    arguments: paid for like its text, and counted with it should the call
+    never report its usage (a Stop, a broken stream)."""
+
+    chars: int
+
+
+@dataclass(frozen=True)
 class DraftWithdrawn:
     """The text streamed so far by the current model call is not the answer:
     it was a preamble to tool calls, or an attempt the model-call retry
@@ -146,6 +155,7 @@ class ApprovalAsked:
 
 AgentEvent = (
     Token
+    | ArgumentsStreamed
     | DraftWithdrawn
     | StepsStarted
     | StepFinished

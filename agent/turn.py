@@ -25,6 +25,7 @@ from .events import (
     AgentEvent,
     Answer,
     ApprovalAsked,
+    ArgumentsStreamed,
     CapReached,
     Diagnostic,
     DraftWithdrawn,
@@ -104,10 +105,14 @@ def _events(mode: str, payload, seen: set, calls: dict | None = None):
             # The model-call retry discarded an attempt that had already
             # streamed text (agent/middleware/stream_gate.py).
             yield DraftWithdrawn()
-        elif metadata.get("langgraph_node") == "model" and isinstance(chunk, AIMessage) and chunk.content:
-            text = message_text(chunk)
-            if text:
-                yield Token(text)
+        elif metadata.get("langgraph_node") == "model" and isinstance(chunk, AIMessage):
+            if chunk.content:
+                text = message_text(chunk)
+                if text:
+                    yield Token(text)
+            arguments = sum(len(part.get("args") or "") for part in getattr(chunk, "tool_call_chunks", None) or ())
+            if arguments:
+                yield ArgumentsStreamed(arguments)
         return
     if mode == "custom":
         if isinstance(payload, Diagnostic | ModelCallRetried | CapReached | ModelCallStarted | ModelCallUsage):

@@ -44,6 +44,7 @@ from agent.context import AgentContext, ResumedCall, Selection, TokenBudget
 from agent.events import (
     Answer,
     ApprovalAsked,
+    ArgumentsStreamed,
     CapReached,
     Diagnostic,
     DraftWithdrawn,
@@ -602,6 +603,8 @@ class TurnRun:
         if isinstance(event, Token):
             self._open_call_chars += len(event.text)
             self._token(event.text)
+        elif isinstance(event, ArgumentsStreamed):
+            self._open_call_chars += event.chars
         elif isinstance(event, DraftWithdrawn):
             self._withdraw_draft()
         elif isinstance(event, StepsStarted):

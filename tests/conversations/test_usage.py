@@ -5,6 +5,7 @@ it), estimated and marked so when it reports none; the person's own usage
 page; staff's totals per person, model and day in the admin."""
 
 import asyncio
+import json
 from datetime import timedelta
 
 import pytest
@@ -117,6 +118,27 @@ async def test_a_call_stopped_mid_answer_is_counted_from_what_it_was_sent_and_wr
     # What it wrote before the Stop: some of the answer, not all of it.
     assert 0 < row.output_tokens < len("".join(words)) // 4
     assert abs(row.output_tokens - len(turn.answer) / 4) <= 2
+
+
+async def test_a_call_stopped_while_it_writes_a_tool_call_is_counted_from_the_arguments_it_wrote(thread, owner, model_server):
+    """A model that writes a long tool call (a whole document) is paid for
+    those characters as for an answer's: stopped half-way, the call counts
+    them, estimated."""
+    content = "".join(f"Paragraph {n}: " + "lorem ipsum " * 8 + "\n\n" for n in range(300))
+    reply = Reply(tool_calls=[tool_call("update_document", "Rewriting.", content=content)])
+    pieces = len(json.dumps({"action_and_reasoning": "Rewriting.", "content": content})) // 12
+    model_server.script([Misbehave(reply=reply, pause_after_tokens=pieces // 2, pause_seconds=5)])
+    await registry.start_turn(thread=thread, user_message="Rewrite the document")
+    while not model_server.pauses:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.5)  # what was sent before the pause is read
+    assert await registry.request_stop(thread=thread)
+    await registry.wait_for_turn(thread.pk)
+
+    [row] = await sync_to_async(_rows)(thread)
+    assert row.estimated and row.user_id == owner.pk
+    # About half the arguments, at four characters a token.
+    assert len(content) / 4 * 0.3 < row.output_tokens < len(content) / 4 * 0.7
 
 
 async def test_an_attempt_that_failed_before_writing_is_not_counted_and_the_one_that_answered_is(thread, model_server, settings):

@@ -67,7 +67,8 @@ class Misbehave:
     no_finish_reason  stream: end with [DONE] but never send a finish reason
     no_usage          report no token usage at all (some servers never do)
     pause_after_tokens, pause_seconds
-                      stream: after this many text tokens, send nothing for
+                      stream: after this many pieces (the text's tokens, then
+                      the tool calls' argument pieces), send nothing for
                       this long, once (the server's `pauses` says when)
     """
 
@@ -355,11 +356,11 @@ class _Handler(BaseHTTPRequestHandler):
                     self.close_connection = True
                     return  # the connection drops mid-answer
                 if number == pause_after:
-                    self.app.pauses.append(time.monotonic())
-                    time.sleep(misbehave.pause_seconds)
+                    self._pause(misbehave)
                 if reply.token_delay:
                     time.sleep(reply.token_delay)
                 self._event(chunk({"content": token}))
+            pieces = len(reply.text_tokens())
             for i, call in enumerate(self._tool_calls(reply, completion_id, misbehave)):
                 arguments = call["function"]["arguments"]
                 head = {
@@ -371,6 +372,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._event(chunk({"tool_calls": [head]}))
                 size = self.app.args_chunk_chars
                 for start in range(0, len(arguments), size):
+                    if pause_after is not None and pieces == pause_after:
+                        self._pause(misbehave)
+                    pieces += 1
                     piece = {"index": i, "function": {"arguments": arguments[start : start + size]}}
                     self._event(chunk({"tool_calls": [piece]}))
             if misbehave is None or not misbehave.no_finish_reason:
@@ -381,6 +385,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client went away (a cancelled turn); nothing to do
+
+    def _pause(self, misbehave: Misbehave) -> None:
+        self.app.pauses.append(time.monotonic())
+        time.sleep(misbehave.pause_seconds)
 
     def _event(self, payload: dict) -> None:
         self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
