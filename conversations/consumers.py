@@ -96,6 +96,14 @@ ROLE_LOWERED_MESSAGE = "The owner made you a viewer of this thread: reload the p
 ROLE_RAISED_MESSAGE = "The owner made you an editor of this thread: reload the page to edit it."
 STAFF_NOT_FOUND_MESSAGE = "No such thread to view."
 LOGIN_MESSAGE = "Your session has ended; log in again to use the chat."
+DATABASE_AWAY = "The server's database did not answer just now"
+DATABASE_AWAY_STOPPING = DATABASE_AWAY + "; the turn is stopping, and keeps what it wrote."
+DATABASE_AWAY_NOT_DONE = {
+    None: DATABASE_AWAY + ", so your message was not sent; it is still in the box: send it again in a moment.",
+    "stop": DATABASE_AWAY + ", so Stop did not reach the turn: press Stop again in a moment.",
+    "approval": DATABASE_AWAY + ", so your answer was not recorded: answer again in a moment.",
+    "retry": DATABASE_AWAY + ", so the turn was not run again: press Retry again in a moment.",
+}
 SOMEONE_ELSE_MESSAGE = "This browser is now signed in as someone else; log in again as yourself to use this chat."
 
 
@@ -295,6 +303,27 @@ class ThreadConsumer(PageSocketConsumer):
     async def receive(self, text_data=None, bytes_data=None):
         if self.thread is None:
             return
+        try:
+            await self._receive(text_data)
+        except Exception as error:
+            if outages.unreachable_service(error) != outages.DATABASE:
+                raise
+            # The socket stays (closing it dropped the person's action without
+            # a word): they are told what was not done, to do it again.
+            outages.note(logger, error, "a message of a page of thread %s was not acted on", self.thread.pk)
+            await self._notice(await self._not_done(_parse(text_data)))
+
+    async def _not_done(self, data: dict | None) -> str:
+        """What the person is told when the database did not answer their
+        message. A Stop still stops a turn this process runs, if the socket's
+        person could edit when it last checked: it needs no database, and the
+        turn keeps what it wrote (its end is stored once the database is back)."""
+        action = (data or {}).get("action")
+        if action == "stop" and (self.access or 0) >= Access.EDIT and registry.stop_if_running_here(self.thread.pk):
+            return DATABASE_AWAY_STOPPING
+        return DATABASE_AWAY_NOT_DONE.get(action if isinstance(action, str) else None, DATABASE_AWAY_NOT_DONE[None])
+
+    async def _receive(self, text_data):
         # The session may have ended since the socket opened: a socket must
         # not outlive a logout or a password change made elsewhere.
         signed_in = await database_sync_to_async(session_signs_in)(session_key=self.session_key, user=self.scope["user"])

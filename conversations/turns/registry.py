@@ -383,26 +383,27 @@ async def _watch() -> None:
                     usage.append((running.turn, rows))
             if answers or usage:
                 await database_sync_to_async(_save_progress)(answers=answers, usage=[r for _, rows in usage for r in rows])
-        except Exception:
+        except Exception as error:
             for turn, rows in usage:
                 turn.keep_usage(rows)  # stored with the next batch, or at the turn's end
-            logger.exception("the turn watcher could not store what the turns streamed; trying again")
+            # A database away is one line of its outage's, not a traceback every half second.
+            outages.note(logger, error, "the turn watcher could not store what the turns streamed; trying again")
         try:
             if loop.time() - last_poll >= CANCEL_POLL_SECONDS:
                 flagged = await database_sync_to_async(slot.cancel_requested_among)(list(local))
                 last_poll = loop.time()
                 for key in flagged:
                     local[key].turn.stop_event.set()
-        except Exception:
-            logger.exception("the turn watcher could not read the stop requests; trying again")
+        except Exception as error:
+            outages.note(logger, error, "the turn watcher could not read the stop requests; trying again")
         try:
             if loop.time() - last_keepalive >= slot.TURN_KEEPALIVE.total_seconds():
                 await database_sync_to_async(slot.turns_keepalive)(
                     turns={key: running.turn.turn_index for key, running in local.items()}
                 )
                 last_keepalive = loop.time()  # not before: a refresh that failed is tried next round
-        except Exception:
-            logger.exception("the turn watcher could not refresh the turns' claims; trying again")
+        except Exception as error:
+            outages.note(logger, error, "the turn watcher could not refresh the turns' claims; trying again")
 
 
 def _save_progress(*, answers: dict, usage: list[dict]) -> None:
@@ -414,12 +415,20 @@ def _save_progress(*, answers: dict, usage: list[dict]) -> None:
     model_usage.usage_record(rows=usage)
 
 
+def stop_if_running_here(thread_id) -> bool:
+    """Ask the thread's turn to stop if this process runs it; no database
+    needed (a Stop while the database does not answer). True if it does."""
+    local = _running.get(thread_id)
+    if local is None or local.task.done():
+        return False
+    local.turn.stop_event.set()
+    return True
+
+
 async def request_stop(*, thread: Thread, person=None) -> bool:
     """Ask the thread's running turn to stop, wherever it runs (a turn whose
     server is dead is released on the spot). True if one was running."""
-    local = _running.get(thread.pk)
-    if local is not None and not local.task.done():
-        local.turn.stop_event.set()
+    if stop_if_running_here(thread.pk):
         return True
     waiting = await database_sync_to_async(approval_claims.awaiting_approval)(thread.pk)
     if waiting is not None:

@@ -4,6 +4,7 @@ away, one when it is back, and a traceback only for what is not an outage.
 A page's socket that Redis stopped under is let go of whole: nothing of it
 stays behind in the server process to keep its person shown as present."""
 
+import asyncio
 import logging
 import sqlite3
 
@@ -11,14 +12,18 @@ import psycopg
 import pytest
 from channels.db import database_sync_to_async
 from django.db import InterfaceError, OperationalError
+from django.utils.html import escape
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from conversations import outages
+from conversations import consumers, outages
 from conversations.live import group_name, publisher
-from conversations.models import OpenPage
+from conversations.models import OpenPage, Turn
+from conversations.turns import registry
+from tests.support.fake_model import Reply
 from tests.support.services import PrivateRedis
+from workspace.models import WorkspaceSnapshot
 
-from .helpers import frame_containing, open_socket
+from .helpers import frame_containing, frames_until_turn_end, open_socket
 
 LOGGER = logging.getLogger("haico.test.outages")
 
@@ -174,3 +179,61 @@ async def test_a_page_whose_redis_stops_is_let_go_of_and_no_longer_present(owner
     finally:
         logging.getLogger("haico").removeHandler(records)
         redis.close()
+
+
+def _database_away(*args, **kwargs):
+    raise _as_django_raises_it(psycopg.OperationalError("connection failed: Connection refused"))
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_page_s_actions_while_the_database_is_away_are_answered_and_a_stop_still_stops_a_turn_here(
+    owner, thread, script, sockets, monkeypatch
+):
+    """The socket checks its session in the database before each message: a
+    database restarting closed the socket then, and the Stop, answer or
+    message on it was dropped without a word, the turn running on."""
+    script(Reply(text=" ".join(f"word{i}" for i in range(400)), token_delay=0.02))
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data='{"message": "Write at length", "HEADERS": {"HX-Request": "true"}}')
+    for _ in range(200):
+        running = registry._running.get(thread.pk)
+        if running is not None and running.turn.draft:
+            break
+        await asyncio.sleep(0.02)
+    real = consumers.session_signs_in
+    monkeypatch.setattr(consumers, "session_signs_in", _database_away)
+
+    await socket.send_to(text_data='{"message": "And another", "HEADERS": {"HX-Request": "true"}}')
+    await frame_containing(socket, escape(consumers.DATABASE_AWAY_NOT_DONE[None]))
+    await socket.send_to(text_data='{"action": "approval", "turn": 1, "decision": "approve"}')
+    await frame_containing(socket, escape(consumers.DATABASE_AWAY_NOT_DONE["approval"]))
+    await socket.send_to(text_data='{"action": "stop"}')
+    await frame_containing(socket, escape(consumers.DATABASE_AWAY_STOPPING))
+    await frames_until_turn_end(socket)
+
+    monkeypatch.setattr(consumers, "session_signs_in", real)
+    turn = await Turn.objects.aget(thread=thread, index=1)
+    assert turn.status == Turn.Status.STOPPED and turn.answer.startswith("word0")
+    assert [s async for s in WorkspaceSnapshot.objects.filter(thread=thread).values_list("user_message", flat=True)] == [
+        "Write at length"
+    ]
+    # The same socket goes on once the database answers.
+    await socket.send_to(text_data='{"action": "stop"}')
+    await frame_containing(socket, "No turn is running.")
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_turn_watcher_meeting_a_database_away_logs_a_line_not_a_traceback_every_round(
+    thread, script, monkeypatch, caplog
+):
+    caplog.set_level(logging.INFO)
+    monkeypatch.setattr(outages, "_outages", {})
+    monkeypatch.setattr(registry, "CANCEL_POLL_SECONDS", 0.0)
+    monkeypatch.setattr(registry.slot, "cancel_requested_among", _database_away)
+    script(Reply(text=" ".join(f"word{i}" for i in range(100)), token_delay=0.02))
+    await registry.start_turn(thread=thread, user_message="Write")
+    await registry.wait_for_turn(thread.pk)
+
+    watcher = [r for r in caplog.records if "turn watcher" in r.getMessage()]
+    assert watcher and all(r.exc_info is None for r in watcher)
+    assert len(watcher) == 1  # the outage's first line; the rounds after it are counted
