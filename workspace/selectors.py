@@ -396,6 +396,16 @@ def document_history(*, thread: Thread, limit: int = DOCUMENT_HISTORY_LIMIT) -> 
     return DocumentHistory(current_version=document.version, versions=versions, total=revisions.count())
 
 
+def document_authors_between(*, thread: Thread, after_version: int, before_version: int) -> set[str]:
+    """The kinds of author (DocumentRevision.Author) of the versions after
+    `after_version` and before `before_version`."""
+    return set(
+        DocumentRevision.objects.filter(
+            document__thread=thread, version__gt=after_version, version__lt=before_version
+        ).values_list("author", flat=True)
+    )
+
+
 def document_version_listed(*, thread: Thread, version: int) -> bool:
     """Whether the history's list (`document_history`) shows `version`: one
     of the newest DOCUMENT_HISTORY_LIMIT kept versions."""

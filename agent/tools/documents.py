@@ -145,9 +145,15 @@ def _edit_passage(thread, seen, author: Author, **edit) -> str:
     document = saved.document
     if seen is not None:
         seen.wrote(document.version, from_whole=seen.saw_the_whole_document(), merged=saved.merged)
-    merged = (
-        " It was merged with the person's concurrent edits; the next workspace block shows the result." if saved.merged else ""
-    )
+    merged = ""
+    if saved.merged:
+        # Only the agent writes as the agent while its turn runs: versions in between that are all
+        # the agent's are this turn's other calls (several edits in one step), not the person's.
+        between = selectors.document_authors_between(
+            thread=thread, after_version=base_version or 0, before_version=document.version
+        )
+        whose = "your own other edits of this step" if between == {AGENT_AUTHOR.kind} else "the person's concurrent edits"
+        merged = f" It was merged with {whose}; the next workspace block shows the result."
     return f"'{document.title}' is now version {document.version} ({len(document.content):,} characters).{merged}"
 
 

@@ -183,6 +183,27 @@ async def test_the_person_typing_while_the_model_thinks_is_merged_into_its_updat
     )
 
 
+async def test_edits_of_one_step_merged_with_each_other_are_told_as_the_models_own_not_the_persons(thread):
+    await db(_person_saves, thread, "Intro: One word here.\n\nResults: Two words there.\n", base_version=0)
+    model = await _turn(
+        thread,
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("replace_in_document", "Changing one.", old_text="One word", new_text="ONE WORD"),
+                    tool_call("replace_in_document", "Changing two.", old_text="Two words", new_text="TWO WORDS"),
+                ]
+            ),
+            Reply(text="Done."),
+        ],
+    )
+    first, second = _tool_results(model)
+    assert "merged" not in first
+    assert "merged with your own other edits of this step" in second and "person" not in second
+    document = await db(selectors.document_for, thread=thread)
+    assert document.content == "Intro: ONE WORD here.\n\nResults: TWO WORDS there.\n"
+
+
 async def test_an_overlapping_update_fails_and_the_redo_from_the_version_shown_next_succeeds(thread):
     await db(_person_saves, thread, REPORT, base_version=0)
     mine = REPORT.replace("Methods paragraph.", "Methods the person chose.")
