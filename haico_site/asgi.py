@@ -17,7 +17,7 @@ from conversations.routing import websocket_urlpatterns  # noqa: E402
 from conversations.turns import registry  # noqa: E402
 
 from .mcp_origin import McpOriginGuard  # noqa: E402
-from .websocket import CsrfOriginValidator, unrouted  # noqa: E402
+from .websocket import ClosedForOutage, CsrfOriginValidator, unrouted  # noqa: E402
 
 # Origins as strict as the socket's, browsers' preflights answered (haico_site.mcp_origin).
 mcp_application = McpOriginGuard(http_endpoint)
@@ -40,7 +40,10 @@ application = ProtocolTypeRouter(
     {
         "http": http_application,
         # Origins as strict as Django's CSRF check; any other path is refused quietly (haico_site.websocket).
-        "websocket": CsrfOriginValidator(AuthMiddlewareStack(URLRouter([*websocket_urlpatterns, re_path(r"", unrouted)]))),
+        # A session the database cannot read now closes the socket for its page to reconnect (haico_site.websocket).
+        "websocket": CsrfOriginValidator(
+            ClosedForOutage(AuthMiddlewareStack(URLRouter([*websocket_urlpatterns, re_path(r"", unrouted)])))
+        ),
     }
 )
 

@@ -12,6 +12,12 @@ was (browsers always send one; only other clients leave it out).
 `unrouted`: a path no socket route matches is refused at the handshake with
 one info line; channels' URLRouter raises instead, and the server logged a
 traceback for every attempt.
+
+`ClosedForOutage`: a handshake whose session cannot be read (the database
+away: a restart, a failover) ends as a consumer's outage does
+(conversations.consumers.PageSocketConsumer, docs/adr/0103): a line of the
+outage, the socket closed for the page to reconnect. The session is read
+before any consumer runs, and each page's reconnect logged a traceback.
 """
 
 import io
@@ -22,6 +28,8 @@ from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIRequest
 from django.http.request import is_same_domain
+
+from conversations import outages
 
 logger = logging.getLogger("haico.websocket")
 
@@ -80,3 +88,17 @@ class CsrfOriginValidator:
 async def unrouted(scope, receive, send):
     logger.info("WebSocket to %s refused: no such route", scope.get("path"))
     await _refuse_handshake(receive, send)
+
+
+class ClosedForOutage:
+    def __init__(self, application):
+        self.application = application
+
+    async def __call__(self, scope, receive, send):
+        try:
+            await self.application(scope, receive, send)
+        except Exception as error:
+            if outages.unreachable_service(error) is None:
+                raise
+            outages.note(logger, error, "a page's socket at %s could not be opened", scope.get("path"))
+            raise outages.SocketClosedForOutage(str(error)) from error

@@ -5,10 +5,14 @@ application."""
 
 import logging
 
+import channels.auth
+import psycopg
 import pytest
 from channels.testing import WebsocketCommunicator
+from django.db import OperationalError
 from django.middleware.csrf import CsrfViewMiddleware
 
+from conversations import outages
 from haico_site.websocket import handshake_request, origin_allowed
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -130,3 +134,26 @@ async def test_a_socket_to_a_path_with_no_route_is_refused_with_one_info_line(pa
     with caplog.at_level(logging.INFO):
         assert not await _handshake(path, origin="http://127.0.0.1:8000")
     assert [(r.name, r.levelname) for r in caplog.records if r.levelno >= logging.INFO] == [("haico.websocket", "INFO")]
+
+
+async def test_a_handshake_whose_session_the_database_cannot_read_closes_for_the_page_to_reconnect(monkeypatch, caplog):
+    """A database restarting under reconnecting pages: each handshake is a
+    line of the outage, not a traceback, and ends as an outage does."""
+    from haico_site.asgi import application
+
+    def database_away(scope):
+        try:
+            raise psycopg.OperationalError("connection failed: Connection refused")
+        except psycopg.OperationalError as cause:
+            raise OperationalError(str(cause)) from cause
+
+    monkeypatch.setattr(channels.auth, "get_user", database_away)
+    monkeypatch.setattr(outages, "_outages", {})
+    caplog.set_level(logging.INFO)
+    communicator = WebsocketCommunicator(
+        application, THREAD_PATH, headers=[(b"host", b"127.0.0.1:8000"), (b"origin", b"http://127.0.0.1:8000")]
+    )
+    with pytest.raises(outages.SocketClosedForOutage):
+        await communicator.connect(timeout=5)
+    assert [r.getMessage() for r in caplog.records if "could not be opened" in r.getMessage()]
+    assert not [r for r in caplog.records if r.exc_info]
