@@ -145,6 +145,22 @@ def merge_text(base: str, ours: str, theirs: str) -> MergeResult:
         return MergeResult((theirs,) if theirs else ())
     if theirs == base:
         return MergeResult((ours,) if ours else ())
+    merged = _merge_text(base, ours, theirs)
+    if merged.clean or not base or base.endswith("\n"):
+        return merged
+    # A text typed in the editor often ends without a line break: one side
+    # goes on writing its last line while the other adds lines after it
+    # (the agent appending), and by lines both changed that last line. With
+    # a line break after all three, the lines after it are an addition of
+    # their own (docs/adr/0116); it is taken off again once merged.
+    ended = _merge_text(base + "\n", ours + "\n", theirs + "\n")
+    text = ended.text
+    if text is None or not text.endswith("\n"):
+        return merged
+    return MergeResult((text[:-1],) if len(text) > 1 else ())
+
+
+def _merge_text(base: str, ours: str, theirs: str) -> MergeResult:
     # Whole lines all three start and end with are agreed as they stand; only
     # the stretch between them is merged, so a long document costs what changed.
     head, tail = _shared_lines(base, ours, theirs)

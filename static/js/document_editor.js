@@ -139,6 +139,11 @@
     clearTimeout(state.retry);
     state.retry = null;
     if (!form.isConnected) return false;
+    if (state.composing) {
+      // Half-composed letters are not the person's text yet: saved once it ends.
+      state.saveAfterComposition = true;
+      return true;
+    }
     var problem = tooLong(form);
     if (problem) {
       showLocalError(form, problem);
@@ -225,6 +230,13 @@
   // "error"), or "failed" when no answer came.
   function settle(form, outcome, holder) {
     var state = editorState(form);
+    if (state.composing) {
+      // Text put in while an input method composes would end the
+      // composition and leave its letters in the text beside what it
+      // commits: the answer waits for the composition to end.
+      state.heldSettle = function () { settle(form, outcome, holder); };
+      return;
+    }
     var sent = state.sent;
     state.inFlight = false;
     state.sent = null;
@@ -273,8 +285,45 @@
   document.addEventListener("input", function (event) {
     var form = event.target.closest && event.target.closest("#doc-form");
     if (!form || event.target.readOnly) return;
+    dropNulCharacters(event.target);
     scheduleSave(form);
   });
+
+  // A NUL pasted from a PDF or a terminal cannot be stored (the server
+  // refuses the text) and cannot be seen: it goes as it comes in.
+  function dropNulCharacters(field) {
+    if (field.value.indexOf("\u0000") === -1) return;
+    var start = field.selectionStart, end = field.selectionEnd;
+    var before = function (p) { return p - (field.value.slice(0, p).match(/\u0000/g) || []).length; };
+    var caret = [before(start), before(end)];
+    field.value = field.value.replace(/\u0000/g, "");
+    field.setSelectionRange(caret[0], caret[1]);
+  }
+
+  // An input method composing (Chinese, Japanese, Korean …): nothing changes
+  // the editor's text until it ends; what waited meanwhile goes then.
+  document.addEventListener("compositionstart", function (event) {
+    var form = event.target.closest && event.target.closest("#doc-form");
+    if (form) editorState(form).composing = true;
+  });
+  // Leaving the field ends a composition too, should the browser not say so.
+  ["compositionend", "focusout"].forEach(function (name) {
+    document.addEventListener(name, compositionEnded);
+  });
+
+  function compositionEnded(event) {
+    var form = event.target.closest && event.target.closest("#doc-form");
+    if (!form || !editorState(form).composing) return;
+    var state = editorState(form);
+    state.composing = false;
+    var held = state.heldSettle;
+    state.heldSettle = null;
+    if (held) held(); else applyHeldPatch(form);
+    if (state.saveAfterComposition) {
+      state.saveAfterComposition = false;
+      scheduleSave(form);
+    }
+  }
 
   document.addEventListener("submit", function (event) {
     // Enter in the title: save at once instead of waiting for the delay.
@@ -560,14 +609,16 @@
     var editor = form.elements.content;
     var before = editor.value;
     if (content !== before) {
-      var focused = document.activeElement === editor;
-      var start = editor.selectionStart, end = editor.selectionEnd, scroll = editor.scrollTop;
+      // The selection is kept unfocused too: the person may be writing the
+      // message that asks about it, or come back to it from the title.
+      var start = editor.selectionStart, end = editor.selectionEnd, direction = editor.selectionDirection;
+      var scroll = editor.scrollTop;
       if (!map) {
         var edits = changes(before, content);
         map = edits ? function (p) { return through(edits, p); } : function (p) { return Math.min(p, content.length); };
       }
       editor.value = content;
-      if (focused) editor.setSelectionRange(map(start), map(end));
+      editor.setSelectionRange(map(start), map(end), direction);
       editor.scrollTop = scroll;
     }
     if (form.elements.title.value !== title) form.elements.title.value = title;
@@ -595,22 +646,27 @@
     if (!template) return;
     var merged = templateText(template);
     var now = values(form);
-    // A title typed meanwhile wins; otherwise the merged one comes in.
-    var title = now.title === sent.title ? merged.title : now.title;
+    // A title typed meanwhile wins; otherwise the merged one comes in,
+    // unless it is the one sent with only its outer spaces trimmed (the
+    // server's way): the person is typing there, a space before the next
+    // word, and the title they have is the one saved.
+    var trimmedOnly = now.title === sent.title && merged.title === sent.title.trim();
+    var title = now.title === sent.title && !trimmedOnly ? merged.title : now.title;
+    var savedTitle = trimmedOnly ? sent.title : merged.title;
     if (now.content === sent.content) {
       putText(form, title, merged.content);
-      acknowledge(form, version, merged.title, merged.content);
+      acknowledge(form, version, savedTitle, merged.content);
       return;
     }
     var rebased = rebase(sent.content, now.content, merged.content);
     if (rebased) {
       putText(form, title, rebased.text, rebased.map);
-      acknowledge(form, version, merged.title, merged.content);
+      acknowledge(form, version, savedTitle, merged.content);
     } else {
       // The typing touches what someone else changed: the editor keeps it,
       // and the next save asks the server to merge it against `sent`.
       putText(form, title, now.content);
-      acknowledge(form, version, merged.title, sent.content, true);
+      acknowledge(form, version, savedTitle, sent.content, true);
     }
   }
 
@@ -628,7 +684,7 @@
     var version = parseInt(patch.getAttribute("data-version"), 10);
     var state = editorState(form);
     if (!(version > state.acked.version)) return; // already here (this tab's own save)
-    if (state.inFlight) {
+    if (state.inFlight || state.composing) {
       heldPatch = patch;
     } else if ((state.dirty && !unchanged(form)) || state.conflict) {
       heldPatch = null;

@@ -365,3 +365,18 @@ def test_merge_module_is_pure_python_without_django():
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     assert not any(name.split(".")[0] in {"django", "workspace"} for name in imported), imported
+
+
+@pytest.mark.parametrize("appended_end", ["", "\n"])
+def test_a_last_line_typed_on_while_the_other_side_appends_after_it_merges_without_a_final_line_break(appended_end):
+    """A document typed in the editor often ends mid-line: the person goes
+    on writing that line while the agent appends a section (docs/adr/0116)."""
+    base = "Intro paragraph.\n\nResults paragraph."
+    merged = merge_text(base, base + " They hold", base + "\n\n## Appendix\n\nBy the agent." + appended_end)
+    assert merged.text == "Intro paragraph.\n\nResults paragraph. They hold\n\n## Appendix\n\nBy the agent." + appended_end
+
+
+def test_the_same_last_line_changed_both_ways_without_a_final_line_break_still_asks():
+    base = "Intro paragraph.\n\nResults paragraph."
+    merged = merge_text(base, base.replace("Results", "Findings"), base.replace("Results", "Outcomes"))
+    assert not merged.clean and merged.conflicts[0].ours == "Findings" and merged.conflicts[0].theirs == "Outcomes"
