@@ -178,7 +178,8 @@ def write_pending_rows(
     BranchLink.objects.create(
         thread=thread, parent=locked, branch_point_turn=turn_index, status=BranchLink.Status.PENDING, reason=reason
     )
-    workspace_copy(thread=thread, workspace=workspace, source=locked, through_turn=turn_index)
+    next_turn_began = Turn.objects.filter(thread=locked, index=turn_index + 1).values_list("started_at", flat=True).first()
+    workspace_copy(thread=thread, workspace=workspace, source=locked, through_turn=turn_index, next_turn_began=next_turn_began)
     # The same people, the link's viewers too: sharing is the family's (conversations.sharing).
     members_copy(source=locked, to=thread)
     Turn.objects.bulk_create(

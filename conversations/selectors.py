@@ -121,7 +121,9 @@ def turn_versions_for(*, thread: Thread) -> dict[int, TurnVersions]:
     """Turn index -> its versions, for the turns that have more than one."""
     if not BranchLink.objects.filter(Q(thread=thread) | Q(parent=thread), status=BranchLink.Status.ACTIVE).exists():
         return {}
-    threads, parents = _family(thread)
+    # The family as the map shows it, ending at a deleted thread: a person
+    # shared a branch left on its own is never linked to the thread it came from.
+    threads, parents = _family(thread, through_deleted=False)
     threads[thread.pk] = thread
 
     def origin(thread_id, turn_index):

@@ -277,7 +277,10 @@ class DocumentReviewDecision(PersonRecorded):
     turn_index = models.PositiveIntegerField()
     hunk = models.PositiveIntegerField()
     decision = models.CharField(max_length=6, choices=Decision.choices)
-    created_at = models.DateTimeField(auto_now_add=True)
+    # A default, not auto_now_add: a branch's copies and an imported
+    # archive's answers keep when they were given (a branch takes only those
+    # given before its next turn began).
+    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [

@@ -769,3 +769,11 @@ def test_revisions_that_rebuild_to_more_text_than_an_import_takes_are_refused(th
     raw = _with_revisions(thread, [{"content": "x" * 100}] + [{"delta": [[0, 100]]}] * 10)
     with pytest.raises(ArchiveRefused, match="more than 1,000 characters of text in all"):
         import_archive(raw=raw, owner=owner)
+
+
+def test_a_document_at_its_limit_saved_twenty_thousand_times_is_within_what_an_import_rebuilds(settings):
+    """A thread's own export must come back: the rebuilt-text limit is sized
+    for the longest document saved as often as people do (docs/adr/0123)."""
+    from workspace import archive as workspace_archive
+
+    assert workspace_archive.MAX_REVISION_CHARS >= settings.HAICO_DOCUMENT_MAX_CHARS * 20_000

@@ -311,6 +311,74 @@ def test_a_branch_whose_source_history_is_older_than_its_text_ends_it_with_that_
     assert Document.objects.get(thread=branch).content == "Written outside the history\n"
 
 
+REVIEWED_BEFORE = "# Report\n\nThe first paragraph, as the person wrote it.\n\nA middle paragraph.\n\nThe last one, also theirs."
+REVIEWED_AFTER = "# Report\n\nThe opening, rewritten by the agent.\n\nA middle paragraph.\n\nThe closing, rewritten too."
+
+
+def _ended_turn(thread, owner, *, agent_text=None):
+    from conversations.turns import slot
+
+    index, _ = slot.turn_begin(thread=Thread.objects.get(pk=thread.pk), user_message="A message", person=owner)
+    if agent_text is not None:
+        document_save(thread=thread, title="Report", content=agent_text, author="agent", person=owner)
+    slot.turn_finish(thread=thread, turn_index=index, answer="ok")
+
+
+@pytest.mark.parametrize("answered", ["before the next turn", "after it"])
+def test_a_branch_keeps_the_review_answers_its_text_has_and_only_those(owner, thread, answered):
+    """Turn 1's agent rewrote two paragraphs; the person undoes the first
+    change in the source, before turn 2 or after it. A branch at turn 1
+    starts from the text turn 2 saw: with the undo when it was made before
+    turn 2, without it (both changes offered again) when it was made after."""
+    from workspace.selectors import document_review
+    from workspace.services import review as review_services
+
+    document_save(thread=thread, title="Report", content=REVIEWED_BEFORE, author="person", person=owner)
+    _ended_turn(thread, owner, agent_text=REVIEWED_AFTER)
+    if answered == "after it":
+        _ended_turn(thread, owner)
+    review_services.review_undo(thread=Thread.objects.get(pk=thread.pk), turn_index=1, hunk=0, person=owner)
+    if answered == "before the next turn":
+        _ended_turn(thread, owner)
+
+    branch = fork_thread(source=Thread.objects.get(pk=thread.pk), turn_index=1, user=owner)
+
+    review = document_review(thread=branch)
+    content = Document.objects.get(thread=branch).content
+    if answered == "after it":
+        assert content == REVIEWED_AFTER
+        assert (review.undone, len(review.hunks)) == (0, 2)
+    else:
+        assert "The first paragraph, as the person wrote it." in content
+        assert (review.undone, len(review.hunks)) == (1, 1)
+
+
+def test_a_branch_left_on_its_own_by_a_deleted_parent_shows_no_versions_of_the_threads_it_came_from(owner, other_user, client):
+    """Its turn 2 ran in the thread it came from, where a sibling ran another
+    turn 2: once the parent between them is deleted, the arrows linked a
+    viewer the branch was shared with to threads they cannot open."""
+    from conversations.services import thread_create, thread_soft_delete
+    from conversations.sharing import thread_member_add
+
+    root = thread_create(owner=owner, title="Root")
+    for _ in range(3):
+        _ended_turn(root, owner)
+    middle = fork_thread(source=Thread.objects.get(pk=root.pk), turn_index=2, user=owner)
+    _ended_turn(middle, owner)
+    child = fork_thread(source=Thread.objects.get(pk=middle.pk), turn_index=3, user=owner)
+    sibling = fork_thread(source=Thread.objects.get(pk=root.pk), turn_index=1, user=owner)
+    _ended_turn(sibling, owner)
+    thread_soft_delete(thread=Thread.objects.get(pk=middle.pk))
+    thread_member_add(thread=child, who=other_user.username, role="viewer", by=owner)
+
+    client.force_login(other_user)
+    page = client.get(f"/threads/{child.pk}/workspace/").content.decode()
+    assert str(root.pk) not in page and str(sibling.pk) not in page
+    client.force_login(owner)
+    page = client.get(f"/threads/{root.pk}/workspace/").content.decode()
+    assert str(sibling.pk) in page  # the family that is still one keeps its arrows
+
+
 # -- refusals --
 
 

@@ -58,12 +58,14 @@ def workspace_restore_current(*, thread: Thread, workspace: dict) -> None:
         row = Document.objects.create(
             thread=thread, title=document["title"], content=document["content"], version=document["version"]
         )
+        now = timezone.now()
         DocumentReviewDecision.objects.bulk_create(
             DocumentReviewDecision(
                 document=row,
                 turn_index=d["turn"],
                 hunk=d["hunk"],
                 decision=d["decision"],
+                created_at=_time(d["at"], now),
                 **people.imported(d["by"], importer=thread.owner),
             )
             for d in document["review_decisions"]

@@ -26,13 +26,18 @@ from .document import EMPTY_CONTENT, EMPTY_TITLE
 
 
 @transaction.atomic
-def workspace_copy(*, thread: Thread, workspace: WorkspaceAfterTurn, source: Thread, through_turn: int) -> None:
+def workspace_copy(
+    *, thread: Thread, workspace: WorkspaceAfterTurn, source: Thread, through_turn: int, next_turn_began=None
+) -> None:
     """Write `workspace` into the empty `thread`, and copy `source`'s
     artifacts of turns 1..through_turn and the plan's history up to the
     same point (their turn numbers kept: a branch's turns are numbered like
-    its source's)."""
+    its source's). `next_turn_began`: when turn through_turn + 1 began in
+    `source` (None: it has not), for the review answers given before it."""
     if workspace.document_title != EMPTY_TITLE or workspace.document_content != EMPTY_CONTENT:
-        _document_copy(thread=thread, workspace=workspace, source=source, through_turn=through_turn)
+        _document_copy(
+            thread=thread, workspace=workspace, source=source, through_turn=through_turn, next_turn_began=next_turn_began
+        )
     if workspace.objective_text is not None:
         Objective.objects.create(thread=thread, text=workspace.objective_text)
         _objective_history_copy(thread=thread, text=workspace.objective_text, source=source, through_turn=through_turn)
@@ -86,7 +91,7 @@ _REVISION_FIELDS = (
 _OBJECTIVE_FIELDS = ("text", "author", "token_name", "turn_index", "created_at", "person_id", "person_username")
 
 
-def _document_copy(*, thread: Thread, workspace: WorkspaceAfterTurn, source: Thread, through_turn: int) -> None:
+def _document_copy(*, thread: Thread, workspace: WorkspaceAfterTurn, source: Thread, through_turn: int, next_turn_began) -> None:
     # The blobs are shared, not copied: a revision refers to its text by content.
     history = list(
         DocumentRevision.objects.filter(document__thread=source, turn_index__lte=through_turn)
@@ -114,17 +119,23 @@ def _document_copy(*, thread: Thread, workspace: WorkspaceAfterTurn, source: Thr
             author=DocumentRevision.Author.SYSTEM,
             turn_index=through_turn,
         )
-    # The review answers of those turns, so a turn answered in the source is not asked again here.
+    # The review answers of those turns given before the next turn began, so
+    # a turn answered in the source is not asked again here; one given later
+    # (an Undo after turn k+1) did not happen in this branch's text.
+    answers = DocumentReviewDecision.objects.filter(document__thread=source, turn_index__lte=through_turn)
+    if next_turn_began is not None:
+        answers = answers.filter(created_at__lt=next_turn_began)
     DocumentReviewDecision.objects.bulk_create(
         DocumentReviewDecision(
             document=document,
             turn_index=d.turn_index,
             hunk=d.hunk,
             decision=d.decision,
+            created_at=d.created_at,
             person_id=d.person_id,
             person_username=d.person_username,
         )
-        for d in DocumentReviewDecision.objects.filter(document__thread=source, turn_index__lte=through_turn)
+        for d in answers
     )
 
 
