@@ -14,7 +14,6 @@ from asgiref.sync import sync_to_async
 from django.db import OperationalError
 from django.test import Client
 
-from agent.builder import AgentProvider
 from agent.models import CatalogueModel, Provider
 from conversations import sharing
 from conversations import usage as model_usage
@@ -22,7 +21,6 @@ from conversations.models import ActivityLogEntry, ModelUsage, Turn
 from conversations.services import thread_create
 from conversations.turns import registry, slot
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import OpenAICompatibleServer
 from workspace import selectors
 from workspace.models import Thread
 
@@ -32,14 +30,11 @@ LONG_TEXT = "".join(f"w{i} " for i in range(600))
 
 
 @pytest.fixture
-def model_server(settings, monkeypatch):
-    with OpenAICompatibleServer(models=["scripted"]) as server:
-        settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = server.base_url, "test-key"
-        settings.HAICO_MODEL, settings.HAICO_MODELS = "scripted", ["scripted"]
-        settings.HAICO_MODEL_MAX_RETRIES = 0
-        settings.HAICO_DAILY_TOKEN_LIMIT = settings.HAICO_MONTHLY_TOKEN_LIMIT = 0
-        monkeypatch.setattr(registry, "agents", AgentProvider())
-        yield server
+def model_server(model_server, settings):
+    """The local model server (tests.support.model_server), no retries, no token limits."""
+    settings.HAICO_MODEL_MAX_RETRIES = 0
+    settings.HAICO_DAILY_TOKEN_LIMIT = settings.HAICO_MONTHLY_TOKEN_LIMIT = 0
+    return model_server
 
 
 def _lab_catalogue(base_url):
