@@ -196,24 +196,17 @@
     var dialog = document.getElementById("share-dialog");
     if (!dialog || dialog.open) return;
     var body = document.getElementById("share-body");
+    if (window.htmx && body && body.children.length) {
+      // Opened again it would show the list it held until the fresh one
+      // replaces it, and a role chosen in the old list would be lost with it.
+      var loading = document.createElement("p");
+      loading.className = "muted";
+      loading.textContent = "Loading…";
+      body.replaceChildren(loading);
+    }
     dialog.showModal();
-    if (!window.htmx || !body) return;
-    // Opened again it shows the list it held until the fresh one replaces
-    // it; a role chosen in the old list would be lost with it, so the old
-    // one takes nothing meanwhile.
-    body.inert = true;
-    body.setAttribute("aria-busy", "true");
-    window.htmx.trigger(body, "haico:load");
+    if (window.htmx && body) window.htmx.trigger(body, "haico:load");
   }
-
-  function shareBodyReady(event) {
-    var body = event.detail && event.detail.elt;
-    if (!body || body.id !== "share-body") return;
-    body.inert = false;
-    body.removeAttribute("aria-busy");
-  }
-  document.addEventListener("htmx:afterSwap", shareBodyReady);
-  document.addEventListener("htmx:afterRequest", shareBodyReady); // refused or unreachable: the old list again
 
   // --- top bar rename -------------------------------------------------------------------------
   document.addEventListener("htmx:afterRequest", function (event) {

@@ -398,11 +398,12 @@ RAISED = "The owner made you an editor of this thread"
 def _set_role(owner: Page, who: str, label: str) -> None:
     dialog = owner.get_by_role("dialog", name="Share")
     if not dialog.is_visible():
-        # Opened again, it shows what it held until its fresh list replaces
-        # it: a role chosen in the old list would go with it.
-        with owner.expect_response(lambda response: response.request.method == "GET" and "/share/" in response.url):
-            owner.get_by_role("button", name="Share").click()
-        owner.wait_for_load_state("networkidle")
+        owner.get_by_role("button", name="Share").click()
+        # Its list is loaded afresh: chosen once it is in and settled.
+        expect(dialog.get_by_label(f"Access of {who}")).to_be_visible()
+        owner.wait_for_function(
+            "() => !document.querySelector('#share-body.htmx-request, #share-body.htmx-settling, #share-body.htmx-swapping')"
+        )
     dialog.get_by_label(f"Access of {who}").select_option(label=label)
     expect(dialog.get_by_role("status")).to_be_visible()
 
