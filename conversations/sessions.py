@@ -83,7 +83,7 @@ def close_sockets_of_ended_account(user_id) -> None:
     page that only listens (it sends nothing, so `session_signs_in` is never
     asked) would go on showing the threads' changes to someone who can no
     longer sign in."""
-    from .models import OpenPage
+    from .models import OpenPage  # here: this module is the SESSION_ENGINE, loaded apart from the apps
 
     # Read now: a deleted account's pages are gone after the commit.
     channels = list(OpenPage.objects.filter(user_id=user_id).values_list("channel_name", flat=True))

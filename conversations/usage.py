@@ -36,7 +36,8 @@ def usage_record(*, rows: list[dict]) -> int:
     provider, thread or turn that is gone is stored without the link (the
     provider's name stays), as the rows already stored keep theirs
     (SET_NULL). Only a row whose person is gone is left out, as their
-    stored rows go with their account."""
+    stored rows go with their account. Call it outside a transaction: the
+    links are checked when its own transaction commits."""
     if not rows:
         return 0
     try:
