@@ -110,9 +110,11 @@ def _events(mode: str, payload, seen: set, calls: dict | None = None):
                 text = message_text(chunk)
                 if text:
                     yield Token(text)
-            arguments = sum(len(part.get("args") or "") for part in getattr(chunk, "tool_call_chunks", None) or ())
-            if arguments:
-                yield ArgumentsStreamed(arguments)
+            elif parts := getattr(chunk, "tool_call_chunks", None):
+                # A provider streams a call's arguments in chunks of their own, without text.
+                arguments = sum(len(part.get("args") or "") for part in parts)
+                if arguments:
+                    yield ArgumentsStreamed(arguments)
         return
     if mode == "custom":
         if isinstance(payload, Diagnostic | ModelCallRetried | CapReached | ModelCallStarted | ModelCallUsage):
