@@ -54,18 +54,8 @@ def workspace_copy(
     # during turns 1..k and after them, before turn k+1 began (its snapshot
     # is that plan). Who and when are kept, as the copied turns keep theirs.
     PlanChange.objects.bulk_create(
-        PlanChange(
-            thread=thread,
-            action=c.action,
-            summary=c.summary,
-            author=c.author,
-            token_name=c.token_name,
-            turn_index=c.turn_index,
-            created_at=c.created_at,
-            person_id=c.person_id,
-            person_username=c.person_username,
-        )
-        for c in PlanChange.objects.filter(thread=source, turn_index__lte=through_turn).order_by("id")
+        PlanChange(thread=thread, **row)
+        for row in PlanChange.objects.filter(thread=source, turn_index__lte=through_turn).order_by("id").values(*_PLAN_FIELDS)
     )
     rewritten(thread.pk)
 
@@ -88,6 +78,8 @@ _REVISION_FIELDS = (
     "person_id",
     "person_username",
 )
+_ANSWER_FIELDS = ("turn_index", "hunk", "decision", "created_at", "person_id", "person_username")
+_PLAN_FIELDS = ("action", "summary", "author", "token_name", "turn_index", "created_at", "person_id", "person_username")
 _OBJECTIVE_FIELDS = ("text", "author", "token_name", "turn_index", "created_at", "person_id", "person_username")
 
 
@@ -126,16 +118,7 @@ def _document_copy(*, thread: Thread, workspace: WorkspaceAfterTurn, source: Thr
     if next_turn_began is not None:
         answers = answers.filter(created_at__lt=next_turn_began)
     DocumentReviewDecision.objects.bulk_create(
-        DocumentReviewDecision(
-            document=document,
-            turn_index=d.turn_index,
-            hunk=d.hunk,
-            decision=d.decision,
-            created_at=d.created_at,
-            person_id=d.person_id,
-            person_username=d.person_username,
-        )
-        for d in answers
+        DocumentReviewDecision(document=document, **row) for row in answers.values(*_ANSWER_FIELDS)
     )
 
 
