@@ -34,6 +34,13 @@ def safe_error_message(exc: BaseException) -> str:
     return "Something went wrong while the assistant was working." + RETRY
 
 
+def is_provider_failure(exc: BaseException) -> bool:
+    """A failure on the model provider's side (a timeout, a refusal, an
+    overload): an expected event the person is told about, worth a line in
+    the log but not a traceback, which would only show our own call stack."""
+    return isinstance(exc, openai.APIError | ModelStreamSilent)
+
+
 def _database_unreachable(exc: BaseException) -> bool:
     """A database that did not answer (a lost connection after a restart or
     a failover), from Django or from the checkpointer's own psycopg pool,

@@ -78,7 +78,7 @@ from ..models import ActivityLogEntry, Turn
 from ..usage import usage_record
 from . import approval_claims, fragments, outcome, slot
 from .approval_record import TurnApproval
-from .errors import safe_error_message
+from .errors import is_provider_failure, safe_error_message
 from .logcontext import TurnIds, current_turn
 
 logger = logging.getLogger("haico.conversations.turns")
@@ -404,7 +404,10 @@ class TurnRun:
             raise
         except Exception as exc:
             status, notice = Turn.Status.FAILED, safe_error_message(exc)
-            logger.exception("turn %s of thread %s failed", self.turn_index, self.thread.pk)
+            if is_provider_failure(exc):
+                logger.warning("turn %s of thread %s failed at the model provider: %r", self.turn_index, self.thread.pk, exc)
+            else:
+                logger.exception("turn %s of thread %s failed", self.turn_index, self.thread.pk)
             await self._note(activity.turn_failed(exc, notice))
             await self._repair(partial=None, tool_result=FAILED_TOOL_RESULT)
         finally:

@@ -65,10 +65,20 @@ async def chat(owner, thread, model_server):
     await socket.disconnect()
 
 
-async def test_a_model_that_never_answers_times_out_with_a_message_and_retry(chat, model_server):
+def _turn_failure_lines(caplog):
+    return [
+        (record.levelname, record.exc_info is not None)
+        for record in caplog.records
+        if record.name == "haico.conversations.turns" and record.levelname != "INFO"
+    ]
+
+
+async def test_a_model_that_never_answers_times_out_with_a_message_and_retry(chat, model_server, caplog):
     model_server.script([Misbehave(hang_seconds=3), Misbehave(hang_seconds=3), NEXT])
     html = await chat.send("Draft the intro")
     assert "The model did not answer in time." in html and "Retry turn 1" in html
+    # An expected event at the provider: one line for the operator, no traceback of our own code.
+    assert _turn_failure_lines(caplog) == [("WARNING", False)]
     await chat.kept_and_recovers("Draft the intro", "failed")
 
 
@@ -79,10 +89,11 @@ async def test_rate_limited_beyond_the_retries_says_so(chat, model_server):
     await chat.kept_and_recovers("Draft the intro", "failed")
 
 
-async def test_a_server_error_says_so(chat, model_server):
+async def test_a_server_error_says_so(chat, model_server, caplog):
     model_server.script([HTTPFailure(500), HTTPFailure(500), NEXT])
     html = await chat.send("Draft the intro")
     assert "HTTP 500" in html and "Retry turn 1" in html
+    assert _turn_failure_lines(caplog) == [("WARNING", False)]
     await chat.kept_and_recovers("Draft the intro", "failed")
 
 
