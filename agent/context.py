@@ -5,6 +5,8 @@ per model per process); LangGraph hands this context to the middleware
 (`request.runtime.context`) and to every tool (`runtime.context`) of the
 run it was passed to. It is never checkpointed."""
 
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -129,8 +131,9 @@ class Selection:
 
 @dataclass(frozen=True)
 class TokenWindow:
-    """One of a person's token limits as it stood when the run started: the
-    limit, the tokens used in its window before the run, and when it resets."""
+    """One of a person's token limits as it stood when the run started (or
+    last read it again: TokenBudget): the limit, the tokens used in its
+    window outside the run, and when it resets."""
 
     period: str  # "day" or "month" (UTC)
     limit: int
@@ -138,17 +141,37 @@ class TokenWindow:
     resets_at: datetime
 
 
+# How often a run with a token limit reads again what its person used
+# elsewhere (their turns in other threads, on any server) before a model call.
+USAGE_REREAD_SECONDS = 5.0
+
+
 @dataclass
 class TokenBudget:
     """Per run: the person's token limits (agent.usage) and the tokens this
-    run's model calls used so far."""
+    run's model calls used so far.
+
+    `reread`, given by whoever starts the run, reads the windows again
+    (the limits as they are now, and what the person used outside this run:
+    their other turns, running or not); the run calls it before a model
+    call at most every USAGE_REREAD_SECONDS, so two turns of one person in
+    two threads see each other's spending within seconds, not at their next
+    turn (docs/adr/0064)."""
 
     windows: tuple[TokenWindow, ...] = ()
     spent: int = 0
+    reread: Callable[[], Awaitable[tuple[TokenWindow, ...]]] | None = None
+    read_at: float = field(default_factory=time.monotonic)
 
     def exhausted(self) -> TokenWindow | None:
         """The first limit the run has reached, if any."""
         return next((w for w in self.windows if w.used + self.spent >= w.limit), None)
+
+    async def reread_if_due(self) -> None:
+        if self.reread is None or time.monotonic() - self.read_at < USAGE_REREAD_SECONDS:
+            return
+        self.read_at = time.monotonic()
+        self.windows = await self.reread()
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,12 @@ the provider sent none, adds them to the run's `TokenBudget` and hands a
 stores one row per call. Nothing happens per token.
 
 `TokenLimitMiddleware` sits outermost: before every model call of a turn
-but its first, when the tokens used before the turn plus those the turn
+but its first, when the tokens used outside the turn plus those the turn
 used so far reach one of the person's limits (the windows the conversation
-layer computed at the turn's start), the turn ends instead of calling the
-model, with a reply saying which limit and when it resets. The call that
-crossed the limit finished; what the turn did is kept.
+layer computed at the turn's start, read again every few seconds:
+agent.context.TokenBudget), the turn ends instead of calling the model,
+with a reply saying which limit and when it resets. The call that crossed
+the limit finished; what the turn did is kept.
 """
 
 from __future__ import annotations
@@ -155,12 +156,15 @@ class TokenLimitMiddleware(AgentMiddleware):
     def name(self) -> str:
         return "TokenLimit"
 
-    def _limit_reached(self, request: ModelRequest) -> ModelResponse | None:
+    def _budget_to_check(self, request: ModelRequest) -> TokenBudget | None:
         budget = _budget(request)
         if budget is None or not budget.windows:
             return None
         if not model_calls_this_turn(request.state.get("messages") or request.messages):
             return None  # a turn's first call: the turn was let start (conversations.quotas)
+        return budget
+
+    def _stopped(self, budget: TokenBudget) -> ModelResponse | None:
         window = budget.exhausted()
         if window is None:
             return None
@@ -171,14 +175,19 @@ class TokenLimitMiddleware(AgentMiddleware):
                 cap="tokens",
                 limit=window.limit,
                 message=f"The turn stopped at your token limit: {limit}",
-                detail=f"{window.period} limit {window.limit}; used before the turn {window.used}, in the turn {budget.spent}",
+                detail=f"{window.period} limit {window.limit}; used outside the turn {window.used}, in the turn {budget.spent}",
             )
         )
         note = AIMessage(content=STOPPED_AT_LIMIT.format(limit=limit), response_metadata={SYNTHETIC_KEY: True})
         return ModelResponse(result=[note])
 
     async def awrap_model_call(self, request: ModelRequest, handler) -> ModelResponse:
-        return self._limit_reached(request) or await handler(request)
+        budget = self._budget_to_check(request)
+        if budget is None:
+            return await handler(request)
+        await budget.reread_if_due()
+        return self._stopped(budget) or await handler(request)
 
     def wrap_model_call(self, request: ModelRequest, handler) -> ModelResponse:
-        return self._limit_reached(request) or handler(request)
+        budget = self._budget_to_check(request)
+        return (budget is not None and self._stopped(budget)) or handler(request)

@@ -11,8 +11,11 @@ that reaches one on the way ends before its next model call
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db.models import Q, Sum
 from django.db.models.functions import Coalesce
@@ -50,28 +53,41 @@ def limits_for(account: Account | None) -> tuple[int, int]:
     return max(0, daily or 0), max(0, monthly or 0)
 
 
-def used_since(*, user_id: int, now: datetime) -> tuple[int, int]:
-    """Tokens the person used (today, this month), UTC, in one query."""
+def used_since(*, user_id: int, now: datetime, outside_run: RunMark | None = None) -> tuple[int, int]:
+    """Tokens the person used (today, this month), UTC, in one query; with
+    `outside_run`, without the calls that run made (its own budget counts them)."""
     day_start, _ = day_window(now)
     month_start, _ = month_window(now)
     total = Coalesce(Sum("input_tokens"), 0) + Coalesce(Sum("output_tokens"), 0)
     today = Coalesce(Sum("input_tokens", filter=Q(created_at__gte=day_start)), 0) + Coalesce(
         Sum("output_tokens", filter=Q(created_at__gte=day_start)), 0
     )
-    row = ModelUsage.objects.filter(user_id=user_id, created_at__gte=min(day_start, month_start)).aggregate(
-        month=total, today=today
-    )
+    rows = ModelUsage.objects.filter(user_id=user_id, created_at__gte=min(day_start, month_start))
+    if outside_run is not None:
+        rows = rows.exclude(turn_id=outside_run.turn_id, created_at__gte=outside_run.started_at)
+    row = rows.aggregate(month=total, today=today)
     return row["today"], row["month"]
 
 
-def token_windows(*, user_id: int, account: Account | None, now: datetime | None = None) -> tuple[TokenWindow, ...]:
+@dataclass(frozen=True)
+class RunMark:
+    """One run of a turn (its start, or its going on after an approval): its
+    model calls are the usage rows of that turn stored since it began."""
+
+    turn_id: int
+    started_at: datetime
+
+
+def token_windows(
+    *, user_id: int, account: Account | None, now: datetime | None = None, outside_run: RunMark | None = None
+) -> tuple[TokenWindow, ...]:
     """The person's limits with what they used of each, daily first; () with
     no limit (and then nothing is read)."""
     daily, monthly = limits_for(account)
     if not daily and not monthly:
         return ()
     now = now or timezone.now()
-    today, month = used_since(user_id=user_id, now=now)
+    today, month = used_since(user_id=user_id, now=now, outside_run=outside_run)
     windows = []
     if daily:
         windows.append(TokenWindow(period=DAY, limit=daily, used=today, resets_at=day_window(now)[1]))
@@ -85,3 +101,15 @@ def turn_start_check(windows: tuple[TokenWindow, ...], now: datetime | None = No
     for window in windows:
         if window.used >= window.limit:
             raise TokenLimitReached(limit_message(window, now))
+
+
+def windows_reader(*, user_id: int, run: RunMark | None) -> Callable[[], Awaitable[tuple[TokenWindow, ...]]]:
+    """What a running turn calls to read its person's windows again
+    (agent.context.TokenBudget): the limits staff set now, and what the
+    person used outside the run, in their other turns on any server."""
+
+    def read() -> tuple[TokenWindow, ...]:
+        account = Account.objects.filter(user_id=user_id).first()
+        return token_windows(user_id=user_id, account=account, outside_run=run)
+
+    return database_sync_to_async(read)

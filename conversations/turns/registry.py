@@ -22,8 +22,10 @@ import contextvars
 import logging
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 from channels.db import database_sync_to_async
+from django.utils import timezone
 
 from agent import catalogue
 from agent import checkpointer as checkpointers
@@ -246,6 +248,7 @@ async def start_turn(
     detached = contextvars.Context()
     detached.run(_prepare)
     mode = mode or thread.mode
+    begun = timezone.now()
     start = await database_sync_to_async(_begin)(
         thread=thread,
         user=user,
@@ -266,7 +269,7 @@ async def start_turn(
         agents=agents,
         user_id=start.user_id,
         turn_id=start.turn_id,
-        budget=TokenBudget(windows=start.windows),
+        budget=_budget(start.windows, user_id=start.user_id, turn_id=start.turn_id, begun=begun),
         mode=mode,
         selection=selection,
         selection_note=selection_note,
@@ -286,6 +289,7 @@ async def answer_approval(*, thread: Thread, turn, decision: str, person=None) -
     another tab answered first)."""
     detached = contextvars.Context()
     detached.run(_prepare)
+    begun = timezone.now()
     row, model, windows, sender, decision = await database_sync_to_async(_claim_answer)(
         thread=thread, turn=turn, decision=decision, person=person
     )
@@ -300,7 +304,7 @@ async def answer_approval(*, thread: Thread, turn, decision: str, person=None) -
         model=model,
         user_id=sender.pk,
         turn_id=row.pk,
-        budget=TokenBudget(windows=windows),
+        budget=_budget(windows, user_id=sender.pk, turn_id=row.pk, begun=begun),
         agents=agents,
         resume=resume,
         mode=row.mode,
@@ -328,6 +332,15 @@ def _claim_answer(*, thread: Thread, turn, decision: str, person=None) -> tuple:
     account = Account.objects.filter(user_id=sender.pk).first()
     windows = quotas.token_windows(user_id=sender.pk, account=account)
     return row, catalogue.choice_for(sender, row.model_name), windows, sender, decision
+
+
+def _budget(windows: tuple, *, user_id: int, turn_id: int | None, begun: datetime) -> TokenBudget:
+    """A run's token budget; with a limit, read again as the run goes on, so
+    the person's turns in other threads count too (docs/adr/0064)."""
+    if not windows or turn_id is None:
+        return TokenBudget(windows=windows)
+    run = quotas.RunMark(turn_id=turn_id, started_at=begun)
+    return TokenBudget(windows=windows, reread=quotas.windows_reader(user_id=user_id, run=run))
 
 
 def _prepare() -> None:

@@ -5,6 +5,7 @@ that crosses the limit on the way finishes the model call that crossed it
 and ends with a message, nothing lost. Driven through the socket with the
 real ChatOpenAI against the scripted server reporting usage."""
 
+import asyncio
 import json
 import re
 from datetime import UTC, datetime, timedelta
@@ -14,15 +15,17 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 from django.utils import timezone
 
+from agent import context as agent_context
 from agent.builder import AgentProvider
 from agent.context import TokenWindow
 from agent.usage import DAY, MONTH, STOPPED_AT_LIMIT, limit_message, tokens_text
 from conversations import quotas
 from conversations.models import Account, ActivityLogEntry, ModelUsage, Turn
+from conversations.services import thread_create
 from conversations.turns import registry
 from conversations.turns.outcome import TOKEN_LIMIT
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import OpenAICompatibleServer
+from tests.support.openai_server import Misbehave, OpenAICompatibleServer
 from workspace import selectors
 from workspace.models import Thread, WorkspaceSnapshot
 
@@ -223,6 +226,76 @@ async def test_a_turn_under_the_limit_runs_every_call(owner, thread, model_serve
     await socket.send_to(text_data=_send("Set the goal"))
     html = "".join(await frames_until_turn_end(socket, timeout=20))
     assert len(model_server.requests) == 2 and "Done." in html and TOKEN_LIMIT not in html
+
+
+async def test_a_turn_stops_at_the_limit_its_person_s_turn_in_another_thread_reached_meanwhile(
+    owner, thread, model_server, sockets, settings, monkeypatch
+):
+    monkeypatch.setattr(agent_context, "USAGE_REREAD_SECONDS", 0.0)
+    settings.HAICO_DAILY_TOKEN_LIMIT = 1_000
+    other_thread = await sync_to_async(thread_create)(owner=owner, title="Budget notes")
+    model_server.script(
+        [
+            # The first thread's first call: 600 tokens, and the stream pauses before it ends.
+            Misbehave(
+                reply=Reply(
+                    tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship the report")],
+                    usage={"prompt_tokens": 500, "completion_tokens": 100},
+                ),
+                pause_after_tokens=1,
+                pause_seconds=3,
+            ),
+            # Meanwhile the other thread's whole turn: 500 tokens.
+            Reply(text="Budget noted.", usage={"prompt_tokens": 450, "completion_tokens": 50}),
+            Reply(text="must not be asked for"),
+        ]
+    )
+    first = await sockets(thread.pk, owner)
+    second = await sockets(other_thread.pk, owner)
+    await first.send_to(text_data=_send("Set the goal and write the report"))
+    while not model_server.pauses:
+        await asyncio.sleep(0.02)
+    await second.send_to(text_data=_send("Note the budget"))
+    assert "Budget noted." in "".join(await frames_until_turn_end(second, timeout=20))
+    html = "".join(await frames_until_turn_end(first, timeout=20))
+
+    # Together the two turns used 1 100 of the 1 000: the first thread's turn
+    # does not go on as if the other had spent nothing (it would have used
+    # its own 1 000 on top).
+    assert len(model_server.requests) == 2
+    assert "I stopped here: You have used your 1 000 tokens for today" in html and TOKEN_LIMIT in html
+    turn = await sync_to_async(Turn.objects.get)(thread=thread, index=1)
+    assert turn.notice == TOKEN_LIMIT
+    assert await sync_to_async(selectors.objective_text_for)(thread=thread) == "Ship the report"
+
+
+@pytest.mark.django_db
+def test_a_run_s_own_calls_are_left_out_when_its_person_s_usage_is_read_again(owner, thread, settings):
+    settings.HAICO_DAILY_TOKEN_LIMIT = 10_000
+    turn = Turn.objects.create(thread=thread, index=1, user_message="Go", person=owner)
+    began = timezone.now()
+    earlier_run = began - timedelta(minutes=5)  # the same turn before it waited for an approval
+
+    def call(tokens, when, turn=None):
+        ModelUsage.objects.create(
+            user=owner,
+            thread=thread,
+            turn=turn,
+            provider_name="environment",
+            model="scripted",
+            input_tokens=tokens,
+            output_tokens=0,
+            created_at=when,
+        )
+
+    call(100, earlier_run, turn)  # counted: before this run
+    call(20, began + timedelta(seconds=1))  # counted: another thread's turn
+    call(3_000, began + timedelta(seconds=2), turn)  # this run's own: its budget counts it
+    run = quotas.RunMark(turn_id=turn.pk, started_at=began)
+    (window,) = quotas.token_windows(user_id=owner.pk, account=None, outside_run=run)
+    assert window.used == 120
+    (everything,) = quotas.token_windows(user_id=owner.pk, account=None)
+    assert everything.used == 3_120
 
 
 # --- the windows and the words -----------------------------------------------------------------
