@@ -44,7 +44,7 @@ from agent.seeding import (
     seed_history,
 )
 from workspace.models import Thread
-from workspace.selectors import Access, access_to, snapshot_for, workspace_after_turn
+from workspace.selectors import Access, access_to, snapshot_for
 from workspace.services.branching import workspace_copy
 from workspace.text import clean_text
 
@@ -53,6 +53,7 @@ from .errors import ConversationError
 from .faults import BRANCH_MADE, crash_point
 from .forms import checked_selection
 from .models import BranchLink, Turn
+from .selectors import workspace_after_turn_in_history
 from .services import THREAD_TITLE_MAX_CHARS, title_from_message
 from .sharing import lock_family, members_copy
 from .turns import registry
@@ -159,7 +160,7 @@ def write_pending_rows(
     if locked is None or (access_to(user=user, thread=locked) or 0) < Access.EDIT:
         raise BranchRefused(NOT_YOURS)
     _check_turn(locked, turn_index)
-    workspace = _workspace_after(locked, turn_index)
+    workspace = workspace_after_turn_in_history(thread=locked, turn_index=turn_index)
     if workspace is None:
         raise BranchRefused(f"The workspace after turn {turn_index} was not recorded, so it cannot be branched from.")
     now = timezone.now()
@@ -186,26 +187,6 @@ def write_pending_rows(
         _copied_turn(row, thread) for row in Turn.objects.filter(thread=locked, index__lte=turn_index).order_by("index")
     )
     return thread
-
-
-def _workspace_after(thread: Thread, turn_index: int):
-    """The workspace after turn `turn_index` of `thread`. A turn a branch
-    shows from before its branch point ran in the thread it came from, and
-    that thread (or its own source) took the snapshot the state is read
-    from: the links are followed up to it, through a deleted thread too
-    (its snapshots stay, and they are this branch's own history)."""
-    seen = {thread.pk}
-    while (workspace := workspace_after_turn(thread=thread, turn_index=turn_index)) is None:
-        link = (
-            BranchLink.objects.filter(thread=thread, branch_point_turn__gt=turn_index, status=BranchLink.Status.ACTIVE)
-            .select_related("parent")
-            .first()
-        )
-        if link is None or link.parent_id in seen:
-            return None
-        thread = link.parent
-        seen.add(thread.pk)
-    return workspace
 
 
 def _check_turn(thread: Thread, turn_index: int) -> None:

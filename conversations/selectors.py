@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from django.db.models import Count, Q
 
 from workspace.models import Thread
-from workspace.selectors import threads_for_user, threads_shared_with
+from workspace.selectors import WorkspaceAfterTurn, threads_for_user, threads_shared_with, workspace_after_turn
 
 from .models import ActivityLogEntry, BranchLink, Feedback, LayoutPreference, Turn
 
@@ -153,6 +153,44 @@ def turn_versions_for(*, thread: Thread) -> dict[int, TurnVersions]:
             next_id=homes[at + 1] if at + 1 < len(homes) else None,
         )
     return found
+
+
+def turn_ran_in(*, thread: Thread, turn_index: int) -> Thread:
+    """The thread that ran turn `turn_index` of `thread`'s history: the
+    thread itself, or, for a turn a branch shows from before its branch
+    point, the thread it came from, up the branch links and through a
+    deleted thread too (its snapshots stay, and they are the branch's
+    history)."""
+    seen = {thread.pk}
+    while True:
+        link = (
+            BranchLink.objects.filter(thread=thread, branch_point_turn__gte=turn_index, status=BranchLink.Status.ACTIVE)
+            .select_related("parent")
+            .first()
+        )
+        if link is None or link.parent_id in seen:
+            return thread
+        thread = link.parent
+        seen.add(thread.pk)
+
+
+def workspace_after_turn_in_history(*, thread: Thread, turn_index: int) -> WorkspaceAfterTurn | None:
+    """The workspace after turn `turn_index` of `thread`'s history. After a
+    turn a branch shows from before its branch point, the state is the
+    snapshot the next turn took, in the thread that ran it: the links are
+    followed up to it, through a deleted thread too."""
+    seen = {thread.pk}
+    while (workspace := workspace_after_turn(thread=thread, turn_index=turn_index)) is None:
+        link = (
+            BranchLink.objects.filter(thread=thread, branch_point_turn__gt=turn_index, status=BranchLink.Status.ACTIVE)
+            .select_related("parent")
+            .first()
+        )
+        if link is None or link.parent_id in seen:
+            return None
+        thread = link.parent
+        seen.add(thread.pk)
+    return workspace
 
 
 def with_branch_points(threads: list[Thread]) -> list[Thread]:

@@ -10,6 +10,7 @@ from workspace.models import Thread, WorkspaceSnapshot
 from workspace.selectors import Access, thread_for_user
 
 from ..models import BranchLink
+from ..selectors import turn_ran_in
 from ..turns.slot import running_turn
 
 NO_SUCH_TURN = "That turn is not on your trajectory map any more; reload the page and choose another."
@@ -17,13 +18,16 @@ NO_SUCH_TURN = "That turn is not on your trajectory map any more; reload the pag
 
 def is_own_turn(*, thread: Thread, turn_index: int) -> bool:
     """Whether the map draws `turn_index` as a node of `thread`: an ended
-    turn it has, past its branch point (up to there the turns are its parent's)."""
+    turn it has, past its branch point (up to there the turns are its
+    parent's), or before it when the parent was deleted (then they are
+    drawn as the branch's own: trajectory.reads)."""
     if turn_index < 1 or turn_index > thread.turn_index or turn_index == running_turn(thread):
         return False
-    link = BranchLink.objects.filter(thread=thread, status=BranchLink.Status.ACTIVE).first()
+    link = BranchLink.objects.filter(thread=thread, status=BranchLink.Status.ACTIVE).select_related("parent").first()
     if link is not None and turn_index <= link.branch_point_turn and not link.parent.is_deleted:
         return False
-    return WorkspaceSnapshot.objects.filter(thread=thread, turn_index=turn_index).exists()
+    ran_in = turn_ran_in(thread=thread, turn_index=turn_index)
+    return WorkspaceSnapshot.objects.filter(thread=ran_in, turn_index=turn_index).exists()
 
 
 def continue_point(*, user, thread_id, turn_index) -> tuple[Thread, int]:

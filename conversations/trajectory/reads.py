@@ -10,9 +10,9 @@ from django.db.models.functions import Cast, Substr
 from workspace import plan_tree
 from workspace.markdown import render_markdown
 from workspace.models import Thread, WorkspaceSnapshot
-from workspace.selectors import workspace_after_turn
 
 from ..models import BranchLink, Turn
+from ..selectors import workspace_after_turn_in_history
 from ..turns.slot import live_turn
 from .layout import FamilyThread, Graph, TurnFact, assemble, family_of, lane_order
 
@@ -26,19 +26,23 @@ def family_graph(*, thread: Thread) -> Graph:
     the lanes' own order, and a model's default ordering costs each
     statement its sorting and its building. A link counts only between
     threads of the same owner: a branch is its parent's owner's, and a
-    parent the owner lost is not shown as where the branch came from."""
-    links = {
-        child: (parent, point, created)
-        for child, parent, point, created in BranchLink.objects.filter(
+    parent the owner lost is not shown as where the branch came from.
+
+    A branch whose parent was deleted stands on its own, and the turns it
+    shows from before its branch point are drawn as its own, read from the
+    threads that ran them (`_inherited_turns`)."""
+    links, orphans = {}, {}
+    for child, parent, point, created, parent_deleted in (
+        BranchLink.objects.filter(
             status=BranchLink.Status.ACTIVE,
             thread__owner_id=thread.owner_id,
             thread__is_deleted=False,
             parent__owner_id=thread.owner_id,
-            parent__is_deleted=False,
         )
         .order_by()
-        .values_list("thread_id", "parent_id", "branch_point_turn", "created_at")
-    }
+        .values_list("thread_id", "parent_id", "branch_point_turn", "created_at", "parent__is_deleted")
+    ):
+        (orphans if parent_deleted else links)[child] = (parent, point, created)
     root, children = family_of(thread.pk, links)
     order = lane_order(root, children)
     # Each member's running-turn slot in the same read (a LEFT JOIN).
@@ -83,7 +87,45 @@ def family_graph(*, thread: Thread) -> Graph:
     ):
         pk = by_text[thread_id]
         turns.append(TurnFact(pk, index, _start(message), statuses.get((pk, index), complete)))
+    for member in threads:
+        if member.pk in orphans:
+            parent, point, _created = orphans[member.pk]
+            turns.extend(_inherited_turns(member.pk, parent, point))
     return assemble(current=thread.pk, threads=threads, turns=turns)
+
+
+def _inherited_turns(branch, parent, branch_point: int) -> list[TurnFact]:
+    """Turns 1..branch_point of a branch whose parent was deleted, as its
+    own: each read from the thread that ran it, up the branch links through
+    deleted threads (their snapshots and turn rows stay)."""
+    facts: list[TurnFact] = []
+    ran_in, upto, seen = parent, branch_point, {branch}
+    while upto >= 1 and ran_in not in seen:
+        seen.add(ran_in)
+        link = (
+            BranchLink.objects.filter(thread_id=ran_in, status=BranchLink.Status.ACTIVE)
+            .order_by()
+            .values_list("parent_id", "branch_point_turn")
+            .first()
+        )
+        lowest = link[1] + 1 if link is not None else 1
+        if lowest <= upto:
+            statuses = dict(
+                Turn.objects.filter(thread_id=ran_in, index__range=(lowest, upto))
+                .exclude(status=Turn.Status.COMPLETE)
+                .order_by()
+                .values_list("index", "status")
+            )
+            facts.extend(
+                TurnFact(branch, index, _start(message), statuses.get(index, Turn.Status.COMPLETE))
+                for index, message in WorkspaceSnapshot.objects.filter(thread_id=ran_in, turn_index__range=(lowest, upto))
+                .order_by()
+                .values_list("turn_index", Substr("user_message", 1, MESSAGE_START_CHARS + 1))
+            )
+        if link is None:
+            break
+        ran_in, upto = link[0], min(upto, link[1])
+    return facts
 
 
 def _start(message: str) -> str:
@@ -94,9 +136,10 @@ def _start(message: str) -> str:
 
 def preview_context(*, thread: Thread, turn_index: int) -> dict | None:
     """The workspace after `turn_index` as the preview shows it: the state a
-    branch from there starts from (workspace.selectors.workspace_after_turn,
-    docs/adr/0014), read-only plain values. None if it cannot be read."""
-    after = workspace_after_turn(thread=thread, turn_index=turn_index)
+    branch from there starts from (docs/adr/0014; for a turn a branch shows
+    from before its branch point, read up the branch links), read-only
+    plain values. None if it cannot be read."""
+    after = workspace_after_turn_in_history(thread=thread, turn_index=turn_index)
     if after is None:
         return None
     numbers = plan_tree.outline_numbers([step["depth"] for step in after.todos])

@@ -182,6 +182,34 @@ def test_pending_branches_deleted_threads_and_other_peoples_threads_stay_out(fam
 
 
 @pytest.mark.django_db
+def test_a_branch_whose_parent_was_deleted_draws_the_turns_it_came_with_as_its_own(family, owner_client):
+    root, b, c, d = family
+    e = fork(c, at=3)  # forked from a turn c only inherited
+    run_turns(e, "e four")
+    services.thread_soft_delete(thread=b)
+
+    graph = trajectory.family_graph(thread=c)
+    # Turns 1-2 ran in the root, 3-4 in the deleted b: all of them are c's history.
+    assert keys(graph.nodes) == {(c.pk, 1), (c.pk, 2), (c.pk, 3), (c.pk, 4), (c.pk, 5), (e.pk, 4)}
+    assert [n.message for n in graph.path] == ["one", "two", "b three", "b four", "c five"]
+    assert ((c.pk, 3), (e.pk, 4), "branch") in edges(graph)
+    assert graph.origin is None
+    # The root's family no longer holds c, and lost nothing of its own.
+    assert keys(trajectory.family_graph(thread=root).nodes) == {(root.pk, i) for i in (1, 2, 3, 4)} | {(d.pk, 2)}
+
+    def preview(thread, turn):
+        url = reverse("conversations:trajectory-turn", kwargs={"thread_id": thread.pk, "turn_index": turn})
+        return owner_client.get(url)
+
+    after_three = preview(c, 3)
+    assert after_three.status_code == 200 and "Viewing turn 3" in after_three.content.decode()
+    assert trajectory.is_own_turn(thread=c, turn_index=1) and trajectory.is_own_turn(thread=c, turn_index=4)
+    assert trajectory.continue_point(user=root.owner, thread_id=c.pk, turn_index=2) == (c, 2)
+    # e's own turns from before its branch point are still c's to show.
+    assert preview(e, 3).status_code == 404 and not trajectory.is_own_turn(thread=e, turn_index=3)
+
+
+@pytest.mark.django_db
 def test_a_turn_in_progress_joins_the_map_when_it_ends(family):
     root, *_ = family
     index, _snapshot = slot.turn_begin(thread=root, user_message="five")
