@@ -9,6 +9,8 @@ row and archive written before reads back with `from_json`.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 
 
@@ -66,6 +68,9 @@ class ApprovalRequest:
     # sub-steps): the approved call runs only while it would still remove
     # exactly those (agent.approvals).
     listed: tuple[int, ...] | None = None
+    # What those rows said when the card was made (`listed_fingerprint`):
+    # the approved call runs only while they still say it.
+    listed_as: str = ""
 
     def to_json(self) -> dict:
         data: dict = {"kind": self.kind, "summary": self.summary, "details": list(self.details)}
@@ -75,6 +80,8 @@ class ApprovalRequest:
             data["shown"] = list(self.shown)
         if self.listed is not None:
             data["listed"] = list(self.listed)
+        if self.listed_as:
+            data["listed_as"] = self.listed_as
         data["call_id"] = self.call_id
         data["reason"] = self.reason
         return data
@@ -95,6 +102,7 @@ class ApprovalRequest:
             reason=str(data.get("reason") or ""),
             shown=_ids(data.get("shown")),
             listed=_ids(data.get("listed")),
+            listed_as=str(data.get("listed_as") or ""),
         )
 
 
@@ -103,3 +111,10 @@ def _ids(value) -> tuple[int, ...] | None:
     if isinstance(value, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in value):
         return tuple(value)
     return None
+
+
+def listed_fingerprint(rows: list[tuple]) -> str:
+    """A short digest of what the rows a card lists say (each row a tuple
+    of plain values: its id and the fields the card's person judged it by),
+    so the card keeps a fixed size however long the rows are."""
+    return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()[:32]

@@ -45,8 +45,8 @@ from workspace.diff import REMOVED, Gap, diff_text
 from workspace.errors import InvalidInput
 from workspace.indices import index_as_shown
 
-from .approval_request import ApprovalRequest, DocumentChange
-from .context import AgentContext, Seen
+from .approval_request import ApprovalRequest, DocumentChange, listed_fingerprint
+from .context import AgentContext, ResumedCall, Seen
 from .tools.envelope import failure_envelope, rejected_envelope
 
 logger = logging.getLogger("haico.agent.approvals")
@@ -65,8 +65,8 @@ REJECTED = (
 )
 # Approved, but the rows it would remove are no longer the ones the card listed.
 CHANGED_WHILE_ASKED = (
-    "Not run: the rows this call removes changed while the person was asked (a sub-step added, or a "
-    "preference unlocked or locked), so it would no longer remove exactly what they approved, and nothing "
+    "Not run: the rows this call removes changed while the person was asked (a sub-step added or rewritten, "
+    "a preference reworded, unlocked or locked), so it would no longer remove exactly what they approved, and nothing "
     "was changed. Your next call is shown them as they are now; ask again if the removal is still wanted."
 )
 # An answer arrived for a call the resumed run was not told about.
@@ -155,6 +155,7 @@ def _plan_request(thread, args: dict, seen: Seen) -> ApprovalRequest | None:
         details.append(f"“{todos[position].text}”" + (f" and its {below} sub-step{'s' if below > 1 else ''}" if below else ""))
     if not sub_steps:
         return None
+    listed_ids = set(listed)
     return ApprovalRequest(
         kind=PLAN,
         summary=f"Remove {steps} plan step{'s' if steps > 1 else ''} together with {sub_steps} "
@@ -162,6 +163,7 @@ def _plan_request(thread, args: dict, seen: Seen) -> ApprovalRequest | None:
         details=tuple(details),
         shown=seen.plan_shown,
         listed=tuple(sorted(set(listed))),
+        listed_as=listed_fingerprint([(t.pk, t.text, t.done, t.depth) for t in todos if t.pk in listed_ids]),
     )
 
 
@@ -177,6 +179,7 @@ def _preferences_request(thread, args: dict, seen: Seen) -> ApprovalRequest | No
         details=tuple(f"“{p.title}” ({p.kind})" for p in targets),
         shown=seen.preferences_shown,
         listed=tuple(sorted({p.pk for p in targets})),
+        listed_as=listed_fingerprint(sorted((p.pk, p.title, p.subtitle, p.kind) for p in targets)),
     )
 
 
@@ -238,10 +241,11 @@ class ApprovalMiddleware(AgentMiddleware):
                 status="error",
             )
         if resuming.approved and decision_approved(decision):
-            if resuming.listed is not None and (asked.listed if asked is not None else ()) != resuming.listed:
+            if resuming.listed is not None and _listed_changed(asked, resuming):
                 # The rows changed while the card waited: a sub-step added
                 # under a step it removes, a preference unlocked that it
-                # left out. The person approved what the card listed.
+                # left out, a step or preference it lists rewritten. The
+                # person approved what the card listed.
                 return ToolMessage(
                     content=failure_envelope(CHANGED_WHILE_ASKED, refused=True),
                     tool_call_id=call["id"],
@@ -280,6 +284,15 @@ class ApprovalMiddleware(AgentMiddleware):
             return handler(request)
         _restore_shown(request.tool_call, context)
         return self._ask(request, approval_request(context.thread, request.tool_call, context.seen)) or handler(request)
+
+
+def _listed_changed(asked: ApprovalRequest | None, resuming: ResumedCall) -> bool:
+    """Whether the rows the answered call would remove now are not the
+    ones its card listed, or no longer say what they said on it (a card
+    stored before it kept what they said is judged by its rows alone)."""
+    if asked is None or asked.listed != resuming.listed:
+        return True
+    return bool(resuming.listed_as) and asked.listed_as != resuming.listed_as
 
 
 def _restore_shown(tool_call: dict, context: AgentContext) -> None:

@@ -189,8 +189,10 @@ class ResumedCall:
     # shown them (ApprovalRequest.shown), and which of the two.
     shown_kind: str = ""
     shown: tuple[int, ...] | None = None
-    # The rows the card listed as removed (ApprovalRequest.listed).
+    # The rows the card listed as removed (ApprovalRequest.listed), and
+    # what they said on it (ApprovalRequest.listed_as).
     listed: tuple[int, ...] | None = None
+    listed_as: str = ""
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,9 @@ def update_todos(thread, *, updates: list[dict], seen: Seen | None = None, autho
 )
 def remove_todos(thread, *, indices: list[int], seen: Seen | None = None, author: Author = AGENT_AUTHOR) -> Summary:
     return batch_summary(
-        plan_services.todos_remove_by_index(thread=thread, indices=indices, shown=_shown(seen), **_recorded(author))
+        plan_services.todos_remove_by_index(
+            thread=thread, indices=indices, shown=_shown(seen), steps_shown=_steps_shown(seen), **_recorded(author)
+        )
     )
 
 

@@ -37,8 +37,8 @@ class TurnApproval:
         without the ids of this thread's rows its request named the model's
         indices by (ApprovalRequest.shown), which mean nothing elsewhere and
         nothing once the call was answered; nor the ids of the rows it
-        listed (ApprovalRequest.listed)."""
-        return replace(self, request=replace(self.request, shown=None, listed=None))
+        listed (ApprovalRequest.listed) and what they said."""
+        return replace(self, request=replace(self.request, shown=None, listed=None, listed_as=""))
 
     def to_json(self) -> dict:
         data: dict = {"interrupt_id": self.interrupt_id, "request": self.request.to_json()}

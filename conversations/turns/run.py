@@ -181,6 +181,7 @@ def resumed_call(resume: Resume | None) -> ResumedCall | None:
         shown_kind=request.kind if request else "",
         shown=request.shown if request else None,
         listed=request.listed if request else None,
+        listed_as=request.listed_as if request else "",
     )
 
 

@@ -198,6 +198,41 @@ async def test_a_step_the_person_rewrites_while_the_model_thinks_keeps_their_tex
     assert await sync_to_async(_plan)(thread) == [("Collect Q1 figures", False), ("Draft the summary", False)]
 
 
+async def test_a_step_the_person_rewrites_or_ticks_while_the_model_thinks_is_not_removed(thread):
+    await sync_to_async(_steps)(thread, *(f"Step {i}" for i in range(300)))
+
+    def reply(messages):
+        # Shown "#4 [ ] Step 3" and "#251 [ ] Step 250"; the person rewrites the
+        # first with their notes and ticks the second: neither is redundant now.
+        def the_person_edits():
+            plan_services.todos_update_by_index(thread=thread, updates=[{"index": 4, "text": "Step 3: call Dr Ruiz (Ann)"}])
+            plan_services.todos_toggle_by_index(thread=thread, indices=[251])
+
+        as_another_request(the_person_edits)
+        return Reply(tool_calls=[tool_call("remove_todos", "These look redundant.", indices=[4, 251, 6])])
+
+    [result] = await tool_results_of_a_turn(thread, [reply])
+    plan = await sync_to_async(_plan)(thread)
+    assert ("Step 3: call Dr Ruiz (Ann)", False) in plan and ("Step 250", True) in plan
+    assert ("Step 5", False) not in plan and len(plan) == 299  # the unchanged step shown as #6 went
+    assert "'Step 3: call Dr Ruiz (Ann)' (not done) was changed after you were shown it (it read 'Step 3'" in result.content
+    assert "'Step 250' (done) was changed after you were shown it" in result.content
+
+
+async def test_a_removal_of_steps_all_changed_meanwhile_changes_nothing_and_records_no_history(thread):
+    await sync_to_async(_steps)(thread, "Collect figures", "Draft")
+
+    def reply(messages):
+        as_another_request(lambda: plan_services.todos_toggle_by_index(thread=thread, indices=[2]))
+        return Reply(tool_calls=[tool_call("remove_todos", "Dropping the draft.", indices=[2])])
+
+    history = await sync_to_async(lambda: thread.plan_changes.count())()
+    [result] = await tool_results_of_a_turn(thread, [reply])
+    assert await sync_to_async(_plan)(thread) == [("Collect figures", False), ("Draft", True)]
+    assert "was changed after you were shown it" in result.content
+    assert await sync_to_async(lambda: thread.plan_changes.count())() == history + 1  # the person's tick only
+
+
 async def test_a_preference_the_person_edits_while_the_model_thinks_keeps_their_edit(thread):
     await sync_to_async(_add_preference)(thread, "Short answers", "soft")
 

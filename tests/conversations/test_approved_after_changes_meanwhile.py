@@ -114,3 +114,69 @@ async def test_a_preference_the_card_left_out_as_locked_is_not_removed_once_unlo
     assert "Formal tone" in titles
     [result] = _tool_results(model)
     assert "changed while the person was asked" in result
+
+
+async def test_a_sub_step_rewritten_while_the_card_waits_is_not_removed_with_the_step(owner, thread, script):
+    await database_sync_to_async(plan_services.todos_add_outline)(
+        thread=thread,
+        steps=[
+            *({"text": f"Step {i}", "depth": 0} for i in range(100)),
+            {"text": "Ethics board", "depth": 0},
+            *({"text": f"Option {i}", "depth": 1} for i in range(3)),
+            *({"text": f"Step {i}", "depth": 0} for i in range(104, 300)),
+        ],
+    )
+    model = script(Reply(tool_calls=[tool_call("remove_todos", "Dropping the group.", indices=[101])]), Reply(text="Done."))
+    await registry.start_turn(thread=thread, user_message="drop the ethics group")
+    row = await _card_waiting(thread)
+    assert row.approval["request"]["details"] == ["“Ethics board” and its 3 sub-steps"]
+
+    # While the card waits, the owner turns one option into a confirmed booking.
+    await database_sync_to_async(plan_services.todos_update_by_index)(
+        thread=thread, updates=[{"index": 103, "text": "Booked for 12 March (confirmed)"}]
+    )
+    await _approve(thread, owner)
+
+    plan = await database_sync_to_async(lambda: [s.text for s in selectors.plan_steps(thread=thread)])()
+    assert "Booked for 12 March (confirmed)" in plan and "Ethics board" in plan and len(plan) == 300
+    [result] = _tool_results(model)
+    assert "changed while the person was asked" in result
+
+
+async def test_a_preference_reworded_while_the_card_waits_is_not_removed(owner, thread, script):
+    await database_sync_to_async(preference_services.preferences_add)(
+        thread=thread, items=[{"title": f"Rule {i}", "kind": "soft"} for i in range(100)], respect_lock=False
+    )
+    model = script(Reply(tool_calls=[tool_call("remove_preferences", "Dropping rule 40.", indices=[41])]), Reply(text="Done."))
+    await registry.start_turn(thread=thread, user_message="drop rule 40")
+    row = await _card_waiting(thread)
+    assert row.approval["request"]["details"] == ["“Rule 40” (soft)"]
+
+    # While the card waits, someone rewords that row into a new hard rule.
+    await database_sync_to_async(preference_services.preferences_update_by_index)(
+        thread=thread, updates=[{"index": 41, "title": "Never quote paywalled sources", "kind": "hard"}], respect_lock=False
+    )
+    await _approve(thread, owner)
+
+    titles = await database_sync_to_async(lambda: [p.title for p in selectors.preferences_for(thread=thread)])()
+    assert "Never quote paywalled sources" in titles and len(titles) == 100
+    [result] = _tool_results(model)
+    assert "changed while the person was asked" in result
+
+
+async def test_an_approved_removal_of_unchanged_rows_still_removes_them(owner, thread, script):
+    await database_sync_to_async(preference_services.preferences_add)(
+        thread=thread,
+        items=[{"title": "Formal tone", "kind": "hard"}, {"title": "Short answers", "kind": "soft"}],
+        respect_lock=False,
+    )
+    script(Reply(tool_calls=[tool_call("remove_preferences", "Dropping it.", indices=[2])]), Reply(text="Done."))
+    await registry.start_turn(thread=thread, user_message="drop short answers")
+    await _card_waiting(thread)
+    # Another preference changes meanwhile: not one the card lists.
+    await database_sync_to_async(preference_services.preferences_update_by_index)(
+        thread=thread, updates=[{"index": 1, "title": "Formal, warm tone"}], respect_lock=False
+    )
+    await _approve(thread, owner)
+    titles = await database_sync_to_async(lambda: [p.title for p in selectors.preferences_for(thread=thread)])()
+    assert titles == ["Formal, warm tone"]

@@ -82,7 +82,7 @@ def _as_shown(approval):
     rows its request kept for the call (which a copy cannot keep)."""
     if approval is None:
         return None
-    return {**approval, "request": {k: v for k, v in approval["request"].items() if k not in ("shown", "listed")}}
+    return {**approval, "request": {k: v for k, v in approval["request"].items() if k not in ("shown", "listed", "listed_as")}}
 
 
 @database_sync_to_async
@@ -121,6 +121,7 @@ async def test_an_imported_thread_keeps_the_approval_card_mode_and_selection(own
     # The ids of this thread's rows the pending call was resolved by stay behind.
     assert "shown" not in turns[0]["approval"]["request"]
     assert "listed" not in turns[0]["approval"]["request"]
+    assert "listed_as" not in turns[0]["approval"]["request"]
 
     imported = await database_sync_to_async(import_archive)(raw=raw, owner=owner)
     assert await _rows(imported) == await _rows(source)

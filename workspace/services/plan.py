@@ -446,10 +446,15 @@ def todos_remove_by_index(
     thread: Thread,
     indices: list[int],
     shown: Sequence[int] | None = None,
+    steps_shown: Mapping[int, tuple[str, bool]] | None = None,
     author: str = Author.SYSTEM,
     token_name: str = "",
     person=None,
 ) -> BatchResult:
+    """Remove steps with their sub-steps. `steps_shown`: each step's (text,
+    mark) as the caller was shown it; a step someone rewrote, ticked or
+    unticked since is kept and reported: the caller decided from what it
+    said then (docs/adr/0115)."""
     todos = _plan(thread.pk)
     targets = _targets(todos, indices, shown)
     result = BatchResult()
@@ -458,6 +463,14 @@ def todos_remove_by_index(
     for todo in targets:
         if todo.pk in gone:
             continue  # already removed with an ancestor
+        if steps_shown is not None and steps_shown.get(todo.pk, (todo.text, todo.done)) != (todo.text, todo.done):
+            was, was_done = steps_shown[todo.pk]
+            mark = "done" if todo.done else "not done"
+            result.skipped.append(
+                f"step '{todo.text}' ({mark}) was changed after you were shown it (it read '{was}', "
+                f"{'done' if was_done else 'not done'}), so it was not removed"
+            )
+            continue
         depths = _depths(todos)
         i = _row_of(todos, todo)
         end = plan_tree.subtree_end(depths, i)
@@ -466,6 +479,8 @@ def todos_remove_by_index(
         del todos[i:end]
         result.done.append(f"removed '{todo.text}'" + (f" and {removed - 1} sub-steps" if removed > 1 else ""))
         names.append(_quoted(todo.text) + (f" and {_sub_steps(removed - 1)}" if removed > 1 else ""))
+    if not gone:
+        return result
     Todo.objects.filter(pk__in=gone).delete()
     _write(todos, _depths(todos))
     changed(thread.pk, "plan", gone, reordered=True)
