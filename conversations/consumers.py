@@ -58,7 +58,7 @@ from django.contrib.auth import get_user_model
 
 from agent import catalogue
 from agent.model import ModelNotConfigured
-from workspace.errors import UserFacingError
+from workspace.errors import VIEW_ONLY_MESSAGE, UserFacingError
 from workspace.selectors import Access, thread_and_access_for_user
 from workspace.text import encodable
 
@@ -91,7 +91,6 @@ CLOSE_SOMEONE_ELSE = 4409
 CLOSE_TOO_MANY = 4429
 
 NOT_FOUND_MESSAGE = "This thread does not exist or is not yours."
-VIEW_ONLY_MESSAGE = "You can view this thread but not change it; ask its owner to make you an editor."
 ROLE_LOWERED_MESSAGE = "The owner made you a viewer of this thread: reload the page to see it as a viewer."
 ROLE_RAISED_MESSAGE = "The owner made you an editor of this thread: reload the page to edit it."
 STAFF_NOT_FOUND_MESSAGE = "No such thread to view."

@@ -59,6 +59,7 @@ from agent.tools.envelope import (
     parse_envelope,
 )
 from agent.tools.registry import tool_specs
+from workspace.errors import VIEW_ONLY_MESSAGE
 from workspace.models import DocumentRevision, Thread
 from workspace.selectors import (
     Access,
@@ -300,8 +301,11 @@ def call_tool(token: AccessToken, name: str, arguments) -> CallResult:
     if THREAD_FIELD not in arguments:
         return _refused(f"{THREAD_FIELD} is required: the id of one of your threads (list_threads).")
     level = Access.VIEW if is_read_tool(name) else Access.EDIT
-    thread = _thread(token, arguments.pop(THREAD_FIELD), level=level)
+    thread_id = arguments.pop(THREAD_FIELD)
+    thread = _thread(token, thread_id, level=level)
     if thread is None:
+        if level == Access.EDIT and _thread(token, thread_id, level=Access.VIEW) is not None:
+            return _refused(VIEW_ONLY_MESSAGE)
         return _refused("No such thread among yours. Call list_threads for their ids.")
     if name == GET_WORKSPACE:
         reading = workspace_reading_for(thread=thread)

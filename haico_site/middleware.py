@@ -55,6 +55,8 @@ from django_htmx.http import reswap
 from conversations import login_limits, outages, ratelimit
 from workspace import panels
 from workspace.content_store import CorruptContent
+from workspace.errors import VIEW_ONLY_MESSAGE
+from workspace.selectors import ViewOnly
 from workspace.views.common import flash
 
 from . import views
@@ -122,6 +124,11 @@ class HtmxErrorsMiddleware:
         return None
 
     def process_exception(self, request, exception):
+        if isinstance(exception, ViewOnly):
+            if request.htmx:
+                return htmx_message(request, VIEW_ONLY_MESSAGE)
+            context = {"heading": "View only", "message": VIEW_ONLY_MESSAGE, "advice": "Nothing was changed."}
+            return render(request, "errors/message.html", context, status=403)
         if request.htmx and isinstance(exception, Http404):
             return htmx_message(request, GONE)
         if isinstance(exception, CorruptContent):

@@ -16,6 +16,11 @@ class UserFacingError(Exception):
         return self.message
 
 
+# What a viewer is told when they try to change a thread shared with them:
+# they can see it, so saying it is not there would only puzzle them.
+VIEW_ONLY_MESSAGE = "You can view this thread but not change it; ask its owner to make you an editor."
+
+
 class WorkspaceError(UserFacingError):
     """A workspace write was refused; nothing was changed."""
 

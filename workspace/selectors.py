@@ -99,12 +99,23 @@ def thread_for_user(*, user: User | AnonymousUser | None, thread_id, level: Acce
     return thread if access is not None and access >= level else None
 
 
+class ViewOnly(Http404):
+    """A write to a thread the person may only view: a 404 to everything
+    that treats it as one, which a page may answer with VIEW_ONLY_MESSAGE
+    (the person sees the thread, so its existence is no secret to them)."""
+
+
 def get_thread_for_user_or_404(*, user: User | AnonymousUser, thread_id, level: Access) -> Thread:
     """A thread the person may not act on at `level` is a 404, never a 403
-    that would confirm it exists: a viewer's write looks like a stranger's."""
-    thread = thread_for_user(user=user, thread_id=thread_id, level=level)
-    if thread is None:
+    that would confirm it exists to a stranger; a viewer's write raises
+    ViewOnly, a 404 that says why to whoever answers it."""
+    thread, access = thread_and_access_for_user(user=user, thread_id=thread_id)
+    if thread is None or access is None:
         raise Http404("No such thread.")
+    if access < level:
+        # An editor at an owner's route is answered as a stranger: "view
+        # only" would be untrue, and the owner's routes are the owner's.
+        raise ViewOnly("View only.") if access == Access.VIEW and level == Access.EDIT else Http404("No such thread.")
     return thread
 
 

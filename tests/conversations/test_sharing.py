@@ -225,7 +225,8 @@ def test_an_editors_token_writes_a_viewers_only_reads_and_a_removed_persons_reac
     assert not call_tool(editor_token, "add_preferences", dict(add)).is_error
     assert not call_tool(viewer_token, "get_workspace", dict(read)).is_error
     refused = call_tool(viewer_token, "add_preferences", dict(add))
-    assert refused.is_error and "No such thread" in refused.text
+    # The viewer is told why: the thread is among those list_threads gives them.
+    assert refused.is_error and "You can view this thread but not change it" in refused.text
     listed = json.loads(call_tool(viewer_token, "list_threads", {}).text)["threads"]
     assert [t["id"] for t in listed] == [str(thread.pk)]
 

@@ -54,7 +54,7 @@ from conversations.signup import invite_create
 from conversations.tokens import token_create
 from conversations.turns import slot
 from haico_site.views import STALE_PAGE
-from tests.support.web import HTMX, RowChanges, answered_as_missing
+from tests.support.web import HTMX, RowChanges, answered_as_missing, answered_as_view_only
 from workspace import selectors
 from workspace.models import (
     DocumentRevision,
@@ -801,8 +801,9 @@ def needed_level(spec: Owned, method: str) -> Access:
 @pytest.mark.parametrize("route", THREAD_ROUTES, ids=_route_id)
 def test_route_answers_each_person_the_thread_is_shared_with_by_their_role(route, world, owner, other_user, staff, settings):
     """Reads to viewers (the link's too), writes to editors, the owner's
-    routes to the owner only; anyone refused gets the stranger's 404 and the
-    database is unchanged. The owner's own answers are the walk's above."""
+    routes to the owner only; anyone refused gets the stranger's 404 (a
+    viewer's write: told they may only view) and the database is unchanged.
+    The owner's own answers are the walk's above."""
     spec = ROUTES[route.key]
     assert isinstance(spec, Owned)
     for name, value in spec.settings.items():
@@ -819,7 +820,10 @@ def test_route_answers_each_person_the_thread_is_shared_with_by_their_role(route
             where = f"{route.key} {method} by the {persona}"
             allowed = level is not None and level >= needed_level(spec, method) and not spec.personal
             if not allowed:
-                assert answered_as_missing(response), f"{where}: {response.status_code}, not answered as missing"
+                if level == Access.VIEW and needed_level(spec, method) == Access.EDIT:
+                    assert answered_as_view_only(response), f"{where}: {response.status_code}, not told it is view only"
+                else:
+                    assert answered_as_missing(response), f"{where}: {response.status_code}, not answered as missing"
                 assert SECRET not in body(response), f"{where} shows the owner's text"
                 assert not changed, f"{where} changed the database"
                 continue

@@ -59,6 +59,14 @@ class RowChanges:
         return self._now() != self._before
 
 
+def answered_as_view_only(response) -> bool:
+    """How a viewer's write is answered: nothing changed, and they are told
+    they may only view (a plain request gets a 403 page saying so)."""
+    shown = response.content.decode() + response.get("HX-Trigger", "")
+    expected = 200 if response.wsgi_request.htmx else 403
+    return response.status_code == expected and "You can view this thread but not change it" in shown
+
+
 def answered_as_missing(response) -> bool:
     """How a thread or row that is not there for this person (deleted, maybe
     in another tab, or someone else's) is answered: a plain request gets a

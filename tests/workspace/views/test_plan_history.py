@@ -101,7 +101,8 @@ def test_a_viewers_plan_write_is_refused_and_records_nothing(viewer_client, thre
     added = viewer_client.post(ws_url(thread, "plan/add/"), {"text": "Sneaked in"})
     ticked = viewer_client.post(ws_url(thread, f"plan/{step.pk}/done/"), {"done": "true"})
 
-    assert added.status_code == 404 and ticked.status_code == 404
+    assert added.status_code == 403 and ticked.status_code == 403
+    assert "You can view this thread but not change it" in added.content.decode()
     assert _recorded(thread) == before
     assert list(Todo.objects.filter(thread=thread).values_list("text", "done")) == [("Draft", False)]
 
