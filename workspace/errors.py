@@ -37,9 +37,23 @@ class PreferenceLocked(WorkspaceError):
     """The agent tried to change a preference the person locked."""
 
 
-class ObjectiveChanged(WorkspaceError):
-    """The agent's objective would replace one someone else wrote after the
-    agent was shown the objective; nothing was written."""
+class ChangedMeanwhile(WorkspaceError):
+    """A person's form was filled from a row someone else changed since, and
+    would replace their change; nothing was written (docs/adr/0125).
+    `base`: the form's hidden fields as the row holds them now (field name →
+    value), which the form takes on with what was typed, so saving again
+    replaces the change deliberately; empty when the page is shown afresh
+    instead (a step moved meanwhile)."""
+
+    def __init__(self, message: str, *, base: dict[str, str] | None = None):
+        super().__init__(message)
+        self.base = dict(base or {})
+
+
+class ObjectiveChanged(ChangedMeanwhile):
+    """The agent's (or a person's) objective would replace one someone else
+    wrote after they were shown the objective; nothing was written
+    (docs/adr/0114, docs/adr/0125)."""
 
 
 class DocumentConflict(WorkspaceError):

@@ -77,12 +77,24 @@ class FlagField(forms.Field):
         raise forms.ValidationError(f"Say whether {self.question} (1 or 0){shown}.")
 
 
+def shown_field(label: str, max_chars: int) -> RuleTextField:
+    """What the person's page showed a row's field as, sent with their edit
+    so a change someone made since is not replaced unseen (docs/adr/0125).
+    Left out (a page or client from before it): None, the edit saves as before."""
+    return RuleTextField(label=f"The {label} your page showed", max_chars=max_chars, allow_empty=True)
+
+
 class ObjectiveForm(forms.Form):
     text = RuleTextField(label="Objective", max_chars=OBJECTIVE_MAX_CHARS, required=True)
+    was = shown_field("objective", OBJECTIVE_MAX_CHARS)
 
 
 class StepTextForm(forms.Form):
     text = RuleTextField(label="Step text", max_chars=TODO_TEXT_MAX_CHARS, required=True)
+
+
+class StepEditForm(StepTextForm):
+    was = shown_field("step text", TODO_TEXT_MAX_CHARS)
 
 
 class StepDoneForm(forms.Form):
@@ -128,14 +140,33 @@ class PreferenceAddForm(forms.Form):
 
 
 class PreferenceEditForm(forms.Form):
-    """Every field optional: what is not sent stays as it is."""
+    """Every field optional: what is not sent stays as it is. `was_*`: the
+    preference as the person's page showed it (docs/adr/0125), all three or none."""
 
     title = RuleTextField(label="Title", max_chars=PREFERENCE_TITLE_MAX_CHARS)
     subtitle = RuleTextField(label="Subtitle", max_chars=PREFERENCE_SUBTITLE_MAX_CHARS, allow_empty=True)
     kind = forms.ChoiceField(choices=Preference.Kind.choices, required=False, error_messages=KIND_ERRORS)
+    was_title = shown_field("title", PREFERENCE_TITLE_MAX_CHARS)
+    was_subtitle = shown_field("detail", PREFERENCE_SUBTITLE_MAX_CHARS)
+    was_kind = forms.ChoiceField(
+        choices=Preference.Kind.choices,
+        required=False,
+        error_messages={"invalid_choice": "The kind your page showed must be 'hard' or 'soft', not '%(value)s'."},
+    )
 
     def clean_kind(self):
         return self.cleaned_data["kind"] or None
+
+    def clean(self):
+        super().clean()
+        data = self.cleaned_data
+        shown = (data.pop("was_title", None), data.pop("was_subtitle", None), data.pop("was_kind", None) or None)
+        if self.errors:
+            return data
+        if any(value is not None for value in shown) and None in shown:
+            raise forms.ValidationError("Your page did not say how it showed the preference; reload the page and try again.")
+        data["shown"] = None if shown[0] is None else shown
+        return data
 
 
 class PreferenceLockForm(forms.Form):

@@ -206,8 +206,9 @@ def render_review(*, thread: Thread, message: str = "", alert: bool = False, req
     return render_to_string("workspace/panels/centre.html#review", context, request=request)
 
 
-def render_error(*, panel: str, target: str, message: str, row_id=None) -> str:
-    context = {"panel": panel, "target": target, "message": message, "row_id": row_id}
+def render_error(*, panel: str, target: str, message: str, row_id=None, base: dict[str, str] | None = None) -> str:
+    """A refusal; `base`: the hidden fields the open form takes on (docs/adr/0125)."""
+    context = {"panel": panel, "target": target, "message": message, "row_id": row_id, "base": base or {}}
     return render_to_string(f"{LIVE}#error", context)
 
 

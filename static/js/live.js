@@ -25,7 +25,8 @@
  *   (a turn's version arrows, its Feedback control), where the page has
  *   them and they do not match data-unless; focus stays on the same control.
  * - "trajectory": a turn's new node on the map (static/js/trajectory.js).
- * - "error": a refusal, shown where the person asked.
+ * - "error": a refusal, shown where the person asked; its data-base-<name>
+ *   values go into the open form's hidden fields (docs/adr/0125).
  * - "navigate": go to another thread's page (a branch this tab just made).
  * - "chat": a push too big to send (a long answer) or that may have been
  *   lost: the page asks for the chat from the latest turn it shows on
@@ -691,6 +692,14 @@
       var row = panel.querySelector("#step-" + rowId + ", #pref-" + rowId);
       form = row && row.querySelector('form[data-edit-form="' + target + '"]:not([hidden])');
     }
+    // Someone changed the row since the form was filled (docs/adr/0125): what
+    // is typed stays, its base becomes the row as it is now, so Save again
+    // replaces that change knowingly.
+    Array.prototype.forEach.call(template.attributes, function (attr) {
+      if (!form || attr.name.indexOf("data-base-") !== 0) return;
+      var field = form.querySelector('input[type=hidden][name="' + attr.name.slice(10) + '"]');
+      if (field) field.value = attr.value;
+    });
     var slot = form ? formError(form) : panel.querySelector(".panel-error");
     if (!slot) return;
     slot.textContent = template.content.textContent;

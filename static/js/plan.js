@@ -61,7 +61,11 @@
     var field = form.querySelector("input[name=text]");
     var text = scope.querySelector(":scope > .edit-view .step-text");
     // The edit form starts from the step's text; reset() (Cancel) returns to it.
-    if (name === "edit" && text && field) field.defaultValue = text.textContent;
+    // The text it was filled with goes with it (docs/adr/0125).
+    if (name === "edit" && text && field) {
+      field.defaultValue = text.textContent;
+      HAICO.shown(form, "was", text.textContent);
+    }
     scope.querySelector(":scope > .edit-view").insertAdjacentElement("afterend", form);
     if (window.htmx) window.htmx.process(form);
     return form;

@@ -33,6 +33,10 @@
     form.elements.kind.querySelectorAll("option").forEach(function (option) {
       option.defaultSelected = option.value === kind;
     });
+    // What it was filled with goes with it (docs/adr/0125).
+    HAICO.shown(form, "was_title", form.elements.title.defaultValue);
+    HAICO.shown(form, "was_subtitle", form.elements.subtitle.defaultValue);
+    HAICO.shown(form, "was_kind", kind);
     scope.querySelector(":scope > .edit-view").insertAdjacentElement("afterend", form);
     if (window.htmx) window.htmx.process(form);
     return form;

@@ -68,6 +68,7 @@
       var source = document.querySelector(field.getAttribute("data-fill-from"));
       field.defaultValue = source ? source.textContent : "";
       field.value = field.defaultValue;
+      HAICO.shown(form, "was", field.defaultValue);
     }
     if (field) {
       field.focus();
@@ -77,6 +78,18 @@
   }
 
   HAICO.openForm = openForm;
+  // A form carries what it was filled with (a hidden field), so the server
+  // keeps a change someone made since rather than save over it (docs/adr/0125).
+  HAICO.shown = function (form, name, value) {
+    var field = form.querySelector('input[type=hidden][name="' + name + '"]');
+    if (!field) {
+      field = document.createElement("input");
+      field.type = "hidden";
+      field.name = name;
+      form.appendChild(field);
+    }
+    field.value = value;
+  };
   HAICO.closeForms = closeForms;
 
   document.addEventListener("click", function (event) {

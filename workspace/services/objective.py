@@ -41,7 +41,7 @@ def objective_set(
         return objective  # the same value again is not a change
     current = objective.text if objective is not None else ""
     if known is not None and current not in known:
-        raise ObjectiveChanged(_changed_meanwhile(thread, current))
+        raise ObjectiveChanged(_changed_meanwhile(thread, current, author), base={"was": current})
     if objective is None:
         objective = Objective.objects.create(thread=thread, text=text)
     else:
@@ -61,12 +61,18 @@ def objective_set(
     return objective
 
 
-def _changed_meanwhile(thread: Thread, current: str) -> str:
-    """The refusal, naming who wrote the objective it keeps."""
+def _changed_meanwhile(thread: Thread, current: str, author: str) -> str:
+    """The refusal, naming who wrote the objective it keeps: for the agent,
+    or for a person whose form showed an older one (docs/adr/0125)."""
     latest = ObjectiveRevision.objects.filter(thread=thread).order_by("-created_at", "-pk").first()
     who = (latest.person_name if latest is not None else "") or "Someone"
     if latest is not None and latest.author == Author.AGENT:
-        who = "Another turn of the agent"
+        who = "Another turn of the agent" if author == Author.AGENT else "The agent"
+    if author == Author.PERSON:
+        return (
+            f"{who} changed the objective meanwhile: it now reads “{current}”. Your text was not saved and is still "
+            "in the form: Save again to replace theirs, or Cancel to keep it."
+        )
     return (
         f"Nothing was changed: {who} set the objective to “{current}” after you were shown it, so theirs stays. "
         "If yours is still better, propose it to the person in your answer instead."

@@ -18,7 +18,7 @@ from django.db.models import Subquery
 from django.utils import timezone
 
 from .. import people, plan_tree
-from ..errors import InvalidInput, NotFound
+from ..errors import ChangedMeanwhile, InvalidInput, NotFound
 from ..events import Change, announce
 from ..indices import index_as_shown
 from ..models import TODO_TEXT_MAX_CHARS, PlanChange, Thread, Todo
@@ -228,14 +228,27 @@ def _current(todo: Todo) -> tuple[str, bool]:
 
 
 @transaction.atomic
-def todo_update_text(*, todo: Todo, text: str, author: str = Author.SYSTEM, token_name: str = "", person=None) -> Todo:
+def todo_update_text(
+    *, todo: Todo, text: str, was: str | None = None, author: str = Author.SYSTEM, token_name: str = "", person=None
+) -> Todo:
+    """`was`: the text the person's page showed (None: not known). When the
+    step reads otherwise now, someone renamed it meanwhile and theirs stays
+    (ChangedMeanwhile, docs/adr/0125), unless it already reads `text`."""
     text = _clean_step_text(text)
-    was, _done = _current(todo)
+    current, _done = _current(todo)
+    if was is not None and was != current and text != current:
+        raise ChangedMeanwhile(
+            f"Someone else changed this step meanwhile: it now reads {_quoted(current)}. Your text was not saved and is "
+            "still in the form: Save again to replace theirs, or Cancel to keep it.",
+            base={"was": current},
+        )
     todo.text = text
     todo.save(update_fields=["text", "updated_at"])
     changed(todo.thread_id, "plan", [todo.pk])
-    if text != was:
-        _record(todo.thread_id, Action.RENAMED, f"Renamed {_quoted(was)} to {_quoted(text)}", **_by(author, token_name, person))
+    if text != current:
+        _record(
+            todo.thread_id, Action.RENAMED, f"Renamed {_quoted(current)} to {_quoted(text)}", **_by(author, token_name, person)
+        )
     return todo
 
 

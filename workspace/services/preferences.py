@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from django.db import transaction
 
 from .. import selectors
-from ..errors import InvalidInput, NotFound, PreferenceLocked
+from ..errors import ChangedMeanwhile, InvalidInput, NotFound, PreferenceLocked
 from ..indices import index_as_shown
 from ..models import PREFERENCE_SUBTITLE_MAX_CHARS, PREFERENCE_TITLE_MAX_CHARS, Preference, Thread
 from ..text import clean_text
@@ -75,12 +75,14 @@ def preferences_add(*, thread: Thread, items: list[dict], respect_lock: bool) ->
 
 
 def _refresh_lock(preference: Preference) -> None:
-    """Re-read the row's lock inside the transaction: the object may have been
-    loaded before the person locked (or deleted) it in another tab."""
-    locked = Preference.objects.select_for_update().filter(pk=preference.pk).values_list("locked", flat=True).first()
-    if locked is None:
+    """Re-read the row inside the transaction, locked: the object may have
+    been loaded before someone changed, locked (or deleted) it in another tab."""
+    row = (
+        Preference.objects.select_for_update().filter(pk=preference.pk).values_list("locked", "title", "subtitle", "kind").first()
+    )
+    if row is None:
         raise NotFound("That preference no longer exists.")
-    preference.locked = locked
+    preference.locked, preference.title, preference.subtitle, preference.kind = row
 
 
 def _check_lock(preference: Preference, *, respect_lock: bool, verb: str) -> None:
@@ -99,7 +101,12 @@ def preference_update(
     subtitle: str | None = None,
     kind: str | None = None,
     respect_lock: bool,
+    shown: tuple[str, str, str] | None = None,
 ) -> Preference:
+    """`shown`: the (title, subtitle, kind) the person's page showed (None:
+    not known). When the preference holds others now, someone edited it
+    meanwhile and their edit stays (ChangedMeanwhile, docs/adr/0125), unless
+    it already holds what this edit would make of it."""
     _check_lock(preference, respect_lock=respect_lock, verb="modified")
     before = (preference.title, preference.subtitle, preference.kind)
     if title is not None:
@@ -110,10 +117,20 @@ def preference_update(
         preference.kind = _clean_kind(kind)
     if (preference.title, preference.subtitle, preference.kind) == before:
         return preference  # nothing to write, nothing to announce
+    if shown is not None and tuple(shown) != before:
+        raise ChangedMeanwhile(_edited_meanwhile(*before), base=dict(zip(("was_title", "was_subtitle", "was_kind"), before)))
     # Named fields only, so a stale object never writes back an old lock.
     preference.save(update_fields=["title", "subtitle", "kind", "updated_at"])
     changed(preference.thread_id, "preferences", [preference.pk])
     return preference
+
+
+def _edited_meanwhile(title: str, subtitle: str, kind: str) -> str:
+    detail = f" with the detail “{subtitle}”" if subtitle else " with no detail"
+    return (
+        f"Someone else changed this preference meanwhile: it now reads “{title}”{detail} ({kind}). Your changes were "
+        "not saved and are still in the form: Save again to replace theirs, or Cancel to keep it."
+    )
 
 
 @transaction.atomic

@@ -9,6 +9,11 @@ message patch shown where the person asked, leaving what they typed in
 place. Plain form posts (no JavaScript) get the page back on success and the
 panel with its message (400) on a refusal.
 
+A row someone changed since the person's page showed it (`changed_meanwhile`,
+docs/adr/0125) is answered like a refusal too: nothing was written, the
+message says what the row holds now, htmx gets the rows as stored and the
+open form's new base, a plain post its form back with what was typed.
+
 A row another tab deleted (`gone`) is answered like a refusal, with the
 panel's rows refreshed so the page drops it; what has no place in a panel
 (`flash`) goes to the page's flash line. Never an error status for htmx: with
@@ -24,7 +29,7 @@ from django_htmx.http import reswap, trigger_client_event
 from django_htmx.middleware import HtmxDetails
 
 from .. import events, panels
-from ..errors import WorkspaceError
+from ..errors import ChangedMeanwhile, WorkspaceError
 from ..events import Change
 from ..forms import first_error
 from ..models import Thread
@@ -63,6 +68,23 @@ def gone(request: HtmxHttpRequest, panel: str, *, thread: Thread, message: str) 
         raise Http404(message)
     error = panels.render_error(panel=panel, target="panel", message=message)
     return HttpResponse(error + REFRESH_ROWS[panel](thread=thread))
+
+
+def changed_meanwhile(
+    request: HtmxHttpRequest, panel: str, *, thread: Thread, error: ChangedMeanwhile, target: str, row_id
+) -> HttpResponse:
+    """The person's page showed the row before someone else changed it:
+    nothing was written. htmx gets the message at `target` with the base the
+    open form takes on (`error.base`), and the row as stored (no base: every
+    row, a step moved: the plan as it is now); a plain post the panel with
+    the message and, when there is a base, the form back with what was typed
+    and that base (400), so saving again replaces the change deliberately."""
+    if request.htmx:
+        message = panels.render_error(panel=panel, target=target, message=error.message, row_id=row_id, base=error.base)
+        return HttpResponse(message + REFRESH_ROWS[panel](thread=thread, ids=[row_id] if error.base else None))
+    retry = {"url": request.path, "values": request.POST, "base": error.base} if error.base else None
+    context = panels.panel_context(panel, thread=thread, error=error.message, retry=retry)
+    return render(request, panels.PANEL_TEMPLATES[panel], context, status=400)
 
 
 def flash(message: str) -> HttpResponse:
@@ -125,6 +147,8 @@ def act_on_row(
     with events.collecting() as changes:
         try:
             action(row, data)
+        except ChangedMeanwhile as exc:
+            return changed_meanwhile(request, panel, thread=thread, error=exc, target=target, row_id=pk)
         except WorkspaceError as exc:
             return refused(request, panel, thread=thread, message=exc.message, target=target, row_id=pk)
     return changed(request, thread, changes)

@@ -13,7 +13,15 @@ from django.views.decorators.http import require_GET, require_POST
 
 from .. import events, selectors
 from ..errors import NotFound, WorkspaceError
-from ..forms import PlanHistoryForm, StepDoneForm, StepMoveForm, StepPlaceForm, StepTextForm, first_error
+from ..forms import (
+    PlanHistoryForm,
+    StepDoneForm,
+    StepEditForm,
+    StepMoveForm,
+    StepPlaceForm,
+    StepTextForm,
+    first_error,
+)
 from ..models import Todo
 from ..selectors import Access
 from ..services import plan as plan_services
@@ -72,8 +80,8 @@ def step_update(request, thread_id, pk):
         request,
         thread_id,
         pk,
-        lambda todo, data: plan_services.todo_update_text(todo=todo, text=data["text"], **_by(request)),
-        form_class=StepTextForm,
+        lambda todo, data: plan_services.todo_update_text(todo=todo, text=data["text"], was=data["was"], **_by(request)),
+        form_class=StepEditForm,
         target="edit",
     )
 

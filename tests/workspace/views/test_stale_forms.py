@@ -1,0 +1,213 @@
+"""A form saves over only what its person saw (docs/adr/0125).
+
+Two editors of one thread, the owner and another editor, each in their
+own session. The other editor's page was rendered (and their form filled
+from it), then the owner saved a change, then the other editor submits the
+form they had open, carrying the value it was filled with (`was`, as
+static/js builds it). Nothing the owner saved is replaced without a word:
+the other editor is told what it says now, their text stays in the form
+with the base moved to the current value, and saving again replaces it
+deliberately. At size: a plan of 300 steps, 100 preferences."""
+
+import pytest
+from django.test import Client
+
+from conversations import sharing
+from tests.support.patches import read_patches
+from tests.support.web import HTMX, ws_url
+from workspace.models import Objective, PlanChange, Preference, Todo
+from workspace.services import objective as objective_services
+from workspace.services import plan as plan_services
+from workspace.services import preferences as preference_services
+
+pytestmark = pytest.mark.django_db
+
+ANNS_STEP = "Ask finance for the Q3 numbers (agreed with the CFO)"
+
+
+@pytest.fixture
+def editor(django_user_model):
+    return django_user_model.objects.create_user(username="ben", password="x")
+
+
+@pytest.fixture
+def two(thread, owner, editor):
+    """The owner's and the other editor's sessions."""
+    sharing.thread_member_add(thread=thread, who="ben", role="editor", by=owner)
+    mine, theirs = Client(), Client()
+    mine.force_login(owner)
+    theirs.force_login(editor)
+    return mine, theirs
+
+
+def big_plan(thread, n=300):
+    """n steps: groups of a top step, two sub-steps and a sub-sub-step."""
+    plan_services.todos_add_outline(thread=thread, steps=[{"text": f"Step {i}", "depth": (0, 1, 2, 1)[i % 4]} for i in range(n)])
+    return list(Todo.objects.filter(thread=thread).order_by("position"))
+
+
+def shown(reply) -> str:
+    """What the person is shown: the answer's text (refusals are in its patches)."""
+    return reply.content.decode()
+
+
+def error_patch(reply):
+    errors = [p for p in read_patches(shown(reply)) if p.kind == "error"]
+    assert len(errors) == 1, shown(reply)
+    return errors[0]
+
+
+# --- a step's text ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("htmx", [True, False], ids=["htmx", "plain"])
+def test_a_stale_step_rename_is_refused_and_keeps_both_texts(thread, two, htmx):
+    mine, theirs = two
+    step = big_plan(thread)[157]
+    url = ws_url(thread, f"plan/{step.pk}/edit/")
+    headers = HTMX if htmx else {}
+    assert mine.post(url, {"text": ANNS_STEP, "was": "Step 157"}, **HTMX).status_code == 200
+
+    reply = theirs.post(url, {"text": "Step 157 – tidy", "was": "Step 157"}, **headers)
+
+    assert Todo.objects.get(pk=step.pk).text == ANNS_STEP
+    assert PlanChange.objects.filter(summary__contains="tidy").count() == 0
+    body = shown(reply)
+    assert "Someone else changed this step meanwhile" in body and ANNS_STEP in body
+    if htmx:
+        assert reply.status_code == 200
+        error = error_patch(reply)
+        assert error.attrs["data-target"] == "edit" and error.attrs["data-row"] == str(step.pk)
+        assert error.attrs["data-base-was"] == ANNS_STEP  # the open form's base moves to what it says now
+    else:
+        assert reply.status_code == 400
+        # The form comes back with the typed text and the current text as its base.
+        assert 'value="Step 157 – tidy"' in body
+        assert f'name="was" value="{ANNS_STEP}"' in body
+    # Saving again from the new base replaces it, deliberately.
+    again = theirs.post(url, {"text": "Step 157 – tidy", "was": ANNS_STEP}, **headers)
+    assert again.status_code in (200, 302)
+    assert Todo.objects.get(pk=step.pk).text == "Step 157 – tidy"
+    # The owner's page shows the step as stored.
+    assert "Step 157 – tidy" in mine.get(ws_url(thread)).content.decode()
+
+
+def test_a_rename_to_what_it_already_says_or_from_the_current_text_saves(thread, two):
+    mine, theirs = two
+    step = big_plan(thread)[10]
+    url = ws_url(thread, f"plan/{step.pk}/edit/")
+    mine.post(url, {"text": "Both agree", "was": "Step 10"}, **HTMX)
+    reply = theirs.post(url, {"text": "Both agree", "was": "Step 10"}, **HTMX)
+    assert reply.get("HX-Trigger") and "haico:saved" in reply["HX-Trigger"]
+    assert Todo.objects.get(pk=step.pk).text == "Both agree"
+
+
+def test_a_rename_without_the_base_saves_as_before(thread, two):
+    mine, theirs = two
+    step = big_plan(thread)[3]
+    url = ws_url(thread, f"plan/{step.pk}/edit/")
+    mine.post(url, {"text": "Owner's", "was": "Step 3"}, **HTMX)
+    theirs.post(url, {"text": "Old page's"}, **HTMX)
+    assert Todo.objects.get(pk=step.pk).text == "Old page's"
+
+
+@pytest.mark.parametrize("was", ["x" * 1001, "bad\x00text"])
+def test_a_bad_base_is_a_clear_error_not_a_500(thread, two, was):
+    _mine, theirs = two
+    step = big_plan(thread, n=4)[1]
+    reply = theirs.post(ws_url(thread, f"plan/{step.pk}/edit/"), {"text": "New", "was": was}, **HTMX)
+    assert reply.status_code == 200
+    assert "your page showed" in error_patch(reply).text
+    assert Todo.objects.get(pk=step.pk).text == "Step 1"
+
+
+# --- a preference ------------------------------------------------------------------
+
+
+def preferences(thread, n=100):
+    for i in range(n):
+        preference_services.preference_add(
+            thread=thread, title=f"Rule {i}", subtitle="", kind="hard" if i % 3 == 0 else "soft", respect_lock=False
+        )
+    return Preference.objects.get(thread=thread, title="Rule 42")
+
+
+SHOWN_42 = {"was_title": "Rule 42", "was_subtitle": "", "was_kind": "hard"}
+
+
+@pytest.mark.parametrize("htmx", [True, False], ids=["htmx", "plain"])
+def test_a_stale_preference_edit_keeps_the_other_editors_rewording(thread, two, htmx):
+    mine, theirs = two
+    pref = preferences(thread)
+    url = ws_url(thread, f"preferences/{pref.pk}/edit/")
+    headers = HTMX if htmx else {}
+    mine.post(
+        url, {"title": "Rule 42: cite primary sources only", "subtitle": "Agreed with legal", "kind": "hard", **SHOWN_42}, **HTMX
+    )
+
+    reply = theirs.post(url, {"title": "Rule 42.", "subtitle": "", "kind": "hard", **SHOWN_42}, **headers)
+
+    after = Preference.objects.get(pk=pref.pk)
+    assert (after.title, after.subtitle, after.kind) == ("Rule 42: cite primary sources only", "Agreed with legal", "hard")
+    body = shown(reply)
+    assert (
+        "Someone else changed this preference meanwhile" in body
+        and "Agreed with legal" in body
+        and "cite primary sources only" in body
+    )
+    if htmx:
+        error = error_patch(reply)
+        assert error.attrs["data-target"] == "edit" and error.attrs["data-row"] == str(pref.pk)
+        assert error.attrs["data-base-was_title"] == "Rule 42: cite primary sources only"
+        assert error.attrs["data-base-was_subtitle"] == "Agreed with legal"
+        assert error.attrs["data-base-was_kind"] == "hard"
+    else:
+        assert reply.status_code == 400
+        assert 'value="Rule 42."' in body
+        assert 'name="was_subtitle" value="Agreed with legal"' in body
+    again = {"was_title": after.title, "was_subtitle": after.subtitle, "was_kind": after.kind}
+    theirs.post(url, {"title": "Rule 42.", "subtitle": "", "kind": "hard", **again}, **headers)
+    assert Preference.objects.get(pk=pref.pk).title == "Rule 42."
+
+
+def test_a_preference_base_with_a_bad_kind_is_a_clear_error(thread, two):
+    _mine, theirs = two
+    pref = preferences(thread, n=50)
+    url = ws_url(thread, f"preferences/{pref.pk}/edit/")
+    reply = theirs.post(url, {"title": "T", **SHOWN_42, "was_kind": "medium"}, **HTMX)
+    assert "your page showed" in error_patch(reply).text
+    assert Preference.objects.get(pk=pref.pk).title == "Rule 42"
+
+
+# --- the objective -----------------------------------------------------------------
+
+ANNS_OBJECTIVE = "Write a literature review of RCTs since 2015, max 20 pages"
+
+
+@pytest.mark.parametrize("htmx", [True, False], ids=["htmx", "plain"])
+def test_a_stale_objective_edit_is_refused_and_names_who_wrote_it(thread, two, htmx):
+    mine, theirs = two
+    objective_services.objective_set(thread=thread, text="Write a literature review")
+    url = ws_url(thread, "objective/edit/")
+    headers = HTMX if htmx else {}
+    mine.post(url, {"text": ANNS_OBJECTIVE, "was": "Write a literature review"}, **HTMX)
+
+    reply = theirs.post(url, {"text": "Write a literature review.", "was": "Write a literature review"}, **headers)
+
+    assert Objective.objects.get(thread=thread).text == ANNS_OBJECTIVE
+    body = shown(reply)
+    assert reply.status_code == (200 if htmx else 400)
+    assert "owner changed the objective" in body and ANNS_OBJECTIVE in body
+    assert ">Write a literature review.</textarea>" in body  # what they typed, still in the form
+    assert f'name="was" value="{ANNS_OBJECTIVE}"' in body
+    theirs.post(url, {"text": "Write a literature review.", "was": ANNS_OBJECTIVE}, **headers)
+    assert Objective.objects.get(thread=thread).text == "Write a literature review."
+
+
+def test_an_objective_set_for_the_first_time_meanwhile_is_kept(thread, two):
+    mine, theirs = two
+    url = ws_url(thread, "objective/edit/")
+    mine.post(url, {"text": ANNS_OBJECTIVE, "was": ""}, **HTMX)
+    reply = theirs.post(url, {"text": "Mine", "was": ""}, **HTMX)
+    assert Objective.objects.get(thread=thread).text == ANNS_OBJECTIVE
+    assert ANNS_OBJECTIVE in shown(reply)
