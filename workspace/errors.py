@@ -50,6 +50,11 @@ class ChangedMeanwhile(WorkspaceError):
         self.base = dict(base or {})
 
 
+class StepMoved(ChangedMeanwhile):
+    """Indent, outdent or a move of a step the person's page showed at
+    another place in the plan; nothing moved (docs/adr/0125)."""
+
+
 class ObjectiveChanged(ChangedMeanwhile):
     """The agent's (or a person's) objective would replace one someone else
     wrote after they were shown the objective; nothing was written

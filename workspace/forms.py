@@ -97,11 +97,30 @@ class StepEditForm(StepTextForm):
     was = shown_field("step text", TODO_TEXT_MAX_CHARS)
 
 
+SHOWN_NUMBER = "The step's number as your page showed it must be an outline number such as 2.1."
+
+
+class StepAtForm(forms.Form):
+    """Where the person's page showed the step they indent, outdent or move:
+    its outline number (its depth and place), docs/adr/0125. Left out: the
+    step moves as before."""
+
+    number = forms.RegexField(
+        r"^[1-9][0-9]{0,5}(\.[1-9][0-9]{0,5}){0,30}$",
+        required=False,
+        strip=True,
+        error_messages={"invalid": SHOWN_NUMBER},
+    )
+
+    def clean_number(self):
+        return self.cleaned_data["number"] or None
+
+
 class StepDoneForm(forms.Form):
     done = FlagField(question="the step is done")
 
 
-class StepMoveForm(forms.Form):
+class StepMoveForm(StepAtForm):
     direction = forms.ChoiceField(
         choices=[("up", "up"), ("down", "down")],
         error_messages={"required": "Direction must be 'up' or 'down'.", "invalid_choice": "Direction must be 'up' or 'down'."},

@@ -131,9 +131,10 @@
     if (act === "edit" || act === "child") {
       HAICO.openForm(li, act, stepForm);
     } else if (act === "indent" || act === "outdent") {
-      post(stepUrl(li, act), li);
+      // Where the page shows the step: one moved meanwhile stays put (docs/adr/0125).
+      post(stepUrl(li, act), li, { number: number });
     } else if (act === "up" || act === "down") {
-      post(stepUrl(li, "move"), li, { direction: act });
+      post(stepUrl(li, "move"), li, { direction: act, number: number });
     } else if (act === "delete") {
       var rows = stepRows();
       var i = rows.indexOf(li);

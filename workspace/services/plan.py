@@ -18,7 +18,7 @@ from django.db.models import Subquery
 from django.utils import timezone
 
 from .. import people, plan_tree
-from ..errors import ChangedMeanwhile, InvalidInput, NotFound
+from ..errors import ChangedMeanwhile, InvalidInput, NotFound, StepMoved
 from ..events import Change, announce
 from ..indices import index_as_shown
 from ..models import TODO_TEXT_MAX_CHARS, PlanChange, Thread, Todo
@@ -119,13 +119,20 @@ MOVE_WORDING = {
 }
 
 
-def _rearrange(todo: Todo, layout_for, todos: list[Todo] | None = None, *, verb: str, by: dict) -> None:
+def _rearrange(
+    todo: Todo, layout_for, todos: list[Todo] | None = None, *, verb: str, by: dict, shown_number: str | None = None
+) -> None:
+    """`shown_number`: the step's outline number as the person's page showed
+    it; a step someone moved since (or under a parent that moved) stays
+    where it is now (StepMoved, docs/adr/0125)."""
     todos = _plan(todo.thread_id) if todos is None else todos
     i = _row_of(todos, todo)
     depths = _depths(todos)
+    was = plan_tree.outline_numbers(depths)[i]
+    if shown_number is not None and shown_number != was:
+        raise StepMoved(f"{_quoted(todos[i].text)} was moved by someone else meanwhile; the plan shows it as it is now.")
     layout = layout_for(depths, i)
     subtree = todos[i : plan_tree.subtree_end(depths, i)]
-    was = plan_tree.outline_numbers(depths)[i]
     now = plan_tree.outline_numbers(layout.depths)[layout.order.index(i)]
     _write([todos[j] for j in layout.order], layout.depths)
     changed(todo.thread_id, "plan", [t.pk for t in subtree], reordered=True)
@@ -281,20 +288,33 @@ def todo_delete(*, todo: Todo, author: str = Author.SYSTEM, token_name: str = ""
 
 
 @transaction.atomic
-def todo_indent(*, todo: Todo, author: str = Author.SYSTEM, token_name: str = "", person=None) -> None:
-    """Make the step (with its subtree) the last sub-step of its previous sibling."""
-    _rearrange(todo, plan_tree.indent, verb="indent", by=_by(author, token_name, person))
+def todo_indent(
+    *, todo: Todo, shown_number: str | None = None, author: str = Author.SYSTEM, token_name: str = "", person=None
+) -> None:
+    """Make the step (with its subtree) the last sub-step of its previous
+    sibling. `shown_number`: see `_rearrange`, as for outdent and move."""
+    _rearrange(todo, plan_tree.indent, verb="indent", by=_by(author, token_name, person), shown_number=shown_number)
 
 
 @transaction.atomic
-def todo_outdent(*, todo: Todo, author: str = Author.SYSTEM, token_name: str = "", person=None) -> None:
+def todo_outdent(
+    *, todo: Todo, shown_number: str | None = None, author: str = Author.SYSTEM, token_name: str = "", person=None
+) -> None:
     """Move the step (with its subtree) one level up, right after its parent's
     subtree; the steps that followed it stay under the old parent."""
-    _rearrange(todo, plan_tree.outdent, verb="outdent", by=_by(author, token_name, person))
+    _rearrange(todo, plan_tree.outdent, verb="outdent", by=_by(author, token_name, person), shown_number=shown_number)
 
 
 @transaction.atomic
-def todo_move(*, todo: Todo, direction: str, author: str = Author.SYSTEM, token_name: str = "", person=None) -> None:
+def todo_move(
+    *,
+    todo: Todo,
+    direction: str,
+    shown_number: str | None = None,
+    author: str = Author.SYSTEM,
+    token_name: str = "",
+    person=None,
+) -> None:
     """Move one place up or down among its siblings, with its subtree."""
     if direction not in ("up", "down"):
         raise InvalidInput("Direction must be 'up' or 'down'.")
@@ -303,6 +323,7 @@ def todo_move(*, todo: Todo, direction: str, author: str = Author.SYSTEM, token_
         lambda depths, i: plan_tree.move_step(depths, i, direction),
         verb=direction,
         by=_by(author, token_name, person),
+        shown_number=shown_number,
     )
 
 

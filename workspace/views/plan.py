@@ -15,6 +15,7 @@ from .. import events, selectors
 from ..errors import NotFound, WorkspaceError
 from ..forms import (
     PlanHistoryForm,
+    StepAtForm,
     StepDoneForm,
     StepEditForm,
     StepMoveForm,
@@ -107,13 +108,25 @@ def step_delete(request, thread_id, pk):
 @login_required
 @require_POST
 def step_indent(request, thread_id, pk):
-    return _on_step(request, thread_id, pk, lambda todo, data: plan_services.todo_indent(todo=todo, **_by(request)))
+    return _on_step(
+        request,
+        thread_id,
+        pk,
+        lambda todo, data: plan_services.todo_indent(todo=todo, shown_number=data["number"], **_by(request)),
+        form_class=StepAtForm,
+    )
 
 
 @login_required
 @require_POST
 def step_outdent(request, thread_id, pk):
-    return _on_step(request, thread_id, pk, lambda todo, data: plan_services.todo_outdent(todo=todo, **_by(request)))
+    return _on_step(
+        request,
+        thread_id,
+        pk,
+        lambda todo, data: plan_services.todo_outdent(todo=todo, shown_number=data["number"], **_by(request)),
+        form_class=StepAtForm,
+    )
 
 
 @login_required
@@ -123,7 +136,9 @@ def step_move(request, thread_id, pk):
         request,
         thread_id,
         pk,
-        lambda todo, data: plan_services.todo_move(todo=todo, direction=data["direction"], **_by(request)),
+        lambda todo, data: plan_services.todo_move(
+            todo=todo, direction=data["direction"], shown_number=data["number"], **_by(request)
+        ),
         form_class=StepMoveForm,
     )
 

@@ -211,3 +211,53 @@ def test_an_objective_set_for_the_first_time_meanwhile_is_kept(thread, two):
     reply = theirs.post(url, {"text": "Mine", "was": ""}, **HTMX)
     assert Objective.objects.get(thread=thread).text == ANNS_OBJECTIVE
     assert ANNS_OBJECTIVE in shown(reply)
+
+
+# --- rearranging --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("action", "row", "number", "post"),
+    [
+        ("indent", 8, "3", {}),
+        ("outdent", 9, "3.1", {}),
+        ("move", 8, "3", {"direction": "up"}),
+        ("move", 8, "3", {"direction": "down"}),
+    ],
+)
+def test_a_second_rearrange_from_the_same_view_is_refused(thread, two, action, row, number, post):
+    mine, theirs = two
+    step = big_plan(thread)[row]
+    url = ws_url(thread, f"plan/{step.pk}/{action}/")
+    assert mine.post(url, {**post, "number": number}, **HTMX).status_code == 200
+    moved = Todo.objects.get(pk=step.pk)
+    layout = list(Todo.objects.filter(thread=thread).order_by("position").values_list("pk", "depth"))
+
+    reply = theirs.post(url, {**post, "number": number}, **HTMX)
+
+    assert list(Todo.objects.filter(thread=thread).order_by("position").values_list("pk", "depth")) == layout
+    assert (Todo.objects.get(pk=step.pk).depth, Todo.objects.get(pk=step.pk).position) == (moved.depth, moved.position)
+    assert f"“Step {row}” was moved by someone else meanwhile; the plan shows it as it is now" in error_patch(reply).text
+    plan = [p for p in read_patches(shown(reply)) if p.kind == "plan"]
+    assert plan and plan[0].attrs.get("data-complete") == "1"  # the fresh plan
+
+
+def test_both_pressing_indent_on_step_8_leaves_it_one_level_deep(thread, two):
+    mine, theirs = two
+    step = big_plan(thread)[8]
+    url = ws_url(thread, f"plan/{step.pk}/indent/")
+    mine.post(url, {"number": "3"}, **HTMX)
+    plain = theirs.post(url, {"number": "3"})
+    assert Todo.objects.get(pk=step.pk).depth == 1
+    assert plain.status_code == 400 and "moved by someone else meanwhile" in shown(plain)
+
+
+def test_a_rearrange_without_the_number_works_as_before_and_a_bad_one_is_refused(thread, two):
+    _mine, theirs = two
+    step = big_plan(thread, n=12)[8]
+    url = ws_url(thread, f"plan/{step.pk}/indent/")
+    reply = theirs.post(url, {"number": "three"}, **HTMX)
+    assert "as your page showed" in error_patch(reply).text
+    assert Todo.objects.get(pk=step.pk).depth == 0
+    theirs.post(url, {}, **HTMX)
+    assert Todo.objects.get(pk=step.pk).depth == 1
