@@ -22,6 +22,10 @@
   // or the page's socket reconnects.
   var RETRY_MAX_MS = 30000;
   var HAICO = (window.HAICO = window.HAICO || {});
+  // A save left unanswered this long (a connection that died without an
+  // error) counts as not reached: the saves queued behind it would
+  // otherwise wait for it for ever. Sent again, it merges like any save.
+  HAICO.saveTimeoutMs = 30000;
 
   // --- per-editor state, kept on the form element itself ----------------------
   //
@@ -337,6 +341,7 @@
     var parameters = event.detail.parameters;
     state.inFlight = true;
     state.queued = false;
+    event.detail.timeout = HAICO.saveTimeoutMs;
     state.sent = { base: state.acked, title: form.elements.title.value, content: form.elements.content.value };
     // The base is this tab's own record, never a field a response could have replaced.
     parameters.base_version = String(state.acked.version);
@@ -413,12 +418,17 @@
     event.returnValue = "";
   });
 
-  // A closed tab must not lose the last second of typing (merged like any save).
+  // A closed tab must not lose the last second of typing (merged like any
+  // save). A beacon carries at most 64 KB, so for a long document it may
+  // not go: what the server does not have is also left in the tab's
+  // sessionStorage, and saved when this tab shows the document again
+  // (Back, Forward, a reload: `takeBackWhatWasLeft`).
   window.addEventListener("pagehide", function () {
     var form = currentForm();
-    if (!form || !navigator.sendBeacon) return;
+    if (!form) return;
     var state = editorState(form);
-    if (!state.dirty || state.inFlight || state.conflict || tooLong(form)) return;
+    leaveUnsaved(form, state);
+    if (!navigator.sendBeacon || !state.dirty || state.inFlight || state.conflict || tooLong(form)) return;
     var data = new FormData(form);
     data.set("base_version", String(state.acked.version));
     if (state.acked.fromText) data.set("base_content", state.acked.content);
@@ -428,6 +438,84 @@
     if (token) data.set("csrfmiddlewaretoken", token);
     if (HAICO.pagePerson && HAICO.pagePerson()) data.set("haico_person", HAICO.pagePerson());
     navigator.sendBeacon(form.getAttribute("action"), data);
+  });
+
+  // --- what a page left behind -------------------------------------------------
+  //
+  // A page the browser loads again from Back, Forward or a reload may find
+  // the editor filled with the text the earlier page showed (the browser's
+  // own form restoring): older than the server's, or holding typing the
+  // server never got. Neither is taken as typed on the new page's version,
+  // which would save the older text over whatever was saved since. The
+  // editor shows the server's text; what the earlier page had not saved
+  // (recorded at pagehide with the version it was typed on) is put back
+  // and saved from that version, so the server merges it with what changed
+  // since (docs/adr/0040).
+
+  function leftKey(form) {
+    var person = HAICO.pagePerson ? HAICO.pagePerson() || "" : "";
+    return "haico:document-left:" + form.getAttribute("action") + ":" + person;
+  }
+
+  function leaveUnsaved(form, state) {
+    var key = leftKey(form);
+    try {
+      if (!state.dirty && !state.inFlight && !state.conflict) {
+        window.sessionStorage.removeItem(key);
+        return;
+      }
+      var now = values(form);
+      window.sessionStorage.setItem(key, JSON.stringify({
+        acked: state.acked, title: now.title, content: now.content,
+      }));
+    } catch (e) { /* private mode or full: the beacon and the leave prompt remain */ }
+  }
+
+  // Text the browser put back, which nobody typed on this page: the editor
+  // shows what it is based on instead.
+  function dropRestoredText(form) {
+    if (!form) return;
+    var state = editorState(form);
+    if (state.dirty || state.inFlight || state.conflict) return;
+    var fields = form.elements;
+    if (fields.content.value !== state.acked.content) fields.content.value = state.acked.content;
+    if (fields.title.value !== state.acked.title) fields.title.value = state.acked.title;
+  }
+
+  function takeBackWhatWasLeft(form) {
+    if (!form) return;
+    dropRestoredText(form);
+    var fields = form.elements;
+    var key = leftKey(form), left = null;
+    try {
+      left = JSON.parse(window.sessionStorage.getItem(key) || "null");
+      window.sessionStorage.removeItem(key);
+    } catch (e) { left = null; }
+    var state = editorState(form);
+    if (!left || !left.acked || typeof left.content !== "string" || typeof left.title !== "string") return;
+    if (left.content === fields.content.defaultValue && left.title === fields.title.defaultValue) return;
+    if (!(left.acked.version <= state.acked.version)) return;
+    // Typed on an older version: saved from it, merged with what came since.
+    fields.content.value = left.content;
+    fields.title.value = left.title;
+    state.acked = {
+      version: left.acked.version, title: left.acked.title, content: left.acked.content, fromText: !!left.acked.fromText,
+    };
+    state.dirty = true;
+    setStatus(form, "Saving what you typed before you left the page…");
+    saveNow(form);
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { takeBackWhatWasLeft(currentForm()); });
+  window.addEventListener("pageshow", function (event) {
+    var form = currentForm();
+    if (!form) return;
+    if (!event.persisted) {
+      dropRestoredText(form); // should the browser have filled the form in after DOMContentLoaded
+      return;
+    }
+    // From the back-forward cache the page is as it was left: nothing to take back.
+    try { window.sessionStorage.removeItem(leftKey(form)); } catch (e) { /* nothing kept */ }
   });
 
   // Before a chat message goes, what the person typed in the document is

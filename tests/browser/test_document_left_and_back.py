@@ -1,0 +1,132 @@
+"""A person leaves the document's page and comes back (Back, Forward, a
+reload), or a save's connection dies without an answer: what they typed
+is saved, and nothing another window saved meanwhile is undone
+(static/js/document_editor.js; docs/adr/0040)."""
+
+import pytest
+from playwright.sync_api import expect
+
+from .conftest import OWNER
+from .helpers import (
+    LATE_SOCKET_SCRIPT,
+    document_status,
+    document_text,
+    long_document,
+    new_thread_for,
+    save_through_service,
+    thread_id_from,
+    type_after,
+    wait_for_socket,
+)
+
+pytestmark = pytest.mark.browser
+
+
+def _stored(server, thread_id):
+    rows = server.query("SELECT content FROM workspace_document WHERE thread_id = ?", (thread_id.replace("-", ""),))
+    return rows[0][0] if rows else None
+
+
+def _stored_becomes(page, server, thread_id, expected, *, seconds=10):
+    for _ in range(seconds * 4):
+        if _stored(server, thread_id) == expected:
+            return True
+        page.wait_for_timeout(250)
+    return False
+
+
+def _open(new_page, server, size, *, script=None):
+    page = new_page()
+    if script:
+        page.context.add_init_script(script)
+    url = new_thread_for(page, server.url, OWNER)
+    thread_id = thread_id_from(url)
+    text = long_document(size)
+    save_through_service(server, thread_id, text)
+    page.goto(url)
+    wait_for_socket(page)
+    expect(document_text(page)).to_have_value(text)
+    expect(document_status(page)).to_have_text("Saved")
+    return page, url, thread_id, text
+
+
+def _with(text, after, words):
+    return text.replace(after, after + words, 1)
+
+
+@pytest.mark.parametrize(("size", "how"), [(100_000, "reload"), (150_000, "back and forward")])
+def test_the_last_words_typed_before_leaving_a_long_document_are_saved_on_coming_back(new_page, haico_server, size, how):
+    """A beacon carries at most 64 KB: at these sizes the page's last save
+    on leaving does not go, and what the tab kept is saved when it shows
+    the document again."""
+    page, _url, thread_id, text = _open(new_page, haico_server, size)
+    page.on("dialog", lambda dialog: dialog.accept())  # "Leave site?": Leave
+    type_after(page, "Paragraph 2.2 weighs it.", " Last words before leaving.")
+    expect(document_status(page)).to_have_text("Unsaved changes")
+    if how == "reload":
+        page.reload()
+    else:
+        page.go_back()
+        page.wait_for_load_state("load")
+        page.go_forward()
+    wait_for_socket(page)
+    expected = _with(text, "Paragraph 2.2 weighs it.", " Last words before leaving.")
+    assert _stored_becomes(page, haico_server, thread_id, expected), "the words typed before leaving were not saved"
+    expect(document_text(page)).to_have_value(expected)
+    expect(document_status(page)).to_have_text("Saved")
+
+
+def test_back_to_the_editor_shows_and_keeps_what_another_window_saved_meanwhile(new_page, haico_server):
+    page, url, thread_id, text = _open(new_page, haico_server, 30_000)
+    type_after(page, "Paragraph 2.2 weighs it.", " A's words.")
+    expect(document_status(page)).to_have_text("Saved", timeout=8_000)
+    page.goto(f"{haico_server.url}/threads/")
+    # The same person's other window edits elsewhere, and it is saved.
+    other = new_page()
+    other.context.add_cookies(page.context.cookies())
+    other.goto(url)
+    wait_for_socket(other)
+    type_after(other, "Paragraph 9.2 weighs it.", " B's words.")
+    expect(document_status(other)).to_have_text("Saved", timeout=8_000)
+
+    page.go_back()
+    wait_for_socket(page)
+    # The browser put the earlier page's text back in the editor; the page shows the server's.
+    both = _with(_with(text, "Paragraph 2.2 weighs it.", " A's words."), "Paragraph 9.2 weighs it.", " B's words.")
+    expect(document_text(page)).to_have_value(both)
+    type_after(page, "Paragraph 3.2 weighs it.", " A again.")
+    expected = _with(both, "Paragraph 3.2 weighs it.", " A again.")
+    assert _stored_becomes(page, haico_server, thread_id, expected), "A's next save undid B's saved words"
+
+
+def test_a_save_a_dead_connection_never_answers_does_not_hold_back_the_saves_after_it(new_page, haico_server):
+    page, _url, thread_id, text = _open(
+        new_page, haico_server, 30_000, script="window.__socketDelayMs = 0;\n" + LATE_SOCKET_SCRIPT
+    )
+    page.evaluate("HAICO.saveTimeoutMs = 3000")  # the page waits 30 s; the test has less to spare
+    swallowed = []
+    network = {"dead": True}
+
+    def save_request(route):
+        if network["dead"]:
+            swallowed.append(route)  # never answered, never failed
+        else:
+            route.continue_()
+
+    page.route("**/document/save/", save_request)
+    type_after(page, "Paragraph 2.2 weighs it.", " Typed just before the Wi-Fi died.")
+    page.wait_for_timeout(2_000)
+    assert swallowed, "the save should be on its way"
+    page.evaluate("window.__dropSocket()")
+    network["dead"] = False
+    wait_for_socket(page)
+    type_after(page, "Paragraph 3.2 weighs it.", " More after it came back.")
+    expected = _with(
+        _with(text, "Paragraph 2.2 weighs it.", " Typed just before the Wi-Fi died."),
+        "Paragraph 3.2 weighs it.",
+        " More after it came back.",
+    )
+    assert _stored_becomes(page, haico_server, thread_id, expected, seconds=15), (
+        f"the text typed since the dead save is not saved; the editor says {document_status(page).inner_text()!r}"
+    )
+    expect(document_status(page)).to_have_text("Saved")
