@@ -155,42 +155,42 @@ def turn_versions_for(*, thread: Thread) -> dict[int, TurnVersions]:
     return found
 
 
+def _threads_back(thread: Thread, *, showing: int):
+    """`thread`, then the thread it came from while it shows that one's
+    turn `showing` (a turn before its branch point), and so on up the
+    branch links, through a deleted thread too: its snapshots stay, and
+    they are its branches' history."""
+    seen = {thread.pk}
+    yield thread
+    while True:
+        link = (
+            BranchLink.objects.filter(thread=thread, branch_point_turn__gte=showing, status=BranchLink.Status.ACTIVE)
+            .select_related("parent")
+            .first()
+        )
+        if link is None or link.parent_id in seen:
+            return
+        thread = link.parent
+        seen.add(thread.pk)
+        yield thread
+
+
 def turn_ran_in(*, thread: Thread, turn_index: int) -> Thread:
     """The thread that ran turn `turn_index` of `thread`'s history: the
     thread itself, or, for a turn a branch shows from before its branch
-    point, the thread it came from, up the branch links and through a
-    deleted thread too (its snapshots stay, and they are the branch's
-    history)."""
-    seen = {thread.pk}
-    while True:
-        link = (
-            BranchLink.objects.filter(thread=thread, branch_point_turn__gte=turn_index, status=BranchLink.Status.ACTIVE)
-            .select_related("parent")
-            .first()
-        )
-        if link is None or link.parent_id in seen:
-            return thread
-        thread = link.parent
-        seen.add(thread.pk)
+    point, the thread it came from."""
+    return list(_threads_back(thread, showing=turn_index))[-1]
 
 
 def workspace_after_turn_in_history(*, thread: Thread, turn_index: int) -> WorkspaceAfterTurn | None:
-    """The workspace after turn `turn_index` of `thread`'s history. After a
-    turn a branch shows from before its branch point, the state is the
-    snapshot the next turn took, in the thread that ran it: the links are
-    followed up to it, through a deleted thread too."""
-    seen = {thread.pk}
-    while (workspace := workspace_after_turn(thread=thread, turn_index=turn_index)) is None:
-        link = (
-            BranchLink.objects.filter(thread=thread, branch_point_turn__gt=turn_index, status=BranchLink.Status.ACTIVE)
-            .select_related("parent")
-            .first()
-        )
-        if link is None or link.parent_id in seen:
-            return None
-        thread = link.parent
-        seen.add(thread.pk)
-    return workspace
+    """The workspace after turn `turn_index` of `thread`'s history: the
+    snapshot the next turn took, in the thread that ran it (for a turn a
+    branch shows from before its branch point, one up its links)."""
+    for source in _threads_back(thread, showing=turn_index + 1):
+        workspace = workspace_after_turn(thread=source, turn_index=turn_index)
+        if workspace is not None:
+            return workspace
+    return None
 
 
 def with_branch_points(threads: list[Thread]) -> list[Thread]:
