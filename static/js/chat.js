@@ -13,6 +13,8 @@
  *   the socket opens (also a click on Send made before this file ran);
  * - clears the composer once the server confirms it stored the message
  *   (#chat-ack, sent to this tab only), so a refused message is never lost;
+ *   a socket that closes between the send and the ack keeps it held, or
+ *   says it may not have gone (docs/adr/0013);
  * - keeps a message being written across a reload of the tab (a draft in
  *   the tab's sessionStorage, per thread and person, dropped once the
  *   message is stored and at log out);
@@ -26,12 +28,26 @@
   // A document save that never answers must not hold the message forever.
   var DOCUMENT_WAIT_MS = 10000;
   var CONNECTING_TEXT = "Connecting… it will be sent when connected.";
+  var NOT_LOGGED_IN_TEXT = "Not sent: you are not logged in here any more. Your message is still in the box; it goes once you log in again.";
+  var NOT_SENT_TEXT = "Not sent: your message is still in the box.";
+  var MAY_NOT_HAVE_GONE_TEXT = "The connection dropped as your message went, so it may not have been sent. " +
+    "It is still in the box: if it is not in the chat once reconnected, send it again.";
+  // The server closes with these before acting on anything sent since its
+  // last ack (conversations.consumers: a refused socket acts on nothing, a
+  // session checked before each message), so a message sent into such a
+  // socket with no ack was not acted on and can go again (docs/adr/0013).
+  var NOT_ACTED_ON_CODES = [4401, 4403, 4404, 4409, 4429];
+  // ... and the page opens the socket again after these two, once the
+  // person has logged in again (static/js/live.js).
+  var LOGGED_OUT_CODES = [4401, 4409];
 
   var lastAck = null;
   var pinned = true;
   var connected = false; // the thread's socket is open
   var waiting = false; // a message waits for the socket
   var preparing = false; // a message waits for the document to save
+  var onTheWire = false; // a message was handed to the socket, and no ack has come
+  var loggedOut = false; // the socket closed for a session that ended: a message waits for the login
 
   function messages() {
     return document.getElementById("chat-messages");
@@ -91,6 +107,8 @@
     waiting = false;
     showPending("");
     if (!form || !field || !field.value.trim()) return;
+    // Until the ack: a socket that closes first decides what becomes of it (htmx:wsClose below).
+    onTheWire = true;
     // The ws extension sends the form's fields; the text stays in the box until the ack.
     htmx.trigger(form, "haico:send");
   }
@@ -106,7 +124,7 @@
         transmit();
       } else {
         waiting = true;
-        showPending(CONNECTING_TEXT);
+        showPending(loggedOut ? NOT_LOGGED_IN_TEXT : CONNECTING_TEXT);
       }
     });
   }
@@ -135,7 +153,11 @@
   }
 
   document.addEventListener("input", function (event) {
-    if (event.target.matches && event.target.matches('#chat-form textarea[name="message"]')) keepDraft(event.target.value);
+    if (!event.target.matches || !event.target.matches('#chat-form textarea[name="message"]')) return;
+    keepDraft(event.target.value);
+    // Changed after the server answered a message with a refusal (a notice,
+    // no ack): it is a message not sent yet, not one on its way.
+    onTheWire = false;
   });
 
   document.addEventListener("DOMContentLoaded", function () {
@@ -179,8 +201,51 @@
     if (waiting) transmit();
   });
 
-  document.addEventListener("htmx:wsClose", function () {
+  // The socket closed with a message on it and no ack (docs/adr/0013). A
+  // close that says the server acted on nothing keeps it held: it goes
+  // again on a socket opened later (after logging in again). After any other
+  // close (the network dropped, the server restarted) the server may have
+  // stored it and only its ack been lost: it is not sent again, which could
+  // start a second turn, and the page says so; the text stays in the box.
+  document.addEventListener("htmx:wsClose", function (event) {
     connected = false;
+    var close = event.detail && event.detail.event;
+    var code = close ? close.code : 0;
+    var queue = event.detail && event.detail.socketWrapper && event.detail.socketWrapper.queue;
+    // What the ws extension took while the socket was closing never went:
+    // it would send it on the next socket. It is held here instead, to go once.
+    for (var i = queue ? queue.length - 1 : -1; i >= 0; i--) {
+      if (queue[i].sendElt && queue[i].sendElt.id === "chat-form") {
+        queue.splice(i, 1);
+        onTheWire = false;
+        waiting = true;
+      }
+    }
+    if (LOGGED_OUT_CODES.indexOf(code) >= 0) loggedOut = true;
+    if (onTheWire) {
+      onTheWire = false;
+      if (NOT_ACTED_ON_CODES.indexOf(code) >= 0) {
+        waiting = true;
+      } else {
+        showPending(MAY_NOT_HAVE_GONE_TEXT);
+        return;
+      }
+    }
+    if (!waiting) return;
+    if (loggedOut) {
+      showPending(NOT_LOGGED_IN_TEXT);
+    } else if (NOT_ACTED_ON_CODES.indexOf(code) >= 0) {
+      // Not opened again (the thread is gone, too many pages): the notice says why.
+      waiting = false;
+      showPending(NOT_SENT_TEXT);
+    } else {
+      showPending(CONNECTING_TEXT);
+    }
+  });
+
+  document.addEventListener("haico:signedInAgain", function () {
+    loggedOut = false;
+    if (waiting) showPending(CONNECTING_TEXT);
   });
 
   // A message still held (the socket is connecting) is not on the server yet.
@@ -280,6 +345,10 @@
     var turn = ack ? ack.getAttribute("data-turn") : "";
     if (turn && turn !== lastAck) {
       lastAck = turn;
+      onTheWire = false;
+      waiting = false;
+      loggedOut = false;
+      showPending("");
       var field = composer();
       if (field) field.value = "";
       keepDraft("");

@@ -11,6 +11,9 @@ against the real server and a scripted model.
   turn's snapshot and the model's first call see the typed text.
 - A message being written survives a reload of the tab, until it is sent or
   the person logs out.
+- A held message whose socket closes before the ack: kept, said and sent
+  once after logging in again (4401); not sent twice after a drop (1006)
+  that may have taken it to the server.
 """
 
 from playwright.sync_api import Page, expect
@@ -185,3 +188,96 @@ def test_a_message_being_written_survives_a_reload_until_it_is_sent_or_the_perso
     log_in(page, server.url, "ada")
     page.goto(url)
     expect(box).to_have_value("")
+
+
+# --- a held message and a socket that closes before the ack (docs/adr/0013) ------------
+
+NOT_LOGGED_IN = "Not sent: you are not logged in here any more. Your message is still in the box; it goes once you log in again."
+MAY_NOT_HAVE_GONE = (
+    "The connection dropped as your message went, so it may not have been sent. It is still in the box: "
+    "if it is not in the chat once reconnected, send it again."
+)
+
+
+def _go_offline(page: Page) -> None:
+    page.context.set_offline(True)
+    page.evaluate("() => window.__dropSocket()")  # a browser notices a lost network late: the test says when
+
+
+def test_a_message_held_offline_while_the_session_ended_says_so_and_goes_once_after_logging_in_again(
+    new_page, start_haico_server, model_server
+):
+    """Send is pressed offline; the session ends meanwhile (logged out on
+    another device). The network comes back: the page's socket is accepted,
+    sent the held message and at once closed 4401, the server having acted
+    on nothing. The message stays held, the page says it was not sent, and
+    it goes, once, when the person has logged in again."""
+    model_server.script([Reply(text="Got your message.")])
+    server, page, url = _start(new_page, start_haico_server, model_server)
+    page.add_init_script("window.__socketDelayMs = 0;")
+    page.add_init_script(LATE_SOCKET_SCRIPT)
+    page.goto(url)
+    wait_for_socket(page)
+    chat = _chat(page)
+    box = chat.get_by_role("textbox", name="Message")
+
+    _go_offline(page)
+    box.fill("Sent offline, then my session ended.")
+    chat.get_by_role("button", name="Send").click()
+    expect(page.locator("#chat-pending")).to_have_text(CONNECTING)
+
+    other = new_page()
+    other.context.add_cookies(page.context.cookies())
+    other.goto(f"{server.url}/threads/")
+    other.get_by_role("button", name="Log out").click()
+    expect(other.get_by_role("link", name="Log in")).to_be_visible()
+
+    page.context.set_offline(False)
+    expect(page.locator("#flash")).to_contain_text("Your session has ended", timeout=15_000)
+    expect(page.locator("#chat-pending")).to_have_text(NOT_LOGGED_IN)
+    expect(box).to_have_value("Sent offline, then my session ended.")
+    assert _stored_messages(server, thread_id_from(url)) == []
+
+    login_tab = page.context.new_page()
+    log_in(login_tab, server.url, "ada")
+    login_tab.close()
+    page.evaluate("() => window.dispatchEvent(new Event('focus'))")  # back to the tab
+    expect(chat.locator(".answer")).to_have_text(["Got your message."], timeout=TURN_WAIT_MS)
+    expect(box).to_have_value("")
+    expect(page.locator("#chat-pending")).to_be_hidden()
+    assert _stored_messages(server, thread_id_from(url)) == ["Sent offline, then my session ended."]
+    assert len(model_server.requests) == 1
+
+
+def test_a_message_the_connection_dropped_under_is_not_sent_twice_and_the_page_says_it_may_not_have_gone(
+    new_page, start_haico_server, model_server
+):
+    """The socket drops (1006) just after the message went: the server ran
+    it, but its ack was lost. The page cannot tell, so it does not send it
+    again (that would be a second turn); it says it may not have been sent,
+    and the text stays in the box."""
+    model_server.script([Reply(text="Only once.")])
+    server, page, url = _start(new_page, start_haico_server, model_server)
+    page.add_init_script("window.__socketDelayMs = 0;")
+    page.add_init_script(LATE_SOCKET_SCRIPT)
+    # The chat message goes to the server, and the connection drops before any answer.
+    page.add_init_script(
+        "(() => { const send = WebSocket.prototype.send;"
+        " WebSocket.prototype.send = function (data) { send.call(this, data);"
+        " if (window.__dropAfterMessage && String(data).includes('\"message\"')) {"
+        " window.__dropAfterMessage = false; window.__dropSocket(); } }; })();"
+    )
+    page.goto(url)
+    wait_for_socket(page)
+    chat = _chat(page)
+    box = chat.get_by_role("textbox", name="Message")
+
+    page.evaluate("() => { window.__dropAfterMessage = true; }")
+    box.fill("Caught by the drop")
+    chat.get_by_role("button", name="Send").click()
+    expect(page.locator("#chat-pending")).to_have_text(MAY_NOT_HAVE_GONE)
+    expect(chat.locator(".answer")).to_have_text(["Only once."], timeout=TURN_WAIT_MS)  # the reconnected page shows the turn
+    page.wait_for_timeout(2_000)
+    assert _stored_messages(server, thread_id_from(url)) == ["Caught by the drop"]
+    assert len(model_server.requests) == 1
+    expect(box).to_have_value("Caught by the drop")
