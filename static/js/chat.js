@@ -48,6 +48,9 @@
   var preparing = false; // a message waits for the document to save
   var onTheWire = false; // a message was handed to the socket, and no ack has come
   var loggedOut = false; // the socket closed for a session that ended: a message waits for the login
+  // A message a dropped connection may have taken, and the newest turn the
+  // chat showed when it went: found in a later turn of the chat, it went.
+  var unsure = null;
 
   function messages() {
     return document.getElementById("chat-messages");
@@ -109,6 +112,7 @@
     if (!form || !field || !field.value.trim()) return;
     // Until the ack: a socket that closes first decides what becomes of it (htmx:wsClose below).
     onTheWire = true;
+    unsure = { text: field.value, after: newestTurn() };
     // The ws extension sends the form's fields; the text stays in the box until the ack.
     htmx.trigger(form, "haico:send");
   }
@@ -158,6 +162,7 @@
     // Changed after the server answered a message with a refusal (a notice,
     // no ack): it is a message not sent yet, not one on its way.
     onTheWire = false;
+    unsure = null;
   });
 
   document.addEventListener("DOMContentLoaded", function () {
@@ -228,7 +233,7 @@
         waiting = true;
       } else {
         showPending(MAY_NOT_HAVE_GONE_TEXT);
-        return;
+        return; // `unsure` stays: the chat, once reconnected, may show it went
       }
     }
     if (!waiting) return;
@@ -340,12 +345,52 @@
     event.detail.parameters.selection = { start: selection.start, end: selection.end, text: selection.text };
   });
 
-  document.addEventListener("htmx:wsAfterMessage", function () {
+  function newestTurn() {
+    var turns = document.querySelectorAll("#chat-messages article.turn[data-turn]");
+    return turns.length ? parseInt(turns[turns.length - 1].getAttribute("data-turn"), 10) : 0;
+  }
+
+  function sameWords(a, b) {
+    return a.replace(/\s+/g, " ").trim() === b.replace(/\s+/g, " ").trim();
+  }
+
+  // The message is the person's bubble of a turn newer than the chat
+  // showed when it went: the server took it, only its ack was lost.
+  function wentAfterAll(held) {
+    var turns = document.querySelectorAll("#chat-messages article.turn[data-turn]");
+    for (var i = turns.length - 1; i >= 0; i--) {
+      if (parseInt(turns[i].getAttribute("data-turn"), 10) <= held.after) return false;
+      var bubble = turns[i].querySelector(".bubble-user .bubble-text");
+      if (bubble && sameWords(bubble.textContent, held.text)) return true;
+    }
+    return false;
+  }
+
+  // A reconnected page catches up with a push or with a request for the
+  // chat (static/js/live.js): after either, the message may be in it.
+  function seenInTheChat() {
+    if (onTheWire || !unsure || !wentAfterAll(unsure)) return;
+    unsure = null;
+    showPending("");
+    var box = composer();
+    if (box) box.value = "";
+    keepDraft("");
+  }
+
+  document.addEventListener("htmx:afterSettle", seenInTheChat);
+
+  document.addEventListener("htmx:wsAfterMessage", function (event) {
     var ack = document.getElementById("chat-ack");
     var turn = ack ? ack.getAttribute("data-turn") : "";
+    var frame = event.detail && typeof event.detail.message === "string" ? event.detail.message : "";
+    // A notice with no ack answers the message with a refusal (the notice
+    // says why): the message is in the box, not on its way any more.
+    if (onTheWire && turn === lastAck && frame.indexOf('id="chat-notice"') !== -1) onTheWire = false;
+    seenInTheChat();
     if (turn && turn !== lastAck) {
       lastAck = turn;
       onTheWire = false;
+      unsure = null;
       waiting = false;
       loggedOut = false;
       showPending("");
