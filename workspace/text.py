@@ -75,6 +75,18 @@ def clean_text(
     return value
 
 
+def as_a_page_reads_it(text: str) -> str:
+    """`text` as a page hands it back from its HTML: a parser reads every
+    line break ("\r\n", "\r") as "\n". A form that sends back what its page
+    showed is compared with the row through this (docs/adr/0125)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def one_line(text: str) -> str:
+    """`text` as a one-line form field holds it: the browser drops its line breaks."""
+    return text.replace("\r", "").replace("\n", "")
+
+
 def escape_html(value) -> str:
     """`value` as text for HTML written in Python (workspace.rows, the chat's
     reasoning steps): &, <, >, " and ' encoded, exactly as Django's `escape`

@@ -126,6 +126,16 @@
     if (first) first.focus();
   }
 
+  // htmx sends one request per row at a time: a second Alt+↓ waits for the
+  // first move's answer, which renumbers the plan. The number it carries is
+  // read when it is sent, so the person's own move before it is not taken
+  // for someone else's (docs/adr/0125).
+  document.addEventListener("htmx:configRequest", function (event) {
+    var li = event.detail.elt;
+    if (!li || !li.matches || !li.matches("li.step") || event.detail.parameters.number === undefined) return;
+    event.detail.parameters.number = stepNumber(li);
+  });
+
   function stepAction(li, act, source) {
     var number = stepNumber(li);
     if (act === "edit" || act === "child") {

@@ -295,3 +295,29 @@ def test_after_an_indent_a_move_and_a_delete_the_page_shows_the_servers_outline_
     expect_plan(page, ["1 Gather", "2 Read"])
     step_action(page, "2", "Move up")
     expect_plan(page, ["1 Read", "2 Gather", "2.1 Screen"])
+
+
+def test_alt_down_pressed_twice_on_a_slow_connection_moves_the_step_two_places(page, haico_server):
+    """The second move waits for the first's answer (one request per row at
+    a time); the step's number it carries is the one the page shows when it
+    goes, so the person's own first move is not taken for someone else's
+    (docs/adr/0125)."""
+    open_seeded(page, haico_server, [("Alpha", 0), ("Beta", 0), ("Gamma", 0), ("Delta", 0)])
+    # Every move takes 400 ms on its way, as on a mobile connection.
+    page.evaluate(
+        """() => {
+            const open = XMLHttpRequest.prototype.open, send = XMLHttpRequest.prototype.send;
+            XMLHttpRequest.prototype.open = function (method, url) { this.__url = String(url); return open.apply(this, arguments); };
+            XMLHttpRequest.prototype.send = function (body) {
+                if (this.__url.indexOf("/move/") < 0) return send.call(this, body);
+                setTimeout(() => send.call(this, body), 400);
+            };
+        }"""
+    )
+    row(page, "Alpha").focus()
+    page.keyboard.press("Alt+ArrowDown")
+    page.keyboard.press("Alt+ArrowDown")
+    expect_plan(page, ["1 Beta", "2 Gamma", "3 Alpha", "4 Delta"])
+    page.wait_for_timeout(500)
+    expect(page.locator("#plan-error")).to_be_hidden()
+    expect_plan(page, ["1 Beta", "2 Gamma", "3 Alpha", "4 Delta"])

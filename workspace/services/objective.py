@@ -11,7 +11,7 @@ from django.db.models import Subquery
 from .. import people
 from ..errors import ObjectiveChanged
 from ..models import OBJECTIVE_MAX_CHARS, Objective, ObjectiveRevision, Thread
-from ..text import clean_text
+from ..text import as_a_page_reads_it, clean_text
 from .common import changed
 
 Author = ObjectiveRevision.Author
@@ -40,7 +40,7 @@ def objective_set(
     if objective is not None and objective.text == text:
         return objective  # the same value again is not a change
     current = objective.text if objective is not None else ""
-    if known is not None and current not in known:
+    if known is not None and as_a_page_reads_it(current) not in {as_a_page_reads_it(value) for value in known}:
         raise ObjectiveChanged(_changed_meanwhile(thread, current, author), base={"was": current})
     if objective is None:
         objective = Objective.objects.create(thread=thread, text=text)

@@ -23,7 +23,7 @@ from ..events import Change, announce
 from ..indices import index_as_shown
 from ..models import TODO_TEXT_MAX_CHARS, PlanChange, Thread, Todo
 from ..selectors import PLAN_ORDER
-from ..text import clean_text
+from ..text import as_a_page_reads_it, clean_text
 from .common import BatchResult, changed
 
 Author = PlanChange.Author
@@ -243,7 +243,7 @@ def todo_update_text(
     (ChangedMeanwhile, docs/adr/0125), unless it already reads `text`."""
     text = _clean_step_text(text)
     current, _done = _current(todo)
-    if was is not None and was != current and text != current:
+    if was is not None and as_a_page_reads_it(was) != as_a_page_reads_it(current) and text != current:
         raise ChangedMeanwhile(
             f"Someone else changed this step meanwhile: it now reads {_quoted(current)}. Your text was not saved and is "
             "still in the form: Save again to replace theirs, or Cancel to keep it.",

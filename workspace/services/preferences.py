@@ -9,7 +9,7 @@ from .. import selectors
 from ..errors import ChangedMeanwhile, InvalidInput, NotFound, PreferenceLocked
 from ..indices import index_as_shown
 from ..models import PREFERENCE_SUBTITLE_MAX_CHARS, PREFERENCE_TITLE_MAX_CHARS, Preference, Thread
-from ..text import clean_text
+from ..text import as_a_page_reads_it, clean_text
 from .common import BatchResult, changed
 
 
@@ -117,7 +117,7 @@ def preference_update(
         preference.kind = _clean_kind(kind)
     if (preference.title, preference.subtitle, preference.kind) == before:
         return preference  # nothing to write, nothing to announce
-    if shown is not None and tuple(shown) != before:
+    if shown is not None and tuple(map(as_a_page_reads_it, shown)) != tuple(map(as_a_page_reads_it, before)):
         raise ChangedMeanwhile(_edited_meanwhile(*before), base=dict(zip(("was_title", "was_subtitle", "was_kind"), before)))
     # Named fields only, so a stale object never writes back an old lock.
     preference.save(update_fields=["title", "subtitle", "kind", "updated_at"])

@@ -261,3 +261,63 @@ def test_a_rearrange_without_the_number_works_as_before_and_a_bad_one_is_refused
     assert Todo.objects.get(pk=step.pk).depth == 0
     theirs.post(url, {}, **HTMX)
     assert Todo.objects.get(pk=step.pk).depth == 1
+
+
+# --- what a page hands back ---------------------------------------------------------
+
+
+def test_rows_written_with_windows_line_breaks_save_from_the_forms_their_page_filled(thread, two):
+    """The agent or a client on Windows wrote "\\r\\n"; the page's HTML reads
+    it as "\\n", so the form's base says "\\n": that is the row as shown, not
+    a change someone made."""
+    mine, _theirs = two
+    plan_services.todos_add_outline(thread=thread, steps=[{"text": "Check figures\r\nthen send", "depth": 0}])
+    step = Todo.objects.get(thread=thread)
+    objective_services.objective_set(thread=thread, text="Ship it\r\nby Friday", author="agent")
+    preference_services.preferences_add(
+        thread=thread, items=[{"title": "Sources", "subtitle": "Peer reviewed\r\nonly", "kind": "hard"}], respect_lock=False
+    )
+    preference = Preference.objects.get(thread=thread)
+
+    mine.post(
+        ws_url(thread, f"plan/{step.pk}/edit/"), {"text": "Check figures, then send", "was": "Check figures\nthen send"}, **HTMX
+    )
+    mine.post(ws_url(thread, "objective/edit/"), {"text": "Ship it by Friday", "was": "Ship it\nby Friday"}, **HTMX)
+    mine.post(
+        ws_url(thread, f"preferences/{preference.pk}/edit/"),
+        {
+            "title": "Sources",
+            "subtitle": "Peer reviewed only",
+            "kind": "hard",
+            "was_title": "Sources",
+            "was_subtitle": "Peer reviewed\nonly",
+            "was_kind": "hard",
+        },
+        **HTMX,
+    )
+
+    assert Todo.objects.get(pk=step.pk).text == "Check figures, then send"
+    assert Objective.objects.get(thread=thread).text == "Ship it by Friday"
+    assert Preference.objects.get(pk=preference.pk).subtitle == "Peer reviewed only"
+
+
+def test_a_new_title_keeps_the_line_breaks_of_a_detail_the_one_line_field_dropped(thread, two):
+    mine, _theirs = two
+    preference_services.preferences_add(
+        thread=thread,
+        items=[{"title": "Sources", "subtitle": "Peer-reviewed only\nNo blogs", "kind": "soft"}],
+        respect_lock=False,
+    )
+    preference = Preference.objects.get(thread=thread)
+    # The one-line Detail field hands the detail back without its line break.
+    form = {"title": "Sources we cite", "subtitle": "Peer-reviewed onlyNo blogs", "kind": "soft"}
+    mine.post(
+        ws_url(thread, f"preferences/{preference.pk}/edit/"),
+        {**form, "was_title": "Sources", "was_subtitle": "Peer-reviewed only\nNo blogs", "was_kind": "soft"},
+        **HTMX,
+    )
+    preference.refresh_from_db()
+    assert (preference.title, preference.subtitle) == ("Sources we cite", "Peer-reviewed only\nNo blogs")
+    # A detail the person did change is theirs, on one line.
+    mine.post(ws_url(thread, f"preferences/{preference.pk}/edit/"), {**form, "subtitle": "Peer-reviewed, no blogs"}, **HTMX)
+    assert Preference.objects.get(pk=preference.pk).subtitle == "Peer-reviewed, no blogs"
