@@ -427,8 +427,17 @@
     var form = currentForm();
     if (!form) return;
     var state = editorState(form);
-    leaveUnsaved(form, state);
-    if (!navigator.sendBeacon || !state.dirty || state.inFlight || state.conflict || tooLong(form)) return;
+    var beaconable = navigator.sendBeacon && state.dirty && !state.inFlight && !state.conflict && !tooLong(form);
+    if (beaconable && sendBeacon(form, state)) {
+      // The beacon took it. Kept as well, it would be saved again on coming
+      // back, and bring back words someone deleted since.
+      leaveNothing(form);
+    } else {
+      leaveUnsaved(form, state);
+    }
+  });
+
+  function sendBeacon(form, state) {
     var data = new FormData(form);
     data.set("base_version", String(state.acked.version));
     if (state.acked.fromText) data.set("base_content", state.acked.content);
@@ -437,8 +446,8 @@
     var token = HAICO.csrfToken ? HAICO.csrfToken() : "";
     if (token) data.set("csrfmiddlewaretoken", token);
     if (HAICO.pagePerson && HAICO.pagePerson()) data.set("haico_person", HAICO.pagePerson());
-    navigator.sendBeacon(form.getAttribute("action"), data);
-  });
+    return navigator.sendBeacon(form.getAttribute("action"), data);
+  }
 
   // --- what a page left behind -------------------------------------------------
   //
@@ -457,13 +466,17 @@
     return "haico:document-left:" + form.getAttribute("action") + ":" + person;
   }
 
+  function leaveNothing(form) {
+    try { window.sessionStorage.removeItem(leftKey(form)); } catch (e) { /* nothing kept */ }
+  }
+
   function leaveUnsaved(form, state) {
+    if (!state.dirty && !state.inFlight && !state.conflict) {
+      leaveNothing(form);
+      return;
+    }
     var key = leftKey(form);
     try {
-      if (!state.dirty && !state.inFlight && !state.conflict) {
-        window.sessionStorage.removeItem(key);
-        return;
-      }
       var now = values(form);
       window.sessionStorage.setItem(key, JSON.stringify({
         acked: state.acked, title: now.title, content: now.content,
@@ -515,7 +528,7 @@
       return;
     }
     // From the back-forward cache the page is as it was left: nothing to take back.
-    try { window.sessionStorage.removeItem(leftKey(form)); } catch (e) { /* nothing kept */ }
+    leaveNothing(form);
   });
 
   // Before a chat message goes, what the person typed in the document is

@@ -13,6 +13,7 @@ from .helpers import (
     document_text,
     long_document,
     new_thread_for,
+    save_document_now,
     save_through_service,
     thread_id_from,
     type_after,
@@ -130,3 +131,33 @@ def test_a_save_a_dead_connection_never_answers_does_not_hold_back_the_saves_aft
         f"the text typed since the dead save is not saved; the editor says {document_status(page).inner_text()!r}"
     )
     expect(document_status(page)).to_have_text("Saved")
+
+
+@pytest.mark.parametrize("how", ["a link", "Back"])
+def test_words_the_last_save_took_and_another_window_then_deleted_do_not_come_back(new_page, haico_server, how):
+    """Typed and left at once: the page's last save goes as a beacon and is
+    stored; what the tab keeps for coming back is only what did not go."""
+    page, url, thread_id, text = _open(new_page, haico_server, 20_000)
+    page.on("dialog", lambda dialog: dialog.accept())
+    type_after(page, "Paragraph 2.2 weighs it.", " DRAFT IDEA.")
+    page.goto(f"{haico_server.url}/threads/")
+    drafted = _with(text, "Paragraph 2.2 weighs it.", " DRAFT IDEA.")
+    assert _stored_becomes(page, haico_server, thread_id, drafted), "the last save on leaving did not arrive"
+
+    other = new_page()
+    other.context.add_cookies(page.context.cookies())
+    other.goto(url)
+    wait_for_socket(other)
+    expect(document_text(other)).to_have_value(drafted)
+    save_document_now(other, text)  # the same person deletes the idea again in another window
+    assert _stored_becomes(page, haico_server, thread_id, text)
+    other.close()
+
+    if how == "Back":
+        page.go_back()
+    else:
+        page.goto(url)
+    wait_for_socket(page)
+    expect(document_text(page)).to_have_value(text)
+    page.wait_for_timeout(2_000)
+    assert _stored(haico_server, thread_id) == text, "words saved and then deleted came back"
