@@ -163,7 +163,8 @@ def _plan_request(thread, args: dict, seen: Seen) -> ApprovalRequest | None:
         details=tuple(details),
         shown=seen.plan_shown,
         listed=tuple(sorted(set(listed))),
-        listed_as=listed_fingerprint([(t.pk, t.text, t.done, t.depth) for t in todos if t.pk in listed_ids]),
+        # The words only: a sub-step ticked, or the group moved, is still what the card removes.
+        listed_as=listed_fingerprint([(t.pk, t.text) for t in todos if t.pk in listed_ids]),
     )
 
 

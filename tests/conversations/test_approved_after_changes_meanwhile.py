@@ -180,3 +180,24 @@ async def test_an_approved_removal_of_unchanged_rows_still_removes_them(owner, t
     await _approve(thread, owner)
     titles = await database_sync_to_async(lambda: [p.title for p in selectors.preferences_for(thread=thread)])()
     assert titles == ["Formal, warm tone"]
+
+
+async def test_a_sub_step_ticked_while_the_card_waits_is_still_removed_with_the_step(owner, thread, script):
+    await database_sync_to_async(plan_services.todos_add_outline)(
+        thread=thread,
+        steps=[
+            {"text": "Collect figures", "depth": 0},
+            {"text": "Draft", "depth": 0},
+            {"text": "Intro", "depth": 1},
+            {"text": "Body", "depth": 1},
+            {"text": "Cite sources", "depth": 0},
+        ],
+    )
+    script(Reply(tool_calls=[tool_call("remove_todos", "Dropping the draft.", indices=[2])]), Reply(text="Done."))
+    await registry.start_turn(thread=thread, user_message="drop the draft part")
+    await _card_waiting(thread)
+    # Ticked, not reworded: the card's words still hold.
+    await database_sync_to_async(plan_services.todos_toggle_by_index)(thread=thread, indices=[3])
+    await _approve(thread, owner)
+    plan = await database_sync_to_async(lambda: [s.text for s in selectors.plan_steps(thread=thread)])()
+    assert plan == ["Collect figures", "Cite sources"]
