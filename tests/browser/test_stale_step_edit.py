@@ -6,18 +6,10 @@ Ada's name knowingly (docs/adr/0125)."""
 
 from playwright.sync_api import Page, expect
 
-from .helpers import log_in, open_add_form, step_action, wait_for_socket
-from .test_sharing import _share
+from .helpers import open_add_form, step_action
+from .test_sharing import _person_on, _share
 
 ADAS = "Draft – methods section only, agreed with the supervisor"
-
-
-def _person_on(new_page, server, url: str, username: str) -> Page:
-    page = new_page()
-    log_in(page, server.url, username)
-    page.goto(url)
-    wait_for_socket(page)
-    return page
 
 
 def _steps(page: Page):

@@ -35,6 +35,16 @@ async def _approve(thread, owner):
     await registry.wait_for_turn(thread.pk)
 
 
+@database_sync_to_async
+def _plan(thread) -> list[str]:
+    return [step.text for step in selectors.plan_steps(thread=thread)]
+
+
+@database_sync_to_async
+def _titles(thread) -> list[str]:
+    return [preference.title for preference in selectors.preferences_for(thread=thread)]
+
+
 def _tool_results(model) -> list[str]:
     return [m.content for m in model.requests[-1] if isinstance(m, ToolMessage)]
 
@@ -87,7 +97,7 @@ async def test_a_sub_step_the_owner_adds_while_the_card_waits_is_not_removed_wit
     )
     await _approve(thread, owner)
 
-    plan = await database_sync_to_async(lambda: [s.text for s in selectors.plan_steps(thread=thread)])()
+    plan = await _plan(thread)
     assert plan == ["Collect figures", "Draft", "Intro", "Body", "Keep the Q3 caveat", "Cite sources"]
     [result] = _tool_results(model)
     assert "changed while the person was asked" in result
@@ -110,7 +120,7 @@ async def test_a_preference_the_card_left_out_as_locked_is_not_removed_once_unlo
     await database_sync_to_async(preference_services.preference_set_locked)(preference=formal, locked=False, respect_lock=False)
     await _approve(thread, owner)
 
-    titles = await database_sync_to_async(lambda: [p.title for p in selectors.preferences_for(thread=thread)])()
+    titles = await _titles(thread)
     assert "Formal tone" in titles
     [result] = _tool_results(model)
     assert "changed while the person was asked" in result
@@ -137,7 +147,7 @@ async def test_a_sub_step_rewritten_while_the_card_waits_is_not_removed_with_the
     )
     await _approve(thread, owner)
 
-    plan = await database_sync_to_async(lambda: [s.text for s in selectors.plan_steps(thread=thread)])()
+    plan = await _plan(thread)
     assert "Booked for 12 March (confirmed)" in plan and "Ethics board" in plan and len(plan) == 300
     [result] = _tool_results(model)
     assert "changed while the person was asked" in result
@@ -158,7 +168,7 @@ async def test_a_preference_reworded_while_the_card_waits_is_not_removed(owner, 
     )
     await _approve(thread, owner)
 
-    titles = await database_sync_to_async(lambda: [p.title for p in selectors.preferences_for(thread=thread)])()
+    titles = await _titles(thread)
     assert "Never quote paywalled sources" in titles and len(titles) == 100
     [result] = _tool_results(model)
     assert "changed while the person was asked" in result
@@ -178,7 +188,7 @@ async def test_an_approved_removal_of_unchanged_rows_still_removes_them(owner, t
         thread=thread, updates=[{"index": 1, "title": "Formal, warm tone"}], respect_lock=False
     )
     await _approve(thread, owner)
-    titles = await database_sync_to_async(lambda: [p.title for p in selectors.preferences_for(thread=thread)])()
+    titles = await _titles(thread)
     assert titles == ["Formal, warm tone"]
 
 
@@ -199,5 +209,5 @@ async def test_a_sub_step_ticked_while_the_card_waits_is_still_removed_with_the_
     # Ticked, not reworded: the card's words still hold.
     await database_sync_to_async(plan_services.todos_toggle_by_index)(thread=thread, indices=[3])
     await _approve(thread, owner)
-    plan = await database_sync_to_async(lambda: [s.text for s in selectors.plan_steps(thread=thread)])()
+    plan = await _plan(thread)
     assert plan == ["Collect figures", "Cite sources"]
