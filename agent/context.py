@@ -5,6 +5,7 @@ per model per process); LangGraph hands this context to the middleware
 (`request.runtime.context`) and to every tool (`runtime.context`) of the
 run it was passed to. It is never checkpointed."""
 
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -12,6 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from workspace.models import DocumentRevision, Thread
+
+logger = logging.getLogger("haico.agent")
 
 
 @dataclass
@@ -171,7 +174,12 @@ class TokenBudget:
         if self.reread is None or time.monotonic() - self.read_at < USAGE_REREAD_SECONDS:
             return
         self.read_at = time.monotonic()
-        self.windows = await self.reread()
+        try:
+            self.windows = await self.reread()
+        except Exception as exc:
+            # The database away for a moment: the turn goes on with the
+            # limits it last read, and reads them again at a later call.
+            logger.warning("could not read the person's token usage again (%r); going on with what was read before", exc)
 
 
 @dataclass(frozen=True)

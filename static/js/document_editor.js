@@ -428,13 +428,32 @@
     if (!form) return;
     var state = editorState(form);
     var beaconable = navigator.sendBeacon && state.dirty && !state.inFlight && !state.conflict && !tooLong(form);
-    if (beaconable && sendBeacon(form, state)) {
-      // The beacon took it. Kept as well, it would be saved again on coming
-      // back, and bring back words someone deleted since.
+    var sent = beaconable && sendBeacon(form, state);
+    if (sent && !state.failures) {
+      // The browser took the beacon. Kept as well, it would be saved again
+      // on coming back, and bring back words someone deleted since.
       leaveNothing(form);
     } else {
+      // No beacon, or saves were failing (the session ended, the server
+      // away): a beacon the browser takes may still be refused.
       leaveUnsaved(form, state);
     }
+  });
+
+  // Log out: what is typed is saved first. The session ends with the
+  // logout's answer, before the page goes, so a beacon sent as it goes
+  // would be refused; a save that fails leaves the browser's leave prompt.
+  document.addEventListener("submit", function (event) {
+    var logout = event.target;
+    if (!logout.hasAttribute || !logout.hasAttribute("data-log-out") || logout.__haicoSaved) return;
+    var form = currentForm();
+    if (!form || !hasUnsavedWork(form)) return;
+    event.preventDefault();
+    var go = function () {
+      logout.__haicoSaved = true;
+      logout.requestSubmit();
+    };
+    whenSaved(form, go, go);
   });
 
   function sendBeacon(form, state) {

@@ -11,6 +11,7 @@ from .helpers import (
     LATE_SOCKET_SCRIPT,
     document_status,
     document_text,
+    log_in,
     long_document,
     new_thread_for,
     save_document_now,
@@ -161,3 +162,34 @@ def test_words_the_last_save_took_and_another_window_then_deleted_do_not_come_ba
     expect(document_text(page)).to_have_value(text)
     page.wait_for_timeout(2_000)
     assert _stored(haico_server, thread_id) == text, "words saved and then deleted came back"
+
+
+def test_words_typed_just_before_log_out_are_saved_before_the_session_ends(new_page, haico_server):
+    """A beacon sent as the page goes would arrive after the logout."""
+    page, url, thread_id, text = _open(new_page, haico_server, 5_000)
+    type_after(page, "Paragraph 2.2 weighs it.", " Typed just before logging out.")
+    page.get_by_role("button", name="Log out").click()  # within the autosave delay
+    expect(page.get_by_role("link", name="Log in")).to_be_visible()
+    expected = _with(text, "Paragraph 2.2 weighs it.", " Typed just before logging out.")
+    assert _stored_becomes(page, haico_server, thread_id, expected), "the words typed before logging out were lost"
+
+
+def test_words_the_page_could_not_save_once_the_session_ended_are_saved_after_a_reload_and_logging_in(new_page, haico_server):
+    """The page said "Your text is still here"; the browser takes a beacon as
+    the page goes, but the server refuses it: the tab keeps the words too."""
+    page, url, thread_id, text = _open(new_page, haico_server, 5_000)
+    elsewhere = page.context.new_page()  # the same person logs out in another tab
+    elsewhere.goto(f"{haico_server.url}/threads/")
+    elsewhere.get_by_role("button", name="Log out").click()
+    expect(elsewhere.get_by_role("link", name="Log in")).to_be_visible()
+    elsewhere.close()
+
+    page.on("dialog", lambda dialog: dialog.accept())
+    type_after(page, "Paragraph 2.2 weighs it.", " Typed as the session ended.")
+    expect(document_status(page)).to_have_text("Not saved", timeout=8_000)
+    page.reload()
+    log_in(page, haico_server.url, OWNER)
+    page.goto(url)
+    wait_for_socket(page)
+    expected = _with(text, "Paragraph 2.2 weighs it.", " Typed as the session ended.")
+    assert _stored_becomes(page, haico_server, thread_id, expected), "the words the page kept were lost"

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.db import OperationalError
 from django.test import Client
 from django.utils import timezone
 
@@ -267,6 +268,38 @@ async def test_a_turn_stops_at_the_limit_its_person_s_turn_in_another_thread_rea
     turn = await sync_to_async(Turn.objects.get)(thread=thread, index=1)
     assert turn.notice == TOKEN_LIMIT
     assert await sync_to_async(selectors.objective_text_for)(thread=thread) == "Ship the report"
+
+
+async def test_a_database_blip_while_usage_is_read_again_leaves_the_turn_going_on_what_it_read(
+    owner, thread, model_server, sockets, settings, monkeypatch, caplog
+):
+    monkeypatch.setattr(agent_context, "USAGE_REREAD_SECONDS", 0.0)
+    settings.HAICO_DAILY_TOKEN_LIMIT = 100_000
+    tried = []
+
+    def reader(*, user_id, run):
+        async def read():
+            tried.append(run)
+            raise OperationalError("the database restarted")
+
+        return read
+
+    monkeypatch.setattr(quotas, "windows_reader", reader)
+    model_server.script(
+        [
+            Reply(tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship the report")]),
+            Reply(text="Goal set, all done."),
+        ]
+    )
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("Set the goal"))
+    html = "".join(await frames_until_turn_end(socket, timeout=20))
+
+    assert tried, "the usage was never read again"
+    assert "Goal set, all done." in html
+    turn = await sync_to_async(Turn.objects.get)(thread=thread, index=1)
+    assert turn.status == Turn.Status.COMPLETE
+    assert [r for r in caplog.records if r.exc_info] == []  # a line for the operator, no traceback
 
 
 @pytest.mark.django_db
