@@ -19,7 +19,7 @@ from .models import (
     TODO_TEXT_MAX_CHARS,
     Preference,
 )
-from .text import clean_text
+from .text import clean_text, one_line
 
 TRUE_VALUES = {"1", "true", "on", "yes"}
 FALSE_VALUES = {"0", "false", "off", "no"}
@@ -185,6 +185,16 @@ class PreferenceEditForm(forms.Form):
         if any(value is not None for value in shown) and None in shown:
             raise forms.ValidationError("Your page did not say how it showed the preference; reload the page and try again.")
         data["shown"] = None if shown[0] is None else shown
+        subtitle, shown_subtitle = data.get("subtitle"), shown[1]
+        if (
+            shown_subtitle is not None
+            and subtitle is not None
+            and subtitle != shown_subtitle
+            and subtitle == one_line(shown_subtitle)
+        ):
+            # The Detail field is one line: a detail of several comes back
+            # without its line breaks, which nobody took out.
+            data["subtitle"] = None
         return data
 
 

@@ -12,7 +12,6 @@ from ..forms import PreferenceAddForm, PreferenceEditForm, PreferenceLockForm, f
 from ..models import Preference
 from ..selectors import Access
 from ..services import preferences as preference_services
-from ..text import one_line
 from .common import act_on_row, changed, get_thread_for_user, panel_response, refused
 
 PANEL = "preferences"
@@ -50,11 +49,6 @@ def _on_preference(request, thread_id, pk, action, **options):
 @require_POST
 def preference_update(request, thread_id, pk):
     def update(preference, data):
-        subtitle = data.get("subtitle")
-        if subtitle is not None and subtitle != preference.subtitle and subtitle == one_line(preference.subtitle):
-            # The form's detail is one line: a detail of several comes back
-            # without its line breaks, which nobody took out.
-            data = {**data, "subtitle": None}
         preference_services.preference_update(preference=preference, respect_lock=False, **data)
 
     return _on_preference(request, thread_id, pk, update, form_class=PreferenceEditForm, target="edit")
