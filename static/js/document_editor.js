@@ -543,7 +543,9 @@
     var form = currentForm();
     if (!form) return;
     if (!event.persisted) {
-      dropRestoredText(form); // should the browser have filled the form in after DOMContentLoaded
+      // Chromium may fill a form in from history after DOMContentLoaded too
+      // (the Back tests fail without this).
+      dropRestoredText(form);
       return;
     }
     // From the back-forward cache the page is as it was left: nothing to take back.
