@@ -65,8 +65,10 @@ from workspace.text import encodable
 from . import outages, presence, ratelimit, staff_view, trajectory
 from .approval import WAITING_MESSAGE, is_waiting
 from .branching import discard_branch, make_branch_for_turn
-from .forms import ApprovalAnswerForm, ChatMessage, ChatMessageForm, RetryForm, checked_selection
+from .errors import MessageAlreadyStored
+from .forms import UNREADABLE_MESSAGE, ApprovalAnswerForm, ChatMessage, ChatMessageForm, RetryForm, checked_selection
 from .live import RESYNC, fits_one_message, group_name, message_size, publisher
+from .selectors import turn_of_sent_message
 from .services import thread_set_mode
 from .sessions import session_group, session_signs_in
 from .turns import approval_claims, fragments, registry
@@ -94,6 +96,7 @@ NOT_FOUND_MESSAGE = "This thread does not exist or is not yours."
 ROLE_LOWERED_MESSAGE = "The owner made you a viewer of this thread: reload the page to see it as a viewer."
 ROLE_RAISED_MESSAGE = "The owner made you an editor of this thread: reload the page to edit it."
 STAFF_NOT_FOUND_MESSAGE = "No such thread to view."
+SENT_TO_A_GONE_THREAD = "That message was sent before, to a branch you can no longer open; nothing was sent again."
 LOGIN_MESSAGE = "Your session has ended; log in again to use the chat."
 DATABASE_AWAY = "The server's database did not answer just now"
 DATABASE_AWAY_STOPPING = DATABASE_AWAY + "; the turn is stopping, and keeps what it wrote."
@@ -331,7 +334,7 @@ class ThreadConsumer(PageSocketConsumer):
             return
         data = _parse(text_data)
         if data is None:
-            await self._notice("That message could not be read; reload the page and try again.")
+            await self._notice(UNREADABLE_MESSAGE)
             return
         if data.get("action") == "stop":
             await self._stop()
@@ -452,6 +455,8 @@ class ThreadConsumer(PageSocketConsumer):
         thread = await self._current_thread()
         if thread is None:
             return
+        if sent.client_message_id and await self._acknowledged_again(sent.client_message_id):
+            return
         models = await database_sync_to_async(catalogue.choices_for)(self.scope["user"])
         if not models:
             # Not a turn: no agent would see it, so nothing is stored (no
@@ -485,12 +490,37 @@ class ThreadConsumer(PageSocketConsumer):
                 selection=selection,
                 selection_note=note,
                 user=self.scope["user"],
+                client_message_id=sent.client_message_id,
             )
+        except MessageAlreadyStored as stored:  # the same message, arrived twice at once
+            turn_index = stored.turn_index
         except UserFacingError as exc:  # TurnAlreadyRunning, or a message the guard refuses
             await self._notice(exc.message)
             return
         # Only the sender's composer is cleared, and only once the message is stored.
         await self.send(text_data=fragments.ack(turn_index))
+
+    async def _acknowledged_again(self, client_message_id: str) -> bool:
+        """The message was stored before (its page sent it again after a
+        connection dropped with no ack, docs/adr/0126): the page is told the
+        turn it began, as if just stored, and nothing else is done: no second
+        turn, no mode or model changed again."""
+        stored = await database_sync_to_async(turn_of_sent_message)(
+            person=self.scope["user"], client_message_id=client_message_id
+        )
+        if stored is None:
+            return False
+        thread_id, turn_index = stored
+        if thread_id == self.thread.pk:
+            await self.send(text_data=fragments.ack(turn_index))
+            return True
+        # "Continue from here" ran it in a new branch: the tab goes there, as it did the first time.
+        branch, access = await database_sync_to_async(thread_and_access_for_user)(user=self.scope["user"], thread_id=thread_id)
+        if branch is None:
+            await self._notice(SENT_TO_A_GONE_THREAD)
+            return True
+        await self.send(text_data=fragments.ack(turn_index) + trajectory.navigate_html(branch))
+        return True
 
     async def _continue_from(self, sent: ChatMessage, *, model: str | None):
         """A message sent from a turn's preview ("Continue from here"). Only
@@ -522,6 +552,7 @@ class ThreadConsumer(PageSocketConsumer):
                 selection_note=note,
                 user=self.scope["user"],
                 activate_branch=True,
+                client_message_id=sent.client_message_id,
             )
         except BaseException as exc:
             # A branch without the turn it was made for would be an empty copy.

@@ -19,3 +19,13 @@ class TooManyTurns(ConversationError):
 
 class BranchVanished(ConversationError):
     """The pending branch a turn was to begin in was removed meanwhile (docs/adr/0045)."""
+
+
+class MessageAlreadyStored(Exception):
+    """A message sent again with the id of one already stored (a page whose
+    connection dropped as it went, docs/adr/0126): nothing new is stored, and
+    the page is told the turn it began."""
+
+    def __init__(self, turn_index: int):
+        super().__init__(f"already stored as turn {turn_index}")
+        self.turn_index = turn_index

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from django import forms
 from django.conf import settings
 from django.contrib.auth.forms import UserCreationForm
+from django.core.validators import RegexValidator
 
 from agent.context import Selection
 from workspace import selectors as workspace_selectors
@@ -251,6 +252,8 @@ class ChatMessage:
     mode: str | None
     selection: object = None
     continue_from: tuple[object, object] | None = None
+    # The page's id for this message, the same when it sends it again (docs/adr/0126).
+    client_message_id: str = ""
 
 
 class SocketForm(forms.Form):
@@ -262,6 +265,7 @@ class SocketForm(forms.Form):
 
 
 MODEL_CHOICE_MESSAGE = "Choose a model from the list."
+UNREADABLE_MESSAGE = "That message could not be read; reload the page and try again."
 
 
 class ChatMessageForm(SocketForm):
@@ -275,6 +279,12 @@ class ChatMessageForm(SocketForm):
         error_messages={"invalid": MODEL_CHOICE_MESSAGE, "max_length": MODEL_CHOICE_MESSAGE},
     )
     mode = forms.ChoiceField(choices=Thread.Mode.choices, required=False, error_messages={"invalid_choice": MODE_MESSAGE})
+    client_message_id = SocketTextField(
+        required=False,
+        max_length=64,
+        validators=[RegexValidator(r"\A[A-Za-z0-9_-]{16,64}\Z", message=UNREADABLE_MESSAGE)],
+        error_messages={"invalid": UNREADABLE_MESSAGE, "max_length": UNREADABLE_MESSAGE},
+    )
 
     def clean_message(self):
         try:
@@ -297,6 +307,7 @@ class ChatMessageForm(SocketForm):
             mode=data["mode"],
             selection=self.data.get("selection"),
             continue_from=(self.data.get("continue_thread"), self.data.get("continue_turn")) if continues else None,
+            client_message_id=data["client_message_id"],
         )
 
 

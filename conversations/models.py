@@ -242,6 +242,12 @@ class Turn(PersonRecorded):
     # answered it also holds the "decision" and, when the approved call could
     # not be applied, its "outcome" (turns.run); the card stays in copies.
     approval = models.JSONField(null=True, blank=True)
+    # The id the sending page gave the message (random, per message): a page
+    # whose connection dropped as it went sends it again with the same id,
+    # and it is recognised as stored instead of starting a second turn
+    # (docs/adr/0126). Empty for a message sent without one; not copied to
+    # branches or archives, where it names nothing a page will send again.
+    client_message_id = models.CharField(max_length=64, blank=True, default="")
     # A default, not auto_now_add: a branch's copies and an imported
     # archive's turns keep the time they started (docs/adr/0049).
     started_at = models.DateTimeField(default=timezone.now)
@@ -252,7 +258,10 @@ class Turn(PersonRecorded):
         # activity, in every query of these rows (docs/adr/0099).
         ordering = ["thread_id", "index"]
         constraints = [models.UniqueConstraint(fields=["thread", "index"], name="turn_thread_index_unique")]
-        indexes = [models.Index(fields=["status", "instance"], name="turn_status_instance_idx")]
+        indexes = [
+            models.Index(fields=["status", "instance"], name="turn_status_instance_idx"),
+            models.Index(fields=["client_message_id"], condition=~models.Q(client_message_id=""), name="turn_client_message_idx"),
+        ]
 
     def __str__(self):
         return f"{self.thread_id} turn {self.index} ({self.status})"

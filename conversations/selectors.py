@@ -32,6 +32,14 @@ def latest_turn_row(*, thread_id) -> "Turn | None":
     return Turn.objects.filter(thread_id=thread_id).order_by("-index").first()
 
 
+def turn_of_sent_message(*, person, client_message_id: str) -> tuple[object, int] | None:
+    """(thread id, turn index) of the turn this person's message with this
+    id began, in any thread (a "Continue from here" runs it in a new branch);
+    None when none did (docs/adr/0126)."""
+    rows = Turn.objects.filter(client_message_id=client_message_id, person=person).values_list("thread_id", "index")
+    return rows.first()
+
+
 def feedback_on_turn(*, thread: Thread, user, turn_index: int) -> list[Feedback]:
     """What this person left on one turn, oldest first."""
     return list(

@@ -191,6 +191,7 @@ def _begin(
     selection: Selection | None,
     selection_note: str,
     activate_branch: bool,
+    client_message_id: str,
 ) -> _Start:
     """Everything a turn's start reads and writes, in one database hop: the
     person may start one, the model it runs with (the key sent while the
@@ -209,6 +210,7 @@ def _begin(
         selection_note=selection_note,
         activate_branch=activate_branch,
         person=person,
+        client_message_id=client_message_id,
     )
     return _Start(turn_index=row.index, turn_id=row.pk, user_id=person.pk, model=choice, windows=windows, person=person)
 
@@ -224,6 +226,7 @@ async def start_turn(
     selection_note: str = "",
     user=None,
     activate_branch: bool = False,
+    client_message_id: str = "",
 ) -> int:
     """Claim the thread's single turn slot, snapshot the workspace, and start
     the agent in a server-owned task. Returns the turn index.
@@ -236,10 +239,12 @@ async def start_turn(
     message_checks.SELECTION_NOTES), said under it for good. `user`: who sent it (the thread's
     owner by default). `activate_branch`: the thread is a branch made for
     this turn, shown as the turn begins
-    (conversations.branching.make_branch_for_turn).
+    (conversations.branching.make_branch_for_turn). `client_message_id`:
+    the id the sending page gave the message (docs/adr/0126).
 
     Raises conversations.errors.TurnAlreadyRunning (nothing stored) while
-    another turn of this thread runs, in any process.
+    another turn of this thread runs, in any process; MessageAlreadyStored
+    for a message this thread stored before.
     """
     # The tasks this starts outlive the caller, so they start from an empty
     # context: a task inherits its creator's context variables, and an HTTP
@@ -259,6 +264,7 @@ async def start_turn(
         selection=selection,
         selection_note=selection_note,
         activate_branch=activate_branch,
+        client_message_id=client_message_id,
     )
     turn_index = start.turn_index
     turn = TurnRun(

@@ -26,7 +26,7 @@ from workspace import people
 from workspace.models import Thread, WorkspaceSnapshot
 from workspace.services.snapshots import snapshot_capture
 
-from ..errors import ApprovalPending, BranchVanished, TooManyTurns, TurnAlreadyRunning
+from ..errors import ApprovalPending, BranchVanished, MessageAlreadyStored, TooManyTurns, TurnAlreadyRunning
 from ..live import RESYNC, RESYNC_CHAT, publish_turn_versions, publisher
 from ..models import BranchLink, Turn, TurnSlot
 from ..services import DEFAULT_THREAD_TITLE, announce_thread, title_from_message
@@ -115,6 +115,19 @@ def turn_begin(
     return row.index, snapshot
 
 
+def refuse_if_stored(*, thread_id, person, client_message_id: str) -> None:
+    """MessageAlreadyStored when the thread stored this person's message
+    with this id (their page's, docs/adr/0126); nothing for a message
+    without one. Another person's page's ids are theirs."""
+    if not client_message_id:
+        return
+    stored = Turn.objects.filter(thread_id=thread_id, person=person, client_message_id=client_message_id).values_list(
+        "index", flat=True
+    )
+    for index in stored[:1]:
+        raise MessageAlreadyStored(index)
+
+
 @transaction.atomic
 def turn_claim(
     *,
@@ -127,6 +140,7 @@ def turn_claim(
     selection_note: str = "",
     activate_branch: bool = False,
     person=None,
+    client_message_id: str = "",
 ) -> tuple[Turn, WorkspaceSnapshot]:
     """Claim the thread's single running-turn slot, bump the turn counter,
     record the turn row and snapshot the workspace, all before the agent runs.
@@ -144,6 +158,11 @@ def turn_claim(
     (conversations.branching.make_branch_for_turn); it becomes active and
     shown in this same transaction, so it is never shown without its turn
     (docs/adr/0045). BranchVanished if it is no longer pending.
+
+    `client_message_id`: the id the sending page gave the message; one this
+    thread already stored from this person raises MessageAlreadyStored with its turn, before
+    any refusal (docs/adr/0126). Checked under the thread's lock, so the same
+    message arriving twice at once is stored once.
     """
     user_message = clean_user_message(user_message)
     if activate_branch:
@@ -157,6 +176,7 @@ def turn_claim(
         locked.is_deleted = thread.is_deleted = False
     else:
         locked = Thread.objects.select_for_update().get(pk=thread.pk)
+    refuse_if_stored(thread_id=locked.pk, person=person, client_message_id=client_message_id)
     now = timezone.now()
     slot = _slot_of_locked(locked)
     running = live_turn(slot, now)
@@ -189,6 +209,7 @@ def turn_claim(
         selection_note=selection_note_key(selection_note),
         instance=process.instance(),
         boot=process.BOOT,
+        client_message_id=client_message_id,
         **people.by(person),
     )
     snapshot = snapshot_capture(thread=locked, turn_index=locked.turn_index, user_message=user_message)

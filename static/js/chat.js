@@ -13,8 +13,9 @@
  *   the socket opens (also a click on Send made before this file ran);
  * - clears the composer once the server confirms it stored the message
  *   (#chat-ack, sent to this tab only), so a refused message is never lost;
- *   a socket that closes between the send and the ack keeps it held, or
- *   says it may not have gone (docs/adr/0013);
+ *   a socket that closes between the send and the ack keeps it held, to go
+ *   again with the id it went with, so the server stores it once
+ *   (docs/adr/0013, 0126);
  * - keeps a message being written across a reload of the tab (a draft in
  *   the tab's sessionStorage, per thread and person, dropped once the
  *   message is stored and at log out);
@@ -30,8 +31,6 @@
   var CONNECTING_TEXT = "Connecting… it will be sent when connected.";
   var NOT_LOGGED_IN_TEXT = "Not sent: you are not logged in here any more. Your message is still in the box; it goes once you log in again.";
   var NOT_SENT_TEXT = "Not sent: your message is still in the box.";
-  var MAY_NOT_HAVE_GONE_TEXT = "The connection dropped as your message went, so it may not have been sent. " +
-    "It is still in the box: if it is not in the chat once reconnected, send it again.";
   // The server closes with these before acting on anything sent since its
   // last ack (conversations.consumers: a refused socket acts on nothing, a
   // session checked before each message), so a message sent into such a
@@ -48,9 +47,6 @@
   var preparing = false; // a message waits for the document to save
   var onTheWire = false; // a message was handed to the socket, and no ack has come
   var loggedOut = false; // the socket closed for a session that ended: a message waits for the login
-  // A message a dropped connection may have taken, and the newest turn the
-  // chat showed when it went: found in a later turn of the chat, it went.
-  var unsure = null;
 
   function messages() {
     return document.getElementById("chat-messages");
@@ -112,7 +108,7 @@
     if (!form || !field || !field.value.trim()) return;
     // Until the ack: a socket that closes first decides what becomes of it (htmx:wsClose below).
     onTheWire = true;
-    unsure = { text: field.value, after: newestTurn() };
+    idFor(field.value);
     // The ws extension sends the form's fields; the text stays in the box until the ack.
     htmx.trigger(form, "haico:send");
   }
@@ -134,6 +130,51 @@
   }
 
   HAICO.sendMessage = send;
+
+  // --- the message's id (docs/adr/0126) ---------------------------------------
+  // Each message goes with a random id, the same every time the same words
+  // go again until the server acks them: a connection that drops as a
+  // message goes cannot say whether the server took it, so the page sends it
+  // again and the server, finding the id stored, acks the turn it began
+  // instead of starting a second one. Kept with the draft, so a reload in
+  // between sends the same id too. Other words are another message.
+  var SENT_PREFIX = "haico.sent:";
+  var sentAs = null; // {text, id}: the words in the box as last handed to the socket
+
+  function newMessageId() {
+    var bytes = new Uint8Array(16);
+    window.crypto.getRandomValues(bytes); // also where crypto.randomUUID is not (a plain-HTTP host)
+    return Array.prototype.map.call(bytes, function (b) { return (b + 256).toString(16).slice(1); }).join("");
+  }
+
+  function sentKey() {
+    var key = draftKey();
+    return key ? SENT_PREFIX + key.slice(DRAFT_PREFIX.length) : "";
+  }
+
+  function idFor(text) {
+    if (!sentAs || sentAs.text !== text) sentAs = { text: text, id: newMessageId() };
+    var key = sentKey();
+    try {
+      if (key) window.sessionStorage.setItem(key, JSON.stringify(sentAs));
+    } catch (e) { /* refused: this page still keeps it */ }
+    return sentAs.id;
+  }
+
+  function forgetId() {
+    sentAs = null;
+    var key = sentKey();
+    try {
+      if (key) window.sessionStorage.removeItem(key);
+    } catch (e) { /* refused */ }
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var key = sentKey();
+    var kept = null;
+    try { kept = key && JSON.parse(window.sessionStorage.getItem(key) || "null"); } catch (e) { /* refused or unreadable */ }
+    if (kept && typeof kept.text === "string" && typeof kept.id === "string") sentAs = kept;
+  });
 
   // --- the draft ----------------------------------------------------------------
   // A reload, a click on another thread or a crash of the tab's page must
@@ -162,7 +203,6 @@
     // Changed after the server answered a message with a refusal (a notice,
     // no ack): it is a message not sent yet, not one on its way.
     onTheWire = false;
-    unsure = null;
   });
 
   document.addEventListener("DOMContentLoaded", function () {
@@ -178,7 +218,7 @@
     if (!event.target.hasAttribute || !event.target.hasAttribute("data-log-out")) return;
     try {
       Object.keys(window.sessionStorage).forEach(function (key) {
-        if (key.indexOf(DRAFT_PREFIX) === 0) window.sessionStorage.removeItem(key);
+        if (key.indexOf(DRAFT_PREFIX) === 0 || key.indexOf(SENT_PREFIX) === 0) window.sessionStorage.removeItem(key);
       });
     } catch (e) { /* refused */ }
   }, true);
@@ -206,12 +246,12 @@
     if (waiting) transmit();
   });
 
-  // The socket closed with a message on it and no ack (docs/adr/0013). A
-  // close that says the server acted on nothing keeps it held: it goes
-  // again on a socket opened later (after logging in again). After any other
-  // close (the network dropped, the server restarted) the server may have
-  // stored it and only its ack been lost: it is not sent again, which could
-  // start a second turn, and the page says so; the text stays in the box.
+  // The socket closed with a message on it and no ack (docs/adr/0013). It
+  // stays held and goes again on the next socket (after logging in again,
+  // for a session that ended), with the id it went with: after a close that
+  // is not one of the server's refusals (the network dropped, the server
+  // restarted) the server may have stored it and only its ack been lost,
+  // and then it acks that turn instead of starting a second (docs/adr/0126).
   document.addEventListener("htmx:wsClose", function (event) {
     connected = false;
     var close = event.detail && event.detail.event;
@@ -229,12 +269,7 @@
     if (LOGGED_OUT_CODES.indexOf(code) >= 0) loggedOut = true;
     if (onTheWire) {
       onTheWire = false;
-      if (NOT_ACTED_ON_CODES.indexOf(code) >= 0) {
-        waiting = true;
-      } else {
-        showPending(MAY_NOT_HAVE_GONE_TEXT);
-        return; // `unsure` stays: the chat, once reconnected, may show it went
-      }
+      waiting = true;
     }
     if (!waiting) return;
     if (loggedOut) {
@@ -341,43 +376,10 @@
 
   document.addEventListener("htmx:wsConfigSend", function (event) {
     var form = event.target;
-    if (!selection || !form || form.id !== "chat-form") return;
-    event.detail.parameters.selection = { start: selection.start, end: selection.end, text: selection.text };
+    if (!form || form.id !== "chat-form") return;
+    if (sentAs) event.detail.parameters.client_message_id = sentAs.id;
+    if (selection) event.detail.parameters.selection = { start: selection.start, end: selection.end, text: selection.text };
   });
-
-  function newestTurn() {
-    var turns = document.querySelectorAll("#chat-messages article.turn[data-turn]");
-    return turns.length ? parseInt(turns[turns.length - 1].getAttribute("data-turn"), 10) : 0;
-  }
-
-  function sameWords(a, b) {
-    return a.replace(/\s+/g, " ").trim() === b.replace(/\s+/g, " ").trim();
-  }
-
-  // The message is the person's bubble of a turn newer than the chat
-  // showed when it went: the server took it, only its ack was lost.
-  function wentAfterAll(held) {
-    var turns = document.querySelectorAll("#chat-messages article.turn[data-turn]");
-    for (var i = turns.length - 1; i >= 0; i--) {
-      if (parseInt(turns[i].getAttribute("data-turn"), 10) <= held.after) return false;
-      var bubble = turns[i].querySelector(".bubble-user .bubble-text");
-      if (bubble && sameWords(bubble.textContent, held.text)) return true;
-    }
-    return false;
-  }
-
-  // A reconnected page catches up with a push or with a request for the
-  // chat (static/js/live.js): after either, the message may be in it.
-  function seenInTheChat() {
-    if (onTheWire || !unsure || !wentAfterAll(unsure)) return;
-    unsure = null;
-    showPending("");
-    var box = composer();
-    if (box) box.value = "";
-    keepDraft("");
-  }
-
-  document.addEventListener("htmx:afterSettle", seenInTheChat);
 
   document.addEventListener("htmx:wsAfterMessage", function (event) {
     var ack = document.getElementById("chat-ack");
@@ -386,11 +388,10 @@
     // A notice with no ack answers the message with a refusal (the notice
     // says why): the message is in the box, not on its way any more.
     if (onTheWire && turn === lastAck && frame.indexOf('id="chat-notice"') !== -1) onTheWire = false;
-    seenInTheChat();
     if (turn && turn !== lastAck) {
       lastAck = turn;
       onTheWire = false;
-      unsure = null;
+      forgetId();
       waiting = false;
       loggedOut = false;
       showPending("");

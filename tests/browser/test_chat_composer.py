@@ -12,9 +12,12 @@ against the real server and a scripted model.
 - A message being written survives a reload of the tab, until it is sent or
   the person logs out.
 - A held message whose socket closes before the ack: kept, said and sent
-  once after logging in again (4401); not sent twice after a drop (1006)
-  that may have taken it to the server.
+  once after logging in again (4401); after a drop (1006) sent again with
+  the id it went with, so it runs once whether or not the server had it
+  (docs/adr/0126), also across a reload.
 """
+
+import time
 
 from playwright.sync_api import Page, expect
 
@@ -193,10 +196,6 @@ def test_a_message_being_written_survives_a_reload_until_it_is_sent_or_the_perso
 # --- a held message and a socket that closes before the ack (docs/adr/0013) ------------
 
 NOT_LOGGED_IN = "Not sent: you are not logged in here any more. Your message is still in the box; it goes once you log in again."
-MAY_NOT_HAVE_GONE = (
-    "The connection dropped as your message went, so it may not have been sent. It is still in the box: "
-    "if it is not in the chat once reconnected, send it again."
-)
 
 
 def _go_offline(page: Page) -> None:
@@ -249,43 +248,108 @@ def test_a_message_held_offline_while_the_session_ended_says_so_and_goes_once_af
     assert len(model_server.requests) == 1
 
 
-def test_a_message_the_connection_dropped_under_is_not_sent_twice_and_the_page_says_it_may_not_have_gone(
-    new_page, start_haico_server, model_server
-):
-    """The socket drops (1006) just after the message went: the server ran
-    it, but its ack was lost. The page cannot tell, so it does not send it
-    again (that would be a second turn); it says it may not have been sent,
-    the text staying in the box, until the reconnected chat shows the turn
-    the message began: then it went, and the box is cleared."""
-    model_server.script([Reply(text="Only once.")])
+# The chat message goes, or is lost on its way (`keep`), and the connection drops before any answer.
+DROP_AS_THE_MESSAGE_GOES = (
+    "(() => { const send = WebSocket.prototype.send;"
+    " WebSocket.prototype.send = function (data) {"
+    " const drop = window.__dropAfterMessage && String(data).includes('\"message\"');"
+    " if (!drop || window.__dropAfterMessage === 'keep') send.call(this, data);"
+    " if (drop) { window.__dropAfterMessage = false; window.__dropSocket(); } }; })();"
+)
+# Every text the line under the box shows, however briefly (the socket reconnects within a second).
+WATCH_THE_PENDING_LINE = (
+    "() => { window.__pendingSaid = []; const line = document.getElementById('chat-pending');"
+    " new MutationObserver(() => window.__pendingSaid.push(line.textContent))"
+    ".observe(line, { childList: true, characterData: true, subtree: true }); }"
+)
+
+
+def _until(condition, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "not in time"
+        time.sleep(0.05)
+
+
+def _drop_as_it_goes(new_page, start_haico_server, model_server, *, reaches_the_server: bool):
     server, page, url = _start(new_page, start_haico_server, model_server)
     page.add_init_script("window.__socketDelayMs = 0;")
     page.add_init_script(LATE_SOCKET_SCRIPT)
-    # The chat message goes to the server, and the connection drops before any answer.
-    page.add_init_script(
-        "(() => { const send = WebSocket.prototype.send;"
-        " WebSocket.prototype.send = function (data) { send.call(this, data);"
-        " if (window.__dropAfterMessage && String(data).includes('\"message\"')) {"
-        " window.__dropAfterMessage = false; window.__dropSocket(); } }; })();"
-    )
+    page.add_init_script(DROP_AS_THE_MESSAGE_GOES)
     page.goto(url)
     wait_for_socket(page)
+    page.evaluate(WATCH_THE_PENDING_LINE)
+    page.evaluate("(keep) => { window.__dropAfterMessage = keep ? 'keep' : 'lose'; }", reaches_the_server)
+    return server, page, url
+
+
+def test_a_message_the_connection_dropped_under_after_it_arrived_is_not_run_twice_and_the_box_clears(
+    new_page, start_haico_server, model_server
+):
+    """The socket drops (1006) just after the message went: the server ran
+    it, but its ack was lost. The page cannot tell, so it sends it again on
+    the reconnected socket with the id it went with; the server finds it
+    stored and acks the turn it began (docs/adr/0126): one turn, one model
+    call, and the box is cleared."""
+    model_server.script([Reply(text="Only once.")])
+    server, page, url = _drop_as_it_goes(new_page, start_haico_server, model_server, reaches_the_server=True)
     chat = _chat(page)
     box = chat.get_by_role("textbox", name="Message")
 
-    # Every text the line under the box shows, however briefly (the socket reconnects within a second).
-    page.evaluate(
-        "() => { window.__pendingSaid = []; const line = document.getElementById('chat-pending');"
-        " new MutationObserver(() => window.__pendingSaid.push(line.textContent))"
-        ".observe(line, { childList: true, characterData: true, subtree: true }); }"
-    )
-    page.evaluate("() => { window.__dropAfterMessage = true; }")
     box.fill("Caught by the drop")
     chat.get_by_role("button", name="Send").click()
-    page.wait_for_function("(text) => window.__pendingSaid.includes(text)", arg=MAY_NOT_HAVE_GONE)
-    expect(chat.locator(".answer")).to_have_text(["Only once."], timeout=TURN_WAIT_MS)  # the reconnected page shows the turn
+    page.wait_for_function("(text) => window.__pendingSaid.includes(text)", arg=CONNECTING)
+    expect(chat.locator(".answer")).to_have_text(["Only once."], timeout=TURN_WAIT_MS)
+    expect(box).to_have_value("")
+    expect(page.locator("#chat-pending")).to_be_hidden()
     page.wait_for_timeout(2_000)
     assert _stored_messages(server, thread_id_from(url)) == ["Caught by the drop"]
     assert len(model_server.requests) == 1
+    expect(chat.locator(".bubble-user")).to_have_count(1)
+
+
+def test_a_message_the_connection_dropped_before_it_arrived_goes_once_reconnected(new_page, start_haico_server, model_server):
+    """The socket drops with the message still on its way: the server never
+    had it. It goes again once the page reconnects, by itself: the person
+    does not have to notice and send it again (before, the page only said it
+    may not have gone)."""
+    model_server.script([Reply(text="Got it after the drop.")])
+    server, page, url = _drop_as_it_goes(new_page, start_haico_server, model_server, reaches_the_server=False)
+    chat = _chat(page)
+    box = chat.get_by_role("textbox", name="Message")
+
+    box.fill("Lost on the wire")
+    chat.get_by_role("button", name="Send").click()
+    expect(chat.locator(".answer")).to_have_text(["Got it after the drop."], timeout=TURN_WAIT_MS)
     expect(box).to_have_value("")
     expect(page.locator("#chat-pending")).to_be_hidden()
+    assert _stored_messages(server, thread_id_from(url)) == ["Lost on the wire"]
+    assert len(model_server.requests) == 1
+    assert CONNECTING in page.evaluate("() => window.__pendingSaid")
+
+
+def test_a_message_caught_by_a_drop_and_a_reload_goes_with_the_same_id_and_runs_once(new_page, start_haico_server, model_server):
+    """The connection drops as the message goes (the server ran it) and the
+    person reloads at once: the box has the draft back, and Send sends it
+    with the id it went with, so the server acks the turn it already began
+    rather than running it twice; the box is cleared."""
+    model_server.script([Reply(text="Ran once.")])
+    server, page, url = _drop_as_it_goes(new_page, start_haico_server, model_server, reaches_the_server=True)
+    chat = _chat(page)
+    box = chat.get_by_role("textbox", name="Message")
+    # Held offline after the drop: the page cannot send it again before the reload.
+    page.evaluate("() => { window.__socketDelayMs = 60000; }")
+    box.fill("Reloaded right after the drop")
+    chat.get_by_role("button", name="Send").click()
+    page.wait_for_function("(text) => window.__pendingSaid.includes(text)", arg=CONNECTING)
+    _until(lambda: _stored_messages(server, thread_id_from(url)) == ["Reloaded right after the drop"])
+
+    page.reload()
+    wait_for_socket(page)
+    expect(box).to_have_value("Reloaded right after the drop")
+    chat.get_by_role("button", name="Send").click()
+    expect(box).to_have_value("", timeout=TURN_WAIT_MS)
+    expect(chat.locator(".answer")).to_have_text(["Ran once."], timeout=TURN_WAIT_MS)
+    page.wait_for_timeout(1_000)
+    assert _stored_messages(server, thread_id_from(url)) == ["Reloaded right after the drop"]
+    assert len(model_server.requests) == 1
