@@ -100,16 +100,19 @@ class StepEditForm(StepTextForm):
 SHOWN_NUMBER = "The step's number as your page showed it must be an outline number such as 2.1."
 
 
+OUTLINE_NUMBER = r"^[1-9][0-9]{0,5}(\.[1-9][0-9]{0,5}){0,30}$"
+
+
 class StepAtForm(forms.Form):
     """Where the person's page showed the step they indent, outdent or move:
     its outline number (its depth and place), docs/adr/0125. Left out: the
     step moves as before."""
 
     number = forms.RegexField(
-        r"^[1-9][0-9]{0,5}(\.[1-9][0-9]{0,5}){0,30}$",
+        OUTLINE_NUMBER,
         required=False,
         strip=True,
-        error_messages={"invalid": SHOWN_NUMBER},
+        error_messages={"invalid": SHOWN_NUMBER, "null_characters_not_allowed": SHOWN_NUMBER},
     )
 
     def clean_number(self):
@@ -127,11 +130,27 @@ class StepMoveForm(StepAtForm):
     )
 
 
-class StepPlaceForm(forms.Form):
+SHOWN_BEFORE = (
+    "The number your page showed for the step it was dropped before must be an outline number such as 2.1, "
+    "or empty when it was dropped at the end of its level."
+)
+SHOWN_IN_PART = "Send both numbers your page showed for a drag (the step's and where it was dropped), or neither."
+
+
+class StepPlaceForm(StepAtForm):
     """Where a dragged step was dropped: just before the step `before`, or
-    at the end of the plan when it is empty."""
+    at the end of the plan when it is empty. With what the page showed
+    (docs/adr/0125): the step's outline number (`number`) and the number of
+    the step it was dropped before (`before_number`), empty when it was
+    dropped at the end of its level. Both left out: it is placed as before."""
 
     before = forms.CharField(required=False, strip=True)
+    before_number = forms.RegexField(
+        OUTLINE_NUMBER,
+        required=False,
+        strip=True,
+        error_messages={"invalid": SHOWN_BEFORE, "null_characters_not_allowed": SHOWN_BEFORE},
+    )
 
     def clean_before(self):
         value = self.cleaned_data["before"]
@@ -144,6 +163,21 @@ class StepPlaceForm(forms.Form):
         if not value.isascii() or not value.isdigit() or len(value) > 18:
             raise forms.ValidationError(f"Say which step it was dropped before (a step id), not {value!r}.")
         return int(value)
+
+    def clean_before_number(self):
+        # Sent empty means "at the end of its level"; left out, None: nothing to compare.
+        return self.cleaned_data["before_number"] if "before_number" in self.data else None
+
+    def clean(self):
+        data = self.cleaned_data
+        if self.errors:
+            return data
+        if (data.get("number") is None) != (data.get("before_number") is None):
+            raise forms.ValidationError(SHOWN_IN_PART)
+        if data.get("before") is None and data.get("before_number"):
+            # Dropped at the end of the plan: before no step, so at the end of its level.
+            raise forms.ValidationError(SHOWN_BEFORE)
+        return data
 
 
 KIND_ERRORS = {"invalid_choice": "Kind must be 'hard' or 'soft', not '%(value)s'.", "required": "Kind must be 'hard' or 'soft'."}

@@ -10,7 +10,8 @@
  *   puts focus back on the row).
  * - Drag (SortableJS, static/vendor/): a row dropped among its siblings is
  *   placed there with its sub-steps (POST <plan>/<id>/place/ with the step it
- *   now comes before). The rows go back where they were at once and move
+ *   now comes before, and both steps' numbers as the page shows them,
+ *   docs/adr/0125). The rows go back where they were at once and move
  *   when the server's patch arrives, so the page only ever shows the plan as
  *   stored. A drop onto another level is refused here with a message (the
  *   server refuses it too); only indent and outdent change a step's level.
@@ -130,10 +131,14 @@
   // first move's answer, which renumbers the plan. The number it carries is
   // read when it is sent, so the person's own move before it is not taken
   // for someone else's (docs/adr/0125).
+  // A drag's before_number (the step it was dropped before) is read then too.
   document.addEventListener("htmx:configRequest", function (event) {
     var li = event.detail.elt;
-    if (!li || !li.matches || !li.matches("li.step") || event.detail.parameters.number === undefined) return;
-    event.detail.parameters.number = stepNumber(li);
+    var values = event.detail.parameters;
+    if (!li || !li.matches || !li.matches("li.step") || values.number === undefined) return;
+    values.number = stepNumber(li);
+    var before = values.before_number ? document.getElementById("step-" + values.before) : null;
+    if (before) values.before_number = stepNumber(before);
   });
 
   function stepAction(li, act, source) {
@@ -420,7 +425,15 @@
           showError(ACROSS_LEVELS);
           return;
         }
-        plan().post(plan().url(item, "place"), item, { before: before ? plan().rowId(before) : "" });
+        // With where the page shows the step and the step it now comes
+        // before ("" at the end of its level): a drop on a plan someone changed
+        // since moves nothing (docs/adr/0125).
+        var atEnd = !before || plan().depthOf(before) < plan().depthOf(item);
+        plan().post(plan().url(item, "place"), item, {
+          before: before ? plan().rowId(before) : "",
+          number: stepNumber(item),
+          before_number: atEnd ? "" : stepNumber(before),
+        });
       },
     });
   }

@@ -328,18 +328,74 @@ def todo_move(
 
 
 @transaction.atomic
-def todo_place(*, todo: Todo, before: Todo | None = None, author: str = Author.SYSTEM, token_name: str = "", person=None) -> None:
+def todo_place(
+    *,
+    todo: Todo,
+    before: Todo | None = None,
+    shown_number: str | None = None,
+    shown_before: str | None = None,
+    author: str = Author.SYSTEM,
+    token_name: str = "",
+    person=None,
+) -> None:
     """A drag in the tree: the step (with its subtree) goes just before
     `before` (None: the end of the plan), which must keep it at its level
-    among its siblings; a drop anywhere else is refused, nothing moves."""
+    among its siblings; a drop anywhere else is refused, nothing moves.
+
+    `shown_number` and `shown_before`: what the person's page showed, the
+    step's outline number and the number of the step it was dropped before
+    ("" when it was dropped at the end of its level). `before` names a row,
+    not a place: on a page someone changed since, that row may now sit
+    elsewhere (or the step itself), and the step would land where the person
+    never dropped it. When either differs from the plan now, nothing moves
+    (StepMoved, docs/adr/0125); None for both: placed as before."""
     todos = _plan(todo.thread_id)
     target = None if before is None else _row_of(todos, before)
+    if shown_number is not None and shown_before is not None:
+        _check_drop(todos, _row_of(todos, todo), target, shown_number, shown_before)
     _rearrange(
         todo,
         lambda depths, i: plan_tree.place_before(depths, i, target),
         todos,
         verb="place",
         by=_by(author, token_name, person),
+    )
+
+
+def _check_drop(todos: list[Todo], i: int, target: int | None, shown_number: str, shown_before: str) -> None:
+    """The drop as the person's page showed it is the drop in the plan now:
+    the step where it was, and the step it was dropped before where it was,
+    or, dropped at the end of its level, `target` still right after that
+    level (the numbers alone do not say that a level grew or shrank)."""
+    depths = _depths(todos)
+    numbers = plan_tree.outline_numbers(depths)
+    name = _quoted(todos[i].text)
+    if numbers[i] != shown_number:
+        raise StepMoved(f"{name} was moved by someone else meanwhile; the plan shows it as it is now.")
+    if shown_before:
+        if target is None:
+            raise InvalidInput("A step dropped at the end of the plan was dropped before no step; send no number for it.")
+        if numbers[target] != shown_before:
+            raise StepMoved(
+                f"{_quoted(todos[target].text)} was moved by someone else meanwhile, so {name} was not moved; "
+                "the plan shows them as they are now."
+            )
+        return
+    parent = plan_tree.parent_of(depths, i)
+    level_end = len(depths) if parent is None else plan_tree.subtree_end(depths, parent)
+    if (len(depths) if target is None else target) != level_end:
+        raise StepMoved(
+            f"The steps at the level of {name} were changed by someone else meanwhile, so it was not moved to their end; "
+            "the plan shows it as it is now."
+        )
+
+
+def drop_target_gone(todo: Todo) -> StepMoved:
+    """What a drag is told when its page showed a step to drop `todo`
+    before that has been removed since (docs/adr/0125)."""
+    return StepMoved(
+        f"The step {_quoted(todo.text)} was dropped before was removed by someone else meanwhile, so it was not moved; "
+        "the plan shows it as it is now."
     )
 
 

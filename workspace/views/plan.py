@@ -147,15 +147,24 @@ def step_move(request, thread_id, pk):
 @require_POST
 def step_place(request, thread_id, pk):
     """A drag in the tree: the step goes before another step of its level
-    (the service refuses a drop that would change its level)."""
+    (the service refuses a drop that would change its level). With what the
+    page showed (`number`, `before_number`), a drop on a plan someone changed
+    since moves nothing and the page is shown the plan as it is now
+    (docs/adr/0125)."""
 
     def place(todo, data):
+        shown = data["number"] is not None
         before = None
         if data["before"] is not None:
             before = in_thread_or_none(Todo, thread=todo.thread, pk=data["before"])
+            if before is None and shown:
+                # The page still showed it: answered with the plan as it is now, like any stale drop.
+                raise plan_services.drop_target_gone(todo)
             if before is None:
                 raise NotFound(STEP_GONE)
-        plan_services.todo_place(todo=todo, before=before, **_by(request))
+        plan_services.todo_place(
+            todo=todo, before=before, shown_number=data["number"], shown_before=data["before_number"], **_by(request)
+        )
 
     return _on_step(request, thread_id, pk, place, form_class=StepPlaceForm)
 

@@ -321,3 +321,110 @@ def test_a_new_title_keeps_the_line_breaks_of_a_detail_the_one_line_field_droppe
     # A detail the person did change is theirs, on one line.
     mine.post(ws_url(thread, f"preferences/{preference.pk}/edit/"), {**form, "subtitle": "Peer-reviewed, no blogs"}, **HTMX)
     assert Preference.objects.get(pk=preference.pk).subtitle == "Peer-reviewed, no blogs"
+
+
+# --- a drag -------------------------------------------------------------------------
+# big_plan numbers row 4k "k+1", 4k+1 "k+1.1", 4k+2 "k+1.1.1" and 4k+3 "k+1.2".
+
+
+def layout(thread):
+    return list(Todo.objects.filter(thread=thread).order_by("position").values_list("pk", "depth"))
+
+
+def drag(client, thread, step, values, **headers):
+    return client.post(ws_url(thread, f"plan/{step.pk}/place/"), values, **headers)
+
+
+# What the owner did meanwhile (rows of a 300-step plan), and the other
+# editor's drop as their page showed it: the dragged row, the row it was
+# dropped before (None: the end of the plan), and the numbers sent.
+STALE_DRAGS = {
+    # The step it was dropped before went up one: the drop would land a place higher.
+    "before-moved": ("move", 160, {"direction": "up", "number": "41"}, 200, 160, ("51", "41"), "“Step 160” was moved"),
+    # The dragged step itself went up.
+    "dragged-moved": ("move", 200, {"direction": "up", "number": "51"}, 200, 160, ("51", "41"), "“Step 200” was moved"),
+    # Steps above both were removed: every number below them changed.
+    "removed-above": ("delete", 0, {}, 200, 160, ("51", "41"), "“Step 200” was moved"),
+    # Dropped at the end of its level (before 51); 51 was indented into that level since.
+    "level-grew": ("indent", 200, {"number": "51"}, 197, 200, ("50.1", ""), "The steps at the level of “Step 197”"),
+    # The step it was dropped before is gone.
+    "before-removed": ("delete", 160, {}, 200, 160, ("51", "41"), "“Step 200” was dropped before was removed"),
+}
+
+
+@pytest.mark.parametrize("htmx", [True, False], ids=["htmx", "plain"])
+@pytest.mark.parametrize("case", list(STALE_DRAGS))
+def test_a_drag_on_a_plan_changed_meanwhile_moves_nothing_and_shows_the_plan_as_it_is(thread, two, case, htmx):
+    mine, theirs = two
+    action, changed_row, change, row, before_row, (number, before_number), said = STALE_DRAGS[case]
+    todos = big_plan(thread)
+    assert mine.post(ws_url(thread, f"plan/{todos[changed_row].pk}/{action}/"), change, **HTMX).status_code == 200
+    now = layout(thread)
+    history = PlanChange.objects.count()
+
+    values = {"before": str(todos[before_row].pk), "number": number, "before_number": before_number}
+    reply = drag(theirs, thread, todos[row], values, **(HTMX if htmx else {}))
+
+    assert layout(thread) == now
+    assert PlanChange.objects.count() == history
+    assert said in shown(reply) and "the plan shows" in shown(reply)
+    if htmx:
+        assert reply.status_code == 200
+        assert "meanwhile" in error_patch(reply).text
+        plan = [p for p in read_patches(shown(reply)) if p.kind == "plan"]
+        assert plan and plan[0].attrs.get("data-complete") == "1"  # the plan as it is now
+    else:
+        assert reply.status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("row", "before_row", "number", "before_number", "lands"),
+    [
+        (200, 160, "51", "41", (160, 0)),  # up the top level, before 41
+        (197, 200, "50.1", "", (198, 1)),  # to the end of its level, past 50.2
+        (292, None, "74", "", (296, 0)),  # to the end of the plan
+    ],
+    ids=["before-a-step", "end-of-its-level", "end-of-the-plan"],
+)
+def test_a_drag_on_the_plan_as_it_is_moves_the_step(thread, two, row, before_row, number, before_number, lands):
+    _mine, theirs = two
+    todos = big_plan(thread)
+    before = "" if before_row is None else str(todos[before_row].pk)
+    reply = drag(theirs, thread, todos[row], {"before": before, "number": number, "before_number": before_number}, **HTMX)
+    assert "haico:saved" in reply["HX-Trigger"]
+    moved = Todo.objects.get(pk=todos[row].pk)
+    assert (moved.position, moved.depth) == lands
+
+
+def test_a_drag_without_the_numbers_is_placed_as_before(thread, two):
+    mine, theirs = two
+    todos = big_plan(thread)
+    mine.post(ws_url(thread, f"plan/{todos[160].pk}/move/"), {"direction": "up", "number": "41"}, **HTMX)
+    reply = drag(theirs, thread, todos[200], {"before": str(todos[160].pk)}, **HTMX)
+    assert "haico:saved" in reply["HX-Trigger"]
+    # Before step 160, wherever it is now: an old page's drop, as it always was.
+    assert Todo.objects.get(pk=todos[200].pk).position == Todo.objects.get(pk=todos[160].pk).position - 4
+
+
+@pytest.mark.parametrize("htmx", [True, False], ids=["htmx", "plain"])
+@pytest.mark.parametrize(
+    ("values", "said"),
+    [
+        ({"number": "fifty-one", "before_number": "41"}, "as your page showed it must be an outline number"),
+        ({"number": "51", "before_number": "4 1"}, "must be an outline number such as 2.1, or empty"),
+        ({"number": "51", "before_number": "41\x00"}, "must be an outline number such as 2.1, or empty"),
+        ({"number": "51", "before_number": "1." * 40 + "1"}, "must be an outline number such as 2.1, or empty"),
+        ({"number": "51"}, "Send both numbers your page showed for a drag"),
+        ({"before_number": "41"}, "Send both numbers your page showed for a drag"),
+        ({"number": "51", "before_number": "41", "before": ""}, "or empty when it was dropped at the end of its level"),
+    ],
+    ids=["number", "before-number", "nul", "too-deep", "number-only", "before-number-only", "end-with-a-number"],
+)
+def test_a_drag_with_bad_numbers_is_a_clear_error_not_a_500(thread, two, values, said, htmx):
+    _mine, theirs = two
+    todos = big_plan(thread)
+    before = layout(thread)
+    reply = drag(theirs, thread, todos[200], {"before": str(todos[160].pk), **values}, **(HTMX if htmx else {}))
+    assert reply.status_code == (200 if htmx else 400)
+    assert said in (error_patch(reply).text if htmx else shown(reply))
+    assert layout(thread) == before
