@@ -10,7 +10,8 @@ from . import account_views, token_views
 
 urlpatterns = [
     # Someone signed in is sent on to their threads (or where ?next= says), not shown the form again.
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    # A browser whose account was deactivated is told so (account_views.LogIn).
+    path("login/", account_views.LogIn.as_view(), name="login"),
     path("signup/", account_views.signup, name="signup"),
     path("waiting/", account_views.waiting, name="waiting"),
     path("usage/", account_views.usage, name="usage"),

@@ -22,10 +22,26 @@ from django.contrib.auth.forms import PasswordResetForm
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from . import approval, login_limits, ratelimit
+from . import approval, login_limits, ratelimit, sessions
 from . import signup as signups
 from .forms import SignupForm
 from .usage import person_usage
+
+
+class LogIn(auth_views.LoginView):
+    """Django's login, which also tells a browser whose own session names
+    an account staff deactivated that it has been: its person would
+    otherwise try their password again and again, told only that it does
+    not match. A failed login itself stays Django's generic answer, so
+    nobody learns from a typed username whether it exists or is inactive
+    (docs/adr/0108)."""
+
+    redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["account_deactivated"] = sessions.deactivated_account_of(self.request.session)
+        return context
 
 
 def _signup_refused(request, message: str, *, status: int):

@@ -8,9 +8,11 @@ which runs it as a server-owned task; this consumer only passes on what the
 live layer gives it (`deliver`) or the layer brings (`thread.fragment`).
 
 Close codes: 4401 not logged in, or the session ended (logged out, which
-closes the session's sockets at once; or a password change elsewhere, a
-deactivated account, an expired session, caught before acting on the next
-message: conversations.sessions), 4403 the account waits for staff approval
+closes the session's sockets at once; or a password change elsewhere, an
+expired session, caught before acting on the next message:
+conversations.sessions), 4410 the session's account has been deactivated
+(closed at once, or when the page next sends or connects; the page says so
+instead of "log in again", which its person cannot: docs/adr/0108), 4403 the account waits for staff approval
 (conversations.approval), 4404 not your thread (or deleted, or no longer
 shared with you: docs/adr/0084), 4409 someone other than the person the
 page was rendered for is signed in now (docs/adr/0108), 4429 the person
@@ -70,7 +72,13 @@ from .forms import UNREADABLE_MESSAGE, ApprovalAnswerForm, ChatMessage, ChatMess
 from .live import RESYNC, fits_one_message, group_name, message_size, publisher
 from .selectors import turn_of_sent_message
 from .services import thread_set_mode
-from .sessions import session_group, session_signs_in
+from .sessions import (
+    ACCOUNT_DEACTIVATED,
+    deactivated_account_of,
+    session_group,
+    session_of_deactivated_account,
+    session_signs_in,
+)
 from .turns import approval_claims, fragments, registry
 from .turns.message_checks import retry_message
 
@@ -90,6 +98,7 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_WAITING = 4403
 CLOSE_NOT_FOUND = 4404
 CLOSE_SOMEONE_ELSE = 4409
+CLOSE_DEACTIVATED = 4410
 CLOSE_TOO_MANY = 4429
 
 NOT_FOUND_MESSAGE = "This thread does not exist or is not yours."
@@ -164,6 +173,10 @@ class ThreadConsumer(PageSocketConsumer):
         publisher.attach()
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
+            # A page reconnecting after a dropped connection, its account deactivated meanwhile.
+            if await database_sync_to_async(deactivated_account_of)(self.scope.get("session") or {}):
+                await self._refuse(ACCOUNT_DEACTIVATED, CLOSE_DEACTIVATED)
+                return
             await self._refuse(LOGIN_MESSAGE, CLOSE_UNAUTHENTICATED)
             return
         if not _opened_by_its_page_person(self.scope):
@@ -286,6 +299,11 @@ class ThreadConsumer(PageSocketConsumer):
                 outages.note(logger, error, "a page could not renew its membership of its session's group")
 
     async def _end_session(self):
+        # Deactivated by staff, the person cannot log in again: they are told so (docs/adr/0108).
+        if await database_sync_to_async(session_of_deactivated_account)(session_key=self.session_key):
+            await self._notice(ACCOUNT_DEACTIVATED)
+            await self.close(code=CLOSE_DEACTIVATED)
+            return
         await self._notice(LOGIN_MESSAGE)
         await self.close(code=CLOSE_UNAUTHENTICATED)
 

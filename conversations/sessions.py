@@ -24,8 +24,9 @@ from importlib import import_module
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, load_backend
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model, load_backend
 from django.contrib.sessions.backends import db
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.crypto import constant_time_compare
 
@@ -35,6 +36,14 @@ logger = logging.getLogger("haico.conversations.sessions")
 
 SESSION_ENDED_EVENT = "session.ended"
 SESSION_RENEWED_EVENT = "session.renewed"
+
+# What a person whose account staff deactivated is told, wherever they were
+# told to log in again (the socket, a page's request, the login page): they
+# cannot, and what they typed is only still on their pages.
+ACCOUNT_DEACTIVATED = (
+    "Your account has been deactivated, so nothing more can be saved here. Copy anything you typed that is not "
+    "saved; ask whoever runs this HAICO to reactivate it."
+)
 
 
 def session_group(session_key: str) -> str:
@@ -65,6 +74,42 @@ def session_signs_in(*, session_key: str | None, user) -> bool:
         return False
     hashes = [current.get_session_auth_hash(), *current.get_session_auth_fallback_hash()]
     return any(constant_time_compare(session_hash, known) for known in hashes)
+
+
+def deactivated_account_of(session) -> bool:
+    """Whether `session` (a session's data: a SessionStore or a dict) signed
+    in an account that has since been deactivated: it names an enabled
+    backend and an existing, inactive account, and its auth hash is that
+    account's (so it was that account's own sign-in, not one a password
+    change ended). Django's next request treats such a session as nobody's
+    (ModelBackend refuses inactive users) without flushing it, so its owner
+    can be told the truth instead of "log in again". It answers only about
+    the account the browser itself was signed in to, never a username
+    someone types. Read only."""
+    try:
+        user_id = session.get(SESSION_KEY)
+        session_hash = session.get(HASH_SESSION_KEY)
+        backend_path = session.get(BACKEND_SESSION_KEY)
+    except Exception:  # a session that cannot be read says nothing
+        return False
+    if not user_id or not session_hash or backend_path not in settings.AUTHENTICATION_BACKENDS:
+        return False
+    model = get_user_model()
+    try:
+        user = model._default_manager.filter(pk=model._meta.pk.to_python(user_id)).first()
+    except (ValueError, TypeError, ValidationError):
+        return False
+    if user is None or user.is_active:
+        return False
+    hashes = [user.get_session_auth_hash(), *user.get_session_auth_fallback_hash()]
+    return any(constant_time_compare(session_hash, known) for known in hashes)
+
+
+def session_of_deactivated_account(*, session_key: str | None) -> bool:
+    """deactivated_account_of, for a session known by its key (a socket's)."""
+    if not session_key:
+        return False
+    return deactivated_account_of(import_module(settings.SESSION_ENGINE).SessionStore(session_key).load())
 
 
 def _tell_sockets(session_key: str, event: dict) -> None:

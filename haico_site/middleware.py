@@ -52,7 +52,7 @@ from django.template.loader import render_to_string
 from django.utils.cache import patch_cache_control
 from django_htmx.http import reswap
 
-from conversations import login_limits, outages, ratelimit
+from conversations import login_limits, outages, ratelimit, sessions
 from workspace import panels
 from workspace.content_store import CorruptContent
 from workspace.errors import VIEW_ONLY_MESSAGE
@@ -84,13 +84,15 @@ def too_big_message(request, exception) -> str:
     return f"That was too much to send at once (the limit is {limit_mb:.1f} MB); nothing was saved."
 
 
-def htmx_message(request, message: str) -> HttpResponse:
-    """200 with `message` where the person acted, changing nothing else on the page."""
+def htmx_message(request, message: str, *, gone: bool = False) -> HttpResponse:
+    """200 with `message` where the person acted, changing nothing else on the page.
+    `gone`: the thread is deleted or not this person's (any more); the editor
+    then keeps its text for the person to copy and stops saving (data-gone)."""
     view_name = request.resolver_match.view_name if request.resolver_match else ""
     if view_name == DOCUMENT_SAVE:
         # Blank version: the next save is refused rather than overwriting a
         # version this editor never saw (as the document view does).
-        context = {"doc_state": "error", "doc_message": message, "doc_base_version": ""}
+        context = {"doc_state": "error", "doc_message": message, "doc_base_version": "", "doc_gone": gone}
         return HttpResponse(render_to_string(SAVE_STATE, context, request=request))
     panel = next((name for prefix, name in PANEL_OF_URL.items() if view_name.startswith(prefix)), None)
     if panel is not None:
@@ -130,7 +132,7 @@ class HtmxErrorsMiddleware:
             context = {"heading": "View only", "message": VIEW_ONLY_MESSAGE, "advice": "Nothing was changed."}
             return render(request, "errors/message.html", context, status=403)
         if request.htmx and isinstance(exception, Http404):
-            return htmx_message(request, GONE)
+            return htmx_message(request, GONE, gone=True)
         if isinstance(exception, CorruptContent):
             logger.error("a stored text could not be read back: %s (%s)", exception, request.path, exc_info=exception)
             if request.htmx:
@@ -341,7 +343,8 @@ class PagePersonMiddleware:
     it would be done as them. Either way a 401 says so and nothing is done,
     and the page keeps what its person typed, to send again once they have
     logged in in another tab (docs/adr/0108). A plain navigation still goes
-    to the login page."""
+    to the login page. A session whose account staff deactivated gets a 401
+    that says so instead: its person cannot log in again."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -349,6 +352,9 @@ class PagePersonMiddleware:
     def __call__(self, request):
         response = self.get_response(request)
         if _from_a_page(request) and not request.user.is_authenticated and _sends_to_log_in(response):
+            if sessions.deactivated_account_of(request.session):
+                # Not "log in again": they cannot. Only the browser signed in to that account is told.
+                return views.not_signed_in_as_the_page(sessions.ACCOUNT_DEACTIVATED, signed_in=views.SIGNED_IN_DEACTIVATED)
             return views.not_signed_in_as_the_page(views.SESSION_ENDED, signed_in=views.SIGNED_IN_NOBODY)
         return response
 

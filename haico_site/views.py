@@ -34,9 +34,11 @@ SOMEONE_ELSE = (
 )
 
 
-# Who is signed in instead, for a page's script to tell the two 401s apart.
+# Who is signed in instead, for a page's script to tell the 401s apart:
+# nobody, someone else, or nobody because the page's person's account has
+# been deactivated (they cannot log in again: the page does not offer it).
 SIGNED_IN_HEADER = "X-HAICO-Signed-In"
-SIGNED_IN_NOBODY, SIGNED_IN_SOMEONE_ELSE = "nobody", "someone-else"
+SIGNED_IN_NOBODY, SIGNED_IN_SOMEONE_ELSE, SIGNED_IN_DEACTIVATED = "nobody", "someone-else", "deactivated"
 
 
 def not_signed_in_as_the_page(message: str, *, signed_in: str) -> HttpResponse:

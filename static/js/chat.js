@@ -35,10 +35,19 @@
   // last ack (conversations.consumers: a refused socket acts on nothing, a
   // session checked before each message), so a message sent into such a
   // socket with no ack was not acted on and can go again (docs/adr/0013).
-  var NOT_ACTED_ON_CODES = [4401, 4403, 4404, 4409, 4429];
+  var NOT_ACTED_ON_CODES = [4401, 4403, 4404, 4409, 4410, 4429];
   // ... and the page opens the socket again after these two, once the
   // person has logged in again (static/js/live.js).
   var LOGGED_OUT_CODES = [4401, 4409];
+  // The person's account was deactivated (4410): they cannot log in again,
+  // so nothing is held for a login; the message stays in the box to copy.
+  var DEACTIVATED_CODE = 4410;
+  var DEACTIVATED_TEXT = "Not sent: your account has been deactivated, so nothing more can be sent or saved here. " +
+    "Your message is still in the box: copy it to keep it, and ask whoever runs this HAICO to reactivate the account.";
+  // The thread was deleted or is no longer shared with this person (4404).
+  var THREAD_LOST_CODE = 4404;
+  var THREAD_LOST_TEXT = "Not sent: this thread was deleted or is no longer shared with you. " +
+    "Your message is still in the box: copy it to keep it.";
 
   var lastAck = null;
   var pinned = true;
@@ -47,6 +56,8 @@
   var preparing = false; // a message waits for the document to save
   var onTheWire = false; // a message was handed to the socket, and no ack has come
   var loggedOut = false; // the socket closed for a session that ended: a message waits for the login
+  var deactivated = false; // the socket closed for an account that was deactivated: nothing waits
+  var threadLost = false; // the socket closed for a thread deleted or no longer shared
 
   function messages() {
     return document.getElementById("chat-messages");
@@ -122,6 +133,8 @@
       preparing = false;
       if (isConnected() && window.htmx) {
         transmit();
+      } else if (deactivated || threadLost) {
+        showPending(deactivated ? DEACTIVATED_TEXT : THREAD_LOST_TEXT);
       } else {
         waiting = true;
         showPending(loggedOut ? NOT_LOGGED_IN_TEXT : CONNECTING_TEXT);
@@ -197,6 +210,34 @@
     } catch (e) { /* storage full or refused: the text is still in the box */ }
   }
 
+  // A message in the box of a thread that was deleted or is no longer
+  // shared with this person can never be sent: it is kept in the tab for
+  // the thread list, which shows it once to copy (static/js/words_kept.js).
+  // The key names the person, as the draft's does.
+  function keepLostMessage() {
+    var box = composer();
+    var person = HAICO.pagePerson ? HAICO.pagePerson() : "";
+    if (!person) return;
+    var key = "haico:words-lost:" + person + ":message:" + window.location.pathname;
+    var title = document.getElementById("thread-title");
+    try {
+      if (box && box.value.trim()) {
+        window.sessionStorage.setItem(key, JSON.stringify({
+          thread: title ? title.textContent.trim() : "", what: "message", text: box.value,
+        }));
+      } else {
+        window.sessionStorage.removeItem(key);
+      }
+      // Kept there instead: the draft would only come back on a page that cannot open.
+      var draft = draftKey();
+      if (draft) window.sessionStorage.removeItem(draft);
+    } catch (e) { /* storage refused: the text is still in the box */ }
+  }
+
+  window.addEventListener("pagehide", function () {
+    if (threadLost) keepLostMessage();
+  });
+
   document.addEventListener("input", function (event) {
     if (!event.target.matches || !event.target.matches('#chat-form textarea[name="message"]')) return;
     keepDraft(event.target.value);
@@ -267,6 +308,19 @@
       }
     }
     if (LOGGED_OUT_CODES.indexOf(code) >= 0) loggedOut = true;
+    if (code === DEACTIVATED_CODE || code === THREAD_LOST_CODE) {
+      // Nothing can be sent here any more: whatever is in the box stays there, said so.
+      if (code === DEACTIVATED_CODE) deactivated = true;
+      else threadLost = true;
+      onTheWire = false;
+      waiting = false;
+      var box = composer();
+      if (box && box.value.trim()) {
+        showPending(deactivated ? DEACTIVATED_TEXT : THREAD_LOST_TEXT);
+        if (threadLost) keepLostMessage();
+      }
+      return;
+    }
     if (onTheWire) {
       onTheWire = false;
       waiting = true;
@@ -285,6 +339,7 @@
 
   document.addEventListener("haico:signedInAgain", function () {
     loggedOut = false;
+    deactivated = false;
     if (waiting) showPending(CONNECTING_TEXT);
   });
 

@@ -119,7 +119,7 @@
   function scheduleSave(form) {
     var state = editorState(form);
     state.dirty = true;
-    if (!state.conflict && !state.failures) setStatus(form, "Unsaved changes");
+    if (!state.conflict && !state.failures && !threadLost) setStatus(form, "Unsaved changes");
     clearTimeout(state.timer);
     state.timer = setTimeout(function () { saveNow(form); }, AUTOSAVE_DELAY_MS);
   }
@@ -151,6 +151,12 @@
     var problem = tooLong(form);
     if (problem) {
       showLocalError(form, problem);
+      failWaiters(form);
+      return false;
+    }
+    if (threadLost) {
+      // Nothing can be saved to a thread that is gone: the text stays, said so.
+      if (hasUnsavedWork(form)) showLocalError(form, THREAD_LOST_TEXT);
       failWaiters(form);
       return false;
     }
@@ -361,7 +367,12 @@
     if (!xhr || xhr.status === 0 || xhr.status >= 300 || loggedOut) {
       var reason = xhr && xhr.status ? "the server answered " + xhr.status : "the connection failed";
       settle(form, "failed");
-      if (loggedOut) {
+      if (loggedOut && HAICO.accountDeactivated && HAICO.accountDeactivated(xhr)) {
+        // They cannot log in again. Still tried again now and then: should
+        // staff reactivate the account, the text is saved (docs/adr/0108).
+        saveFailed(form, "Not saved: your account has been deactivated, so nothing more can be saved here. " +
+          "Your text is still in the editor: copy anything you need, and ask whoever runs this HAICO to reactivate the account.");
+      } else if (loggedOut) {
         // Tried again by itself: it goes through once the person has logged
         // in again in another tab (docs/adr/0108).
         saveFailed(form, "Not saved: you are not logged in here any more. Your text is still here; it is saved " +
@@ -375,6 +386,12 @@
     }
     var holder = document.getElementById("doc-save-state");
     var outcome = holder ? holder.dataset.state : "";
+    if (holder && holder.hasAttribute("data-gone")) {
+      // The thread was deleted or is no longer shared with this person.
+      settle(form, "error", holder);
+      loseThread();
+      return;
+    }
     settle(form, ["saved", "merged", "conflict", "error"].indexOf(outcome) >= 0 ? outcome : "error", holder);
   });
 
@@ -427,6 +444,11 @@
     var form = currentForm();
     if (!form) return;
     var state = editorState(form);
+    if (threadLost) {
+      // No beacon (refused, and the browser would count it taken): kept for the thread list.
+      keepLostWords(form);
+      return;
+    }
     var beaconable = navigator.sendBeacon && state.dirty && !state.inFlight && !state.conflict && !tooLong(form);
     var sent = beaconable && sendBeacon(form, state);
     if (sent && !state.failures) {
@@ -467,6 +489,65 @@
     if (HAICO.pagePerson && HAICO.pagePerson()) data.set("haico_person", HAICO.pagePerson());
     return navigator.sendBeacon(form.getAttribute("action"), data);
   }
+
+  // --- a thread that is gone ---------------------------------------------------
+  //
+  // The thread was deleted, or this person's share of it removed, while the
+  // page was open: its socket closes with 4404 (conversations.consumers) and
+  // a save is answered "no longer exists" (data-gone). What the editor holds
+  // that the server does not have can never be saved: it stays in the
+  // editor, the editor says so, and nothing is sent again. When the page
+  // goes it is kept in the tab under the person's key, and the thread list
+  // shows it once to copy (static/js/words_kept.js), instead of waiting for
+  // a page that can no longer open (docs/adr/0040).
+
+  var THREAD_LOST_TEXT = "Not saved: this thread was deleted or is no longer shared with you, so what you typed " +
+    "here cannot be saved. It is still in the editor: copy it to keep it.";
+  var THREAD_LOST_CODE = 4404;
+  var threadLost = false;
+
+  function lostKey(form) {
+    var person = HAICO.pagePerson ? HAICO.pagePerson() || "" : "";
+    return person ? "haico:words-lost:" + person + ":document:" + form.getAttribute("action") : "";
+  }
+
+  function keepLostWords(form) {
+    var key = lostKey(form);
+    if (!key) return;
+    try {
+      if (hasUnsavedWork(form) && !unchanged(form)) {
+        var title = document.getElementById("thread-title");
+        var now = values(form);
+        window.sessionStorage.setItem(key, JSON.stringify({
+          thread: title ? title.textContent.trim() : "", what: "document", title: now.title, text: now.content,
+        }));
+      } else {
+        window.sessionStorage.removeItem(key);
+      }
+      // Kept here instead: a page that cannot open would never take it back.
+      leaveNothing(form);
+    } catch (e) { /* storage refused: the text is still in the editor */ }
+  }
+
+  function loseThread() {
+    threadLost = true;
+    var form = currentForm();
+    if (!form) return;
+    var state = editorState(form);
+    clearTimeout(state.timer);
+    state.timer = null;
+    clearTimeout(state.retry);
+    state.retry = null;
+    state.failures = 0;
+    if (hasUnsavedWork(form) && !unchanged(form)) showLocalError(form, THREAD_LOST_TEXT);
+    failWaiters(form);
+    keepLostWords(form);
+  }
+
+  document.addEventListener("htmx:wsClose", function (event) {
+    var close = event.detail && event.detail.event;
+    if (close && close.code === THREAD_LOST_CODE) loseThread();
+  });
 
   // --- what a page left behind -------------------------------------------------
   //

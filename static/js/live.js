@@ -488,6 +488,11 @@
   var SOMEONE_ELSE = "This browser is now signed in as someone else, so this page's chat is closed. " +
     "Log in again as yourself in another tab: this page keeps what you typed.";
 
+  // Or with this one when its person's account has been deactivated: they
+  // cannot log in again, so the page does not say to. The socket is opened
+  // again like one of an ended session should staff reactivate the account.
+  var DEACTIVATED_CODE = 4410;
+
   var socketWasLost = false;
   // The socket closed because its session ended. It is opened again once a
   // request of the page's goes through (the person has logged in again as
@@ -528,9 +533,13 @@
 
   document.addEventListener("htmx:wsClose", function (event) {
     var close = event.detail && event.detail.event;
-    if (close && (close.code === SESSION_ENDED_CODE || close.code === SOMEONE_ELSE_CODE)) {
+    if (close && (close.code === SESSION_ENDED_CODE || close.code === SOMEONE_ELSE_CODE || close.code === DEACTIVATED_CODE)) {
       socketOfEndedSession = event.detail.socketWrapper;
       socketWasLost = true;
+      if (close.code === DEACTIVATED_CODE) {
+        if (HAICO.sessionEnded) HAICO.sessionEnded(null, HAICO.ACCOUNT_DEACTIVATED, true);
+        return;
+      }
       if (HAICO.sessionEnded) HAICO.sessionEnded(null, close.code === SESSION_ENDED_CODE ? SESSION_ENDED : SOMEONE_ELSE);
       return;
     }

@@ -221,23 +221,34 @@
   var SESSION_ENDED = "Your session has ended, so this was not done; nothing was changed. " +
     "Log in again in another tab: this page keeps what you typed.";
 
+  // The account was deactivated by staff (the server's 401 says so with
+  // X-HAICO-Signed-In: deactivated, the socket with close code 4410): its
+  // person cannot log in again, so nothing offers to (docs/adr/0108).
+  HAICO.ACCOUNT_DEACTIVATED = "Your account has been deactivated, so nothing more can be saved here. " +
+    "Copy anything you typed that is not saved; ask whoever runs this HAICO to reactivate it.";
+
+  HAICO.accountDeactivated = function (xhr) {
+    return !!(xhr && xhr.getResponseHeader && xhr.getResponseHeader("X-HAICO-Signed-In") === "deactivated");
+  };
+
   // Stays until a request goes through again: nothing the person does here
   // works until they have logged in, and the link opens the login in a new
   // tab so that this one keeps its unsaved text.
-  function sessionEnded(xhr, message) {
+  function sessionEnded(xhr, message, deactivated) {
     var box = document.getElementById("flash");
     if (!box) return;
     var said = xhr && /^text\/plain/.test(xhr.getResponseHeader("Content-Type") || "") ? xhr.responseText : "";
     box.textContent = (said || message || SESSION_ENDED) + " ";
+    box.dataset.sessionEnded = "";
+    box.hidden = false;
+    window.clearTimeout(flashTimer);
+    if (deactivated || HAICO.accountDeactivated(xhr)) return;
     var link = document.createElement("a");
     link.href = document.body.getAttribute("data-login-url") + "?next=" + encodeURIComponent(window.location.pathname);
     link.target = "_blank";
     link.rel = "noopener";
     link.textContent = "Log in again";
     box.appendChild(link);
-    box.dataset.sessionEnded = "";
-    box.hidden = false;
-    window.clearTimeout(flashTimer);
   }
 
   HAICO.sessionEnded = sessionEnded;
