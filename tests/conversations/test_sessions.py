@@ -14,7 +14,7 @@ from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_K
 from django.contrib.sessions.models import Session
 from django.test import Client
 
-from conversations.sessions import SessionStore, session_signs_in
+from conversations.sessions import ACCOUNT_DEACTIVATED, SessionStore, deactivated_account_of, session_signs_in
 from tests.conftest import PASSWORD
 from tests.support.fake_model import Reply
 from workspace.models import WorkspaceSnapshot
@@ -77,6 +77,13 @@ def _message(text):
 async def _ended(socket):
     assert ENDED in await socket.receive_from(timeout=3)
     assert await socket.receive_output(timeout=3) == {"type": "websocket.close", "code": 4401}
+
+
+async def _deactivated(socket):
+    """Not "log in again", which a deactivated person cannot (docs/adr/0108)."""
+    said = await socket.receive_from(timeout=3)
+    assert ACCOUNT_DEACTIVATED in said and "log in" not in said.lower()
+    assert await socket.receive_output(timeout=3) == {"type": "websocket.close", "code": 4410}
 
 
 async def _still_open(socket):
@@ -145,7 +152,7 @@ async def test_a_deactivated_account_ends_its_sockets_at_their_next_message(owne
 
     await tab.send_to(text_data=_message("hello"))
 
-    await _ended(tab)
+    await _deactivated(tab)
     assert await _snapshots(thread) == []
 
 
@@ -166,8 +173,41 @@ async def test_an_account_deactivated_or_deleted_by_staff_closes_its_listening_p
         await sync_to_async(other_user.delete)()
 
     # The viewer's page only listens: it is closed all the same, and says why.
-    await _ended(viewer_tab)
+    if end == "deactivated":
+        await _deactivated(viewer_tab)
+    else:
+        await _ended(viewer_tab)
     await _still_open(owner_tab)
+
+
+async def test_a_page_of_a_deactivated_account_reconnecting_is_told_it_was_deactivated(owner, thread, session_sockets):
+    from haico_site.asgi import application
+
+    key = await _log_in(owner)
+    owner.is_active = False
+    await sync_to_async(owner.save)()
+    headers = [
+        (b"origin", b"http://127.0.0.1:8000"),
+        (b"host", b"127.0.0.1:8000"),
+        (b"cookie", f"{settings.SESSION_COOKIE_NAME}={key}".encode()),
+    ]
+    socket = QuietPresenceSocket(application, f"/ws/threads/{thread.pk}/", headers=headers)
+    connected, _ = await socket.connect(timeout=5)
+    assert connected
+    await _deactivated(socket)
+
+
+async def test_only_a_session_of_the_deactivated_account_itself_says_so(owner, other_user):
+    key = await _log_in(owner)
+    owner.is_active = False
+    await sync_to_async(owner.save)()
+    session = await sync_to_async(SessionStore(key).load)()
+    assert await sync_to_async(deactivated_account_of)(session)
+    # A session a password change ended, or an active account's, says nothing.
+    assert not await sync_to_async(deactivated_account_of)({**session, HASH_SESSION_KEY: "stale"})
+    other_key = await _log_in(other_user)
+    assert not await sync_to_async(deactivated_account_of)(await sync_to_async(SessionStore(other_key).load)())
+    assert not await sync_to_async(deactivated_account_of)({})
 
 
 async def test_a_deleted_session_ends_its_sockets_at_their_next_message(owner, thread, script, session_sockets):

@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 
 from conversations import sharing
+from conversations.sessions import ACCOUNT_DEACTIVATED
 from haico_site.views import SESSION_ENDED, SOMEONE_ELSE
 from tests.conftest import PASSWORD
 from tests.support.web import HTMX, ws_url
@@ -67,6 +68,41 @@ def test_a_save_after_the_owners_session_ended_is_a_401_saying_so_and_saves_noth
     response = browser.post(ws_url(thread, "plan/add/"), {"text": "A step"}, **headers)
     assert (response.status_code, response.content.decode()) == (401, SESSION_ENDED)
     assert not Todo.objects.filter(thread=thread).exists()
+
+
+def test_a_save_after_staff_deactivated_the_account_says_so_not_log_in_again(owner, thread):
+    browser = _browser(owner, thread)
+    headers = _page_headers(browser, owner)
+    owner.is_active = False
+    owner.save()
+
+    response = browser.post(
+        ws_url(thread, "document/save/"), {"title": "T", "content": "Typed late.", "base_version": 0}, **headers
+    )
+    assert (response.status_code, response.content.decode()) == (401, ACCOUNT_DEACTIVATED)
+    assert response["X-HAICO-Signed-In"] == "deactivated"
+    assert "log in" not in response.content.decode().lower()
+    assert not Document.objects.filter(thread=thread).exists()
+
+    # The login page this browser reaches says why; one without its session stays generic.
+    assert "has been deactivated" in browser.get("/accounts/login/").content.decode()
+    stranger = Client()
+    stranger.get("/accounts/login/")
+    form = {"username": owner.username, "password": PASSWORD, "csrfmiddlewaretoken": stranger.cookies["csrftoken"].value}
+    refused = stranger.post("/accounts/login/", form).content.decode()
+    assert "That username and password do not match." in refused and "deactivated" not in refused
+
+
+def test_a_save_to_a_thread_no_longer_shared_is_marked_gone_for_the_editor(owner, other_user, thread):
+    sharing.thread_member_add(thread=thread, who=other_user.username, role="editor", by=owner)
+    browser = _browser(other_user, thread)
+    headers = _page_headers(browser, other_user)
+    sharing.thread_member_remove(thread=thread, member_id=thread.members.get(user=other_user).pk, by=owner)
+    response = browser.post(
+        ws_url(thread, "document/save/"), {"title": "T", "content": "Bea's words.", "base_version": 0}, **headers
+    )
+    assert response.status_code == 200
+    assert 'data-state="error"' in response.content.decode() and "data-gone" in response.content.decode()
 
 
 def test_a_plain_page_load_after_the_session_ended_still_goes_to_the_login_page(owner, thread):
