@@ -750,9 +750,10 @@
     }
   });
 
+  // Settles once the answer is in the page (or the request failed).
   function post(url, source, values) {
-    if (!window.htmx) return;
-    htmx.ajax("POST", url, { source: source, values: values || {}, swap: "none" });
+    if (!window.htmx) return Promise.resolve();
+    return htmx.ajax("POST", url, { source: source, values: values || {}, swap: "none" });
   }
 
 })();

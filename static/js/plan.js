@@ -141,15 +141,31 @@
     if (before) values.before_number = stepNumber(before);
   });
 
+  // Moves (indent, outdent, up, down, a drop) go one after another across
+  // the whole plan, each once the answer to the one before is in the page:
+  // htmx queues only one row's requests, and a move's numbers are read as
+  // it goes (above), so a drop and then at once a move of another step
+  // must see the plan the drop made, or the person's own drop is taken for
+  // someone else's change (docs/adr/0125). The row is found again by its
+  // id when it goes, in case the answer replaced it.
+  var moving = Promise.resolve();
+
+  function postMove(url, li, values) {
+    var go = function () {
+      return post(url, (li.id && document.getElementById(li.id)) || li, values);
+    };
+    moving = moving.then(go).catch(function () { /* that move's answer says what failed */ });
+  }
+
   function stepAction(li, act, source) {
     var number = stepNumber(li);
     if (act === "edit" || act === "child") {
       HAICO.openForm(li, act, stepForm);
     } else if (act === "indent" || act === "outdent") {
       // Where the page shows the step: one moved meanwhile stays put (docs/adr/0125).
-      post(stepUrl(li, act), li, { number: number });
+      postMove(stepUrl(li, act), li, { number: number });
     } else if (act === "up" || act === "down") {
-      post(stepUrl(li, "move"), li, { direction: act, number: number });
+      postMove(stepUrl(li, "move"), li, { direction: act, number: number });
     } else if (act === "delete") {
       var rows = stepRows();
       var i = rows.indexOf(li);
@@ -224,6 +240,7 @@
       if (opener) openMenu(li, opener);
     },
     post: function (url, li, values) { post(url, li, values); },
+    postMove: function (url, li, values) { postMove(url, li, values); },
   };
 
   function plan() { return HAICO.plan; }
@@ -429,7 +446,7 @@
         // before ("" at the end of its level): a drop on a plan someone changed
         // since moves nothing (docs/adr/0125).
         var atEnd = !before || plan().depthOf(before) < plan().depthOf(item);
-        plan().post(plan().url(item, "place"), item, {
+        plan().postMove(plan().url(item, "place"), item, {
           before: before ? plan().rowId(before) : "",
           number: stepNumber(item),
           before_number: atEnd ? "" : stepNumber(before),

@@ -98,3 +98,30 @@ def test_a_drag_on_a_page_another_editor_outdated_moves_nothing_and_says_so(owne
     drag(bea, row(bea, "Beta"), row(bea, "Delta"), above=False)
     expect_plan(bea, ["1 Alpha", "2 Gamma", "3 Delta", "4 Beta"])
     expect_plan(ada, ["1 Alpha", "2 Gamma", "3 Delta", "4 Beta"])
+
+
+def test_a_step_moved_at_once_after_the_persons_own_drag_is_not_taken_for_someone_elses(owner_workspace, haico_server):
+    """Ada, alone, drags Delta to the top on a slow connection and at once
+    moves Alpha down, which her page still numbers 1. The move waits for the
+    drop's answer and goes with the number the plan then shows, so it is
+    not refused as "moved by someone else" (moves go one after another
+    across the plan, docs/adr/0125)."""
+    ada, url = owner_workspace
+    seed_plan(haico_server, url, [("Alpha", 0), ("Beta", 0), ("Gamma", 0), ("Delta", 0)])
+    ada.goto(url)
+    wait_for_socket(ada)
+    ada.evaluate(HOLD_DROPS)
+    expect_plan(ada, ["1 Alpha", "2 Beta", "3 Gamma", "4 Delta"])
+    answers: list = []
+    ada.on("response", lambda r: ("/move/" in r.url or "/place/" in r.url) and answers.append(r))
+
+    drag(ada, row(ada, "Delta"), row(ada, "Alpha"))
+    ada.wait_for_function("() => window.heldDrops() === 1")
+    step_action(ada, "1", "Move down")
+    ada.wait_for_timeout(500)
+    assert [r.url for r in answers] == []  # the move waits for the drop
+    ada.evaluate("() => window.releaseDrops()")
+    expect_plan(ada, ["1 Delta", "2 Beta", "3 Alpha", "4 Gamma"])
+    expect(ada.locator("#panel-plan")).not_to_contain_text("someone else")
+    assert [r.status for r in answers] == [200, 200]
+    assert ["someone else" in r.text() for r in answers] == [False, False]
