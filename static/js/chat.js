@@ -31,6 +31,9 @@
   var CONNECTING_TEXT = "Connecting… it will be sent when connected.";
   var NOT_LOGGED_IN_TEXT = "Not sent: you are not logged in here any more. Your message is still in the box; it goes once you log in again.";
   var NOT_SENT_TEXT = "Not sent: your message is still in the box.";
+  var GOING_AGAIN_TEXT = "The connection dropped as your message went: once connected it is sent again as it went, " +
+    "and runs only once.";
+  var CHANGED_SINCE_TEXT = "Your message went as you first sent it; what you changed since is still in the box.";
   // The server closes with these before acting on anything sent since its
   // last ack (conversations.consumers: a refused socket acts on nothing, a
   // session checked before each message), so a message sent into such a
@@ -56,6 +59,10 @@
   var preparing = false; // a message waits for the document to save
   var onTheWire = false; // a message was handed to the socket, and no ack has come
   var loggedOut = false; // the socket closed for a session that ended: a message waits for the login
+  // The connection dropped with a message on it and no ack: the server may
+  // have it, so it goes again exactly as it went (words and id), whatever
+  // the box says by then (docs/adr/0126).
+  var goingAgain = false;
   var deactivated = false; // the socket closed for an account that was deactivated: nothing waits
   var threadLost = false; // the socket closed for a thread deleted or no longer shared
 
@@ -116,10 +123,11 @@
     var field = composer();
     waiting = false;
     showPending("");
-    if (!form || !field || !field.value.trim()) return;
+    if (!form || !field) return;
+    if (!(goingAgain && sentAs) && !field.value.trim()) return;
     // Until the ack: a socket that closes first decides what becomes of it (htmx:wsClose below).
     onTheWire = true;
-    idFor(field.value);
+    if (!(goingAgain && sentAs)) idFor(field.value);
     // The ws extension sends the form's fields; the text stays in the box until the ack.
     htmx.trigger(form, "haico:send");
   }
@@ -137,7 +145,7 @@
         showPending(deactivated ? DEACTIVATED_TEXT : THREAD_LOST_TEXT);
       } else {
         waiting = true;
-        showPending(loggedOut ? NOT_LOGGED_IN_TEXT : CONNECTING_TEXT);
+        showPending(loggedOut ? NOT_LOGGED_IN_TEXT : goingAgain ? GOING_AGAIN_TEXT : CONNECTING_TEXT);
       }
     });
   }
@@ -214,11 +222,14 @@
   // shared with this person can never be sent: it is kept in the tab for
   // the thread list, which shows it once to copy (static/js/words_kept.js).
   // The key names the person, as the draft's does.
+  var PAGE_LOAD = Date.now().toString(36) + Math.random().toString(36).slice(2, 6);
+
   function keepLostMessage() {
     var box = composer();
     var person = HAICO.pagePerson ? HAICO.pagePerson() : "";
     if (!person) return;
-    var key = "haico:words-lost:" + person + ":message:" + window.location.pathname;
+    // One entry per page load (static/js/document_editor.js's lostKey says why).
+    var key = "haico:words-lost:" + person + ":message:" + window.location.pathname + ":" + PAGE_LOAD;
     var title = document.getElementById("thread-title");
     try {
       if (box && box.value.trim()) {
@@ -324,6 +335,7 @@
     if (onTheWire) {
       onTheWire = false;
       waiting = true;
+      goingAgain = NOT_ACTED_ON_CODES.indexOf(code) < 0;
     }
     if (!waiting) return;
     if (loggedOut) {
@@ -333,7 +345,7 @@
       waiting = false;
       showPending(NOT_SENT_TEXT);
     } else {
-      showPending(CONNECTING_TEXT);
+      showPending(goingAgain ? GOING_AGAIN_TEXT : CONNECTING_TEXT);
     }
   });
 
@@ -433,6 +445,7 @@
     var form = event.target;
     if (!form || form.id !== "chat-form") return;
     if (sentAs) event.detail.parameters.client_message_id = sentAs.id;
+    if (goingAgain && sentAs) event.detail.parameters.message = sentAs.text;
     if (selection) event.detail.parameters.selection = { start: selection.start, end: selection.end, text: selection.text };
   });
 
@@ -442,17 +455,29 @@
     var frame = event.detail && typeof event.detail.message === "string" ? event.detail.message : "";
     // A notice with no ack answers the message with a refusal (the notice
     // says why): the message is in the box, not on its way any more.
-    if (onTheWire && turn === lastAck && frame.indexOf('id="chat-notice"') !== -1) onTheWire = false;
+    if (onTheWire && turn === lastAck && frame.indexOf('id="chat-notice"') !== -1) {
+      // Not stored: what the box says now is what goes next.
+      onTheWire = false;
+      goingAgain = false;
+    }
     if (turn && turn !== lastAck) {
       lastAck = turn;
+      var went = sentAs ? sentAs.text : null;
       onTheWire = false;
+      goingAgain = false;
       forgetId();
       waiting = false;
       loggedOut = false;
       showPending("");
+      // Words changed after they went (while the connection was back) are
+      // another message, not yet sent: they stay.
       var field = composer();
-      if (field) field.value = "";
-      keepDraft("");
+      if (field && went !== null && field.value !== went) {
+        if (field.value.trim()) showPending(CHANGED_SINCE_TEXT);
+      } else {
+        if (field) field.value = "";
+        keepDraft("");
+      }
       showSelection(null, "");
       pinned = true;
     }

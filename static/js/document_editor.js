@@ -506,9 +506,15 @@
   var THREAD_LOST_CODE = 4404;
   var threadLost = false;
 
+  // One entry per page load: the same thread lost again later (a share
+  // removed, given back, removed again) adds its own words and never
+  // replaces or drops what an earlier page kept and the person has not
+  // dismissed yet.
+  var PAGE_LOAD = Date.now().toString(36) + Math.random().toString(36).slice(2, 6);
+
   function lostKey(form) {
     var person = HAICO.pagePerson ? HAICO.pagePerson() || "" : "";
-    return person ? "haico:words-lost:" + person + ":document:" + form.getAttribute("action") : "";
+    return person ? "haico:words-lost:" + person + ":document:" + form.getAttribute("action") + ":" + PAGE_LOAD : "";
   }
 
   function keepLostWords(form) {

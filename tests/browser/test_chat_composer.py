@@ -36,6 +36,7 @@ from .helpers import (
 )
 
 CONNECTING = "Connecting… it will be sent when connected."
+GOING_AGAIN = "The connection dropped as your message went: once connected it is sent again as it went, and runs only once."
 
 
 def _start(new_page, start_haico_server, model_server) -> tuple[object, Page, str]:
@@ -298,7 +299,7 @@ def test_a_message_the_connection_dropped_under_after_it_arrived_is_not_run_twic
 
     box.fill("Caught by the drop")
     chat.get_by_role("button", name="Send").click()
-    page.wait_for_function("(text) => window.__pendingSaid.includes(text)", arg=CONNECTING)
+    page.wait_for_function("(text) => window.__pendingSaid.includes(text)", arg=GOING_AGAIN)
     expect(chat.locator(".answer")).to_have_text(["Only once."], timeout=TURN_WAIT_MS)
     expect(box).to_have_value("")
     expect(page.locator("#chat-pending")).to_be_hidden()
@@ -325,7 +326,7 @@ def test_a_message_the_connection_dropped_before_it_arrived_goes_once_reconnecte
     expect(page.locator("#chat-pending")).to_be_hidden()
     assert _stored_messages(server, thread_id_from(url)) == ["Lost on the wire"]
     assert len(model_server.requests) == 1
-    assert CONNECTING in page.evaluate("() => window.__pendingSaid")
+    assert GOING_AGAIN in page.evaluate("() => window.__pendingSaid")
 
 
 def test_a_message_caught_by_a_drop_and_a_reload_goes_with_the_same_id_and_runs_once(new_page, start_haico_server, model_server):
@@ -341,7 +342,7 @@ def test_a_message_caught_by_a_drop_and_a_reload_goes_with_the_same_id_and_runs_
     page.evaluate("() => { window.__socketDelayMs = 60000; }")
     box.fill("Reloaded right after the drop")
     chat.get_by_role("button", name="Send").click()
-    page.wait_for_function("(text) => window.__pendingSaid.includes(text)", arg=CONNECTING)
+    page.wait_for_function("(text) => window.__pendingSaid.includes(text)", arg=GOING_AGAIN)
     _until(lambda: _stored_messages(server, thread_id_from(url)) == ["Reloaded right after the drop"])
 
     page.reload()
@@ -352,4 +353,31 @@ def test_a_message_caught_by_a_drop_and_a_reload_goes_with_the_same_id_and_runs_
     expect(chat.locator(".answer")).to_have_text(["Ran once."], timeout=TURN_WAIT_MS)
     page.wait_for_timeout(1_000)
     assert _stored_messages(server, thread_id_from(url)) == ["Reloaded right after the drop"]
+    assert len(model_server.requests) == 1
+
+
+def test_words_changed_while_a_dropped_message_goes_again_stay_in_the_box_and_it_runs_once(
+    new_page, start_haico_server, model_server
+):
+    """The connection drops just after the message went (the server has it
+    and runs it). While the page reconnects the person fixes a typo. The
+    message goes again as it went, with its id: it runs once, and the
+    corrected words stay in the box, said so, to send or not."""
+    model_server.script([Reply(text="First answer."), Reply(text="Second answer.")])
+    server, page, url = _drop_as_it_goes(new_page, start_haico_server, model_server, reaches_the_server=True)
+    chat = _chat(page)
+    box = chat.get_by_role("textbox", name="Message")
+    page.evaluate("() => { window.__socketDelayMs = 3000; }")  # a train tunnel: back in a few seconds
+    box.fill("What is teh plan?")
+    chat.get_by_role("button", name="Send").click()
+    expect(page.locator("#chat-pending")).to_have_text(GOING_AGAIN)
+    _until(lambda: _stored_messages(server, thread_id_from(url)) == ["What is teh plan?"])
+    box.fill("What is the plan?")
+    expect(page.locator("#chat-pending")).to_have_text(
+        "Your message went as you first sent it; what you changed since is still in the box.", timeout=TURN_WAIT_MS
+    )
+    expect(chat.locator(".answer")).to_have_text(["First answer."], timeout=TURN_WAIT_MS)
+    expect(box).to_have_value("What is the plan?")
+    page.wait_for_timeout(1_000)
+    assert _stored_messages(server, thread_id_from(url)) == ["What is teh plan?"]
     assert len(model_server.requests) == 1

@@ -108,8 +108,9 @@ def test_the_login_page_of_another_browser_stays_generic_for_a_deactivated_usern
 
 
 def _share(owner: Page, who: str) -> None:
-    owner.get_by_role("button", name="Share").click()
     dialog = owner.get_by_role("dialog", name="Share")
+    if not dialog.is_visible():
+        owner.get_by_role("button", name="Share").click()
     dialog.get_by_label("Username or email").fill(who)
     dialog.get_by_label("Role", exact=True).select_option(label="Editor")
     dialog.get_by_role("button", name="Add person").click()
@@ -189,3 +190,40 @@ def test_kept_words_of_another_person_in_the_same_tab_are_not_shown(haico_server
     expect(kept.locator("textarea")).to_have_value("<img src=x>mine")
     expect(kept.locator("img")).to_have_count(0)
     expect(kept).not_to_contain_text("not yours")
+
+
+def test_words_kept_from_a_lost_thread_stay_when_the_same_thread_is_lost_again(owner_workspace, haico_server, new_page):
+    """Bea's share is removed with unsaved words in the document and the
+    chat box; she leaves them on the thread list. The owner gives the
+    thread back and removes her again while she has it open, typing
+    nothing: the words of the first loss are still there to copy (each page
+    keeps its own entry; before, the second page dropped them)."""
+    owner, url = owner_workspace
+    haico_server.create_user("bea")
+    _share(owner, "bea")
+    editor = new_page()
+    log_in(editor, haico_server.url, "bea")
+    editor.goto(url)
+    wait_for_socket(editor)
+    editor.route("**/document/save/", lambda route: None)  # her saves never arrive
+    document_text(editor).click()
+    editor.keyboard.type("Bea's paragraph, never saved.", delay=5)
+    editor.get_by_role("textbox", name="Message").fill("Bea's unsent question")
+
+    _remove(owner, "bea")
+    expect(editor.locator("#chat-pending")).to_contain_text("Your message is still in the box")
+    editor.on("dialog", lambda dialog: dialog.accept())
+    editor.get_by_role("link", name="Threads").click()
+    expect(editor.get_by_role("region", name="Words that could not be saved").locator("textarea")).to_have_count(2)
+
+    _share(owner, "bea")
+    editor.unroute("**/document/save/")
+    editor.goto(url)
+    wait_for_socket(editor)
+    _remove(owner, "bea")
+    expect(editor.get_by_role("region", name="Chat")).to_contain_text("This thread does not exist or is not yours.")
+    editor.get_by_role("link", name="Threads").click()
+    expect(editor.get_by_role("heading", name="Your threads")).to_be_visible()
+    kept = editor.get_by_role("region", name="Words that could not be saved").locator("textarea")
+    expect(kept).to_have_count(2)
+    assert sorted(kept.nth(i).input_value() for i in range(2)) == ["Bea's paragraph, never saved.", "Bea's unsent question"]
