@@ -115,6 +115,10 @@ DATABASE_AWAY_NOT_DONE = {
     "approval": DATABASE_AWAY + ", so your answer was not recorded: answer again in a moment.",
     "retry": DATABASE_AWAY + ", so the turn was not run again: press Retry again in a moment.",
 }
+# A message with its page's id may already be stored (this may be it sent
+# again after a dropped connection): the page sends it again by itself,
+# and it runs once whichever it is (docs/adr/0126).
+DATABASE_AWAY_GOING_AGAIN = DATABASE_AWAY + "; your message goes again by itself once it does, and runs only once."
 SOMEONE_ELSE_MESSAGE = "This browser is now signed in as someone else; log in again as yourself to use this chat."
 
 
@@ -247,7 +251,12 @@ class ThreadConsumer(PageSocketConsumer):
 
     async def _refuse(self, message: str, code: int):
         await self.accept()
-        await self.send(text_data=fragments.notice(message))
+        await self._say_and_close(message, code)
+
+    async def _say_and_close(self, message: str, code: int):
+        # Marked as the close's reason, not the answer to a message on its
+        # way: the close code decides what becomes of that (static/js/chat.js).
+        await self.send(text_data=fragments.notice(message, closing=True))
         await self.close(code=code)
 
     async def disconnect(self, code):
@@ -301,11 +310,9 @@ class ThreadConsumer(PageSocketConsumer):
     async def _end_session(self):
         # Deactivated by staff, the person cannot log in again: they are told so (docs/adr/0108).
         if await database_sync_to_async(session_of_deactivated_account)(session_key=self.session_key):
-            await self._notice(ACCOUNT_DEACTIVATED)
-            await self.close(code=CLOSE_DEACTIVATED)
+            await self._say_and_close(ACCOUNT_DEACTIVATED, CLOSE_DEACTIVATED)
             return
-        await self._notice(LOGIN_MESSAGE)
-        await self.close(code=CLOSE_UNAUTHENTICATED)
+        await self._say_and_close(LOGIN_MESSAGE, CLOSE_UNAUTHENTICATED)
 
     async def session_ended(self, event):
         """The session this socket was opened with logged out (conversations.sessions)."""
@@ -331,7 +338,11 @@ class ThreadConsumer(PageSocketConsumer):
             # The socket stays (closing it dropped the person's action without
             # a word): they are told what was not done, to do it again.
             outages.note(logger, error, "a message of a page of thread %s was not acted on", self.thread.pk)
-            await self._notice(await self._not_done(_parse(text_data)))
+            data = _parse(text_data)
+            if _is_a_message_with_its_id(data):
+                await self.send(text_data=fragments.notice(DATABASE_AWAY_GOING_AGAIN, again=True))
+                return
+            await self._notice(await self._not_done(data))
 
     async def _not_done(self, data: dict | None) -> str:
         """What the person is told when the database did not answer their
@@ -400,8 +411,7 @@ class ThreadConsumer(PageSocketConsumer):
         return thread
 
     async def _lose_thread(self):
-        await self._notice(NOT_FOUND_MESSAGE)
-        await self.close(code=CLOSE_NOT_FOUND)
+        await self._say_and_close(NOT_FOUND_MESSAGE, CLOSE_NOT_FOUND)
         # Nothing more reaches this socket, even before the browser answers the close.
         await self._leave_groups()
         self.thread = None
@@ -510,8 +520,9 @@ class ThreadConsumer(PageSocketConsumer):
                 user=self.scope["user"],
                 client_message_id=sent.client_message_id,
             )
-        except MessageAlreadyStored as stored:  # the same message, arrived twice at once
-            turn_index = stored.turn_index
+        except MessageAlreadyStored:  # the same message, arrived twice at once
+            await self._acknowledged_again(sent.client_message_id)
+            return
         except UserFacingError as exc:  # TurnAlreadyRunning, or a message the guard refuses
             await self._notice(exc.message)
             return
@@ -575,6 +586,9 @@ class ThreadConsumer(PageSocketConsumer):
         except BaseException as exc:
             # A branch without the turn it was made for would be an empty copy.
             await database_sync_to_async(discard_branch)(branch.pk)
+            if isinstance(exc, MessageAlreadyStored):  # the other copy's branch has it
+                await self._acknowledged_again(sent.client_message_id)
+                return
             if not isinstance(exc, UserFacingError):
                 raise
             await self._notice(exc.message)
@@ -738,6 +752,10 @@ def _open_thread(*, user, thread_id):
     if is_waiting(user):
         return True, None, None
     return (False, *thread_and_access_for_user(user=user, thread_id=thread_id))
+
+
+def _is_a_message_with_its_id(data: dict | None) -> bool:
+    return bool(data) and "action" not in data and isinstance(data.get("client_message_id"), str)
 
 
 def _parse(text_data) -> dict | None:

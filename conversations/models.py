@@ -257,11 +257,17 @@ class Turn(PersonRecorded):
         # By the column: "thread" would join the thread to sort by its last
         # activity, in every query of these rows (docs/adr/0099).
         ordering = ["thread_id", "index"]
-        constraints = [models.UniqueConstraint(fields=["thread", "index"], name="turn_thread_index_unique")]
-        indexes = [
-            models.Index(fields=["status", "instance"], name="turn_status_instance_idx"),
-            models.Index(fields=["client_message_id"], condition=~models.Q(client_message_id=""), name="turn_client_message_idx"),
+        constraints = [
+            models.UniqueConstraint(fields=["thread", "index"], name="turn_thread_index_unique"),
+            # One turn per message a person's page sent, whatever the thread
+            # ("Continue from here" makes a new branch for each copy).
+            models.UniqueConstraint(
+                fields=["person", "client_message_id"],
+                condition=~models.Q(client_message_id=""),
+                name="turn_person_client_message_unique",
+            ),
         ]
+        indexes = [models.Index(fields=["status", "instance"], name="turn_status_instance_idx")]
 
     def __str__(self):
         return f"{self.thread_id} turn {self.index} ({self.status})"

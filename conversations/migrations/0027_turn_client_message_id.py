@@ -17,12 +17,12 @@ class Migration(migrations.Migration):
             name="client_message_id",
             field=models.CharField(blank=True, default="", max_length=64),
         ),
-        migrations.AddIndex(
+        migrations.AddConstraint(
             model_name="turn",
-            index=models.Index(
+            constraint=models.UniqueConstraint(
                 condition=models.Q(("client_message_id", ""), _negated=True),
-                fields=["client_message_id"],
-                name="turn_client_message_idx",
+                fields=("person", "client_message_id"),
+                name="turn_person_client_message_unique",
             ),
         ),
     ]

@@ -181,8 +181,11 @@ def controls(*, running: bool, awaiting: bool = False) -> str:
     return fragment("controls", running=running, awaiting=awaiting, oob=True)
 
 
-def notice(message: str) -> str:
-    return fragment("notice", message=message, oob=True)
+def notice(message: str, *, again: bool = False, closing: bool = False) -> str:
+    """`again`: the message it answers was not acted on and its page sends
+    it again by itself shortly (static/js/chat.js, docs/adr/0126).
+    `closing`: it says why the socket closes next, and answers no message."""
+    return fragment("notice", message=message, oob=True, again=again, closing=closing)
 
 
 def access_notice(message: str, *, access: str) -> str:

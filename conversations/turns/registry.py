@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from channels.db import database_sync_to_async
+from django.db import IntegrityError
 from django.utils import timezone
 
 from agent import catalogue
@@ -40,10 +41,10 @@ from .. import usage as model_usage
 from ..approval import WAITING_MESSAGE, account_waits
 from ..archive import discard_abandoned_imports
 from ..branch_cleanup import abandoned_after, discard_abandoned_branches, discard_orphaned_histories
-from ..errors import ConversationError
+from ..errors import ConversationError, MessageAlreadyStored
 from ..live import publisher
 from ..models import Account
-from ..selectors import latest_turn_row
+from ..selectors import latest_turn_row, turn_of_sent_message
 from . import approval_claims, fragments, outcome, slot
 from .approval_record import TurnApproval
 from .message_checks import SELECTION_NOTES
@@ -200,18 +201,27 @@ def _begin(
     person = user if user is not None else thread.owner
     windows = person_may_start(person)
     choice = catalogue.choice_for(person, model_name)
-    row, _snapshot = slot.turn_claim(
-        thread=thread,
-        user_message=user_message,
-        model_name=choice.key if choice else None,
-        retry_of=retry_of,
-        mode=mode,
-        selection=selection,
-        selection_note=selection_note,
-        activate_branch=activate_branch,
-        person=person,
-        client_message_id=client_message_id,
-    )
+    try:
+        row, _snapshot = slot.turn_claim(
+            thread=thread,
+            user_message=user_message,
+            model_name=choice.key if choice else None,
+            retry_of=retry_of,
+            mode=mode,
+            selection=selection,
+            selection_note=selection_note,
+            activate_branch=activate_branch,
+            person=person,
+            client_message_id=client_message_id,
+        )
+    except IntegrityError:
+        # The other copy of the same message was stored meanwhile, in another
+        # thread (each "Continue from here" copy makes its own branch): the
+        # database's constraint stores one (docs/adr/0126).
+        stored = turn_of_sent_message(person=person, client_message_id=client_message_id) if client_message_id else None
+        if stored is None:
+            raise
+        raise MessageAlreadyStored(stored[1]) from None
     return _Start(turn_index=row.index, turn_id=row.pk, user_id=person.pk, model=choice, windows=windows, person=person)
 
 

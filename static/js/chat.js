@@ -34,6 +34,20 @@
   var GOING_AGAIN_TEXT = "The connection dropped as your message went: once connected it is sent again as it went, " +
     "and runs only once.";
   var CHANGED_SINCE_TEXT = "Your message went as you first sent it; what you changed since is still in the box.";
+  var KEEPS_DROPPING_TEXT = "Not sent: the connection dropped each time this message went. It is still in the box: " +
+    "send it again once the connection is steady (it still runs only once).";
+  var DATABASE_AWAY_TEXT = "The server's database did not answer: your message goes again by itself once it does, " +
+    "and runs only once.";
+  var TOO_BIG_TEXT = "Not sent: the message with the text it asks about is too long to send at once (over 1 MB). " +
+    "Select less of the document and send it again.";
+  // A frame bigger than the server takes (daphne's websocket_max_message_size,
+  // 1 MiB, which haico_site.serve keeps) closes the socket, as a dropped
+  // connection in Chromium (1006): the page would send it again on every
+  // reconnect, for ever. Room is left for the headers the ws extension adds.
+  var SOCKET_MESSAGE_MAX_BYTES = 1024 * 1024 - 4096;
+  // Any message that closes the socket each time it goes (that one, or a
+  // proxy's own limit) is sent again at most this many times by itself.
+  var DROPS_BEFORE_GIVING_UP = 3;
   // The server closes with these before acting on anything sent since its
   // last ack (conversations.consumers: a refused socket acts on nothing, a
   // session checked before each message), so a message sent into such a
@@ -63,6 +77,10 @@
   // have it, so it goes again exactly as it went (words and id), whatever
   // the box says by then (docs/adr/0126).
   var goingAgain = false;
+  var drops = 0; // connections that dropped in a row as this message went
+  // The server's database did not answer it: it goes again after this long, doubling up to a limit.
+  var againTimer = null;
+  var againDelayMs = 2000;
   var deactivated = false; // the socket closed for an account that was deactivated: nothing waits
   var threadLost = false; // the socket closed for a thread deleted or no longer shared
 
@@ -136,6 +154,7 @@
     var field = composer();
     var button = document.getElementById("chat-send");
     if (!field || !field.value.trim() || (button && button.disabled) || preparing) return;
+    drops = 0; // the person sends it: their call, whatever the connection did before
     preparing = true;
     documentSaved().then(function () {
       preparing = false;
@@ -251,10 +270,10 @@
 
   document.addEventListener("input", function (event) {
     if (!event.target.matches || !event.target.matches('#chat-form textarea[name="message"]')) return;
+    // A message on its way stays so while its words are changed: it may
+    // still be stored (the ack leaves the changed words in the box), and a
+    // connection dropping under it sends it again as it went.
     keepDraft(event.target.value);
-    // Changed after the server answered a message with a refusal (a notice,
-    // no ack): it is a message not sent yet, not one on its way.
-    onTheWire = false;
   });
 
   document.addEventListener("DOMContentLoaded", function () {
@@ -336,6 +355,12 @@
       onTheWire = false;
       waiting = true;
       goingAgain = NOT_ACTED_ON_CODES.indexOf(code) < 0;
+      if (goingAgain && ++drops >= DROPS_BEFORE_GIVING_UP) {
+        // Held as it went (words and id): a Send sends it so, and it still runs once.
+        waiting = false;
+        showPending(KEEPS_DROPPING_TEXT);
+        return;
+      }
     }
     if (!waiting) return;
     if (loggedOut) {
@@ -447,24 +472,61 @@
     if (sentAs) event.detail.parameters.client_message_id = sentAs.id;
     if (goingAgain && sentAs) event.detail.parameters.message = sentAs.text;
     if (selection) event.detail.parameters.selection = { start: selection.start, end: selection.end, text: selection.text };
+    if (new Blob([JSON.stringify(event.detail.parameters)]).size > SOCKET_MESSAGE_MAX_BYTES) {
+      event.preventDefault();
+      onTheWire = false;
+      waiting = false;
+      showPending(TOO_BIG_TEXT);
+    }
   });
+
+  // The server could not act on the message (its database did not answer)
+  // and says the page sends it again: held as it went, it goes again shortly,
+  // on this socket or the next (docs/adr/0126).
+  function goAgainLater() {
+    waiting = true;
+    goingAgain = true;
+    showPending(DATABASE_AWAY_TEXT);
+    window.clearTimeout(againTimer);
+    againTimer = window.setTimeout(function () {
+      againTimer = null;
+      if (waiting && isConnected()) transmit();
+    }, againDelayMs);
+    againDelayMs = Math.min(againDelayMs * 2, 15000);
+  }
 
   document.addEventListener("htmx:wsAfterMessage", function (event) {
     var ack = document.getElementById("chat-ack");
     var turn = ack ? ack.getAttribute("data-turn") : "";
     var frame = event.detail && typeof event.detail.message === "string" ? event.detail.message : "";
-    // A notice with no ack answers the message with a refusal (the notice
-    // says why): the message is in the box, not on its way any more.
-    if (onTheWire && turn === lastAck && frame.indexOf('id="chat-notice"') !== -1) {
-      // Not stored: what the box says now is what goes next.
+    // A notice said with no ack answers the message with a refusal (the
+    // notice says why): the message is in the box, not on its way any more.
+    // Not an emptied notice (every socket that opens is sent one), nor one
+    // saying why the socket closes next (its close code decides). A message
+    // shown as not sent (no model to answer it) is refused too.
+    var note = frame.indexOf('id="chat-notice"') !== -1 ? document.getElementById("chat-notice") : null;
+    var said = note && !note.hidden && note.textContent.trim() && !note.hasAttribute("data-closing");
+    var unsent = frame.indexOf("turn-unsent") !== -1;
+    var acked = turn && turn !== lastAck;
+    if (onTheWire && !acked && (unsent || said)) {
       onTheWire = false;
-      goingAgain = false;
+      if (!unsent && note.hasAttribute("data-again")) {
+        goAgainLater();
+      } else {
+        // Refused (the notice says why, until a turn's end empties it): what
+        // the box says now is what goes next, when the person sends it.
+        goingAgain = false;
+        drops = 0;
+        showPending(NOT_SENT_TEXT);
+      }
     }
-    if (turn && turn !== lastAck) {
+    if (acked) {
       lastAck = turn;
       var went = sentAs ? sentAs.text : null;
       onTheWire = false;
       goingAgain = false;
+      drops = 0;
+      againDelayMs = 2000;
       forgetId();
       waiting = false;
       loggedOut = false;

@@ -381,3 +381,143 @@ def test_words_changed_while_a_dropped_message_goes_again_stay_in_the_box_and_it
     page.wait_for_timeout(1_000)
     assert _stored_messages(server, thread_id_from(url)) == ["What is teh plan?"]
     assert len(model_server.requests) == 1
+
+
+# The page's frames carrying a chat message are lost on the way out while
+# window.__swallow > 0 (an uplink that died first); the first one lost also
+# drops the socket (1006).
+LOSE_MESSAGES_ON_THE_WAY_OUT = (
+    "(() => { const send = WebSocket.prototype.send;"
+    " WebSocket.prototype.send = function (data) {"
+    " if (window.__swallow > 0 && String(data).includes('\"message\"')) {"
+    " window.__swallow--; window.__swallowed = (window.__swallowed || 0) + 1;"
+    " if (window.__dropOnSwallow) { window.__dropOnSwallow = false; window.__dropSocket(); } return; }"
+    " send.call(this, data); }; })();"
+)
+
+
+def test_a_message_lost_twice_on_a_flaky_connection_goes_once_the_connection_holds(new_page, start_haico_server, model_server):
+    """A thread with a finished turn. The message is lost on the way and the
+    connection drops; its copy on the reconnected socket is lost too, and
+    that socket drops a moment later, after the server told it how the last
+    turn ended (an emptied notice, which is not a refusal). The page goes on
+    holding it and sends it on the third socket: one turn, the box cleared."""
+    model_server.script([Reply(text="First answer."), Reply(text="Second answer.")])
+    server, page, url = _start(new_page, start_haico_server, model_server)
+    page.add_init_script("window.__socketDelayMs = 0;")
+    page.add_init_script(LATE_SOCKET_SCRIPT)
+    page.add_init_script(LOSE_MESSAGES_ON_THE_WAY_OUT)
+    page.goto(url)
+    wait_for_socket(page)
+    chat = _chat(page)
+    box = chat.get_by_role("textbox", name="Message")
+    box.fill("First question")
+    chat.get_by_role("button", name="Send").click()
+    expect(chat.locator(".answer")).to_have_text(["First answer."], timeout=TURN_WAIT_MS)
+    expect(chat.get_by_role("button", name="Send")).to_be_enabled()
+
+    page.evaluate("() => { window.__swallow = 2; window.__dropOnSwallow = true; }")
+    box.fill("Second question, on a flaky connection")
+    chat.get_by_role("button", name="Send").click()
+    page.wait_for_function("() => window.__swallowed === 2", timeout=10_000)  # the copy sent again, lost too
+    page.wait_for_timeout(1_500)  # the reconnected socket's first frames arrive
+    page.evaluate("() => window.__dropSocket()")
+    expect(chat.locator(".answer")).to_have_text(["First answer.", "Second answer."], timeout=TURN_WAIT_MS)
+    expect(box).to_have_value("")
+    assert _stored_messages(server, thread_id_from(url)) == ["First question", "Second question, on a flaky connection"]
+
+
+def test_a_message_that_drops_the_connection_each_time_is_sent_again_only_a_few_times_and_said_so(
+    new_page, start_haico_server, model_server
+):
+    """Every time this message goes, the connection drops under it (a proxy
+    that cuts it, say). The page sends it again by itself, but not for ever:
+    after the third drop it stops and says so, the words still in the box."""
+    model_server.script([Reply(text="never")])
+    server, page, url = _start(new_page, start_haico_server, model_server)
+    page.add_init_script("window.__socketDelayMs = 0;")
+    page.add_init_script(LATE_SOCKET_SCRIPT)
+    page.add_init_script(LOSE_MESSAGES_ON_THE_WAY_OUT)
+    page.goto(url)
+    wait_for_socket(page)
+    chat = _chat(page)
+    box = chat.get_by_role("textbox", name="Message")
+    page.evaluate(
+        "() => { window.__swallow = 100; Object.defineProperty(window, '__dropOnSwallow', { get: () => true, set: () => {} }); }"
+    )
+    box.fill("Cut every time")
+    chat.get_by_role("button", name="Send").click()
+    expect(page.locator("#chat-pending")).to_have_text(
+        "Not sent: the connection dropped each time this message went. It is still in the box: "
+        "send it again once the connection is steady (it still runs only once).",
+        timeout=15_000,
+    )
+    page.wait_for_timeout(3_000)
+    assert page.evaluate("() => window.__swallowed") == 3
+    expect(box).to_have_value("Cut every time")
+    assert _stored_messages(server, thread_id_from(url)) == []
+    wait_for_socket(page)
+
+
+def test_a_message_too_big_for_the_socket_is_not_sent_said_so_and_the_page_stays_connected(
+    new_page, start_haico_server, model_server
+):
+    """A long book pasted into the document (too long to save), all of it
+    selected and asked about: the message with its selection is over the 1
+    MiB the server's socket takes. The page does not send it (sent, it
+    would close the socket, and go again on every reconnect): it says why,
+    and the socket stays open."""
+    model_server.script([Reply(text="never")])
+    server, page, url = _start(new_page, start_haico_server, model_server)
+    wait_for_socket(page)
+    page.evaluate(
+        "() => { const ed = document.querySelector('#doc-form textarea[name=\"content\"]');"
+        " ed.value = 'A long book. '.repeat(90000); ed.focus(); ed.setSelectionRange(0, ed.value.length);"
+        " ed.dispatchEvent(new Event('select', { bubbles: true })); }"
+    )
+    page.evaluate(
+        "() => { window.__closes = [];"
+        " document.addEventListener('htmx:wsClose', (e) => window.__closes.push(e.detail.event.code)); }"
+    )
+    chat = _chat(page)
+    chat.get_by_role("button", name="Ask about selection").click()
+    box = chat.get_by_role("textbox", name="Message")
+    box.fill("Summarise the selected chapters")
+    chat.get_by_role("button", name="Send").click()
+    expect(page.locator("#chat-pending")).to_contain_text("Not sent: the message with the text it asks about is too long")
+    page.wait_for_timeout(2_000)
+    assert page.evaluate("() => window.__closes") == []
+    assert _socket_state(page) == 1
+    expect(box).to_have_value("Summarise the selected chapters")
+    assert _stored_messages(server, thread_id_from(url)) == []
+
+
+def test_a_message_refused_while_another_tabs_turn_runs_says_not_sent_after_that_turn_ends(
+    new_page, start_haico_server, model_server
+):
+    """Two tabs of one person. Tab A's message is lost as its connection
+    drops; while A reconnects, tab B's message starts a turn. A's copy goes
+    again and is refused ("a turn is running"); B's turn ends, which empties
+    that notice. A's box still holds the message and its line says it was
+    not sent, so it is not left unsent without a word."""
+    model_server.script([Reply(text=" ".join(f"w{i}" for i in range(30)), token_delay=0.1), Reply(text="A's answer.")])
+    server, tab_a, url = _start(new_page, start_haico_server, model_server)
+    tab_a.add_init_script("window.__socketDelayMs = 0;")
+    tab_a.add_init_script(LATE_SOCKET_SCRIPT)
+    tab_a.add_init_script(DROP_AS_THE_MESSAGE_GOES)
+    tab_a.goto(url)
+    tab_b = tab_a.context.new_page()
+    tab_b.goto(url)
+    wait_for_socket(tab_a)
+    wait_for_socket(tab_b)
+    tab_a.evaluate("() => { window.__dropAfterMessage = 'lose'; window.__socketDelayMs = 3000; }")
+    chat_a, chat_b = _chat(tab_a), _chat(tab_b)
+    chat_a.get_by_role("textbox", name="Message").fill("Tab A's question")
+    chat_a.get_by_role("button", name="Send").click()
+    chat_b.get_by_role("textbox", name="Message").fill("Tab B's question")
+    chat_b.get_by_role("button", name="Send").click()
+    expect(chat_b.locator(".answer")).to_contain_text("w29", timeout=TURN_WAIT_MS)
+    expect(chat_a.locator(".answer")).to_contain_text("w29", timeout=TURN_WAIT_MS)
+    expect(tab_a.locator("#chat-pending")).to_have_text("Not sent: your message is still in the box.")
+    expect(chat_a.get_by_role("textbox", name="Message")).to_have_value("Tab A's question")
+    assert _stored_messages(server, thread_id_from(url)) == ["Tab B's question"]

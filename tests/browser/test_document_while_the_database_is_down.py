@@ -14,9 +14,10 @@ import sys
 import pytest
 from playwright.sync_api import expect
 
+from tests.support.fake_model import Reply
 from tests.support.services import PrivatePostgres
 
-from .helpers import document_status, document_text, new_thread_for, wait_for_socket
+from .helpers import document_status, document_text, model_env, new_thread_for, wait_for_socket
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres]
 
@@ -67,3 +68,29 @@ def test_text_typed_while_the_database_is_down_is_saved_once_it_answers_again(ne
     assert "Traceback" not in log, log[-4000:]
     assert "the database is unreachable" in log
     assert "the database answers again after" in log
+
+
+def test_a_message_sent_while_the_database_is_down_goes_by_itself_once_it_answers(
+    new_page, start_haico_server, model_server, private_postgres
+):
+    """Send pressed while PostgreSQL is stopped: the server cannot tell
+    whether it has the message (it may be one sent again after a dropped
+    connection), so it says the message goes again by itself; the page sends
+    it again, with its id, until the database answers: one turn, the box
+    cleared, no key pressed (docs/adr/0126)."""
+    model_server.script([Reply(text="Answered after the restart.")])
+    server = start_haico_server(model_env(model_server), database_url=private_postgres.url)
+    page = new_page()
+    new_thread_for(page, server.url, "ada")
+    wait_for_socket(page)
+    chat = page.get_by_role("region", name="Chat")
+    box = chat.get_by_role("textbox", name="Message")
+    box.fill("Sent as the database restarted")
+    private_postgres.stop()
+    chat.get_by_role("button", name="Send").click()
+    expect(page.locator("#chat-notice")).to_contain_text("your message goes again by itself once it does", timeout=15_000)
+    expect(page.locator("#chat-pending")).to_contain_text("your message goes again by itself")
+    private_postgres.start()  # no key pressed from here on
+    expect(chat.locator(".answer")).to_have_text(["Answered after the restart."], timeout=40_000)
+    expect(box).to_have_value("")
+    assert len(model_server.requests) == 1

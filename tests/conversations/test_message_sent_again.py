@@ -151,3 +151,83 @@ def test_the_claim_itself_stores_a_message_once_when_both_copies_pass_the_first_
         slot.turn_claim(thread=thread, user_message="Once", person=owner, client_message_id=FIRST_ID)
     assert stored.value.turn_index == 1
     assert Turn.objects.filter(thread=thread).count() == 1
+
+
+async def test_two_copies_of_a_continue_from_here_at_once_make_one_branch_and_run_once(owner, thread, script, sockets):
+    """The page's connection drops as a "Continue from here" message goes:
+    the old socket's copy is handled late and the new socket's at once (one
+    server, or two). Each copy makes its own branch before storing; the
+    database stores one turn per person and id, the other branch is
+    discarded, and both sockets are sent to the one branch."""
+    script(Reply(text="First."), Reply(text="In the branch."), Reply(text="In a second branch."))
+    first = await sockets(thread.pk, owner)
+    await first.send_to(text_data=_send("first"))
+    await frames_until_turn_end(first)
+    threads_before = await database_sync_to_async(Thread.objects.count)()
+
+    dropped = await sockets(thread.pk, owner)
+    reconnected = await sockets(thread.pk, owner)
+    copy = _send("a new direction", FIRST_ID, continue_thread=str(thread.pk), continue_turn="1")
+    await dropped.send_to(text_data=copy)
+    await reconnected.send_to(text_data=copy)
+    went = []
+    for socket in (dropped, reconnected):
+        frames = await frame_containing(socket, 'data-live-patch="navigate"')
+        went.append(re.search(r'data-url="/threads/([0-9a-f-]+)/workspace/"', frames[-1]).group(1))
+    assert went[0] == went[1]
+    await registry.wait_for_turn(went[0])
+
+    runs = await database_sync_to_async(list)(
+        Turn.objects.filter(client_message_id=FIRST_ID).values_list("thread_id", "index", "user_message")
+    )
+    assert [(str(t), i, m) for t, i, m in runs] == [(went[0], 2, "a new direction")]
+    assert await database_sync_to_async(Thread.objects.filter(is_deleted=False).count)() == threads_before + 1
+    assert await database_sync_to_async(BranchLink.objects.filter(status=BranchLink.Status.ACTIVE).count)() == 1
+
+
+async def test_two_copies_of_a_message_at_once_run_once(owner, thread, script, sockets):
+    script(Reply(text="Once."), Reply(text="Twice."))
+    dropped = await sockets(thread.pk, owner)
+    reconnected = await sockets(thread.pk, owner)
+    copy = _send("Summarise the draft", FIRST_ID)
+    await dropped.send_to(text_data=copy)
+    await reconnected.send_to(text_data=copy)
+    for socket in (dropped, reconnected):
+        await frame_containing(socket, 'id="chat-ack" data-turn="1"')
+    await registry.wait_for_turn(thread.pk)
+    assert [row[:2] for row in await _turns(thread)] == [(1, "Summarise the draft")]
+
+
+async def test_a_message_with_its_id_while_the_database_is_away_is_said_to_go_again_by_itself(
+    owner, thread, script, sockets, monkeypatch
+):
+    """Sent again after a dropped connection (stored, its ack lost) just as
+    the database goes: the server cannot tell, so it does not say "not sent"
+    (the person would write it anew: a second turn); it says the message
+    goes again by itself, marked for the page to do so."""
+    from html import escape
+
+    import psycopg
+
+    from conversations import consumers
+
+    from .test_outages import _as_django_raises_it
+
+    script(Reply(text="Ran once."))
+    first = await sockets(thread.pk, owner)
+    await first.send_to(text_data=_send("Summarise the draft", FIRST_ID))
+    await frames_until_turn_end(first)
+    again = await sockets(thread.pk, owner)
+
+    def _database_away(*args, **kwargs):
+        raise _as_django_raises_it(psycopg.OperationalError("connection failed: Connection refused"))
+
+    monkeypatch.setattr(consumers, "session_signs_in", _database_away)
+    await again.send_to(text_data=_send("Summarise the draft", FIRST_ID))
+    said = "".join(await frame_containing(again, 'id="chat-notice"'))
+    assert escape("your message goes again by itself once it does, and runs only once.") in said
+    assert "data-again" in said and "not sent" not in said
+    # A message from a page without ids is told, as before, to send it again.
+    await again.send_to(text_data=_send("An old page's message"))
+    said = "".join(await frame_containing(again, 'id="chat-notice"'))
+    assert "send it again in a moment" in said and "data-again" not in said
