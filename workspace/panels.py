@@ -138,13 +138,16 @@ def render_panel(name: str, *, thread: Thread, request=None, oob: bool = False, 
 # --- patches: what changed, not whole panels -----------------------------------
 
 
-def render_plan_patch(*, thread: Thread, ids=None, renumbered: bool = False) -> str:
+def render_plan_patch(
+    *, thread: Thread, ids=None, renumbered: bool = False, reading: selectors.WorkspaceReading | None = None
+) -> str:
     """The touched steps and the done count; with `ids` None every step,
     marked complete (the page drops steps it has that are not in it: a
     resync). `renumbered`: the change may have renumbered steps it did not
     touch (a move, a delete), so the patch lists every step's number and the
-    page shows those rather than working them out (docs/adr/0081)."""
-    patch = selectors.plan_patch(thread=thread, ids=ids)
+    page shows those rather than working them out (docs/adr/0081).
+    `reading`: the workspace as read now, else the plan is read."""
+    patch = selectors.plan_patch(thread=thread, ids=ids, steps=reading.todos if reading is not None else None)
     numbers = " ".join(f"{pk}:{number}" for pk, number in patch.numbers) if renumbered and ids is not None else None
     context = {
         "steps_html": rows.step_rows(patch.steps),
@@ -169,14 +172,28 @@ def render_plan_history_patch(*, ids) -> str:
     return render_to_string("workspace/panels/plan.html#history_patch", {"oldest": min(ids), "newest": max(ids)})
 
 
-def render_preferences_patch(*, thread: Thread, ids=None) -> str:
-    preferences, removed = selectors.preferences_patch(thread=thread, ids=ids)
+def render_preferences_patch(*, thread: Thread, ids=None, reading: selectors.WorkspaceReading | None = None) -> str:
+    preferences, removed = selectors.preferences_patch(
+        thread=thread, ids=ids, preferences=reading.preferences if reading is not None else None
+    )
     context = {"rows_html": rows.preference_rows(preferences), "removed": removed, "complete": ids is None}
     return render_to_string("workspace/panels/preferences.html#patch", context)
 
 
-def render_objective_patch(*, thread: Thread) -> str:
-    return render_to_string("workspace/panels/objective.html#patch", objective_context(thread=thread))
+def render_objective_patch(*, thread: Thread, reading: selectors.WorkspaceReading | None = None) -> str:
+    """The objective's read view (all the patch shows: its text, or that
+    there is none yet). `reading`: the workspace as read now, else the
+    objective is read."""
+    if reading is None:
+        context = objective_context(thread=thread)
+    else:
+        standing = reading.objective_text is None
+        context = {
+            "thread": thread,
+            "objective_text": selectors.STANDING_OBJECTIVE if standing else reading.objective_text,
+            "is_standing_objective": standing,
+        }
+    return render_to_string("workspace/panels/objective.html#patch", context)
 
 
 def render_document_patch(*, thread: Thread) -> str:
@@ -212,18 +229,27 @@ def render_error(*, panel: str, target: str, message: str, row_id=None, base: di
     return render_to_string(f"{LIVE}#error", context)
 
 
+# The surfaces whose patches a kept reading can give.
+READ_SURFACES = {"objective", "preferences", "plan"}
+
+
 def render_changes(thread: Thread, changes: list[Change]) -> str:
     """The workspace fragments for `changes` (one thread's). The thread's
     own changes (its title) are the conversation layer's to render."""
     by_surface = {change.surface: change for change in changes}
     parts = []
+    # A thread whose reading this process keeps (a turn's) takes the
+    # patches' rows from it, brought up to date by its write counts: the same
+    # rows a read would give, and the next model call's prompt then reads
+    # only the counts (docs/adr/0127).
+    reading = selectors.workspace_reading_kept(thread=thread) if by_surface.keys() & READ_SURFACES else None
     if "objective" in by_surface:
-        parts.append(render_objective_patch(thread=thread))
+        parts.append(render_objective_patch(thread=thread, reading=reading))
     if "preferences" in by_surface:
-        parts.append(render_preferences_patch(thread=thread, ids=by_surface["preferences"].ids))
+        parts.append(render_preferences_patch(thread=thread, ids=by_surface["preferences"].ids, reading=reading))
     if "plan" in by_surface:
         plan = by_surface["plan"]
-        parts.append(render_plan_patch(thread=thread, ids=plan.ids, renumbered=plan.reordered))
+        parts.append(render_plan_patch(thread=thread, ids=plan.ids, renumbered=plan.reordered, reading=reading))
     if "plan_history" in by_surface:
         parts.append(render_plan_history_patch(ids=by_surface["plan_history"].ids))
     if "artifacts" in by_surface and by_surface["artifacts"].ids:

@@ -278,9 +278,13 @@ class PlanPatch:
     done: int
 
 
-def plan_patch(*, thread: Thread, ids=None) -> PlanPatch:
+def plan_patch(*, thread: Thread, ids=None, steps: list[PlanStep] | None = None) -> PlanPatch:
     """The patch for the steps among `ids` (None: all). Reads the outline
-    (ids, depths, done) and only the touched rows' text."""
+    (ids, depths, done) and only the touched rows' text; with `steps` (the
+    whole plan as `plan_steps` reads it: a kept reading's, docs/adr/0127)
+    reads nothing."""
+    if steps is not None:
+        return _plan_patch_of(steps, ids)
     outline = list(Todo.objects.filter(thread=thread).order_by(*PLAN_ORDER).values_list("id", "depth", "done"))
     numbers = plan_tree.outline_numbers([depth for _, depth, _ in outline])
     touched = Todo.objects.filter(thread=thread)
@@ -301,10 +305,26 @@ def plan_patch(*, thread: Thread, ids=None) -> PlanPatch:
     )
 
 
-def preferences_patch(*, thread: Thread, ids=None) -> tuple[list[ShownPreference], list[int]]:
+def _plan_patch_of(steps: list[PlanStep], ids) -> PlanPatch:
+    """plan_patch's answer from the whole plan in pre-order."""
+    wanted = set(ids) if ids is not None else {step.pk for step in steps}
+    touched = [replace(step, after=steps[i - 1].pk if i else "") for i, step in enumerate(steps) if step.pk in wanted]
+    return PlanPatch(
+        steps=touched,
+        removed=sorted(wanted - {step.pk for step in touched}),
+        numbers=[(step.pk, step.number) for step in steps],
+        done=sum(1 for step in steps if step.done),
+    )
+
+
+def preferences_patch(
+    *, thread: Thread, ids=None, preferences: list[ShownPreference] | None = None
+) -> tuple[list[ShownPreference], list[int]]:
     """Like plan_patch, for preferences: each touched one that exists with
-    its place (`after`), and the ids that are gone."""
-    preferences = shown_preferences(thread_id=thread.pk)
+    its place (`after`), and the ids that are gone. `preferences`: all of
+    them as `shown_preferences` reads them (a kept reading's), read otherwise."""
+    if preferences is None:
+        preferences = shown_preferences(thread_id=thread.pk)
     wanted = set(ids) if ids is not None else {p.pk for p in preferences}
     found: list[ShownPreference] = []
     previous: dict[str, int] = {}
@@ -708,6 +728,24 @@ def workspace_reading_current(*, thread: Thread) -> WorkspaceReading:
         reading = _reread(thread.pk, reading, moved)
     _keep(thread.pk, counts, reading)
     return reading
+
+
+def workspace_reading_kept(*, thread: Thread) -> WorkspaceReading | None:
+    """What `workspace_reading_current` answers, where this process keeps a
+    reading of the thread (a turn runs or ran on it here) and no transaction
+    is open; None otherwise, reading nothing. The live patches of a write
+    take what they show from it after the write commits: the next model
+    call's prompt then finds its reading up to date (docs/adr/0127)."""
+    if transaction.get_connection().in_atomic_block:
+        return None
+    with _current_readings_lock:
+        kept = thread.pk in _current_readings
+    if not kept:
+        return None
+    try:
+        return workspace_reading_current(thread=thread)
+    except Thread.DoesNotExist:
+        return None  # deleted meanwhile: the patches read what is left, as before
 
 
 def _keep(thread_id, counts: tuple[int, ...], reading: WorkspaceReading) -> None:

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from workspace import events
+from workspace import events, panels, selectors
 from workspace.models import Thread
 from workspace.selectors import workspace_reading_current, workspace_reading_for
 from workspace.services import archive as archive_services
@@ -131,3 +131,68 @@ def test_a_write_after_the_snapshot_is_in_the_first_prompts_reading(workspace, n
     reading, _statements = _first_prompts_reading(thread)
     assert reading.objective_text == "Written while the turn began"
     assert reading.todos[0].done
+
+
+@pytest.mark.parametrize("name, write, surface, ids, reordered", WRITES, ids=[w[0] for w in WRITES])
+def test_patches_from_a_kept_reading_are_those_read_from_the_database(
+    workspace,  # noqa: F811
+    no_listeners,
+    monkeypatch,
+    name,
+    write,
+    surface,
+    ids,
+    reordered,
+):
+    """A write's live patches, rendered where this process keeps the
+    thread's reading, show what reading the database would (docs/adr/0127)."""
+    thread = workspace["thread"]
+    workspace_reading_current(thread=thread)
+    with events.collecting() as changes:
+        write(workspace)
+    changes = events.merge(changes)
+    from_reading = panels.render_changes(thread, changes)
+    monkeypatch.setattr(selectors, "workspace_reading_kept", lambda **kwargs: None)
+    assert from_reading == panels.render_changes(thread, changes)
+
+
+@pytest.mark.parametrize("name, write, surface, ids, reordered", WRITES, ids=[w[0] for w in WRITES])
+def test_after_a_writes_patches_the_next_reading_is_one_statement(
+    workspace,  # noqa: F811
+    no_listeners,
+    name,
+    write,
+    surface,
+    ids,
+    reordered,
+):
+    thread = workspace["thread"]
+    workspace_reading_current(thread=thread)
+    with events.collecting() as changes:
+        write(workspace)
+    panels.render_changes(thread, events.merge(changes))
+    with CaptureQueriesContext(connection) as queries:
+        reading = workspace_reading_current(thread=thread)
+    assert reading == workspace_reading_for(thread=thread)
+    if surface in panels.READ_SURFACES:
+        assert len(queries.captured_queries) == 1
+
+
+def test_a_thread_without_a_kept_reading_is_patched_from_its_own_reads(workspace, no_listeners):  # noqa: F811
+    """A write to a thread no turn of this process reads keeps no reading
+    for it: its patch reads only what it shows."""
+    thread = workspace["thread"]
+    with events.collecting() as changes:
+        plan_services.todos_toggle_by_index(thread=thread, indices=[1])
+    with CaptureQueriesContext(connection) as queries:
+        panels.render_changes(thread, events.merge(changes))
+    assert len(queries.captured_queries) == 2  # the outline and the touched step's text
+    assert selectors.workspace_reading_kept(thread=thread) is None
+
+
+def test_inside_a_transaction_a_patch_uses_no_kept_reading(workspace, no_listeners):  # noqa: F811
+    thread = workspace["thread"]
+    workspace_reading_current(thread=thread)
+    with transaction.atomic():
+        plan_services.todos_toggle_by_index(thread=thread, indices=[1])
+        assert selectors.workspace_reading_kept(thread=thread) is None
