@@ -242,7 +242,8 @@ def render_changes(thread: Thread, changes: list[Change]) -> str:
     # patches' rows from it, brought up to date by its write counts: the same
     # rows a read would give, and the next model call's prompt then reads
     # only the counts (docs/adr/0127).
-    reading = selectors.workspace_reading_kept(thread=thread) if by_surface.keys() & READ_SURFACES else None
+    announced = by_surface.keys() & READ_SURFACES
+    reading = selectors.workspace_reading_kept(thread=thread, expected=announced) if announced else None
     if "objective" in by_surface:
         parts.append(render_objective_patch(thread=thread, reading=reading))
     if "preferences" in by_surface:

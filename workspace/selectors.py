@@ -3,7 +3,7 @@
 import bisect
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from enum import IntEnum
 from functools import cached_property
@@ -681,11 +681,16 @@ def workspace_reading_for(*, thread: Thread) -> WorkspaceReading:
 _current_readings: OrderedDict[Any, tuple[tuple[int, ...], WorkspaceReading]] = OrderedDict()
 _current_readings_lock = threading.Lock()
 CURRENT_READINGS_KEPT = 128
+_NOT_READ = object()
 
 
-def _reread(thread_id, reading: WorkspaceReading, moved: set[str]) -> WorkspaceReading:
-    """`reading` with the surfaces in `moved` read again."""
+def _reread(thread_id, reading: WorkspaceReading, moved: set[str], objective_text=_NOT_READ) -> WorkspaceReading:
+    """`reading` with the surfaces in `moved` read again; `objective_text`:
+    the objective's, if already read with the counts."""
     fresh: dict[str, Any] = {}
+    if objective_text is not _NOT_READ and "objective" in moved:
+        fresh["objective_text"] = objective_text
+        moved = moved - {"objective"}
     if "objective" in moved and "document" in moved:
         objective_text, *document = Thread.objects.filter(pk=thread_id).values_list(*_OBJECTIVE_AND_DOCUMENT).get()
         fresh.update(objective_text=objective_text, document=_document_row(*document))
@@ -702,14 +707,17 @@ def _reread(thread_id, reading: WorkspaceReading, moved: set[str]) -> WorkspaceR
     return replace(reading, **fresh)
 
 
-def workspace_reading_current(*, thread: Thread) -> WorkspaceReading:
+def workspace_reading_current(*, thread: Thread, expected: Collection[str] = ()) -> WorkspaceReading:
     """What `workspace_reading_for` reads now, from this process's copy of
     an earlier reading where the thread's write counts (Thread.WRITE_COUNTS)
     say a surface has not changed since: one statement when nothing has,
     plus one per surface that has (docs/adr/0093). Every write to a surface
     raises its count in its own transaction, in whichever process it runs,
     so the copy is never older than the database. Inside a transaction the
-    whole workspace is read: its writes may still be rolled back."""
+    whole workspace is read: its writes may still be rolled back.
+    `expected`: surfaces known to have been written (a change just
+    committed); the objective, the thread's one-to-one, is then read in
+    the counts' statement (docs/adr/0127)."""
     if transaction.get_connection().in_atomic_block:
         return workspace_reading_for(thread=thread)
     with _current_readings_lock:
@@ -718,19 +726,21 @@ def workspace_reading_current(*, thread: Thread) -> WorkspaceReading:
         counts, reading = _read_workspace(thread.pk)
     else:
         kept_counts, reading = kept
-        counts = tuple(Thread.objects.filter(pk=thread.pk).values_list(*Thread.WRITE_COUNTS.values()).get())
+        joined = ("objective__text",) if "objective" in expected else ()
+        row = Thread.objects.filter(pk=thread.pk).values_list(*Thread.WRITE_COUNTS.values(), *joined).get()
+        counts = tuple(row[: len(Thread.WRITE_COUNTS)])
         moved = {surface for surface, was, now in zip(Thread.WRITE_COUNTS, kept_counts, counts) if was != now}
         if not moved:
             with _current_readings_lock:
                 if thread.pk in _current_readings:
                     _current_readings.move_to_end(thread.pk)
             return reading
-        reading = _reread(thread.pk, reading, moved)
+        reading = _reread(thread.pk, reading, moved, *row[len(Thread.WRITE_COUNTS) :])
     _keep(thread.pk, counts, reading)
     return reading
 
 
-def workspace_reading_kept(*, thread: Thread) -> WorkspaceReading | None:
+def workspace_reading_kept(*, thread: Thread, expected: Collection[str] = ()) -> WorkspaceReading | None:
     """What `workspace_reading_current` answers, where this process keeps a
     reading of the thread (a turn runs or ran on it here) and no transaction
     is open; None otherwise, reading nothing. The live patches of a write
@@ -743,7 +753,7 @@ def workspace_reading_kept(*, thread: Thread) -> WorkspaceReading | None:
     if not kept:
         return None
     try:
-        return workspace_reading_current(thread=thread)
+        return workspace_reading_current(thread=thread, expected=expected)
     except Thread.DoesNotExist:
         return None  # deleted meanwhile: the patches read what is left, as before
 

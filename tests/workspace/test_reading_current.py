@@ -196,3 +196,15 @@ def test_inside_a_transaction_a_patch_uses_no_kept_reading(workspace, no_listene
     with transaction.atomic():
         plan_services.todos_toggle_by_index(thread=thread, indices=[1])
         assert selectors.workspace_reading_kept(thread=thread) is None
+
+
+def test_an_objective_patch_reads_the_objective_with_the_counts(workspace, no_listeners):  # noqa: F811
+    thread = workspace["thread"]
+    workspace_reading_current(thread=thread)
+    with events.collecting() as changes:
+        objective_services.objective_set(thread=thread, text="Ship the report")
+    with CaptureQueriesContext(connection) as queries:
+        html = panels.render_changes(thread, events.merge(changes))
+    assert "Ship the report" in html
+    assert len(queries.captured_queries) == 1
+    assert workspace_reading_current(thread=thread) == workspace_reading_for(thread=thread)
