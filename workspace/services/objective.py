@@ -36,7 +36,9 @@ def objective_set(
     another, someone wrote it meanwhile, and it is kept (ObjectiveChanged,
     docs/adr/0114)."""
     text = clean_text(text, label="Objective", max_chars=OBJECTIVE_MAX_CHARS)
-    objective = Objective.objects.select_for_update().filter(thread=thread).first()
+    # At most one row (a one-to-one): `.first()`'s ORDER BY and LIMIT were a
+    # third of this read's cost, to pick among none (docs/adr/0127).
+    objective = next(iter(Objective.objects.select_for_update().filter(thread=thread)), None)
     if objective is not None and objective.text == text:
         return objective  # the same value again is not a change
     current = objective.text if objective is not None else ""
