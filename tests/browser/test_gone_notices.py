@@ -123,19 +123,25 @@ def _remove(owner: Page, who: str) -> None:
     expect(owner.get_by_role("dialog", name="Share").get_by_role("status")).to_contain_text("Removed")
 
 
-def test_an_editor_removed_with_unsaved_words_is_told_and_finds_them_on_the_thread_list(owner_workspace, haico_server, new_page):
-    owner, url = owner_workspace
-    haico_server.create_user("bea")
+def _editor_with_unsaved_words(owner: Page, url: str, server, new_page) -> Page:
+    """Bea, made an editor, with words in the document and the chat box
+    that are not saved: her saves are held back."""
+    server.create_user("bea")
     _share(owner, "bea")
     editor = new_page()
-    log_in(editor, haico_server.url, "bea")
+    log_in(editor, server.url, "bea")
     editor.goto(url)
     wait_for_socket(editor)
-    # Saves are held back, so the words are unsaved when the share goes.
     editor.route("**/document/save/", lambda route: None)
     document_text(editor).click()
     editor.keyboard.type("Bea's paragraph, never saved.", delay=5)
     editor.get_by_role("textbox", name="Message").fill("Bea's unsent question")
+    return editor
+
+
+def test_an_editor_removed_with_unsaved_words_is_told_and_finds_them_on_the_thread_list(owner_workspace, haico_server, new_page):
+    owner, url = owner_workspace
+    editor = _editor_with_unsaved_words(owner, url, haico_server, new_page)
 
     _remove(owner, "bea")
     expect(editor.get_by_role("region", name="Chat")).to_contain_text("This thread does not exist or is not yours.")
@@ -199,16 +205,7 @@ def test_words_kept_from_a_lost_thread_stay_when_the_same_thread_is_lost_again(o
     nothing: the words of the first loss are still there to copy (each page
     keeps its own entry; before, the second page dropped them)."""
     owner, url = owner_workspace
-    haico_server.create_user("bea")
-    _share(owner, "bea")
-    editor = new_page()
-    log_in(editor, haico_server.url, "bea")
-    editor.goto(url)
-    wait_for_socket(editor)
-    editor.route("**/document/save/", lambda route: None)  # her saves never arrive
-    document_text(editor).click()
-    editor.keyboard.type("Bea's paragraph, never saved.", delay=5)
-    editor.get_by_role("textbox", name="Message").fill("Bea's unsent question")
+    editor = _editor_with_unsaved_words(owner, url, haico_server, new_page)
 
     _remove(owner, "bea")
     expect(editor.locator("#chat-pending")).to_contain_text("Your message is still in the box")
