@@ -354,8 +354,11 @@
     if (onTheWire) {
       onTheWire = false;
       waiting = true;
-      goingAgain = NOT_ACTED_ON_CODES.indexOf(code) < 0;
-      if (goingAgain && ++drops >= DROPS_BEFORE_GIVING_UP) {
+      // Once the server may have it, it goes as it went until it is acked or
+      // refused, whatever closes the next socket (a session ending, say).
+      var mayHaveIt = NOT_ACTED_ON_CODES.indexOf(code) < 0;
+      goingAgain = goingAgain || mayHaveIt;
+      if (mayHaveIt && ++drops >= DROPS_BEFORE_GIVING_UP) {
         // Held as it went (words and id): a Send sends it so, and it still runs once.
         waiting = false;
         showPending(KEEPS_DROPPING_TEXT);
