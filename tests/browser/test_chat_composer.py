@@ -214,10 +214,7 @@ def test_a_message_held_offline_while_the_session_ended_says_so_and_goes_once_af
     it goes, once, when the person has logged in again."""
     model_server.script([Reply(text="Got your message.")])
     server, page, url = _start(new_page, start_haico_server, model_server)
-    page.add_init_script("window.__socketDelayMs = 0;")
-    page.add_init_script(LATE_SOCKET_SCRIPT)
-    page.goto(url)
-    wait_for_socket(page)
+    _open_with_a_socket_the_test_can_drop(page, url)
     chat = _chat(page)
     box = chat.get_by_role("textbox", name="Message")
 
@@ -272,13 +269,20 @@ def _until(condition, seconds: float = 10.0) -> None:
         time.sleep(0.05)
 
 
-def _drop_as_it_goes(new_page, start_haico_server, model_server, *, reaches_the_server: bool):
-    server, page, url = _start(new_page, start_haico_server, model_server)
+def _open_with_a_socket_the_test_can_drop(page: Page, url: str, *scripts: str) -> None:
+    """Opens `url` with its socket connecting at once and droppable by the
+    test (LATE_SOCKET_SCRIPT's window.__dropSocket), and `scripts` installed first."""
     page.add_init_script("window.__socketDelayMs = 0;")
     page.add_init_script(LATE_SOCKET_SCRIPT)
-    page.add_init_script(DROP_AS_THE_MESSAGE_GOES)
+    for script in scripts:
+        page.add_init_script(script)
     page.goto(url)
     wait_for_socket(page)
+
+
+def _drop_as_it_goes(new_page, start_haico_server, model_server, *, reaches_the_server: bool):
+    server, page, url = _start(new_page, start_haico_server, model_server)
+    _open_with_a_socket_the_test_can_drop(page, url, DROP_AS_THE_MESSAGE_GOES)
     page.evaluate(WATCH_THE_PENDING_LINE)
     page.evaluate("(keep) => { window.__dropAfterMessage = keep ? 'keep' : 'lose'; }", reaches_the_server)
     return server, page, url
@@ -404,11 +408,7 @@ def test_a_message_lost_twice_on_a_flaky_connection_goes_once_the_connection_hol
     holding it and sends it on the third socket: one turn, the box cleared."""
     model_server.script([Reply(text="First answer."), Reply(text="Second answer.")])
     server, page, url = _start(new_page, start_haico_server, model_server)
-    page.add_init_script("window.__socketDelayMs = 0;")
-    page.add_init_script(LATE_SOCKET_SCRIPT)
-    page.add_init_script(LOSE_MESSAGES_ON_THE_WAY_OUT)
-    page.goto(url)
-    wait_for_socket(page)
+    _open_with_a_socket_the_test_can_drop(page, url, LOSE_MESSAGES_ON_THE_WAY_OUT)
     chat = _chat(page)
     box = chat.get_by_role("textbox", name="Message")
     box.fill("First question")
@@ -435,11 +435,7 @@ def test_a_message_that_drops_the_connection_each_time_is_sent_again_only_a_few_
     after the third drop it stops and says so, the words still in the box."""
     model_server.script([Reply(text="never")])
     server, page, url = _start(new_page, start_haico_server, model_server)
-    page.add_init_script("window.__socketDelayMs = 0;")
-    page.add_init_script(LATE_SOCKET_SCRIPT)
-    page.add_init_script(LOSE_MESSAGES_ON_THE_WAY_OUT)
-    page.goto(url)
-    wait_for_socket(page)
+    _open_with_a_socket_the_test_can_drop(page, url, LOSE_MESSAGES_ON_THE_WAY_OUT)
     chat = _chat(page)
     box = chat.get_by_role("textbox", name="Message")
     page.evaluate(
@@ -502,13 +498,9 @@ def test_a_message_refused_while_another_tabs_turn_runs_says_not_sent_after_that
     not sent, so it is not left unsent without a word."""
     model_server.script([Reply(text=" ".join(f"w{i}" for i in range(30)), token_delay=0.1), Reply(text="A's answer.")])
     server, tab_a, url = _start(new_page, start_haico_server, model_server)
-    tab_a.add_init_script("window.__socketDelayMs = 0;")
-    tab_a.add_init_script(LATE_SOCKET_SCRIPT)
-    tab_a.add_init_script(DROP_AS_THE_MESSAGE_GOES)
-    tab_a.goto(url)
+    _open_with_a_socket_the_test_can_drop(tab_a, url, DROP_AS_THE_MESSAGE_GOES)
     tab_b = tab_a.context.new_page()
     tab_b.goto(url)
-    wait_for_socket(tab_a)
     wait_for_socket(tab_b)
     tab_a.evaluate("() => { window.__dropAfterMessage = 'lose'; window.__socketDelayMs = 3000; }")
     chat_a, chat_b = _chat(tab_a), _chat(tab_b)
