@@ -61,7 +61,7 @@ from django.contrib.auth import get_user_model
 from agent import catalogue
 from agent.model import ModelNotConfigured
 from workspace.errors import VIEW_ONLY_MESSAGE, UserFacingError
-from workspace.selectors import Access, thread_and_access_for_user
+from workspace.selectors import Access, surface_writes_of, thread_and_access_for_user
 from workspace.text import encodable
 
 from . import outages, presence, ratelimit, staff_view, trajectory
@@ -69,7 +69,7 @@ from .approval import WAITING_MESSAGE, is_waiting
 from .branching import discard_branch, make_branch_for_turn
 from .errors import MessageAlreadyStored
 from .forms import UNREADABLE_MESSAGE, ApprovalAnswerForm, ChatMessage, ChatMessageForm, RetryForm, checked_selection
-from .live import RESYNC, fits_one_message, group_name, message_size, publisher
+from .live import RESYNC, RESYNC_WORKSPACE, fits_one_message, group_name, message_size, publisher
 from .selectors import turn_of_sent_message
 from .services import thread_set_mode
 from .sessions import (
@@ -131,6 +131,21 @@ def _opened_by_its_page_person(scope) -> bool:
     alone."""
     person = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("person", [""])[0]
     return not person or person == str(scope["user"].pk)
+
+
+def _writes_seen_by_page(scope) -> int | None:
+    """The thread's surface writes as the page was rendered with them
+    (`?seen=`, templates/conversations/panels/chat.html); None when the
+    page names none or garbles it (nothing is checked then)."""
+    seen = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("seen", [""])[0]
+    return int(seen) if seen.isascii() and seen.isdigit() and len(seen) <= 19 else None
+
+
+def _present_and_behind(*, thread_id, user, channel_name, seen: int | None) -> bool:
+    """Marks the page present; True when the workspace was written since the
+    page was rendered (one database hop for both)."""
+    presence.presence_open(thread_id=thread_id, user=user, channel_name=channel_name)
+    return seen is not None and surface_writes_of(thread_id) > seen
 
 
 class PageSocketConsumer(AsyncWebsocketConsumer):
@@ -217,8 +232,15 @@ class ThreadConsumer(PageSocketConsumer):
             # that says so may have gone out before this page could hear it.
             return
         registry.warm_up()
-        # After joining the group: the presence push reaches this page too.
-        await database_sync_to_async(presence.presence_open)(thread_id=self.thread.pk, user=user, channel_name=self.channel_name)
+        # After joining the group: the presence push reaches this page too,
+        # and a write committed from now on is pushed to it.
+        behind = await database_sync_to_async(_present_and_behind)(
+            thread_id=self.thread.pk, user=user, channel_name=self.channel_name, seen=_writes_seen_by_page(self.scope)
+        )
+        if behind:
+            # Written between the page's render and now: its push went to
+            # the pages already joined. The page reads the workspace again.
+            await self.send(text_data=RESYNC_WORKSPACE)
         self._present_on = self.thread.pk
         self._renewal = asyncio.ensure_future(self._renew_membership())
         self._page_count_renewal = asyncio.ensure_future(self._renew_page_count())

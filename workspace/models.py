@@ -109,6 +109,13 @@ class Thread(models.Model):
     def __str__(self):
         return f"{self.title} ({self.id})"
 
+    @property
+    def surface_writes(self) -> int:
+        """All the counts together: a page names it as it was rendered, and
+        its socket is told to read the workspace again if it grew before the
+        socket joined the thread's pushes (conversations.consumers)."""
+        return sum(getattr(self, count) for count in self.WRITE_COUNTS.values())
+
     def save(self, *args, **kwargs):
         # An instance read before a write would put the older counts back,
         # and a reading cached under a count the database reaches again

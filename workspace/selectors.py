@@ -707,6 +707,12 @@ def _reread(thread_id, reading: WorkspaceReading, moved: set[str], objective_tex
     return replace(reading, **fresh)
 
 
+def surface_writes_of(thread_id) -> int:
+    """Thread.surface_writes as stored now, without reading the thread."""
+    counts = Thread.objects.filter(pk=thread_id).values_list(*Thread.WRITE_COUNTS.values()).first()
+    return sum(counts) if counts else 0
+
+
 def workspace_reading_current(*, thread: Thread, expected: Collection[str] = ()) -> WorkspaceReading:
     """What `workspace_reading_for` reads now, from this process's copy of
     an earlier reading where the thread's write counts (Thread.WRITE_COUNTS)

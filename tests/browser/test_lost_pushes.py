@@ -17,8 +17,11 @@ from .helpers import (
     REQUEST,
     TURN_WAIT_MS,
     chart_turn_script,
+    document_status,
+    document_text,
     model_env,
     new_thread_for,
+    save_document_now,
     wait_for_socket,
 )
 
@@ -136,3 +139,20 @@ def test_a_chart_made_while_a_tab_was_reconnecting_takes_its_centre_once_it_is_b
     centre = lagging.get_by_role("region", name="Document")
     expect(centre.get_by_role("img", name=re.compile("Q1 vs Q2 Revenue"))).to_be_visible(timeout=10_000)
     expect(centre.get_by_role("combobox", name="Show")).to_contain_text("Q1 vs Q2 Revenue")
+
+
+def test_a_document_saved_while_another_tab_was_loading_shows_on_it_once_its_socket_opens(new_page, haico_server):
+    """The save's push went out before the loading tab's socket joined the
+    thread: the socket, told the page was rendered before that write, has
+    the page read the workspace again."""
+    page = new_page()
+    url = new_thread_for(page, haico_server.url, "ada")
+    wait_for_socket(page)
+    loading = page.context.new_page()
+    loading.add_init_script("window.__socketDelayMs = 4000;\n" + LATE_SOCKET_SCRIPT)
+    loading.goto(url)
+    expect(document_text(loading)).to_have_value("")
+    save_document_now(page, "Written while the other tab was loading.")
+    wait_for_socket(loading)
+    expect(document_text(loading)).to_have_value("Written while the other tab was loading.", timeout=5_000)
+    expect(document_status(loading)).not_to_have_text("Unsaved changes")
