@@ -20,6 +20,7 @@ from .models import (
     Preference,
 )
 from .text import clean_text, one_line
+from .text_splice import TextSplice
 
 TRUE_VALUES = {"1", "true", "on", "yes"}
 FALSE_VALUES = {"0", "false", "off", "no"}
@@ -284,6 +285,10 @@ class PlanHistoryForm(forms.Form):
         return data
 
 
+SPLICE_ERROR = "A changed part of the document is placed by whole numbers of characters, with a CRC-32 of the result."
+SPLICE_ERRORS = {"invalid": SPLICE_ERROR, "min_value": SPLICE_ERROR, "max_value": SPLICE_ERROR}
+
+
 class DocumentSaveForm(forms.Form):
     """A save from the editor: based on `base_version`; title and/or content;
     `resolve` is the person's choice in the conflict view (empty: none)."""
@@ -305,12 +310,46 @@ class DocumentSaveForm(forms.Form):
         strip=False,
     )
 
+    # A closing page's beacon sends the content as the span it changed in
+    # base_version's text (workspace.text_splice, docs/adr/0040): all four
+    # together, instead of `content`.
+    content_kept_head = VersionField(
+        required=False, min_value=0, max_value=settings.HAICO_DOCUMENT_MAX_CHARS, error_messages=SPLICE_ERRORS
+    )
+    content_kept_tail = VersionField(
+        required=False, min_value=0, max_value=settings.HAICO_DOCUMENT_MAX_CHARS, error_messages=SPLICE_ERRORS
+    )
+    content_middle = RuleTextField(
+        label="The changed part of the document",
+        max_chars=settings.HAICO_DOCUMENT_MAX_CHARS,
+        allow_empty=True,
+        strip=False,
+    )
+    content_crc32 = VersionField(required=False, min_value=0, max_value=2**32 - 1, error_messages=SPLICE_ERRORS)
+
+    SPLICE_FIELDS = ("content_kept_head", "content_kept_tail", "content_middle", "content_crc32")
+
     def clean(self):
         super().clean()
         data = self.cleaned_data
-        if not self.errors and data.get("title") is None and data.get("content") is None:
+        data["content_splice"] = None
+        if self.errors:
+            return data
+        splice = [data.get(name) for name in self.SPLICE_FIELDS]
+        if any(part is not None for part in splice):
+            if any(part is None for part in splice):
+                raise forms.ValidationError("A change sent as a part of the document needs all four of its fields.")
+            if data.get("content") is not None or data.get("base_content") is not None:
+                raise forms.ValidationError("Send the document's content whole or as a changed part, not both.")
+            data["content_splice"] = TextSplice(
+                kept_head=data["content_kept_head"],
+                kept_tail=data["content_kept_tail"],
+                middle=data["content_middle"],
+                crc32=data["content_crc32"],
+            )
+        if data.get("title") is None and data.get("content") is None and data["content_splice"] is None:
             raise forms.ValidationError("Nothing to save: send a title or content.")
-        if not self.errors and data.get("base_content") is not None and data.get("content") is None:
+        if data.get("base_content") is not None and data.get("content") is None:
             raise forms.ValidationError("The text the content was based on came without the content.")
         data["resolve"] = data.get("resolve") or None
         return data

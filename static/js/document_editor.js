@@ -436,10 +436,12 @@
   });
 
   // A closed tab must not lose the last second of typing (merged like any
-  // save). A beacon carries at most 64 KB, so for a long document it may
-  // not go: what the server does not have is also left in the tab's
-  // sessionStorage, and saved when this tab shows the document again
-  // (Back, Forward, a reload: `takeBackWhatWasLeft`).
+  // save). A beacon carries at most 64 KB: it carries only the span typed
+  // since the last save (`asChangedPart`), and when even that does not fit
+  // (a long paste, or typing on while a save came back merged), what the
+  // server does not have is left in the tab's sessionStorage, and saved
+  // when this tab shows the document again (Back, Forward, a reload:
+  // `takeBackWhatWasLeft`).
   window.addEventListener("pagehide", function () {
     var form = currentForm();
     if (!form) return;
@@ -482,12 +484,61 @@
     var data = new FormData(form);
     data.set("base_version", String(state.acked.version));
     if (state.acked.fromText) data.set("base_content", state.acked.content);
+    else asChangedPart(data, state.acked.content, form.elements.content.value);
+    // Nobody is left to choose in a conflict view: where the words typed
+    // last overlap a change saved meanwhile, both are kept (docs/adr/0040).
+    data.set("resolve", "both");
     // No token: the server refuses, nothing is overwritten. A beacon sends
     // no headers, so whom the page is for goes in the form (docs/adr/0108).
     var token = HAICO.csrfToken ? HAICO.csrfToken() : "";
     if (token) data.set("csrfmiddlewaretoken", token);
     if (HAICO.pagePerson && HAICO.pagePerson()) data.set("haico_person", HAICO.pagePerson());
     return navigator.sendBeacon(form.getAttribute("action"), data);
+  }
+
+  // The content as the one span changed in the version it was typed on
+  // (workspace/text_splice.py): a beacon takes at most 64 KB, so a long
+  // document does not fit whole, while what was typed since its last save
+  // does. The server counts code points, so the span never cuts a pair of
+  // UTF-16 units, and its ends are sent as code points; the CRC-32 of the
+  // whole text lets the server be sure it rebuilt what the editor holds.
+  function asChangedPart(data, base, now) {
+    var change = span(base, now);
+    var head = change.start, tail = base.length - change.end;
+    if (head > 0 && isHighSurrogate(base.charCodeAt(head - 1))) head--;
+    if (tail > 0 && isLowSurrogate(base.charCodeAt(base.length - tail))) tail--;
+    data.delete("content");
+    data.set("content_kept_head", String(codePoints(base, 0, head)));
+    data.set("content_kept_tail", String(codePoints(base, base.length - tail, base.length)));
+    data.set("content_middle", now.slice(head, now.length - tail));
+    data.set("content_crc32", String(crc32(now)));
+  }
+
+  function isHighSurrogate(unit) { return unit >= 0xd800 && unit <= 0xdbff; }
+  function isLowSurrogate(unit) { return unit >= 0xdc00 && unit <= 0xdfff; }
+
+  function codePoints(text, from, to) {
+    var count = to - from;
+    for (var i = from + 1; i < to; i++) {
+      if (isLowSurrogate(text.charCodeAt(i)) && isHighSurrogate(text.charCodeAt(i - 1))) count--;
+    }
+    return count;
+  }
+
+  var CRC32_TABLE = null;
+
+  function crc32(text) {
+    if (!CRC32_TABLE) {
+      CRC32_TABLE = new Int32Array(256);
+      for (var n = 0; n < 256; n++) {
+        var c = n;
+        for (var k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+        CRC32_TABLE[n] = c;
+      }
+    }
+    var bytes = new TextEncoder().encode(text), crc = -1;
+    for (var i = 0; i < bytes.length; i++) crc = CRC32_TABLE[(crc ^ bytes[i]) & 0xff] ^ (crc >>> 8);
+    return (crc ^ -1) >>> 0;
   }
 
   // --- a thread that is gone ---------------------------------------------------

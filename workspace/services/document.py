@@ -19,7 +19,8 @@ from django.db import transaction
 from .. import content_store, merge, people
 from ..errors import DocumentConflict, InvalidInput, NotFound
 from ..models import DOCUMENT_TITLE_MAX_CHARS, ContentBlob, Document, DocumentRevision, Thread
-from ..text import clean_text
+from ..text import as_a_page_reads_it, clean_text
+from ..text_splice import TextSplice
 from .common import changed
 
 Author = DocumentRevision.Author
@@ -94,6 +95,17 @@ def _base_text(document: Document, version: int) -> tuple[str, str] | None:
     return (revision.title, revision.content) if revision is not None else None
 
 
+def _spliced(document: Document, base_version: int | None, splice: TextSplice) -> str:
+    base = _base_text(document, base_version) if base_version is not None else None
+    if base is None:
+        raise InvalidInput(
+            f"Version {base_version} of the document, which the change sent as the page closed was typed on, "
+            "is not kept, so the change cannot be placed. Nothing was saved."
+        )
+    # The page's offsets count its textarea's text, which reads every line break as "\n".
+    return splice.applied_to(as_a_page_reads_it(base[1]))
+
+
 def _merged_title(base: str | None, ours: str, theirs: str, resolve: str | None) -> tuple[str, tuple[str, str] | None]:
     """(title to write, (ours, theirs) when both changed it differently and
     `resolve` does not say how to settle it). `base` None: unknown."""
@@ -123,6 +135,7 @@ def document_save(
     token_name: str = "",
     resolve: str | None = None,
     base_content: str | None = None,
+    content_splice: TextSplice | None = None,
     person=None,
 ) -> DocumentSaved:
     """Write the title and/or content (None leaves it as it is).
@@ -142,7 +155,11 @@ def document_save(
     be put on the merged text in the browser. The merge is then three-way
     against that text, so the person's own earlier save never counts as
     someone else's change (docs/adr/0040). The title's base stays
-    `base_version`'s."""
+    `base_version`'s.
+
+    `content_splice`: the content as the span a closing page changed in
+    `base_version`'s text (its beacon cannot carry a long document whole);
+    rebuilt under the lock, checked, then saved like `content`."""
     if resolve is not None and resolve not in merge.RESOLUTIONS:
         raise InvalidInput(f"Choose how to settle the conflict: one of {', '.join(merge.RESOLUTIONS)}.")
     if title is not None:
@@ -152,6 +169,8 @@ def document_save(
     if base_content is not None:
         base_content = _clean_content(base_content)
     document = _document_for_update(thread)
+    if content_splice is not None:
+        content = _clean_content(_spliced(document, base_version, content_splice))
     current_title, current_content = document.title, document.content
     if base_content is None and (base_version is None or base_version == document.version):
         new_title = current_title if title is None else title

@@ -165,6 +165,7 @@ def document_save(request, thread_id):
             author=DocumentRevision.Author.PERSON,
             resolve=values["resolve"],
             base_content=values["base_content"],
+            content_splice=values["content_splice"],
             person=request.user,
         )
     except DocumentConflict as exc:
