@@ -29,18 +29,20 @@ from dataclasses import dataclass
 
 from merge3 import Merge3
 
-from . import alignment
+from . import alignment, graphemes
 
 OURS, THEIRS, BOTH = "ours", "theirs", "both"
 RESOLUTIONS = (OURS, THEIRS, BOTH)
 
 _LINES = re.compile(r"[^\n]*\n|[^\n]+")
-# Every line break is a token of its own (spaces and tabs run together): a
-# run of blank lines as one token made "\n" and "\n\n" unrelated, so two
-# sides that both added a blank line, at what merge3 or the shared-lines cut
-# placed at neighbouring points among identical lines, conflicted (or not)
-# depending on unchanged text around them.
-_TOKENS = re.compile(r"\w+|\n|[^\S\n]+|[^\w\s]")
+# The word-level tokens are workspace.graphemes.tokens: words, every line
+# break a token of its own (spaces and tabs run together: a run of blank
+# lines as one token made "\n" and "\n\n" unrelated, so two sides that both
+# added a blank line, at what merge3 or the shared-lines cut placed at
+# neighbouring points among identical lines, conflicted (or not) depending
+# on unchanged text around them), and never part of a character: a flag, a
+# joined emoji or a letter with its accent is one token, so two sides that
+# changed it differently conflict (docs/adr/0128).
 # A side that kept less than this share of a passage's characters rewrote
 # it: it is not merged with the other side word by word (see _TokenMatcher).
 MIN_KEPT_SHARE = 0.5
@@ -270,7 +272,7 @@ def _settle(base, ours, theirs, ours_at: int, theirs_at: int, *, refine: bool) -
         return [o]
     if refine:
         # Both sides changed these lines: look again, word by word.
-        pieces = _merge_items(_TOKENS.findall(z), _TOKENS.findall(o), _TOKENS.findall(t), ours_at, theirs_at, refine=False)
+        pieces = _merge_items(graphemes.tokens(z), graphemes.tokens(o), graphemes.tokens(t), ours_at, theirs_at, refine=False)
         if not z and any(isinstance(piece, Conflict) for piece in pieces):
             # Both only added lines here, and different ones (a paragraph the
             # person typed at the end while the agent appended a section):
@@ -286,28 +288,43 @@ def _settle(base, ours, theirs, ours_at: int, theirs_at: int, *, refine: bool) -
 
 def _edge_addition(z: str, o: str, t: str) -> str | None:
     """Both sides changed the same tokens `z`. Text one side only added
-    before or after `z` does not overlap the other side's change of it."""
+    before or after `z` does not overlap the other side's change of it.
+    Where the addition meets the other side's text it must be between two
+    characters: an accent added to "cafe" does not go on the "tea" the
+    other side wrote instead (docs/adr/0128)."""
     ours_added, theirs_added = _addition(z, o), _addition(z, t)
     if ours_added and not theirs_added:
         side, added = ours_added
-        return added + t if side == "before" else t + added
+        return _whole(added, t) if side == "before" else _whole(t, added)
     if theirs_added and not ours_added:
         side, added = theirs_added
-        return added + o if side == "before" else o + added
+        return _whole(added, o) if side == "before" else _whole(o, added)
     if ours_added and theirs_added and ours_added[0] != theirs_added[0]:
         before, after = (ours_added[1], theirs_added[1]) if ours_added[0] == "before" else (theirs_added[1], ours_added[1])
-        return before + z + after
+        return _whole(before, z, after)
     return None
+
+
+def _whole(*parts: str) -> str | None:
+    """The parts joined, or None when a join falls inside a character."""
+    text, at = "".join(parts), 0
+    for part in parts[:-1]:
+        at += len(part)
+        if not graphemes.is_boundary(text, at):
+            return None
+    return text
 
 
 def _addition(z: str, side: str) -> tuple[str, str] | None:
     """("before" | "after", the added text) when `side` is `z` with text
-    added at one end only; None otherwise (and for an empty `z`)."""
+    added at one end only; None otherwise (and for an empty `z`, and when
+    the "added" text is part of a character of `z`'s: an accent, a skin
+    tone or a joiner put on its first or last character changed it)."""
     if not z or side == z:
         return None
-    if side.endswith(z):
+    if side.endswith(z) and graphemes.is_boundary(side, len(side) - len(z)):
         return "before", side[: len(side) - len(z)]
-    if side.startswith(z):
+    if side.startswith(z) and graphemes.is_boundary(side, len(z)):
         return "after", side[len(z) :]
     return None
 

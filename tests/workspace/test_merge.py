@@ -380,3 +380,72 @@ def test_the_same_last_line_changed_both_ways_without_a_final_line_break_still_a
     base = "Intro paragraph.\n\nResults paragraph."
     merged = merge_text(base, base.replace("Results", "Findings"), base.replace("Results", "Outcomes"))
     assert not merged.clean and merged.conflicts[0].ours == "Findings" and merged.conflicts[0].theirs == "Outcomes"
+
+
+# --- characters made of several code points (docs/adr/0128) -------------------------
+
+FAMILY = "👩\u200d👩\u200d👧"
+
+
+@pytest.mark.parametrize(
+    "original,ours,theirs",
+    [
+        (FAMILY, "👩\u200d👩\u200d👦", "👨\u200d👩\u200d👧"),  # each changed one person of the family
+        ("🇫🇷", "🇫🇮", "🇬🇷"),  # each changed one half of the flag
+        ("👍🏽", "👍🏿", "👎🏽"),  # the skin tone on one side, the gesture on the other
+        ("🔍", "🔎", "🤍"),  # one code point, different low and high halves in UTF-16
+    ],
+    ids=["zwj-family", "flag", "skin-tone", "astral"],
+)
+def test_both_sides_changing_one_emoji_differently_conflict_instead_of_making_a_third(original, ours, theirs):
+    base = f"Family: {original} at home.\n"
+    merged = merge_text(base, base.replace(original, ours), base.replace(original, theirs))
+    assert not merged.clean, f"merged silently into {merged.text!r}"
+    assert merged.resolve(OURS) == base.replace(original, ours)
+    assert merged.resolve(THEIRS) == base.replace(original, theirs)
+
+
+def test_an_accent_added_to_a_word_the_other_side_replaced_conflicts_rather_than_landing_on_the_new_word():
+    base = "We drink cafe every morning.\n"
+    ours = "We drink cafe\u0301 every morning.\n"  # the person: cafe -> café (e + U+0301)
+    theirs = "We drink tea every morning.\n"  # the agent: cafe -> tea
+    merged = merge_text(base, ours, theirs)
+    assert not merged.clean and merged.text is None
+    assert merged.resolve(THEIRS) == theirs and merged.resolve(OURS) == ours
+
+
+@pytest.mark.parametrize(
+    "z,side",
+    [("cafe", "cafe\u0301"), ("👩", "👩\u200d👧"), ("🇫", "🇫🇷"), ("👍", "👍🏽"), ("e", "\u0600e")],
+    ids=["combining-accent", "zwj", "regional-indicator", "skin-tone", "prepended-mark"],
+)
+def test_text_that_joins_a_character_at_an_edge_is_no_edge_addition(z, side):
+    assert merge._addition(z, side) is None
+    assert merge._edge_addition(z, side, "tea") is None
+
+
+def test_an_edge_addition_whose_join_would_fall_inside_a_character_is_not_merged():
+    # Ours added a regional indicator before "x"; theirs replaced "x" with
+    # another one: put together, the two would make a flag neither wrote.
+    assert merge._edge_addition("x", "🇫x", "🇷") is None
+    assert merge._edge_addition("word", "word more", "other") == "other more"
+
+
+def test_edits_next_to_emoji_and_accents_still_merge_word_by_word():
+    base = "Team 🇫🇷 wins; the cafe\u0301 opens; " + FAMILY + " waves.\n"
+    ours = base.replace("wins", "won")
+    theirs = base.replace("opens", "closes").replace(FAMILY, FAMILY + " 🎉")
+    assert merge_text(base, ours, theirs).text == "Team 🇫🇷 won; the cafe\u0301 closes; " + FAMILY + " 🎉 waves.\n"
+
+
+def test_a_merge_at_size_keeps_both_sides_edits_in_text_as_people_write_it():
+    from tests.support.unicode_text import big_document
+
+    base = big_document(150_000)
+    ours = base.replace("0. Le café", "0. Le café (edited by me 👍)", 1)
+    at = base.rindex("会议纪要")
+    theirs = base[:at] + "会议记录🇯🇵" + base[at + 4 :]
+    merged = merge_text(base, ours, theirs)
+    assert merged.clean
+    at = ours.rindex("会议纪要")
+    assert merged.text == ours[:at] + "会议记录🇯🇵" + ours[at + 4 :]
