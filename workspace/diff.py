@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import difflib
 import itertools
-import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
 
-from . import alignment
+from . import alignment, graphemes
 
 SAME, ADDED, REMOVED, CHANGED = "same", "added", "removed", "changed"
 CONTEXT_LINES = 3
@@ -30,7 +29,9 @@ CONTEXT_LINES = 3
 WORD_DIFF_MAX_TOKENS = 2_000
 WORD_DIFF_MIN_RATIO = 0.4
 
-_TOKENS = re.compile(r"\w+|\s+|[^\w\s]")
+# Words are compared as workspace.graphemes.tokens: words, runs of spaces
+# and single other characters, never part of a character (a flag, a joined
+# emoji, a letter with its accent shows whole, docs/adr/0128).
 # Lines are aligned exactly (no popular-item heuristic) however many there
 # are; what both texts start and end with is matched without looking
 # (workspace.alignment), so a long document costs what changed in it.
@@ -83,7 +84,7 @@ def _lines(text: str) -> list[str]:
 
 def word_segments(old: str, new: str) -> tuple[tuple[Segment, ...], float]:
     """`old` turned into `new` as segments, and how alike the two are (0..1)."""
-    a, b = _TOKENS.findall(old), _TOKENS.findall(new)
+    a, b = graphemes.tokens(old), graphemes.tokens(new)
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     segments: list[Segment] = []
 
@@ -122,7 +123,7 @@ def _changed_block(old: list[str], new: list[str], old_start: int, new_start: in
                 rows.append(DiffLine(SAME, old_no, new_no, (Segment(o, SAME),)))
                 continue
             small = max(len(o), len(n)) <= WORD_DIFF_MAX_TOKENS * 4 and (
-                len(_TOKENS.findall(o)) <= WORD_DIFF_MAX_TOKENS and len(_TOKENS.findall(n)) <= WORD_DIFF_MAX_TOKENS
+                len(graphemes.tokens(o)) <= WORD_DIFF_MAX_TOKENS and len(graphemes.tokens(n)) <= WORD_DIFF_MAX_TOKENS
             )
             if small:
                 segments, ratio = word_segments(o, n)

@@ -2,7 +2,9 @@
 lines added and removed, words changed inside a line, unchanged stretches
 shortened, identical and empty texts."""
 
-from workspace.diff import ADDED, CHANGED, REMOVED, SAME, Gap, diff_text
+import pytest
+
+from workspace.diff import ADDED, CHANGED, REMOVED, SAME, Gap, change_hunks, diff_text, revert_hunks, word_segments
 
 
 def _shown(diff):
@@ -105,3 +107,39 @@ def test_the_blank_lines_between_rewritten_paragraphs_of_a_long_rewrite_read_as_
         (CHANGED, "Paragraph 1 says [-word1-]{+term1+}."),
     ]
     assert (diff.lines_added, diff.lines_removed, diff.lines_changed) == (0, 0, 600)
+
+
+# --- characters made of several code points (docs/adr/0128) -------------------------
+
+FAMILY = "👩\u200d👩\u200d👧"
+
+
+@pytest.mark.parametrize(
+    "old,new,removed,added",
+    [
+        ("Team 🇫🇷 ok", "Team 🇫🇮 ok", "🇫🇷", "🇫🇮"),
+        ("Family " + FAMILY + " here", "Family 👨\u200d👩\u200d👧 here", FAMILY, "👨\u200d👩\u200d👧"),
+        ("Vote 👍🏽 ok", "Vote 👍🏿 ok", "👍🏽", "👍🏿"),
+        ("Un cafe noir", "Un cafe\u0301 noir", "cafe", "cafe\u0301"),
+    ],
+    ids=["flag", "zwj-family", "skin-tone", "combining-accent"],
+)
+def test_a_changed_emoji_or_accented_letter_shows_whole_removed_and_added(old, new, removed, added):
+    segments, _ = word_segments(old, new)
+    assert [s.text for s in segments if s.change == REMOVED] == [removed], segments
+    assert [s.text for s in segments if s.change == ADDED] == [added], segments
+    assert _shown(diff_text(old, new)) == [(CHANGED, old.replace(removed, f"[-{removed}-]{{+{added}+}}"))]
+
+
+def test_a_review_of_long_text_as_people_write_it_undoes_each_change_and_keeps_the_persons():
+    from tests.support.unicode_text import big_document
+
+    old = big_document(40_000)
+    new = old.replace("2. مرحبا", "2. أهلا", 1).replace("1. 会议纪要", "1. 会议记录", 1)
+    diff = diff_text(old, new)
+    assert diff.lines_changed == 2
+    hunks = change_hunks(old, new)
+    current = new.replace("4. Col1", "4. Column1", 1)  # the person edited elsewhere since
+    text, reverted, refused = revert_hunks(new, current, hunks)
+    assert sorted(reverted) == [0, 1] and not refused
+    assert text == old.replace("4. Col1", "4. Column1", 1)
