@@ -777,3 +777,20 @@ def test_a_document_at_its_limit_saved_twenty_thousand_times_is_within_what_an_i
     from workspace import archive as workspace_archive
 
     assert workspace_archive.MAX_REVISION_CHARS >= settings.HAICO_DOCUMENT_MAX_CHARS * 20_000
+
+
+def test_an_archive_round_trip_keeps_every_revision_of_text_as_people_write_it(thread, owner):
+    from tests.support.unicode_text import FAMILY, big_document
+    from workspace.selectors import document_version_text
+
+    text = big_document(120_000)
+    texts = [document_save(thread=thread, title="Rapport 🇫🇷 会议", content=text).document.content]
+    for n in range(40):
+        text = text.replace(f"{n}. ", f"{n}. 🇯🇵{n}\u0301 ", 1)
+        if n % 5 == 0:
+            text = text.replace("\u2028", "\n", 1) + f"\nتم {n} ✓\t{FAMILY}"
+        texts.append(document_save(thread=thread, content=text).document.content)
+    imported = import_archive(raw=archive_bytes(thread), owner=owner)
+    got = [document_version_text(thread=imported, version=v)[1] for v in range(1, imported.document.version + 1)]
+    assert got == texts
+    assert imported.document.title == "Rapport 🇫🇷 会议"

@@ -351,3 +351,49 @@ def test_what_another_token_read_or_an_older_version_does_not_count(thread, toke
     document_save(thread=thread, content=content + "\nThe person's line.\n", base_version=1, author="person")
     refused = _rewrite(token, thread, content + "\nThe person's line.\nMore.\n", base=2)
     assert refused.is_error and "you have not seen all of it" in _envelope(refused)["error"]
+
+
+def test_replace_and_read_by_code_points_in_a_long_document_of_text_as_people_write_it(thread, owner):
+    from tests.support.unicode_text import PARAS, big_document
+
+    token = token_create(user=owner, name="laptop")[0]
+    text = big_document(150_000)
+    version = document_save(thread=thread, title="Notes", content=text).document.version
+    passage = "71. " + PARAS[71 % len(PARAS)]
+    result = call_tool(
+        token,
+        "replace_in_document",
+        {
+            THREAD_FIELD: str(thread.pk),
+            BASE_FIELD: version,
+            "action_and_reasoning": WHY,
+            "old_text": passage,
+            "new_text": "71. 新 🇫🇷",
+        },
+    )
+    assert not result.is_error, result.text
+    new = text.replace(passage, "71. 新 🇫🇷")
+    assert document_for(thread=thread).content == new
+    at = new.index("71. 新 🇫🇷")
+    result = call_tool(
+        token, "read_document", {THREAD_FIELD: str(thread.pk), "action_and_reasoning": WHY, "start": at, "length": 9}
+    )
+    assert not result.is_error and "71. 新 🇫🇷" in result.text, result.text[:300]
+
+
+def test_an_insertion_after_half_a_character_is_refused_and_says_why(thread, owner):
+    token = token_create(user=owner, name="laptop")[0]
+    version = document_save(thread=thread, title="Notes", content="Merci 👍🏽 pour tout.\n").document.version
+    result = call_tool(
+        token,
+        "insert_in_document",
+        {
+            THREAD_FIELD: str(thread.pk),
+            BASE_FIELD: version,
+            "action_and_reasoning": WHY,
+            "after_text": "Merci 👍",
+            "text": " encore",
+        },
+    )
+    assert result.is_error and "inside a character" in result.text, result.text
+    assert document_for(thread=thread).content == "Merci 👍🏽 pour tout.\n"

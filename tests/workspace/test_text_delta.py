@@ -66,3 +66,24 @@ def test_a_long_document_with_many_blank_lines_is_aligned_quickly_and_each_edit_
     # Generous for a loaded machine; aligning on the repeated blank lines took seconds.
     assert time.perf_counter() - start < 5
     assert len(encode(delta_between(base, edges))) < 60
+
+
+def _text_as_people_write_it(chars: int) -> str:
+    from tests.support.unicode_text import big_document
+
+    return big_document(chars)
+
+
+@pytest.mark.parametrize(
+    "base,new",
+    [
+        ("a\u2028b\x0bc\x85d\n" * 2000, "a\u2028b\x0bc\x85d\n" * 999 + "X\u2029\n" + "a\u2028b\x0bc\x85d\n" * 1000),
+        (
+            _text_as_people_write_it(60_000),
+            _text_as_people_write_it(60_000).replace("\u2028", "\n").replace("🇫🇷", "🇫🇮"),
+        ),
+    ],
+    ids=["odd-breaks", "emoji-cjk-rtl-accents"],
+)
+def test_a_delta_rebuilds_text_with_unusual_line_breaks_and_emoji_exactly(base, new):
+    assert apply_delta(base, decode(encode(delta_between(base, new)))) == new

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 
-from .. import content_store, merge, people
+from .. import content_store, graphemes, merge, people
 from ..errors import DocumentConflict, InvalidInput, NotFound
 from ..models import DOCUMENT_TITLE_MAX_CHARS, ContentBlob, Document, DocumentRevision, Thread
 from ..text import as_a_page_reads_it, clean_text
@@ -262,10 +262,15 @@ def _conflict_message(base_version: int | None, current_version: int, *, known: 
 
 def passage_matches(text: str, passage: str) -> list[int]:
     """Where `passage` starts in `text`, overlapping occurrences included
-    ("aa" is in "aaa" twice), so "exactly once" means one place to edit."""
+    ("aa" is in "aaa" twice), so "exactly once" means one place to edit.
+    Only whole characters match: a passage that starts or ends inside one
+    of the text's characters (the "👍" of "👍🏽", the "e" of an "e" with a
+    combining accent) is not found there, so an edit never lands between
+    an emoji and its skin tone or a letter and its accent (docs/adr/0128)."""
     starts, start = [], text.find(passage)
     while start != -1 and passage:
-        starts.append(start)
+        if graphemes.is_boundary(text, start) and graphemes.is_boundary(text, start + len(passage)):
+            starts.append(start)
         start = text.find(passage, start + 1)
     return starts
 
@@ -308,6 +313,11 @@ def document_edit_passage(
             if not starts
             else "Include more of the surrounding text so the passage matches exactly one place."
         )
+        if not starts and passage in base_text:
+            advice += (
+                " Where it appears, it starts or ends inside a character (an emoji with its skin tone, a flag,"
+                " a letter with its accent): include the whole character."
+            )
         found = "was not found in" if not starts else f"was found {len(starts)} times in"
         raise InvalidInput(
             f"The passage {found} {where} ({len(starts)} matches); it must match exactly once. Nothing was changed. {advice}"

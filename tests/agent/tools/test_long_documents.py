@@ -184,3 +184,48 @@ async def test_a_rewrite_after_the_person_changed_the_unshown_part_needs_that_pa
     assert '"success": false' in results[2] and "you have not seen all of it" in results[2]
     document = await db(selectors.document_for, thread=thread)
     assert document.content.endswith("The person's new ending.")
+
+
+async def test_a_selection_edit_in_a_long_document_of_text_as_people_write_it_with_the_person_typing_meanwhile(thread):
+    from agent.context import Selection
+    from tests.support.unicode_text import FAMILY, PARAS, big_document
+    from workspace.services import review as review_services
+
+    def person_saves(content, base_version=None):
+        return document_services.document_save(
+            thread=thread, title="Notes", content=content, author=DocumentRevision.Author.PERSON, base_version=base_version
+        )
+
+    text = big_document(80_000)
+    await db(person_saves, text)
+    await db(lambda: type(thread).objects.filter(pk=thread.pk).update(turn_index=1))
+    passage = "50. " + PARAS[50 % len(PARAS)]  # after 30 000 characters with astral ones among them
+    start = text.index(passage)
+    assert start > 30_000
+    rewritten = "50. 会议记录已更新 🇫🇮 e\u0301"
+    model = ScriptedChatModel(
+        script=[
+            Reply(
+                tool_calls=[tool_call("replace_in_document", "Rewriting the selection.", old_text=passage, new_text=rewritten)]
+            ),
+            Reply(text="Done."),
+        ]
+    )
+    agent = build_agent(model=model, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "selection"}}
+    context = AgentContext(thread=thread, turn_index=1, selection=Selection(start=start, end=start + len(passage), text=passage))
+    await agent.ainvoke({"messages": [HumanMessage("Rewrite this")]}, config, context=context, interrupt_before=["tools"])
+    # The person edits an emoji line elsewhere while the agent's call is on its way.
+    theirs = text.replace("0. Le café est prêt. " + FAMILY, "0. Le café est prêt!! " + FAMILY + " 🎉", 1)
+    await db(person_saves, theirs, 1)
+    await agent.ainvoke(None, config, context=context)
+
+    # The selection's offsets are code points, as Python counts them.
+    assert f'<selection start="{start}" end="{start + len(passage)}">{passage}</selection>' in system_text(model.requests[0])
+    document = await db(selectors.document_for, thread=thread)
+    assert document.content == theirs.replace(passage, rewritten)
+    review = await db(selectors.document_review, thread=thread)
+    assert review is not None and len(review.hunks) == 1  # only the agent's edit is listed
+    assert (await db(review_services.review_undo, thread=thread, turn_index=1)).undone == 1
+    document = await db(selectors.document_for, thread=thread)
+    assert document.content == theirs  # the person's emoji line stays, the selection is back

@@ -297,6 +297,45 @@ def test_passage_matches_counts_overlapping_occurrences():
     assert document_services.passage_matches("abc", "d") == []
 
 
+def test_passage_matches_only_whole_characters():
+    assert document_services.passage_matches("Merci 👍🏽 et 👍 !", "👍") == [12]
+    assert document_services.passage_matches("Un cafe\u0301, un cafe.", "cafe") == [13]
+    assert document_services.passage_matches("🇫🇷🇫🇷", "🇷🇫") == []
+
+
+@pytest.mark.parametrize(
+    "text,after,whole",
+    [
+        ("Merci 👍🏽 pour tout.\n", "Merci 👍", "👍🏽"),
+        ("Un cafe\u0301 noir.\n", "Un cafe", "cafe\u0301"),
+        ("Team 🇫🇷🇬🇷 wins.\n", "Team 🇫🇷🇬", "🇬🇷"),
+    ],
+    ids=["skin-tone", "combining-accent", "flag"],
+)
+def test_an_insertion_or_replacement_that_would_land_inside_a_character_is_refused(thread, text, after, whole):
+    document_services.document_save(thread=thread, content=text)
+    with pytest.raises(InvalidInput, match="was not found in version 1 of the document.*include the whole character"):
+        document_services.document_edit_passage(thread=thread, passage=after, insert_after=" encore", base_version=1)
+    with pytest.raises(InvalidInput, match="was not found"):
+        document_services.document_edit_passage(thread=thread, passage=after[1:], replacement="x", base_version=1)
+    assert selectors.document_for(thread=thread).content == text  # the character is still whole
+    assert whole in text
+
+
+def test_a_targeted_edit_in_a_long_document_of_text_as_people_write_it(thread):
+    from tests.support.unicode_text import PARAS, big_document
+
+    text = big_document(150_000)
+    document_services.document_save(thread=thread, content=text)
+    version = selectors.document_for(thread=thread).version
+    passage = "66. " + PARAS[66 % len(PARAS)]
+    assert text.count(passage) == 1
+    document_services.document_edit_passage(
+        thread=thread, passage=passage, replacement="66. 替换 🇫🇷 e\u0301", base_version=version
+    )
+    assert selectors.document_for(thread=thread).content == text.replace(passage, "66. 替换 🇫🇷 e\u0301")
+
+
 def test_edit_passage_without_a_base_edits_the_current_text(thread):
     document_services.document_save(thread=thread, content="Hello world.")
     saved = document_services.document_edit_passage(thread=thread, passage="world", replacement="there")

@@ -106,3 +106,23 @@ def test_a_damaged_whole_text_is_refused_too(thread):
     ContentBlob.objects.filter(pk=first.body_id).update(text="The wrong text.")
     with pytest.raises(content_store.CorruptContent):
         selectors.document_version_text(thread=thread, version=1)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("size", [30_000, 120_000, 199_000])
+def test_revisions_of_text_as_people_write_it_stored_as_deltas_read_back_exactly(thread, size):
+    from tests.support.unicode_text import FAMILY, big_document
+
+    text = big_document(size)[:size]
+    document_services.document_save(thread=thread, content=text)
+    edits = [
+        text.replace(FAMILY, "👨\u200d👩\u200d👧", 1),
+        text.replace("会议纪要", "会议记录", 1) + "\r\nNew line\r\n",
+        text[: size // 2] + "🇩🇪 inserted\tmid\u2028" + text[size // 2 :],
+    ]
+    for edit in edits:
+        document_services.document_save(thread=thread, content=edit)
+    bodies = [r.body for r in DocumentRevision.objects.filter(document__thread=thread).order_by("version")]
+    assert any(b.delta is not None for b in bodies)
+    fresh = [ContentBlob.objects.get(pk=b.pk) for b in bodies]  # from the database, no cached rebuilds
+    assert [content_store.read_text(ContentBlob, b) for b in fresh] == [text] + [e.replace("\r\n", "\n") for e in edits]
