@@ -26,6 +26,7 @@ from functools import lru_cache
 import nh3
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
+from markdown_it.rules_block import StateBlock
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 
@@ -105,9 +106,51 @@ def _task_lists(state: StateCore) -> None:
                 break
 
 
+# How deep blocks nest before what is deeper is shown as plain text. Each
+# list is two levels (the list and its item), a quote one, so a list nested
+# 100 deep still renders as lists. The preset's own limit (20) made
+# markdown-it drop everything after a list nested 10 deep, the rest of the
+# document with it (docs/adr/0128). Each level costs the parser two or three
+# Python frames: 200 stays well inside the interpreter's recursion limit.
+MAX_BLOCK_NESTING = 200
+
+
+def _tokenize_blocks(tokenize):
+    """The block parser's tokenize, rendering a block nested deeper than
+    MAX_BLOCK_NESTING as one plain paragraph of its lines (markdown-it would
+    skip them and every line after them to the end of the text)."""
+
+    def tokenize_within_limit(state: StateBlock, start_line: int, end_line: int, *args) -> None:
+        if state.level < MAX_BLOCK_NESTING:
+            tokenize(state, start_line, end_line, *args)
+            return
+        line = start_line
+        while line < end_line and (state.isEmpty(line) or state.sCount[line] >= state.blkIndent):
+            line += 1
+        while line > start_line and state.isEmpty(line - 1):
+            line -= 1
+        if line == start_line:
+            return
+        state.line = line
+        text = "\n".join(state.getLines(n, n + 1, state.blkIndent, False).strip() for n in range(start_line, line))
+        opening = state.push("paragraph_open", "p", 1)
+        opening.map = [start_line, line]
+        inline = state.push("inline", "", 0)
+        inline.content = text
+        inline.map = [start_line, line]
+        inline.children = []
+        state.push("paragraph_close", "p", -1)
+
+    return tokenize_within_limit
+
+
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
-    parser = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    # The block limit is ours (MAX_BLOCK_NESTING, above); markdown-it's own
+    # is set past it so it never skips text, and still bounds inline nesting
+    # (links and emphasis, where it keeps the text).
+    parser = MarkdownIt("commonmark", {"html": False, "maxNesting": MAX_BLOCK_NESTING + 20}).enable(["table", "strikethrough"])
+    parser.block.tokenize = _tokenize_blocks(parser.block.tokenize)  # type: ignore[method-assign]  # see _tokenize_blocks
     parser.core.ruler.push("task_lists", _task_lists)
     return parser
 

@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import zipfile
 
 import pytest
 from docx import Document as WordDocument
@@ -185,3 +186,36 @@ def test_text_and_numbers_are_written_as_they_are(thread, cell):
     artifact = _artifact(thread, "data_table", {"columns": ["Cell"], "rows": [[cell]]})
     rows = _rows(exports.artifact_csv(artifact))
     assert not any(value.startswith("'") for row in rows for value in row), rows
+
+
+@pytest.mark.parametrize("fmt", ["html", "docx"])
+def test_an_export_keeps_a_deeply_nested_outline_and_the_text_after_it(thread, fmt):
+    from tests.support.unicode_text import big_document
+
+    outline = "".join("  " * i + f"- niveau {i} 🇫🇷\n" for i in range(10))
+    text = big_document(30_000) + "\n" + outline + "\nConclusion : le dernier paragraphe compte. 会议\n"
+    body, _, _ = exports.export_document(_document(thread, content=text, title="Rapport"), fmt)
+    out = body.decode("utf-8") if fmt == "html" else zipfile.ZipFile(io.BytesIO(body)).read("word/document.xml").decode()
+    assert "niveau 9 🇫🇷" in out
+    assert "Conclusion : le dernier paragraphe compte. 会议" in out
+
+
+def test_exports_keep_text_as_people_write_it(thread):
+    from tests.support.unicode_text import FAMILY, big_document
+
+    text = (
+        "# Titre 🇫🇷\n\n"
+        + big_document(60_000)
+        + "\n| a | b |\n|---|---|\n| 会议 | "
+        + FAMILY
+        + " |\n\n```\ncode\twith\x0btab\n```\n"
+    )
+    document = _document(thread, content=text, title="Rapport é")
+    assert exports.export_document(document, "markdown")[0].decode("utf-8") == text
+    html = exports.export_document(document, "html")[0].decode("utf-8")
+    for piece in ("会议纪要", "مرحبا بالعالم", FAMILY, "Cafe\u0301 noir", "🇫🇷"):
+        assert piece in html
+    docx = exports.export_document(document, "docx")[0]
+    xml = zipfile.ZipFile(io.BytesIO(docx)).read("word/document.xml").decode("utf-8")
+    for piece in ("会议纪要", "مرحبا بالعالم", "Cafe\u0301 noir", "🙂", "🇫🇷"):
+        assert piece in xml

@@ -209,3 +209,33 @@ def test_rendered_texts_keep_to_their_size_dropping_the_least_recently_used():
     # A text too big to keep is rendered, not kept.
     assert rendered("z" * 300) == "Z" * 300
     assert "z" * 300 not in rendered._entries
+
+
+# --- deep nesting (docs/adr/0128) -----------------------------------------------------
+
+
+@pytest.mark.parametrize("depth", [10, 30, 60])
+def test_the_preview_shows_a_deeply_nested_outline_and_the_text_after_it(depth):
+    outline = "".join("  " * i + f"- level {i}\n" for i in range(depth))
+    html = render_markdown("Intro.\n\n" + outline + "\nThe conclusion.\n")
+    assert html.count("<ul>") == depth
+    assert f"level {depth - 1}" in html
+    assert html.rstrip().endswith("<p>The conclusion.</p>")
+
+
+@pytest.mark.parametrize(
+    "deeper",
+    [
+        "".join("  " * i + f"- level {i}\n" for i in range(150)),
+        "- " * 5_000 + "innermost\n",
+        ">" * 5_000 + " innermost\n",
+    ],
+    ids=["indented-outline", "one-line-of-list-markers", "one-line-of-quote-markers"],
+)
+def test_what_nests_deeper_than_the_limit_shows_as_text_and_nothing_after_it_is_lost(deeper):
+    from workspace.markdown import MAX_BLOCK_NESTING
+
+    html = render_markdown("Intro.\n\n" + deeper + "\nThe conclusion.\n")
+    assert html.count("<ul>") + html.count("<blockquote>") <= MAX_BLOCK_NESTING
+    assert "innermost" in html or "level 149" in html
+    assert html.rstrip().endswith("<p>The conclusion.</p>")
