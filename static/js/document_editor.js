@@ -724,10 +724,101 @@
     return i;
   }
 
-  // One change of `a` into `b`: a[start, end) became `text`.
+  // --- characters as people see them (docs/adr/0128) ---
+  //
+  // A flag, an emoji with its skin tone or joined to others, a letter with a
+  // combining accent: one character to the person, several UTF-16 units
+  // here. Every change below is widened to whole characters (grapheme
+  // clusters), so two changes of one character overlap and go to the
+  // server, which reports them, instead of being spliced into a third.
+
+  var GRAPHEME_WINDOW = 64; // characters a cluster reaches back or on, beyond any real one
+
+  // Where the clusters of text[from, to) end (from a cluster's start): by
+  // Intl.Segmenter where the browser has it, else by code points, keeping
+  // combining marks, joiners, variation selectors, skin tones, tags and
+  // regional-indicator pairs with what they belong to.
+  var segmenter = null;
+  var JOINS_PREVIOUS = /^(?:\p{M}|[\u200D\uFE00-\uFE0F\u{1F3FB}-\u{1F3FF}\u{E0020}-\u{E007F}\u{E0100}-\u{E01EF}])/u;
+  var REGIONAL = /^[\u{1F1E6}-\u{1F1FF}]/u;
+
+  function clusterEnds(text, from, to) {
+    var ends = [];
+    if (typeof Intl !== "undefined" && Intl.Segmenter) {
+      segmenter = segmenter || new Intl.Segmenter(undefined, { granularity: "grapheme" });
+      var parts = segmenter.segment(text.slice(from, to));
+      for (var part of parts) ends.push(from + part.index + part.segment.length);
+      return ends;
+    }
+    var at = from, regional = 0;
+    while (at < to) {
+      var point = String.fromCodePoint(text.codePointAt(at));
+      var joins = ends.length && at > from && (JOINS_PREVIOUS.test(point) || text.charCodeAt(at - 1) === 0x200d ||
+        (REGIONAL.test(point) && regional % 2 === 1));
+      regional = REGIONAL.test(point) ? regional + 1 : 0;
+      if (joins) ends[ends.length - 1] = at + point.length;
+      else ends.push(at + point.length);
+      at += point.length;
+    }
+    return ends;
+  }
+
+  // A place before `p` that is surely between two clusters: a line's start,
+  // or between two plain ASCII characters (never one cluster but "\r\n").
+  function safeBefore(text, p) {
+    var stop = Math.max(0, p - GRAPHEME_WINDOW);
+    for (var q = p - 1; q > stop; q--) {
+      var prev = text.charCodeAt(q - 1), next = text.charCodeAt(q);
+      if (prev === 10 || (prev < 128 && next < 128 && !(prev === 13 && next === 10))) return q;
+    }
+    var line = text.lastIndexOf("\n", p - 1) + 1;
+    return Math.max(line, 0);
+  }
+
+  function safeAfter(text, p) {
+    var stop = Math.min(text.length, p + GRAPHEME_WINDOW);
+    for (var q = p + 1; q < stop; q++) {
+      var prev = text.charCodeAt(q - 1), next = text.charCodeAt(q);
+      if (prev === 10 || (prev < 128 && next < 128 && !(prev === 13 && next === 10))) return q;
+    }
+    var line = text.indexOf("\n", p);
+    return line < 0 ? text.length : line + 1;
+  }
+
+  // The cluster of `text` position `p` is in: [start, end); p itself when
+  // it is between two.
+  function clusterAround(text, p) {
+    if (p <= 0 || p >= text.length) return [p, p];
+    var prev = text.charCodeAt(p - 1), next = text.charCodeAt(p);
+    if (prev === 10 || (next === 10 && prev !== 13)) return [p, p];
+    if (prev < 128 && next < 128 && !(prev === 13 && next === 10)) return [p, p];
+    var from = safeBefore(text, p), ends = clusterEnds(text, from, safeAfter(text, p));
+    var start = from;
+    for (var n = 0; n < ends.length; n++) {
+      if (ends[n] === p) return [p, p];
+      if (ends[n] > p) return [start, ends[n]];
+      start = ends[n];
+    }
+    return [p, p];
+  }
+
+  function isBoundary(text, p) {
+    return clusterAround(text, p)[0] === p;
+  }
+
+  // One change of `a` into `b`: a[start, end) became `text`, widened to
+  // whole characters of both.
   function span(a, b) {
     var head = commonPrefix(a, b);
     var tail = commonSuffix(a, b, Math.min(a.length, b.length) - head);
+    for (;;) {
+      var start = Math.min(clusterAround(a, head)[0], clusterAround(b, head)[0]);
+      var endA = clusterAround(a, a.length - tail)[1], endB = clusterAround(b, b.length - tail)[1];
+      var newTail = Math.min(a.length - Math.max(endA, a.length - tail), b.length - Math.max(endB, b.length - tail));
+      if (start === head && newTail === tail) break;
+      head = start;
+      tail = newTail;
+    }
     return { start: head, end: a.length - tail, text: b.slice(head, b.length - tail) };
   }
 
@@ -816,7 +907,8 @@
 
   // `merged` with what was typed since `sent` left (`now`), and where a
   // position of `now` is in the result; null when the typing touches
-  // something the others changed.
+  // something the others changed, a character of it included (both
+  // changed one flag or one emoji: the server merges, and reports it).
   function rebase(sent, now, merged) {
     var typed = span(sent, now);
     var others = changes(sent, merged);
@@ -839,6 +931,8 @@
     }
     var at = typed.start + shift;
     var text = merged.slice(0, at) + typed.text + merged.slice(typed.end + shift);
+    // The typing meets the others' text between two characters, or not here.
+    if (!isBoundary(text, at) || !isBoundary(text, at + typed.text.length)) return null;
     var typedEnd = typed.start + typed.text.length; // in `now`
     return {
       text: text,

@@ -194,3 +194,28 @@ def test_an_invisible_nul_pasted_from_a_pdf_does_not_stop_saving_and_other_edits
     assert "Methods from B." in document_text(first).input_value(), document_status(first).inner_text()
     content = _stored(haico_server, url)[1]
     assert "from a pdf" in content and "copy" in content, content
+
+
+def test_a_selection_after_astral_characters_reaches_the_model_at_python_offsets(new_page, start_haico_server, model_server):
+    from tests.support.unicode_text import PARAS, big_document
+
+    model_server.script([Reply(text="Noted.")])
+    server = start_haico_server(model_env(model_server))
+    page = new_page()
+    new_thread_for(page, server.url, "zoe")
+    wait_for_socket(page)
+    text = big_document(60_000)
+    save_document_now(page, text)
+    passage = "40. " + PARAS[40 % len(PARAS)]
+    assert text.count(passage) == 1
+    start = text.index(passage)  # in code points; the page counts UTF-16 units
+    document_text(page).evaluate(
+        "(el, passage) => { const at = el.value.indexOf(passage); el.focus(); el.setSelectionRange(at, at + passage.length); }",
+        passage,
+    )
+    chat = page.get_by_role("region", name="Chat")
+    chat.get_by_role("button", name="Ask about selection").click()
+    chat.get_by_role("textbox", name="Message").fill("Shorten this")
+    chat.get_by_role("button", name="Send").click()
+    expect(chat.locator(".answer").first).to_have_text("Noted.", timeout=TURN_WAIT_MS)
+    assert f'<selection start="{start}" end="{start + len(passage)}">{passage}</selection>' in model_server.system_prompt(0)

@@ -19,6 +19,7 @@ from .helpers import (
     document_status,
     document_text,
     long_document,
+    save_document_now,
     save_through_service,
     thread_id_from,
     type_after,
@@ -73,3 +74,23 @@ def test_a_long_document_written_by_the_service_saves_after_a_reload_and_takes_o
         expect(first.locator("#doc-preview")).to_contain_text(f"The other tab at {size}.", timeout=LONG_WAIT_MS)
         expect(document_status(first)).to_have_text("Saved")
         assert _stored(haico_server, thread_id) == both
+
+
+def test_a_long_document_of_text_as_people_write_it_reads_back_and_saves_exactly_through_the_editor(
+    owner_workspace, haico_server
+):
+    from tests.support.unicode_text import big_document
+
+    page, url = owner_workspace
+    thread_id = thread_id_from(url)
+    text = big_document(120_000)
+    save_document_now(page, text)
+    assert _stored(haico_server, thread_id) == text
+    page.reload()
+    wait_for_socket(page)
+    assert document_text(page).evaluate("el => el.value") == text
+    # Type at the very end, after a long line, emoji and odd line breaks.
+    document_text(page).evaluate("el => { el.focus(); el.setSelectionRange(el.value.length, el.value.length); }")
+    page.keyboard.type("Fin 🇯🇵", delay=5)
+    expect(document_status(page)).to_have_text("Saved", timeout=LONG_WAIT_MS)
+    assert _stored(haico_server, thread_id) == text + "Fin 🇯🇵"

@@ -478,3 +478,71 @@ def test_a_paragraph_typed_at_the_end_while_the_agent_appends_a_section_keeps_bo
     assert content.index("My closing paragraph") < content.index("## Agent appendix")
     assert content.count("Appended by the agent at the end.") == 1
     assert document_text(page).input_value() == content
+
+
+# --- characters made of several UTF-16 units (docs/adr/0128) -------------------------
+
+GRAPHEME_REBASE_CASES = """() => {
+    const rebase = window.HAICO.rebaseDocument;
+    const text = (r) => r && r.text;
+    const sent = "Team: 🇫🇷 wins.\\n\\nMood: 🔍 ok.\\n\\nFamily: 👩\\u200d👩\\u200d👧, cafe, 👍.\\n";
+    return {
+        flag: text(rebase(sent, sent.replace("🇫🇷", "🇫🇮"), sent.replace("🇫🇷", "🇬🇷"))),
+        astral: text(rebase(sent, sent.replace("🔍", "🔎"), sent.replace("🔍", "🤍"))),
+        family: text(rebase(sent, sent.replace("👧", "👦"), sent.replace("👩\\u200d👩", "👨\\u200d👩"))),
+        accent: text(rebase(sent, sent.replace("cafe", "cafe\\u0301"), sent.replace("cafe", "tea"))),
+        skinTone: text(rebase(sent, sent.replace("👍", "👍🏽"), sent.replace("👍", "👎"))),
+        beside: text(rebase(sent, sent.replace("wins", "won"), sent.replace("🇫🇷", "🇬🇷"))),
+        accentBeside: text(rebase(sent, sent.replace("cafe", "cafe\\u0301"), sent.replace("ok", "fine"))),
+    };
+}"""
+
+
+def _grapheme_rebase_cases(page, *, segmenter: bool) -> dict:
+    page.wait_for_function("() => window.HAICO && window.HAICO.rebaseDocument")
+    if not segmenter:
+        # A browser without Intl.Segmenter: the code-point rules instead.
+        page.evaluate("() => { window.keptSegmenter = Intl.Segmenter; delete Intl.Segmenter; }")
+    try:
+        return page.evaluate(GRAPHEME_REBASE_CASES)
+    finally:
+        if not segmenter:
+            page.evaluate("() => { Intl.Segmenter = window.keptSegmenter; }")
+
+
+@pytest.mark.parametrize("segmenter", [True, False], ids=["intl-segmenter", "code-point-rules"])
+def test_typing_meanwhile_on_an_emoji_the_others_changed_goes_to_the_server_never_spliced_into_a_third(
+    owner_workspace, segmenter
+):
+    page, _url = owner_workspace
+    out = _grapheme_rebase_cases(page, segmenter=segmenter)
+    # Both changed one character: left to the server, which reports the overlap.
+    assert {name: out[name] for name in ("flag", "astral", "family", "accent", "skinTone")} == dict.fromkeys(
+        ("flag", "astral", "family", "accent", "skinTone")
+    )
+    # Changes beside a character the others changed still go on the merged text.
+    assert out["beside"] == "Team: 🇬🇷 won.\n\nMood: 🔍 ok.\n\nFamily: 👩\u200d👩\u200d👧, cafe, 👍.\n"
+    assert out["accentBeside"] == "Team: 🇫🇷 wins.\n\nMood: 🔍 fine.\n\nFamily: 👩\u200d👩\u200d👧, cafe\u0301, 👍.\n"
+
+
+def test_two_tabs_changing_one_flag_end_with_one_of_theirs_or_a_conflict_never_a_third_flag(two_tabs, haico_server):
+    first, second, thread_id = two_tabs
+    report = "Team: 🇫🇷 wins.\n\nIntro paragraph.\n"
+    save_document_now(first, report)
+    expect(document_text(second)).to_have_value(report)
+    delay_document_saves(second, 3000)
+    type_after(second, "Intro paragraph.", " More")
+    expect(document_status(second)).to_have_text("Saving…", timeout=AUTOSAVE_WAIT_MS)
+    save_document_now(first, report.replace("🇫🇷", "🇬🇷"))
+    # B replaces the flag while its save is on its way.
+    document_text(second).evaluate(
+        "el => { const at = el.value.indexOf('🇫🇷'); el.focus(); el.setSelectionRange(at, at + '🇫🇷'.length); }"
+    )
+    second.keyboard.insert_text("🇫🇮")
+    conflict = second.locator("#doc-conflict")
+    expect(conflict).to_be_visible(timeout=4 * AUTOSAVE_WAIT_MS)
+    stored = _stored(haico_server, thread_id)[0]
+    shown = document_text(second).evaluate("el => el.value")
+    assert "🇬🇮" not in stored and "🇬🇮" not in shown, (stored, shown)
+    assert stored == "Team: 🇬🇷 wins.\n\nIntro paragraph. More\n"  # A's flag, B's words
+    assert shown == "Team: 🇫🇮 wins.\n\nIntro paragraph. More\n"  # B's own text stays in B's editor
