@@ -24,6 +24,7 @@ normalises them); nothing here depends on it for correctness.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -135,8 +136,8 @@ class _TokenMatcher(alignment.Matcher):
 
     def get_matching_blocks(self):
         blocks = super().get_matching_blocks()
-        kept = sum(len(token) for i, _, n in blocks for token in self.a[i : i + n])
-        if kept >= MIN_KEPT_SHARE * sum(len(token) for token in self.a):
+        kept = sum(sum(map(len, self.a[i : i + n])) for i, _, n in blocks)
+        if kept >= MIN_KEPT_SHARE * sum(map(len, self.a)):
             return blocks
         edges = [(i, j, n) for i, j, n in blocks[:-1] if (i == 0 and j == 0) or (i + n == len(self.a) and j + n == len(self.b))]
         return edges + blocks[-1:]
@@ -238,10 +239,7 @@ def merge_value(base: str, ours: str, theirs: str) -> tuple[str, bool]:
 
 def _offsets(items: list[str], start: int) -> list[int]:
     """offsets[i] = where item i starts; offsets[len(items)] = where they end."""
-    offsets = [start]
-    for item in items:
-        offsets.append(offsets[-1] + len(item))
-    return offsets
+    return list(itertools.accumulate(map(len, items), initial=start))
 
 
 def _merge_items(base, ours, theirs, ours_at: int, theirs_at: int, *, refine: bool) -> list[str | Conflict]:
@@ -272,7 +270,9 @@ def _settle(base, ours, theirs, ours_at: int, theirs_at: int, *, refine: bool) -
         return [o]
     if refine:
         # Both sides changed these lines: look again, word by word.
-        pieces = _merge_items(graphemes.tokens(z), graphemes.tokens(o), graphemes.tokens(t), ours_at, theirs_at, refine=False)
+        # Of a long line, only what each side changed is tokenised again.
+        base_tokens, ours_tokens, theirs_tokens = graphemes.tokens_of_versions(z, o, t)
+        pieces = _merge_items(base_tokens, ours_tokens, theirs_tokens, ours_at, theirs_at, refine=False)
         if not z and any(isinstance(piece, Conflict) for piece in pieces):
             # Both only added lines here, and different ones (a paragraph the
             # person typed at the end while the agent appended a section):

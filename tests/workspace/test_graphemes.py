@@ -114,3 +114,26 @@ def test_a_boundary_far_into_a_long_line_is_found():
     at = text.index("👍")
     assert graphemes.is_boundary(text, at) and not graphemes.is_boundary(text, at + 1)
     assert graphemes.is_boundary(text, at + 2)
+
+
+EDIT_PIECES = [*PIECES, "word ", " word", "\n\n", "🇫🇷 ", "cafe\u0301 "]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(EDIT_PIECES), max_size=30),
+    st.lists(st.tuples(st.integers(0, 30), st.integers(0, 3), st.lists(st.sampled_from(EDIT_PIECES), max_size=4)), max_size=3),
+)
+def test_the_versions_of_a_text_get_the_tokens_each_would_get_alone(pieces, edits):
+    base = "".join(pieces)
+    versions = []
+    for at, removed, added in edits:
+        at = min(at, len(base))
+        versions.append(base[:at] + "".join(added) + base[at + removed :])
+    assert graphemes.tokens_of_versions(base, *versions) == [graphemes.tokens(text) for text in [base, *versions]]
+
+
+def test_versions_of_a_long_line_differing_at_either_end_are_tokenised_alike():
+    line = "Le café 🇫🇷 est prêt, 👩\u200d👩\u200d👧 arrive. " * 4_000
+    ours, theirs = "Start " + line, line + " end👍🏽"
+    assert graphemes.tokens_of_versions(line, ours, theirs, line) == [graphemes.tokens(t) for t in (line, ours, theirs, line)]
