@@ -23,6 +23,11 @@ long / short (the short document is the floor):
   2 000-row table among the thread's artifacts (its appendix), against the
   export without it.
 
+Each is measured on three shapes of text: a report (headings, paragraphs,
+lists, tables), the same report as one line (a merge has no lines to go
+by), and that line with emoji, flags and combining accents in it (the
+merge and the diff keep such characters whole, docs/adr/0128).
+
 With --browser (Chromium and Playwright, as the browser tests use them) it
 also starts the real server and types into the editor of each document:
 key to handled input (the keydown's time stamp to the end of the last input
@@ -99,6 +104,20 @@ def one_paragraph(chars: int) -> str:
     """The same report as one line: a long paragraph (a document pasted or
     generated without line breaks), where a merge has no lines to go by."""
     return markdown_document(chars).replace("\n", " ")
+
+
+# Characters of several code points (docs/adr/0128): an emoji with its skin
+# tone, a flag, a family joined by zero-width joiners, a letter with a
+# combining accent; and a precomposed one and CJK, which are not.
+UNICODE_WORDS = ("👍🏽", "🇫🇷", "👩\u200d👩\u200d👧", "cafe\u0301", "café", "会议纪要")
+
+
+def one_paragraph_in_unicode(chars: int) -> str:
+    """The one-line report with about one word in ten one of UNICODE_WORDS:
+    where a merge tokenises the whole text, with many characters to keep whole."""
+    rnd = random.Random(11)
+    words = one_paragraph(chars).split(" ")
+    return " ".join(rnd.choice(UNICODE_WORDS) if rnd.random() < 0.1 else word for word in words)[:chars]
 
 
 def edit_at(text: str, fraction: float, insert: str) -> str:
@@ -256,7 +275,8 @@ def main(repeats: int, browser: bool, keys: int) -> None:
     client.force_login(owner)
     print(f"HAICO document editing bench: {SHORT:,} vs {LONG:,} characters, medians of {repeats}")
     print(f"  {'':34} {'short':>10} {'long':>10} {'long/short':>11}")
-    for shape, document in (("report", markdown_document), ("one paragraph", one_paragraph)):
+    shapes = (("report", markdown_document), ("one paragraph", one_paragraph), ("one paragraph, emoji", one_paragraph_in_unicode))
+    for shape, document in shapes:
         bench = Bench(owner, client, document)
         rows = [
             ("save (view + push)", bench.save),
