@@ -26,7 +26,19 @@ from workspace import selectors as workspace_selectors
 from workspace.admin import ReadOnlyAdminMixin
 from workspace.errors import UserFacingError
 from workspace.markdown import render_markdown
-from workspace.models import Document, DocumentRevision, Preference, Thread, ThreadMember, WorkspaceSnapshot
+from workspace.models import (
+    Artifact,
+    Document,
+    DocumentRevision,
+    Objective,
+    ObjectiveRevision,
+    PlanChange,
+    Preference,
+    Thread,
+    ThreadMember,
+    Todo,
+    WorkspaceSnapshot,
+)
 from workspace.plan_tree import outline_numbers
 from workspace.services import preferences as preference_services
 
@@ -355,7 +367,7 @@ class BranchLinkAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(Feedback)
-class FeedbackAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class FeedbackAdmin(RecordsStaffReads, ReadOnlyAdminMixin, admin.ModelAdmin):
     """What people thought of their turns, filterable by scope, aspect,
     rating, thread, person and date (the thread filter lists only threads
     that have feedback)."""
@@ -385,6 +397,9 @@ class FeedbackAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_select_related = ("thread", "user", "artifact")
     raw_id_fields = ("thread", "user", "artifact")
 
+    def read_of(self, obj):
+        return obj.thread, f"Opened feedback on turn {obj.turn_index} by {obj.user.get_username()}"
+
     @admin.display(description="About", ordering="scope")
     def about(self, obj):
         return obj.scope_label
@@ -395,7 +410,7 @@ class FeedbackAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(ActivityLogEntry)
-class ActivityLogEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class ActivityLogEntryAdmin(RecordsStaffReads, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("created_at", "level", "kind", "thread", "turn_index", "person_name", "message_excerpt")
     list_filter = ("kind", "level")
     search_fields = ("message", "detail", "thread__title", "person_username", "=thread__id")
@@ -404,6 +419,9 @@ class ActivityLogEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     date_hierarchy = "created_at"
     list_select_related = ("thread", "person")
     raw_id_fields = ("thread",)
+
+    def read_of(self, obj):
+        return obj.thread, f"Opened activity log entry: {workspace_admin.excerpt(obj.message)}"
 
     @admin.display(description="Message")
     def message_excerpt(self, obj):
@@ -441,7 +459,7 @@ def staff_set_preference_locked(*, preference: Preference, locked: bool, staff_u
 
 
 @admin.register(Preference)
-class PreferenceAdmin(admin.ModelAdmin):
+class PreferenceAdmin(RecordsStaffReads, admin.ModelAdmin):
     list_display = ("title", "kind", "locked", "thread", "thread_owner", "position", "updated_at")
     list_display_links = ("title",)
     list_editable = ("locked",)
@@ -460,6 +478,9 @@ class PreferenceAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+    def read_of(self, obj):
+        return obj.thread, f"Opened the preference '{workspace_admin.excerpt(obj.title)}'"
 
     @admin.display(description="Owner", ordering="thread__owner__username")
     def thread_owner(self, obj):
@@ -507,10 +528,40 @@ class RecordedWorkspaceSnapshotAdmin(RecordsStaffReads, workspace_admin.Workspac
         return obj.thread, f"Opened the snapshot of turn {obj.turn_index}"
 
 
+class RecordedArtifactAdmin(RecordsStaffReads, workspace_admin.ArtifactAdmin):
+    def read_of(self, obj):
+        return obj.thread, f"Opened the artifact '{workspace_admin.excerpt(obj.title)}' ({obj.artifact_type})"
+
+
+class RecordedObjectiveAdmin(RecordsStaffReads, workspace_admin.ObjectiveAdmin):
+    def read_of(self, obj):
+        return obj.thread, "Opened the objective"
+
+
+class RecordedObjectiveRevisionAdmin(RecordsStaffReads, workspace_admin.ObjectiveRevisionAdmin):
+    def read_of(self, obj):
+        return obj.thread, "Opened a past value of the objective"
+
+
+class RecordedTodoAdmin(RecordsStaffReads, workspace_admin.TodoAdmin):
+    def read_of(self, obj):
+        return obj.thread, "Opened a step of the plan"
+
+
+class RecordedPlanChangeAdmin(RecordsStaffReads, workspace_admin.PlanChangeAdmin):
+    def read_of(self, obj):
+        return obj.thread, "Opened an entry of the plan's history"
+
+
 for model, model_admin in (
     (Document, RecordedDocumentAdmin),
     (DocumentRevision, RecordedDocumentRevisionAdmin),
     (WorkspaceSnapshot, RecordedWorkspaceSnapshotAdmin),
+    (Artifact, RecordedArtifactAdmin),
+    (Objective, RecordedObjectiveAdmin),
+    (ObjectiveRevision, RecordedObjectiveRevisionAdmin),
+    (Todo, RecordedTodoAdmin),
+    (PlanChange, RecordedPlanChangeAdmin),
 ):
     admin.site.unregister(model)
     admin.site.register(model, model_admin)

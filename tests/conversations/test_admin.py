@@ -736,6 +736,19 @@ STAFF_READS = [
     (lambda p: _change(p["document"]), ModerationAction.Action.VIEW_ADMIN, "Opened the document and its list of versions"),
     (lambda p: _change(_revision(p)), ModerationAction.Action.VIEW_ADMIN, "Opened version 1 of the document"),
     (lambda p: _change(p["snapshot"]), ModerationAction.Action.VIEW_ADMIN, "Opened the snapshot of turn 1"),
+    # Every other admin page of one row of a person's work (docs/adr/0129).
+    (lambda p: _change(p["artifact"]), ModerationAction.Action.VIEW_ADMIN, "Opened the artifact 'Papers per year' (bar_chart)"),
+    (lambda p: _change(p["objective"]), ModerationAction.Action.VIEW_ADMIN, "Opened the objective"),
+    (
+        lambda p: _change(p["objective"].thread.objective_revisions.get()),
+        ModerationAction.Action.VIEW_ADMIN,
+        "Opened a past value of the objective",
+    ),
+    (lambda p: _change(p["soft"]), ModerationAction.Action.VIEW_ADMIN, "Opened the preference 'Short paragraphs'"),
+    (lambda p: _change(p["todo"]), ModerationAction.Action.VIEW_ADMIN, "Opened a step of the plan"),
+    (lambda p: _change(p["plan_change"]), ModerationAction.Action.VIEW_ADMIN, "Opened an entry of the plan's history"),
+    (lambda p: _change(p["feedback"]), ModerationAction.Action.VIEW_ADMIN, "Opened feedback on turn 1 by owner"),
+    (lambda p: _change(p["activity"]), ModerationAction.Action.VIEW_ADMIN, "Opened activity log entry: model warned"),
     (
         lambda p: f"/threads/{p['thread'].pk}/staff-view/",
         ModerationAction.Action.VIEW_WORKSPACE,
