@@ -458,19 +458,70 @@ def staff_set_preference_locked(*, preference: Preference, locked: bool, staff_u
     return True
 
 
+LOCK_STATES = {"locked": True, "unlocked": False}
+
+
+def _lock_word(locked: bool) -> str:
+    return "locked" if locked else "unlocked"
+
+
+class PreferenceLockForm(forms.ModelForm):
+    """The lock, with what the page showed of it (`was_locked`, hidden): a
+    Save on a page opened before the person locked or unlocked the
+    preference writes nothing over their change (docs/adr/0125, 0129).
+    Django fills a form's initial values from the row as it is when the
+    form is posted, so without it an unchanged box read as a change."""
+
+    was_locked = forms.ChoiceField(choices=[(k, k) for k in LOCK_STATES], widget=forms.HiddenInput, required=False)
+
+    class Meta:
+        model = Preference
+        fields = ("locked",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.fields["was_locked"].initial = _lock_word(self.instance.locked)
+
+    def clean(self):
+        data = super().clean()
+        shown = data.get("was_locked")
+        if shown not in LOCK_STATES:
+            raise forms.ValidationError("This page did not say what it showed of the lock; reload it and save again.")
+        # Locked until the admin's transaction ends, so the lock saved below is checked against the row as it stays.
+        now = Preference.objects.select_for_update().filter(pk=self.instance.pk).values_list("locked", flat=True).first()
+        if now is None:
+            raise forms.ValidationError("This preference was removed meanwhile; nothing was saved.")
+        if now != LOCK_STATES[shown] and data.get("locked") != now:
+            # The page's base moves to the row as it is now: saving again replaces the change knowingly.
+            self.data = self.data.copy()
+            self.data[self.add_prefix("was_locked")] = _lock_word(now)
+            raise forms.ValidationError(
+                f"Someone else {_lock_word(now)} this preference meanwhile: it is {_lock_word(now)} now. "
+                f"Nothing was saved: Save again to make it {_lock_word(not now)}, or leave the page to keep it {_lock_word(now)}."
+            )
+        return data
+
+
 @admin.register(Preference)
 class PreferenceAdmin(RecordsStaffReads, admin.ModelAdmin):
+    """Staff lock and unlock here, on one preference's page (checked against
+    what the page showed) or with the Lock / Unlock actions of the list,
+    which change only rows not already so. The list has no editable lock
+    column: its Save posts every row's box as the list showed it, so it
+    undid the locks people set after the list was loaded (docs/adr/0129)."""
+
+    form = PreferenceLockForm
     list_display = ("title", "kind", "locked", "thread", "thread_owner", "position", "updated_at")
     list_display_links = ("title",)
-    list_editable = ("locked",)
     list_filter = ("kind", "locked")
     search_fields = ("title", "subtitle", "thread__title", "thread__owner__username", "=thread__id")
     date_hierarchy = "updated_at"
     list_select_related = ("thread", "thread__owner")
     raw_id_fields = ("thread",)
-    fields = ("thread", "title", "subtitle", "kind", "locked", "position", "created_at", "updated_at")
+    fields = ("thread", "title", "subtitle", "kind", "locked", "was_locked", "position", "created_at", "updated_at")
     # Only the lock is a staff matter; the wording is the person's.
-    readonly_fields = tuple(f for f in fields if f != "locked")
+    readonly_fields = tuple(f for f in fields if f not in ("locked", "was_locked"))
     actions = ("lock_selected", "unlock_selected")
 
     def has_add_permission(self, request):
@@ -487,7 +538,7 @@ class PreferenceAdmin(RecordsStaffReads, admin.ModelAdmin):
         return obj.thread.owner
 
     def save_model(self, request, obj, form, change):
-        # Reached from the change form and from each changed list_editable row.
+        # Reached from the change form, checked against what it showed (PreferenceLockForm).
         if change and "locked" in form.changed_data:
             staff_set_preference_locked(preference=obj, locked=obj.locked, staff_user=request.user)
 

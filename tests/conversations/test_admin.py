@@ -160,6 +160,7 @@ def test_unlock_action_unlocks_and_records_it(staff_client, staff, populated):
 
 
 def _list_editable_post(preferences, locked_ids):
+    """The list's Save as Django's editable columns post it: every row's box as the list showed it."""
     data = {
         "form-TOTAL_FORMS": str(len(preferences)),
         "form-INITIAL_FORMS": str(len(preferences)),
@@ -174,38 +175,109 @@ def _list_editable_post(preferences, locked_ids):
     return data
 
 
-def test_list_editable_lock_toggle_changes_the_db_and_records_it(staff_client, staff, populated):
-    url = _changelist(populated["hard"])
-    # The formset must match the rows on the page, in the page's order.
-    page = staff_client.get(url)
-    preferences = list(page.context["cl"].result_list)
-    hard = populated["hard"]
-    response = staff_client.post(url, _list_editable_post(preferences, {hard.pk}))
-    assert response.status_code == 302
-    assert dict(Preference.objects.values_list("title", "locked")) == {
-        "Cite <b>peer-reviewed</b> work": True,
-        "Short paragraphs": False,
-    }
-    record = _lock_records(hard).get()
-    assert (record.action, record.staff_user) == (ModerationAction.Action.LOCK_PREFERENCE, staff)
+def _person(user):
+    """A browser of its own for `user`, beside the staff member's."""
+    from django.test import Client
 
-    response = staff_client.post(url, _list_editable_post(preferences, set()))
-    assert response.status_code == 302
-    hard.refresh_from_db()
-    assert hard.locked is False
-    assert list(_lock_records(hard).order_by("created_at", "id").values_list("action", flat=True)) == [
-        ModerationAction.Action.LOCK_PREFERENCE,
-        ModerationAction.Action.UNLOCK_PREFERENCE,
-    ]
+    browser = Client()
+    browser.force_login(user)
+    return browser
+
+
+def _owner_locks(owner, preference, locked=True):
+    url = reverse("workspace:preference-lock", kwargs={"thread_id": preference.thread_id, "pk": preference.pk})
+    response = _person(owner).post(url, {"locked": "on" if locked else ""})
+    assert response.status_code in (200, 204, 302)
+    assert Preference.objects.get(pk=preference.pk).locked is locked
+
+
+def test_the_preference_list_has_no_editable_lock_column_so_its_save_undoes_no_lock_the_owner_set(staff_client, owner, populated):
+    """Its Save posted every row's box as the list showed it: a lock the
+    owner set after the list was loaded was undone (docs/adr/0129)."""
+    hard, soft = populated["hard"], populated["soft"]
+    page = staff_client.get(_changelist(hard))
+    assert 'name="form-0-locked"' not in page.content.decode()
+    preferences = list(page.context["cl"].result_list)
+    _owner_locks(owner, soft)
+
+    # The list's Save as an editable column posted it, ticking "hard" only.
+    staff_client.post(_changelist(hard), _list_editable_post(preferences, {hard.pk}))
+
+    assert dict(Preference.objects.values_list("title", "locked")) == {
+        "Cite <b>peer-reviewed</b> work": False,
+        "Short paragraphs": True,
+    }
+    assert not _lock_records(hard).exists()
+
+
+def test_the_unlock_action_leaves_rows_it_was_not_asked_about_and_the_lock_action_skips_rows_locked_meanwhile(
+    staff_client, staff, owner, populated
+):
+    hard, soft = populated["hard"], populated["soft"]
+    _owner_locks(owner, soft)  # after staff loaded the list, before they pressed Lock on both
+    staff_client.post(_changelist(hard), {"action": "lock_selected", "_selected_action": [hard.pk, soft.pk]})
+    assert set(Preference.objects.values_list("locked", flat=True)) == {True}
+    assert [r.detail for r in _lock_records(hard)] == ["Preference 'Cite <b>peer-reviewed</b> work'"]
+
+
+def _shown_lock(page) -> str:
+    return page.context["adminform"].form["was_locked"].value()
 
 
 def test_preference_change_form_only_changes_the_lock(staff_client, staff, populated):
     soft = populated["soft"]
-    response = staff_client.post(_change(soft), {"locked": "on", "title": "Hijacked", "kind": "hard"})
+    shown = _shown_lock(staff_client.get(_change(soft)))
+    assert shown == "unlocked"
+    response = staff_client.post(_change(soft), {"locked": "on", "was_locked": shown, "title": "Hijacked", "kind": "hard"})
     assert response.status_code == 302
     soft.refresh_from_db()
     assert (soft.locked, soft.title, soft.kind) == (True, "Short paragraphs", "soft")
     assert _lock_records(soft).get().staff_user == staff
+
+
+def test_staff_saving_a_preference_page_opened_before_the_owner_locked_it_keeps_the_owners_lock(
+    staff_client, staff, owner, populated
+):
+    """Django takes a form's initial values from the row when it is posted:
+    the box left unticked read as "unlock", and the owner's lock went."""
+    soft = populated["soft"]
+    page = staff_client.get(_change(soft))
+    assert _shown_lock(page) == "unlocked"
+    _owner_locks(owner, soft)
+
+    # Staff press Save on the page as it was shown: the box unticked.
+    response = staff_client.post(_change(soft), {"was_locked": "unlocked"})
+
+    assert response.status_code == 200
+    assert (
+        "Someone else locked this preference meanwhile: it is locked now. Nothing was saved: "
+        "Save again to make it unlocked, or leave the page to keep it locked." in response.content.decode()
+    )
+    assert Preference.objects.get(pk=soft.pk).locked is True
+    assert not _lock_records(soft).exists()
+    # The page now carries the lock as it is: Save again unlocks it, knowingly, on record.
+    assert _shown_lock(response) == "locked"
+    assert staff_client.post(_change(soft), {"was_locked": "locked"}).status_code == 302
+    assert Preference.objects.get(pk=soft.pk).locked is False
+    assert _lock_records(soft).get().action == ModerationAction.Action.UNLOCK_PREFERENCE
+
+
+def test_staff_ticking_the_lock_the_owner_set_meanwhile_saves_without_a_complaint_or_a_record(staff_client, owner, populated):
+    soft = populated["soft"]
+    staff_client.get(_change(soft))
+    _owner_locks(owner, soft)
+    assert staff_client.post(_change(soft), {"was_locked": "unlocked", "locked": "on"}).status_code == 302
+    assert Preference.objects.get(pk=soft.pk).locked is True
+    assert not _lock_records(soft).exists()
+
+
+def test_a_preference_page_that_does_not_say_what_it_showed_saves_nothing(staff_client, owner, populated):
+    soft = populated["soft"]
+    _owner_locks(owner, soft)
+    response = staff_client.post(_change(soft), {})
+    assert response.status_code == 200
+    assert "This page did not say what it showed of the lock; reload it and save again." in response.content.decode()
+    assert Preference.objects.get(pk=soft.pk).locked is True
 
 
 def test_preferences_cannot_be_added_or_deleted_in_admin(staff_client, populated):
