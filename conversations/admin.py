@@ -41,6 +41,7 @@ from workspace.models import (
 )
 from workspace.plan_tree import outline_numbers
 from workspace.services import preferences as preference_services
+from workspace.text import as_a_page_reads_it
 
 from . import services, sharing, staff_view
 from .chat import chat_turns
@@ -62,11 +63,65 @@ class ModerationActionInline(ReadOnlyAdminMixin, admin.TabularInline):
     verbose_name_plural = "Moderation history"
 
 
+STALE_PAGE = "This page did not say what it showed; reload it and save again."
+
+
+class ThreadAdminForm(forms.ModelForm):
+    """The thread's title, with the title the page showed (`was_title`,
+    hidden). Django fills a form's initial values from the row as it is
+    when the form is posted, so a title someone else set meanwhile read as
+    staff's change and the page's old title was put back (docs/adr/0129)."""
+
+    was_title = forms.CharField(widget=forms.HiddenInput, required=False, strip=False)
+
+    class Meta:
+        model = Thread
+        fields = ("title",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.title_kept = None  # the title someone else set meanwhile, left as it is
+        if self.instance.pk is not None:
+            self.fields["was_title"].initial = self.instance.title
+
+    def clean(self):
+        data = super().clean()
+        if self.instance.pk is None:
+            return data
+        if self.add_prefix("was_title") not in self.data:
+            raise forms.ValidationError(STALE_PAGE)
+        shown = as_a_page_reads_it(data.get("was_title", ""))
+        # Locked until the admin's transaction ends: the rename below is checked against the row as it stays.
+        now = Thread.objects.select_for_update().filter(pk=self.instance.pk).values_list("title", flat=True).first()
+        if now is None or as_a_page_reads_it(now) == shown:
+            return data
+        posted = data.get("title")
+        if posted is not None and as_a_page_reads_it(posted) == shown:
+            self.title_kept = now  # staff left the title as shown: theirs stays, nothing is written over it
+        elif posted is None or posted != now:
+            # The page's base moves to the title as it is now: saving again replaces it knowingly.
+            self.data = self.data.copy()
+            self.data[self.add_prefix("was_title")] = now
+            raise forms.ValidationError(
+                {
+                    "title": f"Someone else renamed this thread meanwhile: it is “{now}” now. Nothing was saved: "
+                    "Save again to replace it with the title in the box, or reload the page to keep it."
+                }
+            )
+        return data
+
+
 class ThreadMemberForm(forms.ModelForm):
     """A row is one person's access: whom it is for is chosen when it is
     added. Changing it would be removing one person and adding another,
     which staff do as that (Delete, and a new row); a changed user on an
-    existing row was saved as a role change and silently dropped."""
+    existing row was saved as a role change and silently dropped.
+
+    `was_role` (hidden) is the role the page showed: a row staff left as
+    shown is not theirs to save, checked under the row's lock
+    (sharing.thread_member_set_role, docs/adr/0129)."""
+
+    was_role = forms.ChoiceField(choices=ThreadMember.Role.choices, widget=forms.HiddenInput, required=False)
 
     class Meta:
         model = ThreadMember
@@ -76,6 +131,13 @@ class ThreadMemberForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk is not None:
             self.fields["user"].disabled = True
+            self.fields["was_role"].initial = self.instance.role
+
+    def clean(self):
+        data = super().clean()
+        if self.instance.pk is not None and not data.get("was_role") and not data.get("DELETE"):
+            raise forms.ValidationError(STALE_PAGE)
+        return data
 
 
 class ThreadMemberInline(admin.TabularInline):
@@ -86,7 +148,7 @@ class ThreadMemberInline(admin.TabularInline):
     model = ThreadMember
     form = ThreadMemberForm
     fk_name = "thread"
-    fields = ("user", "role", "via_link", "added_by", "created_at")
+    fields = ("user", "role", "was_role", "via_link", "added_by", "created_at")
     readonly_fields = ("via_link", "added_by", "created_at")
     raw_id_fields = ("user",)
     extra = 0
@@ -118,6 +180,7 @@ class RecordsStaffReads:
 
 @admin.register(Thread)
 class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
+    form = ThreadAdminForm
     list_display = ("title", "owner", "turn_count", "mode", "last_activity_at", "is_deleted", "created_at")
     list_display_links = ("title",)
     list_filter = ("is_deleted", "mode", ("owner", admin.RelatedOnlyFieldListFilter))
@@ -132,6 +195,7 @@ class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
         "staff_review",
         "activity_log",
         "title",
+        "was_title",
         "owner",
         "turn_index",
         "mode",
@@ -143,7 +207,7 @@ class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
         "last_activity_at",
         "running_turn",
     )
-    readonly_fields = tuple(f for f in fields if f != "title")
+    readonly_fields = tuple(f for f in fields if f not in ("title", "was_title"))
     inlines = (ThreadMemberInline, ModerationActionInline)
     review_template = "admin/workspace/thread/review.html"
     actions = ("soft_delete_selected", "restore_selected")
@@ -216,7 +280,9 @@ class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
         return format_html('<a href="{}">{} activity log entries (errors, retries, refused calls…)</a>', url, count)
 
     def save_model(self, request, obj, form, change):
-        if change and "title" in form.changed_data:
+        if change and form.title_kept is not None:
+            messages.warning(request, f"Someone else renamed this thread meanwhile to “{form.title_kept}”; that title was kept.")
+        elif change and "title" in form.changed_data:
             old_title = form.initial.get("title", "")
             with transaction.atomic():
                 services.thread_rename(thread=obj, title=obj.title)
@@ -232,6 +298,7 @@ class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
             return super().save_formset(request, form, formset, change)
         thread = form.instance
         members = formset.save(commit=False)
+        shown = {row.instance.pk: row.cleaned_data.get("was_role") for row in formset.initial_forms if row.instance.pk}
         try:
             with transaction.atomic():
                 for member in formset.deleted_objects:
@@ -241,7 +308,10 @@ class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
                         who = member.user.get_username()
                         sharing.thread_member_add(thread=thread, who=who, role=member.role, by=request.user)
                     else:
-                        sharing.thread_member_set_role(thread=thread, member_id=member.pk, role=member.role, by=request.user)
+                        # A row left as the page showed it changes nothing: a role set meanwhile stays.
+                        sharing.thread_member_set_role(
+                            thread=thread, member_id=member.pk, role=member.role, by=request.user, shown=shown.get(member.pk)
+                        )
         except UserFacingError as exc:
             messages.error(request, f"The sharing was not changed: {exc.message}")
 

@@ -175,10 +175,20 @@ def _member(thread: Thread, member_id) -> ThreadMember:
 
 
 @transaction.atomic
-def thread_member_set_role(*, thread: Thread, member_id, role: str, by: AbstractBaseUser) -> ThreadMember:
+def thread_member_set_role(
+    *, thread: Thread, member_id, role: str, by: AbstractBaseUser, shown: str | None = None
+) -> ThreadMember:
+    """`shown`: the role the page the change comes from showed (staff's
+    admin page, docs/adr/0129). A row posted as it was shown is no change
+    of theirs, whatever it holds now: a role the owner set meanwhile stays.
+    One they did change is what they chose; if the owner chose the same
+    meanwhile, nothing more is done (with two roles, a row changed since
+    holds either what was shown or what was chosen)."""
     if role not in ThreadMember.Role.values:
         raise InvalidInput("Choose Viewer or Editor.")
     member = _member(thread, member_id)
+    if shown is not None and role == shown:
+        return member
     if member.role != role or member.via_link:
         # Made an editor: only where a share gives access now; made a viewer: everywhere.
         family = _family(thread, giving=role == ThreadMember.Role.EDITOR)

@@ -402,7 +402,7 @@ def test_thread_rename_in_admin_goes_through_validation(staff_client, populated)
     thread = populated["thread"]
     response = staff_client.post(
         _change(thread),
-        {"title": "  Renamed   by   staff  ", **_empty_inline("moderation_actions"), **_empty_inline("members")},
+        {**_thread_page_as_shown(thread), "title": "  Renamed   by   staff  "},
     )
     assert response.status_code == 302
     thread.refresh_from_db()
@@ -616,9 +616,7 @@ def test_the_review_takes_no_posts_and_a_missing_thread_is_a_404(staff_client, p
 
 def test_a_staff_rename_is_recorded_as_a_moderation_action(staff_client, staff, populated):
     thread = populated["thread"]
-    response = staff_client.post(
-        _change(thread), {"title": "Renamed by staff", **_empty_inline("moderation_actions"), **_empty_inline("members")}
-    )
+    response = staff_client.post(_change(thread), {**_thread_page_as_shown(thread), "title": "Renamed by staff"})
     assert response.status_code == 302
     action = ModerationAction.objects.filter(thread=thread, action=ModerationAction.Action.RENAME).get()
     assert (action.staff_user, action.detail) == (staff, "'Lit review' -> 'Renamed by staff'")
@@ -662,18 +660,123 @@ def test_whom_a_shared_row_is_for_is_shown_not_offered_and_a_changed_user_is_not
     )
 
 
-def _one_member_row(thread, member, *, user, role) -> dict:
-    """The thread's change form as posted with its one "Shared with" row."""
+def _one_member_row(thread, member, *, user, role, shown_role=None) -> dict:
+    """The thread's change form as posted with its one "Shared with" row,
+    which showed `shown_role` (the row's role now, unless given)."""
     return {
-        "title": thread.title,
-        **_empty_inline("moderation_actions"),
+        **_thread_page_as_shown(thread),
         "members-TOTAL_FORMS": "1",
         "members-INITIAL_FORMS": "1",
         "members-0-id": str(member.pk),
         "members-0-thread": str(thread.pk),
         "members-0-user": str(user.pk),
         "members-0-role": role,
+        "members-0-was_role": shown_role or member.role,
     }
+
+
+def _thread_page_as_shown(thread) -> dict:
+    """The thread's change form as its page showed it, with no "Shared with" row."""
+    return {
+        "title": thread.title,
+        "was_title": thread.title,
+        **_empty_inline("moderation_actions"),
+        **_empty_inline("members"),
+    }
+
+
+def _shown_on(page) -> dict:
+    """What the thread's admin page carries of what it showed: its title, and each shared row's role."""
+    form = page.context["adminform"].form
+    shown = {"was_title": form["was_title"].value()}
+    for formset in page.context["inline_admin_formsets"]:
+        for row in formset.formset.initial_forms if formset.formset.prefix == "members" else ():
+            shown[row.add_prefix("was_role")] = row["was_role"].value()
+    return shown
+
+
+def test_staff_saving_the_thread_page_keep_the_title_the_owner_set_meanwhile_and_are_told(staff_client, owner, populated):
+    """The page's old title was put back, and recorded as a staff rename."""
+    thread = populated["thread"]
+    shown = _shown_on(staff_client.get(_change(thread)))
+    assert shown == {"was_title": "Lit review"}
+    conversation_services.thread_rename(thread=Thread.objects.get(pk=thread.pk), title="Owner's new title")
+
+    response = staff_client.post(_change(thread), {**_thread_page_as_shown(thread), **shown}, follow=True)
+
+    assert response.status_code == 200
+    assert Thread.objects.get(pk=thread.pk).title == "Owner's new title"
+    assert not ModerationAction.objects.filter(action=ModerationAction.Action.RENAME).exists()
+    assert "Someone else renamed this thread meanwhile to “Owner&#x27;s new title”; that title was kept." in (
+        response.content.decode()
+    )
+
+
+def test_staff_renaming_a_thread_the_owner_renamed_meanwhile_save_nothing_until_they_save_again(
+    staff_client, staff, owner, populated
+):
+    thread = populated["thread"]
+    shown = _shown_on(staff_client.get(_change(thread)))
+    conversation_services.thread_rename(thread=Thread.objects.get(pk=thread.pk), title="Owner's new title")
+
+    response = staff_client.post(_change(thread), {**_thread_page_as_shown(thread), **shown, "title": "Staff's title"})
+
+    assert response.status_code == 200
+    assert "Someone else renamed this thread meanwhile: it is “Owner&#x27;s new title” now. Nothing was saved" in (
+        response.content.decode()
+    )
+    assert Thread.objects.get(pk=thread.pk).title == "Owner's new title"
+    # The page's base moved: Save again replaces the owner's title knowingly, on record.
+    again = _shown_on(response)
+    assert again == {"was_title": "Owner's new title"}
+    response = staff_client.post(_change(thread), {**_thread_page_as_shown(thread), **again, "title": "Staff's title"})
+    assert response.status_code == 302
+    assert Thread.objects.get(pk=thread.pk).title == "Staff's title"
+    record = ModerationAction.objects.get(action=ModerationAction.Action.RENAME)
+    assert (record.staff_user, record.detail) == (staff, "'Owner's new title' -> 'Staff's title'")
+
+
+def test_a_thread_page_that_does_not_say_what_it_showed_saves_nothing(staff_client, populated):
+    thread = populated["thread"]
+    posted = {**_thread_page_as_shown(thread), "title": "Staff's title"}
+    del posted["was_title"]
+    response = staff_client.post(_change(thread), posted)
+    assert response.status_code == 200
+    assert "This page did not say what it showed; reload it and save again." in response.content.decode()
+    assert Thread.objects.get(pk=thread.pk).title == "Lit review"
+
+
+def test_staff_saving_the_thread_page_keep_a_role_the_owner_changed_meanwhile(staff_client, owner, populated, other_user):
+    """Every row whose role differed from the database was saved, so the
+    page's old role was put back on a row staff never touched."""
+    thread = populated["thread"]
+    sharing.thread_member_add(thread=thread, who=other_user.username, role="viewer", by=owner)
+    member = ThreadMember.objects.get(thread=thread)
+    shown = _shown_on(staff_client.get(_change(thread)))
+    assert shown["members-0-was_role"] == "viewer"
+    sharing.thread_member_set_role(thread=thread, member_id=member.pk, role="editor", by=owner)
+
+    # Staff rename the thread; the row as the page showed it.
+    posted = {**_one_member_row(thread, member, user=other_user, role="viewer"), **shown, "title": "Renamed by staff"}
+    assert staff_client.post(_change(thread), posted).status_code == 302
+
+    assert ThreadMember.objects.get(pk=member.pk).role == "editor"
+    assert Thread.objects.get(pk=thread.pk).title == "Renamed by staff"
+    assert not ModerationAction.objects.filter(action=ModerationAction.Action.SHARE).exists()
+
+
+def test_staff_making_an_editor_a_viewer_after_the_owner_did_it_themselves_is_no_change(
+    staff_client, owner, populated, other_user
+):
+    thread = populated["thread"]
+    sharing.thread_member_add(thread=thread, who=other_user.username, role="editor", by=owner)
+    member = ThreadMember.objects.get(thread=thread)
+    shown = _shown_on(staff_client.get(_change(thread)))
+    sharing.thread_member_set_role(thread=thread, member_id=member.pk, role="viewer", by=owner)
+    posted = {**_one_member_row(thread, member, user=other_user, role="viewer"), **shown}
+    assert staff_client.post(_change(thread), posted).status_code == 302
+    assert ThreadMember.objects.get(pk=member.pk).role == "viewer"
+    assert not ModerationAction.objects.filter(action=ModerationAction.Action.SHARE).exists()
 
 
 def _empty_inline(prefix):
