@@ -17,7 +17,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from . import approval, signup
-from .models import Account, Invite
+from .models import AccessToken, Account, Feedback, Invite, ModelUsage
 
 User = get_user_model()
 
@@ -122,8 +122,22 @@ class AccountInline(admin.StackedInline):
     verbose_name_plural = "approval and token limits"
 
 
+# What an account's deletion takes with it by design (their foreign keys
+# cascade): its model calls (conversations.usage), its access tokens and the
+# feedback it left. Their admins are read-only, so Django's check that staff
+# may delete each related row refused every such account ("Cannot delete
+# user … model call"). Threads the account owns are not among them: a
+# thread is soft-deleted, never destroyed (docs/adr/0129).
+GOES_WITH_THE_ACCOUNT = (ModelUsage, AccessToken, Feedback)
+
+
 class PeopleAdmin(UserAdmin):
     """Django's user admin, with approval and token limits."""
+
+    def get_deleted_objects(self, objs, request):
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        theirs = {str(model._meta.verbose_name) for model in GOES_WITH_THE_ACCOUNT}
+        return deleted, counts, {name for name in perms_needed if str(name) not in theirs}, protected
 
     inlines = (*UserAdmin.inlines, AccountInline)
     list_display = (*UserAdmin.list_display, "waiting")
