@@ -29,6 +29,7 @@ from .live import group_name
 from .models import ModerationAction, Turn
 from .selectors import family_ids
 from .services import moderation_record
+from .turns.approval_claims import turns_end_awaiting_of
 from .turns.slot import turn_request_cancel
 
 logger = logging.getLogger("haico.conversations.sharing")
@@ -104,7 +105,10 @@ def stop_turns_of_ended_account(user_id) -> None:
     """The running turns of an account being deleted or deactivated stop
     after the commit, wherever they run: the agent writes nothing more in
     the name of someone who can no longer sign in (a deleted account's
-    writes would name a row that is gone, and fail)."""
+    writes would name a row that is gone, and fail). Its turns waiting for
+    an approval end now, stopped, their change not made (docs/adr/0129):
+    first, so one answered at the same moment is among the running ones."""
+    turns_end_awaiting_of(user_id)
     # Read now: a deleted account's turns no longer name it after the commit.
     running_in = list(Turn.objects.filter(person_id=user_id, status=Turn.Status.RUNNING).values_list("thread_id", flat=True))
     if running_in:

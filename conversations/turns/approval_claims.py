@@ -15,8 +15,10 @@ from workspace.errors import InvalidInput
 from workspace.models import Thread
 from workspace.selectors import Access, access_to
 
-from ..models import Turn
-from . import process
+from ..live import RESYNC, RESYNC_CHAT, publisher
+from ..models import ActivityLogEntry, Turn
+from ..services import activity_log
+from . import fragments, outcome, process
 
 # The answers are named here too, where they are claimed (X as X: re-exported).
 from .approval_record import APPROVED as APPROVED
@@ -36,6 +38,8 @@ def _sender_may_not_edit(thread: Thread, row: Turn) -> bool:
     """Whether the person who sent the turn (not the owner) can no longer edit the thread."""
     if row.person is None or row.person_id == thread.owner_id:
         return False
+    if not row.person.is_active:
+        return True  # an ended account (docs/adr/0122, 0129)
     return (access_to(user=row.person, thread=thread) or 0) < Access.EDIT
 
 
@@ -105,3 +109,68 @@ def turn_approval_outcome(*, thread: Thread, turn_index: int, outcome: str) -> N
         return
     row.approval = replace(approval, outcome=outcome).to_json()
     row.save(update_fields=["approval"])
+
+
+def turns_end_awaiting_of(user_id) -> int:
+    """The turns the account `user_id` started that wait for an approval
+    end now, stopped, their change not made, as a Stop pressed on the card
+    would (docs/adr/0129): the account is being deleted or deactivated,
+    and an Approve would go on writing in the name of someone who can no
+    longer sign in. Each is ended in the caller's transaction, under its
+    thread's lock (so an answer given at the same moment is either before
+    it, and the turn is running, or refused after it); after the commit
+    every open tab of the thread is told: the card answered, the turn ended.
+
+    The paused graph is not resumed (no process runs the turn, and a
+    server may have no event loop here): the next turn's message starts
+    the graph afresh, and the call the card asked about reaches the model
+    as a step that did not finish (agent.model_input). Returns how many."""
+    ended = 0
+    now = timezone.now()
+    pairs = list(Turn.objects.filter(person_id=user_id, status=Turn.Status.AWAITING).values_list("thread_id", "index"))
+    for thread_id, index in pairs:
+        with transaction.atomic():
+            locked = Thread.objects.select_for_update().filter(pk=thread_id).first()
+            row = Turn.objects.filter(thread_id=thread_id, index=index, status=Turn.Status.AWAITING).select_related("person")
+            row = row.first() if locked is not None else None
+            if row is None:
+                continue  # answered meanwhile: a running turn, stopped by the caller
+            name = people.display_name(row.person) if row.person is not None else row.person_username
+            approval = TurnApproval.from_json(row.approval)
+            if approval is not None:
+                row.approval = replace(approval, decision=STOPPED).to_json()
+            else:
+                row.approval = {**(row.approval or {}), "decision": STOPPED}
+            row.status, row.ended_at = Turn.Status.STOPPED, now
+            row.notice = f"Stopped: {name}'s account was closed while this change waited for approval; it was not made."
+            row.save(update_fields=["approval", "status", "ended_at", "notice"])
+            summary = approval.request.summary if approval is not None and approval.request else ""
+            activity_log(
+                thread=locked,
+                message=f"Not made ({name}'s account was closed): {summary}" if summary else row.notice,
+                kind=ActivityLogEntry.Kind.APPROVAL_ANSWERED,
+                turn_index=index,
+            )
+            _tell_tabs_ended(locked, row, approval)
+            ended += 1
+    return ended
+
+
+def _tell_tabs_ended(locked: Thread, row: Turn, approval: TurnApproval | None) -> None:
+    """After commit: the card as answered, then the turn's end, in every open tab."""
+    latest = row.index == locked.turn_index
+    ending = outcome.marker(status=row.status, notice=row.notice, answered=bool(row.answer.strip()))
+    answered = replace(approval, decision=STOPPED) if approval is not None else None
+    card = fragments.approval_card(
+        fragments.turn_context(
+            turn_index=row.index,
+            user_message=row.user_message,
+            thread_id=row.thread_id,
+            ending=ending,
+            latest=latest,
+            approval=fragments.approval_view(answered, pending=False),
+        )
+    )
+    answer, end = fragments.ended_parts(row, latest=latest)
+    thread_id = row.thread_id
+    transaction.on_commit(lambda: publisher.publish_parts(thread_id, [(card, RESYNC_CHAT), (answer, RESYNC_CHAT), (end, RESYNC)]))

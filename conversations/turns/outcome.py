@@ -36,7 +36,8 @@ def marker(*, status: str, cut_off: bool = False, notice: str = "", answered: bo
     if status == Turn.Status.AWAITING:
         return Marker("awaiting", AWAITING_APPROVAL, False)
     if status == Turn.Status.STOPPED:
-        return Marker("stopped", "Stopped", False)
+        # A notice says why when it was not the person's Stop (an ended account's card, docs/adr/0129).
+        return Marker("stopped", notice or "Stopped", False)
     if status == Turn.Status.FAILED:
         return Marker("error", notice or "The turn failed.", True)
     if status == Turn.Status.INTERRUPTED:

@@ -4,7 +4,8 @@ account deleted or deactivated, and the database away for a moment.
 A model call is paid for whatever happens meanwhile, so its usage is
 counted once (never lost, never twice); one turn's trouble never keeps
 another person's turn from hearing a Stop or refreshing its claim; and the
-agent writes nothing more for an account that can no longer sign in."""
+agent writes nothing more for an account that can no longer sign in, not
+even after an approval its card waited for (docs/adr/0129)."""
 
 import asyncio
 from datetime import timedelta
@@ -19,10 +20,13 @@ from conversations import sharing
 from conversations import usage as model_usage
 from conversations.models import ActivityLogEntry, ModelUsage, Turn
 from conversations.services import thread_create
-from conversations.turns import registry, slot
+from conversations.turns import approval_claims, registry, slot
+from tests.conversations.helpers import frame_containing
 from tests.support.fake_model import Reply, tool_call
 from workspace import selectors
+from workspace.errors import InvalidInput
 from workspace.models import Thread
+from workspace.services import preferences as preference_services
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -224,3 +228,92 @@ async def test_an_editor_whose_account_ends_while_their_turn_runs_gets_it_stoppe
     assert await sync_to_async(selectors.objective_text_for)(thread=thread) in (None, "")
     errors = await sync_to_async(lambda: list(ActivityLogEntry.objects.filter(thread=thread, level="error")))()
     assert errors == []
+
+
+# --- an ended account's turn waiting for an approval (docs/adr/0129) ---------------------
+
+CARD = 'id="turn-1-approval"'
+ENDED = "Stopped: ed&#x27;s account was closed while this change waited for approval; it was not made."
+
+
+def _staff_deactivates_in_the_admin(user_id, django_user_model):
+    staff = django_user_model.objects.create_superuser(username="staff", password="pw-123456789", email="s@example.com")
+    user = django_user_model.objects.get(pk=user_id)
+    client = Client()
+    client.force_login(staff)
+    joined = {"date_joined_0": f"{user.date_joined:%Y-%m-%d}", "date_joined_1": f"{user.date_joined:%H:%M:%S}"}
+    response = client.post(
+        f"/admin/auth/user/{user_id}/change/",
+        {
+            "username": user.username,
+            **joined,
+            **{f"initial-{name}": value for name, value in joined.items()},
+            "account-TOTAL_FORMS": "0",
+            "account-INITIAL_FORMS": "0",
+            "_save": "Save",
+        },
+    )
+    assert response.status_code == 302 and not django_user_model.objects.get(pk=user_id).is_active
+
+
+async def _editors_card_waits(owner, thread, script, sockets, django_user_model):
+    """Ed, an editor, asked to drop a preference; the card waits on the owner's page."""
+    editor = await sync_to_async(django_user_model.objects.create_user)(username="ed", password="pw-123456789")
+    await sync_to_async(sharing.thread_member_add)(thread=thread, who="ed", role="editor", by=owner)
+    await sync_to_async(preference_services.preferences_add)(
+        thread=thread, items=[{"title": "Formal tone", "kind": "soft"}, {"title": "Short", "kind": "soft"}], respect_lock=False
+    )
+    script(Reply(tool_calls=[tool_call("remove_preferences", "Dropping it.", indices=[1])]), Reply(text="Done."))
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="drop the formal tone rule", user=editor)
+    await frame_containing(socket, CARD + ' class="approval is-pending"')
+    await registry.wait_for_turn(thread.pk)
+    return editor, socket
+
+
+@pytest.mark.parametrize("end_account", [_staff_deletes, _staff_deactivates_in_the_admin], ids=["deleted", "deactivated"])
+async def test_an_editor_whose_account_ends_while_their_card_waits_gets_the_turn_stopped_and_the_owner_sees_it_ended(
+    owner, thread, script, sockets, django_user_model, client, end_account
+):
+    """The card went on waiting, and the owner's Approve resumed the turn
+    in the name of someone who could no longer sign in (or of no one)."""
+    editor, socket = await _editors_card_waits(owner, thread, script, sockets, django_user_model)
+
+    await sync_to_async(end_account)(editor.pk, django_user_model)
+
+    # The owner's open page: the card answered, the turn ended, no Approve left.
+    frames = await frame_containing(socket, ENDED)
+    assert any('approval-title">Stopped: this change was not made</p>' in f for f in frames)
+    turn = await sync_to_async(Turn.objects.get)(thread=thread, index=1)
+    assert (turn.status, turn.approval["decision"], turn.person_username) == (Turn.Status.STOPPED, "stopped", "ed")
+    with pytest.raises(InvalidInput):
+        await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED, person=owner)
+    assert await sync_to_async(lambda: [p.title for p in selectors.preferences_for(thread=thread)])() == ["Formal tone", "Short"]
+    await sync_to_async(client.force_login)(owner)
+    page = (await sync_to_async(client.get)(f"/threads/{thread.pk}/workspace/")).content.decode()
+    assert ENDED in page and ">Approve</button>" not in page
+    log = await sync_to_async(lambda: list(ActivityLogEntry.objects.filter(thread=thread).values_list("level", "message")))()
+    assert ("info", "Not made (ed's account was closed): Remove 1 preference.") in log
+    assert not [message for level, message in log if level == "error"]
+
+    # The owner's next message runs as usual.
+    script(Reply(text="Fine."))
+    await registry.start_turn(thread=thread, user_message="carry on", user=owner)
+    await registry.wait_for_turn(thread.pk)
+    second = await sync_to_async(Turn.objects.get)(thread=thread, index=2)
+    assert (second.status, second.answer) == (Turn.Status.COMPLETE, "Fine.")
+
+
+async def test_an_approve_claimed_after_the_senders_account_was_deactivated_stops_the_turn(
+    owner, thread, script, sockets, django_user_model
+):
+    """Should the card still wait when the account ends (an answer racing the
+    deactivation), the answer goes on only as a Stop."""
+    editor, _socket = await _editors_card_waits(owner, thread, script, sockets, django_user_model)
+    await sync_to_async(django_user_model.objects.filter(pk=editor.pk).update)(is_active=False)  # no signal: the race
+
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED, person=owner)
+    await registry.wait_for_turn(thread.pk)
+
+    assert (await sync_to_async(Turn.objects.get)(thread=thread, index=1)).status == Turn.Status.STOPPED
+    assert await sync_to_async(lambda: [p.title for p in selectors.preferences_for(thread=thread)])() == ["Formal tone", "Short"]
