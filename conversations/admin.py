@@ -8,6 +8,8 @@ links, feedback and the activity log are written by the app; staff inspect
 them here rather than editing them past the services' validation.
 """
 
+import json
+
 from axes import admin as axes_admin
 from axes.models import AccessAttempt
 from django import forms
@@ -22,12 +24,14 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET
 
 from workspace import admin as workspace_admin
+from workspace import content_store
 from workspace import selectors as workspace_selectors
 from workspace.admin import ReadOnlyAdminMixin
 from workspace.errors import UserFacingError
 from workspace.markdown import render_markdown
 from workspace.models import (
     Artifact,
+    ContentBlob,
     Document,
     DocumentRevision,
     Objective,
@@ -39,7 +43,6 @@ from workspace.models import (
     Todo,
     WorkspaceSnapshot,
 )
-from workspace.plan_tree import outline_numbers
 from workspace.services import preferences as preference_services
 from workspace.text import as_a_page_reads_it
 
@@ -346,7 +349,7 @@ class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
             "opts": self.model._meta,
             "original": thread,
             "title": f"Review: {thread.title}",
-            **thread_review(thread),
+            **thread_review(thread, review_page(request.GET.get("page"), turn_count=thread.turn_index)),
         }
         return TemplateResponse(request, self.review_template, context)
 
@@ -375,38 +378,95 @@ class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
         self.message_user(request, f"Restored {count} thread(s); each action is recorded.", messages.SUCCESS)
 
 
-def _snapshot_view(snapshot: WorkspaceSnapshot) -> dict:
-    todos = snapshot.todos_json or []
-    numbers = outline_numbers([todo.get("depth", 0) for todo in todos])
-    return {
-        "snapshot": snapshot,
-        "preferences": snapshot.preferences_json or [],
-        "plan": [{**todo, "number": number} for todo, number in zip(todos, numbers)],
-    }
+# The review shows a page of turns at a time, newest first (docs/adr/0129):
+# a thread of hundreds of turns was one page of megabytes, every snapshot
+# in full beside its turn.
+REVIEW_TURNS_SHOWN = 20
+REVIEW_MODERATION_SHOWN = 50
 
 
-def thread_review(thread: Thread) -> dict:
-    """What the review page shows, read from the rows and the checkpointer;
-    each turn beside the snapshot it started from."""
-    snapshots = {s.turn_index: s for s in WorkspaceSnapshot.objects.filter(thread=thread).order_by("turn_index")}
-    feedback = list(Feedback.objects.filter(thread=thread).select_related("user", "artifact").order_by("turn_index", "pk"))
+def review_page(value, *, turn_count: int) -> int:
+    """The page of turns asked for (`?page=`, 1 the newest), within the thread's pages."""
+    pages = max(1, -(-turn_count // REVIEW_TURNS_SHOWN))
+    try:
+        page = int(value)
+    except (TypeError, ValueError):
+        return 1
+    return min(max(page, 1), pages)
+
+
+def _snapshot_summaries(thread: Thread, indices: list[int]) -> dict[int, dict]:
+    """What the review says of each snapshot of the turns `indices`: the
+    objective, how many preferences and plan steps, and the document's
+    title and length (as stored: its text is not rebuilt). The preferences'
+    and plans' blobs are read in one batch, each after the one before in
+    turn order, so a delta against it costs only itself."""
+    snapshots = list(
+        WorkspaceSnapshot.objects.filter(thread=thread, turn_index__in=indices)
+        .select_related("document_body")
+        .defer("user_message", "document_body__text", "document_body__delta")
+        .order_by("turn_index")
+    )
+    wanted = {pk for s in snapshots for pk in (s.preferences_body_id, s.todos_body_id)}
+    blobs = ContentBlob.objects.in_bulk(wanted)
+    texts: dict[int, str] = {}
+    for field in ("preferences_body_id", "todos_body_id"):
+        chain = [blobs[pk] for pk in dict.fromkeys(getattr(s, field) for s in snapshots) if pk not in texts]
+        texts.update(zip([b.pk for b in chain], content_store.read_texts(ContentBlob, chain)))
+    summaries = {}
+    for snapshot in snapshots:
+        preferences = json.loads(texts[snapshot.preferences_body_id])
+        todos = json.loads(texts[snapshot.todos_body_id])
+        summaries[snapshot.turn_index] = {
+            "snapshot": snapshot,
+            "objective": workspace_admin.excerpt(snapshot.objective_text, 200),
+            "preferences": len(preferences),
+            "locked": sum(1 for p in preferences if p.get("locked")),
+            "steps": len(todos),
+            "done": sum(1 for t in todos if t.get("done")),
+            "document_length": snapshot.document_body.length,
+            "url": reverse("admin:workspace_workspacesnapshot_change", args=[snapshot.pk]),
+        }
+    return summaries
+
+
+def thread_review(thread: Thread, page: int = 1) -> dict:
+    """What the review page shows, read from the rows and the checkpointer:
+    a page of turns, newest first, each beside a summary of the snapshot it
+    started from (linking to it in full)."""
+    newest = thread.turn_index
+    last = newest - (page - 1) * REVIEW_TURNS_SHOWN
+    first = max(1, last - REVIEW_TURNS_SHOWN + 1)
+    summaries = _snapshot_summaries(thread, list(range(first, last + 1)))
+    feedback = list(
+        Feedback.objects.filter(thread=thread, turn_index__gte=first, turn_index__lte=last)
+        .select_related("user", "artifact")
+        .order_by("turn_index", "pk")
+    )
     turns = [
         {
             **turn,
-            "snapshot": _snapshot_view(snapshots[turn["turn_index"]]) if turn["turn_index"] in snapshots else None,
+            "snapshot": summaries.get(turn["turn_index"]),
             "feedback": [entry for entry in feedback if entry.turn_index == turn["turn_index"]],
         }
-        for turn in chat_turns(thread=thread)
+        for turn in reversed(chat_turns(thread=thread, keep=lambda index: first <= index <= last))
     ]
     parent_link = BranchLink.objects.filter(thread=thread).select_related("parent").first()
     document = workspace_selectors.document_for(thread=thread)
+    moderation = thread.moderation_actions.select_related("staff_user")
     return {
         "thread": thread,
         "turns": turns,
-        "feedback": feedback,
+        "turns_first": first,
+        "turns_last": last,
+        "newer_page": page - 1 if page > 1 else None,
+        "older_page": page + 1 if first > 1 else None,
+        "feedback_count": Feedback.objects.filter(thread=thread).count(),
         "parent_link": parent_link,
         "child_links": list(thread.child_links.select_related("thread").order_by("branch_point_turn", "created_at")),
-        "moderation": list(thread.moderation_actions.select_related("staff_user")),
+        "moderation": list(moderation[:REVIEW_MODERATION_SHOWN]),
+        "moderation_count": moderation.count(),
+        "moderation_shown": REVIEW_MODERATION_SHOWN,
         "objective": workspace_selectors.objective_text_for(thread=thread),
         "preferences": workspace_selectors.preferences_for(thread=thread),
         "plan": workspace_selectors.plan_steps(thread=thread),

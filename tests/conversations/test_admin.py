@@ -17,6 +17,7 @@ from conversations.models import (
     Feedback,
     ModerationAction,
 )
+from conversations.turns import slot
 from tests.support.admin import _change, _changelist
 from workspace.models import (
     Artifact,
@@ -566,10 +567,12 @@ def test_staff_review_shows_transcript_beside_snapshots_branches_feedback_and_wo
 
     # The transcript: the person's message and the answer (sanitised markdown).
     assert "Start the review" in main and "The <strong>review</strong> is started." in main
-    # Beside it, the snapshot the turn started from, as lists rather than JSON.
-    snapshot = main[main.index('aria-label="Snapshot at the start of turn 1"') :]
-    assert "<li>Cite &lt;b&gt;peer-reviewed&lt;/b&gt; work (hard)</li>" in snapshot
-    assert "1 Collect sources" in snapshot and "1.1 Search databases" in snapshot
+    # Beside it, what the snapshot the turn started from held, linking to it in full.
+    snapshot = main[main.index('aria-label="Snapshot at the start of turn 1"') :].split("</aside>", 1)[0]
+    assert "<strong>Objective:</strong> Write a literature review" in snapshot
+    assert "<strong>Preferences:</strong> 2 · <strong>Plan:</strong> 2 steps (0 done)" in snapshot
+    assert "<strong>Document:</strong> Review (35 characters)" in snapshot
+    assert f'<a href="{_change(populated["snapshot"])}">The snapshot in full</a>' in snapshot
     assert '"title"' not in main and "&quot;title&quot;" not in main
     # The branch family, feedback and moderation history.
     assert f'href="{_review_url(populated["branch"].thread)}"' in main and "from turn 1" in main
@@ -581,6 +584,51 @@ def test_staff_review_shows_transcript_beside_snapshots_branches_feedback_and_wo
     assert "Papers per year" in main
     # Nothing on the page writes.
     assert "<form" not in main
+
+
+def _turns(thread, count):
+    for n in range(count):
+        turn, _ = slot.turn_begin(thread=thread, user_message=f"Message {n + 1}")
+        slot.turn_finish(thread=thread, turn_index=turn, answer=f"Answer {n + 1}")
+
+
+def _turns_shown(response) -> list[int]:
+    return [int(n) for n in re.findall(r'<article class="review-turn" id="review-turn-(\d+)"', response.content.decode())]
+
+
+def test_the_review_of_a_long_thread_shows_twenty_turns_at_a_time_newest_first(staff_client, thread):
+    """A thread of 200 turns was one page of 9 MB (every snapshot in full), 821 queries."""
+    _turns(thread, 45)
+    url = _review_url(thread)
+
+    first = staff_client.get(url)
+    assert _turns_shown(first) == list(range(45, 25, -1))
+    page = first.content.decode()
+    assert "Turns 45 to 26 of 45, newest first." in page
+    assert 'href="?page=2" rel="next">Older turns</a>' in page and "Newer turns" not in page
+
+    second = staff_client.get(url + "?page=2").content.decode()
+    assert 'href="?page=1" rel="prev">Newer turns</a>' in second and 'href="?page=3" rel="next">Older turns</a>' in second
+    assert _turns_shown(staff_client.get(url + "?page=3")) == [5, 4, 3, 2, 1]
+    assert "Older turns" not in staff_client.get(url + "?page=3").content.decode()
+    # A page that is not one shows the nearest that is.
+    assert _turns_shown(staff_client.get(url + "?page=99"))[0] == 5
+    assert _turns_shown(staff_client.get(url + "?page=abc"))[0] == 45
+
+
+def test_the_reviews_queries_do_not_grow_with_the_turns(staff_client, thread):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert staff_client.get(_review_url(thread)).status_code == 200
+        return len(captured)
+
+    _turns(thread, 20)
+    few = queries()
+    _turns(thread, 40)
+    assert queries() == few
 
 
 def test_a_branch_review_names_its_parent(staff_client, populated):
@@ -891,7 +939,7 @@ def test_the_thread_admin_and_the_review_show_the_mode_of_each_turn(staff_client
 
     main = _content_main(staff_client.get(_review_url(thread)).content.decode())
     modes = re.findall(r'id="review-turn-(\d+)".*?Mode: <strong>(\w+)</strong>', main, flags=re.DOTALL)
-    assert modes == [("1", "Execute"), ("2", "Explore"), ("3", "Plan"), ("4", "Plan")]
+    assert modes == [("4", "Plan"), ("3", "Plan"), ("2", "Explore"), ("1", "Execute")]  # newest first
 
 
 # --- staff reads are on record (docs/adr/0050) --------------------------------------------
