@@ -14,6 +14,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import OperationalError
 from django.test import Client
+from langchain_core.messages import ToolMessage
 
 from agent.models import CatalogueModel, Provider
 from conversations import sharing
@@ -302,6 +303,10 @@ async def test_an_editor_whose_account_ends_while_their_card_waits_gets_the_turn
     await registry.wait_for_turn(thread.pk)
     second = await sync_to_async(Turn.objects.get)(thread=thread, index=2)
     assert (second.status, second.answer) == (Turn.Status.COMPLETE, "Fine.")
+    # The model was sent the card's call as a step that did not finish, not left without a result.
+    [result] = [m for m in registry.agents.model.requests[-1] if isinstance(m, ToolMessage)]
+    assert "This step did not finish" in result.content
+    assert await sync_to_async(lambda: [p.title for p in selectors.preferences_for(thread=thread)])() == ["Formal tone", "Short"]
 
 
 async def test_an_approve_claimed_after_the_senders_account_was_deactivated_stops_the_turn(
