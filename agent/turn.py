@@ -209,6 +209,27 @@ def _message_events(message, seen: set, calls: dict):
         )
 
 
+async def complete_left_calls(graph, *, thread_id, turn_index: int, tool_result: str) -> None:
+    """Give an earlier turn's tool calls left without a result `tool_result`
+    (a card whose turn ended with no run to answer it), written as the
+    model node so nothing stays pending. Nothing when the turn is not in
+    the history (a copy seeded without it) or has nothing dangling; never
+    raises."""
+    config = turn_config(thread_id)
+    try:
+        state = await graph.aget_state(config)
+        messages = list((state.values or {}).get("messages") or [])
+        if not any(
+            isinstance(m, HumanMessage) and (m.response_metadata or {}).get(TURN_INDEX_KEY) == turn_index for m in messages
+        ):
+            return
+        update = repair_update(messages, turn_index=turn_index, user_message="", partial=None, tool_result=tool_result)
+        if update:
+            await graph.aupdate_state(config, {"messages": update}, as_node="model")
+    except Exception:
+        logger.exception("could not complete the calls of thread %s's turn %s", thread_id, turn_index)
+
+
 async def repair_history(graph, *, context: AgentContext, user_message: str, partial: str | None, tool_result: str) -> None:
     """Leave the checkpointed history valid for the next model call after a
     stopped (`partial` is the answer so far) or failed (`partial` None) turn.

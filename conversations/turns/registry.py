@@ -166,6 +166,7 @@ class _Start:
     model: ModelChoice | None
     windows: tuple
     person: object
+    card_left: int | None = None  # turns.slot.turn_claim
 
 
 def person_may_start(person) -> tuple:
@@ -222,7 +223,15 @@ def _begin(
         if stored is None:
             raise
         raise MessageAlreadyStored(stored[1]) from None
-    return _Start(turn_index=row.index, turn_id=row.pk, user_id=person.pk, model=choice, windows=windows, person=person)
+    return _Start(
+        turn_index=row.index,
+        turn_id=row.pk,
+        user_id=person.pk,
+        model=choice,
+        windows=windows,
+        person=person,
+        card_left=getattr(row, "card_left", None),
+    )
 
 
 async def start_turn(
@@ -290,6 +299,7 @@ async def start_turn(
         selection=selection,
         selection_note=selection_note,
         person=start.person,
+        card_left=start.card_left,
     )
     detached.run(_launch, thread, turn)
     return turn_index

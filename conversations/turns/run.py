@@ -62,6 +62,7 @@ from agent.turn import (
     CANCELLED_TOOL_RESULT,
     FAILED_TOOL_RESULT,
     INTERRUPTED_TOOL_RESULT,
+    complete_left_calls,
     repair_history,
     resume_turn,
     stream_turn,
@@ -95,6 +96,12 @@ INTERRUPTED_SHUTDOWN = "Interrupted: the server was shutting down."
 
 # Stop on a pending approval rejects the change and ends the turn (docs/adr/0017).
 APPROVAL_STOPPED_RESULT = "Not done: the person pressed Stop instead of approving this change; nothing was changed."
+# A card whose turn ended with no run to answer it (its sender's account was
+# closed, docs/adr/0129): the next turn completes its call with this.
+CARD_LEFT_RESULT = (
+    "Not done: the turn ended before this change was approved (the account of the person who asked was "
+    "closed); nothing was changed."
+)
 
 
 def stored_selection(raw) -> Selection | None:
@@ -202,8 +209,12 @@ class TurnRun:
         turn_id: int | None = None,
         budget: TokenBudget | None = None,
         person=None,
+        card_left: int | None = None,
     ):
         self.thread = thread
+        # The turn before ended while its card waited, stopped, maybe with no
+        # run to answer it (turns.slot.turn_claim): its index.
+        self.card_left = card_left
         # The mode travels with the turn (changing it meanwhile is for the
         # next one), and so does the passage the person asked about, shown
         # to every model call of the turn, and the person's token limits.
@@ -538,6 +549,11 @@ class TurnRun:
         saver = await checkpointers.get_checkpointer()
         self.graph = self.agents.graph(model=self.model, checkpointer=saver)
         if self.resume is None:
+            if self.card_left is not None:
+                # Its call gets its result first (nothing to do when a Stop answered it): the history says why.
+                await complete_left_calls(
+                    self.graph, thread_id=self.thread.pk, turn_index=self.card_left, tool_result=CARD_LEFT_RESULT
+                )
             events = stream_turn(self.graph, context=self.context, user_message=self.user_message)
         else:
             await self._load_steps()

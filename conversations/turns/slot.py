@@ -31,7 +31,7 @@ from ..live import RESYNC, RESYNC_CHAT, publish_turn_versions, publisher
 from ..models import BranchLink, Turn, TurnSlot
 from ..services import DEFAULT_THREAD_TITLE, announce_thread, title_from_message
 from . import fragments, outcome, process
-from .approval_record import APPROVED, TurnApproval
+from .approval_record import APPROVED, STOPPED, TurnApproval
 from .message_checks import clean_user_message, selection_json, selection_note_key
 
 # How often a running turn refreshes its claim (turns.registry), and how
@@ -182,7 +182,11 @@ def turn_claim(
     running = live_turn(slot, now)
     if running is not None:
         raise turn_running_refusal(locked.pk, running)
-    if Turn.objects.filter(thread=locked, index=locked.turn_index, status=Turn.Status.AWAITING).exists():
+    # The latest turn's ending (its card's answer read in the database: a card holds a document's texts).
+    latest = (
+        Turn.objects.filter(thread=locked, index=locked.turn_index).values_list("index", "status", "approval__decision").first()
+    )
+    if latest is not None and latest[1] == Turn.Status.AWAITING:
         raise ApprovalPending(APPROVAL_PENDING)
     _check_running_turns_of(locked.owner_id, now=now, limit=settings.HAICO_MAX_RUNNING_TURNS)
     if slot is not None and slot.turn_index is not None:
@@ -221,6 +225,11 @@ def turn_claim(
         transaction.on_commit(lambda: publish_turn_versions(thread_id=thread_id, turn_index=turn_index))
     for name in ("turn_index", "title"):
         setattr(thread, name, getattr(locked, name))
+    # A card the turn before ended with, stopped, may have been left with no
+    # run to answer its call (an ended account's, docs/adr/0129): the new
+    # turn's run completes it first (turns.run.TurnRun `card_left`).
+    stopped_card = latest is not None and latest[1] == Turn.Status.STOPPED and latest[2] == STOPPED
+    row.card_left = latest[0] if stopped_card else None
     return row, snapshot
 
 

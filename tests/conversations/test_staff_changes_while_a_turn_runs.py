@@ -303,9 +303,9 @@ async def test_an_editor_whose_account_ends_while_their_card_waits_gets_the_turn
     await registry.wait_for_turn(thread.pk)
     second = await sync_to_async(Turn.objects.get)(thread=thread, index=2)
     assert (second.status, second.answer) == (Turn.Status.COMPLETE, "Fine.")
-    # The model was sent the card's call as a step that did not finish, not left without a result.
+    # The model was sent the card's call answered with why it was not made, as after a Stop.
     [result] = [m for m in registry.agents.model.requests[-1] if isinstance(m, ToolMessage)]
-    assert "This step did not finish" in result.content
+    assert "the account of the person who asked was closed); nothing was changed." in result.content
     assert await sync_to_async(lambda: [p.title for p in selectors.preferences_for(thread=thread)])() == ["Formal tone", "Short"]
 
 
