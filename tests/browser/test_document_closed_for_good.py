@@ -92,9 +92,11 @@ def test_words_typed_as_the_tab_closes_over_a_change_saved_meanwhile_are_kept_be
     choose in a conflict view, so both are kept."""
     text = long_document(chars)
     page, thread_id = _open(new_page, haico_server, text)
+    # Saved first: the page's own autosave, due 1.5 s after its last key,
+    # must not go before the tab closes.
+    save_through_service(haico_server, thread_id, text.replace("Paragraph 3.2 weighs it.", "Paragraph 3.2 decides."))
     type_after(page, "Paragraph 3.2 weighs", " carefully")
     expect(document_status(page)).to_have_text("Unsaved changes")
-    save_through_service(haico_server, thread_id, text.replace("Paragraph 3.2 weighs it.", "Paragraph 3.2 decides."))
     _close_for_good(page)
     both = text.replace("Paragraph 3.2 weighs it.", "Paragraph 3.2 weighs carefully it decides.")
     assert _stored_becomes(haico_server, thread_id, lambda stored: stored == both), (
