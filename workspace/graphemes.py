@@ -94,8 +94,8 @@ def tokens_of_versions(base: str, *others: str) -> list[list[str]]:
     ends = list(itertools.accumulate(map(len, found)))
     out = [found]
     for other in others:
-        head = _common_prefix(base, other)
-        tail = _common_prefix(base[head:][::-1], other[head:][::-1])
+        head = common_prefix(base, other)
+        tail = common_prefix(base[head:][::-1], other[head:][::-1])
         # The last token boundary of `base` before the first difference: the
         # tokens up to it end where they do whatever follows the difference.
         first = bisect.bisect_left(ends, head) if head else 0
@@ -112,7 +112,7 @@ def tokens_of_versions(base: str, *others: str) -> list[list[str]]:
     return out
 
 
-def _common_prefix(a: str, b: str) -> int:
+def common_prefix(a: str, b: str) -> int:
     # By halves: each comparison is one memory compare, not a character loop.
     low, high = 0, min(len(a), len(b))
     while low < high:

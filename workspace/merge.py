@@ -191,24 +191,12 @@ def merge_lines_keeping_ours(base: str, ours: str, theirs: str) -> str:
     return "".join(merged)
 
 
-def _common_prefix(a: str, b: str) -> int:
-    # By halves: each comparison is one memory compare, not a character loop.
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        mid = (low + high + 1) // 2
-        if a[low:mid] == b[low:mid]:
-            low = mid
-        else:
-            high = mid - 1
-    return low
-
-
 def _shared_lines(base: str, ours: str, theirs: str) -> tuple[int, int]:
     """(characters of whole lines at the start, at the end) the three texts share."""
-    head = min(_common_prefix(base, ours), _common_prefix(base, theirs))
+    head = min(graphemes.common_prefix(base, ours), graphemes.common_prefix(base, theirs))
     head = base.rfind("\n", 0, head) + 1
     rests = [text[head:][::-1] for text in (base, ours, theirs)]
-    tail = min(_common_prefix(rests[0], rests[1]), _common_prefix(rests[0], rests[2]))
+    tail = min(graphemes.common_prefix(rests[0], rests[1]), graphemes.common_prefix(rests[0], rests[2]))
     shared = base[len(base) - tail :] if tail else ""
     # It must start a line in all three: from just after its first line break.
     if tail and any(text[len(text) - tail - 1 : len(text) - tail] not in ("", "\n") for text in (base, ours, theirs)):

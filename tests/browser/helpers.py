@@ -351,6 +351,12 @@ def save_through_service(server, thread_id: str, text: str, *, author: str = "ag
         _manage(env, "shell", "-c", SERVICE_SAVE)
 
 
+def stored_document(server, thread_id: str) -> str | None:
+    """The document's text as the server's database holds it (None before its first write)."""
+    rows = server.query("SELECT content FROM workspace_document WHERE thread_id = ?", (thread_id.replace("-", ""),))
+    return rows[0][0] if rows else None
+
+
 def long_document(chars: int) -> str:
     """A markdown report of exactly `chars` characters: sections, each a
     heading and paragraphs numbered through the document (so every

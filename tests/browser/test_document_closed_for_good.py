@@ -16,6 +16,7 @@ from .helpers import (
     long_document,
     new_thread_for,
     save_through_service,
+    stored_document,
     thread_id_from,
     type_after,
     wait_for_socket,
@@ -24,15 +25,10 @@ from .helpers import (
 pytestmark = pytest.mark.browser
 
 
-def _stored(server, thread_id):
-    rows = server.query("SELECT content FROM workspace_document WHERE thread_id = ?", (thread_id.replace("-", ""),))
-    return rows[0][0] if rows else None
-
-
 def _stored_becomes(server, thread_id, condition, *, seconds=10):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if condition(_stored(server, thread_id)):
+        if condition(stored_document(server, thread_id)):
             return True
         time.sleep(0.25)
     return False
@@ -100,5 +96,5 @@ def test_words_typed_as_the_tab_closes_over_a_change_saved_meanwhile_are_kept_be
     _close_for_good(page)
     both = text.replace("Paragraph 3.2 weighs it.", "Paragraph 3.2 weighs carefully it decides.")
     assert _stored_becomes(haico_server, thread_id, lambda stored: stored == both), (
-        f"the closing tab's words or the change saved meanwhile were lost: {_stored(haico_server, thread_id)[300:500]!r}"
+        f"the closing tab's words or the change saved meanwhile were lost: {stored_document(haico_server, thread_id)[300:500]!r}"
     )

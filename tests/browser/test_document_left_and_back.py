@@ -16,6 +16,7 @@ from .helpers import (
     new_thread_for,
     save_document_now,
     save_through_service,
+    stored_document,
     thread_id_from,
     type_after,
     wait_for_socket,
@@ -24,14 +25,9 @@ from .helpers import (
 pytestmark = pytest.mark.browser
 
 
-def _stored(server, thread_id):
-    rows = server.query("SELECT content FROM workspace_document WHERE thread_id = ?", (thread_id.replace("-", ""),))
-    return rows[0][0] if rows else None
-
-
 def _stored_becomes(page, server, thread_id, expected, *, seconds=10):
     for _ in range(seconds * 4):
-        if _stored(server, thread_id) == expected:
+        if stored_document(server, thread_id) == expected:
             return True
         page.wait_for_timeout(250)
     return False
@@ -167,7 +163,7 @@ def test_words_the_last_save_took_and_another_window_then_deleted_do_not_come_ba
     wait_for_socket(page)
     expect(document_text(page)).to_have_value(text)
     page.wait_for_timeout(2_000)
-    assert _stored(haico_server, thread_id) == text, "words saved and then deleted came back"
+    assert stored_document(haico_server, thread_id) == text, "words saved and then deleted came back"
 
 
 def test_words_typed_just_before_log_out_are_saved_before_the_session_ends(new_page, haico_server):

@@ -6,16 +6,11 @@ text never waits for the next key press (or the tab's closing) to be saved."""
 import pytest
 from playwright.sync_api import expect
 
-from .helpers import document_status, document_text, thread_id_from
+from .helpers import document_status, document_text, stored_document, thread_id_from
 
 pytestmark = pytest.mark.browser
 
 SAVE_URL = "**/document/save/"
-
-
-def _stored(server, thread_id):
-    rows = server.query("SELECT content FROM workspace_document WHERE thread_id = ?", (thread_id.replace("-", ""),))
-    return rows[0][0] if rows else None
 
 
 def _type(page, text):
@@ -33,12 +28,12 @@ def test_text_typed_offline_is_saved_when_the_browser_is_back_online(owner_works
     expect(alert).to_contain_text("Not saved: the connection failed", timeout=10_000)
     expect(alert).to_contain_text("saved as soon as the connection is back")
     expect(document_status(page)).to_have_text("Not saved")
-    assert _stored(haico_server, thread_id) is None
+    assert stored_document(haico_server, thread_id) is None
 
     page.context.set_offline(False)  # no key pressed from here on
     expect(document_status(page)).to_have_text("Saved", timeout=10_000)
     expect(alert).to_have_count(0)
-    assert _stored(haico_server, thread_id) == "Written on a train."
+    assert stored_document(haico_server, thread_id) == "Written on a train."
 
 
 def test_a_save_the_server_refused_to_take_is_tried_again_until_it_goes_through(owner_workspace, haico_server):
@@ -58,10 +53,10 @@ def test_a_save_the_server_refused_to_take_is_tried_again_until_it_goes_through(
     # Tried again by itself (the first retry comes two seconds after the failure).
     page.wait_for_timeout(2_500)
     assert len(answered) >= 2
-    assert _stored(haico_server, thread_id) is None
+    assert stored_document(haico_server, thread_id) is None
 
     page.unroute(SAVE_URL)  # the server is back; no key pressed from here on
     expect(document_status(page)).to_have_text("Saved", timeout=15_000)
     expect(alert).to_have_count(0)
-    assert _stored(haico_server, thread_id) == "Written while the server restarts."
+    assert stored_document(haico_server, thread_id) == "Written while the server restarts."
     expect(document_text(page)).to_have_value("Written while the server restarts.")
