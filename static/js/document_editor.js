@@ -41,7 +41,8 @@
   //   it was based on; queued: another save waits behind it (hx-sync).
   // conflict: the conflict view is open; resolve: the choice the next save
   //   carries. failures / retry: saves that did not reach the server, and
-  //   the timer that tries again.
+  //   the timer that tries again. refused: the last save reached it and was
+  //   refused.
 
   function editorState(form) {
     if (!form.__haico) {
@@ -56,7 +57,7 @@
         },
         dirty: false, timer: null, inFlight: false, sent: null, queued: false,
         conflict: false, resolve: null, returnToEditor: false, waiters: [],
-        failures: 0, retry: null, status: "",
+        failures: 0, refused: false, retry: null, status: "",
       };
     }
     return form.__haico;
@@ -257,6 +258,8 @@
       return;
     }
     state.failures = 0;
+    // The server answered and would not take the text (see mayBeRefused).
+    state.refused = outcome === "error";
     clearTimeout(state.retry);
     state.retry = null;
     var version = holder ? parseInt(holder.dataset.version, 10) : NaN;
@@ -378,6 +381,7 @@
         saveFailed(form, "Not saved: you are not logged in here any more. Your text is still here; it is saved " +
           "by itself once you have logged in again in another tab.");
       } else if (xhr && xhr.status >= 400 && xhr.status < 500) {
+        editorState(form).refused = true;
         showLocalError(form, "Not saved: " + reason + ". Your text is still here; it will be saved with your next change.");
       } else {
         saveFailed(form, notReached(reason));
@@ -446,23 +450,44 @@
     var form = currentForm();
     if (!form) return;
     var state = editorState(form);
-    if (threadLost) {
-      // No beacon (refused, and the browser would count it taken): kept for the thread list.
+    if (threadLost || madeViewer()) {
+      // No beacon (refused, and the browser would count it taken): kept
+      // for the thread list, since no page of this person's can save it.
       keepLostWords(form);
       return;
     }
     var beaconable = navigator.sendBeacon && state.dirty && !state.inFlight && !state.conflict && !tooLong(form);
-    var sent = beaconable && sendBeacon(form, state);
-    if (sent && !state.failures) {
+    var sent = beaconable && !mayBeRefused(form, state) && sendBeacon(form, state);
+    if (sent) {
       // The browser took the beacon. Kept as well, it would be saved again
       // on coming back, and bring back words someone deleted since.
       leaveNothing(form);
     } else {
-      // No beacon, or saves were failing (the session ended, the server
-      // away): a beacon the browser takes may still be refused.
       leaveUnsaved(form, state);
     }
   });
+
+  // The browser counts a beacon taken whatever the server answers, so one
+  // goes only when nothing says the server may refuse it: saves failing or
+  // refused (the server away, a text it would not take), the session known
+  // to have ended, or a document so near its limit that keeping both sides
+  // of an overlap could pass it. Otherwise what was typed is kept in the
+  // tab for coming back (docs/adr/0040).
+  function mayBeRefused(form, state) {
+    if (state.failures || state.refused) return true;
+    if (HAICO.sessionKnownEnded && HAICO.sessionKnownEnded()) return true;
+    var limit = parseInt(form.dataset.maxChars || "0", 10);
+    return !!limit && form.elements.content.value.length > limit * NEAR_THE_LIMIT;
+  }
+
+  var NEAR_THE_LIMIT = 0.9;
+
+  // The owner made this person a viewer while the page was open: its saves
+  // are refused until it is reloaded, and a reloaded page has no editor.
+  function madeViewer() {
+    var notice = document.getElementById("chat-notice");
+    return !!notice && notice.getAttribute("data-access") === "viewer";
+  }
 
   // Log out: what is typed is saved first. The session ends with the
   // logout's answer, before the page goes, so a beacon sent as it goes

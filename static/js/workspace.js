@@ -253,6 +253,12 @@
 
   HAICO.sessionEnded = sessionEnded;
 
+  // The page has been told its session ended, and no request has gone through since.
+  HAICO.sessionKnownEnded = function () {
+    var box = document.getElementById("flash");
+    return !!box && box.dataset.sessionEnded !== undefined;
+  };
+
   function sentToLogIn(xhr) {
     var login = document.body.getAttribute("data-login-url");
     return !!(xhr && xhr.responseURL && login && new URL(xhr.responseURL).pathname === login);

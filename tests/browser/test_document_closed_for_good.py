@@ -13,8 +13,10 @@ from .conftest import OWNER
 from .helpers import (
     document_status,
     document_text,
+    log_in,
     long_document,
     new_thread_for,
+    save_document_now,
     save_through_service,
     stored_document,
     thread_id_from,
@@ -98,3 +100,56 @@ def test_words_typed_as_the_tab_closes_over_a_change_saved_meanwhile_are_kept_be
     assert _stored_becomes(haico_server, thread_id, lambda stored: stored == both), (
         f"the closing tab's words or the change saved meanwhile were lost: {stored_document(haico_server, thread_id)[300:500]!r}"
     )
+
+
+def test_words_typed_after_the_session_ended_come_back_after_a_reload_and_logging_in_again(new_page, haico_server):
+    """The page knows its session ended (its socket was closed so): a beacon
+    would be refused, so none goes, and the words are kept in the tab."""
+    text = long_document(120_000)
+    page, thread_id = _open(new_page, haico_server, text)
+    elsewhere = page.context.new_page()
+    elsewhere.goto(f"{haico_server.url}/threads/")
+    elsewhere.get_by_role("button", name="Log out").click()
+    expect(elsewhere.get_by_role("link", name="Log in")).to_be_visible()
+    elsewhere.close()
+    expect(page.locator("#flash")).to_contain_text("session has ended")
+    page.on("dialog", lambda dialog: dialog.accept())
+    type_after(page, "Paragraph 2.2 weighs it.", " Typed 👍🏽 as the session ended.")
+    expect(document_status(page)).to_have_text("Unsaved changes")
+    url = page.url
+    page.reload()  # within the autosave delay
+    log_in(page, haico_server.url, OWNER)
+    page.goto(url)
+    wait_for_socket(page)
+    expected = text.replace("Paragraph 2.2 weighs it.", "Paragraph 2.2 weighs it. Typed 👍🏽 as the session ended.", 1)
+    assert _stored_becomes(haico_server, thread_id, lambda stored: stored == expected), (
+        "the words typed after the session ended were lost"
+    )
+    expect(document_text(page)).to_have_value(expected)
+
+
+def test_an_editor_made_a_viewer_finds_what_they_typed_since_on_the_thread_list_after_a_reload(new_page, haico_server):
+    """Their saves are refused and a reloaded page has no editor: the words
+    are kept for the thread list, as for a thread that is gone."""
+    from .test_sharing import _set_role, _share
+
+    owner = new_page()
+    url = new_thread_for(owner, haico_server.url, "ada")
+    save_document_now(owner, "# Report\n\nIntro paragraph.\n\nMethods paragraph.\n")
+    haico_server.create_user("bea")
+    _share(owner, "bea", "Editor")
+    bea = new_page()
+    log_in(bea, haico_server.url, "bea")
+    bea.goto(url)
+    wait_for_socket(bea)
+    _set_role(owner, "bea", "Viewer")
+    expect(bea.locator("#chat-notice")).to_contain_text("made you a viewer")
+    type_after(bea, "Methods paragraph.", " Bea's words ✍🏽 typed as a viewer.")
+    bea.on("dialog", lambda dialog: dialog.accept())
+    bea.reload()
+    bea.goto(f"{haico_server.url}/threads/")
+    kept = bea.get_by_role("region", name="Words that could not be saved")
+    expect(kept.locator("textarea")).to_have_value(
+        "# Report\n\nIntro paragraph.\n\nMethods paragraph. Bea's words ✍🏽 typed as a viewer.\n"
+    )
+    assert "typed as a viewer" not in (stored_document(haico_server, thread_id_from(url)) or "")
