@@ -616,6 +616,23 @@ def test_the_review_of_a_long_thread_shows_twenty_turns_at_a_time_newest_first(s
     assert _turns_shown(staff_client.get(url + "?page=abc"))[0] == 45
 
 
+@pytest.mark.parametrize("page", ["-5", "0", "9" * 40, "9" * 5000, "1.5", "", "%00", " 2 ", "1e3", "-0"])
+def test_any_page_asked_of_the_review_shows_a_page_of_turns(staff_client, thread, page):
+    _turns(thread, 25)
+    response = staff_client.get(_review_url(thread), {"page": page})
+    assert response.status_code == 200
+    assert _turns_shown(response)
+
+
+@pytest.mark.parametrize("count", [0, 1])
+def test_the_review_of_a_thread_of_no_turn_or_one_has_no_older_or_newer_link(staff_client, thread, count):
+    _turns(thread, count)
+    for page in ("1", "2", "-1"):
+        response = staff_client.get(_review_url(thread), {"page": page})
+        assert _turns_shown(response) == ([1] if count else [])
+        assert "Older turns" not in response.content.decode() and "Newer turns" not in response.content.decode()
+
+
 def test_the_reviews_queries_do_not_grow_with_the_turns(staff_client, thread):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext

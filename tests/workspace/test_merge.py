@@ -449,3 +449,24 @@ def test_a_merge_at_size_keeps_both_sides_edits_in_text_as_people_write_it():
     assert merged.clean
     at = ours.rindex("会议纪要")
     assert merged.text == ours[:at] + "会议记录🇯🇵" + ours[at + 4 :]
+
+
+# Hangul jamo, Thai tone marks, Devanagari conjuncts, a flag, a tilde
+# combining with its letter: each change below is of one character as a
+# reader sees it.
+ONE_CHARACTER_CHANGED_TWO_WAYS = [
+    ("I 👍 it", "I 👍🏽 it", "I 👍🏿 it"),
+    ("cafe ok", "cafe\u0301 ok", "cafe\u0300 ok"),
+    ("\u1112\u1161 x", "\u1112\u1161\u11ab x", "\u1112\u1161\u11af x"),
+    ("กิน ok", "กิ่น ok", "กิ้น ok"),
+    ("क ok", "क्ष ok", "का ok"),
+    ("क्ष ok", "क्षि ok", "क्त ok"),
+    ("🇫🇷 ok", "🇫🇮 ok", "🇩🇷 ok"),
+    ("na ok", "n\u0303a ok", "nxa ok"),
+    ("\u1112\u1161\u1100 ok", "\u1112\u1161\u11ab\u1100 ok", "\u1112\u1161x\u1100 ok"),
+]
+
+
+@pytest.mark.parametrize(("base", "ours", "theirs"), ONE_CHARACTER_CHANGED_TWO_WAYS)
+def test_one_character_changed_two_ways_in_any_script_is_a_conflict(base, ours, theirs):
+    assert merge.merge_text(base, ours, theirs).conflicts
