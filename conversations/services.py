@@ -4,7 +4,7 @@ soft-delete, feedback, staff moderation and the activity log. The turn slot is c
 import functools
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from agent import catalogue
@@ -126,7 +126,6 @@ def title_from_message(message: str, *, limit: int = 60) -> str:
 ACTIVITY_DETAIL_MAX_CHARS = 4000
 
 
-@transaction.atomic
 def activity_log(
     *,
     thread: Thread,
@@ -139,16 +138,29 @@ def activity_log(
 ) -> ActivityLogEntry:
     """Record an entry of the thread's activity log; once committed it
     reaches every open tab of the thread (conversations.live). `person`:
-    whose action it was (who answered, whose turn or token), docs/adr/0085."""
-    entry = ActivityLogEntry.objects.create(
-        thread=thread,
-        message=encodable(message),
-        level=level,
-        turn_index=turn_index,
-        kind=kind if kind in ActivityLogEntry.Kind.values else ActivityLogEntry.Kind.OTHER,
-        detail=encodable(detail or "")[:ACTIVITY_DETAIL_MAX_CHARS],
-        **people.by(person),
-    )
+    whose action it was (who answered, whose turn or token), docs/adr/0085.
+    A person whose account was deleted meanwhile (a running turn's sender,
+    docs/adr/0129) is kept by username, with no key to a row no longer there."""
+    fields = {
+        "thread": thread,
+        "message": encodable(message),
+        "level": level,
+        "turn_index": turn_index,
+        "kind": kind if kind in ActivityLogEntry.Kind.values else ActivityLogEntry.Kind.OTHER,
+        "detail": encodable(detail or "")[:ACTIVITY_DETAIL_MAX_CHARS],
+    }
+    try:
+        return _activity_entry({**fields, **people.by(person)})
+    except IntegrityError:
+        # Inside a caller's transaction the key is checked at its commit, not here.
+        if person is None or connection.in_atomic_block:
+            raise
+        return _activity_entry({**fields, **people.gone(person)})
+
+
+@transaction.atomic
+def _activity_entry(fields: dict) -> ActivityLogEntry:
+    entry = ActivityLogEntry.objects.create(**fields)
     transaction.on_commit(functools.partial(live.publish_activity, entry))
     return entry
 

@@ -34,6 +34,11 @@ def by(user: Any) -> dict:
     return {"person": user, "person_username": user.get_username()}
 
 
+def gone(user: Any) -> dict:
+    """The fields that record `user` once their account was deleted: the username, no link."""
+    return {"person": None, "person_username": by(user)["person_username"]}
+
+
 # As long as Django's own username field.
 USERNAME_MAX_CHARS = 150
 

@@ -17,7 +17,7 @@ from django.test import Client
 from langchain_core.messages import ToolMessage
 
 from agent.models import CatalogueModel, Provider
-from conversations import sharing
+from conversations import services, sharing
 from conversations import usage as model_usage
 from conversations.models import ActivityLogEntry, ModelUsage, Turn
 from conversations.services import thread_create
@@ -322,3 +322,15 @@ async def test_an_approve_claimed_after_the_senders_account_was_deactivated_stop
 
     assert (await sync_to_async(Turn.objects.get)(thread=thread, index=1)).status == Turn.Status.STOPPED
     assert await sync_to_async(lambda: [p.title for p in selectors.preferences_for(thread=thread)])() == ["Formal tone", "Short"]
+
+
+def test_an_activity_entry_of_a_turn_whose_sender_was_deleted_keeps_their_name(owner, thread, django_user_model):
+    """A running turn's entries name its sender (its "approval asked", its
+    steps): once the account was deleted the entry failed (FOREIGN KEY) and was lost."""
+    editor = django_user_model.objects.create_user(username="ed", password="pw-123456789")
+    django_user_model.objects.filter(pk=editor.pk).delete()  # the turn still holds the object
+
+    services.activity_log(thread=thread, turn_index=1, person=editor, message="Approval asked: Remove 1 preference.")
+
+    entry = ActivityLogEntry.objects.get(thread=thread, message="Approval asked: Remove 1 preference.")
+    assert (entry.person_id, entry.person_username) == (None, "ed")
