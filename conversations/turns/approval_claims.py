@@ -34,12 +34,25 @@ def awaiting_approval(thread_id) -> Turn | None:
     return row if row is not None and row.status == Turn.Status.AWAITING else None
 
 
+def _sender_account_ended(row: Turn) -> bool:
+    """Whether the account that sent the turn was deactivated or deleted
+    (a deleted one leaves the username with no account, docs/adr/0085).
+    A turn recorded with no one (no username either) has no account to end."""
+    if row.person is None:
+        return bool(row.person_username)
+    return not row.person.is_active
+
+
 def _sender_may_not_edit(thread: Thread, row: Turn) -> bool:
-    """Whether the person who sent the turn (not the owner) can no longer edit the thread."""
-    if row.person is None or row.person_id == thread.owner_id:
+    """Whether the person who sent the turn (not the owner) can no longer edit
+    the thread: removed, made a viewer, or their account ended (deactivated,
+    or deleted: the row keeps their username, not the account)."""
+    if row.person_id is not None and row.person_id == thread.owner_id:
         return False
-    if not row.person.is_active:
+    if _sender_account_ended(row):
         return True  # an ended account (docs/adr/0122, 0129)
+    if row.person is None:
+        return False  # recorded with no one: nothing to check
     return (access_to(user=row.person, thread=thread) or 0) < Access.EDIT
 
 

@@ -324,6 +324,49 @@ async def test_an_approve_claimed_after_the_senders_account_was_deactivated_stop
     assert await sync_to_async(lambda: [p.title for p in selectors.preferences_for(thread=thread)])() == ["Formal tone", "Short"]
 
 
+def _titles(thread):
+    return sync_to_async(lambda: [p.title for p in selectors.preferences_for(thread=thread)])()
+
+
+async def test_an_approve_of_a_card_whose_sender_was_deleted_stops_the_turn(owner, thread, script, sockets, django_user_model):
+    """Should the card still wait when the account is deleted (the card
+    committed while the deletion was under way), the owner's Approve made
+    the change in no one's name."""
+    editor, _socket = await _editors_card_waits(owner, thread, script, sockets, django_user_model)
+    # What a deletion leaves on the row: the username, no account (no signal: the race).
+    await sync_to_async(Turn.objects.filter(thread=thread, index=1).update)(person=None)
+    await sync_to_async(django_user_model.objects.filter(pk=editor.pk).delete)()
+
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED, person=owner)
+    await registry.wait_for_turn(thread.pk)
+
+    assert (await sync_to_async(Turn.objects.get)(thread=thread, index=1)).status == Turn.Status.STOPPED
+    assert await _titles(thread) == ["Formal tone", "Short"]
+
+
+@pytest.mark.parametrize("recorded", ["owner", "no_one"])
+async def test_an_approve_of_the_owners_card_or_one_recorded_with_no_one_makes_the_change(
+    owner, thread, script, sockets, recorded
+):
+    """The owner's own turns, and turns from before people were recorded
+    (no account, no username), are not taken for an ended account's."""
+    await sync_to_async(preference_services.preferences_add)(
+        thread=thread, items=[{"title": "Formal tone", "kind": "soft"}, {"title": "Short", "kind": "soft"}], respect_lock=False
+    )
+    script(Reply(tool_calls=[tool_call("remove_preferences", "Dropping it.", indices=[1])]), Reply(text="Done."))
+    await registry.start_turn(thread=thread, user_message="drop the formal tone rule", user=owner)
+    await registry.wait_for_turn(thread.pk)
+    assert (await sync_to_async(Turn.objects.get)(thread=thread, index=1)).status == Turn.Status.AWAITING
+    if recorded == "no_one":
+        await sync_to_async(Turn.objects.filter(thread=thread, index=1).update)(person=None, person_username="")
+
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED, person=owner)
+    await registry.wait_for_turn(thread.pk)
+
+    assert (await sync_to_async(Turn.objects.get)(thread=thread, index=1)).status == Turn.Status.COMPLETE
+    assert await _titles(thread) == ["Short"]
+
+
 def test_an_activity_entry_of_a_turn_whose_sender_was_deleted_keeps_their_name(owner, thread, django_user_model):
     """A running turn's entries name its sender (its "approval asked", its
     steps): once the account was deleted the entry failed (FOREIGN KEY) and was lost."""
