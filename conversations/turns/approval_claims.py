@@ -57,23 +57,44 @@ def _sender_may_not_edit(thread: Thread, row: Turn) -> bool:
 
 
 @transaction.atomic
-def turn_await_approval(
-    *, thread: Thread, turn_index: int, interrupt_id: str, request: ApprovalRequest, answer: str = ""
-) -> bool:
+def turn_await_approval(*, thread: Thread, turn_index: int, interrupt_id: str, request: ApprovalRequest, answer: str = "") -> str:
     """The running turn paused before a hard-to-undo change: its slot is
     released (no process runs it; nothing keeps its claim alive) and its row
     waits with the question. Recovery only releases running turns, so a
     waiting one is never taken for interrupted; turn_begin refuses the next
-    message until it is answered. False if the turn was not running any
-    more (another process took it for dead meanwhile)."""
-    free_slot(thread.pk, turn_index, now=timezone.now())
-    return bool(
-        Turn.objects.filter(thread=thread, index=turn_index, status=Turn.Status.RUNNING).update(
-            status=Turn.Status.AWAITING,
-            answer=answer,
-            approval=TurnApproval(interrupt_id=interrupt_id, request=request).to_json(),
-        )
+    message until it is answered.
+
+    Returns the turn's status now: AWAITING; STOPPED when the card was
+    answered on the spot, under the thread's lock (docs/adr/0129): a Stop
+    was asked for and not heard yet (its notice empty, as a Stop pressed on
+    the card), or the sender's account ended meanwhile (deactivated or
+    deleted: `turns_end_awaiting_of` had found the turn still running),
+    each ended as `turns_end_awaiting_of` ends a waiting card, the call left
+    for the run (or the next turn) to answer; "" when the turn was not
+    running any more (another process took it for dead meanwhile)."""
+    locked = Thread.objects.select_for_update().get(pk=thread.pk)
+    row = (
+        Turn.objects.filter(thread=locked, index=turn_index, status=Turn.Status.RUNNING)
+        .select_related("person", "thread__turn_slot")
+        .first()
     )
+    now = timezone.now()
+    free_slot(locked.pk, turn_index, now=now)
+    if row is None:
+        return ""
+    approval = TurnApproval(interrupt_id=interrupt_id, request=request)
+    turn_slot = getattr(row.thread, "turn_slot", None)
+    stop_asked = turn_slot is not None and turn_slot.turn_index == turn_index and turn_slot.cancel_requested
+    row.answer = answer
+    if _sender_account_ended(row):
+        _end_waiting(locked, row, approval, now=now, account_closed=True)
+        return Turn.Status.STOPPED
+    if stop_asked:
+        _end_waiting(locked, row, approval, now=now, account_closed=False)
+        return Turn.Status.STOPPED
+    row.status, row.approval = Turn.Status.AWAITING, approval.to_json()
+    row.save(update_fields=["status", "answer", "approval"])
+    return Turn.Status.AWAITING
 
 
 @transaction.atomic
@@ -148,25 +169,32 @@ def turns_end_awaiting_of(user_id) -> int:
             row = row.first() if locked is not None else None
             if row is None:
                 continue  # answered meanwhile: a running turn, stopped by the caller
-            name = people.display_name(row.person) if row.person is not None else row.person_username
-            approval = TurnApproval.from_json(row.approval)
-            if approval is not None:
-                row.approval = replace(approval, decision=STOPPED).to_json()
-            else:
-                row.approval = {**(row.approval or {}), "decision": STOPPED}
-            row.status, row.ended_at = Turn.Status.STOPPED, now
-            row.notice = f"Stopped: {name}'s account was closed while this change waited for approval; it was not made."
-            row.save(update_fields=["approval", "status", "ended_at", "notice"])
-            summary = approval.request.summary if approval is not None and approval.request else ""
-            activity_log(
-                thread=locked,
-                message=f"Not made ({name}'s account was closed): {summary}" if summary else row.notice,
-                kind=ActivityLogEntry.Kind.APPROVAL_ANSWERED,
-                turn_index=index,
-            )
-            _tell_tabs_ended(locked, row, approval)
+            _end_waiting(locked, row, TurnApproval.from_json(row.approval), now=now, account_closed=True)
             ended += 1
     return ended
+
+
+def _end_waiting(locked: Thread, row: Turn, approval: TurnApproval | None, *, now, account_closed: bool) -> None:
+    """Within the caller's transaction, on the row-locked thread: the turn's
+    card is answered "stopped", its change not made, and the turn ends
+    stopped, noted in the activity log, every open tab told after commit.
+    `account_closed`: its sender's account ended (the notice says so);
+    else a Stop was pressed, as on the card (docs/adr/0017)."""
+    if approval is not None:
+        row.approval = replace(approval, decision=STOPPED).to_json()
+    else:
+        row.approval = {**(row.approval or {}), "decision": STOPPED}
+    row.status, row.ended_at = Turn.Status.STOPPED, now
+    summary = approval.request.summary if approval is not None and approval.request else ""
+    if account_closed:
+        name = people.recorded_name(row.person, row.person_username)
+        row.notice = f"Stopped: {name}'s account was closed while this change waited for approval; it was not made."
+        message = f"Not made ({name}'s account was closed): {summary}" if summary else row.notice
+    else:
+        message = f"Rejected (Stop): {summary}" if summary else "Rejected (Stop)"
+    row.save(update_fields=["approval", "status", "answer", "ended_at", "notice"])
+    activity_log(thread=locked, message=message, kind=ActivityLogEntry.Kind.APPROVAL_ANSWERED, turn_index=row.index)
+    _tell_tabs_ended(locked, row, approval)
 
 
 def _tell_tabs_ended(locked: Thread, row: Turn, approval: TurnApproval | None) -> None:

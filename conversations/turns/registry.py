@@ -167,6 +167,7 @@ class _Start:
     windows: tuple
     person: object
     card_left: int | None = None  # turns.slot.turn_claim
+    card_left_by_stop: bool = False
 
 
 def person_may_start(person) -> tuple:
@@ -231,6 +232,7 @@ def _begin(
         windows=windows,
         person=person,
         card_left=getattr(row, "card_left", None),
+        card_left_by_stop=getattr(row, "card_left_by_stop", False),
     )
 
 
@@ -300,6 +302,7 @@ async def start_turn(
         selection_note=selection_note,
         person=start.person,
         card_left=start.card_left,
+        card_left_by_stop=start.card_left_by_stop,
     )
     detached.run(_launch, thread, turn)
     return turn_index

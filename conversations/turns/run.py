@@ -144,7 +144,7 @@ def _finish(*, usage: list[dict], **kwargs) -> dict:
         return {}
 
 
-def _await_approval(*, usage: list[dict], **kwargs) -> bool:
+def _await_approval(*, usage: list[dict], **kwargs) -> str:
     waiting = approval_claims.turn_await_approval(**kwargs)
     _store_usage(usage)
     return waiting
@@ -210,11 +210,14 @@ class TurnRun:
         budget: TokenBudget | None = None,
         person=None,
         card_left: int | None = None,
+        card_left_by_stop: bool = False,
     ):
         self.thread = thread
         # The turn before ended while its card waited, stopped, maybe with no
         # run to answer it (turns.slot.turn_claim): its index.
         self.card_left = card_left
+        # Ended by a Stop asked for as the card was reached (not by its sender's account ending).
+        self.card_left_by_stop = card_left_by_stop
         # The mode travels with the turn (changing it meanwhile is for the
         # next one), and so does the passage the person asked about, shown
         # to every model call of the turn, and the person's token limits.
@@ -493,9 +496,12 @@ class TurnRun:
             )
         except Exception:
             logger.exception("could not record the approval turn %s of thread %s waits for", self.turn_index, self.thread.pk)
-            waiting = False
-        if not waiting:
-            return  # released meanwhile by another process, which told the tabs
+            waiting = ""
+        if waiting != Turn.Status.AWAITING:
+            # Released meanwhile by another process, or the card answered on
+            # the spot (a Stop asked, the sender's account ended): the tabs
+            # are told, and the next turn answers the call (docs/adr/0129).
+            return
         await self._note(activity.approval_asked(asked.request))
         approval = fragments.approval_view(TurnApproval(interrupt_id=asked.interrupt_id, request=asked.request), pending=True)
         ending = outcome.marker(status=Turn.Status.AWAITING)
@@ -552,7 +558,10 @@ class TurnRun:
             if self.card_left is not None:
                 # Its call gets its result first (nothing to do when a Stop answered it): the history says why.
                 await complete_left_calls(
-                    self.graph, thread_id=self.thread.pk, turn_index=self.card_left, tool_result=CARD_LEFT_RESULT
+                    self.graph,
+                    thread_id=self.thread.pk,
+                    turn_index=self.card_left,
+                    tool_result=APPROVAL_STOPPED_RESULT if self.card_left_by_stop else CARD_LEFT_RESULT,
                 )
             events = stream_turn(self.graph, context=self.context, user_message=self.user_message)
         else:

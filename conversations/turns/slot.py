@@ -184,7 +184,9 @@ def turn_claim(
         raise turn_running_refusal(locked.pk, running)
     # The latest turn's ending (its card's answer read in the database: a card holds a document's texts).
     latest = (
-        Turn.objects.filter(thread=locked, index=locked.turn_index).values_list("index", "status", "approval__decision").first()
+        Turn.objects.filter(thread=locked, index=locked.turn_index)
+        .values_list("index", "status", "approval__decision", "notice")
+        .first()
     )
     if latest is not None and latest[1] == Turn.Status.AWAITING:
         raise ApprovalPending(APPROVAL_PENDING)
@@ -230,6 +232,8 @@ def turn_claim(
     # turn's run completes it first (turns.run.TurnRun `card_left`).
     stopped_card = latest is not None and latest[1] == Turn.Status.STOPPED and latest[2] == STOPPED
     row.card_left = latest[0] if stopped_card else None
+    # Ended by a Stop asked for as the card was reached (approval_claims.turn_await_approval), its notice empty.
+    row.card_left_by_stop = stopped_card and not latest[3]
     return row, snapshot
 
 

@@ -12,6 +12,7 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from django.db import OperationalError
 from django.test import Client
 from langchain_core.messages import ToolMessage
@@ -324,8 +325,92 @@ async def test_an_approve_claimed_after_the_senders_account_was_deactivated_stop
     assert await sync_to_async(lambda: [p.title for p in selectors.preferences_for(thread=thread)])() == ["Formal tone", "Short"]
 
 
+# --- the account ends (or a Stop is asked) while the turn streams, and the card comes just after ---
+
+SLOW_TEXT = " ".join(f"w{i}" for i in range(30))
+
+
 def _titles(thread):
     return sync_to_async(lambda: [p.title for p in selectors.preferences_for(thread=thread)])()
+
+
+async def _editors_turn_streams_towards_a_card(owner, thread, script, sockets, django_user_model):
+    """Ed, an editor, asked to drop a preference; the turn streams a few words
+    first (well under the second a Stop takes to be heard from the database)."""
+    editor = await sync_to_async(django_user_model.objects.create_user)(username="ed", password="pw-123456789")
+    await sync_to_async(sharing.thread_member_add)(thread=thread, who="ed", role="editor", by=owner)
+    await sync_to_async(preference_services.preferences_add)(
+        thread=thread, items=[{"title": "Formal tone", "kind": "soft"}, {"title": "Short", "kind": "soft"}], respect_lock=False
+    )
+    script(
+        Reply(text=SLOW_TEXT, token_delay=0.005, tool_calls=[tool_call("remove_preferences", "Dropping it.", indices=[1])]),
+        Reply(text="Done."),
+    )
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="drop the formal tone rule", user=editor)
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        running = registry._running.get(thread.pk)
+        if running is not None and running.turn.draft:
+            break
+    return editor, socket
+
+
+async def _owners_next_turn_is_told(thread, owner, script) -> str:
+    """The owner's next message runs; what the model was told of the card's call."""
+    script(Reply(text="Fine."))
+    await registry.start_turn(thread=thread, user_message="carry on", user=owner)
+    await registry.wait_for_turn(thread.pk)
+    second = await sync_to_async(Turn.objects.get)(thread=thread, index=2)
+    assert (second.status, second.answer) == (Turn.Status.COMPLETE, "Fine.")
+    [result] = [m for m in registry.agents.model.requests[-1] if isinstance(m, ToolMessage)]
+    return result.content
+
+
+@pytest.mark.parametrize("end_account", [_staff_deletes, _staff_deactivates_in_the_admin], ids=["deleted", "deactivated"])
+async def test_a_card_reached_just_after_the_editors_account_ended_is_stopped_and_the_owner_sees_it_ended(
+    owner, thread, script, sockets, django_user_model, end_account
+):
+    """The turn reached its card before it heard the Stop its account's end
+    asked for: the card waited on the owner's page for someone who could no
+    longer sign in, and (deleted) its activity entry failed."""
+    editor, socket = await _editors_turn_streams_towards_a_card(owner, thread, script, sockets, django_user_model)
+    await sync_to_async(end_account, thread_sensitive=False)(editor.pk, django_user_model)
+    await registry.wait_for_turn(thread.pk)
+
+    turn = await sync_to_async(Turn.objects.get)(thread=thread, index=1)
+    assert (turn.status, turn.approval.get("decision"), turn.person_username) == (Turn.Status.STOPPED, "stopped", "ed")
+    assert turn.notice == ENDED.replace("&#x27;", "'")
+    frames = await frame_containing(socket, ENDED)
+    assert any('approval-title">Stopped: this change was not made</p>' in f for f in frames)
+    with pytest.raises(InvalidInput):
+        await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED, person=owner)
+    assert await _titles(thread) == ["Formal tone", "Short"]
+    log = await sync_to_async(lambda: list(ActivityLogEntry.objects.filter(thread=thread).values_list("level", "message")))()
+    assert ("info", "Not made (ed's account was closed): Remove 1 preference.") in log
+    assert not [message for level, message in log if level == "error"]
+    told = await _owners_next_turn_is_told(thread, owner, script)
+    assert "the account of the person who asked was closed); nothing was changed." in told
+    assert await _titles(thread) == ["Formal tone", "Short"]
+
+
+async def test_a_stop_asked_just_before_the_card_came_ends_the_turn_as_stop_on_the_card_does(
+    owner, thread, script, sockets, django_user_model
+):
+    """A Stop pressed in another server's tab reaches the turn within a
+    second; the card came first, and the Stop was forgotten: the card waited."""
+    _editor, socket = await _editors_turn_streams_towards_a_card(owner, thread, script, sockets, django_user_model)
+    assert await database_sync_to_async(slot.turn_request_cancel)(thread=thread)  # the flag, as from another server
+    await registry.wait_for_turn(thread.pk)
+
+    turn = await sync_to_async(Turn.objects.get)(thread=thread, index=1)
+    assert (turn.status, turn.approval.get("decision"), turn.notice) == (Turn.Status.STOPPED, "stopped", "")
+    await frame_containing(socket, 'approval-title">Stopped: this change was not made</p>')
+    assert await _titles(thread) == ["Formal tone", "Short"]
+    log = await sync_to_async(lambda: list(ActivityLogEntry.objects.filter(thread=thread).values_list("level", "message")))()
+    assert ("info", "Rejected (Stop): Remove 1 preference.") in log
+    told = await _owners_next_turn_is_told(thread, owner, script)
+    assert told == "Not done: the person pressed Stop instead of approving this change; nothing was changed."
 
 
 async def test_an_approve_of_a_card_whose_sender_was_deleted_stops_the_turn(owner, thread, script, sockets, django_user_model):
