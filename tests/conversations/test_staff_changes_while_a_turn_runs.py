@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
-from django.db import OperationalError
+from django.db import OperationalError, connection
 from django.test import Client
 from langchain_core.messages import ToolMessage
 
@@ -356,6 +356,18 @@ async def _editors_turn_streams_towards_a_card(owner, thread, script, sockets, d
     return editor, socket
 
 
+def _closing_after(end_account):
+    """`end_account` in a thread of its own (staff's request on another worker), its connection closed after."""
+
+    def end(*args):
+        try:
+            end_account(*args)
+        finally:
+            connection.close()
+
+    return end
+
+
 async def _owners_next_turn_is_told(thread, owner, script) -> str:
     """The owner's next message runs; what the model was told of the card's call."""
     script(Reply(text="Fine."))
@@ -375,7 +387,7 @@ async def test_a_card_reached_just_after_the_editors_account_ended_is_stopped_an
     asked for: the card waited on the owner's page for someone who could no
     longer sign in, and (deleted) its activity entry failed."""
     editor, socket = await _editors_turn_streams_towards_a_card(owner, thread, script, sockets, django_user_model)
-    await sync_to_async(end_account, thread_sensitive=False)(editor.pk, django_user_model)
+    await sync_to_async(_closing_after(end_account), thread_sensitive=False)(editor.pk, django_user_model)
     await registry.wait_for_turn(thread.pk)
 
     turn = await sync_to_async(Turn.objects.get)(thread=thread, index=1)
