@@ -166,8 +166,7 @@ class _Start:
     model: ModelChoice | None
     windows: tuple
     person: object
-    card_left: int | None = None  # turns.slot.turn_claim
-    card_left_by_stop: bool = False
+    card_left: slot.LeftCard | None = None
 
 
 def person_may_start(person) -> tuple:
@@ -231,8 +230,7 @@ def _begin(
         model=choice,
         windows=windows,
         person=person,
-        card_left=getattr(row, "card_left", None),
-        card_left_by_stop=getattr(row, "card_left_by_stop", False),
+        card_left=row.card_left,
     )
 
 
@@ -302,7 +300,6 @@ async def start_turn(
         selection_note=selection_note,
         person=start.person,
         card_left=start.card_left,
-        card_left_by_stop=start.card_left_by_stop,
     )
     detached.run(_launch, thread, turn)
     return turn_index

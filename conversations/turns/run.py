@@ -209,15 +209,12 @@ class TurnRun:
         turn_id: int | None = None,
         budget: TokenBudget | None = None,
         person=None,
-        card_left: int | None = None,
-        card_left_by_stop: bool = False,
+        card_left: slot.LeftCard | None = None,
     ):
         self.thread = thread
         # The turn before ended while its card waited, stopped, maybe with no
-        # run to answer it (turns.slot.turn_claim): its index.
+        # run to answer it (turns.slot.turn_claim).
         self.card_left = card_left
-        # Ended by a Stop asked for as the card was reached (not by its sender's account ending).
-        self.card_left_by_stop = card_left_by_stop
         # The mode travels with the turn (changing it meanwhile is for the
         # next one), and so does the passage the person asked about, shown
         # to every model call of the turn, and the person's token limits.
@@ -560,8 +557,8 @@ class TurnRun:
                 await complete_left_calls(
                     self.graph,
                     thread_id=self.thread.pk,
-                    turn_index=self.card_left,
-                    tool_result=APPROVAL_STOPPED_RESULT if self.card_left_by_stop else CARD_LEFT_RESULT,
+                    turn_index=self.card_left.turn_index,
+                    tool_result=APPROVAL_STOPPED_RESULT if self.card_left.by_stop else CARD_LEFT_RESULT,
                 )
             events = stream_turn(self.graph, context=self.context, user_message=self.user_message)
         else:

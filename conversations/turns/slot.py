@@ -12,7 +12,7 @@ message or a Stop on that thread), and every open tab is told."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from django.conf import settings
@@ -231,10 +231,17 @@ def turn_claim(
     # run to answer its call (an ended account's, docs/adr/0129): the new
     # turn's run completes it first (turns.run.TurnRun `card_left`).
     stopped_card = latest is not None and latest[1] == Turn.Status.STOPPED and latest[2] == STOPPED
-    row.card_left = latest[0] if stopped_card else None
     # Ended by a Stop asked for as the card was reached (approval_claims.turn_await_approval), its notice empty.
-    row.card_left_by_stop = stopped_card and not latest[3]
+    row.card_left = LeftCard(turn_index=latest[0], by_stop=not latest[3]) if stopped_card else None
     return row, snapshot
+
+
+@dataclass(frozen=True)
+class LeftCard:
+    """The turn before the claimed one ended, stopped, on its card."""
+
+    turn_index: int
+    by_stop: bool  # a Stop, not its sender's account ending
 
 
 def _check_running_turns_of(owner_id, *, now, limit: int) -> None:
