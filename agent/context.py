@@ -71,6 +71,20 @@ class Seen:
         if self.preference_values_shown is not None:
             self.preference_values_shown.update(preferences)
 
+    def plan_steps_written(self, steps: dict[int, tuple[str, bool]]) -> None:
+        """Steps the run rewrote or ticked since its latest model call, with
+        what they hold now: the run's own edit is not someone else's, so a
+        later call of the same reply (a rename, then a tick or a removal of
+        the same step) is not refused as "changed after you were shown it"."""
+        if self.plan_steps_shown is not None:
+            self.plan_steps_shown.update(steps)
+
+    def preferences_written(self, preferences: dict[int, tuple[str, str, str]]) -> None:
+        """Preferences the run edited since its latest model call, as
+        `plan_steps_written`."""
+        if self.preference_values_shown is not None:
+            self.preference_values_shown.update(preferences)
+
     def objective_known(self) -> set[str] | None:
         """The objective's values this run knows of; None: not recorded."""
         if self.objective_shown is None:

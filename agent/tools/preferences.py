@@ -58,15 +58,16 @@ def list_preferences(thread) -> str:
     idempotent=True,
 )
 def update_preferences(thread, *, updates: list[dict], seen: Seen | None = None) -> Summary:
-    return _outcome(
-        preference_services.preferences_update_by_index(
-            thread=thread,
-            updates=updates,
-            respect_lock=True,
-            shown=seen.preferences_shown if seen is not None else None,
-            values_shown=seen.preference_values_shown if seen is not None else None,
-        )
+    result = preference_services.preferences_update_by_index(
+        thread=thread,
+        updates=updates,
+        respect_lock=True,
+        shown=seen.preferences_shown if seen is not None else None,
+        values_shown=seen.preference_values_shown if seen is not None else None,
     )
+    if seen is not None:
+        seen.preferences_written(result.updated)
+    return _outcome(result)
 
 
 @workspace_tool(

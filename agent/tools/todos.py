@@ -23,6 +23,14 @@ def _steps_shown(seen: Seen | None) -> dict[int, tuple[str, bool]] | None:
     return seen.plan_steps_shown if seen is not None else None
 
 
+def _written(result, seen: Seen | None) -> Summary:
+    """The batch's summary, the steps it changed noted as the run's own
+    (Seen.plan_steps_written). A removal needs no note: its steps are gone."""
+    if seen is not None:
+        seen.plan_steps_written(result.updated)
+    return batch_summary(result)
+
+
 def _recorded(author: Author) -> dict:
     """Whom the plan's history records the call as."""
     return {"author": author.kind, "token_name": author.token_name, "person": author.person}
@@ -60,10 +68,11 @@ def add_todos(
     destructive=True,
 )
 def toggle_todos(thread, *, indices: list[int], seen: Seen | None = None, author: Author = AGENT_AUTHOR) -> Summary:
-    return batch_summary(
+    return _written(
         plan_services.todos_toggle_by_index(
             thread=thread, indices=indices, shown=_shown(seen), steps_shown=_steps_shown(seen), **_recorded(author)
-        )
+        ),
+        seen,
     )
 
 
@@ -77,10 +86,11 @@ def toggle_todos(thread, *, indices: list[int], seen: Seen | None = None, author
     idempotent=True,
 )
 def update_todos(thread, *, updates: list[dict], seen: Seen | None = None, author: Author = AGENT_AUTHOR) -> Summary:
-    return batch_summary(
+    return _written(
         plan_services.todos_update_by_index(
             thread=thread, updates=updates, shown=_shown(seen), steps_shown=_steps_shown(seen), **_recorded(author)
-        )
+        ),
+        seen,
     )
 
 

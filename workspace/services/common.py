@@ -17,6 +17,10 @@ class BatchResult:
     skipped: list[str] = field(default_factory=list)
     # The ids of the rows the batch added, in order, with what they hold.
     added: dict[int, tuple] = field(default_factory=dict)
+    # The ids of the rows the batch changed, with what they hold now: the
+    # caller's own edit, which its next edit of the row must not take for
+    # someone else's.
+    updated: dict[int, tuple] = field(default_factory=dict)
 
 
 def touch(thread_id, *surfaces: str) -> None:

@@ -180,18 +180,22 @@ def preferences_update_by_index(
     workspace.indices). Locked ones are skipped and reported when
     `respect_lock`; an invalid item fails the batch. `values_shown`: each
     preference's (title, subtitle, kind) as the caller was shown it; one
-    someone edited since keeps their edit, and is reported (docs/adr/0115)."""
+    someone edited since keeps their edit, and is reported (docs/adr/0115).
+    What the batch changed is in the result's `updated`."""
     preferences = selectors.preferences_for(thread=thread)
     targets = [(_preference_at(preferences, u.get("index"), shown), u) for u in updates]
     if not targets:
         raise InvalidInput("Give at least one update.")
     result = BatchResult()
+    # What the caller knows each row holds: what it was shown, then what
+    # this batch wrote (two entries may edit two fields of one row).
+    known = dict(values_shown) if values_shown is not None else None
     for preference, update in targets:
         fields = {k: update.get(k) for k in ("title", "subtitle", "kind") if update.get(k) is not None}
         if not fields:
             raise InvalidInput(f"Update for index {update.get('index')} changes nothing; give title, subtitle or kind.")
         now = (preference.title, preference.subtitle, preference.kind)
-        if values_shown is not None and values_shown.get(preference.pk, now) != now:
+        if known is not None and known.get(preference.pk, now) != now:
             result.skipped.append(f"'{preference.title}' was edited after you were shown it, so it was not changed")
             continue
         try:
@@ -199,6 +203,9 @@ def preferences_update_by_index(
         except PreferenceLocked as exc:
             result.skipped.append(exc.message)
             continue
+        result.updated[preference.pk] = (preference.title, preference.subtitle, preference.kind)
+        if known is not None:
+            known[preference.pk] = result.updated[preference.pk]
         result.done.append(f"updated '{preference.title}'")
     return result
 

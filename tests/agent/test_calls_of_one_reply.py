@@ -1,0 +1,175 @@
+"""Several tool calls of one model reply touching the same row or passage:
+the real compiled agent with a scripted model (tests/agent/scripted_turn.py),
+nobody but the agent writing.
+
+A model batches its calls: it renames a preference in one call and makes it
+hard in the next, ticks a step and then drops it. Each call of the reply was
+written from the same workspace block; the agent's own earlier call of the
+reply is not someone else's change, so it must neither block the later call
+nor be reported as the person's."""
+
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from tests.agent.scripted_turn import tool_results_of_a_turn
+from tests.support.fake_model import Reply, tool_call
+from tests.support.requests import as_another_request
+from workspace import selectors
+from workspace.models import DocumentRevision, Preference, Todo
+from workspace.services import plan as plan_services
+from workspace.services import preferences as preference_services
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _envelopes(results):
+    return [json.loads(r.content) for r in results]
+
+
+@sync_to_async
+def _preferences(thread):
+    return list(Preference.objects.filter(thread=thread).order_by("pk").values_list("title", "subtitle", "kind"))
+
+
+@sync_to_async
+def _steps(thread):
+    return [(s.text, s.done, s.depth) for s in selectors.plan_steps(thread=thread)]
+
+
+async def _a_soft_spelling_rule(thread):
+    await sync_to_async(preference_services.preferences_add)(
+        thread=thread, items=[{"title": "British spelling", "kind": "soft"}], respect_lock=True
+    )
+
+
+async def _collect_and_draft(thread):
+    await sync_to_async(plan_services.todos_add_outline)(thread=thread, steps=[{"text": "Collect"}, {"text": "Draft"}])
+
+
+# --- the agent's own edit of a row is not someone else's ----------------------------
+
+
+async def test_a_preference_renamed_and_made_hard_by_two_calls_of_one_reply_gets_both(thread):
+    """Reply: update_preferences #1 title, then update_preferences #1 kind.
+    The second call compares the row with what the model was shown; the
+    first call's rename is the agent's own, so the kind change lands too
+    (it was refused as "edited after you were shown it")."""
+    await _a_soft_spelling_rule(thread)
+    results = await tool_results_of_a_turn(
+        thread,
+        [
+            Reply(
+                tool_calls=[
+                    tool_call(
+                        "update_preferences", "Rewording the spelling rule.", updates=[{"index": 1, "title": "British English"}]
+                    ),
+                    tool_call("update_preferences", "Making the spelling rule strict.", updates=[{"index": 1, "kind": "hard"}]),
+                ]
+            )
+        ],
+    )
+    envelopes = _envelopes(results)
+    assert await _preferences(thread) == [("British English", "", "hard")], envelopes
+    assert all(e["success"] and not e.get("skipped") for e in envelopes), envelopes
+
+
+async def test_a_preference_renamed_and_made_hard_by_two_entries_of_one_call_gets_both(thread):
+    """One update_preferences call, updates=[{#1 title}, {#1 kind}]: the
+    batch's first entry does not block its second."""
+    await _a_soft_spelling_rule(thread)
+    results = await tool_results_of_a_turn(
+        thread,
+        [
+            Reply(
+                tool_calls=[
+                    tool_call(
+                        "update_preferences",
+                        "Rewording the spelling rule and making it strict.",
+                        updates=[{"index": 1, "title": "British English"}, {"index": 1, "kind": "hard"}],
+                    )
+                ]
+            )
+        ],
+    )
+    [envelope] = _envelopes(results)
+    assert await _preferences(thread) == [("British English", "", "hard")], envelope
+    assert envelope["success"] and not envelope.get("skipped"), envelope
+
+
+async def test_a_step_renamed_and_ticked_then_dropped_by_three_calls_of_one_reply_is_dropped(thread):
+    """Reply: update_todos #2, toggle_todos #2, remove_todos #2. The rename
+    and the tick land; the removal compares the step's text and mark with
+    what the model was shown, and both changes are the agent's own, so the
+    step goes (it was kept as "changed after you were shown it")."""
+    await _collect_and_draft(thread)
+    results = await tool_results_of_a_turn(
+        thread,
+        [
+            Reply(
+                tool_calls=[
+                    tool_call(
+                        "update_todos", "Naming the draft step better.", updates=[{"index": 2, "text": "Draft the report"}]
+                    ),
+                    tool_call("toggle_todos", "Ticking off the draft.", indices=[2]),
+                    tool_call("remove_todos", "Dropping the finished draft step.", indices=[2]),
+                ]
+            )
+        ],
+    )
+    envelopes = _envelopes(results)
+    assert all(e["success"] and not e.get("skipped") for e in envelopes), envelopes
+    assert await _steps(thread) == [("Collect", False, 0)], envelopes
+
+
+async def test_a_step_rewritten_by_two_entries_of_one_call_gets_the_last_text(thread):
+    """One update_todos call rewriting step #2 twice (a model correcting
+    itself within the batch): the second entry is written over the first,
+    not refused as "rewritten after you were shown it"."""
+    await _collect_and_draft(thread)
+    results = await tool_results_of_a_turn(
+        thread,
+        [
+            Reply(
+                tool_calls=[
+                    tool_call(
+                        "update_todos",
+                        "Naming the draft step better.",
+                        updates=[{"index": 2, "text": "Draft it"}, {"index": 2, "text": "Draft the report"}],
+                    )
+                ]
+            )
+        ],
+    )
+    [envelope] = _envelopes(results)
+    assert envelope["success"] and not envelope.get("skipped"), envelope
+    assert await _steps(thread) == [("Collect", False, 0), ("Draft the report", False, 0)]
+
+
+async def test_a_step_the_person_rewrote_meanwhile_still_keeps_their_text(thread):
+    """The counterpart (a pin, passing before the fix too): what the
+    agent's own calls wrote counts as seen, not what the person wrote. The person renames step #2 while the model
+    writes its reply (ticking #1, renaming #2): the tick lands, the
+    rename is refused and the person's text stays."""
+    await _collect_and_draft(thread)
+
+    def person_renames():
+        step = Todo.objects.get(thread=thread, text="Draft")
+        plan_services.todo_update_text(todo=step, text="Draft (the person's)", author=DocumentRevision.Author.PERSON)
+
+    def reply(messages):
+        # After the prompt was built: the model was shown "Draft".
+        as_another_request(person_renames)
+        return Reply(
+            tool_calls=[
+                tool_call("toggle_todos", "Ticking off collecting.", indices=[1]),
+                tool_call("update_todos", "Naming the draft step better.", updates=[{"index": 2, "text": "Draft the report"}]),
+            ]
+        )
+
+    results = await tool_results_of_a_turn(thread, [reply])
+    ticked, renamed = _envelopes(results)
+    assert ticked["success"] and not ticked.get("skipped"), ticked
+    assert "rewritten after you were shown it" in json.dumps(renamed), renamed
+    assert await _steps(thread) == [("Collect", True, 0), ("Draft (the person's)", False, 0)]
