@@ -65,7 +65,7 @@ def update_document(thread, *, content: str, title: str | None = None, seen=None
             person=author.person,
         )
     except DocumentConflict as exc:
-        raise EditOverlapped(conflict_report(exc)) from exc
+        raise EditOverlapped(conflict_report(exc, own=_own_overlap(thread, exc))) from exc
     document = saved.document
     if seen is not None:
         seen.wrote(document.version, from_whole=True, merged=saved.merged)
@@ -77,6 +77,14 @@ def update_document(thread, *, content: str, title: str | None = None, seen=None
             "The next workspace block shows it."
         )
     return f"Replaced the document '{document.title}' ({len(document.content):,} characters, version {document.version})."
+
+
+def _own_overlap(thread, exc: DocumentConflict) -> bool:
+    """Whether the versions written since the one the model was shown, up
+    to the current one, are all the agent's own."""
+    if exc.base_version is None:
+        return False
+    return only_own_edits_between(thread, after_version=exc.base_version, before_version=exc.current_version + 1)
 
 
 def _excerpt(text: str, limit: int = PART_MAX_CHARS) -> str:
@@ -92,15 +100,36 @@ def _around(text: str, start: int, end: int, part: str) -> str:
     return f"{lead}{before}⟦{_excerpt(part)}⟧{after}{tail}"
 
 
-def conflict_report(exc: DocumentConflict) -> str:
+def only_own_edits_between(thread, *, after_version: int, before_version: int) -> bool:
+    """Whether every version after `after_version` and before
+    `before_version` is the agent's. Only the agent writes as the agent
+    while its turn runs: such versions are this turn's other calls (several
+    edits in one reply), not the person's, and the model must not be told
+    (and tell the person) that they edited anything."""
+    between = selectors.document_authors_between(thread=thread, after_version=after_version, before_version=before_version)
+    return between == {AGENT_AUTHOR.kind}
+
+
+def conflict_report(exc: DocumentConflict, *, own: bool = False) -> str:
     """The failure the model reads: nothing was written, and for each
-    overlap the current text around it and its own version of that part."""
-    lines = [
-        f"Nothing was written: the person edited the same passages of the document while you were writing "
-        f"(you wrote from version {exc.base_version}; it is now version {exc.current_version}). "
-        f"Redo your edit on the current text (version {exc.current_version}, in the next workspace block), "
-        "keeping the person's changes. The overlapping parts are marked ⟦ ⟧:"
-    ]
+    overlap the current text around it and its own version of that part.
+    `own`: every version written since the model's was the agent's own
+    (only_own_edits_between)."""
+    if own:
+        lead = (
+            f"Nothing was written: your own other edits of this step changed the same passages of the document "
+            f"(you wrote from version {exc.base_version}; it is now version {exc.current_version}). "
+            f"Redo your edit on the current text (version {exc.current_version}, in the next workspace block) if it "
+            "is still needed. The overlapping parts are marked ⟦ ⟧:"
+        )
+    else:
+        lead = (
+            f"Nothing was written: the person edited the same passages of the document while you were writing "
+            f"(you wrote from version {exc.base_version}; it is now version {exc.current_version}). "
+            f"Redo your edit on the current text (version {exc.current_version}, in the next workspace block), "
+            "keeping the person's changes. The overlapping parts are marked ⟦ ⟧:"
+        )
+    lines = [lead]
     if exc.title_conflict:
         yours, theirs = exc.title_conflict
         lines.append(f"- Title: now “{theirs}”; yours “{yours}”.")
@@ -141,18 +170,14 @@ def _edit_passage(thread, seen, author: Author, **edit) -> str:
             **edit,
         )
     except DocumentConflict as exc:
-        raise EditOverlapped(conflict_report(exc)) from exc
+        raise EditOverlapped(conflict_report(exc, own=_own_overlap(thread, exc))) from exc
     document = saved.document
     if seen is not None:
         seen.wrote(document.version, from_whole=seen.saw_the_whole_document(), merged=saved.merged)
     merged = ""
     if saved.merged:
-        # Only the agent writes as the agent while its turn runs: versions in between that are all
-        # the agent's are this turn's other calls (several edits in one step), not the person's.
-        between = selectors.document_authors_between(
-            thread=thread, after_version=base_version or 0, before_version=document.version
-        )
-        whose = "your own other edits of this step" if between == {AGENT_AUTHOR.kind} else "the person's concurrent edits"
+        own = only_own_edits_between(thread, after_version=base_version or 0, before_version=document.version)
+        whose = "your own other edits of this step" if own else "the person's concurrent edits"
         merged = f" It was merged with {whose}; the next workspace block shows the result."
     return f"'{document.title}' is now version {document.version} ({len(document.content):,} characters).{merged}"
 

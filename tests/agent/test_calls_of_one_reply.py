@@ -18,6 +18,7 @@ from tests.support.fake_model import Reply, tool_call
 from tests.support.requests import as_another_request
 from workspace import selectors
 from workspace.models import DocumentRevision, Preference, Todo
+from workspace.services import document as document_services
 from workspace.services import plan as plan_services
 from workspace.services import preferences as preference_services
 
@@ -36,6 +37,12 @@ def _preferences(thread):
 @sync_to_async
 def _steps(thread):
     return [(s.text, s.done, s.depth) for s in selectors.plan_steps(thread=thread)]
+
+
+@sync_to_async
+def _document(thread):
+    document = selectors.document_for(thread=thread)
+    return document.content, document.version
 
 
 async def _a_soft_spelling_rule(thread):
@@ -173,3 +180,57 @@ async def test_a_step_the_person_rewrote_meanwhile_still_keeps_their_text(thread
     assert ticked["success"] and not ticked.get("skipped"), ticked
     assert "rewritten after you were shown it" in json.dumps(renamed), renamed
     assert await _steps(thread) == [("Collect", True, 0), ("Draft (the person's)", False, 0)]
+
+
+# --- an overlap with the agent's own edit is said to be its own ----------------------
+
+
+async def test_two_conflicting_passage_edits_of_one_reply_say_the_overlap_is_the_agents_own(thread):
+    """Reply: replace_in_document "alpha beta" -> "ALPHA BETA", then
+    "beta gamma" -> "b. gamma". Both change "beta", differently; nobody else
+    writes. The first lands; the second is refused with nothing written,
+    and the model is told it overlapped its own other edit, not that "the
+    person edited the same passages" (which it would pass on to a person who
+    typed nothing)."""
+    await sync_to_async(document_services.document_save)(
+        thread=thread, title="Notes", content="alpha beta gamma delta", author=DocumentRevision.Author.PERSON
+    )
+    results = await tool_results_of_a_turn(
+        thread,
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("replace_in_document", "Capitalising two words.", old_text="alpha beta", new_text="ALPHA BETA"),
+                    tool_call("replace_in_document", "Abbreviating.", old_text="beta gamma", new_text="b. gamma"),
+                ]
+            )
+        ],
+    )
+    first, second = _envelopes(results)
+    assert first["success"] is True
+    assert (await _document(thread)) == ("ALPHA BETA gamma delta", 2)
+    assert second["success"] is False
+    assert "your own other edits of this step" in second["error"], second["error"]
+    assert "person" not in second["error"], second["error"]
+
+
+async def test_a_passage_edit_overlapping_the_persons_edit_still_says_it_is_theirs(thread):
+    """The counterpart (a pin, passing before the fix too): the person
+    rewrites "beta" while the model writes its reply; its edit of "beta"
+    is refused as overlapping the person's edit."""
+    await sync_to_async(document_services.document_save)(
+        thread=thread, title="Notes", content="alpha beta gamma delta", author=DocumentRevision.Author.PERSON
+    )
+
+    def person_types():
+        document_services.document_save(
+            thread=thread, content="alpha BETA! gamma delta", base_version=1, author=DocumentRevision.Author.PERSON
+        )
+
+    def reply(messages):
+        as_another_request(person_types)
+        return Reply(tool_calls=[tool_call("replace_in_document", "Abbreviating.", old_text="beta gamma", new_text="b. gamma")])
+
+    [refused] = _envelopes(await tool_results_of_a_turn(thread, [reply]))
+    assert refused["success"] is False and "the person edited the same passages" in refused["error"], refused
+    assert (await _document(thread)) == ("alpha BETA! gamma delta", 2)
