@@ -33,6 +33,7 @@ from .approvals import ApprovalMiddleware
 from .catalogue import ModelChoice
 from .context import AgentContext
 from .middleware import (
+    CallOrderMiddleware,
     ModelTurnRetryMiddleware,
     RefusedCallsMiddleware,
     TurnCallLimitMiddleware,
@@ -94,6 +95,9 @@ def build_agent(*, model: BaseChatModel, checkpointer=None):
         # keeps calling tools. Counted per turn, capped per mode (agent.modes).
         middleware.append(TurnCallLimitMiddleware(limits=limits))
     middleware += [
+        # The outermost tool-call wrapper (the first with one): the calls of
+        # one reply run one at a time, in the model's order (docs/adr/0130).
+        CallOrderMiddleware(),
         # Only the mode's tools are shown, and only they run (docs/adr/0018).
         ModeMiddleware(),
         # The prompt is computed once per model call and shared by the

@@ -5,6 +5,7 @@ per model per process); LangGraph hands this context to the middleware
 (`request.runtime.context`) and to every tool (`runtime.context`) of the
 run it was passed to. It is never checkpointed."""
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -230,6 +231,9 @@ class AgentContext:
     resuming: ResumedCall | None = None
     # Mutable, one per run: the context itself stays frozen.
     seen: Seen = field(default_factory=Seen)
+    # Held by the tool call running: the calls of one reply run one at a
+    # time, in the model's order (agent.middleware.call_order).
+    calls: asyncio.Lock = field(default_factory=asyncio.Lock)
     budget: TokenBudget = field(default_factory=TokenBudget)
     # Who sent the turn's message, and the name the prompt gives them
     # (workspace.people), read once when the turn starts (docs/adr/0085).

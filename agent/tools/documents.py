@@ -70,11 +70,12 @@ def update_document(thread, *, content: str, title: str | None = None, seen=None
     if seen is not None:
         seen.wrote(document.version, from_whole=True, merged=saved.merged)
     if saved.merged:
+        own = only_own_edits_between(thread, after_version=base_version or 0, before_version=document.version)
+        whose = "your own other edits of this step" if own else "the person's concurrent edits"
         return (
-            f"Saved the document '{document.title}' as version {document.version}, merged with the person's "
-            f"concurrent edits: you wrote from version {base_version}, and what they changed since is kept, so the "
-            f"document now differs from the text you sent ({len(document.content):,} characters). "
-            "The next workspace block shows it."
+            f"Saved the document '{document.title}' as version {document.version}, merged with {whose}: you wrote "
+            f"from version {base_version}, and what was changed since is kept, so the document now differs from the "
+            f"text you sent ({len(document.content):,} characters). The next workspace block shows it."
         )
     return f"Replaced the document '{document.title}' ({len(document.content):,} characters, version {document.version})."
 

@@ -8,16 +8,21 @@ written from the same workspace block; the agent's own earlier call of the
 reply is not someone else's change, so it must neither block the later call
 nor be reported as the person's."""
 
+import asyncio
 import json
+from types import SimpleNamespace
 
 import pytest
 from asgiref.sync import sync_to_async
+from langgraph.errors import GraphInterrupt
 
+from agent.context import AgentContext
+from agent.middleware import CallOrderMiddleware
 from tests.agent.scripted_turn import tool_results_of_a_turn
 from tests.support.fake_model import Reply, tool_call
 from tests.support.requests import as_another_request
 from workspace import selectors
-from workspace.models import DocumentRevision, Preference, Todo
+from workspace.models import DocumentRevision, PlanChange, Preference, Todo
 from workspace.services import document as document_services
 from workspace.services import plan as plan_services
 from workspace.services import preferences as preference_services
@@ -234,3 +239,170 @@ async def test_a_passage_edit_overlapping_the_persons_edit_still_says_it_is_thei
     [refused] = _envelopes(await tool_results_of_a_turn(thread, [reply]))
     assert refused["success"] is False and "the person edited the same passages" in refused["error"], refused
     assert (await _document(thread)) == ("alpha BETA! gamma delta", 2)
+
+
+# --- the calls of one reply run in the model's order ---------------------------------
+
+
+async def test_a_step_dropped_then_renamed_in_one_reply_is_dropped_and_the_rename_refused(thread):
+    """Reply: remove_todos #2, then update_todos #2 (the trace lists
+    "Dropping…" before "Renaming…"). As the model wrote them: the step goes,
+    and the rename is refused because step #2 was removed. Before, the
+    removal's approval check awaited the database and the rename overtook
+    it: the step the model dropped stayed, renamed."""
+    await _collect_and_draft(thread)
+    results = await tool_results_of_a_turn(
+        thread,
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("remove_todos", "Dropping the draft step.", indices=[2]),
+                    tool_call("update_todos", "Renaming the draft step.", updates=[{"index": 2, "text": "Draft v2"}]),
+                ]
+            )
+        ],
+    )
+    removed, renamed = _envelopes(results)
+    assert await _steps(thread) == [("Collect", False, 0)], (removed, renamed)
+    assert removed["success"] is True and not removed.get("skipped"), removed
+    assert renamed["success"] is False and "removed since" in renamed["error"], renamed
+
+
+async def test_a_rewrite_then_an_append_in_one_reply_are_versions_in_that_order(thread):
+    """Reply: update_document (the new draft), then append_to_document (its
+    conclusion). The rewrite is version 2 and replaces the text cleanly;
+    the append is version 3. Before, the append overtook the rewrite's
+    approval check, and the rewrite was told it was "merged with the
+    person's concurrent edits", though nobody else wrote."""
+    await sync_to_async(document_services.document_save)(
+        thread=thread, title="Report", content="Old notes.", author=DocumentRevision.Author.PERSON
+    )
+    results = await tool_results_of_a_turn(
+        thread,
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("update_document", "Writing the draft.", content="# Report\n\nOld notes, now an introduction."),
+                    tool_call("append_to_document", "Adding the conclusion.", text="## Conclusion\n\nIt holds."),
+                ]
+            )
+        ],
+    )
+    rewrite, append = _envelopes(results)
+    assert "version 2" in rewrite["summary"] and "merged" not in rewrite["summary"], rewrite
+    assert append["success"] is True, append
+    assert await _document(thread) == ("# Report\n\nOld notes, now an introduction.\n\n## Conclusion\n\nIt holds.", 3)
+
+
+async def test_many_calls_of_one_reply_reach_the_plan_history_in_the_models_order(thread):
+    """Six calls alternating a removal (which the approval check looks at
+    in the database first) and a rename (which it does not): the plan's
+    history lists them in the order of the reply."""
+    await sync_to_async(plan_services.todos_add_outline)(thread=thread, steps=[{"text": f"S{i}"} for i in range(1, 7)])
+    calls = []
+    for i in (6, 4, 2):
+        calls.append(tool_call("remove_todos", f"Dropping S{i}.", indices=[i]))
+        calls.append(tool_call("update_todos", f"Renaming S{i - 1}.", updates=[{"index": i - 1, "text": f"S{i - 1}'"}]))
+    results = await tool_results_of_a_turn(thread, [Reply(tool_calls=calls)])
+    assert all(e["success"] and not e.get("skipped") for e in _envelopes(results)), _envelopes(results)
+    history = await sync_to_async(
+        lambda: list(PlanChange.objects.filter(thread=thread).order_by("pk").values_list("summary", flat=True))
+    )()
+    assert history[1:] == [
+        "Removed “S6”",
+        "Renamed “S5” to “S5'”",
+        "Removed “S4”",
+        "Renamed “S3” to “S3'”",
+        "Removed “S2”",
+        "Renamed “S1” to “S1'”",
+    ], history
+    assert await _steps(thread) == [("S1'", False, 0), ("S3'", False, 0), ("S5'", False, 0)]
+
+
+async def test_a_rewrite_merged_with_the_agents_own_append_of_the_same_reply_says_so(thread):
+    """Reply: append_to_document, then update_document written from the
+    version the model was shown. The rewrite is merged with the append
+    that came first, and the model is told that was its own other edit,
+    not "the person's concurrent edits", as the targeted edits already say."""
+    await sync_to_async(document_services.document_save)(
+        thread=thread, title="Report", content="Old notes.", author=DocumentRevision.Author.PERSON
+    )
+    results = await tool_results_of_a_turn(
+        thread,
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("append_to_document", "Adding the conclusion.", text="## Conclusion\n\nIt holds."),
+                    tool_call("update_document", "Writing the draft.", content="# Report\n\nOld notes, now an introduction."),
+                ]
+            )
+        ],
+    )
+    append, rewrite = _envelopes(results)
+    assert append["success"] is True and rewrite["success"] is True, (append, rewrite)
+    assert "merged with your own other edits of this step" in rewrite["summary"], rewrite
+    assert "person" not in rewrite["summary"], rewrite
+    assert await _document(thread) == ("# Report\n\nOld notes, now an introduction.\n\n## Conclusion\n\nIt holds.", 3)
+
+
+# --- the gate never holds up a call for one that ended ------------------------------
+
+
+def _call(context):
+    return SimpleNamespace(runtime=SimpleNamespace(context=context), tool_call={"id": "call"})
+
+
+async def _queued(context, *handlers):
+    """Start one call per handler through the gate, in order, each queued
+    behind the one before."""
+    gate = CallOrderMiddleware()
+    tasks = []
+    for handler in handlers:
+        tasks.append(asyncio.create_task(gate.awrap_tool_call(_call(context), handler)))
+        await asyncio.sleep(0)
+    return tasks
+
+
+async def test_a_call_stopped_while_it_runs_or_waits_does_not_hold_up_the_calls_after_it(thread):
+    """The Stop button cancels a reply's calls: the one running, and one
+    waiting its turn. A call queued after them still runs (the gate is let
+    go, and the cancelled waiter leaves the queue)."""
+    context = AgentContext(thread=thread)
+    started = asyncio.Event()
+
+    async def slow(request):
+        started.set()
+        await asyncio.sleep(3600)
+
+    async def quick(request):
+        return "ran"
+
+    running, waiting, after = await _queued(context, slow, quick, quick)
+    await started.wait()
+    running.cancel()
+    waiting.cancel()
+    assert await asyncio.wait_for(after, timeout=5) == "ran"
+    assert waiting.cancelled() and not context.calls.locked()
+
+
+async def test_a_call_that_pauses_for_approval_or_fails_lets_the_next_call_run(thread):
+    """An approval's interrupt, or an error, ends the call holding the
+    gate: the next call of the reply runs."""
+    context = AgentContext(thread=thread)
+
+    async def asks(request):
+        raise GraphInterrupt(())
+
+    async def fails(request):
+        raise RuntimeError("boom")
+
+    async def quick(request):
+        return "ran"
+
+    paused, failed, after = await _queued(context, asks, fails, quick)
+    assert await asyncio.wait_for(after, timeout=5) == "ran"
+    with pytest.raises(GraphInterrupt):
+        await paused
+    with pytest.raises(RuntimeError):
+        await failed
+    assert not context.calls.locked()

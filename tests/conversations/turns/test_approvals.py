@@ -420,3 +420,58 @@ async def test_an_editors_turn_resumed_by_the_owners_answer_stays_the_editors_in
         lambda: list(ModelUsage.objects.filter(thread=thread).values_list("user__username", flat=True))
     )()
     assert payers == ["bob", "bob"]
+
+
+async def test_calls_beside_one_that_waits_for_approval_run_once_and_in_order_after_it_is_approved(owner, thread, script):
+    """One reply: add_todos, a document rewrite that removes most of the
+    text (asks first), toggle_todos, add_preferences. The calls of a reply
+    run one at a time in the model's order (docs/adr/0130): the add runs,
+    the rewrite pauses the turn, the toggle and the preference run. The
+    person approves and the run resumes with only the rewrite to run: it
+    must not wait for calls that completed before the pause. Every other
+    call ran exactly once, the rewrite applied once, the turn complete."""
+    from conversations.turns import approval_claims
+    from workspace.models import DocumentRevision, Preference, Todo
+    from workspace.services import document as document_services
+    from workspace.services import plan as plan_services
+
+    long_notes = "".join(f"Paragraph {n} of the notes, with the reasoning that belongs to it.\n\n" for n in range(1, 80))
+
+    @database_sync_to_async
+    def prepare():
+        document_services.document_save(thread=thread, title="Notes", content=long_notes, author=DocumentRevision.Author.PERSON)
+        plan_services.todos_add_outline(thread=thread, steps=[{"text": "Collect"}])
+
+    @database_sync_to_async
+    def stored():
+        return (
+            sorted(Todo.objects.filter(thread=thread).values_list("text", "done")),
+            list(Preference.objects.filter(thread=thread).values_list("title", "kind")),
+            selectors.document_for(thread=thread).content,
+        )
+
+    await prepare()
+    script(
+        Reply(
+            tool_calls=[
+                tool_call("add_todos", "Adding the writing step.", steps=[{"text": "Write"}]),
+                tool_call("update_document", "Replacing the notes with a short summary.", content="# Summary\n\nShort."),
+                tool_call("toggle_todos", "Ticking off collecting.", indices=[1]),
+                tool_call("add_preferences", "Noting the short style.", items=[{"title": "Short", "kind": "soft"}]),
+            ]
+        ),
+        Reply(text="Done."),
+    )
+    await registry.start_turn(thread=thread, user_message="summarise")
+    await registry.wait_for_turn(thread.pk, timeout=60)
+    assert (await _row(thread)).status == Turn.Status.AWAITING
+    # The calls around the paused one ran while the card waited.
+    todos, preferences, content = await stored()
+    assert todos == [("Collect", True), ("Write", False)] and preferences == [("Short", "soft")]
+    assert content == long_notes
+
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED, person=owner)
+    await registry.wait_for_turn(thread.pk, timeout=60)
+    row = await _row(thread)
+    assert row.status == Turn.Status.COMPLETE, (row.status, row.notice)
+    assert await stored() == ([("Collect", True), ("Write", False)], [("Short", "soft")], "# Summary\n\nShort.")
