@@ -14,7 +14,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 from django.http import Http404
 
-from . import plan_tree
+from . import plan_tree, write_counts
 from .diff import DiffLine, Hunk, TextDiff, change_hunks, diff_text, revert_hunks
 from .merge import merge_lines_keeping_ours
 from .models import (
@@ -709,8 +709,10 @@ def _reread(thread_id, reading: WorkspaceReading, moved: set[str], objective_tex
 
 def surface_writes_of(thread_id) -> int:
     """Thread.surface_writes as stored now, without reading the thread."""
-    counts = Thread.objects.filter(pk=thread_id).values_list(*Thread.WRITE_COUNTS.values()).first()
-    return sum(counts) if counts else 0
+    try:
+        return sum(write_counts.read(thread_id))
+    except Thread.DoesNotExist:
+        return 0
 
 
 def workspace_reading_current(*, thread: Thread, expected: Collection[str] = ()) -> WorkspaceReading:
@@ -732,8 +734,7 @@ def workspace_reading_current(*, thread: Thread, expected: Collection[str] = ())
         counts, reading = _read_workspace(thread.pk)
     else:
         kept_counts, reading = kept
-        joined = ("objective__text",) if "objective" in expected else ()
-        row = Thread.objects.filter(pk=thread.pk).values_list(*Thread.WRITE_COUNTS.values(), *joined).get()
+        row = write_counts.read(thread.pk, with_objective="objective" in expected)
         counts = tuple(row[: len(Thread.WRITE_COUNTS)])
         moved = {surface for surface, was, now in zip(Thread.WRITE_COUNTS, kept_counts, counts) if was != now}
         if not moved:

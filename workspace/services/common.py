@@ -3,8 +3,8 @@
 from dataclasses import dataclass, field
 
 from django.db.models import F
-from django.utils import timezone
 
+from .. import write_counts
 from ..events import Change, announce
 from ..models import Thread
 
@@ -28,8 +28,7 @@ def touch(thread_id, *surfaces: str) -> None:
     write of each of `surfaces` the prompt reads (Thread.WRITE_COUNTS), in
     the caller's transaction. By id, so a row's `thread_id` will do:
     `row.thread` would load the thread only to read its pk."""
-    counts = {Thread.WRITE_COUNTS[s]: F(Thread.WRITE_COUNTS[s]) + 1 for s in surfaces if s in Thread.WRITE_COUNTS}
-    Thread.objects.filter(pk=thread_id).update(last_activity_at=timezone.now(), **counts)
+    write_counts.raise_counts(thread_id, surfaces)
 
 
 def changed(thread_id, surface: str, ids=(), *, reordered: bool = False) -> None:

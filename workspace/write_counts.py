@@ -1,0 +1,72 @@
+"""A thread's write counts (Thread.WRITE_COUNTS), read and raised in plain SQL.
+
+Every agent step reads them twice (its patches after the write, the next
+prompt) and raises them once: through the ORM each statement costs ~0.13 ms
+of Python to build for ~0.01 ms in the database (docs/adr/0133). The
+statements are built from the models' metadata, so a renamed column or
+table follows.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import cast
+
+from django.db import connection, models
+from django.utils import timezone
+
+from .models import Objective, Thread
+
+
+def _column(model, name: str) -> str:
+    field = cast(models.Field, model._meta.get_field(name))
+    return connection.ops.quote_name(cast(str, field.column))
+
+
+def _table(model) -> str:
+    return connection.ops.quote_name(cast(str, model._meta.db_table))
+
+
+@functools.cache
+def _select(vendor: str, with_objective: bool) -> str:
+    thread, pk = _table(Thread), _column(Thread, "id")
+    counts = ", ".join(f"{thread}.{_column(Thread, name)}" for name in Thread.WRITE_COUNTS.values())
+    if not with_objective:
+        return f"SELECT {counts} FROM {thread} WHERE {thread}.{pk} = %s"
+    objective = _table(Objective)
+    return (
+        f"SELECT {counts}, {objective}.{_column(Objective, 'text')} FROM {thread} "
+        f"LEFT OUTER JOIN {objective} ON {objective}.{_column(Objective, 'thread')} = {thread}.{pk} "
+        f"WHERE {thread}.{pk} = %s"
+    )
+
+
+@functools.cache
+def _update(vendor: str, surfaces: tuple[str, ...]) -> str:
+    raised = "".join(f", {column} = {column} + 1" for column in (_column(Thread, Thread.WRITE_COUNTS[s]) for s in surfaces))
+    return f"UPDATE {_table(Thread)} SET {_column(Thread, 'last_activity_at')} = %s{raised} WHERE {_column(Thread, 'id')} = %s"
+
+
+def _thread_key(thread_id):
+    return Thread._meta.pk.get_db_prep_value(thread_id, connection)
+
+
+def read(thread_id, *, with_objective: bool = False) -> tuple:
+    """The thread's counts in Thread.WRITE_COUNTS' order, then its
+    objective's text (None without one) if `with_objective`. Raises
+    Thread.DoesNotExist, as the ORM's `get` does."""
+    with connection.cursor() as cursor:
+        cursor.execute(_select(connection.vendor, with_objective), [_thread_key(thread_id)])
+        row = cursor.fetchone()
+    if row is None:
+        raise Thread.DoesNotExist(f"Thread {thread_id} does not exist.")
+    return row
+
+
+def raise_counts(thread_id, surfaces) -> None:
+    """Mark the thread active now and count one write of each of `surfaces`
+    that has a count, in the caller's transaction."""
+    counted = tuple(surface for surface in Thread.WRITE_COUNTS if surface in surfaces)
+    now = Thread._meta.get_field("last_activity_at").get_db_prep_value(timezone.now(), connection)
+    with connection.cursor() as cursor:
+        cursor.execute(_update(connection.vendor, counted), [now, _thread_key(thread_id)])
