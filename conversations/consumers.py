@@ -187,6 +187,7 @@ class ThreadConsumer(PageSocketConsumer):
     _page_count_renewal = None
     _counted_windows: set = frozenset()
     _present_on = None  # the thread this socket is recorded as open on (conversations.presence)
+    _catching_up = None
 
     async def connect(self):
         publisher.attach()
@@ -244,10 +245,23 @@ class ThreadConsumer(PageSocketConsumer):
         self._present_on = self.thread.pk
         self._renewal = asyncio.ensure_future(self._renew_membership())
         self._page_count_renewal = asyncio.ensure_future(self._renew_page_count())
-        # Behind any fragment already on its way to the thread, so nothing
-        # arrives twice or out of order.
-        for html in await registry.connect_fragments(self.thread.pk):
+        await self._catch_up()
+
+    async def _catch_up(self):
+        """The turn so far, or how the latest turn ended. Behind any fragment
+        already on its way to the thread, so nothing arrives twice or out of
+        order; from the process running the turn, behind its fragments, when
+        that is another (turns.elsewhere)."""
+        for html in await registry.connect_fragments(self.thread.pk, page_channel=self.channel_name):
             publisher.publish_to_consumer(self.thread.pk, self, html)
+
+    async def _catch_up_after_a_loss(self):
+        try:
+            if self.thread is not None:
+                await self._catch_up()
+        except Exception as error:
+            # The page reloads the rest (RESYNC); a turn's end, sent whole, completes its answer.
+            outages.note(logger, error, "a page of thread %s could not catch up with the turn", self.thread.pk)
 
     async def send(self, text_data=None, bytes_data=None, close=False):
         # The server could not encode a lone surrogate and would drop the
@@ -284,6 +298,8 @@ class ThreadConsumer(PageSocketConsumer):
     async def disconnect(self, code):
         if self._page_count_renewal is not None:
             self._page_count_renewal.cancel()
+        if self._catching_up is not None:
+            self._catching_up.cancel()
         if self._counted_windows:
             await _cache_call(_uncount_page, self.scope["user"].pk, self._counted_windows)
             self._counted_windows = set()
@@ -628,16 +644,33 @@ class ThreadConsumer(PageSocketConsumer):
         (conversations.live), which keeps our own process's back. A gap in a
         process's sequence numbers means a message was lost on the way: the
         page reloads the workspace it shows (the chat's end-of-turn fragments
-        replace a turn whole, so a lost token there heals itself)."""
+        replace a turn whole, so a lost token there heals itself).
+
+        What the page reloads shows a running turn as it was drawn: a token
+        lost mid-answer would stay a hole until the turn's end. So the page
+        catches up with the turn as when it connected (`_catch_up`), in a
+        task of its own: the relay that hands this over serves every page
+        of the thread. A message for one page (`to`: the turn so far it
+        asked for, turns.elsewhere) is taken by that page only; the others
+        count its number all the same."""
         origin, seq = event.get("origin"), event.get("seq")
+        to = event.get("to")
+        html = event["html"] if to is None or to == self.channel_name else ""
         if origin is not None and isinstance(seq, int):
             last = self._seen.get(origin)
             self._seen[origin] = seq
             if last is not None and seq != last + 1:
                 logger.warning("thread %s: %d message(s) from process %s lost", self.thread.pk, seq - last - 1, origin)
-                await self.send(text_data=event["html"] + RESYNC)
+                await self.send(text_data=html + RESYNC)
+                if self._catching_up is None or self._catching_up.done():
+                    # From an empty context: the relay's task may carry a
+                    # writer's worker thread's (as StaffThreadConsumer._changed).
+                    self._catching_up = asyncio.get_running_loop().create_task(
+                        self._catch_up_after_a_loss(), context=contextvars.Context()
+                    )
                 return
-        await self.send(text_data=event["html"])
+        if html:
+            await self.send(text_data=html)
 
 
 class StaffThreadConsumer(PageSocketConsumer):

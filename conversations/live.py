@@ -162,6 +162,13 @@ def joined_appends(items: list[tuple[object | None, str | Append, str]]) -> list
     return out
 
 
+@dataclass(frozen=True)
+class PageElsewhere:
+    """A page of another process, by its channel name (`publish_to_page`)."""
+
+    channel_name: str
+
+
 @dataclass
 class _Outbox:
     # (one consumer, or None for the whole group, html or an Append, its stand-in if too big), in order.
@@ -261,6 +268,16 @@ class Publisher:
         if html:
             self._submit(group_name(thread_id), consumer, html, too_big)
 
+    def publish_to_page(self, thread_id, channel_name: str, html: str, *, too_big: str = RESYNC) -> None:
+        """Send `html` to one page of the thread, of whichever process, after
+        everything already queued for the thread: it goes with the thread's
+        fragments to the other processes, in their order and numbered with
+        them, and only the page named takes it (conversations.consumers).
+        For a page that joined while this process runs the thread's turn,
+        the turn so far (conversations.turns.elsewhere)."""
+        if html:
+            self._submit(group_name(thread_id), PageElsewhere(channel_name), html, too_big)
+
     def _submit(self, group: str, consumer, html: str | Append, too_big: str) -> None:
         # One string no socket (or Redis) can encode must not close every
         # page of the thread: lone surrogates become U+FFFD here, once.
@@ -336,8 +353,19 @@ class Publisher:
     async def _deliver(self, group: str, consumer, html: str) -> None:
         if consumer is None:
             await self._to_group(group, html)
+        elif isinstance(consumer, PageElsewhere):
+            await self._to_page(group, consumer.channel_name, html)
         else:
             await self._to_consumer(consumer, html)
+
+    async def _to_page(self, group: str, channel_name: str, html: str) -> None:
+        """`html` for one page: handed over if it is one of ours (our relay
+        drops our own frames), else with the thread's fragments, for it alone."""
+        for consumer in list(self._members.get(group, ())):
+            if consumer.channel_name == channel_name:
+                await self._to_consumer(consumer, html)
+                return
+        await self._to_other_processes(get_channel_layer(), group, html, to=channel_name)
 
     async def _to_group(self, group: str, html: str) -> None:
         layer = get_channel_layer()
@@ -351,16 +379,18 @@ class Publisher:
         for consumer in list(self._members.get(group, ())):
             await self._to_consumer(consumer, html)
 
-    async def _to_other_processes(self, layer, group: str, html: str) -> None:
-        if not await self._to_layer(layer, group, html):
+    async def _to_other_processes(self, layer, group: str, html: str, *, to: str | None = None) -> None:
+        if not await self._to_layer(layer, group, html, to=to):
             # The other processes' pages would notice the gap in the sequence
             # numbers only with the next message; this one tells them now,
             # if the layer takes it (conversations.consumers).
             await self._to_layer(layer, group, RESYNC)
 
-    async def _to_layer(self, layer, group: str, html: str) -> bool:
+    async def _to_layer(self, layer, group: str, html: str, *, to: str | None = None) -> bool:
         seq = self._seq[group] = self._seq.get(group, 0) + 1
         message = {"type": FRAGMENT_EVENT, "group": group, "html": html, "origin": self.origin, "seq": seq}
+        if to is not None:
+            message["to"] = to  # one page's (publish_to_page): the others only count its number
         try:
             async with self._layer_slots or asyncio.Semaphore(1):
                 if live_bus.carries(layer):

@@ -13,6 +13,10 @@ One recovery task per process releases the turns of dead servers: at
 start-up those its own predecessor left running, then every 10 s those
 whose claims went stale (turns.slot); the same for the open pages that
 presence counts (conversations.presence).
+
+From its first turn on, a process answers the pages of other processes that
+join a thread while it runs the thread's turn: they ask it for the turn so
+far (turns.elsewhere, docs/adr/0132).
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from ..errors import ConversationError, MessageAlreadyStored
 from ..live import publisher
 from ..models import Account
 from ..selectors import latest_turn_row, turn_of_sent_message
-from . import approval_claims, fragments, outcome, slot
+from . import approval_claims, elsewhere, fragments, outcome, process, slot
 from .approval_record import TurnApproval
 from .message_checks import SELECTION_NOTES
 from .run import Resume, TurnRun, stored_selection
@@ -78,6 +82,7 @@ class _Running:
 _running: dict[uuid.UUID, _Running] = {}
 _watcher: asyncio.Task | None = None
 _recovery: asyncio.Task | None = None
+_answerer: asyncio.Task | None = None
 _warmed_loop = None
 _warm_task: asyncio.Task | None = None
 
@@ -379,6 +384,7 @@ def _launch(thread: Thread, turn: TurnRun) -> None:
     _running[thread.pk] = _Running(task=task, turn=turn)
     task.add_done_callback(lambda done, key=thread.pk: _forget(key, done))
     _ensure_watcher()
+    _ensure_answerer()
     checkpointers.on_shutdown(stop_all_turns)
 
 
@@ -393,6 +399,18 @@ def _ensure_watcher() -> None:
     loop = asyncio.get_running_loop()
     if _watcher is None or _watcher.done() or _watcher.get_loop() is not loop:
         _watcher = loop.create_task(_watch(), name="haico-turn-watcher")
+
+
+def _ensure_answerer() -> None:
+    """This process answers other processes' pages that ask for its turns
+    so far (turns.elsewhere), from its first turn on. Asks sent before wait
+    in the channel layer."""
+    global _answerer
+    loop = asyncio.get_running_loop()
+    if _answerer is None or _answerer.done() or _answerer.get_loop() is not loop:
+        _answerer = loop.create_task(
+            elsewhere.answer(process.BOOT, resync_fragments), name="haico-turn-answerer", context=contextvars.Context()
+        )
 
 
 async def _watch() -> None:
@@ -496,15 +514,20 @@ def resync_fragments(thread_id) -> list[str]:
     return local.turn.resync_fragments()
 
 
-async def connect_fragments(thread_id) -> list[str]:
+async def connect_fragments(thread_id, *, page_channel: str) -> list[str]:
     """What a page that just connected may have missed: the turn running in
     this process so far, or, when none runs anywhere, how the latest turn
     ended (a page that lost its socket to a server that died still shows
-    that turn running)."""
+    that turn running). A turn running in another process is asked for
+    here, for the page of channel `page_channel`: that process sends it the
+    turn so far with the thread's fragments (turns.elsewhere)."""
     fragments_so_far = resync_fragments(thread_id)
     if fragments_so_far:
         return fragments_so_far
-    return await database_sync_to_async(ended_fragments)(thread_id)
+    ended, running_on = await database_sync_to_async(_ended_or_running_on)(thread_id)
+    if running_on and running_on != process.BOOT:
+        await elsewhere.ask(boot=running_on, thread_id=thread_id, page_channel=page_channel)
+    return ended
 
 
 def ended_html(thread_id) -> str:
@@ -516,9 +539,17 @@ def ended_html(thread_id) -> str:
 def ended_fragments(thread_id) -> list[str]:
     """ended_html in parts: the turn's answer (which can be large) apart
     from its marker and the controls, so a page always gets the latter."""
+    return _ended_or_running_on(thread_id)[0]
+
+
+def _ended_or_running_on(thread_id) -> tuple[list[str], str]:
+    """ended_fragments, and the boot id of the process running the latest
+    turn ("" when none runs it), from one reading of its row."""
     row = latest_turn_row(thread_id=thread_id)
-    if row is None or row.status == row.Status.RUNNING:
-        return []  # running elsewhere: its fragments come through the layer
+    if row is None:
+        return [], ""
+    if row.status == row.Status.RUNNING:
+        return [], row.boot  # its fragments come through the layer, the turn so far when asked
     if row.status == row.Status.AWAITING:
         # The page may have been built before the turn paused: the card.
         turn = fragments.turn_context(
@@ -528,10 +559,10 @@ def ended_fragments(thread_id) -> list[str]:
             ending=outcome.marker(status=row.status),
             approval=fragments.approval_view(TurnApproval.from_json(row.approval), pending=True),
         )
-        return [fragments.approval_card(turn)]
+        return [fragments.approval_card(turn)], ""
     # The page may have been built before that turn ended: its map too.
     answer, end = fragments.ended_parts(row, latest=True)
-    return [answer, end, trajectory.map_push(thread_id=thread_id)]
+    return [answer, end, trajectory.map_push(thread_id=thread_id)], ""
 
 
 async def wait_for_turn(thread_id, timeout: float = 30.0) -> None:

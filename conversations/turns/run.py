@@ -264,6 +264,10 @@ class TurnRun:
         self._last_sent = time.monotonic()
         self.resume = resume
         self.approval: ApprovalAsked | None = None  # the approval the turn paused for
+        # Set once the turn stops streaming: what follows is its end (or its
+        # card), sent whole, and a page that joins from then on is given no
+        # snapshot of it running (it would arrive after that end).
+        self.ending = False
 
     @staticmethod
     def prepare() -> None:
@@ -306,8 +310,16 @@ class TurnRun:
 
     def resync_fragments(self) -> list[str]:
         """The reasoning and the answer so far, for a page opened mid-turn:
-        the start of the answer in place, the rest appended in pieces."""
+        the start of the answer in place, the rest appended in pieces; []
+        once the turn is ending (its end is on its way to every page).
+
+        Exactly the text sent so far: whitespace held back for the next word
+        (`_token`) goes out with that word, so it is not in the snapshot."""
+        if self.ending:
+            return []
         text = "".join(self.draft)
+        if self._held_whitespace:
+            text = text[: len(text) - len(self._held_whitespace)]
         first, rest = text[:TOKEN_PIECE_CHARS], text[TOKEN_PIECE_CHARS:]
         if not rest.strip():
             first, rest = text, ""
@@ -423,6 +435,7 @@ class TurnRun:
             await self._note(activity.turn_failed(exc, notice))
             await self._repair(partial=None, tool_result=FAILED_TOOL_RESULT)
         finally:
+            self.ending = True
             if status == Turn.Status.AWAITING:
                 await self._hold_for_approval()
             else:

@@ -28,6 +28,9 @@ Fixtures:
   ``helpers.MODEL``, with no replies scripted; a test file whose tests share a
   script overrides it with ``def model_server(model_server)`` that scripts and
   returns it. ``helpers.model_env(model_server)`` makes it the site's model.
+- ``private_redis`` (function): a Redis of the test's own
+  (tests.support.services.PrivateRedis, started), for a test that stops and
+  starts it; never the shared one.
 - ``owner_workspace`` (function): ``(page, url)``, ``page`` signed in as a new
   person (OWNER) on a new thread of ``haico_server``, its socket open;
   ``second_tab``: another tab of that person on the same thread.
@@ -57,6 +60,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.forked_python import ForkedProcess, Forker
+from tests.support.services import PrivateRedis
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 FAILURE_DIR = Path("/tmp/haico-browser-failures")
@@ -384,6 +388,16 @@ def start_haico_server(_migrated_db_template, request):
             print(f"--- server log ({server.log_path}), {state} ---\n{server.log_tail()}")
         else:
             shutil.rmtree(server.log_path.parent, ignore_errors=True)
+
+
+@pytest.fixture
+def private_redis(tmp_path):
+    if reason := PrivateRedis.available():
+        pytest.skip(f"{reason} (apt-get install redis-server)")
+    redis = PrivateRedis(tmp_path)
+    redis.start()
+    yield redis
+    redis.close()
 
 
 @pytest.fixture

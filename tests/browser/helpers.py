@@ -124,6 +124,15 @@ def model_env(model_server, **extra: str) -> dict[str, str]:
     return {"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "HAICO_MODEL": MODEL, **extra}
 
 
+def two_servers(start_haico_server, model_server, *, database_url: str, redis_url: str):
+    """Two servers sharing PostgreSQL and the Redis channel layer, as a team
+    runs several server processes behind a proxy: (server A, server B)."""
+    env = model_env(model_server, REDIS_URL=redis_url)
+    return tuple(
+        start_haico_server({**env, "HAICO_INSTANCE": name}, database_url=database_url) for name in ("server-a", "server-b")
+    )
+
+
 def revenue_chart_call(reasoning: str = REASONING) -> dict:
     """The chart_generator call for the bar chart `expect_bar_chart` looks for."""
     return tool_call(

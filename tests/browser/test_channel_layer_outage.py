@@ -14,7 +14,6 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.support.fake_model import Reply
-from tests.support.services import PrivateRedis
 
 from .helpers import TURN_WAIT_MS, model_env, new_thread_for, open_add_form, wait_for_socket
 
@@ -24,16 +23,6 @@ OUTAGE_SECONDS = 10
 # From Redis answering again to the page showing it: the page's backoff is at
 # most 2 s (static/js/live.js), then the handshake and the reload.
 BACK_WITHIN_MS = 6_000
-
-
-@pytest.fixture
-def private_redis(tmp_path):
-    if reason := PrivateRedis.available():
-        pytest.skip(f"{reason} (apt-get install redis-server)")
-    redis = PrivateRedis(tmp_path)
-    redis.start()
-    yield redis
-    redis.close()
 
 
 def _reconnecting(page):

@@ -2,6 +2,7 @@
 in the middle of a tool call, duplicate frames, server shutdown."""
 
 import asyncio
+import time
 
 import pytest
 from channels.db import database_sync_to_async
@@ -176,3 +177,38 @@ async def test_a_long_turn_keeps_its_claim_fresh_so_no_other_process_takes_it_ov
     assert first is not None and later is not None and later > first
     await frames_until_turn_end(socket)
     assert await database_sync_to_async(claimed_at)() is None
+
+
+async def test_a_page_opened_while_whitespace_waits_for_the_next_word_gets_it_once(owner, thread, script, sockets):
+    """Whitespace streamed alone waits for the next word and goes out with
+    it: the turn so far, for a page joining meanwhile, is what was sent, so
+    that whitespace does not show twice once the word arrives."""
+    script(Reply(text="one" + "   " + "two", token_chars=3, token_delay=0.3))
+    socket = await sockets(thread.pk, owner)
+    await _start(thread, "count")
+    await frame_containing(socket, 'hx-swap-oob="beforeend">one')
+    await asyncio.sleep(0.45)  # "   " streamed, held for "two"
+    so_far = "".join(registry.resync_fragments(thread.pk))
+    assert "one" in so_far and "one " not in so_far
+    frames = await frames_until_turn_end(socket)
+    assert any('hx-swap-oob="beforeend">   two' in f for f in frames)
+
+
+async def test_a_page_opened_while_the_turn_is_ending_is_not_sent_it_running(owner, thread, script, sockets, monkeypatch):
+    """Once the turn has stopped streaming its end is on its way to every
+    page (its row stored first): a page joining meanwhile must not be sent
+    the turn as running, which would arrive after that end."""
+    script(Reply(text="Done."))
+    finish = run._finish
+
+    def slow_finish(**kwargs):
+        time.sleep(0.5)
+        return finish(**kwargs)
+
+    monkeypatch.setattr(run, "_finish", slow_finish)
+    socket = await sockets(thread.pk, owner)
+    await _start(thread, "answer")
+    await frame_containing(socket, 'hx-swap-oob="beforeend">Done.')
+    await asyncio.sleep(0.2)  # storing its end
+    assert registry.resync_fragments(thread.pk) == []
+    await frames_until_turn_end(socket)
