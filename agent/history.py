@@ -152,7 +152,13 @@ def turn_steps(messages: list[BaseMessage], *, turn_index: int) -> list[tuple[st
 
 
 def repair_update(
-    messages: list[BaseMessage], *, turn_index: int, user_message: str, partial: str | None, tool_result: str
+    messages: list[BaseMessage],
+    *,
+    turn_index: int,
+    user_message: str,
+    partial: str | None,
+    tool_result: str,
+    answer: str | None = None,
 ) -> list[BaseMessage] | None:
     """The messages that make a turn's history valid again after it was
     stopped or failed, or None when nothing needs writing.
@@ -161,7 +167,10 @@ def repair_update(
     never finished; the results that exist are repeated, because the update
     that writes this replaces the interrupted step's pending writes), and a
     stopped turn (`partial` is not None) ends with its partial answer marked
-    as stopped. A turn whose message never reached the history gets it."""
+    as stopped. A turn whose message never reached the history gets it, and
+    a turn whose finished `answer` did not (its checkpoint could not be
+    written: the database away as it ended) gets that answer, as the model
+    wrote it."""
     start = None
     for i, message in enumerate(messages):
         if isinstance(message, HumanMessage) and (message.response_metadata or {}).get(TURN_INDEX_KEY) == turn_index:
@@ -183,6 +192,13 @@ def repair_update(
                     answered.add(call.get("id"))
     if partial is not None:
         update.append(AIMessage(content=partial.strip() or STOPPED_PLACEHOLDER, response_metadata={STOPPED_KEY: True}))
+    elif answer is not None:
+        # The state read shows the step's own writes even when its checkpoint
+        # was never written (only its pending writes were): the answer is
+        # written again, under the id it has if it has one (the messages'
+        # reducer then replaces it instead of adding a second).
+        finished = [m for m in ours if isinstance(m, AIMessage) and not m.tool_calls]
+        update.append(finished[-1] if finished else AIMessage(content=answer))
     if len(update) == len(results):
         return None  # nothing dangling and nothing to add
     return update

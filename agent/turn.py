@@ -7,7 +7,7 @@ translates what comes out: tokens of the current model call, the sentences
 of the tool calls it decides on, whether each step worked, the final
 answer, and diagnostics from the middleware. It dedupes what LangGraph
 yields more than once. Stopping is the caller's business: it cancels the
-pending step and closes the stream, then calls `repair_history`.
+pending step and closes the stream, then calls `write_repair`.
 """
 
 from __future__ import annotations
@@ -230,19 +230,25 @@ async def complete_left_calls(graph, *, thread_id, turn_index: int, tool_result:
         logger.exception("could not complete the calls of thread %s's turn %s", thread_id, turn_index)
 
 
-async def repair_history(graph, *, context: AgentContext, user_message: str, partial: str | None, tool_result: str) -> None:
+async def write_repair(
+    graph, *, context: AgentContext, user_message: str, partial: str | None, tool_result: str, answer: str | None = None
+) -> None:
     """Leave the checkpointed history valid for the next model call after a
-    stopped (`partial` is the answer so far) or failed (`partial` None) turn.
-    Writing as the model node leaves nothing pending, so the next turn
-    starts clean from its own message. Never raises."""
+    stopped (`partial` is the answer so far) or failed (`partial` None) turn,
+    or one whose finished `answer` the checkpointer could not store (the
+    database away as it ended). Writing as the model node leaves nothing
+    pending, so the next turn starts clean from its own message. Raises
+    what kept it from writing (the caller may try again)."""
     config = turn_config(context.thread.pk)
-    try:
-        state = await graph.aget_state(config)
-        messages = list((state.values or {}).get("messages") or [])
-        update = repair_update(
-            messages, turn_index=context.turn_index, user_message=user_message, partial=partial, tool_result=tool_result
-        )
-        if update:
-            await graph.aupdate_state(config, {"messages": update}, as_node="model")
-    except Exception:
-        logger.exception("could not repair the history of thread %s after turn %s", context.thread.pk, context.turn_index)
+    state = await graph.aget_state(config)
+    messages = list((state.values or {}).get("messages") or [])
+    update = repair_update(
+        messages,
+        turn_index=context.turn_index,
+        user_message=user_message,
+        partial=partial,
+        tool_result=tool_result,
+        answer=answer,
+    )
+    if update:
+        await graph.aupdate_state(config, {"messages": update}, as_node="model")

@@ -15,7 +15,7 @@ def safe_error_message(exc: BaseException) -> str:
     """A sentence the person can act on; never a traceback or a provider's raw text."""
     if isinstance(exc, ModelNotConfigured | UserFacingError):
         return exc.message
-    if _database_unreachable(exc):
+    if database_unreachable(exc):
         return "The database did not answer while the assistant was working." + RETRY
     if isinstance(exc, GraphRecursionError):
         return "The assistant took too many steps without finishing." + RETRY
@@ -41,7 +41,7 @@ def is_provider_failure(exc: BaseException) -> bool:
     return isinstance(exc, openai.APIError | ModelStreamSilent)
 
 
-def _database_unreachable(exc: BaseException) -> bool:
+def database_unreachable(exc: BaseException) -> bool:
     """A database that did not answer (a lost connection after a restart or
     a failover), from Django or from the checkpointer's own psycopg pool,
     however it was wrapped."""

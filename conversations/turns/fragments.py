@@ -176,9 +176,20 @@ def fragment(name: str, **context) -> str:
     return render_to_string(f"{TEMPLATE}#{name}", context)
 
 
-def controls(*, running: bool, awaiting: bool = False) -> str:
-    """`awaiting`: the latest turn waits for an approval (Stop rejects it)."""
-    return fragment("controls", running=running, awaiting=awaiting, oob=True)
+# The chat's status while a turn's end waits for the database (docs/adr/0131).
+SAVING_STATUS = "Saving the turn once the database answers…"
+
+
+def controls(*, running: bool, awaiting: bool = False, saving: bool = False) -> str:
+    """`awaiting`: the latest turn waits for an approval (Stop rejects it).
+    `saving`: the latest turn has ended and its end waits for the database:
+    nothing to stop, and no message is taken until it is stored."""
+    return fragment("controls", running=running, awaiting=awaiting, saving=saving, saving_status=SAVING_STATUS, oob=True)
+
+
+def marker_swap(turn: dict) -> str:
+    """The turn's marker, in place."""
+    return fragment("marker", turn=turn, oob=True)
 
 
 def notice(message: str, *, again: bool = False, closing: bool = False) -> str:

@@ -126,15 +126,24 @@ async def _recover() -> None:
         logger.exception("could not remove the open pages of this server's previous run")
     loop = asyncio.get_running_loop()
     last_history_sweep = float("-inf")
+    # When the database answered this task again after it was away (-inf: it
+    # was not). No server could refresh its claims while it was away, so
+    # every claim is stale when it comes back: stale turns are released only
+    # once the living servers have had STALE_TURN_AFTER to refresh theirs
+    # (a turn whose end waits for the database among them, docs/adr/0131).
+    database_back_at: float | None = float("-inf")
     while True:
         await asyncio.sleep(RECOVERY_SECONDS)
         try:
             # Open pages (docs/adr/0087): ours are still open; a dead server's are not.
             await database_sync_to_async(presence.presence_keepalive)(channel_names=publisher.open_channels())
+            if database_back_at is None:
+                database_back_at = loop.time()
             await database_sync_to_async(presence.presence_sweep)()
-            released = await database_sync_to_async(slot.turns_release_stale)()
-            if released:
-                logger.warning("released %d turn(s) whose server stopped answering", released)
+            if loop.time() - database_back_at >= slot.STALE_TURN_AFTER.total_seconds():
+                released = await database_sync_to_async(slot.turns_release_stale)()
+                if released:
+                    logger.warning("released %d turn(s) whose server stopped answering", released)
             removed = await database_sync_to_async(discard_abandoned_branches)()
             if removed:
                 logger.warning("removed %d branch(es) a server died while making", removed)
@@ -145,6 +154,8 @@ async def _recover() -> None:
                 last_history_sweep = loop.time()
                 await database_sync_to_async(discard_orphaned_histories)()
         except Exception as error:
+            if outages.unreachable_service(error) == outages.DATABASE:
+                database_back_at = None
             # The database away (a restart) is a line of its outage's, not a traceback a round.
             outages.note(logger, error, "the turn recovery could not run; trying again")
 
@@ -476,8 +487,8 @@ def stop_if_running_here(thread_id) -> bool:
     """Ask the thread's turn to stop if this process runs it; no database
     needed (a Stop while the database does not answer). True if it does."""
     local = _running.get(thread_id)
-    if local is None or local.task.done():
-        return False
+    if local is None or local.task.done() or local.turn.ending_kept:
+        return False  # none runs here, or it has ended and only its end waits for the database
     local.turn.stop_event.set()
     return True
 

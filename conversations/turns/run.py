@@ -63,23 +63,23 @@ from agent.turn import (
     FAILED_TOOL_RESULT,
     INTERRUPTED_TOOL_RESULT,
     complete_left_calls,
-    repair_history,
     resume_turn,
     stream_turn,
     turn_config,
+    write_repair,
 )
 from workspace import people
 from workspace.markdown import render_markdown
 from workspace.models import Thread
 from workspace.text import escape_html
 
-from .. import activity, services, trajectory
+from .. import activity, outages, services, trajectory
 from ..live import RESYNC, RESYNC_CHAT, publisher
 from ..models import ActivityLogEntry, Turn
 from ..usage import usage_record
 from . import approval_claims, fragments, outcome, slot
 from .approval_record import TurnApproval
-from .errors import is_provider_failure, safe_error_message
+from .errors import database_unreachable, is_provider_failure, safe_error_message
 from .logcontext import TurnIds, current_turn
 
 logger = logging.getLogger("haico.conversations.turns")
@@ -92,6 +92,19 @@ HEARTBEAT_SECONDS = 10.0
 # (conversations.live.MESSAGE_MAX_BYTES).
 TOKEN_PIECE_CHARS = 16_000
 INTERRUPTED_SHUTDOWN = "Interrupted: the server was shutting down."
+# A turn's end the database did not take (it was away as the turn ended) is
+# kept in the process and tried again this often, for as long as it takes
+# (docs/adr/0131); the watcher keeps the turn's claim fresh meanwhile.
+KEEP_ENDING_RETRY_SECONDS = 1.0
+# What the tabs say meanwhile, under the answer and in the chat's status.
+ENDING_KEPT = (
+    "Not saved yet: the server's database does not answer. This turn's end, answer and all, is kept "
+    "and saved as soon as the database answers again."
+)
+ENDING_LOST = (
+    "Not saved: this server shut down before its database answered again. The turn keeps what was "
+    "saved of it before the database went away."
+)
 
 
 # Stop on a pending approval rejects the change and ends the turn (docs/adr/0017).
@@ -128,12 +141,18 @@ def _store_usage(rows: list[dict]) -> None:
 def _finish(*, usage: list[dict], **kwargs) -> dict:
     """In one database hop: the turn's end, then its last model calls'
     usage; and, whether or not those could be stored, what every open map
-    of the family needs now (trajectory.turn_ended_patches, by thread)."""
+    of the family needs now (trajectory.turn_ended_patches, by thread).
+
+    Raises when the database cannot be reached for the turn's end: the
+    caller keeps that end and stores it once the database answers
+    (TurnRun._store_end); nothing of it is stored or sent before."""
     thread_id, turn_index = kwargs["thread"].pk, kwargs["turn_index"]
     try:
         slot.turn_finish(**kwargs)
         _store_usage(usage)
-    except Exception:
+    except Exception as error:
+        if outages.unreachable_service(error) == outages.DATABASE:
+            raise
         logger.exception("could not release the turn slot of thread %s", thread_id)
     try:
         # The ended turn is a new node on every open map of the family;
@@ -268,6 +287,13 @@ class TurnRun:
         # card), sent whole, and a page that joins from then on is given no
         # snapshot of it running (it would arrive after that end).
         self.ending = False
+        # The history repair the checkpointer could not take (the database
+        # away): write_repair's arguments, tried again before the turn's end
+        # is stored, so the next turn's model sees what this one wrote.
+        self._repair_left: dict | None = None
+        # The turn has ended and its end waits for the database (docs/adr/0131):
+        # what the tabs were told, for a page that connects meanwhile.
+        self.ending_kept: list[str] = []
 
     @staticmethod
     def prepare() -> None:
@@ -310,11 +336,14 @@ class TurnRun:
 
     def resync_fragments(self) -> list[str]:
         """The reasoning and the answer so far, for a page opened mid-turn:
-        the start of the answer in place, the rest appended in pieces; []
-        once the turn is ending (its end is on its way to every page).
+        the start of the answer in place, the rest appended in pieces; once
+        the turn has ended and its end waits for the database, that end; []
+        while its end is on its way to every page.
 
         Exactly the text sent so far: whitespace held back for the next word
         (`_token`) goes out with that word, so it is not in the snapshot."""
+        if self.ending_kept:
+            return list(self.ending_kept)
         if self.ending:
             return []
         text = "".join(self.draft)
@@ -427,13 +456,25 @@ class TurnRun:
             status, notice = Turn.Status.INTERRUPTED, INTERRUPTED_SHUTDOWN
             raise
         except Exception as exc:
-            status, notice = Turn.Status.FAILED, safe_error_message(exc)
-            if is_provider_failure(exc):
-                logger.warning("turn %s of thread %s failed at the model provider: %r", self.turn_index, self.thread.pk, exc)
+            if database_unreachable(exc) and self.final_text and self.approval is None:
+                # The model had finished its answer (the Answer event comes
+                # before the step's checkpoint is written): only the
+                # history's copy is missing. The turn is complete; its answer
+                # goes into the history with its end (docs/adr/0131).
+                logger.warning(
+                    "the database did not answer as turn %s of thread %s ended; its answer is complete and is kept",
+                    self.turn_index,
+                    self.thread.pk,
+                )
+                await self._repair(partial=None, tool_result=FAILED_TOOL_RESULT, answer=self.final_text)
             else:
-                logger.exception("turn %s of thread %s failed", self.turn_index, self.thread.pk)
-            await self._note(activity.turn_failed(exc, notice))
-            await self._repair(partial=None, tool_result=FAILED_TOOL_RESULT)
+                status, notice = Turn.Status.FAILED, safe_error_message(exc)
+                if is_provider_failure(exc):
+                    logger.warning("turn %s of thread %s failed at the model provider: %r", self.turn_index, self.thread.pk, exc)
+                else:
+                    logger.exception("turn %s of thread %s failed", self.turn_index, self.thread.pk)
+                await self._note(activity.turn_failed(exc, notice))
+                await self._repair(partial=None, tool_result=FAILED_TOOL_RESULT)
         finally:
             self.ending = True
             if status == Turn.Status.AWAITING:
@@ -455,21 +496,14 @@ class TurnRun:
             notice = outcome.CUT_OFF
         elif status == Turn.Status.COMPLETE and self.limit_notice:
             notice = self.limit_notice
-        try:
-            maps = await database_sync_to_async(_finish)(
-                thread=self.thread,
-                turn_index=self.turn_index,
-                status=status,
-                answer=answer,
-                cut_off=cut_off,
-                notice=notice,
-                usage=self.unsaved_usage(),
-            )
-        except Exception:
-            # The hop itself (its connection check) failed.
-            logger.exception("could not release the turn slot of thread %s", self.thread.pk)
-            maps = {}
         ending = outcome.marker(status=status, cut_off=cut_off, notice=notice, answered=bool(answer.strip()))
+        maps = await self._store_end(
+            {"status": status, "answer": answer, "cut_off": cut_off, "notice": notice},
+            usage=self.unsaved_usage(),
+            ending=ending,
+        )
+        if maps is None:
+            return  # never stored: the server shut down first
 
         def answer_content() -> str:
             return fragments.closing_content(self._turn(answer=answer, running=False, ending=ending))
@@ -489,6 +523,88 @@ class TurnRun:
             self.send(RESYNC_CHAT)
         for member, html in maps.items():
             publisher.publish(member, html)
+
+    async def _store_end(self, end: dict, *, usage: list[dict], ending) -> dict | None:
+        """Store the turn's end (turns.slot.turn_finish, after the history
+        repair left to do) and return the maps' patches (_finish).
+
+        While the database does not answer, the end is kept here and tried
+        again every KEEP_ENDING_RETRY_SECONDS, however long it takes: the
+        task goes on, so the watcher keeps storing the answer and refreshing
+        the claim, and no sweep takes the turn for a dead server's
+        (docs/adr/0131). The tabs are told once what is true meanwhile.
+        None if the server shuts down first: the end is lost with the
+        process, and the sweep of another (or the next) run releases the
+        turn as it would any dead server's."""
+        first = True
+        while True:
+            if self._repair_left is not None and not first:
+                await self._repair(**self._repair_left)
+            if self._repair_left is None:
+                try:
+                    return await database_sync_to_async(_finish)(
+                        thread=self.thread, turn_index=self.turn_index, usage=usage, **end
+                    )
+                except Exception as error:
+                    # _finish raises only for the database away (or the hop's own connection check).
+                    if outages.unreachable_service(error) != outages.DATABASE:
+                        logger.exception("could not release the turn slot of thread %s", self.thread.pk)
+                        return {}
+                    outages.note(
+                        logger,
+                        error,
+                        "could not store the end of turn %s of thread %s; it is kept and stored once the database answers",
+                        self.turn_index,
+                        self.thread.pk,
+                    )
+            first = False
+            if not self.ending_kept:
+                await self._tell_ending_kept(end["answer"], ending)
+            if self.shutting_down:
+                logger.error(
+                    "the end of turn %s of thread %s (%s, %d characters of answer) could not be stored before the "
+                    "server shut down; the turn keeps what was stored before the database went away",
+                    self.turn_index,
+                    self.thread.pk,
+                    end["status"],
+                    len(end["answer"]),
+                )
+                self._send_quietly(fragments.marker_swap(self._turn(running=False, ending=_kept(ending, ENDING_LOST))))
+                return None
+            try:
+                # A server shutdown sets the event: one more try, at once.
+                await asyncio.wait_for(self.stop_event.wait(), KEEP_ENDING_RETRY_SECONDS)
+            except TimeoutError:
+                pass
+            if not self.shutting_down:
+                # A Stop has nothing left to stop: the turn has ended, its end is only waiting to be stored.
+                self.stop_event.clear()
+
+    async def _tell_ending_kept(self, answer: str, ending) -> None:
+        """The tabs see the turn's end (its answer rendered, its marker with
+        why it is not saved yet) and a status that takes no message until
+        the end is stored: a message sent now would run on a history
+        without this turn."""
+        kept = _kept(ending, ENDING_KEPT)
+
+        def content() -> str:
+            # Rendering the answer's markdown (in _turn) is the long part.
+            return fragments.closing_content(self._turn(answer=answer, running=False, ending=kept))
+
+        self.ending_kept = [
+            await _off_loop(content)() if len(answer) > TOKEN_PIECE_CHARS else content(),
+            fragments.marker_swap(self._turn(running=False, ending=kept))
+            + fragments.controls(running=False, saving=True)
+            + fragments.notice(""),
+        ]
+        for html in self.ending_kept:
+            self._send_quietly(html, too_big=RESYNC_CHAT)
+
+    def _send_quietly(self, html: str, *, too_big: str = RESYNC) -> None:
+        try:
+            self.send(html, too_big=too_big)
+        except Exception:
+            logger.exception("could not tell the tabs of turn %s of thread %s", self.turn_index, self.thread.pk)
 
     # -- approvals (docs/adr/0017) --
 
@@ -744,11 +860,33 @@ class TurnRun:
         except Exception:
             logger.exception("could not record the %s of turn %s", note.kind, self.turn_index)
 
-    async def _repair(self, *, partial: str | None, tool_result: str) -> None:
-        if self.graph is not None:
-            await repair_history(
-                self.graph, context=self.context, user_message=self.user_message, partial=partial, tool_result=tool_result
+    async def _repair(self, *, partial: str | None, tool_result: str, answer: str | None = None) -> None:
+        """Leave the history valid after the turn (agent.turn.write_repair). A
+        repair the database was away for is kept and tried again before the
+        turn's end is stored (_store_end)."""
+        self._repair_left = None
+        if self.graph is None:
+            return
+        try:
+            await write_repair(
+                self.graph,
+                context=self.context,
+                user_message=self.user_message,
+                partial=partial,
+                tool_result=tool_result,
+                answer=answer,
             )
+        except Exception as error:
+            if database_unreachable(error):
+                self._repair_left = {"partial": partial, "tool_result": tool_result, "answer": answer}
+                outages.note(logger, error, "could not repair the history of turn %s; trying again", self.turn_index)
+            else:
+                logger.exception("could not repair the history of thread %s after turn %s", self.thread.pk, self.turn_index)
+
+
+def _kept(ending: outcome.Marker, words: str) -> outcome.Marker:
+    """The turn's marker while its end is not stored: what it will say, then why it is not saved yet."""
+    return outcome.Marker("saving", f"{ending.text} {words}" if ending.text else words, False)
 
 
 def _pieces(text: str, size: int = TOKEN_PIECE_CHARS) -> list[str]:

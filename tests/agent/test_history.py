@@ -71,6 +71,21 @@ def test_repair_adds_the_message_of_a_turn_that_never_reached_the_history():
     assert update[0].response_metadata == {TURN_INDEX_KEY: 2}
 
 
+def test_repair_of_a_finished_answer_its_checkpoint_missed_writes_it_once():
+    """The database away as the turn's last step was written: the state read
+    shows the answer from the step's pending writes, or not at all; either
+    way the repair writes it (under its own id, so it replaces, never adds)."""
+    shown = AIMessage(content="the whole answer", id="m1")
+    update = repair_update(
+        [_human(1), shown], turn_index=1, user_message="message 1", partial=None, tool_result="x", answer="the whole answer"
+    )
+    assert update == [shown]
+    update = repair_update(
+        [_human(1)], turn_index=1, user_message="message 1", partial=None, tool_result="x", answer="the whole answer"
+    )
+    assert [(type(m).__name__, m.content, m.response_metadata) for m in update] == [("AIMessage", "the whole answer", {})]
+
+
 def test_a_step_reads_back_from_its_json():
     for data in ({"text": "a", "status": ""}, {"text": "b", "status": "failed", "note": "Not available in Explore mode"}):
         assert Step.from_json(data).to_json() == data

@@ -31,6 +31,9 @@ Fixtures:
 - ``private_redis`` (function): a Redis of the test's own
   (tests.support.services.PrivateRedis, started), for a test that stops and
   starts it; never the shared one.
+- ``private_postgres`` (function): a migrated PostgreSQL cluster of the test's
+  own (tests.support.services.PrivatePostgres, started), for a test that stops
+  and starts the database under a server.
 - ``owner_workspace`` (function): ``(page, url)``, ``page`` signed in as a new
   person (OWNER) on a new thread of ``haico_server``, its socket open;
   ``second_tab``: another tab of that person on the same thread.
@@ -49,6 +52,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -60,7 +64,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.forked_python import ForkedProcess, Forker
-from tests.support.services import PrivateRedis
+from tests.support.services import PrivatePostgres, PrivateRedis
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 FAILURE_DIR = Path("/tmp/haico-browser-failures")
@@ -403,6 +407,24 @@ def private_redis(tmp_path):
 @pytest.fixture
 def haico_server(start_haico_server) -> HaicoServer:
     return start_haico_server()
+
+
+@pytest.fixture
+def private_postgres():
+    """A migrated PostgreSQL cluster of the test's own (never the shared
+    one), for a test that stops and starts it under a server."""
+    if reason := PrivatePostgres.available():
+        pytest.skip(reason)
+    postgres = PrivatePostgres()
+    try:
+        postgres.start()
+        env = {**os.environ, "DATABASE_URL": postgres.url}
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput"], cwd=BASE_DIR, env=env, check=True, capture_output=True
+        )
+        yield postgres
+    finally:
+        postgres.close()
 
 
 @pytest.fixture(scope="package")

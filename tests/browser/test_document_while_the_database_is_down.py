@@ -7,37 +7,14 @@ itself; once the database answers, it is saved with no key pressed, and a
 reload shows all of it. The server's log says that the database went and
 came back, with no traceback (docs/adr/0105)."""
 
-import os
-import subprocess
-import sys
-
 import pytest
 from playwright.sync_api import expect
 
 from tests.support.fake_model import Reply
-from tests.support.services import PrivatePostgres
 
 from .helpers import document_status, document_text, model_env, new_thread_for, wait_for_socket
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres]
-
-BASE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-@pytest.fixture
-def private_postgres():
-    if reason := PrivatePostgres.available():
-        pytest.skip(reason)
-    postgres = PrivatePostgres()
-    try:
-        postgres.start()
-        env = {**os.environ, "DATABASE_URL": postgres.url}
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "--noinput"], cwd=BASE_DIR, env=env, check=True, capture_output=True
-        )
-        yield postgres
-    finally:
-        postgres.close()
 
 
 def test_text_typed_while_the_database_is_down_is_saved_once_it_answers_again(new_page, start_haico_server, private_postgres):
