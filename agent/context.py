@@ -74,9 +74,12 @@ class Seen:
 
     def plan_steps_written(self, steps: dict[int, tuple[str, bool]]) -> None:
         """Steps the run rewrote or ticked since its latest model call, with
-        what they hold now: the run's own edit is not someone else's, so a
-        later call of the same reply (a rename, then a tick or a removal of
-        the same step) is not refused as "changed after you were shown it"."""
+        the field the run wrote as it is now and the other as the model was
+        shown it (workspace.services.plan): the run's own edit is not
+        someone else's, so a later call of the same reply (a rename, then a
+        tick or a removal of the same step) is not refused as "changed after
+        you were shown it", while the person's rename or tick of that step
+        meanwhile still is."""
         if self.plan_steps_shown is not None:
             self.plan_steps_shown.update(steps)
 

@@ -14,12 +14,15 @@ from types import SimpleNamespace
 
 import pytest
 from asgiref.sync import sync_to_async
+from langchain_core.messages import HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphInterrupt
 
+from agent.builder import build_agent
 from agent.context import AgentContext
 from agent.middleware import CallOrderMiddleware
 from tests.agent.scripted_turn import tool_results_of_a_turn
-from tests.support.fake_model import Reply, tool_call
+from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
 from tests.support.requests import as_another_request
 from workspace import selectors
 from workspace.models import DocumentRevision, PlanChange, Preference, Todo
@@ -187,6 +190,119 @@ async def test_a_step_the_person_rewrote_meanwhile_still_keeps_their_text(thread
     assert await _steps(thread) == [("Collect", True, 0), ("Draft (the person's)", False, 0)]
 
 
+# --- the person's edit of a step the reply edits twice stays ------------------------
+# What a call records as the run's own is only the field it wrote: a tick
+# checks and writes the mark, a rename the text; the other field is
+# recorded as the model was shown it, so the person's change of it
+# meanwhile is still found by the reply's next call of the step.
+
+
+def _person_renames_draft(thread):
+    step = Todo.objects.get(thread=thread, text="Draft")
+    plan_services.todo_update_text(todo=step, text="Draft (the person's)", author=DocumentRevision.Author.PERSON)
+
+
+def _person_ticks_draft(thread):
+    plan_services.todos_toggle_by_index(thread=thread, indices=[2], author=DocumentRevision.Author.PERSON)
+    assert Todo.objects.get(thread=thread, text="Draft").done
+
+
+async def test_a_tick_then_a_rename_of_a_step_the_person_renamed_meanwhile_keeps_the_persons_text(thread):
+    """The model is shown "Draft"; while it writes, the person renames
+    step #2. The reply ticks #2, then renames it: the tick lands (it checks
+    the mark only) and must not record the person's text as the run's own,
+    so the rename is refused and the person's text stays, as when the
+    rename comes alone (the test above)."""
+    await _collect_and_draft(thread)
+
+    def reply(messages):
+        as_another_request(lambda: _person_renames_draft(thread))
+        return Reply(
+            tool_calls=[
+                tool_call("toggle_todos", "Ticking off the draft.", indices=[2]),
+                tool_call("update_todos", "Naming the draft step better.", updates=[{"index": 2, "text": "Draft the report"}]),
+            ]
+        )
+
+    results = await tool_results_of_a_turn(thread, [reply])
+    ticked, renamed = _envelopes(results)
+    assert await _steps(thread) == [("Collect", False, 0), ("Draft (the person's)", True, 0)], (ticked, renamed)
+    assert "rewritten after you were shown it" in json.dumps(renamed), renamed
+
+
+async def test_a_tick_then_a_removal_of_a_step_the_person_renamed_meanwhile_keeps_the_step(thread):
+    """As above, the person renames step #2 while the model writes; the
+    reply ticks #2, then removes it (no sub-steps: nothing asked). The
+    removal is refused and the person's renamed step stays."""
+    await _collect_and_draft(thread)
+
+    def reply(messages):
+        as_another_request(lambda: _person_renames_draft(thread))
+        return Reply(
+            tool_calls=[
+                tool_call("toggle_todos", "Ticking off the draft.", indices=[2]),
+                tool_call("remove_todos", "Dropping the finished draft step.", indices=[2]),
+            ]
+        )
+
+    results = await tool_results_of_a_turn(thread, [reply])
+    ticked, removed = _envelopes(results)
+    assert [s[0] for s in await _steps(thread)] == ["Collect", "Draft (the person's)"], (ticked, removed)
+
+
+async def test_a_rename_then_a_tick_of_a_step_the_person_ticked_meanwhile_leaves_the_persons_tick(thread):
+    """The model is shown "Draft" not done; while it writes, the person
+    ticks step #2. The reply renames #2, then toggles it (meaning: tick it).
+    The rename lands (it checks the text only) and must not record the
+    person's tick as the run's own, so the toggle leaves the step ticked
+    and says it already was: the agent never unticks a step the person
+    ticked (docs/adr/0115)."""
+    await _collect_and_draft(thread)
+
+    def reply(messages):
+        as_another_request(lambda: _person_ticks_draft(thread))
+        return Reply(
+            tool_calls=[
+                tool_call("update_todos", "Naming the draft step better.", updates=[{"index": 2, "text": "Draft the report"}]),
+                tool_call("toggle_todos", "Ticking off the draft.", indices=[2]),
+            ]
+        )
+
+    results = await tool_results_of_a_turn(thread, [reply])
+    renamed, ticked = _envelopes(results)
+    assert await _steps(thread) == [("Collect", False, 0), ("Draft the report", True, 0)], (renamed, ticked)
+
+
+async def test_the_persons_preference_edit_meanwhile_survives_two_edits_of_one_reply(thread):
+    """A pin (passing before the fix too): a preference's edit is refused
+    when any of its title, subtitle or kind changed since it was shown, so
+    what an edit records (the row as it is after it) holds no one else's
+    change. The person rewrites #1's subtitle while the model writes; the
+    reply rewords #1, then makes it hard: both are refused, the person's
+    subtitle stays."""
+    await sync_to_async(preference_services.preferences_add)(
+        thread=thread, items=[{"title": "British spelling", "kind": "soft"}], respect_lock=True
+    )
+
+    def person_edits():
+        preference_services.preferences_update_by_index(
+            thread=thread, updates=[{"index": 1, "subtitle": "colour, not color"}], respect_lock=True
+        )
+
+    def reply(messages):
+        as_another_request(person_edits)
+        return Reply(
+            tool_calls=[
+                tool_call("update_preferences", "Rewording.", updates=[{"index": 1, "title": "British English"}]),
+                tool_call("update_preferences", "Hardening.", updates=[{"index": 1, "kind": "hard"}]),
+            ]
+        )
+
+    await tool_results_of_a_turn(thread, [reply])
+    rows = await sync_to_async(lambda: list(Preference.objects.filter(thread=thread).values_list("title", "subtitle", "kind")))()
+    assert rows == [("British spelling", "colour, not color", "soft")]
+
+
 # --- an overlap with the agent's own edit is said to be its own ----------------------
 
 
@@ -343,6 +459,103 @@ async def test_a_rewrite_merged_with_the_agents_own_append_of_the_same_reply_say
     assert "merged with your own other edits of this step" in rewrite["summary"], rewrite
     assert "person" not in rewrite["summary"], rewrite
     assert await _document(thread) == ("# Report\n\nOld notes, now an introduction.\n\n## Conclusion\n\nIt holds.", 3)
+
+
+async def test_sixty_calls_mixing_removals_and_edits_of_the_same_rows_run_once_each_in_order(thread):
+    """20 steps; one reply of 60 calls: for steps 20, 19, ... 1 (from the
+    end, so the indices as shown stay valid) rename #i, tick #i and, for
+    even i, remove #i; then rename the odd ones again. Every call succeeds
+    once, the plan history lists them in the reply's order, and the odd
+    steps are left renamed twice and ticked."""
+    await sync_to_async(plan_services.todos_add_outline)(thread=thread, steps=[{"text": f"S{i}"} for i in range(1, 21)])
+    calls, expected = [], []
+    for i in range(20, 0, -1):
+        calls.append(tool_call("update_todos", f"Renaming S{i}.", updates=[{"index": i, "text": f"S{i}'"}]))
+        expected.append(f"Renamed “S{i}” to “S{i}'”")
+        calls.append(tool_call("toggle_todos", f"Ticking S{i}.", indices=[i]))
+        expected.append(f"Ticked “S{i}'”")
+        if i % 2 == 0:
+            calls.append(tool_call("remove_todos", f"Dropping S{i}.", indices=[i]))
+            expected.append(f"Removed “S{i}'”")
+    assert len(calls) == 50
+    # 10 more: rename the odd ones a second time, in order.
+    for i in range(19, 0, -2):
+        calls.append(tool_call("update_todos", f"Renaming S{i} again.", updates=[{"index": i, "text": f"S{i}''"}]))
+        expected.append(f"Renamed “S{i}'” to “S{i}''”")
+    results = await tool_results_of_a_turn(thread, [Reply(tool_calls=calls)])
+    envelopes = _envelopes(results)
+    assert len(envelopes) == 60
+    assert all(e["success"] and not e.get("skipped") for e in envelopes), [
+        e for e in envelopes if not e["success"] or e.get("skipped")
+    ][:3]
+    history = await sync_to_async(
+        lambda: list(PlanChange.objects.filter(thread=thread).order_by("pk").values_list("summary", flat=True))
+    )()
+    assert history[1:] == expected
+    assert await _steps(thread) == [(f"S{i}''", True, 0) for i in range(1, 21, 2)]
+
+
+async def test_a_call_that_fails_in_the_middle_of_a_reply_does_not_stop_or_reorder_the_rest(thread):
+    """A reply renames #1, calls with an index out of range, calls an
+    unknown tool, renames #2: four results in order, the two
+    bad ones failed, both renames landed, in order in the history."""
+    await _collect_and_draft(thread)
+    results = await tool_results_of_a_turn(
+        thread,
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("update_todos", "Renaming 1.", updates=[{"index": 1, "text": "Collect all"}]),
+                    tool_call("remove_todos", "Dropping 99.", indices=[99]),
+                    tool_call("no_such_tool", "Doing magic."),
+                    tool_call("update_todos", "Renaming 2.", updates=[{"index": 2, "text": "Draft it"}]),
+                ]
+            )
+        ],
+    )
+    assert len(results) == 4
+    history = await sync_to_async(
+        lambda: list(PlanChange.objects.filter(thread=thread).order_by("pk").values_list("summary", flat=True))
+    )()
+    assert history[1:] == ["Renamed “Collect” to “Collect all”", "Renamed “Draft” to “Draft it”"]
+    assert [s[0] for s in await _steps(thread)] == ["Collect all", "Draft it"]
+
+
+@pytest.mark.parametrize("mode", ["explore", "plan"])
+async def test_calls_not_allowed_in_the_mode_are_refused_in_place_and_the_others_run_in_order(thread, mode):
+    """In Explore or Plan mode one reply: update_todos #1, append_to_document,
+    update_todos #2. The results come in the reply's order; the document untouched in
+    both modes; in Plan the two renames land in order, in Explore nothing is written."""
+    await _collect_and_draft(thread)
+    model = ScriptedChatModel(
+        script=[
+            Reply(
+                tool_calls=[
+                    tool_call("update_todos", "Renaming 1.", updates=[{"index": 1, "text": "Collect all"}]),
+                    tool_call("append_to_document", "Adding a note.", text="A note."),
+                    tool_call("update_todos", "Renaming 2.", updates=[{"index": 2, "text": "Draft it"}]),
+                ]
+            ),
+            Reply(text="Done."),
+        ]
+    )
+    agent = build_agent(model=model, checkpointer=InMemorySaver())
+    await agent.ainvoke(
+        {"messages": [HumanMessage("Go on")]},
+        {"configurable": {"thread_id": str(thread.pk)}},
+        context=AgentContext(thread=thread, turn_index=1, mode=mode),
+    )
+    results = [m for m in model.requests[-1] if isinstance(m, ToolMessage)]
+    assert [r.name for r in results] == ["update_todos", "append_to_document", "update_todos"]
+    document = await sync_to_async(selectors.document_for)(thread=thread)
+    assert document is None or "A note." not in (document.content or "")
+    history = await sync_to_async(
+        lambda: list(PlanChange.objects.filter(thread=thread).order_by("pk").values_list("summary", flat=True))
+    )()
+    if mode == "plan":
+        assert history[1:] == ["Renamed “Collect” to “Collect all”", "Renamed “Draft” to “Draft it”"]
+    else:
+        assert history[1:] == []
 
 
 # --- the gate never holds up a call for one that ended ------------------------------

@@ -435,7 +435,10 @@ def todos_toggle_by_index(
     as the caller was shown it. A step whose mark someone changed since already has
     the mark the caller meant to give it: it is left as it is and reported,
     so the agent never unticks a step the person ticked (docs/adr/0115).
-    The steps flipped are in the result's `updated`, with what they hold now."""
+    The steps flipped are in the result's `updated`: each with the mark it
+    holds now and the text as the caller was shown it. Only the mark is
+    checked and written here, so the text now may be someone else's, which
+    the caller's next edit of the step must still find changed."""
     todos = _plan(thread.pk)
     targets = _targets(todos, indices, shown)
     numbers = dict(zip((t.pk for t in todos), plan_tree.outline_numbers(_depths(todos))))
@@ -465,7 +468,8 @@ def todos_toggle_by_index(
         if ids:
             Todo.objects.filter(pk__in=ids).update(done=done, updated_at=now)
     for todo in targets:
-        result.updated[todo.pk] = (todo.text, todo.done)
+        shown_text = steps_shown.get(todo.pk, (todo.text, todo.done))[0] if steps_shown is not None else todo.text
+        result.updated[todo.pk] = (shown_text, todo.done)
         result.done.append(f"{numbers[todo.pk]} '{todo.text}' marked {'done' if todo.done else 'not done'}")
     changed(thread.pk, "plan", [t.pk for t in targets])
     ticked = [_quoted(t.text) for t in targets if t.done]
@@ -493,8 +497,10 @@ def todos_update_by_index(
 ) -> BatchResult:
     """Rewrite the text of steps. `steps_shown`: each step's (text, mark) as
     the caller was shown it; a step someone rewrote since keeps their text, and
-    is reported (docs/adr/0115). What the batch changed is in the result's
-    `updated`, as for `todos_toggle_by_index`."""
+    is reported (docs/adr/0115). The steps written are in the result's
+    `updated`: each with the text it holds now and the mark as the caller
+    was shown it (only the text is checked and written here, so the mark
+    now may be the person's tick), as for `todos_toggle_by_index`."""
     todos = _plan(thread.pk)
     depths = _depths(todos)
     targets = [(todos[plan_tree.one_based(depths, _as_shown(todos, u.get("index"), shown))], u.get("text")) for u in updates]
@@ -524,7 +530,7 @@ def todos_update_by_index(
         todo.text = text
         todo.save(update_fields=["text", "updated_at"])
         written.append(todo)
-        result.updated[todo.pk] = known[todo.pk] = (todo.text, todo.done)
+        result.updated[todo.pk] = known[todo.pk] = (todo.text, known.get(todo.pk, (todo.text, todo.done))[1])
         result.done.append(f"rewrote step to '{todo.text}'")
     if not written:
         return result
