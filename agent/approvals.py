@@ -27,6 +27,15 @@ the call), and an answer LangGraph hands to any other call is refused: the
 call does not run (fail closed, docs/adr/0076). An approved call runs; a rejected one is
 answered with a result telling the model the person said no and to continue
 without it.
+
+The calls of a reply after the paused one run before the answer comes (the
+pause ends only the paused call: docs/adr/0130). One of them that would
+change what the card lists (a step or a preference it removes, a sub-step
+under one, any of the document) is held back instead: in the model's order
+it comes after the call that waits, and run first it would either be undone
+by the approved removal or make the card's rows differ from what the person
+approved, so that the removal is refused. Its result tells the model which
+call it waits for and to make it again once the person has answered.
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ from dataclasses import replace
 from asgiref.sync import sync_to_async
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import ToolMessage
+from langgraph.errors import GraphInterrupt
 from langgraph.types import interrupt
 
 from workspace import selectors
@@ -46,7 +56,7 @@ from workspace.errors import InvalidInput
 from workspace.indices import index_as_shown
 
 from .approval_request import ApprovalRequest, DocumentChange, listed_fingerprint
-from .context import AgentContext, ResumedCall, Seen
+from .context import AgentContext, PausedCall, ResumedCall, Seen
 from .tools.envelope import failure_envelope, rejected_envelope
 
 logger = logging.getLogger("haico.agent.approvals")
@@ -68,6 +78,14 @@ CHANGED_WHILE_ASKED = (
     "Not run: the rows this call removes changed while the person was asked (a sub-step added or rewritten, "
     "a preference reworded, unlocked or locked), so it would no longer remove exactly what they approved, and nothing "
     "was changed. Your next call is shown them as they are now; ask again if the removal is still wanted."
+)
+# A later call of the reply would change what the card of a call that waits
+# for the person's answer lists.
+HELD_BACK = (
+    "Not run: {which} ({name}) waits for the person's approval, and this call would change "
+    "{what} that it asks about, so it was held back to keep your calls in the order you wrote them; nothing was "
+    "changed. Once the person has answered you are shown the {surface} as it is then: make this call again if it "
+    "is still wanted."
 )
 # An answer arrived for a call the resumed run was not told about.
 UNMATCHED_ANSWER = (
@@ -186,6 +204,14 @@ def _preferences_request(thread, args: dict, seen: Seen) -> ApprovalRequest | No
 
 RULES = {"update_document": _document_request, "remove_todos": _plan_request, "remove_preferences": _preferences_request}
 
+# The tools that write what a card of each kind is about; a later call of
+# one of them may be held back while such a card waits (module docstring).
+WRITERS = {
+    DOCUMENT: frozenset({"update_document", "append_to_document", "replace_in_document", "insert_in_document"}),
+    PLAN: frozenset({"add_todos", "toggle_todos", "update_todos", "remove_todos"}),
+    PREFERENCES: frozenset({"add_preferences", "update_preferences", "remove_preferences"}),
+}
+
 
 def may_ask(tool_call: dict) -> bool:
     """Whether `tool_call` is of a kind that may need the person's approval:
@@ -232,7 +258,16 @@ class ApprovalMiddleware(AgentMiddleware):
         if asked is None and not answered:
             return None
         # Pauses the turn, or, resumed, returns the answer LangGraph holds for this call.
-        decision = interrupt(asked.to_json() if asked else {"call_id": call_id})
+        try:
+            decision = interrupt(asked.to_json() if asked else {"call_id": call_id})
+        except GraphInterrupt:
+            if asked is not None:
+                # The reply's later calls run before the answer: those that
+                # would change what this card lists wait for it (_waited_for).
+                context.paused.append(
+                    PausedCall(position=_position(request), name=call.get("name") or "", kind=asked.kind, listed=asked.listed)
+                )
+            raise
         if resuming is None or not answered:
             logger.warning("refused call %s: resumed with an answer the turn did not name", call_id)
             return ToolMessage(
@@ -269,6 +304,10 @@ class ApprovalMiddleware(AgentMiddleware):
 
     async def awrap_tool_call(self, request, handler):
         context: AgentContext = request.runtime.context
+        if _may_wait(request.tool_call, context):
+            paused = await sync_to_async(_waited_for)(context.thread, request.tool_call, context)
+            if paused is not None:
+                return _held_back(request.tool_call, paused)
         if _refused_unasked(request.tool_call, context):
             return await handler(request)
         _restore_shown(request.tool_call, context)
@@ -281,10 +320,117 @@ class ApprovalMiddleware(AgentMiddleware):
 
     def wrap_tool_call(self, request, handler):
         context: AgentContext = request.runtime.context
+        if _may_wait(request.tool_call, context):
+            paused = _waited_for(context.thread, request.tool_call, context)
+            if paused is not None:
+                return _held_back(request.tool_call, paused)
         if _refused_unasked(request.tool_call, context):
             return handler(request)
         _restore_shown(request.tool_call, context)
         return self._ask(request, approval_request(context.thread, request.tool_call, context.seen)) or handler(request)
+
+
+def _position(request) -> int | None:
+    """The 1-based place of the request's call in the reply that made it
+    (the latest message with tool calls); None when it is not found."""
+    call_id = request.tool_call.get("id")
+    state = request.state
+    messages = state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
+    for message in reversed(messages or []):
+        ids = [c.get("id") for c in getattr(message, "tool_calls", None) or []]
+        if ids:
+            return ids.index(call_id) + 1 if call_id in ids else None
+    return None
+
+
+def _may_wait(tool_call: dict, context: AgentContext) -> bool:
+    """Whether `tool_call` writes what the card of a paused call of this
+    reply is about; only then is it looked at in the database (_waited_for).
+    The call a resumed run was answered for is the paused one: it runs."""
+    name = tool_call.get("name") or ""
+    if context.resuming is not None and context.resuming.call_id == (tool_call.get("id") or ""):
+        return False
+    return any(name in WRITERS[paused.kind] for paused in context.paused)
+
+
+def _waited_for(thread, tool_call: dict, context: AgentContext) -> PausedCall | None:
+    """The paused call of this reply whose card `tool_call` would change,
+    if any: any write of the document while a document card waits, and a
+    call naming a step or preference the card lists (or, for a removal of
+    steps, one whose sub-steps include a listed one; for an addition, a
+    listed step as the parent). Only reads."""
+    name = tool_call.get("name") or ""
+    touched: set[int] | None = None
+    for paused in context.paused:
+        if name not in WRITERS[paused.kind]:
+            continue
+        if paused.listed is None:
+            return paused
+        if touched is None:
+            usable_connections()
+            touched = _rows_touched(thread, tool_call, context.seen)
+        if touched & set(paused.listed):
+            return paused
+    return None
+
+
+def _call_indices(tool_call: dict) -> list:
+    """The indices a plan or preferences call names, whatever their kind:
+    `indices`, each update's `index`, or an addition's `parent_index`."""
+    args = tool_call.get("args")
+    if not isinstance(args, dict):
+        return []
+    if isinstance(args.get("updates"), list):
+        return [u.get("index") for u in args["updates"] if isinstance(u, dict)]
+    if "parent_index" in args:
+        return [args["parent_index"]]
+    return _indices(args)
+
+
+def _rows_touched(thread, tool_call: dict, seen: Seen) -> set[int]:
+    """The ids of the steps or preferences `tool_call` would change, by its
+    indices as the model was shown them; a removal of steps takes their
+    sub-steps with it. An index the tool would refuse names nothing."""
+    name = tool_call.get("name") or ""
+    if name in WRITERS[PLAN]:
+        todos = selectors.todos_for(thread=thread)
+        rows: list = todos
+        shown, row, rows_name = seen.plan_shown, "Step", "the plan"
+    else:
+        rows = selectors.preferences_for(thread=thread)
+        shown, row, rows_name = seen.preferences_shown, "Preference", "the preferences"
+    ids = [r.pk for r in rows]
+    touched: set[int] = set()
+    for index in _call_indices(tool_call):
+        if not isinstance(index, int) or isinstance(index, bool):
+            continue
+        try:
+            now = index_as_shown(ids, index, shown, row=row, rows=rows_name)
+        except InvalidInput:
+            continue
+        if not isinstance(now, int) or not 1 <= now <= len(ids):
+            continue
+        end = now
+        if name == "remove_todos":
+            while end < len(rows) and rows[end].depth > rows[now - 1].depth:
+                end += 1
+        touched.update(ids[now - 1 : end])
+    return touched
+
+
+def _held_back(tool_call: dict, paused: PausedCall) -> ToolMessage:
+    what, surface = {
+        DOCUMENT: ("the document", "document"),
+        PLAN: ("steps", "plan"),
+        PREFERENCES: ("preferences", "preferences"),
+    }[paused.kind]
+    which = f"call {paused.position} of this reply" if paused.position is not None else "an earlier call of this reply"
+    return ToolMessage(
+        content=failure_envelope(HELD_BACK.format(which=which, name=paused.name, what=what, surface=surface), refused=True),
+        tool_call_id=tool_call["id"],
+        name=tool_call.get("name"),
+        status="error",
+    )
 
 
 def _listed_changed(asked: ApprovalRequest | None, resuming: ResumedCall) -> bool:

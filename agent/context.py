@@ -222,6 +222,20 @@ class ResumedCall:
 
 
 @dataclass(frozen=True)
+class PausedCall:
+    """A call of the run's reply that paused for the person's answer
+    (agent.approvals), as its card was made: its place in the reply
+    (1-based; None when unknown), its tool, the card's kind (document, plan
+    or preferences) and the rows the card lists (None for the document: the
+    card is about all of it)."""
+
+    position: int | None
+    name: str
+    kind: str
+    listed: tuple[int, ...] | None
+
+
+@dataclass(frozen=True)
 class AgentContext:
     thread: Thread
     turn_index: int = 0
@@ -237,6 +251,10 @@ class AgentContext:
     # Held by the tool call running: the calls of one reply run one at a
     # time, in the model's order (agent.middleware.call_order).
     calls: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # The calls of the reply that paused for the person's answer in this
+    # run: a later call of the reply that would change what one of their
+    # cards lists is held back until the answer (agent.approvals).
+    paused: list[PausedCall] = field(default_factory=list)
     budget: TokenBudget = field(default_factory=TokenBudget)
     # Who sent the turn's message, and the name the prompt gives them
     # (workspace.people), read once when the turn starts (docs/adr/0085).

@@ -9,13 +9,20 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from agent.approvals import (
+    DOCUMENT,
     DOCUMENT_MIN_CHARS,
     DOCUMENT_REMOVED_SHARE,
+    PLAN,
+    PREFERENCES,
+    WRITERS,
+    _may_wait,
+    _waited_for,
     approval_request,
     removed_share,
 )
 from agent.builder import build_agent
-from agent.context import AgentContext, ResumedCall
+from agent.context import AgentContext, PausedCall, ResumedCall
+from agent.tools.registry import tool_specs
 from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
 from workspace import selectors
 from workspace.models import DocumentRevision
@@ -199,3 +206,59 @@ async def test_a_call_of_a_tool_that_never_asks_runs_without_an_approval_lookup(
     assert looked_up == ["update_document"]
     assert (await sync_to_async(selectors.document_for)(thread=thread)).content == "A short report."
     assert (await sync_to_async(selectors.objective_for)(thread=thread)).text == "Ship the report"
+
+
+@pytest.mark.django_db
+def test_while_a_plan_card_waits_only_later_calls_changing_what_it_lists_are_held_back(thread):
+    """The card removes "Find papers" with its sub-step "Paper A" (#2, #3 of
+    the plan as shown). Held back: a rename, a tick or a removal naming a
+    listed step, a removal of "Research" that takes them with it, an
+    addition under a listed step. Run: calls on other steps, an addition at
+    the top level, the preferences, a call the tool refuses for its index."""
+    plan_services.todos_add_outline(
+        thread=thread,
+        steps=[
+            {"text": "Research", "depth": 0},
+            {"text": "Find papers", "depth": 1},
+            {"text": "Paper A", "depth": 2},
+            {"text": "Write", "depth": 0},
+        ],
+    )
+    ids = tuple(t.pk for t in selectors.todos_for(thread=thread))
+    context = AgentContext(thread=thread)
+    context.seen.plan_shown = ids
+    context.paused.append(PausedCall(position=1, name="remove_todos", kind=PLAN, listed=ids[1:3]))
+
+    def held(name, **args):
+        call = {"name": name, "id": "later", "args": args}
+        return _may_wait(call, context) and _waited_for(thread, call, context) is not None
+
+    assert held("update_todos", updates=[{"index": 4, "text": "Write it"}, {"index": 3, "text": "Paper B"}])
+    assert held("toggle_todos", indices=[2])
+    assert held("remove_todos", indices=[1])
+    assert held("add_todos", parent_index=2, steps=[{"text": "Paper C"}])
+    assert not held("update_todos", updates=[{"index": 4, "text": "Write it"}])
+    assert not held("toggle_todos", indices=[1, 4])
+    assert not held("remove_todos", indices=[4, 99])
+    assert not held("add_todos", steps=[{"text": "Publish"}])
+    assert not held("add_preferences", items=[{"title": "Short", "kind": "soft"}])
+    assert not held("list_todos")
+
+
+@pytest.mark.django_db
+def test_while_a_document_card_waits_every_later_write_of_the_document_is_held_back(thread):
+    context = AgentContext(thread=thread)
+    context.paused.append(PausedCall(position=2, name="update_document", kind=DOCUMENT, listed=None))
+    for name in WRITERS[DOCUMENT]:
+        assert _waited_for(thread, {"name": name, "id": "later", "args": {}}, context) is not None
+    assert not _may_wait({"name": "read_document", "id": "later", "args": {}}, context)
+    assert not _may_wait({"name": "toggle_todos", "id": "later", "args": {"indices": [1]}}, context)
+
+
+def test_the_writers_a_card_may_hold_back_are_every_writing_tool_of_its_surface():
+    """A new writing tool of the document, the plan or the preferences is
+    held back while a card about its surface waits (agent.approvals.WRITERS)."""
+    modules = {DOCUMENT: "agent.tools.documents", PLAN: "agent.tools.todos", PREFERENCES: "agent.tools.preferences"}
+    for kind, module in modules.items():
+        writers = {spec.name for spec in tool_specs() if spec.body.__module__ == module and not spec.read_only}
+        assert writers == WRITERS[kind], kind

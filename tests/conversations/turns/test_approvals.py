@@ -3,6 +3,9 @@ checkpointer and socket with the scripted model (docs/adr/0017): approve,
 reject, reload then approve, a server restart then approve, Stop, and the
 guard that refuses another turn meanwhile."""
 
+import json
+import re
+
 import pytest
 from channels.db import database_sync_to_async
 from langchain_core.messages import ToolMessage
@@ -13,7 +16,9 @@ from conversations.turns import approval_claims, process, registry, slot
 from tests.conversations.helpers import frame_containing, frames_until_turn_end, stored_slot
 from tests.support.fake_model import Reply, tool_call
 from workspace import selectors
-from workspace.models import Thread
+from workspace.models import DocumentRevision, Preference, Thread
+from workspace.services import document as document_services
+from workspace.services import plan as plan_services
 from workspace.services import preferences as preference_services
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -475,3 +480,185 @@ async def test_calls_beside_one_that_waits_for_approval_run_once_and_in_order_af
     row = await _row(thread)
     assert row.status == Turn.Status.COMPLETE, (row.status, row.notice)
     assert await stored() == ([("Collect", True), ("Write", False)], [("Short", "soft")], "# Summary\n\nShort.")
+
+
+# --- a call after one that waits for the person (docs/adr/0130) ----------------------
+
+
+@database_sync_to_async
+def _steps(thread):
+    return [(s.text, s.done, s.depth) for s in selectors.plan_steps(thread=thread)]
+
+
+def _results(model):
+    return [json.loads(m.content) for m in model.requests[-1] if isinstance(m, ToolMessage)]
+
+
+async def _approve_the_card(thread, owner):
+    await registry.start_turn(thread=thread, user_message="tidy up")
+    await registry.wait_for_turn(thread.pk, timeout=60)
+    assert (await _row(thread)).status == Turn.Status.AWAITING
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED, person=owner)
+    await registry.wait_for_turn(thread.pk, timeout=60)
+    row = await _row(thread)
+    assert row.status == Turn.Status.COMPLETE, (row.status, row.notice)
+
+
+async def test_an_approved_group_removal_is_not_refused_for_a_later_rename_of_its_sub_step_in_the_same_reply(
+    owner, thread, script
+):
+    """One reply removes step #1 with its sub-step (the card asks first),
+    then renames the sub-step #2. The rename comes after the removal in the
+    model's order, so it is held back while the card waits instead of
+    running first and making the approved removal refused as "changed while
+    the person was asked". The person approves: the group is gone, and the
+    model is told the rename waited for call 1 and to make it again."""
+    await database_sync_to_async(plan_services.todos_add_outline)(
+        thread=thread, steps=[{"text": "Collect"}, {"text": "sources", "depth": 1}, {"text": "Write"}]
+    )
+    model = script(
+        Reply(
+            tool_calls=[
+                tool_call("remove_todos", "Dropping the collecting group.", indices=[1]),
+                tool_call("update_todos", "Naming the sources step.", updates=[{"index": 2, "text": "primary sources"}]),
+            ]
+        ),
+        Reply(text="Done."),
+    )
+    await _approve_the_card(thread, owner)
+    removed, renamed = _results(model)
+    assert await _steps(thread) == [("Write", False, 0)], (removed, renamed)
+    assert removed["success"] is True, removed
+    assert renamed["success"] is False and "call 1 of this reply (remove_todos) waits" in renamed["error"], renamed
+    assert "make this call again" in renamed["error"]
+
+
+async def test_an_approved_preference_removal_is_not_refused_for_a_later_edit_of_it_in_the_same_reply(owner, thread, script):
+    """As above for preferences: remove #1 (asks), then make #1 hard. The
+    edit is held back; the approved removal runs."""
+    await _add_preferences(thread, "Formal tone", "Short paragraphs")
+    model = script(
+        Reply(
+            tool_calls=[
+                tool_call("remove_preferences", "Dropping the formal tone rule.", indices=[1]),
+                tool_call("update_preferences", "Making it strict.", updates=[{"index": 1, "kind": "hard"}]),
+            ]
+        ),
+        Reply(text="Done."),
+    )
+    await _approve_the_card(thread, owner)
+    removed, hardened = _results(model)
+    kinds = await database_sync_to_async(lambda: list(Preference.objects.filter(thread=thread).values_list("title", "kind")))()
+    assert kinds == [("Short paragraphs", "soft")], (removed, hardened)
+    assert "call 1 of this reply (remove_preferences) waits" in hardened["error"], hardened
+
+
+async def test_an_append_after_a_rewrite_that_waits_is_held_back_not_merged_into_it(owner, thread, script):
+    """One reply rewrites most of a long document (asks first), then appends
+    a conclusion. In the model's order the append comes after the rewrite;
+    run before the answer it was merged into the approved rewrite. It is
+    held back: the document is the approved rewrite, and the model is told
+    to append again."""
+    long_notes = "".join(f"Paragraph {n} of the notes, with the reasoning that belongs to it.\n\n" for n in range(1, 80))
+    await database_sync_to_async(document_services.document_save)(
+        thread=thread, title="Notes", content=long_notes, author=DocumentRevision.Author.PERSON
+    )
+    model = script(
+        Reply(
+            tool_calls=[
+                tool_call("update_document", "Replacing the notes with a summary.", content="# Summary\n\nShort."),
+                tool_call("append_to_document", "Adding the conclusion.", text="## Conclusion\n\nIt holds."),
+            ]
+        ),
+        Reply(text="Done."),
+    )
+    await _approve_the_card(thread, owner)
+    rewritten, appended = _results(model)
+    assert rewritten["success"] is True, rewritten
+    assert "call 1 of this reply (update_document) waits" in appended["error"], appended
+    assert (await database_sync_to_async(selectors.document_for)(thread=thread)).content == "# Summary\n\nShort."
+
+
+async def test_a_later_call_on_rows_the_card_does_not_list_runs_before_the_answer(owner, thread, script):
+    """Only what the card lists waits: a rename of another step of the
+    plan, and a second removal of other preferences (asked on its own card
+    after the first answer, as before), run as the model wrote them."""
+    await database_sync_to_async(plan_services.todos_add_outline)(
+        thread=thread, steps=[{"text": "Collect"}, {"text": "sources", "depth": 1}, {"text": "Write"}]
+    )
+    model = script(
+        Reply(
+            tool_calls=[
+                tool_call("remove_todos", "Dropping the collecting group.", indices=[1]),
+                tool_call("update_todos", "Naming the writing step.", updates=[{"index": 3, "text": "Write it up"}]),
+            ]
+        ),
+        Reply(text="Done."),
+    )
+    await registry.start_turn(thread=thread, user_message="tidy up")
+    await registry.wait_for_turn(thread.pk, timeout=60)
+    assert await _steps(thread) == [("Collect", False, 0), ("sources", False, 1), ("Write it up", False, 0)]
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED, person=owner)
+    await registry.wait_for_turn(thread.pk, timeout=60)
+    assert await _steps(thread) == [("Write it up", False, 0)], _results(model)
+
+
+async def test_a_rejected_removal_beside_calls_on_other_surfaces_runs_each_of_them_once(owner, thread, script):
+    """A pin: a reply adds a step, removes a preference (asks), ticks a
+    step; the person rejects. The add and the tick ran once each (the plan
+    is not what the card is about), the preference stays, and the model is
+    told of the rejection."""
+    await _add_preferences(thread, "Formal tone")
+    await database_sync_to_async(plan_services.todos_add_outline)(thread=thread, steps=[{"text": "Collect"}])
+    model = script(
+        Reply(
+            tool_calls=[
+                tool_call("add_todos", "Adding a step.", steps=[{"text": "Write"}]),
+                tool_call("remove_preferences", "Dropping the formal tone rule.", indices=[1]),
+                tool_call("toggle_todos", "Ticking collect.", indices=[1]),
+            ]
+        ),
+        Reply(text="Done."),
+    )
+    await registry.start_turn(thread=thread, user_message="go")
+    await registry.wait_for_turn(thread.pk, timeout=60)
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.REJECTED, person=owner)
+    await registry.wait_for_turn(thread.pk, timeout=60)
+    row = await _row(thread)
+    assert row.status == Turn.Status.COMPLETE, (row.status, row.notice)
+    assert await _steps(thread) == [("Collect", True, 0), ("Write", False, 0)]
+    assert await _titles(thread) == ["Formal tone"]
+    added, removed, ticked = _results(model)
+    assert removed.get("rejected") is True and added["success"] and ticked["success"]
+
+
+async def test_the_trace_lists_each_call_once_in_the_replys_order_after_an_approval(owner, thread, script, async_client):
+    """A pin: a reply adds a step, removes a preference (asks), ticks a
+    step, adds a preference; the person approves. The page's reasoning
+    lists the four sentences once each, in the reply's order, and every
+    call ran once."""
+    await _add_preferences(thread, "Formal tone")
+    await database_sync_to_async(plan_services.todos_add_outline)(thread=thread, steps=[{"text": "Collect"}])
+    script(
+        Reply(
+            tool_calls=[
+                tool_call("add_todos", "Adding the writing step.", steps=[{"text": "Write"}]),
+                tool_call("remove_preferences", "Dropping the formal tone rule.", indices=[1]),
+                tool_call("toggle_todos", "Ticking off collecting.", indices=[1]),
+                tool_call("add_preferences", "Noting the short style.", items=[{"title": "Short", "kind": "soft"}]),
+            ]
+        ),
+        Reply(text="Done."),
+    )
+    await _approve_the_card(thread, owner)
+    await async_client.aforce_login(owner)
+    html = (await async_client.get(f"/threads/{thread.pk}/workspace/")).content.decode()
+    steps = re.findall(r'<li id="turn-1-step-\d+" class="reasoning-step">([^<]*)</li>', html)
+    assert steps == [
+        "Adding the writing step.",
+        "Dropping the formal tone rule.",
+        "Ticking off collecting.",
+        "Noting the short style.",
+    ], steps
+    assert await _steps(thread) == [("Collect", True, 0), ("Write", False, 0)]
+    assert await _titles(thread) == ["Short"]
