@@ -199,9 +199,16 @@ def preferences_update_by_index(
             result.skipped.append(f"'{preference.title}' was edited after you were shown it, so it was not changed")
             continue
         try:
-            preference_update(preference=preference, respect_lock=respect_lock, **fields)
+            # Checked again on the row locked: a person's edit committed
+            # since the read above keeps theirs too.
+            preference_update(
+                preference=preference, respect_lock=respect_lock, shown=known.get(preference.pk) if known else None, **fields
+            )
         except PreferenceLocked as exc:
             result.skipped.append(exc.message)
+            continue
+        except ChangedMeanwhile:
+            result.skipped.append(f"'{now[0]}' was edited after you were shown it, so it was not changed")
             continue
         result.updated[preference.pk] = (preference.title, preference.subtitle, preference.kind)
         if known is not None:

@@ -218,3 +218,27 @@ def test_editing_a_preference_deleted_meanwhile_does_not_bring_it_back(thread):
             write()
         assert exc.value.message == "That preference no longer exists."
     assert not Preference.objects.exists()
+
+
+def test_an_agent_batch_keeps_a_persons_edit_committed_after_the_batch_read_the_rows(thread, monkeypatch):
+    """The agent's batch reads the preferences, then the person's rename
+    commits, then the batch writes the same title: the person's title stays
+    and the agent is told (the race between the batch's read and its write)."""
+    shown = preferences_services.preference_add(thread=thread, title="Formal tone", respect_lock=False)
+    read_before_the_person = selectors.preferences_for(thread=thread)
+    preferences_services.preference_update(
+        preference=Preference.objects.get(pk=shown.pk), title="Warm but formal", respect_lock=False
+    )
+    monkeypatch.setattr(preferences_services.selectors, "preferences_for", lambda thread: read_before_the_person)
+
+    result = preferences_services.preferences_update_by_index(
+        thread=thread,
+        updates=[{"index": 1, "title": "Casual tone"}],
+        respect_lock=True,
+        values_shown={shown.pk: ("Formal tone", "", "soft")},
+    )
+
+    monkeypatch.undo()  # the rows as stored, not the batch's stale objects
+    assert _prefs(thread) == [("Warm but formal", "soft", False)]
+    assert result.skipped == ["'Formal tone' was edited after you were shown it, so it was not changed"]
+    assert result.updated == {}
