@@ -21,7 +21,7 @@ from langgraph.errors import GraphInterrupt
 from agent.builder import build_agent
 from agent.context import AgentContext
 from agent.middleware import CallOrderMiddleware
-from tests.agent.scripted_turn import tool_results_of_a_turn
+from tests.agent.scripted_turn import document_stored, envelopes_of, preferences_stored, steps_stored, tool_results_of_a_turn
 from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
 from tests.support.requests import as_another_request
 from workspace import selectors
@@ -31,26 +31,6 @@ from workspace.services import plan as plan_services
 from workspace.services import preferences as preference_services
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _envelopes(results):
-    return [json.loads(r.content) for r in results]
-
-
-@sync_to_async
-def _preferences(thread):
-    return list(Preference.objects.filter(thread=thread).order_by("pk").values_list("title", "subtitle", "kind"))
-
-
-@sync_to_async
-def _steps(thread):
-    return [(s.text, s.done, s.depth) for s in selectors.plan_steps(thread=thread)]
-
-
-@sync_to_async
-def _document(thread):
-    document = selectors.document_for(thread=thread)
-    return document.content, document.version
 
 
 async def _a_soft_spelling_rule(thread):
@@ -85,8 +65,8 @@ async def test_a_preference_renamed_and_made_hard_by_two_calls_of_one_reply_gets
             )
         ],
     )
-    envelopes = _envelopes(results)
-    assert await _preferences(thread) == [("British English", "", "hard")], envelopes
+    envelopes = envelopes_of(results)
+    assert await preferences_stored(thread) == [("British English", "", "hard")], envelopes
     assert all(e["success"] and not e.get("skipped") for e in envelopes), envelopes
 
 
@@ -108,8 +88,8 @@ async def test_a_preference_renamed_and_made_hard_by_two_entries_of_one_call_get
             )
         ],
     )
-    [envelope] = _envelopes(results)
-    assert await _preferences(thread) == [("British English", "", "hard")], envelope
+    [envelope] = envelopes_of(results)
+    assert await preferences_stored(thread) == [("British English", "", "hard")], envelope
     assert envelope["success"] and not envelope.get("skipped"), envelope
 
 
@@ -133,9 +113,9 @@ async def test_a_step_renamed_and_ticked_then_dropped_by_three_calls_of_one_repl
             )
         ],
     )
-    envelopes = _envelopes(results)
+    envelopes = envelopes_of(results)
     assert all(e["success"] and not e.get("skipped") for e in envelopes), envelopes
-    assert await _steps(thread) == [("Collect", False, 0)], envelopes
+    assert await steps_stored(thread) == [("Collect", False, 0)], envelopes
 
 
 async def test_a_step_rewritten_by_two_entries_of_one_call_gets_the_last_text(thread):
@@ -157,9 +137,9 @@ async def test_a_step_rewritten_by_two_entries_of_one_call_gets_the_last_text(th
             )
         ],
     )
-    [envelope] = _envelopes(results)
+    [envelope] = envelopes_of(results)
     assert envelope["success"] and not envelope.get("skipped"), envelope
-    assert await _steps(thread) == [("Collect", False, 0), ("Draft the report", False, 0)]
+    assert await steps_stored(thread) == [("Collect", False, 0), ("Draft the report", False, 0)]
 
 
 async def test_a_step_the_person_rewrote_meanwhile_still_keeps_their_text(thread):
@@ -184,10 +164,10 @@ async def test_a_step_the_person_rewrote_meanwhile_still_keeps_their_text(thread
         )
 
     results = await tool_results_of_a_turn(thread, [reply])
-    ticked, renamed = _envelopes(results)
+    ticked, renamed = envelopes_of(results)
     assert ticked["success"] and not ticked.get("skipped"), ticked
     assert "rewritten after you were shown it" in json.dumps(renamed), renamed
-    assert await _steps(thread) == [("Collect", True, 0), ("Draft (the person's)", False, 0)]
+    assert await steps_stored(thread) == [("Collect", True, 0), ("Draft (the person's)", False, 0)]
 
 
 # --- the person's edit of a step the reply edits twice stays ------------------------
@@ -225,8 +205,8 @@ async def test_a_tick_then_a_rename_of_a_step_the_person_renamed_meanwhile_keeps
         )
 
     results = await tool_results_of_a_turn(thread, [reply])
-    ticked, renamed = _envelopes(results)
-    assert await _steps(thread) == [("Collect", False, 0), ("Draft (the person's)", True, 0)], (ticked, renamed)
+    ticked, renamed = envelopes_of(results)
+    assert await steps_stored(thread) == [("Collect", False, 0), ("Draft (the person's)", True, 0)], (ticked, renamed)
     assert "rewritten after you were shown it" in json.dumps(renamed), renamed
 
 
@@ -246,8 +226,8 @@ async def test_a_tick_then_a_removal_of_a_step_the_person_renamed_meanwhile_keep
         )
 
     results = await tool_results_of_a_turn(thread, [reply])
-    ticked, removed = _envelopes(results)
-    assert [s[0] for s in await _steps(thread)] == ["Collect", "Draft (the person's)"], (ticked, removed)
+    ticked, removed = envelopes_of(results)
+    assert [s[0] for s in await steps_stored(thread)] == ["Collect", "Draft (the person's)"], (ticked, removed)
 
 
 async def test_a_rename_then_a_tick_of_a_step_the_person_ticked_meanwhile_leaves_the_persons_tick(thread):
@@ -269,8 +249,8 @@ async def test_a_rename_then_a_tick_of_a_step_the_person_ticked_meanwhile_leaves
         )
 
     results = await tool_results_of_a_turn(thread, [reply])
-    renamed, ticked = _envelopes(results)
-    assert await _steps(thread) == [("Collect", False, 0), ("Draft the report", True, 0)], (renamed, ticked)
+    renamed, ticked = envelopes_of(results)
+    assert await steps_stored(thread) == [("Collect", False, 0), ("Draft the report", True, 0)], (renamed, ticked)
 
 
 async def test_the_persons_preference_edit_meanwhile_survives_two_edits_of_one_reply(thread):
@@ -327,9 +307,9 @@ async def test_two_conflicting_passage_edits_of_one_reply_say_the_overlap_is_the
             )
         ],
     )
-    first, second = _envelopes(results)
+    first, second = envelopes_of(results)
     assert first["success"] is True
-    assert (await _document(thread)) == ("ALPHA BETA gamma delta", 2)
+    assert (await document_stored(thread)) == ("ALPHA BETA gamma delta", 2)
     assert second["success"] is False
     assert "your own other edits of this step" in second["error"], second["error"]
     assert "person" not in second["error"], second["error"]
@@ -352,9 +332,9 @@ async def test_a_passage_edit_overlapping_the_persons_edit_still_says_it_is_thei
         as_another_request(person_types)
         return Reply(tool_calls=[tool_call("replace_in_document", "Abbreviating.", old_text="beta gamma", new_text="b. gamma")])
 
-    [refused] = _envelopes(await tool_results_of_a_turn(thread, [reply]))
+    [refused] = envelopes_of(await tool_results_of_a_turn(thread, [reply]))
     assert refused["success"] is False and "the person edited the same passages" in refused["error"], refused
-    assert (await _document(thread)) == ("alpha BETA! gamma delta", 2)
+    assert (await document_stored(thread)) == ("alpha BETA! gamma delta", 2)
 
 
 # --- the calls of one reply run in the model's order ---------------------------------
@@ -378,8 +358,8 @@ async def test_a_step_dropped_then_renamed_in_one_reply_is_dropped_and_the_renam
             )
         ],
     )
-    removed, renamed = _envelopes(results)
-    assert await _steps(thread) == [("Collect", False, 0)], (removed, renamed)
+    removed, renamed = envelopes_of(results)
+    assert await steps_stored(thread) == [("Collect", False, 0)], (removed, renamed)
     assert removed["success"] is True and not removed.get("skipped"), removed
     assert renamed["success"] is False and "removed since" in renamed["error"], renamed
 
@@ -404,10 +384,10 @@ async def test_a_rewrite_then_an_append_in_one_reply_are_versions_in_that_order(
             )
         ],
     )
-    rewrite, append = _envelopes(results)
+    rewrite, append = envelopes_of(results)
     assert "version 2" in rewrite["summary"] and "merged" not in rewrite["summary"], rewrite
     assert append["success"] is True, append
-    assert await _document(thread) == ("# Report\n\nOld notes, now an introduction.\n\n## Conclusion\n\nIt holds.", 3)
+    assert await document_stored(thread) == ("# Report\n\nOld notes, now an introduction.\n\n## Conclusion\n\nIt holds.", 3)
 
 
 async def test_many_calls_of_one_reply_reach_the_plan_history_in_the_models_order(thread):
@@ -420,7 +400,7 @@ async def test_many_calls_of_one_reply_reach_the_plan_history_in_the_models_orde
         calls.append(tool_call("remove_todos", f"Dropping S{i}.", indices=[i]))
         calls.append(tool_call("update_todos", f"Renaming S{i - 1}.", updates=[{"index": i - 1, "text": f"S{i - 1}'"}]))
     results = await tool_results_of_a_turn(thread, [Reply(tool_calls=calls)])
-    assert all(e["success"] and not e.get("skipped") for e in _envelopes(results)), _envelopes(results)
+    assert all(e["success"] and not e.get("skipped") for e in envelopes_of(results)), envelopes_of(results)
     history = await sync_to_async(
         lambda: list(PlanChange.objects.filter(thread=thread).order_by("pk").values_list("summary", flat=True))
     )()
@@ -432,7 +412,7 @@ async def test_many_calls_of_one_reply_reach_the_plan_history_in_the_models_orde
         "Removed “S2”",
         "Renamed “S1” to “S1'”",
     ], history
-    assert await _steps(thread) == [("S1'", False, 0), ("S3'", False, 0), ("S5'", False, 0)]
+    assert await steps_stored(thread) == [("S1'", False, 0), ("S3'", False, 0), ("S5'", False, 0)]
 
 
 async def test_a_rewrite_merged_with_the_agents_own_append_of_the_same_reply_says_so(thread):
@@ -454,11 +434,11 @@ async def test_a_rewrite_merged_with_the_agents_own_append_of_the_same_reply_say
             )
         ],
     )
-    append, rewrite = _envelopes(results)
+    append, rewrite = envelopes_of(results)
     assert append["success"] is True and rewrite["success"] is True, (append, rewrite)
     assert "merged with your own other edits of this step" in rewrite["summary"], rewrite
     assert "person" not in rewrite["summary"], rewrite
-    assert await _document(thread) == ("# Report\n\nOld notes, now an introduction.\n\n## Conclusion\n\nIt holds.", 3)
+    assert await document_stored(thread) == ("# Report\n\nOld notes, now an introduction.\n\n## Conclusion\n\nIt holds.", 3)
 
 
 async def test_sixty_calls_mixing_removals_and_edits_of_the_same_rows_run_once_each_in_order(thread):
@@ -483,7 +463,7 @@ async def test_sixty_calls_mixing_removals_and_edits_of_the_same_rows_run_once_e
         calls.append(tool_call("update_todos", f"Renaming S{i} again.", updates=[{"index": i, "text": f"S{i}''"}]))
         expected.append(f"Renamed “S{i}'” to “S{i}''”")
     results = await tool_results_of_a_turn(thread, [Reply(tool_calls=calls)])
-    envelopes = _envelopes(results)
+    envelopes = envelopes_of(results)
     assert len(envelopes) == 60
     assert all(e["success"] and not e.get("skipped") for e in envelopes), [
         e for e in envelopes if not e["success"] or e.get("skipped")
@@ -492,7 +472,7 @@ async def test_sixty_calls_mixing_removals_and_edits_of_the_same_rows_run_once_e
         lambda: list(PlanChange.objects.filter(thread=thread).order_by("pk").values_list("summary", flat=True))
     )()
     assert history[1:] == expected
-    assert await _steps(thread) == [(f"S{i}''", True, 0) for i in range(1, 21, 2)]
+    assert await steps_stored(thread) == [(f"S{i}''", True, 0) for i in range(1, 21, 2)]
 
 
 async def test_a_call_that_fails_in_the_middle_of_a_reply_does_not_stop_or_reorder_the_rest(thread):
@@ -518,7 +498,7 @@ async def test_a_call_that_fails_in_the_middle_of_a_reply_does_not_stop_or_reord
         lambda: list(PlanChange.objects.filter(thread=thread).order_by("pk").values_list("summary", flat=True))
     )()
     assert history[1:] == ["Renamed “Collect” to “Collect all”", "Renamed “Draft” to “Draft it”"]
-    assert [s[0] for s in await _steps(thread)] == ["Collect all", "Draft it"]
+    assert [s[0] for s in await steps_stored(thread)] == ["Collect all", "Draft it"]
 
 
 @pytest.mark.parametrize("mode", ["explore", "plan"])

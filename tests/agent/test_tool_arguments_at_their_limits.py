@@ -3,39 +3,16 @@ sizes a real model produces: each is stored whole or refused with a message
 naming the limit or the item, never half-written. The real compiled agent
 with a scripted model (tests/agent/scripted_turn.py)."""
 
-import json
-
 import pytest
 from asgiref.sync import sync_to_async
 
-from tests.agent.scripted_turn import tool_results_of_a_turn
+from tests.agent.scripted_turn import document_stored, envelopes_of, preferences_stored, steps_stored, tool_results_of_a_turn
 from tests.support.fake_model import Reply, tool_call
-from workspace import selectors
-from workspace.models import Artifact, DocumentRevision, PlanChange, Preference
+from workspace.models import Artifact, DocumentRevision, PlanChange
 from workspace.services import document as document_services
 from workspace.services import plan as plan_services
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _envelopes(results):
-    return [json.loads(r.content) for r in results]
-
-
-@sync_to_async
-def _prefs(thread):
-    return list(Preference.objects.filter(thread=thread).order_by("pk").values_list("title", "subtitle", "kind"))
-
-
-@sync_to_async
-def _todos(thread):
-    return [(s.text, s.done, s.depth) for s in selectors.plan_steps(thread=thread)]
-
-
-@sync_to_async
-def _doc(thread):
-    d = selectors.document_for(thread=thread)
-    return d.content, d.version
 
 
 def _chapter(chars: int) -> str:
@@ -57,10 +34,10 @@ async def test_a_whole_document_write_at_and_just_over_the_limit(thread, setting
             Reply(tool_calls=[tool_call("update_document", "Adding one more character.", content=over)]),
         ],
     )
-    ok, refused = _envelopes(results)
+    ok, refused = envelopes_of(results)
     assert ok["success"] is True
     assert refused["success"] is False and f"{limit:,}" in refused["error"], refused
-    content, version = await _doc(thread)
+    content, version = await document_stored(thread)
     assert content == big and version == 1
 
 
@@ -77,9 +54,9 @@ async def test_an_append_that_would_pass_the_limit_is_refused_clearly(thread, se
             )
         ],
     )
-    [refused] = _envelopes(results)
+    [refused] = envelopes_of(results)
     assert refused["success"] is False and "internal error" not in refused["error"].lower(), refused
-    content, version = await _doc(thread)
+    content, version = await document_stored(thread)
     assert len(content) == limit - 10 and version == 1
 
 
@@ -89,9 +66,9 @@ async def test_a_plan_of_2000_nested_steps_in_one_call(thread):
     results = await tool_results_of_a_turn(
         thread, [Reply(tool_calls=[tool_call("add_todos", "Laying out the full plan.", steps=steps)])]
     )
-    [ok] = _envelopes(results)
+    [ok] = envelopes_of(results)
     assert ok["success"] is True, ok
-    stored = await _todos(thread)
+    stored = await steps_stored(thread)
     assert [(t, d) for t, _done, d in stored] == [(s["text"], s["depth"]) for s in steps]
     summaries = await sync_to_async(lambda: list(PlanChange.objects.filter(thread=thread).values_list("summary", flat=True)))()
     assert len(summaries) == 1 and len(summaries[0]) <= 4000
@@ -103,9 +80,9 @@ async def test_a_preference_batch_with_one_item_over_the_limit_writes_none(threa
     results = await tool_results_of_a_turn(
         thread, [Reply(tool_calls=[tool_call("add_preferences", "Noting your rules.", items=items)])]
     )
-    [refused] = _envelopes(results)
+    [refused] = envelopes_of(results)
     assert refused["success"] is False and "Item 11" in refused["error"] and "500" in refused["error"], refused
-    assert await _prefs(thread) == []
+    assert await preferences_stored(thread) == []
 
 
 async def test_a_step_batch_update_with_one_text_over_the_limit_writes_none(thread):
@@ -114,9 +91,9 @@ async def test_a_step_batch_update_with_one_text_over_the_limit_writes_none(thre
     results = await tool_results_of_a_turn(
         thread, [Reply(tool_calls=[tool_call("update_todos", "Renaming the steps.", updates=updates)])]
     )
-    [refused] = _envelopes(results)
+    [refused] = envelopes_of(results)
     assert refused["success"] is False and "Update 5" in refused["error"], refused
-    assert [t for t, _d, _x in await _todos(thread)] == [f"S{i}" for i in range(5)]
+    assert [t for t, _d, _x in await steps_stored(thread)] == [f"S{i}" for i in range(5)]
 
 
 async def test_a_table_of_20000_rows_is_stored_whole_or_refused_clearly(thread):
@@ -125,7 +102,7 @@ async def test_a_table_of_20000_rows_is_stored_whole_or_refused_clearly(thread):
     results = await tool_results_of_a_turn(
         thread, [Reply(tool_calls=[tool_call("data_table", "Tabulating every item.", title="Items", columns=columns, rows=rows)])]
     )
-    [result] = _envelopes(results)
+    [result] = envelopes_of(results)
     stored = await sync_to_async(lambda: list(Artifact.objects.filter(thread=thread)))()
     if result["success"]:
         assert len(stored) == 1 and len(stored[0].payload["rows"]) == 20_000
@@ -140,7 +117,7 @@ async def test_a_table_of_200_columns(thread):
         thread,
         [Reply(tool_calls=[tool_call("data_table", "Tabulating the wide data.", title="Wide", columns=columns, rows=rows)])],
     )
-    [result] = _envelopes(results)
+    [result] = envelopes_of(results)
     assert result["success"] is True, result
     stored = await sync_to_async(lambda: Artifact.objects.get(thread=thread))()
     assert stored.payload["columns"] == columns and stored.payload["rows"][-1][-1] == 299 * 200 + 199
@@ -152,7 +129,7 @@ async def test_a_chart_of_50000_points_is_stored_whole_or_refused_clearly(thread
         thread,
         [Reply(tool_calls=[tool_call("chart_generator", "Plotting the series.", chart_type="line", title="Series", data=data)])],
     )
-    [result] = _envelopes(results)
+    [result] = envelopes_of(results)
     stored = await sync_to_async(lambda: list(Artifact.objects.filter(thread=thread)))()
     if result["success"]:
         assert len(stored) == 1 and len(stored[0].payload["data"]) == 50_000
@@ -167,6 +144,6 @@ async def test_a_chart_with_a_wrong_type_deep_inside_names_the_point(thread):
         thread,
         [Reply(tool_calls=[tool_call("chart_generator", "Plotting the series.", chart_type="line", title="Series", data=data)])],
     )
-    [result] = _envelopes(results)
+    [result] = envelopes_of(results)
     assert result["success"] is False and "4322" in result["error"], result
     assert len(result["error"]) < 3000, len(result["error"])
