@@ -446,7 +446,10 @@ async def _watch() -> None:
                 text = running.turn.unsaved_answer()
                 if text is not None:
                     answers[(key, running.turn.turn_index)] = text
-                rows = running.turn.unsaved_usage()
+                # An ending turn stores its own usage with its end (or pause),
+                # kept and tried again while the database is away: rows taken
+                # here as its task ends would be kept on a turn nobody runs.
+                rows = [] if running.turn.ending else running.turn.unsaved_usage()
                 if rows:
                     usage.append((running.turn, rows))
             if answers or usage:

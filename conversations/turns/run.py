@@ -101,6 +101,12 @@ ENDING_KEPT = (
     "Not saved yet: the server's database does not answer. This turn's end, answer and all, is kept "
     "and saved as soon as the database answers again."
 )
+# The same, for a turn that paused to ask for an approval as the database
+# went away: its card is not stored, so nobody can answer it yet.
+PAUSE_KEPT = (
+    "Not saved yet: the server's database does not answer. The assistant asks for an approval of a change; "
+    "the question is kept and shown here to answer as soon as the database answers again."
+)
 ENDING_LOST = (
     "Not saved: this server shut down before its database answered again. The turn keeps what was "
     "saved of it before the database went away."
@@ -129,27 +135,39 @@ def stored_selection(raw) -> Selection | None:
     return Selection(start=start, end=end, text=text)
 
 
-def _store_usage(rows: list[dict]) -> None:
+def _store_usage(rows: list[dict]) -> list[dict]:
     """The turn's last model calls' usage, in a transaction of its own: the
-    turn's end is recorded whether or not this can be."""
+    turn's end is recorded whether or not this can be.
+
+    Returns the rows left to store: all of them when the database does not
+    answer (the caller keeps them and tries again: a call it drops is never
+    counted), none when they were stored, or failed otherwise (logged; a
+    bug must not be tried for ever). A transaction that failed stored
+    none, so a row tried again is never counted twice."""
     try:
         usage_record(rows=rows)
-    except Exception:
+    except Exception as error:
+        if outages.unreachable_service(error) == outages.DATABASE:
+            outages.note(logger, error, "could not store the usage of %d model call(s); it is kept", len(rows))
+            return rows
         logger.exception("could not store the usage of %d model call(s)", len(rows))
+    return []
 
 
-def _finish(*, usage: list[dict], **kwargs) -> dict:
+def _finish(*, usage: list[dict], **kwargs) -> tuple[dict, list[dict]]:
     """In one database hop: the turn's end, then its last model calls'
     usage; and, whether or not those could be stored, what every open map
     of the family needs now (trajectory.turn_ended_patches, by thread).
+    Returns those patches and the usage rows the database did not take.
 
     Raises when the database cannot be reached for the turn's end: the
     caller keeps that end and stores it once the database answers
     (TurnRun._store_end); nothing of it is stored or sent before."""
     thread_id, turn_index = kwargs["thread"].pk, kwargs["turn_index"]
+    left: list[dict] = []
     try:
         slot.turn_finish(**kwargs)
-        _store_usage(usage)
+        left = _store_usage(usage)
     except Exception as error:
         if outages.unreachable_service(error) == outages.DATABASE:
             raise
@@ -157,16 +175,18 @@ def _finish(*, usage: list[dict], **kwargs) -> dict:
     try:
         # The ended turn is a new node on every open map of the family;
         # this thread's goes with the turn's end.
-        return trajectory.turn_ended_patches(thread=kwargs["thread"], turn_index=turn_index)
+        return trajectory.turn_ended_patches(thread=kwargs["thread"], turn_index=turn_index), left
     except Exception:
         logger.exception("could not update the trajectory map of thread %s", thread_id)
-        return {}
+        return {}, left
 
 
-def _await_approval(*, usage: list[dict], **kwargs) -> str:
+def _await_approval(*, usage: list[dict], **kwargs) -> tuple[str, list[dict]]:
+    """The turn's pause for approval (approval_claims.turn_await_approval),
+    then its model calls' usage; returns the turn's status and the usage
+    rows the database did not take. Raises as the pause's write does."""
     waiting = approval_claims.turn_await_approval(**kwargs)
-    _store_usage(usage)
-    return waiting
+    return waiting, _store_usage(usage)
 
 
 class TurnStopped(Exception):
@@ -291,8 +311,9 @@ class TurnRun:
         # away): write_repair's arguments, tried again before the turn's end
         # is stored, so the next turn's model sees what this one wrote.
         self._repair_left: dict | None = None
-        # The turn has ended and its end waits for the database (docs/adr/0131):
-        # what the tabs were told, for a page that connects meanwhile.
+        # The turn has ended (or paused for an approval) and that waits for the
+        # database (docs/adr/0131): what the tabs were told, for a page that
+        # connects meanwhile.
         self.ending_kept: list[str] = []
 
     @staticmethod
@@ -337,8 +358,9 @@ class TurnRun:
     def resync_fragments(self) -> list[str]:
         """The reasoning and the answer so far, for a page opened mid-turn:
         the start of the answer in place, the rest appended in pieces; once
-        the turn has ended and its end waits for the database, that end; []
-        while its end is on its way to every page.
+        the turn has ended (or paused for an approval) and that waits for
+        the database, what the tabs were told of it; [] while its end is on
+        its way to every page.
 
         Exactly the text sent so far: whitespace held back for the next word
         (`_token`) goes out with that word, so it is not in the snapshot."""
@@ -526,61 +548,118 @@ class TurnRun:
 
     async def _store_end(self, end: dict, *, usage: list[dict], ending) -> dict | None:
         """Store the turn's end (turns.slot.turn_finish, after the history
-        repair left to do) and return the maps' patches (_finish).
+        repair left to do) and its usage, and return the maps' patches
+        (_finish), however long the database is away (_keep_trying).
 
-        While the database does not answer, the end is kept here and tried
-        again every KEEP_ENDING_RETRY_SECONDS, however long it takes: the
-        task goes on, so the watcher keeps storing the answer and refreshing
-        the claim, and no sweep takes the turn for a dead server's
-        (docs/adr/0131). The tabs are told once what is true meanwhile.
         None if the server shuts down first: the end is lost with the
         process, and the sweep of another (or the next) run releases the
         turn as it would any dead server's."""
+        maps: dict | None = None
         first = True
-        while True:
+
+        async def store() -> bool:
+            nonlocal maps, first
             if self._repair_left is not None and not first:
                 await self._repair(**self._repair_left)
-            if self._repair_left is None:
-                try:
-                    return await database_sync_to_async(_finish)(
-                        thread=self.thread, turn_index=self.turn_index, usage=usage, **end
-                    )
-                except Exception as error:
-                    # _finish raises only for the database away (or the hop's own connection check).
-                    if outages.unreachable_service(error) != outages.DATABASE:
-                        logger.exception("could not release the turn slot of thread %s", self.thread.pk)
-                        return {}
-                    outages.note(
-                        logger,
-                        error,
-                        "could not store the end of turn %s of thread %s; it is kept and stored once the database answers",
-                        self.turn_index,
-                        self.thread.pk,
-                    )
             first = False
-            if not self.ending_kept:
-                await self._tell_ending_kept(end["answer"], ending)
-            if self.shutting_down:
-                logger.error(
-                    "the end of turn %s of thread %s (%s, %d characters of answer) could not be stored before the "
-                    "server shut down; the turn keeps what was stored before the database went away",
+            if self._repair_left is not None:
+                return False
+            if maps is not None:
+                return await self._store_kept_usage()  # the end is stored; its usage was not
+            try:
+                maps, left = await database_sync_to_async(_finish)(
+                    thread=self.thread, turn_index=self.turn_index, usage=usage, **end
+                )
+            except Exception as error:
+                # _finish raises only for the database away (or the hop's own connection check).
+                if outages.unreachable_service(error) != outages.DATABASE:
+                    logger.exception("could not release the turn slot of thread %s", self.thread.pk)
+                    maps = {}
+                    return True
+                outages.note(
+                    logger,
+                    error,
+                    "could not store the end of turn %s of thread %s; it is kept and stored once the database answers",
                     self.turn_index,
                     self.thread.pk,
-                    end["status"],
-                    len(end["answer"]),
                 )
-                self._send_quietly(fragments.marker_swap(self._turn(running=False, ending=_kept(ending, ENDING_LOST))))
-                return None
+                return False
+            self.keep_usage(left)
+            return not left
+
+        def lost() -> None:
+            if maps is not None:
+                self._usage_lost()  # the end is stored: the tabs get it below
+                return
+            logger.error(
+                "the end of turn %s of thread %s (%s, %d characters of answer) could not be stored before the "
+                "server shut down; the turn keeps what was stored before the database went away",
+                self.turn_index,
+                self.thread.pk,
+                end["status"],
+                len(end["answer"]),
+            )
+            self._send_quietly(fragments.marker_swap(self._turn(running=False, ending=_kept(ending, ENDING_LOST))))
+
+        await self._keep_trying(store, tell=lambda: self._ending_kept_fragments(end["answer"], ending), lost=lost)
+        return maps
+
+    async def _keep_trying(self, store, *, tell, lost) -> bool:
+        """Call `store` until it has stored what it keeps (it returns True
+        then, False while the database does not answer); True once stored.
+
+        It is tried again every KEEP_ENDING_RETRY_SECONDS, however long it
+        takes: the task goes on, so the watcher keeps storing the answer and
+        refreshing the claim, and no sweep takes the turn for a dead
+        server's (docs/adr/0131). The tabs are told once what is true
+        meanwhile (`tell` returns those fragments; a page that connects
+        meanwhile gets them too). False if the server shuts down first, after
+        `lost` has said so: nothing more can be done without the database."""
+        while not await store():
+            if not self.ending_kept:
+                self.ending_kept = await tell()
+                for html in self.ending_kept:
+                    self._send_quietly(html, too_big=RESYNC_CHAT)
+            if self.shutting_down:
+                lost()
+                return False
             try:
                 # A server shutdown sets the event: one more try, at once.
                 await asyncio.wait_for(self.stop_event.wait(), KEEP_ENDING_RETRY_SECONDS)
             except TimeoutError:
                 pass
             if not self.shutting_down:
-                # A Stop has nothing left to stop: the turn has ended, its end is only waiting to be stored.
+                # A Stop has nothing left to stop: the turn has ended (or paused), it only waits to be stored.
                 self.stop_event.clear()
+        return True
 
-    async def _tell_ending_kept(self, answer: str, ending) -> None:
+    def _usage_lost(self) -> None:
+        rows = self.unsaved_usage()
+        logger.error(
+            "the usage of %d model call(s) of turn %s of thread %s could not be stored before the server shut down",
+            len(rows),
+            self.turn_index,
+            self.thread.pk,
+        )
+
+    async def _store_kept_usage(self) -> bool:
+        """The usage rows kept because the database did not take them
+        (keep_usage), stored; False while it does not answer."""
+        rows = self.unsaved_usage()
+        if not rows:
+            return True
+        try:
+            left = await database_sync_to_async(_store_usage)(rows)
+        except Exception as error:
+            # The hop's own connection check: nothing was stored.
+            if outages.unreachable_service(error) != outages.DATABASE:
+                logger.exception("could not store the usage of %d model call(s)", len(rows))
+                return True
+            left = rows
+        self.keep_usage(left)
+        return not left
+
+    async def _ending_kept_fragments(self, answer: str, ending) -> list[str]:
         """The tabs see the turn's end (its answer rendered, its marker with
         why it is not saved yet) and a status that takes no message until
         the end is stored: a message sent now would run on a history
@@ -591,14 +670,24 @@ class TurnRun:
             # Rendering the answer's markdown (in _turn) is the long part.
             return fragments.closing_content(self._turn(answer=answer, running=False, ending=kept))
 
-        self.ending_kept = [
+        return [
             await _off_loop(content)() if len(answer) > TOKEN_PIECE_CHARS else content(),
             fragments.marker_swap(self._turn(running=False, ending=kept))
             + fragments.controls(running=False, saving=True)
             + fragments.notice(""),
         ]
-        for html in self.ending_kept:
-            self._send_quietly(html, too_big=RESYNC_CHAT)
+
+    async def _pause_kept_fragments(self) -> list[str]:
+        """The tabs see the turn so far, paused (its marker says its
+        question is not saved yet, so no card to answer), and a status that
+        takes no message: the turn is not over, it waits for the person."""
+        kept = outcome.Marker("saving", PAUSE_KEPT, False)
+        return [
+            fragments.in_progress(self._turn())
+            + fragments.marker_swap(self._turn(ending=kept))
+            + fragments.controls(running=False, saving=True)
+            + fragments.notice("")
+        ]
 
     def _send_quietly(self, html: str, *, too_big: str = RESYNC) -> None:
         try:
@@ -610,20 +699,64 @@ class TurnRun:
 
     async def _hold_for_approval(self) -> None:
         """The agent paused before a hard-to-undo change: the turn waits,
-        with no process running it, until the person answers (registry.answer_approval)."""
+        with no process running it, until the person answers (registry.answer_approval).
+
+        A pause the database does not take is kept here and tried again as
+        a turn's end is (_keep_trying): given up, the row would stay
+        running until a sweep called it a dead server's turn, and the
+        question would be gone. The tabs are told meanwhile that it is not
+        saved yet, and get the card once it is."""
         asked = self.approval
-        try:
-            waiting = await database_sync_to_async(_await_approval)(
-                thread=self.thread,
-                turn_index=self.turn_index,
-                interrupt_id=asked.interrupt_id,
-                request=asked.request,
-                usage=self.unsaved_usage(),
+        usage = self.unsaved_usage()
+        waiting: str | None = None
+
+        async def store() -> bool:
+            nonlocal waiting
+            if waiting is not None:
+                return await self._store_kept_usage()  # the pause is stored; its usage was not
+            try:
+                waiting, left = await database_sync_to_async(_await_approval)(
+                    thread=self.thread,
+                    turn_index=self.turn_index,
+                    interrupt_id=asked.interrupt_id,
+                    request=asked.request,
+                    usage=usage,
+                )
+            except Exception as error:
+                if outages.unreachable_service(error) != outages.DATABASE:
+                    logger.exception(
+                        "could not record the approval turn %s of thread %s waits for", self.turn_index, self.thread.pk
+                    )
+                    waiting = ""
+                    return True
+                outages.note(
+                    logger,
+                    error,
+                    "could not record the approval turn %s of thread %s waits for; it is kept and stored once the "
+                    "database answers",
+                    self.turn_index,
+                    self.thread.pk,
+                )
+                return False
+            self.keep_usage(left)
+            return not left
+
+        def lost() -> None:
+            if waiting is not None:
+                self._usage_lost()  # the pause is stored: the tabs get its card below
+                return
+            logger.error(
+                "the approval turn %s of thread %s waits for could not be stored before the server shut down",
+                self.turn_index,
+                self.thread.pk,
             )
-        except Exception:
-            logger.exception("could not record the approval turn %s of thread %s waits for", self.turn_index, self.thread.pk)
-            waiting = ""
+            self._send_quietly(
+                fragments.marker_swap(self._turn(running=False, ending=outcome.Marker("saving", ENDING_LOST, False)))
+            )
+
+        await self._keep_trying(store, tell=self._pause_kept_fragments, lost=lost)
         if waiting != Turn.Status.AWAITING:
+            # None: never stored, the server shut down first (_keep_trying).
             # Released meanwhile by another process, or the card answered on
             # the spot (a Stop asked, the sender's account ended): the tabs
             # are told, and the next turn answers the call (docs/adr/0129).

@@ -2,7 +2,8 @@
 keeps that end, with its whole answer, and stores it once the database
 answers, however long that takes; meanwhile its claim stays fresh, the tabs
 are told the truth, a Stop has nothing to stop and the next message is
-refused (docs/adr/0131).
+refused (docs/adr/0131). So does a turn's pause for an approval, and the
+usage of its last model calls.
 
 The database's absence is played by the checkpointer and the turn's end
 failing as an unreachable PostgreSQL does (a psycopg OperationalError with
@@ -21,10 +22,11 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from agent import checkpointer as checkpointers
 from conversations.errors import TurnAlreadyRunning
-from conversations.models import Turn
-from conversations.turns import registry, run, slot
+from conversations.models import ModelUsage, Turn
+from conversations.turns import approval_claims, registry, run, slot
 from tests.conversations.helpers import frame_containing, frames_until_turn_end, stored_slot
-from tests.support.fake_model import Reply
+from tests.support.fake_model import Reply, tool_call
+from workspace.services import preferences as preference_services
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -66,8 +68,12 @@ class DatabaseAway:
         monkeypatch.setattr(run, "KEEP_ENDING_RETRY_SECONDS", 0.05)
 
 
-def _row(thread):
-    return Turn.objects.filter(thread=thread, index=1).values_list("status", "answer", "notice").get()
+def _refused():
+    return psycopg.OperationalError("connection failed: Connection refused")
+
+
+def _row(thread, index=1):
+    return Turn.objects.filter(thread=thread, index=index).values_list("status", "answer", "notice").get()
 
 
 async def _ended_while_away(thread, owner, script, sockets, away):
@@ -176,3 +182,248 @@ async def test_after_the_database_was_away_no_stale_turn_is_released_until_the_s
         await asyncio.gather(recovery, return_exceptions=True)
     assert sweeps, "the stale turns were never swept once the database was back"
     assert sweeps[0] - clock["back_at"] >= 0.5
+
+
+async def test_a_database_that_flaps_during_the_wait_stores_the_answer_once(owner, thread, script, sockets, monkeypatch):
+    """The database goes away as the answer ends, then flaps (every other
+    checkpoint write and the first four ends refused): the turn ends
+    complete with its whole answer, and the next model call is sent that
+    answer once (the history repair, tried again, never writes it twice)."""
+    answer = " ".join(f"word{i}" for i in range(40))
+    script(Reply(text=answer, token_delay=0.03), Reply(text="The next answer."))
+    state = {"on": False, "puts": 0, "finishes": 0}
+    put, finish = AsyncSqliteSaver.aput, slot.turn_finish
+
+    async def aput(saver, *args, **kwargs):
+        if state["on"]:
+            state["puts"] += 1
+            if state["puts"] % 2 == 1:
+                raise _refused()
+        return await put(saver, *args, **kwargs)
+
+    def turn_finish(**kwargs):
+        if state["on"]:
+            state["finishes"] += 1
+            if state["finishes"] <= 4:
+                raise _refused()
+        return finish(**kwargs)
+
+    monkeypatch.setattr(AsyncSqliteSaver, "aput", aput)
+    monkeypatch.setattr(slot, "turn_finish", turn_finish)
+    monkeypatch.setattr(run, "KEEP_ENDING_RETRY_SECONDS", 0.05)
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="count")
+    await frame_containing(socket, "word3")
+    state["on"] = True
+    await frame_containing(socket, 'data-state="saving"')
+    frames = await frames_until_turn_end(socket, timeout=15)
+    assert "Not saved" not in frames[-1]
+    state["on"] = False
+    status, stored, notice = await database_sync_to_async(_row)(thread)
+    assert (status, stored, notice) == (Turn.Status.COMPLETE, answer, "")
+    assert (await database_sync_to_async(stored_slot)(thread)).turn_index is None
+    await registry.start_turn(thread=thread, user_message="and now?")
+    frames = await frames_until_turn_end(socket)
+    assert "The next answer." in "".join(frames)
+    sent = script.model.requests[-1]
+    assert [m.content for m in sent if isinstance(m, AIMessage)] == [answer]
+
+
+async def test_a_megabyte_answer_whose_end_waits_is_stored_whole_and_a_page_joining_meanwhile_is_told(
+    owner, thread, script, sockets, monkeypatch
+):
+    """A 1.2 MB answer (cut at HAICO_ANSWER_MAX_CHARS, 200 000 characters)
+    ends while the database is away: a page that connects meanwhile is told
+    it is not saved yet and takes no message; once the database answers,
+    all of the cut answer is stored complete and every tab sees the end."""
+    answer = "".join(f"[part {i:05d}] " + "x" * 985 + "\n\n" for i in range(1200))
+    away = DatabaseAway(monkeypatch)
+    script(Reply(text=answer, token_chars=20_000, token_delay=0.001))
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="write a lot")
+    await frame_containing(socket, "[part 00010]", timeout=20)
+    away.on = True
+    told = await frame_containing(socket, 'data-state="saving"', timeout=60)
+    assert "Not saved yet" in "".join(told)
+    late = await sockets(thread.pk, owner)
+    late_frames = await frame_containing(late, 'data-state="saving"', timeout=20)
+    assert "Not saved yet" in "".join(late_frames)
+    assert "disabled" in late_frames[-1]
+    away.on = False
+    await frames_until_turn_end(socket, timeout=60)
+    status, stored, _notice = await database_sync_to_async(_row)(thread)
+    assert status == Turn.Status.COMPLETE and stored.startswith(answer[:199_000]) and len(stored) >= 200_000
+    await frames_until_turn_end(late, timeout=60)
+
+
+async def test_stop_pressed_during_the_wait_neither_stops_the_kept_end_nor_the_next_turn(
+    owner, thread, script, sockets, monkeypatch
+):
+    """Stop pressed twice while the turn's end waits (the Stop's flag is
+    stored: the rest of the database answers): the turn ends complete with
+    its whole answer, the page is not left saying it is stopping, and the
+    next turn is not stopped by the old flag."""
+    away = DatabaseAway(monkeypatch)
+    script(Reply(text=ANSWER, token_delay=0.1), Reply(text="The next answer.", token_delay=0.1))
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="count to five")
+    await frame_containing(socket, "two")
+    away.on = True
+    await frame_containing(socket, 'data-state="saving"')
+    for _ in range(2):
+        await socket.send_json_to({"action": "stop"})
+        await asyncio.sleep(0.7)  # past the watcher's poll of the stop flags
+    away.on = False
+    frames = await frames_until_turn_end(socket, timeout=15)
+    status, stored, notice = await database_sync_to_async(_row)(thread)
+    assert (status, stored, notice) == (Turn.Status.COMPLETE, ANSWER, "")
+    await asyncio.sleep(0.5)
+    after = []
+    while not await socket.receive_nothing(timeout=0.3):
+        after.append(await socket.receive_from())
+    notices = [f for f in frames + after if 'id="chat-notice"' in f]
+    assert not notices or "stopping" not in notices[-1], notices[-1]
+    await registry.start_turn(thread=thread, user_message="and now?")
+    frames = await frames_until_turn_end(socket, timeout=15)
+    status, stored, notice = await database_sync_to_async(lambda: _row(thread, 2))()
+    assert (status, stored) == (Turn.Status.COMPLETE, "The next answer."), (status, stored, notice)
+
+
+CARD = 'id="turn-1-approval" class="approval is-pending"'
+
+
+class PauseAway:
+    """While `on`: the turn's record that it waits for an approval
+    (approval_claims.turn_await_approval) fails as with PostgreSQL
+    unreachable; the rest of the database answers."""
+
+    def __init__(self, monkeypatch):
+        self.on = True
+        real = approval_claims.turn_await_approval
+
+        def turn_await_approval(**kwargs):
+            if self.on:
+                raise _refused()
+            return real(**kwargs)
+
+        monkeypatch.setattr(approval_claims, "turn_await_approval", turn_await_approval)
+        monkeypatch.setattr(run, "KEEP_ENDING_RETRY_SECONDS", 0.05)
+
+
+async def _pause_for_approval(thread, script):
+    await database_sync_to_async(preference_services.preferences_add)(
+        thread=thread,
+        items=[{"title": t, "kind": "soft"} for t in ("Formal tone", "Short paragraphs")],
+        respect_lock=False,
+    )
+    script(
+        Reply(tool_calls=[tool_call("remove_preferences", "Dropping the rule you no longer want.", indices=[1])]),
+        Reply(text="Done as you decided."),
+    )
+    await registry.start_turn(thread=thread, user_message="drop the formal tone rule")
+
+
+async def test_a_pause_for_approval_the_database_did_not_take_is_kept_and_its_card_shown_once_it_answers(
+    owner, thread, script, sockets, monkeypatch
+):
+    away = PauseAway(monkeypatch)
+    socket = await sockets(thread.pk, owner)
+    await _pause_for_approval(thread, script)
+    frames = await frame_containing(socket, 'data-state="saving"')
+    told = "".join(frames)
+    # No card to answer yet (it is not stored): the tabs are told why, and take no message.
+    assert "Not saved yet: the server&#x27;s database does not answer. The assistant asks for an approval" in told
+    assert 'id="chat-send" type="button" class="btn btn-primary" disabled' in told
+    assert CARD not in told
+
+    await asyncio.sleep(0.3)
+    # Still this process's turn: its claim is kept, a page that connects now is told the same.
+    status, _answer, _notice = await database_sync_to_async(_row)(thread)
+    assert status == Turn.Status.RUNNING
+    assert (await database_sync_to_async(stored_slot)(thread)).turn_index == 1
+    assert "The assistant asks for an approval" in "".join(registry.resync_fragments(thread.pk))
+
+    away.on = False
+    frames = await frame_containing(socket, CARD)
+    assert 'data-state="awaiting"' in "".join(frames)
+    await registry.wait_for_turn(thread.pk)
+    status, _answer, notice = await database_sync_to_async(_row)(thread)
+    assert (status, notice) == (Turn.Status.AWAITING, "")
+    # The card answers as any: the change is made and the turn goes on.
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED, person=owner)
+    frames = await frames_until_turn_end(socket)
+    assert "Done as you decided." in "".join(frames)
+
+
+async def test_a_pause_for_approval_the_database_missed_is_not_later_called_a_dead_servers_turn(
+    owner, thread, script, sockets, monkeypatch
+):
+    """The stale sweep, run once the database answers again, does not take
+    the living server's paused turn for a dead server's ("Interrupted: the
+    server running this turn stopped answering"): it waits with its card."""
+    away = PauseAway(monkeypatch)
+    monkeypatch.setattr(slot, "STALE_TURN_AFTER", timedelta(seconds=1))
+    await sockets(thread.pk, owner)
+    await _pause_for_approval(thread, script)
+    await asyncio.sleep(0.5)
+    away.on = False
+    await asyncio.sleep(2.0)
+    await database_sync_to_async(slot.turns_release_stale)()
+    status, _answer, notice = await database_sync_to_async(_row)(thread)
+    assert (status, notice) == (Turn.Status.AWAITING, "")
+
+
+def _usage_of(thread):
+    return ModelUsage.objects.filter(thread=thread).count()
+
+
+async def test_the_usage_of_a_turn_whose_database_went_away_again_right_after_its_end_is_stored_once(
+    owner, thread, script, sockets, monkeypatch
+):
+    """The database takes the turn's end and is away again for the usage of
+    its last model call, written in the same hop: the row is kept and
+    stored once it answers, once."""
+    script(Reply(text="A short answer."))
+    refused = {"n": 0}
+    real = run.usage_record
+
+    def usage_record(*, rows):
+        if rows and refused["n"] < 3:
+            refused["n"] += 1
+            raise _refused()
+        return real(rows=rows)
+
+    monkeypatch.setattr(run, "usage_record", usage_record)
+    monkeypatch.setattr(run, "KEEP_ENDING_RETRY_SECONDS", 0.05)
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="hello")
+    await frames_until_turn_end(socket)
+    await registry.wait_for_turn(thread.pk)
+    assert refused["n"] == 3
+    assert await database_sync_to_async(_usage_of)(thread) == 1
+    status, stored, _notice = await database_sync_to_async(_row)(thread)
+    assert (status, stored) == (Turn.Status.COMPLETE, "A short answer.")
+
+
+async def test_the_usage_of_a_pause_for_approval_the_database_did_not_take_is_stored_once(
+    owner, thread, script, sockets, monkeypatch
+):
+    """As above for a turn that pauses for an approval: the pause is stored,
+    its model call's usage is kept until the database takes it, once."""
+    refused = {"n": 0}
+    real = run.usage_record
+
+    def usage_record(*, rows):
+        if rows and refused["n"] < 3:
+            refused["n"] += 1
+            raise _refused()
+        return real(rows=rows)
+
+    monkeypatch.setattr(run, "usage_record", usage_record)
+    monkeypatch.setattr(run, "KEEP_ENDING_RETRY_SECONDS", 0.05)
+    socket = await sockets(thread.pk, owner)
+    await _pause_for_approval(thread, script)
+    await frame_containing(socket, CARD)
+    await registry.wait_for_turn(thread.pk)
+    assert refused["n"] == 3
+    assert await database_sync_to_async(_usage_of)(thread) == 1
