@@ -236,4 +236,9 @@ async def test_the_turn_watcher_meeting_a_database_away_logs_a_line_not_a_traceb
 
     watcher = [r for r in caplog.records if "turn watcher" in r.getMessage()]
     assert watcher and all(r.exc_info is None for r in watcher)
-    assert len(watcher) == 1  # the outage's first line; the rounds after it are counted
+    # The outage's first line; the rounds after it are counted. A database
+    # connection opened meanwhile by any thread of this process (another
+    # test's, under a parallel run) says the database answers again, and
+    # the next failing round begins a new outage with its own first line.
+    answered_again = [r for r in caplog.records if r.name == "haico.outages" and "answers again" in r.getMessage()]
+    assert len(watcher) == 1 + len(answered_again), [r.getMessage() for r in caplog.records]
