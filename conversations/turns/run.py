@@ -566,26 +566,13 @@ class TurnRun:
                 return False
             if maps is not None:
                 return await self._store_kept_usage()  # the end is stored; its usage was not
-            try:
-                maps, left = await database_sync_to_async(_finish)(
-                    thread=self.thread, turn_index=self.turn_index, usage=usage, **end
-                )
-            except Exception as error:
-                # _finish raises only for the database away (or the hop's own connection check).
-                if outages.unreachable_service(error) != outages.DATABASE:
-                    logger.exception("could not release the turn slot of thread %s", self.thread.pk)
-                    maps = {}
-                    return True
-                outages.note(
-                    logger,
-                    error,
-                    "could not store the end of turn %s of thread %s; it is kept and stored once the database answers",
-                    self.turn_index,
-                    self.thread.pk,
-                )
-                return False
-            self.keep_usage(left)
-            return not left
+            # _finish raises only for the database away (or the hop's own connection check).
+            stored, maps = await self._store_once(
+                lambda: _finish(thread=self.thread, turn_index=self.turn_index, usage=usage, **end),
+                what="the end of turn %s of thread %s",
+                given_up={},
+            )
+            return stored
 
         def lost() -> None:
             if maps is not None:
@@ -632,6 +619,31 @@ class TurnRun:
                 # A Stop has nothing left to stop: the turn has ended (or paused), it only waits to be stored.
                 self.stop_event.clear()
         return True
+
+    async def _store_once(self, hop, *, what: str, given_up):
+        """One try of `hop`, a database hop that stores the turn's end or
+        pause and returns its result with the usage rows the database did
+        not take (kept here for the next try). Returns whether all of it is
+        stored, and the hop's result: None while the database does not
+        answer; `given_up` after any other failure (logged: a bug must not
+        be tried for ever). `what` names it in the log, with the turn's
+        index and thread."""
+        try:
+            result, left = await database_sync_to_async(hop)()
+        except Exception as error:
+            if outages.unreachable_service(error) != outages.DATABASE:
+                logger.exception("could not store " + what, self.turn_index, self.thread.pk)
+                return True, given_up
+            outages.note(
+                logger,
+                error,
+                "could not store " + what + "; it is kept and stored once the database answers",
+                self.turn_index,
+                self.thread.pk,
+            )
+            return False, None
+        self.keep_usage(left)
+        return not left, result
 
     def _usage_lost(self) -> None:
         rows = self.unsaved_usage()
@@ -714,32 +726,18 @@ class TurnRun:
             nonlocal waiting
             if waiting is not None:
                 return await self._store_kept_usage()  # the pause is stored; its usage was not
-            try:
-                waiting, left = await database_sync_to_async(_await_approval)(
+            stored, waiting = await self._store_once(
+                lambda: _await_approval(
                     thread=self.thread,
                     turn_index=self.turn_index,
                     interrupt_id=asked.interrupt_id,
                     request=asked.request,
                     usage=usage,
-                )
-            except Exception as error:
-                if outages.unreachable_service(error) != outages.DATABASE:
-                    logger.exception(
-                        "could not record the approval turn %s of thread %s waits for", self.turn_index, self.thread.pk
-                    )
-                    waiting = ""
-                    return True
-                outages.note(
-                    logger,
-                    error,
-                    "could not record the approval turn %s of thread %s waits for; it is kept and stored once the "
-                    "database answers",
-                    self.turn_index,
-                    self.thread.pk,
-                )
-                return False
-            self.keep_usage(left)
-            return not left
+                ),
+                what="the approval turn %s of thread %s waits for",
+                given_up="",
+            )
+            return stored
 
         def lost() -> None:
             if waiting is not None:
