@@ -377,13 +377,9 @@ def _usage_of(thread):
     return ModelUsage.objects.filter(thread=thread).count()
 
 
-async def test_the_usage_of_a_turn_whose_database_went_away_again_right_after_its_end_is_stored_once(
-    owner, thread, script, sockets, monkeypatch
-):
-    """The database takes the turn's end and is away again for the usage of
-    its last model call, written in the same hop: the row is kept and
-    stored once it answers, once."""
-    script(Reply(text="A short answer."))
+def _usage_refused_three_times(monkeypatch) -> dict:
+    """The database refuses the first three writes of usage rows, then
+    answers; tried again every 0.05 s. Returns the count of refusals."""
     refused = {"n": 0}
     real = run.usage_record
 
@@ -395,6 +391,17 @@ async def test_the_usage_of_a_turn_whose_database_went_away_again_right_after_it
 
     monkeypatch.setattr(run, "usage_record", usage_record)
     monkeypatch.setattr(run, "KEEP_ENDING_RETRY_SECONDS", 0.05)
+    return refused
+
+
+async def test_the_usage_of_a_turn_whose_database_went_away_again_right_after_its_end_is_stored_once(
+    owner, thread, script, sockets, monkeypatch
+):
+    """The database takes the turn's end and is away again for the usage of
+    its last model call, written in the same hop: the row is kept and
+    stored once it answers, once."""
+    script(Reply(text="A short answer."))
+    refused = _usage_refused_three_times(monkeypatch)
     socket = await sockets(thread.pk, owner)
     await registry.start_turn(thread=thread, user_message="hello")
     await frames_until_turn_end(socket)
@@ -410,17 +417,7 @@ async def test_the_usage_of_a_pause_for_approval_the_database_did_not_take_is_st
 ):
     """As above for a turn that pauses for an approval: the pause is stored,
     its model call's usage is kept until the database takes it, once."""
-    refused = {"n": 0}
-    real = run.usage_record
-
-    def usage_record(*, rows):
-        if rows and refused["n"] < 3:
-            refused["n"] += 1
-            raise _refused()
-        return real(rows=rows)
-
-    monkeypatch.setattr(run, "usage_record", usage_record)
-    monkeypatch.setattr(run, "KEEP_ENDING_RETRY_SECONDS", 0.05)
+    refused = _usage_refused_three_times(monkeypatch)
     socket = await sockets(thread.pk, owner)
     await _pause_for_approval(thread, script)
     await frame_containing(socket, CARD)
