@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q
 
-from workspace.models import Thread
+from workspace.models import Thread, ThreadMember
 from workspace.selectors import WorkspaceAfterTurn, threads_for_user, threads_shared_with, workspace_after_turn
 
 from .models import ActivityLogEntry, BranchLink, Feedback, LayoutPreference, Turn
@@ -79,7 +79,8 @@ def _family(thread: Thread, statuses=(BranchLink.Status.ACTIVE,), *, through_del
 
     `through_deleted=False`: a deleted thread is where the family ends, as
     the thread list and the trajectory map show it (a branch still being
-    made is not deleted, only hidden)."""
+    made is not deleted, only hidden), and so is a link to a thread with
+    other people (`links_between_other_people`)."""
     root, seen = thread.pk, {thread.pk}
     while True:
         link = (
@@ -104,6 +105,8 @@ def _family(thread: Thread, statuses=(BranchLink.Status.ACTIVE,), *, through_del
                 ids.add(child)
                 parents[child] = (parent, point)
                 frontier.append(child)
+    if not through_deleted:
+        ids, parents = _part_with_same_people(thread.pk, ids, parents)
     threads = {
         t.pk: t
         for t in Thread.objects.filter(pk__in=ids, owner_id=thread.owner_id).only("id", "turn_index", "is_deleted", "created_at")
@@ -111,12 +114,76 @@ def _family(thread: Thread, statuses=(BranchLink.Status.ACTIVE,), *, through_del
     return threads, parents
 
 
+def people_of(thread_ids) -> dict:
+    """Each thread's people as one comparable value: its members with their
+    roles (the owner is never a row), empty when it is shared with no one.
+    One query, whatever the number of threads."""
+    people: dict = {pk: set() for pk in thread_ids}
+    rows = ThreadMember.objects.filter(thread_id__in=list(people)).order_by().values_list("thread_id", "user_id", "role")
+    for thread_id, user_id, role in rows:
+        people[thread_id].add((user_id, role))
+    return {pk: frozenset(members) for pk, members in people.items()}
+
+
+def links_between_other_people(links: dict, people: dict) -> set:
+    """The branches (keys of `links`: branch -> (parent, ...)) whose parent
+    has other people than they have. Such a link is cut wherever a family
+    is shown (docs/adr/0084): a family has one set of people, so everything
+    its map and turn versions show, each of its people may open. Families
+    are split that way when a branch cut from its family by a deleted
+    parent got its own people and staff restore the parent, or restore a
+    deleted branch whose family was shared meanwhile."""
+    return {branch for branch, link in links.items() if branch in people and people.get(link[0]) != people[branch]}
+
+
+def linked_threads_with_other_people(*, thread: Thread) -> list[Thread]:
+    """The owner's live threads linked to `thread` by an active branch link
+    (the thread it came from, its branches) whose people differ from its
+    own: the links its map and arrows do not show (`links_between_other_people`)."""
+    neighbours = list(
+        Thread.objects.filter(
+            Q(branch_link__parent=thread, branch_link__status=BranchLink.Status.ACTIVE)
+            | Q(child_links__thread=thread, child_links__status=BranchLink.Status.ACTIVE),
+            owner_id=thread.owner_id,
+            is_deleted=False,
+        )
+        .distinct()
+        .order_by("created_at")
+    )
+    people = people_of([thread.pk, *(other.pk for other in neighbours)])
+    return [other for other in neighbours if people[other.pk] != people[thread.pk]]
+
+
+def _part_with_same_people(start, ids: set, parents: dict) -> tuple[set, dict]:
+    """The threads of `ids` joined to `start` by links between threads with
+    the same people (`links_between_other_people`), and their links."""
+    if start not in ids:
+        return ids, parents
+    people = people_of(ids)
+    cut = links_between_other_people(parents, people)
+    if not cut:
+        return ids, parents
+    kept = {branch: link for branch, link in parents.items() if branch not in cut}
+    neighbours: dict = {}
+    for branch, (parent, _point) in kept.items():
+        neighbours.setdefault(branch, []).append(parent)
+        neighbours.setdefault(parent, []).append(branch)
+    part, frontier = {start}, [start]
+    while frontier:
+        for other in neighbours.get(frontier.pop(), ()):
+            if other not in part:
+                part.add(other)
+                frontier.append(other)
+    return part, {branch: link for branch, link in kept.items() if branch in part}
+
+
 def family_ids(*, thread_id, pending: bool = False, through_deleted: bool = True) -> set:
     """The ids of every thread linked to `thread_id` by active branch links,
     its own included; with `pending`, also the branches still being made
     (hidden until their first turn begins), which already have the family's
     people (conversations.sharing). `through_deleted=False`: the family as
-    its owner is shown it, ending at a deleted thread (`_family`)."""
+    it is shown, ending at a deleted thread and at a link to threads with
+    other people (`_family`)."""
     thread = Thread.objects.filter(pk=thread_id).only("id", "owner_id").first()
     if thread is None:
         return set()
@@ -129,8 +196,9 @@ def turn_versions_for(*, thread: Thread) -> dict[int, TurnVersions]:
     """Turn index -> its versions, for the turns that have more than one."""
     if not BranchLink.objects.filter(Q(thread=thread) | Q(parent=thread), status=BranchLink.Status.ACTIVE).exists():
         return {}
-    # The family as the map shows it, ending at a deleted thread: a person
-    # shared a branch left on its own is never linked to the thread it came from.
+    # The family as the map shows it, ending at a deleted thread and at a
+    # link to threads with other people: a person shared a branch left on
+    # its own is never linked to the thread it came from (docs/adr/0084).
     threads, parents = _family(thread, through_deleted=False)
     threads[thread.pk] = thread
 

@@ -10,7 +10,7 @@ from workspace.models import Thread, WorkspaceSnapshot
 from workspace.selectors import Access, thread_for_user
 
 from ..models import BranchLink
-from ..selectors import turn_ran_in
+from ..selectors import links_between_other_people, people_of, turn_ran_in
 from ..turns.slot import running_turn
 
 NO_SUCH_TURN = "That turn is not on your trajectory map any more; reload the page and choose another."
@@ -19,12 +19,17 @@ NO_SUCH_TURN = "That turn is not on your trajectory map any more; reload the pag
 def is_own_turn(*, thread: Thread, turn_index: int) -> bool:
     """Whether the map draws `turn_index` as a node of `thread`: an ended
     turn it has, past its branch point (up to there the turns are its
-    parent's), or before it when the parent was deleted (then they are
-    drawn as the branch's own: trajectory.reads)."""
+    parent's), or before it when the parent was deleted or has other
+    people (then they are drawn as the branch's own: trajectory.reads)."""
     if turn_index < 1 or turn_index > thread.turn_index or turn_index == running_turn(thread):
         return False
     link = BranchLink.objects.filter(thread=thread, status=BranchLink.Status.ACTIVE).select_related("parent").first()
-    if link is not None and turn_index <= link.branch_point_turn and not link.parent.is_deleted:
+    if (
+        link is not None
+        and turn_index <= link.branch_point_turn
+        and not link.parent.is_deleted
+        and not links_between_other_people({thread.pk: (link.parent_id,)}, people_of([thread.pk, link.parent_id]))
+    ):
         return False
     ran_in = turn_ran_in(thread=thread, turn_index=turn_index)
     return WorkspaceSnapshot.objects.filter(thread=ran_in, turn_index=turn_index).exists()

@@ -1,18 +1,18 @@
 """What the trajectory map and a turn's preview read from the database
-(docs/adr/0016): a family's graph in four queries, whatever its size, and
-the workspace after one turn."""
+(docs/adr/0016): a family's graph in four queries, whatever its size (five
+when it is shared with anyone), and the workspace after one turn."""
 
 from __future__ import annotations
 
-from django.db.models import CharField
+from django.db.models import CharField, Exists, OuterRef
 from django.db.models.functions import Cast, Substr
 
 from workspace import plan_tree
 from workspace.markdown import render_markdown
-from workspace.models import Thread, WorkspaceSnapshot
+from workspace.models import Thread, ThreadMember, WorkspaceSnapshot
 
 from ..models import BranchLink, Turn
-from ..selectors import workspace_after_turn_in_history
+from ..selectors import links_between_other_people, people_of, workspace_after_turn_in_history
 from ..turns.slot import live_turn
 from .layout import FamilyThread, Graph, TurnFact, assemble, family_of, lane_order
 
@@ -28,9 +28,10 @@ def family_graph(*, thread: Thread) -> Graph:
     threads of the same owner: a branch is its parent's owner's, and a
     parent the owner lost is not shown as where the branch came from.
 
-    A branch whose parent was deleted stands on its own, and the turns it
-    shows from before its branch point are drawn as its own, read from the
-    threads that ran them (`_inherited_turns`)."""
+    A branch whose parent was deleted, or has other people than it has,
+    stands on its own, and the turns it shows from before its branch point
+    are drawn as its own, read from the threads that ran them
+    (`_inherited_turns`)."""
     links, orphans = {}, {}
     for child, parent, point, created, parent_deleted in (
         BranchLink.objects.filter(
@@ -45,14 +46,27 @@ def family_graph(*, thread: Thread) -> Graph:
         (orphans if parent_deleted else links)[child] = (parent, point, created)
     root, children = family_of(thread.pk, links)
     order = lane_order(root, children)
-    # Each member's running-turn slot in the same read (a LEFT JOIN).
+    # Each member's running-turn slot in the same read (a LEFT JOIN), and
+    # whether it is shared with anyone.
     rows = (
         Thread.objects.filter(pk__in=order, is_deleted=False)
         .order_by()
         .select_related("turn_slot")
+        .annotate(shared=Exists(ThreadMember.objects.filter(thread=OuterRef("pk"))))
         .only("id", "title", "turn_slot__turn_index", "turn_slot__since")
     )
     present = {row.pk: row for row in rows}
+    if any(row.shared for row in present.values()):
+        # Defence in depth (docs/adr/0084): a link between threads with
+        # other people is cut as a deleted parent's is, whatever joined
+        # them, so the map and every push of it show each person only
+        # threads they may open. One more query, for a shared family only.
+        cut = links_between_other_people({pk: links[pk] for pk in order if pk in links}, people_of(order))
+        if cut:
+            for branch in cut:
+                orphans[branch] = links.pop(branch)
+            root, children = family_of(thread.pk, links)
+            order = lane_order(root, children)
     present.setdefault(thread.pk, thread)
     threads = []
     for pk in order:
