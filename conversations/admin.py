@@ -46,7 +46,7 @@ from workspace.models import (
 from workspace.services import preferences as preference_services
 from workspace.text import as_a_page_reads_it
 
-from . import services, sharing, staff_view
+from . import selectors, services, sharing, staff_view
 from .chat import chat_turns
 from .models import AccessToken, ActivityLogEntry, ArchiveImport, BranchLink, Feedback, ModerationAction, TurnSlot
 
@@ -370,12 +370,25 @@ class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
             # (docs/adr/0014, docs/adr/0049); it is not restorable.
             being_made = BranchLink.objects.filter(status=BranchLink.Status.PENDING).values("thread_id")
             being_imported = ArchiveImport.objects.values("thread_id")
+            apart = []
             for thread in (
                 queryset.select_for_update().filter(is_deleted=True).exclude(pk__in=being_made).exclude(pk__in=being_imported)
             ):
                 services.thread_restore(thread=thread, staff_user=request.user)
                 count += 1
+                # Its family was split meanwhile (a branch shared alone):
+                # a restore changes nobody's people, so the thread joins
+                # only the threads with its people; the others stay apart
+                # (docs/adr/0084).
+                apart += [(thread, other) for other in selectors.linked_threads_with_other_people(thread=thread)]
         self.message_user(request, f"Restored {count} thread(s); each action is recorded.", messages.SUCCESS)
+        for thread, other in apart:
+            self.message_user(
+                request,
+                f"“{thread.title}” stays apart from “{other.title}”, which is shared with other people: "
+                "neither shows the other on its map.",
+                messages.INFO,
+            )
 
 
 # The review shows a page of turns at a time, newest first (docs/adr/0129):

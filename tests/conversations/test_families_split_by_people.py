@@ -210,6 +210,23 @@ def test_a_branch_link_between_threads_with_other_people_is_never_shown_whatever
     assert continue_point(user=owner, thread_id=private.pk, turn_index=1) == (private, 1)
 
 
+@pytest.mark.django_db(transaction=True)
+def test_staff_restoring_a_parent_in_the_admin_are_told_which_branch_stays_apart(staff_client, owner, people, staff):
+    from django.urls import reverse
+
+    root, middle, child, sibling = _family_split_then_restored(owner, staff, restore=False)
+
+    response = staff_client.post(
+        reverse("admin:workspace_thread_changelist"),
+        {"action": "restore_selected", "_selected_action": [str(middle.pk)]},
+        follow=True,
+    )
+    body = response.content.decode()
+    assert "Restored 1 thread(s)" in body
+    assert "“Middle secret draft” stays apart from “Child shared one”" in body
+    assert "stays apart from “Root" not in body
+
+
 async def _drain(socket, seconds) -> list[str]:
     """Every frame that arrives within `seconds`."""
     frames = []
