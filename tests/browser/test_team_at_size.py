@@ -60,12 +60,12 @@ def test_two_people_on_two_servers_keep_every_word_of_a_long_document_through_a_
     save_through_service(server_a, thread_id, text)
     server_a.create_user("bea")
     ada.reload()
-    expect(document_text(ada)).to_have_value(text)
+    expect(document_text(ada)).to_have_value(text, timeout=LONG_WAIT_MS)
     _share(ada, "bea", "Editor")
     ada.get_by_role("dialog", name="Share").get_by_role("button", name="Close").click()
     wait_for_socket(ada)
     bea = _person_on(new_page, server_b, url_a.replace(server_a.url, server_b.url), "bea")
-    expect(document_text(bea)).to_have_value(text)
+    expect(document_text(bea)).to_have_value(text, timeout=LONG_WAIT_MS)
 
     # Both type at once, Ada near the top, Bea near the end; each sees the other's words.
     type_after(ada, _anchor(2), " Ada's first words.")
@@ -109,4 +109,4 @@ def test_two_people_on_two_servers_keep_every_word_of_a_long_document_through_a_
 
     for page in (ada, bea):
         page.reload()
-        expect(document_text(page)).to_have_value(everything)
+        expect(document_text(page)).to_have_value(everything, timeout=LONG_WAIT_MS)
