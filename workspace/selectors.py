@@ -2,7 +2,7 @@
 
 import bisect
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from enum import IntEnum
@@ -680,7 +680,10 @@ def workspace_reading_for(*, thread: Thread) -> WorkspaceReading:
 # thread id -> (its write counts, its reading then), the most recently used last.
 _current_readings: OrderedDict[Any, tuple[tuple[int, ...], WorkspaceReading]] = OrderedDict()
 _current_readings_lock = threading.Lock()
+# Readings kept besides those held: the threads read most recently.
 CURRENT_READINGS_KEPT = 128
+# thread id -> how many of this process's turns hold its reading (docs/adr/0134).
+_held: Counter = Counter()
 _NOT_READ = object()
 
 
@@ -769,8 +772,40 @@ def _keep(thread_id, counts: tuple[int, ...], reading: WorkspaceReading) -> None
     with _current_readings_lock:
         _current_readings[thread_id] = (counts, reading)
         _current_readings.move_to_end(thread_id)
-        while len(_current_readings) > CURRENT_READINGS_KEPT:
-            _current_readings.popitem(last=False)
+        _trim()
+
+
+def _trim() -> None:
+    """Drop the least recently used readings beyond CURRENT_READINGS_KEPT,
+    never a held one (the caller holds the lock)."""
+    if len(_current_readings) <= CURRENT_READINGS_KEPT:
+        return
+    unheld = [thread_id for thread_id in _current_readings if thread_id not in _held]
+    for thread_id in unheld[: max(0, len(unheld) - CURRENT_READINGS_KEPT)]:
+        del _current_readings[thread_id]
+
+
+def workspace_reading_hold(thread_id) -> None:
+    """A turn of this process runs on the thread: its kept reading (the
+    claim's, docs/adr/0099, then each prompt's) stays until
+    `workspace_reading_release`, however many other threads are read
+    meanwhile. Every running turn reads its thread before each model call;
+    with more turns running than CURRENT_READINGS_KEPT, an unheld reading
+    would be dropped before its turn came back to it, and every prompt would
+    read the whole workspace again (docs/adr/0134). Held readings are still
+    checked against the write counts on every read."""
+    with _current_readings_lock:
+        _held[thread_id] += 1
+
+
+def workspace_reading_release(thread_id) -> None:
+    """The turn that held the thread's reading ended: the reading is kept
+    like any other, the most recently used first."""
+    with _current_readings_lock:
+        _held[thread_id] -= 1
+        if _held[thread_id] <= 0:
+            del _held[thread_id]
+        _trim()
 
 
 def workspace_reading_kept_on_commit(*, thread: Thread) -> WorkspaceReading:

@@ -39,6 +39,7 @@ from agent.catalogue import ModelChoice
 from agent.context import Selection, TokenBudget
 from workspace.errors import UserFacingError
 from workspace.models import Thread
+from workspace.selectors import workspace_reading_hold, workspace_reading_release
 
 from .. import outages, presence, quotas, trajectory
 from .. import usage as model_usage
@@ -393,6 +394,9 @@ def _prepare() -> None:
 def _launch(thread: Thread, turn: TurnRun) -> None:
     task = asyncio.create_task(turn.run(), name=f"haico-turn-{thread.pk}-{turn.turn_index}")
     _running[thread.pk] = _Running(task=task, turn=turn)
+    # The thread's kept reading stays while the turn runs, however many
+    # others run here (docs/adr/0134).
+    workspace_reading_hold(thread.pk)
     task.add_done_callback(lambda done, key=thread.pk: _forget(key, done))
     _ensure_watcher()
     _ensure_answerer()
@@ -400,6 +404,7 @@ def _launch(thread: Thread, turn: TurnRun) -> None:
 
 
 def _forget(key, task: asyncio.Task) -> None:
+    workspace_reading_release(key)
     current = _running.get(key)
     if current is not None and current.task is task:
         del _running[key]

@@ -9,6 +9,7 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from conversations.services import thread_create
 from workspace import events, panels, selectors
 from workspace.models import Thread
 from workspace.selectors import workspace_reading_current, workspace_reading_for
@@ -208,3 +209,32 @@ def test_an_objective_patch_reads_the_objective_with_the_counts(workspace, no_li
     assert "Ship the report" in html
     assert len(queries.captured_queries) == 1
     assert workspace_reading_current(thread=thread) == workspace_reading_for(thread=thread)
+
+
+def test_a_running_turns_reading_is_kept_however_many_others_are_read(workspace, no_listeners, monkeypatch):  # noqa: F811
+    """More turns running than CURRENT_READINGS_KEPT: each held reading
+    stays, so each prompt is still one statement (docs/adr/0134)."""
+    monkeypatch.setattr(selectors, "CURRENT_READINGS_KEPT", 1)
+    thread = workspace["thread"]
+    others = [thread_create(owner=thread.owner, title=f"Other {i}") for i in range(3)]
+    selectors.workspace_reading_hold(thread.pk)
+    try:
+        _capture_in_a_claim(thread)
+        for other in others:
+            workspace_reading_current(thread=other)
+        assert _first_prompts_reading(thread)[1] == 1
+    finally:
+        selectors.workspace_reading_release(thread.pk)
+    # Released, it is kept like any other: the most recently used, it stays; then it goes.
+    assert thread.pk in selectors._current_readings
+    workspace_reading_current(thread=others[0])
+    assert thread.pk not in selectors._current_readings
+    assert _first_prompts_reading(thread)[1] == 4
+
+
+def test_an_unheld_reading_goes_when_more_threads_are_read(workspace, no_listeners, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(selectors, "CURRENT_READINGS_KEPT", 1)
+    thread = workspace["thread"]
+    _capture_in_a_claim(thread)
+    workspace_reading_current(thread=thread_create(owner=thread.owner, title="Other"))
+    assert _first_prompts_reading(thread)[1] == 4
