@@ -34,13 +34,17 @@ from .turns.message_checks import (
 
 class SignupForm(UserCreationForm):
     """A username and a password; an email address only if the person wants
-    to be able to reset a forgotten password (the reset mails it there)."""
+    to be able to reset a forgotten password (the reset mails it there). The
+    Share dialog finds people by it too, which its help says (docs/adr/0137)."""
 
     email = forms.EmailField(
         label="Email (optional)",
         required=False,
         max_length=254,
-        help_text="Only used to send you a link if you forget your password.",
+        help_text=(
+            "Used to send you a link if you forget your password, and by people who share a thread with you: "
+            "they may add you by it, and then see your username."
+        ),
         widget=forms.EmailInput(attrs={"autocomplete": "email"}),
     )
 

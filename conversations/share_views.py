@@ -6,6 +6,8 @@ Every answer to the dialog is its body, swapped over itself: the people
 on the thread as stored now, with what was just done or refused."""
 
 from django.contrib.auth.decorators import login_required
+from django.db.models import Value
+from django.db.models.functions import Coalesce, NullIf
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -27,7 +29,9 @@ def _owned(request, thread_id) -> Thread:
 
 
 def _dialog(request, thread: Thread, *, error: str = "", saved: str = "", values=None, status: int = 200):
-    members = ThreadMember.objects.filter(thread=thread).select_related("user").order_by("via_link", "user__username")
+    # In the order of the names shown: a username's place would hint at it (docs/adr/0137).
+    shown_name = Coalesce(NullIf("named_as", Value("")), "user__username")
+    members = ThreadMember.objects.filter(thread=thread).select_related("user").order_by("via_link", shown_name)
     link = (
         request.build_absolute_uri(reverse("conversations:share-link", kwargs={"key": thread.share_link_key}))
         if thread.share_link_key
@@ -67,8 +71,10 @@ def share_add(request, thread_id):
         )
     except UserFacingError as exc:
         return _dialog(request, thread, error=exc.message, values=request.POST, status=400)
-    name = member.user.get_username()
-    return _dialog(request, thread, saved=f"{name} can now {'edit' if member.role == 'editor' else 'view'} this thread.")
+    # Named as the owner named them: by email, the answer does not tell whose account it is (docs/adr/0137).
+    return _dialog(
+        request, thread, saved=f"{member.shown_name} can now {'edit' if member.role == 'editor' else 'view'} this thread."
+    )
 
 
 def _member_or_gone(request, thread: Thread, pk):
@@ -93,7 +99,7 @@ def share_role(request, thread_id, pk):
         member = sharing.thread_member_set_role(thread=thread, member_id=pk, role=form.cleaned_data["role"], by=request.user)
     except UserFacingError as exc:
         return _dialog(request, thread, error=exc.message, status=400)
-    return _dialog(request, thread, saved=f"{member.user.get_username()} is now {member.get_role_display().lower()}.")
+    return _dialog(request, thread, saved=f"{member.shown_name} is now {member.get_role_display().lower()}.")
 
 
 @login_required

@@ -23,10 +23,10 @@ from django.db.models import Q
 from workspace.errors import InvalidInput
 from workspace.models import Thread, ThreadMember
 
-from . import outages
+from . import outages, ratelimit
 from .approval import is_waiting
 from .live import group_name
-from .models import ModerationAction, Turn
+from .models import Account, ModerationAction, Turn
 from .selectors import family_ids
 from .services import moderation_record
 from .turns.approval_claims import turns_end_awaiting_of
@@ -54,7 +54,9 @@ def members_copy(*, source: Thread, to: Thread) -> None:
     as one): the same people with the same roles, the link's viewers too.
     The caller holds `lock_family`."""
     ThreadMember.objects.bulk_create(
-        ThreadMember(thread=to, user_id=m.user_id, role=m.role, via_link=m.via_link, added_by_id=m.added_by_id)
+        ThreadMember(
+            thread=to, user_id=m.user_id, role=m.role, via_link=m.via_link, added_by_id=m.added_by_id, named_as=m.named_as
+        )
         for m in ThreadMember.objects.filter(thread=source)
     )
 
@@ -128,22 +130,64 @@ def _record_if_staff(*, thread: Thread, by: AbstractBaseUser, detail: str) -> No
         moderation_record(thread=thread, staff_user=by, action=ModerationAction.Action.SHARE, detail=detail)
 
 
-def person_named(who: str) -> AbstractBaseUser:
+SHARE_LOOKUPS = "share-lookups"
+
+
+def _may_sign_in(accounts):
+    """The accounts that can sign in and use HAICO: active, and not waiting
+    for approval (staff never wait, conversations.approval.is_waiting)."""
+    waiting = Account.objects.filter(waiting_for_approval=True, user__is_staff=False).values("user_id")
+    return accounts.filter(is_active=True).exclude(pk__in=waiting)
+
+
+STAFF_ARE_NOT_MEMBERS = (
+    "Staff are not members of the threads they moderate: they read them through the admin's review and "
+    "read-only view, each read recorded. Only the owner can share a thread with a staff account."
+)
+
+
+def _refuse_staff_giving_staff(*, thread: Thread, person: AbstractBaseUser, by: AbstractBaseUser) -> None:
+    """Staff changing a thread's people from the admin give no staff account
+    (theirs or a colleague's) access to it: staff are not members
+    (docs/adr/0084), and a member's reads are nowhere on record. The owner
+    may share with a staff account as with anyone: a colleague who is also
+    staff."""
+    if by.pk != thread.owner_id and person.is_staff:
+        raise InvalidInput(STAFF_ARE_NOT_MEMBERS)
+
+
+def person_named(who: str, *, asker: AbstractBaseUser | None = None) -> AbstractBaseUser:
     """The account a "Username or email" field names; InvalidInput when
-    there is none, or it cannot sign in (inactive, waiting for approval)."""
+    there is none that can sign in.
+
+    The answer tells a stranger nothing an owner does not need
+    (docs/adr/0137): an account that is inactive or waits for approval is
+    answered exactly as no account, and nothing here names the account
+    found. `asker` (the owner at the Share dialog) may look up only so many
+    names that are not an exact username in a while
+    (HAICO_RATE_SHARE_LOOKUPS), so emails cannot be matched to accounts at
+    scale; an exact username is never counted."""
     who = (who or "").strip()
     if not who:
         raise InvalidInput("Enter the username or email of the person to add.")
-    accounts = get_user_model().objects
-    matches = list(accounts.filter(username=who)[:1]) or list(accounts.filter(Q(username__iexact=who) | Q(email__iexact=who))[:2])
+    accounts = _may_sign_in(get_user_model().objects)
+    exact = list(accounts.filter(username=who)[:1])
+    if exact:
+        return exact[0]
+    if asker is not None:
+        rate = ratelimit.rate_setting("HAICO_RATE_SHARE_LOOKUPS")
+        wait = ratelimit.hit(SHARE_LOOKUPS, str(asker.pk), rate)
+        if wait is not None:
+            raise InvalidInput(
+                f"You have looked up many people by email lately; try again in {ratelimit.duration_text(wait)}, "
+                "or enter their exact username."
+            )
+    matches = list(accounts.filter(Q(username__iexact=who) | Q(email__iexact=who))[:2])
     if not matches:
         raise InvalidInput(f"No one here has the username or email “{who}”.")
     if len(matches) > 1:
         raise InvalidInput(f"More than one account matches “{who}”; enter the exact username.")
-    person = matches[0]
-    if not person.is_active or is_waiting(person):
-        raise InvalidInput(f"{person.get_username()} cannot sign in yet (the account is inactive or waits for approval).")
-    return person
+    return matches[0]
 
 
 @transaction.atomic
@@ -152,17 +196,20 @@ def thread_member_add(*, thread: Thread, who: str, role: str, by: AbstractBaseUs
     A person who opened the link becomes a member in their own right."""
     if role not in ThreadMember.Role.values:
         raise InvalidInput("Choose Viewer or Editor.")
-    person = person_named(who)
+    person = person_named(who, asker=by if by.pk == thread.owner_id else None)
     if person.pk == thread.owner_id:
         raise InvalidInput("That is the thread's owner; the owner always has the thread.")
+    _refuse_staff_giving_staff(thread=thread, person=person, by=by)
     lock_family(thread.owner_id)  # before any member row: every writer locks in that order
     member = ThreadMember.objects.select_for_update().filter(thread=thread, user=person).first()
     if member is not None and not member.via_link:
-        raise InvalidInput(f"{person.get_username()} is on this thread already, as {member.get_role_display().lower()}.")
+        # Named as the owner named them: by email, their username is not the answer's to tell.
+        raise InvalidInput(f"{who.strip()} is on this thread already, as {member.get_role_display().lower()}.")
     family = _family(thread, giving=True)
+    named_as = "" if who.strip() == person.get_username() else who.strip()
     for thread_id in family:
         ThreadMember.objects.update_or_create(
-            thread_id=thread_id, user=person, defaults={"role": role, "via_link": False, "added_by": by}
+            thread_id=thread_id, user=person, defaults={"role": role, "via_link": False, "added_by": by, "named_as": named_as}
         )
     member = ThreadMember.objects.get(thread=thread, user=person)
     _record_if_staff(thread=thread, by=by, detail=f"Shared with {person.get_username()} as {member.get_role_display()}")
@@ -193,6 +240,8 @@ def thread_member_set_role(
     member = _member(thread, member_id)
     if shown is not None and role == shown:
         return member
+    if role == ThreadMember.Role.EDITOR and (member.role != role or member.via_link):
+        _refuse_staff_giving_staff(thread=thread, person=member.user, by=by)
     if member.role != role or member.via_link:
         # Made an editor: only where a share gives access now; made a viewer: everywhere.
         family = _family(thread, giving=role == ThreadMember.Role.EDITOR)

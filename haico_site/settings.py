@@ -259,6 +259,9 @@ HAICO_RATE_PASSWORD_RESET = env.str("HAICO_RATE_PASSWORD_RESET", default="10/hou
 HAICO_RATE_RESET_MAIL = env.str("HAICO_RATE_RESET_MAIL", default="3/hour")  # per account
 HAICO_RATE_LOGIN_FAILURES = env.str("HAICO_RATE_LOGIN_FAILURES", default="30/hour")  # for any usernames
 HAICO_RATE_MCP_AUTH_FAILURES = env.str("HAICO_RATE_MCP_AUTH_FAILURES", default="20/minute")
+# Per person: names looked up in the Share dialog that are not an exact
+# username (an email, mostly), docs/adr/0137.
+HAICO_RATE_SHARE_LOOKUPS = env.str("HAICO_RATE_SHARE_LOOKUPS", default="30/day")
 # Per person, at once (0: no limit): turns running in their threads, counted
 # from the database (conversations.turns.slot), and open thread pages
 # (their sockets).

@@ -143,6 +143,10 @@ class ThreadMember(models.Model):
     role = models.CharField(max_length=6, choices=Role.choices, default=Role.VIEWER)
     via_link = models.BooleanField(default=False)
     added_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    # The name the owner added them by when it was not their username (an
+    # email, mostly): the owner's dialog shows it, and does not tell whose
+    # account an email is (docs/adr/0137). Empty: the username.
+    named_as = models.CharField(max_length=254, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -151,6 +155,11 @@ class ThreadMember(models.Model):
 
     def __str__(self):
         return f"{self.user} ({self.role}) on {self.thread_id}"
+
+    @property
+    def shown_name(self) -> str:
+        """Who they are in the owner's Share dialog: as the owner named them."""
+        return self.named_as or self.user.get_username()
 
 
 class Objective(models.Model):

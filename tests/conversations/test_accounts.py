@@ -50,6 +50,13 @@ def test_signup_without_an_email_is_fine_and_the_form_says_it_is_optional(client
     assert get_user_model().objects.get(username="newcomer").email == ""
 
 
+def test_the_signup_form_says_who_can_find_a_person_by_their_email(client):
+    """Not "only used for password resets": people sharing a thread may add them by it (docs/adr/0137)."""
+    html = client.get("/accounts/signup/").content.decode()
+    assert "Only used to send you a link" not in html
+    assert "by people who share a thread with you: they may add you by it, and then see your username." in html
+
+
 def test_signup_with_an_address_that_is_not_one_is_refused(client):
     response = client.post(
         "/accounts/signup/", {"username": "newcomer", "email": "not-an-address", "password1": PASSWORD, "password2": PASSWORD}

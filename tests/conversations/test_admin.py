@@ -725,6 +725,30 @@ def test_whom_a_shared_row_is_for_is_shown_not_offered_and_a_changed_user_is_not
     )
 
 
+def test_staff_cannot_make_themselves_or_another_staff_account_a_member_in_the_admin(
+    staff_client, staff, populated, django_user_model
+):
+    """Staff are not members (docs/adr/0084): they read a thread through the
+    admin, on record, and cannot add themselves (or a colleague) as an
+    editor through the "Shared with" rows."""
+    thread = populated["thread"]
+    colleague = django_user_model.objects.create_user(username="colleague", password="pw-123456", is_staff=True)
+    for person in (staff, colleague):
+        posted = {
+            **_thread_page_as_shown(thread),
+            "members-TOTAL_FORMS": "1",
+            "members-0-thread": str(thread.pk),
+            "members-0-user": str(person.pk),
+            "members-0-role": "editor",
+        }
+
+        page = staff_client.post(_change(thread), posted, follow=True).content.decode()
+
+        assert "Staff are not members of the threads they moderate" in page
+    assert not ThreadMember.objects.filter(thread=thread).exists()
+    assert not ModerationAction.objects.filter(thread=thread, action=ModerationAction.Action.SHARE).exists()
+
+
 def _one_member_row(thread, member, *, user, role, shown_role=None) -> dict:
     """The thread's change form as posted with its one "Shared with" row,
     which showed `shown_role` (the row's role now, unless given)."""

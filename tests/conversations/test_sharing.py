@@ -5,6 +5,7 @@ next MCP call and the open sockets. Personas: the owner, an editor, a viewer,
 a link viewer, staff, another person."""
 
 import json
+import re
 import uuid
 
 import pytest
@@ -14,10 +15,12 @@ from django.urls import reverse
 
 from conversations import sharing
 from conversations.approval import account_hold_for_approval
+from conversations.branching import fork_thread
 from conversations.consumers import CLOSE_NOT_FOUND, NOT_FOUND_MESSAGE, ROLE_LOWERED_MESSAGE, VIEW_ONLY_MESSAGE
 from conversations.mcp_server import THREAD_FIELD, call_tool
 from conversations.models import ModerationAction
 from conversations.tokens import token_create
+from conversations.turns import slot
 from tests.conversations.helpers import frames_until_closed
 from tests.support.web import HTMX, database_rows
 from workspace.errors import InvalidInput
@@ -63,13 +66,15 @@ def test_the_owner_adds_people_by_username_or_email_with_a_role(thread, owner, p
         ("", "Enter the username or email of the person to add."),
         ("owner", "That is the thread's owner; the owner always has the thread."),
         ("ed", "ed is on this thread already, as viewer."),
-        ("sleeper", "sleeper cannot sign in yet (the account is inactive or waits for approval)."),
-        ("waiter", "waiter cannot sign in yet (the account is inactive or waits for approval)."),
+        # An account that cannot sign in is answered as no account (docs/adr/0137).
+        ("sleeper", "No one here has the username or email “sleeper”."),
+        ("waiter", "No one here has the username or email “waiter”."),
+        ("sleeper@example.com", "No one here has the username or email “sleeper@example.com”."),
     ],
 )
 def test_adding_a_person_who_cannot_be_added_says_why_and_changes_nothing(thread, owner, people, who, message):
     sharing.thread_member_add(thread=thread, who="ed", role="viewer", by=owner)
-    get_user_model().objects.create_user(username="sleeper", is_active=False)
+    get_user_model().objects.create_user(username="sleeper", email="sleeper@example.com", is_active=False)
     account_hold_for_approval(user=get_user_model().objects.create_user(username="waiter"))
     before = _members(thread)
 
@@ -168,6 +173,91 @@ def test_the_owner_shares_through_the_dialog_and_sees_the_refusals_in_it(client,
     assert added.status_code == 200 and "ed can now edit this thread." in added.content.decode()
     assert again.status_code == 200 and "ed is on this thread already, as editor." in again.content.decode()
     assert _members(thread) == [("ed", "editor", False)]
+
+
+def _share(client, thread, who):
+    return client.post(
+        reverse("conversations:share-add", kwargs={"thread_id": thread.pk}), {"who": who, "role": "viewer"}, **HTMX
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_dialog_names_a_person_added_by_email_as_the_owner_typed_it_not_by_their_username(
+    client, thread, owner, django_user_model
+):
+    """Anyone can own a thread: the dialog's answer is not where an email is matched to a username (docs/adr/0137)."""
+    colleague = django_user_model.objects.create_user(username="hidden_handle_42", email="ceo@corp.example")
+    client.force_login(owner)
+
+    added = _share(client, thread, "CEO@corp.example").content.decode()
+    again = _share(client, thread, "CEO@corp.example").content.decode()
+
+    assert "CEO@corp.example can now view this thread." in added
+    assert "CEO@corp.example is on this thread already, as viewer." in again
+    # The people on the thread are listed as the owner named them.
+    assert '<span class="share-name" id="share-person-' in added and ">CEO@corp.example</span>" in added
+    assert "hidden_handle_42" not in added and "hidden_handle_42" not in again
+    assert access_to(user=colleague, thread=thread) is Access.VIEW
+    # A branch's dialog names them the same way; an owner who adds them by username sees the username.
+    turn, _ = slot.turn_begin(thread=thread, user_message="First")
+    slot.turn_finish(thread=thread, turn_index=turn)
+    branch = fork_thread(source=thread, turn_index=turn, user=owner)
+    dialog = client.get(reverse("conversations:share", kwargs={"thread_id": branch.pk}), **HTMX).content.decode()
+    assert ">CEO@corp.example</span>" in dialog and "hidden_handle_42" not in dialog
+    sharing.thread_member_remove(thread=thread, member_id=ThreadMember.objects.get(thread=thread).pk, by=owner)
+    assert "hidden_handle_42 can now view" in _share(client, thread, "hidden_handle_42").content.decode()
+
+
+@pytest.mark.django_db
+def test_the_dialog_answers_an_account_that_cannot_sign_in_exactly_as_no_account(client, thread, owner, django_user_model):
+    """A deactivated account or one waiting for approval: no username, no state, nobody added."""
+    django_user_model.objects.create_user(username="banned_person", email="banned@corp.example", is_active=False)
+    account_hold_for_approval(user=django_user_model.objects.create_user(username="waiting_one", email="wait@corp.example"))
+    client.force_login(owner)
+
+    def answer_to(who):  # the dialog as answered, but for its form's one-time token
+        return re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", _share(client, thread, who).content.decode())
+
+    answers = {who: answer_to(who) for who in ("banned@corp.example", "wait@corp.example")}
+    nobody = answer_to("nobody@corp.example")
+
+    for who, answer in answers.items():
+        assert answer == nobody.replace("nobody@corp.example", who)
+        assert "banned_person" not in answer and "waiting_one" not in answer and "cannot sign in" not in answer
+    assert _members(thread) == []
+
+
+@pytest.mark.django_db
+def test_one_person_looks_up_only_so_many_emails_a_day_and_exact_usernames_always(client, thread, owner, people, settings):
+    """Matching emails to accounts at scale stops at the limit; sharing by exact username goes on."""
+    settings.HAICO_RATE_SHARE_LOOKUPS = "2/day"
+    client.force_login(owner)
+
+    assert "No one here" in _share(client, thread, "a@corp.example").content.decode()
+    assert "vi@example.com can now view" in _share(client, thread, "vi@example.com").content.decode()
+    refused = _share(client, thread, "li@example.com").content.decode()
+
+    assert "You have looked up many people by email lately; try again in" in refused
+    assert "ed can now view this thread." in _share(client, thread, "ed").content.decode()
+    assert _members(thread) == [("ed", "viewer", False), ("vi", "viewer", False)]
+
+
+@pytest.mark.django_db
+def test_staff_changing_the_people_of_a_thread_give_no_staff_account_access_and_the_owner_may(
+    thread, owner, people, staff, django_user_model
+):
+    """Staff are not members (docs/adr/0084): not themselves, not a colleague, as a new row or made editor."""
+    colleague = django_user_model.objects.create_user(username="colleague", is_staff=True)
+    for who in ("staff", "colleague"):
+        with pytest.raises(InvalidInput, match="Staff are not members of the threads they moderate"):
+            sharing.thread_member_add(thread=thread, who=who, role="viewer", by=staff)
+    member = sharing.thread_member_add(thread=thread, who="colleague", role="viewer", by=owner)
+    with pytest.raises(InvalidInput, match="Staff are not members"):
+        sharing.thread_member_set_role(thread=thread, member_id=member.pk, role="editor", by=staff)
+    sharing.thread_member_add(thread=thread, who="ed", role="viewer", by=staff)
+
+    assert _members(thread) == [("colleague", "viewer", False), ("ed", "viewer", False)]
+    assert access_to(user=colleague, thread=thread) is Access.VIEW
 
 
 @pytest.mark.django_db
