@@ -163,11 +163,39 @@ class RecordsStaffReads:
     """A staff member opening this admin's page of one row of a thread's
     content is recorded in that thread's moderation history (docs/adr/0050):
     what staff read of a person's work is as much on record as what they
-    change. Only a page actually shown (GET, 200) is recorded."""
+    change. Only a page actually shown (GET, 200) is recorded.
+
+    So is a list of the rows that reads as one thread's (docs/adr/0137): a
+    list searched or filtered is recorded in the history of every thread
+    whose rows it shows (searching a thread's id, or a phrase, picks what is
+    read), and a list left whole is when all its rows are one thread's. A
+    whole list of many threads' rows is not: it is the admin's browsing,
+    which picks no one."""
+
+    records_lists = True  # False where the list shows no content of a thread (the threads' own list)
 
     def read_of(self, obj) -> tuple[Thread, str]:
         """The thread `obj` belongs to, and what the record says was opened."""
         raise NotImplementedError
+
+    def thread_id_of_row(self, obj):
+        """The id of the thread a row of the list belongs to."""
+        return obj.thread_id
+
+    def changelist_view(self, request, extra_context=None):
+        response = super().changelist_view(request, extra_context)
+        changelist = (getattr(response, "context_data", None) or {}).get("cl")
+        if self.records_lists and changelist is not None and request.method == "GET" and response.status_code == 200:
+            shown = [t for t in dict.fromkeys(self.thread_id_of_row(row) for row in changelist.result_list) if t is not None]
+            narrowed = bool(changelist.query or changelist.filter_params)
+            if shown and (narrowed or len(shown) == 1):
+                how = f"searched for “{changelist.query}”" if changelist.query else "filtered" if narrowed else "whole"
+                staff_view.record_staff_list_read(
+                    thread_ids=shown,
+                    staff_user=request.user,
+                    detail=f"Listed its {self.model._meta.verbose_name_plural} ({how})",
+                )
+        return response
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         response = super().change_view(request, object_id, form_url, extra_context)
@@ -184,6 +212,7 @@ class RecordsStaffReads:
 @admin.register(Thread)
 class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
     form = ThreadAdminForm
+    records_lists = False  # titles and owners, what every list of the admin shows
     list_display = ("title", "owner", "turn_count", "mode", "last_activity_at", "is_deleted", "created_at")
     list_display_links = ("title",)
     list_filter = ("is_deleted", "mode", ("owner", admin.RelatedOnlyFieldListFilter))
@@ -715,6 +744,9 @@ class RecordedDocumentRevisionAdmin(RecordsStaffReads, workspace_admin.DocumentR
 
     def read_of(self, obj):
         return obj.document.thread, f"Opened version {obj.version} of the document"
+
+    def thread_id_of_row(self, obj):
+        return obj.document.thread_id
 
 
 class RecordedWorkspaceSnapshotAdmin(RecordsStaffReads, workspace_admin.WorkspaceSnapshotAdmin):

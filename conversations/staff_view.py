@@ -78,3 +78,15 @@ def record_staff_read(*, thread: Thread, staff_user: AbstractBaseUser, action: s
     review, the read-only workspace): in its moderation history, like the
     changes staff make (docs/adr/0050)."""
     return services.moderation_record(thread=thread, staff_user=staff_user, action=action, detail=detail)
+
+
+def record_staff_list_read(*, thread_ids, staff_user: AbstractBaseUser, detail: str) -> None:
+    """A list of the admin that read as these threads' content (searched,
+    filtered, or all one thread's rows, docs/adr/0137): one read in each
+    thread's moderation history."""
+    ModerationAction.objects.bulk_create(
+        ModerationAction(
+            thread_id=thread_id, staff_user=staff_user, action=ModerationAction.Action.VIEW_ADMIN, detail=detail[:500]
+        )
+        for thread_id in thread_ids
+    )

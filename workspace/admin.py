@@ -154,7 +154,9 @@ class DocumentRevisionInline(ReadOnlyAdminMixin, admin.TabularInline):
 @admin.register(Document)
 class DocumentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("title", "thread", "version", "length", "updated_at")
-    search_fields = ("title", "content", "thread__title", "=thread__id")
+    # Not the text: a search of every person's document for a phrase would
+    # tell which thread holds it, though the list shows no text (docs/adr/0137).
+    search_fields = ("title", "thread__title", "=thread__id")
     date_hierarchy = "updated_at"
     list_select_related = ("thread",)
     raw_id_fields = ("thread",)

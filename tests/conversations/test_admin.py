@@ -1033,9 +1033,25 @@ def test_staff_reads_of_a_threads_content_are_recorded(staff_client, staff, popu
     assert escape(detail) in staff_client.get(_change(thread)).content.decode()
 
 
-def test_lists_and_refused_requests_record_nothing(staff_client, client, django_user_model, populated):
+def _another_threads_content(owner):
+    """A second thread with a plan step, a document and a turn's snapshot: lists of both threads' rows."""
+    from workspace.services import document as document_services
+    from workspace.services import plan as plan_services
+
+    other = conversation_services.thread_create(owner=owner, title="Another thread")
+    plan_services.todo_add(thread=other, text="Another step")
+    document_services.document_save(thread=other, title="Another document", content="Other text")
+    turn, _ = slot.turn_begin(thread=other, user_message="Another message")
+    slot.turn_finish(thread=other, turn_index=turn)
+    return other
+
+
+def test_lists_of_many_threads_rows_and_refused_requests_record_nothing(
+    staff_client, client, django_user_model, populated, owner
+):
+    _another_threads_content(owner)
     before = ModerationAction.objects.count()
-    for model in ("thread", "document", "snapshot"):
+    for model in ("thread", "document", "snapshot", "todo"):
         assert staff_client.get(_changelist(populated[model])).status_code == 200
     assert staff_client.post(_review_url(populated["thread"])).status_code == 405
     # Staff without the permission to view threads are refused, and nothing is recorded.
@@ -1043,3 +1059,62 @@ def test_lists_and_refused_requests_record_nothing(staff_client, client, django_
     for url, _action, _detail in STAFF_READS:
         assert client.get(url(populated)).status_code == 403
     assert ModerationAction.objects.count() == before
+
+
+# A list narrowed to one thread shows its content as a page of one row does
+# (docs/adr/0137): staff reading a thread's plan or its messages that way
+# are on record, as on its pages.
+def _reads():
+    return ModerationAction.objects.filter(action=ModerationAction.Action.VIEW_ADMIN)
+
+
+LISTS_OF_ONE_THREAD = [
+    ("todo", lambda p: {"q": str(p["thread"].pk)}, "Listed its todos (searched for “{q}”)", "Collect sources"),
+    ("snapshot", lambda p: {"q": str(p["thread"].pk)}, "Listed its workspace snapshots (searched for “{q}”)", None),
+    ("document", lambda p: {"q": "Review"}, "Listed its documents (searched for “{q}”)", None),
+    ("feedback", lambda p: {"thread__id__exact": str(p["thread"].pk)}, "Listed its feedback (filtered)", None),
+    (
+        "activity",
+        lambda p: {"thread__id__exact": str(p["thread"].pk)},
+        "Listed its activity log entries (filtered)",
+        "model warned",
+    ),
+]
+
+
+@pytest.mark.parametrize(("key", "query", "detail", "content"), LISTS_OF_ONE_THREAD, ids=[k for k, *_ in LISTS_OF_ONE_THREAD])
+def test_a_list_searched_or_filtered_down_to_one_thread_is_a_recorded_read_of_it(
+    staff_client, staff, populated, owner, key, query, detail, content
+):
+    thread = populated["thread"]
+    other = _another_threads_content(owner)
+    asked = query(populated)
+
+    page = staff_client.get(_changelist(populated[key]), asked)
+
+    assert page.status_code == 200
+    if content is not None:
+        assert content in page.content.decode()
+    reads = list(_reads().values_list("thread_id", "staff_user", "detail"))
+    assert reads == [(thread.pk, staff.pk, detail.format(q=asked.get("q")))]
+    assert not ModerationAction.objects.filter(thread=other).exists()
+
+
+def test_a_list_whose_page_is_all_one_threads_rows_is_a_read_of_it(staff_client, staff, populated, owner):
+    """Unfiltered, but every row shown is one thread's (its plan fills the page): that thread's plan was read."""
+    _another_threads_content(owner)
+    assert staff_client.get(_changelist(populated["todo"])).status_code == 200
+    assert not _reads().exists()  # both threads' steps on the page: browsing
+
+    Todo.objects.exclude(thread=populated["thread"]).delete()
+    staff_client.get(_changelist(populated["todo"]))
+
+    assert list(_reads().values_list("thread_id", "detail")) == [(populated["thread"].pk, "Listed its todos (whole)")]
+
+
+def test_the_document_list_does_not_search_the_texts_of_peoples_documents(staff_client, populated, owner):
+    """A search of every document for a phrase told which thread holds it, unrecorded (the list shows no text)."""
+    _another_threads_content(owner)
+    page = staff_client.get(_changelist(populated["document"]), {"q": "alert(1)"}).content.decode()
+    assert populated["thread"].title not in page
+    assert not _reads().exists()
