@@ -17,11 +17,17 @@ tool call, its result and an answer), 50 objective changes, 20 preferences,
 here, in the archive format, not exported from a server, so the bench needs
 no model.
 
+With --history N the archive is instead one document's long life: N
+revisions of a --chars character document (190 000 by default, near the
+200 000-character limit), each a word typed somewhere, carried as deltas as
+an export writes them (archive version 2, docs/adr/0123).
+
 With --two-servers Bob's renames go through a second server process on the
 same database, so what they wait for is the database alone; with one
 process they also share its CPU with the import (parsing 15 MB of JSON).
 
-Run: .venv/bin/python -m bench.archive_import [--mb 15] [--rename-every 0.1] [--two-servers]
+Run: .venv/bin/python -m bench.archive_import [--mb 15 | --history 20000 [--chars 190000]]
+     [--rename-every 0.1] [--two-servers]
 """
 
 from __future__ import annotations
@@ -205,6 +211,68 @@ def build_archive(*, target_mb: float, seed: int = 7) -> bytes:
     return raw
 
 
+def build_long_history(*, revisions_count: int, chars: int, seed: int = 11) -> bytes:
+    """One document autosaved `revisions_count` times, each revision after the
+    first a delta against the one before (one word typed), as an export
+    writes it (archive version 2)."""
+    rng = random.Random(seed)
+    start = datetime.now(UTC) - timedelta(days=30)
+    text = document_of(chars, rng)
+    revisions = [{"version": 1, "title": "Launch", "content": text, "author": "person", "turn": 0, "at": iso(start)}]
+    for version in range(2, revisions_count + 1):
+        at = rng.randrange(len(text))
+        word = " " + rng.choice(WORDS)
+        if len(text) + len(word) > chars:  # stays near its length: a word typed, one removed at the end
+            text = text[: -len(word)]
+            base = len(text)
+            delta: list = [[0, at], word, [at, base - at]] if at < base else [[0, base], word]
+        else:
+            base = len(text)
+            delta = [[0, at], word, [at, base - at]]
+        text = text[:at] + word + text[at:]
+        revisions.append(
+            {
+                "version": version,
+                "title": "Launch",
+                "delta": delta,
+                "author": "person",
+                "turn": 0,
+                "at": iso(start + timedelta(seconds=version * 20)),
+            }
+        )
+    archive = {
+        "format": "haico.thread",
+        "version": 2,
+        "exported_at": iso(datetime.now(UTC)),
+        "thread": {
+            "id": str(uuid.uuid4()),
+            "title": "A long document",
+            "turns": 0,
+            "mode": "execute",
+            "chat_model": "",
+            "created_at": iso(start),
+        },
+        "workspace": {
+            "objective": None,
+            "objective_history": [],
+            "preferences": [],
+            "plan": [],
+            "document": {
+                "title": "Launch",
+                "content": text,
+                "version": revisions_count,
+                "revisions": revisions,
+                "review_decisions": [],
+            },
+            "artifacts": [],
+            "snapshots": [],
+        },
+        "transcript": {"turns": [], "messages": []},
+        "branches": {"parent": None, "children": []},
+    }
+    return json.dumps(archive, ensure_ascii=False).encode()
+
+
 # --- HTTP --------------------------------------------------------------------------
 
 
@@ -304,6 +372,10 @@ def start_server(res: Resources, env: dict, name: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=15.0, help="archive size to aim for (default 15)")
+    parser.add_argument(
+        "--history", type=int, default=0, help="instead: one document with this many revisions, as deltas (e.g. 20000)"
+    )
+    parser.add_argument("--chars", type=int, default=190_000, help="that document's length (default 190 000)")
     parser.add_argument("--rename-every", type=float, default=0.1, help="seconds between Bob's renames")
     parser.add_argument(
         "--two-servers",
@@ -340,7 +412,11 @@ def main() -> None:
             text=True,
         )
         alice, bob = json.loads(seeded.stdout)
-        raw = build_archive(target_mb=args.mb)
+        if args.history:
+            raw = build_long_history(revisions_count=args.history, chars=args.chars)
+            print(f"{args.history} revisions of a {args.chars:,}-character document")
+        else:
+            raw = build_archive(target_mb=args.mb)
         print(f"archive: {len(raw) / 1e6:.1f} MB; database: {url.split(':', 1)[0]}")
 
         base = start_server(res, env, "server")

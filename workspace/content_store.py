@@ -27,14 +27,18 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def store_text(model, text: str, *, base=None, base_text: str | None = None):
+def store_text(model, text: str, *, base=None, base_text: str | None = None, ops: text_delta.Delta | None = None):
     """The blob holding `text`: the existing one if that text is stored
     already, else a new one, a delta against `base` (a blob, normally the
     same field of the previous snapshot, or the previous revision of the
     same document) when that is much smaller than the text itself.
     `base_text`: the base's text when the caller holds it already (the
-    document before this write); used only if it hashes to the base's key,
-    else the base is read back. Call it inside a transaction."""
+    document before this write); used only if it hashes to the base's key
+    (or is the text the base was just stored or read with), else the base
+    is read back. `ops`: operations the caller made `text` with from
+    `base_text` (an imported archive's delta, docs/adr/0123), stored as they
+    are rather than found again; ignored where the base was read back.
+    Call it inside a transaction."""
     key = digest(text)
     if base is not None and base.sha256 == key:
         # Unchanged since the base (most fields of most snapshots): it is the
@@ -45,9 +49,11 @@ def store_text(model, text: str, *, base=None, base_text: str | None = None):
         return found
     fields = {"sha256": key, "length": len(text), "text": text}
     if base is not None and base.depth < MAX_CHAIN:
-        if base_text is None or digest(base_text) != base.sha256:
-            base_text = read_text(model, base)
-        ops = text_delta.delta_between(base_text, text)
+        held = base_text is not None and (getattr(base, "_rebuilt", None) is base_text or digest(base_text) == base.sha256)
+        if base_text is None or not held:
+            base_text, ops = read_text(model, base), None
+        if ops is None:
+            ops = text_delta.delta_between(base_text, text)
         encoded = text_delta.encode(ops)
         if len(encoded) * 2 < len(text):
             fields.update(

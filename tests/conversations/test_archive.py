@@ -331,11 +331,11 @@ def test_a_failure_part_way_removes_everything_written(thread, owner, monkeypatc
     written, made = [], []
     real = workspace_archive.document_revisions_restore
 
-    def failing(*, thread, rows):
+    def failing(*, thread, rows, carried=None):
         made.append(thread.pk)
         if written:
             raise RuntimeError("the disk is full")
-        real(thread=thread, rows=rows)
+        real(thread=thread, rows=rows, carried=carried)
         written.append(len(rows))
 
     monkeypatch.setattr(workspace_archive, "document_revisions_restore", failing)
@@ -794,3 +794,71 @@ def test_an_archive_round_trip_keeps_every_revision_of_text_as_people_write_it(t
     got = [document_version_text(thread=imported, version=v)[1] for v in range(1, imported.document.version + 1)]
     assert got == texts
     assert imported.document.title == "Rapport 🇫🇷 会议"
+
+
+def _long_document_archive(thread, *, revisions: int, chars: int) -> tuple[dict, list[str]]:
+    """An archive of one document near `chars` characters autosaved
+    `revisions` times, a word typed at each save, carried as deltas as an
+    export writes them: the archive and every text, in order."""
+    words = [f"word{n % 991} " for n in range(chars // 8)]
+    text = "".join(words)[:chars]
+    texts, rows = [text], [{"version": 1, "title": "Report", "content": text}]
+    for version in range(2, revisions + 1):
+        at = (version * 7_919) % len(text)
+        typed = f"é{version}🌍 "
+        rows.append({"version": version, "title": "Report", "delta": [[0, at], typed, [at, len(text) - at]]})
+        text = text[:at] + typed + text[at:]
+        texts.append(text)
+    archive = _valid_archive(thread)
+    at = "2025-01-01T00:00:00+00:00"
+    archive["workspace"]["document"].update(
+        version=revisions,
+        content=text,
+        revisions=[{**row, "author": "person", "turn": 0, "at": at} for row in rows],
+    )
+    return archive, texts
+
+
+def test_a_long_documents_many_autosaves_are_imported_in_few_parts_and_come_back_exactly(thread, owner, monkeypatch):
+    """Each autosave of a 190 000-character document is a small delta: a part
+    of the import holds many of them, not the two its rebuilt length would
+    allow, and each part starts from the text the part before left rather
+    than rebuilding it (docs/adr/0123)."""
+    from workspace import content_store
+
+    archive, texts = _long_document_archive(thread, revisions=240, chars=190_000)
+    parsed = archive_module.parse_archive(archive)
+    document_parts = [
+        part
+        for part in workspace_restore_parts(thread=thread, workspace=parsed["workspace"])
+        if part.func.__name__ == "document_revisions_restore"
+    ]
+    assert len(document_parts) <= 6  # was 120: two revisions of 190 000 characters a part
+
+    monkeypatch.setattr(archive_module, "IMPORT_PAUSE_SECONDS", 0)
+    reads = []
+    real_read = content_store.read_text
+    monkeypatch.setattr(content_store, "read_text", lambda model, blob: reads.append(blob.pk) or real_read(model, blob))
+    imported = import_archive(raw=json.dumps(archive, ensure_ascii=False).encode(), owner=owner)
+    assert reads == []  # no part rebuilt its starting text from a keyframe
+    monkeypatch.undo()
+    back = _imported_texts(imported)
+    assert len(back) == 240 and all(a.encode() == b.encode() for a, b in zip(back, texts, strict=True))
+
+
+def test_a_part_that_does_not_start_where_the_one_before_ended_reads_its_start_back(thread, owner):
+    """What a part carries is used only while it is still the newest revision's
+    text: a part rolled back (an import given up) leaves it behind."""
+    from workspace.models import Document, DocumentRevision
+    from workspace.services import archive as workspace_archive
+    from workspace.services.archive import document_revisions_restore
+
+    archive, texts = _long_document_archive(thread, revisions=6, chars=5_000)
+    rows = archive_module.parse_archive(archive)["workspace"]["document"]["revisions"]
+    fresh = archive_module._begin(new_id=uuid.uuid4(), owner=owner, title="Notes", parsed=archive_module.parse_archive(archive))
+    Document.objects.create(thread=fresh, title="Report", content=texts[-1], version=6)
+    document_revisions_restore(thread=fresh, rows=rows[:3])
+    older = DocumentRevision.objects.get(document__thread=fresh, version=2).body
+    stale = workspace_archive._Carried(body=older, text="not the text before")
+    document_revisions_restore(thread=fresh, rows=rows[3:], carried=stale)
+    assert _imported_texts(Thread.objects.get(pk=fresh.pk)) == texts

@@ -103,3 +103,15 @@ def test_a_base_text_that_is_not_the_bases_is_not_used():
     text = "A long shared start.\n" * 40 + "two"
     blob = content_store.store_text(ContentBlob, text, base=base, base_text="something else entirely")
     assert content_store.read_text(ContentBlob, _fresh(blob)) == text
+
+
+def test_a_delta_the_caller_made_the_text_with_is_stored_as_it_is():
+    start = "A long shared start.\n" * 40
+    base = content_store.store_text(ContentBlob, start + "one")
+    ops = [[0, len(start)], "two, typed"]
+    blob = content_store.store_text(ContentBlob, start + "two, typed", base=base, base_text=start + "one", ops=ops)
+    assert blob.delta == '[[0,840],"two, typed"]' and blob.text is None
+    assert content_store.read_text(ContentBlob, _fresh(blob)) == start + "two, typed"
+    # With a base text that is not the base's, the base is read back and the operations found again.
+    other = content_store.store_text(ContentBlob, start + "three", base=base, base_text="elsewhere", ops=["three"])
+    assert content_store.read_text(ContentBlob, _fresh(other)) == start + "three" and other.delta != '["three"]'
