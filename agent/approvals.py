@@ -51,7 +51,7 @@ from langgraph.types import interrupt
 
 from workspace import selectors
 from workspace.db import usable_connections
-from workspace.diff import REMOVED, Gap, diff_text
+from workspace.diff import REMOVED, DiffLine, diff_text
 from workspace.errors import InvalidInput
 from workspace.indices import index_as_shown
 
@@ -100,7 +100,7 @@ def removed_share(old: str, new: str) -> float:
         return 0.0
     removed = 0
     for row in diff_text(old, new, context=0).rows:
-        if isinstance(row, Gap):
+        if not isinstance(row, DiffLine):  # unchanged lines left out
             continue
         if row.kind == REMOVED:
             removed += len(row.text) + 1  # and its line break

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import math
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -65,15 +66,37 @@ class Gap:
 
 
 @dataclass(frozen=True)
+class Cut:
+    """The rest of one change left out of a bounded comparison: its lines
+    after those shown (the longer side's count)."""
+
+    count: int
+    kind: str = "cut"
+
+
+@dataclass(frozen=True)
 class TextDiff:
-    rows: tuple[DiffLine | Gap, ...]
+    rows: tuple[DiffLine | Gap | Cut, ...]
+    # Of the lines shown: a bounded comparison counts only what it shows.
     lines_added: int
     lines_removed: int
     lines_changed: int
+    changes: int = 0  # every changed stretch of the two texts
+    changes_left_out: int = 0  # those after the ones shown
+    lines_left_out: int = 0  # their lines (the longer side's count of each)
 
     @property
     def identical(self) -> bool:
-        return not (self.lines_added or self.lines_removed or self.lines_changed)
+        return not (self.lines_added or self.lines_removed or self.lines_changed or self.changes_left_out)
+
+    @property
+    def changes_shown(self) -> int:
+        return self.changes - self.changes_left_out
+
+    @property
+    def bounded(self) -> bool:
+        """Whether anything was left out."""
+        return bool(self.changes_left_out) or any(isinstance(row, Cut) for row in self.rows)
 
 
 def _lines(text: str) -> list[str]:
@@ -137,42 +160,96 @@ def _changed_block(old: list[str], new: list[str], old_start: int, new_start: in
     return rows + removed + added
 
 
-def diff_text(old: str, new: str, *, context: int = CONTEXT_LINES) -> TextDiff:
+def _budgeted(block: list[DiffLine], lines_left: float, chars_left: float) -> list[DiffLine]:
+    """The rows of one change a bounded comparison shows: within the lines
+    and characters left, and always its first."""
+    kept: list[DiffLine] = []
+    for line in block:
+        if kept and (lines_left <= 0 or chars_left < len(line.text)):
+            break
+        kept.append(line)
+        lines_left -= 1
+        chars_left -= len(line.text)
+    return kept
+
+
+def diff_text(
+    old: str,
+    new: str,
+    *,
+    context: int = CONTEXT_LINES,
+    max_changes: int | None = None,
+    max_lines: int | None = None,
+    max_chars: int | None = None,
+) -> TextDiff:
+    """`old` -> `new` as rows. With the `max_` bounds, only the first
+    changes are shown: at most `max_changes` of them, `max_lines` of their
+    lines and `max_chars` characters of every row shown, each change at
+    least its first line; the rest is counted, and not compared word by
+    word (docs/adr/0110: a comparison of two far-apart versions of a long
+    document is thousands of lines otherwise)."""
     a, b = _lines(old), _lines(new)
-    rows: list[DiffLine | Gap] = []
+    rows: list[DiffLine | Gap | Cut] = []
     counts = {ADDED: 0, REMOVED: 0, CHANGED: 0}
     opcodes = alignment.opcodes(a, b, exact_up_to=LINES_EXACT)
+    changes = sum(1 for op in opcodes if op[0] != "equal")
+    shown, lines_left, chars_left = 0, max_lines or math.inf, max_chars or math.inf
+    stopped_at = None
     for index, (tag, i1, i2, j1, j2) in enumerate(opcodes):
         if tag == "equal":
+            # The change after this stretch is not shown: this is the end of what is.
+            full = (max_changes is not None and shown >= max_changes) or lines_left <= 0 or chars_left <= 0
+            stop = shown > 0 and index < len(opcodes) - 1 and full
             same = [DiffLine(SAME, i1 + k + 1, j1 + k + 1, (Segment(a[i1 + k], SAME),)) for k in range(i2 - i1)]
-            first, last = index == 0, index == len(opcodes) - 1
+            first, last = index == 0, index == len(opcodes) - 1 or stop
             head = 0 if first else context  # lines kept after the change before
             tail = 0 if last else context  # lines kept before the change after
+            if stop:
+                rows.extend(same[:head])
+                stopped_at = index + 1
+                break
+            kept: list[DiffLine | Gap] = list(same)
             if len(same) > head + tail:
-                kept = (
-                    same[:head]
-                    + ([Gap(len(same) - head - tail)] if len(same) - head - tail else [])
-                    + (same[len(same) - tail :] if tail else [])
-                )
-                rows.extend(kept)
-            else:
-                rows.extend(same)
+                kept = [*same[:head], *([Gap(len(same) - head - tail)] if len(same) - head - tail else [])]
+                kept += same[len(same) - tail :] if tail else []
+            rows.extend(kept)
+            chars_left -= sum(len(line.text) for line in kept if isinstance(line, DiffLine))
             continue
+        # Only as many lines as can be shown are compared (word by word, the costly part).
+        reach = int(min(max(i2 - i1, j2 - j1), max(lines_left, 1)))
         block = (
-            _changed_block(a[i1:i2], b[j1:j2], i1, j1)
+            _changed_block(a[i1 : i1 + reach], b[j1 : j1 + reach], i1, j1)
             if tag == "replace"
             else (
-                [DiffLine(REMOVED, i1 + k + 1, None, (Segment(a[i1 + k], REMOVED),)) for k in range(i2 - i1)]
-                + [DiffLine(ADDED, None, j1 + k + 1, (Segment(b[j1 + k], ADDED),)) for k in range(j2 - j1)]
+                [DiffLine(REMOVED, i1 + k + 1, None, (Segment(a[i1 + k], REMOVED),)) for k in range(min(i2 - i1, reach))]
+                + [DiffLine(ADDED, None, j1 + k + 1, (Segment(b[j1 + k], ADDED),)) for k in range(min(j2 - j1, reach))]
             )
         )
+        if max_lines is not None or max_chars is not None:
+            block = _budgeted(block, lines_left, chars_left)
+        shown += 1
+        lines_left -= len(block)
+        chars_left -= sum(len(line.text) for line in block)
         for line in block:
             if line.kind in counts:
                 counts[line.kind] += 1
         rows.extend(block)
+        old_left = (i2 - i1) - sum(1 for line in block if line.old_number is not None)
+        new_left = (j2 - j1) - sum(1 for line in block if line.new_number is not None)
+        if old_left or new_left:
+            rows.append(Cut(max(old_left, new_left)))
+    left_out = [op for op in opcodes[stopped_at:] if op[0] != "equal"] if stopped_at is not None else []
     if not (counts[ADDED] or counts[REMOVED] or counts[CHANGED]):
         rows = []
-    return TextDiff(tuple(rows), counts[ADDED], counts[REMOVED], counts[CHANGED])
+    return TextDiff(
+        tuple(rows),
+        counts[ADDED],
+        counts[REMOVED],
+        counts[CHANGED],
+        changes=changes,
+        changes_left_out=len(left_out),
+        lines_left_out=sum(max(i2 - i1, j2 - j1) for _tag, i1, i2, j1, j2 in left_out),
+    )
 
 
 # --- one turn's changes as hunks the person keeps or undoes one by one ---------------

@@ -475,9 +475,19 @@ class DocumentDiff:
         return self.text.identical and not self.title_changed
 
 
+# What a comparison of two versions shows at once, as a review does
+# (docs/adr/0110): its first changes, at most so many of their lines and so
+# many characters in all. Two far-apart versions of a long document differ
+# in most of its lines: shown whole, comparing the first version of a
+# 199 000-character document with now was 871 KB and most of a second.
+DIFF_CHANGES_SHOWN = 30
+DIFF_LINES_SHOWN = 200
+DIFF_CHARS_SHOWN = 40_000
+
+
 def document_diff(*, thread: Thread, old_version: int, new_version: int) -> DocumentDiff | None:
     """What changed from `old_version` to `new_version` (either may be the
-    older); None when either is not kept."""
+    older), its first changes only; None when either is not kept."""
     old = _revision(thread, old_version)
     new = _revision(thread, new_version)
     if old is None or new is None:
@@ -487,7 +497,7 @@ def document_diff(*, thread: Thread, old_version: int, new_version: int) -> Docu
         new_version,
         old[0],
         new[0],
-        diff_text(old[1], new[1]),
+        diff_text(old[1], new[1], max_changes=DIFF_CHANGES_SHOWN, max_lines=DIFF_LINES_SHOWN, max_chars=DIFF_CHARS_SHOWN),
         old_by=old[2],
         new_by=new[2],
     )

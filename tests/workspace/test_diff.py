@@ -4,7 +4,7 @@ shortened, identical and empty texts."""
 
 import pytest
 
-from workspace.diff import ADDED, CHANGED, REMOVED, SAME, Gap, change_hunks, diff_text, revert_hunks, word_segments
+from workspace.diff import ADDED, CHANGED, REMOVED, SAME, Cut, Gap, change_hunks, diff_text, revert_hunks, word_segments
 
 
 def _shown(diff):
@@ -143,3 +143,35 @@ def test_a_review_of_long_text_as_people_write_it_undoes_each_change_and_keeps_t
     text, reverted, refused = revert_hunks(new, current, hunks)
     assert sorted(reverted) == [0, 1] and not refused
     assert text == old.replace("4. Col1", "4. Column1", 1)
+
+
+def _paragraphs(count, changed_every, *, changed):
+    return "\n\n".join(
+        f"Paragraph {n}: the {'term' if changed and n % changed_every == 0 else 'word'} {n}." for n in range(1, count + 1)
+    )
+
+
+def test_a_bounded_comparison_shows_its_first_changes_and_counts_the_rest():
+    old, new = _paragraphs(1000, 10, changed=False), _paragraphs(1000, 10, changed=True)
+    diff = diff_text(old, new, max_changes=30, max_lines=200, max_chars=40_000)
+    changed = [row for row in diff.rows if getattr(row, "kind", "") == CHANGED]
+    assert len(changed) == 30 and changed[-1].new_number == 599  # paragraph 300
+    assert (diff.changes, diff.changes_shown, diff.changes_left_out, diff.lines_left_out) == (100, 30, 70, 70)
+    assert diff.lines_changed == 30 and diff.bounded and not diff.identical
+    # The context after the last change shown, then nothing: no gap counting towards a change not shown.
+    after_last = diff.rows[diff.rows.index(changed[-1]) + 1 :]
+    assert [row.text for row in after_last] == ["", "Paragraph 301: the word 301.", ""]
+    # Unbounded, the same texts show every change.
+    whole = diff_text(old, new)
+    assert (whole.lines_changed, whole.changes_left_out, whole.bounded) == (100, 0, False)
+
+
+def test_a_bounded_comparison_cuts_a_long_change_after_its_first_lines():
+    old = "\n".join(f"Line {n} as it was." for n in range(1000))
+    new = "\n".join(f"Line {n} as it is now, reworded." for n in range(1000))
+    diff = diff_text(old, new, max_changes=30, max_lines=200, max_chars=40_000)
+    assert diff.lines_changed == 200 and diff.changes == 1 and diff.changes_left_out == 0
+    assert diff.rows[-1] == Cut(800) and diff.bounded
+    # A single line longer than the character budget is still shown whole: a change shows its first line.
+    huge = diff_text("a\n" + "x" * 50_000, "a\n" + "y" * 50_000, max_changes=30, max_lines=200, max_chars=40_000)
+    assert [getattr(row, "text", row) for row in huge.rows[-2:]] == ["x" * 50_000, Cut(1)]

@@ -260,6 +260,9 @@ def _diff_context(thread, *, old: int | None, new: int | None, current: int) -> 
 
 
 def _history_html(request, thread, *, message: str = "", alert: bool = False) -> str:
+    """The history region, with what the last edit changed: after a restore
+    of an old version, the whole document, shown by its first changes like
+    any comparison (docs/adr/0138)."""
     history = selectors.document_history(thread=thread)
     context = {
         "thread": thread,

@@ -623,3 +623,37 @@ def test_a_review_of_many_changes_shows_the_first_ones_and_the_next_as_these_are
     owner_client.post(ws_url(thread, "document/review/keep/"), {"turn": 1}, **HTMX)
     assert selectors.document_review(thread=thread).hunks == []
     assert _doc(thread).content == after
+
+
+def test_comparing_far_apart_versions_of_a_long_document_shows_the_first_changes_and_says_how_many_more(owner_client, thread):
+    before, after = _chapter(20, by_the_agent=False), _chapter(20, by_the_agent=True)
+    document_services.document_save(thread=thread, title="Chapter", content=before)
+    document_services.document_save(thread=thread, content=after, base_version=1)
+    response = owner_client.get(ws_url(thread, DIFF), {"old": 1}, **HTMX)
+    html = response.content.decode()
+    assert "Changes from version 1 to now (version 2)" in html
+    assert "The first 30 of 89 changes: 0 lines added, 0 removed, 30 changed in the lines shown." in html
+    assert "Paragraph 20: the <del>word</del><ins>term</ins> 20 and" in html
+    assert "Paragraph 600: the <del>word</del>" in html and "Paragraph 620: the <del>" not in html
+    assert "59 more changes after these (59 lines), not shown: compare versions closer together to see them." in html
+    assert len(html) < 80_000
+
+
+def test_restoring_the_first_version_of_a_rewritten_long_document_answers_with_its_text_and_a_bounded_comparison(
+    owner_client, thread
+):
+    from workspace.panels import render_document_patch
+
+    before, after = _chapter(1, by_the_agent=False), _chapter(1, by_the_agent=True)
+    document_services.document_save(thread=thread, title="Chapter", content=before)
+    document_services.document_save(thread=thread, content=after, base_version=1)
+    response = owner_client.post(ws_url(thread, RESTORE), {"version": 1, "base_version": 2}, **HTMX)
+    html = response.content.decode()
+    assert "Version 1 restored as version 3." in html
+    assert _doc(thread).content.encode() == before.encode()
+    # The history shows what the restore changed, its first lines only (every
+    # paragraph changed back): the answer is the editor's new text and little more.
+    assert "Changes from version 2 to now (version 3)" in html
+    assert "Paragraph 1: the <del>term</del><ins>word</ins> 1 and" in html
+    assert "more lines of this change, not shown" in html and "Paragraph 1799: the <del>" not in html
+    assert len(html) < len(render_document_patch(thread=thread)) + 60_000
