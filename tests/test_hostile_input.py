@@ -69,6 +69,10 @@ FIELDS = [
     "_selected_action",
     "index",
     "base_content",
+    # The editor page's save numbers (docs/adr/0139).
+    "save_page",
+    "save_number",
+    "save_unanswered_from",
     # Sign-up, tokens, the model catalogue and the usage totals (docs/adr/0061-0064).
     "invite",
     "name",

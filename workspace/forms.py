@@ -9,6 +9,7 @@ to it. `first_error(form)` is the message a panel shows.
 
 from django import forms
 from django.conf import settings
+from django.core.validators import RegexValidator
 
 from .errors import InvalidInput
 from .models import (
@@ -17,6 +18,7 @@ from .models import (
     PREFERENCE_SUBTITLE_MAX_CHARS,
     PREFERENCE_TITLE_MAX_CHARS,
     TODO_TEXT_MAX_CHARS,
+    PageSave,
     Preference,
 )
 from .text import clean_text, one_line
@@ -289,6 +291,20 @@ SPLICE_ERROR = "A changed part of the document is placed by whole numbers of cha
 SPLICE_ERRORS = {"invalid": SPLICE_ERROR, "min_value": SPLICE_ERROR, "max_value": SPLICE_ERROR}
 
 
+SAVE_UNREADABLE = "That save could not be read; reload the page and try again."
+SAVE_ERRORS = {"invalid": SAVE_UNREADABLE, "min_value": SAVE_UNREADABLE, "max_value": SAVE_UNREADABLE}
+
+
+class SaveIdField(forms.CharField):
+    """A page's id: text only (a JSON body may send any type, and str() of a
+    nested list may recurse)."""
+
+    def to_python(self, value):
+        if value is not None and not isinstance(value, str):
+            raise forms.ValidationError(SAVE_UNREADABLE, code="invalid")
+        return super().to_python(value)
+
+
 class DocumentSaveForm(forms.Form):
     """A save from the editor: based on `base_version`; title and/or content;
     `resolve` is the person's choice in the conflict view (empty: none)."""
@@ -329,6 +345,19 @@ class DocumentSaveForm(forms.Form):
 
     SPLICE_FIELDS = ("content_kept_head", "content_kept_tail", "content_middle", "content_crc32")
 
+    # Which save of which editor page this is (docs/adr/0139): the page's
+    # id, the save's number, and the number of the page's first save still
+    # unanswered. All three, or none (a script, a page from before them).
+    save_page = SaveIdField(
+        required=False,
+        max_length=64,
+        validators=[RegexValidator(r"\A[A-Za-z0-9_-]{16,64}\Z", message=SAVE_UNREADABLE)],
+        error_messages={"invalid": SAVE_UNREADABLE, "max_length": SAVE_UNREADABLE},
+    )
+    save_number = VersionField(required=False, min_value=1, max_value=2**31 - 1, error_messages=SAVE_ERRORS)
+    save_unanswered_from = VersionField(required=False, min_value=1, max_value=2**31 - 1, error_messages=SAVE_ERRORS)
+    PAGE_SAVE_FIELDS = ("save_page", "save_number", "save_unanswered_from")
+
     def clean(self):
         super().clean()
         data = self.cleaned_data
@@ -352,7 +381,17 @@ class DocumentSaveForm(forms.Form):
         if data.get("base_content") is not None and data.get("content") is None:
             raise forms.ValidationError("The text the content was based on came without the content.")
         data["resolve"] = data.get("resolve") or None
+        data["page_save"] = self._page_save(data)
         return data
+
+    def _page_save(self, data) -> PageSave | None:
+        parts = [data.get(name) or None for name in self.PAGE_SAVE_FIELDS]
+        if not any(parts):
+            return None
+        page, number, unanswered_from = parts
+        if page is None or number is None or unanswered_from is None or unanswered_from > number:
+            raise forms.ValidationError(SAVE_UNREADABLE)
+        return PageSave(page=page, number=number, unanswered_from=unanswered_from)
 
 
 class DocumentPreviewForm(forms.Form):

@@ -8,6 +8,7 @@ hangs off it and every layer needs to find a person's thread (docs/adr/0006).
 
 import json
 import uuid
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import models
@@ -276,6 +277,49 @@ class DocumentRevision(PersonRecorded):
             raise content_store.CorruptContent(
                 f"Version {self.version} of document {self.document_id} cannot be read back exactly: {exc}"
             ) from None
+
+
+@dataclass(frozen=True)
+class PageSave:
+    """Which save of which editor page a save is (docs/adr/0139): `page`, an
+    id the page made when it loaded; `number`, counting the page's saves;
+    `unanswered_from`, the number of the page's first save it had no answer
+    to (the save's own number when every earlier one was answered). What
+    `DocumentPageSave` keeps."""
+
+    page: str
+    number: int
+    unanswered_from: int
+
+
+class DocumentPageSave(models.Model):
+    """The last save an editor page had written, for the saves whose answer
+    never reached that page (docs/adr/0139): which page (an id it made when
+    it loaded), the save's number among that page's saves, the version it
+    wrote, and the title and text it carried, the text as a delta from that
+    version's own (empty when it was written as sent). The page's next save
+    names its saves still unanswered; when this one is among them, that save
+    is merged against what this one carried (the text the person's later
+    edits started from), and a save of the page numbered before it is never
+    written. One row per page and person, replaced by each save; not copied
+    into branches or archives (no page sends them again)."""
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    person = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    page = models.CharField(max_length=64)
+    number = models.PositiveIntegerField()
+    version = models.PositiveIntegerField()
+    sent_title = models.CharField(max_length=DOCUMENT_TITLE_MAX_CHARS)
+    sent_delta = models.TextField(blank=True, default="")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["document", "person", "page"], name="docpagesave_unique_page"),
+        ]
+
+    def __str__(self):
+        return f"{self.document_id} page {self.page} save {self.number} wrote v{self.version}"
 
 
 class DocumentReviewDecision(PersonRecorded):

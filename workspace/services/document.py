@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 
-from .. import content_store, graphemes, merge, people
+from .. import content_store, graphemes, merge, people, text_delta
 from ..errors import DocumentConflict, InvalidInput, NotFound
-from ..models import DOCUMENT_TITLE_MAX_CHARS, ContentBlob, Document, DocumentRevision, Thread
+from ..models import DOCUMENT_TITLE_MAX_CHARS, ContentBlob, Document, DocumentPageSave, DocumentRevision, PageSave, Thread
 from ..text import as_a_page_reads_it, clean_text
 from ..text_splice import TextSplice
 from .common import changed
@@ -137,6 +137,7 @@ def document_save(
     base_content: str | None = None,
     content_splice: TextSplice | None = None,
     person=None,
+    page_save: PageSave | None = None,
 ) -> DocumentSaved:
     """Write the title and/or content (None leaves it as it is).
 
@@ -159,7 +160,15 @@ def document_save(
 
     `content_splice`: the content as the span a closing page changed in
     `base_version`'s text (its beacon cannot carry a long document whole);
-    rebuilt under the lock, checked, then saved like `content`."""
+    rebuilt under the lock, checked, then saved like `content`.
+
+    `page_save`: which save of which editor page of `person`'s this is
+    (docs/adr/0139). When an earlier save of the page it had no answer to
+    was written, this one is merged against what that one carried (the
+    text the person's edits since started from), never against
+    `base_version`'s: her own unanswered save is not someone else's change.
+    A save of the page numbered at or before one already written is
+    refused with nothing written (a later one carried its text on)."""
     if resolve is not None and resolve not in merge.RESOLUTIONS:
         raise InvalidInput(f"Choose how to settle the conflict: one of {', '.join(merge.RESOLUTIONS)}.")
     if title is not None:
@@ -171,20 +180,23 @@ def document_save(
     document = _document_for_update(thread)
     if content_splice is not None:
         content = _clean_content(_spliced(document, base_version, content_splice))
+    written = _unanswered_save_written(document, person, page_save)
     current_title, current_content = document.title, document.content
-    if base_content is None and (base_version is None or base_version == document.version):
+    if written is None and base_content is None and (base_version is None or base_version == document.version):
         new_title = current_title if title is None else title
         new_content = current_content if content is None else content
-        return DocumentSaved(
-            _write(document, title=new_title, content=new_content, author=author, token_name=token_name, person=person)
-        )
+        _write(document, title=new_title, content=new_content, author=author, token_name=token_name, person=person)
+        _record_page_save(document, person, page_save, title=new_title, content=new_content)
+        return DocumentSaved(document)
 
     # What is not submitted is unchanged since the base.
     typed_on = base_content is not None
     base: tuple[str | None, str | None] | None = (
         _base_text(document, base_version) if base_version is not None else (current_title, current_content)
     )
-    if typed_on:
+    if written is not None:
+        base, typed_on = written, False
+    elif typed_on:
         base = (base[0] if base is not None else None, base_content)
     if base is None:
         # Without that version's text nothing tells what changed since:
@@ -221,7 +233,53 @@ def document_save(
             f"{exc.message} Nothing was saved; shorten it and it will be saved again."
         ) from None
     saved = _write(document, title=new_title, content=new_content, author=author, token_name=token_name, person=person)
-    return DocumentSaved(saved, merged=True)
+    sent_content = new_content if content is None else content
+    _record_page_save(document, person, page_save, title=ours_title, content=sent_content)
+    # Merged only with the page's own unanswered save, it is written as sent:
+    # nothing of anyone else's to put in the editor.
+    merged = written is None or (new_title, new_content) != (ours_title, sent_content)
+    return DocumentSaved(saved, merged=merged)
+
+
+def _unanswered_save_written(document: Document, person, page_save: PageSave | None) -> tuple[str, str] | None:
+    """(title, content) the page's last written save carried, when that save
+    is one the page had no answer to; None when none of those was written
+    (or what it carried is not kept: then the save merges as it would
+    have). Refuses a save of the page older than one written."""
+    if page_save is None or person is None:
+        return None
+    last = DocumentPageSave.objects.filter(document=document, person=person, page=page_save.page).first()
+    if last is None:
+        return None
+    if last.number >= page_save.number:
+        raise InvalidInput(
+            "A later save from this page was written already, so this earlier one was not: "
+            "the later one carried its text on, with what was changed since."
+        )
+    if last.number < page_save.unanswered_from:
+        return None  # its answer reached the page: the page's base already has it
+    written = _base_text(document, last.version)
+    if written is None:
+        return None
+    text = written[1]
+    if last.sent_delta:
+        text = text_delta.apply_delta(text, text_delta.decode(last.sent_delta))
+    return last.sent_title, text
+
+
+def _record_page_save(document: Document, person, page_save: PageSave | None, *, title: str, content: str) -> None:
+    """Keep what this save of the page carried, beside the version it wrote
+    (docs/adr/0139), for the page's next save should this one's answer be lost."""
+    if page_save is None or person is None:
+        return
+    written = document.content
+    delta = "" if content == written else text_delta.encode(text_delta.delta_between(written, content))
+    DocumentPageSave.objects.update_or_create(
+        document=document,
+        person=person,
+        page=page_save.page,
+        defaults={"number": page_save.number, "version": document.version, "sent_title": title, "sent_delta": delta},
+    )
 
 
 def document_restore(*, thread: Thread, version: int, base_version: int | None, person=None) -> DocumentSaved:

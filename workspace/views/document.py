@@ -167,6 +167,7 @@ def document_save(request, thread_id):
             base_content=values["base_content"],
             content_splice=values["content_splice"],
             person=request.user,
+            page_save=values["page_save"],
         )
     except DocumentConflict as exc:
         # The save stays based on the version the person edited, so the
