@@ -43,6 +43,12 @@
   //   carries. failures / retry: saves that did not reach the server, and
   //   the timer that tries again. refused: the last save reached it and was
   //   refused.
+  // page / saveNumber / unansweredFrom: every save names this page (an id
+  //   made as it loads) and its number; unansweredFrom is the number of the
+  //   first save not answered since the last one written was, null when
+  //   none. A save whose answer was lost may have been written: the next one
+  //   names it, and the server merges against what it carried, never
+  //   counting it as someone else's change (docs/adr/0139).
 
   function editorState(form) {
     if (!form.__haico) {
@@ -58,9 +64,25 @@
         dirty: false, timer: null, inFlight: false, sent: null, queued: false,
         conflict: false, resolve: null, returnToEditor: false, waiters: [],
         failures: 0, refused: false, retry: null, status: "",
+        page: pageId(), saveNumber: 0, unansweredFrom: null,
       };
     }
     return form.__haico;
+  }
+
+  // 128 random bits, hex: crypto.getRandomValues also works on a plain-HTTP host.
+  function pageId() {
+    var bytes = new Uint8Array(16);
+    window.crypto.getRandomValues(bytes);
+    return Array.prototype.map.call(bytes, function (b) { return (b < 16 ? "0" : "") + b.toString(16); }).join("");
+  }
+
+  // This save's page, number and the first still unanswered, for the form.
+  function numberSave(state) {
+    state.saveNumber += 1;
+    if (state.unansweredFrom === null) state.unansweredFrom = state.saveNumber;
+    return { save_page: state.page, save_number: String(state.saveNumber),
+      save_unanswered_from: String(state.unansweredFrom) };
   }
 
   function currentForm() {
@@ -108,11 +130,13 @@
     return state.dirty || state.inFlight || state.conflict;
   }
 
-  // The editor holds exactly what it is based on: nothing to save.
+  // The editor holds exactly what it is based on: nothing to save. Not
+  // while a save is unanswered: it may have been written, and text typed
+  // back to the base must then be saved over it.
   function unchanged(form) {
-    var acked = editorState(form).acked;
+    var state = editorState(form), acked = state.acked;
     var now = values(form);
-    return !acked.fromText && now.content === acked.content && now.title === acked.title;
+    return state.unansweredFrom === null && !acked.fromText && now.content === acked.content && now.title === acked.title;
   }
 
   // --- autosave ----------------------------------------------------------------
@@ -258,6 +282,8 @@
       return;
     }
     state.failures = 0;
+    // Written: every save sent before it is in what it was merged against, or never will be.
+    if (outcome === "saved" || outcome === "merged") state.unansweredFrom = null;
     // The server answered and would not take the text (see mayBeRefused).
     state.refused = outcome === "error";
     clearTimeout(state.retry);
@@ -355,6 +381,8 @@
     // The base is this tab's own record, never a field a response could have replaced.
     parameters.base_version = String(state.acked.version);
     if (state.acked.fromText) parameters.base_content = state.acked.content;
+    var numbered = numberSave(state);
+    Object.keys(numbered).forEach(function (name) { parameters[name] = numbered[name]; });
     if (state.resolve) {
       parameters.resolve = state.resolve;
       state.resolve = null;
@@ -510,6 +538,8 @@
     data.set("base_version", String(state.acked.version));
     if (state.acked.fromText) data.set("base_content", state.acked.content);
     else asChangedPart(data, state.acked.content, form.elements.content.value);
+    var numbered = numberSave(state);
+    Object.keys(numbered).forEach(function (name) { data.set(name, numbered[name]); });
     // Nobody is left to choose in a conflict view: where the words typed
     // last overlap a change saved meanwhile, both are kept (docs/adr/0040).
     data.set("resolve", "both");
@@ -662,6 +692,7 @@
       var now = values(form);
       window.sessionStorage.setItem(key, JSON.stringify({
         acked: state.acked, title: now.title, content: now.content,
+        page: state.page, saveNumber: state.saveNumber, unansweredFrom: state.unansweredFrom,
       }));
     } catch (e) { /* private mode or full: the beacon and the leave prompt remain */ }
   }
@@ -696,6 +727,13 @@
     state.acked = {
       version: left.acked.version, title: left.acked.title, content: left.acked.content, fromText: !!left.acked.fromText,
     };
+    if (typeof left.page === "string" && typeof left.unansweredFrom === "number" && left.saveNumber >= left.unansweredFrom) {
+      // A save of the earlier page had no answer: this page goes on as that
+      // page, so the server merges against it if it was written (docs/adr/0139).
+      state.page = left.page;
+      state.saveNumber = left.saveNumber;
+      state.unansweredFrom = left.unansweredFrom;
+    }
     state.dirty = true;
     setStatus(form, "Saving what you typed before you left the page…");
     saveNow(form);
