@@ -62,7 +62,7 @@ from django.utils.safestring import mark_safe
 from workspace import panels
 from workspace.events import Change
 from workspace.models import Thread
-from workspace.text import encodable
+from workspace.text import encodable, utf8_size
 
 from . import live_bus, outages
 from .selectors import family_ids, feedback_counts, turn_versions_for
@@ -112,7 +112,7 @@ RESYNC = RESYNC_WORKSPACE + RESYNC_CHAT
 
 def message_size(html: str) -> int:
     """The size of `html` on the wire (UTF-8 bytes)."""
-    return len(html) if html.isascii() else len(html.encode("utf-8", "replace"))
+    return utf8_size(html)
 
 
 def fits_one_message(html: str) -> bool:
@@ -592,8 +592,16 @@ def render_mode_patch(thread: Thread) -> str:
 def render_changes(thread: Thread, changes: list[Change]) -> str:
     """What brings an open page of `thread` up to date with `changes`: the
     workspace's patches (workspace.panels), the thread's title or its
-    deletion, and its Mode and Model selectors (values set in place)."""
-    html = panels.render_changes(thread, changes)
+    deletion, and its Mode and Model selectors (values set in place).
+
+    RESYNC when the document's patch cannot fit one message: what the
+    publisher would send in place of the whole push, told before anything
+    is rendered, so an autosave of a long document does not render half a
+    megabyte only to throw it away (docs/adr/0043)."""
+    html = panels.render_changes_within(thread, changes, max_bytes=MESSAGE_MAX_BYTES)
+    if html is None:
+        logger.info("the document patch of %s is too big for one message; its pages fetch it instead", thread.pk)
+        return RESYNC
     if any(change.surface == "thread" for change in changes):
         if thread.is_deleted:
             html += render_to_string(f"{CHAT_FRAGMENTS}#notice", {"message": "This thread was deleted.", "oob": True})

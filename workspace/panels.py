@@ -15,7 +15,8 @@ from . import exports, rows, selectors, url_templates
 from .artifact_registry import artifact_view, option_label
 from .events import Change
 from .markdown import render_markdown
-from .models import Preference, Thread
+from .models import Document, Preference, Thread
+from .text import utf8_size
 
 PANEL_TEMPLATES = {
     "objective": "workspace/panels/objective.html#panel",
@@ -196,17 +197,32 @@ def render_objective_patch(*, thread: Thread, reading: selectors.WorkspaceReadin
     return render_to_string("workspace/panels/objective.html#patch", context)
 
 
-def render_document_patch(*, thread: Thread) -> str:
+def render_document_patch(*, thread: Thread, document: Document | None = None, document_html: str | None = None) -> str:
     """The document's new text and preview, and its review (docs/adr/0019),
-    which static/js/document_editor.js shows whether or not the editor can take the text yet."""
-    document = selectors.document_for(thread=thread)
+    which static/js/document_editor.js shows whether or not the editor can take the text yet.
+    `document` and its preview `document_html`: as already read, else read."""
+    if document is None:
+        document = selectors.document_for(thread=thread)
     context = {
         "thread": thread,
         "document": document,
-        "document_html": render_markdown(document.content),
+        "document_html": render_markdown(document.content) if document_html is None else document_html,
         "review": selectors.document_review(thread=thread),
     }
     return render_to_string("workspace/panels/centre.html#document_patch", context)
+
+
+def document_patch_exceeds(document: Document, max_bytes: int) -> tuple[bool, str | None]:
+    """Whether the document's patch is surely over `max_bytes` (UTF-8), told
+    without rendering it: it holds the title and the text escaped (escaping
+    only lengthens them) and the preview as it is, so their sizes together
+    are less than its own (docs/adr/0043). With the preview when it was
+    needed to tell (render_document_patch takes it)."""
+    floor = utf8_size(document.title) + utf8_size(document.content)
+    if floor > max_bytes:
+        return True, None
+    document_html = render_markdown(document.content)
+    return floor + utf8_size(document_html) > max_bytes, document_html
 
 
 def render_review(*, thread: Thread, message: str = "", alert: bool = False, request=None) -> str:
@@ -236,7 +252,25 @@ READ_SURFACES = {"objective", "preferences", "plan"}
 def render_changes(thread: Thread, changes: list[Change]) -> str:
     """The workspace fragments for `changes` (one thread's). The thread's
     own changes (its title) are the conversation layer's to render."""
+    html = render_changes_within(thread, changes, max_bytes=None)
+    assert html is not None  # only a limit refuses
+    return html
+
+
+def render_changes_within(thread: Thread, changes: list[Change], *, max_bytes: int | None) -> str | None:
+    """As render_changes; None, with nothing rendered, when the document's
+    patch alone is surely over `max_bytes`: a push that big is replaced by
+    its stand-in whatever else it holds (conversations.live, docs/adr/0043),
+    and an autosave of a long document would render it on every save only
+    for it to be thrown away."""
     by_surface = {change.surface: change for change in changes}
+    document, document_html = None, None
+    if "document" in by_surface and not ("artifacts" in by_surface and by_surface["artifacts"].ids):
+        document = selectors.document_for(thread=thread)
+        if max_bytes is not None:
+            too_big, document_html = document_patch_exceeds(document, max_bytes)
+            if too_big:
+                return None
     parts = []
     # A thread whose reading this process keeps (a turn's) takes the
     # patches' rows from it, brought up to date by its write counts: the same
@@ -258,6 +292,6 @@ def render_changes(thread: Thread, changes: list[Change]) -> str:
         # static/js/document_editor.js keeps a person's unsaved document text from being replaced.
         newest = max(by_surface["artifacts"].ids)
         parts.append(render_panel("centre", thread=thread, oob=True, selected_artifact_id=newest, agent_shown=True))
-    elif "document" in by_surface:
-        parts.append(render_document_patch(thread=thread))
+    elif document is not None:
+        parts.append(render_document_patch(thread=thread, document=document, document_html=document_html))
     return "".join(parts)

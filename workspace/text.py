@@ -34,6 +34,12 @@ def has_lone_surrogate(value: str) -> bool:
     return False
 
 
+def utf8_size(text: str) -> int:
+    """The size of `text` on the wire (UTF-8 bytes, a lone surrogate counted
+    as the one byte that replaces it): the live layer's measure of a push."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "replace"))
+
+
 def encodable(text: str) -> str:
     """`text` with every lone surrogate replaced by U+FFFD, so it can be sent:
     for text nobody can be asked to fix (a model's output, a page on its way
