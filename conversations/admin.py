@@ -187,7 +187,11 @@ class RecordsStaffReads:
         changelist = (getattr(response, "context_data", None) or {}).get("cl")
         if self.records_lists and changelist is not None and request.method == "GET" and response.status_code == 200:
             shown = [t for t in dict.fromkeys(self.thread_id_of_row(row) for row in changelist.result_list) if t is not None]
-            narrowed = bool(changelist.query or changelist.filter_params)
+            # Only a search term or a lookup narrows the list: Django's filter
+            # params also hold sorting (o), an empty search (q=), "Show counts"
+            # (_facets) and "Show all" (all), which pick no one and were recorded
+            # as "filtered" reads of every thread shown.
+            narrowed = bool(changelist.query or changelist.get_filters_params())
             if shown and (narrowed or len(shown) == 1):
                 how = f"searched for “{changelist.query}”" if changelist.query else "filtered" if narrowed else "whole"
                 staff_view.record_staff_list_read(
@@ -532,7 +536,9 @@ class ModerationActionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 class BranchLinkAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("thread", "parent", "branch_point_turn", "status", "created_at")
     list_filter = ("status",)
-    search_fields = ("thread__title", "parent__title", "reason", "=thread__id", "=parent__id")
+    # Not the reason: a person's own words (an imported archive carries any), and a hit
+    # would tell which thread holds a phrase, unrecorded (docs/adr/0137).
+    search_fields = ("thread__title", "parent__title", "=thread__id", "=parent__id")
     date_hierarchy = "created_at"
     list_select_related = ("thread", "parent")
     raw_id_fields = ("thread", "parent")

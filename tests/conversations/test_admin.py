@@ -1118,3 +1118,44 @@ def test_the_document_list_does_not_search_the_texts_of_peoples_documents(staff_
     page = staff_client.get(_changelist(populated["document"]), {"q": "alert(1)"}).content.decode()
     assert populated["thread"].title not in page
     assert not _reads().exists()
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"o": "1"}, {"o": "-2"}, {"q": ""}, {"_facets": "True"}, {"all": ""}],
+    ids=["sorted", "sorted-descending", "empty-search", "show-counts", "show-all"],
+)
+def test_a_whole_list_of_many_threads_rows_sorted_or_shown_in_full_records_nothing(staff_client, populated, owner, params):
+    """A click on a column header, an empty search, "Show counts" or "Show all"
+    picks no one: they wrote "Listed its todos (filtered)" into every shown
+    thread's history."""
+    other = _another_threads_content(owner)
+    page = staff_client.get(_changelist(populated["todo"]), params)
+    assert page.status_code == 200
+    assert "Collect sources" in page.content.decode() and "Another step" in page.content.decode()
+    assert not _reads().exists()
+    assert not ModerationAction.objects.filter(thread=other).exists()
+
+
+def test_a_list_sorted_and_searched_down_to_one_thread_is_still_a_recorded_read(staff_client, populated, owner):
+    _another_threads_content(owner)
+    asked = {"q": str(populated["thread"].pk), "o": "1"}
+    assert staff_client.get(_changelist(populated["todo"]), asked).status_code == 200
+    assert list(_reads().values_list("thread_id", "detail")) == [
+        (populated["thread"].pk, f"Listed its todos (searched for “{asked['q']}”)")
+    ]
+
+
+def test_the_branch_list_does_not_search_the_reasons_people_gave_for_their_branches(staff_client, populated, owner):
+    """The branch list searched each branch's reason (a person's own words) and
+    its one hit told which thread holds a phrase, unrecorded: the gap closed
+    for document text."""
+    _another_threads_content(owner)
+    BranchLink.objects.filter(pk=populated["branch"].pk).update(reason="merger with Acme, keep quiet")
+    page = staff_client.get(_changelist(populated["branch"]), {"q": "merger with Acme"}).content.decode()
+    assert "0 branch links" in page
+    assert str(populated["branch"].thread_id) not in page
+    assert not _reads().exists()
+    # Titles and ids are searched as before.
+    by_id = staff_client.get(_changelist(populated["branch"]), {"q": str(populated["branch"].thread_id)}).content.decode()
+    assert _change(populated["branch"]) in by_id
