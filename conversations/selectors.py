@@ -192,6 +192,37 @@ def family_ids(*, thread_id, pending: bool = False, through_deleted: bool = True
     return {*threads, thread.pk}
 
 
+def family_ids_a_removal_reaches(*, thread_id) -> set:
+    """The threads whose people a removal (or a role taken down, a link
+    revoked) from `thread_id` changes (docs/adr/0084): the family as it is
+    shown, its branches still being made included, and every deleted thread
+    linked to it, through other deleted ones, so that restoring one later
+    gives back nothing the owner took away. Not a live thread across a link
+    to threads with other people, nor one beyond a deleted thread: that is
+    a family of its own as shown, whose people the owner set apart, in its
+    own dialog and map."""
+    thread = Thread.objects.filter(pk=thread_id).only("id", "owner_id").first()
+    if thread is None:
+        return set()
+    shown = family_ids(thread_id=thread_id, pending=True, through_deleted=False)
+    statuses = (BranchLink.Status.ACTIVE, BranchLink.Status.PENDING)
+    reached, frontier = set(shown), set(shown)
+    while frontier:
+        links = BranchLink.objects.filter(
+            Q(parent_id__in=frontier, thread__is_deleted=True) | Q(thread_id__in=frontier, parent__is_deleted=True),
+            status__in=statuses,
+            thread__owner_id=thread.owner_id,
+            parent__owner_id=thread.owner_id,
+        ).values_list("thread_id", "thread__is_deleted", "parent_id", "parent__is_deleted")
+        frontier = set()
+        for child, child_deleted, parent, parent_deleted in links:
+            for other, deleted in ((child, child_deleted), (parent, parent_deleted)):
+                if deleted and other not in reached:
+                    reached.add(other)
+                    frontier.add(other)
+    return reached
+
+
 def turn_versions_for(*, thread: Thread) -> dict[int, TurnVersions]:
     """Turn index -> its versions, for the turns that have more than one."""
     if not BranchLink.objects.filter(Q(thread=thread) | Q(parent=thread), status=BranchLink.Status.ACTIVE).exists():

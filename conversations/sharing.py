@@ -27,7 +27,7 @@ from . import outages, ratelimit
 from .approval import is_waiting
 from .live import group_name
 from .models import Account, ModerationAction, Turn
-from .selectors import family_ids
+from .selectors import family_ids, family_ids_a_removal_reaches
 from .services import moderation_record
 from .turns.approval_claims import turns_end_awaiting_of
 from .turns.slot import turn_request_cancel
@@ -62,15 +62,22 @@ def members_copy(*, source: Thread, to: Thread) -> None:
 
 
 def _family(thread: Thread, *, giving: bool = False) -> list:
-    """The ids of `thread` and every branch linked to it (the owner's only),
+    """The ids of `thread` and the branches linked to it (the owner's only),
     those still being made included, with the family locked (`lock_family`).
 
     `giving`: for a share that gives access, the family as the owner is
-    shown it, which a deleted thread ends: sharing a branch left on its own
-    by a deleted parent does not share the thread it came from. Taking
-    access away reaches every thread a share may have reached before."""
+    shown it, which a deleted thread and a link to threads with other people
+    end: sharing a branch left on its own by a deleted parent does not share
+    the thread it came from. Taking access away reaches that family and the
+    deleted threads linked to it, so a restore gives back nothing taken
+    away, but not a family apart whose people the owner set on their own
+    (`family_ids_a_removal_reaches`, docs/adr/0084)."""
     lock_family(thread.owner_id)
-    return sorted(family_ids(thread_id=thread.pk, pending=True, through_deleted=not giving) | {thread.pk}, key=str)
+    if giving:
+        family = family_ids(thread_id=thread.pk, pending=True, through_deleted=False)
+    else:
+        family = family_ids_a_removal_reaches(thread_id=thread.pk)
+    return sorted(family | {thread.pk}, key=str)
 
 
 def _tell_sockets(thread_ids, user_id=None) -> None:

@@ -10,8 +10,10 @@ import asyncio
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.urls import reverse
 
 from conversations import sharing
+from tests.support.web import HTMX
 from workspace.models import Thread, ThreadMember
 from workspace.selectors import access_to
 
@@ -155,6 +157,114 @@ def test_sharing_a_branch_apart_after_the_restore_shares_only_its_part(owner, pe
     sharing.thread_member_add(thread=root, who="vi", role="viewer", by=owner)
     assert family_ids(thread_id=child.pk, through_deleted=False) == {root.pk, middle.pk, child.pk, sibling.pk}
     assert all(access_to(user=people["vi"], thread=t) is not None for t in (root, middle, child, sibling))
+
+
+def _ed_on_both_parts(owner, staff):
+    """The split family, then the owner shares Child and Root with ed, each
+    in its own dialog (each part's map shows only itself)."""
+    root, middle, child, sibling = _family_split_then_restored(owner, staff)
+    sharing.thread_member_add(thread=child, who="ed", role="editor", by=owner)
+    sharing.thread_member_add(thread=root, who="ed", role="editor", by=owner)
+    return root, middle, child, sibling
+
+
+def _roles(user, threads):
+    return [(access_to(user=user, thread=t).name if access_to(user=user, thread=t) else None) for t in threads]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_removing_a_person_from_one_part_of_a_split_family_leaves_them_on_the_part_the_owner_shared_apart(
+    client, owner, people, staff
+):
+    """Removing ed from Root (whose map and dialog never show Child) took ed
+    off Child too, which the owner had shared with ed in Child's own dialog."""
+    root, middle, child, sibling = _ed_on_both_parts(owner, staff)
+    on_root = ThreadMember.objects.get(thread=root, user=people["ed"])
+
+    sharing.thread_member_remove(thread=root, member_id=on_root.pk, by=owner)
+
+    assert _roles(people["ed"], (root, middle, child, sibling)) == [None, None, "EDIT", None]
+    client.force_login(owner)
+    dialog = client.get(reverse("conversations:share", kwargs={"thread_id": child.pk}), **HTMX).content.decode()
+    assert ">ed</span>" in dialog and ">vi</span>" in dialog
+
+
+@pytest.mark.django_db(transaction=True)
+def test_making_a_person_a_viewer_of_one_part_of_a_split_family_leaves_their_editing_and_their_turn_in_the_other(
+    owner, people, staff
+):
+    """Made a viewer of Root, ed lost editing of Child too, and the turn ed
+    was running there was stopped."""
+    from conversations.models import Turn
+    from conversations.turns import slot
+
+    root, middle, child, sibling = _ed_on_both_parts(owner, staff)
+    child.refresh_from_db()
+    turn, _ = slot.turn_begin(thread=child, user_message="Ed's question", person=people["ed"])
+    on_root = ThreadMember.objects.get(thread=root, user=people["ed"])
+
+    sharing.thread_member_set_role(thread=root, member_id=on_root.pk, role="viewer", by=owner)
+
+    assert _roles(people["ed"], (root, middle, child, sibling)) == ["VIEW", "VIEW", "EDIT", "VIEW"]
+    assert Turn.objects.get(thread=child, index=turn).status == Turn.Status.RUNNING
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_removal_reaches_the_deleted_threads_linked_to_the_family_so_a_restore_gives_nothing_back(owner, people, staff):
+    """Root → Middle → Child, shared with ed; Middle deleted, then Child
+    shared apart with vi. Removing ed from Root takes ed off Middle (deleted,
+    linked to Root), not off Child (a family of its own, whose dialog lists
+    ed). Staff restore Middle: ed gets nothing back, and nobody is shown a
+    thread they cannot open."""
+    from conversations.branching import fork_thread
+    from conversations.selectors import family_ids
+    from conversations.services import thread_create, thread_restore, thread_soft_delete
+
+    root = thread_create(owner=owner, title="Root")
+    _ended_turns(root, 2, "Root message")
+    sharing.thread_member_add(thread=root, who="ed", role="editor", by=owner)
+    middle = fork_thread(source=root, turn_index=1, user=owner)
+    _ended_turns(middle, 1, "Middle message")
+    child = fork_thread(source=middle, turn_index=2, user=owner)
+    thread_soft_delete(thread=middle)
+    sharing.thread_member_add(thread=child, who="vi", role="viewer", by=owner)
+    on_root = ThreadMember.objects.get(thread=root, user=people["ed"])
+
+    sharing.thread_member_remove(thread=root, member_id=on_root.pk, by=owner)
+
+    assert not ThreadMember.objects.filter(thread__in=(root, middle), user=people["ed"]).exists()
+    assert _roles(people["ed"], (root, child)) == [None, "EDIT"]
+    thread_restore(thread=middle, staff_user=staff)
+    assert _roles(people["ed"], (root, middle, child)) == [None, None, "EDIT"]
+    assert _roles(people["vi"], (root, middle, child)) == [None, None, "VIEW"]
+    # Every family shown has one set of people: Middle is back in Root's, Child stays apart.
+    assert family_ids(thread_id=middle.pk, through_deleted=False) == {root.pk, middle.pk}
+    assert family_ids(thread_id=child.pk, through_deleted=False) == {child.pk}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_removal_from_a_part_reaches_a_deleted_thread_beyond_a_deleted_one(owner, people, staff):
+    """Root → Middle → Leaf, all shared with ed, Leaf then Middle deleted:
+    removing ed from Root takes ed off both, so restoring either, or both,
+    gives ed nothing."""
+    from conversations.branching import fork_thread
+    from conversations.services import thread_create, thread_restore, thread_soft_delete
+
+    root = thread_create(owner=owner, title="Root")
+    _ended_turns(root, 2, "Root message")
+    sharing.thread_member_add(thread=root, who="ed", role="viewer", by=owner)
+    middle = fork_thread(source=root, turn_index=1, user=owner)
+    _ended_turns(middle, 1, "Middle message")
+    leaf = fork_thread(source=middle, turn_index=2, user=owner)
+    thread_soft_delete(thread=leaf)
+    thread_soft_delete(thread=middle)
+
+    sharing.thread_member_remove(thread=root, member_id=ThreadMember.objects.get(thread=root, user=people["ed"]).pk, by=owner)
+
+    assert not ThreadMember.objects.filter(user=people["ed"]).exists()
+    thread_restore(thread=leaf, staff_user=staff)
+    thread_restore(thread=middle, staff_user=staff)
+    assert _roles(people["ed"], (root, middle, leaf)) == [None, None, None]
 
 
 @pytest.mark.django_db(transaction=True)

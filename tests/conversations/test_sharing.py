@@ -382,12 +382,14 @@ def _ended_turns(thread, count):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_branch_left_on_its_own_by_a_deleted_parent_is_shared_alone_and_a_removal_still_reaches_everywhere(owner, people):
+def test_a_branch_left_on_its_own_by_a_deleted_parent_is_shared_alone_and_a_removal_reaches_its_deleted_parent(owner, people):
     """Root → Middle → Child, and Root → Sibling. Middle deleted: the list
     and the map show Child as a family of its own, so sharing Child (by
     name, a role raised, or its link) gives nothing of Root or Sibling. A
-    person who had the whole family before the deletion loses all of it
-    when removed from Child."""
+    person who had the whole family before the deletion, removed from
+    Child, loses Child and the deleted Middle (a restore gives it nothing
+    back), not Root's family, whose own dialog still lists them
+    (docs/adr/0084)."""
     from conversations.branching import fork_thread
     from conversations.services import thread_create, thread_soft_delete
 
@@ -411,7 +413,8 @@ def test_a_branch_left_on_its_own_by_a_deleted_parent_is_shared_alone_and_a_remo
 
     ed_on_child = ThreadMember.objects.get(thread=child, user=people["ed"])
     sharing.thread_member_remove(thread=child, member_id=ed_on_child.pk, by=owner)
-    assert [access_to(user=people["ed"], thread=t) for t in (root, middle, child, sibling)] == [None] * 4
+    assert [access_to(user=people["ed"], thread=t) for t in (root, middle, child, sibling)] == [Access.VIEW, None, None, Access.VIEW]
+    assert not ThreadMember.objects.filter(thread__in=(middle, child), user=people["ed"]).exists()
 
 
 @pytest.mark.django_db(transaction=True)
