@@ -6,15 +6,13 @@ Every answer to the dialog is its body, swapped over itself: the people
 on the thread as stored now, with what was just done or refused."""
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Value
-from django.db.models.functions import Coalesce, NullIf
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from workspace.errors import UserFacingError
-from workspace.models import Thread, ThreadMember
+from workspace.models import Thread, ThreadMember, ThreadMemberName
 from workspace.selectors import Access, get_thread_for_user_or_404
 
 from . import sharing
@@ -29,9 +27,9 @@ def _owned(request, thread_id) -> Thread:
 
 
 def _dialog(request, thread: Thread, *, error: str = "", saved: str = "", values=None, status: int = 200):
-    # In the order of the names shown: a username's place would hint at it (docs/adr/0137).
-    shown_name = Coalesce(NullIf("named_as", Value("")), "user__username")
-    members = ThreadMember.objects.filter(thread=thread).select_related("user").order_by("via_link", shown_name)
+    # Each name the thread is shared under, as typed, in the order of the names
+    # shown: a username's place would hint at it (docs/adr/0137).
+    members = ThreadMemberName.objects.filter(member__thread=thread).order_by("by_link", "name", "pk")
     link = (
         request.build_absolute_uri(reverse("conversations:share-link", kwargs={"key": thread.share_link_key}))
         if thread.share_link_key
@@ -66,21 +64,20 @@ def share_add(request, thread_id):
     if not form.is_valid():
         return _dialog(request, thread, error=form.first_error(), values=request.POST, status=400)
     try:
-        member = sharing.thread_member_add(
-            thread=thread, who=form.cleaned_data["who"], role=form.cleaned_data["role"], by=request.user
-        )
+        sharing.thread_member_add(thread=thread, who=form.cleaned_data["who"], role=form.cleaned_data["role"], by=request.user)
     except UserFacingError as exc:
         return _dialog(request, thread, error=exc.message, values=request.POST, status=400)
-    # Named as the owner named them: by email, the answer does not tell whose account it is (docs/adr/0137).
-    return _dialog(
-        request, thread, saved=f"{member.shown_name} can now {'edit' if member.role == 'editor' else 'view'} this thread."
-    )
+    # Named as the owner named them, with the role of that name: by email, the
+    # answer does not tell whose account it is, nor what else they are here (docs/adr/0137).
+    name, role = form.cleaned_data["who"].strip(), form.cleaned_data["role"]
+    return _dialog(request, thread, saved=f"{name} can now {'edit' if role == 'editor' else 'view'} this thread.")
 
 
 def _member_or_gone(request, thread: Thread, pk):
-    """The membership by id in this thread; another tab may have removed it
-    (htmx: the dialog says so), and another thread's is a 404."""
-    member = ThreadMember.objects.filter(thread=thread, pk=pk).first()
+    """The name the thread is shared under, by id, in this thread; another
+    tab may have removed it (htmx: the dialog says so), and another
+    thread's is a 404."""
+    member = ThreadMemberName.objects.filter(member__thread=thread, pk=pk).first()
     if member is None and not request.htmx:
         raise Http404(sharing.NO_SUCH_MEMBER)
     return member
@@ -96,23 +93,25 @@ def share_role(request, thread_id, pk):
     if not form.is_valid():
         return _dialog(request, thread, error=form.first_error(), status=400)
     try:
-        member = sharing.thread_member_set_role(thread=thread, member_id=pk, role=form.cleaned_data["role"], by=request.user)
+        member = sharing.thread_member_name_set_role(thread=thread, name_id=pk, role=form.cleaned_data["role"], by=request.user)
     except UserFacingError as exc:
         return _dialog(request, thread, error=exc.message, status=400)
-    return _dialog(request, thread, saved=f"{member.shown_name} is now {member.get_role_display().lower()}.")
+    return _dialog(request, thread, saved=f"{member.name} is now {member.get_role_display().lower()}.")
 
 
 @login_required
 @require_POST
 def share_remove(request, thread_id, pk):
     thread = _owned(request, thread_id)
-    if _member_or_gone(request, thread, pk) is None:
+    member = _member_or_gone(request, thread, pk)
+    if member is None:
         return _dialog(request, thread, error=sharing.NO_SUCH_MEMBER)
     try:
-        sharing.thread_member_remove(thread=thread, member_id=pk, by=request.user)
+        sharing.thread_member_name_remove(thread=thread, name_id=pk, by=request.user)
     except UserFacingError as exc:
         return _dialog(request, thread, error=exc.message, status=400)
-    return _dialog(request, thread, saved="Removed: they no longer have this thread.")
+    # Not "they no longer have the thread": under another name the owner gave, they may (docs/adr/0137).
+    return _dialog(request, thread, saved=f"Removed {member.name}: the thread is no longer shared under that name.")
 
 
 @login_required

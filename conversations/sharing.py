@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from workspace.errors import InvalidInput
-from workspace.models import Thread, ThreadMember
+from workspace.models import Thread, ThreadMember, ThreadMemberName
 
 from . import outages, ratelimit
 from .approval import is_waiting
@@ -51,13 +51,16 @@ def lock_family(owner_id) -> None:
 
 def members_copy(*, source: Thread, to: Thread) -> None:
     """`to` joins `source`'s family (a branch made of it, an archive imported
-    as one): the same people with the same roles, the link's viewers too.
-    The caller holds `lock_family`."""
-    ThreadMember.objects.bulk_create(
-        ThreadMember(
-            thread=to, user_id=m.user_id, role=m.role, via_link=m.via_link, added_by_id=m.added_by_id, named_as=m.named_as
-        )
-        for m in ThreadMember.objects.filter(thread=source)
+    as one): the same people with the same roles, the link's viewers too,
+    under the same names. The caller holds `lock_family`."""
+    members = list(ThreadMember.objects.filter(thread=source).prefetch_related("names"))
+    copies = ThreadMember.objects.bulk_create(
+        ThreadMember(thread=to, user_id=m.user_id, role=m.role, via_link=m.via_link, added_by_id=m.added_by_id) for m in members
+    )
+    ThreadMemberName.objects.bulk_create(
+        ThreadMemberName(member=copy, name=n.name, role=n.role, by_link=n.by_link)
+        for m, copy in zip(members, copies, strict=True)
+        for n in m.names.all()
     )
 
 
@@ -163,6 +166,13 @@ def _refuse_staff_giving_staff(*, thread: Thread, person: AbstractBaseUser, by: 
         raise InvalidInput(STAFF_ARE_NOT_MEMBERS)
 
 
+def _named_before(who: str, asker: AbstractBaseUser) -> bool:
+    """`asker` has shared one of their threads under this very name: looking
+    it up again (the next day's thread for the same colleagues, a repeat
+    add) tells them nothing new, so it is not counted (docs/adr/0137)."""
+    return ThreadMemberName.objects.filter(member__thread__owner=asker, name__iexact=who, by_link=False).exists()
+
+
 def person_named(who: str, *, asker: AbstractBaseUser | None = None) -> AbstractBaseUser:
     """The account a "Username or email" field names; InvalidInput when
     there is none that can sign in.
@@ -181,7 +191,7 @@ def person_named(who: str, *, asker: AbstractBaseUser | None = None) -> Abstract
     exact = list(accounts.filter(username=who)[:1])
     if exact:
         return exact[0]
-    if asker is not None:
+    if asker is not None and not _named_before(who, asker):
         rate = ratelimit.rate_setting("HAICO_RATE_SHARE_LOOKUPS")
         wait = ratelimit.hit(SHARE_LOOKUPS, str(asker.pk), rate)
         if wait is not None:
@@ -197,31 +207,70 @@ def person_named(who: str, *, asker: AbstractBaseUser | None = None) -> Abstract
     return matches[0]
 
 
+def _settle(thread_ids, user_id) -> bool:
+    """Each of the person's rows in `thread_ids` takes the highest role of
+    their names there (`via_link` when all are the link's); a row left with
+    no name is deleted. True when they lost a thread or editing somewhere,
+    so their running turns stop."""
+    lost = False
+    for member in ThreadMember.objects.filter(thread_id__in=thread_ids, user_id=user_id).prefetch_related("names"):
+        names = list(member.names.all())
+        if not names:
+            member.delete()
+            lost = True
+            continue
+        editor = any(n.role == ThreadMember.Role.EDITOR for n in names)
+        role = ThreadMember.Role.EDITOR if editor else ThreadMember.Role.VIEWER
+        via_link = all(n.by_link for n in names)
+        if (member.role, member.via_link) != (role, via_link):
+            lost = lost or (member.role == ThreadMember.Role.EDITOR and role == ThreadMember.Role.VIEWER)
+            ThreadMember.objects.filter(pk=member.pk).update(role=role, via_link=via_link)
+    return lost
+
+
+def _changed(thread_ids, user_id) -> None:
+    """After a change of the person's names in `thread_ids`: their rows
+    settled, their turns stopped if they lost anything, their sockets told."""
+    if _settle(thread_ids, user_id):
+        _stop_their_turns(thread_ids, user_id)
+    _tell_sockets(thread_ids, user_id)
+
+
 @transaction.atomic
 def thread_member_add(*, thread: Thread, who: str, role: str, by: AbstractBaseUser) -> ThreadMember:
-    """Share `thread` with the person `who` names, as `role` (viewer or editor).
-    A person who opened the link becomes a member in their own right."""
+    """Share `thread` with the person `who` names, as `role` (viewer or
+    editor), under that name: the dialog lists it as typed, beside any
+    other name the person is on the thread under (docs/adr/0137). Typing
+    the username a link viewer is listed by makes them a member in their
+    own right."""
     if role not in ThreadMember.Role.values:
         raise InvalidInput("Choose Viewer or Editor.")
     person = person_named(who, asker=by if by.pk == thread.owner_id else None)
     if person.pk == thread.owner_id:
         raise InvalidInput("That is the thread's owner; the owner always has the thread.")
     _refuse_staff_giving_staff(thread=thread, person=person, by=by)
+    name = who.strip()
     lock_family(thread.owner_id)  # before any member row: every writer locks in that order
-    member = ThreadMember.objects.select_for_update().filter(thread=thread, user=person).first()
-    if member is not None and not member.via_link:
-        # Named as the owner named them: by email, their username is not the answer's to tell.
-        raise InvalidInput(f"{who.strip()} is on this thread already, as {member.get_role_display().lower()}.")
+    given = (
+        ThreadMemberName.objects.select_for_update()
+        .filter(member__thread=thread, member__user=person, name__iexact=name, by_link=False)
+        .first()
+    )
+    if given is not None:
+        # The very name the owner gave before, listed as they typed it: nothing new is told.
+        raise InvalidInput(f"{given.name} is on this thread already, as {given.get_role_display().lower()}.")
     family = _family(thread, giving=True)
-    named_as = "" if who.strip() == person.get_username() else who.strip()
     for thread_id in family:
-        ThreadMember.objects.update_or_create(
-            thread_id=thread_id, user=person, defaults={"role": role, "via_link": False, "added_by": by, "named_as": named_as}
+        member, _ = ThreadMember.objects.get_or_create(
+            thread_id=thread_id, user=person, defaults={"role": role, "via_link": False, "added_by": by}
         )
-    member = ThreadMember.objects.get(thread=thread, user=person)
-    _record_if_staff(thread=thread, by=by, detail=f"Shared with {person.get_username()} as {member.get_role_display()}")
-    _tell_sockets(family, person.pk)
-    return member
+        ThreadMemberName.objects.filter(member=member, name=name, by_link=True).delete()
+        ThreadMemberName.objects.update_or_create(member=member, name=name, by_link=False, defaults={"role": role})
+    _changed(family, person.pk)
+    _record_if_staff(
+        thread=thread, by=by, detail=f"Shared with {person.get_username()} as {dict(ThreadMember.Role.choices)[role]}"
+    )
+    return ThreadMember.objects.get(thread=thread, user=person)
 
 
 def _member(thread: Thread, member_id) -> ThreadMember:
@@ -232,11 +281,23 @@ def _member(thread: Thread, member_id) -> ThreadMember:
     return member
 
 
+def _name(thread: Thread, name_id) -> ThreadMemberName:
+    lock_family(thread.owner_id)  # before the member row: every writer locks in that order
+    name = ThreadMemberName.objects.filter(member__thread=thread, pk=name_id).select_related("member").first()
+    if name is None:
+        raise InvalidInput(NO_SUCH_MEMBER)
+    ThreadMember.objects.select_for_update().filter(pk=name.member_id).first()
+    return name
+
+
 @transaction.atomic
 def thread_member_set_role(
     *, thread: Thread, member_id, role: str, by: AbstractBaseUser, shown: str | None = None
 ) -> ThreadMember:
-    """`shown`: the role the page the change comes from showed (staff's
+    """The person's role, under every name they are on the thread by (staff's
+    admin row is the person, not a name).
+
+    `shown`: the role the page the change comes from showed (staff's
     admin page, docs/adr/0129). A row posted as it was shown is no change
     of theirs, whatever it holds now: a role the owner set meanwhile stays.
     One they did change is what they chose; if the owner chose the same
@@ -252,23 +313,82 @@ def thread_member_set_role(
     if member.role != role or member.via_link:
         # Made an editor: only where a share gives access now; made a viewer: everywhere.
         family = _family(thread, giving=role == ThreadMember.Role.EDITOR)
+        ThreadMemberName.objects.filter(member__thread_id__in=family, member__user_id=member.user_id).update(
+            role=role, by_link=False
+        )
         ThreadMember.objects.filter(thread_id__in=family, user_id=member.user_id).update(role=role, via_link=False)
         if role == ThreadMember.Role.VIEWER:
             _stop_their_turns(family, member.user_id)
+        _tell_sockets(family, member.user_id)
         member.refresh_from_db()
         _record_if_staff(thread=thread, by=by, detail=f"{member.user.get_username()} made {member.get_role_display()}")
-        _tell_sockets(family, member.user_id)
     return member
 
 
 @transaction.atomic
+def thread_member_name_set_role(*, thread: Thread, name_id, role: str, by: AbstractBaseUser) -> ThreadMemberName:
+    """The owner's dialog: the role of one name the thread is shared under
+    (a link viewer's line given a role becomes an ordinary member's). The
+    person has the highest role of their names; made a viewer under the
+    last name that made them an editor, they are a viewer everywhere a
+    removal reaches (docs/adr/0084)."""
+    if role not in ThreadMember.Role.values:
+        raise InvalidInput("Choose Viewer or Editor.")
+    entry = _name(thread, name_id)
+    if entry.role == role and not entry.by_link:
+        return entry
+    user_id = entry.member.user_id
+    if role == ThreadMember.Role.EDITOR:
+        _refuse_staff_giving_staff(thread=thread, person=entry.member.user, by=by)
+    family = _family(thread, giving=role == ThreadMember.Role.EDITOR)
+    same = ThreadMemberName.objects.filter(member__thread_id__in=family, member__user_id=user_id, name=entry.name)
+    same.filter(by_link=entry.by_link).update(role=role, by_link=False)
+    if (
+        role == ThreadMember.Role.VIEWER
+        and not ThreadMemberName.objects.filter(
+            member__thread=thread, member__user_id=user_id, role=ThreadMember.Role.EDITOR
+        ).exists()
+    ):
+        # No longer an editor of this thread under any name: nor of the deleted threads linked.
+        ThreadMemberName.objects.filter(member__thread_id__in=family, member__user_id=user_id).update(
+            role=ThreadMember.Role.VIEWER
+        )
+    _changed(family, user_id)
+    entry.refresh_from_db()
+    _record_if_staff(thread=thread, by=by, detail=f"{entry.member.user.get_username()} made {entry.get_role_display()}")
+    return entry
+
+
+@transaction.atomic
 def thread_member_remove(*, thread: Thread, member_id, by: AbstractBaseUser) -> None:
+    """The person off the thread, under every name (staff's admin row)."""
     member = _member(thread, member_id)
     family = _family(thread)
     ThreadMember.objects.filter(thread_id__in=family, user_id=member.user_id).delete()
     _stop_their_turns(family, member.user_id)
     _record_if_staff(thread=thread, by=by, detail=f"Removed {member.user.get_username()}")
     _tell_sockets(family, member.user_id)
+
+
+@transaction.atomic
+def thread_member_name_remove(*, thread: Thread, name_id, by: AbstractBaseUser) -> None:
+    """The owner's dialog: one name the thread is shared under taken off.
+    A person still on the thread under another name keeps it (the owner
+    named them so too); the last name gone, the person is off the thread
+    everywhere a removal reaches (docs/adr/0084)."""
+    entry = _name(thread, name_id)
+    user_id = entry.member.user_id
+    family = _family(thread)
+    ThreadMemberName.objects.filter(
+        member__thread_id__in=family, member__user_id=user_id, name=entry.name, by_link=entry.by_link
+    ).delete()
+    if not ThreadMemberName.objects.filter(member__thread=thread, member__user_id=user_id).exists():
+        ThreadMember.objects.filter(thread_id__in=family, user_id=user_id).delete()
+        _stop_their_turns(family, user_id)
+        _tell_sockets(family, user_id)
+    else:
+        _changed(family, user_id)
+    _record_if_staff(thread=thread, by=by, detail=f"Removed {entry.member.user.get_username()} as {entry.name}")
 
 
 @transaction.atomic
@@ -294,8 +414,13 @@ def share_link_revoke(*, thread: Thread, by: AbstractBaseUser) -> None:
 
 
 def _forget_link_viewers(thread: Thread) -> None:
+    """Every name the link gave goes; a person left with none loses the thread."""
     family = _family(thread)
-    if ThreadMember.objects.filter(thread_id__in=family, via_link=True).delete()[0]:
+    by_link = ThreadMemberName.objects.filter(member__thread_id__in=family, by_link=True)
+    people = set(by_link.values_list("member__user_id", flat=True))
+    if by_link.delete()[0]:
+        for user_id in people:
+            _settle(family, user_id)
         _tell_sockets(family)
 
 
@@ -310,8 +435,15 @@ def share_link_open(*, user: AbstractBaseUser, key: str) -> Thread | None:
     if thread is None:
         return None
     if thread.owner_id != user.pk:
+        # Listed by the username they came as, beside any name the owner gave them: a
+        # person the owner added by email gets a line of the link's like anyone (docs/adr/0137).
+        username = user.get_username()
         for thread_id in _family(thread, giving=True):
-            ThreadMember.objects.get_or_create(
+            member, _ = ThreadMember.objects.get_or_create(
                 thread_id=thread_id, user=user, defaults={"role": ThreadMember.Role.VIEWER, "via_link": True}
             )
+            if not member.names.filter(name=username, by_link=False).exists():
+                ThreadMemberName.objects.get_or_create(
+                    member=member, name=username, by_link=True, defaults={"role": ThreadMember.Role.VIEWER}
+                )
     return thread

@@ -144,10 +144,6 @@ class ThreadMember(models.Model):
     role = models.CharField(max_length=6, choices=Role.choices, default=Role.VIEWER)
     via_link = models.BooleanField(default=False)
     added_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    # The name the owner added them by when it was not their username (an
-    # email, mostly): the owner's dialog shows it, and does not tell whose
-    # account an email is (docs/adr/0137). Empty: the username.
-    named_as = models.CharField(max_length=254, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -157,10 +153,28 @@ class ThreadMember(models.Model):
     def __str__(self):
         return f"{self.user} ({self.role}) on {self.thread_id}"
 
-    @property
-    def shown_name(self) -> str:
-        """Who they are in the owner's Share dialog: as the owner named them."""
-        return self.named_as or self.user.get_username()
+
+class ThreadMemberName(models.Model):
+    """A name the thread is shared under, as the owner's Share dialog lists
+    it (docs/adr/0137): what the owner typed (a username or an email), or,
+    `by_link`, the username of a person who opened the read-only link. Each
+    has its own role; the person's `ThreadMember` row has the highest of
+    their names' roles (`via_link` when all are the link's), and goes with
+    the last of them. A person named two ways is listed twice, each line
+    changed and removed on its own, so nothing in the dialog tells that an
+    email and a username are one person."""
+
+    member = models.ForeignKey(ThreadMember, on_delete=models.CASCADE, related_name="names")
+    name = models.CharField(max_length=254)
+    role = models.CharField(max_length=6, choices=ThreadMember.Role.choices, default=ThreadMember.Role.VIEWER)
+    by_link = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["member", "name", "by_link"], name="thread_member_name_unique")]
+
+    def __str__(self):
+        return f"{self.name} ({self.role}{', by the link' if self.by_link else ''})"
 
 
 class Objective(models.Model):

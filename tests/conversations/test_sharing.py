@@ -13,6 +13,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
+from conversations import services as conversation_services
 from conversations import sharing
 from conversations.approval import account_hold_for_approval
 from conversations.branching import fork_thread
@@ -175,10 +176,8 @@ def test_the_owner_shares_through_the_dialog_and_sees_the_refusals_in_it(client,
     assert _members(thread) == [("ed", "editor", False)]
 
 
-def _share(client, thread, who):
-    return client.post(
-        reverse("conversations:share-add", kwargs={"thread_id": thread.pk}), {"who": who, "role": "viewer"}, **HTMX
-    )
+def _share(client, thread, who, role="viewer"):
+    return client.post(reverse("conversations:share-add", kwargs={"thread_id": thread.pk}), {"who": who, "role": role}, **HTMX)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -413,7 +412,12 @@ def test_a_branch_left_on_its_own_by_a_deleted_parent_is_shared_alone_and_a_remo
 
     ed_on_child = ThreadMember.objects.get(thread=child, user=people["ed"])
     sharing.thread_member_remove(thread=child, member_id=ed_on_child.pk, by=owner)
-    assert [access_to(user=people["ed"], thread=t) for t in (root, middle, child, sibling)] == [Access.VIEW, None, None, Access.VIEW]
+    assert [access_to(user=people["ed"], thread=t) for t in (root, middle, child, sibling)] == [
+        Access.VIEW,
+        None,
+        None,
+        Access.VIEW,
+    ]
     assert not ThreadMember.objects.filter(thread__in=(middle, child), user=people["ed"]).exists()
 
 
@@ -652,3 +656,139 @@ async def test_a_removal_made_on_another_server_process_closes_the_socket_throug
 
     _frames, closed = await frames_until_closed(theirs, timeout=5)
     assert closed == CLOSE_NOT_FOUND
+
+
+# --- names the dialog lists (docs/adr/0137): no answer or change of the list ties an email to a username ---
+
+
+def _dialog_of(client, thread) -> str:
+    return client.get(reverse("conversations:share", kwargs={"thread_id": thread.pk}), **HTMX).content.decode()
+
+
+def _listed(html) -> list[str]:
+    return re.findall(r'<span class="share-name" id="share-person-\d+">([^<]*)</span>', html)
+
+
+def _without_tokens(html) -> str:
+    return re.sub(r'(name="csrfmiddlewaretoken" value="[^"]*"|share-person-\d+|/share/\d+/)', "", html)
+
+
+@pytest.mark.django_db
+def test_typing_a_guessed_username_after_adding_by_email_is_answered_as_any_other_add(client, thread, owner, django_user_model):
+    """After ceo@corp.example was added, "hidden_handle_42 is on this thread
+    already" confirmed the email's username (unlimited: exact usernames are
+    never counted), while a wrong guess was simply added."""
+    colleague = django_user_model.objects.create_user(username="hidden_handle_42", email="ceo@corp.example")
+    django_user_model.objects.create_user(username="someone_else", email="x@corp.example")
+    client.force_login(owner)
+    assert "ceo@corp.example can now view" in _share(client, thread, "ceo@corp.example").content.decode()
+
+    wrong = _share(client, thread, "someone_else", role="editor").content.decode()
+    right = _share(client, thread, "hidden_handle_42", role="editor").content.decode()
+
+    assert "someone_else can now edit this thread." in wrong
+    assert "hidden_handle_42 can now edit this thread." in right and "already" not in right
+    # Each name is a line of its own, with the role given under it.
+    assert _listed(right) == ["ceo@corp.example", "hidden_handle_42", "someone_else"]
+    assert access_to(user=colleague, thread=thread) is Access.EDIT
+    assert _members(thread) == [("hidden_handle_42", "editor", False), ("someone_else", "editor", False)]
+
+    # Changing or removing one line changes that line only, whoever it names.
+    lines = dict(ThreadMember.objects.get(thread=thread, user=colleague).names.values_list("name", "pk"))
+    role_url = reverse("conversations:share-role", kwargs={"thread_id": thread.pk, "pk": lines["hidden_handle_42"]})
+    after_role = client.post(role_url, {"role": "viewer"}, **HTMX).content.decode()
+    assert "hidden_handle_42 is now viewer." in after_role
+    assert _listed(after_role) == ["ceo@corp.example", "hidden_handle_42", "someone_else"]
+    remove_url = reverse("conversations:share-remove", kwargs={"thread_id": thread.pk, "pk": lines["hidden_handle_42"]})
+    removed = client.post(remove_url, **HTMX).content.decode()
+    assert "Removed hidden_handle_42: the thread is no longer shared under that name." in removed
+    assert _listed(removed) == ["ceo@corp.example", "someone_else"]
+    # Still on the thread under the email the owner gave; that line's removal takes the thread.
+    assert access_to(user=colleague, thread=thread) is Access.VIEW
+    client.post(reverse("conversations:share-remove", kwargs={"thread_id": thread.pk, "pk": lines["ceo@corp.example"]}), **HTMX)
+    assert access_to(user=colleague, thread=thread) is None
+
+
+@pytest.mark.django_db
+def test_adding_by_email_a_person_who_came_by_the_link_changes_the_list_as_for_anyone(client, thread, owner, django_user_model):
+    """A link viewer listed as hidden_handle_42 turned into the
+    ceo@corp.example line when the owner typed that email: the list told
+    which username the email is."""
+    colleague = django_user_model.objects.create_user(username="hidden_handle_42", email="ceo@corp.example")
+    django_user_model.objects.create_user(username="other_reader", email="r@corp.example")
+    django_user_model.objects.create_user(username="not_a_reader", email="n@corp.example")
+    key = sharing.share_link_create(thread=thread, by=owner)
+    for reader in ("hidden_handle_42", "other_reader"):
+        sharing.share_link_open(user=django_user_model.objects.get(username=reader), key=key)
+    client.force_login(owner)
+
+    the_reader = _share(client, thread, "ceo@corp.example").content.decode()
+    sharing.thread_member_remove(thread=thread, member_id=ThreadMember.objects.get(thread=thread, user=colleague).pk, by=owner)
+    sharing.share_link_open(user=colleague, key=key)
+    someone_else = _share(client, thread, "n@corp.example").content.decode()
+
+    # Both answers and lists are alike but for the email typed: the link's lines stay as they were.
+    assert _without_tokens(the_reader).replace("ceo@corp.example", "EMAIL") == _without_tokens(someone_else).replace(
+        "n@corp.example", "EMAIL"
+    )
+    assert _listed(the_reader) == ["ceo@corp.example", "hidden_handle_42", "other_reader"]
+    # Revoking the link takes what the link gave: the person the owner named keeps the thread.
+    sharing.share_link_revoke(thread=thread, by=owner)
+    assert _listed(_dialog_of(client, thread)) == ["n@corp.example"]
+    assert access_to(user=colleague, thread=thread) is None
+    assert _members(thread) == [("not_a_reader", "viewer", False)]
+
+
+@pytest.mark.django_db
+def test_a_person_added_by_email_who_then_opens_the_link_gets_a_line_of_the_links_as_anyone(client, thread, owner, people):
+    client.force_login(owner)
+    _share(client, thread, "vi@example.com", role="editor")
+    key = sharing.share_link_create(thread=thread, by=owner)
+    sharing.share_link_open(user=people["vi"], key=key)
+    sharing.share_link_open(user=people["li"], key=key)
+
+    assert _listed(_dialog_of(client, thread)) == ["vi@example.com", "li", "vi"]
+    assert access_to(user=people["vi"], thread=thread) is Access.EDIT
+    sharing.share_link_revoke(thread=thread, by=owner)
+    assert _listed(_dialog_of(client, thread)) == ["vi@example.com"]
+    assert _members(thread) == [("vi", "editor", False)]
+
+
+@pytest.mark.django_db
+def test_an_owner_sharing_each_new_thread_with_the_same_colleagues_by_email_is_never_refused(
+    client, owner, django_user_model, settings
+):
+    """Sharing each day's threads with a team of four by email was refused
+    from the 8th thread on (30 lookups a day), though those emails told the
+    owner nothing new; a repeat add is not counted either."""
+    settings.HAICO_RATE_SHARE_LOOKUPS = "30/day"
+    team = [django_user_model.objects.create_user(username=f"mate{i}", email=f"mate{i}@corp.example") for i in range(4)]
+    client.force_login(owner)
+    refused = []
+    for n in range(9):
+        thread = conversation_services.thread_create(owner=owner, title=f"Daily {n}")
+        for mate in team:
+            if "can now view" not in _share(client, thread, mate.email).content.decode():
+                refused.append((n, mate.email))
+            if "already" not in _share(client, thread, mate.email.upper()).content.decode():
+                refused.append((n, "repeat"))
+    assert refused == []
+    # A new email is still counted: the limit is there for what tells something new.
+    settings.HAICO_RATE_SHARE_LOOKUPS = "4/day"
+    answers = [_share(client, thread, f"new{i}@corp.example").content.decode() for i in range(5)]
+    assert "You have looked up many people by email lately" in answers[-1]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_names_a_person_is_on_a_thread_under_are_carried_to_a_branch(client, thread, owner, django_user_model):
+    mate = django_user_model.objects.create_user(username="mate", email="mate@corp.example")
+    client.force_login(owner)
+    _share(client, thread, "mate@corp.example", role="editor")
+    turn, _ = slot.turn_begin(thread=thread, user_message="First")
+    slot.turn_finish(thread=thread, turn_index=turn)
+    branch = fork_thread(source=thread, turn_index=turn, user=mate)
+
+    assert _listed(_dialog_of(client, branch)) == ["mate@corp.example"]
+    sharing.thread_member_remove(thread=thread, member_id=ThreadMember.objects.get(thread=thread, user=mate).pk, by=owner)
+    assert "mate can now view" in _share(client, thread, "mate").content.decode()
+    assert _listed(_dialog_of(client, branch)) == ["mate"]
