@@ -1,10 +1,11 @@
 """What the trajectory map and a turn's preview read from the database
-(docs/adr/0016): a family's graph in four queries, whatever its size (five
-when it is shared with anyone), and the workspace after one turn."""
+(docs/adr/0016): a thread with no branch link in two queries, a family in
+five, whatever its size (six when it is shared with anyone; docs/adr/0135),
+and the workspace after one turn."""
 
 from __future__ import annotations
 
-from django.db.models import CharField, Exists, OuterRef
+from django.db.models import CharField, Exists, OuterRef, Q, Subquery
 from django.db.models.functions import Cast, Substr
 
 from workspace import plan_tree
@@ -31,7 +32,18 @@ def family_graph(*, thread: Thread) -> Graph:
     A branch whose parent was deleted, or has other people than it has,
     stands on its own, and the turns it shows from before its branch point
     are drawn as its own, read from the threads that ran them
-    (`_inherited_turns`)."""
+    (`_inherited_turns`).
+
+    A thread with no active branch link, to or from it (most threads; every
+    turn's end reads its map, docs/adr/0135), is its own family: its row,
+    with whether any link exists, then its turns, two statements; any link
+    at all takes the family's four reads below, after that one."""
+    alone = _alone(thread)
+    return alone if alone is not None else _family_graph(thread)
+
+
+def _family_graph(thread: Thread) -> Graph:
+    """family_graph, read as a family: its links, then its members."""
     links, orphans = {}, {}
     for child, parent, point, created, parent_deleted in (
         BranchLink.objects.filter(
@@ -85,6 +97,8 @@ def family_graph(*, thread: Thread) -> Graph:
     members = [member.pk for member in threads]
     as_text = Cast("thread_id", output_field=CharField())
     # Only the turns that did not complete have a status worth a row here.
+    # (Read with the snapshots through a subquery per row instead, a family
+    # of a thousand turns took about 1 ms more: docs/adr/0135.)
     statuses = {
         (by_text[thread_id], index): status
         for thread_id, index, status in Turn.objects.filter(thread_id__in=members)
@@ -106,6 +120,45 @@ def family_graph(*, thread: Thread) -> Graph:
             parent, point, _created = orphans[member.pk]
             turns.extend(_inherited_turns(member.pk, parent, point))
     return assemble(current=thread.pk, threads=threads, turns=turns)
+
+
+def _unfinished_status() -> Subquery:
+    """A snapshot's turn's status when that turn did not complete (the only
+    ones the map marks), else NULL: read with the snapshot, by the turn's
+    unique (thread, index), not in a statement of its own (for a lone
+    thread's few turns; a big family's read its statuses apart)."""
+    return Subquery(
+        Turn.objects.filter(thread_id=OuterRef("thread_id"), index=OuterRef("turn_index"))
+        .exclude(status=Turn.Status.COMPLETE)
+        .values("status")[:1]
+    )
+
+
+def _alone(thread: Thread) -> Graph | None:
+    """`thread`'s graph when no active branch link joins it to any thread,
+    else None (also for a deleted thread: the family's reads handle it).
+    The same graph as the family's reads build for it: one lane, its turns
+    with their statuses."""
+    active = BranchLink.objects.filter(status=BranchLink.Status.ACTIVE)
+    row = (
+        Thread.objects.filter(pk=thread.pk, is_deleted=False)
+        .order_by()
+        .select_related("turn_slot")
+        .annotate(linked=Exists(active.filter(Q(thread_id=OuterRef("pk")) | Q(parent_id=OuterRef("pk")))))
+        .only("id", "title", "turn_slot__turn_index", "turn_slot__since")
+        .first()
+    )
+    if row is None or row.linked:
+        return None
+    complete = Turn.Status.COMPLETE
+    turns = [
+        TurnFact(thread.pk, index, _start(message), status or complete)
+        for index, message, status in WorkspaceSnapshot.objects.filter(thread_id=thread.pk)
+        .order_by()
+        .values_list("turn_index", Substr("user_message", 1, MESSAGE_START_CHARS + 1), _unfinished_status())
+    ]
+    member = FamilyThread(thread.pk, row.title, None, 0, live_turn(getattr(row, "turn_slot", None)))
+    return assemble(current=thread.pk, threads=[member], turns=turns)
 
 
 def _inherited_turns(branch, parent, branch_point: int) -> list[TurnFact]:

@@ -160,7 +160,8 @@ def test_every_member_sees_the_whole_family(family, django_assert_max_num_querie
     root, b, c, d = family
     expected = {(root.pk, i) for i in (1, 2, 3, 4)} | {(b.pk, 3), (b.pk, 4), (b.pk, 5), (c.pk, 5), (d.pk, 2)}
     for member in family:
-        with django_assert_max_num_queries(4):
+        # One to find it has links (docs/adr/0135), then the family's four.
+        with django_assert_max_num_queries(5):
             graph = trajectory.family_graph(thread=member)
         assert keys(graph.nodes) == expected
     graph = trajectory.family_graph(thread=c)
@@ -219,6 +220,31 @@ def test_a_turn_in_progress_joins_the_map_when_it_ends(family):
     node = trajectory.family_graph(thread=root).node(root.pk, index)
     graph = trajectory.family_graph(thread=root)
     assert node is not None and node.status == Turn.Status.FAILED and graph.current.index == index
+
+
+@pytest.mark.django_db
+def test_a_thread_with_no_branch_link_is_read_in_two_statements_as_its_family_would_be(owner, django_assert_num_queries):
+    from conversations.trajectory import reads
+
+    thread = services.thread_create(owner=owner, title="Alone")
+    run_turns(thread, "one", "two\nlines", "three")
+    index, _snapshot = slot.turn_begin(thread=thread, user_message="four")
+    slot.turn_finish(thread=thread, turn_index=index, status=Turn.Status.FAILED)
+    slot.turn_begin(thread=thread, user_message="five, running")
+
+    def shape(graph):
+        nodes = [(n.thread, n.index, n.message, n.status, n.lane, n.position, n.x, n.y) for n in graph.nodes]
+        return graph.threads, nodes, edges(graph), [n.index for n in graph.path], graph.width, graph.height
+
+    with django_assert_num_queries(2):
+        alone = trajectory.family_graph(thread=thread)
+    assert shape(alone) == shape(reads._family_graph(thread))
+    assert [n.status for n in alone.nodes] == ["complete", "complete", "complete", Turn.Status.FAILED]
+    assert alone.threads[0].running == 5 and alone.threads[0].title == "Alone"
+    # A branch from it, or a branch it is, makes it a family again.
+    branch = fork(thread, at=2)
+    assert [t.pk for t in trajectory.family_graph(thread=thread).threads] == [thread.pk, branch.pk]
+    assert [t.pk for t in trajectory.family_graph(thread=branch).threads] == [thread.pk, branch.pk]
 
 
 @pytest.mark.django_db
