@@ -27,7 +27,22 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def store_text(model, text: str, *, base=None, base_text: str | None = None, ops: text_delta.Delta | None = None):
+def blobs_by_key(model, keys) -> dict:
+    """The stored blobs of `keys` (digests), by key, in one query: for a
+    caller storing several texts at once (`store_text`'s `known`)."""
+    keys = set(keys)
+    return {blob.sha256: blob for blob in model.objects.filter(sha256__in=keys)} if keys else {}
+
+
+def store_text(
+    model,
+    text: str,
+    *,
+    base=None,
+    base_text: str | None = None,
+    ops: text_delta.Delta | None = None,
+    known: dict | None = None,
+):
     """The blob holding `text`: the existing one if that text is stored
     already, else a new one, a delta against `base` (a blob, normally the
     same field of the previous snapshot, or the previous revision of the
@@ -38,13 +53,15 @@ def store_text(model, text: str, *, base=None, base_text: str | None = None, ops
     is read back. `ops`: operations the caller made `text` with from
     `base_text` (an imported archive's delta, docs/adr/0123), stored as they
     are rather than found again; ignored where the base was read back.
-    Call it inside a transaction."""
+    `known`: what `blobs_by_key` found for this text's key among others (a
+    key not in it is not stored, so it is not looked up again); the blob
+    stored here is added to it. Call it inside a transaction."""
     key = digest(text)
     if base is not None and base.sha256 == key:
         # Unchanged since the base (most fields of most snapshots): it is the
         # blob that text is stored in, the key being unique.
         return base
-    found = model.objects.filter(sha256=key).first()
+    found = known.get(key) if known is not None else model.objects.filter(sha256=key).first()
     if found is not None:
         return found
     fields = {"sha256": key, "length": len(text), "text": text}
@@ -67,8 +84,11 @@ def store_text(model, text: str, *, base=None, base_text: str | None = None, ops
         with transaction.atomic():  # a savepoint: a concurrent writer of the same text may win
             blob = model.objects.create(**fields)
     except IntegrityError:
-        return model.objects.get(sha256=key)
-    blob._rebuilt = text  # the next delta against it (a migration's run of snapshots) needs no rebuild
+        blob = model.objects.get(sha256=key)
+    else:
+        blob._rebuilt = text  # the next delta against it (a migration's run of snapshots) needs no rebuild
+    if known is not None:
+        known[key] = blob
     return blob
 
 

@@ -76,24 +76,40 @@ def snapshot_store(
         .first()
     )
 
-    def stored(text: str, field: str) -> int:
+    texts = {
+        "document_body": document_content,
+        "preferences_body": snapshot_json(preferences),
+        "todos_body": snapshot_json(todos),
+    }
+    keys = {field: content_store.digest(text) for field, text in texts.items()}
+    # The changed fields' texts looked up in one query, not one each
+    # (docs/adr/0135): on most first turns every one is stored already.
+    known = content_store.blobs_by_key(
+        ContentBlob,
+        (key for field, key in keys.items() if previous is None or key != previous[len(_BODIES) + _BODIES.index(field)]),
+    )
+
+    def stored(field: str) -> int:
+        text, key = texts[field], keys[field]
+        if key in known:
+            return known[key].pk
         if previous is None:
-            return content_store.store_text(ContentBlob, text).pk
+            return content_store.store_text(ContentBlob, text, known=known).pk
         position = _BODIES.index(field)
         base_id, base_key = previous[position], previous[len(_BODIES) + position]
-        if content_store.digest(text) == base_key:
+        if key == base_key:
             return base_id
-        return content_store.store_text(ContentBlob, text, base=ContentBlob.objects.get(pk=base_id)).pk
+        return content_store.store_text(ContentBlob, text, base=ContentBlob.objects.get(pk=base_id), known=known).pk
 
     return WorkspaceSnapshot.objects.create(
         thread=thread,
         turn_index=turn_index,
         user_message=user_message,
         document_title=document_title,
-        document_body_id=stored(document_content, "document_body"),
+        document_body_id=stored("document_body"),
         objective_text=objective_text,
-        preferences_body_id=stored(snapshot_json(preferences), "preferences_body"),
-        todos_body_id=stored(snapshot_json(todos), "todos_body"),
+        preferences_body_id=stored("preferences_body"),
+        todos_body_id=stored("todos_body"),
         captured_at=captured_at or timezone.now(),
     )
 
