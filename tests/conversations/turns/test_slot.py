@@ -183,6 +183,29 @@ def test_the_answer_streamed_so_far_is_stored_for_running_turns_only(thread, own
     assert Turn.objects.get(thread=other, index=1).answer == "final"  # an ended turn keeps its answer
 
 
+def test_the_answers_of_many_running_turns_are_stored_by_one_statement(owner, django_assert_max_num_queries):
+    from django.contrib.auth import get_user_model
+
+    threads = []
+    for n in range(6):  # each its own person's: a person's running turns are limited
+        person = get_user_model().objects.create_user(username=f"person{n}", password="x")
+        threads.append(services.thread_create(owner=person, title=f"Thread {n}"))
+        slot.turn_begin(thread=threads[-1], user_message="go")
+    slot.turn_finish(thread=threads[0], turn_index=1, answer="final")
+    slot.turn_begin(thread=threads[0], user_message="a second turn")
+    answers = {(thread.pk, 1): f"answer of {thread.title} 'quoted' \u00e9" for thread in threads[1:]}
+    answers[(threads[0].pk, 2)] = "the second turn's"
+    answers[(threads[0].pk, 1)] = "too late"
+    # One UPDATE run for every turn (executemany), in its transaction.
+    with django_assert_max_num_queries(3):
+        slot.turns_save_answers(answers=answers)
+    for thread in threads[1:]:
+        assert Turn.objects.get(thread=thread, index=1).answer == f"answer of {thread.title} 'quoted' \u00e9"
+    assert Turn.objects.get(thread=threads[0], index=2).answer == "the second turn's"
+    assert Turn.objects.get(thread=threads[0], index=1).answer == "final"  # ended: kept
+    slot.turns_save_answers(answers={})
+
+
 def _as_if_started_by(thread, index, *, instance, boot):
     Turn.objects.filter(thread=thread, index=index).update(instance=instance, boot=boot)
 
