@@ -62,6 +62,7 @@ from django.utils.safestring import mark_safe
 from workspace import panels
 from workspace.events import Change
 from workspace.models import Thread
+from workspace.selectors import document_version
 from workspace.text import encodable, utf8_size
 
 from . import live_bus, outages
@@ -108,6 +109,18 @@ RESYNC_WORKSPACE = _patch("resync")
 RESYNC_CHAT = _patch("chat")
 # Both: what a page is sent in place of a push that did not fit or may have been lost.
 RESYNC = RESYNC_WORKSPACE + RESYNC_CHAT
+
+
+def document_resync(version: int) -> str:
+    """The stand-in for a push of the document alone, too big for one
+    message: it names the document's version, so a page that already has
+    it (the tab whose save wrote it, from the save's answer) reads nothing
+    again; any other page reads the workspace (static/js/document_editor.js,
+    docs/adr/0043). Nothing of the chat changed: the chat is not read."""
+    return (
+        '<div hx-swap-oob="beforeend:#live-inbox"><template data-live-patch="resync" '
+        f'data-surfaces="document" data-version="{int(version)}"></template></div>'
+    )
 
 
 def message_size(html: str) -> int:
@@ -599,8 +612,10 @@ def render_changes(thread: Thread, changes: list[Change]) -> str:
     is rendered, so an autosave of a long document does not render half a
     megabyte only to throw it away (docs/adr/0043)."""
     html = panels.render_changes_within(thread, changes, max_bytes=MESSAGE_MAX_BYTES)
-    if html is None:
+    if html is None or (not fits_one_message(html) and any(change.surface == "document" for change in changes)):
         logger.info("the document patch of %s is too big for one message; its pages fetch it instead", thread.pk)
+        if {change.surface for change in changes} == {"document"}:
+            return document_resync(document_version(thread=thread))
         return RESYNC
     if any(change.surface == "thread" for change in changes):
         if thread.is_deleted:

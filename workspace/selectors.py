@@ -343,6 +343,11 @@ def document_for(*, thread: Thread) -> Document:
     return document
 
 
+def document_version(*, thread: Thread) -> int:
+    """The document's version (0 before its first write), without its text."""
+    return Document.objects.filter(thread=thread).values_list("version", flat=True).first() or 0
+
+
 # --- the document's versions ------------------------------------------------------
 
 # Versions listed in the history, newest first; older ones are still kept

@@ -1117,7 +1117,37 @@
     var patch = heldPatch;
     heldPatch = null;
     if (patch && form.isConnected) offerPatch(form, patch);
+    var stand = heldResync;
+    heldResync = null;
+    if (stand) documentResync(stand);
   }
+
+  // A document alone too big for the socket comes as a stand-in naming its
+  // version (docs/adr/0043). The tab whose save wrote it has that version
+  // from the save's answer, text and preview: it reads nothing again, as it
+  // would drop the patch (offerPatch). Any other page reads the workspace:
+  // one behind (another tab's or the agent's edit; its unsaved text is then
+  // merged by offerPatch), with no editor (an artifact on show), or showing
+  // the review of the agent's changes, which the text's changes reshape. A
+  // save on its way may be the one that wrote it: decided once answered.
+  var heldResync = null;
+
+  function documentResync(template) {
+    var version = parseInt(template.getAttribute("data-version"), 10);
+    var form = currentForm();
+    var review = document.getElementById("doc-review");
+    if (!form || isNaN(version) || (review && !review.hidden)) return HAICO.resync();
+    var state = editorState(form);
+    if (state.inFlight || state.composing) {
+      if (!heldResync || version > parseInt(heldResync.getAttribute("data-version"), 10)) heldResync = template;
+    } else if (version > state.acked.version) {
+      HAICO.resync();
+    } else if (HAICO.documentHistory) {
+      HAICO.documentHistory.notePatch(template); // as the patch would: a newer version than the history lists
+    }
+  }
+
+  HAICO.documentResync = documentResync;
 
   // The one listener for a pushed or answered document patch (live.js
   // dispatches it). The editor takes the text first, so that by the time the

@@ -315,7 +315,10 @@
     } else if (kind === "error") {
       showError(template);
     } else if (kind === "resync") {
-      resync(); // a push was lost on its way here
+      // A push was lost on its way here, or a document too big for the socket
+      // (naming its version: the editor tells whether this page has it).
+      if (template.hasAttribute("data-version") && HAICO.documentResync) HAICO.documentResync(template);
+      else resync();
     } else if (kind === "chat") {
       syncChat();
     } else if (kind === "navigate") {

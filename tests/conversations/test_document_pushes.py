@@ -8,7 +8,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
-from conversations.live import RESYNC, message_size
+from conversations.live import RESYNC, RESYNC_CHAT, document_resync, message_size, render_changes
 from conversations.sharing import thread_member_add
 from tests.support.web import ws_url
 from workspace import panels
@@ -62,7 +62,11 @@ async def test_another_tab_is_told_to_read_a_long_document_again_its_patch_never
     monkeypatch.setattr(panels, "render_document_patch", lambda **kw: rendered.append(kw) or render(**kw))
     await sync_to_async(_autosave)(owner_client, thread, _report(199_000))
     frames = await frame_containing(editors_tab, 'data-live-patch="resync"')
-    assert frames[-1] == RESYNC
+    version = await database_sync_to_async(lambda: document_for(thread=thread).version)()
+    # The stand-in names the version, so the saving tab, which has it, reads
+    # nothing again; nothing of the chat changed, so no page reads it.
+    assert frames[-1] == document_resync(version)
+    assert 'data-surfaces="document"' in frames[-1] and RESYNC_CHAT not in frames[-1]
     assert not any("The *sample* of" in frame for frame in frames)
     # The patch the tab could not have been sent was not built either.
     assert rendered == []
@@ -88,3 +92,14 @@ def test_a_document_patch_is_refused_only_when_it_would_not_fit(thread, unit):
     for limit in (size - 1, size // 2, len(document_for(thread=thread).content) - 1):
         refused = panels.render_changes_within(thread, changes, max_bytes=limit) is None
         assert not refused or size > limit
+
+
+def test_a_long_documents_stand_in_with_another_surface_changed_has_every_page_read_all_again(thread):
+    """A plan change (or the agent's artifact) in the same push as a long
+    document is not the document's alone: its stand-in names no version, so
+    even the tab that has the document reads the workspace, and the chat."""
+    document_services.document_save(thread=thread, title="Report", content=_report(199_000))
+    document_only = [Change(thread_id=thread.pk, surface="document")]
+    with_plan = [*document_only, Change(thread_id=thread.pk, surface="plan", reordered=True)]
+    assert render_changes(thread, document_only) == document_resync(document_for(thread=thread).version)
+    assert render_changes(thread, with_plan) == RESYNC
