@@ -226,6 +226,7 @@ def step_menu_item(page: Page, number: str, action: str):
 # --- the document editor --------------------------------------------------------------------
 
 AUTOSAVE_WAIT_MS = 8_000  # 1.5 s debounce plus the request, with headroom for a busy CI box
+LONG_FILL_MS = 30_000  # a near-limit document filled at once, on a busy two-core machine
 
 
 def document_text(page: Page):
@@ -252,8 +253,11 @@ def type_after(page: Page, anchor: str, text: str) -> None:
 
 def save_document_now(page: Page, text: str) -> None:
     """Replace the document text and save at once (Enter in the title), as a
-    person in another tab would, without waiting for the autosave delay."""
-    document_text(page).fill(text)
+    person in another tab would, without waiting for the autosave delay.
+    Filling a document near the 200 000-character limit makes the editor
+    take in its text at once, which on a busy two-core machine can take
+    longer than the default wait."""
+    document_text(page).fill(text, timeout=LONG_FILL_MS)
     page.get_by_role("region", name="Document").get_by_role("textbox", name="Document title").press("Enter")
     expect(document_status(page)).to_have_text("Saved", timeout=AUTOSAVE_WAIT_MS)
 

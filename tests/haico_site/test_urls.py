@@ -254,8 +254,9 @@ ROUTES: dict[str, Public | Account | Owned | StaffOnly] = {
     "conversations:delete": Owned(T, post={}, level=Access.OWN),
     "conversations:share": Owned(T, level=Access.OWN),
     "conversations:share-add": Owned(T, post={"who": lambda w: w["newcomer"].username, "role": "editor"}, level=Access.OWN),
-    "conversations:share-role": Owned({**T, "pk": "membership"}, post={"role": "editor"}, level=Access.OWN),
-    "conversations:share-remove": Owned({**T, "pk": "membership"}, post={}, level=Access.OWN),
+    # The dialog's lines are the names the thread is shared under (docs/adr/0137).
+    "conversations:share-role": Owned({**T, "pk": "membership_name"}, post={"role": "editor"}, level=Access.OWN),
+    "conversations:share-remove": Owned({**T, "pk": "membership_name"}, post={}, level=Access.OWN),
     "conversations:share-link-make": Owned(T, post={}, level=Access.OWN),
     "conversations:share-link-revoke": Owned(T, post={}, level=Access.OWN),
     # The read-only link: signed-in people only; a link that does not work is a 404
@@ -479,6 +480,7 @@ def _make_world(owner, other_user, staff):
     rows = {
         **people,
         "membership": membership,
+        "membership_name": membership.names.get(),
         "owner": owner,
         "thread": thread,
         "preference": preference,
