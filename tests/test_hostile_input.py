@@ -73,6 +73,9 @@ FIELDS = [
     "save_page",
     "save_number",
     "save_unanswered_from",
+    "save_left_page",
+    "save_left_number",
+    "save_left_unanswered_from",
     # Sign-up, tokens, the model catalogue and the usage totals (docs/adr/0061-0064).
     "invite",
     "name",

@@ -357,6 +357,18 @@ class DocumentSaveForm(forms.Form):
     save_number = VersionField(required=False, min_value=1, max_value=2**31 - 1, error_messages=SAVE_ERRORS)
     save_unanswered_from = VersionField(required=False, min_value=1, max_value=2**31 - 1, error_messages=SAVE_ERRORS)
     PAGE_SAVE_FIELDS = ("save_page", "save_number", "save_unanswered_from")
+    # The page the tab left, whose unanswered saves this page took over (a
+    # reload): its id, its last save's number, its first unanswered one.
+    # All three or none, and only beside this page's own three.
+    save_left_page = SaveIdField(
+        required=False,
+        max_length=64,
+        validators=[RegexValidator(r"\A[A-Za-z0-9_-]{16,64}\Z", message=SAVE_UNREADABLE)],
+        error_messages={"invalid": SAVE_UNREADABLE, "max_length": SAVE_UNREADABLE},
+    )
+    save_left_number = VersionField(required=False, min_value=1, max_value=2**31 - 1, error_messages=SAVE_ERRORS)
+    save_left_unanswered_from = VersionField(required=False, min_value=1, max_value=2**31 - 1, error_messages=SAVE_ERRORS)
+    LEFT_PAGE_FIELDS = ("save_left_page", "save_left_number", "save_left_unanswered_from")
 
     def clean(self):
         super().clean()
@@ -387,11 +399,22 @@ class DocumentSaveForm(forms.Form):
     def _page_save(self, data) -> PageSave | None:
         parts = [data.get(name) or None for name in self.PAGE_SAVE_FIELDS]
         if not any(parts):
+            if any(data.get(name) for name in self.LEFT_PAGE_FIELDS):
+                raise forms.ValidationError(SAVE_UNREADABLE)
             return None
         page, number, unanswered_from = parts
         if page is None or number is None or unanswered_from is None or unanswered_from > number:
             raise forms.ValidationError(SAVE_UNREADABLE)
-        return PageSave(page=page, number=number, unanswered_from=unanswered_from)
+        return PageSave(page=page, number=number, unanswered_from=unanswered_from, took_over=self._left_page(data, page))
+
+    def _left_page(self, data, page: str) -> PageSave | None:
+        parts = [data.get(name) or None for name in self.LEFT_PAGE_FIELDS]
+        if not any(parts):
+            return None
+        left, number, unanswered_from = parts
+        if left is None or number is None or unanswered_from is None or unanswered_from > number or left == page:
+            raise forms.ValidationError(SAVE_UNREADABLE)
+        return PageSave(page=left, number=number, unanswered_from=unanswered_from)
 
 
 class DocumentPreviewForm(forms.Form):

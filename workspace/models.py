@@ -304,6 +304,12 @@ class PageSave:
     page: str
     number: int
     unanswered_from: int
+    # A page that took over the unanswered saves of a page the tab left (a
+    # reload, Back): that page's id, its last number and its first
+    # unanswered one. Only a base to merge against, and a bar to that page's
+    # late saves; never the new page's own numbering, so two tabs going on
+    # from one left page never refuse or undo each other.
+    took_over: "PageSave | None" = None
 
 
 class DocumentPageSave(models.Model):
@@ -325,6 +331,10 @@ class DocumentPageSave(models.Model):
     version = models.PositiveIntegerField()
     sent_title = models.CharField(max_length=DOCUMENT_TITLE_MAX_CHARS)
     sent_delta = models.TextField(blank=True, default="")
+    # False: another page took this one's unanswered saves over, and none of
+    # them was written; the row only bars this page's saves up to `number`,
+    # and carries nothing to merge against.
+    carried = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -180,6 +180,9 @@ def document_save(
     document = _document_for_update(thread)
     if content_splice is not None:
         content = _clean_content(_spliced(document, base_version, content_splice))
+    repeated = _repeat_of_the_last_written(document, person, page_save, title=title, content=content)
+    if repeated is not None:
+        return repeated
     written = _unanswered_save_written(document, person, page_save)
     current_title, current_content = document.title, document.content
     if written is None and base_content is None and (base_version is None or base_version == document.version):
@@ -241,35 +244,81 @@ def document_save(
     return DocumentSaved(saved, merged=merged)
 
 
+def _page_rows(document: Document, person, page_save: PageSave) -> dict[str, DocumentPageSave]:
+    pages = [page_save.page] + ([page_save.took_over.page] if page_save.took_over is not None else [])
+    return {row.page: row for row in DocumentPageSave.objects.filter(document=document, person=person, page__in=pages)}
+
+
+def _carried(document: Document, row: DocumentPageSave) -> tuple[str, str] | None:
+    """(title, content) the row's save carried; None when not kept."""
+    if not row.carried:
+        return None
+    written = _base_text(document, row.version)
+    if written is None:
+        return None
+    text = written[1]
+    if row.sent_delta:
+        text = text_delta.apply_delta(text, text_delta.decode(row.sent_delta))
+    return row.sent_title, text
+
+
+def _repeat_of_the_last_written(
+    document: Document, person, page_save: PageSave | None, *, title: str | None, content: str | None
+) -> DocumentSaved | None:
+    """The page's last written save delivered again (a retry whose first
+    try was written, a proxy repeating it): answered as written, nothing
+    written twice (docs/adr/0139). "Merged" when the document moved since,
+    so the page takes the text it holds now."""
+    if page_save is None or person is None:
+        return None
+    last = _page_rows(document, person, page_save).get(page_save.page)
+    if last is None or last.number != page_save.number:
+        return None
+    carried = _carried(document, last)
+    if carried is None:
+        return None
+    sent = (carried[0] if title is None else title, carried[1] if content is None else content)
+    if sent != carried:
+        return None
+    return DocumentSaved(document, merged=document.version != last.version)
+
+
 def _unanswered_save_written(document: Document, person, page_save: PageSave | None) -> tuple[str, str] | None:
     """(title, content) the page's last written save carried, when that save
     is one the page had no answer to; None when none of those was written
     (or what it carried is not kept: then the save merges as it would
-    have). Refuses a save of the page older than one written."""
+    have). Refuses a save of the page older than one written.
+
+    A page that took over a left page's unanswered saves (a reload) and has
+    none of its own written yet merges against the left page's save, when
+    one of those was written (docs/adr/0139)."""
     if page_save is None or person is None:
         return None
-    last = DocumentPageSave.objects.filter(document=document, person=person, page=page_save.page).first()
-    if last is None:
-        return None
-    if last.number >= page_save.number:
+    rows = _page_rows(document, person, page_save)
+    last = rows.get(page_save.page)
+    if last is not None and last.number >= page_save.number:
         raise InvalidInput(
             "A later save from this page was written already, so this earlier one was not: "
             "the later one carried its text on, with what was changed since."
         )
-    if last.number < page_save.unanswered_from:
-        return None  # its answer reached the page: the page's base already has it
-    written = _base_text(document, last.version)
-    if written is None:
+    if last is not None:
+        if last.number < page_save.unanswered_from:
+            return None  # its answer reached the page: the page's base already has it
+        return _carried(document, last)
+    took_over = page_save.took_over
+    left = rows.get(took_over.page) if took_over is not None else None
+    if took_over is None or left is None or left.number < took_over.unanswered_from:
         return None
-    text = written[1]
-    if last.sent_delta:
-        text = text_delta.apply_delta(text, text_delta.decode(last.sent_delta))
-    return last.sent_title, text
+    return _carried(document, left)
 
 
 def _record_page_save(document: Document, person, page_save: PageSave | None, *, title: str, content: str) -> None:
     """Keep what this save of the page carried, beside the version it wrote
-    (docs/adr/0139), for the page's next save should this one's answer be lost."""
+    (docs/adr/0139), for the page's next save should this one's answer be lost.
+
+    The left page this one took over is barred from then on up to its last
+    save: one of its saves arriving late would otherwise be written over
+    what the person changed since (her deletion after a reload)."""
     if page_save is None or person is None:
         return
     written = document.content
@@ -278,8 +327,35 @@ def _record_page_save(document: Document, person, page_save: PageSave | None, *,
         document=document,
         person=person,
         page=page_save.page,
-        defaults={"number": page_save.number, "version": document.version, "sent_title": title, "sent_delta": delta},
+        defaults={
+            "number": page_save.number,
+            "version": document.version,
+            "sent_title": title,
+            "sent_delta": delta,
+            "carried": True,
+        },
     )
+    took_over = page_save.took_over
+    if took_over is None:
+        return
+    left = DocumentPageSave.objects.filter(document=document, person=person, page=took_over.page).first()
+    if left is None:
+        DocumentPageSave.objects.create(
+            document=document,
+            person=person,
+            page=took_over.page,
+            number=took_over.number,
+            version=document.version,
+            sent_title="",
+            carried=False,
+        )
+    elif left.number < took_over.number:
+        # A save of it written but answered is in this page's base already:
+        # nothing to merge against; one unanswered is kept for a second tab
+        # going on from the same left page.
+        left.carried = left.carried and left.number >= took_over.unanswered_from
+        left.number = took_over.number
+        left.save(update_fields=["number", "carried", "updated_at"])
 
 
 def document_restore(*, thread: Thread, version: int, base_version: int | None, person=None) -> DocumentSaved:

@@ -135,12 +135,103 @@ def test_a_conflict_after_a_lost_answer_is_settled_against_what_the_lost_save_ca
     assert _stored(thread) == (REWRITTEN, 4)
 
 
-def test_the_same_save_arriving_twice_is_written_once(thread, owner):
+def test_the_same_save_arriving_twice_is_written_once_and_answered_as_written(thread, owner):
     _report(thread, owner)
     _owner_saves(thread, owner, FIRST_TRY, number=1, unanswered_from=1)
-    with pytest.raises(InvalidInput):
-        _owner_saves(thread, owner, FIRST_TRY, number=1, unanswered_from=1)
+    again = _owner_saves(thread, owner, FIRST_TRY, number=1, unanswered_from=1)
+    assert (again.document.version, again.merged) == (2, False)
     assert _stored(thread) == (FIRST_TRY, 2)
+
+
+def test_the_same_save_arriving_again_after_others_wrote_is_answered_with_what_is_there_now(thread, owner, other_user):
+    _report(thread, owner)
+    _owner_saves(thread, owner, FIRST_TRY, number=1, unanswered_from=1)  # version 2
+    theirs = FIRST_TRY.replace("Intro paragraph.", "Intro by the other person.")
+    document_services.document_save(thread=thread, content=theirs, base_version=2, person=other_user)  # version 3
+    again = _owner_saves(thread, owner, FIRST_TRY, number=1, unanswered_from=1)
+    # Her page takes version 3 (her words and theirs); nothing is written over the other person's.
+    assert (again.document.version, again.merged) == (3, True)
+    assert _stored(thread) == (theirs, 3)
+
+
+def test_a_save_numbered_as_the_last_written_but_with_other_words_is_still_refused(thread, owner):
+    _report(thread, owner)
+    _owner_saves(thread, owner, FIRST_TRY, number=1, unanswered_from=1)
+    with pytest.raises(InvalidInput, match="A later save from this page was written already"):
+        _owner_saves(thread, owner, REWRITTEN, number=1, unanswered_from=1)
+    assert _stored(thread) == (FIRST_TRY, 2)
+
+
+# --- a page that took over the unanswered saves of the page the tab left (a reload) ---
+
+LEFT_PAGE = "1eff7a9e1eff7a9e1eff7a9e1eff7a9e"
+TAB_ONE = "7ab0000000000000000000000000000e"
+TAB_TWO = "7ab0000000000000000000000000002e"
+# The left page's last save was number 4, and it was never answered.
+LEFT = PageSave(page=LEFT_PAGE, number=4, unanswered_from=4)
+
+
+def _going_on_from_the_left_page(thread, owner, content, *, page, number, unanswered_from, base_version=1):
+    return document_services.document_save(
+        thread=thread,
+        title="Report",
+        content=content,
+        base_version=base_version,
+        author="person",
+        person=owner,
+        page_save=PageSave(page=page, number=number, unanswered_from=unanswered_from, took_over=LEFT),
+    )
+
+
+@pytest.mark.parametrize("left_save", ["written-before", "never-written"])
+def test_two_tabs_going_on_from_one_left_page_never_refuse_or_undo_each_other(thread, owner, left_save):
+    """A tab duplicated while it held what a page left (the browser copies
+    the tab's storage): both tabs take the left page's unanswered save over,
+    each as a page of its own."""
+    _report(thread, owner)
+    if left_save == "written-before":
+        _owner_saves(thread, owner, FIRST_TRY, number=4, unanswered_from=4, page=LEFT_PAGE)  # version 2, answer lost
+    before = FIRST_TRY if left_save == "written-before" else REPORT
+    one = before + "\nTab one's paragraph.\n"
+    two = before + "\nTab two's paragraph.\n"
+    _going_on_from_the_left_page(thread, owner, one, page=TAB_ONE, number=1, unanswered_from=1)
+    _going_on_from_the_left_page(thread, owner, two, page=TAB_TWO, number=1, unanswered_from=1)
+    # Tab two types on; its first answer was lost too, so it still names the left page.
+    _going_on_from_the_left_page(thread, owner, two + "More from tab two.\n", page=TAB_TWO, number=2, unanswered_from=1)
+    content = _stored(thread)[0]
+    assert "Tab one's paragraph." in content
+    assert "Tab two's paragraph.\nMore from tab two." in content
+    assert content.count("Owner's paragraph, first try.") == (1 if left_save == "written-before" else 0)
+
+
+def test_after_a_reload_the_left_pages_save_written_first_is_merged_against(thread, owner):
+    _report(thread, owner)
+    _owner_saves(thread, owner, FIRST_TRY, number=4, unanswered_from=4, page=LEFT_PAGE)  # version 2, answer lost
+    # The new page, standing on version 1, saves her deletion.
+    saved = _going_on_from_the_left_page(thread, owner, REPORT, page=TAB_ONE, number=1, unanswered_from=1)
+    assert _stored(thread) == (REPORT, 3)
+    assert not saved.merged
+
+
+def test_after_a_reload_the_left_pages_save_arriving_late_is_refused(thread, owner):
+    _report(thread, owner)
+    _going_on_from_the_left_page(thread, owner, REPORT + "\nHer new words.\n", page=TAB_ONE, number=1, unanswered_from=1)
+    with pytest.raises(InvalidInput, match="A later save from this page was written already"):
+        _owner_saves(thread, owner, FIRST_TRY, number=4, unanswered_from=4, page=LEFT_PAGE)
+    assert _stored(thread) == (REPORT + "\nHer new words.\n", 2)
+    # The row that bars it carries nothing a later page could merge against.
+    assert not DocumentPageSave.objects.get(page=LEFT_PAGE).carried
+
+
+def test_a_left_pages_answered_save_is_never_merged_against_by_a_page_going_on_from_it(thread, owner, other_user):
+    _report(thread, owner)
+    _owner_saves(thread, owner, FIRST_TRY, number=3, unanswered_from=3, page=LEFT_PAGE)  # version 2, answered
+    theirs = FIRST_TRY.replace("Intro paragraph.", "Intro by the other person.")
+    document_services.document_save(thread=thread, content=theirs, base_version=2, person=other_user)  # version 3
+    # Save 4 never reached the server; the new page stands on version 2.
+    _going_on_from_the_left_page(thread, owner, REWRITTEN, page=TAB_ONE, number=1, unanswered_from=1, base_version=2)
+    assert _stored(thread) == (REWRITTEN.replace("Intro paragraph.", "Intro by the other person."), 4)
+    assert not DocumentPageSave.objects.get(page=LEFT_PAGE).carried
 
 
 def test_another_persons_page_id_is_never_theirs(thread, owner, other_user):
