@@ -49,6 +49,12 @@
   //   none. A save whose answer was lost may have been written: the next one
   //   names it, and the server merges against what it carried, never
   //   counting it as someone else's change (docs/adr/0139).
+  // tookOver: the page this tab left with saves unanswered (a reload, Back),
+  //   {page, number, unansweredFrom}, until one of this page's saves is
+  //   answered written. This page keeps its own id and names that page apart:
+  //   the server merges against that page's save if it was written, and bars
+  //   its late saves; two tabs going on from one left page (a duplicated tab
+  //   copies the tab's storage) never refuse or undo each other.
 
   function editorState(form) {
     if (!form.__haico) {
@@ -64,7 +70,7 @@
         dirty: false, timer: null, inFlight: false, sent: null, queued: false,
         conflict: false, resolve: null, returnToEditor: false, waiters: [],
         failures: 0, refused: false, retry: null, status: "",
-        page: pageId(), saveNumber: 0, unansweredFrom: null,
+        page: pageId(), saveNumber: 0, unansweredFrom: null, tookOver: null,
       };
     }
     return form.__haico;
@@ -81,8 +87,14 @@
   function numberSave(state) {
     state.saveNumber += 1;
     if (state.unansweredFrom === null) state.unansweredFrom = state.saveNumber;
-    return { save_page: state.page, save_number: String(state.saveNumber),
+    var numbered = { save_page: state.page, save_number: String(state.saveNumber),
       save_unanswered_from: String(state.unansweredFrom) };
+    if (state.tookOver) {
+      numbered.save_left_page = state.tookOver.page;
+      numbered.save_left_number = String(state.tookOver.number);
+      numbered.save_left_unanswered_from = String(state.tookOver.unansweredFrom);
+    }
+    return numbered;
   }
 
   function currentForm() {
@@ -136,7 +148,8 @@
   function unchanged(form) {
     var state = editorState(form), acked = state.acked;
     var now = values(form);
-    return state.unansweredFrom === null && !acked.fromText && now.content === acked.content && now.title === acked.title;
+    return state.unansweredFrom === null && state.tookOver === null && !acked.fromText &&
+      now.content === acked.content && now.title === acked.title;
   }
 
   // --- autosave ----------------------------------------------------------------
@@ -283,7 +296,10 @@
     }
     state.failures = 0;
     // Written: every save sent before it is in what it was merged against, or never will be.
-    if (outcome === "saved" || outcome === "merged") state.unansweredFrom = null;
+    if (outcome === "saved" || outcome === "merged") {
+      state.unansweredFrom = null;
+      state.tookOver = null;
+    }
     // The server answered and would not take the text (see mayBeRefused).
     state.refused = outcome === "error";
     clearTimeout(state.retry);
@@ -484,7 +500,11 @@
       keepLostWords(form);
       return;
     }
-    var beaconable = navigator.sendBeacon && state.dirty && !state.inFlight && !state.conflict && !tooLong(form);
+    // A save on its way may still be written after the page is gone: the
+    // beacon goes too, numbered after it, so either it is merged against
+    // what that save carried or that save, arriving later, is refused, and
+    // what she deleted meanwhile stays deleted (docs/adr/0139).
+    var beaconable = navigator.sendBeacon && (state.dirty || state.inFlight) && !state.conflict && !tooLong(form);
     var sent = beaconable && !mayBeRefused(form, state) && sendBeacon(form, state);
     if (sent) {
       // The browser took the beacon. Kept as well, it would be saved again
@@ -690,9 +710,11 @@
     var key = leftKey(form);
     try {
       var now = values(form);
+      // None of this page's saves sent yet: the page it took over is still the one to name.
+      var unanswered = state.unansweredFrom !== null ?
+        { page: state.page, number: state.saveNumber, unansweredFrom: state.unansweredFrom } : state.tookOver;
       window.sessionStorage.setItem(key, JSON.stringify({
-        acked: state.acked, title: now.title, content: now.content,
-        page: state.page, saveNumber: state.saveNumber, unansweredFrom: state.unansweredFrom,
+        acked: state.acked, title: now.title, content: now.content, unanswered: unanswered,
       }));
     } catch (e) { /* private mode or full: the beacon and the leave prompt remain */ }
   }
@@ -719,7 +741,11 @@
     } catch (e) { left = null; }
     var state = editorState(form);
     if (!left || !left.acked || typeof left.content !== "string" || typeof left.title !== "string") return;
-    if (left.content === fields.content.defaultValue && left.title === fields.title.defaultValue) return;
+    var unanswered = leftUnanswered(left.unanswered);
+    // Text the same as the page shows is nothing to save, unless a save of
+    // the left page is unanswered: written late, it would bring back what
+    // she deleted, so this page saves her text over it (docs/adr/0139).
+    if (!unanswered && left.content === fields.content.defaultValue && left.title === fields.title.defaultValue) return;
     if (!(left.acked.version <= state.acked.version)) return;
     // Typed on an older version: saved from it, merged with what came since.
     fields.content.value = left.content;
@@ -727,16 +753,20 @@
     state.acked = {
       version: left.acked.version, title: left.acked.title, content: left.acked.content, fromText: !!left.acked.fromText,
     };
-    if (typeof left.page === "string" && typeof left.unansweredFrom === "number" && left.saveNumber >= left.unansweredFrom) {
-      // A save of the earlier page had no answer: this page goes on as that
-      // page, so the server merges against it if it was written (docs/adr/0139).
-      state.page = left.page;
-      state.saveNumber = left.saveNumber;
-      state.unansweredFrom = left.unansweredFrom;
-    }
+    // A save of the earlier page had no answer: this page's saves name it,
+    // so the server merges against it if it was written (docs/adr/0139).
+    state.tookOver = unanswered;
     state.dirty = true;
     setStatus(form, "Saving what you typed before you left the page…");
     saveNow(form);
+  }
+
+  // What the left page said of its unanswered saves, when it is sound.
+  function leftUnanswered(left) {
+    if (!left || typeof left.page !== "string" || !/^[A-Za-z0-9_-]{16,64}$/.test(left.page)) return null;
+    var whole = function (n) { return typeof n === "number" && n % 1 === 0 && n >= 1 && n < 2147483648; };
+    if (!whole(left.number) || !whole(left.unansweredFrom) || left.unansweredFrom > left.number) return null;
+    return { page: left.page, number: left.number, unansweredFrom: left.unansweredFrom };
   }
 
   document.addEventListener("DOMContentLoaded", function () { takeBackWhatWasLeft(currentForm()); });

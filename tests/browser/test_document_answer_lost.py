@@ -250,3 +250,95 @@ def test_a_save_written_by_a_server_killed_before_its_answer_never_brings_back_w
     assert stored_document(server, thread_id) == expected
     page.reload()
     expect(document_text(page)).to_have_value(expected)
+
+
+def _a_save_waiting_on_the_lock_as_she_changes_her_paragraph(page, locker, row_id, replacement) -> None:
+    """She types a paragraph; its save reaches the server and waits on the
+    document's lock (held by `locker`); she rewrites or deletes it."""
+    locker.execute("SELECT id FROM workspace_document WHERE thread_id = %s FOR UPDATE", (row_id,))
+    _type_at_the_end(page, FIRST_TRY)
+    page.wait_for_function("() => document.getElementById('doc-form').__haico.inFlight", timeout=WAIT_MS)
+    time.sleep(0.5)  # on the server, waiting on the lock
+    _change_what_she_typed(page, FIRST_TRY, replacement)
+
+
+def _open_on_postgres(new_page, start_haico_server, database_url):
+    server = start_haico_server({}, database_url=database_url)
+    page = new_page()
+    url = new_thread_for(page, server.url, "owner")
+    thread_id = thread_id_from(url)
+    text = long_document(3_000)
+    save_through_service(server, thread_id, text)
+    page.reload()
+    expect(document_text(page)).to_have_value(text)
+    wait_for_socket(page)
+    return page, thread_id.replace("-", ""), text
+
+
+def _stored_settles_on(database_url: str, row_id: str, expected: str) -> None:
+    """The save let through and what followed it all written: the text stays `expected`."""
+    deadline = time.monotonic() + 20
+    while _stored_in_postgres(database_url, row_id) != expected:
+        assert time.monotonic() < deadline, _stored_in_postgres(database_url, row_id)
+        time.sleep(0.1)
+    time.sleep(2)
+    assert _stored_in_postgres(database_url, row_id) == expected
+
+
+@pytest.mark.postgres
+@REPLACEMENTS
+@pytest.mark.parametrize("leaves", ["by-beacon", "in-the-tab"])
+def test_a_reload_while_a_save_waits_on_the_server_never_brings_back_what_she_changed(
+    leaves, replacement, new_page, start_haico_server, migrated_postgres_database_url
+):
+    """She reloads while the save of the paragraph she then deleted or
+    rewrote still waits on the server. Her change goes as the closing page's
+    beacon, numbered after that save, or, when no beacon can go, it is left
+    in the tab and the new page saves it even when it is the very text the
+    new page shows. Before, nothing was sent (a save was on its way, and the
+    text left equalled the text shown), and the waiting save, written later,
+    brought the deleted paragraph back while her page said "Saved"."""
+    page, row_id, text = _open_on_postgres(new_page, start_haico_server, migrated_postgres_database_url)
+    expected = text + replacement
+    if leaves == "in-the-tab":
+        page.evaluate("() => Object.defineProperty(navigator, 'sendBeacon', { value: undefined, configurable: true })")
+    locker = psycopg.connect(migrated_postgres_database_url, connect_timeout=5)
+    try:
+        _a_save_waiting_on_the_lock_as_she_changes_her_paragraph(page, locker, row_id, replacement)
+        assert document_text(page).input_value() == expected
+        page.reload()
+        expect(document_text(page)).to_be_visible()
+    finally:
+        locker.rollback()  # the save the old page sent goes on now
+        locker.close()
+    _stored_settles_on(migrated_postgres_database_url, row_id, expected)
+    expect(document_status(page)).to_have_text(re.compile("^Saved"), timeout=WAIT_MS)
+    expect(document_text(page)).to_have_value(expected)
+
+
+@pytest.mark.postgres
+@REPLACEMENTS
+def test_a_tab_closed_for_good_while_a_save_waits_on_the_server_keeps_what_she_changed(
+    replacement, new_page, start_haico_server, migrated_postgres_database_url
+):
+    """Closed (after the leave prompt) while the save of the paragraph she
+    then changed waits on the server: the beacon goes anyway, numbered after
+    that save, so whichever the server writes first, her change is what
+    stays. Before, no beacon went while a save was on its way."""
+    page, row_id, text = _open_on_postgres(new_page, start_haico_server, migrated_postgres_database_url)
+    expected = text + replacement
+    locker = psycopg.connect(migrated_postgres_database_url, connect_timeout=5)
+    try:
+        _a_save_waiting_on_the_lock_as_she_changes_her_paragraph(page, locker, row_id, replacement)
+        page.on("dialog", lambda dialog: dialog.accept())  # "Leave site?": Leave
+        page.close(run_before_unload=True)
+        deadline = time.monotonic() + 10
+        while not page.is_closed() and time.monotonic() < deadline:
+            page.context.cookies()  # lets Playwright deliver the dialog
+            time.sleep(0.05)
+        assert page.is_closed()
+        time.sleep(0.5)  # the beacon on its way too
+    finally:
+        locker.rollback()
+        locker.close()
+    _stored_settles_on(migrated_postgres_database_url, row_id, expected)
