@@ -305,6 +305,21 @@ class SaveIdField(forms.CharField):
         return super().to_python(value)
 
 
+def _page_id_field() -> SaveIdField:
+    """An editor page's id (docs/adr/0139): 16-64 URL-safe characters."""
+    return SaveIdField(
+        required=False,
+        max_length=64,
+        validators=[RegexValidator(r"\A[A-Za-z0-9_-]{16,64}\Z", message=SAVE_UNREADABLE)],
+        error_messages={"invalid": SAVE_UNREADABLE, "max_length": SAVE_UNREADABLE},
+    )
+
+
+def _save_number_field() -> VersionField:
+    """A save's number on its page (docs/adr/0139)."""
+    return VersionField(required=False, min_value=1, max_value=2**31 - 1, error_messages=SAVE_ERRORS)
+
+
 class DocumentSaveForm(forms.Form):
     """A save from the editor: based on `base_version`; title and/or content;
     `resolve` is the person's choice in the conflict view (empty: none)."""
@@ -348,26 +363,16 @@ class DocumentSaveForm(forms.Form):
     # Which save of which editor page this is (docs/adr/0139): the page's
     # id, the save's number, and the number of the page's first save still
     # unanswered. All three, or none (a script, a page from before them).
-    save_page = SaveIdField(
-        required=False,
-        max_length=64,
-        validators=[RegexValidator(r"\A[A-Za-z0-9_-]{16,64}\Z", message=SAVE_UNREADABLE)],
-        error_messages={"invalid": SAVE_UNREADABLE, "max_length": SAVE_UNREADABLE},
-    )
-    save_number = VersionField(required=False, min_value=1, max_value=2**31 - 1, error_messages=SAVE_ERRORS)
-    save_unanswered_from = VersionField(required=False, min_value=1, max_value=2**31 - 1, error_messages=SAVE_ERRORS)
+    save_page = _page_id_field()
+    save_number = _save_number_field()
+    save_unanswered_from = _save_number_field()
     PAGE_SAVE_FIELDS = ("save_page", "save_number", "save_unanswered_from")
     # The page the tab left, whose unanswered saves this page took over (a
     # reload): its id, its last save's number, its first unanswered one.
     # All three or none, and only beside this page's own three.
-    save_left_page = SaveIdField(
-        required=False,
-        max_length=64,
-        validators=[RegexValidator(r"\A[A-Za-z0-9_-]{16,64}\Z", message=SAVE_UNREADABLE)],
-        error_messages={"invalid": SAVE_UNREADABLE, "max_length": SAVE_UNREADABLE},
-    )
-    save_left_number = VersionField(required=False, min_value=1, max_value=2**31 - 1, error_messages=SAVE_ERRORS)
-    save_left_unanswered_from = VersionField(required=False, min_value=1, max_value=2**31 - 1, error_messages=SAVE_ERRORS)
+    save_left_page = _page_id_field()
+    save_left_number = _save_number_field()
+    save_left_unanswered_from = _save_number_field()
     LEFT_PAGE_FIELDS = ("save_left_page", "save_left_number", "save_left_unanswered_from")
 
     def clean(self):
