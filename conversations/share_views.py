@@ -116,6 +116,21 @@ def share_remove(request, thread_id, pk):
 
 @login_required
 @require_POST
+def share_line_from_before(request, thread_id, pk, action):
+    """A Share dialog opened before its lines became the names a thread is
+    shared under still posts a member's id to the old path. The two ids are
+    numbered apart, so acting on it could change or remove someone else:
+    nothing is changed, and the dialog is shown as it is now."""
+    thread = _owned(request, thread_id)
+    if not ThreadMember.objects.filter(thread=thread, pk=pk).exists():
+        if not request.htmx:
+            raise Http404(sharing.NO_SUCH_MEMBER)
+        return _dialog(request, thread, error=sharing.NO_SUCH_MEMBER)
+    return _dialog(request, thread, error=sharing.DIALOG_FROM_BEFORE, status=409)
+
+
+@login_required
+@require_POST
 def share_link_make(request, thread_id):
     thread = _owned(request, thread_id)
     sharing.share_link_create(thread=thread, by=request.user)

@@ -36,6 +36,7 @@ logger = logging.getLogger("haico.conversations.sharing")
 
 ACCESS_EVENT = "thread.access"  # conversations.consumers.ThreadConsumer.thread_access
 NO_SUCH_MEMBER = "That person is not on this thread any more; reload the dialog."
+DIALOG_FROM_BEFORE = "This dialog was opened before an update and nothing was changed; here is the list as it is now."
 
 
 def lock_family(owner_id) -> None:

@@ -15,8 +15,10 @@ urlpatterns = [
     path("<uuid:thread_id>/delete/", views.thread_delete, name="delete"),
     path("<uuid:thread_id>/share/", share_views.share_dialog, name="share"),
     path("<uuid:thread_id>/share/add/", share_views.share_add, name="share-add"),
-    path("<uuid:thread_id>/share/<int:pk>/role/", share_views.share_role, name="share-role"),
-    path("<uuid:thread_id>/share/<int:pk>/remove/", share_views.share_remove, name="share-remove"),
+    path("<uuid:thread_id>/share/names/<int:pk>/role/", share_views.share_role, name="share-role"),
+    path("<uuid:thread_id>/share/names/<int:pk>/remove/", share_views.share_remove, name="share-remove"),
+    # A dialog rendered before the names (docs/adr/0137) posts a member's id here.
+    path("<uuid:thread_id>/share/<int:pk>/<str:action>/", share_views.share_line_from_before, name="share-line-from-before"),
     path("<uuid:thread_id>/share/link/", share_views.share_link_make, name="share-link-make"),
     path("<uuid:thread_id>/share/link/revoke/", share_views.share_link_revoke, name="share-link-revoke"),
     # The read-only link a thread's owner hands out (docs/adr/0084).

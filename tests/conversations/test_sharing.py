@@ -670,7 +670,7 @@ def _listed(html) -> list[str]:
 
 
 def _without_tokens(html) -> str:
-    return re.sub(r'(name="csrfmiddlewaretoken" value="[^"]*"|share-person-\d+|/share/\d+/)', "", html)
+    return re.sub(r'(name="csrfmiddlewaretoken" value="[^"]*"|share-person-\d+|/share/names/\d+/)', "", html)
 
 
 @pytest.mark.django_db
@@ -792,3 +792,35 @@ def test_the_names_a_person_is_on_a_thread_under_are_carried_to_a_branch(client,
     sharing.thread_member_remove(thread=thread, member_id=ThreadMember.objects.get(thread=thread, user=mate).pk, by=owner)
     assert "mate can now view" in _share(client, thread, "mate").content.decode()
     assert _listed(_dialog_of(client, branch)) == ["mate"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("action, data", [("remove", {}), ("role", {"role": "editor"})])
+def test_a_dialog_opened_before_the_names_changes_no_one_by_a_members_id(client, thread, owner, django_user_model, action, data):
+    """A Share dialog rendered before its lines became names posted a member's
+    id to /share/<id>/remove/; read as a name's id (numbered apart), the
+    owner's Remove on alice's line removed bob, answered "Removed bob"."""
+    alice = django_user_model.objects.create_user(username="alice")
+    bob = django_user_model.objects.create_user(username="bob")
+    client.force_login(owner)
+    _share(client, thread, "alice")
+    _share(client, thread, "bob")
+    alices_member_id = ThreadMember.objects.get(thread=thread, user=alice).pk
+    alices_name = ThreadMember.objects.get(thread=thread, user=alice).names.get()
+    bobs_name = ThreadMember.objects.get(thread=thread, user=bob).names.get()
+    # Make the ids collide as after the migration that numbered names apart.
+    alices_name.delete()
+    alices_name.pk = 1000
+    alices_name.save(force_insert=True)
+    bobs_name.delete()
+    bobs_name.pk = alices_member_id
+    bobs_name.save(force_insert=True)
+
+    answer = client.post(f"/threads/{thread.pk}/share/{alices_member_id}/{action}/", data, **HTMX).content.decode()
+
+    assert sharing.DIALOG_FROM_BEFORE in answer
+    assert _listed(answer) == ["alice", "bob"]
+    assert _members(thread) == [("alice", "viewer", False), ("bob", "viewer", False)]
+    # A plain form (no JavaScript) is told the same, with nothing changed.
+    plain = client.post(f"/threads/{thread.pk}/share/{alices_member_id}/{action}/", data)
+    assert plain.status_code == 409 and _members(thread) == [("alice", "viewer", False), ("bob", "viewer", False)]

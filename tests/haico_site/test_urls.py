@@ -257,6 +257,10 @@ ROUTES: dict[str, Public | Account | Owned | StaffOnly] = {
     # The dialog's lines are the names the thread is shared under (docs/adr/0137).
     "conversations:share-role": Owned({**T, "pk": "membership_name"}, post={"role": "editor"}, level=Access.OWN),
     "conversations:share-remove": Owned({**T, "pk": "membership_name"}, post={}, level=Access.OWN),
+    # A dialog from before the names posts a member's id: refused, the list shown again.
+    "conversations:share-line-from-before": Owned(
+        {**T, "pk": "membership", "action": lambda w: "remove"}, post={}, level=Access.OWN, writes=False
+    ),
     "conversations:share-link-make": Owned(T, post={}, level=Access.OWN),
     "conversations:share-link-revoke": Owned(T, post={}, level=Access.OWN),
     # The read-only link: signed-in people only; a link that does not work is a 404
