@@ -629,6 +629,33 @@ async def test_a_branch_carries_the_plan_history_up_to_where_it_starts(owner, ot
     assert await database_sync_to_async(_plan_history)(thread) == source  # the source is only read
 
 
+def _artifact_times(thread):
+    return list(Artifact.objects.filter(thread=thread).order_by("id").values_list("title", "turn_index", "created_at"))
+
+
+async def test_a_branchs_artifacts_keep_the_times_they_were_made(owner, thread, script):
+    """The owner's branch lists each chart it starts with as made when the
+    source's agent made it, not when the branch was made, as its plan
+    history and turns keep their times; the branch's archive says so too."""
+    from conversations.archive import thread_archive
+
+    await _two_turns(thread, script)
+    made = {"First chart": timezone.now() - timedelta(days=3), "Second chart": timezone.now() - timedelta(days=2)}
+    for title, at in made.items():
+        await database_sync_to_async(Artifact.objects.filter(thread=thread, title=title).update)(created_at=at)
+
+    branch = await fork(source=thread, turn_index=2, user=owner)
+
+    assert await database_sync_to_async(_artifact_times)(branch) == [
+        ("First chart", 1, made["First chart"]),
+        ("Second chart", 2, made["Second chart"]),
+    ]
+    archived = await database_sync_to_async(lambda: thread_archive(Thread.objects.get(pk=branch.pk)))()
+    assert [(a["title"], a["at"]) for a in archived["workspace"]["artifacts"]] == [
+        (title, at.isoformat()) for title, at in made.items()
+    ]
+
+
 async def test_a_turn_cut_off_mid_step_leaves_the_thread_branchable_and_its_archive_importable(owner, thread, script):
     """A server that stops after its grace period cancels a turn in the
     middle of a tool call: the call keeps no result. The next turn runs (its

@@ -46,9 +46,11 @@ def workspace_copy(
         Preference(thread=thread, position=position, **preference) for position, preference in enumerate(workspace.preferences)
     )
     Todo.objects.bulk_create(Todo(thread=thread, position=position, **todo) for position, todo in enumerate(workspace.todos))
+    # Each dated when the source's turn made it, as the histories below keep
+    # their times (the panel and the branch's archive show it).
     Artifact.objects.bulk_create(
-        Artifact(thread=thread, artifact_type=a.artifact_type, title=a.title, payload=a.payload, turn_index=a.turn_index)
-        for a in Artifact.objects.filter(thread=source, turn_index__lte=through_turn).order_by("id")
+        Artifact(thread=thread, **row)
+        for row in Artifact.objects.filter(thread=source, turn_index__lte=through_turn).order_by("id").values(*_ARTIFACT_FIELDS)
     )
     # The changes that made the plan the branch starts from: those written
     # during turns 1..k and after them, before turn k+1 began (its snapshot
@@ -78,6 +80,7 @@ _REVISION_FIELDS = (
     "person_id",
     "person_username",
 )
+_ARTIFACT_FIELDS = ("artifact_type", "title", "payload", "turn_index", "created_at")
 _ANSWER_FIELDS = ("turn_index", "hunk", "decision", "created_at", "person_id", "person_username")
 _PLAN_FIELDS = ("action", "summary", "author", "token_name", "turn_index", "created_at", "person_id", "person_username")
 _OBJECTIVE_FIELDS = ("text", "author", "token_name", "turn_index", "created_at", "person_id", "person_username")
