@@ -140,7 +140,7 @@ Tables
 
 Past artifacts
 - list_artifacts: list earlier charts and tables, newest first, optionally by type.
-- get_artifact: fetch one earlier artifact by id, with its data, when you need to reason about its contents.
+- get_artifact: fetch one earlier artifact by id, with its data, when you need to reason about its contents. A long table or chart comes in parts of about 30000 characters: its 'part' line says which rows or points you have and the start to fetch next (a limit asks for fewer). Read on before you answer about the whole of it.
 
 Refer to a chart or table by its id and title. Never copy an artifact's data into the chat or the document unless the person asks for it, and do not recreate an artifact that already exists just to talk about it.
 

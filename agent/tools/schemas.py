@@ -264,5 +264,23 @@ class ListArtifactsArgs(BaseModel):
     limit: int = Field(default=20, ge=1, le=50, description="How many to list, newest first (1 to 50).")
 
 
+# The most rows or points one get_artifact call asks for; what it returns
+# is bounded by characters anyway (DOCUMENT_READ_MAX_CHARS, as a document read).
+ARTIFACT_READ_MAX_ITEMS = 10_000
+
+
 class GetArtifactArgs(BaseModel):
     artifact_id: int = Field(description="The artifact's id, as shown by list_artifacts or the latest-artifact line.")
+    start: int = Field(
+        default=0,
+        ge=0,
+        description="A table's first row or a chart's first point to return, counting from 0; "
+        "0 for the beginning, or the start the previous part named.",
+    )
+    limit: int | None = Field(
+        default=None,
+        ge=1,
+        le=ARTIFACT_READ_MAX_ITEMS,
+        description=f"How many rows or points at most (1 to {ARTIFACT_READ_MAX_ITEMS}); omit to get as many as "
+        f"fit in one read of about {DOCUMENT_READ_MAX_CHARS} characters.",
+    )

@@ -1,9 +1,12 @@
 """Charts, tables and past artifacts: payloads, persistence, turn tagging, failures."""
 
 import json
+import random
+import re
 
 import pytest
 
+from agent.tools.schemas import ARTIFACT_READ_MAX_ITEMS, DOCUMENT_READ_MAX_CHARS
 from conversations.services import thread_create
 from tests.agent.tools.helpers import call, db
 from workspace import selectors
@@ -182,8 +185,8 @@ async def test_the_model_is_not_sent_a_tables_rows_back(thread):
     envelope = json.dumps(result)
     assert len(envelope) < 400 and "Sample 1999" not in envelope
     assert result["summary"] == "Created a table titled 'Samples' with 2000 rows and 3 columns."
-    fetched = await call(thread, "get_artifact", artifact_id=result["artifact_id"])
-    assert json.loads(fetched["summary"])["payload"]["rows"][1999] == ["Sample 1999", 999.5, "site 1"]
+    fetched = await call(thread, "get_artifact", artifact_id=result["artifact_id"], start=1999)
+    assert json.loads(fetched["summary"])["payload"]["rows"] == [["Sample 1999", 999.5, "site 1"]]
 
 
 @pytest.mark.parametrize(
@@ -250,3 +253,105 @@ async def test_get_artifact_wrong_id_or_other_thread_fails(thread, other_user):
         }
     assert (await call(thread, "list_artifacts"))["summary"] == "(no artifacts yet)"
     assert await db(lambda: selectors.artifact_for(thread=other, artifact_id=theirs.pk).title) == "Secret"
+
+
+def _big_rows(n):
+    rnd = random.Random(2)
+    return [
+        [f'Item {i} ü "q"', rnd.choice(["North", "Süd", "東"]), round(rnd.uniform(0, 1e6), 2), rnd.random(), i % 2 == 0]
+        for i in range(n)
+    ]
+
+
+async def _read_all(thread, artifact_id, key):
+    """Read an artifact part by part as the model is told to; the items, the
+    parts and the largest result the model was sent."""
+    items, parts, largest, start = [], [], 0, 0
+    while True:
+        result = await call(thread, "get_artifact", artifact_id=artifact_id, start=start)
+        assert result["success"] is True, result
+        largest = max(largest, len(json.dumps(result, ensure_ascii=False)))
+        body = json.loads(result["summary"])
+        items += body["payload"][key]
+        parts.append(body.get("part"))
+        following = re.search(r"call get_artifact with start=(\d+)\.$", body.get("part") or "")
+        if following is None:
+            return items, parts, largest
+        start = int(following.group(1))
+
+
+async def test_a_10000_row_table_is_read_back_in_parts_of_a_document_reads_size(thread):
+    # Whole, it was some 650 000 characters (~160k tokens) in one tool result,
+    # which the context budget never trims from the turn that asked for it.
+    rows = _big_rows(10_000)
+    made = await call(thread, "data_table", title="All items", columns=["Name", "Region", "Revenue", "Share", "Even"], rows=rows)
+    items, parts, largest = await _read_all(thread, made["artifact_id"], "rows")
+    assert items == rows
+    assert largest <= DOCUMENT_READ_MAX_CHARS + 500
+    assert 20 <= len(parts) <= 40
+    first = int(re.match(r"Rows 0 to (\d+) of 10000 \(counting from 0\)\. ", parts[0]).group(1))
+    assert parts[0].endswith(f"{9999 - first} more follow: call get_artifact with start={first + 1}.")
+    assert parts[-1].endswith("of 10000 (counting from 0). That is the last.")
+    first_part = json.loads((await call(thread, "get_artifact", artifact_id=made["artifact_id"]))["summary"])
+    assert {k: v for k, v in first_part["payload"].items() if k != "rows"} == {
+        "title": "All items",
+        "description": "",
+        "columns": ["Name", "Region", "Revenue", "Share", "Even"],
+    }
+
+
+async def test_a_long_chart_is_read_back_in_parts_and_a_limit_asks_for_fewer(thread):
+    data = [{"name": f"t{i}", "a": i * 0.5, "b": (-1) ** i * i} for i in range(5000)]
+    made = await call(thread, "chart_generator", chart_type="line", title="Trend", data=data)
+    items, parts, largest = await _read_all(thread, made["artifact_id"], "data")
+    assert items == data and len(parts) > 1 and largest <= DOCUMENT_READ_MAX_CHARS + 500
+    assert parts[0].startswith("Points 0 to ")
+
+    some = json.loads((await call(thread, "get_artifact", artifact_id=made["artifact_id"], start=10, limit=3))["summary"])
+    assert some["payload"]["data"] == data[10:13]
+    assert some["payload"]["series"] == ["a", "b"]
+    assert some["part"] == "Points 10 to 12 of 5000 (counting from 0). 4987 more follow: call get_artifact with start=13."
+    last = json.loads((await call(thread, "get_artifact", artifact_id=made["artifact_id"], start=4999, limit=5))["summary"])
+    assert last["payload"]["data"] == data[4999:]
+    assert last["part"] == "Points 4999 to 4999 of 5000 (counting from 0). That is the last."
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ({"start": 3}, "start=3 is past the end: the table has 3 rows (0 to 2)."),
+        ({"start": 2**70}, f"start={2**70} is past the end: the table has 3 rows (0 to 2)."),
+        ({"start": -1}, "start: Input should be greater than or equal to 0"),
+        ({"limit": 0}, "limit: Input should be greater than or equal to 1"),
+        ({"limit": ARTIFACT_READ_MAX_ITEMS + 1}, f"limit: Input should be less than or equal to {ARTIFACT_READ_MAX_ITEMS}"),
+        ({"start": "second"}, "start: Input should be a valid integer"),
+    ],
+)
+async def test_a_part_past_the_end_or_a_wrong_start_or_limit_is_a_clear_error(thread, args, message):
+    made = await call(thread, "data_table", title="T", columns=["a"], rows=[[1], [2], [3]])
+    result = await call(thread, "get_artifact", artifact_id=made["artifact_id"], **args)
+    assert result["success"] is False
+    assert message in result["error"]
+    assert "Traceback" not in result["error"]
+
+
+async def test_an_imported_artifact_of_another_kind_is_read_whole_or_its_first_part(thread):
+    small = await db(
+        artifacts_services.artifact_create, thread=thread, artifact_type="timeline", title="S", payload={"x": 1}, turn_index=1
+    )
+    big = await db(
+        artifacts_services.artifact_create,
+        thread=thread,
+        artifact_type="document",
+        title="Notes",
+        payload={"content": "Zeile ü\n" * 20_000},
+        turn_index=1,
+    )
+    assert json.loads((await call(thread, "get_artifact", artifact_id=small.pk))["summary"])["payload"] == {"x": 1}
+    result = await call(thread, "get_artifact", artifact_id=big.pk)
+    body = json.loads(result["summary"])
+    assert len(json.dumps(result, ensure_ascii=False)) <= DOCUMENT_READ_MAX_CHARS + 500
+    assert body["payload_text"].startswith('{"content": "Zeile ü\\nZeile ü')
+    assert body["part"].startswith(f"The first {len(body['payload_text'])} of 180015 characters of the payload's JSON")
+    refused = await call(thread, "get_artifact", artifact_id=big.pk, start=5)
+    assert refused["success"] is False and "only a table's rows and a chart's points are read in parts" in refused["error"]

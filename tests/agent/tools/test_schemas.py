@@ -25,7 +25,7 @@ EXPECTED_ARGS = {
     "remove_preferences": {"indices"},
     "chart_generator": {"chart_type", "title", "description", "data", "x_axis_title", "y_axis_title", "style"},
     "list_artifacts": {"artifact_type", "limit"},
-    "get_artifact": {"artifact_id"},
+    "get_artifact": {"artifact_id", "start", "limit"},
     "data_table": {"title", "description", "columns", "rows"},
 }
 EXPECTED_REQUIRED = {
