@@ -23,6 +23,7 @@ from tests.support.fake_model import Reply, tool_call
 from workspace.models import (
     Artifact,
     Document,
+    DocumentRevision,
     Objective,
     Preference,
     Thread,
@@ -654,6 +655,20 @@ async def test_a_branchs_artifacts_keep_the_times_they_were_made(owner, thread, 
     assert [(a["title"], a["at"]) for a in archived["workspace"]["artifacts"]] == [
         (title, at.isoformat()) for title, at in made.items()
     ]
+
+
+async def test_a_branchs_document_was_last_changed_when_its_text_was_written(owner, thread, script):
+    """A branch whose text is the source's newest version says the document
+    was changed when that version was written (the agent reads the date, the
+    Word export states it), not at the fork."""
+    await _two_turns(thread, script)
+    written = timezone.now() - timedelta(days=2)
+    await database_sync_to_async(DocumentRevision.objects.filter(document__thread=thread).update)(created_at=written)
+
+    branch = await fork(source=thread, turn_index=2, user=owner)
+
+    document = await database_sync_to_async(Document.objects.get)(thread=branch)
+    assert (document.content, document.updated_at) == ("Person's text\n", written)
 
 
 async def test_a_turn_cut_off_mid_step_leaves_the_thread_branchable_and_its_archive_importable(owner, thread, script):

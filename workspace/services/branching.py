@@ -105,7 +105,11 @@ def _document_copy(*, thread: Thread, workspace: WorkspaceAfterTurn, source: Thr
         thread=thread, title=workspace.document_title, content=workspace.document_content, version=version
     )
     DocumentRevision.objects.bulk_create(DocumentRevision(document=document, **row) for row in history)
-    if not starts_there:
+    if starts_there:
+        # The text was last changed when its newest version was written, not
+        # at the fork (the agent reads the date; an export states it).
+        Document.objects.filter(pk=document.pk).update(updated_at=newest["created_at"])
+    else:
         DocumentRevision.objects.create(
             document=document,
             version=version,
