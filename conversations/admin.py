@@ -533,7 +533,12 @@ class ModerationActionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(BranchLink)
-class BranchLinkAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class BranchLinkAdmin(RecordsStaffReads, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Which thread branched from which, at which turn; a link's page shows
+    the reason the person gave for the branch (their own words), so opening
+    it is a read of the branch, recorded like the other rows' pages, and so
+    is a list of links searched or filtered (docs/adr/0050, 0137)."""
+
     list_display = ("thread", "parent", "branch_point_turn", "status", "created_at")
     list_filter = ("status",)
     # Not the reason: a person's own words (an imported archive carries any), and a hit
@@ -542,6 +547,10 @@ class BranchLinkAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     date_hierarchy = "created_at"
     list_select_related = ("thread", "parent")
     raw_id_fields = ("thread", "parent")
+
+    def read_of(self, obj):
+        # The branch's history: the reason was written for it, by whoever made it.
+        return obj.thread, f"Opened the link to the thread it branched from (turn {obj.branch_point_turn}) and its reason"
 
 
 @admin.register(Feedback)

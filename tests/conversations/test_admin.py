@@ -1159,3 +1159,65 @@ def test_the_branch_list_does_not_search_the_reasons_people_gave_for_their_branc
     # Titles and ids are searched as before.
     by_id = staff_client.get(_changelist(populated["branch"]), {"q": str(populated["branch"].thread_id)}).content.decode()
     assert _change(populated["branch"]) in by_id
+
+
+def test_staff_opening_a_branch_link_and_its_reason_is_a_recorded_read_of_the_branch(staff_client, staff, populated):
+    """The link's page shows the reason the person gave for the branch (their
+    own words); it left no trace, unlike every other page of a thread's content."""
+    link = populated["branch"]
+    before = ModerationAction.objects.count()
+
+    page = staff_client.get(_change(link))
+
+    assert page.status_code == 200 and "try another angle" in page.content.decode()
+    assert ModerationAction.objects.count() == before + 1
+    record = ModerationAction.objects.order_by("-pk").first()
+    detail = "Opened the link to the thread it branched from (turn 1) and its reason"
+    assert (record.thread_id, record.staff_user, record.action, record.detail) == (
+        link.thread_id,
+        staff,
+        ModerationAction.Action.VIEW_ADMIN,
+        detail,
+    )
+    # Listed in the branch's moderation history, where staff's changes are.
+    assert escape(detail) in staff_client.get(_change(link.thread)).content.decode()
+
+
+@pytest.mark.parametrize(
+    "query, how",
+    [
+        (lambda link: {"q": str(link.thread_id)}, "searched for “{q}”"),
+        (lambda link: {"q": str(link.parent_id)}, "searched for “{q}”"),
+        (lambda link: {"status__exact": "pending"}, "filtered"),
+    ],
+    ids=["searched-by-branch", "searched-by-parent", "filtered"],
+)
+def test_the_branch_list_searched_or_filtered_is_a_recorded_read_of_the_branches_it_shows(
+    staff_client, staff, populated, owner, query, how
+):
+    link = populated["branch"]
+    elsewhere = conversation_services.thread_create(owner=owner, title="Elsewhere")
+    other = BranchLink.objects.create(
+        thread=conversation_services.thread_create(owner=owner, title="Other fork"),
+        parent=elsewhere,
+        branch_point_turn=2,
+        status=BranchLink.Status.ACTIVE,
+    )
+    asked = query(link)
+
+    page = staff_client.get(_changelist(link), asked)
+
+    assert page.status_code == 200 and _change(link) in page.content.decode()
+    assert _change(other) not in page.content.decode()
+    detail = f"Listed its branch links ({how.format(q=asked.get('q'))})"
+    assert list(_reads().values_list("thread_id", "staff_user", "detail")) == [(link.thread_id, staff.pk, detail)]
+
+
+def test_the_whole_branch_list_of_many_threads_records_nothing(staff_client, populated, owner):
+    BranchLink.objects.create(
+        thread=conversation_services.thread_create(owner=owner, title="Other fork"),
+        parent=conversation_services.thread_create(owner=owner, title="Elsewhere"),
+        branch_point_turn=2,
+    )
+    assert staff_client.get(_changelist(populated["branch"])).status_code == 200
+    assert not _reads().exists()
