@@ -9,6 +9,7 @@ from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
 from agent.steps import Step, StepStatus
+from workspace import selectors as workspace_selectors
 from workspace.diff import diff_text
 from workspace.markdown import render_markdown
 from workspace.models import Thread
@@ -71,11 +72,6 @@ def turn_context(
     }
 
 
-# The document preview shows at most this many diff rows (changed lines and
-# the gaps between them); the summary above it says how much changes.
-APPROVAL_DIFF_ROWS = 80
-
-
 # What the card says when the change the person approved was not applied
 # in full (the row's approval "outcome", set by turns.run when the approved
 # call's step ends).
@@ -123,10 +119,19 @@ def approval_view(approval: TurnApproval | None, *, pending: bool) -> dict | Non
     }
     document = request.document
     if document is not None:
-        diff = diff_text(document.old, document.new)
-        view["diff"] = diff
-        view["diff_rows"] = diff.rows[:APPROVAL_DIFF_ROWS]
-        view["diff_more"] = len(diff.rows) > APPROVAL_DIFF_ROWS
+        if pending:
+            # Only a waiting card shows the preview, and only its first changes,
+            # bounded as the History's comparisons are (docs/adr/0138): the whole
+            # rewrite of a long document compared every line word by word, for a
+            # card that showed its first 80 rows. The preview is only a view: the
+            # request keeps both texts whole, and approving applies all of it.
+            view["diff"] = diff_text(
+                document.old,
+                document.new,
+                max_changes=workspace_selectors.DIFF_CHANGES_SHOWN,
+                max_lines=workspace_selectors.DIFF_LINES_SHOWN,
+                max_chars=workspace_selectors.DIFF_CHARS_SHOWN,
+            )
         if document.new_title and document.new_title != document.old_title:
             view["new_title"], view["old_title"] = document.new_title, document.old_title
     return view

@@ -65,3 +65,68 @@ def test_reasoning_steps_show_their_status_and_escape_what_the_model_wrote():
     assert fragments.step_result(4, 2, steps[1]).startswith(
         '<li id="turn-4-step-2" class="reasoning-step is-failed" hx-swap-oob="true">'
     )
+
+
+def _report(paragraphs: int, sentences: int, verb: str, *, between: str = "\n\n") -> str:
+    """A long report: `paragraphs` paragraphs of `sentences` sentences (about 75 characters each), each saying `verb`."""
+    return between.join(
+        " ".join(f"Sentence {k} of paragraph {n} {verb} what the study found about part {n}." for k in range(1, sentences + 1))
+        for n in range(1, paragraphs + 1)
+    )
+
+
+def _waiting_card(old: str, new: str) -> str:
+    from agent.approval_request import ApprovalRequest, DocumentChange
+    from conversations.turns.approval_record import TurnApproval
+
+    change = DocumentChange(old=old, new=new, old_title="Report", new_title="Report")
+    approval = TurnApproval(interrupt_id="i", request=ApprovalRequest(kind="document", summary="Replace", document=change))
+    view = fragments.approval_view(approval, pending=True)
+    return fragments.approval_card(fragments.turn_context(turn_index=1, user_message="hi", running=True, approval=view))
+
+
+def test_the_preview_of_a_rewrite_of_long_paragraphs_shows_their_first_lines_and_says_approving_makes_all_of_it():
+    """The card showed the first 80 rows of the comparison whatever their
+    length: the rewrite of a 199 000-character report of long paragraphs
+    was a card of about 400 KB (docs/adr/0138 bounds it as the History's)."""
+    old = _report(23, 128, "says", between="\n")
+    new = _report(23, 128, "claims, in other words,", between="\n")
+    assert len(old) > 198_000
+
+    card = _waiting_card(old, new)
+
+    assert "Preview of the document change:" in card and "in the lines shown" in card
+    assert "Sentence 1 of paragraph 1 says" in card and "Sentence 1 of paragraph 23 " not in card
+    assert "more lines of this change, not shown" in card
+    assert "Only part of the change is shown here: approving makes all of it." in card
+    assert len(card.encode()) < 60_000
+
+
+def test_the_preview_of_a_rewrite_of_every_paragraph_shows_the_first_changes_and_counts_the_rest():
+    old, new = _report(358, 8, "says"), _report(358, 8, "claims")
+    assert len(old) > 198_000
+
+    card = _waiting_card(old, new)
+
+    assert "Preview of the document change: the first 30 of 358 changes, 0 lines added, 0 removed, 30 changed" in card
+    assert "Sentence 1 of paragraph 30 <del>says</del><ins>claims</ins> what" in card
+    assert "Sentence 1 of paragraph 31 " not in card
+    assert "328 more changes after these (328 lines), not shown." in card and "approving makes all of it." in card
+
+
+def test_a_small_change_is_previewed_whole_and_an_answered_card_compares_nothing():
+    from agent.approval_request import ApprovalRequest, DocumentChange
+    from conversations.turns.approval_record import TurnApproval
+
+    old = _report(358, 8, "says")
+    new = old.replace("Sentence 3 of paragraph 50 says", "Sentence 3 of paragraph 50 claims")
+    card = _waiting_card(old, new)
+    assert "Preview of the document change: 0 lines added, 0 removed, 1 changed</summary>" in card
+    assert "Sentence 3 of paragraph 50 <del>says</del><ins>claims</ins>" in card
+    assert "approving makes all of it" not in card
+    # An answered card shows no preview: the comparison is not made for it.
+    change = DocumentChange(old=old, new=new)
+    answered = TurnApproval(
+        interrupt_id="i", request=ApprovalRequest(kind="document", summary="Replace", document=change), decision="approved"
+    )
+    assert fragments.approval_view(answered, pending=False)["diff"] is None
