@@ -17,6 +17,7 @@ from .events import Change
 from .markdown import render_markdown
 from .models import Document, Preference, Thread
 from .text import utf8_size
+from .text_splice import splice_from, utf16_units
 
 PANEL_TEMPLATES = {
     "objective": "workspace/panels/objective.html#panel",
@@ -197,10 +198,27 @@ def render_objective_patch(*, thread: Thread, reading: selectors.WorkspaceReadin
     return render_to_string("workspace/panels/objective.html#patch", context)
 
 
-def render_document_patch(*, thread: Thread, document: Document | None = None, document_html: str | None = None) -> str:
+# A patch for one page carries only the span of the text that differs from
+# the version that page holds, when it keeps at least this much of it.
+SPLICE_MIN_KEPT_CHARS = 1_000
+
+
+def render_document_patch(
+    *,
+    thread: Thread,
+    document: Document | None = None,
+    document_html: str | None = None,
+    since: tuple[int, str] | None = None,
+) -> str:
     """The document's new text and preview, and its review (docs/adr/0019),
     which static/js/document_editor.js shows whether or not the editor can take the text yet.
-    `document` and its preview `document_html`: as already read, else read."""
+    `document` and its preview `document_html`: as already read, else read.
+
+    `since`: the version the one page this answers holds, and its text. The
+    patch then carries the text as the span that differs from it (a restore
+    of a version close to the one shown keeps most of a long document,
+    which the answer sent again whole, docs/adr/0138); the page rebuilds it,
+    checks it, and reads the workspace again if it cannot."""
     if document is None:
         document = selectors.document_for(thread=thread)
     context = {
@@ -209,6 +227,17 @@ def render_document_patch(*, thread: Thread, document: Document | None = None, d
         "document_html": render_markdown(document.content) if document_html is None else document_html,
         "review": selectors.document_review(thread=thread),
     }
+    if since is not None:
+        splice = splice_from(since[1], document.content)
+        if splice.kept_head + splice.kept_tail >= SPLICE_MIN_KEPT_CHARS:
+            base = since[1]
+            context["splice"] = {
+                "since_version": since[0],
+                "kept_head": utf16_units(base[: splice.kept_head]),
+                "kept_tail": utf16_units(base[len(base) - splice.kept_tail :]),
+                "middle": splice.middle,
+                "crc32": splice.crc32,
+            }
     return render_to_string("workspace/panels/centre.html#document_patch", context)
 
 

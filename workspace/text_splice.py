@@ -37,3 +37,41 @@ class TextSplice:
         if zlib.crc32(text.encode("utf-8")) != self.crc32:
             raise InvalidInput(CHANGE_DID_NOT_FIT)
         return text
+
+
+def _common_head(a: str, b: str) -> int:
+    # Halving on slice comparisons (done in C): a 199 000-character text in
+    # about 18 comparisons rather than a Python loop over every character.
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _common_tail(a: str, b: str, most: int) -> int:
+    low, high = 0, most
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[len(a) - mid :] == b[len(b) - mid :]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def splice_from(base: str, text: str) -> TextSplice:
+    """`text` as the one span it changed in `base`: what a page that holds
+    `base` needs to rebuild it (a restore's answer, docs/adr/0138)."""
+    head = _common_head(base, text)
+    tail = _common_tail(base, text, min(len(base), len(text)) - head)
+    return TextSplice(head, tail, text[head : len(text) - tail], zlib.crc32(text.encode("utf-8")))
+
+
+def utf16_units(text: str) -> int:
+    """`text`'s length as the page counts it (a character beyond the Basic
+    Multilingual Plane is two units there)."""
+    return len(text.encode("utf-16-le")) // 2

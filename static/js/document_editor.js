@@ -1117,7 +1117,31 @@
     }
   }
 
+  // A restore's answer carries only the span of the text that differs
+  // from the version this page restored from (workspace/panels.py
+  // render_document_patch, docs/adr/0138): rebuilt on that version's text,
+  // which the editor holds acknowledged, and checked by the CRC-32 of the
+  // whole. False when this page no longer holds that version.
+  function wholeText(form, patch) {
+    if (!patch.hasAttribute("data-since-version")) return true;
+    var acked = editorState(form).acked;
+    var since = parseInt(patch.getAttribute("data-since-version"), 10);
+    if (acked.version !== since || acked.fromText) return false;
+    var base = acked.content;
+    var head = parseInt(patch.getAttribute("data-kept-head"), 10);
+    var tail = parseInt(patch.getAttribute("data-kept-tail"), 10);
+    if (!(head >= 0 && tail >= 0 && head + tail <= base.length)) return false;
+    var field = patch.content.querySelector("textarea");
+    var text = base.slice(0, head) + field.value + base.slice(base.length - tail);
+    if (crc32(text) !== parseInt(patch.getAttribute("data-crc32"), 10)) return false;
+    field.value = text;
+    patch.removeAttribute("data-since-version");
+    return true;
+  }
+
   function applyDocumentPatch(form, patch) {
+    // Not the version it was cut for: the workspace is read again whole.
+    if (!wholeText(form, patch)) return HAICO.resync();
     var text = templateText(patch);
     putText(form, text.title, text.content);
     acknowledge(form, parseInt(patch.getAttribute("data-version"), 10), text.title, text.content);

@@ -15,9 +15,11 @@ from .helpers import (
     TURN_WAIT_MS,
     delay_document_saves,
     document_text,
+    long_document,
     model_env,
     new_thread_for,
     save_document_now,
+    stored_document,
     thread_id_from,
     type_after,
     wait_for_socket,
@@ -177,3 +179,54 @@ def test_the_chat_bubble_and_the_history_name_the_person_after_a_turn_and_an_edi
     page.reload()
     wait_for_socket(page)
     expect(page.get_by_role("region", name="Chat").locator("#turn-1 .bubble-user .bubble-author")).to_have_text("Hedy Lamarr")
+
+
+def test_restoring_a_version_close_to_the_one_shown_puts_the_whole_text_back_from_the_part_that_differs(
+    new_page, start_haico_server, model_server
+):
+    """The answer carries only the span that differs from the version the
+    page holds (docs/adr/0138); the page rebuilds the long report around it,
+    characters of two UTF-16 units and all, and goes on from it."""
+    server = start_haico_server(model_env(model_server))
+    page = new_page()
+    # The restore's own push of the new version is lost on its way: the answer alone brings it.
+    dropping = {"on": False}
+
+    def route(ws):
+        to_server = ws.connect_to_server()
+
+        def from_server(message):
+            if not (dropping["on"] and isinstance(message, str) and 'data-live-patch="document"' in message):
+                ws.send(message)
+
+        to_server.on_message(from_server)
+        ws.on_message(lambda message: to_server.send(message))
+
+    page.route_web_socket("**/ws/threads/**", route)
+    url = new_thread_for(page, server.url, "hedy")
+    wait_for_socket(page)
+    report = "🇫🇷 👩‍👩‍👧 " + long_document(40_000)
+    edited = report.replace("Paragraph 100.2 weighs it.", "Paragraph 100.2 weighs it again, and differently 👍.")
+    save_document_now(page, report)  # version 1
+    save_document_now(page, edited)  # version 2
+    document = page.get_by_role("region", name="Document")
+    document.get_by_role("button", name="History", exact=True).click()
+    history = page.get_by_role("region", name="Document history")
+
+    dropping["on"] = True
+    with page.expect_response(lambda response: "/document/history/restore/" in response.url) as answered:
+        history.get_by_role("button", name="Restore version 1").click()
+
+    body = answered.value.text()
+    assert 'data-since-version="2"' in body
+    assert body.count("Paragraph 1.1 of the report says") == 1  # in the preview, not the text again
+    expect(history.get_by_role("status")).to_have_text("Version 1 restored as version 3.")
+    expect(document_text(page)).to_have_value(report)
+    expect(page.locator("#doc-preview")).to_contain_text("Paragraph 100.2 weighs it.")
+    assert stored_document(server, thread_id_from(url)) == report
+    # The editor goes on from the restored text: the next save is version 4.
+    type_after(page, "Paragraph 3.2 weighs it.", " Again.")
+    expect(document.locator("input[name=base_version]")).to_have_value("4", timeout=AUTOSAVE_WAIT_MS)
+    assert stored_document(server, thread_id_from(url)) == report.replace(
+        "Paragraph 3.2 weighs it.", "Paragraph 3.2 weighs it. Again."
+    )

@@ -338,7 +338,14 @@ def document_restore(request, thread_id):
     message = f"Version {version} restored as version {saved.document.version}."
     if saved.merged:
         message = f"Version {version} restored as version {saved.document.version}, merged with the changes saved meanwhile."
-    return HttpResponse(_history_html(request, thread, message=message) + panels.render_document_patch(thread=thread))
+    # The page holds the version it restored from (its base): the answer
+    # carries only what differs from that text (docs/adr/0138).
+    base = form.cleaned_data["base_version"]
+    shown = selectors.document_version_text(thread=thread, version=base) if base is not None else None
+    since = (base, shown[1]) if shown is not None else None
+    return HttpResponse(
+        _history_html(request, thread, message=message) + panels.render_document_patch(thread=thread, since=since)
+    )
 
 
 # --- the review of an agent turn's changes: Keep / Undo per hunk (docs/adr/0019) -----------

@@ -657,3 +657,57 @@ def test_restoring_the_first_version_of_a_rewritten_long_document_answers_with_i
     assert "Paragraph 1: the <del>term</del><ins>word</ins> 1 and" in html
     assert "more lines of this change, not shown" in html and "Paragraph 1799: the <del>" not in html
     assert len(html) < len(render_document_patch(thread=thread)) + 60_000
+
+
+def _patch_text(html: str) -> tuple[dict[str, str], str]:
+    """The restore answer's document patch: its template's attributes and its textarea's text (as the page reads it)."""
+    import re
+    from html import unescape
+
+    template = re.search(r'<template data-live-patch="document"([^>]*)>', html)
+    attributes = dict(re.findall(r'([\w-]+)="([^"]*)"', template.group(1)))
+    text = re.search(r'<textarea name="content">\n(.*?)</textarea>', html, re.DOTALL).group(1)
+    return attributes, unescape(text)
+
+
+def _as_the_page_rebuilds_it(base: str, attributes: dict[str, str], middle: str) -> str:
+    """static/js/document_editor.js wholeText: offsets in UTF-16 units, as the page counts."""
+    import zlib
+
+    units = base.encode("utf-16-le")
+    head, tail = int(attributes["data-kept-head"]) * 2, int(attributes["data-kept-tail"]) * 2
+    text = units[:head].decode("utf-16-le") + middle + units[len(units) - tail :].decode("utf-16-le")
+    assert zlib.crc32(text.encode("utf-8")) == int(attributes["data-crc32"])
+    return text
+
+
+def test_restoring_a_version_close_to_the_one_shown_answers_with_the_part_of_the_text_that_differs(owner_client, thread):
+    """The answer carried the whole 199 000-character text again for one
+    paragraph that differs from what the page holds: now only that span,
+    which the page puts between the parts it keeps of its own text."""
+    before = "🇫🇷 👩‍👩‍👧 " + _chapter(1, by_the_agent=False)[:198_000]
+    after = before.replace("Paragraph 900: the word 900", "Paragraph 900: the term 900, reworded")
+    document_services.document_save(thread=thread, title="Chapter", content=before)
+    document_services.document_save(thread=thread, content=after, base_version=1)
+
+    response = owner_client.post(ws_url(thread, RESTORE), {"version": 1, "base_version": 2}, **HTMX)
+
+    html = response.content.decode()
+    assert "Version 1 restored as version 3." in html and _doc(thread).content == before
+    attributes, middle = _patch_text(html)
+    assert attributes["data-version"] == "3" and attributes["data-since-version"] == "2"
+    assert len(middle) < 40
+    assert _as_the_page_rebuilds_it(after, attributes, middle) == before
+    # The text is no longer in the answer twice over (its preview still is, which the page shows).
+    assert len(html.encode()) < len(before) + 30_000
+
+
+def test_restoring_a_version_far_from_the_one_shown_answers_with_the_whole_text(owner_client, thread):
+    before, after = _chapter(1, by_the_agent=False), _chapter(1, by_the_agent=True)
+    document_services.document_save(thread=thread, title="Chapter", content=before)
+    document_services.document_save(thread=thread, content=after, base_version=1)
+
+    html = owner_client.post(ws_url(thread, RESTORE), {"version": 1, "base_version": 2}, **HTMX).content.decode()
+
+    attributes, text = _patch_text(html)
+    assert "data-since-version" not in attributes and text == before
