@@ -173,6 +173,21 @@ def _budgeted(block: list[DiffLine], lines_left: float, chars_left: float) -> li
     return kept
 
 
+def _reach_within(old: list[str], new: list[str], chars_left: float) -> int:
+    """How many of a change's lines can be shown in `chars_left` characters:
+    the row of a line pair holds at least the longer of the two (a line
+    compared word by word holds both), so lines past that many are never
+    shown, and need not be compared. One more than fit, and at least one,
+    so the budget, not this count, decides where the change is cut."""
+    reach, used = 0, 0
+    for k in range(max(len(old), len(new))):
+        reach += 1
+        used += max(len(old[k]) if k < len(old) else 0, len(new[k]) if k < len(new) else 0)
+        if used > chars_left:
+            break
+    return max(reach, 1)
+
+
 def diff_text(
     old: str,
     new: str,
@@ -217,6 +232,8 @@ def diff_text(
             continue
         # Only as many lines as can be shown are compared (word by word, the costly part).
         reach = int(min(max(i2 - i1, j2 - j1), max(lines_left, 1)))
+        if max_chars is not None:
+            reach = _reach_within(a[i1 : i1 + reach], b[j1 : j1 + reach], chars_left)
         block = (
             _changed_block(a[i1 : i1 + reach], b[j1 : j1 + reach], i1, j1)
             if tag == "replace"
