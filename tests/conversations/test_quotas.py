@@ -84,9 +84,11 @@ async def test_a_turn_over_the_daily_limit_is_refused_naming_the_limit_and_the_r
     await socket.send_to(text_data=_send("Draft the introduction"))
     html = await socket.receive_from(timeout=5)
     assert 'id="chat-notice"' in html
-    # "in 3 h 12 min"; "in 12 h" on the hour; "in 40 min" in the day's last hour.
+    # "in 3 h 12 min"; "in 12 h" on the hour; "in 40 min" in the day's last hour;
+    # "in 1 day" in its first minute (run just after midnight).
     match = re.search(
-        r"You have used your 100 000 tokens for today; the limit resets at 00:00 UTC \(in (\d+ h( \d+ min)?|\d+ min)\)\.", html
+        r"You have used your 100 000 tokens for today; the limit resets at 00:00 UTC \(in (\d+ h( \d+ min)?|\d+ min|1 day)\)\.",
+        html,
     )
     assert match, html
     # Nothing is stored and no ack clears the box: the typed message stays there.
