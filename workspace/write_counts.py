@@ -42,9 +42,10 @@ def _select(vendor: str, with_objective: bool) -> str:
 
 
 @functools.cache
-def _update(vendor: str, surfaces: tuple[str, ...]) -> str:
+def _update(vendor: str, surfaces: tuple[str, ...], returning: bool) -> str:
     raised = "".join(f", {column} = {column} + 1" for column in (_column(Thread, Thread.WRITE_COUNTS[s]) for s in surfaces))
-    return f"UPDATE {_table(Thread)} SET {_column(Thread, 'last_activity_at')} = %s{raised} WHERE {_column(Thread, 'id')} = %s"
+    update = f"UPDATE {_table(Thread)} SET {_column(Thread, 'last_activity_at')} = %s{raised} WHERE {_column(Thread, 'id')} = %s"
+    return update + (f" RETURNING {_column(Thread, 'turn_index')}" if returning else "")
 
 
 def _thread_key(thread_id):
@@ -63,10 +64,16 @@ def read(thread_id, *, with_objective: bool = False) -> tuple:
     return row
 
 
-def raise_counts(thread_id, surfaces) -> None:
+def raise_counts(thread_id, surfaces) -> int | None:
     """Mark the thread active now and count one write of each of `surfaces`
-    that has a count, in the caller's transaction."""
+    that has a count, in the caller's transaction. Returns the thread's turn
+    counter as the same statement left it (None where the database cannot
+    return it, or the thread is gone): the history row the caller writes
+    next takes it from here instead of reading it again (docs/adr/0140)."""
     counted = tuple(surface for surface in Thread.WRITE_COUNTS if surface in surfaces)
     now = Thread._meta.get_field("last_activity_at").get_db_prep_value(timezone.now(), connection)
+    returning = connection.features.can_return_columns_from_insert
     with connection.cursor() as cursor:
-        cursor.execute(_update(connection.vendor, counted), [now, _thread_key(thread_id)])
+        cursor.execute(_update(connection.vendor, counted, returning), [now, _thread_key(thread_id)])
+        row = cursor.fetchone() if returning else None
+    return None if row is None else row[0]

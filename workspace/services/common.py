@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 
-from django.db.models import F
+from django.db.models import F, Subquery
 
 from .. import write_counts
 from ..events import Change, announce
@@ -23,18 +23,22 @@ class BatchResult:
     updated: dict[int, tuple] = field(default_factory=dict)
 
 
-def touch(thread_id, *surfaces: str) -> None:
+def touch(thread_id, *surfaces: str) -> int | None:
     """Mark the thread active now (the thread list's order), and count a
     write of each of `surfaces` the prompt reads (Thread.WRITE_COUNTS), in
     the caller's transaction. By id, so a row's `thread_id` will do:
-    `row.thread` would load the thread only to read its pk."""
-    write_counts.raise_counts(thread_id, surfaces)
+    `row.thread` would load the thread only to read its pk. Returns the
+    thread's turn counter as this write left it (write_counts.raise_counts;
+    None if it could not be had)."""
+    return write_counts.raise_counts(thread_id, surfaces)
 
 
-def changed(thread_id, surface: str, ids=(), *, reordered: bool = False) -> None:
-    """Touch the thread, count the write, and announce the change (after commit)."""
-    touch(thread_id, surface)
+def changed(thread_id, surface: str, ids=(), *, reordered: bool = False) -> int | None:
+    """Touch the thread, count the write, and announce the change (after
+    commit). Returns the thread's turn counter, as `touch`."""
+    counter = touch(thread_id, surface)
     announce(Change(thread_id=thread_id, surface=surface, ids=frozenset(ids), reordered=reordered))
+    return counter
 
 
 def rewritten(thread_id) -> None:
@@ -42,3 +46,12 @@ def rewritten(thread_id) -> None:
     whole (a branch's copy, an archive's restore), not announced piece by
     piece. The thread's activity time is left as it is (an import keeps its own)."""
     Thread.objects.filter(pk=thread_id).update(**{count: F(count) + 1 for count in Thread.WRITE_COUNTS.values()})
+
+
+def turn_counter(thread_id, counter: int | None):
+    """The value of a history row's `turn_index`: the thread's counter as
+    the caller's own write counting statement returned it (`changed`), or,
+    where it could not, read inside the row's INSERT (docs/adr/0140)."""
+    if counter is not None:
+        return counter
+    return Subquery(Thread.objects.filter(pk=thread_id).order_by().values("turn_index")[:1])

@@ -6,13 +6,12 @@ shows each value once, by whom and when, not only what a turn started with."""
 from collections.abc import Collection
 
 from django.db import transaction
-from django.db.models import Subquery
 
 from .. import people
 from ..errors import ObjectiveChanged
 from ..models import OBJECTIVE_MAX_CHARS, Objective, ObjectiveRevision, Thread
 from ..text import as_a_page_reads_it, clean_text
-from .common import changed
+from .common import changed, turn_counter
 
 Author = ObjectiveRevision.Author
 
@@ -49,17 +48,17 @@ def objective_set(
     else:
         objective.text = text
         objective.save(update_fields=["text", "updated_at"])
+    # The counter as it is now (the caller's row may be older): during
+    # turn N, or after it, as the write's own counting statement returns it.
+    counter = changed(thread.pk, "objective")
     ObjectiveRevision.objects.create(
         thread=thread,
         text=text,
         author=author,
         token_name=token_name,
-        # The counter as it is now (the caller's row may be older): during
-        # turn N, or after it. Read inside the INSERT: one statement.
-        turn_index=Subquery(Thread.objects.filter(pk=thread.pk).order_by().values("turn_index")[:1]),
+        turn_index=turn_counter(thread.pk, counter),
         **people.by(person),
     )
-    changed(thread.pk, "objective")
     return objective
 
 

@@ -14,7 +14,6 @@ where the step already was) records nothing."""
 from collections.abc import Mapping, Sequence
 
 from django.db import transaction
-from django.db.models import Subquery
 from django.utils import timezone
 
 from .. import people, plan_tree
@@ -24,7 +23,7 @@ from ..indices import index_as_shown
 from ..models import TODO_TEXT_MAX_CHARS, PlanChange, Thread, Todo
 from ..selectors import PLAN_ORDER
 from ..text import as_a_page_reads_it, clean_text
-from .common import BatchResult, changed
+from .common import BatchResult, changed, turn_counter
 
 Author = PlanChange.Author
 Action = PlanChange.Action
@@ -56,17 +55,17 @@ def _sub_steps(n: int) -> str:
     return "its sub-step" if n == 1 else f"its {n} sub-steps"
 
 
-def _record(thread_id, action: str, summary: str, *, author: str, token_name: str, person) -> None:
-    """One row of the plan's history, and its announcement (after commit)."""
+def _record(counter, thread_id, action: str, summary: str, *, author: str, token_name: str, person) -> None:
+    """One row of the plan's history, and its announcement (after commit).
+    `counter`: the thread's turn counter as the change's own `changed`
+    returned it (the caller's thread row may be older)."""
     entry = PlanChange.objects.create(
         thread_id=thread_id,
         action=action,
         summary=summary,
         author=author,
         token_name=token_name,
-        # The counter as it is now, read inside the INSERT (the caller's
-        # thread row may be older): one statement per change.
-        turn_index=Subquery(Thread.objects.filter(pk=thread_id).order_by().values("turn_index")[:1]),
+        turn_index=turn_counter(thread_id, counter),
         **people.by(person),
     )
     announce(Change(thread_id=thread_id, surface="plan_history", ids=frozenset({entry.pk})))
@@ -135,11 +134,11 @@ def _rearrange(
     subtree = todos[i : plan_tree.subtree_end(depths, i)]
     now = plan_tree.outline_numbers(layout.depths)[layout.order.index(i)]
     _write([todos[j] for j in layout.order], layout.depths)
-    changed(todo.thread_id, "plan", [t.pk for t in subtree], reordered=True)
+    counter = changed(todo.thread_id, "plan", [t.pk for t in subtree], reordered=True)
     if layout.order == list(range(len(todos))) and layout.depths == depths:
         return  # dropped where it already was: nothing for the history
     what = MOVE_WORDING[verb].format(name=_quoted(todos[i].text))
-    _record(todo.thread_id, Action.MOVED, f"{what}: {was} → {now}", **by)
+    _record(counter, todo.thread_id, Action.MOVED, f"{what}: {was} → {now}", **by)
 
 
 def _by(author: str, token_name: str, person) -> dict:
@@ -166,9 +165,9 @@ def todo_add(
         raise InvalidInput(plan_tree.TOO_DEEP)
     todo = Todo(thread=thread, text=text)
     _write(todos[:insert_at] + [todo] + todos[insert_at:], depths[:insert_at] + [depth] + depths[insert_at:])
-    changed(thread.pk, "plan", [todo.pk])
+    counter = changed(thread.pk, "plan", [todo.pk])
     under = "" if parent_row is None else f" under {_quoted(todos[parent_row].text)}"
-    _record(thread.pk, Action.ADDED, f"Added {_quoted(text)}{under}", **_by(author, token_name, person))
+    _record(counter, thread.pk, Action.ADDED, f"Added {_quoted(text)}{under}", **_by(author, token_name, person))
     return todo
 
 
@@ -216,11 +215,11 @@ def todos_add_outline(
         todos[:insert_at] + created + todos[insert_at:],
         depths[:insert_at] + [base + d for _, d in cleaned] + depths[insert_at:],
     )
-    changed(thread.pk, "plan", [t.pk for t in created])
+    counter = changed(thread.pk, "plan", [t.pk for t in created])
     names = [_quoted(text) for text, _ in cleaned]
     what = f"Added {names[0]}" if len(names) == 1 else f"Added {_steps(len(names))}: {_listed(names)}"
     under = "" if parent is None else f" under {_quoted(todos[parent].text)}"
-    _record(thread.pk, Action.ADDED, what + under, **_by(author, token_name, person))
+    _record(counter, thread.pk, Action.ADDED, what + under, **_by(author, token_name, person))
     return created
 
 
@@ -251,10 +250,14 @@ def todo_update_text(
         )
     todo.text = text
     todo.save(update_fields=["text", "updated_at"])
-    changed(todo.thread_id, "plan", [todo.pk])
+    counter = changed(todo.thread_id, "plan", [todo.pk])
     if text != current:
         _record(
-            todo.thread_id, Action.RENAMED, f"Renamed {_quoted(current)} to {_quoted(text)}", **_by(author, token_name, person)
+            counter,
+            todo.thread_id,
+            Action.RENAMED,
+            f"Renamed {_quoted(current)} to {_quoted(text)}",
+            **_by(author, token_name, person),
         )
     return todo
 
@@ -264,10 +267,10 @@ def todo_set_done(*, todo: Todo, done: bool, author: str = Author.SYSTEM, token_
     text, was_done = _current(todo)
     todo.done = bool(done)
     todo.save(update_fields=["done", "updated_at"])
-    changed(todo.thread_id, "plan", [todo.pk])
+    counter = changed(todo.thread_id, "plan", [todo.pk])
     if todo.done != was_done:
         action, verb = (Action.TICKED, "Ticked") if todo.done else (Action.UNTICKED, "Unticked")
-        _record(todo.thread_id, action, f"{verb} {_quoted(text)}", **_by(author, token_name, person))
+        _record(counter, todo.thread_id, action, f"{verb} {_quoted(text)}", **_by(author, token_name, person))
     return todo
 
 
@@ -281,9 +284,9 @@ def todo_delete(*, todo: Todo, author: str = Author.SYSTEM, token_name: str = ""
     doomed = todos[i:end]
     Todo.objects.filter(pk__in=[t.pk for t in doomed]).delete()
     _write(todos[:i] + todos[end:], depths[:i] + depths[end:])
-    changed(todo.thread_id, "plan", [t.pk for t in doomed], reordered=True)
+    counter = changed(todo.thread_id, "plan", [t.pk for t in doomed], reordered=True)
     summary = f"Removed {_quoted(doomed[0].text)}" + (f" and {_sub_steps(len(doomed) - 1)}" if len(doomed) > 1 else "")
-    _record(todo.thread_id, Action.REMOVED, summary, **_by(author, token_name, person))
+    _record(counter, todo.thread_id, Action.REMOVED, summary, **_by(author, token_name, person))
     return len(doomed)
 
 
@@ -471,7 +474,7 @@ def todos_toggle_by_index(
         shown_text = steps_shown.get(todo.pk, (todo.text, todo.done))[0] if steps_shown is not None else todo.text
         result.updated[todo.pk] = (shown_text, todo.done)
         result.done.append(f"{numbers[todo.pk]} '{todo.text}' marked {'done' if todo.done else 'not done'}")
-    changed(thread.pk, "plan", [t.pk for t in targets])
+    counter = changed(thread.pk, "plan", [t.pk for t in targets])
     ticked = [_quoted(t.text) for t in targets if t.done]
     unticked = [_quoted(t.text) for t in targets if not t.done]
     if ticked and unticked:
@@ -480,7 +483,7 @@ def todos_toggle_by_index(
         action, summary = Action.TICKED, f"Ticked {_listed(ticked)}"
     else:
         action, summary = Action.UNTICKED, f"Unticked {_listed(unticked)}"
-    _record(thread.pk, action, summary, **_by(author, token_name, person))
+    _record(counter, thread.pk, action, summary, **_by(author, token_name, person))
     return result
 
 
@@ -534,12 +537,18 @@ def todos_update_by_index(
         result.done.append(f"rewrote step to '{todo.text}'")
     if not written:
         return result
-    changed(thread.pk, "plan", [t.pk for t in written])
+    counter = changed(thread.pk, "plan", [t.pk for t in written])
     if renames:
         listed = "; ".join(renames[:PLAN_SUMMARY_MAX_STEPS])
         more = len(renames) - PLAN_SUMMARY_MAX_STEPS
         summary = f"Renamed {listed}" if len(renames) == 1 else f"Renamed {_steps(len(renames))}: {listed}"
-        _record(thread.pk, Action.RENAMED, summary + (f" and {more} more" if more > 0 else ""), **_by(author, token_name, person))
+        _record(
+            counter,
+            thread.pk,
+            Action.RENAMED,
+            summary + (f" and {more} more" if more > 0 else ""),
+            **_by(author, token_name, person),
+        )
     return result
 
 
@@ -586,7 +595,7 @@ def todos_remove_by_index(
         return result
     Todo.objects.filter(pk__in=gone).delete()
     _write(todos, _depths(todos))
-    changed(thread.pk, "plan", gone, reordered=True)
+    counter = changed(thread.pk, "plan", gone, reordered=True)
     summary = f"Removed {names[0]}" if len(names) == 1 else f"Removed {_steps(len(names))}: {_listed(names)}"
-    _record(thread.pk, Action.REMOVED, summary, **_by(author, token_name, person))
+    _record(counter, thread.pk, Action.REMOVED, summary, **_by(author, token_name, person))
     return result
