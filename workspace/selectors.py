@@ -783,6 +783,30 @@ def workspace_reading_kept(*, thread: Thread, expected: Collection[str] = ()) ->
         return None  # deleted meanwhile: the patches read what is left, as before
 
 
+def plan_written(thread_id, counts: tuple[int, ...], steps: list[PlanStep]) -> None:
+    """A plan write committed: `counts`, the thread's write counts as its
+    own counting statement left them (write_counts.raise_counts), `steps`
+    the plan it left, as `plan_steps` would read it. Where this process
+    keeps a reading of the thread whose plan is the one just before (its
+    plan count one less), that reading takes `steps` at the new count, so
+    the write's live patches and the next prompt need not read the plan
+    again. The count proves it: every plan write raises it in its own
+    transaction, so one more means no other plan write committed between
+    the kept plan and this one; a write after it counts after it
+    (docs/adr/0140). Otherwise the kept reading is left as it is, to be
+    read again by its counts."""
+    plan = list(Thread.WRITE_COUNTS).index("plan")
+    with _current_readings_lock:
+        kept = _current_readings.get(thread_id)
+        if kept is None or kept[0][plan] != counts[plan] - 1:
+            return
+        kept_counts, reading = kept
+        _current_readings[thread_id] = (
+            (*kept_counts[:plan], counts[plan], *kept_counts[plan + 1 :]),
+            replace(reading, todos=steps),
+        )
+
+
 def _keep(thread_id, counts: tuple[int, ...], reading: WorkspaceReading) -> None:
     with _current_readings_lock:
         _current_readings[thread_id] = (counts, reading)

@@ -10,7 +10,7 @@ table follows.
 from __future__ import annotations
 
 import functools
-from typing import cast
+from typing import NamedTuple, cast
 
 from django.db import connection, models
 from django.utils import timezone
@@ -45,7 +45,10 @@ def _select(vendor: str, with_objective: bool) -> str:
 def _update(vendor: str, surfaces: tuple[str, ...], returning: bool) -> str:
     raised = "".join(f", {column} = {column} + 1" for column in (_column(Thread, Thread.WRITE_COUNTS[s]) for s in surfaces))
     update = f"UPDATE {_table(Thread)} SET {_column(Thread, 'last_activity_at')} = %s{raised} WHERE {_column(Thread, 'id')} = %s"
-    return update + (f" RETURNING {_column(Thread, 'turn_index')}" if returning else "")
+    if not returning:
+        return update
+    counts = ", ".join(_column(Thread, name) for name in Thread.WRITE_COUNTS.values())
+    return f"{update} RETURNING {_column(Thread, 'turn_index')}, {counts}"
 
 
 def _thread_key(thread_id):
@@ -64,16 +67,24 @@ def read(thread_id, *, with_objective: bool = False) -> tuple:
     return row
 
 
-def raise_counts(thread_id, surfaces) -> int | None:
+class Counted(NamedTuple):
+    """The thread as a write's counting statement left it."""
+
+    turn_index: int
+    counts: tuple[int, ...]  # in Thread.WRITE_COUNTS' order
+
+
+def raise_counts(thread_id, surfaces) -> Counted | None:
     """Mark the thread active now and count one write of each of `surfaces`
     that has a count, in the caller's transaction. Returns the thread's turn
-    counter as the same statement left it (None where the database cannot
-    return it, or the thread is gone): the history row the caller writes
-    next takes it from here instead of reading it again (docs/adr/0140)."""
+    counter and write counts as the same statement left them (None where
+    the database cannot return them, or the thread is gone): the history
+    row the caller writes next takes the counter from here instead of
+    reading it again, and a plan write its count (docs/adr/0140)."""
     counted = tuple(surface for surface in Thread.WRITE_COUNTS if surface in surfaces)
     now = Thread._meta.get_field("last_activity_at").get_db_prep_value(timezone.now(), connection)
     returning = connection.features.can_return_columns_from_insert
     with connection.cursor() as cursor:
         cursor.execute(_update(connection.vendor, counted, returning), [now, _thread_key(thread_id)])
         row = cursor.fetchone() if returning else None
-    return None if row is None else row[0]
+    return None if row is None else Counted(row[0], tuple(row[1:]))

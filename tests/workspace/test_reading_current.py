@@ -48,14 +48,41 @@ def test_an_unchanged_workspace_is_confirmed_with_one_statement(workspace, no_li
     assert len(queries.captured_queries) == 1
 
 
-def test_after_a_plan_tick_only_the_plan_is_read_again(workspace, no_listeners):  # noqa: F811
+def test_after_a_plan_tick_the_plan_it_wrote_is_kept_and_confirmed_by_the_counts(workspace, no_listeners):  # noqa: F811
+    """The tick leaves its plan as the kept reading's, at the count its own
+    statement returned: nothing is read again but the counts (docs/adr/0140)."""
     thread = workspace["thread"]
     workspace_reading_current(thread=thread)
     plan_services.todos_toggle_by_index(thread=thread, indices=[1])
     with CaptureQueriesContext(connection) as queries:
         reading = workspace_reading_current(thread=thread)
     assert [step.done for step in reading.todos] == [True, False, False]
+    assert len(queries.captured_queries) == 1
+    assert reading == workspace_reading_for(thread=thread)
+
+
+def test_a_tick_after_a_plan_write_the_kept_reading_missed_reads_the_plan_again(workspace, no_listeners):  # noqa: F811
+    """Another plan write between the kept plan and the tick (another
+    process's, or one no patch read): the tick's count is two more than the
+    kept plan's, so its plan is not taken; the next reading reads it."""
+    thread = workspace["thread"]
+    workspace_reading_current(thread=thread)
+    plan_services.todo_add(thread=thread, text="Written elsewhere")
+    plan_services.todos_toggle_by_index(thread=thread, indices=[1])
+    with CaptureQueriesContext(connection) as queries:
+        reading = workspace_reading_current(thread=thread)
     assert len(queries.captured_queries) == 2
+    assert reading == workspace_reading_for(thread=thread)
+    assert [step.text for step in reading.todos][-1] == "Written elsewhere"
+
+
+def test_a_tick_rolled_back_leaves_the_kept_plan_as_it_was(workspace, no_listeners):  # noqa: F811
+    thread = workspace["thread"]
+    before = workspace_reading_current(thread=thread)
+    with contextlib.suppress(RuntimeError), transaction.atomic():
+        plan_services.todos_toggle_by_index(thread=thread, indices=[1])
+        raise RuntimeError
+    assert workspace_reading_current(thread=thread) == before == workspace_reading_for(thread=thread)
 
 
 def test_a_thread_saved_from_an_older_copy_keeps_its_write_counts(workspace, no_listeners):  # noqa: F811

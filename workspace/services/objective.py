@@ -50,13 +50,13 @@ def objective_set(
         objective.save(update_fields=["text", "updated_at"])
     # The counter as it is now (the caller's row may be older): during
     # turn N, or after it, as the write's own counting statement returns it.
-    counter = changed(thread.pk, "objective")
+    counted = changed(thread.pk, "objective")
     ObjectiveRevision.objects.create(
         thread=thread,
         text=text,
         author=author,
         token_name=token_name,
-        turn_index=turn_counter(thread.pk, counter),
+        turn_index=turn_counter(thread.pk, counted),
         **people.by(person),
     )
     return objective

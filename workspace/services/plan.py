@@ -21,7 +21,7 @@ from ..errors import ChangedMeanwhile, InvalidInput, NotFound, StepMoved
 from ..events import Change, announce
 from ..indices import index_as_shown
 from ..models import TODO_TEXT_MAX_CHARS, PlanChange, Thread, Todo
-from ..selectors import PLAN_ORDER
+from ..selectors import PLAN_ORDER, PlanStep, plan_written
 from ..text import as_a_page_reads_it, clean_text
 from .common import BatchResult, changed, turn_counter
 
@@ -55,17 +55,17 @@ def _sub_steps(n: int) -> str:
     return "its sub-step" if n == 1 else f"its {n} sub-steps"
 
 
-def _record(counter, thread_id, action: str, summary: str, *, author: str, token_name: str, person) -> None:
+def _record(counted, thread_id, action: str, summary: str, *, author: str, token_name: str, person) -> None:
     """One row of the plan's history, and its announcement (after commit).
-    `counter`: the thread's turn counter as the change's own `changed`
-    returned it (the caller's thread row may be older)."""
+    `counted`: the thread as the change's own `changed` left it (the
+    caller's thread row may be older), its turn counter the row's."""
     entry = PlanChange.objects.create(
         thread_id=thread_id,
         action=action,
         summary=summary,
         author=author,
         token_name=token_name,
-        turn_index=turn_counter(thread_id, counter),
+        turn_index=turn_counter(thread_id, counted),
         **people.by(person),
     )
     announce(Change(thread_id=thread_id, surface="plan_history", ids=frozenset({entry.pk})))
@@ -134,11 +134,11 @@ def _rearrange(
     subtree = todos[i : plan_tree.subtree_end(depths, i)]
     now = plan_tree.outline_numbers(layout.depths)[layout.order.index(i)]
     _write([todos[j] for j in layout.order], layout.depths)
-    counter = changed(todo.thread_id, "plan", [t.pk for t in subtree], reordered=True)
+    counted = changed(todo.thread_id, "plan", [t.pk for t in subtree], reordered=True)
     if layout.order == list(range(len(todos))) and layout.depths == depths:
         return  # dropped where it already was: nothing for the history
     what = MOVE_WORDING[verb].format(name=_quoted(todos[i].text))
-    _record(counter, todo.thread_id, Action.MOVED, f"{what}: {was} → {now}", **by)
+    _record(counted, todo.thread_id, Action.MOVED, f"{what}: {was} → {now}", **by)
 
 
 def _by(author: str, token_name: str, person) -> dict:
@@ -165,9 +165,9 @@ def todo_add(
         raise InvalidInput(plan_tree.TOO_DEEP)
     todo = Todo(thread=thread, text=text)
     _write(todos[:insert_at] + [todo] + todos[insert_at:], depths[:insert_at] + [depth] + depths[insert_at:])
-    counter = changed(thread.pk, "plan", [todo.pk])
+    counted = changed(thread.pk, "plan", [todo.pk])
     under = "" if parent_row is None else f" under {_quoted(todos[parent_row].text)}"
-    _record(counter, thread.pk, Action.ADDED, f"Added {_quoted(text)}{under}", **_by(author, token_name, person))
+    _record(counted, thread.pk, Action.ADDED, f"Added {_quoted(text)}{under}", **_by(author, token_name, person))
     return todo
 
 
@@ -215,11 +215,11 @@ def todos_add_outline(
         todos[:insert_at] + created + todos[insert_at:],
         depths[:insert_at] + [base + d for _, d in cleaned] + depths[insert_at:],
     )
-    counter = changed(thread.pk, "plan", [t.pk for t in created])
+    counted = changed(thread.pk, "plan", [t.pk for t in created])
     names = [_quoted(text) for text, _ in cleaned]
     what = f"Added {names[0]}" if len(names) == 1 else f"Added {_steps(len(names))}: {_listed(names)}"
     under = "" if parent is None else f" under {_quoted(todos[parent].text)}"
-    _record(counter, thread.pk, Action.ADDED, what + under, **_by(author, token_name, person))
+    _record(counted, thread.pk, Action.ADDED, what + under, **_by(author, token_name, person))
     return created
 
 
@@ -250,10 +250,10 @@ def todo_update_text(
         )
     todo.text = text
     todo.save(update_fields=["text", "updated_at"])
-    counter = changed(todo.thread_id, "plan", [todo.pk])
+    counted = changed(todo.thread_id, "plan", [todo.pk])
     if text != current:
         _record(
-            counter,
+            counted,
             todo.thread_id,
             Action.RENAMED,
             f"Renamed {_quoted(current)} to {_quoted(text)}",
@@ -267,10 +267,10 @@ def todo_set_done(*, todo: Todo, done: bool, author: str = Author.SYSTEM, token_
     text, was_done = _current(todo)
     todo.done = bool(done)
     todo.save(update_fields=["done", "updated_at"])
-    counter = changed(todo.thread_id, "plan", [todo.pk])
+    counted = changed(todo.thread_id, "plan", [todo.pk])
     if todo.done != was_done:
         action, verb = (Action.TICKED, "Ticked") if todo.done else (Action.UNTICKED, "Unticked")
-        _record(counter, todo.thread_id, action, f"{verb} {_quoted(text)}", **_by(author, token_name, person))
+        _record(counted, todo.thread_id, action, f"{verb} {_quoted(text)}", **_by(author, token_name, person))
     return todo
 
 
@@ -284,9 +284,9 @@ def todo_delete(*, todo: Todo, author: str = Author.SYSTEM, token_name: str = ""
     doomed = todos[i:end]
     Todo.objects.filter(pk__in=[t.pk for t in doomed]).delete()
     _write(todos[:i] + todos[end:], depths[:i] + depths[end:])
-    counter = changed(todo.thread_id, "plan", [t.pk for t in doomed], reordered=True)
+    counted = changed(todo.thread_id, "plan", [t.pk for t in doomed], reordered=True)
     summary = f"Removed {_quoted(doomed[0].text)}" + (f" and {_sub_steps(len(doomed) - 1)}" if len(doomed) > 1 else "")
-    _record(counter, todo.thread_id, Action.REMOVED, summary, **_by(author, token_name, person))
+    _record(counted, todo.thread_id, Action.REMOVED, summary, **_by(author, token_name, person))
     return len(doomed)
 
 
@@ -474,7 +474,21 @@ def todos_toggle_by_index(
         shown_text = steps_shown.get(todo.pk, (todo.text, todo.done))[0] if steps_shown is not None else todo.text
         result.updated[todo.pk] = (shown_text, todo.done)
         result.done.append(f"{numbers[todo.pk]} '{todo.text}' marked {'done' if todo.done else 'not done'}")
-    counter = changed(thread.pk, "plan", [t.pk for t in targets])
+    # The plan as this write leaves it, the kept reading's once it commits
+    # (registered before the change is announced, so the change's live
+    # patches and the next prompt find it instead of reading the plan again).
+    written: list[tuple[int, ...]] = []
+    numbers_now = plan_tree.outline_numbers(_depths(todos))
+    steps = [PlanStep(t.pk, t.text, t.done, t.depth, number) for t, number in zip(todos, numbers_now)]
+
+    def keep_the_plan() -> None:
+        if written:
+            plan_written(thread.pk, written[0], steps)
+
+    transaction.on_commit(keep_the_plan)
+    counted = changed(thread.pk, "plan", [t.pk for t in targets])
+    if counted is not None:
+        written.append(counted.counts)
     ticked = [_quoted(t.text) for t in targets if t.done]
     unticked = [_quoted(t.text) for t in targets if not t.done]
     if ticked and unticked:
@@ -483,7 +497,7 @@ def todos_toggle_by_index(
         action, summary = Action.TICKED, f"Ticked {_listed(ticked)}"
     else:
         action, summary = Action.UNTICKED, f"Unticked {_listed(unticked)}"
-    _record(counter, thread.pk, action, summary, **_by(author, token_name, person))
+    _record(counted, thread.pk, action, summary, **_by(author, token_name, person))
     return result
 
 
@@ -537,13 +551,13 @@ def todos_update_by_index(
         result.done.append(f"rewrote step to '{todo.text}'")
     if not written:
         return result
-    counter = changed(thread.pk, "plan", [t.pk for t in written])
+    counted = changed(thread.pk, "plan", [t.pk for t in written])
     if renames:
         listed = "; ".join(renames[:PLAN_SUMMARY_MAX_STEPS])
         more = len(renames) - PLAN_SUMMARY_MAX_STEPS
         summary = f"Renamed {listed}" if len(renames) == 1 else f"Renamed {_steps(len(renames))}: {listed}"
         _record(
-            counter,
+            counted,
             thread.pk,
             Action.RENAMED,
             summary + (f" and {more} more" if more > 0 else ""),
@@ -595,7 +609,7 @@ def todos_remove_by_index(
         return result
     Todo.objects.filter(pk__in=gone).delete()
     _write(todos, _depths(todos))
-    counter = changed(thread.pk, "plan", gone, reordered=True)
+    counted = changed(thread.pk, "plan", gone, reordered=True)
     summary = f"Removed {names[0]}" if len(names) == 1 else f"Removed {_steps(len(names))}: {_listed(names)}"
-    _record(counter, thread.pk, Action.REMOVED, summary, **_by(author, token_name, person))
+    _record(counted, thread.pk, Action.REMOVED, summary, **_by(author, token_name, person))
     return result
