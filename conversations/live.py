@@ -607,13 +607,14 @@ def render_changes(thread: Thread, changes: list[Change]) -> str:
     workspace's patches (workspace.panels), the thread's title or its
     deletion, and its Mode and Model selectors (values set in place).
 
-    RESYNC when the document's patch cannot fit one message: what the
-    publisher would send in place of the whole push, told before anything
-    is rendered, so an autosave of a long document does not render half a
-    megabyte only to throw it away (docs/adr/0043)."""
+    RESYNC when the document's patch or a new artifact's panel cannot fit
+    one message: what the publisher would send in place of the whole push,
+    told before anything is rendered, so an autosave of a long document or
+    a big new table does not render what would be thrown away
+    (docs/adr/0043, docs/adr/0141)."""
     html = panels.render_changes_within(thread, changes, max_bytes=MESSAGE_MAX_BYTES)
     if html is None or (not fits_one_message(html) and any(change.surface == "document" for change in changes)):
-        logger.info("the document patch of %s is too big for one message; its pages fetch it instead", thread.pk)
+        logger.info("the push of %s is surely too big for one message; its pages fetch it instead", thread.pk)
         if {change.surface for change in changes} == {"document"}:
             return document_resync(document_version(thread=thread))
         return RESYNC

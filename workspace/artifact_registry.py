@@ -23,6 +23,7 @@ from typing import Any
 
 from .markdown import render_markdown
 from .models import Artifact
+from .text import utf8_size
 
 FALLBACK_TEMPLATE = "workspace/artifacts/fallback.html"
 
@@ -39,14 +40,18 @@ class PayloadError(Exception):
 class Renderer:
     template: str
     label: str
-    build: Callable[[dict, Artifact], dict] | None = None
+    build: Callable[..., dict] | None = None
+    # Whether `build` takes `rows_shown`: how many of its rows to build (None: all).
+    bounded: bool = False
 
 
 REGISTRY: dict[str, Renderer] = {}
 
 
-def register(artifact_type: str, *, template: str, label: str, build: Callable[[dict, Artifact], dict] | None = None) -> None:
-    REGISTRY[artifact_type] = Renderer(template=template, label=label, build=build)
+def register(
+    artifact_type: str, *, template: str, label: str, build: Callable[..., dict] | None = None, bounded: bool = False
+) -> None:
+    REGISTRY[artifact_type] = Renderer(template=template, label=label, build=build, bounded=bounded)
 
 
 def type_label(artifact_type: str) -> str:
@@ -79,7 +84,14 @@ class ArtifactView:
         return type_label(self.artifact.artifact_type)
 
 
-def artifact_view(artifact: Artifact) -> ArtifactView:
+# How many of a table's rows the centre panel shows unless the person asks
+# for all of them: a 10 000-row table (0.94 MB, under the payload limit) made
+# 2.5 MB of HTML that took seconds to render, to push and to show (docs/adr/0141).
+TABLE_ROWS_SHOWN = 500
+
+
+def artifact_view(artifact: Artifact, *, rows_shown: int | None = TABLE_ROWS_SHOWN) -> ArtifactView:
+    """`rows_shown`: how many of a table's rows to show (None: all)."""
     renderer = REGISTRY.get(artifact.artifact_type)
     if renderer is None:
         return ArtifactView(artifact=artifact, template=FALLBACK_TEMPLATE, status="unknown")
@@ -89,10 +101,31 @@ def artifact_view(artifact: Artifact) -> ArtifactView:
             artifact=artifact, template=FALLBACK_TEMPLATE, status="invalid", problem="The payload is not a JSON object."
         )
     try:
-        data = renderer.build(payload, artifact) if renderer.build else {"payload": payload}
+        if renderer.build is None:
+            data = {"payload": payload}
+        elif renderer.bounded:
+            data = renderer.build(payload, artifact, rows_shown=rows_shown)
+        else:
+            data = renderer.build(payload, artifact)
     except PayloadError as exc:
         return ArtifactView(artifact=artifact, template=FALLBACK_TEMPLATE, status="invalid", problem=exc.message)
     return ArtifactView(artifact=artifact, template=renderer.template, status="ok", data=data)
+
+
+def shown_size(view: ArtifactView) -> int:
+    """Fewer UTF-8 bytes than the view rendered holds, told without rendering
+    it: the text of the cells it shows (a table's, a chart's Data table) or
+    the JSON it falls back to, counted as they are (escaping only lengthens
+    them). A push of a new artifact surely over the limit is then not
+    rendered (docs/adr/0141, as the document's in docs/adr/0043)."""
+    if view.status != "ok":
+        return utf8_size(view.payload_json)
+    size = 0
+    for row in view.data.get("rows") or ():
+        size += sum(utf8_size(cell["text"]) for cell in row if isinstance(cell, dict))
+    for row in view.data.get("table_rows") or ():
+        size += sum(utf8_size(text) for text in row)
+    return size
 
 
 # --- shared helpers --------------------------------------------------------------
@@ -345,7 +378,9 @@ def _sort_key(value) -> str | None:
     return None if number is None else str(number)
 
 
-def build_data_table(payload: dict, artifact: Artifact) -> dict:
+def build_data_table(payload: dict, artifact: Artifact, *, rows_shown: int | None = None) -> dict:
+    """The table's first `rows_shown` rows (None: all) as cells, and how
+    many it has: every row is checked, only those shown are built."""
     columns = payload.get("columns")
     if not isinstance(columns, list) or not columns:
         raise PayloadError("The table has no columns.")
@@ -364,7 +399,7 @@ def build_data_table(payload: dict, artifact: Artifact) -> dict:
     # A row longer than the header would otherwise lose data silently.
     headers += [f"Column {i}" for i in range(len(headers) + 1, width + 1)]
     cells = []
-    for row in table:
+    for row in table if rows_shown is None else table[:rows_shown]:
         padded = list(row) + [None] * (width - len(row))
         cells.append([{"text": _cell_text(v), "sort": _sort_key(v)} for v in padded])
     return {
@@ -372,6 +407,8 @@ def build_data_table(payload: dict, artifact: Artifact) -> dict:
         "description": _text(payload.get("description")),
         "columns": headers,
         "rows": cells,
+        "row_count": len(table),
+        "rows_hidden": len(table) - len(cells),
     }
 
 
@@ -388,5 +425,5 @@ def build_document(payload: dict, artifact: Artifact) -> dict:
 register("line_chart", label="line chart", template="workspace/artifacts/chart.html", build=build_chart)
 register("bar_chart", label="bar chart", template="workspace/artifacts/chart.html", build=build_chart)
 register("pie_chart", label="pie chart", template="workspace/artifacts/chart.html", build=build_chart)
-register("data_table", label="table", template="workspace/artifacts/data_table.html", build=build_data_table)
+register("data_table", label="table", template="workspace/artifacts/data_table.html", build=build_data_table, bounded=True)
 register("document", label="document", template="workspace/artifacts/document.html", build=build_document)

@@ -10,9 +10,10 @@ centre. The live layer pushes them; the HTMX views answer with them."""
 
 from django.conf import settings
 from django.template.loader import render_to_string
+from django.urls import reverse
 
 from . import exports, rows, selectors, url_templates
-from .artifact_registry import artifact_view, option_label
+from .artifact_registry import TABLE_ROWS_SHOWN, ArtifactView, artifact_view, option_label, shown_size
 from .events import Change
 from .markdown import render_markdown
 from .models import Document, Preference, Thread
@@ -84,12 +85,23 @@ def plan_context(*, thread: Thread, **extra) -> dict:
     }
 
 
-def centre_context(*, thread: Thread, selected_artifact_id: int | None = None, **extra) -> dict:
+def centre_context(
+    *,
+    thread: Thread,
+    selected_artifact_id: int | None = None,
+    all_rows: bool = False,
+    view: ArtifactView | None = None,
+    **extra,
+) -> dict:
     """The live document, or the selected artifact rendered through the registry.
-    An id that is not an artifact of this thread shows the document."""
+    An id that is not an artifact of this thread shows the document.
+    `all_rows`: every row of a table, not only its first (docs/adr/0141).
+    `view`: the selected artifact's view, as already built."""
     artifacts = selectors.artifact_index_for(thread=thread)
     selected = None
-    if selected_artifact_id is not None:
+    if view is not None and view.artifact.pk == selected_artifact_id:
+        selected = view.artifact
+    elif selected_artifact_id is not None:
         selected = selectors.artifact_for(thread=thread, artifact_id=selected_artifact_id)
     document = selectors.document_for(thread=thread)
     deferred = selected is None and len(document.content) > PREVIEW_INLINE_MAX_CHARS
@@ -106,7 +118,16 @@ def centre_context(*, thread: Thread, selected_artifact_id: int | None = None, *
         "review": selectors.document_review(thread=thread, document=document) if selected is None and document.pk else None,
         # Only said when the agent put an artifact on show over the document.
         "review_waiting": bool(extra.get("agent_shown") and _review_waiting(thread)),
-        "artifact_view": artifact_view(selected) if selected else None,
+        "artifact_view": (
+            view
+            if view is not None and view.artifact is selected
+            else artifact_view(selected, rows_shown=None if all_rows else TABLE_ROWS_SHOWN)
+            if selected
+            else None
+        ),
+        "table_all_url": (
+            f"{reverse('workspace:centre', kwargs={'thread_id': thread.pk})}?artifact={selected.pk}&rows=all" if selected else ""
+        ),
         "csv_types": exports.CSV_TYPES,
         "artifact_filename": exports.file_stem(selected.title, default="chart") if selected else "",
         **extra,
@@ -288,13 +309,20 @@ def render_changes(thread: Thread, changes: list[Change]) -> str:
 
 def render_changes_within(thread: Thread, changes: list[Change], *, max_bytes: int | None) -> str | None:
     """As render_changes; None, with nothing rendered, when the document's
-    patch alone is surely over `max_bytes`: a push that big is replaced by
-    its stand-in whatever else it holds (conversations.live, docs/adr/0043),
-    and an autosave of a long document would render it on every save only
-    for it to be thrown away."""
+    patch or the new artifact's centre panel alone is surely over
+    `max_bytes`: a push that big is replaced by its stand-in whatever else
+    it holds (conversations.live, docs/adr/0043), and an autosave of a long
+    document, or a big new table, would render it only for it to be thrown
+    away (docs/adr/0141)."""
     by_surface = {change.surface: change for change in changes}
-    document, document_html = None, None
-    if "document" in by_surface and not ("artifacts" in by_surface and by_surface["artifacts"].ids):
+    document, document_html, view = None, None, None
+    new_artifact = "artifacts" in by_surface and by_surface["artifacts"].ids
+    if new_artifact:
+        newest = selectors.artifact_for(thread=thread, artifact_id=max(by_surface["artifacts"].ids))
+        view = artifact_view(newest) if newest is not None else None
+        if max_bytes is not None and view is not None and shown_size(view) > max_bytes:
+            return None
+    elif "document" in by_surface:
         document = selectors.document_for(thread=thread)
         if max_bytes is not None:
             too_big, document_html = document_patch_exceeds(document, max_bytes)
@@ -316,11 +344,11 @@ def render_changes_within(thread: Thread, changes: list[Change], *, max_bytes: i
         parts.append(render_plan_patch(thread=thread, ids=plan.ids, renumbered=plan.reordered, reading=reading))
     if "plan_history" in by_surface:
         parts.append(render_plan_history_patch(ids=by_surface["plan_history"].ids))
-    if "artifacts" in by_surface and by_surface["artifacts"].ids:
+    if new_artifact:
         # A new artifact is shown at once in every tab (docs/adr/0072);
         # static/js/document_editor.js keeps a person's unsaved document text from being replaced.
-        newest = max(by_surface["artifacts"].ids)
-        parts.append(render_panel("centre", thread=thread, oob=True, selected_artifact_id=newest, agent_shown=True))
+        newest_id = max(by_surface["artifacts"].ids)
+        parts.append(render_panel("centre", thread=thread, oob=True, selected_artifact_id=newest_id, view=view, agent_shown=True))
     elif document is not None:
         parts.append(render_document_patch(thread=thread, document=document, document_html=document_html))
     return "".join(parts)

@@ -153,3 +153,15 @@ def test_staff_without_the_permission_to_view_threads_get_403_as_in_the_admin(cl
     assert client.get(url(thread)).status_code == 200
     assert client.get(f"/admin/workspace/thread/{thread.pk}/review/").status_code == 200
     assert ModerationAction.objects.filter(thread=thread, staff_user=bare).count() == 2
+
+
+def test_staff_see_a_long_tables_first_rows_and_how_many_it_has(staff_client, thread):
+    """The staff page shows each table as the owner's centre panel does, its
+    first 500 rows; the owner's "Show all" is not offered (docs/adr/0141)."""
+    rows = [[f"Study {n}"] for n in range(800)]
+    artifact_services.artifact_create(
+        thread=thread, artifact_type="data_table", title="Studies", payload={"columns": ["Name"], "rows": rows}, turn_index=1
+    )
+    main = main_of(staff_client.get(url(thread)))
+    assert main.count("<tr><td") == 500 and "<td>Study 499</td>" in main and "<td>Study 500</td>" not in main
+    assert "Showing the first 500 of 800 rows" in main and "Show all" not in main

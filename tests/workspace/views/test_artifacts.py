@@ -211,3 +211,41 @@ def test_render_panel_page_include_shows_document_and_no_oob(thread):
     assert "hx-swap-oob" not in html
     assert 'data-view="document"' in html
     assert "New document" in html
+
+
+def _long_table(thread, rows):
+    payload = {"title": "Sales", "columns": ["Item", "Amount"], "rows": [[f"Item {n}", n] for n in range(rows)]}
+    return _artifact(thread, "data_table", payload, title="Sales")
+
+
+def test_a_long_table_shows_its_first_rows_and_says_how_many_it_has(owner_client, thread):
+    """The owner opens a 1 200-row table: its first 500 rows, the count, a
+    way to see every row; what is stored is the whole table (docs/adr/0141)."""
+    table = _long_table(thread, 1200)
+    html = _get(owner_client, thread, f"?artifact={table.pk}").content.decode()
+    assert html.count("<tr><td") == 500
+    assert "<td>Item 499</td>" in html and "<td>Item 500</td>" not in html
+    assert "Showing the first 500 of 1200 rows; sorting orders these." in html
+    assert "Table · 1200 rows · turn 1" in html
+    assert f'hx-get="/threads/{thread.pk}/workspace/centre/?artifact={table.pk}&amp;rows=all"' in html
+    assert ">Show all 1200 rows</button>" in html
+    table.refresh_from_db()
+    assert len(table.payload["rows"]) == 1200
+
+
+def test_show_all_rows_gives_every_row_of_a_long_table(owner_client, thread):
+    table = _long_table(thread, 1200)
+    html = _get(owner_client, thread, f"?artifact={table.pk}&rows=all").content.decode()
+    assert html.count("<tr><td") == 1200 and "<td>Item 1199</td>" in html
+    assert "Showing the first" not in html and "Table · 1200 rows · turn 1" in html
+
+
+def test_a_table_of_500_rows_or_fewer_is_shown_whole_without_a_note(owner_client, thread):
+    table = _long_table(thread, 500)
+    html = _get(owner_client, thread, f"?artifact={table.pk}").content.decode()
+    assert html.count("<tr><td") == 500 and "Showing the first" not in html and "Show all" not in html
+
+
+def test_another_user_cannot_ask_for_every_row_of_a_table(other_client, thread):
+    table = _long_table(thread, 1200)
+    assert answered_as_missing(_get(other_client, thread, f"?artifact={table.pk}&rows=all"))
