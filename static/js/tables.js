@@ -12,22 +12,40 @@
     table.querySelectorAll("thead th").forEach(function (h) { h.setAttribute("aria-sort", "none"); });
     th.setAttribute("aria-sort", direction);
     var body = table.tBodies[0];
-    var rows = Array.from(body.rows).filter(function (row) { return row.cells.length > column; });
-    if (rows.length < 2) return;
-    var cell = function (row) { return row.cells[column]; };
-    var numeric = rows.every(function (row) {
-      var c = cell(row);
-      return c.dataset.sortValue !== undefined || c.textContent.trim() === "";
+    var all = Array.from(body.rows);
+    // Each row's key is read once, not on every comparison: reading a cell's
+    // text and collating it per comparison froze a 10 000-row table's page
+    // for seconds (docs/adr/0141).
+    var numeric = true;
+    var keyed = [], short = [];
+    all.forEach(function (row, index) {
+      if (row.cells.length <= column) { short.push(row); return; }
+      var c = row.cells[column];
+      var text = c.textContent.trim();
+      if (c.dataset.sortValue === undefined && text !== "") numeric = false;
+      keyed.push({ row: row, index: index, text: text, value: c.dataset.sortValue });
+    });
+    if (keyed.length < 2) return;
+    keyed.forEach(function (k) {
+      k.empty = k.text === "";
+      k.key = numeric ? parseFloat(k.value) : k.text;
     });
     var sign = direction === "ascending" ? 1 : -1;
-    rows.sort(function (a, b) {
-      var x = cell(a), y = cell(b);
-      var xEmpty = x.textContent.trim() === "", yEmpty = y.textContent.trim() === "";
-      if (xEmpty || yEmpty) return xEmpty === yEmpty ? 0 : (xEmpty ? 1 : -1); // blanks last either way
-      if (numeric) return sign * (parseFloat(x.dataset.sortValue) - parseFloat(y.dataset.sortValue));
-      return sign * collator.compare(x.textContent.trim(), y.textContent.trim());
+    keyed.sort(function (x, y) {
+      if (x.empty || y.empty) {
+        if (x.empty === y.empty) return x.index - y.index;
+        return x.empty ? 1 : -1; // blanks last either way
+      }
+      var order = numeric ? x.key - y.key : collator.compare(x.key, y.key);
+      return order ? sign * order : x.index - y.index; // stable: ties keep their order
     });
-    rows.forEach(function (row) { body.appendChild(row); });
+    // The body is emptied and filled in one go each, not moved row by row.
+    // Rows without the column come first, as appending the sorted ones after them left them.
+    body.replaceChildren();
+    var fragment = document.createDocumentFragment();
+    short.forEach(function (row) { fragment.appendChild(row); });
+    keyed.forEach(function (k) { fragment.appendChild(k.row); });
+    body.appendChild(fragment);
   }
 
   document.addEventListener("click", function (event) {
