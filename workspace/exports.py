@@ -128,6 +128,7 @@ class ArtifactTable:
     rows: list[list[str]]
     right_aligned: list[bool]  # per column: holds numbers
     problem: str = ""  # why the data could not be read (then no columns)
+    row_count: int = 0  # how many rows it has, of which `rows` are the first
 
     @property
     def header_cells(self) -> list[tuple[str, bool]]:
@@ -140,11 +141,23 @@ class ArtifactTable:
     @property
     def note(self) -> str:
         what = "the numbers it shows" if self.kind.endswith("chart") else "its cells"
-        return f"{self.kind[:1].upper()}{self.kind[1:]} from turn {self.turn}: {what}."
+        note = f"{self.kind[:1].upper()}{self.kind[1:]} from turn {self.turn}: {what}."
+        if self.row_count > len(self.rows):
+            note += (
+                f" The first {len(self.rows)} of {self.row_count} rows; the {self.kind}’s CSV export in the thread has every row."
+            )
+        return note
+
+
+# How many rows of each chart or table the document's export carries: three
+# 10 000-row tables made a 15 s DOCX and a 5 MB HTML page in the request; a
+# document is read, the CSV export holds every row (docs/adr/0141).
+APPENDIX_ROWS = 200
 
 
 def artifact_tables(artifacts) -> list[ArtifactTable]:
-    """The charts and tables among `artifacts`, oldest first."""
+    """The charts and tables among `artifacts`, oldest first, each with its
+    first APPENDIX_ROWS rows."""
     tables = []
     for artifact in sorted(artifacts, key=lambda a: a.pk or 0):
         if artifact.artifact_type not in CSV_TYPES:
@@ -165,18 +178,21 @@ def _artifact_table(artifact: Artifact, kind: str) -> ArtifactTable:
     if payload is None:
         raise PayloadError("Its data is not an object.")
     if artifact.artifact_type == "data_table":
-        data = build_data_table(payload, artifact)
+        data = build_data_table(payload, artifact, rows_shown=APPENDIX_ROWS)
         rows = [[cell["text"] for cell in row] for row in data["rows"]]
         # A column of numbers (and blanks) is right-aligned, as numbers are in a spreadsheet.
         numeric = [
             bool(data["rows"]) and all(row[c]["sort"] is not None or not row[c]["text"] for row in data["rows"])
             for c in range(len(data["columns"]))
         ]
-        return ArtifactTable(data["title"], kind, artifact.turn_index, data["columns"], rows, numeric)
+        return ArtifactTable(
+            data["title"], kind, artifact.turn_index, data["columns"], rows, numeric, row_count=data["row_count"]
+        )
     data = build_chart(payload, artifact)
     columns = data["table_columns"]
     numeric = [False] + [True] * (len(columns) - 1)  # the labels, then one column of numbers per series
-    return ArtifactTable(data["title"], kind, artifact.turn_index, columns, data["table_rows"], numeric)
+    rows = data["table_rows"]
+    return ArtifactTable(data["title"], kind, artifact.turn_index, columns, rows[:APPENDIX_ROWS], numeric, row_count=len(rows))
 
 
 # -- DOCX --

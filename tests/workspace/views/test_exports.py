@@ -82,3 +82,35 @@ def test_document_downloads_carry_the_person_and_the_threads_artifacts(owner_cli
     assert '<h1 id="artifacts-title">Artifacts</h1>' in html and "<h2>Costs</h2>" in html
     markdown = owner_client.get(ws_url(thread, "document/export/?format=markdown")).content.decode()
     assert markdown == "# Notes\n\nBody.\n"  # the text as written, nothing added
+
+
+def _long_table(thread, rows):
+    payload = {"columns": ["Item", "Amount"], "rows": [[f"Item {n}", n] for n in range(rows)]}
+    return artifacts_services.artifact_create(
+        thread=thread, artifact_type="data_table", title="Sales", payload=payload, turn_index=1
+    )
+
+
+def test_the_document_export_carries_a_long_tables_first_rows_and_says_the_csv_has_all(owner_client, thread):
+    """The owner's DOCX and HTML end with each table's first 200 rows and say
+    how many it has; its CSV still has every row (docs/adr/0141)."""
+    import io
+
+    from docx import Document as WordDocument
+
+    table = _long_table(thread, 450)
+    note = "Table from turn 1: its cells. The first 200 of 450 rows; the table’s CSV export in the thread has every row."
+    word = WordDocument(io.BytesIO(owner_client.get(ws_url(thread, "document/export/?format=docx")).content))
+    assert note in [p.text for p in word.paragraphs]
+    (appended,) = word.tables
+    assert len(appended.rows) == 201 and appended.rows[-1].cells[0].text == "Item 199"
+    html = owner_client.get(ws_url(thread, "document/export/?format=html")).content.decode()
+    assert note in html and html.count("<tr><td>") == 200 and "<td>Item 199</td>" in html and "Item 200" not in html
+    csv = owner_client.get(ws_url(thread, f"artifacts/{table.pk}/export/?format=csv")).content.decode("utf-8-sig")
+    assert csv.count("\r\n") == 451 and "Item 449,449\r\n" in csv
+
+
+def test_the_document_export_carries_a_short_table_whole_with_no_note(owner_client, thread):
+    _long_table(thread, 200)
+    html = owner_client.get(ws_url(thread, "document/export/?format=html")).content.decode()
+    assert html.count("<tr><td>") == 200 and "Table from turn 1: its cells.</p>" in html
