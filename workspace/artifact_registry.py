@@ -23,6 +23,7 @@ from typing import Any
 
 from .markdown import render_markdown
 from .models import Artifact
+from .rows import table_rows
 from .text import utf8_size
 
 FALLBACK_TEMPLATE = "workspace/artifacts/fallback.html"
@@ -82,6 +83,11 @@ class ArtifactView:
     @property
     def type_label(self) -> str:
         return type_label(self.artifact.artifact_type)
+
+    @property
+    def table_rows_html(self) -> str:
+        """A table's shown rows as HTML, written in Python (workspace.rows)."""
+        return table_rows(self.data.get("rows") or ())
 
 
 # How many of a table's rows the centre panel shows unless the person asks
