@@ -192,7 +192,7 @@ def turn_claim(
     )
     if latest is not None and latest[1] == Turn.Status.AWAITING:
         raise ApprovalPending(APPROVAL_PENDING)
-    _check_running_turns_of(locked.owner_id, now=now, limit=settings.HAICO_MAX_RUNNING_TURNS)
+    _check_running_turns_of(locked.owner_id, now=now, limit=settings.HAICO_MAX_RUNNING_TURNS, person=person)
     if slot is not None and slot.turn_index is not None:
         _release(locked, slot.turn_index, notice=outcome.INTERRUPTED_LOST, now=now)
     locked.turn_index += 1
@@ -246,11 +246,13 @@ class LeftCard:
     by_stop: bool  # a Stop, not its sender's account ending
 
 
-def _check_running_turns_of(owner_id, *, now, limit: int) -> None:
-    """TooManyTurns when the person already has `limit` turns running (0: no
-    limit), counted from the threads' claims, which every server process
-    writes (docs/adr/0051). The person's row is locked first, so two turns
-    started at once in two threads cannot both pass the count."""
+def _check_running_turns_of(owner_id, *, now, limit: int, person=None) -> None:
+    """TooManyTurns when the thread's owner already has `limit` turns running
+    in their threads (0: no limit), counted from the threads' claims, which
+    every server process writes (docs/adr/0051). The limit is the owner's,
+    whoever started those turns (docs/adr/0084). The owner's row is locked
+    first, so two turns started at once in two threads cannot both pass the
+    count."""
     if not limit:
         return
     list(get_user_model().objects.select_for_update().filter(pk=owner_id).values_list("pk", flat=True))
@@ -258,12 +260,44 @@ def _check_running_turns_of(owner_id, *, now, limit: int) -> None:
         thread__owner_id=owner_id,
         turn_index__isnull=False,
         since__gt=now - STALE_TURN_AFTER,
-    ).count()
-    if running >= limit:
-        raise TooManyTurns(
-            f"You have {running} turns running in other threads, the most at once; wait for one to finish "
-            "(or stop one), then send this again. Nothing was sent."
+    )
+    count = running.count()
+    if count >= limit:
+        raise TooManyTurns(_too_many_turns_message(owner_id, running, count=count, person=person))
+
+
+def _too_many_turns_message(owner_id, running, *, count: int, person) -> str:
+    """Whose limit it is and who can free a place, truthfully: the person
+    refused is told how many of the running turns they started (those they
+    can stop), never which threads the others run in (they may not see
+    them, docs/adr/0084)."""
+    person_id = person.pk if person is not None else owner_id
+    turns = Q()
+    for thread_id, turn_index in running.values_list("thread_id", "turn_index"):
+        turns |= Q(thread_id=thread_id, index=turn_index)
+    started = list(Turn.objects.filter(turns).values_list("person_id", flat=True))
+    # A turn recorded without its sender (sent before turns named theirs, or
+    # an account gone) is the owner's (docs/adr/0085).
+    theirs = sum(1 for sender in started if (sender or owner_id) == person_id)
+    then = "then send this again. Nothing was sent."
+    if person_id == owner_id:
+        if theirs == count:
+            return (
+                f"You have {count} turns running in other threads, the most at once; wait for one to finish (or stop one), {then}"
+            )
+        others = count - theirs
+        return (
+            f"Your threads have {count} turns running, the most at once, {others} of them started by people you share "
+            f"them with; wait for one to finish (or stop one), {then}"
         )
+    owner = get_user_model().objects.filter(pk=owner_id).first()
+    name = people.display_name(owner)
+    mine = f", {theirs} of them started by you" if theirs else ""
+    stop = " (or stop yours)" if theirs else ""
+    return (
+        f"The owner of this thread ({name}) has {count} turns running in their threads, the most at once for "
+        f"their threads{mine}; wait for one to finish{stop}, {then}"
+    )
 
 
 @transaction.atomic

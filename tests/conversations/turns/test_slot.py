@@ -354,6 +354,49 @@ def test_a_persons_running_turns_are_counted_from_every_threads_claim(owner, oth
     assert slot.turn_begin(thread=services.thread_create(owner=owner), user_message="four")[0] == 1
 
 
+def test_an_editor_refused_by_the_owners_running_turns_is_told_the_limit_is_the_owners(
+    owner, other_user, thread, settings, django_user_model
+):
+    """The limit counts per owner (docs/adr/0084): an editor who started none
+    of the running turns is not told they have turns running (they cannot
+    stop the owner's), and is not told which threads they run in."""
+    from conversations.errors import TooManyTurns
+
+    settings.HAICO_MAX_RUNNING_TURNS = 2
+    slot.turn_begin(thread=services.thread_create(owner=owner, title="Owner's private plan"), user_message="one", person=owner)
+    slot.turn_begin(thread=services.thread_create(owner=owner, title="Owner's budget"), user_message="two", person=owner)
+    with pytest.raises(TooManyTurns) as refused:
+        slot.turn_begin(thread=thread, user_message="the editor's", person=other_user)
+    message = refused.value.message
+    assert message.startswith("The owner of this thread (owner) has 2 turns running in their threads"), message
+    assert "You have" not in message and "stop" not in message
+    assert "private plan" not in message and "budget" not in message
+    assert _fresh(thread).turn_index == 0
+
+    # One of them the editor's own (in another thread of the owner's shared with them): they may stop that one.
+    slot.turn_finish(thread=Thread.objects.get(title="Owner's budget"), turn_index=1)
+    slot.turn_begin(thread=services.thread_create(owner=owner), user_message="theirs", person=other_user)
+    with pytest.raises(TooManyTurns, match=r"2 turns running in their threads.*1 of them started by you.*\(or stop yours\)"):
+        slot.turn_begin(thread=thread, user_message="the editor's", person=other_user)
+
+
+def test_the_owner_refused_because_editors_fill_their_running_turns_is_told_others_started_them(
+    owner, other_user, thread, settings, django_user_model
+):
+    from conversations.errors import TooManyTurns
+
+    settings.HAICO_MAX_RUNNING_TURNS = 2
+    third = django_user_model.objects.create_user(username="third", password="pw-third-123")
+    slot.turn_begin(thread=services.thread_create(owner=owner), user_message="one", person=other_user)
+    slot.turn_begin(thread=services.thread_create(owner=owner), user_message="two", person=third)
+    with pytest.raises(TooManyTurns) as refused:
+        slot.turn_begin(thread=thread, user_message="mine", person=owner)
+    message = refused.value.message
+    assert "You have" not in message, message
+    assert "Your threads have 2 turns running, the most at once, 2 of them started by people you share them with" in message
+    assert "intruder" not in message and "third" not in message
+
+
 def test_the_turn_row_records_who_sent_the_message(owner, thread):
     slot.turn_begin(thread=thread, user_message="from the owner", person=owner)
     row = Turn.objects.get(thread=thread, index=1)
