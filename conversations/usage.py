@@ -32,38 +32,69 @@ def usage_record(*, rows: list[dict]) -> int:
     """Store model calls' usage rows (ModelUsage fields), in a transaction
     of their own; returns how many were stored.
 
+    A row with an `id` replaces the row stored with that id (a call's
+    estimate stored while it streamed, docs/adr/0063): storing it again
+    changes nothing, so a batch tried again after a failure counts each
+    call once. A new row gets its `id` once the transaction committed (not
+    before: a refused commit stored nothing, and the row is new again).
+
     A call is paid for whatever was deleted while it ran: a row naming a
     provider, thread or turn that is gone is stored without the link (the
     provider's name stays), as the rows already stored keep theirs
     (SET_NULL). Only a row whose person is gone is left out, as their
-    stored rows go with their account. Call it outside a transaction: the
-    links are checked when its own transaction commits."""
+    stored rows go with their account (a stored estimate went with them).
+    Call it outside a transaction: the links are checked when its own
+    transaction commits."""
     if not rows:
         return 0
     try:
         # The links are checked at commit (deferred constraints), so the
         # commit is what fails when one points at a deleted row.
         with transaction.atomic():
-            ModelUsage.objects.bulk_create([ModelUsage(**row) for row in rows])
+            stored = _write(rows, rows)
+        written = len(rows)
     except IntegrityError:
-        rows = _with_links_that_exist(rows)
+        originals, fixed = _with_links_that_exist(rows)
         with transaction.atomic():
-            ModelUsage.objects.bulk_create([ModelUsage(**row) for row in rows])
-    return len(rows)
+            stored = _write(originals, fixed)
+        written = len(fixed)
+    for original, row in stored:
+        original["id"] = row.pk
+    return written
 
 
-def _with_links_that_exist(rows: list[dict]) -> list[dict]:
+# What a stored estimate's replacement changes: every field but the key.
+_REPLACED_FIELDS = [field.name for field in ModelUsage._meta.concrete_fields if not field.primary_key]
+
+
+def _write(originals: list[dict], rows: list[dict]) -> list[tuple[dict, ModelUsage]]:
+    """Insert the new rows and replace the stored ones; returns the new
+    rows' (original dict, stored row) pairs."""
+    new = [(original, ModelUsage(**row)) for original, row in zip(originals, rows, strict=True) if row.get("id") is None]
+    ModelUsage.objects.bulk_create([row for _, row in new])
+    known = [ModelUsage(**row) for row in rows if row.get("id") is not None]
+    if known:
+        # A row gone (its person's account deleted) is not made again.
+        ModelUsage.objects.bulk_update(known, _REPLACED_FIELDS)
+    return new
+
+
+def _with_links_that_exist(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The rows whose person still exists (as given), and the same with the
+    links that still exist."""
+
     def existing(model, key: str) -> set:
         return set(model.objects.filter(pk__in={row[key] for row in rows if row.get(key)}).values_list("pk", flat=True))
 
     users = existing(get_user_model(), "user_id")
     links = {key: existing(model, key) for key, model in (("provider_id", Provider), ("thread_id", Thread), ("turn_id", Turn))}
-    kept = []
+    originals, kept = [], []
     for row in rows:
         if row["user_id"] not in users:
             continue
+        originals.append(row)
         kept.append({**row, **{key: row.get(key) if row.get(key) in present else None for key, present in links.items()}})
-    return kept
+    return originals, kept
 
 
 def _sums(queryset) -> dict:

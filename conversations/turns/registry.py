@@ -53,7 +53,7 @@ from ..selectors import latest_turn_row, turn_of_sent_message
 from . import approval_claims, elsewhere, fragments, outcome, process, slot
 from .approval_record import TurnApproval
 from .message_checks import SELECTION_NOTES
-from .run import Resume, TurnRun, stored_selection
+from .run import OpenCallEstimate, Resume, TurnRun, stored_selection
 
 logger = logging.getLogger("haico.conversations.turns")
 
@@ -445,6 +445,10 @@ async def _watch() -> None:
         # it for a dead server's), and only a batch that was not stored is
         # kept for the next round (stored twice, a call counts twice).
         usage: list[tuple[TurnRun, list]] = []
+        # The streaming calls' estimates (docs/adr/0063): stored or not, each
+        # is made again from what the call streamed by the next round.
+        estimates: list[OpenCallEstimate] = []
+        saving = asyncio.Event()
         try:
             answers = {}
             for key, running in local.items():
@@ -454,16 +458,28 @@ async def _watch() -> None:
                 # An ending turn stores its own usage with its end (or pause),
                 # kept and tried again while the database is away: rows taken
                 # here as its task ends would be kept on a turn nobody runs.
-                rows = [] if running.turn.ending else running.turn.unsaved_usage()
+                if running.turn.ending:
+                    continue
+                rows = running.turn.unsaved_usage()
                 if rows:
                     usage.append((running.turn, rows))
-            if answers or usage:
-                await database_sync_to_async(_save_progress)(answers=answers, usage=[r for _, rows in usage for r in rows])
+                estimate = running.turn.open_call_estimate()
+                if estimate is not None:
+                    estimates.append(estimate)
+                if rows or estimate is not None:
+                    running.turn.usage_saving = saving  # its end waits for this save
+            if answers or usage or estimates:
+                batch = [r for _, rows in usage for r in rows] + [estimate.row for estimate in estimates]
+                await database_sync_to_async(_save_progress)(answers=answers, usage=batch)
+                for estimate in estimates:
+                    estimate.holder.id, estimate.holder.saved_chars = estimate.row.get("id"), estimate.chars
         except Exception as error:
             for turn, rows in usage:
                 turn.keep_usage(rows)  # stored with the next batch, or at the turn's end
             # A database away is one line of its outage's, not a traceback every half second.
             outages.note(logger, error, "the turn watcher could not store what the turns streamed; trying again")
+        finally:
+            saving.set()
         try:
             if loop.time() - last_poll >= CANCEL_POLL_SECONDS:
                 flagged = await database_sync_to_async(slot.cancel_requested_among)(list(local))

@@ -135,6 +135,21 @@ def stored_selection(raw) -> Selection | None:
     return Selection(start=start, end=end, text=text)
 
 
+# The key of a usage row (in TurnRun._usage) naming the OpenCallRow its
+# call's estimate may have been stored in.
+_REPLACES = "replaces"
+
+
+def _resolved(row: dict) -> dict:
+    """A usage row as stored: in place of its call's stored estimate, if any."""
+    if _REPLACES not in row:
+        return row
+    holder = row.pop(_REPLACES)
+    if holder.id is not None:
+        row["id"] = holder.id
+    return row
+
+
 def _store_usage(rows: list[dict]) -> list[dict]:
     """The turn's last model calls' usage, in a transaction of its own: the
     turn's end is recorded whether or not this can be.
@@ -187,6 +202,29 @@ def _await_approval(*, usage: list[dict], **kwargs) -> tuple[str, list[dict]]:
     rows the database did not take. Raises as the pause's write does."""
     waiting = approval_claims.turn_await_approval(**kwargs)
     return waiting, _store_usage(usage)
+
+
+class OpenCallRow:
+    """Where the usage of the model call streaming now is stored: the turn
+    watcher stores its estimate (what it was sent, what it streamed so far)
+    twice a second, so a server killed mid-call leaves it counted
+    (docs/adr/0063); the call's real figure, or its last estimate, then
+    replaces that row rather than adding one."""
+
+    __slots__ = ("id", "saved_chars")
+
+    def __init__(self) -> None:
+        self.id: int | None = None  # the stored row's, once the watcher stored one
+        self.saved_chars = 0  # the streamed characters its stored estimate counts
+
+
+@dataclass
+class OpenCallEstimate:
+    """One half-second save of the open call's estimate (TurnRun.open_call_estimate)."""
+
+    row: dict
+    chars: int
+    holder: OpenCallRow
 
 
 class TurnStopped(Exception):
@@ -277,6 +315,11 @@ class TurnRun:
         # streamed: counted from those if it never reports its usage.
         self._open_call: ModelCallStarted | None = None
         self._open_call_chars = 0
+        self._open_row = OpenCallRow()  # its estimate's row, if the watcher stored one
+        # The watcher's save in flight with this turn's usage (turns.registry):
+        # the turn's end waits for it, so the row it stores is replaced, not
+        # stored again beside it.
+        self.usage_saving: asyncio.Event | None = None
         self.limit_notice = ""  # set when the turn stopped at the person's token limit
         self.turn_index = turn_index
         self.user_message = user_message
@@ -379,9 +422,33 @@ class TurnRun:
         return [fragments.in_progress(turn)] + [fragments.tokens(self.turn_index, piece) for piece in _pieces(rest)]
 
     def unsaved_usage(self) -> list[dict]:
-        """The model calls' usage rows not stored yet; they are the caller's to store now."""
+        """The model calls' usage rows not stored yet; they are the caller's to store now.
+
+        A call whose estimate the watcher stored while it streamed replaces
+        that row (its `id`): counted once. Taken when no save of the
+        watcher's is in flight (`usage_settled`), so the row's id is known."""
         rows, self._usage = self._usage, []
-        return rows
+        return [_resolved(row) for row in rows]
+
+    def open_call_estimate(self) -> OpenCallEstimate | None:
+        """The streaming call's usage as estimated now (its request's
+        estimate and what it streamed, / 4), for the watcher to store; None
+        while it has streamed nothing new since the last save (a call that
+        wrote nothing is not paid for, docs/adr/0063)."""
+        started, chars, holder = self._open_call, self._open_call_chars, self._open_row
+        if started is None or self.user_id is None or chars <= holder.saved_chars:
+            return None
+        row = self._usage_row(
+            ModelCallUsage(started.input_tokens_estimate, math.ceil(chars / 4), estimated=True, model=started.model)
+        )
+        row["id"] = holder.id
+        return OpenCallEstimate(row=row, chars=chars, holder=holder)
+
+    async def usage_settled(self) -> None:
+        """Wait for the watcher's save in flight with this turn's usage, if any."""
+        saving = self.usage_saving
+        if saving is not None:
+            await saving.wait()
 
     def keep_usage(self, rows: list[dict]) -> None:
         """Rows the caller could not store: they go with the next batch."""
@@ -395,10 +462,10 @@ class TurnRun:
         started, self._open_call = self._open_call, None
         if started is not None and self.user_id is not None:
             streamed = math.ceil(self._open_call_chars / 4)  # agent.usage's estimate: characters / 4
-            self._usage.append(
-                self._usage_row(ModelCallUsage(started.input_tokens_estimate, streamed, estimated=True, model=started.model))
-            )
+            row = self._usage_row(ModelCallUsage(started.input_tokens_estimate, streamed, estimated=True, model=started.model))
+            self._usage.append({**row, _REPLACES: self._open_row})
         self._open_call_chars = 0
+        self._open_row = OpenCallRow()
 
     def _usage_row(self, event: ModelCallUsage) -> dict:
         model = self.model
@@ -509,6 +576,7 @@ class TurnRun:
         """Release the slot, record how the turn ended and tell every open tab."""
         if status == Turn.Status.FAILED and not self._open_call_chars:
             self._open_call = None  # the provider refused or failed the call: nothing was paid for
+        await self.usage_settled()
         self._count_open_call()
         answer = self.final_text if status == Turn.Status.COMPLETE else "".join(self.draft)
         cut_off = self.cut_off and status == Turn.Status.COMPLETE
@@ -719,6 +787,7 @@ class TurnRun:
         question would be gone. The tabs are told meanwhile that it is not
         saved yet, and get the card once it is."""
         asked = self.approval
+        await self.usage_settled()
         usage = self.unsaved_usage()
         waiting: str | None = None
 
@@ -917,7 +986,8 @@ class TurnRun:
         elif isinstance(event, ModelCallUsage):
             self._open_call, self._open_call_chars = None, 0
             if self.user_id is not None:
-                self._usage.append(self._usage_row(event))
+                self._usage.append({**self._usage_row(event), _REPLACES: self._open_row})
+            self._open_row = OpenCallRow()
         elif isinstance(event, CapReached):
             if event.cap == "tokens":
                 self.limit_notice = outcome.TOKEN_LIMIT

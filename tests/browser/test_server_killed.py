@@ -62,6 +62,38 @@ def test_killed_during_an_answer_the_answer_so_far_stays_and_retry_reruns_it(pag
     assert rows == [(1, "Write the summary", "interrupted", None), (2, "Write the summary", "complete", 1)]
 
 
+REPORT = " ".join(f"paragraph{i} " + "lorem ipsum dolor sit amet " * 4 for i in range(1, 121))
+
+
+def test_killed_during_an_answer_the_call_streaming_is_still_counted(page, start_haico_server, model_server):
+    """A long answer streamed for seconds (paid at the provider) and the
+    server killed (the OOM killer on a big answer, a crash): the call's
+    usage was stored as it streamed (docs/adr/0063), so the person's usage
+    page and limit see it, with the answer so far."""
+    model_server.script([Reply(text=REPORT, token_delay=0.03), Reply(text="After the restart.")])
+    server = start_haico_server(model_env(model_server))
+    new_thread_for(page, server.url, "ada")
+    wait_for_socket(page)
+    chat = page.get_by_role("region", name="Chat")
+    _send(page, "Write the long report")
+    expect(chat.locator("#turn-1-answer-content")).to_contain_text("paragraph15", timeout=TURN_WAIT_MS)
+    time.sleep(1.5)  # the answer so far, and the call's usage, are stored twice a second
+    server.kill()
+    kept = server.query("SELECT answer FROM conversations_turn WHERE [index] = 1")[0][0] or ""
+    assert "paragraph10" in kept
+    server.start()
+    for _ in range(100):  # the restarted server ends the turn as interrupted
+        if server.query("SELECT status FROM conversations_turn WHERE [index] = 1")[0][0] != "running":
+            break
+        time.sleep(0.2)
+    assert server.query("SELECT status FROM conversations_turn WHERE [index] = 1")[0][0] == "interrupted"
+    rows = server.query("SELECT input_tokens, output_tokens, estimated FROM conversations_modelusage")
+    assert len(rows) == 1, rows
+    [(sent, streamed, estimated)] = rows
+    assert estimated and sent > 0
+    assert len(kept) // 8 <= streamed <= len(REPORT) // 4
+
+
 @pytest.mark.postgres
 def test_killed_during_a_tool_step_the_thread_works_again_at_once(
     page, start_haico_server, migrated_postgres_database_url, model_server

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.db import OperationalError
 from django.test import Client
 from django.utils import timezone
 
@@ -139,6 +140,83 @@ async def test_a_call_stopped_while_it_writes_a_tool_call_is_counted_from_the_ar
     assert row.estimated and row.user_id == owner.pk
     # About half the arguments, at four characters a token.
     assert len(content) / 4 * 0.3 < row.output_tokens < len(content) / 4 * 0.7
+
+
+async def _stored_while_streaming(thread, model_server):
+    """The thread's usage rows once the model server paused mid-answer and
+    the turn watcher had a second to store what was streamed (it stores
+    twice a second)."""
+    while not model_server.pauses:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(1.0)
+    assert thread.pk in registry._running  # still streaming
+    streamed = len("".join(registry._running[thread.pk].turn.draft))
+    return await sync_to_async(_rows)(thread), streamed
+
+
+async def test_a_streaming_call_is_counted_as_it_streams_and_its_reported_figure_replaces_the_estimate(
+    thread, owner, model_server
+):
+    """A server killed mid-call loses at most the last half second's usage
+    (docs/adr/0063): the call's estimate is stored while it streams, and
+    the provider's figure takes its place at the end: one row, one call."""
+    reply = Reply(text="word " * 200, usage={"prompt_tokens": 700, "completion_tokens": 100})
+    model_server.script([Misbehave(reply=reply, pause_after_tokens=60, pause_seconds=2)])
+    await registry.start_turn(thread=thread, user_message="Write a long answer")
+    [estimate], streamed = await _stored_while_streaming(thread, model_server)
+    turn = await sync_to_async(Turn.objects.get)(thread=thread, index=1)
+    assert estimate.estimated and (estimate.user_id, estimate.turn_id, estimate.model) == (owner.pk, turn.pk, "scripted")
+    sent_chars = len(str(model_server.requests[0]["messages"]))
+    assert sent_chars // 8 < estimate.input_tokens < sent_chars // 2
+    assert streamed and abs(estimate.output_tokens - streamed / 4) <= 2  # what it streamed before the pause
+
+    await registry.wait_for_turn(thread.pk)
+    rows = await sync_to_async(_rows)(thread)
+    assert [(r.pk, r.input_tokens, r.output_tokens, r.estimated) for r in rows] == [(estimate.pk, 700, 100, False)]
+
+
+async def test_a_streaming_call_cut_off_is_counted_once_from_what_it_streamed(thread, owner, model_server):
+    """A call whose stream broke after its estimate was stored: the estimate
+    of all it streamed replaces the stored one; no second row."""
+    reply = Reply(text="word " * 200)
+    model_server.script([Misbehave(reply=reply, pause_after_tokens=40, pause_seconds=1.5, cut_after_tokens=80)])
+    await registry.start_turn(thread=thread, user_message="Write a long answer")
+    [estimate], _ = await _stored_while_streaming(thread, model_server)
+    await registry.wait_for_turn(thread.pk)
+    turn = await sync_to_async(Turn.objects.get)(thread=thread, index=1)
+    assert turn.cut_off
+    rows = await sync_to_async(_rows)(thread)
+    assert [(r.pk, r.estimated) for r in rows] == [(estimate.pk, True)]
+    assert estimate.output_tokens < rows[0].output_tokens and len(turn.answer) // 4 <= rows[0].output_tokens
+
+
+async def test_a_streaming_calls_estimate_the_database_missed_once_is_still_counted_once(thread, model_server, monkeypatch):
+    """The database away for a round of the watcher (docs/adr/0122): the
+    estimate it could not store is made again the next round, never kept
+    as a call of its own; the reported figure then replaces it."""
+    real = registry.model_usage.usage_record
+    calls = []
+
+    def flaky(*, rows):
+        if rows:
+            calls.append(len(rows))
+            if len(calls) == 1:
+                raise OperationalError("the database is restarting")
+        return real(rows=rows)
+
+    monkeypatch.setattr(registry.model_usage, "usage_record", flaky)
+    reply = Reply(text="word " * 200, usage={"prompt_tokens": 700, "completion_tokens": 100})
+    model_server.script([Misbehave(reply=reply, pause_after_tokens=60, pause_seconds=2.5)])
+    await registry.start_turn(thread=thread, user_message="Write a long answer")
+    while not model_server.pauses:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(1.5)
+    assert len(calls) == 2  # the first round failed, the next stored it
+    [estimate] = await sync_to_async(_rows)(thread)
+    assert estimate.estimated
+    await registry.wait_for_turn(thread.pk)
+    rows = await sync_to_async(_rows)(thread)
+    assert [(r.pk, r.input_tokens, r.output_tokens, r.estimated) for r in rows] == [(estimate.pk, 700, 100, False)]
 
 
 async def test_an_attempt_that_failed_before_writing_is_not_counted_and_the_one_that_answered_is(thread, model_server, settings):
