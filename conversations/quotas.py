@@ -22,7 +22,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from agent.context import TokenWindow
-from agent.usage import DAY, MONTH, limit_message
+from agent.usage import DAY, MONTH, limit_message, tokens_text
 
 from .errors import ConversationError
 from .models import Account, ModelUsage
@@ -101,6 +101,39 @@ def turn_start_check(windows: tuple[TokenWindow, ...], now: datetime | None = No
     for window in windows:
         if window.used >= window.limit:
             raise TokenLimitReached(limit_message(window, now))
+
+
+def in_flight_tokens(*, user_id: int, running) -> int:
+    """The tokens the person's running turns (`running`: a Turn queryset,
+    theirs, running now) will have used and have not stored yet: each that
+    has stored no model call's usage counts as the person's last call (its
+    first call sends the same prompt about the same workspace). A turn that
+    stored its calls' usage (its streaming call's estimate is stored twice
+    a second, docs/adr/0063) is counted by those rows already."""
+    waiting = running.filter(model_usage__isnull=True).count()
+    if not waiting:
+        return 0
+    last = (
+        ModelUsage.objects.filter(user_id=user_id)
+        .order_by("-created_at", "-pk")
+        .values_list("input_tokens", "output_tokens")
+        .first()
+    )
+    return waiting * sum(last) if last else 0
+
+
+def in_flight_check(windows: tuple[TokenWindow, ...], in_flight: int, now: datetime | None = None) -> None:
+    """TokenLimitReached when the person's turns running now will take what
+    is left of a limit (docs/adr/0064): nothing is stored."""
+    if not in_flight:
+        return
+    for window in windows:
+        if window.used < window.limit <= window.used + in_flight:
+            raise TokenLimitReached(
+                f"Your turns running now will use about the {tokens_text(window.limit - window.used)} tokens left of "
+                f"your {tokens_text(window.limit)} for {'today' if window.period == DAY else 'this month'}; wait for them "
+                "to finish, then send this again. Nothing was sent."
+            )
 
 
 def windows_reader(*, user_id: int, run: RunMark | None) -> Callable[[], Awaitable[tuple[TokenWindow, ...]]]:

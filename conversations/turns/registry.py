@@ -231,6 +231,7 @@ def _begin(
             activate_branch=activate_branch,
             person=person,
             client_message_id=client_message_id,
+            windows=windows,
         )
     except IntegrityError:
         # The other copy of the same message was stored meanwhile, in another

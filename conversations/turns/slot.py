@@ -28,6 +28,7 @@ from workspace import people
 from workspace.models import Thread, WorkspaceSnapshot
 from workspace.services.snapshots import snapshot_capture
 
+from .. import quotas
 from ..errors import ApprovalPending, BranchVanished, MessageAlreadyStored, TooManyTurns, TurnAlreadyRunning
 from ..live import RESYNC, RESYNC_CHAT, publish_turn_versions, publisher
 from ..models import BranchLink, Turn, TurnSlot
@@ -143,6 +144,7 @@ def turn_claim(
     activate_branch: bool = False,
     person=None,
     client_message_id: str = "",
+    windows: tuple = (),
 ) -> tuple[Turn, WorkspaceSnapshot]:
     """Claim the thread's single running-turn slot, bump the turn counter,
     record the turn row and snapshot the workspace, all before the agent runs.
@@ -165,6 +167,12 @@ def turn_claim(
     thread already stored from this person raises MessageAlreadyStored with its turn, before
     any refusal (docs/adr/0126). Checked under the thread's lock, so the same
     message arriving twice at once is stored once.
+
+    `windows`: the sender's token windows as read before the claim
+    (quotas.token_windows); with a limit, the sender's running turns that
+    stored no usage yet count against it too, under a lock on the sender's
+    row, so turns sent at once in several threads with the last tokens left
+    do not all start (docs/adr/0064).
     """
     user_message = clean_user_message(user_message)
     if activate_branch:
@@ -192,7 +200,20 @@ def turn_claim(
     )
     if latest is not None and latest[1] == Turn.Status.AWAITING:
         raise ApprovalPending(APPROVAL_PENDING)
-    _check_running_turns_of(locked.owner_id, now=now, limit=settings.HAICO_MAX_RUNNING_TURNS, person=person)
+    running_limit = settings.HAICO_MAX_RUNNING_TURNS
+    sender_id = person.pk if person is not None and windows else None
+    # Both people's rows locked in one statement, in key order: two claims
+    # locking the same two people never wait for each other in a circle.
+    _lock_people({pk for pk in (locked.owner_id if running_limit else None, sender_id) if pk is not None})
+    _check_running_turns_of(locked.owner_id, now=now, limit=running_limit, person=person)
+    if sender_id is not None:
+        mine = Turn.objects.filter(
+            person_id=sender_id,
+            status=Turn.Status.RUNNING,
+            thread__turn_slot__turn_index=F("index"),
+            thread__turn_slot__since__gt=now - STALE_TURN_AFTER,
+        )
+        quotas.in_flight_check(windows, quotas.in_flight_tokens(user_id=sender_id, running=mine), now)
     if slot is not None and slot.turn_index is not None:
         _release(locked, slot.turn_index, notice=outcome.INTERRUPTED_LOST, now=now)
     locked.turn_index += 1
@@ -250,12 +271,11 @@ def _check_running_turns_of(owner_id, *, now, limit: int, person=None) -> None:
     """TooManyTurns when the thread's owner already has `limit` turns running
     in their threads (0: no limit), counted from the threads' claims, which
     every server process writes (docs/adr/0051). The limit is the owner's,
-    whoever started those turns (docs/adr/0084). The owner's row is locked
-    first, so two turns started at once in two threads cannot both pass the
-    count."""
+    whoever started those turns (docs/adr/0084). The caller locked the
+    owner's row first (`_lock_people`), so two turns started at once in two
+    threads cannot both pass the count."""
     if not limit:
         return
-    list(get_user_model().objects.select_for_update().filter(pk=owner_id).values_list("pk", flat=True))
     running = TurnSlot.objects.filter(
         thread__owner_id=owner_id,
         turn_index__isnull=False,
@@ -264,6 +284,12 @@ def _check_running_turns_of(owner_id, *, now, limit: int, person=None) -> None:
     count = running.count()
     if count >= limit:
         raise TooManyTurns(_too_many_turns_message(owner_id, running, count=count, person=person))
+
+
+def _lock_people(ids: set) -> None:
+    """Lock these people's rows until the caller's transaction ends, in key order."""
+    if ids:
+        list(get_user_model().objects.select_for_update().filter(pk__in=ids).order_by("pk").values_list("pk", flat=True))
 
 
 def _too_many_turns_message(owner_id, running, *, count: int, person) -> str:

@@ -161,6 +161,42 @@ def test_regenerate_over_the_limit_is_refused_before_any_branch_is_made(owner, t
 # --- during a turn ------------------------------------------------------------------------------
 
 
+async def _notice_or_ack(socket, timeout=10.0):
+    """Frames up to the first notice or acknowledgement."""
+    frames = []
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        html = await socket.receive_from(timeout=max(0.1, deadline - loop.time()))
+        frames.append(html)
+        if 'id="chat-notice"' in html or 'id="chat-ack"' in html:
+            return frames
+    return frames
+
+
+async def test_three_threads_sent_at_once_with_the_last_tokens_left_run_one_turn(owner, thread, model_server, sockets, settings):
+    """10 of 1 000 tokens left, three messages sent at once in three
+    threads: one turn runs; the others are refused, kept in their boxes,
+    saying the running turn will use what is left (docs/adr/0064). Before,
+    all three ran (3 x 800 tokens)."""
+    settings.HAICO_DAILY_TOKEN_LIMIT = 1_000
+    await sync_to_async(_used)(owner, 990)
+    slow = Reply(text="Working on it. " * 10, token_delay=0.05, usage={"prompt_tokens": 700, "completion_tokens": 100})
+    model_server.script([slow, slow, slow])
+    threads = [thread, *[await sync_to_async(thread_create)(owner=owner, title=f"Other {n}") for n in range(2)]]
+    socks = [await sockets(t.pk, owner) for t in threads]
+    await asyncio.gather(*(s.send_to(text_data=_send(f"Question {n}")) for n, s in enumerate(socks)))
+    first = await asyncio.gather(*(_notice_or_ack(s) for s in socks))
+    acked = [n for n, frames in enumerate(first) if any('id="chat-ack"' in f for f in frames)]
+    assert len(acked) == 1, first
+    await frames_until_turn_end(socks[acked[0]], timeout=30)
+    for n in set(range(3)) - set(acked):
+        html = "".join(first[n])
+        assert "Your turns running now will use about the 10 tokens left of your 1 000 for today" in html, html
+        assert (await _stored(threads[n]))["turn_index"] == 0
+    assert len(model_server.requests) == 1
+
+
 async def test_a_turn_crossing_the_limit_finishes_its_model_call_and_ends_with_a_message(
     owner, thread, model_server, sockets, settings
 ):
