@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from django.db import transaction
 from django.utils import timezone
 
-from .. import people, plan_tree
+from .. import people, plan_tree, write_counts
 from ..errors import ChangedMeanwhile, InvalidInput, NotFound, StepMoved
 from ..events import Change, announce
 from ..indices import index_as_shown
@@ -24,6 +24,8 @@ from ..models import TODO_TEXT_MAX_CHARS, PlanChange, Thread, Todo
 from ..selectors import PLAN_ORDER, PlanStep, plan_written
 from ..text import as_a_page_reads_it, clean_text
 from .common import BatchResult, changed, turn_counter
+
+PLAN_COUNT = list(Thread.WRITE_COUNTS).index("plan")  # its place in write_counts' tuples
 
 Author = PlanChange.Author
 Action = PlanChange.Action
@@ -442,6 +444,9 @@ def todos_toggle_by_index(
     holds now and the text as the caller was shown it. Only the mark is
     checked and written here, so the text now may be someone else's, which
     the caller's next edit of the step must still find changed."""
+    # The plan count before the plan is read: the plan this tick leaves may
+    # be kept only if no other plan write committed after it (see below).
+    plan_count_before = write_counts.read(thread.pk)[PLAN_COUNT]
     todos = _plan(thread.pk)
     targets = _targets(todos, indices, shown)
     numbers = dict(zip((t.pk for t in todos), plan_tree.outline_numbers(_depths(todos))))
@@ -482,7 +487,12 @@ def todos_toggle_by_index(
     steps = [PlanStep(t.pk, t.text, t.done, t.depth, number) for t, number in zip(todos, numbers_now)]
 
     def keep_the_plan() -> None:
-        if written:
+        # One more than the count read before the plan proves the plan read
+        # holds every plan write but this one. On PostgreSQL a locking read
+        # that waited for another plan write does not return the rows that
+        # write inserted, nor its new order: its count is then two more,
+        # and the plan is read again by its counts (docs/adr/0140).
+        if written and written[0][PLAN_COUNT] == plan_count_before + 1:
             plan_written(thread.pk, written[0], steps)
 
     transaction.on_commit(keep_the_plan)
