@@ -175,6 +175,13 @@ def turn_claim(
     do not all start (docs/adr/0064).
     """
     user_message = clean_user_message(user_message)
+    running_limit = settings.HAICO_MAX_RUNNING_TURNS
+    sender_id = person.pk if person is not None and windows else None
+    # The people's rows before the thread's, as every write that takes both
+    # does (sharing.lock_family: a branch locks its owner, then the thread),
+    # and both in one statement in key order: no two claims or branches of
+    # the same people wait for each other in a circle.
+    _lock_people({pk for pk in (thread.owner_id if running_limit else None, sender_id) if pk is not None})
     if activate_branch:
         locked = Thread.objects.select_for_update().filter(pk=thread.pk).first()
         activated = locked is not None and BranchLink.objects.filter(
@@ -200,11 +207,6 @@ def turn_claim(
     )
     if latest is not None and latest[1] == Turn.Status.AWAITING:
         raise ApprovalPending(APPROVAL_PENDING)
-    running_limit = settings.HAICO_MAX_RUNNING_TURNS
-    sender_id = person.pk if person is not None and windows else None
-    # Both people's rows locked in one statement, in key order: two claims
-    # locking the same two people never wait for each other in a circle.
-    _lock_people({pk for pk in (locked.owner_id if running_limit else None, sender_id) if pk is not None})
     _check_running_turns_of(locked.owner_id, now=now, limit=running_limit, person=person)
     if sender_id is not None:
         mine = Turn.objects.filter(
