@@ -1,7 +1,9 @@
 """Past artifacts: an index, and one artifact's full payload by id (the
 prompt shows only a pointer to the latest one: docs/adr/0072)."""
 
+import functools
 import json
+import re
 
 from workspace import selectors
 from workspace.errors import InvalidInput, NotFound
@@ -90,9 +92,49 @@ def _whole(artifact, *, start: int) -> dict:
     if _sent_size(artifact.payload) <= DOCUMENT_READ_MAX_CHARS:
         return {"payload": artifact.payload}
     text = json.dumps(artifact.payload, ensure_ascii=False)
-    shown = text[: DOCUMENT_READ_MAX_CHARS * 3 // 4]  # leaves room for escaping
-    return {
-        "payload_text": shown,
-        "part": f"The first {len(shown)} of {len(text)} characters of the payload's JSON; "
-        "an artifact other than a table or a chart cannot be read further.",
-    }
+
+    def part(shown: int) -> str:
+        return (
+            f"The first {shown} of {len(text)} characters of the payload's JSON; "
+            "an artifact other than a table or a chart cannot be read further."
+        )
+
+    # The text is escaped twice on its way to the model (a string in the
+    # result's JSON, which is a string in the envelope's): a quote in the
+    # payload, `\"` in its JSON, is sent as eight characters, so the cut is
+    # measured as sent, as a table's rows are (docs/adr/0142).
+    room = DOCUMENT_READ_MAX_CHARS - _sent_size({"payload_text": "", "part": part(len(text))})
+    shown = _head_within(text, room)
+    return {"payload_text": shown, "part": part(len(shown))}
+
+
+def _head_within(text: str, room: int) -> str:
+    """The longest start of `text` (JSON) that is at most `room` characters
+    as sent (text, escaped twice), cut between whole escapes (`\\"`,
+    `\\u00e9`) and whole surrogate pairs, so the model is never handed half
+    of one."""
+    end, used = 0, 0
+    while end < len(text):
+        unit = _UNIT.match(text, end)
+        step = unit.end() - end if unit else 1
+        size = sum(_sent_char_size(c) for c in text[end : end + step])
+        if used + size > room:
+            break
+        used += size
+        end += step
+    return text[:end]
+
+
+# An escape of the JSON text (a backslash and what it escapes: one
+# character, or `u` and four hex digits; a pair of escaped surrogates
+# together), or a pair of surrogate code points.
+_UNIT = re.compile(
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\.|[\ud800-\udbff][\udc00-\udfff]",
+    re.DOTALL,
+)
+
+
+@functools.cache
+def _sent_char_size(char: str) -> int:
+    # JSON escapes a character alone, whatever is around it.
+    return len(json.dumps(json.dumps(char, ensure_ascii=False), ensure_ascii=False)) - 6

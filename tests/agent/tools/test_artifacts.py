@@ -355,3 +355,29 @@ async def test_an_imported_artifact_of_another_kind_is_read_whole_or_its_first_p
     assert body["part"].startswith(f"The first {len(body['payload_text'])} of 180015 characters of the payload's JSON")
     refused = await call(thread, "get_artifact", artifact_id=big.pk, start=5)
     assert refused["success"] is False and "only a table's rows and a chart's points are read in parts" in refused["error"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    ['say "yes" ' * 8_000, "C:\\path\\to\\file " * 8_000, "line\n" * 30_000, "bell \x07 " * 10_000, "x" + 'say "yes" ' * 8_000],
+    ids=["quotes", "backslashes", "line breaks", "control characters", "quotes one character on"],
+)
+async def test_an_imported_artifact_full_of_quotes_or_line_breaks_is_read_within_a_reads_size(thread, content):
+    # Its JSON is escaped twice more on its way to the model: the first part
+    # was cut at 22 500 characters of it, up to 45 000 and more as sent.
+    big = await db(
+        artifacts_services.artifact_create,
+        thread=thread,
+        artifact_type="document",
+        title="Notes",
+        payload={"content": content},
+        turn_index=1,
+    )
+    result = await call(thread, "get_artifact", artifact_id=big.pk)
+    assert result["success"] is True
+    assert DOCUMENT_READ_MAX_CHARS - 500 <= len(json.dumps(result, ensure_ascii=False)) <= DOCUMENT_READ_MAX_CHARS + 500
+    shown = json.loads(result["summary"])["payload_text"]
+    assert json.dumps({"content": content}, ensure_ascii=False).startswith(shown)
+    # Cut between whole escapes: no lone backslash, no half of a \u escape.
+    assert not re.search(r"(?<!\\)(\\\\)*\\$", shown)
+    assert not re.search(r"\\u[0-9a-f]{0,3}$", shown)
