@@ -37,6 +37,11 @@ WORD_DIFF_MIN_RATIO = 0.4
 # are; what both texts start and end with is matched without looking
 # (workspace.alignment), so a long document costs what changed in it.
 LINES_EXACT = sys.maxsize
+# A bounded comparison cuts a line longer than the characters it has left,
+# rather than leave it out, but shows at least this many of it: the first
+# line of a change (and the line that replaced it) however little is left,
+# a later one only when this much is.
+LINE_SHOWN_MIN = 500
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,7 @@ class DiffLine:
     old_number: int | None  # 1-based, None for an added line
     new_number: int | None  # 1-based, None for a removed line
     segments: tuple[Segment, ...]
+    chars_left_out: int = 0  # of a line a bounded comparison cut: its characters after those shown
 
     @property
     def text(self) -> str:
@@ -77,7 +83,10 @@ class Cut:
 @dataclass(frozen=True)
 class TextDiff:
     rows: tuple[DiffLine | Gap | Cut, ...]
-    # Of the lines shown: a bounded comparison counts only what it shows.
+    # Of every change, shown or not: the lines a bounded comparison does not
+    # show (not compared word by word) count as their line alignment reads,
+    # a replaced line as changed, the lines a replacement adds or drops as
+    # added or removed.
     lines_added: int
     lines_removed: int
     lines_changed: int
@@ -96,7 +105,9 @@ class TextDiff:
     @property
     def bounded(self) -> bool:
         """Whether anything was left out."""
-        return bool(self.changes_left_out) or any(isinstance(row, Cut) for row in self.rows)
+        return bool(self.changes_left_out) or any(
+            isinstance(row, Cut) or (isinstance(row, DiffLine) and row.chars_left_out) for row in self.rows
+        )
 
 
 def _lines(text: str) -> list[str]:
@@ -128,9 +139,12 @@ def word_segments(old: str, new: str) -> tuple[tuple[Segment, ...], float]:
     return tuple(segments), matcher.ratio()
 
 
-def _changed_block(old: list[str], new: list[str], old_start: int, new_start: int) -> list[DiffLine]:
+def _changed_block(old: list[str], new: list[str], old_start: int, new_start: int, *, paired: bool = False) -> list[DiffLine]:
     """A block of lines replaced by another: the lines paired in order are
-    shown word by word where they are alike, the rest removed / added."""
+    shown word by word where they are alike, the rest removed / added: all
+    the removed lines, then all the added ones; or, `paired`, each removed
+    line just before the line that replaced it, so a comparison that shows
+    only its first lines shows the new text of each old line it shows."""
     rows: list[DiffLine] = []
     removed: list[DiffLine] = []
     added: list[DiffLine] = []
@@ -157,20 +171,67 @@ def _changed_block(old: list[str], new: list[str], old_start: int, new_start: in
             removed.append(DiffLine(REMOVED, old_no, None, (Segment(o, REMOVED),)))
         if n is not None:
             added.append(DiffLine(ADDED, None, new_no, (Segment(n, ADDED),)))
+        if paired:
+            rows += removed + added
+            removed, added = [], []
     return rows + removed + added
+
+
+def _cut(line: DiffLine, chars: int) -> DiffLine:
+    """`line` with only its first `chars` characters (never part of a
+    character: docs/adr/0128), and how many it leaves out."""
+    if len(line.text) <= chars:
+        return line
+    text = line.text
+    while chars > 0 and not graphemes.is_boundary(text, chars):
+        chars -= 1
+    segments: list[Segment] = []
+    left = chars
+    for segment in line.segments:
+        if left <= 0:
+            break
+        segments.append(Segment(segment.text[:left], segment.change))
+        left -= len(segment.text)
+    return DiffLine(line.kind, line.old_number, line.new_number, tuple(segments), len(text) - chars)
 
 
 def _budgeted(block: list[DiffLine], lines_left: float, chars_left: float) -> list[DiffLine]:
     """The rows of one change a bounded comparison shows: within the lines
-    and characters left, and always its first."""
+    and characters left, and always its first. A removed line and the line
+    that replaced it (paired, `_changed_block`) are shown together, the
+    characters left shared between them when both do not fit, each cut with
+    a mark: what would replace a line is never left out of what is shown of
+    it (the approval card's preview is what the person approves)."""
     kept: list[DiffLine] = []
-    for line in block:
-        if kept and (lines_left <= 0 or chars_left < len(line.text)):
-            break
-        kept.append(line)
-        lines_left -= 1
-        chars_left -= len(line.text)
+    at = 0
+    while at < len(block) and (not kept or lines_left > 0):
+        pair = block[at].kind == REMOVED and at + 1 < len(block) and block[at + 1].kind == ADDED
+        rows = block[at : at + 2] if pair else block[at : at + 1]
+        sizes = [len(row.text) for row in rows]
+        if sum(sizes) > chars_left:
+            room = max(chars_left, LINE_SHOWN_MIN * len(rows)) if not kept else chars_left
+            if room < LINE_SHOWN_MIN * len(rows):
+                break
+            # The shorter side whole if it takes less than its half, the other the rest.
+            shares = [int(room // len(rows))] * len(rows)
+            if pair:
+                short = 0 if sizes[0] <= sizes[1] else 1
+                shares[short] = min(sizes[short], shares[short])
+                shares[1 - short] = int(room) - shares[short]
+            rows = [_cut(row, share) for row, share in zip(rows, shares, strict=True)]
+        kept += rows
+        lines_left -= len(rows)
+        chars_left -= sum(len(row.text) for row in rows)
+        at += len(rows)
     return kept
+
+
+def _aligned_counts(old_lines: int, new_lines: int, tag: str) -> tuple[int, int, int]:
+    """(added, removed, changed) of lines not compared, as their alignment
+    reads them: in a replacement, each old line paired with a new one is
+    changed, the lines one side has over the other added or removed."""
+    changed = min(old_lines, new_lines) if tag == "replace" else 0
+    return new_lines - changed, old_lines - changed, changed
 
 
 def _reach_within(old: list[str], new: list[str], chars_left: float) -> int:
@@ -234,15 +295,16 @@ def diff_text(
         reach = int(min(max(i2 - i1, j2 - j1), max(lines_left, 1)))
         if max_chars is not None:
             reach = _reach_within(a[i1 : i1 + reach], b[j1 : j1 + reach], chars_left)
+        bounded = max_lines is not None or max_chars is not None
         block = (
-            _changed_block(a[i1 : i1 + reach], b[j1 : j1 + reach], i1, j1)
+            _changed_block(a[i1 : i1 + reach], b[j1 : j1 + reach], i1, j1, paired=bounded)
             if tag == "replace"
             else (
                 [DiffLine(REMOVED, i1 + k + 1, None, (Segment(a[i1 + k], REMOVED),)) for k in range(min(i2 - i1, reach))]
                 + [DiffLine(ADDED, None, j1 + k + 1, (Segment(b[j1 + k], ADDED),)) for k in range(min(j2 - j1, reach))]
             )
         )
-        if max_lines is not None or max_chars is not None:
+        if bounded:
             block = _budgeted(block, lines_left, chars_left)
         shown += 1
         lines_left -= len(block)
@@ -255,7 +317,12 @@ def diff_text(
         new_left = (j2 - j1) - sum(1 for line in block if line.new_number is not None)
         if old_left or new_left:
             rows.append(Cut(max(old_left, new_left)))
+            for kind, count in zip((ADDED, REMOVED, CHANGED), _aligned_counts(old_left, new_left, tag), strict=True):
+                counts[kind] += count
     left_out = [op for op in opcodes[stopped_at:] if op[0] != "equal"] if stopped_at is not None else []
+    for tag, i1, i2, j1, j2 in left_out:
+        for kind, count in zip((ADDED, REMOVED, CHANGED), _aligned_counts(i2 - i1, j2 - j1, tag), strict=True):
+            counts[kind] += count
     if not (counts[ADDED] or counts[REMOVED] or counts[CHANGED]):
         rows = []
     return TextDiff(

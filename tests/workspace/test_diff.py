@@ -157,7 +157,8 @@ def test_a_bounded_comparison_shows_its_first_changes_and_counts_the_rest():
     changed = [row for row in diff.rows if getattr(row, "kind", "") == CHANGED]
     assert len(changed) == 30 and changed[-1].new_number == 599  # paragraph 300
     assert (diff.changes, diff.changes_shown, diff.changes_left_out, diff.lines_left_out) == (100, 30, 70, 70)
-    assert diff.lines_changed == 30 and diff.bounded and not diff.identical
+    # The counts are of every change, those not shown counted by their lines.
+    assert diff.lines_changed == 100 and diff.bounded and not diff.identical
     # The context after the last change shown, then nothing: no gap counting towards a change not shown.
     after_last = diff.rows[diff.rows.index(changed[-1]) + 1 :]
     assert [row.text for row in after_last] == ["", "Paragraph 301: the word 301.", ""]
@@ -170,11 +171,17 @@ def test_a_bounded_comparison_cuts_a_long_change_after_its_first_lines():
     old = "\n".join(f"Line {n} as it was." for n in range(1000))
     new = "\n".join(f"Line {n} as it is now, reworded." for n in range(1000))
     diff = diff_text(old, new, max_changes=30, max_lines=200, max_chars=40_000)
-    assert diff.lines_changed == 200 and diff.changes == 1 and diff.changes_left_out == 0
+    assert [row.kind for row in diff.rows[:-1]] == [CHANGED] * 200 and diff.lines_changed == 1000
+    assert diff.changes == 1 and diff.changes_left_out == 0
     assert diff.rows[-1] == Cut(800) and diff.bounded
-    # A single line longer than the character budget is still shown whole: a change shows its first line.
+    # A single line longer than the character budget is cut, and so is the line that replaced it:
+    # the characters left are shared between the two, each marked with what it leaves out.
     huge = diff_text("a\n" + "x" * 50_000, "a\n" + "y" * 50_000, max_changes=30, max_lines=200, max_chars=40_000)
-    assert [getattr(row, "text", row) for row in huge.rows[-2:]] == ["x" * 50_000, Cut(1)]
+    assert [(row.kind, row.text, row.chars_left_out) for row in huge.rows[1:]] == [
+        (REMOVED, "x" * 19_999, 30_001),
+        (ADDED, "y" * 20_000, 30_000),
+    ]
+    assert (huge.lines_added, huge.lines_removed, huge.bounded) == (1, 1, True)
 
 
 def test_a_bounded_comparison_compares_word_by_word_only_the_lines_its_characters_can_show(monkeypatch):
@@ -195,3 +202,33 @@ def test_a_bounded_comparison_compares_word_by_word_only_the_lines_its_character
     shown = [row for row in diff.rows if getattr(row, "kind", "") == CHANGED]
     assert 60 <= len(shown) < 70 and diff.rows[-1] == Cut(300 - len(shown))
     assert len(compared) <= len(shown) + 2
+
+
+def test_a_bounded_comparison_shows_each_rewritten_long_line_just_before_the_line_that_replaced_it():
+    """Lines too long to compare word by word: every removed line came first
+    and filled the characters before the first added one was shown."""
+    old = "\n".join(f"Paragraph {n} as it was: " + "what the study found. " * 400 for n in range(10))
+    new = "\n".join(f"Paragraph {n} as rewritten: " + "what the study claims. " * 400 for n in range(10))
+    diff = diff_text(old, new, max_changes=30, max_lines=200, max_chars=40_000)
+    assert [(row.kind, row.old_number or row.new_number, row.chars_left_out > 0) for row in diff.rows[:-1]] == [
+        (REMOVED, 1, False),
+        (ADDED, 1, False),
+        (REMOVED, 2, False),
+        (ADDED, 2, False),
+        # The characters left, shared between the third line and its replacement, each cut.
+        (REMOVED, 3, True),
+        (ADDED, 3, True),
+    ]
+    assert diff.rows[4].text.startswith("Paragraph 2 as it was: ") and diff.rows[5].text.startswith("Paragraph 2 as rewritten: ")
+    assert diff.rows[-1] == Cut(7) and sum(len(row.text) for row in diff.rows[:-1]) <= 40_000
+    # The counts are of the whole change: the lines not shown are replaced lines.
+    assert (diff.lines_added, diff.lines_removed, diff.lines_changed) == (3, 3, 7)
+
+
+def test_a_bounded_comparison_cuts_a_long_line_between_characters():
+    family = "\U0001f469\u200d\U0001f469\u200d\U0001f467"  # one character of five code points
+    diff = diff_text("a\n" + family * 10_000, "a\n" + "é" * 50_001, max_changes=30, max_lines=200, max_chars=40_000)
+    removed, added = diff.rows[1:]
+    assert removed.kind == REMOVED and len(removed.text) % 5 == 0 and set(removed.text.split(family)) == {""}
+    assert removed.chars_left_out == 50_000 - len(removed.text) and added.kind == ADDED
+    assert len(removed.text) + len(added.text) <= 40_000

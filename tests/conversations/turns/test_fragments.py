@@ -1,5 +1,6 @@
 """conversations.turns.fragments: the feedback control a turn gets when it ends, and its reasoning steps."""
 
+import re
 import uuid
 
 from conversations.turns import fragments
@@ -95,7 +96,7 @@ def test_the_preview_of_a_rewrite_of_long_paragraphs_shows_their_first_lines_and
 
     card = _waiting_card(old, new)
 
-    assert "Preview of the document change:" in card and "in the lines shown" in card
+    assert "Preview of the document change: 2 lines added, 2 removed, 21 changed</summary>" in card
     assert "Sentence 1 of paragraph 1 says" in card and "Sentence 1 of paragraph 23 " not in card
     assert "more lines of this change, not shown" in card
     assert "Only part of the change is shown here: approving makes all of it." in card
@@ -108,10 +109,42 @@ def test_the_preview_of_a_rewrite_of_every_paragraph_shows_the_first_changes_and
 
     card = _waiting_card(old, new)
 
-    assert "Preview of the document change: the first 30 of 358 changes, 0 lines added, 0 removed, 30 changed" in card
+    assert "Preview of the document change: the first 30 of 358 changes, 0 lines added, 0 removed, 358 changed</summary>" in card
     assert "Sentence 1 of paragraph 30 <del>says</del><ins>claims</ins> what" in card
     assert "Sentence 1 of paragraph 31 " not in card
     assert "328 more changes after these (328 lines), not shown." in card and "approving makes all of it." in card
+
+
+def test_the_preview_of_rewritten_long_paragraphs_shows_the_new_text_of_each_old_line_it_shows():
+    """Lines too long to compare word by word read as removed and added: the
+    card showed every removed line first and ran out of room before the
+    first added one, so the person approved text they were never shown,
+    under a summary of "0 lines added, 23 removed"."""
+    old = _report(23, 128, "says", between="\n")
+    new = _report(23, 128, "claims, in other words,", between="\n")
+
+    card = _waiting_card(old, new)
+
+    removed, added = card.index("Removed line: "), card.index("Added line: ")
+    assert removed < added < card.index("Removed line: ", removed + 1)  # each old line, then what replaces it
+    assert "Sentence 1 of paragraph 1 claims, in other words, what" in card
+    assert "Sentence 128 of paragraph 2 claims, in other words, what" in card
+    assert "0 lines added" not in card and "21 more lines of this change, not shown" in card
+
+
+def test_the_preview_of_one_rewritten_paragraph_longer_than_the_card_shows_the_start_of_both_and_says_they_are_cut():
+    intro = "Intro line.\n\n"
+    old_paragraph = " ".join(f"Old sentence {k} says what the study found." for k in range(1, 480))
+    new_paragraph = " ".join(f"New sentence {k} claims the opposite of the study." for k in range(1, 480))
+    assert 20_000 < len(old_paragraph) < len(new_paragraph) < 30_000
+
+    card = _waiting_card(intro + old_paragraph + "\n\nOutro.", intro + new_paragraph + "\n\nOutro.")
+
+    assert "Preview of the document change: 1 line added, 1 removed, 0 changed</summary>" in card
+    assert "<del>Old sentence 1 says what" in card and "<ins>New sentence 1 claims the opposite" in card
+    assert "New sentence 300 " in card and "New sentence 479 " not in card
+    assert re.search(r"… and \d+ more characters of this line, not shown …", card)
+    assert "Only part of the change is shown here: approving makes all of it." in card
 
 
 def test_a_small_change_is_previewed_whole_and_an_answered_card_compares_nothing():

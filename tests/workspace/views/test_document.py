@@ -632,7 +632,7 @@ def test_comparing_far_apart_versions_of_a_long_document_shows_the_first_changes
     response = owner_client.get(ws_url(thread, DIFF), {"old": 1}, **HTMX)
     html = response.content.decode()
     assert "Changes from version 1 to now (version 2)" in html
-    assert "The first 30 of 89 changes: 0 lines added, 0 removed, 30 changed in the lines shown." in html
+    assert "The first 30 of 89 changes: 0 lines added, 0 removed, 89 changed." in html
     assert "Paragraph 20: the <del>word</del><ins>term</ins> 20 and" in html
     assert "Paragraph 600: the <del>word</del>" in html and "Paragraph 620: the <del>" not in html
     assert "59 more changes after these (59 lines), not shown: compare versions closer together to see them." in html
