@@ -51,6 +51,27 @@ def _update(vendor: str, surfaces: tuple[str, ...], returning: bool) -> str:
     return f"{update} RETURNING {_column(Thread, 'turn_index')}, {counts}"
 
 
+@functools.cache
+def _lock(vendor: str) -> str:
+    thread, pk = _table(Thread), _column(Thread, "id")
+    return f"SELECT {pk} FROM {thread} WHERE {pk} = %s FOR UPDATE"
+
+
+def lock_thread(thread_id) -> None:
+    """Lock the thread's row until the caller's transaction ends, where the
+    database locks rows (PostgreSQL; SQLite's writes are one at a time
+    already: BEGIN IMMEDIATE). A plan write takes it before it reads the
+    plan: every plan write raises the counts on this row in its transaction,
+    so a plan read after the lock sees every plan write counted before its
+    own, which a kept plan relies on (docs/adr/0140). Without it a read
+    that waited on another write's step locks ran on a snapshot taken
+    before that write committed, and missed the step it added."""
+    if not connection.features.has_select_for_update:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(_lock(connection.vendor), [_thread_key(thread_id)])
+
+
 def _thread_key(thread_id):
     return Thread._meta.pk.get_db_prep_value(thread_id, connection)
 

@@ -265,3 +265,50 @@ def test_an_unheld_reading_goes_when_more_threads_are_read(workspace, no_listene
     _capture_in_a_claim(thread)
     workspace_reading_current(thread=thread_create(owner=thread.owner, title="Other"))
     assert _first_prompts_reading(thread)[1] == 4
+
+
+def test_a_plan_write_that_waited_on_anothers_locks_never_keeps_a_plan_missing_its_step(workspace, no_listeners):  # noqa: F811
+    """Two plan writes of this process at once: the second (a tick) waits
+    on the rows the first (an add) locked, and its plan read may not see the
+    step the first added (on PostgreSQL a statement's snapshot is taken
+    before it waits). The kept reading must still be the database's."""
+    import threading
+    import time
+
+    from django.db import connections
+
+    thread = workspace["thread"]
+    workspace_reading_current(thread=thread)
+    added, go = threading.Event(), threading.Event()
+    errors = []
+
+    def add():
+        try:
+            with transaction.atomic():
+                plan_services.todo_add(thread=thread, text="Added meanwhile")
+                added.set()
+                go.wait(10)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    def tick():
+        try:
+            added.wait(10)
+            plan_services.todos_toggle_by_index(thread=thread, indices=[1])
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    first, second = threading.Thread(target=add), threading.Thread(target=tick)
+    first.start()
+    second.start()
+    added.wait(10)
+    time.sleep(0.5)  # the tick is now waiting on the add's locks
+    go.set()
+    first.join(20)
+    second.join(20)
+    assert not errors
+    assert workspace_reading_current(thread=thread) == workspace_reading_for(thread=thread)

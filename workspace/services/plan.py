@@ -78,6 +78,10 @@ def _clean_step_text(text) -> str:
 
 
 def _plan(thread_id) -> list[Todo]:
+    """The plan, its rows locked, after the thread's row (every plan write
+    locks the thread first: write_counts.lock_thread; one order, so two
+    writes never wait on each other's locks)."""
+    write_counts.lock_thread(thread_id)
     return list(Todo.objects.select_for_update().filter(thread_id=thread_id).order_by(*PLAN_ORDER))
 
 
@@ -229,6 +233,7 @@ def _current(todo: Todo) -> tuple[str, bool]:
     """The step's text and done mark as stored now, its row locked. Deleted
     in another tab (or by the agent) since it was loaded: a clear message
     rather than Django's "update_fields did not affect any rows"."""
+    write_counts.lock_thread(todo.thread_id)
     row = Todo.objects.select_for_update().filter(pk=todo.pk).values_list("text", "done").first()
     if row is None:
         raise NotFound("That plan step no longer exists.")
