@@ -61,13 +61,42 @@ def test_after_a_plan_tick_the_plan_it_wrote_is_kept_and_confirmed_by_the_counts
     assert reading == workspace_reading_for(thread=thread)
 
 
-def test_a_tick_after_a_plan_write_the_kept_reading_missed_reads_the_plan_again(workspace, no_listeners):  # noqa: F811
-    """Another plan write between the kept plan and the tick (another
-    process's, or one no patch read): the tick's count is two more than the
-    kept plan's, so its plan is not taken; the next reading reads it."""
+PLAN_WRITES_THAT_KEEP_THEIR_PLAN = [
+    ("add", lambda ws: plan_services.todo_add(thread=ws["thread"], text="D", parent=ws["b"])),
+    (
+        "add outline",
+        lambda ws: plan_services.todos_add_outline(thread=ws["thread"], steps=[{"text": "D"}, {"text": "E", "depth": 1}]),
+    ),
+    ("rename", lambda ws: plan_services.todos_update_by_index(thread=ws["thread"], updates=[{"index": 3, "text": "C again"}])),
+    ("remove", lambda ws: plan_services.todos_remove_by_index(thread=ws["thread"], indices=[2])),
+    ("indent", lambda ws: plan_services.todo_indent(todo=ws["b"])),
+    ("move up", lambda ws: plan_services.todo_move(todo=ws["b"], direction="up")),
+]
+
+
+@pytest.mark.parametrize(
+    "write", [w for _, w in PLAN_WRITES_THAT_KEEP_THEIR_PLAN], ids=[n for n, _ in PLAN_WRITES_THAT_KEEP_THEIR_PLAN]
+)
+def test_after_a_plan_write_holding_the_whole_plan_its_plan_is_kept(workspace, no_listeners, write):  # noqa: F811
+    """As a tick: the plan the write left is the kept reading's, confirmed
+    by the counts alone (docs/adr/0140)."""
     thread = workspace["thread"]
     workspace_reading_current(thread=thread)
-    plan_services.todo_add(thread=thread, text="Written elsewhere")
+    write(workspace)
+    with CaptureQueriesContext(connection) as queries:
+        reading = workspace_reading_current(thread=thread)
+    assert len(queries.captured_queries) == 1
+    assert reading == workspace_reading_for(thread=thread)
+
+
+def test_a_tick_after_a_plan_write_the_kept_reading_missed_reads_the_plan_again(workspace, no_listeners):  # noqa: F811
+    """Another plan write between the kept plan and the tick (another
+    process's, or one no patch read: a one-step write keeps no plan): the
+    tick's count is two more than the kept plan's, so its plan is not taken;
+    the next reading reads it."""
+    thread = workspace["thread"]
+    workspace_reading_current(thread=thread)
+    plan_services.todo_update_text(todo=workspace["c"], text="Written elsewhere")
     plan_services.todos_toggle_by_index(thread=thread, indices=[1])
     with CaptureQueriesContext(connection) as queries:
         reading = workspace_reading_current(thread=thread)

@@ -25,8 +25,6 @@ from ..selectors import PLAN_ORDER, PlanStep, plan_written
 from ..text import as_a_page_reads_it, clean_text
 from .common import BatchResult, changed, turn_counter
 
-PLAN_COUNT = list(Thread.WRITE_COUNTS).index("plan")  # its place in write_counts' tuples
-
 Author = PlanChange.Author
 Action = PlanChange.Action
 
@@ -85,7 +83,7 @@ def _plan(thread_id) -> list[Todo]:
     return list(Todo.objects.select_for_update().filter(thread_id=thread_id).order_by(*PLAN_ORDER))
 
 
-def _depths(todos: list[Todo]) -> list[int]:
+def _depths(todos: Sequence[Todo]) -> list[int]:
     return [t.depth for t in todos]
 
 
@@ -139,12 +137,35 @@ def _rearrange(
     layout = layout_for(depths, i)
     subtree = todos[i : plan_tree.subtree_end(depths, i)]
     now = plan_tree.outline_numbers(layout.depths)[layout.order.index(i)]
-    _write([todos[j] for j in layout.order], layout.depths)
-    counted = changed(todo.thread_id, "plan", [t.pk for t in subtree], reordered=True)
+    arranged = [todos[j] for j in layout.order]
+    _write(arranged, layout.depths)
+    counted = _changed_keeping(todo.thread_id, arranged, [t.pk for t in subtree], reordered=True)
     if layout.order == list(range(len(todos))) and layout.depths == depths:
         return  # dropped where it already was: nothing for the history
     what = MOVE_WORDING[verb].format(name=_quoted(todos[i].text))
     _record(counted, todo.thread_id, Action.MOVED, f"{what}: {was} → {now}", **by)
+
+
+def _changed_keeping(thread_id, todos: Sequence[Todo], ids, *, reordered: bool = False):
+    """`changed` for a plan write that holds the whole plan, locked and in
+    plan order as it leaves it (`todos`: each with .pk, .text, .done and
+    .depth as written): that plan becomes the kept reading's once the write
+    commits, at the count its own counting statement returned (docs/adr/0140).
+    The hook is registered before the change is announced, so it runs before
+    the change's live patches are rendered; a rolled-back write runs none."""
+    written: list[tuple[int, ...]] = []
+    numbers = plan_tree.outline_numbers(_depths(todos))
+    steps = [PlanStep(t.pk, t.text, t.done, t.depth, number) for t, number in zip(todos, numbers)]
+
+    def keep_the_plan() -> None:
+        if written:
+            plan_written(thread_id, written[0], steps)
+
+    transaction.on_commit(keep_the_plan)
+    counted = changed(thread_id, "plan", ids, reordered=reordered)
+    if counted is not None:
+        written.append(counted.counts)
+    return counted
 
 
 def _by(author: str, token_name: str, person) -> dict:
@@ -170,8 +191,9 @@ def todo_add(
     if depth > plan_tree.MAX_DEPTH:
         raise InvalidInput(plan_tree.TOO_DEEP)
     todo = Todo(thread=thread, text=text)
-    _write(todos[:insert_at] + [todo] + todos[insert_at:], depths[:insert_at] + [depth] + depths[insert_at:])
-    counted = changed(thread.pk, "plan", [todo.pk])
+    plan = todos[:insert_at] + [todo] + todos[insert_at:]
+    _write(plan, depths[:insert_at] + [depth] + depths[insert_at:])
+    counted = _changed_keeping(thread.pk, plan, [todo.pk])
     under = "" if parent_row is None else f" under {_quoted(todos[parent_row].text)}"
     _record(counted, thread.pk, Action.ADDED, f"Added {_quoted(text)}{under}", **_by(author, token_name, person))
     return todo
@@ -217,11 +239,9 @@ def todos_add_outline(
     insert_at, base = plan_tree.child_slot(depths, parent)
     plan_tree.check_outline([d for _, d in cleaned], base=base)
     created = [Todo(thread=thread, text=text) for text, _ in cleaned]
-    _write(
-        todos[:insert_at] + created + todos[insert_at:],
-        depths[:insert_at] + [base + d for _, d in cleaned] + depths[insert_at:],
-    )
-    counted = changed(thread.pk, "plan", [t.pk for t in created])
+    plan = todos[:insert_at] + created + todos[insert_at:]
+    _write(plan, depths[:insert_at] + [base + d for _, d in cleaned] + depths[insert_at:])
+    counted = _changed_keeping(thread.pk, plan, [t.pk for t in created])
     names = [_quoted(text) for text, _ in cleaned]
     what = f"Added {names[0]}" if len(names) == 1 else f"Added {_steps(len(names))}: {_listed(names)}"
     under = "" if parent is None else f" under {_quoted(todos[parent].text)}"
@@ -449,9 +469,6 @@ def todos_toggle_by_index(
     holds now and the text as the caller was shown it. Only the mark is
     checked and written here, so the text now may be someone else's, which
     the caller's next edit of the step must still find changed."""
-    # The plan count before the plan is read: the plan this tick leaves may
-    # be kept only if no other plan write committed after it (see below).
-    plan_count_before = write_counts.read(thread.pk)[PLAN_COUNT]
     todos = _plan(thread.pk)
     targets = _targets(todos, indices, shown)
     numbers = dict(zip((t.pk for t in todos), plan_tree.outline_numbers(_depths(todos))))
@@ -484,26 +501,9 @@ def todos_toggle_by_index(
         shown_text = steps_shown.get(todo.pk, (todo.text, todo.done))[0] if steps_shown is not None else todo.text
         result.updated[todo.pk] = (shown_text, todo.done)
         result.done.append(f"{numbers[todo.pk]} '{todo.text}' marked {'done' if todo.done else 'not done'}")
-    # The plan as this write leaves it, the kept reading's once it commits
-    # (registered before the change is announced, so the change's live
-    # patches and the next prompt find it instead of reading the plan again).
-    written: list[tuple[int, ...]] = []
-    numbers_now = plan_tree.outline_numbers(_depths(todos))
-    steps = [PlanStep(t.pk, t.text, t.done, t.depth, number) for t, number in zip(todos, numbers_now)]
-
-    def keep_the_plan() -> None:
-        # One more than the count read before the plan proves the plan read
-        # holds every plan write but this one. On PostgreSQL a locking read
-        # that waited for another plan write does not return the rows that
-        # write inserted, nor its new order: its count is then two more,
-        # and the plan is read again by its counts (docs/adr/0140).
-        if written and written[0][PLAN_COUNT] == plan_count_before + 1:
-            plan_written(thread.pk, written[0], steps)
-
-    transaction.on_commit(keep_the_plan)
-    counted = changed(thread.pk, "plan", [t.pk for t in targets])
-    if counted is not None:
-        written.append(counted.counts)
+    # The plan as this write leaves it, the kept reading's once it commits,
+    # so the change's live patches and the next prompt need not read it again.
+    counted = _changed_keeping(thread.pk, todos, [t.pk for t in targets])
     ticked = [_quoted(t.text) for t in targets if t.done]
     unticked = [_quoted(t.text) for t in targets if not t.done]
     if ticked and unticked:
@@ -566,7 +566,7 @@ def todos_update_by_index(
         result.done.append(f"rewrote step to '{todo.text}'")
     if not written:
         return result
-    counted = changed(thread.pk, "plan", [t.pk for t in written])
+    counted = _changed_keeping(thread.pk, todos, [t.pk for t in written])
     if renames:
         listed = "; ".join(renames[:PLAN_SUMMARY_MAX_STEPS])
         more = len(renames) - PLAN_SUMMARY_MAX_STEPS
@@ -624,7 +624,7 @@ def todos_remove_by_index(
         return result
     Todo.objects.filter(pk__in=gone).delete()
     _write(todos, _depths(todos))
-    counted = changed(thread.pk, "plan", gone, reordered=True)
+    counted = _changed_keeping(thread.pk, todos, gone, reordered=True)
     summary = f"Removed {names[0]}" if len(names) == 1 else f"Removed {_steps(len(names))}: {_listed(names)}"
     _record(counted, thread.pk, Action.REMOVED, summary, **_by(author, token_name, person))
     return result
