@@ -12,6 +12,8 @@ system's. An operation that changes nothing (the same text again, a drop
 where the step already was) records nothing."""
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
 
 from django.db import transaction
 from django.utils import timezone
@@ -83,7 +85,31 @@ def _plan(thread_id) -> list[Todo]:
     return list(Todo.objects.select_for_update().filter(thread_id=thread_id).order_by(*PLAN_ORDER))
 
 
-def _depths(todos: Sequence[Todo]) -> list[int]:
+@dataclass(slots=True)
+class _Step:
+    """A plan row as a write that changes only marks reads it: plain values,
+    not a model instance (building a dozen Todo instances cost about as much
+    as the locked read's SQL and queryset together, docs/adr/0140)."""
+
+    pk: int
+    text: str
+    done: bool
+    depth: int
+
+
+def _plan_rows(thread_id) -> list[_Step]:
+    """`_plan`, locked the same way (SELECT … FOR UPDATE where the database
+    has it), as plain rows."""
+    write_counts.lock_thread(thread_id)
+    rows = Todo.objects.select_for_update().filter(thread_id=thread_id).order_by(*PLAN_ORDER)
+    return [_Step(*row) for row in rows.values_list("id", "text", "done", "depth")]
+
+
+# A plan row as a write holds it: a model instance, or plain values.
+_Held = TypeVar("_Held", Todo, _Step)
+
+
+def _depths(todos: Sequence[_Held]) -> list[int]:
     return [t.depth for t in todos]
 
 
@@ -146,7 +172,7 @@ def _rearrange(
     _record(counted, todo.thread_id, Action.MOVED, f"{what}: {was} → {now}", **by)
 
 
-def _changed_keeping(thread_id, todos: Sequence[Todo], ids, *, reordered: bool = False):
+def _changed_keeping(thread_id, todos: Sequence[_Held], ids, *, reordered: bool = False):
     """`changed` for a plan write that holds the whole plan, locked and in
     plan order as it leaves it (`todos`: each with .pk, .text, .done and
     .depth as written): that plan becomes the kept reading's once the write
@@ -429,7 +455,7 @@ def drop_target_gone(todo: Todo) -> StepMoved:
     )
 
 
-def _unique(todos: list[Todo]) -> list[Todo]:
+def _unique(todos: list[_Held]) -> list[_Held]:
     seen, result = set(), []
     for todo in todos:
         if todo.pk not in seen:
@@ -438,11 +464,11 @@ def _unique(todos: list[Todo]) -> list[Todo]:
     return result
 
 
-def _as_shown(todos: list[Todo], index, shown: Sequence[int] | None):
+def _as_shown(todos: list[_Held], index, shown: Sequence[int] | None):
     return index_as_shown([t.pk for t in todos], index, shown, row="Step", rows="the plan")
 
 
-def _targets(todos: list[Todo], indices, shown: Sequence[int] | None) -> list[Todo]:
+def _targets(todos: list[_Held], indices, shown: Sequence[int] | None) -> list[_Held]:
     depths = _depths(todos)
     targets = _unique([todos[plan_tree.one_based(depths, _as_shown(todos, index, shown))] for index in indices])
     if not targets:
@@ -469,7 +495,7 @@ def todos_toggle_by_index(
     holds now and the text as the caller was shown it. Only the mark is
     checked and written here, so the text now may be someone else's, which
     the caller's next edit of the step must still find changed."""
-    todos = _plan(thread.pk)
+    todos = _plan_rows(thread.pk)
     targets = _targets(todos, indices, shown)
     numbers = dict(zip((t.pk for t in todos), plan_tree.outline_numbers(_depths(todos))))
     result = BatchResult()
@@ -489,7 +515,7 @@ def todos_toggle_by_index(
     # have gone; one activity touch covers the batch.
     now = timezone.now()
     for todo in targets:
-        todo.done, todo.updated_at = not todo.done, now
+        todo.done = not todo.done
     # At most two plain UPDATEs (those now done, those now not done):
     # bulk_update's CASE per row cost three times as much to build, for the
     # one or two steps a tick usually is.
