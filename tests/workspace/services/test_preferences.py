@@ -2,11 +2,13 @@
 afterwards: fields, batches by index (hard first), locks, stale objects."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from tests.workspace.helpers import _prefs
 from workspace import selectors
 from workspace.errors import InvalidInput, NotFound, PreferenceLocked
-from workspace.models import PREFERENCE_TITLE_MAX_CHARS, Preference
+from workspace.models import PREFERENCE_TITLE_MAX_CHARS, Preference, Thread
 from workspace.services import preferences as preferences_services
 
 pytestmark = pytest.mark.django_db
@@ -57,6 +59,23 @@ def test_preferences_add_dedupes_case_insensitively_within_and_across_batches(th
     assert result.done == ["recorded 'Cite sources' (hard)"]
     assert len(result.skipped) == 2
     assert all("already recorded" in skipped for skipped in result.skipped)
+
+
+def test_preferences_add_writes_a_batch_in_order_with_one_insert_and_one_count(thread):
+    preferences_services.preference_add(thread=thread, title="First", respect_lock=False)
+    before = Thread.objects.get(pk=thread.pk).preferences_writes
+    with CaptureQueriesContext(connection) as queries:
+        result = preferences_services.preferences_add(
+            thread=thread, items=[{"title": f"Added {i}", "subtitle": f"s{i}"} for i in range(3)], respect_lock=True
+        )
+    rows = list(
+        Preference.objects.filter(thread=thread).order_by("position", "id").values_list("pk", "title", "subtitle", "position")
+    )
+    assert [(title, subtitle) for _, title, subtitle, _ in rows] == [("First", ""), *((f"Added {i}", f"s{i}") for i in range(3))]
+    assert [position for *_, position in rows] == [0, 1, 2, 3]
+    assert result.added == {pk: (title, subtitle, "soft") for pk, title, subtitle, _ in rows[1:]}
+    assert Thread.objects.get(pk=thread.pk).preferences_writes == before + 1
+    assert sum("INSERT" in query["sql"] for query in queries.captured_queries) == 1
 
 
 def test_preferences_add_validates_every_item_before_writing(thread):
