@@ -76,11 +76,12 @@ def test_killed_during_an_answer_the_call_streaming_is_still_counted(page, start
     wait_for_socket(page)
     chat = page.get_by_role("region", name="Chat")
     _send(page, "Write the long report")
-    expect(chat.locator("#turn-1-answer-content")).to_contain_text("paragraph15", timeout=TURN_WAIT_MS)
+    # About 10 s of tokens on a quiet machine; a busy one streams slower.
+    expect(chat.locator("#turn-1-answer-content")).to_contain_text("paragraph8", timeout=3 * TURN_WAIT_MS)
     time.sleep(1.5)  # the answer so far, and the call's usage, are stored twice a second
     server.kill()
     kept = server.query("SELECT answer FROM conversations_turn WHERE [index] = 1")[0][0] or ""
-    assert "paragraph10" in kept
+    assert "paragraph5" in kept
     server.start()
     for _ in range(100):  # the restarted server ends the turn as interrupted
         if server.query("SELECT status FROM conversations_turn WHERE [index] = 1")[0][0] != "running":
