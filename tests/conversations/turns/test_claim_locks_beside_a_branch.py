@@ -91,26 +91,19 @@ def test_an_owner_and_an_editor_sending_at_once_in_each_others_threads_both_star
     assert time.monotonic() - start < 10
 
 
-def test_a_message_sent_as_the_thread_is_branched_is_not_lost_to_a_deadlock(owner, ed, settings, monkeypatch):
-    """An editor sends in the owner's thread at the moment someone branches
-    it ("Continue from here", Edit): the branch locks the owner's row, then
-    the thread; the claim locked the thread, then the owner's row. The two
-    waited for each other in a circle and one was killed with "deadlock
-    detected" though neither conflicted."""
+def _send_while_branching(thread, *, sender, brancher, monkeypatch) -> dict:
+    """`sender`'s claim holds the thread's row when `brancher` branches the
+    thread at turn 1; what each side got."""
     from conversations.branching import write_pending_rows
 
-    settings.HAICO_MAX_RUNNING_TURNS = 5
-    settings.HAICO_DAILY_TOKEN_LIMIT = 100_000
-    thread = services.thread_create(owner=owner, title="Shared")
-    sharing.thread_member_add(thread=thread, who="ed46", role="editor", by=owner)
-    turn, _ = slot.turn_begin(thread=thread, user_message="First", person=owner)
+    turn, _ = slot.turn_begin(thread=thread, user_message="First", person=thread.owner)
     slot.turn_finish(thread=thread, turn_index=turn)
     gate = (threading.Event(), threading.Event())
     _pause_after_the_thread_lock(monkeypatch, {thread.pk: gate})
-    results = {}
-    sender = _run(
+    results: dict = {}
+    send = _run(
         lambda: slot.turn_claim(
-            thread=Thread.objects.get(pk=thread.pk), user_message="Ed's second", person=ed, windows=_windows(ed)
+            thread=Thread.objects.get(pk=thread.pk), user_message="Second", person=sender, windows=_windows(sender)
         ),
         results,
         "send",
@@ -120,55 +113,35 @@ def test_a_message_sent_as_the_thread_is_branched_is_not_lost_to_a_deadlock(owne
     def branch():
         with transaction.atomic():
             return write_pending_rows(
-                new_id=uuid.uuid4(), source=Thread.objects.get(pk=thread.pk), turn_index=1, user=owner, reason="regenerate"
+                new_id=uuid.uuid4(), source=Thread.objects.get(pk=thread.pk), turn_index=1, user=brancher, reason="continue"
             )
 
-    brancher = _run(branch, results, "branch")
+    branching = _run(branch, results, "branch")
     time.sleep(0.5)  # the branch has the owner's row and waits for the thread's
     gate[1].set()
-    sender.join(20)
-    brancher.join(20)
-    errors = {key: repr(value) for key, value in results.items() if isinstance(value, BaseException)}
-    assert not any("deadlock" in text.lower() for text in errors.values()), errors
-    assert "send" not in errors, errors
-    assert Thread.objects.get(pk=thread.pk).turn_index == 2
+    send.join(20)
+    branching.join(20)
+    return results
 
 
-def test_the_owners_send_with_a_token_limit_and_no_running_turns_limit_does_not_deadlock_a_branch(owner, settings, monkeypatch):
-    """With the running-turns limit off, a person with a token limit has
-    their row locked (the sender's lock): the owner sending in one tab while
-    "Continue from here" branches the same thread in another deadlocked when
-    the claim took it after the thread's."""
-    from conversations.branching import write_pending_rows
-
-    settings.HAICO_MAX_RUNNING_TURNS = 0
+@pytest.mark.parametrize("running_limit", [5, 0], ids=["running-turns-limit", "token-limit-only"])
+@pytest.mark.parametrize("sender_is_the_owner", [False, True], ids=["editor-sends", "owner-sends"])
+def test_a_message_sent_as_the_thread_is_branched_is_not_lost_to_a_deadlock(
+    owner, ed, settings, monkeypatch, running_limit, sender_is_the_owner
+):
+    """An editor or the owner sends in the owner's thread at the moment the
+    owner branches it ("Continue from here", Edit): the branch locks the
+    owner's row, then the thread; the claim locked the thread, then the
+    people's rows (the owner's for the running-turns limit, the sender's for
+    a token limit). The two waited for each other in a circle and one was
+    killed with "deadlock detected" though neither conflicted."""
+    settings.HAICO_MAX_RUNNING_TURNS = running_limit
     settings.HAICO_DAILY_TOKEN_LIMIT = 100_000
-    thread = services.thread_create(owner=owner, title="Mine")
-    turn, _ = slot.turn_begin(thread=thread, user_message="First", person=owner)
-    slot.turn_finish(thread=thread, turn_index=turn)
-    gate = (threading.Event(), threading.Event())
-    _pause_after_the_thread_lock(monkeypatch, {thread.pk: gate})
-    results = {}
-    sender = _run(
-        lambda: slot.turn_claim(
-            thread=Thread.objects.get(pk=thread.pk), user_message="Second", person=owner, windows=_windows(owner)
-        ),
-        results,
-        "send",
-    )
-    assert gate[0].wait(10)
+    thread = services.thread_create(owner=owner, title="Shared")
+    sharing.thread_member_add(thread=thread, who="ed46", role="editor", by=owner)
 
-    def branch():
-        with transaction.atomic():
-            return write_pending_rows(
-                new_id=uuid.uuid4(), source=Thread.objects.get(pk=thread.pk), turn_index=1, user=owner, reason="continue"
-            )
+    results = _send_while_branching(thread, sender=owner if sender_is_the_owner else ed, brancher=owner, monkeypatch=monkeypatch)
 
-    brancher = _run(branch, results, "branch")
-    time.sleep(0.5)
-    gate[1].set()
-    sender.join(20)
-    brancher.join(20)
     errors = {key: repr(value) for key, value in results.items() if isinstance(value, BaseException)}
     assert not errors, errors
     assert Thread.objects.get(pk=thread.pk).turn_index == 2
