@@ -8,24 +8,19 @@ import threading
 import time
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connections, transaction
 
 from workspace import events
 from workspace.models import PlanChange, Thread
 from workspace.selectors import workspace_reading_current, workspace_reading_for
 from workspace.services import plan as plan_services
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgresql_pass]
 
 
 @pytest.fixture
 def no_listeners(monkeypatch):
     monkeypatch.setattr(events, "_subscribers", [])
-
-
-def _on_postgresql():
-    if connection.vendor != "postgresql":
-        pytest.skip("the race needs PostgreSQL's row locks (run with DATABASE_URL on PostgreSQL)")
 
 
 def _tick_waiting_on(thread, person_write, *, read_between=True):
@@ -80,7 +75,6 @@ def _tick_waiting_on(thread, person_write, *, read_between=True):
 def test_a_step_the_person_adds_while_the_agent_ticks_is_in_the_next_prompt(thread, no_listeners):
     """The owner's new step vanished from the kept reading (the next prompt,
     the live patches) when a tick waited on the add."""
-    _on_postgresql()
     plan_services.todo_add(thread=thread, text="Read the sources")
     plan_services.todo_add(thread=thread, text="Write the summary")
     workspace_reading_current(thread=thread)
@@ -93,7 +87,6 @@ def test_a_step_the_person_adds_while_the_agent_ticks_is_in_the_next_prompt(thre
 
 
 def test_a_step_the_person_renames_while_the_agent_ticks_is_renamed_in_the_next_prompt(thread, no_listeners):
-    _on_postgresql()
     plan_services.todo_add(thread=thread, text="Read the sources")
     second = plan_services.todo_add(thread=thread, text="Write the summary")
     workspace_reading_current(thread=thread)
@@ -106,7 +99,6 @@ def test_a_step_the_person_renames_while_the_agent_ticks_is_renamed_in_the_next_
 
 
 def test_a_step_the_person_removes_while_the_agent_ticks_stays_removed(thread, no_listeners):
-    _on_postgresql()
     plan_services.todo_add(thread=thread, text="Read the sources")
     second = plan_services.todo_add(thread=thread, text="Write the summary")
     workspace_reading_current(thread=thread)
@@ -119,7 +111,6 @@ def test_a_step_the_person_removes_while_the_agent_ticks_stays_removed(thread, n
 
 
 def test_history_turn_numbers_under_a_concurrent_plan_write(thread, no_listeners):
-    _on_postgresql()
     plan_services.todo_add(thread=thread, text="Read the sources")
     plan_services.todo_add(thread=thread, text="Write the summary")
     Thread.objects.filter(pk=thread.pk).update(turn_index=7)
@@ -133,7 +124,6 @@ def test_history_turn_numbers_under_a_concurrent_plan_write(thread, no_listeners
 def test_a_step_the_person_moves_while_the_agent_ticks_is_in_its_new_place_in_the_next_prompt(thread, no_listeners):
     """The owner's reorder was undone in the kept reading: the tick's locking
     read waited on it and returned the old order."""
-    _on_postgresql()
     plan_services.todo_add(thread=thread, text="Read the sources")
     plan_services.todo_add(thread=thread, text="Write the summary")
     third = plan_services.todo_add(thread=thread, text="Check the figures")
@@ -147,7 +137,6 @@ def test_a_step_the_person_moves_while_the_agent_ticks_is_in_its_new_place_in_th
 
 
 def test_a_step_the_person_moves_while_the_agent_ticks_with_no_reading_between(thread, no_listeners):
-    _on_postgresql()
     plan_services.todo_add(thread=thread, text="Read the sources")
     plan_services.todo_add(thread=thread, text="Write the summary")
     third = plan_services.todo_add(thread=thread, text="Check the figures")
