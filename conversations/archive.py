@@ -43,7 +43,7 @@ from agent.approval_request import ApprovalRequest, DocumentChange
 from agent.approvals import DOCUMENT, PLAN, PREFERENCES
 from agent.history import read_messages
 from agent.seeding import delete_history, history_prefix, holds_later_turns, seed_history
-from workspace import people
+from workspace import people, write_counts
 from workspace.archive import (
     MESSAGE_MAX_CHARS,
     ArchiveRefused,
@@ -578,6 +578,8 @@ def discard_import(thread_id) -> None:
     failure is logged, and the id is never reused."""
     try:
         with transaction.atomic():
+            # Its row first, as a plan write locks it (docs/adr/0140).
+            write_counts.lock_threads([thread_id])
             blobs = workspace_archive.thread_content_blob_ids(thread_id=thread_id)
             if Thread.objects.filter(pk=thread_id, archive_import__isnull=False).delete()[0]:
                 # The texts it stored that no other thread shares (docs/adr/0078).

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agent.seeding import delete_history, histories_written_at
+from workspace import write_counts
 from workspace.models import Thread
 
 from .models import BranchLink
@@ -49,6 +50,8 @@ def discard(new_id) -> None:
     there is logged, and the id is never reused."""
     try:
         with transaction.atomic():
+            # Its row first, as a plan write locks it (docs/adr/0140).
+            write_counts.lock_threads([new_id])
             # Only a thread that never became active: an active one is someone's branch.
             Thread.objects.filter(pk=new_id).exclude(branch_link__status=BranchLink.Status.ACTIVE).delete()
     except Exception:

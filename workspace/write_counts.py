@@ -72,6 +72,31 @@ def lock_thread(thread_id) -> None:
         cursor.execute(_lock(connection.vendor), [_thread_key(thread_id)])
 
 
+@functools.cache
+def _lock_many(vendor: str, count: int) -> str:
+    thread, pk = _table(Thread), _column(Thread, "id")
+    keys = ", ".join(["%s"] * count)
+    return f"SELECT {pk} FROM {thread} WHERE {pk} IN ({keys}) ORDER BY {pk} FOR UPDATE"
+
+
+def lock_threads(thread_ids) -> None:
+    """Lock the rows of the threads about to be deleted, in the caller's
+    transaction, before anything of theirs is deleted. A hard delete
+    removes a thread's plan rows before the thread's row: a plan write
+    locks the thread's row first (`lock_thread`), so a delete that took the
+    plan rows first and then waited on the thread's row deadlocked with
+    it, and one of the two was killed (docs/adr/0140). In the order of their
+    ids, so two deletes of the same threads wait on each other rather than
+    deadlock."""
+    if not connection.features.has_select_for_update:
+        return
+    keys = sorted({_thread_key(thread_id) for thread_id in thread_ids})
+    with connection.cursor() as cursor:
+        for start in range(0, len(keys), 500):
+            batch = keys[start : start + 500]
+            cursor.execute(_lock_many(connection.vendor, len(batch)), batch)
+
+
 def _thread_key(thread_id):
     return Thread._meta.pk.get_db_prep_value(thread_id, connection)
 
