@@ -298,7 +298,8 @@ def _too_many_turns_message(owner_id, running, *, count: int, person) -> str:
     """Whose limit it is and who can free a place, truthfully: the person
     refused is told how many of the running turns they started (those they
     can stop), never which threads the others run in (they may not see
-    them, docs/adr/0084)."""
+    them, docs/adr/0084); an editor is not told how many turns the owner
+    has running either, only that the owner's limit is reached."""
     person_id = person.pk if person is not None else owner_id
     turns = Q()
     for thread_id, turn_index in running.values_list("thread_id", "turn_index"):
@@ -320,12 +321,14 @@ def _too_many_turns_message(owner_id, running, *, count: int, person) -> str:
         )
     owner = get_user_model().objects.filter(pk=owner_id).first()
     name = people.display_name(owner)
-    mine = f", {theirs} of them started by you" if theirs else ""
-    stop = " (or stop yours)" if theirs else ""
-    return (
-        f"The owner of this thread ({name}) has {count} turns running in their threads, the most at once for "
-        f"their threads{mine}; wait for one to finish{stop}, {then}"
-    )
+    # Not the owner's count: how many turns they run in their other threads
+    # is not the editor's to see (docs/adr/0084); only the editor's own.
+    limit = f"The owner of this thread ({name}) has reached their limit of turns running at once"
+    if not theirs:
+        return f"{limit}; wait for one of them to finish, or ask the owner to stop one, {then}"
+    started = "1 of the running turns was" if theirs == 1 else f"{theirs} of the running turns were"
+    stop = "yours" if theirs == 1 else "one of yours"
+    return f"{limit}, and {started} started by you; wait for one to finish (or stop {stop}), {then}"
 
 
 @transaction.atomic
