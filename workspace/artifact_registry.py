@@ -23,7 +23,7 @@ from typing import Any
 
 from .markdown import render_markdown
 from .models import Artifact
-from .rows import table_rows
+from .rows import chart_rows, table_rows
 from .text import utf8_size
 
 FALLBACK_TEMPLATE = "workspace/artifacts/fallback.html"
@@ -89,6 +89,11 @@ class ArtifactView:
         """A table's shown rows as HTML, written in Python (workspace.rows)."""
         return table_rows(self.data.get("rows") or ())
 
+    @property
+    def chart_rows_html(self) -> str:
+        """A chart's shown points as its Data table's rows, written as a table's."""
+        return chart_rows(self.data.get("table_rows") or ())
+
 
 # How many of a table's rows the centre panel shows unless the person asks
 # for all of them: a 10 000-row table (0.94 MB, under the payload limit) made
@@ -96,8 +101,24 @@ class ArtifactView:
 TABLE_ROWS_SHOWN = 500
 
 
+def shown_rows(rows: list, rows_shown: int | None) -> tuple[list, dict]:
+    """The first `rows_shown` of `rows` (None: all), and what the panel says
+    of them (templates/workspace/artifacts/rows_shown.html): how many there
+    are, how many are not shown, whether every one was asked for. A table's
+    rows and a chart's points (its Data table) are bounded alike
+    (docs/adr/0141)."""
+    shown = rows if rows_shown is None else rows[:rows_shown]
+    return shown, {
+        "shown_count": len(shown),
+        "row_count": len(rows),
+        "rows_hidden": len(rows) - len(shown),
+        "all_rows_asked": rows_shown is None and len(rows) > TABLE_ROWS_SHOWN,
+    }
+
+
 def artifact_view(artifact: Artifact, *, rows_shown: int | None = TABLE_ROWS_SHOWN) -> ArtifactView:
-    """`rows_shown`: how many of a table's rows to show (None: all)."""
+    """`rows_shown`: how many of a table's rows, or a chart's points in its
+    Data table, to show (None: all)."""
     renderer = REGISTRY.get(artifact.artifact_type)
     if renderer is None:
         return ArtifactView(artifact=artifact, template=FALLBACK_TEMPLATE, status="unknown")
@@ -352,7 +373,9 @@ def chart_config(
     return {"type": kind, "data": {"labels": labels, "datasets": datasets}, "options": options}
 
 
-def build_chart(payload: dict, artifact: Artifact) -> dict:
+def build_chart(payload: dict, artifact: Artifact, *, rows_shown: int | None = None) -> dict:
+    """The chart's config (every point), and its first `rows_shown` points
+    (None: all) as its Data table's rows."""
     kind = CHART_KINDS[artifact.artifact_type]
     labels, keys, values = chart_series(payload.get("data"), payload.get("series"))
     single = len(keys) == 1
@@ -360,6 +383,7 @@ def build_chart(payload: dict, artifact: Artifact) -> dict:
     style = ChartStyle.from_payload(payload.get("style"))
     x_title = _text(payload.get("x_axis_title"))
     y_title = _text(payload.get("y_axis_title"))
+    points, counts = shown_rows(labels, rows_shown)
     return {
         "title": _title(payload, artifact, "Untitled chart"),
         "description": _text(payload.get("description")),
@@ -371,7 +395,8 @@ def build_chart(payload: dict, artifact: Artifact) -> dict:
         "is_multi_series": not single,
         # The same numbers as a table, for screen readers and for anyone without canvas.
         "table_columns": [x_title or "Name", *series_labels],
-        "table_rows": [[label, *(_cell_text(v[i]) for v in values)] for i, label in enumerate(labels)],
+        "table_rows": [[label, *(_cell_text(v[i]) for v in values)] for i, label in enumerate(points)],
+        **counts,
     }
 
 
@@ -404,8 +429,9 @@ def build_data_table(payload: dict, artifact: Artifact, *, rows_shown: int | Non
     width = max([len(headers), *(len(r) for r in table)])
     # A row longer than the header would otherwise lose data silently.
     headers += [f"Column {i}" for i in range(len(headers) + 1, width + 1)]
+    shown, counts = shown_rows(table, rows_shown)
     cells = []
-    for row in table if rows_shown is None else table[:rows_shown]:
+    for row in shown:
         padded = list(row) + [None] * (width - len(row))
         cells.append([{"text": _cell_text(v), "sort": _sort_key(v)} for v in padded])
     return {
@@ -413,8 +439,7 @@ def build_data_table(payload: dict, artifact: Artifact, *, rows_shown: int | Non
         "description": _text(payload.get("description")),
         "columns": headers,
         "rows": cells,
-        "row_count": len(table),
-        "rows_hidden": len(table) - len(cells),
+        **counts,
     }
 
 
@@ -428,8 +453,8 @@ def build_document(payload: dict, artifact: Artifact) -> dict:
     return {"title": _title(payload, artifact, "Untitled document"), "html": render_markdown(content)}
 
 
-register("line_chart", label="line chart", template="workspace/artifacts/chart.html", build=build_chart)
-register("bar_chart", label="bar chart", template="workspace/artifacts/chart.html", build=build_chart)
-register("pie_chart", label="pie chart", template="workspace/artifacts/chart.html", build=build_chart)
+register("line_chart", label="line chart", template="workspace/artifacts/chart.html", build=build_chart, bounded=True)
+register("bar_chart", label="bar chart", template="workspace/artifacts/chart.html", build=build_chart, bounded=True)
+register("pie_chart", label="pie chart", template="workspace/artifacts/chart.html", build=build_chart, bounded=True)
 register("data_table", label="table", template="workspace/artifacts/data_table.html", build=build_data_table, bounded=True)
 register("document", label="document", template="workspace/artifacts/document.html", build=build_document)

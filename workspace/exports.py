@@ -188,11 +188,12 @@ def _artifact_table(artifact: Artifact, kind: str) -> ArtifactTable:
         return ArtifactTable(
             data["title"], kind, artifact.turn_index, data["columns"], rows, numeric, row_count=data["row_count"]
         )
-    data = build_chart(payload, artifact)
+    data = build_chart(payload, artifact, rows_shown=APPENDIX_ROWS)
     columns = data["table_columns"]
     numeric = [False] + [True] * (len(columns) - 1)  # the labels, then one column of numbers per series
-    rows = data["table_rows"]
-    return ArtifactTable(data["title"], kind, artifact.turn_index, columns, rows[:APPENDIX_ROWS], numeric, row_count=len(rows))
+    return ArtifactTable(
+        data["title"], kind, artifact.turn_index, columns, data["table_rows"], numeric, row_count=data["row_count"]
+    )
 
 
 # -- DOCX --

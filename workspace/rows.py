@@ -87,3 +87,13 @@ def table_rows(rows) -> SafeString:
         )
         out.append(f"<tr>{cells}</tr>\n")
     return mark_safe("".join(out))
+
+
+def chart_rows(rows) -> SafeString:
+    """A chart's Data table rows (artifact_registry.build_chart's `table_rows`:
+    the point's name, then its values as text), written as a table's are."""
+    out = []
+    for label, *values in rows:
+        cells = "".join(f'<td class="num">{escape_html(value)}</td>' for value in values)
+        out.append(f'<tr><th scope="row">{escape_html(label)}</th>{cells}</tr>\n')
+    return mark_safe("".join(out))

@@ -249,3 +249,38 @@ def test_a_table_of_500_rows_or_fewer_is_shown_whole_without_a_note(owner_client
 def test_another_user_cannot_ask_for_every_row_of_a_table(other_client, thread):
     table = _long_table(thread, 1200)
     assert answered_as_missing(_get(other_client, thread, f"?artifact={table.pk}&rows=all"))
+
+
+def _long_chart(thread, points):
+    payload = {"title": "Readings", "data": [{"name": f"Day {n}", "value": n} for n in range(points)]}
+    return _artifact(thread, "line_chart", payload, title="Readings")
+
+
+def test_a_long_charts_data_table_shows_its_first_points_and_says_how_many_it_has(owner_client, thread):
+    """The owner opens a chart of 1 200 points: the chart draws every point,
+    its Data table lists the first 500 and says how many there are, with a
+    way to see every one, as a long table does (docs/adr/0141)."""
+    chart = _long_chart(thread, 1200)
+    html = _get(owner_client, thread, f"?artifact={chart.pk}").content.decode()
+    assert html.count('<tr><th scope="row">') == 500
+    assert '<th scope="row">Day 499</th>' in html and '<th scope="row">Day 500</th>' not in html
+    assert "Showing the first 500 of 1200 points." in html
+    assert f'hx-get="/threads/{thread.pk}/workspace/centre/?artifact={chart.pk}&amp;rows=all"' in html
+    assert ">Show all 1200 points</button>" in html
+    assert len(_chart_configs(html)[0]["data"]["labels"]) == 1200
+
+
+def test_show_all_points_lists_every_point_of_a_long_charts_data_table_open(owner_client, thread):
+    chart = _long_chart(thread, 1200)
+    html = _get(owner_client, thread, f"?artifact={chart.pk}&rows=all").content.decode()
+    assert html.count('<tr><th scope="row">') == 1200 and '<th scope="row">Day 1199</th>' in html
+    assert "Showing the first" not in html
+    # Asked for from inside the Data table, which stays open.
+    assert '<details class="artifact-data" open>' in html
+
+
+def test_a_chart_of_500_points_or_fewer_lists_them_all_without_a_note(owner_client, thread):
+    chart = _long_chart(thread, 500)
+    html = _get(owner_client, thread, f"?artifact={chart.pk}").content.decode()
+    assert html.count('<tr><th scope="row">') == 500 and "Showing the first" not in html and "Show all" not in html
+    assert '<details class="artifact-data">' in html
