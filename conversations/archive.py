@@ -175,6 +175,9 @@ XZ_MAGIC = b"\xfd7zXZ\x00"
 class ArchiveFile:
     content: bytes
     compressed: bool  # xz: the JSON alone was over the import's size limit
+    # Whether an import on this server takes the file back: its size, and
+    # what it unpacks to (`check_size`, `_unpacked`).
+    importable: bool = True
 
     @property
     def content_type(self) -> str:
@@ -190,11 +193,22 @@ def archive_file(thread: Thread) -> ArchiveFile:
     than an import takes (a long thread of a long document keeps every
     version whole), the JSON xz-compressed. Versions of one text differ
     little, so xz's dictionary (1 MB at preset 1, more than the longest
-    document) finds each in the one before: megabytes become kilobytes."""
+    document) finds each in the one before: megabytes become kilobytes.
+    Still over the limit, the JSON is compressed again at xz's default
+    preset (an 8 MB dictionary finds what is repeated from further back,
+    for several times the time and ~94 MB of memory, spent only then). A
+    file that is still over, or whose JSON unpacks past what an import
+    unpacks, is not `importable`: the view says so before it gives it
+    (docs/adr/0100)."""
     raw = archive_bytes(thread)
-    if len(raw) <= settings.HAICO_ARCHIVE_MAX_BYTES:
+    limit = settings.HAICO_ARCHIVE_MAX_BYTES
+    if len(raw) <= limit:
         return ArchiveFile(content=raw, compressed=False)
-    return ArchiveFile(content=lzma.compress(raw, preset=1), compressed=True)
+    content = lzma.compress(raw, preset=1)
+    if len(content) > limit:
+        content = lzma.compress(raw, preset=6)
+    importable = len(content) <= limit and len(raw) <= settings.HAICO_ARCHIVE_MAX_UNPACKED_BYTES
+    return ArchiveFile(content=content, compressed=True, importable=importable)
 
 
 # -- import --

@@ -181,3 +181,21 @@ def test_a_long_documents_thread_over_the_import_limit_exports_compressed_and_im
     expect(document_text(page)).to_have_value(
         text.replace("Paragraph 1.2 weighs it.", "Paragraph 1.2 weighs it. Typed after the import.", 1)
     )
+
+
+def test_a_thread_too_large_to_import_back_here_says_so_before_its_archive_downloads(start_haico_server, new_page, tmp_path):
+    """Even compressed, this thread's archive is over this server's import
+    limit: Export shows why instead of a file the import would refuse, and
+    the owner can still take it."""
+    server = start_haico_server({"HAICO_ARCHIVE_MAX_BYTES": "300"})
+    page = new_page()
+    url = new_thread_for(page, server.url, "hedy")
+    save_through_service(server, thread_id_from(url), long_document(2_000))
+
+    page.goto(f"{server.url}/threads/")
+    page.get_by_role("link", name=re.compile("^Export thread")).click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("is too large to import back on this server")
+    expect(page.get_by_role("alert")).to_contain_text("the limit for an import here is 300 bytes")
+    with page.expect_download() as info:
+        page.get_by_role("link", name="Download it anyway").click()
+    assert info.value.suggested_filename.endswith(".haico.json.xz")

@@ -140,3 +140,56 @@ def test_a_damaged_compressed_archive_is_refused_with_why_and_creates_nothing(ow
     response = owner_client.post("/threads/import/", {"archive": _upload(damage(packed), "t.haico.json.xz")})
     assert response.status_code == 400 and message in response.content.decode()
     assert database_rows() == before
+
+
+# -- an archive larger than an import on this server takes, even compressed --
+
+
+def test_an_archive_too_large_to_import_back_is_not_downloaded_without_saying_so(owner_client, owner, thread, settings):
+    """The owner exports a thread whose archive, even compressed, is over
+    the import's limit: the page says the file could not be imported back
+    here, how large it is and the limit, and offers it anyway; never a
+    silent file an import then refuses."""
+    _document_of_many_versions(thread, 3)
+    settings.HAICO_ARCHIVE_MAX_BYTES = 200
+    response = owner_client.get(f"/threads/{thread.pk}/export/")
+    assert response.status_code == 409
+    assert "Content-Disposition" not in response
+    page = response.content.decode()
+    assert "The archive of “Lit review” is too large to import back on this server" in page
+    assert "the limit for an import here is 200 bytes" in page
+    assert f'href="/threads/{thread.pk}/export/?anyway=1"' in page and "Download it anyway" in page
+
+    anyway = owner_client.get(f"/threads/{thread.pk}/export/?anyway=1")
+    assert anyway.status_code == 200 and anyway["Content-Disposition"] == 'attachment; filename="lit-review.haico.json.xz"'
+    # What it said: this server's import refuses that file.
+    refused = owner_client.post("/threads/import/", {"archive": _upload(anyway.content, "lit-review.haico.json.xz")})
+    assert refused.status_code == 400 and "the limit is 200 bytes." in refused.content.decode()
+    assert Thread.objects.filter(owner=owner).count() == 1
+
+
+def test_an_archive_whose_json_unpacks_past_the_import_limit_is_not_downloaded_without_saying_so(owner_client, thread, settings):
+    _document_of_many_versions(thread, 3)
+    plain = len(json.dumps(thread_archive(thread)).encode())
+    settings.HAICO_ARCHIVE_MAX_BYTES = plain // 2  # compressed, it fits
+    settings.HAICO_ARCHIVE_MAX_UNPACKED_BYTES = plain // 2  # but an import would not unpack it
+    response = owner_client.get(f"/threads/{thread.pk}/export/")
+    assert response.status_code == 409 and "too large to import back on this server" in response.content.decode()
+
+
+def test_an_archive_the_fast_compression_leaves_over_the_limit_is_compressed_harder(owner_client, thread, settings, monkeypatch):
+    """xz's preset 1 looks 1 MB back; a thread repeating text from further
+    back fits under the limit at the default preset (8 MB): the owner gets
+    the file, not the refusal."""
+    import random
+
+    from conversations import archive
+
+    rng = random.Random(7)
+    block = bytes(rng.getrandbits(8) for _ in range(400_000))
+    filler = bytes(rng.getrandbits(8) for _ in range(1_200_000))
+    monkeypatch.setattr(archive, "archive_bytes", lambda thread: block + filler + block)
+    settings.HAICO_ARCHIVE_MAX_BYTES = 1_700_000  # over preset 1's ~2.0 MB, under preset 6's ~1.6 MB
+    response = owner_client.get(f"/threads/{thread.pk}/export/")
+    assert response.status_code == 200 and response["Content-Type"] == "application/x-xz"
+    assert len(response.content) <= settings.HAICO_ARCHIVE_MAX_BYTES
