@@ -1,18 +1,18 @@
 """What the trajectory map and a turn's preview read from the database
-(docs/adr/0016): a thread with no branch link in two queries, a family in
-five, whatever its size (six when it is shared with anyone; docs/adr/0135),
-and the workspace after one turn."""
+(docs/adr/0016): a thread with no branch link in four plain queries, a
+family in five, whatever its size (six when it is shared with anyone;
+docs/adr/0135, 0140), and the workspace after one turn."""
 
 from __future__ import annotations
 
-from django.db.models import CharField, Exists, OuterRef, Q, Subquery
+from django.db.models import CharField, Exists, OuterRef, Q
 from django.db.models.functions import Cast, Substr
 
 from workspace import plan_tree
 from workspace.markdown import render_markdown
 from workspace.models import Thread, ThreadMember, WorkspaceSnapshot
 
-from ..models import BranchLink, Turn
+from ..models import BranchLink, Turn, TurnSlot
 from ..selectors import links_between_other_people, people_of, workspace_after_turn_in_history
 from ..turns.slot import live_turn
 from .layout import FamilyThread, Graph, TurnFact, assemble, family_of, lane_order
@@ -35,9 +35,10 @@ def family_graph(*, thread: Thread) -> Graph:
     (`_inherited_turns`).
 
     A thread with no active branch link, to or from it (most threads; every
-    turn's end reads its map, docs/adr/0135), is its own family: its row,
-    with whether any link exists, then its turns, two statements; any link
-    at all takes the family's four reads below, after that one."""
+    turn's end reads its map, docs/adr/0135), is its own family: whether
+    any link exists, then its row, its unfinished turns' statuses and its
+    snapshots; any link at all takes the family's four reads below, after
+    that first one."""
     alone = _alone(thread)
     return alone if alone is not None else _family_graph(thread)
 
@@ -122,42 +123,45 @@ def _family_graph(thread: Thread) -> Graph:
     return assemble(current=thread.pk, threads=threads, turns=turns)
 
 
-def _unfinished_status() -> Subquery:
-    """A snapshot's turn's status when that turn did not complete (the only
-    ones the map marks), else NULL: read with the snapshot, by the turn's
-    unique (thread, index), not in a statement of its own (for a lone
-    thread's few turns; a big family's read its statuses apart)."""
-    return Subquery(
-        Turn.objects.filter(thread_id=OuterRef("thread_id"), index=OuterRef("turn_index"))
-        .exclude(status=Turn.Status.COMPLETE)
-        .values("status")[:1]
-    )
-
-
 def _alone(thread: Thread) -> Graph | None:
     """`thread`'s graph when no active branch link joins it to any thread,
     else None (also for a deleted thread: the family's reads handle it).
     The same graph as the family's reads build for it: one lane, its turns
-    with their statuses."""
-    active = BranchLink.objects.filter(status=BranchLink.Status.ACTIVE)
+    with their statuses.
+
+    Four plain statements (whether a link joins it, its row with its
+    running-turn slot, its unfinished turns' statuses, its snapshots), not
+    two with correlated subqueries (an `EXISTS` over the links in the row's
+    read, a status per snapshot): the ORM built those in about 2 ms of CPU
+    a read, every turn's end, where the four take about half of it
+    (docs/adr/0140, round three)."""
+    if (
+        BranchLink.objects.filter(Q(thread_id=thread.pk) | Q(parent_id=thread.pk), status=BranchLink.Status.ACTIVE)
+        .order_by()
+        .exists()
+    ):
+        return None
     row = (
         Thread.objects.filter(pk=thread.pk, is_deleted=False)
         .order_by()
-        .select_related("turn_slot")
-        .annotate(linked=Exists(active.filter(Q(thread_id=OuterRef("pk")) | Q(parent_id=OuterRef("pk")))))
-        .only("id", "title", "turn_slot__turn_index", "turn_slot__since")
+        .values_list("title", "turn_slot__turn_index", "turn_slot__since")
         .first()
     )
-    if row is None or row.linked:
+    if row is None:
         return None
+    title, running_index, running_since = row
+    statuses = dict(
+        Turn.objects.filter(thread_id=thread.pk).exclude(status=Turn.Status.COMPLETE).order_by().values_list("index", "status")
+    )
     complete = Turn.Status.COMPLETE
     turns = [
-        TurnFact(thread.pk, index, _start(message), status or complete)
-        for index, message, status in WorkspaceSnapshot.objects.filter(thread_id=thread.pk)
+        TurnFact(thread.pk, index, _start(message), statuses.get(index, complete))
+        for index, message in WorkspaceSnapshot.objects.filter(thread_id=thread.pk)
         .order_by()
-        .values_list("turn_index", Substr("user_message", 1, MESSAGE_START_CHARS + 1), _unfinished_status())
+        .values_list("turn_index", Substr("user_message", 1, MESSAGE_START_CHARS + 1))
     ]
-    member = FamilyThread(thread.pk, row.title, None, 0, live_turn(getattr(row, "turn_slot", None)))
+    running = live_turn(TurnSlot(turn_index=running_index, since=running_since))
+    member = FamilyThread(thread.pk, title, None, 0, running)
     return assemble(current=thread.pk, threads=[member], turns=turns)
 
 
