@@ -190,6 +190,62 @@ def test_a_write_after_the_snapshot_is_in_the_first_prompts_reading(workspace, n
     assert reading.todos[0].done
 
 
+def _captured_reading(thread):
+    """A claim's snapshot of the thread, what it wrote, and the statements
+    its reading took (those before the previous snapshot's read)."""
+    turn = (thread.snapshots.order_by("-turn_index").values_list("turn_index", flat=True).first() or 0) + 1
+    with CaptureQueriesContext(connection) as queries, transaction.atomic():
+        snapshot = snapshot_services.snapshot_capture(thread=thread, turn_index=turn, user_message="Again")
+    sqls = [query["sql"] for query in queries.captured_queries if query["sql"] not in ("BEGIN", "BEGIN IMMEDIATE")]
+    reads = next(i for i, sql in enumerate(sqls) if "workspacesnapshot" in sql)
+    return snapshot, reads
+
+
+def _as_read(thread) -> dict:
+    reading = workspace_reading_for(thread=thread)
+    return {
+        "objective": reading.objective_text,
+        "document": reading.document.content if reading.document else "",
+        "preferences": [(p.title, p.kind, p.locked) for p in reading.preferences],
+        "plan": [(s.text, s.done, s.depth) for s in reading.todos],
+    }
+
+
+def _as_snapshotted(snapshot) -> dict:
+    return {
+        "objective": snapshot.objective_text,
+        "document": snapshot.document_content,
+        "preferences": [(p["title"], p["kind"], p["locked"]) for p in snapshot.preferences_json],
+        "plan": [(s["text"], s["done"], s["depth"]) for s in snapshot.todos_json],
+    }
+
+
+def test_a_claim_with_a_kept_reading_reads_only_the_counts_when_nothing_moved(workspace, no_listeners):  # noqa: F811
+    """The thread's turn before ran here: the claim's snapshot starts from
+    its kept reading, checked by the counts in one statement (docs/adr/0140)."""
+    thread = workspace["thread"]
+    _capture_in_a_claim(thread)
+    snapshot, statements = _captured_reading(thread)
+    assert statements == 1
+    assert _as_snapshotted(snapshot) == _as_read(thread)
+    assert _first_prompts_reading(thread)[1] == 1
+
+
+def test_a_claim_reads_again_what_moved_behind_its_kept_reading(workspace, no_listeners):  # noqa: F811
+    """Writes no patch of this process saw (another process's): their
+    counts moved, so the claim reads those surfaces again, and only those."""
+    thread = workspace["thread"]
+    _capture_in_a_claim(thread)
+    objective_services.objective_set(thread=thread, text="Written elsewhere")
+    plan_services.todo_update_text(todo=workspace["c"], text="Renamed elsewhere")
+    snapshot, statements = _captured_reading(thread)
+    assert statements == 3  # the counts, the objective, the plan
+    assert _as_snapshotted(snapshot) == _as_read(thread)
+    assert snapshot.objective_text == "Written elsewhere"
+    assert snapshot.todos_json[-1]["text"] == "Renamed elsewhere"
+    assert _first_prompts_reading(thread)[1] == 1
+
+
 @pytest.mark.parametrize("name, write, surface, ids, reordered", WRITES, ids=[w[0] for w in WRITES])
 def test_patches_from_a_kept_reading_are_those_read_from_the_database(
     workspace,  # noqa: F811
