@@ -27,13 +27,15 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import EXT_PYDANTIC_V2, JsonPlusSerializer
 
+from workspace.text import cut_to
+
 from .checkpointer import (
     SQLITE_TIMEOUT_SECONDS,
     database_vendor,
     postgres_conninfo,
     sqlite_path,
 )
-from .steps import Step, StepStatus
+from .steps import REASON_MAX_CHARS, Step, StepStatus
 from .tools.envelope import envelope_error, step_note, step_status
 
 logger = logging.getLogger("haico.agent.history")
@@ -77,7 +79,9 @@ def step_sentence(tool_call: Mapping[str, Any]) -> str:
     args = tool_call.get("args") or {}
     sentence = args.get("action_and_reasoning") if isinstance(args, dict) else None
     if isinstance(sentence, str) and sentence.strip():
-        return " ".join(sentence.split())
+        sentence = " ".join(sentence.split())
+        # Refused by the tool's schema, but shown as the step it was: no more than a sentence's room.
+        return cut_to(sentence, REASON_MAX_CHARS)
     return GENERIC_STEP
 
 

@@ -6,6 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+# The most a tool call's sentence may hold. It is shown to the person (the
+# turn's reasoning trace, the activity log entry of an MCP client's call),
+# so it is bounded as every other text a person reads is: the tools' schema
+# refuses a longer one, saying so to the caller (docs/adr/0052), and the
+# trace shows at most this much of one a model sent anyway. The objective's
+# limit; one plain sentence is far shorter.
+REASON_MAX_CHARS = 1_000
+
 
 class StepStatus(StrEnum):
     RUNNING = ""  # no result yet

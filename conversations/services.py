@@ -12,7 +12,7 @@ from workspace import people
 from workspace.errors import InvalidInput
 from workspace.events import Change, announce
 from workspace.models import Artifact, Thread
-from workspace.text import clean_text, encodable
+from workspace.text import clean_text, cut_to, encodable
 
 from . import live
 from .models import (
@@ -124,6 +124,12 @@ def title_from_message(message: str, *, limit: int = 60) -> str:
 
 
 ACTIVITY_DETAIL_MAX_CHARS = 4000
+# What one entry's message may hold, as a chat message may
+# (HAICO_MESSAGE_MAX_CHARS): the callers bound what they put in it (an MCP
+# client's sentence: agent.steps.REASON_MAX_CHARS); this keeps any that
+# does not from writing an entry no person could read, cut with a mark.
+ACTIVITY_MESSAGE_MAX_CHARS = 20_000
+ACTIVITY_CUT_MARK = " … (cut: too long to keep whole)"
 
 
 def activity_log(
@@ -143,7 +149,7 @@ def activity_log(
     docs/adr/0129) is kept by username, with no key to a row no longer there."""
     fields = {
         "thread": thread,
-        "message": encodable(message),
+        "message": cut_to(encodable(message), ACTIVITY_MESSAGE_MAX_CHARS, ACTIVITY_CUT_MARK),
         "level": level,
         "turn_index": turn_index,
         "kind": kind if kind in ActivityLogEntry.Kind.values else ActivityLogEntry.Kind.OTHER,

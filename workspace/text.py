@@ -15,6 +15,7 @@ live layer, the socket): one unencodable string must never close a socket.
 import html
 import re
 
+from . import graphemes
 from .errors import InvalidInput
 
 # In a Python string every surrogate code point is unpaired (a JSON pair
@@ -99,3 +100,15 @@ def escape_html(value) -> str:
     does, without its lazy-text wrapper, which costs about 2 µs a call where
     a big workspace page escapes about a thousand values."""
     return html.escape(str(value))
+
+
+def cut_to(text: str, max_chars: int, mark: str = "…") -> str:
+    """`text` if it fits `max_chars`, else its start and `mark`, all within
+    `max_chars`, cut between two characters as a person sees them, never
+    inside one (docs/adr/0128): for a text kept or shown in part."""
+    if len(text) <= max_chars:
+        return text
+    at = max(0, max_chars - len(mark))
+    while at > 0 and not graphemes.is_boundary(text, at):
+        at -= 1
+    return text[:at] + mark

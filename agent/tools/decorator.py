@@ -42,6 +42,7 @@ from workspace.models import Thread
 from workspace.services.artifacts import artifact_create
 
 from ..context import AGENT_AUTHOR, AgentContext, Author, Seen
+from ..steps import REASON_MAX_CHARS
 from .envelope import describe_validation_error, failure_envelope, success_envelope
 from .text import Summary
 
@@ -60,8 +61,9 @@ class NoArgs(BaseModel):
 
 
 class _Reasoned(BaseModel):
-    action_and_reasoning: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] = Field(
-        description=REASON_DESCRIPTION
+    # Bounded as every text a person reads (agent.steps.REASON_MAX_CHARS): a longer one is refused.
+    action_and_reasoning: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=REASON_MAX_CHARS)] = (
+        Field(description=REASON_DESCRIPTION)
     )
 
 

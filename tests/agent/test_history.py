@@ -6,8 +6,16 @@ import time
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from agent.history import GENERIC_STEP, STOPPED_KEY, STOPPED_PLACEHOLDER, TURN_INDEX_KEY, repair_update, turns_from_messages
-from agent.steps import Step, StepStatus
+from agent.history import (
+    GENERIC_STEP,
+    STOPPED_KEY,
+    STOPPED_PLACEHOLDER,
+    TURN_INDEX_KEY,
+    repair_update,
+    step_sentence,
+    turns_from_messages,
+)
+from agent.steps import REASON_MAX_CHARS, Step, StepStatus
 
 
 def test_turns_are_grouped_by_their_human_message():
@@ -236,3 +244,9 @@ def test_the_chat_reads_messages_as_the_plain_reading_does_only_quicker(tmp_path
         {"text": "Laying out <the> plan.", "status": "failed"},
     ]
     assert first.answer == "I planned it." and second.stopped
+
+
+def test_a_step_sentence_over_the_limit_is_shown_cut_with_a_mark():
+    """A model's over-long sentence (refused by the tool) is not shown whole in the person's trace."""
+    shown = step_sentence({"args": {"action_and_reasoning": "Because " * 1_000}})
+    assert len(shown) == REASON_MAX_CHARS and shown.endswith("…")

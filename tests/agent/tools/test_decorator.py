@@ -11,6 +11,7 @@ from langchain_core.messages import ToolMessage
 from pydantic import BaseModel
 
 from agent.context import AgentContext
+from agent.steps import REASON_MAX_CHARS
 from agent.tools.decorator import as_langchain_tool, workspace_tool
 from agent.tools.envelope import parse_envelope
 from tests.agent.tools.helpers import REASON, call, db, runtime_for, tools_by_name
@@ -177,3 +178,12 @@ async def test_agent_loop_recovers_from_a_bad_call_through_the_tools_node(thread
     assert await db(lambda: [(t.text, t.done) for t in selectors.todos_for(thread=thread)]) == [("Find sources", True)]
     artifact = await db(selectors.latest_artifact_for, thread=thread)
     assert (artifact.pk, artifact.turn_index) == (envelopes[2]["artifact_id"], 4)
+
+
+async def test_a_reasoning_sentence_over_its_limit_is_refused_naming_the_limit(thread):
+    """The sentence the person reads is bounded like every other text: a longer one is refused and
+    nothing is written."""
+    result = await call(thread, "set_objective", reason="Because " * 200, text="Write the report.")
+    assert result["success"] is False
+    assert "action_and_reasoning" in result["error"] and f"{REASON_MAX_CHARS}" in result["error"], result
+    assert await db(selectors.objective_text_for, thread=thread) is None
