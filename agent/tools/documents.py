@@ -65,7 +65,7 @@ def update_document(thread, *, content: str, title: str | None = None, seen=None
             person=author.person,
         )
     except DocumentConflict as exc:
-        raise EditOverlapped(conflict_report(exc, own=_own_overlap(thread, exc))) from exc
+        raise _refusal(thread, exc) from exc
     document = saved.document
     if seen is not None:
         seen.wrote(document.version, from_whole=True, merged=saved.merged)
@@ -78,6 +78,16 @@ def update_document(thread, *, content: str, title: str | None = None, seen=None
             f"text you sent ({len(document.content):,} characters). The next workspace block shows it."
         )
     return f"Replaced the document '{document.title}' ({len(document.content):,} characters, version {document.version})."
+
+
+def _refusal(thread, exc: DocumentConflict) -> Exception:
+    """What the model (or MCP client) is told of a save that conflicted. A
+    base above the current version (versions only grow) is one the document
+    never had: the person edited nothing, so it is not reported as their
+    overlap but as an unknown version (docs/adr/0052)."""
+    if exc.base_version is not None and exc.base_version > exc.current_version:
+        return InvalidInput(document_services.unknown_version_message(exc.base_version, exc.current_version))
+    return EditOverlapped(conflict_report(exc, own=_own_overlap(thread, exc)))
 
 
 def _own_overlap(thread, exc: DocumentConflict) -> bool:
@@ -171,7 +181,7 @@ def _edit_passage(thread, seen, author: Author, **edit) -> str:
             **edit,
         )
     except DocumentConflict as exc:
-        raise EditOverlapped(conflict_report(exc, own=_own_overlap(thread, exc))) from exc
+        raise _refusal(thread, exc) from exc
     document = saved.document
     if seen is not None:
         seen.wrote(document.version, from_whole=seen.saw_the_whole_document(), merged=saved.merged)

@@ -95,6 +95,13 @@ def _base_text(document: Document, version: int) -> tuple[str, str] | None:
     return (revision.title, revision.content) if revision is not None else None
 
 
+def unknown_version_message(base_version: int, current_version: int) -> str:
+    return (
+        f"Nothing was changed: version {base_version} of the document is unknown (the document is at version "
+        f"{current_version}, and has had no version after it). Read it again and write from version {current_version}."
+    )
+
+
 def _spliced(document: Document, base_version: int | None, splice: TextSplice) -> str:
     base = _base_text(document, base_version) if base_version is not None else None
     if base is None:
@@ -383,6 +390,14 @@ def _conflict_message(base_version: int | None, current_version: int, *, known: 
             "and what you typed since overlaps some of them. Nothing was saved; choose which text to keep where "
             "they overlap."
         )
+    if base_version is not None and base_version > current_version:
+        # Versions only grow: the page's text names a version this document
+        # never had (a database restored from an older backup, say).
+        return (
+            f"The document is at version {current_version}, and the version {base_version} this text was based on "
+            "is unknown to it (newer than the document's), so the two cannot be merged. Nothing was saved; choose "
+            "which text to keep."
+        )
     if not known:
         return (
             f"The document is now at version {current_version}, and the version {base_version} this text was based on "
@@ -433,9 +448,15 @@ def document_edit_passage(
         raise InvalidInput("The passage to find cannot be empty.")
     passage = passage.replace("\r\n", "\n").replace("\r", "\n")
     document = _document_for_update(thread)
+    if base_version is not None and not 0 <= base_version <= document.version:
+        # The passage is looked for in the text its writer was shown; a
+        # version the document never had (versions only grow) names none, so
+        # nothing is edited as if it were the current text (docs/adr/0052).
+        # Only a version no longer kept is edited as the current text.
+        raise InvalidInput(unknown_version_message(base_version, document.version))
     base = _base_text(document, base_version) if base_version is not None else None
     if base is None:
-        # No base given, or that version is not kept: edit the current text.
+        # No base given, or that version is no longer kept: edit the current text.
         base_version, base_text = document.version, document.content
     else:
         base_text = base[1]

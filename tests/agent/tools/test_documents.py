@@ -340,3 +340,23 @@ async def test_a_targeted_edit_of_a_passage_the_person_changed_meanwhile_is_refu
     assert (await db(selectors.document_for, thread=thread)).content == REPORT.replace(
         "Methods paragraph.", "Methods, as the person wants them."
     )
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("update_document", {"content": REPORT.replace("Intro", "Opening")}),
+        ("replace_in_document", {"old_text": "Intro paragraph.", "new_text": "Opening paragraph."}),
+        ("insert_in_document", {"after_text": "Intro paragraph.", "text": " More."}),
+    ],
+)
+async def test_an_edit_from_a_version_the_document_never_had_is_refused_as_unknown(thread, tool, arguments):
+    """The model's edit names a version above the document's (none it was shown): refused, saying the
+    version is unknown and which is current, never as an overlap with the person's edits."""
+    await db(_person_saves, thread, REPORT, base_version=0)
+    result = await call(thread, tool, seen_version=5, **arguments)
+    assert result["success"] is False
+    assert "version 5 of the document is unknown" in result["error"] and "version 1" in result["error"], result
+    assert "person edited" not in result["error"]
+    document = await db(selectors.document_for, thread=thread)
+    assert (document.content, document.version) == (REPORT, 1)

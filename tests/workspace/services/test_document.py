@@ -147,8 +147,10 @@ def test_a_base_version_with_no_revision_is_a_conflict_never_an_overwrite(thread
     assert "cannot be merged" in caught.value.message
     [conflict] = caught.value.conflicts
     assert (conflict.base, conflict.ours, conflict.theirs) == (None, "person text", "agent text")
-    with pytest.raises(DocumentConflict):
+    with pytest.raises(DocumentConflict) as future:
         _save(thread, content="person text", base_version=7)  # a version from the future
+    # Said as it is: not "no longer kept", a version the document never had.
+    assert "version 7 this text was based on is unknown" in future.value.message, future.value.message
     assert _stored(thread)[1:] == ("agent text", 2)
     # A choice still settles it: the whole text is the overlap.
     _save(thread, content="person text", base_version=7, resolve="both")
