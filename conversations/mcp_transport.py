@@ -18,6 +18,11 @@ a GET's stream; GET and DELETE are answered 405, as the transport allows.
 Daphne sends no ASGI lifespan events, so the manager is started on the
 first request, once per event loop.
 
+A body over the site's DATA_UPLOAD_MAX_MEMORY_SIZE is answered 413, as
+every other request is (haico_site.middleware), before the SDK reads it
+(it would read any size whole): by its Content-Length when it gives one,
+else counted as it is read; a body within the limit is then handed on.
+
 Every refusal's body is a JSON-RPC error (id null): MCP clients show its
 message, where they would show only a status for a body of another shape.
 """
@@ -165,6 +170,53 @@ def _challenge(scope, message: str) -> bytes:
     return f'Bearer error="invalid_token", error_description="{message}", resource_metadata="{metadata}"'.encode("latin-1")
 
 
+def too_big_message() -> str:
+    limit_mb = settings.DATA_UPLOAD_MAX_MEMORY_SIZE / (1024 * 1024)
+    return f"That was too much to send at once (the limit is {limit_mb:.1f} MB); nothing was done."
+
+
+def _declared_length(scope) -> int | None:
+    value = next((v for k, v in scope.get("headers", []) if k == b"content-length"), None)
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+class _TooBig(Exception):
+    pass
+
+
+async def _body_within(receive, limit: int) -> bytes | None:
+    """The request's body, read to its end unless it passes `limit` bytes
+    (_TooBig); None when the client went away first."""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        if message["type"] != "http.request":
+            continue
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _TooBig
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replaying(body: bytes, receive):
+    """A `receive` that gives the body already read, then the client's own
+    messages (its disconnect)."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay():
+        return pending.pop() if pending else await receive()
+
+    return replay
+
+
 def _bearer(scope) -> str | None:
     value = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"authorization"), "")
     scheme, _, secret = value.partition(" ")
@@ -227,6 +279,20 @@ class HttpEndpoint:
                 ((b"allow", ALLOWED_METHODS.encode()),),
             )
             return
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if limit is not None:
+            declared = _declared_length(scope)
+            if declared is not None and declared > limit:
+                await answer(send, 413, too_big_message())
+                return
+            try:
+                body = await _body_within(receive, limit)
+            except _TooBig:
+                await answer(send, 413, too_big_message())
+                return
+            if body is None:  # the client went away: no one to answer
+                return
+            receive = _replaying(body, receive)
         address = ratelimit.address_of(scope)
         rate = ratelimit.rate_setting("HAICO_RATE_MCP_AUTH_FAILURES")
         wait = await sync_to_async(ratelimit.over, thread_sensitive=False)(MCP_AUTH_FAILURES, address, rate)

@@ -15,6 +15,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from agent.builder import AgentProvider
+from agent.steps import REASON_MAX_CHARS
 from conversations import mcp_transport
 from conversations.mcp_server import BASE_FIELD, REMOVAL_FIELD, THREAD_FIELD, call_tool, is_read_tool, mcp_tools
 from conversations.models import AccessToken, ActivityLogEntry
@@ -397,3 +398,105 @@ def test_an_insertion_after_half_a_character_is_refused_and_says_why(thread, own
     )
     assert result.is_error and "inside a character" in result.text, result.text
     assert document_for(thread=thread).content == "Merci 👍🏽 pour tout.\n"
+
+
+def test_a_sentence_longer_than_the_limit_is_refused_and_the_activity_log_stays_readable(thread, token):
+    """A client that sends a 1 MB action_and_reasoning is told the limit; nothing is written, and the
+    owner's activity log holds one short entry saying the call failed, not the megabyte."""
+    result = call_tool(
+        token,
+        "add_preferences",
+        {
+            THREAD_FIELD: str(thread.pk),
+            "action_and_reasoning": "Because " * 125_000,
+            "items": [{"title": "Short", "kind": "soft"}],
+        },
+    )
+    assert result.is_error
+    error = _envelope(result)["error"]
+    assert "action_and_reasoning" in error and f"{REASON_MAX_CHARS}" in error, error
+    assert not Preference.objects.filter(thread=thread).exists()
+    assert (
+        max((len(m) for m in ActivityLogEntry.objects.filter(thread=thread).values_list("message", flat=True)), default=0) < 2_000
+    )
+
+
+def test_a_sentence_at_the_limit_is_taken_and_shown_whole_in_the_activity_log(thread, token):
+    sentence = ("Adding the rule you asked for. " * 40)[:REASON_MAX_CHARS].strip()
+    result = call_tool(
+        token,
+        "add_preferences",
+        {THREAD_FIELD: str(thread.pk), "action_and_reasoning": sentence, "items": [{"title": "Short", "kind": "soft"}]},
+    )
+    assert not result.is_error, result.text
+    assert sentence in ActivityLogEntry.objects.get(thread=thread).message
+
+
+def test_the_sentences_limit_is_in_the_schema_a_client_is_shown():
+    for tool in mcp_tools():
+        reason = tool.input_schema["properties"].get("action_and_reasoning")
+        if reason is not None:
+            assert reason["maxLength"] == REASON_MAX_CHARS, tool.name
+
+
+@pytest.mark.parametrize("tool", ["replace_in_document", "insert_in_document", "update_document"])
+@pytest.mark.parametrize("base", [2, 2**70])
+def test_a_base_version_the_document_never_had_is_refused_as_unknown(thread, token, tool, base):
+    """A version above the document's (one it never had) is not written from as if it were the current
+    text: the client is told the version is unknown, and the document is unchanged."""
+    document_save(thread=thread, title="Notes", content="Intro.\n\nBody.\n")
+    arguments = {
+        "replace_in_document": {"old_text": "Body.", "new_text": "Changed."},
+        "insert_in_document": {"after_text": "Body.", "text": " More."},
+        "update_document": {"content": "Intro.\n\nChanged.\n"},
+    }[tool]
+    result = call_tool(token, tool, {THREAD_FIELD: str(thread.pk), BASE_FIELD: base, "action_and_reasoning": WHY, **arguments})
+    assert result.is_error
+    error = _envelope(result)["error"]
+    assert f"version {base}" in error and "unknown" in error and "version 1" in error, error
+    assert "the person edited" not in error
+    assert document_for(thread=thread).content == "Intro.\n\nBody.\n"
+    assert document_for(thread=thread).version == 1
+
+
+def _set_objective_call(thread, padding: int) -> bytes:
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "set_objective",
+            "arguments": {THREAD_FIELD: str(thread.pk), "action_and_reasoning": WHY, "text": "Padded", "padding": "x" * padding},
+        },
+    }
+    return json.dumps(call).encode()
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["with-content-length", "chunked"])
+async def test_a_post_over_the_sites_upload_limit_is_refused_413_before_it_is_read(
+    thread, owner, mcp_endpoint, settings, chunked
+):
+    """As every other page answers a body past DATA_UPLOAD_MAX_MEMORY_SIZE; the objective is not set."""
+    from haico_site.asgi import application
+
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100_000
+    _t, secret = await sync_to_async(token_create)(user=owner, name="desktop")
+    body = _set_objective_call(thread, 3_000_000)
+
+    async def in_parts():
+        for at in range(0, len(body), 64_000):
+            yield body[at : at + 64_000]
+
+    headers = {
+        "Authorization": f"Bearer {secret}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "Mcp-Protocol-Version": "2025-06-18",
+    }
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=application), base_url="http://localhost") as http:
+        response = await http.post("/mcp", content=in_parts() if chunked else body, headers=headers)
+        assert response.status_code == 413, (response.status_code, response.text[:300])
+        assert "too much to send" in response.json()["error"]["message"]
+        within = await http.post("/mcp", content=_set_objective_call(thread, 50_000), headers=headers)
+        assert within.status_code == 200, within.text[:300]
+    assert await sync_to_async(lambda: ActivityLogEntry.objects.filter(thread=thread).count())() == 1
