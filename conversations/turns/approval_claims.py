@@ -15,6 +15,7 @@ from workspace.errors import InvalidInput
 from workspace.models import Thread
 from workspace.selectors import Access, access_to
 
+from ..errors import TooManyTurns
 from ..live import RESYNC, RESYNC_CHAT, publisher
 from ..models import ActivityLogEntry, Turn
 from ..services import activity_log
@@ -25,7 +26,7 @@ from .approval_record import APPROVED as APPROVED
 from .approval_record import REJECTED as REJECTED
 from .approval_record import STOPPED, TurnApproval
 from .message_checks import turn_number
-from .slot import claim_slot, free_slot
+from .slot import claim_slot, free_slot, lock_owner_for_running_limit
 
 
 def awaiting_approval(thread_id) -> Turn | None:
@@ -105,8 +106,12 @@ def turn_answer_claim(*, thread: Thread, turn, decision: str, person=None) -> Tu
     whatever was answered when the turn's sender can no longer edit the
     thread. Only the first answer counts: a second
     one (another tab) is refused with InvalidInput, as is an answer to a
-    turn that does not wait."""
+    turn that does not wait. At the owner's running-turns limit an Approve
+    is refused with TooManyTurns (the card still waits, answerable later)
+    and a Reject is taken as a Stop."""
     turn = turn_number(turn, action="answer")
+    # The owner's row before the thread's, as turn_claim takes them.
+    running_limit = lock_owner_for_running_limit(thread) if decision != STOPPED else 0
     locked = Thread.objects.select_for_update().get(pk=thread.pk)
     row = Turn.objects.filter(thread=locked, index=turn).select_related("person").first()
     if row is None or row.status != Turn.Status.AWAITING or turn != locked.turn_index:
@@ -115,7 +120,19 @@ def turn_answer_claim(*, thread: Thread, turn, decision: str, person=None) -> Tu
         # Removed, or made a viewer, while the card waited: approved or
         # rejected, the turn would go on writing as them (docs/adr/0120).
         decision = STOPPED
-    claim_slot(locked, turn, now=timezone.now())
+    now = timezone.now()
+    try:
+        # Going on is a turn running: at the owner's running-turns limit an
+        # Approve is refused, the card left waiting (docs/adr/0017).
+        claim_slot(locked, turn, now=now, running_limit=running_limit if decision != STOPPED else 0, person=person)
+    except TooManyTurns:
+        if decision != REJECTED:
+            raise
+        # A Reject goes on to the model (the agent answers the refusal): at
+        # the limit it ends the turn as a Stop does, no model call, the
+        # change not made (docs/adr/0017).
+        decision = STOPPED
+        claim_slot(locked, turn, now=now)
     row.status = Turn.Status.RUNNING
     row.instance, row.boot = process.instance(), process.BOOT
     approval = TurnApproval.from_json(row.approval)

@@ -269,13 +269,18 @@ class LeftCard:
     by_stop: bool  # a Stop, not its sender's account ending
 
 
-def _check_running_turns_of(owner_id, *, now, limit: int, person=None) -> None:
+# How a running-turns refusal ends: what was refused, and what to do again.
+SEND_AGAIN = "then send this again. Nothing was sent."
+ANSWER_AGAIN = "then answer again; the card still waits, and nothing was changed."
+
+
+def _check_running_turns_of(owner_id, *, now, limit: int, person=None, then: str = SEND_AGAIN) -> None:
     """TooManyTurns when the thread's owner already has `limit` turns running
     in their threads (0: no limit), counted from the threads' claims, which
     every server process writes (docs/adr/0051). The limit is the owner's,
     whoever started those turns (docs/adr/0084). The caller locked the
     owner's row first (`_lock_people`), so two turns started at once in two
-    threads cannot both pass the count."""
+    threads cannot both pass the count. `then`: the refusal's last words."""
     if not limit:
         return
     running = TurnSlot.objects.filter(
@@ -285,7 +290,18 @@ def _check_running_turns_of(owner_id, *, now, limit: int, person=None) -> None:
     )
     count = running.count()
     if count >= limit:
-        raise TooManyTurns(_too_many_turns_message(owner_id, running, count=count, person=person))
+        raise TooManyTurns(_too_many_turns_message(owner_id, running, count=count, person=person, then=then))
+
+
+def lock_owner_for_running_limit(thread: Thread) -> int:
+    """Before the thread's row is locked: the owner's row locked when a
+    running-turns limit is set (the people's rows before the thread's, as
+    `turn_claim` and sharing.lock_family take them, so no two writes wait
+    for each other in a circle). Returns the limit (0: none)."""
+    limit = settings.HAICO_MAX_RUNNING_TURNS
+    if limit:
+        _lock_people({thread.owner_id})
+    return limit
 
 
 def _lock_people(ids: set) -> None:
@@ -294,7 +310,7 @@ def _lock_people(ids: set) -> None:
         list(get_user_model().objects.select_for_update().filter(pk__in=ids).order_by("pk").values_list("pk", flat=True))
 
 
-def _too_many_turns_message(owner_id, running, *, count: int, person) -> str:
+def _too_many_turns_message(owner_id, running, *, count: int, person, then: str = SEND_AGAIN) -> str:
     """Whose limit it is and who can free a place, truthfully: the person
     refused is told how many of the running turns they started (those they
     can stop), never which threads the others run in (they may not see
@@ -308,7 +324,6 @@ def _too_many_turns_message(owner_id, running, *, count: int, person) -> str:
     # A turn recorded without its sender (sent before turns named theirs, or
     # an account gone) is the owner's (docs/adr/0085).
     theirs = sum(1 for sender in started if (sender or owner_id) == person_id)
-    then = "then send this again. Nothing was sent."
     if person_id == owner_id:
         if theirs == count:
             return (
@@ -476,13 +491,18 @@ def free_slot(thread_id, turn_index: int, *, now=None) -> int:
     return freed
 
 
-def claim_slot(locked: Thread, turn_index: int, *, now) -> None:
+def claim_slot(locked: Thread, turn_index: int, *, now, running_limit: int = 0, person=None) -> None:
     """Within the caller's transaction, on the row-locked thread: `turn_index`
-    runs now, on this process (a turn going on after its approval)."""
+    runs now, on this process (a turn going on after its approval).
+    `running_limit` (the caller locked the owner's row first:
+    `lock_owner_for_running_limit`): TooManyTurns, saying whose limit to
+    `person`, when the owner's threads already run that many turns: going
+    on is a turn running like any other (docs/adr/0017)."""
     slot = _slot_of_locked(locked)
     running = live_turn(slot, now)
     if running is not None:
         raise turn_running_refusal(locked.pk, running)
+    _check_running_turns_of(locked.owner_id, now=now, limit=running_limit, person=person, then=ANSWER_AGAIN)
     _occupy(locked, slot, turn_index, now=now)
     Thread.objects.filter(pk=locked.pk).update(last_activity_at=now)
 
