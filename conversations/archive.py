@@ -67,6 +67,7 @@ from .turns.approval_claims import APPROVED, REJECTED, STOPPED
 from .turns.approval_record import TurnApproval, portable_json
 from .turns.fragments import APPROVAL_OUTCOMES
 from .turns.message_checks import SELECTION_NOTES
+from .turns.outcome import AWAITING_EXPORTED
 
 logger = logging.getLogger("haico.conversations.archive")
 
@@ -380,8 +381,13 @@ def _turn_rows(items: list, *, turns: int, mode: str) -> list[dict]:
         seen.add(index)
         status = row.choice("status", TURN_STATUSES)
         notice = row.text("notice", max_chars=MESSAGE_MAX_CHARS, optional=True) or ""
-        if status in (Turn.Status.RUNNING, Turn.Status.AWAITING):
-            # No server is running it here, and no paused graph came with it to resume.
+        if status == Turn.Status.AWAITING:
+            # No paused graph came with it to resume: the question can no
+            # longer be answered, and its card says "Not answered"
+            # (turns.fragments.approval_view).
+            status, notice = Turn.Status.INTERRUPTED, notice or AWAITING_EXPORTED
+        elif status == Turn.Status.RUNNING:
+            # No server is running it here.
             status, notice = Turn.Status.INTERRUPTED, notice or "Interrupted."
         rows.append(
             {

@@ -83,12 +83,20 @@ APPROVAL_OUTCOMES = {
     "interrupted": "but the server stopped before the turn finished: check the workspace for whether it was made.",
 }
 APPROVAL_WORDS = {"approved": "Approved", "rejected": "Rejected", "stopped": "Stopped"}
+# A card whose turn ended with no answer given: a copy (an archive, or a
+# branch of such a copy) of a turn that was waiting when it was made. The
+# call it asked about never ran (docs/adr/0017).
+UNANSWERED = "unanswered"
+UNANSWERED_TITLE = "Not answered: this change was not made"
 
 
 def approval_title(approval: TurnApproval) -> str:
     """What the answered card says: the answer, who gave it (the same name
     for every viewer, docs/adr/0085), and an approved change that could not
-    be applied in full. A card answered before names were kept says no name."""
+    be applied in full. A card answered before names were kept says no name;
+    one never answered says so."""
+    if not approval.decision:
+        return UNANSWERED_TITLE
     words = APPROVAL_WORDS.get(approval.decision, "Rejected")
     if approval.answered_by_name:
         words += f" by {approval.answered_by_name}"
@@ -106,12 +114,13 @@ def approval_view(approval: TurnApproval | None, *, pending: bool) -> dict | Non
     if approval is None:
         return None
     request = approval.request
-    decision = "" if pending else approval.decision
+    # Not waiting and never answered: the card says so, not nothing.
+    decision = "" if pending else approval.decision or UNANSWERED
     view = {
         "pending": pending,
         "decision": decision,
         "outcome": decision == APPROVED and approval.outcome in APPROVAL_OUTCOMES,
-        "title": approval_title(approval) if decision else "",
+        "title": "" if pending else approval_title(approval),
         "summary": request.summary,
         "reason": request.reason,
         "details": list(request.details),

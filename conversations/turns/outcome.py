@@ -15,6 +15,11 @@ INTERRUPTED_LOST = "Interrupted: the server running this turn stopped answering.
 INTERRUPTED_STOP = "Interrupted: the server running this turn had stopped; the turn is released."
 NO_ANSWER = "The assistant finished without writing an answer."
 AWAITING_APPROVAL = "Waiting for your approval of the change above."
+# A copy (an imported archive) of a turn that was waiting for an approval:
+# nothing paused came with it, so the question can no longer be answered.
+AWAITING_EXPORTED = (
+    "Interrupted: this turn was waiting for an approval when its thread was exported; the change it asked about was not made."
+)
 CUT_OFF = "Cut off: the answer ended before the model finished it."
 TOKEN_LIMIT = "Stopped at your token limit (see Usage under your account)."
 

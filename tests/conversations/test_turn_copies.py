@@ -217,3 +217,41 @@ def test_an_archived_turn_that_waited_for_an_approval_imports_as_interrupted(thr
     # The imported thread takes a message (nothing waits for an answer).
     slot.turn_begin(thread=imported, user_message="next")
     assert selectors.thread_for_user(user=owner, thread_id=imported.pk, level=Access.VIEW).turn_index == 2
+
+
+UNANSWERED = 'class="approval is-unanswered"'
+NOT_ANSWERED = 'approval-title">Not answered: this change was not made</p>'
+
+
+async def test_a_thread_exported_while_its_card_waits_imports_with_a_card_saying_it_was_not_answered(
+    owner, thread, script, async_client
+):
+    """The copy cannot answer the question (nothing paused came with it):
+    its card and its turn say so, the change not made; a branch of the copy
+    says the same; the thread exported still waits for its answer."""
+    await _prepare(thread)
+    script(Reply(tool_calls=[tool_call("remove_todos", "Dropping the outline.", indices=[1])]))
+    await registry.start_turn(thread=thread, user_message="drop the outline", user=owner)
+    await registry.wait_for_turn(thread.pk)
+    source = await Thread.objects.aget(pk=thread.pk)
+    assert (await Turn.objects.aget(thread=source, index=1)).status == Turn.Status.AWAITING
+
+    imported = await database_sync_to_async(import_archive)(raw=await database_sync_to_async(archive_bytes)(source), owner=owner)
+    row = await Turn.objects.aget(thread=imported, index=1)
+    assert row.status == Turn.Status.INTERRUPTED
+    assert row.notice == (
+        "Interrupted: this turn was waiting for an approval when its thread was exported; the change it asked about was not made."
+    )
+    assert [t.text for t in await database_sync_to_async(selectors.todos_for)(thread=imported)] == ["Outline", "Intro", "Body"]
+    branch = await database_sync_to_async(fork_thread)(source=imported, turn_index=1, user=owner)
+    for copy_ in (imported, branch):
+        page = await _page(async_client, owner, copy_)
+        card = _card(page, 1)
+        assert UNANSWERED in page and NOT_ANSWERED in card, card
+        assert "Remove 1 plan step together with 2 sub-steps." in card and ">Approve</button>" not in card
+        assert "Waiting for your approval" not in page
+        assert "the change it asked about was not made." in page
+
+    # The thread exported still waits: its card can be answered.
+    page = await _page(async_client, owner, source)
+    assert 'id="turn-1-approval" class="approval is-pending"' in page and ">Approve</button>" in _card(page, 1)
