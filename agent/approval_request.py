@@ -11,7 +11,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from workspace.text import cut_to
+
+from .steps import REASON_MAX_CHARS
+
+# What a request's words may hold. The card shows them, and a thread's
+# archive carries them and takes no more back (conversations.archive): a
+# request is bounded where it is made (`bounded`), so a thread's own export
+# always imports (docs/adr/0017). The agent's reason is one plain sentence,
+# at most REASON_MAX_CHARS (a tool refuses a longer one: agent.tools.decorator).
+TEXT_MAX_CHARS = 10_000
+DETAILS_MAX = 1_000
 
 
 @dataclass(frozen=True)
@@ -118,3 +130,25 @@ def listed_fingerprint(rows: list[tuple]) -> str:
     of plain values: its id and the fields the card's person judged it by),
     so the card keeps a fixed size however long the rows are."""
     return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()[:32]
+
+
+def cut_text(text: str, max_chars: int) -> str:
+    """`text`, or its start and a visible mark when it is longer than `max_chars` (mark included)."""
+    count = f"{max_chars:,}".replace(",", " ")
+    return cut_to(text, max_chars, mark=f"… (cut here: longer than {count} characters)")
+
+
+def bounded(request: ApprovalRequest) -> ApprovalRequest:
+    """`request` with its words within what a card keeps: the summary and each
+    detail at most TEXT_MAX_CHARS, the reason REASON_MAX_CHARS, at most
+    DETAILS_MAX details (the last saying how many more). Only the words: what
+    the approved call does is the call's, and the ids it checks are kept whole."""
+    details = tuple(cut_text(item, TEXT_MAX_CHARS) for item in request.details)
+    if len(details) > DETAILS_MAX:
+        details = (*details[: DETAILS_MAX - 1], f"and {len(details) - DETAILS_MAX + 1} more")
+    return replace(
+        request,
+        summary=cut_text(request.summary, TEXT_MAX_CHARS),
+        details=details,
+        reason=cut_text(request.reason, REASON_MAX_CHARS),
+    )

@@ -44,6 +44,7 @@ import logging
 from dataclasses import replace
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import ToolMessage
 from langgraph.errors import GraphInterrupt
@@ -54,9 +55,11 @@ from workspace.db import usable_connections
 from workspace.diff import REMOVED, DiffLine, diff_text
 from workspace.errors import InvalidInput
 from workspace.indices import index_as_shown
+from workspace.models import DOCUMENT_TITLE_MAX_CHARS
 
-from .approval_request import ApprovalRequest, DocumentChange, listed_fingerprint
+from .approval_request import ApprovalRequest, DocumentChange, bounded, listed_fingerprint
 from .context import AgentContext, PausedCall, ResumedCall, Seen
+from .steps import REASON_MAX_CHARS
 from .tools.envelope import failure_envelope, rejected_envelope
 
 logger = logging.getLogger("haico.agent.approvals")
@@ -113,6 +116,10 @@ def _document_request(thread, args: dict, seen: Seen) -> ApprovalRequest | None:
     content = args.get("content")
     if not isinstance(content, str):
         return None  # the tool refuses its arguments itself
+    if len(content) > settings.HAICO_DOCUMENT_MAX_CHARS:
+        # The tool refuses it, nothing written: no card to ask, and none
+        # holding a text no document (nor a thread's archive) takes.
+        return None
     document = selectors.document_for(thread=thread)
     old = document.content
     if len(old) < DOCUMENT_MIN_CHARS:
@@ -122,6 +129,8 @@ def _document_request(thread, args: dict, seen: Seen) -> ApprovalRequest | None:
         return None
     asked_title = args.get("title")
     title = asked_title if isinstance(asked_title, str) and asked_title.strip() else document.title
+    if len(title) > DOCUMENT_TITLE_MAX_CHARS:
+        return None  # refused by the tool as well (below)
     # The version the model wrote from, not the one now: the approved call
     # merges what anyone wrote since (the person, while the model wrote
     # its text) instead of writing over it.
@@ -228,12 +237,16 @@ def approval_request(thread, tool_call: dict, seen: Seen | None = None) -> Appro
         return None
     rule = RULES[tool_call["name"]]
     args = tool_call["args"]
+    reason = args.get("action_and_reasoning")
+    if isinstance(reason, str) and len(reason.strip()) > REASON_MAX_CHARS:
+        # The tool refuses the call (agent.tools.decorator), nothing changed:
+        # nothing to ask, and no card holding a reason no archive takes back.
+        return None
     usable_connections()
     request = rule(thread, args, seen or Seen())
     if request is None:
         return None
-    reason = args.get("action_and_reasoning")
-    return replace(request, call_id=tool_call.get("id") or "", reason=reason if isinstance(reason, str) else "")
+    return bounded(replace(request, call_id=tool_call.get("id") or "", reason=reason if isinstance(reason, str) else ""))
 
 
 def decision_approved(decision) -> bool:

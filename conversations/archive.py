@@ -39,7 +39,7 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
-from agent.approval_request import ApprovalRequest, DocumentChange
+from agent.approval_request import DETAILS_MAX, TEXT_MAX_CHARS, ApprovalRequest, DocumentChange
 from agent.approvals import DOCUMENT, PLAN, PREFERENCES
 from agent.history import read_messages
 from agent.seeding import delete_history, history_prefix, holds_later_turns, seed_history
@@ -83,8 +83,9 @@ MESSAGE_TYPES = {"human": HumanMessage, "ai": AIMessage, "tool": ToolMessage}
 TURN_STATUSES = {choice for choice, _ in Turn.Status.choices}
 APPROVAL_KINDS = {DOCUMENT, PLAN, PREFERENCES}
 APPROVAL_DECISIONS = {APPROVED, REJECTED, STOPPED}
-APPROVAL_DETAILS_MAX = 1_000
-APPROVAL_TEXT_MAX_CHARS = 10_000
+# What a card's request is bounded to where it is made (agent.approval_request.bounded).
+APPROVAL_DETAILS_MAX = DETAILS_MAX
+APPROVAL_TEXT_MAX_CHARS = TEXT_MAX_CHARS
 # A full name (first and last, as Django keeps them) or a username.
 APPROVAL_NAME_MAX_CHARS = 301
 IMPORT_FAILED = "The archive could not be imported; nothing was created. Try again."

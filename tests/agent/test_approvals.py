@@ -8,6 +8,7 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
+from agent.approval_request import DETAILS_MAX, cut_text
 from agent.approvals import (
     DOCUMENT,
     DOCUMENT_MIN_CHARS,
@@ -22,10 +23,11 @@ from agent.approvals import (
 )
 from agent.builder import build_agent
 from agent.context import AgentContext, PausedCall, ResumedCall
+from agent.steps import REASON_MAX_CHARS
 from agent.tools.registry import tool_specs
 from tests.support.fake_model import Reply, ScriptedChatModel, tool_call
 from workspace import selectors
-from workspace.models import DocumentRevision
+from workspace.models import DOCUMENT_TITLE_MAX_CHARS, DocumentRevision
 from workspace.services import document as document_services
 from workspace.services import plan as plan_services
 from workspace.services import preferences as preference_services
@@ -99,6 +101,47 @@ def test_removing_preferences_asks_unless_every_target_is_locked(thread):
     assert _ask(thread, "remove_preferences", indices=[1]) is None  # hard first: Cite, locked
     assert _ask(thread, "remove_preferences", indices=[1, 2])["details"] == ["“Formal” (soft)"]
     assert _ask(thread, "add_preferences", items=[]) is None
+
+
+@pytest.mark.django_db
+def test_a_call_whose_reason_the_tool_refuses_asks_nothing(thread):
+    """The reason is one plain sentence, at most REASON_MAX_CHARS: a longer
+    one is refused by the tool, nothing changed, so no card asks about it
+    (nor holds a reason a thread's archive would not take back)."""
+    preference_services.preferences_add(thread=thread, items=[{"title": "Formal", "kind": "soft"}], respect_lock=False)
+
+    def asked(reason):
+        return approval_request(
+            thread, {"name": "remove_preferences", "id": "call-1", "args": {"indices": [1], "action_and_reasoning": reason}}
+        )
+
+    assert asked("Dropping the rule because the style guide changed. " * 240) is None
+    assert asked("x" * REASON_MAX_CHARS).reason == "x" * REASON_MAX_CHARS
+
+
+def test_a_cards_text_over_its_limit_is_cut_with_a_mark_within_it():
+    cut = cut_text("word " * 3_000, 10_000)
+    assert len(cut) <= 10_000 and cut.endswith("… (cut here: longer than 10 000 characters)")
+    assert cut_text("short", 10_000) == "short"
+
+
+@pytest.mark.django_db
+def test_a_removal_of_more_preferences_than_a_card_lists_says_how_many_more(thread):
+    preference_services.preferences_add(
+        thread=thread, items=[{"title": f"Rule {n}", "kind": "soft"} for n in range(1, DETAILS_MAX + 6)], respect_lock=False
+    )
+    asked = _ask(thread, "remove_preferences", indices=list(range(1, DETAILS_MAX + 6)))
+    assert asked["summary"] == f"Remove {DETAILS_MAX + 5} preferences."
+    assert len(asked["details"]) == DETAILS_MAX and asked["details"][-1] == "and 6 more"
+
+
+@pytest.mark.django_db
+def test_a_replacement_the_document_cannot_hold_asks_nothing_and_the_tool_refuses_it(thread, settings):
+    settings.HAICO_DOCUMENT_MAX_CHARS = 5_000
+    _document(thread, REPORT)
+    assert _ask(thread, "update_document", content="y" * 5_001) is None
+    assert _ask(thread, "update_document", content="Short.", title="T" * (DOCUMENT_TITLE_MAX_CHARS + 1)) is None
+    assert _ask(thread, "update_document", content="Short.", title="T" * DOCUMENT_TITLE_MAX_CHARS) is not None
 
 
 def _graph(model):

@@ -255,3 +255,30 @@ async def test_a_thread_exported_while_its_card_waits_imports_with_a_card_saying
     # The thread exported still waits: its card can be answered.
     page = await _page(async_client, owner, source)
     assert 'id="turn-1-approval" class="approval is-pending"' in page and ">Approve</button>" in _card(page, 1)
+
+
+async def test_a_thread_whose_agent_gave_a_long_reason_is_restored_from_its_own_export(owner, thread, script, async_client):
+    """The agent explained a removal at length (12 000 characters): the
+    call is refused without a card (the reason is one sentence), the agent
+    asks again in a sentence, and the thread's export imports back."""
+    await _prepare(thread)
+    script(
+        Reply(tool_calls=[tool_call("remove_todos", "Dropping the outline because the brief changed. " * 250, indices=[1])]),
+        Reply(tool_calls=[tool_call("remove_todos", "Dropping the outline: the brief changed.", indices=[1])]),
+        Reply(text="Done."),
+    )
+    await registry.start_turn(thread=thread, user_message="drop the outline", user=owner)
+    await registry.wait_for_turn(thread.pk)
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED, person=owner)
+    await registry.wait_for_turn(thread.pk)
+    source = await Thread.objects.aget(pk=thread.pk)
+    assert (await Turn.objects.aget(thread=source, index=1)).approval["request"]["reason"] == (
+        "Dropping the outline: the brief changed."
+    )
+
+    imported = await database_sync_to_async(import_archive)(raw=await database_sync_to_async(archive_bytes)(source), owner=owner)
+    row = await Turn.objects.aget(thread=imported, index=1)
+    assert row.approval["decision"] == approval_claims.APPROVED and row.status == Turn.Status.COMPLETE
+    assert [t.text for t in await database_sync_to_async(selectors.todos_for)(thread=imported)] == []
+    card = _card(await _page(async_client, owner, imported), 1)
+    assert "Approved by owner" in card and "Dropping the outline: the brief changed." in card
