@@ -180,6 +180,9 @@ class ArchiveFile:
     # Whether an import on this server takes the file back: its size, and
     # what it unpacks to (`check_size`, `_unpacked`).
     importable: bool = True
+    # What an import here would answer to what it holds, when it would
+    # refuse more than its size (more turns or rows than it takes).
+    refused: str = ""
 
     @property
     def content_type(self) -> str:
@@ -200,17 +203,31 @@ def archive_file(thread: Thread) -> ArchiveFile:
     preset (an 8 MB dictionary finds what is repeated from further back,
     for several times the time and ~94 MB of memory, spent only then). A
     file that is still over, or whose JSON unpacks past what an import
-    unpacks, is not `importable`: the view says so before it gives it
-    (docs/adr/0100)."""
+    unpacks, or that the import's own check refuses (more turns, messages
+    or rows than it takes: nothing caps them while a thread lives), is not
+    `importable`: the view says so before it gives it (docs/adr/0100)."""
     raw = archive_bytes(thread)
     limit = settings.HAICO_ARCHIVE_MAX_BYTES
+    fits = len(raw) <= settings.HAICO_ARCHIVE_MAX_UNPACKED_BYTES
+    refused = _import_refusal(raw) if fits else ""
     if len(raw) <= limit:
-        return ArchiveFile(content=raw, compressed=False)
+        return ArchiveFile(content=raw, compressed=False, importable=not refused, refused=refused)
     content = lzma.compress(raw, preset=1)
     if len(content) > limit:
         content = lzma.compress(raw, preset=6)
-    importable = len(content) <= limit and len(raw) <= settings.HAICO_ARCHIVE_MAX_UNPACKED_BYTES
-    return ArchiveFile(content=content, compressed=True, importable=importable)
+    importable = len(content) <= limit and fits and not refused
+    return ArchiveFile(content=content, compressed=True, importable=importable, refused=refused)
+
+
+def _import_refusal(raw: bytes) -> str:
+    """What an import here would refuse in the archive `raw`, checked by the
+    import's own reading of it (`parse_archive`, which writes nothing); ""
+    when it takes it."""
+    try:
+        parse_archive(json.loads(raw.decode("utf-8"), parse_constant=_not_json))
+    except ArchiveRefused as refusal:
+        return refusal.message
+    return ""
 
 
 # -- import --

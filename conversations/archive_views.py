@@ -33,6 +33,7 @@ def thread_export(request, thread_id):
             "limit": size_text(settings.HAICO_ARCHIVE_MAX_BYTES),
             "unpacks_past": len(archive.content) <= settings.HAICO_ARCHIVE_MAX_BYTES,
             "unpacked_limit": size_text(settings.HAICO_ARCHIVE_MAX_UNPACKED_BYTES),
+            "refused": archive.refused,
         }
         return render(request, "conversations/archive_too_large.html", context, status=409)
     response = HttpResponse(archive.content, content_type=archive.content_type)

@@ -10,6 +10,7 @@ from tests.support.web import database_rows
 from workspace import text_delta
 from workspace.models import Thread
 from workspace.services.document import document_save
+from workspace.services.preferences import preferences_add
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -189,7 +190,35 @@ def test_an_archive_the_fast_compression_leaves_over_the_limit_is_compressed_har
     block = bytes(rng.getrandbits(8) for _ in range(400_000))
     filler = bytes(rng.getrandbits(8) for _ in range(1_200_000))
     monkeypatch.setattr(archive, "archive_bytes", lambda thread: block + filler + block)
+    monkeypatch.setattr(archive, "_import_refusal", lambda raw: "")  # these bytes stand for a JSON the import takes
     settings.HAICO_ARCHIVE_MAX_BYTES = 1_700_000  # over preset 1's ~2.0 MB, under preset 6's ~1.6 MB
     response = owner_client.get(f"/threads/{thread.pk}/export/")
     assert response.status_code == 200 and response["Content-Type"] == "application/x-xz"
     assert len(response.content) <= settings.HAICO_ARCHIVE_MAX_BYTES
+
+
+def test_an_archive_holding_more_rows_than_the_import_takes_is_not_downloaded_without_saying_so(owner_client, owner, thread):
+    """Nothing caps a thread's preferences while it lives, but an import
+    takes at most 5 000: the owner's Export of a thread with 5 001 says
+    what an import here would refuse before it gives the file; the file
+    given anyway is refused by the import as the page said."""
+    preferences_add(thread=thread, items=[{"title": f"Preference {i}: naïve"} for i in range(5001)], respect_lock=False)
+    response = owner_client.get(f"/threads/{thread.pk}/export/")
+    assert response.status_code == 409 and "Content-Disposition" not in response
+    page = response.content.decode()
+    assert "The archive of “Lit review” cannot be imported back on this server" in page
+    assert "workspace.preferences: 5,001 entries; at most 5,000 can be imported." in page
+    anyway = owner_client.get(f"/threads/{thread.pk}/export/?anyway=1")
+    assert anyway.status_code == 200 and anyway["Content-Disposition"].startswith("attachment;")
+    refused = owner_client.post("/threads/import/", {"archive": _upload(anyway.content)})
+    assert refused.status_code == 400 and "at most 5,000 can be imported." in refused.content.decode()
+    assert Thread.objects.filter(owner=owner).count() == 1
+
+
+def test_an_archive_at_the_import_s_row_limit_downloads_and_imports_back(owner_client, owner, thread):
+    preferences_add(thread=thread, items=[{"title": f"Preference {i}"} for i in range(5000)], respect_lock=False)
+    response = owner_client.get(f"/threads/{thread.pk}/export/")
+    assert response.status_code == 200
+    imported = owner_client.post("/threads/import/", {"archive": _upload(response.content)})
+    assert imported.status_code == 302
+    assert Thread.objects.filter(owner=owner).count() == 2
