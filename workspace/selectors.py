@@ -746,23 +746,33 @@ def workspace_reading_current(*, thread: Thread, expected: Collection[str] = ())
     the counts' statement (docs/adr/0127)."""
     if transaction.get_connection().in_atomic_block:
         return workspace_reading_for(thread=thread)
-    with _current_readings_lock:
-        kept = _current_readings.get(thread.pk)
-    if kept is None:
-        counts, reading = _read_workspace(thread.pk)
-    else:
-        kept_counts, reading = kept
-        row = write_counts.read(thread.pk, with_objective="objective" in expected)
-        counts = tuple(row[: len(Thread.WRITE_COUNTS)])
-        moved = {surface for surface, was, now in zip(Thread.WRITE_COUNTS, kept_counts, counts) if was != now}
-        if not moved:
-            with _current_readings_lock:
-                if thread.pk in _current_readings:
-                    _current_readings.move_to_end(thread.pk)
-            return reading
-        reading = _reread(thread.pk, reading, moved, *row[len(Thread.WRITE_COUNTS) :])
+    counts, reading, moved = _from_kept_reading(thread.pk, with_objective="objective" in expected)
+    if not moved:
+        with _current_readings_lock:
+            if thread.pk in _current_readings:
+                _current_readings.move_to_end(thread.pk)
+        return reading
     _keep(thread.pk, counts, reading)
     return reading
+
+
+def _from_kept_reading(thread_id, *, with_objective: bool = False) -> tuple[tuple, WorkspaceReading, bool]:
+    """The thread's write counts and its reading: this process's kept one
+    with the surfaces whose counts moved read again, or, where none is
+    kept, the whole workspace read; and whether anything was read besides
+    the counts (`False`: the kept reading is current as it is)."""
+    with _current_readings_lock:
+        kept = _current_readings.get(thread_id)
+    if kept is None:
+        counts, reading = _read_workspace(thread_id)
+        return counts, reading, True
+    kept_counts, reading = kept
+    row = write_counts.read(thread_id, with_objective=with_objective)
+    counts = tuple(row[: len(Thread.WRITE_COUNTS)])
+    moved = {surface for surface, was, now in zip(Thread.WRITE_COUNTS, kept_counts, counts) if was != now}
+    if moved:
+        reading = _reread(thread_id, reading, moved, *row[len(Thread.WRITE_COUNTS) :])
+    return counts, reading, bool(moved)
 
 
 def workspace_reading_kept(*, thread: Thread, expected: Collection[str] = ()) -> WorkspaceReading | None:
@@ -864,16 +874,7 @@ def workspace_reading_kept_on_commit(*, thread: Thread) -> WorkspaceReading:
     counts are the committed ones and the rule of docs/adr/0093 holds as
     for any kept reading: four of a turn's five reads fewer when nothing
     moved since its last turn (docs/adr/0140, round three)."""
-    with _current_readings_lock:
-        kept = _current_readings.get(thread.pk)
-    if kept is None:
-        counts, reading = _read_workspace(thread.pk)
-    else:
-        kept_counts, reading = kept
-        counts = tuple(write_counts.read(thread.pk)[: len(Thread.WRITE_COUNTS)])
-        moved = {surface for surface, was, now in zip(Thread.WRITE_COUNTS, kept_counts, counts) if was != now}
-        if moved:
-            reading = _reread(thread.pk, reading, moved)
+    counts, reading, _ = _from_kept_reading(thread.pk)
     transaction.on_commit(lambda: _keep(thread.pk, counts, reading))
     return reading
 
