@@ -60,6 +60,12 @@ def threads_for_user(*, user: User) -> list[Thread]:
     return list(Thread.objects.filter(owner=user, is_deleted=False).order_by("-last_activity_at"))
 
 
+def any_owns_threads(*, user_ids) -> bool:
+    """Whether any of these accounts owns a thread, deleted or not (an index
+    probe: the staff's refused account deletion, docs/adr/0129)."""
+    return Thread.objects.filter(owner_id__in=list(user_ids)).exists()
+
+
 def threads_shared_with(*, user: User) -> list[Thread]:
     """Other people's live threads shared with `user`, most recently active
     first, each with its owner loaded and `shared_role` set."""
