@@ -219,9 +219,8 @@ class ThreadAdmin(RecordsStaffReads, admin.ModelAdmin):
     records_lists = False  # titles and owners, what every list of the admin shows
     list_display = ("title", "owner", "turn_count", "mode", "last_activity_at", "is_deleted", "created_at")
     list_display_links = ("title",)
-    list_filter = ("is_deleted", "mode", ("owner", admin.RelatedOnlyFieldListFilter))
+    list_filter = ("is_deleted", "mode", ("owner", admin.RelatedOnlyFieldListFilter), "last_activity_at")
     search_fields = ("title", "owner__username", "owner__email", "=id")
-    date_hierarchy = "last_activity_at"
     list_select_related = ("owner",)
     ordering = ("-last_activity_at",)
     # Only the title is editable (through thread_rename); deletion state moves
@@ -525,9 +524,8 @@ def thread_review(thread: Thread, page: int = 1) -> dict:
 @admin.register(ModerationAction)
 class ModerationActionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("created_at", "action", "thread", "staff_user", "detail")
-    list_filter = ("action", ("staff_user", admin.RelatedOnlyFieldListFilter))
+    list_filter = ("action", ("staff_user", admin.RelatedOnlyFieldListFilter), "created_at")
     search_fields = ("detail", "thread__title", "staff_user__username", "=thread__id")
-    date_hierarchy = "created_at"
     list_select_related = ("thread", "staff_user")
     raw_id_fields = ("thread", "staff_user")
 
@@ -540,11 +538,10 @@ class BranchLinkAdmin(RecordsStaffReads, ReadOnlyAdminMixin, admin.ModelAdmin):
     is a list of links searched or filtered (docs/adr/0050, 0137)."""
 
     list_display = ("thread", "parent", "branch_point_turn", "status", "created_at")
-    list_filter = ("status",)
+    list_filter = ("status", "created_at")
     # Not the reason: a person's own words (an imported archive carries any), and a hit
     # would tell which thread holds a phrase, unrecorded (docs/adr/0137).
     search_fields = ("thread__title", "parent__title", "=thread__id", "=parent__id")
-    date_hierarchy = "created_at"
     list_select_related = ("thread", "parent")
     raw_id_fields = ("thread", "parent")
 
@@ -579,7 +576,6 @@ class FeedbackAdmin(RecordsStaffReads, ReadOnlyAdminMixin, admin.ModelAdmin):
         "created_at",
     )
     search_fields = ("comment", "artifact_title", "thread__title", "user__username", "=thread__id")
-    date_hierarchy = "created_at"
     ordering = workspace_admin.RECENT_THREADS_FIRST + ("turn_index", "created_at")
     list_select_related = ("thread", "user", "artifact")
     raw_id_fields = ("thread", "user", "artifact")
@@ -599,11 +595,15 @@ class FeedbackAdmin(RecordsStaffReads, ReadOnlyAdminMixin, admin.ModelAdmin):
 @admin.register(ActivityLogEntry)
 class ActivityLogEntryAdmin(RecordsStaffReads, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("created_at", "level", "kind", "thread", "turn_index", "person_name", "message_excerpt")
-    list_filter = ("kind", "level")
-    search_fields = ("message", "detail", "thread__title", "person_username", "=thread__id")
+    list_filter = ("kind", "level", "created_at")
+    # What staff look for: a thread, a person, a message's words. Not the
+    # detail (a failed turn's multi-kilobyte trace): searching every trace
+    # took seconds at a team's year of lines (docs/adr/0148). Nor a second
+    # count of the whole log beside a search's.
+    search_fields = ("message", "thread__title", "person_username", "=thread__id")
+    show_full_result_count = False
     fields = ("thread", "turn_index", "created_at", "level", "kind", "person_name", "person_username", "message", "detail")
     readonly_fields = fields
-    date_hierarchy = "created_at"
     list_select_related = ("thread", "person")
     raw_id_fields = ("thread",)
 
@@ -701,9 +701,8 @@ class PreferenceAdmin(RecordsStaffReads, admin.ModelAdmin):
     form = PreferenceLockForm
     list_display = ("title", "kind", "locked", "thread", "thread_owner", "position", "updated_at")
     list_display_links = ("title",)
-    list_filter = ("kind", "locked")
+    list_filter = ("kind", "locked", "updated_at")
     search_fields = ("title", "subtitle", "thread__title", "thread__owner__username", "=thread__id")
-    date_hierarchy = "updated_at"
     list_select_related = ("thread", "thread__owner")
     raw_id_fields = ("thread",)
     fields = ("thread", "title", "subtitle", "kind", "locked", "was_locked", "position", "created_at", "updated_at")

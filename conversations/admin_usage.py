@@ -76,6 +76,28 @@ def chart(per_day: list[dict]) -> dict:
     }
 
 
+def recently_used_filter(field: str, label: str, parameter: str) -> type[admin.SimpleListFilter]:
+    """A list filter whose choices are the values of the latest calls (a
+    bounded read; listing every value ever recorded scanned every call,
+    docs/adr/0148). A value chosen by link or address stays listed."""
+
+    class RecentlyUsed(admin.SimpleListFilter):
+        title = label
+        parameter_name = parameter
+
+        def lookups(self, request, model_admin):
+            values = usage.recently_used(field)
+            chosen = self.value()
+            if chosen and chosen not in values:
+                values = sorted([*values, chosen])
+            return [(value, value) for value in values]
+
+        def queryset(self, request, queryset):
+            return queryset.filter(**{field: self.value()}) if self.value() else queryset
+
+    return RecentlyUsed
+
+
 @admin.register(ModelUsage)
 class ModelUsageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = (
@@ -89,9 +111,17 @@ class ModelUsageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "thread",
         "turn_index",
     )
-    list_filter = ("estimated", "provider_name", "model", ("user", admin.RelatedOnlyFieldListFilter), "created_at")
+    # Narrow by time with the date filter (or the totals page's range), and by
+    # provider, model and person among the latest calls: no list of years over
+    # every call, no DISTINCT over the table (docs/adr/0148).
+    list_filter = (
+        "estimated",
+        recently_used_filter("provider_name", "provider", "provider"),
+        recently_used_filter("model", "model", "model"),
+        recently_used_filter("user__username", "person", "person"),
+        "created_at",
+    )
     search_fields = ("user__username", "model", "provider_name", "=thread__id")
-    date_hierarchy = "created_at"
     list_select_related = ("user", "thread")
     raw_id_fields = ("user", "thread", "turn", "provider")
 

@@ -121,7 +121,11 @@ class ModerationAction(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["thread", "-created_at"], name="moderation_thread_idx")]
+        # The admin's history lists every thread's actions newest first (docs/adr/0148).
+        indexes = [
+            models.Index(fields=["thread", "-created_at"], name="moderation_thread_idx"),
+            models.Index(fields=["-created_at"], name="moderation_time_idx"),
+        ]
 
     def __str__(self):
         return f"{self.get_action_display()} by {self.staff_user} at {self.created_at:%Y-%m-%d %H:%M}"
@@ -163,7 +167,11 @@ class ActivityLogEntry(PersonRecorded):
         verbose_name = "activity log entry"
         verbose_name_plural = "activity log entries"
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["thread", "-created_at"], name="activity_thread_idx")]
+        # The admin's log lists every thread's lines newest first, and narrows by date (docs/adr/0148).
+        indexes = [
+            models.Index(fields=["thread", "-created_at"], name="activity_thread_idx"),
+            models.Index(fields=["-created_at"], name="activity_time_idx"),
+        ]
 
     def __str__(self):
         return f"[{self.level}] {self.message[:60]}"

@@ -49,8 +49,8 @@ def excerpt(text: str | None, limit: int = 80) -> str:
 @admin.register(Objective)
 class ObjectiveAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("text_excerpt", "thread", "updated_at")
+    list_filter = ("updated_at",)
     search_fields = ("text", "thread__title", "=thread__id")
-    date_hierarchy = "updated_at"
     list_select_related = ("thread",)
     raw_id_fields = ("thread",)
 
@@ -64,10 +64,9 @@ class ObjectiveRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Write-once: every value the objective has had, by whom and when."""
 
     list_display = ("text_excerpt", "author", "person_name", "token_name", "turn_index", "thread", "created_at")
-    list_filter = ("author",)
+    list_filter = ("author", "created_at")
     ordering = RECENT_THREADS_FIRST + ("-id",)
     search_fields = ("text", "thread__title", "person_username", "=thread__id")
-    date_hierarchy = "created_at"
     list_select_related = ("thread", "person")
     raw_id_fields = ("thread",)
     fields = ("thread", "author", "person_name", "person_username", "token_name", "turn_index", "created_at", "text")
@@ -97,10 +96,9 @@ class PlanChangeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Write-once: every change of a plan, by whom and when (docs/adr/0090)."""
 
     list_display = ("summary_excerpt", "action", "author", "person_name", "token_name", "turn_index", "thread", "created_at")
-    list_filter = ("action", "author")
+    list_filter = ("action", "author", "created_at")
     ordering = RECENT_THREADS_FIRST + ("-id",)
     search_fields = ("summary", "thread__title", "person_username", "=thread__id")
-    date_hierarchy = "created_at"
     list_select_related = ("thread", "person")
     raw_id_fields = ("thread",)
     fields = ("thread", "action", "author", "person_name", "person_username", "token_name", "turn_index", "created_at", "summary")
@@ -156,8 +154,8 @@ class DocumentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("title", "thread", "version", "length", "updated_at")
     # Not the text: a search of every person's document for a phrase would
     # tell which thread holds it, though the list shows no text (docs/adr/0137).
+    list_filter = ("updated_at",)
     search_fields = ("title", "thread__title", "=thread__id")
-    date_hierarchy = "updated_at"
     list_select_related = ("thread",)
     raw_id_fields = ("thread",)
     fields = ("thread", "title", "version", "updated_at", "all_versions", "content_text")
@@ -187,10 +185,9 @@ class DocumentRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Write-once: each version of a document as it was written, and by whom."""
 
     list_display = ("document", "version", "author", "person_name", "token_name", "title", "created_at")
-    list_filter = ("author",)
+    list_filter = ("author", "created_at")
     # Texts are stored by content, most as deltas (docs/adr/0078): not searchable.
     search_fields = ("title", "document__thread__title", "person_username", "=document__thread__id")
-    date_hierarchy = "created_at"
     raw_id_fields = ("document",)
 
     def get_queryset(self, request):
@@ -217,9 +214,8 @@ class DocumentRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 @admin.register(Artifact)
 class ArtifactAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("id", "artifact_type", "title", "thread", "turn_index", "created_at")
-    list_filter = ("artifact_type",)
+    list_filter = ("artifact_type", "created_at")
     search_fields = ("title", "artifact_type", "thread__title", "=thread__id")
-    date_hierarchy = "created_at"
     list_select_related = ("thread",)
     raw_id_fields = ("thread",)
     fields = ("thread", "artifact_type", "title", "turn_index", "created_at", "payload_json")
@@ -238,9 +234,9 @@ class WorkspaceSnapshotAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Write-once record of what the agent saw at the start of a turn."""
 
     list_display = ("thread", "turn_index", "message_excerpt", "captured_at")
+    list_filter = ("captured_at",)
     search_fields = ("user_message", "thread__title", "=thread__id")
     ordering = RECENT_THREADS_FIRST + ("turn_index",)
-    date_hierarchy = "captured_at"
     list_select_related = ("thread",)
     raw_id_fields = ("thread",)
     # The document text, preferences and plan are read back from their
