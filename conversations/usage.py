@@ -252,5 +252,7 @@ def recently_used(field: str, *, calls: int = RECENT_CALLS) -> list[str]:
 
 
 def models_used() -> list[str]:
-    """Every model name usage was recorded for (the admin's model filter)."""
+    """Every model name usage was recorded for: the "Usage and quotas"
+    page's model choice, which covers up to 366 days back, so it lists
+    every model, not only the latest calls' (`recently_used`)."""
     return list(ModelUsage.objects.order_by("model").values_list("model", flat=True).distinct())
