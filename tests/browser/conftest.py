@@ -289,6 +289,29 @@ class HaicoServer:
                 continue
 
 
+def _listens_on(pid: int, port: int) -> bool | None:
+    """Whether process `pid` holds the listening TCP socket on `port`, from
+    /proc (None where /proc cannot tell, as on a machine without it)."""
+    try:
+        rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+        fds = list(os.scandir(f"/proc/{pid}/fd"))
+    except OSError:
+        return None
+    listening = set()
+    for row in rows:
+        fields = row.split()
+        local_port, state, inode = int(fields[1].rsplit(":", 1)[1], 16), fields[3], fields[9]
+        if state == "0A" and local_port == port:  # 0A: LISTEN
+            listening.add(f"socket:[{inode}]")
+    for fd in fds:
+        try:
+            if os.readlink(fd.path) in listening:
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def _wait_until_serving(server: HaicoServer, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     probe = f"{server.url}/accounts/login/"
@@ -297,14 +320,21 @@ def _wait_until_serving(server: HaicoServer, timeout: float = 60) -> None:
             raise RuntimeError(f"the server exited with {server.process.returncode}:\n{server.log_tail()}")
         try:
             with urllib.request.urlopen(probe, timeout=2) as resp:
-                if resp.status < 500:
-                    return
+                answered = resp.status < 500
         except urllib.error.HTTPError as exc:
-            if exc.code < 500:
-                return
-            raise RuntimeError(f"{probe} answered {exc.code}:\n{server.log_tail()}") from exc
+            if exc.code >= 500:
+                raise RuntimeError(f"{probe} answered {exc.code}:\n{server.log_tail()}") from exc
+            answered = True
         except (TimeoutError, urllib.error.URLError, ConnectionError):
-            pass
+            answered = False
+        # The port was free when picked, but another test's server may have
+        # taken it since: then that server answers while this one fails to
+        # bind, and the test would run against someone else's database. Only
+        # an answer from the socket this process listens on counts; the
+        # process then exits with "address already in use" and the caller
+        # picks another port.
+        if answered and _listens_on(server.process.pid, server.port) is not False:
+            return
         time.sleep(0.1)
     raise RuntimeError(f"the server did not answer within {timeout}s:\n{server.log_tail()}")
 
