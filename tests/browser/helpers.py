@@ -251,6 +251,17 @@ def type_after(page: Page, anchor: str, text: str) -> None:
     page.keyboard.type(text, delay=5)
 
 
+def paste(page: Page, text: str) -> None:
+    """Paste `text` at the caret as a person does: onto the clipboard, then
+    Ctrl+V (one `insertFromPaste` input). Typing it with Playwright's
+    insert_text instead makes Chromium insert a long text with many lines
+    line by line, in time that grows with the square of its size (70 000
+    characters of short lines: two minutes)."""
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.evaluate("(text) => navigator.clipboard.writeText(text)", text)
+    page.keyboard.press("Control+V")
+
+
 def save_document_now(page: Page, text: str) -> None:
     """Replace the document text and save at once (Enter in the title), as a
     person in another tab would, without waiting for the autosave delay.

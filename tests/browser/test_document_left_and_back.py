@@ -14,6 +14,7 @@ from .helpers import (
     log_in,
     long_document,
     new_thread_for,
+    paste,
     save_document_now,
     save_through_service,
     stored_document,
@@ -63,9 +64,9 @@ def test_the_last_words_typed_before_leaving_a_long_document_are_saved_on_coming
     page, _url, thread_id, text = _open(new_page, haico_server, size)
     page.on("dialog", lambda dialog: dialog.accept())  # "Leave site?": Leave
     type_after(page, "Paragraph 2.2 weighs it.", " Last words before leaving.")
-    paste = "".join(f"Pasted line {n}.\n" for n in range(pasted // 16 + 1))[:pasted]
-    if paste:
-        page.keyboard.insert_text(paste)
+    pasted_text = "".join(f"Pasted line {n}.\n" for n in range(pasted // 16 + 1))[:pasted]
+    if pasted_text:
+        paste(page, pasted_text)
     expect(document_status(page)).to_have_text("Unsaved changes")
     if how == "reload":
         page.reload()
@@ -74,7 +75,7 @@ def test_the_last_words_typed_before_leaving_a_long_document_are_saved_on_coming
         page.wait_for_load_state("load")
         page.go_forward()
     wait_for_socket(page)
-    expected = _with(text, "Paragraph 2.2 weighs it.", " Last words before leaving." + paste)
+    expected = _with(text, "Paragraph 2.2 weighs it.", " Last words before leaving." + pasted_text)
     assert _stored_becomes(page, haico_server, thread_id, expected), "the words typed before leaving were not saved"
     expect(document_text(page)).to_have_value(expected)
     expect(document_status(page)).to_have_text("Saved")
