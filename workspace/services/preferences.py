@@ -48,7 +48,6 @@ def preference_add(*, thread: Thread, title: str, subtitle: str = "", kind: str 
 
 
 @transaction.atomic
-@transaction.atomic
 def preferences_add(*, thread: Thread, items: list[dict], respect_lock: bool) -> BatchResult:
     """Add several preferences; one whose title (case-insensitive) already
     exists is reused instead of duplicated. All items are validated first.
@@ -182,6 +181,27 @@ def _preference_at(preferences: list[Preference], index, shown: Sequence[int] | 
     return preferences[index - 1]
 
 
+def _locked_rows(preferences: Sequence[Preference]) -> dict[int, tuple[bool, str, str, str]]:
+    """The batch's rows as stored now, locked, in one statement (in id
+    order, so two batches over the same rows wait on each other in the same
+    order): what `_refresh_lock` reads of one row, for each."""
+    rows = (
+        Preference.objects.select_for_update()
+        .filter(pk__in={preference.pk for preference in preferences})
+        .order_by("pk")
+        .values_list("pk", "locked", "title", "subtitle", "kind")
+    )
+    return {pk: (locked, title, subtitle, kind) for pk, locked, title, subtitle, kind in rows}
+
+
+def _as_locked(preference: Preference, rows: Mapping[int, tuple[bool, str, str, str]]) -> None:
+    """`_refresh_lock` from the batch's locked read."""
+    row = rows.get(preference.pk)
+    if row is None:
+        raise NotFound("That preference no longer exists.")
+    preference.locked, preference.title, preference.subtitle, preference.kind = row
+
+
 @transaction.atomic
 def preferences_update_by_index(
     *,
@@ -197,7 +217,13 @@ def preferences_update_by_index(
     `respect_lock`; an invalid item fails the batch. `values_shown`: each
     preference's (title, subtitle, kind) as the caller was shown it; one
     someone edited since keeps their edit, and is reported (docs/adr/0115).
-    What the batch changed is in the result's `updated`."""
+    What the batch changed is in the result's `updated`.
+
+    Each item is `preference_update`'s check and write, against the rows as
+    one locked read found them (the batch's own writes included), and the
+    batch is counted and announced once: one statement each for the whole
+    batch, not a savepoint, a read, a count and a change per item (the
+    count proof needs one raise per write transaction, docs/adr/0140)."""
     preferences = selectors.preferences_for(thread=thread)
     targets = [(_preference_at(preferences, u.get("index"), shown), u) for u in updates]
     if not targets:
@@ -206,6 +232,10 @@ def preferences_update_by_index(
     # What the caller knows each row holds: what it was shown, then what
     # this batch wrote (two entries may edit two fields of one row).
     known = dict(values_shown) if values_shown is not None else None
+    # Checked again on the rows locked: a person's edit committed since the
+    # read above keeps theirs too.
+    locked_rows = _locked_rows([preference for preference, _update in targets])
+    written: list[int] = []
     for preference, update in targets:
         fields = {k: update.get(k) for k in ("title", "subtitle", "kind") if update.get(k) is not None}
         if not fields:
@@ -214,22 +244,36 @@ def preferences_update_by_index(
         if known is not None and known.get(preference.pk, now) != now:
             result.skipped.append(f"'{preference.title}' was edited after you were shown it, so it was not changed")
             continue
-        try:
-            # Checked again on the row locked: a person's edit committed
-            # since the read above keeps theirs too.
-            preference_update(
-                preference=preference, respect_lock=respect_lock, shown=known.get(preference.pk) if known else None, **fields
+        _as_locked(preference, locked_rows)
+        if respect_lock and preference.locked:
+            result.skipped.append(
+                f"Preference '{preference.title}' is locked and cannot be modified; ask the user to unlock it first."
             )
-        except PreferenceLocked as exc:
-            result.skipped.append(exc.message)
             continue
-        except ChangedMeanwhile:
-            result.skipped.append(f"'{now[0]}' was edited after you were shown it, so it was not changed")
-            continue
-        result.updated[preference.pk] = (preference.title, preference.subtitle, preference.kind)
+        before = (preference.title, preference.subtitle, preference.kind)
+        if "title" in fields:
+            preference.title = _clean_title(fields["title"])
+        if "subtitle" in fields:
+            preference.subtitle = _clean_subtitle(fields["subtitle"])
+        if "kind" in fields:
+            preference.kind = _clean_kind(fields["kind"])
+        after = (preference.title, preference.subtitle, preference.kind)
+        if after != before:
+            was = known.get(preference.pk) if known else None
+            if was is not None and tuple(map(as_a_page_reads_it, was)) != tuple(map(as_a_page_reads_it, before)):
+                preference.title, preference.subtitle, preference.kind = before
+                result.skipped.append(f"'{now[0]}' was edited after you were shown it, so it was not changed")
+                continue
+            # Named fields only, so a stale object never writes back an old lock.
+            preference.save(update_fields=["title", "subtitle", "kind", "updated_at"])
+            locked_rows[preference.pk] = (preference.locked, *after)
+            written.append(preference.pk)
+        result.updated[preference.pk] = after
         if known is not None:
-            known[preference.pk] = result.updated[preference.pk]
+            known[preference.pk] = after
         result.done.append(f"updated '{preference.title}'")
+    if written:
+        changed(thread.pk, "preferences", written)
     return result
 
 
@@ -237,6 +281,9 @@ def preferences_update_by_index(
 def preferences_remove_by_index(
     *, thread: Thread, indices: list[int], respect_lock: bool, shown: Sequence[int] | None = None
 ) -> BatchResult:
+    """Remove preferences by index; locked ones are skipped and reported
+    when `respect_lock`. As `preferences_update_by_index`: one locked read
+    of the rows, one DELETE, one count and one change for the batch."""
     preferences = selectors.preferences_for(thread=thread)
     targets = []
     for index in indices:
@@ -246,11 +293,18 @@ def preferences_remove_by_index(
     if not targets:
         raise InvalidInput("Give at least one index.")
     result = BatchResult()
+    locked_rows = _locked_rows(targets)
+    removed = []
     for preference in targets:
-        try:
-            preference_delete(preference=preference, respect_lock=respect_lock)
-        except PreferenceLocked as exc:
-            result.skipped.append(exc.message)
+        _as_locked(preference, locked_rows)
+        if respect_lock and preference.locked:
+            result.skipped.append(
+                f"Preference '{preference.title}' is locked and cannot be removed; ask the user to unlock it first."
+            )
             continue
+        removed.append(preference.pk)
         result.done.append(f"removed '{preference.title}'")
+    if removed:
+        Preference.objects.filter(pk__in=removed).delete()
+        changed(thread.pk, "preferences", removed)
     return result

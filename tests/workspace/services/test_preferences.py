@@ -261,3 +261,51 @@ def test_an_agent_batch_keeps_a_persons_edit_committed_after_the_batch_read_the_
     assert _prefs(thread) == [("Warm but formal", "soft", False)]
     assert result.skipped == ["'Formal tone' was edited after you were shown it, so it was not changed"]
     assert result.updated == {}
+
+
+# --- a batch is one write: one locked read, one count, one change -------------------
+
+
+def _writes(thread) -> int:
+    return Thread.objects.values_list("preferences_writes", flat=True).get(pk=thread.pk)
+
+
+def test_an_update_batch_reads_the_rows_locked_once_and_counts_its_write_once(mixed_preferences):
+    thread = mixed_preferences
+    before = _writes(thread)
+    with CaptureQueriesContext(connection) as queries:
+        result = preferences_services.preferences_update_by_index(
+            thread=thread,
+            updates=[{"index": 1, "title": "B2"}, {"index": 2, "subtitle": "dee"}, {"index": 1, "kind": "soft"}],
+            respect_lock=True,
+        )
+    assert result.done == ["updated 'B2'", "updated 'D'", "updated 'B2'"]
+    assert _prefs(thread) == [("D", "hard", False), ("A", "soft", False), ("B2", "soft", False), ("C", "soft", False)]
+    assert Preference.objects.get(title="D").subtitle == "dee"
+    assert _writes(thread) == before + 1
+    statements = [query["sql"] for query in queries.captured_queries if "SAVEPOINT" not in query["sql"]]
+    # The batch's own transaction (a savepoint inside the test's), not one per item.
+    assert sum("SAVEPOINT" in query["sql"] for query in queries.captured_queries) == 2
+    # The list as shown, the rows locked, three saves, the count.
+    assert len(statements) == 1 + 1 + 3 + 1, statements
+
+
+def test_a_remove_batch_deletes_its_rows_at_once_and_counts_its_write_once(mixed_preferences):
+    thread = mixed_preferences
+    preferences_services.preference_set_locked(preference=Preference.objects.get(title="D"), locked=True, respect_lock=False)
+    before = _writes(thread)
+    result = preferences_services.preferences_remove_by_index(thread=thread, indices=[1, 2, 4], respect_lock=True)
+    assert result.done == ["removed 'B'", "removed 'C'"]
+    assert result.skipped == ["Preference 'D' is locked and cannot be removed; " + LOCKED_HINT]
+    assert [p.title for p in selectors.preferences_for(thread=thread)] == ["D", "A"]
+    assert _writes(thread) == before + 1
+
+
+def test_a_batch_that_changes_nothing_counts_no_write(mixed_preferences):
+    thread = mixed_preferences
+    before = _writes(thread)
+    preferences_services.preferences_update_by_index(thread=thread, updates=[{"index": 1, "title": "B"}], respect_lock=True)
+    Preference.objects.filter(title="B").update(locked=True)
+    result = preferences_services.preferences_remove_by_index(thread=thread, indices=[1], respect_lock=True)
+    assert result.done == []
+    assert _writes(thread) == before
