@@ -21,7 +21,7 @@ from ..errors import DocumentConflict, InvalidInput, NotFound
 from ..models import DOCUMENT_TITLE_MAX_CHARS, ContentBlob, Document, DocumentPageSave, DocumentRevision, PageSave, Thread
 from ..text import as_a_page_reads_it, clean_text
 from ..text_splice import TextSplice
-from .common import changed
+from .common import changed, turn_counter
 
 Author = DocumentRevision.Author
 
@@ -71,7 +71,10 @@ def _write(document: Document, *, title: str, content: str, author: str, token_n
     document.title, document.content = title, content
     document.version += 1
     document.save()
-    turn_index = Thread.objects.filter(pk=document.thread_id).values_list("turn_index", flat=True).first() or 0
+    # The counter as the write's own counting statement returns it, as an
+    # objective's or a plan's history row takes it (docs/adr/0140), not a
+    # read of the thread's row of its own.
+    counted = changed(document.thread_id, "document")
     body = content_store.store_text(ContentBlob, content, base=newest_revision_body(document), base_text=base_text)
     DocumentRevision.objects.create(
         document=document,
@@ -80,10 +83,9 @@ def _write(document: Document, *, title: str, content: str, author: str, token_n
         body=body,
         author=author,
         token_name=token_name,
-        turn_index=turn_index,
+        turn_index=turn_counter(document.thread_id, counted),
         **people.by(person),
     )
-    changed(document.thread_id, "document")
     return document
 
 
