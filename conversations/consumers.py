@@ -7,10 +7,10 @@ RetryForm, ApprovalAnswerForm) and hands a turn to the turn registry,
 which runs it as a server-owned task; this consumer only passes on what the
 live layer gives it (`deliver`) or the layer brings (`thread.fragment`).
 
-Close codes: 4401 not logged in, or the session ended (logged out, which
-closes the session's sockets at once; or a password change elsewhere, an
-expired session, caught before acting on the next message:
-conversations.sessions), 4410 the session's account has been deactivated
+Close codes: 4401 not logged in, or the session ended (logged out, the
+session deleted, or a password change elsewhere, each of which closes the
+session's sockets at once, before the next push; an expired session, caught
+before acting on the next message: conversations.sessions), 4410 the session's account has been deactivated
 (closed at once, or when the page next sends or connects; the page says so
 instead of "log in again", which its person cannot: docs/adr/0108), 4403 the account waits for staff approval
 (conversations.approval), 4404 not your thread (or deleted, or no longer
@@ -93,6 +93,12 @@ PAGE_GONE = (Disconnected, OSError)
 # page renews its membership of its session's group well before that (the
 # thread's group has this process's relay in it, conversations.live).
 RENEW_GROUP_SECONDS = 3600
+
+# After a password change, how long a page's session that does not sign in
+# is asked again before the page ends: the browser that changed it writes its
+# session's new hash as its request ends (ThreadConsumer.session_check).
+SESSION_RENEWAL_SECONDS = 1.0
+SESSION_RENEWAL_POLL_SECONDS = 0.1
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_WAITING = 4403
@@ -188,6 +194,12 @@ class ThreadConsumer(PageSocketConsumer):
     _counted_windows: set = frozenset()
     _present_on = None  # the thread this socket is recorded as open on (conversations.presence)
     _catching_up = None
+    _checking_session = None
+    # While the socket's access or session is being checked: what is pushed
+    # meanwhile, held back (None: pushes go straight to the page).
+    _held: list[str] | None = None
+    _holds = 0
+    _session_over = False
 
     async def connect(self):
         publisher.attach()
@@ -300,6 +312,9 @@ class ThreadConsumer(PageSocketConsumer):
             self._page_count_renewal.cancel()
         if self._catching_up is not None:
             self._catching_up.cancel()
+        if self._checking_session is not None:
+            self._held = None  # nothing held goes to a closed page
+            self._checking_session.cancel()
         if self._counted_windows:
             await _cache_call(_uncount_page, self.scope["user"].pk, self._counted_windows)
             self._counted_windows = set()
@@ -346,6 +361,11 @@ class ThreadConsumer(PageSocketConsumer):
                 outages.note(logger, error, "a page could not renew its membership of its session's group")
 
     async def _end_session(self):
+        if self._session_over:  # told twice (a logout, then its session's deletion)
+            return
+        self._session_over = True
+        # Nothing held for the page reaches it, even before the browser answers the close.
+        self._held = None
         # Deactivated by staff, the person cannot log in again: they are told so (docs/adr/0108).
         if await database_sync_to_async(session_of_deactivated_account)(session_key=self.session_key):
             await self._say_and_close(ACCOUNT_DEACTIVATED, CLOSE_DEACTIVATED)
@@ -353,7 +373,7 @@ class ThreadConsumer(PageSocketConsumer):
         await self._say_and_close(LOGIN_MESSAGE, CLOSE_UNAUTHENTICATED)
 
     async def session_ended(self, event):
-        """The session this socket was opened with logged out (conversations.sessions)."""
+        """The session this socket was opened with logged out, or was deleted (conversations.sessions)."""
         await self._end_session()
 
     async def session_renewed(self, event):
@@ -362,6 +382,87 @@ class ThreadConsumer(PageSocketConsumer):
         self.session_key = event["session_key"]
         self.session_group = session_group(self.session_key)
         await self.channel_layer.group_add(self.session_group, self.channel_name)
+
+    async def session_check(self, event):
+        """The account's password changed (conversations.sessions): this
+        page's session may have ended with it. Nothing is pushed to the page
+        until its session is known to still sign its person in, and it ends
+        if it does not. In a task of its own: the browser that changed the
+        password renews its session's key (`session_renewed`, which this
+        socket must take meanwhile) and then writes the new hash into it,
+        as its request ends; until then it looks ended too, so a session
+        that does not sign in is asked again for SESSION_RENEWAL_SECONDS."""
+        if self.thread is None or self._session_over:
+            return
+        if self._checking_session is None or self._checking_session.done():
+            self._hold()
+            self._checking_session = asyncio.get_running_loop().create_task(self._check_session(), context=contextvars.Context())
+
+    async def _check_session(self):
+        try:
+            if not await self._signs_in_once_renewed():
+                await self._end_session()
+        except Exception as error:
+            if outages.unreachable_service(error) is None:
+                logger.exception("a page's session could not be checked after a password change")
+            else:
+                outages.note(logger, error, "a page's session could not be checked after a password change")
+            # Not known to still sign its person in: the page is shown
+            # nothing more (reloaded, its session is asked again).
+            self._session_over = True
+            self._held = None
+            await self._say_and_close(LOGIN_MESSAGE, CLOSE_UNAUTHENTICATED)
+        finally:
+            await self._release()
+
+    async def _signs_in_once_renewed(self) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SESSION_RENEWAL_SECONDS
+        user = self.scope["user"]
+        # self.session_key each time: `session_renewed` may change it meanwhile.
+        while not await database_sync_to_async(session_signs_in)(session_key=self.session_key, user=user):
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(SESSION_RENEWAL_POLL_SECONDS)
+        return True
+
+    # -- what is pushed to the page, held while its access is checked --
+
+    def _hold(self):
+        """From now until `_release`, what is pushed is kept back: the
+        person's access (or session) may have ended, and a removed person
+        must not see one more token (docs/adr/0084)."""
+        self._holds += 1
+        if self._held is None:
+            self._held = []
+
+    async def _release(self):
+        """What was held goes to the page, in order, if it may still see the
+        thread (nothing is lost for a person who keeps access); a page that
+        lost it (`_lose_thread`, `_end_session`) gets none of it."""
+        self._holds -= 1
+        if self._holds > 0:
+            return
+        held = self._held
+        if held is None:
+            return
+        if self.thread is None or self._session_over:
+            self._held = None
+            return
+        # Pushes that arrive while these go out join the end of the list; a
+        # check that begins meanwhile holds what is left.
+        while held and self._holds == 0 and self.thread is not None and not self._session_over:
+            await self.send(text_data=held.pop(0))
+        if self._holds == 0:
+            self._held = None
+
+    async def _push(self, html: str):
+        if self._session_over:
+            return
+        if self._held is not None:
+            self._held.append(html)
+            return
+        await self.send(text_data=html)
 
     # -- from the browser --
 
@@ -637,7 +738,7 @@ class ThreadConsumer(PageSocketConsumer):
 
     async def deliver(self, html: str):
         """This process's pushes, handed over directly (conversations.live)."""
-        await self.send(text_data=html)
+        await self._push(html)
 
     async def thread_fragment(self, event):
         """Another process's pushes, handed over by this process's relay
@@ -661,7 +762,7 @@ class ThreadConsumer(PageSocketConsumer):
             self._seen[origin] = seq
             if last is not None and seq != last + 1:
                 logger.warning("thread %s: %d message(s) from process %s lost", self.thread.pk, seq - last - 1, origin)
-                await self.send(text_data=html + RESYNC)
+                await self._push(html + RESYNC)
                 if self._catching_up is None or self._catching_up.done():
                     # From an empty context: the relay's task may carry a
                     # writer's worker thread's (as StaffThreadConsumer._changed).
@@ -670,7 +771,7 @@ class ThreadConsumer(PageSocketConsumer):
                     )
                 return
         if html:
-            await self.send(text_data=html)
+            await self._push(html)
 
 
 class StaffThreadConsumer(PageSocketConsumer):
@@ -690,6 +791,7 @@ class StaffThreadConsumer(PageSocketConsumer):
     group = None
     session_group = None
     _refresh = None
+    _session_over = False
 
     async def connect(self):
         publisher.attach()
@@ -734,6 +836,9 @@ class StaffThreadConsumer(PageSocketConsumer):
         """People's access to the thread changed; staff's comes from their permissions."""
 
     async def session_ended(self, event):
+        if self._session_over:  # told twice (a logout, then its session's deletion)
+            return
+        self._session_over = True
         await self.send(text_data=fragments.notice(LOGIN_MESSAGE))
         await self.close(code=CLOSE_UNAUTHENTICATED)
 

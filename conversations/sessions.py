@@ -3,12 +3,17 @@
 
 Logging out closes that session's open sockets at once, in every process:
 each socket joins its session's channel group and `on_logout` (a
-`user_logged_out` receiver) tells the group. Whatever else ends a session (a
-password change in another session, a deactivated account, an expired or
-deleted session) is caught by `session_signs_in`, which the consumer asks
-before it acts on each message; an account deleted or deactivated also has
-its open pages closed at once (`close_sockets_of_ended_account`), since a
-page that only listens sends no message.
+`user_logged_out` receiver) tells the group. So does a session deleted
+otherwise (staff delete its row on the server, clearsessions removes it once
+expired: `on_session_deleted`). A password change, wherever it is made (in
+another session, by staff in the admin, by a reset), tells every open page
+of the account to check its session at once (`check_sockets_of_account`):
+Django keeps the session that changed it signed in and no other. An account
+deleted or deactivated has its open pages closed at once
+(`close_sockets_of_ended_account`). Each of these is told on the change, not
+found on the next push: a page that only listens sends no message, and the
+pages are not asked per push (docs/adr/0084). `session_signs_in`, which the
+consumer also asks before it acts on each message, decides.
 
 A session that lives on under a new key (Django cycles the key when the
 person changes their password, or logs in again) takes its sockets along:
@@ -17,6 +22,7 @@ this module is the SESSION_ENGINE, Django's database sessions plus a
 through the channel layer, which already carries everything the pages show.
 """
 
+import contextvars
 import hashlib
 import logging
 from importlib import import_module
@@ -36,6 +42,11 @@ logger = logging.getLogger("haico.conversations.sessions")
 
 SESSION_ENDED_EVENT = "session.ended"
 SESSION_RENEWED_EVENT = "session.renewed"
+SESSION_CHECK_EVENT = "session.check"
+
+# The old key of the session whose key is being cycled: deleting its row then
+# moves the session, which does not end (its sockets are told the new key).
+_cycling: contextvars.ContextVar[str | None] = contextvars.ContextVar("haico_session_cycling", default=None)
 
 # What a person whose account staff deactivated is told, wherever they were
 # told to log in again (the socket, a page's request, the login page): they
@@ -128,22 +139,45 @@ def close_sockets_of_ended_account(user_id) -> None:
     page that only listens (it sends nothing, so `session_signs_in` is never
     asked) would go on showing the threads' changes to someone who can no
     longer sign in."""
+    _tell_pages_of_account(user_id, {"type": SESSION_ENDED_EVENT}, "close a socket of an account that ended")
+
+
+def check_sockets_of_account(user_id) -> None:
+    """After commit: the account's password changed (its session auth hash
+    with it), so every session of it but the one Django renewed with the new
+    hash has ended. Each open page checks its own session and ends if it no
+    longer signs its person in, before anything more is pushed to it
+    (ThreadConsumer.session_check)."""
+    _tell_pages_of_account(user_id, {"type": SESSION_CHECK_EVENT}, "tell a page of an account its password changed")
+
+
+def _tell_pages_of_account(user_id, event: dict, what: str) -> None:
     from .models import OpenPage  # here: this module is the SESSION_ENGINE, loaded apart from the apps
 
     # Read now: a deleted account's pages are gone after the commit.
     channels = list(OpenPage.objects.filter(user_id=user_id).values_list("channel_name", flat=True))
 
-    def close():
+    def tell():
         layer = get_channel_layer()
         for channel in channels:
             try:
-                async_to_sync(layer.send)(channel, {"type": SESSION_ENDED_EVENT})
+                async_to_sync(layer.send)(channel, event)
             except Exception as error:
-                # The socket then ends at its next message or push.
-                outages.note(logger, error, "could not close a socket of an account that ended")
+                # The socket then ends at its next message (or staff view refresh).
+                outages.note(logger, error, "could not %s", what)
 
     if channels:
-        transaction.on_commit(close)
+        transaction.on_commit(tell)
+
+
+def on_session_deleted(sender, instance, **kwargs):
+    """`post_delete` receiver of the sessions' model: a session deleted (by
+    staff on the server, by a logout's flush, by clearsessions) has its open
+    pages closed once the deletion is committed. Not the old key of a
+    session whose key is cycled: that session lives on (`cycle_key`)."""
+    session_key = instance.session_key
+    if session_key and session_key != _cycling.get():
+        transaction.on_commit(lambda: _tell_sockets(session_key, {"type": SESSION_ENDED_EVENT}))
 
 
 def on_logout(sender, request, user, **kwargs):
@@ -156,6 +190,10 @@ def on_logout(sender, request, user, **kwargs):
 class SessionStore(db.SessionStore):
     def cycle_key(self):
         old_key = self.session_key
-        super().cycle_key()
+        cycling = _cycling.set(old_key)
+        try:
+            super().cycle_key()
+        finally:
+            _cycling.reset(cycling)
         if old_key and self.session_key != old_key:
             _tell_sockets(old_key, {"type": SESSION_RENEWED_EVENT, "session_key": self.session_key})

@@ -1,9 +1,14 @@
 """A thread's socket lives only as long as its session (conversations.sessions):
 logging out closes that session's sockets at once, with the page told why;
-a password change elsewhere, a deactivated account or a deleted session ends
-a socket at its next message, before anything is stored; an account
-deactivated or deleted has its pages closed at once."""
+so does a session deleted by staff, and a password change (the person's own
+elsewhere, or set by staff) closes the pages of every other session of the
+account before anything more is pushed to them, while the page of the
+session that changed it goes on; an account deactivated or deleted has its
+pages closed at once; whatever ends a session is also caught at a socket's
+next message, before anything is stored. Personas: the owner, an editor
+(another user) on the owner's shared thread, staff."""
 
+import asyncio
 import json
 
 import pytest
@@ -18,12 +23,14 @@ from conversations.sessions import ACCOUNT_DEACTIVATED, SessionStore, deactivate
 from tests.conftest import PASSWORD
 from tests.support.fake_model import Reply
 from workspace.models import WorkspaceSnapshot
+from workspace.services import plan as plan_services
 
 from .helpers import QuietPresenceSocket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 NEW_PASSWORD = "a-brand-new-password-42"
+SECRET_STEP = "Board memo: layoffs list v2"
 ENDED = "Your session has ended; log in again to use the chat."
 
 
@@ -66,8 +73,8 @@ async def session_sockets():
     for communicator in opened:
         try:
             await communicator.disconnect(timeout=2)
-        except Exception:
-            pass
+        except (Exception, asyncio.CancelledError):
+            pass  # the application already ended (it closed the socket)
 
 
 def _message(text):
@@ -229,3 +236,120 @@ async def test_checking_a_session_never_changes_it(owner):
     # Still there, as the browser left it: only Django's next request decides what to do with it.
     assert await sync_to_async(Session.objects.filter(session_key=key).exists)()
     assert not await sync_to_async(session_signs_in)(session_key=None, user=owner)
+
+
+# --- a page that only listens ends with its session, before the next push ------
+
+
+async def _frames_for(socket, seconds=2.5) -> tuple[list[str], int | None]:
+    """What the page is sent within `seconds`, and its close code if it
+    closed (receive_nothing first: a receive that times out would cancel
+    the application)."""
+    frames: list[str] = []
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while loop.time() < deadline:
+        if await socket.receive_nothing(timeout=0.1):
+            continue
+        output = await socket.receive_output(timeout=1)
+        if output["type"] == "websocket.close":
+            return frames, output.get("code")
+        if output.get("text"):
+            frames.append(output["text"])
+    return frames, None
+
+
+async def _change_password_in(session_key):
+    response = await sync_to_async(_browser(session_key).post)(
+        "/accounts/password_change/",
+        {"old_password": PASSWORD, "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD},
+    )
+    assert response.status_code == 302
+
+
+async def _staff_sets_password(staff, person):
+    """Staff set the person's password in the admin ("Change password")."""
+    client = Client()
+    await sync_to_async(client.force_login)(staff)
+    response = await sync_to_async(client.post)(
+        f"/admin/auth/user/{person.pk}/password/",
+        {"password1": NEW_PASSWORD, "password2": NEW_PASSWORD, "usable_password": "true"},
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+
+
+async def _add_step(thread):
+    # Not a race: the change had time to reach the pages.
+    await asyncio.sleep(0.3)
+    await sync_to_async(plan_services.todo_add)(thread=thread, text=SECRET_STEP)
+
+
+@pytest.mark.parametrize("how", ["own password change elsewhere", "password set by staff"])
+async def test_a_password_change_closes_another_sessions_listening_page_before_the_next_push(
+    owner, staff, thread, script, session_sockets, how
+):
+    stale, changing = await _log_in(owner), await _log_in(owner)
+    stale_tab = await session_sockets(thread, stale)
+    changing_tab = await session_sockets(thread, changing)
+
+    if how == "own password change elsewhere":
+        await _change_password_in(changing)
+    else:
+        await _staff_sets_password(staff, owner)
+    await _add_step(thread)
+
+    frames, closed = await _frames_for(stale_tab)
+    assert closed == 4401 and any(ENDED in frame for frame in frames)
+    assert not any(SECRET_STEP in frame for frame in frames)
+    if how == "own password change elsewhere":
+        # The session that changed it stays signed in (Django renews its hash), and its page goes on.
+        frames, closed = await _frames_for(changing_tab, 1.0)
+        assert closed is None and any(SECRET_STEP in frame for frame in frames)
+        await _still_open(changing_tab)
+
+
+async def test_an_editors_password_change_closes_their_old_sessions_page_of_a_shared_thread_and_not_the_owners(
+    owner, other_user, thread, script, session_sockets
+):
+    from conversations import sharing
+
+    await sync_to_async(sharing.thread_member_add)(thread=thread, who=other_user.username, role="editor", by=owner)
+    stale, changing = await _log_in(other_user), await _log_in(other_user)
+    stale_tab = await session_sockets(thread, stale)
+    owner_tab = await session_sockets(thread, await _log_in(owner))
+
+    await _change_password_in(changing)
+    await _add_step(thread)
+
+    frames, closed = await _frames_for(stale_tab)
+    assert closed == 4401 and not any(SECRET_STEP in frame for frame in frames)
+    frames, closed = await _frames_for(owner_tab, 1.0)
+    assert closed is None and any(SECRET_STEP in frame for frame in frames)
+
+
+async def test_a_session_deleted_by_staff_closes_its_listening_page_before_the_next_push_and_no_other(
+    owner, thread, script, session_sockets
+):
+    key, other_key = await _log_in(owner), await _log_in(owner)
+    tab = await session_sockets(thread, key)
+    other_browser = await session_sockets(thread, other_key)
+
+    await sync_to_async(Session.objects.filter(session_key=key).delete)()
+    await _add_step(thread)
+
+    frames, closed = await _frames_for(tab)
+    assert closed == 4401 and any(ENDED in frame for frame in frames)
+    assert not any(SECRET_STEP in frame for frame in frames)
+    frames, closed = await _frames_for(other_browser, 1.0)
+    assert closed is None and any(SECRET_STEP in frame for frame in frames)
+
+
+async def test_a_save_of_the_account_that_leaves_its_password_closes_no_page(owner, thread, script, session_sockets):
+    tab = await session_sockets(thread, await _log_in(owner))
+
+    owner.first_name = "Olive"
+    await sync_to_async(owner.save)()
+    await _add_step(thread)
+
+    frames, closed = await _frames_for(tab, 1.0)
+    assert closed is None and any(SECRET_STEP in frame for frame in frames)
