@@ -564,7 +564,13 @@ class ThreadConsumer(PageSocketConsumer):
         if event.get("user_id") not in (None, self.scope["user"].pk):
             return
         before = self.access or 0
-        if await self._current_thread(level=Access.VIEW) is None:
+        # Until the check answers, the answer streaming in is held, not shown.
+        self._hold()
+        try:
+            thread = await self._current_thread(level=Access.VIEW)
+        finally:
+            await self._release()
+        if thread is None:
             return
         if self.access < before:
             await self.send(text_data=fragments.access_notice(ROLE_LOWERED_MESSAGE, access="viewer"))

@@ -530,6 +530,99 @@ async def test_removing_a_person_closes_their_open_socket_at_once(thread, owner,
     assert await owners.receive_nothing(timeout=0.3)
 
 
+WORDS = " ".join(f"w{n}" for n in range(1, 81))
+
+
+def _words(frames) -> list[int]:
+    """The answer's words w1, w2, … in what a page was pushed, in order."""
+    return [int(n) for frame in frames for n in re.findall(r"\bw(\d+)\b", frame)]
+
+
+def _slow_access_checks(monkeypatch):
+    """The socket's access check waits its turn on the process's database
+    thread behind other pages' and turns' work: half a second on a busy server."""
+    import time
+
+    from conversations import consumers
+
+    real = consumers.thread_and_access_for_user
+
+    def slow(**kwargs):
+        time.sleep(0.5)
+        return real(**kwargs)
+
+    monkeypatch.setattr(consumers, "thread_and_access_for_user", slow)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("busy", [False, True])
+@pytest.mark.parametrize("change", ["removed", "link revoked"])
+async def test_a_person_removed_mid_answer_is_shown_no_more_of_it_nor_the_next_changes(
+    thread, owner, people, sockets, script, change, busy, monkeypatch
+):
+    import asyncio
+
+    from conversations.turns import registry
+    from tests.conversations.helpers import frame_containing, frames_until_turn_end
+    from tests.support.fake_model import Reply
+
+    if busy:
+        _slow_access_checks(monkeypatch)
+    if change == "removed":
+        member = await sync_to_async(sharing.thread_member_add)(thread=thread, who="ed", role="editor", by=owner)
+    else:
+        key = await sync_to_async(sharing.share_link_create)(thread=thread, by=owner)
+        await sync_to_async(sharing.share_link_open)(user=people["ed"], key=key)
+    script(Reply(text=WORDS, token_delay=0.04))
+    owners = await sockets(thread.pk, owner)
+    theirs = await sockets(thread.pk, people["ed"])
+    await registry.start_turn(thread=thread, user_message="Write it all", user=owner)
+    before = await frame_containing(theirs, "w10</div>")
+
+    if change == "removed":
+        await sync_to_async(sharing.thread_member_remove)(thread=thread, member_id=member.pk, by=owner)
+    else:
+        await sync_to_async(sharing.share_link_revoke)(thread=thread, by=owner)
+    await asyncio.sleep(0.1)
+    await sync_to_async(plan_services.todo_add)(thread=thread, text="Salary bands for the reorg")
+
+    after, closed = await frames_until_closed(theirs)
+    assert closed == CLOSE_NOT_FOUND
+    assert not any("Salary bands" in f for f in after)
+    # At most what was already on its way when the removal committed.
+    assert max(_words(after), default=0) <= max(_words(before)) + 3, (max(_words(before)), _words(after))
+    # The owner's answer goes on to its end.
+    assert "w80" in "".join(await frames_until_turn_end(owners, timeout=15))
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_editor_whose_access_is_checked_mid_answer_and_stays_misses_no_word_of_it(
+    thread, owner, people, sockets, script, monkeypatch
+):
+    """Revoking the link makes every page of the thread ask its access again:
+    an editor added by name keeps it, and is shown every word of the answer
+    in order, those held while the check ran included."""
+    from conversations.turns import registry
+    from tests.conversations.helpers import frame_containing, frames_until_turn_end
+    from tests.support.fake_model import Reply
+
+    _slow_access_checks(monkeypatch)
+    await sync_to_async(sharing.thread_member_add)(thread=thread, who="ed", role="editor", by=owner)
+    await sync_to_async(sharing.share_link_create)(thread=thread, by=owner)
+    script(Reply(text=WORDS, token_delay=0.02))
+    theirs = await sockets(thread.pk, people["ed"])
+    await registry.start_turn(thread=thread, user_message="Write it all", user=owner)
+    before = await frame_containing(theirs, "w10</div>")
+
+    await sync_to_async(sharing.share_link_revoke)(thread=thread, by=owner)
+
+    frames = before + await frames_until_turn_end(theirs, timeout=15)
+    # Before the turn's end (which draws the answer whole): each word once, in order, none missing.
+    streamed = _words(frames[:-1])
+    assert streamed == list(range(1, len(streamed) + 1)) and len(streamed) > 20
+    assert "w80" in frames[-1]
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("change", ["removed", "made viewer"])
 async def test_a_turn_the_editor_started_stops_when_they_lose_editing(
