@@ -66,7 +66,7 @@ from workspace.selectors import document_version
 from workspace.text import encodable, utf8_size
 
 from . import live_bus, outages
-from .selectors import family_ids, feedback_counts, turn_versions_for
+from .selectors import family_ids, feedback_counts, open_pages_of, turn_versions_for
 
 logger = logging.getLogger("haico.conversations.live")
 
@@ -661,10 +661,16 @@ def render_feedback_count(*, thread_id, turn_index: int, count: int) -> str:
 
 def publish_feedback_count(*, thread_id, user, turn_index: int) -> None:
     """services.feedback_leave / feedback_remove's on-commit hook: the count
-    in every open tab of the thread (only its owner leaves feedback there)."""
+    in the open tabs of the person who left (or removed) it, and no one
+    else's: one person's feedback is theirs alone (docs/adr/0084)."""
     try:
+        pages = open_pages_of(thread_id=thread_id, user=user)
+        if not pages:
+            return
         count = feedback_counts(thread=Thread(pk=thread_id), user=user).get(turn_index, 0)
-        publisher.publish(thread_id, render_feedback_count(thread_id=thread_id, turn_index=turn_index, count=count))
+        html = render_feedback_count(thread_id=thread_id, turn_index=turn_index, count=count)
+        for channel_name in pages:
+            publisher.publish_to_page(thread_id, channel_name, html)
     except Exception:
         # Stored; a tab that missed it shows the count when the region closes or the page reloads.
         logger.exception("could not push the feedback count of turn %s of %s", turn_index, thread_id)

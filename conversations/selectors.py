@@ -8,7 +8,7 @@ from django.db.models import Count, Q
 from workspace.models import Thread, ThreadMember
 from workspace.selectors import WorkspaceAfterTurn, threads_for_user, threads_shared_with, workspace_after_turn
 
-from .models import ActivityLogEntry, BranchLink, Feedback, LayoutPreference, Turn
+from .models import ActivityLogEntry, BranchLink, Feedback, LayoutPreference, OpenPage, Turn
 
 
 def activity_for(*, thread: Thread, limit: int = 50) -> list[ActivityLogEntry]:
@@ -53,6 +53,12 @@ def feedback_counts(*, thread: Thread, user) -> dict[int, int]:
     """How many feedback entries this person left on each turn."""
     rows = Feedback.objects.filter(thread=thread, user=user).values("turn_index").annotate(n=Count("pk"))
     return {row["turn_index"]: row["n"] for row in rows.order_by()}
+
+
+def open_pages_of(*, thread_id, user) -> list[str]:
+    """The channel names of `user`'s open pages of the thread, in whichever
+    process (conversations.presence)."""
+    return list(OpenPage.objects.filter(thread_id=thread_id, user=user).values_list("channel_name", flat=True))
 
 
 def feedback_of_user_or_none(*, thread: Thread, user, pk: int) -> Feedback | None:

@@ -3,6 +3,7 @@ thread (and only those), whoever made it; fragments keep their order and are
 batched into few messages."""
 
 import asyncio
+import re
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -250,6 +251,62 @@ async def test_feedback_left_or_removed_in_one_tab_updates_the_count_in_the_othe
     )
     assert await second_tab.receive_nothing(timeout=0.3)
     assert await their_tab.receive_nothing(timeout=0.1)
+
+
+async def _frames(socket, seconds=1.5) -> list[str]:
+    """What the page is sent within `seconds` (receive_nothing first: a
+    receive that times out would cancel the application)."""
+    frames = []
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while loop.time() < deadline:
+        if await socket.receive_nothing(timeout=0.1):
+            continue
+        output = await socket.receive_output(timeout=1)
+        if output.get("text"):
+            frames.append(output["text"])
+    return frames
+
+
+def _feedback_counts(frames, turn) -> list[str]:
+    """The "(N left)" of `turn`'s Feedback control in what a page was pushed ("" for none)."""
+    found = []
+    for frame in frames:
+        for part in frame.split(f'<div id="turn-{turn}-feedback" class="turn-feedback">')[1:]:
+            button = part.split("</button>", 1)[0]
+            found.append(m.group(0) if (m := re.search(r"\(\d+ left\)", button)) else "")
+    return found
+
+
+async def test_an_editors_feedback_count_reaches_their_own_pages_only(owner, other_user, django_user_model, thread, sockets):
+    """Feedback is personal (docs/adr/0084): the owner's and a viewer's
+    Feedback control never says "(2 left)" for feedback they did not leave."""
+    from conversations import sharing
+
+    turn = await sync_to_async(_ended_turn)(thread)
+    await sync_to_async(django_user_model.objects.create_user)(username="vi", password=PASSWORD)
+    await sync_to_async(sharing.thread_member_add)(thread=thread, who=other_user.username, role="editor", by=owner)
+    await sync_to_async(sharing.thread_member_add)(thread=thread, who="vi", role="viewer", by=owner)
+    viewer = await sync_to_async(django_user_model.objects.get)(username="vi")
+    pages = {
+        "owner": await sockets(thread.pk, owner),
+        "viewer": await sockets(thread.pk, viewer),
+        "editor": await sockets(thread.pk, other_user),
+    }
+    for page in pages.values():
+        await _frames(page, 0.5)  # how the latest turn ended, on connect
+
+    for aspect in ("helpfulness", "tone"):
+        response = await sync_to_async(_post)(
+            other_user,
+            f"/threads/{thread.pk}/turns/{turn}/feedback/",
+            {"scope": "turn", "aspect": aspect, "rating": 1, "comment": "the owner's framing is wrong"},
+        )
+        assert response.status_code == 200 and "your feedback is saved" in response.content.decode()
+
+    seen = {who: _feedback_counts(await _frames(page, 1.0), turn) for who, page in pages.items()}
+    assert seen["owner"] == [] and seen["viewer"] == []
+    assert seen["editor"][-1] == "(2 left)"
 
 
 # --- no message larger than a page or the layer takes (docs/adr/0043) ---------
