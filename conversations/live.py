@@ -59,6 +59,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
+from agent import catalogue
 from workspace import panels
 from workspace.events import Change
 from workspace.models import Thread
@@ -66,7 +67,7 @@ from workspace.selectors import document_version
 from workspace.text import encodable, utf8_size
 
 from . import live_bus, outages
-from .selectors import family_ids, feedback_counts, open_pages_of, turn_versions_for
+from .selectors import family_ids, feedback_counts, open_pages_by_person, open_pages_of, turn_versions_for
 
 logger = logging.getLogger("haico.conversations.live")
 
@@ -605,7 +606,8 @@ def render_mode_patch(thread: Thread) -> str:
 def render_changes(thread: Thread, changes: list[Change]) -> str:
     """What brings an open page of `thread` up to date with `changes`: the
     workspace's patches (workspace.panels), the thread's title or its
-    deletion, and its Mode and Model selectors (values set in place).
+    deletion, and its Mode selector (its value set in place). Not the Model
+    selector: each person is offered their own models (`publish_model_choice`).
 
     RESYNC when the document's patch or a new artifact's panel cannot fit
     one message: what the publisher would send in place of the whole push,
@@ -625,8 +627,6 @@ def render_changes(thread: Thread, changes: list[Change]) -> str:
             html += render_to_string(f"{CHAT_FRAGMENTS}#thread_title", {"title": thread.title})
     if any(change.surface == "mode" for change in changes):
         html += render_mode_patch(thread)
-    if any(change.surface == "model" for change in changes) and thread.chat_model:
-        html += render_value_patch("chat-model", thread.chat_model)
     return html
 
 
@@ -645,6 +645,29 @@ def on_changes(changes: list[Change]) -> None:
             # the row would cost as much as rendering them.
             thread = Thread(pk=thread_id)
         publisher.publish(thread_id, render_changes(thread, thread_changes))
+        if any(change.surface == "model" for change in thread_changes) and thread.chat_model:
+            publish_model_choice(thread)
+
+
+def publish_model_choice(thread: Thread) -> None:
+    """The thread's model as each open page's Model selector shows it: the
+    one chosen, where that page's person is offered it, else their default,
+    as the page shows once reloaded (conversations.chat.chosen_model). One
+    person's models are not another's: an editor's page is never sent a
+    model only the owner is offered (docs/adr/0084)."""
+    from .chat import chosen_model  # here: the chat's modules import this one
+
+    try:
+        for person, channel_names in open_pages_by_person(thread_id=thread.pk).items():
+            models = catalogue.choices_for(person)
+            if len(models) < 2:
+                continue  # the page has no Model selector
+            html = render_value_patch("chat-model", chosen_model(thread, models))
+            for channel_name in channel_names:
+                publisher.publish_to_page(thread.pk, channel_name, html)
+    except Exception:
+        # Stored; a page that missed it shows the model when reloaded.
+        logger.exception("could not push the model of %s", thread.pk)
 
 
 # --- the chat's per-turn controls ----------------------------------------------

@@ -61,6 +61,15 @@ def open_pages_of(*, thread_id, user) -> list[str]:
     return list(OpenPage.objects.filter(thread_id=thread_id, user=user).values_list("channel_name", flat=True))
 
 
+def open_pages_by_person(*, thread_id) -> dict:
+    """Each person with the thread open now, with the channel names of their
+    open pages of it (conversations.presence)."""
+    pages: dict = {}
+    for page in OpenPage.objects.filter(thread_id=thread_id).select_related("user"):
+        pages.setdefault(page.user, []).append(page.channel_name)
+    return pages
+
+
 def feedback_of_user_or_none(*, thread: Thread, user, pk: int) -> Feedback | None:
     return Feedback.objects.filter(thread=thread, user=user, pk=pk).select_related("thread", "user").first()
 

@@ -208,6 +208,46 @@ async def test_a_model_chosen_in_one_tab_is_set_in_the_others_selector(owner, th
     assert await second_tab.receive_nothing(timeout=0.3)
 
 
+async def _until_present(thread, pages: int):
+    """The pages' presence is recorded just after their sockets open (conversations.presence)."""
+    from conversations.models import OpenPage
+
+    for _ in range(100):
+        if await OpenPage.objects.filter(thread=thread).acount() == pages:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"the {pages} pages were not recorded as open")
+
+
+async def test_the_owners_model_choice_reaches_each_page_as_its_person_is_offered_it(
+    owner, other_user, thread, sockets, model_settings
+):
+    """One person's models are not another's (docs/adr/0084): the editor's
+    selector is never sent a model only the owner is offered; it shows the
+    editor's default, as their page does once reloaded."""
+    from agent.models import CatalogueModel, Provider
+    from conversations import sharing
+
+    def owners_own_model():
+        provider = Provider.objects.create(name="Lab", base_url="http://127.0.0.1:9/v1", api_key="sk-lab-000000001")
+        model = CatalogueModel.objects.create(provider=provider, name="private", label="Lab private", everyone=False)
+        model.people.add(owner)
+        return f"catalogue:{model.pk}"
+
+    key = await sync_to_async(owners_own_model)()
+    await sync_to_async(sharing.thread_member_add)(thread=thread, who=other_user.username, role="editor", by=owner)
+    owners_other_tab = await sockets(thread.pk, owner)
+    editors_tab = await sockets(thread.pk, other_user)
+    await _until_present(thread, 2)
+
+    response = await sync_to_async(_post)(owner, f"/threads/{thread.pk}/model/", {"model": key})
+    assert response.status_code == 200
+
+    assert f'data-target="chat-model" data-value="{key}"' in await owners_other_tab.receive_from(timeout=3)
+    editors = await editors_tab.receive_from(timeout=3)
+    assert 'data-target="chat-model" data-value="env:scripted-default"' in editors and key not in editors
+
+
 def _ended_turn(thread):
     from conversations.turns import slot
 
@@ -293,6 +333,7 @@ async def test_an_editors_feedback_count_reaches_their_own_pages_only(owner, oth
         "viewer": await sockets(thread.pk, viewer),
         "editor": await sockets(thread.pk, other_user),
     }
+    await _until_present(thread, 3)
     for page in pages.values():
         await _frames(page, 0.5)  # how the latest turn ended, on connect
 
