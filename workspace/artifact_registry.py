@@ -171,12 +171,24 @@ def _title(payload: dict, artifact: Artifact, default: str) -> str:
     return _text(payload.get("title")) or artifact.title or default
 
 
+def _finite(value: int | float) -> bool:
+    """Whether a JSON number is one a float holds: not NaN or infinite, and
+    not an integer too large for one (math.isfinite raises OverflowError on
+    those, and JSON and jsonb hold them: a table of powers of two up to
+    2^1400). Such an integer is shown as its digits but is not plotted
+    (docs/adr/0025)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def _number(value) -> float | int | None:
-    """A finite number, or None. Numeric strings count: the model sometimes quotes numbers."""
+    """A finite number a float holds, or None. Numeric strings count: the model sometimes quotes numbers."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return value if math.isfinite(value) else None
+        return value if _finite(value) else None
     if isinstance(value, str):
         try:
             number = float(value.replace(",", "").strip())
@@ -189,7 +201,7 @@ def _number(value) -> float | int | None:
 
 
 def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value)
 
 
 def _cell_text(value) -> str:
@@ -245,7 +257,7 @@ class ChartStyle:
             if isinstance(style.get(name), bool):
                 values[name] = style[name]
         size = style.get("label_size")
-        if isinstance(size, (int, float)) and not isinstance(size, bool) and math.isfinite(size):
+        if isinstance(size, (int, float)) and not isinstance(size, bool) and _finite(size):
             values["label_size"] = int(min(max(round(size), LABEL_SIZE_MIN), LABEL_SIZE_MAX))
         return cls(**values)
 
@@ -404,7 +416,11 @@ def build_chart(payload: dict, artifact: Artifact, *, rows_shown: int | None = N
 
 
 def _sort_key(value) -> str | None:
-    """A number as plain text for the client-side sort (not localised), or None."""
+    """A number as plain text for the client-side sort (not localised), or None.
+    An integer too large for a float is still a number: its digits, which the
+    browser reads as a very large one."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
     number = _number(value)
     return None if number is None else str(number)
 

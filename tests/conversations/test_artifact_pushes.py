@@ -55,3 +55,16 @@ def test_a_new_table_whose_shown_rows_cannot_fit_one_message_is_not_rendered(thr
 def test_a_new_table_that_fits_is_rendered_once(thread, panel_renders):
     push = render_changes(thread, _new(_table(thread, 3, cell="note")))
     assert panel_renders == ["centre"] and push.count("<tr><td") == 3 and "Showing the first" not in push
+
+
+def test_a_new_table_with_a_number_too_large_for_a_float_is_pushed(thread, panel_renders):
+    """A table of powers of two up to 2^1400: every open page shows it (it was an OverflowError in the push)."""
+    table = artifacts_services.artifact_create(
+        thread=thread,
+        artifact_type="data_table",
+        title="Powers of two",
+        payload={"columns": ["n", "2^n"], "rows": [[n, 2**n] for n in range(0, 1401, 50)]},
+        turn_index=1,
+    )
+    push = render_changes(thread, _new(table))
+    assert panel_renders == ["centre"] and str(2**1400) in push

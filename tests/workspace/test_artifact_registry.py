@@ -146,6 +146,34 @@ def test_series_missing_from_a_point_leaves_a_gap_and_quoted_labels_are_not_seri
     assert [(d["label"], d["data"]) for d in config["data"]["datasets"]] == [("a", [1, None]), ("b", [None, 2])]
 
 
+# A 401-digit integer: valid JSON, kept by jsonb, too large for a float.
+HUGE = 10**400
+
+
+def test_a_chart_value_too_large_for_a_float_is_a_gap_and_its_digits_stay_in_the_payload(thread):
+    """Stored before the chart tool refused it, or imported: the chart shows, that point is a gap."""
+    view = artifact_view(
+        _make(thread, "bar_chart", {"title": "Growth", "data": [{"name": "a", "value": 1}, {"name": "b", "value": HUGE}]})
+    )
+    assert view.status == "ok"
+    assert view.data["config"]["data"]["datasets"][0]["data"] == [1, None]
+    assert view.data["table_rows"] == [["a", "1"], ["b", ""]]
+    assert str(HUGE) in view.payload_json
+
+
+def test_a_style_label_size_too_large_for_a_float_keeps_the_default(thread):
+    config = _config(thread, "bar_chart", style={"label_size": HUGE})
+    assert config["options"]["scales"]["x"]["ticks"]["font"]["size"] == 12
+
+
+def test_a_table_cell_too_large_for_a_float_is_shown_as_its_digits_and_sorts_as_a_number(thread):
+    """A table of powers of two up to 2^1400 is exact integers, shown as the model wrote them."""
+    view = artifact_view(_make(thread, "data_table", {"columns": ["n", "2^n"], "rows": [[1, 2], [1400, 2**1400]]}))
+    assert view.status == "ok"
+    assert view.data["rows"][1][1] == {"text": str(2**1400), "sort": str(2**1400)}
+    assert f'<td class="num" data-sort-value="{2**1400}">{2**1400}</td>' in _render(view)
+
+
 def test_style_soft_palette_no_grid_and_label_size_reach_the_chart_config(thread):
     config = _config(
         thread,

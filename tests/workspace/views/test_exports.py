@@ -114,3 +114,51 @@ def test_the_document_export_carries_a_short_table_whole_with_no_note(owner_clie
     _long_table(thread, 200)
     html = owner_client.get(ws_url(thread, "document/export/?format=html")).content.decode()
     assert html.count("<tr><td>") == 200 and "Table from turn 1: its cells.</p>" in html
+
+
+def test_a_table_of_powers_of_two_the_agent_makes_shows_and_exports(owner_client, thread):
+    """A table of "powers of two up to 2^1400": integers too large for a float, valid for the table tool. The
+    centre panel, the document's HTML and DOCX and the table's CSV all carry their digits (each was a 500)."""
+    import io
+
+    from docx import Document as WordDocument
+
+    from agent.tools.schemas import DataTableArgs
+    from agent.tools.tables import data_table
+
+    rows = ",".join(f"[{n}, {2**n}]" for n in range(0, 1401, 50))
+    args = DataTableArgs.model_validate_json(f'{{"title": "Powers of two", "columns": ["n", "2^n"], "rows": [{rows}]}}')
+    _, made = data_table(thread, **args.model_dump())
+    table = artifacts_services.artifact_create(thread=thread, turn_index=1, **made)
+    document_services.document_save(thread=thread, title="Report", content="# Report\n\nBody.\n")
+    largest = str(2**1400)
+
+    centre = owner_client.get(ws_url(thread, f"centre/?artifact={table.pk}"))
+    assert centre.status_code == 200 and largest in centre.content.decode()
+    assert owner_client.get(f"/threads/{thread.pk}/workspace/").status_code == 200
+    html = owner_client.get(ws_url(thread, "document/export/?format=html"))
+    assert html.status_code == 200 and largest in html.content.decode()
+    docx = owner_client.get(ws_url(thread, "document/export/?format=docx"))
+    assert docx.status_code == 200
+    cells = [cell.text for t in WordDocument(io.BytesIO(docx.content)).tables for row in t.rows for cell in row.cells]
+    assert largest in cells
+    csv = owner_client.get(ws_url(thread, f"artifacts/{table.pk}/export/?format=csv"))
+    assert csv.status_code == 200 and f"1400,{largest}\r\n" in csv.content.decode()
+
+
+def test_a_chart_holding_a_number_too_large_for_a_float_shows_and_exports(owner_client, thread):
+    """Stored before the chart tool refused it, or imported from an archive: the point is a gap, nothing is a 500."""
+    chart = artifacts_services.artifact_create(
+        thread=thread,
+        artifact_type="bar_chart",
+        title="Growth",
+        payload={"data": [{"name": "2024", "value": 1}, {"name": "2025", "value": 10**400}]},
+        turn_index=1,
+    )
+    document_services.document_save(thread=thread, title="Report", content="Body.\n")
+    assert owner_client.get(f"/threads/{thread.pk}/workspace/").status_code == 200
+    assert owner_client.get(ws_url(thread, f"centre/?artifact={chart.pk}")).status_code == 200
+    for fmt in ("html", "docx"):
+        assert owner_client.get(ws_url(thread, f"document/export/?format={fmt}")).status_code == 200, fmt
+    csv = owner_client.get(ws_url(thread, f"artifacts/{chart.pk}/export/?format=csv"))
+    assert csv.status_code == 200 and csv.content.decode().endswith("2024,1\r\n2025,\r\n")
