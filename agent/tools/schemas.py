@@ -159,7 +159,16 @@ class ChartStyle(BaseModel):
 
 
 def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _too_large(value: int | float) -> bool:
+    """A number no float holds (an integer of hundreds of digits, which JSON
+    allows) or NaN/infinity: a chart cannot draw it (docs/adr/0025)."""
+    try:
+        return not math.isfinite(value)
+    except OverflowError:
+        return True
 
 
 class ChartGeneratorArgs(BaseModel):
@@ -191,8 +200,16 @@ class ChartGeneratorArgs(BaseModel):
             if not keys:
                 raise ValueError(f"data point {n} ('{name}') has no numeric value; add e.g. \"value\": 42")
             for key in keys:
-                if not _is_number(point[key]):
-                    raise ValueError(f"data point {n} ('{name}'): '{key}' must be a number, not {point[key]!r}")
+                value = point[key]
+                if not _is_number(value):
+                    raise ValueError(f"data point {n} ('{name}'): '{key}' must be a number, not {value!r}")
+                if _too_large(value) and not isinstance(value, int):
+                    raise ValueError(f"data point {n} ('{name}'): '{key}' must be a finite number, not {value!r}")
+                if _too_large(value):
+                    raise ValueError(
+                        f"data point {n} ('{name}'): '{key}' is a {len(str(abs(value)))}-digit number, too large to "
+                        "draw; scale the values (e.g. in millions, or their logarithm) and say so in the axis title"
+                    )
             if series is None:
                 series = keys
             elif set(keys) != set(series):

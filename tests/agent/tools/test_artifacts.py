@@ -141,6 +141,10 @@ async def test_pie_chart_as_donut(thread):
             "a pie chart takes one series, not 2",
         ),
         ({"chart_type": "pie", "title": "T", "data": [{"name": "A", "value": -1}]}, "is negative"),
+        (
+            {"chart_type": "bar", "title": "T", "data": [{"name": "A", "value": 10**400}]},
+            "data point 1 ('A'): 'value' is a 401-digit number, too large to draw",
+        ),
         ({"chart_type": "radar", "title": "T", "data": Q1_Q2}, "chart_type: Input should be 'line', 'bar' or 'pie'"),
         ({"chart_type": "bar", "title": "T", "data": Q1_Q2, "style": {"label_size": 40}}, "style → label_size"),
         ({"chart_type": "bar", "data": Q1_Q2}, "title: Field required"),
@@ -152,6 +156,18 @@ async def test_invalid_chart_arguments_fail_without_an_artifact(thread, args, me
     assert message in result["error"]
     assert result["error"].startswith("Invalid arguments for chart_generator: ")
     assert await db(_artifacts, thread) == []
+
+
+def test_a_chart_value_too_large_for_a_float_is_a_validation_error_the_model_reads():
+    """As the model's JSON arrives: a 400-digit value is refused with where it is, not an OverflowError."""
+    from pydantic import ValidationError
+
+    from agent.tools.schemas import ChartGeneratorArgs
+
+    raw = '{"chart_type": "bar", "title": "Big", "data": [{"name": "a", "value": 1' + "0" * 400 + "}]}"
+    with pytest.raises(ValidationError) as caught:
+        ChartGeneratorArgs.model_validate_json(raw)
+    assert "'value' is a 401-digit number, too large to draw" in str(caught.value)
 
 
 async def test_data_table_persists_columns_and_rows(thread):
