@@ -21,6 +21,8 @@ from django.utils import timezone
 from . import content_store, people, plan_tree, text_delta
 from .models import (
     ARTIFACT_TITLE_MAX_CHARS,
+    ARTIFACT_TYPE_MAX_CHARS,
+    ARTIFACT_TYPE_PATTERN,
     DOCUMENT_TITLE_MAX_CHARS,
     OBJECTIVE_MAX_CHARS,
     PLAN_CHANGE_SUMMARY_MAX_CHARS,
@@ -478,9 +480,17 @@ def parse_workspace(value, *, turns: int) -> dict:
         if len(json.dumps(payload, ensure_ascii=False)) > ARTIFACT_PAYLOAD_MAX_CHARS:
             raise ArchiveRefused(f"workspace.artifacts[{n}].payload: too large to import.")
         check_strings(payload, f"workspace.artifacts[{n}].payload", max_chars=ARTIFACT_PAYLOAD_MAX_CHARS)
+        artifact_type = row.text("artifact_type", max_chars=ARTIFACT_TYPE_MAX_CHARS, blank=False) or ""
+        if not ARTIFACT_TYPE_PATTERN.fullmatch(artifact_type):
+            # A type this server does not know yet (a newer one's) is a name and imports;
+            # every type a thread here holds is one (artifact_create).
+            raise ArchiveRefused(
+                f"{row.at('artifact_type')}: {artifact_type[:50]!r} is not an artifact type "
+                "(lowercase letters, digits and underscores, like bar_chart)."
+            )
         parsed["artifacts"].append(
             {
-                "artifact_type": row.text("artifact_type", max_chars=50, blank=False),
+                "artifact_type": artifact_type,
                 "title": row.text("title", max_chars=ARTIFACT_TITLE_MAX_CHARS),
                 "payload": payload,
                 "turn": row.number("turn", low=0, high=turns),

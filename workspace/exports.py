@@ -53,10 +53,15 @@ class ExportRefused(Exception):
 
 def file_stem(title: str, *, default: str) -> str:
     """A safe ASCII file name from a title the person or the model wrote:
-    letters, digits, dashes; never empty, never a path."""
-    ascii_title = unicodedata.normalize("NFKD", title or "").encode("ascii", "ignore").decode()
-    stem = re.sub(r"[^A-Za-z0-9]+", "-", ascii_title).strip("-").lower()[:FILENAME_MAX_CHARS].strip("-")
-    return stem or default
+    letters, digits, dashes; never empty, never a path. `default` (for a
+    title with no ASCII letter or digit) is cleaned alike: it may come from
+    stored data too, such as an imported artifact's type."""
+    return _stem(title) or _stem(default) or "file"
+
+
+def _stem(text: str) -> str:
+    ascii_text = unicodedata.normalize("NFKD", text or "").encode("ascii", "ignore").decode()
+    return re.sub(r"[^A-Za-z0-9]+", "-", ascii_text).strip("-").lower()[:FILENAME_MAX_CHARS].strip("-")
 
 
 # -- the document --
@@ -669,5 +674,5 @@ def export_artifact(artifact: Artifact, fmt: str) -> tuple[bytes, str, str]:
     # A CSV starts with the UTF-8 byte order mark: without it spreadsheets
     # (Excel above all) guess a legacy encoding and garble "€" or "ü".
     body = artifact_json(artifact) if fmt == "json" else CSV_BOM + artifact_csv(artifact)
-    stem = file_stem(artifact.title, default=artifact.artifact_type.replace("_", "-") or "artifact")
+    stem = file_stem(artifact.title, default=artifact.artifact_type or "artifact")
     return body.encode(), f"{stem}.{extension}", content_type

@@ -7,6 +7,7 @@ hangs off it and every layer needs to find a person's thread (docs/adr/0006).
 """
 
 import json
+import re
 import uuid
 from dataclasses import dataclass
 
@@ -23,6 +24,11 @@ TODO_TEXT_MAX_CHARS = 1000
 TODO_MAX_DEPTH = 8
 DOCUMENT_TITLE_MAX_CHARS = 200
 ARTIFACT_TITLE_MAX_CHARS = 200
+ARTIFACT_TYPE_MAX_CHARS = 50
+# What an artifact's type is: a name (bar_chart, data_table), never free
+# text. An archive's type reached the JSON download's file name as written
+# (a quote, a path, a line break: docs/adr/0025).
+ARTIFACT_TYPE_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
 # The name of the access token an MCP client wrote with (conversations'
 # AccessToken.name has the same limit).
 TOKEN_NAME_MAX_CHARS = 100
@@ -377,7 +383,7 @@ class DocumentReviewDecision(PersonRecorded):
 
 class Artifact(models.Model):
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="artifacts")
-    artifact_type = models.CharField(max_length=50)
+    artifact_type = models.CharField(max_length=ARTIFACT_TYPE_MAX_CHARS)
     title = models.CharField(max_length=ARTIFACT_TITLE_MAX_CHARS, blank=True)
     payload = models.JSONField(default=dict)
     turn_index = models.PositiveIntegerField(default=0)

@@ -189,6 +189,15 @@ MUTATIONS = [
         [{"artifact_type": "bar_chart", "title": "", "payload": {"a": "\u0000"}, "turn": 0}],
         "workspace.artifacts[0].payload: contains a character that cannot be stored",
     ),
+    # An artifact's type became the JSON download's file name as written (docs/adr/0025).
+    *(
+        (
+            ("workspace", "artifacts"),
+            [{"artifact_type": odd, "title": "会议", "payload": {"k": 1}, "turn": 0}],
+            f"workspace.artifacts[0].artifact_type: {odd!r} is not an artifact type (lowercase letters",
+        )
+        for odd in ('invoice.exe"; x="', "../../etc/passwd", "line\nbreak", "<script>alert(1)</script>", "Bar_Chart")
+    ),
 ]
 
 
@@ -862,3 +871,15 @@ def test_a_part_that_does_not_start_where_the_one_before_ended_reads_its_start_b
     stale = workspace_archive._Carried(body=older, text="not the text before")
     document_revisions_restore(thread=fresh, rows=rows[3:], carried=stale)
     assert _imported_texts(Thread.objects.get(pk=fresh.pk)) == texts
+
+
+def test_an_artifact_of_a_type_this_server_does_not_know_yet_imports(thread, owner):
+    """A newer server's type is a name: it comes in and shows as its JSON (the centre panel's fallback)."""
+    from workspace.models import Artifact
+
+    archive = _valid_archive(thread)
+    archive["workspace"]["artifacts"] = [
+        {"artifact_type": "timeline_v2", "title": "Plan", "payload": {"k": 1}, "turn": 0, "at": "2025-01-01T00:00:00+00:00"}
+    ]
+    imported = import_archive(raw=json.dumps(archive).encode(), owner=owner)
+    assert list(Artifact.objects.filter(thread=imported).values_list("artifact_type", flat=True)) == ["timeline_v2"]

@@ -101,6 +101,9 @@ def test_file_names_never_carry_paths_or_odd_characters():
     assert exports.file_stem('Q1 "report"; rm -rf', default="x") == "q1-report-rm-rf"
     assert exports.file_stem("日本語", default="document") == "document"
     assert len(exports.file_stem("a" * 500, default="x")) == exports.FILENAME_MAX_CHARS
+    # The default may be stored data too (an artifact's type): cleaned alike.
+    assert exports.file_stem("日本語", default='invoice.exe"; x="') == "invoice-exe-x"
+    assert exports.file_stem("日本語", default="会议") == "file"
 
 
 def _artifact(thread, artifact_type, payload, title="Revenue"):

@@ -5,17 +5,18 @@ import json
 from django.db import transaction
 
 from ..errors import InvalidInput
-from ..models import ARTIFACT_TITLE_MAX_CHARS, Artifact, Thread
+from ..models import ARTIFACT_TITLE_MAX_CHARS, ARTIFACT_TYPE_MAX_CHARS, ARTIFACT_TYPE_PATTERN, Artifact, Thread
 from ..text import clean_text, has_lone_surrogate
 from .common import changed
 
 ARTIFACT_PAYLOAD_MAX_BYTES = 1_000_000
-ARTIFACT_TYPE_MAX_CHARS = 50
 
 
 @transaction.atomic
 def artifact_create(*, thread: Thread, artifact_type: str, title: str, payload: dict, turn_index: int) -> Artifact:
     artifact_type = clean_text(artifact_type, label="Artifact type", max_chars=ARTIFACT_TYPE_MAX_CHARS)
+    if not ARTIFACT_TYPE_PATTERN.fullmatch(artifact_type):
+        raise InvalidInput("Artifact type must be a name of lowercase letters, digits and underscores, like bar_chart.")
     title = clean_text(title or "", label="Artifact title", max_chars=ARTIFACT_TITLE_MAX_CHARS, allow_empty=True)
     if not isinstance(payload, dict):
         raise InvalidInput("Artifact payload must be a JSON object.")

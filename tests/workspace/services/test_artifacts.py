@@ -27,6 +27,8 @@ def test_artifact_create_stores_the_payload_newest_first(thread):
     [
         ({"artifact_type": ""}, "Artifact type cannot be empty."),
         ({"artifact_type": "t" * 51}, "Artifact type is too long"),
+        ({"artifact_type": 'invoice.exe"; x="'}, "Artifact type must be a name"),
+        ({"artifact_type": "Bar chart"}, "Artifact type must be a name"),
         ({"title": "t" * 201}, "Artifact title is too long"),
         ({"payload": [1, 2]}, "Artifact payload must be a JSON object."),
         ({"payload": {"when": object()}}, "Artifact payload must be plain JSON"),

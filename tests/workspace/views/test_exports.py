@@ -162,3 +162,18 @@ def test_a_chart_holding_a_number_too_large_for_a_float_shows_and_exports(owner_
         assert owner_client.get(ws_url(thread, f"document/export/?format={fmt}")).status_code == 200, fmt
     csv = owner_client.get(ws_url(thread, f"artifacts/{chart.pk}/export/?format=csv"))
     assert csv.status_code == 200 and csv.content.decode().endswith("2024,1\r\n2025,\r\n")
+
+
+@pytest.mark.parametrize("artifact_type", ['invoice.exe"; x="', "../../etc/passwd", "line\nbreak", "data_table"])
+def test_an_artifact_title_without_ascii_names_its_download_after_its_type_cleaned(owner_client, thread, artifact_type):
+    """A row imported before types were checked: its type (free text then) never reaches the file name raw
+    (it was `invoice.exe"; x=".json`, a path, or a 500 for the line break)."""
+    from workspace.models import Artifact
+
+    artifact = Artifact.objects.create(thread=thread, artifact_type=artifact_type, title="会议", payload={"k": 1}, turn_index=0)
+    response = owner_client.get(ws_url(thread, f"artifacts/{artifact.pk}/export/?format=json"))
+    assert response.status_code == 200
+    expected = {"data_table": "data-table", "../../etc/passwd": "etc-passwd", "line\nbreak": "line-break"}.get(
+        artifact_type, "invoice-exe-x"
+    )
+    assert response["Content-Disposition"] == f'attachment; filename="{expected}.json"'
