@@ -48,8 +48,8 @@ from workspace.archive import (
     MESSAGE_MAX_CHARS,
     ArchiveRefused,
     Fields,
-    check_strings,
     check_text,
+    check_values,
     parse_workspace,
     person_by,
     workspace_section,
@@ -296,7 +296,7 @@ def _messages(items: list, *, turns: int) -> list:
             raise ArchiveRefused(f"{path}: expected a user, assistant or tool message.")
         if len(json.dumps(value, ensure_ascii=False)) > MESSAGE_MAX_CHARS:
             raise ArchiveRefused(f"{path}: too large to import.")
-        check_strings(value, path, max_chars=MESSAGE_MAX_CHARS)
+        check_values(value, path, max_chars=MESSAGE_MAX_CHARS)
         _check_message_data(Fields(value["data"], f"{path}.data"))
         try:
             (message,) = messages_from_dict([value])

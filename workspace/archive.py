@@ -12,6 +12,7 @@ limits the services apply, and answers the first problem with where it is
 from __future__ import annotations
 
 import json
+import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -289,17 +290,22 @@ def check_text(value: str, path: str, *, max_chars: int) -> None:
         raise ArchiveRefused(f"{path}: contains a character that cannot be stored (NUL or a lone surrogate).")
 
 
-def check_strings(value, path: str, *, max_chars: int) -> None:
-    """Every text anywhere inside `value` (keys too) can be stored."""
+def check_values(value, path: str, *, max_chars: int) -> None:
+    """Every text (keys too) and every number anywhere inside `value` can be
+    stored. A number too large for a float (1e400) is read as infinity,
+    which JSON and jsonb do not hold: refused here, where it is, rather than
+    failing the write with "Try again" (docs/adr/0025)."""
     if isinstance(value, str):
         check_text(value, path, max_chars=max_chars)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ArchiveRefused(f"{path}: holds a number too large to store (larger than about 1.8e308).")
     elif isinstance(value, dict):
         for key, item in value.items():
-            check_strings(key, path, max_chars=max_chars)
-            check_strings(item, path, max_chars=max_chars)
+            check_values(key, path, max_chars=max_chars)
+            check_values(item, path, max_chars=max_chars)
     elif isinstance(value, list):
         for item in value:
-            check_strings(item, path, max_chars=max_chars)
+            check_values(item, path, max_chars=max_chars)
 
 
 def person_by(row: Fields) -> str:
@@ -479,7 +485,7 @@ def parse_workspace(value, *, turns: int) -> dict:
             raise ArchiveRefused(f"workspace.artifacts[{n}].payload: expected an object.")
         if len(json.dumps(payload, ensure_ascii=False)) > ARTIFACT_PAYLOAD_MAX_CHARS:
             raise ArchiveRefused(f"workspace.artifacts[{n}].payload: too large to import.")
-        check_strings(payload, f"workspace.artifacts[{n}].payload", max_chars=ARTIFACT_PAYLOAD_MAX_CHARS)
+        check_values(payload, f"workspace.artifacts[{n}].payload", max_chars=ARTIFACT_PAYLOAD_MAX_CHARS)
         artifact_type = row.text("artifact_type", max_chars=ARTIFACT_TYPE_MAX_CHARS, blank=False) or ""
         if not ARTIFACT_TYPE_PATTERN.fullmatch(artifact_type):
             # A type this server does not know yet (a newer one's) is a name and imports;

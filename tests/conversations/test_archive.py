@@ -883,3 +883,28 @@ def test_an_artifact_of_a_type_this_server_does_not_know_yet_imports(thread, own
     ]
     imported = import_archive(raw=json.dumps(archive).encode(), owner=owner)
     assert list(Artifact.objects.filter(thread=imported).values_list("artifact_type", flat=True)) == ["timeline_v2"]
+
+
+@pytest.mark.parametrize(
+    "where, message",
+    [
+        ("workspace", "workspace.artifacts[0].payload: holds a number too large to store"),
+        ("transcript", "transcript.messages[0]: holds a number too large to store"),
+    ],
+)
+def test_a_number_too_large_for_a_float_is_refused_where_it_is(thread, owner, where, message):
+    """1e400 is valid JSON, read as infinity, which the database does not hold: the import said "Try again"."""
+    archive = _valid_archive(thread)
+    if where == "workspace":
+        archive["workspace"]["artifacts"] = [
+            {"artifact_type": "bar_chart", "title": "Big", "payload": {"data": [{"name": "a", "value": 5}]}, "turn": 0}
+        ]
+    else:
+        archive["transcript"]["messages"] = messages_to_dict([HumanMessage(content="a", additional_kwargs={"n": 5})])
+    raw = json.dumps(archive).replace('"value": 5}', '"value": 1e400}').replace('"n": 5}', '"n": 1e400}')
+    assert "1e400" in raw
+    before = database_rows()
+    with pytest.raises(ArchiveRefused) as refused:
+        import_archive(raw=raw.encode(), owner=owner)
+    assert refused.value.message.startswith(message)
+    assert database_rows() == before

@@ -222,3 +222,22 @@ def test_an_archive_at_the_import_s_row_limit_downloads_and_imports_back(owner_c
     imported = owner_client.post("/threads/import/", {"archive": _upload(response.content)})
     assert imported.status_code == 302
     assert Thread.objects.filter(owner=owner).count() == 2
+
+
+def test_an_archive_holding_a_number_too_large_to_store_is_refused_saying_where(owner_client, thread):
+    """A chart value of 1e400 passed every check and failed the write: "could not be imported … Try again"."""
+    from workspace.services.artifacts import artifact_create
+
+    artifact_create(
+        thread=thread, artifact_type="bar_chart", title="Growth", payload={"data": [{"name": "a", "value": 5}]}, turn_index=0
+    )
+    raw = json.dumps(thread_archive(thread)).replace('"value": 5}', '"value": 1e400}').encode()
+    before = database_rows()
+    response = owner_client.post(
+        "/threads/import/", {"archive": SimpleUploadedFile("t.haico.json", raw, content_type="application/json")}
+    )
+    assert response.status_code == 400
+    alert = [line for line in response.content.decode().splitlines() if 'role="alert"' in line]
+    assert alert and "workspace.artifacts[0].payload: holds a number too large to store" in alert[0], alert
+    assert "Try again" not in alert[0]
+    assert database_rows() == before
