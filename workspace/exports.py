@@ -391,12 +391,16 @@ class _DocxWriter:
         for token in tokens:
             kind = token.type
             if kind == "heading_open":
+                self._item_marker()
                 self.heading_level = int(token.tag[1])
             elif kind == "heading_close":
                 self.heading_level = None
             elif kind in ("bullet_list_open", "ordered_list_open"):
+                self._item_marker()  # a list opening an item: the item keeps its own marker
                 ordered = kind == "ordered_list_open"
-                start = int(token.attrGet("start") or 1) if ordered else 1
+                # markdown-it gives a start only when it is not 1; 0 is one ("0. Prepare").
+                given = token.attrGet("start") if ordered else None
+                start = int(given) if given is not None else 1
                 level = min(len(self.lists), LIST_LEVELS - 1)
                 self.lists.append(_List(ordered, self._num(ordered, level, start), level))
             elif kind in ("bullet_list_close", "ordered_list_close"):
@@ -404,16 +408,20 @@ class _DocxWriter:
             elif kind == "list_item_open":
                 self.items.append(_Item())
             elif kind == "list_item_close":
+                self._item_marker()  # an empty item ("-" alone) is still a bullet
                 self.items.pop()
             elif kind == "blockquote_open":
                 self.quote_depth += 1
             elif kind == "blockquote_close":
                 self.quote_depth -= 1
             elif kind in ("fence", "code_block"):
+                self._item_marker()
                 self._code(token.content)
             elif kind == "hr":
+                self._item_marker()
                 self._add_paragraph(text="* * *").alignment = 1  # centred
             elif kind == "table_open":
+                self._item_marker()
                 self.table = []
             elif kind == "tr_open" and self.table is not None:
                 self.table.append([])
@@ -428,6 +436,15 @@ class _DocxWriter:
                         self.table[-1].append((token, self.cell_alignment))
                 else:
                     self._inline(self._paragraph(), token)
+
+    def _item_marker(self) -> None:
+        """The current list item's numbered or bulleted paragraph, empty, when
+        the item has none yet and what comes is not its text: nothing (an
+        empty item), a code block, a table, a rule, a heading or a list. The
+        marker went on the item's first text paragraph, so such an item lost
+        it (or gave it to a later item's text)."""
+        if self.lists and self.items and not self.items[-1].numbered:
+            self._paragraph()
 
     def _paragraph(self):
         from docx.shared import Twips

@@ -156,6 +156,37 @@ def test_word_structures_lists_tasks_code_and_tables(thread):
     assert [r.italic for r in table.cell(1, 2).paragraphs[0].runs] == [True]
 
 
+def test_a_numbered_list_starting_at_zero_starts_at_zero(thread, pandoc):
+    """The preview numbers it 0, 1, 2; the DOCX numbered it 1, 2, 3."""
+    body = _docx(_document(thread, "Steps:\n\n0. Prepare\n1. Run\n2. Check\n"))
+    word = WordDocument(io.BytesIO(body))
+    numbering = word.part.numbering_part.element
+    assert numbering.xpath("./w:num/w:lvlOverride/w:startOverride/@w:val") == ["0"]
+    markdown = subprocess.run([pandoc, "-f", "docx", "-t", "gfm"], input=body, capture_output=True, check=True).stdout.decode()
+    assert "0.  Prepare" in markdown and "2.  Check" in markdown
+
+
+def test_an_empty_item_and_one_opening_with_code_keep_their_bullets(thread):
+    """A drafted list: "-" alone, and an item whose first block is code. Each keeps its bullet (they had none),
+    the code stays under its own bullet."""
+    text = "- first\n-\n- third\n-\n  ```\n  code\n  ```\n- fifth\n\n1. one\n2. ## Heading item\n3. - nested\n"
+    word = WordDocument(io.BytesIO(_docx(_document(thread, text))))
+    shown = [(p.text, _num_id(p) is not None) for p in word.paragraphs]
+    assert shown == [
+        ("first", True),
+        ("", True),
+        ("third", True),
+        ("", True),
+        ("code", False),
+        ("fifth", True),
+        ("one", True),
+        ("", True),
+        ("Heading item", False),
+        ("", True),
+        ("nested", True),
+    ]
+
+
 def test_docx_metadata_is_the_persons_and_the_documents(thread):
     document_services.document_save(thread=thread, title="Draft", content="One.\n")
     DocumentRevision.objects.filter(document__thread=thread, version=1).update(created_at="2026-03-04T05:06:07Z")
