@@ -187,6 +187,59 @@ def test_an_empty_item_and_one_opening_with_code_keep_their_bullets(thread):
     ]
 
 
+def test_each_link_address_is_one_relationship_every_link_to_it_points_at(thread, pandoc):
+    """A reference list cites 300 sources, some twice: one relationship per address (the writer keeps its own
+    table of them, docs/adr/0053), each link reads back with its own address."""
+    refs = "".join(f"{n}. [source {n}](https://example.org/p/{n}) and <https://doi.org/10.1000/{n}>.\n" for n in range(1, 151))
+    text = "# Report\n\nSee [the first](https://example.org/p/1) again, and [mail](mailto:a@example.org).\n\n" + refs
+    body = _docx(_document(thread, text))
+    word = WordDocument(io.BytesIO(body))
+    links = {rel.rId: rel.target_ref for rel in word.part.rels.values() if rel.is_external}
+    assert sorted(links.values()) == sorted(
+        {"https://example.org/p/1", "mailto:a@example.org"}
+        | {f"https://example.org/p/{n}" for n in range(1, 151)}
+        | {f"https://doi.org/10.1000/{n}" for n in range(1, 151)}
+    )
+    used = [(h.text, links[h._hyperlink.rId]) for p in word.paragraphs for h in p.hyperlinks]
+    assert used[0] == ("the first", "https://example.org/p/1") and ("source 1", "https://example.org/p/1") in used
+    assert ("source 150", "https://example.org/p/150") in used and len(used) == 302
+    markdown = subprocess.run([pandoc, "-f", "docx", "-t", "gfm"], input=body, capture_output=True, check=True).stdout.decode()
+    assert "[source 77](https://example.org/p/77)" in markdown and "<https://doi.org/10.1000/77>" in markdown
+
+
+def test_an_appendix_tables_cells_hold_their_text_as_written(thread):
+    """The appendix's tables are written as XML (docs/adr/0053): markup characters, tabs and line breaks in a
+    cell are text, characters XML cannot hold are left out, every row has every column."""
+    document = _document(thread, content="Body.\n")
+    artifact_services.artifact_create(
+        thread=thread,
+        artifact_type="data_table",
+        title="Odd cells",
+        turn_index=1,
+        payload={
+            "columns": ["Name", "Amount", "Note"],
+            "rows": [['<b>&amp;</b> "q"', 1, "a\tb\nc"], ["ctrl\x01 end", 2.5], ["  spaced  ", None, "x"]],
+        },
+    )
+    word = WordDocument(io.BytesIO(_docx(document, artifacts=artifacts_for(thread=thread))))
+    (table,) = word.tables
+    assert [[c.text for c in row.cells] for row in table.rows] == [
+        ["Name", "Amount", "Note"],
+        ['<b>&amp;</b> "q"', "1", "a\tb\nc"],
+        ["ctrl end", "2.5", ""],
+        ["  spaced  ", "", "x"],
+    ]
+    assert table.style.name == "Table Grid"
+    assert [r.bold for c in table.rows[0].cells for r in c.paragraphs[0].runs] == [True, True, True]
+    assert [r.bold for c in table.rows[1].cells for r in c.paragraphs[0].runs] == [None, None, None]
+    assert [str(c.paragraphs[0].alignment) for c in table.rows[1].cells] == ["None", "RIGHT (2)", "None"]
+    assert table.rows[0]._tr.trPr.find(qn("w:tblHeader")) is not None and table.rows[1]._tr.trPr is None
+    assert len({c.width for row in table.rows for c in row.cells}) == 1
+    # The paragraph after the table is after it, the section's properties stay last.
+    body = word.element.body
+    assert body[-1].tag == qn("w:sectPr") and body[-2].tag == qn("w:tbl")
+
+
 def test_docx_metadata_is_the_persons_and_the_documents(thread):
     document_services.document_save(thread=thread, title="Draft", content="One.\n")
     DocumentRevision.objects.filter(document__thread=thread, version=1).update(created_at="2026-03-04T05:06:07Z")
