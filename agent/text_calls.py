@@ -204,7 +204,9 @@ def _literal(node):
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         operand = node.operand
         value = operand.value if isinstance(operand, ast.Constant) else None
-        if isinstance(value, int | float) and type(value) in (int, float) and math.isfinite(value):
+        # An int is checked apart: math.isfinite raises OverflowError on one too large for a float
+        # (-1 followed by 400 zeros), as a JSON number may be (docs/adr/0025).
+        if type(value) is int or (type(value) is float and math.isfinite(value)):
             return -value if isinstance(node.op, ast.USub) else value
     elif isinstance(node, ast.Name) and node.id in _JSON_WORDS:
         return _JSON_WORDS[node.id]

@@ -185,6 +185,18 @@ def test_arguments_with_a_number_past_the_digit_limit_are_a_refused_call():
         assert call.problem.startswith("not valid JSON (Exceeds the limit")
 
 
+def test_a_negative_number_too_large_for_a_float_is_read_as_written():
+    """The pythonic reader checked a negative number with math.isfinite, which raised OverflowError on a
+    400-digit one out of the whole reply's reading; the chart tool's own check then refuses it (docs/adr/0025)."""
+    huge = 10**400
+    (call,) = find_text_calls(f'[chart_generator(title="T", data=[{{"name": "a", "value": -{huge}}}])]', TOOLS).calls
+    assert (call.name, call.args, call.problem) == (
+        "chart_generator",
+        {"title": "T", "data": [{"name": "a", "value": -huge}]},
+        None,
+    )
+
+
 def test_a_reply_with_native_calls_is_left_as_it_is():
     reply = AIMessage(content=SHAPES["qwen tool_call"], tool_calls=[{"name": "list_todos", "args": {}, "id": "c1"}])
     assert with_text_calls(reply, TOOLS) is reply
