@@ -147,11 +147,14 @@ def _writes_seen_by_page(scope) -> int | None:
     return int(seen) if seen.isascii() and seen.isdigit() and len(seen) <= 19 else None
 
 
-def _present_and_behind(*, thread_id, user, channel_name, seen: int | None) -> bool:
-    """Marks the page present; True when the workspace was written since the
-    page was rendered (one database hop for both)."""
+def _present_and_behind(*, thread_id, user, channel_name, seen: int | None, latest: bool) -> tuple[bool, tuple | None]:
+    """Marks the page present; whether the workspace was written since the
+    page was rendered; with `latest`, how the thread's latest turn ended or
+    where it runs (registry.ended_or_running_on), else None: one database
+    hop for the three."""
     presence.presence_open(thread_id=thread_id, user=user, channel_name=channel_name)
-    return seen is not None and surface_writes_of(thread_id) > seen
+    behind = seen is not None and surface_writes_of(thread_id) > seen
+    return behind, registry.ended_or_running_on(thread_id) if latest else None
 
 
 class PageSocketConsumer(AsyncWebsocketConsumer):
@@ -247,8 +250,15 @@ class ThreadConsumer(PageSocketConsumer):
         registry.warm_up()
         # After joining the group: the presence push reaches this page too,
         # and a write committed from now on is pushed to it.
-        behind = await database_sync_to_async(_present_and_behind)(
-            thread_id=self.thread.pk, user=user, channel_name=self.channel_name, seen=_writes_seen_by_page(self.scope)
+        # The latest turn read in the same hop, unless one runs here (its
+        # fragments so far come from this process): a turn that starts after
+        # the join above sends this page all of its fragments.
+        behind, latest = await database_sync_to_async(_present_and_behind)(
+            thread_id=self.thread.pk,
+            user=user,
+            channel_name=self.channel_name,
+            seen=_writes_seen_by_page(self.scope),
+            latest=not registry.runs_here(self.thread.pk),
         )
         if behind:
             # Written between the page's render and now: its push went to
@@ -257,14 +267,15 @@ class ThreadConsumer(PageSocketConsumer):
         self._present_on = self.thread.pk
         self._renewal = asyncio.ensure_future(self._renew_membership())
         self._page_count_renewal = asyncio.ensure_future(self._renew_page_count())
-        await self._catch_up()
+        await self._catch_up(latest)
 
-    async def _catch_up(self):
+    async def _catch_up(self, latest: tuple | None = None):
         """The turn so far, or how the latest turn ended. Behind any fragment
         already on its way to the thread, so nothing arrives twice or out of
         order; from the process running the turn, behind its fragments, when
-        that is another (turns.elsewhere)."""
-        for html in await registry.connect_fragments(self.thread.pk, page_channel=self.channel_name):
+        that is another (turns.elsewhere). `latest`: the latest turn as read
+        after the page joined (registry.ended_or_running_on)."""
+        for html in await registry.connect_fragments(self.thread.pk, page_channel=self.channel_name, latest=latest):
             publisher.publish_to_consumer(self.thread.pk, self, html)
 
     async def _catch_up_after_a_loss(self):

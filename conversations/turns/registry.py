@@ -535,6 +535,12 @@ async def request_stop(*, thread: Thread, person=None) -> bool:
     return await database_sync_to_async(slot.turn_request_cancel)(thread=thread)
 
 
+def runs_here(thread_id) -> bool:
+    """Whether a turn of the thread runs in this process (no database)."""
+    local = _running.get(uuid.UUID(str(thread_id)))
+    return local is not None and not local.task.done()
+
+
 def resync_fragments(thread_id) -> list[str]:
     """What a page opened mid-turn has missed of the turn running in this
     process (the reasoning so far and the answer streamed so far), in
@@ -550,17 +556,21 @@ def resync_fragments(thread_id) -> list[str]:
     return local.turn.resync_fragments()
 
 
-async def connect_fragments(thread_id, *, page_channel: str) -> list[str]:
+async def connect_fragments(thread_id, *, page_channel: str, latest: tuple[list[str], str] | None = None) -> list[str]:
     """What a page that just connected may have missed: the turn running in
     this process so far, or, when none runs anywhere, how the latest turn
     ended (a page that lost its socket to a server that died still shows
     that turn running). A turn running in another process is asked for
     here, for the page of channel `page_channel`: that process sends it the
-    turn so far with the thread's fragments (turns.elsewhere)."""
+    turn so far with the thread's fragments (turns.elsewhere). `latest`:
+    `ended_or_running_on` as the caller read it after the page joined the
+    thread's pages (in its own database hop), else read here."""
     fragments_so_far = resync_fragments(thread_id)
     if fragments_so_far:
         return fragments_so_far
-    ended, running_on = await database_sync_to_async(_ended_or_running_on)(thread_id)
+    if latest is None:
+        latest = await database_sync_to_async(_ended_or_running_on)(thread_id)
+    ended, running_on = latest
     if running_on and running_on != process.BOOT:
         await elsewhere.ask(boot=running_on, thread_id=thread_id, page_channel=page_channel)
     return ended
@@ -576,6 +586,12 @@ def ended_fragments(thread_id) -> list[str]:
     """ended_html in parts: the turn's answer (which can be large) apart
     from its marker and the controls, so a page always gets the latter."""
     return _ended_or_running_on(thread_id)[0]
+
+
+def ended_or_running_on(thread_id) -> tuple[list[str], str]:
+    """What `connect_fragments` reads when no turn runs in this process, for
+    a caller that reads it in a database hop of its own."""
+    return _ended_or_running_on(thread_id)
 
 
 def _ended_or_running_on(thread_id) -> tuple[list[str], str]:
