@@ -544,14 +544,15 @@ class ThreadConsumer(PageSocketConsumer):
     async def _notice(self, message: str):
         await self.send(text_data=fragments.notice(message))
 
-    async def _current_thread(self, level: Access = Access.EDIT):
+    async def _current_thread(self, level: Access = Access.EDIT, *, read: tuple | None = None):
         """The thread again, if the person still has `level` on it: it may
         have been deleted, or the person removed or made a viewer, since the
         socket opened (docs/adr/0084). Every message the socket takes is a
-        write, so EDIT unless said otherwise."""
-        thread, self.access = await database_sync_to_async(thread_and_access_for_user)(
-            user=self.scope["user"], thread_id=self.thread.pk
-        )
+        write, so EDIT unless said otherwise. `read`: the thread and access
+        as the caller read them in its own hop (thread_and_access_for_user)."""
+        if read is None:
+            read = await database_sync_to_async(thread_and_access_for_user)(user=self.scope["user"], thread_id=self.thread.pk)
+        thread, self.access = read
         if thread is None:
             await self._lose_thread()
             return None
@@ -636,12 +637,15 @@ class ThreadConsumer(PageSocketConsumer):
             await self._notice(exc.message)
 
     async def _start_turn(self, sent: ChatMessage):
-        thread = await self._current_thread()
+        # What a message needs read before its turn, in one database hop.
+        read, stored, models = await database_sync_to_async(_before_a_turn)(
+            user=self.scope["user"], thread_id=self.thread.pk, client_message_id=sent.client_message_id
+        )
+        thread = await self._current_thread(read=read)
         if thread is None:
             return
-        if sent.client_message_id and await self._acknowledged_again(sent.client_message_id):
+        if sent.client_message_id and await self._acknowledged_again(sent.client_message_id, stored=stored):
             return
-        models = await database_sync_to_async(catalogue.choices_for)(self.scope["user"])
         if not models:
             # Not a turn: no agent would see it, so nothing is stored (no
             # snapshot, no turn number) and the text stays in the box.
@@ -664,7 +668,7 @@ class ThreadConsumer(PageSocketConsumer):
             thread = await database_sync_to_async(thread_set_mode)(thread=thread, mode=sent.mode)
         # A selection the document no longer has as selected is left out; the
         # message says so under it, for good (not a notice the turn's end clears).
-        selection, note = await database_sync_to_async(checked_selection)(thread=thread, raw=sent.selection)
+        selection, note = await _checked_selection(thread=thread, raw=sent.selection)
         try:
             turn_index = await registry.start_turn(
                 thread=thread,
@@ -685,14 +689,16 @@ class ThreadConsumer(PageSocketConsumer):
         # Only the sender's composer is cleared, and only once the message is stored.
         await self.send(text_data=fragments.ack(turn_index))
 
-    async def _acknowledged_again(self, client_message_id: str) -> bool:
+    async def _acknowledged_again(self, client_message_id: str, *, stored: tuple | None | bool = False) -> bool:
         """The message was stored before (its page sent it again after a
         connection dropped with no ack, docs/adr/0126): the page is told the
         turn it began, as if just stored, and nothing else is done: no second
-        turn, no mode or model changed again."""
-        stored = await database_sync_to_async(turn_of_sent_message)(
-            person=self.scope["user"], client_message_id=client_message_id
-        )
+        turn, no mode or model changed again. `stored`: turn_of_sent_message
+        as the caller read it (False: read here)."""
+        if stored is False:
+            stored = await database_sync_to_async(turn_of_sent_message)(
+                person=self.scope["user"], client_message_id=client_message_id
+            )
         if stored is None:
             return False
         thread_id, turn_index = stored
@@ -921,6 +927,23 @@ def _uncount_page(user_id, windows) -> None:
     for window in windows:
         if window >= current - 1:
             ratelimit.socket_count(user_id, window, -1)
+
+
+def _before_a_turn(*, user, thread_id, client_message_id: str) -> tuple:
+    """(the thread and the person's access, thread_and_access_for_user; the
+    turn an earlier copy of the message began, turn_of_sent_message, or None;
+    the models the person may use, agent.catalogue), in one database hop."""
+    read = thread_and_access_for_user(user=user, thread_id=thread_id)
+    stored = turn_of_sent_message(person=user, client_message_id=client_message_id) if client_message_id else None
+    return read, stored, catalogue.choices_for(user)
+
+
+async def _checked_selection(*, thread, raw) -> tuple:
+    """checked_selection; in a database hop only for a selection it reads the
+    document for (none sent: no hop)."""
+    if raw in (None, "", {}):
+        return checked_selection(thread=thread, raw=raw)
+    return await database_sync_to_async(checked_selection)(thread=thread, raw=raw)
 
 
 def _open_thread(*, user, thread_id):
