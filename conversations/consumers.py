@@ -505,13 +505,28 @@ class ThreadConsumer(PageSocketConsumer):
         return DATABASE_AWAY_NOT_DONE.get(action if isinstance(action, str) else None, DATABASE_AWAY_NOT_DONE[None])
 
     async def _receive(self, text_data):
+        data = _parse(text_data)
+        # A chat message checked first (no database): its turn's reads go in
+        # the session's hop below.
+        form = ChatMessageForm(data) if data is not None and "action" not in data else None
+        sent = form.chat_message() if form is not None and form.is_valid() else None
         # The session may have ended since the socket opened: a socket must
         # not outlive a logout or a password change made elsewhere.
-        signed_in = await database_sync_to_async(session_signs_in)(session_key=self.session_key, user=self.scope["user"])
+        if sent is not None:
+            signed_in, before = await database_sync_to_async(_signed_in_and_before_a_turn)(
+                session_key=self.session_key,
+                user=self.scope["user"],
+                thread_id=self.thread.pk,
+                client_message_id=sent.client_message_id,
+            )
+        else:
+            signed_in = await database_sync_to_async(session_signs_in)(session_key=self.session_key, user=self.scope["user"])
         if not signed_in:
             await self._end_session()
             return
-        data = _parse(text_data)
+        if sent is not None:
+            await self._start_turn(sent, before=before)
+            return
         if data is None:
             await self._notice(UNREADABLE_MESSAGE)
             return
@@ -535,11 +550,8 @@ class ThreadConsumer(PageSocketConsumer):
         if "action" in data:
             await self._notice("Unknown action.")
             return
-        form = ChatMessageForm(data)
-        if not form.is_valid():
+        if form is not None:  # a message with no action, not valid
             await self._notice(form.first_error())
-            return
-        await self._start_turn(form.chat_message())
 
     async def _notice(self, message: str):
         await self.send(text_data=fragments.notice(message))
@@ -636,11 +648,10 @@ class ThreadConsumer(PageSocketConsumer):
         except UserFacingError as exc:  # nothing waits (answered in another tab), or not a turn number
             await self._notice(exc.message)
 
-    async def _start_turn(self, sent: ChatMessage):
-        # What a message needs read before its turn, in one database hop.
-        read, stored, models = await database_sync_to_async(_before_a_turn)(
-            user=self.scope["user"], thread_id=self.thread.pk, client_message_id=sent.client_message_id
-        )
+    async def _start_turn(self, sent: ChatMessage, *, before: tuple):
+        """`before`: what the message's turn needs read (`_before_a_turn`),
+        read in the session check's hop."""
+        read, stored, models = before
         thread = await self._current_thread(read=read)
         if thread is None:
             return
@@ -927,6 +938,14 @@ def _uncount_page(user_id, windows) -> None:
     for window in windows:
         if window >= current - 1:
             ratelimit.socket_count(user_id, window, -1)
+
+
+def _signed_in_and_before_a_turn(*, session_key, user, thread_id, client_message_id: str) -> tuple[bool, tuple | None]:
+    """Whether the session still signs the person in (sessions.session_signs_in)
+    and, when it does, `_before_a_turn`: one database hop for a chat message."""
+    if not session_signs_in(session_key=session_key, user=user):
+        return False, None
+    return True, _before_a_turn(user=user, thread_id=thread_id, client_message_id=client_message_id)
 
 
 def _before_a_turn(*, user, thread_id, client_message_id: str) -> tuple:
