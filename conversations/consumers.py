@@ -690,6 +690,7 @@ class ThreadConsumer(PageSocketConsumer):
                 selection_note=note,
                 user=self.scope["user"],
                 client_message_id=sent.client_message_id,
+                models=models,
             )
         except MessageAlreadyStored:  # the same message, arrived twice at once
             await self._acknowledged_again(sent.client_message_id)

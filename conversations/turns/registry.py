@@ -211,6 +211,7 @@ def _begin(
     selection_note: str,
     activate_branch: bool,
     client_message_id: str,
+    models: list[ModelChoice] | None = None,
 ) -> _Start:
     """Everything a turn's start reads and writes, in one database hop: the
     person may start one, the model it runs with (the key sent while the
@@ -218,7 +219,11 @@ def _begin(
     claimed (turns.slot). Refusals raise before anything is stored."""
     person = user if user is not None else thread.owner
     windows = person_may_start(person)
-    choice = catalogue.choice_for(person, model_name)
+    if models is not None and user is not None:
+        # The sender's models as read for this message (the consumer's hop).
+        choice = catalogue.find(models, model_name) or (models[0] if models else None)
+    else:
+        choice = catalogue.choice_for(person, model_name)
     try:
         row, _snapshot = slot.turn_claim(
             thread=thread,
@@ -264,6 +269,7 @@ async def start_turn(
     user=None,
     activate_branch: bool = False,
     client_message_id: str = "",
+    models: list[ModelChoice] | None = None,
 ) -> int:
     """Claim the thread's single turn slot, snapshot the workspace, and start
     the agent in a server-owned task. Returns the turn index.
@@ -277,7 +283,9 @@ async def start_turn(
     owner by default). `activate_branch`: the thread is a branch made for
     this turn, shown as the turn begins
     (conversations.branching.make_branch_for_turn). `client_message_id`:
-    the id the sending page gave the message (docs/adr/0126).
+    the id the sending page gave the message (docs/adr/0126). `models`: the
+    models `user` may use as the caller read them for this message
+    (agent.catalogue.choices_for), else read here.
 
     Raises conversations.errors.TurnAlreadyRunning (nothing stored) while
     another turn of this thread runs, in any process; MessageAlreadyStored
@@ -302,6 +310,7 @@ async def start_turn(
         selection_note=selection_note,
         activate_branch=activate_branch,
         client_message_id=client_message_id,
+        models=models,
     )
     turn_index = start.turn_index
     turn = TurnRun(
