@@ -4,6 +4,8 @@ import os
 
 import pytest
 
+from tests.support.migrations import migrations_digest
+
 pytest_plugins = ["tests.support.timing"]
 
 # The model wire and tracing must never reach a real provider from the tests.
@@ -174,21 +176,6 @@ def postgres_database_url():
 MIGRATED_TEMPLATE_PREFIX = "haico_migrated_"
 
 
-def _migrations_digest() -> str:
-    """A digest of every migration file of the project's and of the locked
-    dependencies (Django's own apps, axes: their migrations change with
-    their versions): a template migrated from other migrations is never cloned."""
-    import hashlib
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    digest = hashlib.sha256()
-    for path in sorted([*root.glob("*/migrations/*.py"), root / "requirements.lock"]):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
 def _migrated_template(conn, base: str) -> str:
     """The name of a database migrated to the code's migrations on the
     server at `base`, made by the first test process that asks (the caller
@@ -200,7 +187,7 @@ def _migrated_template(conn, base: str) -> str:
     import psycopg
     from psycopg import sql
 
-    name = f"{MIGRATED_TEMPLATE_PREFIX}{_migrations_digest()}"
+    name = f"{MIGRATED_TEMPLATE_PREFIX}{migrations_digest()}"
     existing = {
         row[0] for row in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", (MIGRATED_TEMPLATE_PREFIX + "%",))
     }

@@ -2,9 +2,11 @@
 (the shared ones on 5432 / 6379 must never be stopped).
 
 `PrivateRedis(tmp)`: a redis-server on a free loopback port, no persistence.
-`PrivatePostgres(tmp)`: a cluster made with initdb in a directory of its
+`PrivatePostgres()`: a cluster made with initdb in a directory of its
 own, run by the `postgres` account (as root) or by the current one, on a
-free loopback port, with a password superuser `haico`. Both have `.url`,
+free loopback port, with a password superuser `haico`;
+`PrivatePostgres(copy_of=data)` starts from a copy of another one's files
+(`.data`, shut down cleanly with `.shut_down()`) instead. Both have `.url`,
 `.start()`, `.stop()` and `.close()` (stop for good, files removed);
 `available()` says why one cannot run here (None when it can).
 """
@@ -90,7 +92,7 @@ def _postgres_bin(name: str) -> str | None:
 
 
 class PrivatePostgres:
-    def __init__(self):
+    def __init__(self, *, copy_of: Path | None = None):
         # Not under pytest's tmp_path: its parents are private to root, and
         # the cluster runs as `postgres`.
         self.workdir = Path(tempfile.mkdtemp(prefix="haico-private-pg-"))
@@ -102,6 +104,11 @@ class PrivatePostgres:
         if os.geteuid() == 0:
             account = pwd.getpwnam("postgres")
             os.chown(self.workdir, account.pw_uid, account.pw_gid)
+        if copy_of is not None:
+            # A cluster's files, copied while it is shut down, are that
+            # cluster: its databases, roles and password (docs/adr/0096).
+            self._run("cp", "-a", str(copy_of), str(self.data))
+            return
         (self.workdir / "pw").write_text("haico\n")
         os.chmod(self.workdir / "pw", 0o644)
         self._run(
@@ -128,6 +135,12 @@ class PrivatePostgres:
                 return "no postgres account to run a private cluster as"
         return None
 
+    @staticmethod
+    def version() -> str:
+        """The version of the PostgreSQL that makes and runs the clusters."""
+        out = subprocess.run([str(_postgres_bin("initdb")), "--version"], capture_output=True, text=True, check=True).stdout
+        return out.split()[2]
+
     def _run(self, *argv: str) -> None:
         done = subprocess.run([*self._as, *argv], capture_output=True, text=True, timeout=120)
         if done.returncode:
@@ -152,6 +165,11 @@ class PrivatePostgres:
     def stop(self) -> None:
         # Immediate: as a crash or a lost network would look to the app.
         self._run(_postgres_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        _wait_for_port(self.port, up=False)
+
+    def shut_down(self) -> None:
+        """Stopped cleanly, its files whole for a copy to start from."""
+        self._run(_postgres_bin("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
         _wait_for_port(self.port, up=False)
 
     def close(self) -> None:
