@@ -15,6 +15,7 @@ from conversations.live import FRAGMENT_EVENT, Publisher, group_name
 from conversations.services import activity_log, thread_create
 from tests.conftest import PASSWORD
 from tests.support.patches import only_patch
+from tests.support.sockets import frames_within
 from workspace.models import PlanChange, Preference
 from workspace.services import preferences as preference_services
 
@@ -294,17 +295,8 @@ async def test_feedback_left_or_removed_in_one_tab_updates_the_count_in_the_othe
 
 
 async def _frames(socket, seconds=1.5) -> list[str]:
-    """What the page is sent within `seconds` (receive_nothing first: a
-    receive that times out would cancel the application)."""
-    frames = []
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while loop.time() < deadline:
-        if await socket.receive_nothing(timeout=0.1):
-            continue
-        output = await socket.receive_output(timeout=1)
-        if output.get("text"):
-            frames.append(output["text"])
+    """What the page is sent within `seconds`."""
+    frames, _closed = await frames_within(socket, seconds)
     return frames
 
 

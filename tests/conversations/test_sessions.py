@@ -22,6 +22,7 @@ from django.test import Client
 from conversations.sessions import ACCOUNT_DEACTIVATED, SessionStore, deactivated_account_of, session_signs_in
 from tests.conftest import PASSWORD
 from tests.support.fake_model import Reply
+from tests.support.sockets import frames_within
 from workspace.models import WorkspaceSnapshot
 from workspace.services import plan as plan_services
 
@@ -242,21 +243,7 @@ async def test_checking_a_session_never_changes_it(owner):
 
 
 async def _frames_for(socket, seconds=2.5) -> tuple[list[str], int | None]:
-    """What the page is sent within `seconds`, and its close code if it
-    closed (receive_nothing first: a receive that times out would cancel
-    the application)."""
-    frames: list[str] = []
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while loop.time() < deadline:
-        if await socket.receive_nothing(timeout=0.1):
-            continue
-        output = await socket.receive_output(timeout=1)
-        if output["type"] == "websocket.close":
-            return frames, output.get("code")
-        if output.get("text"):
-            frames.append(output["text"])
-    return frames, None
+    return await frames_within(socket, seconds)
 
 
 async def _change_password_in(session_key):
