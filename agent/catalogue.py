@@ -140,6 +140,37 @@ def find(choices: list[ModelChoice], key) -> ModelChoice | None:
     return next((choice for choice in choices if choice.key == wanted), None)
 
 
+def _once_offered_label(user, key: str) -> str | None:
+    """The label the catalogue model `key` names had in `user`'s Model
+    selector, whether or not staff have since disabled it or its provider;
+    None when the row is gone or was never offered to them (a hand-made key
+    learns nothing about a model offered only to other people)."""
+    from .models import CatalogueModel
+
+    try:
+        pk = int(key.removeprefix(CATALOGUE_PREFIX))
+    except ValueError:
+        return None
+    offered = Q(everyone=True) | Q(people__pk=getattr(user, "pk", None))
+    row = CatalogueModel.objects.filter(offered, pk=pk).select_related("provider").first()
+    return _catalogue_choice(row).label if row is not None else None
+
+
+def not_offered_message(user, key, choices: list[ModelChoice], *, then: str) -> str:
+    """What a person is told when the model they sent or chose is not among
+    `choices`: a catalogue model staff took away since their page loaded is
+    named as the selector showed it, never by its internal key; `then` says
+    what happens next. An environment's model name (few, and its own label)
+    is refused with the list of what is offered."""
+    wanted = normal_key(key)
+    if wanted is not None and wanted.startswith(CATALOGUE_PREFIX):
+        label = _once_offered_label(user, wanted)
+        named = f"“{label}” is no longer offered." if label else "The model you chose is no longer offered."
+        return f"{named} {then}"
+    offered = f" Choose one of: {', '.join(c.label for c in choices)}." if choices else " No model is configured."
+    return f"Unknown model “{key}”.{offered}"
+
+
 def choice_for(user, key=None) -> ModelChoice | None:
     """The model a turn of `user` runs with: `key` while they may use it,
     else their default; None when no model is configured for them."""

@@ -667,7 +667,11 @@ class ThreadConsumer(PageSocketConsumer):
             # Only a model this person may use (agent.catalogue), whatever the page sent.
             chosen = catalogue.find(models, sent.model)
             if chosen is None:
-                await self._notice(f"Unknown model “{sent.model}”; choose one of: {', '.join(m.label for m in models)}.")
+                then = "Choose another model in the Model selector and send again; your message is still in the box."
+                message = await database_sync_to_async(catalogue.not_offered_message)(
+                    self.scope["user"], sent.model, models, then=then
+                )
+                await self._notice(message)
                 return
             model = chosen.key
         if sent.continue_from is not None:

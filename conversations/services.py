@@ -60,8 +60,7 @@ def thread_choose_model(*, thread: Thread, model: str, user: AbstractBaseUser) -
     models = catalogue.choices_for(user)
     chosen = catalogue.find(models, model)
     if chosen is None:
-        offered = f" Choose one of: {', '.join(m.label for m in models)}." if models else " No model is configured."
-        raise InvalidInput(f"Unknown model “{model}”.{offered}")
+        raise InvalidInput(catalogue.not_offered_message(user, model, models, then="Choose another model."))
     updated = Thread.objects.filter(pk=thread.pk).exclude(chat_model=chosen.key).update(chat_model=chosen.key)
     thread.chat_model = chosen.key
     if updated:

@@ -362,8 +362,10 @@ async def test_a_model_not_offered_to_you_is_refused_on_the_socket_and_nothing_i
     socket = await sockets(theirs.pk, other_user)
     await socket.send_to(text_data=_send("hi", model=lab_models["private"]))
     html = await socket.receive_from()
-    assert 'id="chat-notice"' in html and f"Unknown model “{lab_models['private']}”" in html
-    assert "Private (Lab)" not in html and "Shared (Lab)" in html
+    # Neither its key nor its label: it was never theirs to see.
+    notice = html.split('id="chat-notice"', 1)[1]
+    assert "The model you chose is no longer offered" in notice and lab_models["private"] not in notice
+    assert "Private (Lab)" not in html
     assert await socket.receive_nothing(timeout=0.2)
     stored = await _db(theirs)
     assert stored["turn_index"] == 0 and stored["snapshots"] == []
@@ -372,6 +374,37 @@ async def test_a_model_not_offered_to_you_is_refused_on_the_socket_and_nothing_i
     await socket.send_to(text_data=_send("hi", model=lab_models["shared"]))
     await frames_until_turn_end(socket)
     assert [c.key for c in script.choices] == [lab_models["shared"]]
+
+
+@pytest.mark.parametrize("how", ["model disabled", "provider disabled", "model deleted"])
+async def test_a_model_staff_took_away_since_the_page_loaded_is_named_as_the_owner_saw_it_and_nothing_is_stored(
+    owner, thread, script, sockets, lab_models, how
+):
+    """The notice names the model by its label in the selector (never
+    `catalogue:<id>`, nor a list of every label) and says what to do; the
+    message is not stored, so the text stays in the box."""
+    from agent.models import CatalogueModel, Provider
+
+    script(Reply(text="must not run"))
+    socket = await sockets(thread.pk, owner)
+
+    def take_away():
+        if how == "model disabled":
+            CatalogueModel.objects.filter(name="lab-private").update(enabled=False)
+        elif how == "provider disabled":
+            Provider.objects.filter(name="Lab").update(enabled=False)
+        else:
+            CatalogueModel.objects.filter(name="lab-private").delete()
+
+    await database_sync_to_async(take_away)()
+    await socket.send_to(text_data=_send("summarise the plan", model=lab_models["private"]))
+    html = await socket.receive_from()
+    notice = html.split('id="chat-notice"', 1)[1]
+    assert lab_models["private"] not in notice and "Shared (Lab)" not in notice
+    named = "The model you chose" if how == "model deleted" else "“Private (Lab)”"
+    assert f"{named} is no longer offered. Choose another model in the Model selector" in notice
+    assert "your message is still in the box" in notice
+    assert (await _db(thread))["turn_index"] == 0 and script.model.requests == []
 
 
 async def test_a_model_taken_from_you_meanwhile_falls_back_to_your_default_on_retry(owner, thread, script, sockets, lab_models):

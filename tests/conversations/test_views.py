@@ -191,6 +191,19 @@ def test_an_unknown_model_is_refused_and_nothing_is_remembered(owner_client, thr
     assert plain.status_code == 400 and "Choose a model from the list." in plain.content.decode()
 
 
+def test_choosing_a_model_staff_disabled_since_the_page_loaded_names_it_as_the_owner_saw_it(
+    owner_client, owner, thread, model_settings
+):
+    from agent.models import CatalogueModel, Provider
+
+    lab = Provider.objects.create(name="Lab", base_url="http://127.0.0.1:9/v1", api_key="sk-lab")
+    chosen = CatalogueModel.objects.create(provider=lab, name="lab-big", label="Big", enabled=False)
+    line = owner_client.post(f"/threads/{thread.pk}/model/", {"model": f"catalogue:{chosen.pk}"}, **HTMX).content.decode()
+    assert "“Big (Lab)” is no longer offered. Choose another model." in line
+    assert f"catalogue:{chosen.pk}" not in line and "scripted-default" not in line
+    assert Thread.objects.get(pk=thread.pk).chat_model == ""
+
+
 def test_a_remembered_model_no_longer_offered_falls_back_to_the_default(owner_client, thread, model_settings):
     Thread.objects.filter(pk=thread.pk).update(chat_model="env:scripted-other")
     model_settings.HAICO_MODELS = ["scripted-default", "scripted-third"]
