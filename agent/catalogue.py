@@ -140,13 +140,16 @@ def find(choices: list[ModelChoice], key) -> ModelChoice | None:
     return next((choice for choice in choices if choice.key == wanted), None)
 
 
-def _once_offered_label(user, key: str) -> str | None:
-    """The label the catalogue model `key` names had in `user`'s Model
-    selector, whether or not staff have since disabled it or its provider;
-    None when the row is gone or was never offered to them (a hand-made key
-    learns nothing about a model offered only to other people)."""
+def once_offered_label(user, key: str) -> str | None:
+    """The label the model `key` names had in `user`'s Model selector,
+    whether or not staff have since disabled it or its provider; None when
+    its catalogue row is gone or was never offered to them (a hand-made key
+    learns nothing about a model offered only to other people). An
+    environment model's label is its name."""
     from .models import CatalogueModel
 
+    if key.startswith(ENV_PREFIX):
+        return key.removeprefix(ENV_PREFIX)
     try:
         pk = int(key.removeprefix(CATALOGUE_PREFIX))
     except ValueError:
@@ -164,7 +167,7 @@ def not_offered_message(user, key, choices: list[ModelChoice], *, then: str) -> 
     is refused with the list of what is offered."""
     wanted = normal_key(key)
     if wanted is not None and wanted.startswith(CATALOGUE_PREFIX):
-        label = _once_offered_label(user, wanted)
+        label = once_offered_label(user, wanted)
         named = f"“{label}” is no longer offered." if label else "The model you chose is no longer offered."
         return f"{named} {then}"
     offered = f" Choose one of: {', '.join(c.label for c in choices)}." if choices else " No model is configured."

@@ -150,6 +150,13 @@ def turn_answer_claim(*, thread: Thread, turn, decision: str, person=None) -> Tu
 
 
 @transaction.atomic
+def turn_model_replaced(*, turn_id: int, model_name: str) -> None:
+    """The answered turn goes on with `model_name` (its own was taken away
+    while it waited, docs/adr/0062): the row names the model that writes
+    its answer, so its Regenerate, archive and usage agree."""
+    Turn.objects.filter(pk=turn_id).update(model_name=model_name)
+
+
 def turn_approval_outcome(*, thread: Thread, turn_index: int, outcome: str) -> None:
     """The change the person approved could not be applied (in full): the
     turn row's approval records why (fragments.APPROVAL_OUTCOMES), so the

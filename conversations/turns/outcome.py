@@ -23,6 +23,14 @@ AWAITING_EXPORTED = (
 CUT_OFF = "Cut off: the answer ended before the model finished it."
 TOKEN_LIMIT = "Stopped at your token limit (see Usage under your account)."
 
+
+def model_replaced(was: str | None, now: str) -> str:
+    """Said under a turn whose model staff took away while it waited for an
+    approval: the rest of it ran on the person's default (docs/adr/0062)."""
+    named = f"“{was}”" if was else "The model this turn began with"
+    return f"{named} is no longer offered, so this turn went on with “{now}” instead."
+
+
 # Endings a person may want to run again with the same message.
 RETRYABLE = frozenset({Turn.Status.FAILED, Turn.Status.INTERRUPTED})
 

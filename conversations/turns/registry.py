@@ -343,7 +343,7 @@ async def answer_approval(*, thread: Thread, turn, decision: str, person=None) -
     detached = contextvars.Context()
     detached.run(_prepare)
     begun = timezone.now()
-    row, model, windows, sender, decision = await database_sync_to_async(_claim_answer)(
+    row, model, model_notice, windows, sender, decision = await database_sync_to_async(_claim_answer)(
         thread=thread, turn=turn, decision=decision, person=person
     )
     resume = Resume(decision=decision, approval=TurnApproval.from_json(row.approval), person=person)
@@ -366,14 +366,15 @@ async def answer_approval(*, thread: Thread, turn, decision: str, person=None) -
         # The turn goes on for the person who sent it, whoever answered.
         person=sender,
     )
+    run.model_notice = model_notice
     detached.run(_launch, thread, run)
     return row.index
 
 
 def _claim_answer(*, thread: Thread, turn, decision: str, person=None) -> tuple:
     """The waiting turn claimed again, the model it goes on with (the one it
-    began with, unless its person may no longer use it: agent.catalogue),
-    and the person's token windows: a turn paused at its limit ends at its
+    began with, unless its person may no longer use it: agent.catalogue)
+    and what its end says when that changed, the person's token windows: a turn paused at its limit ends at its
     next model call (agent.usage); and the decision as claimed (a turn whose
     sender can no longer edit the thread is stopped: approval_claims)."""
     row = approval_claims.turn_answer_claim(thread=thread, turn=turn, decision=decision, person=person)
@@ -384,7 +385,16 @@ def _claim_answer(*, thread: Thread, turn, decision: str, person=None) -> tuple:
     sender = row.person or thread.owner
     account = Account.objects.filter(user_id=sender.pk).first()
     windows = quotas.token_windows(user_id=sender.pk, account=account)
-    return row, catalogue.choice_for(sender, row.model_name), windows, sender, decision
+    model = catalogue.choice_for(sender, row.model_name)
+    began_with = catalogue.normal_key(row.model_name)
+    model_notice = ""
+    if began_with is not None and model is not None and model.key != began_with:
+        # Staff took its model away while the card waited: the rest runs on
+        # the default (docs/adr/0062), and its end says so.
+        model_notice = outcome.model_replaced(catalogue.once_offered_label(sender, began_with), model.label)
+        approval_claims.turn_model_replaced(turn_id=row.pk, model_name=model.key)
+        row.model_name = model.key
+    return row, model, model_notice, windows, sender, decision
 
 
 def _budget(windows: tuple, *, user_id: int, turn_id: int | None, begun: datetime) -> TokenBudget:

@@ -321,6 +321,9 @@ class TurnRun:
         # stored again beside it.
         self.usage_saving: asyncio.Event | None = None
         self.limit_notice = ""  # set when the turn stopped at the person's token limit
+        # Set by turns.registry when an approved turn goes on with another model
+        # than it began with (its model was taken away meanwhile).
+        self.model_notice = ""
         self.turn_index = turn_index
         self.user_message = user_message
         self.selection_note = selection_note  # said under the message: sent without its selection
@@ -586,6 +589,8 @@ class TurnRun:
             notice = outcome.CUT_OFF
         elif status == Turn.Status.COMPLETE and self.limit_notice:
             notice = self.limit_notice
+        elif status == Turn.Status.COMPLETE and self.model_notice:
+            notice = self.model_notice
         ending = outcome.marker(status=status, cut_off=cut_off, notice=notice, answered=bool(answer.strip()))
         maps = await self._store_end(
             {"status": status, "answer": answer, "cut_off": cut_off, "notice": notice},

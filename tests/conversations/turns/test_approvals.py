@@ -662,3 +662,45 @@ async def test_the_trace_lists_each_call_once_in_the_replys_order_after_an_appro
     ], steps
     assert await _steps(thread) == [("Collect", True, 0), ("Write", False, 0)]
     assert await _titles(thread) == ["Short"]
+
+
+@pytest.mark.parametrize("how", ["provider disabled", "model deleted"])
+async def test_a_turn_whose_model_staff_took_away_while_its_card_waited_records_and_says_the_model_it_went_on_with(
+    owner, thread, script, sockets, how
+):
+    """The rest runs on the owner's default (docs/adr/0062); the turn row
+    names that model (its Regenerate and archive follow it) and its end
+    says which model was taken away and which one finished."""
+    from agent.models import CatalogueModel, Provider
+
+    lab = await database_sync_to_async(Provider.objects.create)(name="Lab", base_url="http://127.0.0.1:9/v1", api_key="sk-lab")
+    chosen = await database_sync_to_async(CatalogueModel.objects.create)(provider=lab, name="lab-big", label="Big")
+    key = f"catalogue:{chosen.pk}"
+    await database_sync_to_async(preference_services.preferences_add)(
+        thread=thread, items=[{"title": t, "kind": "soft"} for t in ("Formal tone", "Short")], respect_lock=False
+    )
+    script(
+        Reply(tool_calls=[tool_call("remove_preferences", "Dropping the rule.", indices=[1])]),
+        Reply(text="Done as you decided."),
+    )
+    socket = await sockets(thread.pk, owner)
+    await registry.start_turn(thread=thread, user_message="drop the formal tone rule", model_name=key, user=owner)
+    await frame_containing(socket, CARD + ' class="approval is-pending"')
+    await registry.wait_for_turn(thread.pk)
+
+    def take_away():
+        if how == "provider disabled":
+            Provider.objects.filter(pk=lab.pk).update(enabled=False)
+        else:
+            CatalogueModel.objects.filter(pk=chosen.pk).delete()
+
+    await database_sync_to_async(take_away)()
+    await registry.answer_approval(thread=thread, turn=1, decision=approval_claims.APPROVED, person=owner)
+    frames = await frames_until_turn_end(socket)
+    assert "Done as you decided." in frames[-1]
+    assert [c.key for c in script.choices] == [key, "env:scripted-default"]
+    row = await database_sync_to_async(Turn.objects.get)(thread=thread, index=1)
+    assert row.status == Turn.Status.COMPLETE and row.model_name == "env:scripted-default"
+    named = "The model this turn began with" if how == "model deleted" else "“Big (Lab)”"
+    said = f"{named} is no longer offered, so this turn went on with “scripted-default” instead."
+    assert row.notice == said and said in frames[-1]
