@@ -35,6 +35,7 @@ from django.template.loader import get_template
 from django.utils import timezone
 from django.utils.html import escape
 
+from agent import catalogue
 from agent import checkpointer as checkpointers
 from agent.answer_cap import answer_max_chars, capped_answer
 from agent.approval_request import ApprovalRequest
@@ -79,7 +80,7 @@ from ..models import ActivityLogEntry, Turn
 from ..usage import usage_record
 from . import approval_claims, fragments, outcome, slot
 from .approval_record import TurnApproval
-from .errors import database_unreachable, is_provider_failure, safe_error_message
+from .errors import database_unreachable, is_provider_failure, operator_detail, safe_error_message
 from .logcontext import TurnIds, current_turn
 
 logger = logging.getLogger("haico.conversations.turns")
@@ -560,9 +561,15 @@ class TurnRun:
                 )
                 await self._repair(partial=None, tool_result=FAILED_TOOL_RESULT, answer=self.final_text)
             else:
-                status, notice = Turn.Status.FAILED, safe_error_message(exc)
+                status, notice = Turn.Status.FAILED, await self._failure_notice(exc)
                 if is_provider_failure(exc):
-                    logger.warning("turn %s of thread %s failed at the model provider: %r", self.turn_index, self.thread.pk, exc)
+                    logger.warning(
+                        "turn %s of thread %s failed at the model provider (%s): %r",
+                        self.turn_index,
+                        self.thread.pk,
+                        operator_detail(exc, self.model),
+                        exc,
+                    )
                 else:
                     logger.exception("turn %s of thread %s failed", self.turn_index, self.thread.pk)
                 await self._note(activity.turn_failed(exc, notice))
@@ -574,6 +581,18 @@ class TurnRun:
             else:
                 await self._end(status, notice)
         return status
+
+    async def _failure_notice(self, exc: BaseException) -> str:
+        """What the failed turn says: a provider's failure names its model
+        and, when the person may choose another, suggests it."""
+        others = False
+        if self.model is not None and is_provider_failure(exc):
+            try:
+                offered = await database_sync_to_async(catalogue.choices_for)(self.context.person)
+                others = any(choice.key != self.model.key for choice in offered)
+            except Exception:
+                logger.warning("could not read the models offered while turn %s failed", self.turn_index, exc_info=True)
+        return safe_error_message(exc, model=self.model, others=others)
 
     async def _end(self, status: str, notice: str) -> None:
         """Release the slot, record how the turn ended and tell every open tab."""

@@ -14,7 +14,7 @@ from channels.db import database_sync_to_async
 from agent.middleware.replies import TRUNCATED_CALL_ERROR
 from conversations.models import Turn
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import HTTPFailure, Misbehave
+from tests.support.openai_server import HTTPFailure, Misbehave, OpenAICompatibleServer
 from workspace import selectors
 from workspace.models import WorkspaceSnapshot
 
@@ -76,7 +76,7 @@ def _turn_failure_lines(caplog):
 async def test_a_model_that_never_answers_times_out_with_a_message_and_retry(chat, model_server, caplog):
     model_server.script([Misbehave(hang_seconds=3), Misbehave(hang_seconds=3), NEXT])
     html = await chat.send("Draft the intro")
-    assert "The model did not answer in time." in html and "Retry turn 1" in html
+    assert "“scripted” did not answer in time." in html and "Retry turn 1" in html
     # An expected event at the provider: one line for the operator, no traceback of our own code.
     assert _turn_failure_lines(caplog) == [("WARNING", False)]
     await chat.kept_and_recovers("Draft the intro", "failed")
@@ -252,3 +252,64 @@ async def test_a_tool_call_written_as_text_runs_and_is_taken_back_from_the_bubbl
     rows = await database_sync_to_async(lambda: list(Turn.objects.filter(thread=chat.thread).values_list("answer", flat=True)))()
     assert rows == ["I recorded the goal."]
     await chat.kept_and_recovers("Record the goal", "complete")
+
+
+@pytest.fixture
+def two_providers(model_server):
+    """Two catalogue providers, each a model server of its own, beside the environment's."""
+    from agent.models import CatalogueModel, Provider
+
+    with OpenAICompatibleServer(models=["alpha-large"]) as down, OpenAICompatibleServer(models=["beta-small"]) as up:
+        failing = Provider.objects.create(name="Alpha Cloud", base_url=down.base_url, api_key="sk-alpha-0123456789")
+        working = Provider.objects.create(name="Beta Local", base_url=up.base_url, api_key="sk-beta-0123456789")
+        a = CatalogueModel.objects.create(provider=failing, name="alpha-large", label="Alpha Large")
+        b = CatalogueModel.objects.create(provider=working, name="beta-small", label="Beta Small")
+        yield down, up, f"catalogue:{a.pk}", f"catalogue:{b.pk}"
+
+
+@pytest.mark.parametrize(
+    ("failure", "said"),
+    [
+        (
+            HTTPFailure(429, "slow down", retry_after=0),
+            "The provider of “Alpha Large (Alpha Cloud)” is limiting requests right now.",
+        ),
+        (HTTPFailure(500), "The provider of “Alpha Large (Alpha Cloud)” answered with an error (HTTP 500)."),
+        (
+            HTTPFailure(401, "invalid api key"),
+            "The provider of “Alpha Large (Alpha Cloud)” refused the API key it was given; whoever runs this site needs to check it.",
+        ),
+    ],
+    ids=["429", "500", "401"],
+)
+async def test_a_failing_provider_is_named_and_another_model_suggested_and_it_finishes_the_work(
+    owner, thread, two_providers, failure, said, caplog
+):
+    """Among several providers the failed turn names its model as the
+    selector shows it and suggests another; the setting to check is in the
+    server's log, not in front of the person."""
+    down, up, alpha, beta = two_providers
+    down.script([failure, failure, failure])
+    up.script([Reply(text="Beta answered.")])
+    socket = await open_socket(thread.pk, owner)
+    try:
+        await socket.send_to(
+            text_data=json.dumps({"message": "Draft the intro", "model": alpha, "HEADERS": {"HX-Request": "true"}})
+        )
+        html = "".join(await frames_until_turn_end(socket, timeout=20))
+        assert said in html and "You can also choose another model in the Model selector." in html
+        assert "OPENAI_API_KEY" not in html and "Retry turn 1" in html
+        logged = " ".join(r.getMessage() for r in caplog.records if r.name == "haico.conversations.turns")
+        assert "'alpha-large' at provider 'Alpha Cloud'" in logged
+        if failure.status == 401:
+            assert "OPENAI_API_KEY" in logged
+        await socket.send_to(
+            text_data=json.dumps({"message": "Draft the intro", "model": beta, "HEADERS": {"HX-Request": "true"}})
+        )
+        assert "Beta answered." in "".join(await frames_until_turn_end(socket, timeout=20))
+        rows = await database_sync_to_async(
+            lambda: list(Turn.objects.filter(thread=thread).order_by("index").values_list("status", "model_name"))
+        )()
+        assert rows == [("failed", alpha), ("complete", beta)]
+    finally:
+        await socket.disconnect()
