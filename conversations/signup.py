@@ -89,6 +89,19 @@ def invite_for_secret(secret) -> Invite:
     return invite
 
 
+def invite_of_request(secret) -> Invite | None:
+    """The valid invite an invite-only sign-up carries, else None. Such a
+    sign-up is counted against its invite, not its network address
+    (haico_site.middleware, docs/adr/0051): a team invited together often
+    shares one office address, and the invite is already the gate."""
+    if signup_mode() != INVITE or not secret:
+        return None
+    try:
+        return invite_for_secret(secret)
+    except InviteRefused:
+        return None
+
+
 @transaction.atomic
 def account_sign_up(*, form, invite_secret: str | None = None) -> AbstractBaseUser:
     """Make the account of a valid sign-up form, as the site's mode allows.

@@ -53,6 +53,7 @@ from django.utils.cache import patch_cache_control
 from django_htmx.http import reswap
 
 from conversations import login_limits, outages, ratelimit, sessions
+from conversations import signup as signups
 from workspace import panels
 from workspace.content_store import CorruptContent
 from workspace.errors import VIEW_ONLY_MESSAGE
@@ -276,6 +277,8 @@ LIMITED_POSTS = {
     ),
 }
 
+INVITE_TRIES_MESSAGE = "Too many sign-up attempts with this invite link."
+
 
 def too_many(request, message: str, wait: float) -> HttpResponse:
     """429 in the app's look, saying when to try again (also as Retry-After)."""
@@ -305,7 +308,15 @@ class AccessLimitsMiddleware:
             return None
         counter, setting, counts, message = LIMITED_POSTS[match.view_name]
         check = ratelimit.hit if counts else ratelimit.over
-        wait = check(counter, ratelimit.address_of(request), ratelimit.rate_setting(setting))
+        who = ratelimit.address_of(request)
+        if match.view_name == "signup":
+            # A sign-up with a valid invite counts against that invite, not
+            # the address a whole invited office may share: it still bounds
+            # the names one invite can try (docs/adr/0051).
+            invite = signups.invite_of_request(request.POST.get("invite") or request.GET.get("invite"))
+            if invite is not None:
+                who, message = f"invite:{invite.pk}", INVITE_TRIES_MESSAGE
+        wait = check(counter, who, ratelimit.rate_setting(setting))
         if wait is None:
             return None
         return too_many(request, message, wait)

@@ -367,6 +367,49 @@ def test_failed_sign_ups_count_too_so_taken_names_cannot_be_listed_fast(client, 
     _too_many(client.post("/accounts/signup/", {"username": "someone", "password1": "x", "password2": "y"}), "Too many sign-ups")
 
 
+def test_invited_colleagues_sign_up_from_one_office_address_past_the_address_limit(settings, staff):
+    """Staff invited a team that shares one office address: each valid
+    invite lets its holder sign up whatever the address's count; an
+    uninvited or wrongly invited POST from there is still limited."""
+    from conversations.models import Invite
+    from conversations.signup import invite_create
+
+    settings.HAICO_SIGNUP, settings.HAICO_RATE_SIGNUP = "invite", "3/hour"
+    office = "203.0.113.7"
+    secrets = [invite_create(created_by=staff, note=f"colleague {i}")[1] for i in range(6)]
+    for i, secret in enumerate(secrets):
+        response = Client(REMOTE_ADDR=office).post(
+            "/accounts/signup/", {"username": f"colleague{i}", "password1": PASSWORD, "password2": PASSWORD, "invite": secret}
+        )
+        assert response.status_code == 302, (i, response.status_code)
+    assert Invite.objects.filter(used_at__isnull=False).count() == 6
+    for _ in range(3):
+        guessed = Client(REMOTE_ADDR=office).post("/accounts/signup/", {"username": "x", "invite": "inv_guessed-0123456789"})
+        assert guessed.status_code == 403
+    _too_many(
+        Client(REMOTE_ADDR=office).post("/accounts/signup/", {"username": "x", "invite": "inv_guessed-0123456789"}),
+        "Too many sign-ups from your network address.",
+    )
+
+
+def test_one_invite_tries_names_at_the_sign_up_rate(settings, staff, owner):
+    """With a valid invite, taken names are still told at most the
+    sign-up rate: counted against the invite."""
+    from conversations.signup import invite_create
+
+    settings.HAICO_SIGNUP, settings.HAICO_RATE_SIGNUP = "invite", "3/hour"
+    secret = invite_create(created_by=staff)[1]
+    for n in range(3):
+        taken = Client(REMOTE_ADDR=f"10.0.0.{n + 1}").post(
+            "/accounts/signup/", {"username": "owner", "password1": PASSWORD, "password2": PASSWORD, "invite": secret}
+        )
+        assert taken.status_code == 400 and "already exists" in taken.content.decode()
+    refused = Client(REMOTE_ADDR="10.0.0.9").post(
+        "/accounts/signup/", {"username": "someone", "password1": PASSWORD, "password2": PASSWORD, "invite": secret}
+    )
+    _too_many(refused, "Too many sign-up attempts with this invite link.")
+
+
 def test_password_reset_requests_per_address_and_mails_per_account_are_limited(django_user_model, mailoutbox, settings):
     settings.HAICO_RATE_PASSWORD_RESET = "5/hour"
     settings.HAICO_RATE_RESET_MAIL = "2/hour"
