@@ -35,9 +35,23 @@ def _production(args, tmp_path, **extra) -> subprocess.CompletedProcess:
 
 
 def test_the_deployment_check_is_clean_with_production_settings(tmp_path):
-    result = _production(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], tmp_path)
+    result = _production(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], tmp_path, HAICO_SIGNUP="invite")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues" in result.stdout
+
+
+def test_open_sign_up_without_approval_or_token_limit_is_named_by_the_deployment_check_without_stopping_the_start(tmp_path):
+    """The defaults let anyone who finds the site spend its model keys
+    without bound: the check names the settings that bound it, as an Info
+    (deploy/start.sh stops at warnings; an open site can be meant)."""
+    result = _production(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    said = result.stdout + result.stderr
+    assert "(haico.I001) Sign-up is open to anyone, without approval and without a token limit" in said
+    assert "HAICO_SIGNUP=invite (or closed), HAICO_SIGNUP_APPROVAL=True, or HAICO_DAILY_TOKEN_LIMIT" in said
+    for bounded in ({"HAICO_SIGNUP_APPROVAL": "True"}, {"HAICO_MONTHLY_TOKEN_LIMIT": "2000000"}, {"HAICO_SIGNUP": "closed"}):
+        quiet = _production(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], tmp_path, **bounded)
+        assert "haico.I001" not in quiet.stdout + quiet.stderr and "no issues" in quiet.stdout, (bounded, quiet.stderr)
 
 
 def test_hsts_is_a_year_with_subdomains_and_no_preload_by_default(tmp_path):
