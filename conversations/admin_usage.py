@@ -3,7 +3,9 @@ and the totals per person, model and day with a bar chart drawn on the
 server (an SVG, nothing from another origin), reachable from the admin
 index under "Usage and quotas" (templates/admin/index.html)."""
 
-from datetime import timedelta
+import json
+import re
+from datetime import date, timedelta
 
 from django import forms
 from django.contrib import admin
@@ -13,6 +15,7 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import timezone
 
+from agent.models import MODEL_NAME_MAX_CHARS, PROVIDER_NAME_MAX_CHARS
 from workspace.admin import ReadOnlyAdminMixin
 
 from . import usage
@@ -23,7 +26,41 @@ MAX_DAYS = 366
 CHART_HEIGHT, CHART_BASE, BAR_WIDTH, BAR_GAP = 180, 160, 16, 4
 
 
+def _model_value(provider_name: str, model: str) -> str:
+    """The Model choice's value: the provider and the model name, since one
+    name may be served by two providers (two local Ollamas), each its own bill."""
+    return json.dumps([provider_name, model])
+
+
+def _chosen_model(value) -> tuple[str | None, str] | None:
+    """(provider name, model name) of a Model choice; a plain model name
+    (an older address) means that model at any provider; None for what is
+    neither."""
+    if not isinstance(value, str) or not value:
+        return None
+    if value.startswith("["):
+        try:
+            pair = json.loads(value)
+        except ValueError:
+            return None
+        if isinstance(pair, list) and len(pair) == 2 and all(isinstance(part, str) and part for part in pair):
+            provider_name, model = pair
+            if len(provider_name) <= PROVIDER_NAME_MAX_CHARS and len(model) <= MODEL_NAME_MAX_CHARS:
+                return provider_name, model
+        return None
+    return (None, value) if len(value) <= MODEL_NAME_MAX_CHARS else None
+
+
+def default_range(since: date | None = None, until: date | None = None) -> tuple[date, date]:
+    until = until or timezone.now().date()
+    return since or until - timedelta(days=DEFAULT_DAYS - 1), until
+
+
 class TotalsFilter(forms.Form):
+    """The totals page's filters. Its Person and Model choices are who and
+    what was used in the range asked for (read over that range through the
+    time index, docs/adr/0148), plus a choice the address names."""
+
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     user = forms.TypedChoiceField(required=False, coerce=int, empty_value=None, label="Person")
@@ -31,15 +68,36 @@ class TotalsFilter(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        people = get_user_model().objects.filter(pk__in=ModelUsage.objects.values("user_id")).order_by("username")
-        self.fields["user"].choices = [("", "Everyone"), *((p.pk, p.get_username()) for p in people)]
-        self.fields["model"].choices = [("", "Every model"), *((m, m) for m in usage.models_used())]
+        since, until = default_range(self._date("since"), self._date("until"))
+        if since > until or (until - since).days + 1 > MAX_DAYS:
+            since, until = default_range(until=until)
+        people, models = usage.used_between(since=since, until=until)
+        chosen_user = self.data.get("user") if self.is_bound else None
+        if isinstance(chosen_user, str) and re.fullmatch(r"[0-9]{1,18}", chosen_user) and int(chosen_user) not in dict(people):
+            people += list(get_user_model().objects.filter(pk=int(chosen_user)).values_list("pk", "username")[:1])
+        self.fields["user"].choices = [("", "Everyone"), *people]
+        choices = [(_model_value(provider_name, model), f"{model} ({provider_name})") for provider_name, model in models]
+        chosen = self.data.get("model") if self.is_bound else None
+        picked = _chosen_model(chosen)
+        if picked is not None and chosen not in {value for value, _ in choices}:
+            provider_name, model = picked
+            choices.append((chosen, f"{model} ({provider_name or 'any provider'})"))
+        self.fields["model"].choices = [("", "Every model"), *choices]
+
+    def _date(self, name: str) -> date | None:
+        if not self.is_bound:
+            return None
+        try:
+            return self.fields[name].clean(self.data.get(name))
+        except forms.ValidationError:
+            return None
+
+    def clean_model(self):
+        return _chosen_model(self.cleaned_data.get("model"))
 
     def clean(self):
         data = super().clean()
-        today = timezone.now().date()
-        until = data.get("until") or today
-        since = data.get("since") or until - timedelta(days=DEFAULT_DAYS - 1)
+        since, until = default_range(data.get("since"), data.get("until"))
         if since > until:
             raise forms.ValidationError("The start date comes after the end date.")
         if (until - since).days + 1 > MAX_DAYS:
@@ -140,10 +198,13 @@ class ModelUsageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         else:
             if form.is_bound:
                 errors = [error for field_errors in form.errors.values() for error in field_errors]
-            blank = TotalsFilter({})
-            blank.is_valid()
-            data = blank.cleaned_data
-        result = usage.totals(since=data["since"], until=data["until"], user_id=data.get("user"), model=data.get("model") or None)
+            # The defaults, without a second form (its choices cost two more reads).
+            since, until = default_range()
+            data = {"since": since, "until": until}
+        provider_name, model = data.get("model") or (None, None)
+        result = usage.totals(
+            since=data["since"], until=data["until"], user_id=data.get("user"), model=model, provider_name=provider_name
+        )
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,

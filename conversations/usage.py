@@ -17,8 +17,8 @@ from typing import cast
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Q, Sum
-from django.db.models.functions import Coalesce, TruncDate
+from django.db.models import CharField, Count, Q, Sum
+from django.db.models.functions import Cast, Coalesce, Substr, TruncDate
 from django.utils import timezone
 
 from agent.context import TokenWindow
@@ -199,16 +199,44 @@ def person_usage(*, user: AbstractBaseUser, now: datetime | None = None) -> dict
 # --- staff's totals (the admin's Usage page) -----------------------------------------------
 
 
-def totals(*, since: date, until: date, user_id: int | None = None, model: str | None = None) -> dict:
-    """Totals per person, per model and per day between two UTC dates
-    (inclusive), optionally for one person and/or one model."""
+def _day_range(since: date, until: date) -> tuple[datetime, datetime]:
     start = datetime(since.year, since.month, since.day, tzinfo=UTC)
-    end = datetime(until.year, until.month, until.day, tzinfo=UTC) + timedelta(days=1)
+    return start, datetime(until.year, until.month, until.day, tzinfo=UTC) + timedelta(days=1)
+
+
+def _per_day(rows) -> dict[date, dict]:
+    """Sums per UTC day. PostgreSQL truncates in SQL; on SQLite Django's
+    TruncDate calls back into Python for every row (a third of a second at a
+    team's month of calls), while the stored text's first ten characters are
+    already the UTC day (datetimes are stored in UTC)."""
+    sums = {
+        "input": Coalesce(Sum("input_tokens"), 0),
+        "output": Coalesce(Sum("output_tokens"), 0),
+        "calls": Count("pk"),
+        "estimated": Count("pk", filter=Q(estimated=True)),
+    }
+    if connection.vendor == "sqlite":
+        grouped = rows.annotate(day=Substr(Cast("created_at", CharField()), 1, 10)).values("day").annotate(**sums)
+        return {date.fromisoformat(row["day"]): row for row in grouped.order_by()}
+    grouped = rows.annotate(day=TruncDate("created_at", tzinfo=UTC)).values("day").annotate(**sums)
+    return {row["day"]: row for row in grouped.order_by()}
+
+
+def totals(
+    *, since: date, until: date, user_id: int | None = None, model: str | None = None, provider_name: str | None = None
+) -> dict:
+    """Totals per person, per model and per day between two UTC dates
+    (inclusive), optionally for one person and/or one model (at one
+    provider when `provider_name` is given: one model name may be served
+    by two providers, each with its own bill)."""
+    start, end = _day_range(since, until)
     rows = ModelUsage.objects.filter(created_at__gte=start, created_at__lt=end)
     if user_id is not None:
         rows = rows.filter(user_id=user_id)
     if model:
         rows = rows.filter(model=model)
+    if provider_name:
+        rows = rows.filter(provider_name=provider_name)
     tokens = {
         "input": Coalesce(Sum("input_tokens"), 0),
         "output": Coalesce(Sum("output_tokens"), 0),
@@ -220,10 +248,14 @@ def totals(*, since: date, until: date, user_id: int | None = None, model: str |
     def grouped(*fields, order):
         return list(rows.values(*fields).annotate(**tokens).order_by(*order))
 
-    per_day = {
-        row["day"]: row
-        for row in rows.annotate(day=TruncDate("created_at", tzinfo=UTC)).values("day").annotate(**tokens).order_by("day")
-    }
+    # Per person grouped on the column alone, the names read after for the
+    # few people listed (no join of every row with the accounts).
+    per_person = grouped("user_id", order=("-total", "user_id"))
+    names = dict(get_user_model().objects.filter(pk__in=[row["user_id"] for row in per_person]).values_list("pk", "username"))
+    for row in per_person:
+        row["user__username"] = names.get(row["user_id"], "")
+    per_person.sort(key=lambda row: (-row["total"], row["user__username"]))
+    per_day = _per_day(rows)
     days = []
     day = since
     while day <= until:
@@ -234,10 +266,26 @@ def totals(*, since: date, until: date, user_id: int | None = None, model: str |
         day += timedelta(days=1)
     return {
         "overall": Totals.of(_sums(rows)),
-        "per_person": grouped("user_id", "user__username", order=("-total", "user__username")),
+        "per_person": per_person,
         "per_model": grouped("provider_name", "model", order=("-total", "model")),
         "per_day": days,
     }
+
+
+def used_between(*, since: date, until: date) -> tuple[list[tuple[int, str]], list[tuple[str, str]]]:
+    """Who used a model and which (provider, model) pairs were used between
+    two UTC dates: the totals page's choices, read over the range it shows
+    (through the time index), not every call ever recorded."""
+    start, end = _day_range(since, until)
+    rows = ModelUsage.objects.filter(created_at__gte=start, created_at__lt=end)
+    people = list(
+        get_user_model()
+        .objects.filter(pk__in=rows.values("user_id").distinct())
+        .order_by("username")
+        .values_list("pk", "username")
+    )
+    models = list(rows.order_by("model", "provider_name").values_list("provider_name", "model").distinct())
+    return people, models
 
 
 RECENT_CALLS = 5000
@@ -249,10 +297,3 @@ def recently_used(field: str, *, calls: int = RECENT_CALLS) -> list[str]:
     the time index instead of a DISTINCT over every call (docs/adr/0148)."""
     latest = ModelUsage.objects.order_by("-created_at").values_list(field, flat=True)[:calls]
     return sorted({value for value in latest if value})
-
-
-def models_used() -> list[str]:
-    """Every model name usage was recorded for: the "Usage and quotas"
-    page's model choice, which covers up to 366 days back, so it lists
-    every model, not only the latest calls' (`recently_used`)."""
-    return list(ModelUsage.objects.order_by("model").values_list("model", flat=True).distinct())

@@ -6,7 +6,9 @@ page; staff's totals per person, model and day in the admin."""
 
 import asyncio
 import json
+import re
 from datetime import timedelta
+from html import unescape
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -345,6 +347,68 @@ def test_staff_see_totals_per_person_model_and_day_with_a_chart_from_the_admin_i
 
 
 @pytest.mark.django_db
+def test_staff_tell_apart_one_model_name_served_by_two_providers_on_the_totals_page(staff, owner):
+    """Two local Ollamas both serve llama3.1: the Model choice lists each with
+    its provider, and choosing one totals that provider's calls only."""
+    _usage(owner, model="llama3.1", provider="Ollama A", tokens=(1000, 0))
+    _usage(owner, model="llama3.1", provider="Ollama B", tokens=(10, 0))
+    client = Client()
+    client.force_login(staff)
+    html = client.get("/admin/conversations/modelusage/totals/").content.decode()
+    select = html.split('name="model"', 1)[1].split("</select>", 1)[0]
+    options = re.findall(r'<option value="([^"]*)"[^>]*>([^<]*)</option>', select)
+    labels = [label for _, label in options]
+    assert labels == ["Every model", "llama3.1 (Ollama A)", "llama3.1 (Ollama B)"]
+    value = dict((label, value) for value, label in options)["llama3.1 (Ollama B)"]
+    one = client.get("/admin/conversations/modelusage/totals/", {"model": unescape(value)}).content.decode()
+    assert 'class="errornote"' not in one
+    assert "in 1 model calls" in one and 'data-model="llama3.1" data-tokens="10"' in one and 'data-tokens="1000"' not in one
+    # An older address naming the model alone still totals it at every provider.
+    both = client.get("/admin/conversations/modelusage/totals/", {"model": "llama3.1"}).content.decode()
+    assert "in 2 model calls" in both
+
+
+@pytest.mark.django_db
+def test_the_totals_page_reads_only_the_calls_of_its_range_once(staff, owner, django_assert_max_num_queries):
+    """At a team's year of calls the page stayed over a second: its filter
+    form was built twice, each listing every model and person of every call
+    ever. Every read of the calls is bounded by the page's range now."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    _usage(owner, tokens=(5, 5))
+    _usage(owner, days_ago=200, model="old-model", tokens=(7, 7))
+    client = Client()
+    client.force_login(staff)
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get("/admin/conversations/modelusage/totals/").content.decode()
+    calls = [q["sql"] for q in queries.captured_queries if "conversations_modelusage" in q["sql"]]
+    assert len(calls) == 6 and all("created_at" in sql for sql in calls), calls
+    assert "old-model" not in html  # not used in the 30 days shown
+    wide = client.get("/admin/conversations/modelusage/totals/", {"since": str(timezone.now().date() - timedelta(days=300))})
+    assert "old-model (OpenAI)" in wide.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_totals_per_day_fall_on_their_utc_day(staff, owner):
+    from datetime import UTC, datetime
+
+    from conversations import usage
+
+    today = timezone.now().astimezone(UTC).date()
+    midnight = datetime(today.year, today.month, today.day, tzinfo=UTC)
+    for when, tokens in (
+        (midnight - timedelta(microseconds=1), 1),
+        (midnight, 10),
+        (midnight + timedelta(hours=23, minutes=59), 100),
+    ):
+        row = _usage(owner, tokens=(tokens, 0))
+        ModelUsage.objects.filter(pk=row.pk).update(created_at=when)
+    days = usage.totals(since=today - timedelta(days=1), until=today)["per_day"]
+    assert [(row["day"], row["total"], row["calls"]) for row in days] == [(today - timedelta(days=1), 1, 1), (today, 110, 2)]
+
+
+@pytest.mark.django_db
 def test_the_totals_page_refuses_bad_filters_with_a_message(staff):
     client = Client()
     client.force_login(staff)
@@ -355,6 +419,8 @@ def test_the_totals_page_refuses_bad_filters_with_a_message(staff):
         "user=99999999999999999999",
         "since=2020-01-01&until=2026-01-01",
         "model=" + "x" * 300,
+        'model=["OpenAI"]',
+        'model=["OpenAI", "' + "x" * 300 + '"]',
     ):
         response = client.get(f"/admin/conversations/modelusage/totals/?{query}")
         assert response.status_code == 200, query
