@@ -9,6 +9,7 @@ clears it), and every page shows only whether a key is set."""
 from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
+from django.db.models import Count
 
 from .models import CatalogueModel, Provider
 
@@ -76,9 +77,13 @@ class ProviderAdmin(admin.ModelAdmin):
     def api_key_state(self, obj):
         return "set" if obj is not None and obj.has_api_key else "not set"
 
-    @admin.display(description="Models")
+    def get_queryset(self, request):
+        # The list's model counts in its one query, not one count per provider.
+        return super().get_queryset(request).annotate(models_count=Count("models"))
+
+    @admin.display(description="Models", ordering="models_count")
     def model_count(self, obj):
-        return obj.models.count()
+        return obj.models_count
 
 
 @admin.action(description="Make the selected model the site's default", permissions=["change"])

@@ -131,3 +131,28 @@ def test_a_model_is_offered_to_chosen_people_and_one_is_the_site_default(staff_c
 def test_the_admin_index_names_the_catalogue(staff_client):
     page = staff_client.get("/admin/").content.decode()
     assert "Models and providers" in page
+
+
+def _providers(n, start=0):
+    for p in range(start, start + n):
+        provider = Provider.objects.create(name=f"Prov{p:02d}", base_url=f"http://127.0.0.1:9/v{p}", api_key=f"sk-{p}")
+        for m in range(4):
+            CatalogueModel.objects.create(provider=provider, name=f"model-{p}-{m}", label=f"Model {p}.{m}")
+
+
+def test_the_provider_list_counts_each_providers_models_in_the_same_queries_at_1_and_10_providers(staff_client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def listed():
+        with CaptureQueriesContext(connection) as queries:
+            html = staff_client.get("/admin/agent/provider/").content.decode()
+        return html, len(queries)
+
+    _providers(1)
+    _, one = listed()
+    Provider.objects.create(name="Empty", base_url="http://127.0.0.1:9/none")
+    _providers(9, start=1)
+    html, ten = listed()
+    assert ten == one, (one, ten)
+    assert html.count('<td class="field-model_count">4</td>') == 10 and '<td class="field-model_count">0</td>' in html
