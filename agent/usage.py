@@ -158,7 +158,9 @@ class TokenLimitMiddleware(AgentMiddleware):
 
     def _budget_to_check(self, request: ModelRequest) -> TokenBudget | None:
         budget = _budget(request)
-        if budget is None or not budget.windows:
+        # Without a limit it is still read again when it can be (a limit staff
+        # give meanwhile applies at the next call, docs/adr/0064).
+        if budget is None or (not budget.windows and budget.reread is None):
             return None
         if not model_calls_this_turn(request.state.get("messages") or request.messages):
             return None  # a turn's first call: the turn was let start (conversations.quotas)

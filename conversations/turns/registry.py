@@ -398,9 +398,11 @@ def _claim_answer(*, thread: Thread, turn, decision: str, person=None) -> tuple:
 
 
 def _budget(windows: tuple, *, user_id: int, turn_id: int | None, begun: datetime) -> TokenBudget:
-    """A run's token budget; with a limit, read again as the run goes on, so
-    the person's turns in other threads count too (docs/adr/0064)."""
-    if not windows or turn_id is None:
+    """A run's token budget, read again as the run goes on, so the person's
+    turns in other threads count too, and a limit staff set meanwhile
+    applies at the run's next model call; without a limit a re-read is the
+    account row alone, at most every few seconds (docs/adr/0064)."""
+    if turn_id is None:
         return TokenBudget(windows=windows)
     run = quotas.RunMark(turn_id=turn_id, started_at=begun)
     return TokenBudget(windows=windows, reread=quotas.windows_reader(user_id=user_id, run=run))

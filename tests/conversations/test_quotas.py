@@ -308,6 +308,40 @@ async def test_a_turn_stops_at_the_limit_its_person_s_turn_in_another_thread_rea
     assert await sync_to_async(selectors.objective_text_for)(thread=thread) == "Ship the report"
 
 
+@pytest.mark.parametrize("limit_before", [1_000_000, None], ids=["lowered", "given-where-there-was-none"])
+async def test_a_limit_staff_set_below_what_a_running_turn_used_stops_it_at_its_next_call(
+    owner, thread, model_server, sockets, monkeypatch, limit_before
+):
+    """Staff cut the owner's daily limit to 500 while their turn's first call
+    (600 tokens) streams: the turn makes no further call, keeps what it did
+    and says it stopped at the limit, whether the owner had a limit before or none."""
+    monkeypatch.setattr(agent_context, "USAGE_REREAD_SECONDS", 0.0)
+    await sync_to_async(Account.objects.create)(user=owner, daily_token_limit=limit_before)
+    model_server.script(
+        [
+            Misbehave(
+                reply=Reply(
+                    tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship the report")],
+                    usage={"prompt_tokens": 500, "completion_tokens": 100},
+                ),
+                pause_after_tokens=1,
+                pause_seconds=2,
+            ),
+            Reply(text="must not be asked for", usage={"prompt_tokens": 700, "completion_tokens": 10}),
+        ]
+    )
+    socket = await sockets(thread.pk, owner)
+    await socket.send_to(text_data=_send("Set the goal and write the report"))
+    while not model_server.pauses:
+        await asyncio.sleep(0.02)
+    await sync_to_async(Account.objects.filter(user=owner).update)(daily_token_limit=500)
+    html = "".join(await frames_until_turn_end(socket, timeout=20))
+    assert await sync_to_async(selectors.objective_text_for)(thread=thread) == "Ship the report"
+    assert len(model_server.requests) == 1, "a model call was made past the limit staff set"
+    turn = await sync_to_async(Turn.objects.get)(thread=thread, index=1)
+    assert turn.notice == TOKEN_LIMIT and "I stopped here" in html
+
+
 async def test_a_database_blip_while_usage_is_read_again_leaves_the_turn_going_on_what_it_read(
     owner, thread, model_server, sockets, settings, monkeypatch, caplog
 ):
