@@ -174,6 +174,45 @@ def not_offered_message(user, key, choices: list[ModelChoice], *, then: str) -> 
     return f"Unknown model “{key}”.{offered}"
 
 
+def catalogue_names(keys) -> list[dict]:
+    """What a `catalogue:<id>` key names, in words another server can look
+    up (its row ids are its own): {"key", "provider", "model"} for each of
+    `keys` whose row exists. One query."""
+    from .models import CatalogueModel
+
+    ids = {int(key.removeprefix(CATALOGUE_PREFIX)) for key in keys if _catalogue_id(key) is not None}
+    rows = CatalogueModel.objects.filter(pk__in=ids).select_related("provider").order_by("pk")
+    return [{"key": f"{CATALOGUE_PREFIX}{row.pk}", "provider": row.provider.name, "model": row.name} for row in rows]
+
+
+def catalogue_keys_named(names: list[dict]) -> dict[str, str]:
+    """For keys another server exported with what they named
+    (catalogue_names): this server's key for the model of that name at the
+    provider of that name, or "" when it has none (the default applies, as
+    for any model not offered). One query."""
+    from .models import CatalogueModel
+
+    wanted = Q(pk__in=[])
+    for named in names:
+        wanted |= Q(provider__name=named["provider"], name=named["model"])
+    here = {
+        (provider, name): pk
+        for pk, provider, name in CatalogueModel.objects.filter(wanted).values_list("pk", "provider__name", "name")
+    }
+    mapped = {}
+    for named in names:
+        pk = here.get((named["provider"], named["model"]))
+        mapped[named["key"]] = f"{CATALOGUE_PREFIX}{pk}" if pk is not None else ""
+    return mapped
+
+
+def _catalogue_id(key) -> int | None:
+    if not isinstance(key, str) or not key.startswith(CATALOGUE_PREFIX):
+        return None
+    digits = key.removeprefix(CATALOGUE_PREFIX)
+    return int(digits) if digits.isascii() and digits.isdigit() and len(digits) <= 18 else None
+
+
 def choice_for(user, key=None) -> ModelChoice | None:
     """The model a turn of `user` runs with: `key` while they may use it,
     else their default; None when no model is configured for them."""

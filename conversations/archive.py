@@ -39,9 +39,11 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
+from agent import catalogue
 from agent.approval_request import DETAILS_MAX, TEXT_MAX_CHARS, ApprovalRequest, DocumentChange
 from agent.approvals import DOCUMENT, PLAN, PREFERENCES
 from agent.history import read_messages
+from agent.models import MODEL_NAME_MAX_CHARS, PROVIDER_NAME_MAX_CHARS
 from agent.seeding import delete_history, history_prefix, holds_later_turns, seed_history
 from workspace import people, write_counts
 from workspace.archive import (
@@ -113,6 +115,7 @@ def thread_archive(thread: Thread) -> dict:
         .select_related("thread")
         .order_by("branch_point_turn", "created_at")
     )
+    turns = list(Turn.objects.filter(thread=thread).order_by("index"))
     return {
         "format": ARCHIVE_FORMAT,
         "version": ARCHIVE_VERSION,
@@ -123,6 +126,9 @@ def thread_archive(thread: Thread) -> dict:
             "turns": thread.turn_index,
             "mode": thread.mode,
             "chat_model": thread.chat_model,
+            # A catalogue key is this server's row id: what it names, so
+            # another server maps it by name (docs/adr/0062).
+            "models": catalogue.catalogue_names({thread.chat_model, *(t.model_name for t in turns)}),
             "created_at": thread.created_at.isoformat(),
         },
         "workspace": workspace_section(thread),
@@ -145,7 +151,7 @@ def thread_archive(thread: Thread) -> dict:
                     "ended_at": t.ended_at.isoformat() if t.ended_at else None,
                     "by": t.person_username,
                 }
-                for t in Turn.objects.filter(thread=thread).order_by("index")
+                for t in turns
             ],
             "messages": messages_to_dict(read_messages(thread.pk)),
         },
@@ -432,6 +438,33 @@ def _turn_rows(items: list, *, turns: int, mode: str) -> list[dict]:
     return rows
 
 
+def _models_named(items: list) -> list[dict]:
+    named = []
+    for i, item in enumerate(items):
+        row = Fields(item, f"thread.models[{i}]")
+        named.append(
+            {
+                "key": row.text("key", max_chars=200, blank=False),
+                "provider": row.text("provider", max_chars=PROVIDER_NAME_MAX_CHARS, blank=False),
+                "model": row.text("model", max_chars=MODEL_NAME_MAX_CHARS, blank=False),
+            }
+        )
+    return named
+
+
+def _mapped_models(parsed: dict) -> None:
+    """The archive's catalogue keys as this server's: the model of the same
+    name at the provider of the same name, else none, so the default
+    applies and the Model selector shows it (docs/adr/0062). An older
+    archive, naming none, keeps its keys."""
+    if not parsed["models"]:
+        return
+    mapped = catalogue.catalogue_keys_named(parsed["models"])
+    parsed["chat_model"] = mapped.get(parsed["chat_model"], parsed["chat_model"])
+    for row in parsed["turn_rows"]:
+        row["model_name"] = mapped.get(row["model_name"], row["model_name"])
+
+
 def parse_archive(data: dict) -> dict:
     """Every part of the archive checked, as plain data; ArchiveRefused at the first problem."""
     thread = Fields(data.get("thread"), "thread")
@@ -448,6 +481,9 @@ def parse_archive(data: dict) -> dict:
         "turns": turns,
         "mode": mode,
         "chat_model": thread.text("chat_model", max_chars=200, optional=True) or "",
+        "models": _models_named(
+            thread.items("models", max_items=MAX_TURNS + 1) if thread.value.get("models") is not None else []
+        ),
         "created_at": thread.time("created_at"),
         "workspace": parse_workspace(data.get("workspace"), turns=turns),
         "turn_rows": _turn_rows(transcript.items("turns", max_items=MAX_TURNS), turns=turns, mode=mode),
@@ -480,6 +516,7 @@ def import_archive(*, raw: bytes, owner: AbstractBaseUser) -> Thread:
         raise RuntimeError("import_archive writes in phases; call it outside a transaction")
     started = time.monotonic()
     parsed = parse_archive(read_archive(raw))
+    _mapped_models(parsed)
     try:
         title = clean_title(parsed["title"])
     except InvalidInput as exc:

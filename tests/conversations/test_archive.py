@@ -908,3 +908,48 @@ def test_a_number_too_large_for_a_float_is_refused_where_it_is(thread, owner, wh
         import_archive(raw=raw.encode(), owner=owner)
     assert refused.value.message.startswith(message)
     assert database_rows() == before
+
+
+def test_an_archive_names_its_catalogue_models_and_another_server_maps_them_by_name_or_falls_back(owner, thread, settings):
+    """A `catalogue:<id>` key is one server's row id: the archive names the
+    provider and the model too. Imported where that id is another model,
+    the thread's model and its turns' follow the names; where no model has
+    those names, the owner's default applies and the selector shows it."""
+    from agent import catalogue
+    from agent.models import CatalogueModel, Provider
+    from conversations.chat import chosen_model
+
+    settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = "", ""
+    lab = Provider.objects.create(name="Lab", base_url="http://127.0.0.1:9/v1", api_key="sk-lab")
+    other = Provider.objects.create(name="Other", base_url="http://127.0.0.1:9/v2", api_key="sk-other")
+    first = CatalogueModel.objects.create(provider=other, name="other-small", label="Small")
+    big = CatalogueModel.objects.create(provider=lab, name="lab-big", label="Big")
+    Thread.objects.filter(pk=thread.pk).update(chat_model=f"catalogue:{big.pk}", turn_index=1)
+    thread.refresh_from_db()
+    Turn.objects.create(thread=thread, index=1, user_message="hi", model_name=f"catalogue:{big.pk}", status="complete")
+    archive = thread_archive(thread)
+    assert archive["thread"]["models"] == [{"key": f"catalogue:{big.pk}", "provider": "Lab", "model": "lab-big"}]
+
+    # "Another server": the id now names another provider's model, and Lab's lab-big has another id.
+    CatalogueModel.objects.filter(pk=big.pk).delete()
+    moved = CatalogueModel.objects.create(provider=lab, name="lab-big", label="Big")
+    CatalogueModel.objects.filter(pk=first.pk).update(id=big.pk)
+    imported = import_archive(raw=json.dumps(archive).encode(), owner=owner)
+    assert imported.chat_model == f"catalogue:{moved.pk}"
+    assert Turn.objects.get(thread=imported, index=1).model_name == f"catalogue:{moved.pk}"
+
+    # No model of those names here: none is kept, and the default shows.
+    CatalogueModel.objects.filter(pk=moved.pk).delete()
+    fallen = import_archive(raw=json.dumps(archive).encode(), owner=owner)
+    assert fallen.chat_model == "" and Turn.objects.get(thread=fallen, index=1).model_name == ""
+    models = catalogue.choices_for(owner)
+    assert chosen_model(fallen, models) == models[0].key == f"catalogue:{big.pk}"
+
+
+def test_an_archives_model_names_are_checked_like_the_rest(owner, thread):
+    archive = thread_archive(thread)
+    for bad in ([{"key": "catalogue:1"}], [{"key": "catalogue:1", "provider": "x" * 101, "model": "m"}], "Lab"):
+        broken = copy.deepcopy(archive)
+        broken["thread"]["models"] = bad
+        with pytest.raises(ArchiveRefused, match="thread.models"):
+            import_archive(raw=json.dumps(broken).encode(), owner=owner)
