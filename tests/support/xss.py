@@ -145,7 +145,8 @@ def describe(value) -> str:
 
 def seed(*, username: str, thread_id: str | None = None, staff_username: str | None = None, workspace: bool = False) -> dict:
     """Write what the browser does not: threads titled with each payload,
-    artifacts the tools cannot make (a read-only document, an unknown type,
+    artifacts the tools cannot make (a read-only document, an unknown type
+    stored before types were checked,
     a payload its renderer refuses), activity log entries and, with
     `workspace`, a whole workspace plus a turn's snapshot, feedback, a branch
     and a moderation action (for the admin pages)."""
@@ -154,7 +155,7 @@ def seed(*, username: str, thread_id: str | None = None, staff_username: str | N
     from conversations import services as conversation_services
     from conversations.models import BranchLink, ModerationAction
     from conversations.turns import slot
-    from workspace.models import Thread
+    from workspace.models import Artifact, Thread
     from workspace.services import artifacts as artifact_services
     from workspace.services import document as document_services
     from workspace.services import objective as objective_services
@@ -198,7 +199,10 @@ def seed(*, username: str, thread_id: str | None = None, staff_username: str | N
             payload={"title": packed("document artifact title", 200), "content": joined("document artifact text", "\n\n")},
             turn_index=1,
         ).pk,
-        "unknown": artifact_services.artifact_create(
+        # Written as a row, not through artifact_create, which now refuses a
+        # type that is not a name: a thread imported before that check may
+        # still hold one, and every page must show it as text.
+        "unknown": Artifact.objects.create(
             thread=thread,
             artifact_type=payload("unknown artifact type", 1),
             title=packed("unknown artifact payload", 200),
