@@ -157,6 +157,7 @@ def turn_model_replaced(*, turn_id: int, model_name: str) -> None:
     Turn.objects.filter(pk=turn_id).update(model_name=model_name)
 
 
+@transaction.atomic
 def turn_approval_outcome(*, thread: Thread, turn_index: int, outcome: str) -> None:
     """The change the person approved could not be applied (in full): the
     turn row's approval records why (fragments.APPROVAL_OUTCOMES), so the
