@@ -29,6 +29,12 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 REDIS = "Redis"
 DATABASE = "the database"
 REMINDER_SECONDS = 60.0
+# A call that began while the service was away can fail just after another
+# call found it back (a connection refused a moment before, reported a
+# moment after): such a straggler belongs to the outage that ended, and is
+# no new one. A service that goes away again is told by the next failure
+# after this.
+STRAGGLER_SECONDS = 1.0
 # A PostgreSQL that is going away or not taking connections yet: admin
 # shutdown, crash shutdown, "the database system is starting up". Class 08
 # (connection exceptions) is checked by prefix; a failure to connect at all
@@ -80,6 +86,7 @@ class _Outage:
 
 
 _outages: dict[str, _Outage] = {}
+_answered_at: dict[str, float] = {}  # when each service last answered again after an outage
 _lock = threading.Lock()  # failures come from the event loop and from worker threads
 
 
@@ -94,6 +101,8 @@ def note(log: logging.Logger, error: BaseException, message: str, *args) -> None
     now = time.monotonic()
     with _lock:
         outage = _outages.get(service)
+        if outage is None and now - _answered_at.get(service, -STRAGGLER_SECONDS) < STRAGGLER_SECONDS:
+            return
         if outage is None or now - outage.last_failure > REMINDER_SECONDS:
             _outages[service] = _Outage(began=now, last_failure=now, last_line=now)
             text = "%s is unreachable (%s): " + message + "; failures are counted until it answers again"
@@ -117,6 +126,8 @@ def answered(service: str) -> None:
         return
     with _lock:
         outage = _outages.pop(service, None)
+        if outage is not None:
+            _answered_at[service] = time.monotonic()
     if outage is not None:
         logger.warning("%s answers again after %.1f s", service, time.monotonic() - outage.began)
 

@@ -34,6 +34,7 @@ def clock(monkeypatch):
     now = [1000.0]
     monkeypatch.setattr(outages.time, "monotonic", lambda: now[0])
     monkeypatch.setattr(outages, "_outages", {})
+    monkeypatch.setattr(outages, "_answered_at", {})
     return now
 
 
@@ -105,6 +106,26 @@ def test_a_failure_long_after_the_last_one_begins_a_new_outage_per_service(clock
         "counted until it answers again",
         "Redis is unreachable (refused): again; failures are counted until it answers again",
     ]
+
+
+def test_a_call_refused_during_the_outage_and_told_just_after_it_ended_is_no_new_outage(clock, caplog):
+    """A page's connection attempt refused while Redis was away can report
+    after another call found Redis back: one outage, one line each way; a
+    failure after that moment begins a new one."""
+    refused = RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+    outages.note(LOGGER, refused, "a page's socket was closed")
+    clock[0] += 9.0
+    outages.answered(outages.REDIS)
+    clock[0] += 0.03
+    outages.note(LOGGER, refused, "a page's socket was closed")
+    assert [line for _level, line, _traceback in _lines(caplog)] == [
+        "Redis is unreachable (Error 111 connecting to 127.0.0.1:6379. Connection refused.): a page's socket was "
+        "closed; failures are counted until it answers again",
+        "Redis answers again after 9.0 s",
+    ]
+    clock[0] += outages.STRAGGLER_SECONDS
+    outages.note(LOGGER, refused, "the relay could not receive")
+    assert _lines(caplog)[-1][1].startswith("Redis is unreachable (Error 111")
 
 
 @pytest.mark.parametrize(
