@@ -267,6 +267,19 @@ async def test_a_turn_under_the_limit_runs_every_call(owner, thread, model_serve
     assert len(model_server.requests) == 2 and "Done." in html and TOKEN_LIMIT not in html
 
 
+def _sets_the_objective_with_600_tokens_pausing(*, seconds: float) -> Misbehave:
+    """A first call that sets the objective and uses 600 tokens, its stream
+    pausing `seconds` after the first token (while something else happens)."""
+    return Misbehave(
+        reply=Reply(
+            tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship the report")],
+            usage={"prompt_tokens": 500, "completion_tokens": 100},
+        ),
+        pause_after_tokens=1,
+        pause_seconds=seconds,
+    )
+
+
 async def test_a_turn_stops_at_the_limit_its_person_s_turn_in_another_thread_reached_meanwhile(
     owner, thread, model_server, sockets, settings, monkeypatch
 ):
@@ -276,14 +289,7 @@ async def test_a_turn_stops_at_the_limit_its_person_s_turn_in_another_thread_rea
     model_server.script(
         [
             # The first thread's first call: 600 tokens, and the stream pauses before it ends.
-            Misbehave(
-                reply=Reply(
-                    tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship the report")],
-                    usage={"prompt_tokens": 500, "completion_tokens": 100},
-                ),
-                pause_after_tokens=1,
-                pause_seconds=3,
-            ),
+            _sets_the_objective_with_600_tokens_pausing(seconds=3),
             # Meanwhile the other thread's whole turn: 500 tokens.
             Reply(text="Budget noted.", usage={"prompt_tokens": 450, "completion_tokens": 50}),
             Reply(text="must not be asked for"),
@@ -319,14 +325,7 @@ async def test_a_limit_staff_set_below_what_a_running_turn_used_stops_it_at_its_
     await sync_to_async(Account.objects.create)(user=owner, daily_token_limit=limit_before)
     model_server.script(
         [
-            Misbehave(
-                reply=Reply(
-                    tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship the report")],
-                    usage={"prompt_tokens": 500, "completion_tokens": 100},
-                ),
-                pause_after_tokens=1,
-                pause_seconds=2,
-            ),
+            _sets_the_objective_with_600_tokens_pausing(seconds=2),
             Reply(text="must not be asked for", usage={"prompt_tokens": 700, "completion_tokens": 10}),
         ]
     )
