@@ -150,9 +150,8 @@ def once_offered_label(user, key: str) -> str | None:
 
     if key.startswith(ENV_PREFIX):
         return key.removeprefix(ENV_PREFIX)
-    try:
-        pk = int(key.removeprefix(CATALOGUE_PREFIX))
-    except ValueError:
+    pk = _catalogue_id(key)
+    if pk is None:
         return None
     offered = Q(everyone=True) | Q(people__pk=getattr(user, "pk", None))
     row = CatalogueModel.objects.filter(offered, pk=pk).select_related("provider").first()
@@ -180,7 +179,7 @@ def catalogue_names(keys) -> list[dict]:
     `keys` whose row exists. One query."""
     from .models import CatalogueModel
 
-    ids = {int(key.removeprefix(CATALOGUE_PREFIX)) for key in keys if _catalogue_id(key) is not None}
+    ids = {pk for pk in map(_catalogue_id, keys) if pk is not None}
     rows = CatalogueModel.objects.filter(pk__in=ids).select_related("provider").order_by("pk")
     return [{"key": f"{CATALOGUE_PREFIX}{row.pk}", "provider": row.provider.name, "model": row.name} for row in rows]
 
