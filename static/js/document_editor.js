@@ -1148,7 +1148,6 @@
     var preview = document.getElementById("doc-preview");
     var incoming = patch.content.querySelector("[data-preview]");
     if (preview && incoming) HAICO.preview.show(preview, incoming.innerHTML);
-    editorState(form).previewed = null;
   }
 
   function offerPatch(form, patch) {

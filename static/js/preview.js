@@ -69,6 +69,15 @@
     });
   }
 
+  // A preview put in from elsewhere (a save's answer, a live patch, a
+  // restore) is of newer text than a render still on its way, which a busy
+  // server may answer after it: that answer is dropped, not shown over it.
+  function dropRendersOnTheirWay(form) {
+    var state = editorState(form);
+    state.previewTicket = (state.previewTicket || 0) + 1;
+    state.previewed = null;
+  }
+
   // Something else fills the preview (a save's answer): patched in like the
   // typing's, and if the editor holds other text by now, that is rendered instead.
   document.addEventListener("htmx:oobBeforeSwap", function (event) {
@@ -81,7 +90,7 @@
     showPreview(target, incoming.innerHTML);
     var form = currentForm();
     if (!form) return;
-    editorState(form).previewed = null;
+    dropRendersOnTheirWay(form);
     if (editorState(form).dirty) schedulePreview(form);
   });
 
@@ -142,5 +151,11 @@
   }
 
   // document_editor.js puts a patch's preview in with it.
-  HAICO.preview = { show: showPreview };
+  HAICO.preview = {
+    show: function (preview, html) {
+      var form = currentForm();
+      if (form) dropRendersOnTheirWay(form);
+      showPreview(preview, html);
+    },
+  };
 })();

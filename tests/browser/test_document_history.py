@@ -230,3 +230,39 @@ def test_restoring_a_version_close_to_the_one_shown_puts_the_whole_text_back_fro
     assert stored_document(server, thread_id_from(url)) == report.replace(
         "Paragraph 3.2 weighs it.", "Paragraph 3.2 weighs it. Again."
     )
+
+
+def test_a_preview_of_the_text_before_a_restore_answering_after_it_does_not_replace_the_restored_preview(
+    new_page, start_haico_server, model_server
+):
+    """The preview of typed text is rendered by the server a moment later; on
+    a busy server that render can come back after a restore has already put
+    the restored version and its preview in. It must not put the older
+    text's preview back over it (a CI run saw the long report's preview stay
+    on the edited paragraph after its restore)."""
+    server = start_haico_server(model_env(model_server))
+    page = new_page()
+    new_thread_for(page, server.url, "hedy")
+    wait_for_socket(page)
+    save_document_now(page, MINE)  # version 1
+    held = []
+    page.route("**/document/preview/", lambda route: held.append(route))
+    edited = MINE.replace("Results are good.", "Results are better than good.")
+    save_document_now(page, edited)  # version 2; the preview of its typing is held
+    for _ in range(50):  # the render leaves 250 ms after the typing stops
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert held, "the typing's preview render was never asked for"
+    document = page.get_by_role("region", name="Document")
+    document.get_by_role("button", name="History", exact=True).click()
+    history = page.get_by_role("region", name="Document history")
+    history.get_by_role("button", name="Restore version 1").click()
+    expect(history.get_by_role("status")).to_have_text("Version 1 restored as version 3.")
+    expect(page.locator("#doc-preview")).to_contain_text("Results are good.")
+
+    for route in held:
+        route.continue_()
+    page.wait_for_timeout(1_000)  # the held render's answer has come back by now
+    expect(page.locator("#doc-preview")).to_contain_text("Results are good.")
+    expect(page.locator("#doc-preview")).not_to_contain_text("better than good")
