@@ -1,6 +1,8 @@
 """Shared fixtures: the personas (owner, another user, staff) and a thread."""
 
 import os
+from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -94,7 +96,36 @@ def on_postgresql() -> bool:
 
 
 @pytest.hookimpl(trylast=True)
+def _run_order(item, tests_in_file) -> tuple[int, int]:
+    """Where a test runs in the suite: first the browser tests that wait on
+    purpose for a minute or more (a failover, a server killed for good), then
+    the other browser tests, files of many tests before files of few, then
+    the deploy tests (servers started and stopped), then the rest.
+
+    The browser tests run together, as one block: while Playwright's sync API
+    is active the main thread looks like it runs an event loop, so no async
+    test may run in between (the Playwright fixtures are package-scoped for
+    the same reason: they stop as soon as the last browser test is done);
+    under pytest-xdist each browser file is one group, which one worker runs
+    in one go. They run first because they mostly wait on pages and servers:
+    in `./dev test` that waiting overlaps the PostgreSQL pass's work, which
+    runs beside this one, where run last it left the cores idle for the
+    suite's last minutes (docs/adr/0096). `./dev test` turns off
+    pytest-xdist's own reordering (by group size alone), which put a
+    one-test file that waits two minutes after every other test."""
+    if item.get_closest_marker("browser"):
+        return (0 if item.get_closest_marker("long_wait") else 1, -tests_in_file[item.path])
+    if item.path.is_relative_to(DEPLOY_TESTS):
+        return (2, 0)
+    return (3, 0)
+
+
+DEPLOY_TESTS = Path(__file__).parent / "deploy"
+
+
 def pytest_collection_modifyitems(config, items):
+    tests_in_file = Counter(item.path for item in items)
+    items.sort(key=lambda item: _run_order(item, tests_in_file))
     if not on_postgresql():
         # What only a PostgreSQL server does (end a connection under a
         # request) has nothing to test on SQLite: such a test runs in the

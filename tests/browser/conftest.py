@@ -98,16 +98,6 @@ def pytest_itemcollected(item):
         item.add_marker(pytest.mark.xdist_group(f"browser-{Path(str(item.fspath)).stem}"))
 
 
-def pytest_collection_modifyitems(config, items):
-    # Browser tests run last, together: while Playwright's sync API is active
-    # the main thread looks like it runs an event loop, so no async test may
-    # run in between (the Playwright fixtures are package-scoped for the same
-    # reason: they stop as soon as the last browser test is done). Under
-    # pytest-xdist (`./dev test` runs with --dist loadgroup) each browser test
-    # file is one group, which one worker runs in one go, for the same reason.
-    items.sort(key=_is_browser_test)
-
-
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item, call):
     # Keep each phase's report on the item so fixtures can tell, at

@@ -23,7 +23,7 @@ from tests.support.fake_model import Reply
 
 from .helpers import TURN_WAIT_MS, new_thread_for, open_second_tab, two_servers, wait_for_socket
 
-pytestmark = [pytest.mark.postgres, pytest.mark.redis]
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.long_wait]
 
 CHUNK = 1000
 

@@ -19,7 +19,7 @@ from tests.support.fake_model import Reply
 from .helpers import TURN_WAIT_MS, model_env, new_thread_for, wait_for_socket
 from .long_answer_outage import CHUNK, LAST, LONG_ANSWER, long_answer_across_an_outage, send_message, stored_turns
 
-pytestmark = [pytest.mark.browser, pytest.mark.postgres]
+pytestmark = [pytest.mark.browser, pytest.mark.postgres, pytest.mark.long_wait]
 
 
 def test_a_long_answer_that_finishes_while_the_database_is_away_for_a_minute_is_kept_once_it_is_back(

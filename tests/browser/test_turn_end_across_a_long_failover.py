@@ -9,7 +9,7 @@ import pytest
 
 from .long_answer_outage import long_answer_across_an_outage
 
-pytestmark = [pytest.mark.browser, pytest.mark.postgres]
+pytestmark = [pytest.mark.browser, pytest.mark.postgres, pytest.mark.long_wait]
 
 
 def test_a_long_answer_that_finishes_during_a_two_minute_failover_is_kept_once_the_database_is_back(
