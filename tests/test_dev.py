@@ -126,14 +126,17 @@ def run_dev_test(sandbox, *args, **env):
 
 
 POSTGRES = {"HAICO_TEST_POSTGRES_URL": "postgres://u:p@127.0.0.1:5432/postgres"}
+# What `nproc` says: the first pass has a worker more than that (./dev).
+CORES = len(os.sched_getaffinity(0))
 
 
 def test_the_whole_suite_is_spread_over_workers_and_the_database_tests_run_on_postgres_too(test_sandbox):
     result = run_dev_test(test_sandbox, "-ra", "--durations=15", **POSTGRES)
     assert result.returncode == 0, result.stderr
     assert sorted(calls(test_sandbox)) == [
-        "postgres://u:p@127.0.0.1:5432/haico_suite|1|-m pytest -n auto --dist loadgroup -m not browser and not deploy -ra --durations=15",
-        "sqlite|all|-m pytest -n auto --dist loadgroup -ra --durations=15",
+        "postgres://u:p@127.0.0.1:5432/haico_suite|1|-m pytest -n auto --dist loadgroup --no-loadscope-reorder"
+        " -m not browser and not deploy -ra --durations=15",
+        f"sqlite|all|-m pytest -n {CORES + 1} --dist loadgroup --no-loadscope-reorder -ra --durations=15",
     ]
 
 
@@ -157,7 +160,7 @@ def test_the_postgresql_pass_runs_beside_the_first_and_its_output_follows_it(tes
 
 def test_without_postgresql_the_suite_runs_once(test_sandbox):
     assert run_dev_test(test_sandbox).returncode == 0
-    assert calls(test_sandbox) == ["sqlite|all|-m pytest -n auto --dist loadgroup"]
+    assert calls(test_sandbox) == [f"sqlite|all|-m pytest -n {CORES + 1} --dist loadgroup --no-loadscope-reorder"]
 
 
 @pytest.mark.parametrize(
@@ -176,7 +179,7 @@ def test_arguments_that_say_how_to_run_are_left_to_pytest(test_sandbox, how):
 
 def test_the_number_of_workers_can_be_chosen(test_sandbox):
     assert run_dev_test(test_sandbox, HAICO_TEST_WORKERS="0").returncode == 0
-    assert calls(test_sandbox) == ["sqlite|all|-m pytest -n 0 --dist loadgroup"]
+    assert calls(test_sandbox) == ["sqlite|all|-m pytest -n 0 --dist loadgroup --no-loadscope-reorder"]
 
 
 def test_a_run_that_collects_no_tests_fails(test_sandbox):
