@@ -163,33 +163,60 @@ class TokenWindow:
 
 
 # How often a run with a token limit reads again what its person used
-# elsewhere (their turns in other threads, on any server) before a model call.
+# elsewhere (their turns in other threads, on any server) before a model call,
+# while it is alone and far from the limit (TokenBudget.reread_if_due).
 USAGE_REREAD_SECONDS = 5.0
+# "Near" a limit: what is left of it is at most this many of the run's
+# largest calls; from there every model call reads the usage again first.
+NEAR_LIMIT_CALLS = 3
 
 
-@dataclass
+@dataclass(eq=False)
 class TokenBudget:
     """Per run: the person's token limits (agent.usage) and the tokens this
     run's model calls used so far.
 
     `reread`, given by whoever starts the run, reads the windows again
     (the limits as they are now, and what the person used outside this run:
-    their other turns, running or not); the run calls it before a model
-    call at most every USAGE_REREAD_SECONDS, so two turns of one person in
-    two threads see each other's spending within seconds, not at their next
-    turn (docs/adr/0064)."""
+    their other turns, running or not). The run calls it before a model
+    call every USAGE_REREAD_SECONDS while it is alone and far from its
+    limit, and before every model call while `others_running` says another
+    run of its person is going on, or what is left is within
+    NEAR_LIMIT_CALLS of its largest call: several turns of one person pass
+    the limit together by at most the calls in flight when it was reached,
+    one per running turn (docs/adr/0064, 0155). Compared by identity: the
+    conversation layer keeps the runs going on per person."""
 
     windows: tuple[TokenWindow, ...] = ()
     spent: int = 0
     reread: Callable[[], Awaitable[tuple[TokenWindow, ...]]] | None = None
     read_at: float = field(default_factory=time.monotonic)
+    # No I/O: whether another run of the person is going on, in this
+    # process or (as last read) on another server.
+    others_running: Callable[[], bool] | None = None
+    largest_call: int = 0
+
+    def count(self, tokens: int) -> None:
+        """A model call of this run used `tokens` (agent.usage)."""
+        self.spent += tokens
+        self.largest_call = max(self.largest_call, tokens)
 
     def exhausted(self) -> TokenWindow | None:
         """The first limit the run has reached, if any."""
         return next((w for w in self.windows if w.used + self.spent >= w.limit), None)
 
+    def _near(self) -> bool:
+        margin = NEAR_LIMIT_CALLS * self.largest_call
+        return any(w.limit - w.used - self.spent <= margin for w in self.windows)
+
+    def _due(self) -> bool:
+        if time.monotonic() - self.read_at >= USAGE_REREAD_SECONDS:
+            return True
+        # Only with a limit: a run without one keeps the cadence alone.
+        return bool(self.windows) and ((self.others_running is not None and self.others_running()) or self._near())
+
     async def reread_if_due(self) -> None:
-        if self.reread is None or time.monotonic() - self.read_at < USAGE_REREAD_SECONDS:
+        if self.reread is None or not self._due():
             return
         self.read_at = time.monotonic()
         try:

@@ -133,7 +133,7 @@ class UsageMiddleware(AgentMiddleware):
             return
         budget = _budget(request)
         if budget is not None:
-            budget.spent += usage.input_tokens + usage.output_tokens
+            budget.count(usage.input_tokens + usage.output_tokens)
         emit(usage)
 
     async def awrap_model_call(self, request: ModelRequest, handler) -> ModelResponse:

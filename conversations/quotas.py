@@ -11,21 +11,22 @@ that reaches one on the way ends before its next model call
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.db.models import Q, Sum
+from django.db.models import Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agent.context import TokenWindow
+from agent.context import TokenBudget, TokenWindow
 from agent.usage import DAY, MONTH, limit_message, tokens_text
 
 from .errors import ConversationError
-from .models import Account, ModelUsage
+from .models import Account, ModelUsage, Turn
 
 
 class TokenLimitReached(ConversationError):
@@ -53,9 +54,15 @@ def limits_for(account: Account | None) -> tuple[int, int]:
     return max(0, daily or 0), max(0, monthly or 0)
 
 
-def used_since(*, user_id: int, now: datetime, outside_run: RunMark | None = None) -> tuple[int, int]:
+def used_since(
+    *, user_id: int, now: datetime, outside_run: RunMark | None = None, others: Sequence[tuple[RunMark, int]] = ()
+) -> tuple[int, int]:
     """Tokens the person used (today, this month), UTC, in one query; with
-    `outside_run`, without the calls that run made (its own budget counts them)."""
+    `outside_run`, without the calls that run made (its own budget counts them);
+    with `others` (the person's other runs going on here, and what each
+    spent: `live_budget`), each run's spending from its budget, which counts
+    a call as it returns, rather than from its rows, stored every half
+    second (docs/adr/0155)."""
     day_start, _ = day_window(now)
     month_start, _ = month_window(now)
     total = Coalesce(Sum("input_tokens"), 0) + Coalesce(Sum("output_tokens"), 0)
@@ -63,10 +70,12 @@ def used_since(*, user_id: int, now: datetime, outside_run: RunMark | None = Non
         Sum("output_tokens", filter=Q(created_at__gte=day_start)), 0
     )
     rows = ModelUsage.objects.filter(user_id=user_id, created_at__gte=min(day_start, month_start))
-    if outside_run is not None:
-        rows = rows.exclude(turn_id=outside_run.turn_id, created_at__gte=outside_run.started_at)
+    for run in [*([outside_run] if outside_run is not None else []), *(mark for mark, _ in others)]:
+        rows = rows.exclude(turn_id=run.turn_id, created_at__gte=run.started_at)
     row = rows.aggregate(month=total, today=today)
-    return row["today"], row["month"]
+    # A run began today (a few seconds ago): what it spent is today's and this month's.
+    spent = sum(tokens for _, tokens in others)
+    return row["today"] + spent, row["month"] + spent
 
 
 @dataclass(frozen=True)
@@ -79,7 +88,12 @@ class RunMark:
 
 
 def token_windows(
-    *, user_id: int, account: Account | None, now: datetime | None = None, outside_run: RunMark | None = None
+    *,
+    user_id: int,
+    account: Account | None,
+    now: datetime | None = None,
+    outside_run: RunMark | None = None,
+    others: Sequence[tuple[RunMark, int]] = (),
 ) -> tuple[TokenWindow, ...]:
     """The person's limits with what they used of each, daily first; () with
     no limit (and then nothing is read)."""
@@ -87,7 +101,7 @@ def token_windows(
     if not daily and not monthly:
         return ()
     now = now or timezone.now()
-    today, month = used_since(user_id=user_id, now=now, outside_run=outside_run)
+    today, month = used_since(user_id=user_id, now=now, outside_run=outside_run, others=others)
     windows = []
     if daily:
         windows.append(TokenWindow(period=DAY, limit=daily, used=today, resets_at=day_window(now)[1]))
@@ -136,13 +150,81 @@ def in_flight_check(windows: tuple[TokenWindow, ...], in_flight: int, now: datet
             )
 
 
-def windows_reader(*, user_id: int, run: RunMark | None) -> Callable[[], Awaitable[tuple[TokenWindow, ...]]]:
+# The runs going on in this process, per person, with their budgets: a run
+# of a person with a limit reads what their other runs here spent from
+# those budgets, up to their last call (docs/adr/0155). Runs on other
+# servers are known from the database: `_elsewhere` holds the runs whose
+# last read found one.
+_live: dict[int, dict[TokenBudget, RunMark]] = {}
+_elsewhere: set[RunMark] = set()
+_marks: weakref.WeakKeyDictionary[TokenBudget, tuple[int, RunMark]] = weakref.WeakKeyDictionary()
+
+
+def _others_here(user_id: int, run: RunMark | None) -> list[tuple[RunMark, int]]:
+    return [(mark, budget.spent) for budget, mark in _live.get(user_id, {}).items() if mark != run]
+
+
+def live_budget(
+    windows: tuple[TokenWindow, ...], *, user_id: int, run: RunMark, running: Callable[[], QuerySet[Turn]]
+) -> TokenBudget:
+    """A run's token budget, read again as the run goes on (`windows_reader`),
+    knowing whether another run of its person is going on: here (once
+    `run_began`), or on another server as the last read found (`running`:
+    the person's running turns, on any server). Nothing is registered
+    before `run_began`."""
+    budget = TokenBudget(
+        windows=windows,
+        reread=windows_reader(user_id=user_id, run=run, running=running),
+        others_running=lambda: run in _elsewhere or any(mark != run for mark in _live.get(user_id, {}).values()),
+    )
+    _marks[budget] = (user_id, run)
+    return budget
+
+
+def run_began(budget: TokenBudget) -> None:
+    """The run of `budget` (a `live_budget`) is going on in this process."""
+    if budget in _marks:
+        user_id, run = _marks[budget]
+        _live.setdefault(user_id, {})[budget] = run
+
+
+def run_ended(budget: TokenBudget) -> None:
+    if budget not in _marks:
+        return
+    user_id, run = _marks[budget]
+    runs = _live.get(user_id, {})
+    runs.pop(budget, None)
+    if not runs:
+        _live.pop(user_id, None)
+    _elsewhere.discard(run)
+
+
+def windows_reader(
+    *, user_id: int, run: RunMark | None, running: Callable[[], QuerySet[Turn]] | None = None
+) -> Callable[[], Awaitable[tuple[TokenWindow, ...]]]:
     """What a running turn calls to read its person's windows again
     (agent.context.TokenBudget): the limits staff set now, and what the
-    person used outside the run, in their other turns on any server."""
+    person used outside the run, in their other turns, here (from their
+    budgets) and on any other server (their stored rows). With a limit and
+    `running`, it also notes whether a turn of theirs runs on another
+    server (one indexed query): then the run reads again before every
+    model call."""
 
-    def read() -> tuple[TokenWindow, ...]:
+    def read(others: list[tuple[RunMark, int]]) -> tuple[tuple[TokenWindow, ...], bool]:
         account = Account.objects.filter(user_id=user_id).first()
-        return token_windows(user_id=user_id, account=account, outside_run=run)
+        windows = token_windows(user_id=user_id, account=account, outside_run=run, others=others)
+        if not windows or running is None:
+            return windows, False
+        here = {mark.turn_id for mark, _ in others} | ({run.turn_id} if run is not None else set())
+        return windows, running().exclude(pk__in=here).exists()
 
-    return database_sync_to_async(read)
+    async def reread() -> tuple[TokenWindow, ...]:
+        windows, elsewhere = await database_sync_to_async(read)(_others_here(user_id, run))
+        if run is not None:
+            if elsewhere and run in _live.get(user_id, {}).values():
+                _elsewhere.add(run)
+            else:
+                _elsewhere.discard(run)
+        return windows
+
+    return reread

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import logging
 import uuid
 from dataclasses import dataclass
@@ -401,11 +402,13 @@ def _budget(windows: tuple, *, user_id: int, turn_id: int | None, begun: datetim
     """A run's token budget, read again as the run goes on, so the person's
     turns in other threads count too, and a limit staff set meanwhile
     applies at the run's next model call; without a limit a re-read is the
-    account row alone, at most every few seconds (docs/adr/0064)."""
+    account row alone, at most every few seconds (docs/adr/0064). With a
+    limit it is read before every call while another of the person's
+    turns runs, or near the limit (docs/adr/0155)."""
     if turn_id is None:
         return TokenBudget(windows=windows)
     run = quotas.RunMark(turn_id=turn_id, started_at=begun)
-    return TokenBudget(windows=windows, reread=quotas.windows_reader(user_id=user_id, run=run))
+    return quotas.live_budget(windows, user_id=user_id, run=run, running=functools.partial(slot.running_turns_of, user_id))
 
 
 def _prepare() -> None:
@@ -420,6 +423,10 @@ def _launch(thread: Thread, turn: TurnRun) -> None:
     # others run here (docs/adr/0134).
     workspace_reading_hold(thread.pk)
     task.add_done_callback(lambda done, key=thread.pk: _forget(key, done))
+    # The person's other runs here read what this one spends from its
+    # budget while it runs (docs/adr/0155).
+    quotas.run_began(turn.context.budget)
+    task.add_done_callback(lambda _done, budget=turn.context.budget: quotas.run_ended(budget))
     _ensure_watcher()
     _ensure_answerer()
     checkpointers.on_shutdown(stop_all_turns)

@@ -71,6 +71,18 @@ def live_turn(slot: TurnSlot | None, now=None) -> int | None:
     return slot.turn_index
 
 
+def running_turns_of(person_id: int, now=None):
+    """The turns `person_id` sent that are running now, on any server (their
+    thread's slot holds them, and its claim is fresh)."""
+    now = now or timezone.now()
+    return Turn.objects.filter(
+        person_id=person_id,
+        status=Turn.Status.RUNNING,
+        thread__turn_slot__turn_index=F("index"),
+        thread__turn_slot__since__gt=now - STALE_TURN_AFTER,
+    )
+
+
 def running_turn(thread: Thread, now=None) -> int | None:
     """The thread's turn in progress, unless its claim went stale (its server died)."""
     return live_turn(TurnSlot.objects.filter(thread_id=thread.pk).first(), now)
@@ -209,12 +221,7 @@ def turn_claim(
         raise ApprovalPending(APPROVAL_PENDING)
     _check_running_turns_of(locked.owner_id, now=now, limit=running_limit, person=person)
     if sender_id is not None:
-        mine = Turn.objects.filter(
-            person_id=sender_id,
-            status=Turn.Status.RUNNING,
-            thread__turn_slot__turn_index=F("index"),
-            thread__turn_slot__since__gt=now - STALE_TURN_AFTER,
-        )
+        mine = running_turns_of(sender_id, now)
         quotas.in_flight_check(windows, quotas.in_flight_tokens(user_id=sender_id, running=mine), now)
     if slot is not None and slot.turn_index is not None:
         _release(locked, slot.turn_index, notice=outcome.INTERRUPTED_LOST, now=now)

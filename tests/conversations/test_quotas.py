@@ -348,7 +348,7 @@ async def test_a_database_blip_while_usage_is_read_again_leaves_the_turn_going_o
     settings.HAICO_DAILY_TOKEN_LIMIT = 100_000
     tried = []
 
-    def reader(*, user_id, run):
+    def reader(*, user_id, run, **_):
         async def read():
             tried.append(run)
             raise OperationalError("the database restarted")
