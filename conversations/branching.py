@@ -29,6 +29,8 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+from collections.abc import Callable
+from functools import partial
 
 from asgiref.sync import async_to_sync
 from django.contrib.auth.models import AbstractBaseUser
@@ -78,28 +80,59 @@ class BranchFailed(ConversationError):
 
 # What a branch's title says of where it came from; a branch of a branch
 # replaces its parent's ending rather than piling a second one on.
-BRANCH_ENDING = re.compile(r" \((?:branch from (?:turn \d+|the start)|turn \d+ regenerated)\)$")
+BRANCH_ENDING = re.compile(r" \((?:branch(?: \d+)? from (?:turn \d+|the start)|turn \d+ regenerated(?:, take \d+)?)\)$")
 
 
-def branch_title(parent_title: str, *, turn_index: int, regenerated: bool = False, message: str | None = None) -> str:
+def branch_title(
+    parent_title: str, *, turn_index: int, regenerated: bool = False, message: str | None = None, number: int = 1
+) -> str:
     """The title a branch starts with, so it is told apart from its parent on
     the thread list: an Edit's edited message; otherwise the parent's title
     and where the branch starts ("… (branch from turn 3)", "… (turn 4
-    regenerated)"). The person can rename it like any thread."""
+    regenerated)"). `number` (2, 3, …) tells it apart from its siblings
+    made at the same turn before it: "… (branch 2 from turn 3)", "… (turn
+    4 regenerated, take 2)", "<edited message> (2)" (docs/adr/0156). The
+    person can rename it like any thread."""
     if message is not None and message.strip():
-        return title_from_message(message)
-    ending = (
-        f" (turn {turn_index + 1} regenerated)"
-        if regenerated
-        else f" (branch from turn {turn_index})"
-        if turn_index
-        else " (branch from the start)"
-    )
-    base = BRANCH_ENDING.sub("", parent_title)
+        title = title_from_message(message)
+        if number < 2:
+            return title
+        base, ending = title, f" ({number})"
+    else:
+        which = "" if number < 2 else f" {number}"
+        take = "" if number < 2 else f", take {number}"
+        ending = (
+            f" (turn {turn_index + 1} regenerated{take})"
+            if regenerated
+            else f" (branch{which} from turn {turn_index})"
+            if turn_index
+            else f" (branch{which} from the start)"
+        )
+        base = BRANCH_ENDING.sub("", parent_title)
     room = THREAD_TITLE_MAX_CHARS - len(ending)
     if len(base) > room:
         base = base[: room - 1].rstrip() + "…"
     return base + ending
+
+
+# How a branch is titled, given its parent's title and its number among the
+# branches made at the same turn (branch_title with the kind of branch bound).
+BranchTitle = Callable[..., str]
+
+
+def _unique_branch_title(locked: Thread, *, turn_index: int, title: BranchTitle | None) -> str:
+    """The first of the branch's titles (number 1, 2, …) that no other branch
+    of `locked` at `turn_index` has: two forks of one turn, even made at the
+    same moment on two servers, never share a title (docs/adr/0156). Read
+    under the family's and the parent's locks (write_pending_rows), so a
+    fork made meanwhile has committed its row, pending or not, before this
+    one counts them."""
+    make = title or partial(branch_title, turn_index=turn_index)
+    taken = set(BranchLink.objects.filter(parent=locked, branch_point_turn=turn_index).values_list("thread__title", flat=True))
+    number = 1
+    while (candidate := make(locked.title, number=number)) in taken:
+        number += 1
+    return candidate
 
 
 def fork_thread(
@@ -108,12 +141,13 @@ def fork_thread(
     turn_index: int,
     user: AbstractBaseUser,
     reason: str = "",
-    title: str | None = None,
+    title: BranchTitle | None = None,
     activate_now: bool = True,
 ) -> Thread:
     """A new active thread of `user` branched from `source` after turn
-    `turn_index` (0: before turn 1), titled `title` (by default its parent's
-    with where it branched: branch_title). Raises BranchRefused (nothing
+    `turn_index` (0: before turn 1), titled by `title` (branch_title with
+    the kind of branch bound; by default where it branched), numbered apart
+    from its siblings at that turn. Raises BranchRefused (nothing
     written) or BranchFailed (what was written removed).
 
     `activate_now=False`: the branch stays pending (hidden) for its first
@@ -148,7 +182,7 @@ def fork_thread(
 
 @transaction.atomic
 def write_pending_rows(
-    *, new_id, source: Thread, turn_index: int, user: AbstractBaseUser, reason: str, title: str | None = None
+    *, new_id, source: Thread, turn_index: int, user: AbstractBaseUser, reason: str, title: BranchTitle | None = None
 ) -> Thread:
     # The family's people first (as sharing locks them), then the source,
     # so a turn cannot begin on it while its workspace is read: a person
@@ -167,7 +201,7 @@ def write_pending_rows(
     thread = Thread.objects.create(
         pk=new_id,
         owner=locked.owner,
-        title=title or branch_title(locked.title, turn_index=turn_index),
+        title=_unique_branch_title(locked, turn_index=turn_index, title=title),
         turn_index=turn_index,
         mode=locked.mode,
         chat_model=locked.chat_model,
@@ -304,7 +338,7 @@ def rerun_in_branch(*, source: Thread, turn_index: int, user: AbstractBaseUser, 
         model_name=model,
         selection=selection,
         reason=f"{'Regenerated' if message is None else 'Edited'} turn {turn_index}",
-        title=branch_title(source.title, turn_index=turn_index - 1, regenerated=message is None, message=message),
+        title=partial(branch_title, turn_index=turn_index - 1, regenerated=message is None, message=message),
     )
 
 
@@ -317,7 +351,7 @@ def start_in_branch(
     model_name: str | None = None,
     selection: dict | None = None,
     reason: str = "",
-    title: str | None = None,
+    title: BranchTitle | None = None,
 ) -> tuple[Thread, str]:
     """Fork `source` after turn `after_turn` and start the branch's next turn
     with `message` (already validated: message_checks.clean_user_message) and
@@ -351,7 +385,7 @@ def start_in_branch(
 
 
 def make_branch_for_turn(
-    *, source: Thread, after_turn: int, user: AbstractBaseUser, reason: str, title: str | None = None
+    *, source: Thread, after_turn: int, user: AbstractBaseUser, reason: str, title: BranchTitle | None = None
 ) -> Thread:
     """The branch a turn is about to run in, still hidden: its turn's start
     shows it (turns.slot.turn_begin), so a server that dies before the turn

@@ -570,6 +570,13 @@ async def test_a_branch_left_half_made_by_a_dead_server_is_swept_once_it_is_old(
         # A branch of a branch says where it starts, once.
         ("Lit review (branch from turn 3)", {"turn_index": 5}, "Lit review (branch from turn 5)"),
         ("Lit review (turn 2 regenerated)", {"turn_index": 4, "regenerated": True}, "Lit review (turn 5 regenerated)"),
+        # The second branch at a turn (and the third, …) says which it is.
+        ("Lit review", {"turn_index": 3, "number": 2}, "Lit review (branch 2 from turn 3)"),
+        ("Lit review", {"turn_index": 0, "number": 3}, "Lit review (branch 3 from the start)"),
+        ("Lit review", {"turn_index": 3, "regenerated": True, "number": 2}, "Lit review (turn 4 regenerated, take 2)"),
+        ("Lit review", {"turn_index": 1, "message": "Compare them", "number": 2}, "Compare them (2)"),
+        ("Lit review (branch 2 from turn 3)", {"turn_index": 5}, "Lit review (branch from turn 5)"),
+        ("Lit review (turn 4 regenerated, take 2)", {"turn_index": 5, "number": 2}, "Lit review (branch 2 from turn 5)"),
     ],
 )
 def test_a_branch_is_titled_by_where_it_starts(parent, kwargs, title):
@@ -579,6 +586,81 @@ def test_a_branch_is_titled_by_where_it_starts(parent, kwargs, title):
 def test_a_long_title_is_shortened_to_keep_where_the_branch_starts():
     title = branching.branch_title("x" * 200, turn_index=12)
     assert len(title) == 200 and title.endswith("… (branch from turn 12)")
+
+
+def _ended_turns(thread, count):
+    from conversations.turns import slot
+
+    for n in range(1, count + 1):
+        index, _ = slot.turn_begin(thread=Thread.objects.get(pk=thread.pk), user_message=f"message {n}")
+        slot.turn_finish(thread=thread, turn_index=index, answer="ok")
+
+
+def _titles(threads):
+    return [Thread.objects.get(pk=t.pk).title for t in threads]
+
+
+def test_every_branch_the_owner_makes_at_one_turn_has_a_title_of_its_own(owner, thread):
+    """The thread list tells forks of one turn apart: the first keeps the
+    title it always had, the next ones say which they are, and a number a
+    sibling's title still has is not given again (docs/adr/0156)."""
+    _ended_turns(thread, 2)
+    source = Thread.objects.get(pk=thread.pk)
+    first, second = (fork_thread(source=source, turn_index=1, user=owner) for _ in range(2))
+    other_turn = fork_thread(source=source, turn_index=2, user=owner)
+    assert _titles([first, second, other_turn]) == [
+        "Lit review (branch from turn 1)",
+        "Lit review (branch 2 from turn 1)",
+        "Lit review (branch from turn 2)",
+    ]
+    # The first is renamed to what the third would be called: the third skips it.
+    Thread.objects.filter(pk=first.pk).update(title="Lit review (branch 3 from turn 1)")
+    third = fork_thread(source=source, turn_index=1, user=owner)
+    fourth = fork_thread(source=source, turn_index=1, user=owner)
+    assert _titles([third, fourth]) == ["Lit review (branch from turn 1)", "Lit review (branch 4 from turn 1)"]
+
+
+@pytest.mark.postgresql_pass
+def test_two_forks_of_one_turn_made_at_the_same_moment_get_two_titles(owner, thread, monkeypatch):
+    """Two servers fork turn 1 at once: the second waits for the first's
+    rows (the family's lock) and numbers itself after them."""
+    import threading
+
+    from django.db import connections
+
+    _ended_turns(thread, 1)
+    inside, go = threading.Event(), threading.Event()
+    real_copy = branching.workspace_copy
+
+    def first_one_waits(**kwargs):
+        if not inside.is_set():
+            inside.set()
+            go.wait(10)
+        return real_copy(**kwargs)
+
+    monkeypatch.setattr(branching, "workspace_copy", first_one_waits)
+    made = {}
+
+    def fork_at_once(key):
+        try:
+            made[key] = fork_thread(source=Thread.objects.get(pk=thread.pk), turn_index=1, user=owner)
+        finally:
+            connections.close_all()
+
+    first = threading.Thread(target=fork_at_once, args=("first",))
+    first.start()
+    assert inside.wait(10)  # the first fork has its title and holds the locks
+    second = threading.Thread(target=fork_at_once, args=("second",))
+    second.start()
+    second.join(0.5)
+    assert second.is_alive()  # waiting for the first's locks
+    go.set()
+    first.join(10)
+    second.join(10)
+    assert sorted(_titles([made["first"], made["second"]])) == [
+        "Lit review (branch 2 from turn 1)",
+        "Lit review (branch from turn 1)",
+    ]
 
 
 def _plan_history(thread):

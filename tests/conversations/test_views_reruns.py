@@ -104,6 +104,17 @@ async def test_regenerate_runs_the_same_message_again_in_a_new_branch(owner, two
     ]
 
 
+async def test_regenerating_a_turn_twice_makes_two_branches_the_thread_list_tells_apart(owner, two_turns):
+    client = await _client(owner)
+    titles = []
+    for _ in range(2):
+        await client.post(_url(two_turns, 2, "regenerate"))
+        link = await database_sync_to_async(BranchLink.objects.select_related("thread").latest)("created_at")
+        await registry.wait_for_turn(link.thread_id)
+        titles.append(link.thread.title)
+    assert titles == ["Lit review (turn 2 regenerated)", "Lit review (turn 2 regenerated, take 2)"]
+
+
 async def test_editing_the_first_message_branches_before_any_turn(owner, two_turns):
     client = await _client(owner, htmx=False)
     response = await client.post(_url(two_turns, 1, "edit"), {"message": "a new start"})
