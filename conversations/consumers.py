@@ -147,14 +147,23 @@ def _writes_seen_by_page(scope) -> int | None:
     return int(seen) if seen.isascii() and seen.isdigit() and len(seen) <= 19 else None
 
 
-def _present_and_behind(*, thread_id, user, channel_name, seen: int | None, latest: bool) -> tuple[bool, tuple | None]:
+def _present_and_behind(*, thread_id, user, channel_name, seen: int | None, latest: bool) -> tuple[bool, tuple | None, str]:
     """Marks the page present; whether the workspace was written since the
     page was rendered; with `latest`, how the thread's latest turn ended or
-    where it runs (registry.ended_or_running_on), else None: one database
-    hop for the three."""
+    where it runs (registry.ended_or_running_on), else None; and the check
+    of the page's map (trajectory.map_check): one database hop for the four."""
     presence.presence_open(thread_id=thread_id, user=user, channel_name=channel_name)
     behind = seen is not None and surface_writes_of(thread_id) > seen
-    return behind, registry.ended_or_running_on(thread_id) if latest else None
+    return (
+        behind,
+        registry.ended_or_running_on(thread_id) if latest else None,
+        trajectory.map_check(thread_id=thread_id),
+    )
+
+
+def _map_check(thread_id) -> str:
+    """trajectory.map_check, in a hop of its own (a page catching up after a lost message)."""
+    return trajectory.map_check(thread_id=thread_id)
 
 
 class PageSocketConsumer(AsyncWebsocketConsumer):
@@ -253,7 +262,7 @@ class ThreadConsumer(PageSocketConsumer):
         # The latest turn read in the same hop, unless one runs here (its
         # fragments so far come from this process): a turn that starts after
         # the join above sends this page all of its fragments.
-        behind, latest = await database_sync_to_async(_present_and_behind)(
+        behind, latest, map_check = await database_sync_to_async(_present_and_behind)(
             thread_id=self.thread.pk,
             user=user,
             channel_name=self.channel_name,
@@ -267,16 +276,25 @@ class ThreadConsumer(PageSocketConsumer):
         self._present_on = self.thread.pk
         self._renewal = asyncio.ensure_future(self._renew_membership())
         self._page_count_renewal = asyncio.ensure_future(self._renew_page_count())
-        await self._catch_up(latest)
+        await self._catch_up(latest, map_check)
 
-    async def _catch_up(self, latest: tuple | None = None):
+    async def _catch_up(self, latest: tuple | None = None, map_check: str | None = None):
         """The turn so far, or how the latest turn ended. Behind any fragment
         already on its way to the thread, so nothing arrives twice or out of
         order; from the process running the turn, behind its fragments, when
         that is another (turns.elsewhere). `latest`: the latest turn as read
-        after the page joined (registry.ended_or_running_on)."""
+        after the page joined (registry.ended_or_running_on).
+
+        Then the check of the page's map (`map_check`, as read after the
+        join, else read here): a node pushed between the page's render and
+        its join went to the pages already joined, whether or not a turn of
+        this thread runs now; the page fetches its map if it lacks one
+        (docs/adr/0156)."""
         for html in await registry.connect_fragments(self.thread.pk, page_channel=self.channel_name, latest=latest):
             publisher.publish_to_consumer(self.thread.pk, self, html)
+        if map_check is None:
+            map_check = await database_sync_to_async(_map_check)(self.thread.pk)
+        publisher.publish_to_consumer(self.thread.pk, self, map_check)
 
     async def _catch_up_after_a_loss(self):
         try:

@@ -9,7 +9,7 @@ and the read-only preview of one turn (docs/adr/0016).
 """
 
 from .access import continue_point, is_own_turn
-from .publish import map_push, turn_ended_patches
+from .publish import map_check, turn_ended_patches
 from .reads import family_graph, preview_context
 from .render import map_context, navigate_html, render_map
 
@@ -17,8 +17,8 @@ __all__ = [
     "continue_point",
     "family_graph",
     "is_own_turn",
+    "map_check",
     "map_context",
-    "map_push",
     "navigate_html",
     "preview_context",
     "render_map",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -242,3 +243,12 @@ def layout_key(graph: Graph) -> str:
     others right)."""
     lanes = " ".join(str(thread.pk) for thread in graph.threads)
     return hashlib.sha1(lanes.encode(), usedforsecurity=False).hexdigest()[:12]
+
+
+def nodes_key(graph: Graph) -> str:
+    """What a map's nodes are, as an open page can count them on itself
+    (static/js/trajectory.js): how many it draws of each status ("complete:5
+    failed:1"). With `layout_key`, what a page that has just joined its
+    thread's pushes checks its map against (docs/adr/0156)."""
+    counts = Counter(node.status for node in graph.nodes)
+    return " ".join(f"{status}:{count}" for status, count in sorted(counts.items()))

@@ -4,18 +4,34 @@ gets its own map, or only the node that changed."""
 
 from __future__ import annotations
 
+from django.template.loader import render_to_string
+
 from workspace.models import Thread
 
 from ..live import publisher
+from .layout import layout_key, nodes_key
 from .reads import family_graph
-from .render import MapMarkup, render_map
+from .render import TEMPLATE, MapMarkup
 
 
-def map_push(*, thread_id) -> str:
-    """The thread's own map, to swap in on its page (one that may have
-    missed a turn's end), or ""."""
+def map_check(*, thread_id) -> str:
+    """For a page of the thread that has just joined its pushes: what its
+    map should show now (its lanes, how many nodes of each status), for the
+    page to fetch its map if it shows something else; "" for no thread, or
+    a family with no node yet (its page's map is as empty).
+
+    Not the map itself: a whole map rendered here could reach the page after
+    a newer node's push from another server had, and take that node off
+    again; a fetch the page makes once it has this is rendered after the
+    join, and static/js/trajectory.js fetches again for a node pushed while
+    a fetch is on its way (docs/adr/0156)."""
     thread = Thread.objects.filter(pk=thread_id).first()
-    return "" if thread is None else render_map(family_graph(thread=thread), oob=True)
+    if thread is None:
+        return ""
+    graph = family_graph(thread=thread)
+    if not graph.nodes:
+        return ""
+    return render_to_string(f"{TEMPLATE}#map_check", {"map_layout": layout_key(graph), "map_nodes": nodes_key(graph)})
 
 
 def family_maps(*, thread_id) -> dict:

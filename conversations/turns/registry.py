@@ -606,8 +606,10 @@ async def connect_fragments(thread_id, *, page_channel: str, latest: tuple[list[
 
 def ended_html(thread_id) -> str:
     """How the thread's latest turn ended, for a page that may still show it
-    running (or waiting), or "" while it runs."""
-    return "".join(ended_fragments(thread_id))
+    running (or waiting), or "" while it runs; with the check of its map
+    (it may have missed that turn's node too)."""
+    ended = "".join(ended_fragments(thread_id))
+    return ended + trajectory.map_check(thread_id=thread_id) if ended else ""
 
 
 def ended_fragments(thread_id) -> list[str]:
@@ -640,9 +642,10 @@ def _ended_or_running_on(thread_id) -> tuple[list[str], str]:
             approval=fragments.approval_view(TurnApproval.from_json(row.approval), pending=True),
         )
         return [fragments.approval_card(turn)], ""
-    # The page may have been built before that turn ended: its map too.
+    # The page may have been built before that turn ended; its map is
+    # checked by the page's catch-up (trajectory.map_check).
     answer, end = fragments.ended_parts(row, latest=True)
-    return [answer, end, trajectory.map_push(thread_id=thread_id)], ""
+    return [answer, end], ""
 
 
 async def wait_for_turn(thread_id, timeout: float = 30.0) -> None:

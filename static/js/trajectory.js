@@ -7,6 +7,12 @@
  *   put in only if this map has the lanes the patch was laid out for
  *   (data-layout); otherwise (a branch was made or removed since this page
  *   was built) the map is fetched whole.
+ * - Once the page has joined its thread's pushes it is told what its map
+ *   should show (a "trajectory" patch with data-check: the lanes, how many
+ *   nodes of each status); a map that shows something else (a node pushed
+ *   before the join) is fetched whole. One fetch at a time: a node pushed
+ *   while one is on its way may be newer than what it brings, so the map
+ *   is fetched once more after it (docs/adr/0156).
  * - A node's preview is fetched by htmx into #trajectory-preview (one
  *   delegated handler: a node carries only its lane and turn).
  * - "Continue from here" creates nothing: it marks the chat form so the next
@@ -163,10 +169,42 @@
     if (event.key === "Escape" && document.querySelector("section#trajectory-preview")) closePreview();
   });
 
+  // The map's fetch on its way, and whether another must follow it.
+  var fetching = false, fetchAgain = false;
+
   function reloadMap() {
     var box = document.getElementById("trajectory-scroll");
     var url = box && box.getAttribute("data-map-url");
-    if (url && window.htmx) htmx.ajax("GET", url, { target: "#trajectory-map", swap: "outerHTML" });
+    if (!url || !window.htmx) return;
+    if (fetching) {
+      fetchAgain = true;
+      return;
+    }
+    fetching = true;
+    function done() {
+      fetching = false;
+      if (fetchAgain) {
+        fetchAgain = false;
+        reloadMap();
+      }
+    }
+    // Its own source: htmx queues requests per source element, and a
+    // preview's request (from the body) would otherwise hold this one back.
+    htmx.ajax("GET", url, { source: box, target: "#trajectory-map", swap: "outerHTML" }).then(done, done);
+  }
+
+  // How many nodes of each status the map draws, as the server counts them
+  // (conversations.trajectory.layout.nodes_key): "complete:5 failed:1".
+  function nodesKey(map) {
+    var counts = {};
+    map.querySelectorAll(".tnode").forEach(function (node) {
+      var status = "complete";
+      node.classList.forEach(function (name) {
+        if (name.indexOf("tnode-") === 0) status = name.slice(6);
+      });
+      counts[status] = (counts[status] || 0) + 1;
+    });
+    return Object.keys(counts).sort().map(function (status) { return status + ":" + counts[status]; }).join(" ");
   }
 
   // The map draws all edges of one kind as one path of subpaths ("M…V…M…C…",
@@ -182,9 +220,14 @@
   document.addEventListener("haico:trajectory-patch", function (event) {
     var template = event.detail.template;
     var map = document.getElementById("trajectory-map");
+    if (template.hasAttribute("data-check")) {
+      if (map && (map.getAttribute("data-layout") !== template.getAttribute("data-layout") ||
+          nodesKey(map) !== template.getAttribute("data-nodes"))) reloadMap();
+      return;
+    }
     var canvas = map && map.querySelector(".trajectory-canvas");
     var svg = canvas && canvas.querySelector("svg.trajectory-edges");
-    if (!svg || map.getAttribute("data-layout") !== template.getAttribute("data-layout")) {
+    if (fetching || !svg || map.getAttribute("data-layout") !== template.getAttribute("data-layout")) {
       reloadMap();
       return;
     }

@@ -5,6 +5,7 @@ from the workspace after turn 1 and holds the new turn, and the original
 thread is unchanged."""
 
 import re
+import time
 import uuid
 
 from playwright.sync_api import expect
@@ -133,3 +134,125 @@ def test_a_map_of_200_turns_scrolls_and_shows_the_current_turn(new_page, start_h
     assert box.evaluate("el => el.scrollHeight > el.clientHeight && el.scrollTop > 0")
     # The region stays its size: the page itself does not grow with the map.
     assert page.evaluate("() => document.documentElement.scrollHeight <= window.innerHeight + 1")
+
+
+def _held_reply(gates):
+    """The model's answers: turn 1 and 2 at once; a branch's ("Go north",
+    "Go south") once the test opens its gate."""
+
+    def reply(body):
+        last = [m for m in body["messages"] if m.get("role") == "user"][-1]["content"]
+        for name, gate in gates.items():
+            if f"Go {name}" in str(last):
+                assert gate.wait(TURN_WAIT_MS / 1000)
+                return Reply(text=f"Answer going {name}.")
+        return Reply(text="Second answer." if "Second" in str(last) else "First answer.")
+
+    return reply
+
+
+def _continue_from_turn_one(page, text):
+    page.get_by_role("region", name="Trajectory").get_by_role("button", name=re.compile(r"^Turn 1\b")).click()
+    preview = page.get_by_role("region", name="Turn preview")
+    preview.get_by_role("button", name="Continue from here").click()
+    expect(preview).to_contain_text("Your next message in the chat starts a new branch from turn 1")
+    box = page.get_by_role("region", name="Chat").get_by_role("textbox", name="Message")
+    box.fill(text)
+    box.press("Enter")
+
+
+def _held_until_released(page, pattern, *, fetch_first=False):
+    """Requests of `page` to `pattern` are held (in the list returned) until
+    the test lets each go; `fetch_first`: the first one's response is
+    fetched from the server at once (as the server renders it now) and only
+    its arrival is held, the later ones go through."""
+    held = []
+
+    def hold(route):
+        if fetch_first and held:
+            route.continue_()
+            return
+        held.append((route, route.fetch() if fetch_first else None))
+
+    page.route(pattern, hold)
+    return held
+
+
+def _wait_for(page, held):
+    deadline = time.monotonic() + TURN_WAIT_MS / 1000
+    while not held and time.monotonic() < deadline:
+        page.wait_for_timeout(50)  # Playwright's own wait: the route handlers run meanwhile
+    assert held, "the request was not made"
+
+
+def test_a_branch_whose_turn_ends_before_a_new_pages_socket_joins_is_on_that_pages_map(
+    new_page, start_haico_server, model_server
+):
+    """Two tabs continue from turn 1 at about the same time. The second tab's
+    new branch page is built while the first branch's turn still runs, and
+    its socket joins only after that turn has ended (its node's push went to
+    the pages already joined), while its own turn still runs: the page is
+    told what its map should show once it has joined, and fetches it. That
+    fetch is held until the page's own turn has ended and its node been
+    pushed: what the fetch brings does not take that node off. Both
+    branches are on the map without a reload (docs/adr/0156)."""
+    import threading
+
+    gates = {"north": threading.Event(), "south": threading.Event()}
+    model_server.script([_held_reply(gates)] * 6)
+    server = start_haico_server(model_env(model_server))
+    first = new_page()
+    url = new_thread_for(first, server.url, "ada")
+    original = thread_id_from(url)
+    wait_for_socket(first)
+    chat = first.get_by_role("region", name="Chat")
+    for message, answers in (("First message", ["First answer."]), ("Second message", ["First answer.", "Second answer."])):
+        expect(chat.get_by_role("button", name="Send")).to_be_enabled(timeout=TURN_WAIT_MS)
+        chat.get_by_role("textbox", name="Message").fill(message)
+        chat.get_by_role("textbox", name="Message").press("Enter")
+        expect(chat.locator(".answer")).to_have_text(answers, timeout=TURN_WAIT_MS)
+    expect(chat.get_by_role("button", name="Send")).to_be_enabled(timeout=TURN_WAIT_MS)
+    second = first.context.new_page()
+    second.goto(url)
+    wait_for_socket(second)
+
+    def moved(page):
+        page.wait_for_url(
+            lambda address: "/workspace/" in address and thread_id_from(address) != original,
+            wait_until="commit",
+            timeout=TURN_WAIT_MS,
+        )
+
+    # The first tab's branch: its turn runs (held at the model).
+    _continue_from_turn_one(first, "Go north")
+    moved(first)
+    wait_for_socket(first)
+    # The second tab's branch page is built now, without north's turn 2; its
+    # socket waits for its script.
+    socket_script = _held_until_released(second, "**/hx-ws-2*.js")
+    _continue_from_turn_one(second, "Go south")
+    moved(second)
+    _wait_for(second, socket_script)
+
+    # North's turn ends while the second tab's page has not joined.
+    gates["north"].set()
+    first_chat = first.get_by_role("region", name="Chat")
+    expect(first_chat.locator(".answer")).to_have_text(["First answer.", "Answer going north."], timeout=TURN_WAIT_MS)
+    map_fetch = _held_until_released(second, re.compile(r"/threads/[0-9a-f-]+/trajectory/$"), fetch_first=True)
+    socket_script[0][0].continue_()
+    wait_for_socket(second)
+    _wait_for(second, map_fetch)  # the page asked for its map: rendered now, with north's turn 2 and not south's
+
+    # South's turn ends (its node pushed) while that map is on its way.
+    gates["south"].set()
+    second_chat = second.get_by_role("region", name="Chat")
+    expect(second_chat.locator(".answer")).to_have_text(["First answer.", "Answer going south."], timeout=TURN_WAIT_MS)
+    route, response = map_fetch[0]
+    route.fulfill(response=response)
+
+    # Without a reload: the original's turn 2 and each branch's, on both tabs.
+    for page in (second, first):
+        trajectory = page.get_by_role("region", name="Trajectory")
+        expect(trajectory.get_by_role("button", name=re.compile(r"^Turn 2\b"))).to_have_count(3, timeout=TURN_WAIT_MS)
+        for name in ("north", "south"):
+            expect(trajectory.get_by_role("button", name=re.compile(rf"^Turn 2 Go {name}"))).to_have_count(1)

@@ -665,6 +665,33 @@ async def test_continuing_from_a_turn_that_is_not_yours_is_refused_and_nothing_i
     assert await database_sync_to_async(Thread.objects.count)() == count
 
 
+async def test_a_page_that_joins_is_told_what_its_map_shows_whether_or_not_a_turn_runs(owner, thread, sockets):
+    """A node pushed between the page's render and its socket's join went to
+    the pages already joined: once joined, the page is told the map's lanes
+    and nodes as they are now, to fetch its map if it differs
+    (static/js/trajectory.js, docs/adr/0156); not the map itself, which a
+    newer node's push could overtake."""
+    from conversations.branching import fork_thread
+    from conversations.trajectory.layout import layout_key
+    from conversations.trajectory.reads import family_graph
+    from conversations.turns import slot
+
+    for n in (1, 2):
+        await database_sync_to_async(slot.turn_begin)(thread=thread, user_message=f"message {n}")
+        await database_sync_to_async(slot.turn_finish)(thread=thread, turn_index=n, answer="ok")
+    branch = await database_sync_to_async(fork_thread)(source=thread, turn_index=1, user=owner)
+    layout = layout_key(await database_sync_to_async(family_graph)(thread=branch))
+    check = f'data-check data-layout="{layout}" data-nodes="complete:2"'
+
+    frames = await frame_containing(await sockets(branch.pk, owner), "data-check")
+    assert check in frames[-1] and 'id="trajectory-map"' not in "".join(frames)
+
+    # A turn of the branch runs (in no process here): the page is told all the same.
+    await database_sync_to_async(slot.turn_begin)(thread=branch, user_message="message 2, again")
+    frames = await frame_containing(await sockets(branch.pk, owner), "data-check")
+    assert check in frames[-1]
+
+
 # --- the agent's mode (docs/adr/0018) -------------------------------------------------
 
 PLAN_TOOLS = {
