@@ -246,8 +246,8 @@ def component_costs(ws: Workspace, repeats: int) -> dict[str, float]:
                     "input_tokens": 1000,
                     "output_tokens": 20,
                 }
+                for _ in range(2)  # two calls, each its own row (its own key, docs/adr/0154)
             ]
-            * 2
         )
 
     return {

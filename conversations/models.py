@@ -2,6 +2,8 @@
 
 The thread itself is workspace.models.Thread (docs/adr/0006)."""
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -407,6 +409,11 @@ class ModelUsage(models.Model):
     output_tokens = models.PositiveIntegerField(default=0)
     estimated = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
+    # The call's own key, made when the turn counts it (docs/adr/0154): its
+    # estimate stored while it streams and its real figure are one row, and
+    # a batch stored again after a commit whose answer was lost (a failover)
+    # finds its rows already there. Rows stored before keys have none.
+    key = models.UUIDField(null=True, unique=True, default=uuid.uuid4, editable=False)
 
     class Meta:
         verbose_name = "model call"

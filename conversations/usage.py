@@ -10,6 +10,7 @@ a turn's path."""
 from __future__ import annotations
 
 import functools
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import cast
@@ -34,11 +35,16 @@ def usage_record(*, rows: list[dict]) -> int:
     """Store model calls' usage rows (ModelUsage fields), in a transaction
     of their own; returns how many were stored.
 
-    A row with an `id` replaces the row stored with that id (a call's
-    estimate stored while it streamed, docs/adr/0063): storing it again
-    changes nothing, so a batch tried again after a failure counts each
-    call once. A new row gets its `id` once the transaction committed (not
-    before: a refused commit stored nothing, and the row is new again).
+    Each row names its call by its `key` (docs/adr/0154), made when the
+    turn counted the call (a row without one is given one here, on the
+    caller's dict, so the caller's next try names the same call). A row
+    whose key is stored replaces that row: a call's estimate stored while
+    it streamed becomes its real figure (docs/adr/0063), and a batch stored
+    again counts each call once, whether its last try was refused or
+    committed with its answer lost (a failover or a cut connection, which
+    the caller cannot tell from the database being away). A row marked
+    `withdrawn` (its key alone) takes its call's stored estimate back: the
+    provider refused the call, nothing was paid for.
 
     A call is paid for whatever was deleted while it ran: a row naming a
     provider, thread or turn that is gone is stored without the link (the
@@ -49,75 +55,82 @@ def usage_record(*, rows: list[dict]) -> int:
     transaction commits."""
     if not rows:
         return 0
+    for row in rows:
+        if row.get("key") is None:
+            row["key"] = uuid.uuid4()
+    withdrawn = [row["key"] for row in rows if row.get("withdrawn")]
+    rows = [row for row in rows if not row.get("withdrawn")]
     try:
         # The links are checked at commit (deferred constraints), so the
         # commit is what fails when one points at a deleted row.
         with transaction.atomic():
-            stored = _write(rows, rows)
-        written = len(rows)
+            _write(rows, withdrawn)
     except IntegrityError:
-        originals, fixed = _with_links_that_exist(rows)
+        rows = _with_links_that_exist(rows)
         with transaction.atomic():
-            stored = _write(originals, fixed)
-        written = len(fixed)
-    for original, row in stored:
-        original["id"] = row.pk
-    return written
+            _write(rows, withdrawn)
+    return len(rows)
 
 
-# What a stored estimate's replacement changes: every field but the key.
-_REPLACED_FIELDS = [field for field in ModelUsage._meta.concrete_fields if not field.primary_key]
+# What a row stored again changes: every field but the row's id and its key.
+_FIELDS = [field for field in ModelUsage._meta.concrete_fields if not field.primary_key]
+_KEY = ModelUsage._meta.get_field("key")
+_REPLACED_FIELDS = [field for field in _FIELDS if field is not _KEY]
 
 
-def _write(originals: list[dict], rows: list[dict]) -> list[tuple[dict, ModelUsage]]:
-    """Insert the new rows and replace the stored ones; returns the new
-    rows' (original dict, stored row) pairs."""
-    new = [(original, ModelUsage(**row)) for original, row in zip(originals, rows, strict=True) if row.get("id") is None]
-    ModelUsage.objects.bulk_create([row for _, row in new])
-    known = [ModelUsage(**row) for row in rows if row.get("id") is not None]
-    if known:
-        # One plain UPDATE run for every row (`executemany`), as the answers
-        # so far are stored (docs/adr/0135): the turn watcher replaces every
-        # streaming call's estimate twice a second, and the ORM's
-        # `bulk_update` built a CASE WHEN per row and field, tens of
-        # milliseconds of CPU at 200 running turns (docs/adr/0063). A row
-        # gone (its person's account deleted) is not made again.
+def _write(rows: list[dict], withdrawn: list) -> None:
+    """Store the rows by their keys, and delete the withdrawn keys' rows.
+
+    One plain statement run for every row (`executemany`), as the answers
+    so far are stored (docs/adr/0135): the turn watcher stores every
+    streaming call's estimate twice a second, and the ORM's `bulk_update`
+    built a CASE WHEN per row and field, tens of milliseconds of CPU at 200
+    running turns (docs/adr/0063)."""
+    if rows:
         values = [
-            [field.get_db_prep_save(getattr(row, field.attname), connection) for field in _REPLACED_FIELDS] + [row.pk]
-            for row in known
+            [
+                field.get_db_prep_save(row[field.attname] if field.attname in row else field.get_default(), connection)
+                for field in _FIELDS
+            ]
+            for row in rows
         ]
         with connection.cursor() as cursor:
-            cursor.executemany(_replacement(connection.vendor), values)
-    return new
+            cursor.executemany(_upsert(connection.vendor), values)
+    if withdrawn:
+        ModelUsage.objects.filter(key__in=withdrawn).delete()
 
 
 @functools.cache
-def _replacement(vendor: str) -> str:
-    """The replacement's UPDATE, built from the model's metadata (as
+def _upsert(vendor: str) -> str:
+    """The insert that replaces the row of the same key (PostgreSQL's and
+    SQLite's INSERT ... ON CONFLICT), built from the model's metadata (as
     workspace.write_counts builds its statements), so a renamed column or
     table follows; one per database vendor."""
     quote = connection.ops.quote_name
-    columns = ", ".join(f"{quote(cast(str, field.column))} = %s" for field in _REPLACED_FIELDS)
-    key = quote(cast(str, ModelUsage._meta.pk.column))
-    return f"UPDATE {quote(ModelUsage._meta.db_table)} SET {columns} WHERE {key} = %s"
+    columns = ", ".join(quote(cast(str, field.column)) for field in _FIELDS)
+    placeholders = ", ".join(["%s"] * len(_FIELDS))
+    replaced = ", ".join(
+        f"{quote(cast(str, field.column))} = excluded.{quote(cast(str, field.column))}" for field in _REPLACED_FIELDS
+    )
+    return (
+        f"INSERT INTO {quote(ModelUsage._meta.db_table)} ({columns}) VALUES ({placeholders}) "
+        f"ON CONFLICT ({quote(cast(str, _KEY.column))}) DO UPDATE SET {replaced}"
+    )
 
 
-def _with_links_that_exist(rows: list[dict]) -> tuple[list[dict], list[dict]]:
-    """The rows whose person still exists (as given), and the same with the
-    links that still exist."""
+def _with_links_that_exist(rows: list[dict]) -> list[dict]:
+    """The rows whose person still exists, with the links that still exist."""
 
     def existing(model, key: str) -> set:
         return set(model.objects.filter(pk__in={row[key] for row in rows if row.get(key)}).values_list("pk", flat=True))
 
     users = existing(get_user_model(), "user_id")
     links = {key: existing(model, key) for key, model in (("provider_id", Provider), ("thread_id", Thread), ("turn_id", Turn))}
-    originals, kept = [], []
-    for row in rows:
-        if row["user_id"] not in users:
-            continue
-        originals.append(row)
-        kept.append({**row, **{key: row.get(key) if row.get(key) in present else None for key, present in links.items()}})
-    return originals, kept
+    return [
+        {**row, **{key: row.get(key) if row.get(key) in present else None for key, present in links.items()}}
+        for row in rows
+        if row["user_id"] in users
+    ]
 
 
 def _sums(queryset) -> dict:

@@ -471,11 +471,14 @@ async def _watch() -> None:
         # Three hops, each tried whatever became of the one before: a batch
         # that cannot be stored must not keep another person's turn from
         # hearing a Stop or refreshing its claim (the recovery would take
-        # it for a dead server's), and only a batch that was not stored is
-        # kept for the next round (stored twice, a call counts twice).
+        # it for a dead server's), and a batch that failed is kept for the
+        # next round: each row names its call's key (docs/adr/0154), so one
+        # the database took without its answer reaching us counts once.
         usage: list[tuple[TurnRun, list]] = []
         # The streaming calls' estimates (docs/adr/0063): stored or not, each
-        # is made again from what the call streamed by the next round.
+        # is made again from what the call streamed by the next round, under
+        # its call's key (docs/adr/0154): one the database took without
+        # saying so (a failover) is replaced, not left beside it.
         estimates: list[OpenCallEstimate] = []
         saving = asyncio.Event()
         try:
@@ -501,7 +504,7 @@ async def _watch() -> None:
                 batch = [r for _, rows in usage for r in rows] + [estimate.row for estimate in estimates]
                 await database_sync_to_async(_save_progress)(answers=answers, usage=batch)
                 for estimate in estimates:
-                    estimate.holder.id, estimate.holder.saved_chars = estimate.row.get("id"), estimate.chars
+                    estimate.holder.saved, estimate.holder.saved_chars = True, estimate.chars
         except Exception as error:
             for turn, rows in usage:
                 turn.keep_usage(rows)  # stored with the next batch, or at the turn's end

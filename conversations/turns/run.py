@@ -27,6 +27,7 @@ import asyncio
 import logging
 import math
 import time
+import uuid
 from dataclasses import dataclass, replace
 
 from asgiref.sync import sync_to_async
@@ -136,21 +137,6 @@ def stored_selection(raw) -> Selection | None:
     return Selection(start=start, end=end, text=text)
 
 
-# The key of a usage row (in TurnRun._usage) naming the OpenCallRow its
-# call's estimate may have been stored in.
-_REPLACES = "replaces"
-
-
-def _resolved(row: dict) -> dict:
-    """A usage row as stored: in place of its call's stored estimate, if any."""
-    if _REPLACES not in row:
-        return row
-    holder = row.pop(_REPLACES)
-    if holder.id is not None:
-        row["id"] = holder.id
-    return row
-
-
 def _store_usage(rows: list[dict]) -> list[dict]:
     """The turn's last model calls' usage, in a transaction of its own: the
     turn's end is recorded whether or not this can be.
@@ -158,8 +144,10 @@ def _store_usage(rows: list[dict]) -> list[dict]:
     Returns the rows left to store: all of them when the database does not
     answer (the caller keeps them and tries again: a call it drops is never
     counted), none when they were stored, or failed otherwise (logged; a
-    bug must not be tried for ever). A transaction that failed stored
-    none, so a row tried again is never counted twice."""
+    bug must not be tried for ever). A row tried again is never counted
+    twice: it names its call's key (docs/adr/0154), so the rows of a
+    commit whose answer was lost (the server took them, the connection
+    broke before it said so) are found there, not stored beside."""
     try:
         usage_record(rows=rows)
     except Exception as error:
@@ -207,15 +195,18 @@ def _await_approval(*, usage: list[dict], **kwargs) -> tuple[str, list[dict]]:
 
 class OpenCallRow:
     """Where the usage of the model call streaming now is stored: the turn
-    watcher stores its estimate (what it was sent, what it streamed so far)
-    twice a second, so a server killed mid-call leaves it counted
-    (docs/adr/0063); the call's real figure, or its last estimate, then
-    replaces that row rather than adding one."""
+    watcher stores its estimate (what it was sent, from its first round
+    after the call starts; then what it streamed so far) twice a second, so
+    a server killed mid-call leaves it counted (docs/adr/0063, 0154); the
+    call's real figure, or its last estimate, then replaces that row (the
+    same key) rather than adding one."""
 
-    __slots__ = ("id", "saved_chars")
+    __slots__ = ("key", "saved", "saved_chars", "tried")
 
     def __init__(self) -> None:
-        self.id: int | None = None  # the stored row's, once the watcher stored one
+        self.key = uuid.uuid4()  # the call's row's, made as the call is counted (docs/adr/0154)
+        self.tried = False  # an estimate went to the database: it may be stored, answered or not
+        self.saved = False  # the watcher stored an estimate, and heard so
         self.saved_chars = 0  # the streamed characters its stored estimate counts
 
 
@@ -429,23 +420,28 @@ class TurnRun:
         """The model calls' usage rows not stored yet; they are the caller's to store now.
 
         A call whose estimate the watcher stored while it streamed replaces
-        that row (its `id`): counted once. Taken when no save of the
-        watcher's is in flight (`usage_settled`), so the row's id is known."""
+        that row (the call's key): counted once. Taken when no save of the
+        watcher's is in flight (`usage_settled`), so the estimate is not
+        stored after its call's real figure."""
         rows, self._usage = self._usage, []
-        return [_resolved(row) for row in rows]
+        return rows
 
     def open_call_estimate(self) -> OpenCallEstimate | None:
         """The streaming call's usage as estimated now (its request's
         estimate and what it streamed, / 4), for the watcher to store; None
-        while it has streamed nothing new since the last save (a call that
-        wrote nothing is not paid for, docs/adr/0063)."""
+        once stored while it has streamed nothing new since. Its request
+        goes at the first round after the call starts, streamed or not
+        (docs/adr/0154): a call that is quick, or slow to its first token,
+        and a server killed before its end would leave its prompt counted
+        nowhere; a call the provider refused takes it back (_end)."""
         started, chars, holder = self._open_call, self._open_call_chars, self._open_row
-        if started is None or self.user_id is None or chars <= holder.saved_chars:
+        if started is None or self.user_id is None or (holder.saved and chars <= holder.saved_chars):
             return None
+        holder.tried = True
         row = self._usage_row(
-            ModelCallUsage(started.input_tokens_estimate, math.ceil(chars / 4), estimated=True, model=started.model)
+            ModelCallUsage(started.input_tokens_estimate, math.ceil(chars / 4), estimated=True, model=started.model),
+            key=holder.key,
         )
-        row["id"] = holder.id
         return OpenCallEstimate(row=row, chars=chars, holder=holder)
 
     async def usage_settled(self) -> None:
@@ -466,14 +462,18 @@ class TurnRun:
         started, self._open_call = self._open_call, None
         if started is not None and self.user_id is not None:
             streamed = math.ceil(self._open_call_chars / 4)  # agent.usage's estimate: characters / 4
-            row = self._usage_row(ModelCallUsage(started.input_tokens_estimate, streamed, estimated=True, model=started.model))
-            self._usage.append({**row, _REPLACES: self._open_row})
+            row = self._usage_row(
+                ModelCallUsage(started.input_tokens_estimate, streamed, estimated=True, model=started.model),
+                key=self._open_row.key,
+            )
+            self._usage.append(row)
         self._open_call_chars = 0
         self._open_row = OpenCallRow()
 
-    def _usage_row(self, event: ModelCallUsage) -> dict:
+    def _usage_row(self, event: ModelCallUsage, *, key: uuid.UUID) -> dict:
         model = self.model
         return {
+            "key": key,
             "user_id": self.user_id,
             "thread_id": self.thread.pk,
             "turn_id": self.turn_id,
@@ -596,9 +596,13 @@ class TurnRun:
 
     async def _end(self, status: str, notice: str) -> None:
         """Release the slot, record how the turn ended and tell every open tab."""
-        if status == Turn.Status.FAILED and not self._open_call_chars:
+        refused = status == Turn.Status.FAILED and not self._open_call_chars
+        if refused:
             self._open_call = None  # the provider refused or failed the call: nothing was paid for
         await self.usage_settled()
+        if refused and self._open_row.tried:
+            # The watcher stored its request's estimate at its first round (docs/adr/0154).
+            self._usage.append({"key": self._open_row.key, "withdrawn": True})
         self._count_open_call()
         answer = self.final_text if status == Turn.Status.COMPLETE else "".join(self.draft)
         cut_off = self.cut_off and status == Turn.Status.COMPLETE
@@ -1002,15 +1006,16 @@ class TurnRun:
         elif isinstance(event, ModelCallStarted):
             # An attempt that broke mid-stream (the retry sends another)
             # was paid for what it streamed; one that failed before it wrote
-            # anything (a refused request, a busy or failing server) was not.
-            if self._open_call is not None and not self._open_call_chars:
-                self._open_call = None
-            self._count_open_call()
+            # anything (a refused request, a busy or failing server) was
+            # not: the next attempt takes its row (its key), so an estimate
+            # the watcher stored of it is the next one's, not a call of its own.
+            if self._open_call is not None and self._open_call_chars:
+                self._count_open_call()
             self._open_call, self._open_call_chars = event, 0
         elif isinstance(event, ModelCallUsage):
             self._open_call, self._open_call_chars = None, 0
             if self.user_id is not None:
-                self._usage.append({**self._usage_row(event), _REPLACES: self._open_row})
+                self._usage.append(self._usage_row(event, key=self._open_row.key))
             self._open_row = OpenCallRow()
         elif isinstance(event, CapReached):
             if event.cap == "tokens":

@@ -9,13 +9,16 @@ refuses forever (the test model server answers such a history with HTTP
 400, as OpenAI does); the next message works at once all the same."""
 
 import json
+import threading
 import time
 
 import pytest
 from playwright.sync_api import expect
 
 from conversations.turns.outcome import INTERRUPTED_RESTART
+from tests.support import openai_server
 from tests.support.fake_model import Reply, tool_call
+from tests.support.openai_server import Misbehave
 
 from .helpers import TURN_WAIT_MS, model_env, new_thread_for, wait_for_socket
 
@@ -93,6 +96,56 @@ def test_killed_during_an_answer_the_call_streaming_is_still_counted(page, start
     [(sent, streamed, estimated)] = rows
     assert estimated and sent > 0
     assert len(kept) // 8 <= streamed <= len(REPORT) // 4
+
+
+def _kill_once_answered(monkeypatch, server) -> threading.Event:
+    """SIGKILL the HAICO server the moment the model server has written the
+    last byte of its first streamed answer (before HAICO can store it)."""
+    killed = threading.Event()
+    real = openai_server._Handler._stream
+
+    def stream(handler, *args, **kwargs):
+        real(handler, *args, **kwargs)
+        if not killed.is_set():
+            server.kill()
+            killed.set()
+
+    monkeypatch.setattr(openai_server._Handler, "_stream", stream)
+    return killed
+
+
+def test_killed_right_after_a_call_slow_to_its_first_token_the_call_is_counted(
+    page, start_haico_server, model_server, monkeypatch
+):
+    """A call with a big prompt (paid at the provider) that took its time
+    before its first token, then answered in a moment, and the server
+    killed as the answer arrived: its request's estimate was stored at the
+    turn watcher's first round after it started (docs/adr/0154), so the
+    person's usage page and limit see it, once."""
+    reply = Reply(
+        text="Recording it.",
+        tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship the report")],
+        usage={"prompt_tokens": 30_000, "completion_tokens": 40},
+    )
+    model_server.script([Misbehave(reply=reply, pause_after_tokens=0, pause_seconds=1.5), Reply(text="After the restart.")])
+    server = start_haico_server(model_env(model_server))
+    new_thread_for(page, server.url, "ada")
+    wait_for_socket(page)
+    killed = _kill_once_answered(monkeypatch, server)
+    _send(page, "Record the goal")
+    assert killed.wait(TURN_WAIT_MS / 1000), "the model was never asked"
+    server.start()
+    for _ in range(100):  # the restarted server ends the turn as interrupted
+        if server.query("SELECT status FROM conversations_turn WHERE [index] = 1")[0][0] != "running":
+            break
+        time.sleep(0.2)
+    assert server.query("SELECT status FROM conversations_turn WHERE [index] = 1")[0][0] == "interrupted"
+    rows = server.query("SELECT input_tokens, estimated FROM conversations_modelusage")
+    assert len(rows) == 1, rows
+    [(sent, estimated)] = rows
+    assert estimated and sent > 0
+    page.goto(f"{server.url}/accounts/usage/")
+    expect(page.locator('tr[data-usage="today"]')).not_to_have_attribute("data-tokens", "0")
 
 
 @pytest.mark.postgres

@@ -10,16 +10,17 @@ import re
 from datetime import timedelta
 from html import unescape
 
+import psycopg
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import OperationalError
+from django.db import OperationalError, connections
 from django.test import Client
 from django.utils import timezone
 
 from agent.builder import AgentProvider
 from agent.models import CatalogueModel, Provider
 from conversations.models import Account, ModelUsage, Turn
-from conversations.turns import registry
+from conversations.turns import registry, run
 from tests.support.fake_model import Reply, tool_call
 from tests.support.openai_server import HTTPFailure, Misbehave, OpenAICompatibleServer
 from workspace.models import Thread
@@ -240,6 +241,130 @@ async def test_a_call_the_provider_refused_is_not_counted(thread, model_server):
     turn = await _turn(thread)
     assert turn.status == Turn.Status.FAILED
     assert await sync_to_async(_rows)(thread) == []
+
+
+def _answers_lost(monkeypatch, *modules, times: int = 1) -> dict:
+    """The database commits the next `times` batches of usage rows (stored
+    through any of `modules`' usage_record) and the connection breaks
+    before the commit's answer arrives, as a failover or a cut network
+    does: the turn hears what it hears when the database is away
+    (docs/adr/0154)."""
+    lost = {"n": 0, "armed": False}
+    real_record = registry.model_usage.usage_record
+    wrapper = type(connections["default"])
+    real_commit = wrapper._commit
+
+    def commit(self):
+        committed = real_commit(self)
+        if lost["armed"]:
+            lost["armed"] = False
+            lost["n"] += 1
+            # As Django raises psycopg's error (conversations.outages reads its cause).
+            broken = "server closed the connection unexpectedly"
+            raise OperationalError(broken) from psycopg.OperationalError(broken)
+        return committed
+
+    def usage_record(*, rows):
+        lost["armed"] = bool(rows) and lost["n"] < times
+        try:
+            return real_record(rows=rows)
+        finally:
+            lost["armed"] = False
+
+    monkeypatch.setattr(wrapper, "_commit", commit)
+    for module in modules:
+        monkeypatch.setattr(module, "usage_record", usage_record)
+    return lost
+
+
+def _figures(thread):
+    return [(r.input_tokens, r.output_tokens, r.estimated) for r in _rows(thread)]
+
+
+LONG = " ".join(f"word{i}" for i in range(120))
+
+
+async def test_the_watcher_s_batch_stored_without_its_answer_reaching_the_turn_counts_each_call_once(
+    thread, model_server, monkeypatch
+):
+    """The database took the watcher's batch (the first call's figure, the
+    second call's estimate) and the answer was lost: the batch stored again
+    finds its rows there. The owner's usage shows two calls, not four."""
+    lost = _answers_lost(monkeypatch, registry.model_usage, run)
+    model_server.script(
+        [
+            Reply(
+                tool_calls=[tool_call("set_objective", "Writing down the goal.", text="Ship it")],
+                usage={"prompt_tokens": 700, "completion_tokens": 150},
+            ),
+            Reply(text=LONG, token_delay=0.02, usage={"prompt_tokens": 800, "completion_tokens": 80}),
+        ]
+    )
+    turn = await _turn(thread)
+    assert lost["n"] == 1 and turn.status == Turn.Status.COMPLETE
+    assert sorted(await sync_to_async(_figures)(thread)) == [(700, 150, False), (800, 80, False)]
+
+
+async def test_a_turn_end_s_usage_stored_without_its_answer_reaching_the_turn_is_counted_once(thread, model_server, monkeypatch):
+    lost = _answers_lost(monkeypatch, run)
+    model_server.script([Reply(text="Hello.", usage={"prompt_tokens": 800, "completion_tokens": 80})])
+    turn = await _turn(thread, "hi")
+    assert lost["n"] == 1 and (turn.status, turn.answer) == (Turn.Status.COMPLETE, "Hello.")
+    assert await sync_to_async(_figures)(thread) == [(800, 80, False)]
+
+
+async def test_a_streaming_call_s_estimate_stored_without_its_answer_is_replaced_by_its_figure(thread, model_server, monkeypatch):
+    """The watcher's first estimate of a streaming call was stored and its
+    answer lost: the next estimates and the call's figure replace it (the
+    call's key), none is left beside as a call of its own."""
+    lost = _answers_lost(monkeypatch, registry.model_usage)
+    model_server.script([Reply(text=LONG, token_delay=0.02, usage={"prompt_tokens": 900, "completion_tokens": 120})])
+    await _turn(thread, "Write")
+    assert lost["n"] == 1
+    assert await sync_to_async(_figures)(thread) == [(900, 120, False)]
+
+
+async def test_a_call_slow_to_its_first_token_is_counted_from_its_request_before_it_streams(thread, owner, model_server):
+    """A server killed while the model thinks (or right after a quick
+    call) would otherwise leave the whole prompt counted nowhere: the
+    request's estimate is stored at the watcher's first round after the
+    call starts (docs/adr/0154), then the call's figure replaces it."""
+    reply = Reply(text="Here it is.", usage={"prompt_tokens": 30_000, "completion_tokens": 4})
+    model_server.script([Misbehave(reply=reply, pause_after_tokens=0, pause_seconds=1.5)])
+    await registry.start_turn(thread=thread, user_message="Think hard")
+    while not model_server.pauses:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(1.0)
+    [estimate] = await sync_to_async(_rows)(thread)
+    assert (estimate.user_id, estimate.estimated, estimate.output_tokens) == (owner.pk, True, 0)
+    assert estimate.input_tokens > 0
+    await registry.wait_for_turn(thread.pk)
+    rows = await sync_to_async(_rows)(thread)
+    assert [(r.pk, r.input_tokens, r.output_tokens, r.estimated) for r in rows] == [(estimate.pk, 30_000, 4, False)]
+
+
+async def test_a_call_that_timed_out_before_writing_is_not_counted_though_its_request_was_stored(thread, model_server, settings):
+    settings.HAICO_MODEL_TIMEOUT = 1.5
+    model_server.script([Misbehave(hang_seconds=4)])
+    await registry.start_turn(thread=thread, user_message="Hello?")
+    await asyncio.sleep(1.0)
+    [estimate] = await sync_to_async(_rows)(thread)
+    assert estimate.estimated and estimate.output_tokens == 0
+    await registry.wait_for_turn(thread.pk, timeout=20)
+    turn = await sync_to_async(Turn.objects.get)(thread=thread, index=1)
+    assert turn.status == Turn.Status.FAILED
+    assert await sync_to_async(_rows)(thread) == []
+
+
+async def test_a_retry_after_an_attempt_that_timed_out_takes_its_stored_estimate_s_row(thread, model_server, settings):
+    settings.HAICO_MODEL_TIMEOUT, settings.HAICO_MODEL_MAX_RETRIES = 1.5, 1
+    model_server.script([Misbehave(hang_seconds=4), Reply(text="Back.", usage={"prompt_tokens": 52, "completion_tokens": 4})])
+    await registry.start_turn(thread=thread, user_message="Hello?")
+    await asyncio.sleep(1.0)
+    [estimate] = await sync_to_async(_rows)(thread)
+    await registry.wait_for_turn(thread.pk, timeout=20)
+    rows = await sync_to_async(_rows)(thread)
+    assert [(r.pk, r.input_tokens, r.output_tokens, r.estimated) for r in rows] == [(estimate.pk, 52, 4, False)]
 
 
 async def test_a_catalogue_model_s_rows_name_its_provider(thread, owner, model_server, settings):
