@@ -14,14 +14,12 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from agent import context as agent_context
-from agent.builder import AgentProvider
 from conversations import quotas
 from conversations.models import ModelUsage, Turn, TurnSlot
 from conversations.services import thread_create
-from conversations.turns import registry, slot
+from conversations.turns import slot
 from conversations.turns.outcome import TOKEN_LIMIT
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import OpenAICompatibleServer
 from workspace.models import Thread
 
 from .helpers import frames_until_turn_end
@@ -33,15 +31,14 @@ PER_CALL = 1_000  # 900 in, 100 out, as the provider reports
 
 
 @pytest.fixture
-def model_server(settings, monkeypatch):
-    with OpenAICompatibleServer(models=["scripted"]) as server:
-        settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = server.base_url, "test-key"
-        settings.HAICO_MODEL, settings.HAICO_MODELS = "scripted", ["scripted"]
-        settings.HAICO_MODEL_MAX_RETRIES = 0
-        settings.HAICO_DAILY_TOKEN_LIMIT = LIMIT
-        settings.HAICO_MONTHLY_TOKEN_LIMIT = 0
-        monkeypatch.setattr(registry, "agents", AgentProvider())
-        yield server
+def model_server(model_server, settings):
+    """The local model server (tests.support.model_server), no retries, the owner's daily limit LIMIT,
+    and time for a model call on a loaded machine."""
+    settings.HAICO_MODEL_MAX_RETRIES = 0
+    settings.HAICO_MODEL_TIMEOUT = 30.0
+    settings.HAICO_DAILY_TOKEN_LIMIT = LIMIT
+    settings.HAICO_MONTHLY_TOKEN_LIMIT = 0
+    return model_server
 
 
 def _send(text):

@@ -20,13 +20,11 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connection, connections
 
-from agent.builder import AgentProvider
 from conversations.models import ModelUsage, Turn
 from conversations.turns import registry
 from tests.conftest import on_postgresql
 from tests.conversations.helpers import frames_until_turn_end
 from tests.support.fake_model import Reply, tool_call
-from tests.support.openai_server import OpenAICompatibleServer
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -155,14 +153,13 @@ async def through_proxy(proxy):
 
 
 @pytest.fixture
-def model_server(settings, monkeypatch):
-    with OpenAICompatibleServer(models=["scripted"]) as server:
-        settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = server.base_url, "test-key"
-        settings.HAICO_MODEL, settings.HAICO_MODELS = "scripted", ["scripted"]
-        settings.HAICO_MODEL_MAX_RETRIES = 0
-        settings.HAICO_DAILY_TOKEN_LIMIT = settings.HAICO_MONTHLY_TOKEN_LIMIT = 0
-        monkeypatch.setattr(registry, "agents", AgentProvider())
-        yield server
+def model_server(model_server, settings):
+    """The local model server (tests.support.model_server), no retries, no token limits,
+    and time for a model call on a loaded machine."""
+    settings.HAICO_MODEL_MAX_RETRIES = 0
+    settings.HAICO_MODEL_TIMEOUT = 30.0
+    settings.HAICO_DAILY_TOKEN_LIMIT = settings.HAICO_MONTHLY_TOKEN_LIMIT = 0
+    return model_server
 
 
 def _usage(owner):
