@@ -182,6 +182,31 @@
     planChanged();
   });
 
+  // A tick the server never took (the network away for a moment, a refusal)
+  // is not left showing: the box goes back to what the server has, and the
+  // plan says so until the next change goes through (docs/adr/0157). A box
+  // clicked again meanwhile, or a row the server has since replaced, is the
+  // newer word and is left alone.
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var detail = event.detail;
+    var config = detail && detail.requestConfig;
+    var li = config && config.elt;
+    if (detail.successful || !li || !li.matches || !li.matches("li.step") || !document.body.contains(li)) return;
+    if (config.path !== stepUrl(li, "done") || !config.formData) return;
+    var wanted = config.formData.get("done") === "1";
+    var box = li.querySelector(":scope > .edit-view > input[type=checkbox]");
+    if (!box || box.checked !== wanted) return;
+    box.checked = !wanted;
+    planChanged();
+    var error = document.getElementById("plan-error");
+    if (!error) return;
+    var reached = detail.xhr && detail.xhr.status;
+    error.textContent = "Step " + stepNumber(li) + " was not marked " + (wanted ? "done" : "not done") +
+      (reached ? ": the server refused it." : ": the server could not be reached.") +
+      " It shows what is saved; try again" + (reached ? "." : " once you are back online.");
+    error.hidden = false;
+  });
+
   document.addEventListener("click", function (event) {
     var target = event.target;
     var opener = target.closest && target.closest("#plan-steps .step-menu");
