@@ -335,6 +335,7 @@
       failWaiters(form);
     }
     applyHeldPatch(form);
+    followKeptForADiscard(form);
   }
 
   document.addEventListener("input", function (event) {
@@ -491,6 +492,7 @@
   // when this tab shows the document again (Back, Forward, a reload:
   // `takeBackWhatWasLeft`).
   window.addEventListener("pagehide", function () {
+    pageLeft = true;
     var form = currentForm();
     if (!form) return;
     var state = editorState(form);
@@ -514,6 +516,47 @@
       leaveUnsaved(form, state);
     }
   });
+
+  // A hidden tab may be frozen and then discarded by the browser with no
+  // pagehide (a background tab under memory pressure: the Page Lifecycle's
+  // last words are visibilitychange to hidden and freeze), and reloaded when
+  // the person comes back to it. What is not saved is kept in the tab then
+  // too, as pagehide keeps it, so that reload brings it back
+  // (`takeBackWhatWasLeft`). While hidden it follows each save's answer, and
+  // it goes once everything is saved or the page shows again, so nothing
+  // saved meanwhile comes back stale (docs/adr/0157).
+  var pageLeft = false, keptForADiscard = false;
+
+  function keepForADiscard() {
+    var form = currentForm();
+    if (!form || pageLeft || threadLost || madeViewer()) return;
+    var state = editorState(form);
+    if (!state.dirty && !state.inFlight && !state.conflict) {
+      dropKeptForADiscard(form);
+      return;
+    }
+    leaveUnsaved(form, state);
+    keptForADiscard = true;
+  }
+
+  function dropKeptForADiscard(form) {
+    if (!keptForADiscard || pageLeft || !form) return;
+    keptForADiscard = false;
+    leaveNothing(form);
+  }
+
+  // After a save's answer: kept up to date while the tab is hidden.
+  function followKeptForADiscard(form) {
+    if (!keptForADiscard) return;
+    if (document.visibilityState === "hidden") keepForADiscard();
+    else dropKeptForADiscard(form);
+  }
+
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "hidden") keepForADiscard();
+    else dropKeptForADiscard(currentForm());
+  });
+  document.addEventListener("freeze", keepForADiscard);
 
   // The browser counts a beacon taken whatever the server answers, so one
   // goes only when nothing says the server may refuse it: saves failing or
@@ -780,6 +823,8 @@
       return;
     }
     // From the back-forward cache the page is as it was left: nothing to take back.
+    pageLeft = false;
+    keptForADiscard = false;
     leaveNothing(form);
   });
 

@@ -3,6 +3,8 @@ reload), or a save's connection dies without an answer: what they typed
 is saved, and nothing another window saved meanwhile is undone
 (static/js/document_editor.js; docs/adr/0040)."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -196,3 +198,72 @@ def test_words_the_page_could_not_save_once_the_session_ended_are_saved_after_a_
     wait_for_socket(page)
     expected = _with(text, "Paragraph 2.2 weighs it.", " Typed as the session ended.")
     assert _stored_becomes(page, haico_server, thread_id, expected), "the words the page kept were lost"
+
+
+# Chrome hides a background tab (visibilitychange to hidden), then freezes it
+# (freeze): the Page Lifecycle's last words before it discards the tab.
+# CDP's Page.setWebLifecycleState does nothing in the headless shell, so the
+# events are given here as Chrome gives them.
+HIDE_AND_FREEZE = """() => {
+    Object.defineProperty(document, "visibilityState", { value: "hidden", configurable: true });
+    Object.defineProperty(document, "hidden", { value: true, configurable: true });
+    document.dispatchEvent(new Event("visibilitychange"));
+    document.dispatchEvent(new Event("freeze"));
+}"""
+
+# A discarded tab's renderer simply goes: no pagehide reaches the page.
+NO_PAGEHIDE = "() => window.addEventListener('pagehide', (event) => event.stopImmediatePropagation(), true)"
+
+LEFT_IN_THE_TAB = "() => Object.keys(sessionStorage).filter((key) => key.startsWith('haico:document-left:'))"
+
+
+def test_words_the_owner_typed_offline_come_back_after_the_browser_discards_the_hidden_tab(new_page, haico_server):
+    """Offline (a plane), she types in a 100 000-character document ("Not
+    saved"), switches to another tab; Chrome freezes the hidden tab, later
+    discards it (no pagehide) and reloads it when she comes back online:
+    her words come back and are saved, merged with what another window of
+    hers (or the agent) saved meanwhile."""
+    page, url, thread_id, text = _open(new_page, haico_server, 100_000)
+    page.context.set_offline(True)
+    anchor, words = "Paragraph 6.2 weighs it.", " Typed on the plane before switching tabs."
+    type_after(page, anchor, words)
+    expect(document_status(page)).to_have_text("Not saved", timeout=10_000)
+    page.evaluate(HIDE_AND_FREEZE)
+    assert len(page.evaluate(LEFT_IN_THE_TAB)) == 1, "nothing of the unsaved words kept for a discarded tab's reload"
+
+    theirs = _with(text, "Paragraph 50.2 weighs it.", " (other window)")
+    save_through_service(haico_server, thread_id, theirs)
+    page.evaluate(NO_PAGEHIDE)
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.context.set_offline(False)
+    page.reload()
+    wait_for_socket(page)
+    expected = _with(theirs, anchor, words)
+    assert _stored_becomes(page, haico_server, thread_id, expected, seconds=20), "the words typed offline were lost"
+    expect(document_text(page)).to_have_value(expected)
+    expect(document_status(page)).to_have_text(re.compile("^Saved"), timeout=10_000)
+
+
+def test_words_saved_while_the_tab_was_hidden_do_not_come_back_after_the_browser_discards_it(new_page, haico_server):
+    """Her words typed offline are kept when the tab hides, then saved while
+    it is still hidden (the network is back); the agent or another window
+    then takes them out. The discarded tab's reload must not bring them back."""
+    page, url, thread_id, text = _open(new_page, haico_server, 30_000)
+    page.context.set_offline(True)
+    anchor, words = "Paragraph 4.2 weighs it.", " Words saved while hidden."
+    type_after(page, anchor, words)
+    expect(document_status(page)).to_have_text("Not saved", timeout=10_000)
+    page.evaluate(HIDE_AND_FREEZE)
+    assert len(page.evaluate(LEFT_IN_THE_TAB)) == 1
+    page.context.set_offline(False)  # the page's `online`: the save goes again at once
+    assert _stored_becomes(page, haico_server, thread_id, _with(text, anchor, words), seconds=20)
+    expect(document_status(page)).to_have_text("Saved", timeout=10_000)
+    assert page.evaluate(LEFT_IN_THE_TAB) == [], "what is saved is still kept for a reload"
+
+    save_through_service(haico_server, thread_id, text)  # taken out again meanwhile
+    page.evaluate(NO_PAGEHIDE)
+    page.reload()
+    wait_for_socket(page)
+    expect(document_text(page)).to_have_value(text)
+    page.wait_for_timeout(2_000)
+    assert stored_document(haico_server, thread_id) == text, "the discarded tab's reload brought back deleted words"
