@@ -43,6 +43,11 @@ Messages (JSON; `ws-send` posts the form fields plus a HEADERS object):
                                        answer the approval turn N waits
                                        for (docs/adr/0017); Stop on a
                                        waiting turn rejects and ends it
+  {"action": "alive"}                  the page asks whether its socket
+                                       still reaches the server (nothing
+                                       else in it); answered ALIVE_ANSWER
+                                       at once, with no database work
+                                       (docs/adr/0157)
 """
 
 import asyncio
@@ -524,6 +529,13 @@ class ThreadConsumer(PageSocketConsumer):
 
     async def _receive(self, text_data):
         data = _parse(text_data)
+        # A network can drop a socket with no close frame (a laptop asleep, a
+        # Wi-Fi change): the page asks now and then, and reconnects when no
+        # answer comes. The answer says nothing of the thread, so it needs
+        # neither the session's check nor the database (docs/adr/0157).
+        if data == ALIVE_CHECK:
+            await self.send(text_data=ALIVE_ANSWER)
+            return
         # A chat message checked first (no database): its turn's reads go in
         # the session's hop below.
         form = ChatMessageForm(data) if data is not None and "action" not in data else None
@@ -994,6 +1006,13 @@ def _open_thread(*, user, thread_id):
     if is_waiting(user):
         return True, None, None
     return (False, *thread_and_access_for_user(user=user, thread_id=thread_id))
+
+
+# The page's liveness check and its answer (static/js/live.js). Anything
+# else with this action (a field more) is not one: it gets "Unknown action."
+# like any action the consumer does not know.
+ALIVE_CHECK = {"action": "alive"}
+ALIVE_ANSWER = "<!-- alive -->"
 
 
 def _is_a_message_with_its_id(data: dict | None) -> bool:

@@ -564,6 +564,74 @@
     }
   });
 
+  // --- a socket that died with no word -----------------------------------------
+  //
+  // A network can drop the socket with no close frame (a laptop asleep, a
+  // Wi-Fi change): the browser still says it is open, and no push arrives.
+  // When the network comes back, when the tab shows again, and whenever the
+  // socket has been quiet for ALIVE_EVERY_MS, the page asks the server for a
+  // tiny answer ({"action": "alive"}, conversations.consumers). Any frame
+  // heard within ALIVE_WAIT_MS says the socket is alive; none, and it is let
+  // go of and opened again as after a dropped connection ("Reconnecting…",
+  // then the catching up of htmx:wsOpen above; a chat message on its way is
+  // held and sent again, static/js/chat.js) (docs/adr/0157).
+  var ALIVE_CHECK = JSON.stringify({ action: "alive" });
+  var ALIVE_ANSWER = "<!-- alive -->";
+  var ALIVE_EVERY_MS = 30000;
+  var ALIVE_WAIT_MS = 5000;
+  var lastHeard = Date.now();
+  var aliveTimer = null;
+
+  function pageSocket() {
+    var el = document.querySelector("#chat-messages[ws-connect], [ws-connect]");
+    var data = el && el["htmx-internal-data"];
+    return data && data.webSocket ? { el: el, wrapper: data.webSocket } : null;
+  }
+
+  document.addEventListener("htmx:wsBeforeMessage", function (event) {
+    lastHeard = Date.now();
+    // The answer is for this check only: nothing to put in the page.
+    if (event.detail && event.detail.message === ALIVE_ANSWER) event.preventDefault();
+  });
+  document.addEventListener("htmx:wsOpen", function () { lastHeard = Date.now(); });
+
+  function checkAlive() {
+    var found = pageSocket();
+    var socket = found && found.wrapper.socket;
+    if (!socket || socket.readyState !== WebSocket.OPEN || aliveTimer) return;
+    var asked = Date.now();
+    try {
+      socket.send(ALIVE_CHECK);
+    } catch (e) { return; /* closing: its close event says so */ }
+    aliveTimer = setTimeout(function () {
+      aliveTimer = null;
+      if (lastHeard >= asked || found.wrapper.socket !== socket || socket.readyState !== WebSocket.OPEN) return;
+      letGoOfDeadSocket(found.el, found.wrapper, socket);
+    }, HAICO.aliveWaitMs || ALIVE_WAIT_MS);
+  }
+
+  // Closed here, its close event would come only after the browser gives up
+  // on the closing handshake (a minute in Chromium), and would then open a
+  // second socket over the new one: it is told nothing more, and the page
+  // goes on as after a dropped connection (close code 1006), now.
+  function letGoOfDeadSocket(el, wrapper, socket) {
+    socket.onclose = null;
+    socket.onerror = null;
+    try { socket.close(); } catch (e) { /* already going */ }
+    var lost = new CloseEvent("close", { code: 1006, reason: "no answer to the liveness check", wasClean: false });
+    htmx.trigger(el, "htmx:wsClose", { event: lost, socketWrapper: wrapper.publicInterface });
+    wrapper.init();
+  }
+
+  HAICO.checkSocketAlive = checkAlive;
+  window.addEventListener("online", checkAlive);
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible") checkAlive();
+  });
+  setInterval(function () {
+    if (Date.now() - lastHeard >= (HAICO.aliveEveryMs || ALIVE_EVERY_MS)) checkAlive();
+  }, 5000);
+
   // --- the plan after a patch: numbers, labels, count, checklist -------------
 
   function stepRows() {

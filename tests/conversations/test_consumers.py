@@ -287,6 +287,8 @@ async def test_a_second_message_while_a_turn_runs_is_refused_and_not_stored(owne
         ("{not json", "could not be read"),
         (json.dumps(["hello"]), "could not be read"),
         (json.dumps({"action": "explode"}), "Unknown action"),
+        (json.dumps({"action": "alive", "turn": 1}), "Unknown action"),
+        (json.dumps({"action": ["alive"]}), "Unknown action"),
         (json.dumps({"message": "a\ud800b"}), "Message contains a character that cannot be stored"),
         (json.dumps({"message": "hello", "model": "gpt\udfff"}), "Unknown model \u201cgpt\ufffd\u201d"),
         ("[" * 100_000, "could not be read"),
@@ -303,6 +305,8 @@ async def test_a_second_message_while_a_turn_runs_is_refused_and_not_stored(owne
         "malformed-json",
         "not-an-object",
         "unknown-action",
+        "alive-check-with-more",
+        "alive-check-not-text",
         "lone-surrogate",
         "lone-surrogate-echoed",
         "nested-array",
@@ -322,6 +326,22 @@ async def test_bad_input_gets_a_clear_error_and_nothing_is_stored(owner, thread,
     stored = await _db(thread)
     assert stored["turn_index"] == 0 and stored["snapshots"] == [] and stored["running"] is None
     assert script.model.requests == []
+
+
+async def test_the_pages_liveness_check_is_answered_at_once_without_the_database(owner, thread, sockets, monkeypatch):
+    """The page asks whether its socket still reaches the server (a network
+    can drop it with no close frame, docs/adr/0157): the answer is a frame
+    the page knows, sent without the session's check or any database work."""
+    socket = await sockets(thread.pk, owner)
+
+    def no_database(**_kwargs):
+        raise AssertionError("the liveness check went to the database")
+
+    monkeypatch.setattr("conversations.consumers.session_signs_in", no_database)
+    for _ in range(3):
+        await socket.send_to(text_data=json.dumps({"action": "alive"}))
+        assert await socket.receive_from(timeout=1) == "<!-- alive -->"
+    assert await socket.receive_nothing(timeout=0.2)
 
 
 async def test_the_chosen_model_is_used_for_the_turn(owner, thread, script, sockets):

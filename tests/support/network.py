@@ -6,8 +6,9 @@ WebSocket working, so the page is put behind this TCP relay (`Wire`), which
 can hold every byte both ways (the network gone: no close frame, no FIN) and
 give the network back either by resetting the held connections (a new
 network: both ends learn at once), by carrying on (the same network, nothing
-lost), or silently (the server's end gone, the browser's end never told
-until it sends)."""
+lost), silently (the server's end gone, the browser's end never told
+until it sends), or not at all for the connections it held (nothing on them
+ever arrives again, and nobody is told)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def _reset(sock: socket.socket | None) -> None:
 class _Pair:
     def __init__(self, client: socket.socket, upstream: socket.socket):
         self.client, self.upstream = client, upstream
-        self.state = "live"  # live | reset | silent | closed
+        self.state = "live"  # live | reset | silent | dead | closed
+        self.websocket = False  # its first request asked for an upgrade
 
 
 class Wire:
@@ -92,7 +94,7 @@ class Wire:
                         _reset(c)
                         return
                     continue
-                if not self.up or u is None:
+                if not self.up or u is None or pair.state == "dead":
                     time.sleep(0.05)  # nothing read, nothing forwarded: the bytes wait in the kernels
                     continue
                 ready, _, _ = select.select([c, u], [], [], 0.1)
@@ -109,6 +111,8 @@ class Wire:
                                 pass
                         pair.state = "closed"
                         return
+                    if s is c and not pair.websocket and b"upgrade: websocket" in data.lower():
+                        pair.websocket = True
                     (u if s is c else c).sendall(data)
         except OSError:
             _reset(c)
@@ -123,11 +127,15 @@ class Wire:
         """The network comes back. "reset": the held connections are reset
         (a new network); "keep": they carry on (the same one, nothing lost
         on the way); "silent": the server's ends are reset, the browser's
-        never told until it sends."""
+        never told until it sends; "dead": nothing on the held WebSockets
+        ever arrives either way, and nobody is told (a sleeping laptop's
+        connections, whose network dropped them without a word), the held
+        HTTP connections are reset (the browser sends a request again on a
+        fresh one), and new connections work."""
         with self.lock:
             for pair in self.pairs:
                 if pair.state == "live" and how != "keep":
-                    pair.state = how
+                    pair.state = "reset" if how == "dead" and not pair.websocket else how
         self.up = True
 
     def close(self) -> None:
