@@ -578,7 +578,10 @@
   var ALIVE_CHECK = JSON.stringify({ action: "alive" });
   var ALIVE_ANSWER = "<!-- alive -->";
   var ALIVE_EVERY_MS = 30000;
-  var ALIVE_WAIT_MS = 5000;
+  // Generous: the consumer answers a page's messages one at a time, so a
+  // check sent while it waits on the database (a busy or failing one)
+  // waits too, and a false alarm costs a reconnection and its resync.
+  var ALIVE_WAIT_MS = 10000;
   var lastHeard = Date.now();
   var aliveTimer = null;
 
@@ -607,7 +610,7 @@
       aliveTimer = null;
       if (lastHeard >= asked || found.wrapper.socket !== socket || socket.readyState !== WebSocket.OPEN) return;
       letGoOfDeadSocket(found.el, found.wrapper, socket);
-    }, HAICO.aliveWaitMs || ALIVE_WAIT_MS);
+    }, ALIVE_WAIT_MS);
   }
 
   // Closed here, its close event would come only after the browser gives up
@@ -629,7 +632,7 @@
     if (document.visibilityState === "visible") checkAlive();
   });
   setInterval(function () {
-    if (Date.now() - lastHeard >= (HAICO.aliveEveryMs || ALIVE_EVERY_MS)) checkAlive();
+    if (Date.now() - lastHeard >= ALIVE_EVERY_MS) checkAlive();
   }, 5000);
 
   // --- the plan after a patch: numbers, labels, count, checklist -------------
