@@ -22,14 +22,14 @@ from django.db import connection, connections
 
 from conversations.models import ModelUsage, Turn
 from conversations.turns import registry
-from tests.conftest import on_postgresql
 from tests.conversations.helpers import frames_until_turn_end
 from tests.support.fake_model import Reply, tool_call
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.postgres,
-    pytest.mark.skipif(not on_postgresql(), reason="the proxy speaks to PostgreSQL"),
+    # The proxy speaks PostgreSQL's protocol: run in the PostgreSQL pass, left out on SQLite.
+    pytest.mark.postgresql_pass,
 ]
 
 USAGE_INSERT = b'INSERT INTO "conversations_modelusage"'
