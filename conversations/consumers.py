@@ -166,11 +166,6 @@ def _present_and_behind(*, thread_id, user, channel_name, seen: int | None, late
     )
 
 
-def _map_check(thread_id) -> str:
-    """trajectory.map_check, in a hop of its own (a page catching up after a lost message)."""
-    return trajectory.map_check(thread_id=thread_id)
-
-
 class PageSocketConsumer(AsyncWebsocketConsumer):
     """A page's socket that a stopped service ends cleanly (docs/adr/0103).
 
@@ -298,7 +293,7 @@ class ThreadConsumer(PageSocketConsumer):
         for html in await registry.connect_fragments(self.thread.pk, page_channel=self.channel_name, latest=latest):
             publisher.publish_to_consumer(self.thread.pk, self, html)
         if map_check is None:
-            map_check = await database_sync_to_async(_map_check)(self.thread.pk)
+            map_check = await database_sync_to_async(trajectory.map_check)(thread_id=self.thread.pk)
         publisher.publish_to_consumer(self.thread.pk, self, map_check)
 
     async def _catch_up_after_a_loss(self):
