@@ -44,9 +44,11 @@ class CommitCutProxy:
         self.upstream = (host, port)
         self.cuts = 0
         self.cut = 0
-        # Outage mode: at the next usage INSERT, every connection is cut and
-        # new ones refused for `outage_seconds` (PostgreSQL down, then back).
+        # Outage mode: at the next usage INSERT once `outage_armed()` says so,
+        # every connection is cut and new ones refused for `outage_seconds`
+        # (PostgreSQL down, then back).
         self.outage_seconds = 0.0
+        self.outage_armed = lambda: True
         self.down_until = 0.0
         self.outages = 0
         self.pairs = []
@@ -88,8 +90,9 @@ class CommitCutProxy:
                 if USAGE_INSERT in data:
                     state["inserted"] = True
                     with self.lock:
-                        outage = self.outage_seconds
-                        self.outage_seconds = 0.0
+                        outage = self.outage_seconds if self.outage_armed() else 0.0
+                        if outage:
+                            self.outage_seconds = 0.0
                     if outage:
                         self.outages += 1
                         self.down_until = time.monotonic() + outage
@@ -234,12 +237,20 @@ def _send(text):
 
 
 async def test_the_database_down_as_a_turn_end_s_usage_is_stored_counts_it_once_and_the_limit_holds_next(
-    owner, thread, model_server, through_proxy, sockets, settings
+    owner, thread, model_server, through_proxy, sockets, settings, monkeypatch
 ):
     """PostgreSQL down for 3 s exactly as the usage of a turn's last call is
     inserted: the turn's end says so and then ends; the call is counted
     once when the database is back; the next message is refused at the limit."""
     settings.HAICO_DAILY_TOKEN_LIMIT = 1_500
+    # The outage is for the turn end's INSERT: the turn watcher's rounds
+    # store a call's estimate and the usage of calls that returned, and on
+    # a loaded machine one fell within the first call, so the database went
+    # down under the agent's checkpoint and the turn failed (as it should;
+    # the failover tests cover that case). No round during this turn, and
+    # the outage only once the model has answered twice.
+    monkeypatch.setattr(registry, "SAVE_ANSWERS_SECONDS", 600)
+    through_proxy.outage_armed = lambda: len(model_server.usages) >= 2
     model_server.script(
         [
             Reply(
