@@ -48,6 +48,19 @@ def _rows(thread):
     return list(ModelUsage.objects.filter(thread=thread).order_by("created_at", "pk"))
 
 
+async def _estimate_stored(thread, model_server, *, within: float) -> ModelUsage:
+    """The one row the turn watcher stored of the call the model server
+    holds now (its first round after the call starts), waited for: on a
+    loaded machine the call and the watcher's round come late."""
+    while not model_server.requests:
+        await asyncio.sleep(0.02)
+    deadline = asyncio.get_running_loop().time() + within
+    while not (rows := await sync_to_async(_rows)(thread)) and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+    [estimate] = rows
+    return estimate
+
+
 async def test_every_model_call_is_a_row_with_the_tokens_the_provider_reported(thread, owner, model_server):
     model_server.script(
         [
@@ -330,12 +343,9 @@ async def test_a_call_slow_to_its_first_token_is_counted_from_its_request_before
     request's estimate is stored at the watcher's first round after the
     call starts (docs/adr/0154), then the call's figure replaces it."""
     reply = Reply(text="Here it is.", usage={"prompt_tokens": 30_000, "completion_tokens": 4})
-    model_server.script([Misbehave(reply=reply, pause_after_tokens=0, pause_seconds=1.5)])
+    model_server.script([Misbehave(reply=reply, pause_after_tokens=0, pause_seconds=4.0)])
     await registry.start_turn(thread=thread, user_message="Think hard")
-    while not model_server.pauses:
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(1.0)
-    [estimate] = await sync_to_async(_rows)(thread)
+    estimate = await _estimate_stored(thread, model_server, within=3.0)
     assert (estimate.user_id, estimate.estimated, estimate.output_tokens) == (owner.pk, True, 0)
     assert estimate.input_tokens > 0
     await registry.wait_for_turn(thread.pk)
@@ -344,11 +354,10 @@ async def test_a_call_slow_to_its_first_token_is_counted_from_its_request_before
 
 
 async def test_a_call_that_timed_out_before_writing_is_not_counted_though_its_request_was_stored(thread, model_server, settings):
-    settings.HAICO_MODEL_TIMEOUT = 1.5
-    model_server.script([Misbehave(hang_seconds=4)])
+    settings.HAICO_MODEL_TIMEOUT = 3.0
+    model_server.script([Misbehave(hang_seconds=8)])
     await registry.start_turn(thread=thread, user_message="Hello?")
-    await asyncio.sleep(1.0)
-    [estimate] = await sync_to_async(_rows)(thread)
+    estimate = await _estimate_stored(thread, model_server, within=2.5)
     assert estimate.estimated and estimate.output_tokens == 0
     await registry.wait_for_turn(thread.pk, timeout=20)
     turn = await sync_to_async(Turn.objects.get)(thread=thread, index=1)
@@ -357,11 +366,10 @@ async def test_a_call_that_timed_out_before_writing_is_not_counted_though_its_re
 
 
 async def test_a_retry_after_an_attempt_that_timed_out_takes_its_stored_estimate_s_row(thread, model_server, settings):
-    settings.HAICO_MODEL_TIMEOUT, settings.HAICO_MODEL_MAX_RETRIES = 1.5, 1
-    model_server.script([Misbehave(hang_seconds=4), Reply(text="Back.", usage={"prompt_tokens": 52, "completion_tokens": 4})])
+    settings.HAICO_MODEL_TIMEOUT, settings.HAICO_MODEL_MAX_RETRIES = 3.0, 1
+    model_server.script([Misbehave(hang_seconds=8), Reply(text="Back.", usage={"prompt_tokens": 52, "completion_tokens": 4})])
     await registry.start_turn(thread=thread, user_message="Hello?")
-    await asyncio.sleep(1.0)
-    [estimate] = await sync_to_async(_rows)(thread)
+    estimate = await _estimate_stored(thread, model_server, within=2.5)
     await registry.wait_for_turn(thread.pk, timeout=20)
     rows = await sync_to_async(_rows)(thread)
     assert [(r.pk, r.input_tokens, r.output_tokens, r.estimated) for r in rows] == [(estimate.pk, 52, 4, False)]
