@@ -2,6 +2,7 @@
 soft-delete, feedback, staff moderation and the activity log. The turn slot is conversations.turns.slot."""
 
 import functools
+import logging
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
@@ -25,6 +26,8 @@ from .models import (
     ModerationAction,
     TurnSlot,
 )
+
+logger = logging.getLogger("haico.conversations.services")
 
 THREAD_TITLE_MAX_CHARS = 200
 DEFAULT_THREAD_TITLE = "New thread"
@@ -79,9 +82,23 @@ def thread_soft_delete(*, thread: Thread, staff_user: AbstractBaseUser | None = 
     if staff_user is not None:
         ModerationAction.objects.create(thread=thread, staff_user=staff_user, action=ModerationAction.Action.SOFT_DELETE)
     announce_thread(thread)
+    transaction.on_commit(functools.partial(_check_family_maps, thread.pk))
     if TurnSlot.objects.filter(thread_id=thread.pk, turn_index__isnull=False).exists():
         transaction.on_commit(functools.partial(_stop_running_turn, thread))
     return thread
+
+
+def _check_family_maps(thread_id) -> None:
+    """The open maps of the thread's family (its parent's, its branches')
+    drop or regain its lane (docs/adr/0159)."""
+    # The map's reads import the turn slot, whose writer imports this module.
+    from .trajectory import publish_checks_of_families_around
+
+    try:
+        publish_checks_of_families_around(thread_id=thread_id)
+    except Exception:
+        # Done and stored; an open map catches up at its family's next turn end or reload.
+        logger.exception("could not tell the open maps of %s's family", thread_id)
 
 
 def _stop_running_turn(thread: Thread) -> None:
@@ -98,6 +115,7 @@ def thread_restore(*, thread: Thread, staff_user: AbstractBaseUser) -> Thread:
     thread.save(update_fields=["is_deleted", "deleted_at"])
     ModerationAction.objects.create(thread=thread, staff_user=staff_user, action=ModerationAction.Action.RESTORE)
     announce_thread(thread)
+    transaction.on_commit(functools.partial(_check_family_maps, thread.pk))
     return thread
 
 

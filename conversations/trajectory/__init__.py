@@ -9,7 +9,7 @@ and the read-only preview of one turn (docs/adr/0016).
 """
 
 from .access import continue_point, is_own_turn
-from .publish import map_check, turn_ended_patches
+from .publish import map_check, publish_checks_of_families_around, turn_ended_patches
 from .reads import family_graph, preview_context
 from .render import map_context, navigate_html, render_map
 
@@ -21,6 +21,7 @@ __all__ = [
     "map_context",
     "navigate_html",
     "preview_context",
+    "publish_checks_of_families_around",
     "render_map",
     "turn_ended_patches",
 ]

@@ -9,6 +9,7 @@ from django.template.loader import render_to_string
 from workspace.models import Thread
 
 from ..live import publisher
+from ..models import BranchLink
 from .layout import layout_key, nodes_key
 from .reads import family_graph
 from .render import TEMPLATE, MapMarkup
@@ -32,6 +33,29 @@ def map_check(*, thread_id) -> str:
     if not graph.nodes:
         return ""
     return render_to_string(f"{TEMPLATE}#map_check", {"map_layout": layout_key(graph), "map_nodes": nodes_key(graph)})
+
+
+def publish_checks_of_families_around(*, thread_id) -> None:
+    """A thread of a family was deleted or restored: its lane, and the
+    turns its branches show from before their branch points, left or came
+    back. Every open page of the families it was or is now in (its
+    parent's, each of its branches') is sent its map check (`map_check`),
+    and a page whose map no longer matches fetches it, as on joining
+    (static/js/trajectory.js, docs/adr/0156). Without it an open map kept a
+    deleted thread's lane until the next turn of the family ended, or a
+    reload. One family read per family, a few bytes per member."""
+    seeds = [thread_id, *BranchLink.objects.filter(thread_id=thread_id).values_list("parent_id", flat=True)]
+    seeds += BranchLink.objects.filter(parent_id=thread_id).values_list("thread_id", flat=True)
+    done: set = set()
+    for seed in seeds:
+        thread = Thread.objects.filter(pk=seed, is_deleted=False).first()
+        if thread is None or thread.pk in done:
+            continue
+        graph = family_graph(thread=thread)
+        html = render_to_string(f"{TEMPLATE}#map_check", {"map_layout": layout_key(graph), "map_nodes": nodes_key(graph)})
+        for member in graph.threads:
+            done.add(member.pk)
+            publisher.publish(member.pk, html)
 
 
 def family_maps(*, thread_id) -> dict:

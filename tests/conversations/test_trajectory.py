@@ -398,3 +398,51 @@ def test_the_map_draws_each_kind_of_edge_as_one_path_of_every_edge(family):
     assert drawn["tedge tedge-turn"] == [edge.d for edge in graph.edges if edge.kind == "turn"]
     assert drawn["tedge tedge-branch"] == [edge.d for edge in graph.edges if edge.kind == "branch"]
     assert drawn["tedge on-path"] == [edge.d for edge in graph.path_edges] and len(graph.path_edges) >= 2
+
+
+def _checks_sent(monkeypatch) -> list:
+    """The map checks pushed to threads' open pages, as (thread id, layout, nodes)."""
+    from conversations.trajectory import publish
+
+    sent: list = []
+    real = publish.publisher.publish
+
+    def record(thread_id, html):
+        found = re.search(r'data-check data-layout="([0-9a-f]+)" data-nodes="([^"]*)"', html)
+        if found:
+            sent.append((thread_id, found.group(1), found.group(2)))
+        return real(thread_id, html)
+
+    monkeypatch.setattr(publish.publisher, "publish", record)
+    return sent
+
+
+def _check_of(thread) -> tuple:
+    graph = trajectory.family_graph(thread=Thread.objects.get(pk=thread.pk))
+    return thread.pk, layout.layout_key(graph), layout.nodes_key(graph)
+
+
+@pytest.mark.django_db
+def test_a_deleted_or_restored_thread_leaves_or_rejoins_every_open_map_of_its_family(
+    family, owner_client, staff, monkeypatch, django_capture_on_commit_callbacks
+):
+    """The owner deletes b (the root's branch, c's parent) while pages of the
+    root, c and d are open: each is sent its family's map as it now is, so
+    its map drops b's lane (and c draws b's turns as its own) without a
+    reload, as a page that joins is (docs/adr/0156, 0159). A staff restore
+    brings the lane back the same way. Before, an open map kept a deleted
+    thread's lane until a turn of the family ended."""
+    root, b, c, d = family
+    sent = _checks_sent(monkeypatch)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert owner_client.post(f"/threads/{b.pk}/delete/", HTTP_HX_REQUEST="true").status_code == 200
+
+    # The root's family (root, d) and c's own: each page the map it now has; none to the deleted b.
+    assert sorted(sent) == sorted(_check_of(member) for member in (root, c, d))
+    assert _check_of(root)[1] != _check_of(c)[1]
+
+    sent.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        services.thread_restore(thread=Thread.objects.get(pk=b.pk), staff_user=staff)
+    assert sorted(sent) == sorted(_check_of(member) for member in (root, b, c, d))
+    assert len({layout_key for _pk, layout_key, _nodes in sent}) == 1
