@@ -96,30 +96,38 @@ def _family(thread: Thread, statuses=(BranchLink.Status.ACTIVE,), *, through_del
     the thread list and the trajectory map show it (a branch still being
     made is not deleted, only hidden), and so is a link to a thread with
     other people (`links_between_other_people`)."""
+    # The owner's links in one read, walked here: a branch is its parent's
+    # owner's (docs/adr/0014), and a statement per level up and per
+    # generation down made a chain of branches of branches cost its page
+    # two statements a level (docs/adr/0159).
+    up: dict = {}
+    down: dict = {}
+    for child, parent, point, status, deleted, parent_deleted in (
+        BranchLink.objects.filter(thread__owner_id=thread.owner_id, status__in=statuses)
+        .order_by()
+        .values_list("thread_id", "parent_id", "branch_point_turn", "status", "thread__is_deleted", "parent__is_deleted")
+    ):
+        up[child] = (parent, parent_deleted)
+        down.setdefault(parent, []).append((child, point, status, deleted))
     root, seen = thread.pk, {thread.pk}
     while True:
-        link = (
-            BranchLink.objects.filter(thread_id=root, status__in=statuses).values_list("parent_id", "parent__is_deleted").first()
-        )
+        link = up.get(root)
         if link is None or link[0] in seen or (link[1] and not through_deleted):
             break
         seen.add(link[0])
         root = link[0]
     parents, frontier, ids = {}, [root], {root}
     while frontier:
-        links = list(
-            BranchLink.objects.filter(parent_id__in=frontier, status__in=statuses).values_list(
-                "thread_id", "parent_id", "branch_point_turn", "status", "thread__is_deleted"
-            )
-        )
-        frontier = []
-        for child, parent, point, status, deleted in links:
-            if deleted and status != BranchLink.Status.PENDING and not through_deleted:
-                continue
-            if child not in ids:
-                ids.add(child)
-                parents[child] = (parent, point)
-                frontier.append(child)
+        below = []
+        for parent in frontier:
+            for child, point, status, deleted in down.get(parent, ()):
+                if deleted and status != BranchLink.Status.PENDING and not through_deleted:
+                    continue
+                if child not in ids:
+                    ids.add(child)
+                    parents[child] = (parent, point)
+                    below.append(child)
+        frontier = below
     if not through_deleted:
         ids, parents = _part_with_same_people(thread.pk, ids, parents)
     threads = {
@@ -256,7 +264,11 @@ def turn_versions_for(*, thread: Thread) -> dict[int, TurnVersions]:
 
     order = sorted(threads.values(), key=lambda t: (t.created_at, str(t.pk)))
     found = {}
-    for turn_index in range(1, thread.turn_index + 1):
+    # A turn has a second version only where a branch of the family starts
+    # (one at turn k runs its own turn k + 1): those turns, not every turn
+    # of the thread, each walked up through every member (docs/adr/0159).
+    starts = sorted({point + 1 for _parent, point in parents.values() if point < thread.turn_index})
+    for turn_index in starts:
         base, mine = origin(thread.pk, turn_index - 1), origin(thread.pk, turn_index)
         homes = [
             t.pk
