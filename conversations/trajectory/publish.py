@@ -9,7 +9,7 @@ from django.template.loader import render_to_string
 from workspace.models import Thread
 
 from ..live import publisher
-from ..models import BranchLink
+from ..models import BranchLink, OpenPage
 from .layout import layout_key, nodes_key
 from .reads import family_graph
 from .render import TEMPLATE, MapMarkup
@@ -41,15 +41,49 @@ def publish_checks_of_families_around(*, thread_id) -> None:
     back. Every open page of the families it was or is now in (its
     parent's, each of its branches') is sent its map check (`map_check`),
     and a page whose map no longer matches fetches it, as on joining
-    (static/js/trajectory.js, docs/adr/0156). Without it an open map kept a
-    deleted thread's lane until the next turn of the family ended, or a
-    reload. One family read per family, a few bytes per member."""
-    seeds = [thread_id, *BranchLink.objects.filter(thread_id=thread_id).values_list("parent_id", flat=True)]
-    seeds += BranchLink.objects.filter(parent_id=thread_id).values_list("thread_id", flat=True)
+    (static/js/trajectory.js, docs/adr/0156, 0159). Without it an open map
+    kept a deleted thread's lane until the next turn of the family ended,
+    or a reload. A family none of whose threads is open is not read: the
+    owner's open pages and links are, once each; then one family read per
+    family with an open page, a few bytes per member."""
+    row = Thread.objects.filter(pk=thread_id).values_list("owner_id", "is_deleted").first()
+    if row is None:
+        return
+    owner_id, deleted = row
+    open_threads = set(OpenPage.objects.filter(thread__owner_id=owner_id).values_list("thread_id", flat=True))
+    if not open_threads:
+        return
+    # Live branches by parent, each live thread's live parent, and the thread's own parent.
+    parents, children, its_parent = {}, {}, None
+    for child, parent, child_deleted, parent_deleted in (
+        BranchLink.objects.filter(status=BranchLink.Status.ACTIVE, thread__owner_id=owner_id)
+        .order_by()
+        .values_list("thread_id", "parent_id", "thread__is_deleted", "parent__is_deleted")
+    ):
+        if child == thread_id and not parent_deleted:
+            its_parent = parent
+        if not child_deleted:
+            children.setdefault(parent, []).append(child)
+            if not parent_deleted:
+                parents[child] = parent
+    seeds = [*([] if deleted else [thread_id]), *([its_parent] if its_parent else []), *children.get(thread_id, [])]
     done: set = set()
     for seed in seeds:
-        thread = Thread.objects.filter(pk=seed, is_deleted=False).first()
-        if thread is None or thread.pk in done:
+        if seed in done:
+            continue
+        # The family as the map shows it, or more (threads other people set apart): from its root down.
+        root, members = seed, set()
+        while root in parents and root not in members:
+            members.add(root)
+            root = parents[root]
+        members, frontier = {root}, [root]
+        while frontier:
+            below = [child for parent in frontier for child in children.get(parent, []) if child not in members]
+            members.update(below)
+            frontier = below
+        done |= members
+        thread = Thread.objects.filter(pk=seed, is_deleted=False).first() if members & open_threads else None
+        if thread is None:
             continue
         graph = family_graph(thread=thread)
         html = render_to_string(f"{TEMPLATE}#map_check", {"map_layout": layout_key(graph), "map_nodes": nodes_key(graph)})

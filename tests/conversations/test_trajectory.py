@@ -432,7 +432,11 @@ def test_a_deleted_or_restored_thread_leaves_or_rejoins_every_open_map_of_its_fa
     reload, as a page that joins is (docs/adr/0156, 0159). A staff restore
     brings the lane back the same way. Before, an open map kept a deleted
     thread's lane until a turn of the family ended."""
+    from conversations.presence import presence_open
+
     root, b, c, d = family
+    for member in family:
+        presence_open(thread_id=member.pk, user=root.owner, channel_name=f"page-of-{member.pk}")
     sent = _checks_sent(monkeypatch)
     with django_capture_on_commit_callbacks(execute=True):
         assert owner_client.post(f"/threads/{b.pk}/delete/", HTTP_HX_REQUEST="true").status_code == 200
@@ -446,3 +450,16 @@ def test_a_deleted_or_restored_thread_leaves_or_rejoins_every_open_map_of_its_fa
         services.thread_restore(thread=Thread.objects.get(pk=b.pk), staff_user=staff)
     assert sorted(sent) == sorted(_check_of(member) for member in (root, b, c, d))
     assert len({layout_key for _pk, layout_key, _nodes in sent}) == 1
+
+
+@pytest.mark.django_db
+def test_a_thread_deleted_with_no_page_of_its_family_open_reads_no_family(
+    family, owner_client, monkeypatch, django_capture_on_commit_callbacks, django_assert_max_num_queries
+):
+    """Nobody has the family open: the delete reads the owner's open pages
+    and nothing of the family's maps after its commit (docs/adr/0159)."""
+    root, b, c, d = family
+    sent = _checks_sent(monkeypatch)
+    with django_assert_max_num_queries(12), django_capture_on_commit_callbacks(execute=True):
+        assert owner_client.post(f"/threads/{root.pk}/delete/", HTTP_HX_REQUEST="true").status_code == 200
+    assert sent == []
