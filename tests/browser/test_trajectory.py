@@ -256,3 +256,42 @@ def test_a_branch_whose_turn_ends_before_a_new_pages_socket_joins_is_on_that_pag
         expect(trajectory.get_by_role("button", name=re.compile(r"^Turn 2\b"))).to_have_count(3, timeout=TURN_WAIT_MS)
         for name in ("north", "south"):
             expect(trajectory.get_by_role("button", name=re.compile(rf"^Turn 2 Go {name}"))).to_have_count(1)
+
+
+def test_a_thread_deleted_from_the_list_leaves_the_map_of_its_branchs_open_tab(new_page, start_haico_server, model_server):
+    """The owner has a branch open and deletes, from the thread list in
+    another tab, the thread it came from: the branch's map drops the
+    deleted thread's lane without a reload, and draws the turn the branch
+    came with as its own (docs/adr/0159). Before, it kept the lane until a
+    turn of the family ended, or a reload."""
+    model_server.script([Reply(text="First answer."), Reply(text="Answer going north.")])
+    server = start_haico_server(model_env(model_server))
+    page = new_page()
+    url = new_thread_for(page, server.url, "ada")
+    wait_for_socket(page)
+    chat = page.get_by_role("region", name="Chat")
+    chat.get_by_role("textbox", name="Message").fill("First message")
+    chat.get_by_role("textbox", name="Message").press("Enter")
+    expect(chat.locator(".answer")).to_have_text(["First answer."], timeout=TURN_WAIT_MS)
+    expect(chat.get_by_role("button", name="Send")).to_be_enabled(timeout=TURN_WAIT_MS)
+    _continue_from_turn_one(page, "Go north")
+    page.wait_for_url(lambda address: "/workspace/" in address and thread_id_from(address) != thread_id_from(url))
+    expect(chat.locator(".answer")).to_have_text(["First answer.", "Answer going north."], timeout=TURN_WAIT_MS)
+    wait_for_socket(page)
+    lanes = page.locator("#trajectory-map .tnode")
+    expect(lanes).to_have_count(2)
+    layout = page.locator("#trajectory-map").get_attribute("data-layout")
+
+    thread_list = page.context.new_page()
+    thread_list.goto(f"{server.url}/threads/")
+    thread_list.once("dialog", lambda dialog: dialog.accept())
+    thread_list.get_by_role("button", name="Delete thread First message", exact=True).click()
+    expect(thread_list.get_by_role("button", name="Delete thread First message", exact=True)).to_have_count(0)
+
+    # One lane now, the branch's own: its turn 1 (run in the deleted thread) and its turn 2.
+    expect(page.locator("#trajectory-map")).not_to_have_attribute("data-layout", layout, timeout=TURN_WAIT_MS)
+    trajectory = page.get_by_role("region", name="Trajectory")
+    expect(trajectory.get_by_role("button", name=re.compile(r"^Turn 1\b"))).to_have_count(1)
+    expect(trajectory.get_by_role("button", name=re.compile(r"^Turn 2 Go north"))).to_have_count(1)
+    lane_of = "(node) => node.getAttribute('data-lane')"
+    assert len({node.evaluate(lane_of) for node in lanes.all()}) == 1
