@@ -40,6 +40,7 @@ from langchain_core.messages import (
 )
 
 from agent import catalogue
+from agent.answer_cap import answer_max_chars
 from agent.approval_request import DETAILS_MAX, TEXT_MAX_CHARS, ApprovalRequest, DocumentChange
 from agent.approvals import DOCUMENT, PLAN, PREFERENCES
 from agent.history import read_messages
@@ -292,17 +293,38 @@ def _not_json(constant: str):
     raise ValueError(f"{constant} is not JSON")
 
 
+# Room past HAICO_ANSWER_MAX_CHARS for the note a cut answer ends with and
+# the code fence the cut may close (agent.answer_cap.capped_answer).
+CUT_NOTE_ROOM = 200
+
+
+def answer_max_import_chars() -> int:
+    """The longest answer an import takes: MESSAGE_MAX_CHARS, or what this
+    server's answer cap lets a turn store where that is more. An operator
+    may raise HAICO_ANSWER_MAX_CHARS; a thread exported here then still
+    imports here (docs/adr/0100)."""
+    return max(MESSAGE_MAX_CHARS, answer_max_chars() + CUT_NOTE_ROOM)
+
+
+def message_max_json_chars() -> int:
+    """One message of the history as JSON: MESSAGE_MAX_CHARS, plus twice what
+    a longer answer allowed adds (JSON's escapes, a newline's among them,
+    take two characters for one)."""
+    return MESSAGE_MAX_CHARS + 2 * (answer_max_import_chars() - MESSAGE_MAX_CHARS)
+
+
 def _messages(items: list, *, turns: int) -> list:
     messages = []
+    json_max, text_max = message_max_json_chars(), answer_max_import_chars()
     for n, value in enumerate(items):
         path = f"transcript.messages[{n}]"
         kind = value.get("type") if isinstance(value, dict) else None
         # Text first: a list or an object cannot be looked up in a dict.
         if not isinstance(kind, str) or kind not in MESSAGE_TYPES or not isinstance(value.get("data"), dict):
             raise ArchiveRefused(f"{path}: expected a user, assistant or tool message.")
-        if len(json.dumps(value, ensure_ascii=False)) > MESSAGE_MAX_CHARS:
+        if len(json.dumps(value, ensure_ascii=False)) > json_max:
             raise ArchiveRefused(f"{path}: too large to import.")
-        check_values(value, path, max_chars=MESSAGE_MAX_CHARS)
+        check_values(value, path, max_chars=text_max)
         _check_message_data(Fields(value["data"], f"{path}.data"))
         try:
             (message,) = messages_from_dict([value])
@@ -397,6 +419,7 @@ def _approval(row: Fields) -> dict | None:
 def _turn_rows(items: list, *, turns: int, mode: str) -> list[dict]:
     """`mode`: the thread's, for turns of archives made before turns recorded theirs."""
     rows, seen = [], set()
+    answer_max = answer_max_import_chars()
     for n, value in enumerate(items):
         row = Fields(value, f"transcript.turns[{n}]")
         index = row.number("index", low=1, high=turns)
@@ -419,7 +442,7 @@ def _turn_rows(items: list, *, turns: int, mode: str) -> list[dict]:
                 "user_message": row.text("user_message", max_chars=MESSAGE_MAX_CHARS),
                 "model_name": row.text("model", max_chars=200, optional=True) or "",
                 "status": status,
-                "answer": row.text("answer", max_chars=MESSAGE_MAX_CHARS, optional=True) or "",
+                "answer": row.text("answer", max_chars=answer_max, optional=True) or "",
                 "cut_off": row.flag("cut_off"),
                 "notice": notice,
                 "retry_of": row.number("retry_of", low=1, high=turns, optional=True),

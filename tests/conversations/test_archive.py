@@ -114,6 +114,35 @@ async def test_an_archive_imported_by_another_person_is_theirs_alone(thread, own
     assert (link.parent_id, link.branch_point_turn, link.status) == (thread.pk, 1, BranchLink.Status.ACTIVE)
 
 
+async def test_an_answer_as_long_as_this_servers_cap_lets_it_be_exports_importable_and_comes_back_whole(
+    thread, owner, script, settings
+):
+    """An operator who raised HAICO_ANSWER_MAX_CHARS past what an archive
+    took for one text (MESSAGE_MAX_CHARS) got answers of that length stored,
+    and then an export of the thread said it could not be imported here, and
+    the import refused the answer. The import takes what the cap let pass."""
+    settings.HAICO_ANSWER_MAX_CHARS = 1_500_000
+    long_answer = "".join(f"Paragraph {n}: what the report found in part {n}.\n\n" for n in range(26_000))
+    assert 1_000_000 < len(long_answer) < 1_500_000
+    script(Reply(text=long_answer, token_chars=64_000))
+    await registry.start_turn(thread=thread, user_message="Tell me everything")
+    await registry.wait_for_turn(thread.pk)
+
+    archive = await database_sync_to_async(archive_module.archive_file)(thread)
+    assert archive.importable, archive.refused
+    imported = await database_sync_to_async(import_archive)(raw=archive.content, owner=owner)
+    row = await Turn.objects.aget(thread=imported, index=1)
+    assert (row.status, row.answer) == (Turn.Status.COMPLETE, long_answer)
+    history = await database_sync_to_async(read_messages)(imported.pk)
+    assert [m.content for m in history if isinstance(m, AIMessage)] == [long_answer]
+
+    # Past the cap, an answer is still refused.
+    longer = json.loads(archive.content)
+    longer["transcript"]["turns"][0]["answer"] = "x" * 1_600_000
+    with pytest.raises(ArchiveRefused, match="answer"):
+        await database_sync_to_async(import_archive)(raw=json.dumps(longer).encode(), owner=owner)
+
+
 def _valid_archive(thread):
     document_save(thread=thread, title="Notes", content="Some text")
     return thread_archive(thread)
