@@ -76,10 +76,13 @@ logger = logging.getLogger("haico.conversations.archive")
 
 ARCHIVE_FORMAT = "haico.thread"
 # Version 2 carries a document revision as a delta against the one before
-# it where it is stored so (docs/adr/0123); version 1 archives, every text
-# whole, are still imported.
-ARCHIVE_VERSION = 2
-ARCHIVE_VERSIONS_READ = (1, 2)
+# it where it is stored so (docs/adr/0123); version 3 a turn's snapshot's
+# document as the version holding its text or a delta against the snapshot
+# before, with its key (docs/adr/0161). Archives of versions 1 (every text whole) and 2 are
+# still imported.
+ARCHIVE_VERSION = 3
+ARCHIVE_VERSIONS_READ = (1, 2, 3)
+SNAPSHOT_DELTAS_FROM = 3
 MAX_TURNS = 5_000
 MAX_MESSAGES = 50_000
 MESSAGE_TYPES = {"human": HumanMessage, "ai": AIMessage, "tool": ToolMessage}
@@ -497,6 +500,7 @@ def parse_archive(data: dict) -> dict:
     branches = Fields(data.get("branches") or {}, "branches")
     parent = branches.obj("parent", optional=True)
     mode = thread.value.get("mode", Thread.Mode.EXECUTE)
+    version = data.get("version")  # read_archive has checked it is one read here
     if mode not in Thread.Mode.values:
         raise ArchiveRefused(f"thread.mode: expected one of {', '.join(Thread.Mode.values)}.")
     return {
@@ -508,7 +512,9 @@ def parse_archive(data: dict) -> dict:
             thread.items("models", max_items=MAX_TURNS + 1) if thread.value.get("models") is not None else []
         ),
         "created_at": thread.time("created_at"),
-        "workspace": parse_workspace(data.get("workspace"), turns=turns),
+        "workspace": parse_workspace(
+            data.get("workspace"), turns=turns, snapshot_deltas=type(version) is int and version >= SNAPSHOT_DELTAS_FROM
+        ),
         "turn_rows": _turn_rows(transcript.items("turns", max_items=MAX_TURNS), turns=turns, mode=mode),
         "messages": _messages(transcript.items("messages", max_items=MAX_MESSAGES), turns=turns),
         "parent": None
@@ -569,6 +575,10 @@ def import_archive(*, raw: bytes, owner: AbstractBaseUser) -> Thread:
         )
     except BaseException as exc:
         discard_import(new_id)
+        if isinstance(exc, ArchiveRefused):
+            # Found where a text was stored (a snapshot's version whose key
+            # is not its text's, docs/adr/0161): refused, nothing kept.
+            raise
         if isinstance(exc, Exception):
             logger.exception("importing an archive as thread %s failed", new_id)
             raise ArchiveRefused(IMPORT_FAILED) from exc

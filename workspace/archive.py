@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -118,7 +119,9 @@ def _revisions(document: Document) -> list[dict]:
             }
         )
         rows.append(row)
-        previous, previous_text = body, text
+        # A delta is read against the text of the snapshot before, which
+        # the import knows only when that one carried it (parse_workspace).
+        previous, previous_text = body, None if "document_revision" in row else text
     return rows
 
 
@@ -169,22 +172,77 @@ def workspace_section(thread: Thread) -> dict:
             }
             for a in Artifact.objects.filter(thread=thread).order_by("id")
         ],
-        "snapshots": [
-            {
-                "turn": s.turn_index,
-                "user_message": s.user_message,
-                "document_title": s.document_title,
-                "document_content": s.document_content,
-                "objective": s.objective_text,
-                "preferences": s.preferences_json,
-                "plan": sorted(s.todos_json, key=lambda t: t.get("position", 0)),
-                "at": s.captured_at.isoformat(),
-            }
-            for s in WorkspaceSnapshot.objects.filter(thread=thread)
-            .select_related("document_body", "preferences_body", "todos_body")
-            .order_by("turn_index")
-        ],
+        "snapshots": _snapshots(thread),
     }
+
+
+def _snapshots(thread: Thread) -> list[dict]:
+    """Every turn's snapshot, in turn order, its document carried as the
+    document's version holding the same text, else as a delta against the
+    snapshot before (where that carried a text and the delta is less than
+    half of it), else whole; a version or a delta with the key (SHA-256) of
+    the text (docs/adr/0161): a thread of hundreds of turns of a long
+    document carries no copies of it.
+
+    The texts are read in order, each checked against its key as any read
+    is (a damaged blob raises CorruptContent, never goes out as a wrong
+    text); a snapshot stored as a delta against the one before (docs/adr/0015)
+    costs that delta."""
+    # The newest version holding each text: a snapshot's document is, as a
+    # rule, the text of the revision saved last before its turn (one blob
+    # per text, docs/adr/0015), and is then carried as that version.
+    versions = dict(
+        DocumentRevision.objects.filter(document__thread=thread).order_by("version").values_list("body_id", "version")
+    )
+    snapshots = list(
+        WorkspaceSnapshot.objects.filter(thread=thread)
+        .select_related("document_body", "preferences_body", "todos_body")
+        .order_by("turn_index")
+    )
+
+    def bodies():
+        # A document unchanged since the turn before is the same blob: read once.
+        last = None
+        for snapshot in snapshots:
+            if last is None or snapshot.document_body_id != last.pk:
+                last = snapshot.document_body
+            yield last
+
+    rows, previous, previous_text = [], None, None
+    for snapshot, text in zip(snapshots, content_store.read_texts(ContentBlob, bodies()), strict=True):
+        body = snapshot.document_body
+        row: dict[str, Any] = {"turn": snapshot.turn_index, "user_message": snapshot.user_message}
+        row["document_title"] = snapshot.document_title
+        ops: text_delta.Delta | None = None
+        if previous is None or previous_text is None:
+            pass  # the first, or the one before it was carried as a version: whole
+        elif body.pk == previous.pk:
+            ops = [[0, len(text)]]
+        elif body.delta is not None and body.base_id == previous.pk:
+            ops = text_delta.decode(body.delta)  # applied and checked by read_texts
+        elif previous_text:
+            ops = text_delta.delta_between(previous_text, text)
+        if body.pk in versions:
+            row["document_revision"] = versions[body.pk]
+            row["document_sha256"] = body.sha256
+        elif ops is not None and text and len(text_delta.encode(ops)) * 2 < len(text):
+            row["document_delta"] = ops
+            row["document_sha256"] = body.sha256
+        else:
+            row["document_content"] = text
+        row.update(
+            {
+                "objective": snapshot.objective_text,
+                "preferences": snapshot.preferences_json,
+                "plan": sorted(snapshot.todos_json, key=lambda t: t.get("position", 0)),
+                "at": snapshot.captured_at.isoformat(),
+            }
+        )
+        rows.append(row)
+        # A delta is read against the text of the snapshot before, which
+        # the import knows only when that one carried it (parse_workspace).
+        previous, previous_text = body, None if "document_revision" in row else text
+    return rows
 
 
 # -- checking an archive --
@@ -357,6 +415,14 @@ def _revision_text(row: Fields, *, before: int | None, max_chars: int) -> dict:
     if before is None:
         raise ArchiveRefused(f"{at}: the first revision has no revision before it; its text must be whole.")
     ops = row.value["delta"]
+    length = delta_length(ops, at, before=before, max_chars=max_chars)
+    return {"content": None, "delta": ops, "length": length}
+
+
+def delta_length(ops, at: str, *, before: int, max_chars: int) -> int:
+    """The length of the text the delta `ops` (workspace.text_delta) makes
+    from a text of `before` characters, checked: every copy within it,
+    every insert storable, the text within `max_chars`."""
     if not isinstance(ops, list):
         raise ArchiveRefused(f"{at}: expected a list.")
     length = 0
@@ -377,11 +443,62 @@ def _revision_text(row: Fields, *, before: int | None, max_chars: int) -> dict:
             raise ArchiveRefused(f"{at}[{i}]: expected a text or [start, length] within the {before:,} characters before.")
         if length > max_chars:
             raise ArchiveRefused(f"{at}: makes a text of more than {max_chars:,} characters; the limit is {max_chars:,}.")
-    return {"content": None, "delta": ops, "length": length}
+    return length
 
 
-def parse_workspace(value, *, turns: int) -> dict:
-    """The archive's workspace part, checked; ArchiveRefused at the first problem."""
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _snapshot_key(row: Fields) -> str:
+    key = row.value.get("document_sha256")
+    if not isinstance(key, str) or not SHA256.fullmatch(key):
+        raise ArchiveRefused(f"{row.at('document_sha256')}: expected the SHA-256 of the document, 64 hexadecimal digits.")
+    return key
+
+
+def _snapshot_document(
+    row: Fields, *, first: bool, before: str | None, versions: set[int], max_chars: int, deltas: bool
+) -> tuple[dict, str | None]:
+    """A snapshot's document as the archive carries it, and its text where
+    the archive holds it: whole (document_content) or, from version 3 on
+    (docs/adr/0161), as the text of one of the document's versions
+    (document_revision) or as a delta against the snapshot before
+    (document_delta), either with the key of the text (document_sha256).
+    A delta is rebuilt here and checked against its key as a stored text
+    is, so a damaged or changed one is refused before anything is
+    written; a version's text is rebuilt where it is stored, and its key
+    checked there (workspace_restore_parts)."""
+    carried = {"document_content": None, "document_delta": None, "document_revision": None, "document_sha256": None}
+    if deltas and row.value.get("document_revision") is not None:
+        version = row.number("document_revision", low=1, high=10**9)
+        if version not in versions:
+            raise ArchiveRefused(f"{row.at('document_revision')}: the document has no version {version} in this archive.")
+        return {**carried, "document_revision": version, "document_sha256": _snapshot_key(row)}, None
+    if not deltas or row.value.get("document_delta") is None:
+        content = row.text("document_content", max_chars=max_chars) or ""
+        return {**carried, "document_content": content}, content
+    at = row.at("document_delta")
+    if first:
+        raise ArchiveRefused(f"{at}: the first snapshot has no snapshot before it; its document must be whole.")
+    if before is None:
+        raise ArchiveRefused(f"{at}: the snapshot before it carries a version, not a text; its document must be whole.")
+    ops = row.value["document_delta"]
+    delta_length(ops, at, before=len(before), max_chars=max_chars)
+    key = _snapshot_key(row)
+    text = text_delta.apply_delta(before, ops)
+    if content_store.digest(text) != key:
+        raise ArchiveRefused(
+            f"{row.path}: its document_delta does not rebuild the document its document_sha256 names; "
+            "the archive is damaged or was changed."
+        )
+    return {**carried, "document_delta": ops, "document_sha256": key}, text
+
+
+def parse_workspace(value, *, turns: int, snapshot_deltas: bool = True) -> dict:
+    """The archive's workspace part, checked; ArchiveRefused at the first
+    problem. `snapshot_deltas`: whether a snapshot's document may come as a
+    version or a delta (archive version 3, docs/adr/0161); before it, every
+    one is whole."""
     section = Fields(value, "workspace")
     max_doc = settings.HAICO_DOCUMENT_MAX_CHARS
     parsed: dict = {
@@ -503,20 +620,33 @@ def parse_workspace(value, *, turns: int) -> dict:
                 "at": row.time("at"),
             }
         )
-    seen_turns = set()
+    seen_turns: set[int] = set()
+    last_turn = 0
+    before: str | None = None  # the document of the snapshot before
+    revision_versions: set[int] = (
+        {r["version"] for r in parsed["document"]["revisions"]} if parsed["document"] is not None else set()
+    )
     for n, v in enumerate(section.items("snapshots", max_items=MAX_ROWS)):
         path = f"workspace.snapshots[{n}]"
         row = Fields(v, path)
-        turn = row.number("turn", low=1, high=turns)
+        turn = row.number("turn", low=1, high=turns) or 0
         if turn in seen_turns:
             raise ArchiveRefused(f"{path}.turn: turn {turn} has two snapshots.")
+        if snapshot_deltas and turn < last_turn:
+            # Each is written against the one before it in turn order (workspace_restore_parts).
+            raise ArchiveRefused(f"{path}.turn: snapshots come in turn order; turn {turn} comes after turn {last_turn}.")
         seen_turns.add(turn)
+        last_turn = max(last_turn, turn)
+        carried, before = _snapshot_document(
+            row, first=n == 0, before=before, versions=revision_versions, max_chars=max_doc, deltas=snapshot_deltas
+        )
         parsed["snapshots"].append(
             {
                 "turn": turn,
                 "user_message": row.text("user_message", max_chars=MESSAGE_MAX_CHARS),
                 "document_title": row.text("document_title", max_chars=DOCUMENT_TITLE_MAX_CHARS),
-                "document_content": row.text("document_content", max_chars=max_doc),
+                **carried,
+                "position": n,
                 "objective": row.text("objective", max_chars=OBJECTIVE_MAX_CHARS, optional=True),
                 "preferences": [
                     _preference(p, f"{path}.preferences[{i}]") for i, p in enumerate(row.items("preferences", max_items=MAX_ROWS))

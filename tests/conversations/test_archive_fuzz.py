@@ -67,7 +67,8 @@ REMOVED = "removed"
 FILLED_IN = {"at", "started_at", "ended_at", "created_at", "id"}
 # Refusals about the file as a whole rather than one place in it.
 WHOLE_FILE = re.compile(r"^(The file is not a HAICO thread archive|This archive's version)")
-WHERE_WHAT = re.compile(r"^(?P<where>[a-z_]+(?:\.[a-z_]+|\[\d+\])*): \S.*[.)]$")
+# A field's name may end in digits (document_sha256).
+WHERE_WHAT = re.compile(r"^(?P<where>[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*|\[\d+\])*): \S.*[.)]$")
 
 
 def type_of(value) -> str:
@@ -99,7 +100,25 @@ def where_it_shows(path) -> list[str]:
     places = [where(path)]
     if tuple(path[:3]) == ("workspace", "document", "revisions") and len(path) > 4 and path[4] in ("content", "delta"):
         places.append(where((*path[:3], path[3] + 1, "delta")))
+    # A snapshot's document, whole or as a delta with its key: refused at
+    # the snapshot, or at the next one's delta, read against it (docs/adr/0161).
+    if tuple(path[:2]) == ("workspace", "snapshots") and len(path) > 3 and str(path[3]).startswith("document_"):
+        places += [where(path[:3]), where((*path[:2], path[2] + 1))]
+    # The document's versions, or their texts (which carry no key of their
+    # own): at a snapshot carrying one of them by its key (docs/adr/0161).
+    if tuple(path[:2]) == ("workspace", "document"):
+        places.append("workspace.snapshots")
     return places
+
+
+def refused_where_it_shows(shown: str, path, message: str) -> None:
+    match = WHERE_WHAT.match(message)
+    assert match, f"{shown}: refused without saying where: {message!r}"
+    # At the changed field, around it, or inside it (a member the new object lacks).
+    at = match["where"]
+    assert any(place.startswith(at) or at.startswith(place) for place in where_it_shows(path)), (
+        f"{shown}: refused elsewhere: {message!r}"
+    )
 
 
 # Data the import keeps as it is without looking inside: a change anywhere
@@ -157,6 +176,19 @@ def comparable(parsed: dict, *, times_given: dict | None = None) -> dict:
             texts.append(row["content"] if row["delta"] is None else text_delta.apply_delta(texts[-1], row["delta"]))
         revisions = [{**row, "content": text, "delta": None} for row, text in zip(document["revisions"], texts, strict=True)]
         plain["workspace"] = {**parsed["workspace"], "document": {**document, "revisions": revisions}}
+    # A snapshot's document, whole or as a delta against the one before: the same text either way.
+    # One carried as a version stays as it is: that version's text, checked where it is stored.
+    snapshots, before = [], ""
+    for row in parsed["workspace"]["snapshots"]:
+        if row["document_revision"] is not None:
+            snapshots.append(row)
+            continue
+        if row["document_delta"] is not None:
+            before = text_delta.apply_delta(before, row["document_delta"])
+        else:
+            before = row["document_content"]
+        snapshots.append({**row, "document_content": before, "document_delta": None, "document_sha256": None})
+    plain["workspace"] = {**plain["workspace"], "snapshots": snapshots}
 
     def strip(value, given):
         if isinstance(value, dict):
@@ -195,13 +227,7 @@ def check_every_mutation(archive: dict, owner) -> dict:
             message = refused.message
             counts["refused"] += 1
             if not WHOLE_FILE.match(message):
-                match = WHERE_WHAT.match(message)
-                assert match, f"{shown}: refused without saying where: {message!r}"
-                # At the changed field, around it, or inside it (a member the new object lacks).
-                at = match["where"]
-                assert any(place.startswith(at) or at.startswith(place) for place in where_it_shows(path)), (
-                    f"{shown}: refused elsewhere: {message!r}"
-                )
+                refused_where_it_shows(shown, path, message)
             if counts["refused"] % 150 == 1:
                 samples["refused"].append((shown, raw, message))
             continue
@@ -217,7 +243,12 @@ def check_every_mutation(archive: dict, owner) -> dict:
             imported = import_archive(raw=raw, owner=owner)
         except ArchiveRefused as refused:
             assert refused.message != IMPORT_FAILED, f"{shown}: passed the checks but failed to write"
-            raise
+            # A version's text is checked against a snapshot's key where it
+            # is stored (docs/adr/0161): refused there, with where, nothing kept.
+            refused_where_it_shows(shown, path, refused.message)
+            assert Thread.objects.filter(owner=owner, is_deleted=False).count() == threads, shown
+            counts["refused"] += 1
+            continue
         counts["imported"] += 1
         threads += 1
         assert Thread.objects.filter(owner=owner, is_deleted=False).count() == threads, shown

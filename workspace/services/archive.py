@@ -22,6 +22,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from .. import content_store, people, text_delta
+from ..archive import ArchiveRefused
 from ..models import (
     Artifact,
     ContentBlob,
@@ -177,15 +178,51 @@ def artifacts_restore(*, thread: Thread, rows: list[dict]) -> None:
     rewritten(thread.pk)
 
 
+@dataclass
+class _SnapshotBefore:
+    """The document of the snapshot the part before restored: what the next
+    snapshot's delta is applied to (docs/adr/0161)."""
+
+    text: str | None = None
+
+
 @transaction.atomic
-def snapshot_restore(*, thread: Thread, snapshot: dict) -> None:
-    """One snapshot; call them in turn order (each is stored against the one before)."""
+def snapshot_restore(*, thread: Thread, snapshot: dict, before: _SnapshotBefore | None = None) -> None:
+    """One snapshot; call them in turn order (each is stored against the one
+    before, and its document may be a delta against the one before's)."""
+    before = before if before is not None else _SnapshotBefore()
+    body = None
+    if snapshot["document_revision"] is not None:
+        # The blob of the version imported before it, whose key is the
+        # SHA-256 of the text rebuilt from the archive (docs/adr/0161).
+        revision = (
+            DocumentRevision.objects.filter(document__thread=thread, version=snapshot["document_revision"])
+            .select_related("body")
+            .first()
+        )
+        if revision is None or revision.body.sha256 != snapshot["document_sha256"]:
+            raise ArchiveRefused(
+                f"workspace.snapshots[{snapshot['position']}]: the document's version {snapshot['document_revision']} "
+                "is not the text its document_sha256 names; the archive is damaged or was changed."
+            )
+        body, content = revision.body, None
+    elif snapshot["document_delta"] is None:
+        content = snapshot["document_content"]
+    else:
+        if before.text is None:
+            raise RuntimeError("a snapshot's document delta has no snapshot before it to apply to")
+        content = text_delta.apply_delta(before.text, snapshot["document_delta"])
+        # Checked when the archive was read (parse_workspace); checked again
+        # here, where it is stored, so no other text can be written.
+        if content_store.digest(content) != snapshot["document_sha256"]:
+            raise content_store.CorruptContent(f"snapshot of turn {snapshot['turn']} does not rebuild to its key")
     snapshot_store(
         thread=thread,
         turn_index=snapshot["turn"],
         user_message=snapshot["user_message"],
         document_title=snapshot["document_title"],
-        document_content=snapshot["document_content"],
+        document_content=content,
+        document_body=body,
         objective_text=snapshot["objective"],
         preferences=snapshot["preferences"],
         todos=[
@@ -194,6 +231,7 @@ def snapshot_restore(*, thread: Thread, snapshot: dict) -> None:
         ],
         captured_at=_time(snapshot["at"], timezone.now()),
     )
+    before.text = content
 
 
 # A part writes at most this many rows or characters of text, so no part
@@ -251,8 +289,11 @@ def workspace_restore_parts(*, thread: Thread, workspace: dict) -> list[Callable
         partial(artifacts_restore, thread=thread, rows=rows)
         for rows in _chunks(workspace["artifacts"], lambda a: len(json.dumps(a["payload"])))
     ]
+    # In turn order, which is the archive's where a snapshot's document is
+    # a delta against the one before (parse_workspace).
+    before = _SnapshotBefore()
     parts += [
-        partial(snapshot_restore, thread=thread, snapshot=snapshot)
+        partial(snapshot_restore, thread=thread, snapshot=snapshot, before=before)
         for snapshot in sorted(workspace["snapshots"], key=lambda s: s["turn"])
     ]
     return parts

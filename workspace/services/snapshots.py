@@ -55,15 +55,18 @@ def snapshot_store(
     turn_index: int,
     user_message: str,
     document_title: str,
-    document_content: str,
+    document_content: str | None,
     objective_text: str | None,
     preferences: list[dict],
     todos: list[dict],
     captured_at: datetime | None = None,
+    document_body: ContentBlob | None = None,
 ) -> WorkspaceSnapshot:
     """Write one snapshot, its texts stored against the thread's previous
     snapshot (the turn's capture, or an imported archive's, in turn order,
-    with the archive's time)."""
+    with the archive's time). `document_body`, instead of `document_content`:
+    the blob already holding the document (an imported revision's, docs/adr/0161),
+    taken as it is, its text not read."""
     # The previous snapshot's blobs by id and key only: a field whose text is
     # unchanged (most fields of most turns) is the same blob, and only a
     # changed one needs its base's row, to be stored as a delta against it.
@@ -77,22 +80,29 @@ def snapshot_store(
     )
 
     texts = {
-        "document_body": document_content,
         "preferences_body": snapshot_json(preferences),
         "todos_body": snapshot_json(todos),
     }
+    if document_body is None:
+        assert document_content is not None
+        texts["document_body"] = document_content
     keys = {field: content_store.digest(text) for field, text in texts.items()}
+    if document_body is not None:
+        keys["document_body"] = document_body.sha256
     # The changed fields' texts looked up in one query, not one each
     # (docs/adr/0135): on most first turns every one is stored already.
     known = content_store.blobs_by_key(
         ContentBlob,
         (key for field, key in keys.items() if previous is None or key != previous[len(_BODIES) + _BODIES.index(field)]),
     )
+    if document_body is not None:
+        known[document_body.sha256] = document_body
 
     def stored(field: str) -> int:
-        text, key = texts[field], keys[field]
+        key = keys[field]
         if key in known:
             return known[key].pk
+        text = texts[field]
         if previous is None:
             return content_store.store_text(ContentBlob, text, known=known).pk
         position = _BODIES.index(field)
