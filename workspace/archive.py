@@ -119,9 +119,7 @@ def _revisions(document: Document) -> list[dict]:
             }
         )
         rows.append(row)
-        # A delta is read against the text of the snapshot before, which
-        # the import knows only when that one carried it (parse_workspace).
-        previous, previous_text = body, None if "document_revision" in row else text
+        previous, previous_text = body, text
     return rows
 
 
