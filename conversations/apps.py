@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db import connection
 
 
 class ConversationsConfig(AppConfig):
@@ -45,6 +46,15 @@ def _account_ended(user_id) -> None:
 
 
 def _account_deleted(sender, instance, **kwargs):
+    # The account's row locked before Django deletes what goes with it: its
+    # usage rows go in one DELETE, and a row a running turn's watcher
+    # committed after that DELETE and before the account's own (PostgreSQL
+    # checks the link when the deletion commits) failed the whole deletion,
+    # staff's included. Locked, a row written meanwhile waits for the
+    # deletion and is then refused as its person's (conversations.usage
+    # leaves it out). SQLite takes one writer at a time: nothing to lock.
+    if connection.vendor == "postgresql":
+        type(instance).objects.select_for_update().filter(pk=instance.pk).values_list("pk").first()
     _account_ended(instance.pk)
 
 
