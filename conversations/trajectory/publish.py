@@ -32,6 +32,11 @@ def map_check(*, thread_id) -> str:
     graph = family_graph(thread=thread)
     if not graph.nodes:
         return ""
+    return _check_html(graph)
+
+
+def _check_html(graph) -> str:
+    """What an open page's map should show (its lanes and node counts), to compare with its own."""
     return render_to_string(f"{TEMPLATE}#map_check", {"map_layout": layout_key(graph), "map_nodes": nodes_key(graph)})
 
 
@@ -86,7 +91,7 @@ def publish_checks_of_families_around(*, thread_id) -> None:
         if thread is None:
             continue
         graph = family_graph(thread=thread)
-        html = render_to_string(f"{TEMPLATE}#map_check", {"map_layout": layout_key(graph), "map_nodes": nodes_key(graph)})
+        html = _check_html(graph)
         for member in graph.threads:
             done.add(member.pk)
             publisher.publish(member.pk, html)
