@@ -25,6 +25,12 @@ def _rows():
 
 @pytest.fixture
 def model_server(model_server):
+    # The table's arguments are about 700 KB of JSON: in the server's usual
+    # 12-character pieces that is some 60 000 stream events, whose parsing in
+    # the OpenAI client alone took 40 s of CPU, past this test's wait on a
+    # loaded machine. What is tested here is the table in the tabs, not the
+    # wire (tests/agent/test_model_wire.py streams arguments in small pieces).
+    model_server.args_chunk_chars = 4096
     model_server.script(
         [
             Reply(
