@@ -6,6 +6,7 @@ the tests run a server that behaves differently from the one people run."""
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.support.forked_python import Forker
 
@@ -35,3 +36,65 @@ def test_a_forked_command_handles_signals_as_a_fresh_python(tmp_path):
     # reactor installs its own handler as it starts.)
     assert log.read_text() == fresh
     assert "SIGPIPE SIG_IGN" in fresh
+
+
+REACTOR_PROBE = """\
+import sys
+from pathlib import Path
+print("reactor installed:", "twisted.internet.reactor" in sys.modules)
+"""
+
+
+def test_a_forked_command_starts_with_no_twisted_reactor_installed(tmp_path):
+    """Twisted is preloaded, its reactor not: daphne installs its asyncio
+    reactor as the server starts, as it does in `./dev serve`."""
+    script = tmp_path / "probe.py"
+    script.write_text(REACTOR_PROBE)
+    forker = Forker()
+    try:
+        log = tmp_path / "forked.log"
+        assert forker.spawn([str(script)], env=dict(os.environ), cwd=tmp_path, log_path=log).wait(60) == 0
+    finally:
+        forker.close()
+    assert log.read_text() == "reactor installed: False\n"
+
+
+IMPORTER = """\
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import compiled_once
+print(compiled_once.__cached__)
+"""
+
+
+def test_a_module_a_forked_command_compiled_is_read_by_the_next_without_writing_next_to_the_sources(tmp_path, monkeypatch):
+    """With PYTHONDONTWRITEBYTECODE (this machine's environment, the
+    Dockerfile's) every server start compiled the project's modules from
+    source again; the children keep them in a directory of their own,
+    outside the checkout, and the next child reads them from there."""
+    import importlib.util
+
+    from tests.support.forked_python import PYCACHE_PREFIX
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    (sources / "compiled_once.py").write_text("VALUE = 1\n")
+    script = tmp_path / "importer.py"
+    script.write_text(IMPORTER)
+    forker = Forker()
+    try:
+        logs = [tmp_path / "first.log", tmp_path / "second.log"]
+        for log in logs:
+            assert forker.spawn([str(script), str(sources)], env=dict(os.environ), cwd=tmp_path, log_path=log).wait(60) == 0
+    finally:
+        forker.close()
+    monkeypatch.setattr("sys.pycache_prefix", str(PYCACHE_PREFIX))
+    cached = Path(importlib.util.cache_from_source(str(sources / "compiled_once.py")))
+    try:
+        assert cached.is_file()
+        assert [log.read_text().strip() for log in logs] == [str(cached), str(cached)]
+        assert not (sources / "__pycache__").exists()
+    finally:
+        cached.unlink(missing_ok=True)

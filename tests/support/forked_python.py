@@ -28,6 +28,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -61,6 +62,13 @@ PRELOADED = (
     "django.template",
     "django.http",
     "django.urls",
+    "twisted.internet.asyncioreactor",
+    "twisted.internet.endpoints",
+    "twisted.logger",
+    "twisted.web.http",
+    "autobahn.twisted.websocket",
+    "daphne.http_protocol",
+    "daphne.ws_protocol",
 )
 
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -122,6 +130,12 @@ def _exit_status(status: int) -> int:
     return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 
+# Where the children keep the modules they compile when the environment
+# says not to write bytecode next to the sources (PYTHONDONTWRITEBYTECODE):
+# a directory of the machine's own, outside every checkout.
+PYCACHE_PREFIX = Path(tempfile.gettempdir()) / f"haico-forked-pycache-{os.getuid()}"
+
+
 def serve() -> None:
     for module in PRELOADED:
         importlib.import_module(module)
@@ -129,6 +143,17 @@ def serve() -> None:
         # A fork copies only the calling thread: a library that started one
         # at import would leave its children half made.
         raise SystemExit(f"forked_python: an import started a thread ({threading.enumerate()}); not forking")
+    if "twisted.internet.reactor" in sys.modules:
+        # daphne installs its asyncio reactor when the server starts; one
+        # installed before it would be another reactor than `./dev serve`'s.
+        raise SystemExit("forked_python: an import installed Twisted's reactor; not forking")
+    if sys.dont_write_bytecode and sys.pycache_prefix is None:
+        # Without a bytecode cache every child compiled the project's modules
+        # (and the libraries not preloaded) from source again: about 0.2 s of
+        # CPU a server start (docs/adr/0082). Set after the preloading, whose
+        # modules are compiled already next to their sources.
+        sys.pycache_prefix = str(PYCACHE_PREFIX)
+        sys.dont_write_bytecode = False
     answer = sys.stdout
     for line in sys.stdin:
         request = json.loads(line)
