@@ -52,7 +52,6 @@ import signal
 import socket
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -64,7 +63,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.forked_python import ForkedProcess, Forker
-from tests.support.services import PrivatePostgres, PrivateRedis
+from tests.support.services import PrivatePostgres, PrivateRedis, migrated_private_postgres
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 FAILURE_DIR = Path("/tmp/haico-browser-failures")
@@ -429,54 +428,16 @@ def haico_server(start_haico_server) -> HaicoServer:
     return start_haico_server()
 
 
-MIGRATED_CLUSTERS = Path(tempfile.gettempdir())
-MIGRATED_CLUSTER_PREFIX = "haico-private-pg-migrated-"
-# A template cluster no test of any run has copied for this long is one of
-# older migrations (another worktree's, an earlier run's): removed.
-MIGRATED_CLUSTER_IDLE_SECONDS = 3600
-
-
-def _migrate_private_cluster(name: str) -> None:
-    """Make the migrated cluster `name` under MIGRATED_CLUSTERS: initdb,
-    migrate, shut down cleanly, then renamed into place whole."""
-    postgres = PrivatePostgres()
-    try:
-        postgres.start()
-        env = {**os.environ, "DATABASE_URL": postgres.url}
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "--noinput"], cwd=BASE_DIR, env=env, check=True, capture_output=True
-        )
-        postgres.shut_down()
-    except BaseException:
-        postgres.close()
-        raise
-    postgres.workdir.rename(MIGRATED_CLUSTERS / name)
-
-
 @pytest.fixture
 def private_postgres():
     """A migrated PostgreSQL cluster of the test's own (never the shared
-    one), for a test that stops and starts it under a server. It starts
-    from a copy of a cluster migrated once (named after the migration
-    files and PostgreSQL's version) that every test process of every run
-    on the machine shares, not migrated at each test: a migrate took
-    14-22 s under load, a copy well under a second (docs/adr/0096)."""
+    one), for a test that stops and starts it under a server: a copy of one
+    migrated once (tests.support.services.migrated_private_postgres), not
+    migrated at each test: a migrate took 14-22 s under load, a copy well
+    under a second (docs/adr/0096)."""
     if reason := PrivatePostgres.available():
         pytest.skip(reason)
-    from tests.support.migrations import migrations_digest
-
-    name = f"{MIGRATED_CLUSTER_PREFIX}{migrations_digest()}-{PrivatePostgres.version()}"
-    with open(MIGRATED_CLUSTERS / f"{MIGRATED_CLUSTER_PREFIX}lock", "w") as lock:
-        # Made, copied and removed under one lock: no copy of a partial or
-        # half-removed cluster.
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        for stale in MIGRATED_CLUSTERS.glob(f"{MIGRATED_CLUSTER_PREFIX}*"):
-            if stale.is_dir() and stale.name != name and time.time() - stale.stat().st_mtime > MIGRATED_CLUSTER_IDLE_SECONDS:
-                shutil.rmtree(stale, ignore_errors=True)
-        if not (MIGRATED_CLUSTERS / name).exists():
-            _migrate_private_cluster(name)
-        os.utime(MIGRATED_CLUSTERS / name)
-        postgres = PrivatePostgres(copy_of=MIGRATED_CLUSTERS / name / "data")
+    postgres = migrated_private_postgres()
     try:
         postgres.start()
         yield postgres

@@ -6,19 +6,23 @@
 own, run by the `postgres` account (as root) or by the current one, on a
 free loopback port, with a password superuser `haico`;
 `PrivatePostgres(copy_of=data)` starts from a copy of another one's files
-(`.data`, shut down cleanly with `.shut_down()`) instead. Both have `.url`,
+(`.data`, shut down cleanly with `.shut_down()`) instead, and
+`migrated_private_postgres()` is such a copy of a cluster migrated once per
+machine. Both have `.url`,
 `.start()`, `.stop()` and `.close()` (stop for good, files removed);
 `available()` says why one cannot run here (None when it can).
 """
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import os
 import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -178,3 +182,51 @@ class PrivatePostgres:
         except RuntimeError:
             pass  # not running
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+MIGRATED_CLUSTERS = Path(tempfile.gettempdir())
+MIGRATED_CLUSTER_PREFIX = "haico-private-pg-migrated-"
+# A template cluster no test of any run has copied for this long is one of
+# older migrations (another worktree's, an earlier run's): removed.
+MIGRATED_CLUSTER_IDLE_SECONDS = 3600
+
+
+def _migrate_private_cluster(name: str) -> None:
+    """Make the migrated cluster `name` under MIGRATED_CLUSTERS: initdb,
+    migrate, shut down cleanly, then renamed into place whole."""
+    postgres = PrivatePostgres()
+    try:
+        postgres.start()
+        env = {**os.environ, "DATABASE_URL": postgres.url}
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput"], cwd=BASE_DIR, env=env, check=True, capture_output=True
+        )
+        postgres.shut_down()
+    except BaseException:
+        postgres.close()
+        raise
+    postgres.workdir.rename(MIGRATED_CLUSTERS / name)
+
+
+def migrated_private_postgres() -> PrivatePostgres:
+    """A private cluster (not started) whose `postgres` database is already
+    migrated to the code's migrations: a copy of a template cluster that the
+    first caller on the machine makes (named after the migration files and
+    PostgreSQL's version), so a test spends neither initdb nor a migrate
+    (docs/adr/0096). What a migrate from empty leaves is exactly what the
+    copy holds; the test of migrating an empty database has its own."""
+    from tests.support.migrations import migrations_digest
+
+    name = f"{MIGRATED_CLUSTER_PREFIX}{migrations_digest()}-{PrivatePostgres.version()}"
+    with open(MIGRATED_CLUSTERS / f"{MIGRATED_CLUSTER_PREFIX}lock", "w") as lock:
+        # Made, copied and removed under one lock: no copy of a partial or
+        # half-removed cluster.
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for stale in MIGRATED_CLUSTERS.glob(f"{MIGRATED_CLUSTER_PREFIX}*"):
+            if stale.is_dir() and stale.name != name and time.time() - stale.stat().st_mtime > MIGRATED_CLUSTER_IDLE_SECONDS:
+                shutil.rmtree(stale, ignore_errors=True)
+        if not (MIGRATED_CLUSTERS / name).exists():
+            _migrate_private_cluster(name)
+        os.utime(MIGRATED_CLUSTERS / name)
+        return PrivatePostgres(copy_of=MIGRATED_CLUSTERS / name / "data")
