@@ -25,6 +25,16 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _close_the_forker():
+    """The process the test servers and commands are forked from
+    (tests.support.forked_python.FORKER, docs/adr/0082), if one started."""
+    from tests.support.forked_python import FORKER
+
+    yield
+    FORKER.close()
+
+
 @pytest.fixture(autouse=True)
 def fresh_rate_limits():
     """The rate limits count in the cache (this process's memory in tests):

@@ -62,7 +62,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.forked_python import ForkedProcess, Forker
+from tests.support.forked_python import FORKER, ForkedProcess
 from tests.support.services import PrivatePostgres, PrivateRedis, migrated_private_postgres
 
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -162,8 +162,8 @@ def server_env(
 
 # Every server and management command of the browser tests is forked from
 # one process per test process that has imported the heavy libraries
-# already: about three seconds saved per start (docs/adr/0082).
-FORKER = Forker()
+# already (tests.support.forked_python.FORKER): about three seconds saved
+# per start (docs/adr/0082).
 
 
 def _manage(env: dict[str, str], *args: str, timeout: float = 120) -> str:
@@ -326,12 +326,6 @@ def _wait_until_serving(server: HaicoServer, timeout: float = 60) -> None:
             return
         time.sleep(0.1)
     raise RuntimeError(f"the server did not answer within {timeout}s:\n{server.log_tail()}")
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _forker():
-    yield FORKER
-    FORKER.close()
 
 
 @pytest.fixture(scope="session")

@@ -4,11 +4,11 @@ read back by another (each `manage.py` run is its own connection)."""
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.forked_python import FORKER
 
 pytestmark = pytest.mark.postgres
 
@@ -71,9 +71,9 @@ def _manage(database_url: str, *args: str, extra_env: dict | None = None) -> str
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "HAICO_TEST_DB"))}
     env.update({"DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": "haico_site.settings", **(extra_env or {})})
     env.pop("REDIS_URL", None)
-    proc = subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=180
-    )
+    # Forked from the tests' warm process (docs/adr/0082): a new process
+    # with its own connection and settings, without importing LangChain again.
+    proc = FORKER.run(["manage.py", *args], env=env, cwd=BASE_DIR, timeout=180)
     assert proc.returncode == 0, f"manage.py {args[0]} failed:\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 

@@ -1,13 +1,17 @@
 """Production settings (DEBUG off) as `manage.py check --deploy` and a
 browser see them: the deployment check is clean, HSTS lasts a year with the
 subdomains and asks for the browsers' preload list only when told to
-(HAICO_HSTS_PRELOAD, docs/adr/0051). Each run is a subprocess configured
-from the environment, as production is."""
+(HAICO_HSTS_PRELOAD, docs/adr/0051). Each run is a process configured
+from the environment, as production is: forked from the tests' warm
+process (tests.support.forked_python, docs/adr/0082), which has imported
+only libraries that read neither settings nor environment, so each run
+spends its CPU on its settings, not on importing LangChain again."""
 
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.forked_python import FORKER
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 
@@ -31,7 +35,7 @@ def _production(args, tmp_path, **extra) -> subprocess.CompletedProcess:
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
         **extra,
     }
-    return subprocess.run([sys.executable, *args], cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=120)
+    return FORKER.run(args, env=env, cwd=BASE_DIR, timeout=120)
 
 
 def test_the_deployment_check_is_clean_with_production_settings(tmp_path):

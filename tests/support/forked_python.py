@@ -16,6 +16,10 @@ child's environment.
 (`pid`, `poll()`, `wait()`, `returncode`); the child leads its own process
 group (`os.setsid`), so `os.killpg(pid, ...)` stops it as before.
 
+`Forker.run(argv, env=..., cwd=...)` runs a command to its end as
+`subprocess.run(..., capture_output=True, text=True)` would; `argv` may be
+`["-c", code]` as for `python -c`. `FORKER` is the test process's own.
+
 Run `python -m tests.support.forked_python` to be a forker: it reads one
 JSON request per line on stdin and answers one JSON line on stdout.
 """
@@ -104,12 +108,18 @@ def _run_command(request: dict) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         script = request["argv"][0]
-        sys.argv = list(request["argv"])
-        sys.path[0] = str(Path(script).resolve().parent)
         import runpy
 
         try:
-            runpy.run_path(script, run_name="__main__")
+            if script == "-c":
+                # `python -c CODE`: the working directory first on the path.
+                sys.argv = ["-c", *request["argv"][2:]]
+                sys.path[0] = ""
+                exec(compile(request["argv"][1], "<string>", "exec"), {"__name__": "__main__"})
+            else:
+                sys.argv = list(request["argv"])
+                sys.path[0] = str(Path(script).resolve().parent)
+                runpy.run_path(script, run_name="__main__")
             code = 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -211,6 +221,22 @@ class Forker:
         reply = self._ask(request)
         return ForkedProcess(self, reply["pid"])
 
+    def run(self, argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+        """`python *argv` to its end, as `subprocess.run(..., capture_output=True,
+        text=True)` runs it: its exit status and both outputs."""
+        with tempfile.TemporaryDirectory(prefix="haico-forked-") as scratch:
+            out, err = Path(scratch) / "out", Path(scratch) / "err"
+            process = self.spawn(argv, env=env, cwd=cwd, log_path=out, errors_path=err)
+            try:
+                code = process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(10)
+                raise
+            return subprocess.CompletedProcess(
+                ["python", *argv], code, out.read_text(errors="replace"), err.read_text(errors="replace")
+            )
+
     def close(self) -> None:
         with self._lock:
             if self._process is not None and self._process.poll() is None:
@@ -245,6 +271,12 @@ class ForkedProcess:
             time.sleep(0.02)
         assert self.returncode is not None
         return self.returncode
+
+
+# The test process's forker (started on first use, closed at the end of the
+# session by tests/conftest.py): the browser tests' servers and commands, and
+# the tests that run a management command configured from the environment.
+FORKER = Forker()
 
 
 if __name__ == "__main__":
