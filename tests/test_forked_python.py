@@ -98,3 +98,26 @@ def test_a_module_a_forked_command_compiled_is_read_by_the_next_without_writing_
         assert not (sources / "__pycache__").exists()
     finally:
         cached.unlink(missing_ok=True)
+
+
+def test_a_forked_dash_c_command_runs_as_python_dash_c_does(tmp_path):
+    """`Forker.run(["-c", code])`: the code sees the argv and the module path
+    `python -c` gives it (the working directory first), its outputs and exit
+    status come back as subprocess.run's do."""
+    (tmp_path / "nearby.py").write_text("WHERE = 'the working directory'\n")
+    code = "import sys, nearby; print(sys.argv, repr(sys.path[0]), nearby.WHERE); sys.exit(3)"
+    fresh = subprocess.run([sys.executable, "-c", code, "x"], cwd=tmp_path, capture_output=True, text=True)
+    forker = Forker()
+    try:
+        forked = forker.run(["-c", code, "x"], env=dict(os.environ), cwd=tmp_path)
+    finally:
+        forker.close()
+    assert (
+        (forked.returncode, forked.stdout, forked.stderr)
+        == (fresh.returncode, fresh.stdout, fresh.stderr)
+        == (
+            3,
+            "['-c', 'x'] '' the working directory\n",
+            "",
+        )
+    )
