@@ -1030,17 +1030,49 @@
   }
 
   // Where position `p` of `a` is in `b`, given the changes of `a` into `b`:
-  // moved by the changes before it; inside one, just after its new text
-  // (text put in right at `p` comes after it).
-  function through(edits, p) {
+  // moved by the changes before it; inside one, where it is among the words
+  // that change kept (`within`), else just after its new text (text put in
+  // right at `p` comes after it).
+  function through(edits, p, a) {
     var shift = 0;
     for (var n = 0; n < edits.length; n++) {
       var edit = edits[n];
       if (edit.start >= p) break;
-      if (edit.end > p) return edit.start + shift + edit.text.length;
+      if (edit.end > p) return edit.start + shift + within(a, edit, p);
       shift += edit.text.length - (edit.end - edit.start);
     }
     return p + shift;
+  }
+
+  // A change is one span per changed stretch of lines, so one line where
+  // someone else changed a word before the caret and another after it is
+  // one change around the caret. Taken whole, the caret went to its end: the
+  // person typing in that line went on typing after the other's words,
+  // away from their own (docs/adr/0162). Inside a change, the caret keeps
+  // its place among the words the change kept (by word, Myers' algorithm);
+  // in a word that changed, it goes after that word's new text, as before.
+  var MAX_WORD_EDITS = 200, MAX_WITHIN_CHARS = 20000;
+  var WORDS = /\s+|[\p{L}\p{N}\p{M}_]+|[^\s\p{L}\p{N}\p{M}_]+/gu;
+
+  function within(a, edit, p) {
+    var old = a === undefined ? "" : a.slice(edit.start, edit.end), text = edit.text;
+    if (!old || old.length + text.length > MAX_WITHIN_CHARS) return text.length;
+    var wa = old.match(WORDS) || [], wb = text.match(WORDS) || [];
+    var runs = equalRuns(wa, wb, MAX_WORD_EDITS);
+    if (!runs) return text.length;
+    var q = p - edit.start, i = 0, j = 0, atA = 0, atB = 0;
+    for (var r = 0; r < runs.length; r++) {
+      var run = runs[r];
+      for (; i < run[0]; i++) atA += wa[i].length;
+      for (; j < run[1]; j++) atB += wb[j].length;
+      if (q < atA) return atB; // in a changed word before this run: after its new text
+      var kept = 0;
+      for (var t = 0; t < run[2]; t++) kept += wa[run[0] + t].length;
+      if (q <= atA + kept) return atB + (q - atA);
+      for (; i < run[0] + run[2]; i++) atA += wa[i].length;
+      for (; j < run[1] + run[2]; j++) atB += wb[j].length;
+    }
+    return text.length;
   }
 
   // `merged` with what was typed since `sent` left (`now`), and where a
@@ -1075,9 +1107,9 @@
     return {
       text: text,
       map: function (p) {
-        if (p < typed.start) return through(others, p);
+        if (p < typed.start) return through(others, p, sent);
         if (p <= typedEnd) return at + (p - typed.start);
-        return through(others, p - typedEnd + typed.end) + typed.text.length - (typed.end - typed.start);
+        return through(others, p - typedEnd + typed.end, sent) + typed.text.length - (typed.end - typed.start);
       },
     };
   }
@@ -1107,7 +1139,7 @@
       var scroll = editor.scrollTop;
       if (!map) {
         var edits = changes(before, content);
-        map = edits ? function (p) { return through(edits, p); } : function (p) { return Math.min(p, content.length); };
+        map = edits ? function (p) { return through(edits, p, before); } : function (p) { return Math.min(p, content.length); };
       }
       editor.value = content;
       editor.setSelectionRange(map(start), map(end), direction);

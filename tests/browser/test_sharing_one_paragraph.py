@@ -1,0 +1,58 @@
+"""Two people in one paragraph of a shared document, in Chromium against
+the real server (docs/adr/0162).
+
+- The owner's caret sits between her own words in a line the editor
+  rewords on both sides of it: once the editor's save comes in, the
+  owner's next words go where she was typing, not after the editor's.
+"""
+
+import re
+
+from playwright.sync_api import expect
+
+from .helpers import (
+    AUTOSAVE_WAIT_MS,
+    document_status,
+    document_text,
+    save_document_now,
+    stored_document,
+    thread_id_from,
+    type_after,
+)
+from .test_sharing import _person_on, _share
+
+REPORT = (
+    "# Report\n\nIntro paragraph.\n\n"
+    "Paragraph 30.1 of the report says what was found in part 30. It goes on for a while.\n\n"
+    "Results paragraph.\n"
+)
+
+
+def test_the_owners_next_words_stay_where_she_types_when_the_editor_rewords_both_sides_of_her_caret(
+    owner_workspace, haico_server, new_page
+):
+    owner, url = owner_workspace
+    save_document_now(owner, REPORT)
+    haico_server.create_user("bea")
+    _share(owner, "bea", "Editor")
+    owner.get_by_role("dialog", name="Share").get_by_role("button", name="Close").click()
+    editor = _person_on(new_page, haico_server, url, "bea")
+
+    # Ada types in the middle of the paragraph; her words are saved and reach Bea.
+    type_after(owner, "says what", " Ada's words")
+    expect(document_status(owner)).to_have_text(re.compile("^Saved"), timeout=AUTOSAVE_WAIT_MS)
+    mine = REPORT.replace("says what", "says what Ada's words")
+    expect(document_text(editor)).to_have_value(mine, timeout=AUTOSAVE_WAIT_MS)
+
+    # Bea rewords the same line on both sides of Ada's caret, in one save.
+    reworded = mine.replace("says what", "shows what").replace("was found in", "turned up in")
+    save_document_now(editor, reworded)
+    expect(document_text(owner)).to_have_value(reworded, timeout=AUTOSAVE_WAIT_MS)
+
+    # Ada goes on typing without moving her caret: her words follow her own.
+    owner.keyboard.type(" and more of Ada's", delay=5)
+    both = reworded.replace("Ada's words", "Ada's words and more of Ada's")
+    expect(document_text(owner)).to_have_value(both)
+    expect(document_status(owner)).to_have_text(re.compile("^Saved"), timeout=AUTOSAVE_WAIT_MS)
+    expect(document_text(editor)).to_have_value(both, timeout=AUTOSAVE_WAIT_MS)
+    assert stored_document(haico_server, thread_id_from(url)) == both
