@@ -695,6 +695,8 @@
         var now = values(form);
         window.sessionStorage.setItem(key, JSON.stringify({
           thread: title ? title.textContent.trim() : "", what: "document", title: now.title, text: now.content,
+          // Made a viewer, the person still opens the thread: its page shows them (static/js/words_kept.js).
+          why: !threadLost && madeViewer() ? "viewer" : "lost",
         }));
       } else {
         window.sessionStorage.removeItem(key);

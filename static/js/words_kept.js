@@ -5,7 +5,10 @@
  * goes (static/js/document_editor.js, static/js/chat.js), under
  * "haico:words-lost:<person>:…": the document's text, or a chat message.
  * No page of that thread opens any more, so the thread list shows each of
- * them here once, as plain text to copy, with a Dismiss that drops it. Only
+ * them here once, as plain text to copy, with a Dismiss that drops it. A
+ * person the owner made a viewer while they had words unsaved still opens
+ * the thread, as a viewer, and reloads it to be one: that page shows the
+ * words kept from this thread's pages at its top too (docs/adr/0162). Only
  * the keys naming the person this page is for are read: a tab someone else
  * signs in to later never shows another person's words. The words are put
  * in as text, never as markup.
@@ -16,11 +19,14 @@
   var HAICO = (window.HAICO = window.HAICO || {});
   var PREFIX = "haico:words-lost:";
 
-  function keptWords(person) {
+  // `path`: only the words kept from that thread's pages (its keys name the
+  // page's path or its document's save address, which starts with it).
+  function keptWords(person, path) {
     var found = [];
     try {
       Object.keys(window.sessionStorage).sort().forEach(function (key) {
         if (key.indexOf(PREFIX + person + ":") !== 0) return;
+        if (path && key.indexOf(":" + path) < 0) return;
         var kept = null;
         try { kept = JSON.parse(window.sessionStorage.getItem(key) || "null"); } catch (e) { kept = null; }
         if (kept && typeof kept.text === "string" && kept.text.trim()) found.push({ key: key, kept: kept });
@@ -41,9 +47,10 @@
     var where = kept.thread ? "“" + kept.thread + "”" : "a thread";
     var what = kept.what === "message" ? "the chat message box" : "the document";
     var item = element("li", "words-kept-item");
-    var said = element("p", "", "Words you typed in " + where + " could not be saved: the thread was deleted or is no " +
-      "longer shared with you. They were in " + what + (kept.what !== "message" && kept.title ? " (titled “" + kept.title + "”)" : "") +
-      ". Copy them to keep them:");
+    var why = kept.why === "viewer" ? "the owner made you a viewer of it" :
+      "the thread was deleted or is no longer shared with you";
+    var said = element("p", "", "Words you typed in " + where + " could not be saved: " + why + ". They were in " + what +
+      (kept.what !== "message" && kept.title ? " (titled “" + kept.title + "”)" : "") + ". Copy them to keep them:");
     said.id = "words-kept-said-" + number;
     var text = element("textarea", "words-kept-text");
     text.readOnly = true;
@@ -67,9 +74,12 @@
 
   function show() {
     var person = HAICO.pagePerson ? HAICO.pagePerson() : "";
-    var page = document.querySelector(".threads-page");
+    var list = document.querySelector(".threads-page");
+    // A thread's page (a viewer's): below the connection status, above the workspace.
+    var status = list ? null : document.getElementById("connection-status");
+    var page = list || (status && status.parentNode);
     if (!person || !page || document.getElementById("words-kept")) return;
-    var found = keptWords(person);
+    var found = keptWords(person, list ? "" : window.location.pathname);
     if (!found.length) return;
     var section = element("section", "words-kept");
     section.id = "words-kept";
@@ -80,7 +90,7 @@
     var list = element("ul", "words-kept-list");
     found.forEach(function (one, n) { list.appendChild(entry(one, n)); });
     section.appendChild(list);
-    var header = page.querySelector(".threads-header");
+    var header = list ? list.querySelector(".threads-header") : status;
     page.insertBefore(section, header ? header.nextSibling : page.firstChild);
   }
 

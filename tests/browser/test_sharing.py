@@ -21,6 +21,7 @@ from .helpers import (
     new_thread_for,
     open_add_form,
     save_document_now,
+    stored_document,
     thread_id_from,
     type_after,
     wait_for_socket,
@@ -444,3 +445,41 @@ def test_an_editor_made_viewer_is_still_told_so_after_the_owners_next_turn_and_t
     expect(document_status(editor)).to_have_text(re.compile("^Saved"), timeout=AUTOSAVE_WAIT_MS)
     owner.reload()
     expect(document_text(owner)).to_have_value(re.compile("Bea's unsaved words. Now saved."))
+
+
+def test_an_editor_made_viewer_with_unsaved_words_finds_them_to_copy_on_the_page_the_reload_shows(
+    owner_workspace, haico_server, new_page
+):
+    """Bea is typing when Ada makes her a viewer; she reloads, as her page
+    tells her to. The viewer's page she lands on shows the words her editor
+    could not save, to copy (docs/adr/0162); the thread's document does not
+    have them."""
+    owner, url = owner_workspace
+    save_document_now(owner, REPORT)
+    haico_server.create_user("bea")
+    _share(owner, "bea", "Editor")
+    editor = _person_on(new_page, haico_server, url, "bea")
+    expect(document_text(editor)).to_have_value(REPORT)
+
+    type_after(editor, "Methods paragraph.", " Bea's words")
+    _set_role(owner, "bea", "Viewer")
+    expect(editor.locator("#chat-notice")).to_contain_text(LOWERED)
+    type_after(editor, "Bea's words", " typed on after.")
+    expect(document_status(editor)).to_have_text(re.compile("^Not saved"), timeout=AUTOSAVE_WAIT_MS)
+
+    editor.on("dialog", lambda dialog: dialog.accept())  # the page asks before leaving unsaved words
+    editor.reload()
+    kept = editor.get_by_role("region", name="Words that could not be saved")
+    expect(kept).to_contain_text("the owner made you a viewer of it")
+    expect(kept.get_by_role("textbox")).to_have_value(
+        REPORT.replace("Methods paragraph.", "Methods paragraph. Bea's words typed on after.")
+    )
+    expect(document_text(editor)).to_have_value(REPORT)
+    assert stored_document(haico_server, thread_id_from(url)) == REPORT
+
+    # Dismissed, they are gone from the page and do not come back.
+    kept.get_by_role("button", name=re.compile("^Dismiss")).click()
+    expect(kept).to_have_count(0)
+    editor.reload()
+    expect(document_text(editor)).to_have_value(REPORT)
+    expect(editor.get_by_role("region", name="Words that could not be saved")).to_have_count(0)
