@@ -130,17 +130,37 @@ class _TokenMatcher(alignment.Matcher):
       keeps only the matches at its start and end: inside a rewrite, a
       stray "of the" shared with the old text is a coincidence, not a place
       where the other side's edit may land.
+    - Nor is a space that words replaced on both sides of it share: a
+      sentence selected and typed over ("says what was found" became
+      "SELREPLACED by Bea.") kept most of its line, and matched word by
+      word its spaces became places where the other side's words typed
+      inside the old sentence landed, in the middle of the new one
+      ("SELREPLACED by <her words> Bea."). Without them the sentence is one
+      replacement, and words typed inside it are a conflict; words typed
+      at its edge still merge (docs/adr/0162).
     """
 
     exact_up_to = EXACT_ALIGNMENT_MAX_TOKENS
 
     def get_matching_blocks(self):
-        blocks = super().get_matching_blocks()
+        blocks = self._without_spaces_between_replacements(super().get_matching_blocks())
         kept = sum(sum(map(len, self.a[i : i + n])) for i, _, n in blocks)
         if kept >= MIN_KEPT_SHARE * sum(map(len, self.a)):
             return blocks
         edges = [(i, j, n) for i, j, n in blocks[:-1] if (i == 0 and j == 0) or (i + n == len(self.a) and j + n == len(self.b))]
         return edges + blocks[-1:]
+
+    def _without_spaces_between_replacements(self, blocks):
+        kept: list = []
+        for k, (i, j, n) in enumerate(blocks[:-1]):
+            prev_i, prev_j = (kept[-1][0] + kept[-1][2], kept[-1][1] + kept[-1][2]) if kept else (0, 0)
+            next_i, next_j = blocks[k + 1][0], blocks[k + 1][1]
+            spaces = all(token and not token.strip(" \t") for token in self.a[i : i + n])
+            replaced_before = i > prev_i and j > prev_j
+            replaced_after = next_i > i + n and next_j > j + n
+            if not (spaces and replaced_before and replaced_after):
+                kept.append((i, j, n))
+        return [*kept, blocks[-1]]
 
 
 def merge_text(base: str, ours: str, theirs: str) -> MergeResult:

@@ -245,6 +245,38 @@ def test_a_line_both_rewrote_differently_still_conflicts():
     assert (conflict.ours, conflict.theirs) == ("My", "Their")
 
 
+SENTENCE_LINE = "Paragraph 30.1 of the report says what was found in part 30. It goes on for a while.\n\nNext.\n"
+
+
+def test_words_typed_inside_a_sentence_another_typed_over_conflict_instead_of_landing_inside_the_new_one():
+    # Theirs selected "says what was found in part 30." and typed over it;
+    # ours typed inside it. Matched word by word, the spaces the two
+    # sentences share placed ours between "by" and "Bea." (docs/adr/0162).
+    theirs = SENTENCE_LINE.replace("says what was found in part 30.", "SELREPLACED by Bea.")
+    ours = SENTENCE_LINE.replace("says what", "says what Ada's words")
+    for mine, other in ((ours, theirs), (theirs, ours)):
+        result = merge_text(SENTENCE_LINE, mine, other)
+        assert result.text is None
+        [conflict] = result.conflicts
+        assert {conflict.ours, conflict.theirs} == {"says what Ada's words was found in part 30", "SELREPLACED by Bea"}
+    assert merge_text(SENTENCE_LINE, ours, theirs).resolve(BOTH).count("Ada's words") == 1
+
+
+def test_words_typed_at_the_edge_of_a_sentence_another_typed_over_still_merge():
+    theirs = SENTENCE_LINE.replace("says what was found in part 30.", "SELREPLACED by Bea.")
+    before = SENTENCE_LINE.replace("of the report", "of the report Ada's words")
+    assert merge_text(SENTENCE_LINE, before, theirs).text == theirs.replace("of the report", "of the report Ada's words")
+    after = SENTENCE_LINE.replace("part 30.", "part 30. Ada's words")
+    assert merge_text(SENTENCE_LINE, after, theirs).text == theirs.replace("Bea.", "Bea. Ada's words")
+
+
+def test_two_words_reworded_around_words_typed_between_them_merge():
+    # A word both sides keep between two replacements is an anchor; only a space is not.
+    theirs = SENTENCE_LINE.replace("says what was found", "shows what turned up")
+    ours = SENTENCE_LINE.replace("says what", "says what Ada's words")
+    assert merge_text(SENTENCE_LINE, ours, theirs).text == theirs.replace("shows what", "shows what Ada's words")
+
+
 def test_empty_base_with_one_side_writing_takes_it():
     assert merge_text("", "Only the person wrote.", "").text == "Only the person wrote."
     assert merge_text("", "", "Only the agent wrote.").text == "Only the agent wrote."
