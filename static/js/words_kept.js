@@ -74,12 +74,12 @@
 
   function show() {
     var person = HAICO.pagePerson ? HAICO.pagePerson() : "";
-    var list = document.querySelector(".threads-page");
+    var threadsPage = document.querySelector(".threads-page");
     // A thread's page (a viewer's): below the connection status, above the workspace.
-    var status = list ? null : document.getElementById("connection-status");
-    var page = list || (status && status.parentNode);
+    var status = threadsPage ? null : document.getElementById("connection-status");
+    var page = threadsPage || (status && status.parentNode);
     if (!person || !page || document.getElementById("words-kept")) return;
-    var found = keptWords(person, list ? "" : window.location.pathname);
+    var found = keptWords(person, threadsPage ? "" : window.location.pathname);
     if (!found.length) return;
     var section = element("section", "words-kept");
     section.id = "words-kept";
@@ -90,7 +90,7 @@
     var list = element("ul", "words-kept-list");
     found.forEach(function (one, n) { list.appendChild(entry(one, n)); });
     section.appendChild(list);
-    var header = list ? list.querySelector(".threads-header") : status;
+    var header = threadsPage ? threadsPage.querySelector(".threads-header") : status;
     page.insertBefore(section, header ? header.nextSibling : page.firstChild);
   }
 

@@ -157,6 +157,8 @@ def test_an_editor_removed_with_unsaved_words_is_told_and_finds_them_on_the_thre
     editor.get_by_role("link", name="Threads").click()
     kept = editor.get_by_role("region", name="Words that could not be saved")
     expect(kept).to_be_visible()
+    # Under the list's heading, not above the page's own header.
+    assert editor.evaluate("() => document.getElementById('words-kept').previousElementSibling.matches('.threads-header')")
     expect(kept).to_contain_text("Words you typed in “")
     expect(kept.get_by_role("textbox")).to_have_count(2)
     expect(kept.locator("textarea").nth(0)).to_have_value("Bea's paragraph, never saved.")

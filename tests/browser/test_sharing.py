@@ -471,6 +471,8 @@ def test_an_editor_made_viewer_with_unsaved_words_finds_them_to_copy_on_the_page
     editor.reload()
     kept = editor.get_by_role("region", name="Words that could not be saved")
     expect(kept).to_contain_text("the owner made you a viewer of it")
+    # Under the connection status, above the workspace.
+    assert editor.evaluate("() => document.getElementById('words-kept').previousElementSibling.id") == "connection-status"
     expect(kept.get_by_role("textbox")).to_have_value(
         REPORT.replace("Methods paragraph.", "Methods paragraph. Bea's words typed on after.")
     )
