@@ -18,11 +18,12 @@ from django.urls import reverse
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
-from conversations import mcp_transport, outages
+from conversations import mcp_transport
 from conversations.archive import archive_bytes, import_archive
 from conversations.mcp_server import BASE_FIELD, REMOVAL_FIELD, THREAD_FIELD, call_tool
 from conversations.models import ActivityLogEntry
 from conversations.tokens import token_create, token_revoke
+from tests.support.outage_state import no_outage_on_record
 from workspace.models import DocumentRevision, ObjectiveRevision
 from workspace.selectors import document_for, document_history, document_review, objective_history
 from workspace.services.document import document_save
@@ -182,7 +183,7 @@ async def test_a_tool_call_the_database_went_away_under_is_told_so_and_logged_as
     own reads: the client gets the sentence, not the SDK's "Internal server
     error", and the log a line of the outage, not a traceback."""
     _token_row, secret = await _token(owner)
-    monkeypatch.setattr(outages, "_outages", {})
+    no_outage_on_record(monkeypatch)
 
     def database_gone(*args):
         try:

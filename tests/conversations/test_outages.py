@@ -20,6 +20,7 @@ from conversations.live import group_name, publisher
 from conversations.models import OpenPage, Turn
 from conversations.turns import registry
 from tests.support.fake_model import Reply
+from tests.support.outage_state import no_outage_on_record
 from tests.support.services import PrivateRedis
 from workspace.models import WorkspaceSnapshot
 
@@ -173,7 +174,7 @@ def test_an_error_that_is_no_outage_keeps_its_traceback(clock, caplog):
 async def test_a_page_whose_redis_stops_is_let_go_of_and_no_longer_present(owner, thread, settings, tmp_path, monkeypatch):
     if reason := PrivateRedis.available():
         pytest.skip(reason)
-    monkeypatch.setattr(outages, "_outages", {})
+    no_outage_on_record(monkeypatch)
     redis, records = PrivateRedis(tmp_path), _Records()
     redis.start()
     try:
@@ -248,7 +249,7 @@ async def test_the_turn_watcher_meeting_a_database_away_logs_a_line_not_a_traceb
     thread, script, monkeypatch, caplog
 ):
     caplog.set_level(logging.INFO)
-    monkeypatch.setattr(outages, "_outages", {})
+    no_outage_on_record(monkeypatch)
     monkeypatch.setattr(registry, "CANCEL_POLL_SECONDS", 0.0)
     monkeypatch.setattr(registry.slot, "cancel_requested_among", _database_away)
     script(Reply(text=" ".join(f"word{i}" for i in range(100)), token_delay=0.02))

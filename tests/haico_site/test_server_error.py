@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
-from conversations import outages
 from haico_site.views import DATABASE_DOWN, SERVER_FAILED
+from tests.support.outage_state import no_outage_on_record
 
 pytestmark = [pytest.mark.urls("tests.haico_site.failing_urls"), pytest.mark.django_db]
 
@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.urls("tests.haico_site.failing_urls"), pytest.mark.dja
 @pytest.fixture
 def failing_client(client, monkeypatch):
     client.raise_request_exception = False
-    monkeypatch.setattr(outages, "_outages", {})
+    no_outage_on_record(monkeypatch)
     return client
 
 

@@ -14,6 +14,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 
 from conversations import outages
 from haico_site.websocket import handshake_request, origin_allowed
+from tests.support.outage_state import no_outage_on_record
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -148,7 +149,7 @@ async def test_a_handshake_whose_session_the_database_cannot_read_closes_for_the
             raise OperationalError(str(cause)) from cause
 
     monkeypatch.setattr(channels.auth, "get_user", database_away)
-    monkeypatch.setattr(outages, "_outages", {})
+    no_outage_on_record(monkeypatch)
     caplog.set_level(logging.INFO)
     communicator = WebsocketCommunicator(
         application, THREAD_PATH, headers=[(b"host", b"127.0.0.1:8000"), (b"origin", b"http://127.0.0.1:8000")]
