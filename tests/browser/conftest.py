@@ -169,19 +169,10 @@ def server_env(
 def _manage(env: dict[str, str], *args: str, timeout: float = 120) -> str:
     """`manage.py *args` with `env`; its standard output, or RuntimeError
     with both outputs when it fails."""
-    with tempfile.TemporaryDirectory(prefix="haico-manage-") as scratch:
-        out, err = Path(scratch) / "out", Path(scratch) / "err"
-        process = FORKER.spawn(["manage.py", *args], env=env, cwd=BASE_DIR, log_path=out, errors_path=err)
-        try:
-            code = process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(10)
-            raise
-        stdout, stderr = out.read_text(errors="replace"), err.read_text(errors="replace")
-    if code != 0:
-        raise RuntimeError(f"manage.py {' '.join(args)} failed ({code}):\n{stdout}\n{stderr}")
-    return stdout
+    done = FORKER.run(["manage.py", *args], env=env, cwd=BASE_DIR, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return done.stdout
 
 
 @dataclass

@@ -55,6 +55,18 @@ def _person_on(new_page, server, url: str, username: str) -> Page:
     return page
 
 
+def _bea_editing(owner: Page, server, new_page, url: str, text: str) -> Page:
+    """The owner's document saved as `text` and shared with Bea as an
+    editor; Bea's page (her own browser context), showing it."""
+    save_document_now(owner, text)
+    server.create_user("bea")
+    _share(owner, "bea", "Editor")
+    owner.get_by_role("dialog", name="Share").get_by_role("button", name="Close").click()
+    editor = _person_on(new_page, server, url, "bea")
+    expect(document_text(editor)).to_have_value(text)
+    return editor
+
+
 def _add_step(page: Page, text: str) -> None:
     form = open_add_form(page, "Planning", "Add step")
     form.get_by_role("textbox", name="New step").fill(text)
@@ -350,12 +362,7 @@ def test_two_people_typing_different_paragraphs_keep_both_see_each_other_and_the
     owner_workspace, haico_server, new_page
 ):
     owner, url = owner_workspace
-    save_document_now(owner, REPORT)
-    haico_server.create_user("bea")
-    _share(owner, "bea", "Editor")
-    owner.get_by_role("dialog", name="Share").get_by_role("button", name="Close").click()
-    editor = _person_on(new_page, haico_server, url, "bea")
-    expect(document_text(editor)).to_have_value(REPORT)
+    editor = _bea_editing(owner, haico_server, new_page, url, REPORT)
 
     # Both type, each in their own paragraph, neither waiting for the other's save.
     type_after(owner, "Intro paragraph.", " Ada's words.")

@@ -23,7 +23,7 @@ from .helpers import (
     thread_id_from,
     type_after,
 )
-from .test_sharing import _person_on, _share
+from .test_sharing import _bea_editing
 
 REPORT = (
     "# Report\n\nIntro paragraph.\n\n"
@@ -36,11 +36,7 @@ def test_the_owners_next_words_stay_where_she_types_when_the_editor_rewords_both
     owner_workspace, haico_server, new_page
 ):
     owner, url = owner_workspace
-    save_document_now(owner, REPORT)
-    haico_server.create_user("bea")
-    _share(owner, "bea", "Editor")
-    owner.get_by_role("dialog", name="Share").get_by_role("button", name="Close").click()
-    editor = _person_on(new_page, haico_server, url, "bea")
+    editor = _bea_editing(owner, haico_server, new_page, url, REPORT)
 
     # Ada types in the middle of the paragraph; her words are saved and reach Bea.
     type_after(owner, "says what", " Ada's words")
@@ -74,12 +70,7 @@ def test_words_typed_inside_a_sentence_the_editor_types_over_are_shown_as_an_ove
     owner_workspace, haico_server, new_page
 ):
     owner, url = owner_workspace
-    save_document_now(owner, REPORT)
-    haico_server.create_user("bea")
-    _share(owner, "bea", "Editor")
-    owner.get_by_role("dialog", name="Share").get_by_role("button", name="Close").click()
-    editor = _person_on(new_page, haico_server, url, "bea")
-    expect(document_text(editor)).to_have_value(REPORT)
+    editor = _bea_editing(owner, haico_server, new_page, url, REPORT)
 
     # Ada types inside the sentence; her save is slow on its way.
     delay_document_saves(owner, 3_000)
