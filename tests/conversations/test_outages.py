@@ -262,5 +262,7 @@ async def test_the_turn_watcher_meeting_a_database_away_logs_a_line_not_a_traceb
     # connection opened meanwhile by any thread of this process (another
     # test's, under a parallel run) says the database answers again, and
     # the next failing round begins a new outage with its own first line.
+    # The last outage may end after the last round too: the turn's own end
+    # opens a connection that answers.
     answered_again = [r for r in caplog.records if r.name == "haico.outages" and "answers again" in r.getMessage()]
-    assert len(watcher) == 1 + len(answered_again), [r.getMessage() for r in caplog.records]
+    assert len(answered_again) <= len(watcher) <= 1 + len(answered_again), [r.getMessage() for r in caplog.records]
