@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.migrations import migrations_digest
+from tests.support.migrations import NEWEST_SCHEMA, migrations_digest
 
 pytest_plugins = ["tests.support.timing"]
 
@@ -288,6 +288,8 @@ def django_db_keepdb(request, django_db_modify_db_settings):
             conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template)))
         finally:
             conn.execute("SELECT pg_advisory_unlock(hashtext('haico migrated template'))")
+    # A migration test gives the database back its newest schema by the same copy.
+    NEWEST_SCHEMA["postgresql"] = (base, template)
     try:
         yield True
     finally:
@@ -335,6 +337,25 @@ def redis_url():
     if not url:
         pytest.skip("HAICO_TEST_REDIS_URL is not set (scripts/test_services.sh start prints it)")
     return url
+
+
+@pytest.fixture(scope="session", autouse=True)
+def newest_schema_kept(django_db_setup, django_db_blocker):
+    """On SQLite, a copy of this process's test database as Django just
+    migrated it, before any test's rows: a migration test gives the database
+    back by it (tests.support.migrations.newest_schema_restored, docs/adr/0096).
+    On PostgreSQL the template it was copied from serves (django_db_keepdb)."""
+    from django.db import connection
+
+    from tests.support.migrations import keep_the_newest_schema_sqlite
+
+    if connection.vendor != "sqlite":
+        yield
+        return
+    with django_db_blocker.unblock():
+        keep_the_newest_schema_sqlite()
+    yield
+    Path(NEWEST_SCHEMA.pop("sqlite")).unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.support.migrations import migrate_to, migrate_to_latest
+from tests.support.migrations import migrate_to, newest_schema_restored
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,4 +27,4 @@ def test_old_ratings_and_aspects_are_fitted_to_the_choices(owner):
             (3, "other", "[speed] slow", "turn"),
         ]
     finally:
-        migrate_to_latest()
+        newest_schema_restored()

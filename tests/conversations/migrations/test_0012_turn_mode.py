@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.support.migrations import migrate_to, migrate_to_latest
+from tests.support.migrations import migrate_to, newest_schema_restored
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,4 +32,4 @@ def test_existing_turns_take_their_threads_mode(owner):
             ("Planning", 2, "plan"),
         ]
     finally:
-        migrate_to_latest()
+        newest_schema_restored()

@@ -3,7 +3,7 @@ is the environment's model of that name, and stays chosen."""
 
 import pytest
 
-from tests.support.migrations import migrate_to, migrate_to_latest
+from tests.support.migrations import migrate_to, newest_schema_restored
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,4 +40,4 @@ def test_model_names_become_keys_of_the_environment_s_models_and_back(owner):
             [(1, "gpt-4o-mini"), (2, ""), (3, "qwen2.5:7b-instruct")],
         )
     finally:
-        migrate_to_latest()
+        newest_schema_restored()

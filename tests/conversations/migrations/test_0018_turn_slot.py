@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.support.migrations import migrate_to, migrate_to_latest
+from tests.support.migrations import migrate_to, newest_schema_restored
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,4 +42,4 @@ def test_running_turns_keep_their_claims_across_the_move_and_back(owner):
             ("Stopping", 1, SINCE, True),
         ]
     finally:
-        migrate_to_latest()
+        newest_schema_restored()

@@ -5,7 +5,7 @@ script's ("system") revision stays with nobody (docs/adr/0085)."""
 
 import pytest
 
-from tests.support.migrations import migrate_to, migrate_to_latest
+from tests.support.migrations import migrate_to, newest_schema_restored
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -56,4 +56,4 @@ def test_existing_rows_are_recorded_as_their_threads_owners(owner, other_user):
                 (4, None, ""),  # a script's
             ]
     finally:
-        migrate_to_latest()
+        newest_schema_restored()

@@ -7,7 +7,7 @@ drops the key and keeps the calls."""
 import pytest
 
 from conversations.usage import usage_record
-from tests.support.migrations import migrate_to, migrate_to_latest
+from tests.support.migrations import migrate_to, migrate_to_latest, newest_schema_restored
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,4 +37,4 @@ def test_the_calls_stored_before_keep_their_figures_and_new_ones_get_keys(owner)
         Usage = migrate_to(BEFORE).get_model("conversations", "ModelUsage")
         assert sorted(Usage.objects.values_list("input_tokens", flat=True)) == [700, 800, 900]
     finally:
-        migrate_to_latest()
+        newest_schema_restored()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.support.migrations import migrate_to, migrate_to_latest
+from tests.support.migrations import migrate_to, newest_schema_restored
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,4 +25,4 @@ def test_the_current_version_of_each_existing_document_is_recorded(owner):
             ("Two", 1, "Notes", "", "system"),
         ]
     finally:
-        migrate_to_latest()
+        newest_schema_restored()

@@ -4,7 +4,7 @@ Reversing gives the copied columns back."""
 
 import pytest
 
-from tests.support.migrations import migrate_to, migrate_to_latest
+from tests.support.migrations import migrate_to, migrate_to_latest, newest_schema_restored
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -65,7 +65,7 @@ def test_existing_snapshots_read_back_as_they_were_and_an_unchanged_text_is_stor
             ObjectiveRevision.objects.filter(thread__title="One").order_by("id").values_list("text", "author", "turn_index")
         ) == [("Goal", "system", 1), ("Sharper goal", "system", 3)]
     finally:
-        _latest()
+        newest_schema_restored()
 
 
 def test_reversing_gives_the_copied_columns_back(owner):
@@ -79,4 +79,4 @@ def test_reversing_gives_the_copied_columns_back(owner):
         )
         assert [tuple(row) for row in rows] == expected
     finally:
-        _latest()
+        newest_schema_restored()

@@ -4,7 +4,7 @@ column back."""
 
 import pytest
 
-from tests.support.migrations import migrate_to, migrate_to_latest
+from tests.support.migrations import migrate_to, migrate_to_latest, newest_schema_restored
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -48,7 +48,7 @@ def test_existing_revisions_read_back_as_they_were_each_a_delta_against_the_one_
         two = revisions.get(document__thread__title="Two")
         assert two.body_id == one[3].body_id  # whichever document holds it
     finally:
-        _latest()
+        newest_schema_restored()
 
 
 def test_reversing_gives_the_column_back(owner):
@@ -62,4 +62,4 @@ def test_reversing_gives_the_column_back(owner):
         )
         assert [tuple(row) for row in rows] == expected
     finally:
-        _latest()
+        newest_schema_restored()

@@ -5,7 +5,7 @@ back."""
 
 import pytest
 
-from tests.support.migrations import migrate_to, migrate_to_latest
+from tests.support.migrations import migrate_to, newest_schema_restored
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,4 +37,4 @@ def test_each_member_keeps_the_name_the_owner_gave_and_their_role(owner, django_
             ("vi", ""),
         ]
     finally:
-        migrate_to_latest()
+        newest_schema_restored()

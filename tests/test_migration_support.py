@@ -1,0 +1,47 @@
+"""tests.support.migrations: after a migration test moved the test database
+back in its history, the next test gets it as it was migrated for the
+process, newest schema and no rows, whatever pass it runs in (SQLite or
+PostgreSQL, docs/adr/0096)."""
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from conversations.usage import usage_record
+from tests.support.migrations import migrate_to, newest_schema_restored
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _schema():
+    with connection.cursor() as cursor:
+        tables = connection.introspection.table_names(cursor)
+        return {
+            table: sorted(column.name for column in connection.introspection.get_table_description(cursor, table))
+            for table in tables
+        }
+
+
+def test_the_database_a_migration_test_moved_back_is_given_back_at_its_newest_and_empty(owner):
+    newest = _schema()
+    usage = migrate_to([("conversations", "0028_staff_lists_newest_first")]).get_model("conversations", "ModelUsage")
+    usage.objects.create(user_id=owner.pk, provider_name="env", model="scripted", input_tokens=1, output_tokens=1)
+    assert "key" not in {column for column in _schema()["conversations_modelusage"]}
+
+    newest_schema_restored()
+
+    executor = MigrationExecutor(connection)
+    assert not executor.migration_plan(executor.loader.graph.leaf_nodes())  # nothing left to apply
+    assert _schema() == newest
+    from django.contrib.auth import get_user_model
+
+    from conversations.models import ModelUsage
+
+    assert not get_user_model().objects.exists() and not ModelUsage.objects.exists()
+    # The database works as the code's models expect (conversations/0029's key).
+    person = get_user_model().objects.create_user(username="after")
+    usage_record(
+        rows=[{"user_id": person.pk, "provider_name": "env", "model": "scripted", "input_tokens": 2, "output_tokens": 3}]
+    )
+    assert list(ModelUsage.objects.values_list("input_tokens", "output_tokens")) == [(2, 3)]
+    assert ModelUsage.objects.get().key is not None
