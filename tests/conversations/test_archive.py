@@ -19,6 +19,7 @@ from conversations.branching import fork_thread
 from conversations.models import BranchLink, Turn
 from conversations.turns import registry
 from tests.support.fake_model import Reply, tool_call
+from tests.support.live import nobody_watching
 from tests.support.web import database_rows
 from workspace.archive import ArchiveRefused
 from workspace.models import Thread
@@ -719,9 +720,10 @@ PARAGRAPHS = [f"Paragraph {n} of a long report, written and rewritten over weeks
 def _autosaves(thread, count: int) -> list[str]:
     """`count` autosaves of a 30 000-character document, each changing one paragraph: the texts, in order."""
     texts, paragraphs = [], list(PARAGRAPHS)
-    for n in range(count):
-        paragraphs[n * 7 % len(paragraphs)] = f"Paragraph {n}, typed again at save {n}. ü 🌍\n\n"
-        texts.append(document_save(thread=thread, title="Report", content="".join(paragraphs)).document.content)
+    with nobody_watching():
+        for n in range(count):
+            paragraphs[n * 7 % len(paragraphs)] = f"Paragraph {n}, typed again at save {n}. ü 🌍\n\n"
+            texts.append(document_save(thread=thread, title="Report", content="".join(paragraphs)).document.content)
     return texts
 
 

@@ -19,6 +19,7 @@ from conversations.archive import archive_bytes, import_archive
 from conversations.branching import fork_thread
 from conversations.sharing import thread_member_add
 from conversations.turns import slot
+from tests.support.live import nobody_watching
 from tests.support.web import database_rows
 from workspace.archive import ArchiveRefused
 from workspace.models import Thread, WorkspaceSnapshot
@@ -42,14 +43,15 @@ def _turns(thread: Thread, *, count: int, person, saves: int = 2, start: int = 0
     document = getattr(Thread.objects.get(pk=thread.pk), "document", None)
     if document is not None:
         paragraphs = [p + "\n\n" for p in document.content.split("\n\n") if p]
-    for n in range(start, start + count):
-        thread = Thread.objects.get(pk=thread.pk)
-        index, _ = slot.turn_begin(thread=thread, user_message=f"Turn {n}: tighten paragraph {n % 60}", person=person)
-        for s in range(saves):
-            at = (n * 7 + s) % len(paragraphs)
-            paragraphs[at] = paragraphs[at].rstrip("\n") + f" edit {n}.{s} ü\u0301 🇫🇷\n\n"
-            document_save(thread=thread, title="Report", content="".join(paragraphs), person=person)
-        slot.turn_finish(thread=thread, turn_index=index, answer=f"Paragraph {n % 60} is tighter now.")
+    with nobody_watching():
+        for n in range(start, start + count):
+            thread = Thread.objects.get(pk=thread.pk)
+            index, _ = slot.turn_begin(thread=thread, user_message=f"Turn {n}: tighten paragraph {n % 60}", person=person)
+            for s in range(saves):
+                at = (n * 7 + s) % len(paragraphs)
+                paragraphs[at] = paragraphs[at].rstrip("\n") + f" edit {n}.{s} ü\u0301 🇫🇷\n\n"
+                document_save(thread=thread, title="Report", content="".join(paragraphs), person=person)
+            slot.turn_finish(thread=thread, turn_index=index, answer=f"Paragraph {n % 60} is tighter now.")
     return Thread.objects.get(pk=thread.pk)
 
 
