@@ -14,8 +14,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _schema():
+    """Django's tables and their columns (the checkpointer's are not
+    Django's: tests.support.migrations.newest_schema_restored)."""
     with connection.cursor() as cursor:
-        tables = connection.introspection.table_names(cursor)
+        tables = set(connection.introspection.table_names(cursor)) & set(connection.introspection.django_table_names())
         return {
             table: sorted(column.name for column in connection.introspection.get_table_description(cursor, table))
             for table in tables

@@ -69,7 +69,13 @@ def newest_schema_restored():
     the process: what every other test expects. A copy, not a migration
     sweep to the newest migrations, which is what no test here tests and
     cost each test a few seconds of CPU (docs/adr/0096). Then pytest-django
-    empties it as after any test with `transaction=True`."""
+    empties it as after any test with `transaction=True`.
+
+    The LangGraph checkpointer's tables, which it makes in the same database
+    on first use (not Django's migrations), start over as in a new process:
+    its writers make them (`setup`) whenever they open, its readers take a
+    missing table for no turns (agent.history), and no test reads another's
+    checkpoints (a thread's id is a new UUID)."""
     if "sqlite" in NEWEST_SCHEMA:
         # SQLite's backup writes the copy into the database through its own
         # locks, so connections left open (asgiref's worker thread's) read
@@ -92,8 +98,11 @@ def _copy_the_postgres_template(base: str, template: str) -> None:
     name = connection.settings_dict["NAME"]
     # Django's connections to it, this thread's and asgiref's worker thread's;
     # any other is ended by the FORCE, and Django reconnects on next use.
+    from agent.history import close_read_pool
+
     SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
     connections.close_all()
+    close_read_pool()  # the chat's reads of the checkpointer; the next read opens it again
     with psycopg.connect(base, autocommit=True, connect_timeout=5) as conn:
         conn.execute(TEMPLATE_LOCK)
         try:
