@@ -355,7 +355,9 @@ def newest_schema_kept(django_db_setup, django_db_blocker):
     with django_db_blocker.unblock():
         keep_the_newest_schema_sqlite()
     yield
-    Path(NEWEST_SCHEMA.pop("sqlite")).unlink(missing_ok=True)
+    copy = NEWEST_SCHEMA.pop("sqlite", None)
+    if copy:
+        Path(copy).unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
