@@ -1,5 +1,6 @@
 """Shared fixtures: the personas (owner, another user, staff) and a thread."""
 
+import gc
 import os
 from collections import Counter
 from pathlib import Path
@@ -131,6 +132,17 @@ def _run_order(item, tests_in_file) -> tuple[int, int]:
 
 
 DEPLOY_TESTS = Path(__file__).parent / "deploy"
+
+
+def pytest_collection_finish(session):
+    """What collection imported (Django, LangChain, the project, the test
+    modules) lives as long as the run: it is set aside from the garbage
+    collector (gc.freeze), whose full collections walked it over and over as
+    the tests allocate. What a test makes is collected as ever.
+    tests/workspace and tests/agent in one process: 121 -> 110 CPU s
+    (docs/adr/0096)."""
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(config, items):
