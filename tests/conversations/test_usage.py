@@ -143,7 +143,11 @@ async def test_a_call_stopped_while_it_writes_a_tool_call_is_counted_from_the_ar
     them, estimated."""
     content = "".join(f"Paragraph {n}: " + "lorem ipsum " * 8 + "\n\n" for n in range(300))
     reply = Reply(tool_calls=[tool_call("update_document", "Rewriting.", content=content)])
-    pieces = len(json.dumps({"action_and_reasoning": "Rewriting.", "content": content})) // 12
+    # In 400-character pieces: at 12 a piece, the half before the pause was
+    # some 1 500 events, which the OpenAI client parses at about 0.6 ms each,
+    # and a loaded machine had not read them all in the half second below.
+    model_server.args_chunk_chars = 400
+    pieces = len(json.dumps({"action_and_reasoning": "Rewriting.", "content": content})) // model_server.args_chunk_chars
     model_server.script([Misbehave(reply=reply, pause_after_tokens=pieces // 2, pause_seconds=5)])
     await registry.start_turn(thread=thread, user_message="Rewrite the document")
     while not model_server.pauses:
