@@ -48,15 +48,20 @@ print("reactor installed:", "twisted.internet.reactor" in sys.modules)
 def test_a_forked_command_starts_with_no_twisted_reactor_installed(tmp_path):
     """Twisted is preloaded, its reactor not: daphne installs its asyncio
     reactor as the server starts, as it does in `./dev serve`."""
+    assert _forked_output(tmp_path, REACTOR_PROBE) == "reactor installed: False\n"
+
+
+def _forked_output(tmp_path, probe: str) -> str:
+    """What `probe`, run as a script by a fresh forker's child, printed."""
     script = tmp_path / "probe.py"
-    script.write_text(REACTOR_PROBE)
+    script.write_text(probe)
     forker = Forker()
     try:
         log = tmp_path / "forked.log"
         assert forker.spawn([str(script)], env=dict(os.environ), cwd=tmp_path, log_path=log).wait(60) == 0
     finally:
         forker.close()
-    assert log.read_text() == "reactor installed: False\n"
+    return log.read_text()
 
 
 FROZEN_PROBE = """\
@@ -70,15 +75,7 @@ def test_a_forked_commands_garbage_collections_leave_the_preloaded_libraries_alo
     (gc.freeze): a child's collections walk only what the child made, and
     never touch (and so copy) the pages it shares with the forker, which
     cost a server's start about a quarter of its CPU (docs/adr/0082)."""
-    script = tmp_path / "probe.py"
-    script.write_text(FROZEN_PROBE)
-    forker = Forker()
-    try:
-        log = tmp_path / "forked.log"
-        assert forker.spawn([str(script)], env=dict(os.environ), cwd=tmp_path, log_path=log).wait(60) == 0
-    finally:
-        forker.close()
-    frozen, collected = map(int, log.read_text().split())
+    frozen, collected = map(int, _forked_output(tmp_path, FROZEN_PROBE).split())
     # Some 280 000 objects frozen, the child's own a few thousand.
     assert frozen > 10 * collected, (frozen, collected)
 
