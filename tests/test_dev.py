@@ -1,4 +1,5 @@
 """`./dev serve [PORT]`: the port given is the one the server listens on.
+`./dev install`: the test lock installed, nothing run.
 `./dev test`: the whole suite spread over xdist workers, and beside it its
 database tests on PostgreSQL; tests picked by hand once, in one process.
 
@@ -65,6 +66,20 @@ def test_serve_refuses_a_port_that_is_not_one_before_doing_anything(sandbox, por
     assert result.returncode == 2
     assert "usage: ./dev serve [PORT]" in result.stderr
     assert calls(sandbox) == []
+
+
+def test_install_installs_the_test_lock_once_and_runs_nothing_else(sandbox):
+    # What CI runs while the system packages install (.ci/run).
+    shutil.copy(ROOT / "requirements-dev.lock", sandbox / "requirements-dev.lock")
+    first = run_dev(sandbox, "install")
+    assert first.returncode == 0, first.stderr
+    assert calls(sandbox) == [
+        "-m pip install -q --upgrade pip",
+        "-m pip install -q --require-hashes -r requirements-dev.lock",
+    ]
+    again = run_dev(sandbox, "install")
+    assert again.returncode == 0, again.stderr
+    assert len(calls(sandbox)) == 2  # the lock is installed already: nothing more
 
 
 def test_prod_runs_the_production_start_script_with_the_port(sandbox):
