@@ -24,6 +24,8 @@ BASE_DIR = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(BASE_DIR / "deploy"))
 from nginx_conf import render  # noqa: E402
 
+from tests.support.tls import openssl_missing, self_signed_certificate  # noqa: E402
+
 
 def nginx_binary() -> str | None:
     return shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
@@ -32,8 +34,8 @@ def nginx_binary() -> str | None:
 def available(*, tls: bool = False) -> str | None:
     if nginx_binary() is None:
         return "nginx is not installed (apt-get install nginx)"
-    if tls and shutil.which("openssl") is None:
-        return "openssl is not installed"
+    if tls and (reason := openssl_missing()):
+        return reason
     return None
 
 
@@ -70,30 +72,7 @@ class Nginx:
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         cert = key = ""
         if tls:
-            cert, key = str(self.workdir / "cert.pem"), str(self.workdir / "key.pem")
-            subprocess.run(
-                [
-                    "openssl",
-                    "req",
-                    "-x509",
-                    "-newkey",
-                    "rsa:2048",
-                    "-nodes",
-                    "-days",
-                    "2",
-                    "-subj",
-                    "/CN=127.0.0.1",
-                    "-addext",
-                    "subjectAltName=IP:127.0.0.1",
-                    "-keyout",
-                    key,
-                    "-out",
-                    cert,
-                ],
-                check=True,
-                capture_output=True,
-                timeout=60,
-            )
+            cert, key = (str(path) for path in self_signed_certificate(self.workdir))
         (self.workdir / "haico.conf").write_text(
             render(upstreams=upstreams, listen=f"127.0.0.1:{self.port}", tls_cert=cert, tls_key=key)
         )

@@ -26,18 +26,21 @@ lists `models`. A script step is a `Reply` (from tests.support.fake_model), an
 wrong on purpose: hanging, arguments that are not JSON, a stream cut or
 ending without a finish reason), or a callable taking the request body and
 returning one of them. Stdlib only; the server runs in a daemon thread on
-a port the OS picks, and `stop()` (or leaving the `with`) shuts it down.
+a port the OS picks, and `stop()` (or leaving the `with`) shuts it down;
+with `tls=(certificate, key)` it answers over HTTPS, as a provider does.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import ssl
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from tests.support.fake_model import Reply
@@ -109,9 +112,17 @@ def history_problem(messages: list) -> str | None:
 
 class OpenAICompatibleServer:
     def __init__(
-        self, *, host: str = "127.0.0.1", models: list[str] | None = None, args_chunk_chars: int = 12, strict_history: bool = True
+        self,
+        *,
+        host: str = "127.0.0.1",
+        models: list[str] | None = None,
+        args_chunk_chars: int = 12,
+        strict_history: bool = True,
+        tls: tuple[Path, Path] | None = None,
     ):
         self.host = host
+        # (certificate, key): answer over HTTPS, as a provider does.
+        self.tls = tls
         # Like OpenAI: a history with a tool call left unanswered gets HTTP 400.
         self.strict_history = strict_history
         self.models = models or ["scripted"]
@@ -136,6 +147,10 @@ class OpenAICompatibleServer:
         handler = type("_Handler", (_Handler,), {"app": self})
         self._httpd = ThreadingHTTPServer((self.host, 0), handler)
         self._httpd.daemon_threads = True
+        if self.tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*self.tls)
+            self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="openai-test-server", daemon=True)
         self._thread.start()
         return self
@@ -163,7 +178,7 @@ class OpenAICompatibleServer:
     @property
     def base_url(self) -> str:
         """What OPENAI_BASE_URL / ChatOpenAI(base_url=...) should be."""
-        return f"http://{self.host}:{self.port}/v1"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}/v1"
 
     # -- script and record -------------------------------------------------
 
