@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.support.migrations import migrate_to, newest_schema_restored
+from tests.support.migrations import migrate_to, newest_schema_restored, start_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -11,7 +11,7 @@ AFTER = [("conversations", "0006_feedback_scopes_aspects_ratings")]
 
 
 def test_old_ratings_and_aspects_are_fitted_to_the_choices(owner):
-    apps = migrate_to(BEFORE)
+    apps = start_at(BEFORE, people=[owner])
     Thread, Feedback = apps.get_model("workspace", "Thread"), apps.get_model("conversations", "Feedback")
     thread = Thread.objects.create(owner_id=owner.pk, title="One", turn_index=2)
     old = [(-1, "overall", "bad"), (0, "accuracy", ""), (5, "Tone", "lovely"), (3, "speed", "slow")]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.support.migrations import migrate_to, newest_schema_restored
+from tests.support.migrations import migrate_to, newest_schema_restored, start_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -11,7 +11,7 @@ AFTER = [("conversations", "0012_turn_mode")]
 
 
 def test_existing_turns_take_their_threads_mode(owner):
-    apps = migrate_to(BEFORE)
+    apps = start_at(BEFORE, people=[owner])
     Thread, Turn = apps.get_model("workspace", "Thread"), apps.get_model("conversations", "Turn")
     modes = {}
     for title, mode in (("Planning", "plan"), ("Looking", "explore"), ("Doing", "execute")):

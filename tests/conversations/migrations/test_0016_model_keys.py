@@ -3,7 +3,7 @@ is the environment's model of that name, and stays chosen."""
 
 import pytest
 
-from tests.support.migrations import migrate_to, newest_schema_restored
+from tests.support.migrations import migrate_to, newest_schema_restored, start_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -20,7 +20,7 @@ def _values(apps):
 
 
 def test_model_names_become_keys_of_the_environment_s_models_and_back(owner):
-    apps = migrate_to(BEFORE)
+    apps = start_at(BEFORE, people=[owner])
     Thread, Turn = apps.get_model("workspace", "Thread"), apps.get_model("conversations", "Turn")
     chosen = Thread.objects.create(owner_id=owner.pk, title="a chosen", chat_model="llama3.1:8b")
     Thread.objects.create(owner_id=owner.pk, title="b default", chat_model="")

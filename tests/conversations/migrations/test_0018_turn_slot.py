@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.support.migrations import migrate_to, newest_schema_restored
+from tests.support.migrations import migrate_to, newest_schema_restored, start_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -17,7 +17,7 @@ SINCE = datetime(2026, 12, 2, 9, 30, tzinfo=UTC)
 
 
 def test_running_turns_keep_their_claims_across_the_move_and_back(owner):
-    apps = migrate_to(BEFORE)
+    apps = start_at(BEFORE, people=[owner])
     Thread = apps.get_model("workspace", "Thread")
     running = Thread.objects.create(owner_id=owner.pk, title="Running", turn_index=3, running_turn_index=3, running_since=SINCE)
     stopping = Thread.objects.create(

@@ -5,7 +5,7 @@ script's ("system") revision stays with nobody (docs/adr/0085)."""
 
 import pytest
 
-from tests.support.migrations import migrate_to, newest_schema_restored
+from tests.support.migrations import migrate_to, newest_schema_restored, start_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -17,7 +17,7 @@ AFTER = [
 
 
 def test_existing_rows_are_recorded_as_their_threads_owners(owner, other_user):
-    apps = migrate_to(BEFORE)
+    apps = start_at(BEFORE, people=[owner, other_user])
     Thread = apps.get_model("workspace", "Thread")
     ContentBlob = apps.get_model("workspace", "ContentBlob")
     mine = Thread.objects.create(owner_id=owner.pk, title="Mine", turn_index=1)

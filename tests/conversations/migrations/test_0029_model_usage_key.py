@@ -7,7 +7,7 @@ drops the key and keeps the calls."""
 import pytest
 
 from conversations.usage import usage_record
-from tests.support.migrations import migrate_to, migrate_to_latest, newest_schema_restored
+from tests.support.migrations import migrate_to, migrate_to_latest, newest_schema_restored, start_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -16,7 +16,7 @@ AFTER = [("conversations", "0029_model_usage_key")]
 
 
 def test_the_calls_stored_before_keep_their_figures_and_new_ones_get_keys(owner):
-    apps = migrate_to(BEFORE)
+    apps = start_at(BEFORE, people=[owner])
     Usage = apps.get_model("conversations", "ModelUsage")
     for tokens in (700, 800):
         Usage.objects.create(user_id=owner.pk, provider_name="env", model="scripted", input_tokens=tokens, output_tokens=10)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.support.migrations import migrate_to, newest_schema_restored
+from tests.support.migrations import migrate_to, newest_schema_restored, start_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -11,7 +11,7 @@ AFTER = [("workspace", "0003_document_revisions")]
 
 
 def test_the_current_version_of_each_existing_document_is_recorded(owner):
-    apps = migrate_to(BEFORE)
+    apps = start_at(BEFORE, people=[owner])
     Thread, Document = apps.get_model("workspace", "Thread"), apps.get_model("workspace", "Document")
     first = Thread.objects.create(owner_id=owner.pk, title="One")
     second = Thread.objects.create(owner_id=owner.pk, title="Two")

@@ -4,7 +4,7 @@ Reversing gives the copied columns back."""
 
 import pytest
 
-from tests.support.migrations import migrate_to, migrate_to_latest, newest_schema_restored
+from tests.support.migrations import migrate_to, migrate_to_latest, newest_schema_restored, start_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -48,7 +48,7 @@ def _old_rows(apps, owner):
 
 def test_existing_snapshots_read_back_as_they_were_and_an_unchanged_text_is_stored_once(owner):
     try:
-        expected = _old_rows(migrate_to(BEFORE), owner)
+        expected = _old_rows(start_at(BEFORE, people=[owner]), owner)
         _latest()
         from workspace.models import ContentBlob, ObjectiveRevision, WorkspaceSnapshot
 
@@ -70,7 +70,7 @@ def test_existing_snapshots_read_back_as_they_were_and_an_unchanged_text_is_stor
 
 def test_reversing_gives_the_copied_columns_back(owner):
     try:
-        expected = _old_rows(migrate_to(BEFORE), owner)
+        expected = _old_rows(start_at(BEFORE, people=[owner]), owner)
         _latest()
         apps = migrate_to(BEFORE)
         Snapshot = apps.get_model("workspace", "WorkspaceSnapshot")

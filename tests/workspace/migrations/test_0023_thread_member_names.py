@@ -5,7 +5,7 @@ back."""
 
 import pytest
 
-from tests.support.migrations import migrate_to, newest_schema_restored
+from tests.support.migrations import migrate_to, newest_schema_restored, start_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -15,7 +15,7 @@ AFTER = [("workspace", "0023_thread_member_names")]
 
 def test_each_member_keeps_the_name_the_owner_gave_and_their_role(owner, django_user_model):
     people = [django_user_model.objects.create_user(username=name, email=f"{name}@corp.example") for name in ("ed", "vi", "li")]
-    apps = migrate_to(BEFORE)
+    apps = start_at(BEFORE, people=[owner, *people])
     Thread, Member = apps.get_model("workspace", "Thread"), apps.get_model("workspace", "ThreadMember")
     thread = Thread.objects.create(owner_id=owner.pk, title="Shared")
     Member.objects.create(thread=thread, user_id=people[0].pk, role="editor", named_as="ED@corp.example")
