@@ -8,7 +8,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from conversations.usage import usage_record
-from tests.support.migrations import migrate_to, newest_schema_restored
+from tests.support.migrations import migrate_to, newest_schema_restored, start_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -47,3 +47,23 @@ def test_the_database_a_migration_test_moved_back_is_given_back_at_its_newest_an
     )
     assert list(ModelUsage.objects.values_list("input_tokens", "output_tokens")) == [(2, 3)]
     assert ModelUsage.objects.get().key is not None
+
+
+def test_a_test_started_far_back_from_an_emptied_database_has_its_people_and_the_old_schema_then_the_newest(owner, other_user):
+    newest = _schema()
+    # Far back: the database is emptied and migrated from nothing, not moved back.
+    apps = start_at([("workspace", "0003_document_revisions")], people=[owner, other_user])
+    people = apps.get_model("auth", "User").objects.order_by("pk")
+    assert [(p.pk, p.username, p.password) for p in people] == [
+        (owner.pk, "owner", owner.password),
+        (other_user.pk, "intruder", other_user.password),
+    ]
+    old = _schema()
+    assert "workspace_documentrevision" in old and "workspace_contentblob" not in old  # 0004 made the blobs
+    assert not apps.get_model("workspace", "Thread").objects.exists()
+
+    newest_schema_restored()
+
+    assert _schema() == newest
+    executor = MigrationExecutor(connection)
+    assert not executor.migration_plan(executor.loader.graph.leaf_nodes())
