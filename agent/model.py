@@ -192,8 +192,8 @@ async def _on_response_async(response, secret: str = "") -> None:
 @functools.cache
 def tls_context() -> ssl.SSLContext:
     """The one TLS context of this process's model clients, made as the
-    clients would each make their own (certificates checked against the
-    system's bundle, or SSL_CERT_FILE / SSL_CERT_DIR when set). Reading the
+    clients would each make their own (certificates checked against
+    certifi's bundle, or SSL_CERT_FILE / SSL_CERT_DIR when set). Reading the
     bundle cost about 40 ms of CPU, and each chat model has two clients: a
     server read it twice at every start and again for each model it built
     (docs/adr/0163). Set SSL_CERT_FILE before the process starts: the
