@@ -111,7 +111,8 @@ def _run_order(item, tests_in_file) -> tuple[int, int]:
     """Where a test runs in the suite: first the browser tests that wait on
     purpose for a minute or more (a failover, a server killed for good), then
     the other browser tests, files of many tests before files of few, then
-    the deploy tests (servers started and stopped), then the rest.
+    the deploy tests (servers started and stopped), then the rest, its
+    tests marked heavy first.
 
     The browser tests run together, as one block: while Playwright's sync API
     is active the main thread looks like it runs an event loop, so no async
@@ -123,12 +124,17 @@ def _run_order(item, tests_in_file) -> tuple[int, int]:
     runs beside this one, where run last it left the cores idle for the
     suite's last minutes (docs/adr/0096). `./dev test` turns off
     pytest-xdist's own reordering (by group size alone), which put a
-    one-test file that waits two minutes after every other test."""
+    one-test file that waits two minutes after every other test.
+
+    A heavy test (mypy's run, a migration walked back, a thousand saves)
+    would, handed out among the last, run on alone while the other workers
+    had finished: the last 20 s of a rehearsal were mypy on one core
+    (docs/adr/0096)."""
     if item.get_closest_marker("browser"):
         return (0 if item.get_closest_marker("long_wait") else 1, -tests_in_file[item.path])
     if item.path.is_relative_to(DEPLOY_TESTS):
         return (2, 0)
-    return (3, 0)
+    return (3, 0 if item.get_closest_marker("heavy") else 1)
 
 
 DEPLOY_TESTS = Path(__file__).parent / "deploy"

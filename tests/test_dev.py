@@ -221,6 +221,7 @@ def test_a_failure_in_either_pass_fails_the_run(test_sandbox, first, second, sta
     assert len(calls(test_sandbox)) == 2
 
 
+@pytest.mark.heavy  # collects the whole suite twice
 def test_the_postgresql_pass_keeps_the_tests_that_use_the_database(tmp_path):
     """HAICO_TEST_DATABASE_ONLY=1 (tests/conftest.py) keeps the tests with the
     django_db mark or a database fixture; a test marked postgres or redis

@@ -259,6 +259,7 @@ def check_every_mutation(archive: dict, owner) -> dict:
     return {"counts": counts, "samples": samples}
 
 
+@pytest.mark.heavy  # hundreds of archives imported
 async def test_every_field_of_a_real_archive_changed_by_type_is_imported_whole_or_refused_where_it_is(
     thread,
     owner,

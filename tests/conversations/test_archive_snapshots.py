@@ -76,6 +76,7 @@ def _encoded(archive: dict) -> bytes:
     return json.dumps(archive, ensure_ascii=False, indent=1).encode()
 
 
+@pytest.mark.heavy  # a long thread's snapshots exported and imported
 def test_a_long_threads_snapshots_travel_as_their_changes_and_come_back_byte_for_byte(thread, owner, monkeypatch):
     monkeypatch.setattr(archive_module, "IMPORT_PAUSE_SECONDS", 0)
     thread = _turns(thread, count=220, person=owner)

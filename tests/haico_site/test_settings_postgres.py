@@ -78,6 +78,7 @@ def _manage(database_url: str, *args: str, extra_env: dict | None = None) -> str
     return proc.stdout
 
 
+@pytest.mark.heavy  # migrates a database from empty
 def test_migrations_apply_and_a_turn_snapshot_round_trips_on_postgres(postgres_database_url):
     _manage(postgres_database_url, "migrate", "--noinput")
     _manage(postgres_database_url, "check", "--database", "default")

@@ -391,6 +391,7 @@ def test_text_xml_cannot_hold_deep_lists_and_long_names_still_export(thread):
     assert levels == [*range(9), 8, 8, 8]  # deeper than Word numbers: at its deepest level (docs/adr/0128)
 
 
+@pytest.mark.heavy  # a 2 000-row table through pandoc
 def test_a_long_report_with_a_2000_row_table_of_its_own_exports_it_whole_and_a_2000_row_artifacts_first_rows(thread):
     # Before, each cell was found by listing all of its table's cells: a
     # 2 000-row table took six minutes. An artifact's table carries its first

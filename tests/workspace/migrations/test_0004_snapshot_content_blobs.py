@@ -68,6 +68,7 @@ def test_existing_snapshots_read_back_as_they_were_and_an_unchanged_text_is_stor
         newest_schema_restored()
 
 
+@pytest.mark.heavy  # walks back over every later migration
 def test_reversing_gives_the_copied_columns_back(owner):
     try:
         expected = _old_rows(start_at(BEFORE, people=[owner]), owner)

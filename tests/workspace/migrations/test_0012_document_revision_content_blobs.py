@@ -51,6 +51,7 @@ def test_existing_revisions_read_back_as_they_were_each_a_delta_against_the_one_
         newest_schema_restored()
 
 
+@pytest.mark.heavy  # walks back over every later migration
 def test_reversing_gives_the_column_back(owner):
     try:
         expected = _old_rows(start_at(BEFORE, people=[owner]), owner)

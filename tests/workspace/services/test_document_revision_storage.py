@@ -38,6 +38,7 @@ def _small_edit(text: str, rng: random.Random, n: int) -> str:
     return text[:at] + "\n\nA new paragraph.\n\n" + text[at:]
 
 
+@pytest.mark.heavy  # a thousand saves
 def test_a_thousand_autosaves_of_a_long_document_read_back_exactly_version_by_version(thread):
     rng = random.Random(78)
     text = _long_text(30_000, rng)
