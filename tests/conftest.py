@@ -283,10 +283,14 @@ def django_db_keepdb(request, django_db_modify_db_settings):
     worker of the PostgreSQL pass about 6 s of CPU (8 s of setup alone, 13
     under load), a copy a fraction of a second. Dropped at the end here,
     since Django keeps it. With --reuse-db, or on another server than
-    HAICO_TEST_POSTGRES_URL's, Django makes its database as usual."""
+    HAICO_TEST_POSTGRES_URL's, Django makes its database as usual. On SQLite
+    the same, from a file (`_sqlite_test_database_copied_from_the_template`)."""
     reuse_db = request.config.getvalue("reuse_db")
     base = os.environ.get("HAICO_TEST_POSTGRES_URL", "")
     database_url = os.environ.get("DATABASE_URL", "")
+    if not reuse_db and not on_postgresql():
+        yield from _sqlite_test_database_copied_from_the_template()
+        return
     if reuse_db or not on_postgresql() or not base or database_url.rsplit("/", 1)[0] != base.rsplit("/", 1)[0]:
         yield reuse_db
         return
@@ -313,6 +317,36 @@ def django_db_keepdb(request, django_db_modify_db_settings):
     finally:
         with psycopg.connect(base, autocommit=True, connect_timeout=5) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def _sqlite_test_database_copied_from_the_template():
+    """On SQLite the same as on PostgreSQL: this test process's database is
+    a copy of the migrated template (tests.support.migrations.
+    migrated_sqlite_template), which Django keeps rather than migrates, and
+    it is removed at the end here. A database in memory is made as usual."""
+    import shutil
+
+    from django.conf import settings
+
+    from tests.support.migrations import migrated_sqlite_template
+
+    database = settings.DATABASES["default"]
+    name = database.get("TEST", {}).get("NAME") or ""
+    if database["ENGINE"] != "django.db.backends.sqlite3" or not name or name == ":memory:" or "mode=memory" in name:
+        yield False
+        return
+    template = migrated_sqlite_template()
+    files = [Path(name), Path(f"{name}-wal"), Path(f"{name}-shm")]
+    for path in files:  # one a killed run left under this name
+        path.unlink(missing_ok=True)
+    shutil.copyfile(template, name)
+    # A migration test gives the database back its newest schema from it.
+    NEWEST_SCHEMA["sqlite"] = str(template)
+    try:
+        yield True
+    finally:
+        for path in files:
+            path.unlink(missing_ok=True)
 
 
 @pytest.fixture
@@ -362,12 +396,13 @@ def newest_schema_kept(django_db_setup, django_db_blocker):
     """On SQLite, a copy of this process's test database as Django just
     migrated it, before any test's rows: a migration test gives the database
     back by it (tests.support.migrations.newest_schema_restored, docs/adr/0096).
-    On PostgreSQL the template it was copied from serves (django_db_keepdb)."""
+    Where the database is a copy of a template (django_db_keepdb: on
+    PostgreSQL, and on SQLite but with --reuse-db), the template serves."""
     from django.db import connection
 
     from tests.support.migrations import keep_the_newest_schema_sqlite
 
-    if connection.vendor != "sqlite":
+    if connection.vendor != "sqlite" or "sqlite" in NEWEST_SCHEMA:  # the template's copy (django_db_keepdb)
         yield
         return
     with django_db_blocker.unblock():

@@ -3,6 +3,9 @@ back in its history, the next test gets it as it was migrated for the
 process, newest schema and no rows, whatever pass it runs in (SQLite or
 PostgreSQL, docs/adr/0096)."""
 
+import sqlite3
+from pathlib import Path
+
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
@@ -67,3 +70,29 @@ def test_a_test_started_far_back_from_an_emptied_database_has_its_people_and_the
     assert _schema() == newest
     executor = MigrationExecutor(connection)
     assert not executor.migration_plan(executor.loader.graph.leaf_nodes())
+
+
+def test_the_test_database_started_as_the_template_of_exactly_these_migrations(request):
+    """Each test process copies a template migrated once (on SQLite a file,
+    on PostgreSQL a database) instead of migrating its own; the template is
+    named by the digest of the migrations, so one migrated from others is
+    never copied (tests/conftest.py django_db_keepdb)."""
+    from django.db.migrations.loader import MigrationLoader
+
+    from tests.support.migrations import NEWEST_SCHEMA, migrations_digest
+
+    if request.config.getvalue("reuse_db"):
+        pytest.skip("with --reuse-db Django keeps the database of the last run")
+    if connection.vendor == "sqlite":
+        template = Path(NEWEST_SCHEMA["sqlite"])
+        assert template.name == f"sqlite-{migrations_digest()}.sqlite3"
+        source = sqlite3.connect(f"file:{template}?mode=ro", uri=True)
+        try:
+            recorded = set(source.execute("SELECT app, name FROM django_migrations"))
+            tables = {row[0] for row in source.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            source.close()
+        assert recorded == set(MigrationLoader(connection).disk_migrations)
+        assert tables == set(_schema()) | {"django_migrations", "sqlite_sequence"}
+    else:
+        assert NEWEST_SCHEMA["postgresql"][1] == f"haico_migrated_{migrations_digest()}"

@@ -44,7 +44,6 @@ becomes a failure (tests/conftest.py).
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import shutil
@@ -63,6 +62,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.forked_python import FORKER, ForkedProcess
+from tests.support.migrations import migrated_sqlite_template
 from tests.support.services import PrivatePostgres, PrivateRedis, migrated_private_postgres
 
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -320,29 +320,11 @@ def _wait_until_serving(server: HaicoServer, timeout: float = 60) -> None:
 
 
 @pytest.fixture(scope="session")
-def _migrated_db_template(tmp_path_factory) -> Path:
-    """One migrated SQLite file per test run; every server starts from a copy.
-    The xdist workers of one run share it: the first to get here migrates
-    (some ten seconds of CPU), the others wait for it and copy."""
-    base = tmp_path_factory.getbasetemp()
-    # Under xdist each worker's base is a folder of the run's own; without
-    # it the parent is shared by every run on the machine, so stay inside.
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    path = root / "haico-db-template.sqlite3"
-    with open(root / "haico-db-template.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not path.exists():
-            partial = root / "haico-db-template.partial.sqlite3"
-            _manage(server_env(partial), "migrate", "--noinput")
-            # Fold the WAL into the main file so a plain copy is complete.
-            conn = sqlite3.connect(partial)
-            try:
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                conn.execute("PRAGMA journal_mode=DELETE")
-            finally:
-                conn.close()
-            os.replace(partial, path)
-    return path
+def _migrated_db_template() -> Path:
+    """The migrated SQLite file every server starts from a copy of: the
+    suite's template (tests.support.migrations.migrated_sqlite_template),
+    made by the first test process of the first run that needs it."""
+    return migrated_sqlite_template()
 
 
 @pytest.fixture

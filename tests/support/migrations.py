@@ -2,8 +2,13 @@
 for the tests of one data migration; the digest that names a database
 migrated from these migration files (docs/adr/0096)."""
 
+import fcntl
 import hashlib
+import os
 import sqlite3
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 from django.db import connection, connections
@@ -30,6 +35,53 @@ def migrations_digest() -> str:
         digest.update(path.relative_to(ROOT).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def migrated_sqlite_template() -> Path:
+    """A SQLite database migrated to the code's migrations, with no test's
+    rows: what every test database and test server on SQLite starts as a
+    copy of. Made by the first test process that asks, under a lock, and
+    kept for later runs under the digest of the migrations (an older one is
+    removed when a newer is made), as the PostgreSQL template is
+    (tests/conftest.py): each test process of a run migrated its own, about
+    2 s of CPU, and a browser test file run alone about 8 s more for its
+    servers' (docs/adr/0096). Its journal is folded into the file, so a
+    plain copy is whole."""
+    folder = Path(tempfile.gettempdir()) / "haico-test-templates"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"sqlite-{migrations_digest()}.sqlite3"
+    with open(folder / "sqlite.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            # Older templates, and what a run killed while making one left
+            # (only one process at a time makes one: the lock is held).
+            for stale in [*folder.glob("sqlite-*.sqlite3*"), *folder.glob("partial-*")]:
+                stale.unlink(missing_ok=True)  # a copy being read keeps its open file
+            partial = folder / f"partial-{os.getpid()}.sqlite3"
+            env = {
+                k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LANGSMITH_", "LANGCHAIN_", "HAICO_MODEL"))
+            }
+            env.update({"DATABASE_URL": f"sqlite:///{partial}", "DJANGO_SETTINGS_MODULE": "haico_site.settings"})
+            migrated = subprocess.run(
+                [sys.executable, "manage.py", "migrate", "--noinput"],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            if migrated.returncode != 0:
+                raise RuntimeError(f"migrating the SQLite template failed:\n{migrated.stdout}\n{migrated.stderr}")
+            conn = sqlite3.connect(partial)
+            try:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                conn.execute("PRAGMA journal_mode=DELETE")
+            finally:
+                conn.close()
+            for leftover in (f"{partial}-wal", f"{partial}-shm"):
+                Path(leftover).unlink(missing_ok=True)
+            os.replace(partial, path)  # only a whole template ever has its name
+    return path
 
 
 def migrate_to(targets):
