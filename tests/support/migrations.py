@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from django.db import connection, connections
@@ -46,17 +47,26 @@ def migrated_sqlite_template() -> Path:
     (tests/conftest.py): each test process of a run migrated its own, about
     2 s of CPU, and a browser test file run alone about 8 s more for its
     servers' (docs/adr/0096). Its journal is folded into the file, so a
-    plain copy is whole."""
+    plain copy is whole.
+
+    A template of other migrations (another branch's) is removed only once
+    no run has asked for it for a day: a run still going may copy it again
+    (a browser test's server) or restore its test database from it (a
+    migration test), and each run marks its own as used when it asks."""
     folder = Path(tempfile.gettempdir()) / "haico-test-templates"
     folder.mkdir(exist_ok=True)
     path = folder / f"sqlite-{migrations_digest()}.sqlite3"
     with open(folder / "sqlite.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not path.exists():
-            # Older templates, and what a run killed while making one left
-            # (only one process at a time makes one: the lock is held).
-            for stale in [*folder.glob("sqlite-*.sqlite3*"), *folder.glob("partial-*")]:
-                stale.unlink(missing_ok=True)  # a copy being read keeps its open file
+        if path.exists():
+            os.utime(path)
+        else:
+            # What a run killed while making one left (only one process at
+            # a time makes one: the lock is held), and templates unused for a day.
+            unused_since = time.time() - 24 * 3600
+            for stale in [*folder.glob("partial-*"), *folder.glob("sqlite-*.sqlite3")]:
+                if stale.name.startswith("partial-") or stale.stat().st_mtime < unused_since:
+                    stale.unlink(missing_ok=True)  # a copy being read keeps its open file
             partial = folder / f"partial-{os.getpid()}.sqlite3"
             env = {
                 k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LANGSMITH_", "LANGCHAIN_", "HAICO_MODEL"))
@@ -184,7 +194,10 @@ def newest_schema_restored():
         # SQLite's backup writes the copy into the database through its own
         # locks, so connections left open (asgiref's worker thread's) read
         # the restored database, schema and all.
-        with sqlite3.connect(NEWEST_SCHEMA["sqlite"]) as source, sqlite3.connect(connection.settings_dict["NAME"]) as target:
+        # Read-only: a copy that went missing fails here, rather than
+        # opening as a new, empty database that would be copied in.
+        newest = f"file:{NEWEST_SCHEMA['sqlite']}?mode=ro"
+        with sqlite3.connect(newest, uri=True) as source, sqlite3.connect(connection.settings_dict["NAME"]) as target:
             source.backup(target)
         source.close()
         target.close()
