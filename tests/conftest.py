@@ -397,7 +397,7 @@ def newest_schema_kept(django_db_setup, django_db_blocker):
     migrated it, before any test's rows: a migration test gives the database
     back by it (tests.support.migrations.newest_schema_restored, docs/adr/0096).
     Where the database is a copy of a template (django_db_keepdb: on
-    PostgreSQL, and on SQLite but with --reuse-db), the template serves."""
+    PostgreSQL, and on SQLite unless --reuse-db), the template serves."""
     from django.db import connection
 
     from tests.support.migrations import keep_the_newest_schema_sqlite

@@ -42,8 +42,8 @@ def migrated_sqlite_template() -> Path:
     """A SQLite database migrated to the code's migrations, with no test's
     rows: what every test database and test server on SQLite starts as a
     copy of. Made by the first test process that asks, under a lock, and
-    kept for later runs under the digest of the migrations (an older one is
-    removed when a newer is made), as the PostgreSQL template is
+    kept for later runs under the digest of the migrations, as the
+    PostgreSQL template is
     (tests/conftest.py): each test process of a run migrated its own, about
     2 s of CPU, and a browser test file run alone about 8 s more for its
     servers' (docs/adr/0096). Its journal is folded into the file, so a
