@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.migrations import NEWEST_SCHEMA, migrations_digest
+from tests.support.migrations import NEWEST_SCHEMA, migrate_in_a_process_of_its_own, migrations_digest
 
 pytest_plugins = ["tests.support.timing"]
 
@@ -239,10 +239,6 @@ def _migrated_template(conn, base: str) -> str:
     """The name of a database migrated to the code's migrations on the
     server at `base`, made by the first test process that asks (the caller
     holds the advisory lock that makes it the only one)."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
     import psycopg
     from psycopg import sql
 
@@ -261,15 +257,11 @@ def _migrated_template(conn, base: str) -> str:
             pass  # another run is copying it; it goes next time
     partial = f"{name}_partial"
     conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(partial)))
-    root = Path(__file__).resolve().parent.parent
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LANGSMITH_", "LANGCHAIN_", "REDIS_URL"))}
-    env.update({"DATABASE_URL": f"{base.rsplit('/', 1)[0]}/{partial}", "DJANGO_SETTINGS_MODULE": "haico_site.settings"})
-    migrated = subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput"], cwd=root, env=env, capture_output=True, text=True, timeout=300
-    )
-    if migrated.returncode != 0:
+    try:
+        migrate_in_a_process_of_its_own(f"{base.rsplit('/', 1)[0]}/{partial}")
+    except RuntimeError:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(partial)))
-        raise RuntimeError(f"migrating the PostgreSQL template failed:\n{migrated.stdout}\n{migrated.stderr}")
+        raise
     # Renamed only once whole, so a template that exists is complete.
     conn.execute(sql.SQL("ALTER DATABASE {} RENAME TO {}").format(sql.Identifier(partial), sql.Identifier(name)))
     return name

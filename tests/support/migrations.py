@@ -38,6 +38,23 @@ def migrations_digest() -> str:
     return digest.hexdigest()[:16]
 
 
+def migrate_in_a_process_of_its_own(database_url: str) -> None:
+    """`manage.py migrate` on the database at `database_url`, in a fresh
+    Python with the site's settings and no model or tracing variables
+    (the making of a template); RuntimeError with its output if it fails."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "LANGSMITH_", "LANGCHAIN_", "HAICO_MODEL", "REDIS_URL"))
+    }
+    env.update({"DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": "haico_site.settings"})
+    migrated = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    if migrated.returncode != 0:
+        raise RuntimeError(f"migrating {database_url} failed:\n{migrated.stdout}\n{migrated.stderr}")
+
+
 def migrated_sqlite_template() -> Path:
     """A SQLite database migrated to the code's migrations, with no test's
     rows: what every test database and test server on SQLite starts as a
@@ -68,20 +85,7 @@ def migrated_sqlite_template() -> Path:
                 if stale.name.startswith("partial-") or stale.stat().st_mtime < unused_since:
                     stale.unlink(missing_ok=True)  # a copy being read keeps its open file
             partial = folder / f"partial-{os.getpid()}.sqlite3"
-            env = {
-                k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LANGSMITH_", "LANGCHAIN_", "HAICO_MODEL"))
-            }
-            env.update({"DATABASE_URL": f"sqlite:///{partial}", "DJANGO_SETTINGS_MODULE": "haico_site.settings"})
-            migrated = subprocess.run(
-                [sys.executable, "manage.py", "migrate", "--noinput"],
-                cwd=ROOT,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            if migrated.returncode != 0:
-                raise RuntimeError(f"migrating the SQLite template failed:\n{migrated.stdout}\n{migrated.stderr}")
+            migrate_in_a_process_of_its_own(f"sqlite:///{partial}")
             conn = sqlite3.connect(partial)
             try:
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
