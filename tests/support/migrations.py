@@ -62,7 +62,7 @@ def migrated_sqlite_template() -> Path:
     kept for later runs under the digest of the migrations, as the
     PostgreSQL template is
     (tests/conftest.py): each test process of a run migrated its own, about
-    2 s of CPU, and a browser test file run alone about 8 s more for its
+    2 s of CPU, and a browser test file run alone some 6 s more for its
     servers' (docs/adr/0096). Its journal is folded into the file, so a
     plain copy is whole.
 
