@@ -4,7 +4,6 @@ tests do not use Django's test database and run once (tests/conftest.py
 HAICO_TEST_DATABASE_ONLY)."""
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,18 +13,13 @@ from pathlib import Path
 import pytest
 
 from agent import checkpointer as checkpointers
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_daphne_closes_the_saver_and_exits_on_sigterm(tmp_path):
-    port = _free_port()
+    port = free_port()
     marker = tmp_path / "closed.txt"
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LANGSMITH_"))},

@@ -48,7 +48,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import tempfile
@@ -63,6 +62,7 @@ import pytest
 
 from tests.support.forked_python import FORKER, ForkedProcess
 from tests.support.migrations import migrated_sqlite_template
+from tests.support.ports import free_port
 from tests.support.services import PrivatePostgres, PrivateRedis, migrated_private_postgres
 
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -117,12 +117,6 @@ def _chromium_path() -> str | None:
         if found:
             return found
     return "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def server_env(
@@ -353,7 +347,7 @@ def start_haico_server(_migrated_db_template, request):
         last_error: Exception | None = None
         # A port picked free can be taken before the server binds it; retry.
         for _attempt in range(3):
-            port = _free_port()
+            port = free_port()
             server = HaicoServer(url=f"http://127.0.0.1:{port}", db_path=db_path, env=env, log_path=log_path)
             started.append(server)
             try:

@@ -6,6 +6,8 @@ import uuid
 
 import pytest
 
+from tests.support.ports import free_port
+
 pytestmark = pytest.mark.redis
 
 
@@ -38,19 +40,11 @@ async def test_group_send_reaches_a_member_added_through_another_layer_instance(
         await sender_side.close_pools()
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class _PrivateRedis:
     """A redis-server of this test's own, to restart (the shared one is never touched)."""
 
     def __init__(self):
-        self.port = _free_port()
+        self.port = free_port()
         self.process = None
 
     def start(self):

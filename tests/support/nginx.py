@@ -24,6 +24,7 @@ BASE_DIR = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(BASE_DIR / "deploy"))
 from nginx_conf import render  # noqa: E402
 
+from tests.support.ports import free_port  # noqa: E402
 from tests.support.tls import openssl_missing, self_signed_certificate  # noqa: E402
 
 
@@ -37,12 +38,6 @@ def available(*, tls: bool = False) -> str | None:
     if tls and (reason := openssl_missing()):
         return reason
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 MAIN = """\
@@ -67,7 +62,7 @@ class Nginx:
     def __init__(self, workdir: Path, *, upstreams: list[str], tls: bool = False):
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.port = _free_port()
+        self.port = free_port()
         self.tls = tls
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         cert = key = ""

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,30 +24,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ports import consecutive_free_ports
+
 BASE_DIR = Path(__file__).resolve().parents[2]
 START = BASE_DIR / "deploy" / "start.sh"
-
-
-def consecutive_free_ports(count: int) -> int:
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            first = s.getsockname()[1]
-        if first + count > 65535:
-            continue
-        try:
-            held = []
-            for port in range(first, first + count):
-                sock = socket.socket()
-                held.append(sock)
-                sock.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        finally:
-            for sock in held:
-                sock.close()
-        return first
-    raise RuntimeError(f"no {count} consecutive free ports")
 
 
 def production_env(workdir: Path, extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -27,11 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support.ports import free_port
 
 
 def _wait_for_port(port: int, *, up: bool, timeout: float = 30.0) -> None:
