@@ -19,10 +19,15 @@ def _ports_of_another_process(count: int) -> list[int]:
     return [int(port) for port in done.stdout.split()]
 
 
-def test_ports_handed_out_lie_outside_the_range_outgoing_connections_take_theirs_from():
+# The highest port Chromium refuses to load a page from (ERR_UNSAFE_PORT).
+HIGHEST_PORT_A_BROWSER_REFUSES = 10080
+
+
+def test_ports_handed_out_lie_outside_the_range_outgoing_connections_take_theirs_from_and_a_browser_opens_them():
     low, high = ports._ephemeral_range()
     handed_out = [ports.free_port() for _ in range(5)] + [ports.consecutive_free_ports(2)]
     assert all(port >= ports.LOWEST and not low <= port <= high for port in handed_out)
+    assert min(handed_out) > HIGHEST_PORT_A_BROWSER_REFUSES
     assert len(set(handed_out)) == len(handed_out)
 
 

@@ -28,7 +28,10 @@ import tempfile
 from pathlib import Path
 
 BLOCK_SIZE = 200
-LOWEST = 10000  # above the ports services listen on by convention (PostgreSQL 5432, Redis 6379)
+# Above the ports services listen on by convention (PostgreSQL 5432, Redis
+# 6379) and above every port browsers refuse to open (Chromium's list ends
+# at 10080: a page on it fails with ERR_UNSAFE_PORT).
+LOWEST = 11000
 LOCK_DIR = Path(tempfile.gettempdir()) / "haico-test-ports"
 
 
