@@ -116,6 +116,7 @@ def _revisions(document: Document) -> list[dict]:
                 "turn": revision.turn_index,
                 "at": revision.created_at.isoformat(),
                 "by": revision.person_username,
+                "restored": revision.restored_from,
             }
         )
         rows.append(row)
@@ -552,9 +553,11 @@ def parse_workspace(value, *, turns: int, snapshot_deltas: bool = True) -> dict:
                     f"workspace.document.revisions: more than {MAX_REVISION_CHARS:,} characters of text in all; "
                     "that cannot be imported."
                 )
+            revision_version = row.number("version", low=1, high=10**9)
+            assert revision_version is not None  # not optional
             revisions.append(
                 {
-                    "version": row.number("version", low=1, high=10**9),
+                    "version": revision_version,
                     "title": row.text("title", max_chars=DOCUMENT_TITLE_MAX_CHARS),
                     **text,
                     "author": row.choice("author", AUTHORS),
@@ -562,6 +565,8 @@ def parse_workspace(value, *, turns: int, snapshot_deltas: bool = True) -> dict:
                     "turn": row.number("turn", low=0, high=turns, optional=True) or 0,
                     "at": row.time("at"),
                     "by": person_by(row),
+                    # Archives before it have none: a restore then reads as a plain save.
+                    "restored": row.number("restored", low=0, high=revision_version - 1, optional=True),
                 }
             )
         versions = [r["version"] for r in revisions]

@@ -278,6 +278,11 @@ class DocumentRevision(PersonRecorded):
     turn_index = models.PositiveIntegerField(default=0)
     # A default, not auto_now_add, so an imported archive keeps its times (docs/adr/0049).
     created_at = models.DateTimeField(default=timezone.now)
+    # The earlier version a person's restore brought back, which this one is
+    # (merged with what was saved meanwhile): the history says so, and the
+    # other open pages are told whose restore undid the changes after it
+    # (docs/adr/0164). None for every other write.
+    restored_from = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -247,6 +247,9 @@ def render_document_patch(
         "document": document,
         "document_html": render_markdown(document.content) if document_html is None else document_html,
         "review": selectors.document_review(thread=thread),
+        # A restore says whose it was, so the other pages can tell their
+        # people what it undid (docs/adr/0164).
+        "restore": selectors.document_restore_shown(document),
     }
     if since is not None:
         splice = splice_from(since[1], document.content)

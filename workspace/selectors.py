@@ -10,11 +10,13 @@ from functools import cached_property
 from operator import attrgetter
 from typing import Any, cast
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
+from django.db.models import Count, Max, Min
 from django.http import Http404
 
-from . import plan_tree, write_counts
+from . import people, plan_tree, write_counts
 from .diff import DiffLine, Hunk, TextDiff, change_hunks, diff_text, revert_hunks
 from .merge import merge_lines_keeping_ours
 from .models import (
@@ -389,6 +391,7 @@ class DocumentVersion:
     turn_index: int | None = None
     token_name: str = ""  # the access token of an MCP author
     person_name: str = ""  # who wrote it, or whose turn or token it was (workspace.people)
+    restored_from: int | None = None  # the version a person's restore brought back
 
     @property
     def author_label(self) -> str:
@@ -432,6 +435,7 @@ def document_history(*, thread: Thread, limit: int = DOCUMENT_HISTORY_LIMIT) -> 
             token_name=r.token_name,
             turn_index=_turn_at(turns, r.created_at) if r.author == DocumentRevision.Author.AGENT else None,
             person_name=r.person_name,
+            restored_from=r.restored_from,
         )
         for r in rows
     ]
@@ -446,6 +450,70 @@ def document_authors_between(*, thread: Thread, after_version: int, before_versi
             document__thread=thread, version__gt=after_version, version__lt=before_version
         ).values_list("author", flat=True)
     )
+
+
+@dataclass(frozen=True)
+class DocumentRestore:
+    """The document's current version is a person's restore of an earlier one."""
+
+    restored_from: int
+    person_id: int | None  # None once the account is gone
+    person_name: str
+
+
+def document_restore_shown(document: Document) -> DocumentRestore | None:
+    """Whether `document`'s current version is a restore, and whose: what its
+    patch tells the other open pages (docs/adr/0164)."""
+    if document.pk is None:  # never written: the empty document stands in
+        return None
+    revision = (
+        DocumentRevision.objects.filter(document=document, version=document.version, restored_from__isnull=False)
+        .select_related("person")
+        .first()
+    )
+    if revision is None or revision.restored_from is None:
+        return None
+    return DocumentRestore(revision.restored_from, revision.person_id, revision.person_name)
+
+
+@dataclass(frozen=True)
+class SavesUndone:
+    """One person's saves after the version a restore brought back."""
+
+    person_name: str
+    first_version: int
+    last_version: int
+    saves: int
+
+
+def document_saves_a_restore_undid(*, thread: Thread, restored: int, through: int, restorer) -> list[SavesUndone]:
+    """Who else saved the document (themselves or through MCP) after version
+    `restored` and up to version `through`, the version the restore was
+    based on: the changes the restore took out of the text. Saves after
+    `through` were merged into it, not undone. First saver first; counted
+    by the database, however many autosaves lie between."""
+    rows = list(
+        DocumentRevision.objects.filter(
+            document__thread=thread,
+            version__gt=restored,
+            version__lte=through,
+            author__in=(DocumentRevision.Author.PERSON, DocumentRevision.Author.MCP),
+        )
+        .exclude(person=restorer)
+        .values("person_id", "person_username")
+        .annotate(first=Min("version"), last=Max("version"), saves=Count("id"))
+        .order_by("first")
+    )
+    users = get_user_model().objects.in_bulk({row["person_id"] for row in rows if row["person_id"] is not None})
+    return [
+        SavesUndone(
+            people.recorded_name(users.get(row["person_id"]), row["person_username"]),
+            row["first"],
+            row["last"],
+            row["saves"],
+        )
+        for row in rows
+    ]
 
 
 def document_version_listed(*, thread: Thread, version: int) -> bool:

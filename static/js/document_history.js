@@ -21,7 +21,15 @@
   }
 
   document.addEventListener("click", function (event) {
-    var close = event.target.closest && event.target.closest("[data-doc-history-close]");
+    var target = event.target.closest ? event.target : null;
+    if (target && target.closest("[data-doc-restored-dismiss]")) return hideRestoreNotice();
+    if (target && target.closest("[data-doc-restored-history]")) {
+      hideRestoreNotice();
+      var open = historyButton();
+      if (open) open.click();
+      return;
+    }
+    var close = target && target.closest("[data-doc-history-close]");
     if (!close) return;
     var region = document.getElementById("doc-history");
     if (region) { region.hidden = true; region.innerHTML = ""; }
@@ -43,10 +51,36 @@
     if (heading && fromHistory) heading.focus();
   });
 
+  // Someone else restored an earlier version: what was saved after it,
+  // this person's words among them perhaps, left the text. The editor took
+  // the new text like any other; this says whose restore it was and where
+  // the words are kept (docs/adr/0164). Told once, and only to pages
+  // rendered before it (the notice holds the version its page began at).
+  function noteRestore(template) {
+    var notice = document.querySelector("[data-doc-restored]");
+    if (!notice || !template.hasAttribute("data-restored-from")) return;
+    var version = parseInt(template.getAttribute("data-version"), 10);
+    if (!(version > parseInt(notice.getAttribute("data-after-version"), 10))) return;
+    notice.setAttribute("data-after-version", String(version));
+    if (template.getAttribute("data-restored-by-id") === document.body.getAttribute("data-person")) return;
+    var from = template.getAttribute("data-restored-from");
+    var who = template.getAttribute("data-restored-by") || "Someone";
+    notice.hidden = false;
+    notice.querySelector("[data-doc-restored-text]").textContent = who + " restored version " + from +
+      " of the document (now version " + version + "), which undid the changes saved after version " + from +
+      ". The history keeps every version.";
+  }
+
+  function hideRestoreNotice() {
+    var notice = document.querySelector("[data-doc-restored]");
+    if (notice) notice.hidden = true;
+  }
+
   // A version saved while the history is open (the agent, another tab): say
   // so and offer the latest, rather than replacing what the person reads.
   // Called by document_editor.js's one "haico:document-patch" listener.
   function notePatch(template) {
+    noteRestore(template);
     var region = document.getElementById("doc-history");
     if (!region || region.hidden || !region.hasAttribute("data-current-version")) return;
     var version = parseInt(template.getAttribute("data-version"), 10);

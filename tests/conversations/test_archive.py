@@ -836,6 +836,49 @@ def test_an_archive_round_trip_keeps_every_revision_of_text_as_people_write_it(t
     assert imported.document.title == "Rapport 🇫🇷 会议"
 
 
+def test_which_version_a_restore_brought_back_travels_in_an_archive_and_a_branch(thread, owner):
+    from conversations.turns.slot import turn_begin, turn_finish
+    from workspace.models import DocumentRevision
+    from workspace.services.document import document_restore
+
+    document_save(thread=thread, title="Notes", content="One.\n", author="person", person=owner)
+    document_save(thread=thread, content="Two.\n", base_version=1, author="person", person=owner)
+    document_restore(thread=thread, version=1, base_version=2, person=owner)
+    turn_begin(thread=Thread.objects.get(pk=thread.pk), user_message="next", person=owner)
+    turn_finish(thread=thread, turn_index=1)
+
+    def restored(of):
+        revisions = DocumentRevision.objects.filter(document__thread=of).order_by("version")
+        return list(revisions.values_list("restored_from", flat=True))
+
+    thread = Thread.objects.get(pk=thread.pk)
+    archive = thread_archive(thread)
+    assert [r["restored"] for r in archive["workspace"]["document"]["revisions"]] == [None, None, 1]
+    assert restored(import_archive(raw=archive_bytes(thread), owner=owner)) == [None, None, 1]
+    assert restored(fork_thread(source=thread, turn_index=1, user=owner)) == [None, None, 1]
+    # An archive from before restores were recorded has none: each reads as a plain save.
+    for row in archive["workspace"]["document"]["revisions"]:
+        del row["restored"]
+    assert restored(import_archive(raw=json.dumps(archive).encode(), owner=owner)) == [None, None, None]
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (1, "workspace.document.revisions[0].restored: expected a whole number from 0 to 0."),
+        ("1", "workspace.document.revisions[0].restored: expected a whole number from 0 to 0."),
+        (-1, "workspace.document.revisions[0].restored: expected a whole number from 0 to 0."),
+    ],
+)
+def test_a_restore_of_a_version_not_before_its_own_is_refused_where_it_is(thread, owner, value, message):
+    raw = _mutated(_valid_archive(thread), ("workspace", "document", "revisions", 0, "restored"), value)
+    before = database_rows()
+    with pytest.raises(ArchiveRefused) as refused:
+        import_archive(raw=raw, owner=owner)
+    assert message in refused.value.message
+    assert database_rows() == before
+
+
 def _long_document_archive(thread, *, revisions: int, chars: int) -> tuple[dict, list[str]]:
     """An archive of one document near `chars` characters autosaved
     `revisions` times, a word typed at each save, carried as deltas as an

@@ -154,6 +154,7 @@ def document_revisions_restore(*, thread: Thread, rows: list[dict], carried: _Ca
                 token_name=r["token"],
                 turn_index=r["turn"],
                 created_at=_time(r["at"], now),
+                restored_from=r.get("restored"),
                 **people.imported(r["by"], importer=thread.owner),
             )
         )

@@ -79,6 +79,7 @@ _REVISION_FIELDS = (
     "created_at",
     "person_id",
     "person_username",
+    "restored_from",
 )
 _ARTIFACT_FIELDS = ("artifact_type", "title", "payload", "turn_index", "created_at")
 _ANSWER_FIELDS = ("turn_index", "hunk", "decision", "created_at", "person_id", "person_username")

@@ -64,7 +64,16 @@ def newest_revision_body(document: Document) -> ContentBlob | None:
     return newest.body if newest is not None else None
 
 
-def _write(document: Document, *, title: str, content: str, author: str, token_name: str = "", person=None) -> Document:
+def _write(
+    document: Document,
+    *,
+    title: str,
+    content: str,
+    author: str,
+    token_name: str = "",
+    person=None,
+    restored_from: int | None = None,
+) -> Document:
     # The text before this write is normally the newest revision's: the
     # delta against it needs no rebuild (store_text checks that by hash).
     base_text = document.content
@@ -84,6 +93,7 @@ def _write(document: Document, *, title: str, content: str, author: str, token_n
         author=author,
         token_name=token_name,
         turn_index=turn_counter(document.thread_id, counted),
+        restored_from=restored_from,
         **people.by(person),
     )
     return document
@@ -147,6 +157,7 @@ def document_save(
     content_splice: TextSplice | None = None,
     person=None,
     page_save: PageSave | None = None,
+    restored_from: int | None = None,
 ) -> DocumentSaved:
     """Write the title and/or content (None leaves it as it is).
 
@@ -177,7 +188,9 @@ def document_save(
     text the person's edits since started from), never against
     `base_version`'s: her own unanswered save is not someone else's change.
     A save of the page numbered at or before one already written is
-    refused with nothing written (a later one carried its text on)."""
+    refused with nothing written (a later one carried its text on).
+
+    `restored_from`: the version a restore brings back (document_restore)."""
     if resolve is not None and resolve not in merge.RESOLUTIONS:
         raise InvalidInput(f"Choose how to settle the conflict: one of {', '.join(merge.RESOLUTIONS)}.")
     if title is not None:
@@ -197,7 +210,15 @@ def document_save(
     if written is None and base_content is None and (base_version is None or base_version == document.version):
         new_title = current_title if title is None else title
         new_content = current_content if content is None else content
-        _write(document, title=new_title, content=new_content, author=author, token_name=token_name, person=person)
+        _write(
+            document,
+            title=new_title,
+            content=new_content,
+            author=author,
+            token_name=token_name,
+            person=person,
+            restored_from=restored_from,
+        )
         _record_page_save(document, person, page_save, title=new_title, content=new_content)
         return DocumentSaved(document)
 
@@ -244,7 +265,15 @@ def document_save(
             f"Merged with the changes made since version {base_version}, the document would be too long: "
             f"{exc.message} Nothing was saved; shorten it and it will be saved again."
         ) from None
-    saved = _write(document, title=new_title, content=new_content, author=author, token_name=token_name, person=person)
+    saved = _write(
+        document,
+        title=new_title,
+        content=new_content,
+        author=author,
+        token_name=token_name,
+        person=person,
+        restored_from=restored_from,
+    )
     sent_content = new_content if content is None else content
     _record_page_save(document, person, page_save, title=ours_title, content=sent_content)
     # Merged only with the page's own unanswered save, it is written as sent:
@@ -381,7 +410,13 @@ def document_restore(*, thread: Thread, version: int, base_version: int | None, 
         raise NotFound(f"Version {version} of the document is not kept, so it cannot be restored.")
     title, content = kept
     return document_save(
-        thread=thread, title=title, content=content, base_version=base_version, author=Author.PERSON, person=person
+        thread=thread,
+        title=title,
+        content=content,
+        base_version=base_version,
+        author=Author.PERSON,
+        person=person,
+        restored_from=version,
     )
 
 

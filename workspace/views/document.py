@@ -301,6 +301,20 @@ def document_diff(request, thread_id):
     return HttpResponse(render_to_string(DIFF, context, request=request), status=status)
 
 
+def saves_undone_sentence(version: int, undone: list[selectors.SavesUndone]) -> str:
+    """Tells the person who restored `version` whose saves since it the
+    restore took out of the text (docs/adr/0164)."""
+    parts = []
+    for saves in undone:
+        name = saves.person_name or "someone"
+        if saves.saves == 1:
+            parts.append(f"{name} (version {saves.first_version})")
+        else:
+            parts.append(f"{name} ({saves.saves} saves, versions {saves.first_version} to {saves.last_version})")
+    people = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"It undid what {people} saved after version {version}; the history keeps every version."
+
+
 @login_required
 @require_POST
 def document_restore(request, thread_id):
@@ -341,6 +355,14 @@ def document_restore(request, thread_id):
     # The page holds the version it restored from (its base): the answer
     # carries only what differs from that text (docs/adr/0138).
     base = form.cleaned_data["base_version"]
+    undone = selectors.document_saves_a_restore_undid(
+        thread=thread,
+        restored=version,
+        through=base if base is not None else saved.document.version - 1,
+        restorer=request.user,
+    )
+    if undone:
+        message += " " + saves_undone_sentence(version, undone)
     shown = selectors.document_version_text(thread=thread, version=base) if base is not None else None
     since = (base, shown[1]) if shown is not None else None
     return HttpResponse(

@@ -445,8 +445,61 @@ def test_restore_writes_a_new_version_by_the_person_and_sends_it_to_the_editor(o
     assert "Version 1 restored as version 3." in html
     # The refreshed history, and the new text as the live patch the editor takes in.
     assert html.index("Version 3") < html.index("Version 2")
-    assert '<template data-live-patch="document" data-version="3">' in html
+    # The patch says it is a restore, and whose, for the other open pages (docs/adr/0164).
+    owner = thread.owner
+    assert (
+        f'<template data-live-patch="document" data-version="3" data-restored-from="1" data-restored-by="owner" '
+        f'data-restored-by-id="{owner.pk}">'
+    ) in html
     assert "The &lt;b&gt;first&lt;/b&gt; draft." in html
+    assert "owner, restored version 1</span>" in html  # the history's entry for version 3
+    assert DocumentRevision.objects.get(document=doc, version=3).restored_from == 1
+    assert "It undid what" not in html  # nobody else's saves were undone
+
+
+def test_a_restore_tells_the_person_whose_saves_it_undid_and_not_those_it_kept(owner_client, owner, thread, django_user_model):
+    from conversations import sharing
+
+    django_user_model.objects.create_user(username="bea", password="pw-123456", first_name="Bea", last_name="Lund")
+    django_user_model.objects.create_user(username="cy", password="pw-123456")
+    bea = sharing.thread_member_add(thread=thread, who="bea", role="editor", by=owner).user
+    cy = sharing.thread_member_add(thread=thread, who="cy", role="editor", by=owner).user
+    save = document_services.document_save
+    text = "Kept.\n"
+    save(thread=thread, title="Notes", content=text, base_version=0, author="person", person=owner)  # v1
+    for version, (who, line) in enumerate(
+        [(bea, "Bea's first."), (owner, "Owner's own."), (bea, "Bea's second."), (None, "The agent's.")], start=2
+    ):
+        text += line + "\n"
+        author = "agent" if who is None else "person"
+        save(thread=thread, content=text, base_version=version - 1, author=author, person=who)  # v2..v5
+    # Cy writes after the page showed version 5: merged into the restore, not undone.
+    save(thread=thread, content="Cy's opening.\n" + text, base_version=5, author="person", person=cy)  # v6
+
+    response = owner_client.post(ws_url(thread, RESTORE), {"version": 1, "base_version": 5}, **HTMX)
+    html = response.content.decode()
+
+    assert (_doc(thread).content, _doc(thread).version) == ("Cy's opening.\nKept.\n", 7)
+    assert (
+        "Version 1 restored as version 7, merged with the changes saved meanwhile. It undid what Bea Lund (2 saves, "
+        "versions 2 to 4) saved after version 1; the history keeps every version."
+    ) in html
+    assert "cy (" not in html
+
+
+def test_the_saves_a_restore_undid_are_counted_by_the_database_however_many(owner, thread, django_user_model):
+    from conversations import sharing
+
+    django_user_model.objects.create_user(username="bea", password="pw-123456")
+    bea = sharing.thread_member_add(thread=thread, who="bea", role="editor", by=owner).user
+    document_services.document_save(thread=thread, title="Notes", content="Start.\n", author="person", person=owner)
+    for n in range(2, 302):
+        document_services.document_save(
+            thread=thread, content=f"Start.\nAutosave {n}.\n", base_version=n - 1, author="mcp", person=bea
+        )
+    undone = selectors.document_saves_a_restore_undid(thread=thread, restored=1, through=301, restorer=owner)
+    assert undone == [selectors.SavesUndone("bea", 2, 301, 300)]
+    assert selectors.document_saves_a_restore_undid(thread=thread, restored=1, through=301, restorer=bea) == []
 
 
 def test_restore_merges_with_an_edit_made_since_the_page_showed_the_history(owner_client, thread):

@@ -1,0 +1,69 @@
+"""A restore in a shared document, in Chromium against the real server
+(docs/adr/0164). Bea's saved words leave the text when Ada restores the
+version before them: Ada is told whose saves her restore undid, Bea's page
+says whose restore it was and where her words are kept, and the words Bea
+had typed but not yet saved stay, saved on the restored text."""
+
+import re
+
+from playwright.sync_api import expect
+
+from .conftest import OWNER
+from .helpers import (
+    AUTOSAVE_WAIT_MS,
+    delay_document_saves,
+    document_status,
+    document_text,
+    stored_document,
+    thread_id_from,
+    type_after,
+)
+from .test_sharing import _bea_editing
+
+REPORT = "# Report\n\nIntro paragraph.\n\nResults paragraph.\n"
+
+
+def test_an_editors_saved_words_undone_by_the_owners_restore_are_told_to_both_and_her_unsaved_words_stay(
+    owner_workspace, haico_server, new_page
+):
+    owner, url = owner_workspace
+    editor = _bea_editing(owner, haico_server, new_page, url, REPORT)  # version 1, Ada's
+
+    type_after(editor, "Intro paragraph.", " Bea's saved words.")
+    expect(document_status(editor)).to_have_text(re.compile("^Saved"), timeout=AUTOSAVE_WAIT_MS)
+    with_beas = REPORT.replace("Intro paragraph.", "Intro paragraph. Bea's saved words.")
+    expect(document_text(owner)).to_have_value(with_beas, timeout=AUTOSAVE_WAIT_MS)  # version 2, Bea's
+
+    # Bea goes on typing; her next save is still on its way when Ada restores.
+    delay_document_saves(editor, 4_000)
+    type_after(editor, "Results paragraph.", " Bea's unsaved words.")
+
+    document = owner.get_by_role("region", name="Document")
+    document.get_by_role("button", name="History", exact=True).click()
+    history = owner.get_by_role("region", name="Document history")
+    history.get_by_role("button", name="Restore version 1").click()
+    expect(history).to_contain_text(
+        "Version 1 restored as version 3. It undid what bea (version 2) saved after version 1; the history keeps every version."
+    )
+
+    notice = editor.get_by_role("region", name="Document").locator("[data-doc-restored]")
+    expect(notice).to_be_visible()
+    expect(notice).to_contain_text(
+        f"{OWNER} restored version 1 of the document (now version 3), which undid the changes saved after version 1. "
+        "The history keeps every version."
+    )
+    expect(owner.locator("[data-doc-restored]")).to_be_hidden()  # Ada did it, and was told in her history
+
+    # Bea's words not yet saved when the restore came are saved on the restored text.
+    final = REPORT.replace("Results paragraph.", "Results paragraph. Bea's unsaved words.")
+    expect(document_text(editor)).to_have_value(final, timeout=AUTOSAVE_WAIT_MS + 4_000)
+    expect(document_status(editor)).to_have_text(re.compile("^Saved"), timeout=AUTOSAVE_WAIT_MS + 4_000)
+    expect(document_text(owner)).to_have_value(final, timeout=AUTOSAVE_WAIT_MS)
+    assert stored_document(haico_server, thread_id_from(url)) == final
+
+    # Where her undone words are: the history, which names the restore.
+    notice.get_by_role("button", name="Show the history").click()
+    expect(notice).to_be_hidden()
+    versions = editor.get_by_role("region", name="Document history").get_by_role("list", name="Versions, newest first")
+    expect(versions.get_by_role("listitem").filter(has_text="Version 3")).to_contain_text(f"{OWNER}, restored version 1")
+    expect(versions.get_by_role("listitem").filter(has_text="Version 2")).to_contain_text("bea")
