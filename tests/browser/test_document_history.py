@@ -98,7 +98,7 @@ def test_the_person_sees_what_the_agent_changed_and_restores_their_version(new_p
     expect(document.locator("input[name=base_version]")).to_have_value("3")
     versions = history.get_by_role("list", name="Versions, newest first").get_by_role("listitem")
     expect(versions.nth(0)).to_contain_text("Version 3")
-    expect(versions.nth(0).locator(".doc-history-who")).to_have_text("hedy")
+    expect(versions.nth(0).locator(".doc-history-who")).to_have_text("hedy, restored version 1")
     assert _revisions(server, thread_id) == [(1, "person", MINE), (2, "agent", AGENTS), (3, "person", MINE)]
 
     # The editor goes on from the restored version: the next save is version 4.
