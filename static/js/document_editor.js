@@ -59,9 +59,13 @@
   function editorState(form) {
     if (!form.__haico) {
       var field = baseField(form);
+      var version = field ? parseInt(field.value, 10) : NaN;
       form.__haico = {
+        // The version the editor was built with (no save or patch has
+        // changed the field yet when this first runs).
+        builtWith: version,
         acked: {
-          version: field ? parseInt(field.value, 10) : NaN,
+          version: version,
           // The text the page was built with, whatever was typed before this ran.
           title: form.elements.title.defaultValue,
           content: form.elements.content.defaultValue,

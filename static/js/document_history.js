@@ -54,21 +54,37 @@
   // Someone else restored an earlier version: what was saved after it,
   // this person's words among them perhaps, left the text. The editor took
   // the new text like any other; this says whose restore it was and where
-  // the words are kept (docs/adr/0164). Told once, and only to pages
-  // rendered before it (the notice holds the version its page began at).
+  // the words are kept (docs/adr/0164). Said once, and only by an editor
+  // built before that version (a page opened later does not repeat it).
+  // The notice is made here when needed: the page carries none of it.
   function noteRestore(template) {
-    var notice = document.querySelector("[data-doc-restored]");
-    if (!notice || !template.hasAttribute("data-restored-from")) return;
+    var form = currentForm();
+    if (!form || !template.hasAttribute("data-restored-from")) return;
+    var state = editorState(form);
     var version = parseInt(template.getAttribute("data-version"), 10);
-    if (!(version > parseInt(notice.getAttribute("data-after-version"), 10))) return;
-    notice.setAttribute("data-after-version", String(version));
+    if (!(version > (state.restoreTold || state.builtWith))) return;
+    state.restoreTold = version;
     if (template.getAttribute("data-restored-by-id") === document.body.getAttribute("data-person")) return;
     var from = template.getAttribute("data-restored-from");
     var who = template.getAttribute("data-restored-by") || "Someone";
+    var notice = restoreNotice(form);
     notice.hidden = false;
-    notice.querySelector("[data-doc-restored-text]").textContent = who + " restored version " + from +
-      " of the document (now version " + version + "), which undid the changes saved after version " + from +
-      ". The history keeps every version.";
+    notice.querySelector("p").textContent = who + " restored version " + from + " of the document (now version " +
+      version + "), which undid the changes saved after version " + from + ". The history keeps every version.";
+  }
+
+  function restoreNotice(form) {
+    var notice = form.querySelector("[data-doc-restored]");
+    if (notice) return notice;
+    notice = document.createElement("div");
+    notice.className = "centre-banner doc-restored";
+    notice.setAttribute("data-doc-restored", "");
+    notice.setAttribute("role", "status");
+    notice.innerHTML = '<p></p><button type="button" class="btn btn-small" data-doc-restored-history>Show the history</button>' +
+      '<button type="button" class="btn btn-quiet btn-small" data-doc-restored-dismiss>Dismiss</button>';
+    var conflict = form.querySelector("#doc-conflict");
+    form.insertBefore(notice, conflict ? conflict.nextSibling : form.firstChild);
+    return notice;
   }
 
   function hideRestoreNotice() {
