@@ -21,6 +21,7 @@ from .helpers import (
 from .test_sharing import _bea_editing
 
 REPORT = "# Report\n\nIntro paragraph.\n\nResults paragraph.\n"
+HELD_MS = 8_000
 
 
 def test_an_editors_saved_words_undone_by_the_owners_restore_are_told_to_both_and_her_unsaved_words_stay(
@@ -34,8 +35,9 @@ def test_an_editors_saved_words_undone_by_the_owners_restore_are_told_to_both_an
     with_beas = REPORT.replace("Intro paragraph.", "Intro paragraph. Bea's saved words.")
     expect(document_text(owner)).to_have_value(with_beas, timeout=AUTOSAVE_WAIT_MS)  # version 2, Bea's
 
-    # Bea goes on typing; her next save is still on its way when Ada restores.
-    delay_document_saves(editor, 4_000)
+    # Bea goes on typing; her next save is still on its way when Ada restores
+    # (held long enough for a busy machine to open the history and restore).
+    delay_document_saves(editor, HELD_MS)
     type_after(editor, "Results paragraph.", " Bea's unsaved words.")
 
     document = owner.get_by_role("region", name="Document")
@@ -56,8 +58,8 @@ def test_an_editors_saved_words_undone_by_the_owners_restore_are_told_to_both_an
 
     # Bea's words not yet saved when the restore came are saved on the restored text.
     final = REPORT.replace("Results paragraph.", "Results paragraph. Bea's unsaved words.")
-    expect(document_text(editor)).to_have_value(final, timeout=AUTOSAVE_WAIT_MS + 4_000)
-    expect(document_status(editor)).to_have_text(re.compile("^Saved"), timeout=AUTOSAVE_WAIT_MS + 4_000)
+    expect(document_text(editor)).to_have_value(final, timeout=AUTOSAVE_WAIT_MS + HELD_MS)
+    expect(document_status(editor)).to_have_text(re.compile("^Saved"), timeout=AUTOSAVE_WAIT_MS + HELD_MS)
     expect(document_text(owner)).to_have_value(final, timeout=AUTOSAVE_WAIT_MS)
     assert stored_document(haico_server, thread_id_from(url)) == final
 
