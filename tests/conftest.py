@@ -421,25 +421,76 @@ def close_worker_thread_connections(django_db_setup, django_db_blocker):
     close_read_pool()  # the chat's reads of the checkpointer, on PostgreSQL
 
 
+# What Django's flush leaves in place after a test with `transaction=True`:
+# the rows the migrations made for the installed models, which no test
+# changes. Emptied, they were made again row by row by the post_migrate
+# handlers the flush runs (about a hundred permissions): 70-80 ms of every
+# such test on PostgreSQL, 25-30 ms on SQLite (docs/adr/0165). Left, those
+# handlers find every row there and add none.
+FLUSH_KEEPS = frozenset({"django_content_type", "auth_permission"})
+
+
 @pytest.fixture(scope="session", autouse=True)
-def empty_postgres_tables_by_delete():
-    """A test with `transaction=True` ends with Django's flush, which on
-    PostgreSQL is one TRUNCATE of every table: it makes new files for each
-    table and index and drops the old ones at commit, 1.4-2 s a test on
-    the 2-core CI machine. The suite's tables hold a few rows by then, and
-    DELETE empties them in about 0.2 s. The foreign keys Django makes on
-    PostgreSQL are deferred to the commit, so the order of the DELETEs does
-    not matter. A test that asks for its sequences reset still gets the
-    TRUNCATE."""
-    from django.db.backends.postgresql.operations import DatabaseOperations
+def flush_keeps_the_migrated_rows_and_empties_by_delete():
+    """A test with `transaction=True` ends with Django's flush. It empties
+    every table but FLUSH_KEEPS'. On PostgreSQL it is one TRUNCATE of every
+    table, which makes new files for each table and index and drops the old
+    ones at commit, 1.4-2 s a test on the 2-core CI machine; the suite's
+    tables hold a few rows by then, and DELETE empties them in about 0.2 s.
+    The foreign keys Django makes on PostgreSQL are deferred to the commit,
+    so the order of the DELETEs does not matter. A test that asks for its
+    sequences reset gets Django's own flush, every table emptied."""
+    from django.core.management.commands import flush as flush_command
+    from django.core.management.sql import emit_post_migrate_signal
+    from django.db.backends.postgresql.operations import DatabaseOperations as PostgresOperations
+    from django.db.backends.sqlite3.base import DatabaseOperations as SQLiteOperations
 
-    truncate = DatabaseOperations.sql_flush
+    truncate = PostgresOperations.sql_flush
+    sqlite_flush = SQLiteOperations.sql_flush
 
-    def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
-        if reset_sequences:
+    def postgres_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
+        if reset_sequences or allow_cascade:
             return truncate(self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade)
-        return [f"{style.SQL_KEYWORD('DELETE FROM')} {style.SQL_FIELD(self.quote_name(table))};" for table in tables]
+        return [
+            f"{style.SQL_KEYWORD('DELETE FROM')} {style.SQL_FIELD(self.quote_name(table))};"
+            for table in tables
+            if table not in FLUSH_KEEPS
+        ]
 
-    DatabaseOperations.sql_flush = sql_flush
+    def sqlite_flush_keeping(self, style, tables, *, reset_sequences=False, allow_cascade=False):
+        if not reset_sequences and not allow_cascade:
+            tables = [table for table in tables if table not in FLUSH_KEEPS]
+        return sqlite_flush(self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade)
+
+    PostgresOperations.sql_flush = postgres_flush
+    SQLiteOperations.sql_flush = sqlite_flush_keeping
+    flush_command.emit_post_migrate_signal = _post_migrate_unless_the_kept_rows_are_whole
     yield
-    DatabaseOperations.sql_flush = truncate
+    PostgresOperations.sql_flush = truncate
+    SQLiteOperations.sql_flush = sqlite_flush
+    flush_command.emit_post_migrate_signal = emit_post_migrate_signal
+
+
+# The number of content types and permissions the post_migrate handlers
+# leave, per database, counted after the first flush that ran them.
+_WHOLE_KEPT_ROWS: dict[str, tuple[int, int]] = {}
+
+
+def _kept_row_counts(database: str) -> tuple[int, int]:
+    from django.contrib.auth.models import Permission
+    from django.contrib.contenttypes.models import ContentType
+
+    return ContentType.objects.using(database).count(), Permission.objects.using(database).count()
+
+
+def _post_migrate_unless_the_kept_rows_are_whole(verbosity, interactive, database, **kwargs):
+    """The post_migrate handlers after a flush only make the content types
+    and permissions that are missing: with none missing they are skipped
+    (two counts instead of about eighty queries). A test that removed one
+    has the handlers run after it, as Django would."""
+    from django.core.management.sql import emit_post_migrate_signal
+
+    if _WHOLE_KEPT_ROWS.get(database) == _kept_row_counts(database):
+        return
+    emit_post_migrate_signal(verbosity, interactive, database, **kwargs)
+    _WHOLE_KEPT_ROWS[database] = _kept_row_counts(database)
