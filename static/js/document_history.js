@@ -37,9 +37,11 @@
     if (button) { button.setAttribute("aria-expanded", "false"); button.focus(); }
   });
 
-  // htmx:load fires on the history each time it arrives (opened, or after a restore).
+  // htmx:load fires on the history each time it arrives (opened, or after
+  // a restore), and on the centre each time it is drawn again.
   document.addEventListener("htmx:load", function (event) {
     var region = event.target;
+    if (region && region.id === "panel-centre") return centreDrawn();
     if (!region || region.id !== "doc-history") return;
     var button = historyButton();
     if (button) button.setAttribute("aria-expanded", "true");
@@ -54,23 +56,67 @@
   // Someone else restored an earlier version: what was saved after it,
   // this person's words among them perhaps, left the text. The editor took
   // the new text like any other; this says whose restore it was and where
-  // the words are kept (docs/adr/0164). Said once, and only by an editor
-  // built before that version (a page opened later does not repeat it).
-  // The notice is made here when needed: the page carries none of it.
+  // the words are kept (docs/adr/0164). Said once, and only by a page that
+  // was open before that version (a page opened later does not repeat it).
+  // A page showing an artifact then has no editor: it keeps the restore and
+  // says it when the document is shown again. The notice is made here when
+  // needed: the page carries none of it.
+  var heldRestore = null;
+
   function noteRestore(template) {
+    if (!template.hasAttribute("data-restored-from")) return;
     var form = currentForm();
-    if (!form || !template.hasAttribute("data-restored-from")) return;
-    var state = editorState(form);
     var version = parseInt(template.getAttribute("data-version"), 10);
-    if (!(version > (state.restoreTold || state.builtWith))) return;
-    state.restoreTold = version;
-    if (template.getAttribute("data-restored-by-id") === document.body.getAttribute("data-person")) return;
-    var from = template.getAttribute("data-restored-from");
-    var who = template.getAttribute("data-restored-by") || "Someone";
+    var told = form ? (editorState(form).restoreTold || editorState(form).builtWith) : shownVersion();
+    if (!(version > told) || (heldRestore && !(version > heldRestore.version))) return;
+    if (form) editorState(form).restoreTold = version;
+    if (template.getAttribute("data-restored-by-id") === document.body.getAttribute("data-person")) {
+      heldRestore = null;
+      return;
+    }
+    var restore = {
+      version: version,
+      from: template.getAttribute("data-restored-from"),
+      who: template.getAttribute("data-restored-by") || "Someone",
+    };
+    if (form) tellRestore(form, restore);
+    else heldRestore = restore;
+  }
+
+  // With an artifact on show: the document's version when it was drawn.
+  function shownVersion() {
+    var panel = document.getElementById("panel-centre");
+    return (panel && parseInt(panel.getAttribute("data-document-version"), 10)) || 0;
+  }
+
+  function tellRestore(form, restore) {
+    heldRestore = null;
     var notice = restoreNotice(form);
     notice.hidden = false;
-    notice.querySelector("p").textContent = who + " restored version " + from + " of the document (now version " +
-      version + "), which undid the changes saved after version " + from + ". The history keeps every version.";
+    notice.querySelector("p").textContent = restore.who + " restored version " + restore.from +
+      " of the document as version " + restore.version + ", which undid the changes saved after version " +
+      restore.from + ". The history keeps every version.";
+  }
+
+  // The document shown again after an artifact: a restore that came
+  // meanwhile is said now, above the editor built with its text. One whose
+  // push comes after that editor was drawn is still news to this page: the
+  // editor counts restores from the version the artifact was shown with.
+  var artifactShownWith = currentForm() ? 0 : shownVersion();
+
+  function centreDrawn() {
+    var form = currentForm();
+    if (!form) {
+      artifactShownWith = shownVersion();
+      return;
+    }
+    if (heldRestore) {
+      editorState(form).restoreTold = heldRestore.version;
+      tellRestore(form, heldRestore);
+    } else if (artifactShownWith) {
+      editorState(form).restoreTold = artifactShownWith;
+    }
+    artifactShownWith = 0;
   }
 
   function restoreNotice(form) {

@@ -2,7 +2,9 @@
 (docs/adr/0164). Bea's saved words leave the text when Ada restores the
 version before them: Ada is told whose saves her restore undid, Bea's page
 says whose restore it was and where her words are kept, and the words Bea
-had typed but not yet saved stay, saved on the restored text."""
+had typed but not yet saved stay, saved on the restored text. A page
+showing an artifact when the restore comes says it once the document is
+shown again."""
 
 import re
 
@@ -20,6 +22,12 @@ from .helpers import (
 )
 from .test_sharing import _bea_editing
 
+SEED_TABLE = """
+from workspace.models import Thread
+from workspace.services.artifacts import artifact_create
+artifact_create(thread=Thread.objects.get(pk="{thread_id}"), artifact_type="data_table", title="Budget",
+                payload={{"columns": ["Day", "Cost"], "rows": [["Monday", 120]]}}, turn_index=0)
+"""
 REPORT = "# Report\n\nIntro paragraph.\n\nResults paragraph.\n"
 HELD_MS = 8_000
 
@@ -51,7 +59,7 @@ def test_an_editors_saved_words_undone_by_the_owners_restore_are_told_to_both_an
     notice = editor.get_by_role("region", name="Document").locator("[data-doc-restored]")
     expect(notice).to_be_visible()
     expect(notice).to_contain_text(
-        f"{OWNER} restored version 1 of the document (now version 3), which undid the changes saved after version 1. "
+        f"{OWNER} restored version 1 of the document as version 3, which undid the changes saved after version 1. "
         "The history keeps every version."
     )
     expect(owner.locator("[data-doc-restored]")).to_be_hidden()  # Ada did it, and was told in her history
@@ -69,3 +77,46 @@ def test_an_editors_saved_words_undone_by_the_owners_restore_are_told_to_both_an
     versions = editor.get_by_role("region", name="Document history").get_by_role("list", name="Versions, newest first")
     expect(versions.get_by_role("listitem").filter(has_text="Version 3")).to_contain_text(f"{OWNER}, restored version 1")
     expect(versions.get_by_role("listitem").filter(has_text="Version 2")).to_contain_text("bea")
+
+
+def _restore_version_1(owner) -> None:
+    document = owner.get_by_role("region", name="Document")
+    document.get_by_role("button", name="History", exact=True).click()
+    history = owner.get_by_role("region", name="Document history")
+    history.get_by_role("button", name="Restore version 1").click()
+    expect(history).to_contain_text("Version 1 restored as version 3. It undid what bea (version 2) saved after version 1")
+
+
+def test_an_editor_looking_at_an_artifact_when_her_words_are_undone_is_told_when_she_goes_back_to_the_document(
+    owner_workspace, haico_server, new_page
+):
+    owner, url = owner_workspace
+    haico_server.manage("shell", "-c", SEED_TABLE.format(thread_id=thread_id_from(url)))
+    editor = _bea_editing(owner, haico_server, new_page, url, REPORT)  # version 1, Ada's
+    type_after(editor, "Intro paragraph.", " Bea's saved words.")
+    expect(document_status(editor)).to_have_text(re.compile("^Saved"), timeout=AUTOSAVE_WAIT_MS)
+    with_beas = REPORT.replace("Intro paragraph.", "Intro paragraph. Bea's saved words.")
+    expect(document_text(owner)).to_have_value(with_beas, timeout=AUTOSAVE_WAIT_MS)  # version 2
+
+    centre = editor.get_by_role("region", name="Document")
+    centre.get_by_role("combobox", name="Show").select_option(index=1)
+    back = centre.get_by_role("button", name="Back to the document")
+    expect(back).to_be_visible()
+    _restore_version_1(owner)
+
+    # Her page has no editor now; the restore waits for the document.
+    expect(editor.locator("[data-doc-restored]")).to_have_count(0)
+    back.click()
+    expect(document_text(editor)).to_have_value(REPORT)
+    notice = centre.locator("[data-doc-restored]")
+    expect(notice).to_be_visible()
+    expect(notice).to_contain_text(
+        f"{OWNER} restored version 1 of the document as version 3, which undid the changes saved after version 1."
+    )
+    notice.get_by_role("button", name="Dismiss").click()
+    expect(notice).to_be_hidden()
+    # Said once: the artifact and back again does not repeat it.
+    centre.get_by_role("combobox", name="Show").select_option(index=1)
+    centre.get_by_role("button", name="Back to the document").click()
+    expect(document_text(editor)).to_have_value(REPORT)
+    expect(centre.locator("[data-doc-restored]")).to_have_count(0)
