@@ -4,11 +4,15 @@ version before them: Ada is told whose saves her restore undid, Bea's page
 says whose restore it was and where her words are kept, and the words Bea
 had typed but not yet saved stay, saved on the restored text. A page
 showing an artifact when the restore comes says it once the document is
-shown again."""
+shown again, and one whose connection was down says it once it is back."""
 
 import re
+import types
 
+import pytest
 from playwright.sync_api import expect
+
+from tests.support.network import Wire
 
 from .conftest import OWNER
 from .helpers import (
@@ -20,6 +24,7 @@ from .helpers import (
     thread_id_from,
     type_after,
 )
+from .test_network_drops import network_back, network_down
 from .test_sharing import _bea_editing
 
 SEED_TABLE = """
@@ -120,3 +125,36 @@ def test_an_editor_looking_at_an_artifact_when_her_words_are_undone_is_told_when
     centre.get_by_role("button", name="Back to the document").click()
     expect(document_text(editor)).to_have_value(REPORT)
     expect(centre.locator("[data-doc-restored]")).to_have_count(0)
+
+
+@pytest.fixture
+def wire(haico_server):
+    """Bea's way to the server, which the test can cut like a dropped Wi-Fi."""
+    relay = Wire(haico_server.port)
+    yield relay
+    relay.close()
+
+
+def test_an_editor_whose_connection_was_down_when_her_words_were_undone_is_told_once_it_is_back(
+    owner_workspace, haico_server, new_page, wire
+):
+    owner, url = owner_workspace
+    through_the_wire = types.SimpleNamespace(url=wire.url, create_user=haico_server.create_user)
+    editor = _bea_editing(owner, through_the_wire, new_page, url.replace(haico_server.url, wire.url), REPORT)
+    type_after(editor, "Intro paragraph.", " Bea's saved words.")
+    expect(document_status(editor)).to_have_text(re.compile("^Saved"), timeout=AUTOSAVE_WAIT_MS)
+    with_beas = REPORT.replace("Intro paragraph.", "Intro paragraph. Bea's saved words.")
+    expect(document_text(owner)).to_have_value(with_beas, timeout=AUTOSAVE_WAIT_MS)  # version 2
+
+    network_down(editor, wire)
+    _restore_version_1(owner)
+    expect(document_text(editor)).to_have_value(with_beas)  # nothing reached her page
+    network_back(editor, wire)
+
+    # Her page reads the workspace again once its socket is back: the restore is in it.
+    expect(document_text(editor)).to_have_value(REPORT, timeout=30_000)
+    notice = editor.get_by_role("region", name="Document").locator("[data-doc-restored]")
+    expect(notice).to_be_visible()
+    expect(notice).to_contain_text(
+        f"{OWNER} restored version 1 of the document as version 3, which undid the changes saved after version 1."
+    )
