@@ -424,9 +424,8 @@ def close_worker_thread_connections(django_db_setup, django_db_blocker):
 # What Django's flush leaves in place after a test with `transaction=True`:
 # the rows the migrations made for the installed models, which no test
 # changes. Emptied, they were made again row by row by the post_migrate
-# handlers the flush runs (about a hundred permissions): 70-80 ms of every
-# such test on PostgreSQL, 25-30 ms on SQLite (docs/adr/0165). Left, those
-# handlers find every row there and add none.
+# handlers the flush runs (about a hundred permissions): 35-55 ms of every
+# such test on PostgreSQL, about 30 ms on SQLite (docs/adr/0165).
 FLUSH_KEEPS = frozenset({"django_content_type", "auth_permission"})
 
 
