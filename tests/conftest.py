@@ -431,14 +431,15 @@ FLUSH_KEEPS = frozenset({"django_content_type", "auth_permission"})
 
 @pytest.fixture(scope="session", autouse=True)
 def flush_keeps_the_migrated_rows_and_empties_by_delete():
-    """A test with `transaction=True` ends with Django's flush. It empties
-    every table but FLUSH_KEEPS'. On PostgreSQL it is one TRUNCATE of every
-    table, which makes new files for each table and index and drops the old
-    ones at commit, 1.4-2 s a test on the 2-core CI machine; the suite's
-    tables hold a few rows by then, and DELETE empties them in about 0.2 s.
-    The foreign keys Django makes on PostgreSQL are deferred to the commit,
-    so the order of the DELETEs does not matter. A test that asks for its
-    sequences reset gets Django's own flush, every table emptied."""
+    """A test with `transaction=True` ends with Django's flush; here it
+    empties every table but FLUSH_KEEPS'. Django's own flush is, on
+    PostgreSQL, one TRUNCATE of every table, which makes new files for each
+    table and index and drops the old ones at commit, 1.4-2 s a test on the
+    2-core CI machine; the suite's tables hold a few rows by then, and
+    DELETE empties them in about 0.2 s. The foreign keys Django makes on
+    PostgreSQL are deferred to the commit, so the order of the DELETEs does
+    not matter. A test that asks for its sequences reset gets Django's own
+    flush, every table emptied."""
     from django.core.management.commands import flush as flush_command
     from django.core.management.sql import emit_post_migrate_signal
     from django.db.backends.postgresql.operations import DatabaseOperations as PostgresOperations
