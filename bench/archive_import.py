@@ -51,7 +51,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.common import percentile  # noqa: E402
-from bench.load import STATIC_ROOT, Resources, child_env, collect_static, free_port, http_get  # noqa: E402
+from bench.load import STATIC_ROOT, Resources, child_env, collect_static, http_get  # noqa: E402
+from tests.support.ports import free_port  # noqa: E402
 
 PYTHON = sys.executable
 WORDS = "the of and report data survey results method sample analysis review source figure table launch".split()

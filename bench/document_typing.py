@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+from tests.support.ports import free_port
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 PASSWORD = "bench-typing-pass-123"
@@ -63,12 +64,6 @@ RECORDER = """
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))]
@@ -77,7 +72,7 @@ def _percentile(values: list[float], p: float) -> float:
 class _Server:
     def __init__(self):
         self.dir = Path(tempfile.mkdtemp(prefix="haico-typing-"))
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "DATABASE_URL", "REDIS_URL"))},

@@ -85,7 +85,6 @@ import math
 import os
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -100,6 +99,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from bench.common import cpu_seconds, peak_rss_mb, percentile, raise_open_file_limit
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -195,12 +195,6 @@ def _raise_interrupt(signum, frame):
 
 
 # --- environment, services, databases ----------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through a proxy

@@ -1,5 +1,5 @@
-"""Ports for the servers the tests start: free now, and still free when the
-server binds them seconds later.
+"""Ports for the servers the tests and the benches start: free now, and
+still free when the server binds them seconds later.
 
 A port the kernel hands out for `bind(("127.0.0.1", 0))` comes from its
 ephemeral range, the same range every outgoing connection takes its source
