@@ -17,8 +17,9 @@ Figures:
 - token delay: model yields a token -> the live layer's group_send carrying it,
   tokens 2 ms apart (target: a few ms)
 
-Both run in this process with production settings (DEBUG off), as the
-servers of bench/load.py do.
+Both run in this process with production settings (DEBUG off) and the
+server's garbage collection (haico_site.garbage_collection), as the servers
+of bench/load.py do.
 
 Run: .venv/bin/python -m bench.turn_overhead [--steps 8] [--repeats 15]
 Times are medians over interleaved repeats; the machine is noisy, the ratios
@@ -75,6 +76,7 @@ from conversations import services as conversation_services  # noqa: E402
 from conversations.live import group_name, publisher  # noqa: E402
 from conversations.turns import registry, slot  # noqa: E402
 from conversations.usage import usage_record  # noqa: E402
+from haico_site.garbage_collection import tune_for_serving  # noqa: E402
 from tests.support.fake_model import Reply, ScriptedChatModel, tool_call  # noqa: E402
 from workspace.panels import render_panel  # noqa: E402
 from workspace.services import document as document_services  # noqa: E402
@@ -263,6 +265,8 @@ def component_costs(ws: Workspace, repeats: int) -> dict[str, float]:
 
 
 async def main(steps: int, repeats: int, tokens: int) -> None:
+    # What a server does once it has loaded its modules (haico_site/asgi.py).
+    tune_for_serving()
     ws = await sync_to_async(Workspace)()
     # The floor uses the very saver the runner uses (same file, same pragmas),
     # so the checkpointer's own cost cancels out of the comparison.

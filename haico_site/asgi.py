@@ -1,4 +1,3 @@
-import gc
 import os
 
 from django.core.asgi import get_asgi_application
@@ -16,6 +15,7 @@ from conversations.mcp_transport import MCP_PATHS, http_endpoint  # noqa: E402
 from conversations.routing import websocket_urlpatterns  # noqa: E402
 from conversations.turns import registry  # noqa: E402
 
+from .garbage_collection import tune_for_serving  # noqa: E402
 from .mcp_origin import McpOriginGuard  # noqa: E402
 from .websocket import ClosedForOutage, CsrfOriginValidator, unrouted  # noqa: E402
 
@@ -47,7 +47,6 @@ application = ProtocolTypeRouter(
     }
 )
 
-# Everything loaded so far lives as long as the process: keep it out of the
-# garbage collector's full passes, which otherwise walk it again and again
-# under load (docs/adr/0009).
-gc.freeze()
+# Everything loaded so far lives as long as the process: out of the garbage
+# collector's passes from here, which also run less often (docs/adr/0166).
+tune_for_serving()
