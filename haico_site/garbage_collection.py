@@ -6,7 +6,7 @@ A turn makes tens of thousands of containers that live as long as the turn
 (its messages, the checkpoint's copies of them, rendered fragments), so
 most young passes found nearly everything alive, moved it a generation up,
 and the middle generation's passes walked it again. Under 200 turns at once
-that was about 1.2 s of one core in a 16-second round, and the full passes
+that was 0.9-1.4 s of one core in a 16-second round, and the full passes
 it led to stopped every turn of the process for up to 200 ms each: a
 streaming answer's tokens then reached the pages in bursts.
 
