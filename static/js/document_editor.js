@@ -480,10 +480,17 @@
     });
   });
 
-  // Leaving the page with text the server does not have: the browser asks first.
+  // Leaving the page with text the server does not have: the beacon goes
+  // now, and the browser asks first. Closing a tab, Chromium ends the page
+  // when its pagehide handlers have not finished within a short time, and
+  // a busy machine can spend that before they start; it waits for
+  // beforeunload (docs/adr/0167). If the person stays, the beacon is a save
+  // whose answer was lost: the next save names it and is merged against
+  // what it carried (docs/adr/0139).
   window.addEventListener("beforeunload", function (event) {
     var form = currentForm();
     if (!form || !hasUnsavedWork(form)) return;
+    beaconLastWords(form);
     event.preventDefault();
     event.returnValue = "";
   });
@@ -506,13 +513,7 @@
       keepLostWords(form);
       return;
     }
-    // A save on its way may still be written after the page is gone: the
-    // beacon goes too, numbered after it, so either it is merged against
-    // what that save carried or that save, arriving later, is refused, and
-    // what she deleted meanwhile stays deleted (docs/adr/0139).
-    var beaconable = navigator.sendBeacon && (state.dirty || state.inFlight) && !state.conflict && !tooLong(form);
-    var sent = beaconable && !mayBeRefused(form, state) && sendBeacon(form, state);
-    if (sent) {
+    if (beaconLastWords(form)) {
       // The browser took the beacon. Kept as well, it would be saved again
       // on coming back, and bring back words someone deleted since.
       leaveNothing(form);
@@ -520,6 +521,24 @@
       leaveUnsaved(form, state);
     }
   });
+
+  // Sends what the server does not have as a beacon, unless the last one
+  // (at beforeunload) carried exactly this and no save went after it.
+  // True when the browser took one. A save on its way may still be written
+  // after the page is gone: the beacon goes too, numbered after it, so
+  // either it is merged against what that save carried or that save,
+  // arriving later, is refused, and what she deleted meanwhile stays
+  // deleted (docs/adr/0139).
+  function beaconLastWords(form) {
+    var state = editorState(form);
+    if (threadLost || madeViewer()) return false;
+    var now = values(form), last = state.beaconed;
+    if (last && last.number === state.saveNumber && last.title === now.title && last.content === now.content) return true;
+    var beaconable = navigator.sendBeacon && (state.dirty || state.inFlight) && !state.conflict && !tooLong(form);
+    if (!beaconable || mayBeRefused(form, state) || !sendBeacon(form, state)) return false;
+    state.beaconed = { number: state.saveNumber, title: now.title, content: now.content };
+    return true;
+  }
 
   // A hidden tab may be frozen and then discarded by the browser with no
   // pagehide (a background tab under memory pressure: the Page Lifecycle's

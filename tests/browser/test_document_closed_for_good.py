@@ -83,6 +83,50 @@ def test_the_last_words_typed_in_a_long_document_are_saved_when_its_tab_is_close
     )
 
 
+def test_the_last_words_are_saved_when_a_slow_machine_closes_the_tab(new_page, haico_server):
+    """Chromium ends a closing page whose pagehide handlers have not run
+    within a short time; on a slow or busy machine the beacon goes at
+    beforeunload, which it waits for (docs/adr/0167). The page's CPU is
+    slowed a hundredfold: sent from pagehide, these words were lost."""
+    text = _written_in_many_scripts(120_000)
+    anchor = "Paragraph 30.2 weighs it 👩\u200d👩\u200d👧 in 🇫🇷,"
+    page, thread_id = _open(new_page, haico_server, text)
+    type_after(page, anchor, " Last words 🙂 on a slow machine.")
+    expect(document_status(page)).to_have_text("Unsaved changes")
+    page.context.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": 100})
+    _close_for_good(page)
+    expected = text.replace(anchor, anchor + " Last words 🙂 on a slow machine.", 1)
+    assert _stored_becomes(haico_server, thread_id, lambda stored: stored == expected), (
+        "the words typed before the slow tab closed were not saved"
+    )
+
+
+def test_staying_after_the_leave_prompt_saves_the_words_once_and_what_is_typed_next(new_page, haico_server):
+    """The beacon went as the prompt showed; the person stays and types on:
+    the next save names the beacon, so its words are not doubled."""
+    text = long_document(100_000)
+    page, thread_id = _open(new_page, haico_server, text)
+    type_after(page, "Paragraph 20.2 weighs it.", " Before the prompt.")
+    expect(document_status(page)).to_have_text("Unsaved changes")
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.dismiss()))  # "Leave site?": Stay
+    page.close(run_before_unload=True)
+    deadline = time.monotonic() + 10
+    while not dialogs and time.monotonic() < deadline:
+        page.context.cookies()  # lets Playwright deliver the dialog
+        time.sleep(0.05)
+    assert dialogs == ["beforeunload"] and not page.is_closed()
+    first = text.replace("Paragraph 20.2 weighs it.", "Paragraph 20.2 weighs it. Before the prompt.", 1)
+    assert _stored_becomes(haico_server, thread_id, lambda stored: stored == first), "the beacon was not saved"
+    type_after(page, "Paragraph 40.2 weighs it.", " After staying.")
+    expect(document_status(page)).to_have_text("Saved", timeout=15_000)
+    both = first.replace("Paragraph 40.2 weighs it.", "Paragraph 40.2 weighs it. After staying.", 1)
+    assert _stored_becomes(haico_server, thread_id, lambda stored: stored == both), (
+        f"after staying, the text saved is not what the editor holds: {stored_document(haico_server, thread_id)[:80]!r}"
+    )
+    expect(document_text(page)).to_have_value(both)
+
+
 @pytest.mark.parametrize("chars", [5_000, 100_000])
 def test_words_typed_as_the_tab_closes_over_a_change_saved_meanwhile_are_kept_beside_it(new_page, haico_server, chars):
     """The other change's push never reaches this page (saved in another
