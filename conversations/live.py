@@ -83,8 +83,9 @@ IDLE_SECONDS = 2.0
 RENEW_GROUP_SECONDS = 3600
 # After a failed receive the relay tries again this much later (Redis restarting).
 RELAY_RETRY_SECONDS = 1.0
-# Channel-layer sends in flight at once, all groups together: each holds a
-# Redis connection (settings.REDIS_MAX_CONNECTIONS must stay above this).
+# Channel-layer group sends in flight at once, all groups together: each
+# holds a Redis connection (settings.REDIS_MAX_CONNECTIONS must stay above
+# this). Fragments by pub/sub need one connection per Redis host (live_bus).
 LAYER_SENDS_AT_ONCE = 64
 # The most one message to a page (a WebSocket frame) or through the channel
 # layer may carry, in UTF-8 bytes. Daphne refuses to send a WebSocket message
@@ -201,6 +202,9 @@ class Publisher:
         self._members: dict[str, set] = {}  # group -> this process's consumers in it
         self._member_channels: dict[str, set] = {}  # group -> their channel names
         self._layer_slots: asyncio.Semaphore | None = None
+        self._publishing = live_bus.Publishing()
+        # group -> whether another process took its last fragment (`_note_reach`)
+        self._reached_others: dict[str, bool] = {}
         self._relay = _Relay(self)
 
     def attach(self) -> None:
@@ -213,6 +217,8 @@ class Publisher:
             self._members = {}
             self._member_channels = {}
             self._layer_slots = asyncio.Semaphore(LAYER_SENDS_AT_ONCE)
+            self._publishing = live_bus.Publishing()
+            self._reached_others = {}
             self._relay = _Relay(self)
 
     async def join(self, thread_id, consumer) -> None:
@@ -345,6 +351,7 @@ class Publisher:
             outbox.task = None
             if self._outboxes.get(group) is outbox and not outbox.items:
                 del self._outboxes[group]
+                self._reached_others.pop(group, None)
 
     async def _send(self, group: str, items: list[tuple[object | None, str | Append, str]]) -> None:
         """Consecutive items for the same recipients (the group, or one
@@ -383,13 +390,23 @@ class Publisher:
 
     async def _to_group(self, group: str, html: str) -> None:
         layer = get_channel_layer()
-        # The other processes' copy first, before this process's pages are
-        # handed theirs: a page's send does not yield to the loop, so a
-        # publish started alongside would reach Redis only after every local
-        # socket's send, and a tab on another server, which has the longer
-        # way to go, would wait for them all as well (docs/adr/0094).
         if self._others_listen(layer, group):
-            await self._to_other_processes(layer, group, html)
+            if live_bus.carries(layer) and not self._reached_others.get(group, True):
+                # No other process took the group's last fragment: this
+                # process's pages first, and the copy for the others (in
+                # order, live_bus) is not waited for. A tab that opens the
+                # thread on another server meanwhile gets it all the same,
+                # and Redis's answer sends the next fragment first again
+                # (docs/adr/0168).
+                self._publish_unawaited(layer, group, html)
+            else:
+                # The other processes' copy first, before this process's
+                # pages are handed theirs: a page's send does not yield to
+                # the loop, so a publish started alongside would reach Redis
+                # only after every local socket's send, and a tab on another
+                # server, which has the longer way to go, would wait for
+                # them all as well (docs/adr/0094).
+                await self._to_other_processes(layer, group, html)
         for consumer in list(self._members.get(group, ())):
             await self._to_consumer(consumer, html)
 
@@ -400,22 +417,50 @@ class Publisher:
             # if the layer takes it (conversations.consumers).
             await self._to_layer(layer, group, RESYNC)
 
-    async def _to_layer(self, layer, group: str, html: str, *, to: str | None = None) -> bool:
+    def _message(self, group: str, html: str, *, to: str | None = None) -> dict:
         seq = self._seq[group] = self._seq.get(group, 0) + 1
         message = {"type": FRAGMENT_EVENT, "group": group, "html": html, "origin": self.origin, "seq": seq}
         if to is not None:
             message["to"] = to  # one page's (publish_to_page): the others only count its number
+        return message
+
+    async def _to_layer(self, layer, group: str, html: str, *, to: str | None = None) -> bool:
+        message = self._message(group, html, to=to)
         try:
-            async with self._layer_slots or asyncio.Semaphore(1):
-                if live_bus.carries(layer):
-                    await live_bus.publish(layer, group, message)
-                else:
+            if live_bus.carries(layer):
+                # Shielded: the other fragments of its pipeline wait for the same answer.
+                taken_by = await asyncio.shield(self._publishing.send(layer, group, message))
+                self._note_reach(group, taken_by)
+            else:
+                async with self._layer_slots or asyncio.Semaphore(1):
                     await layer.group_send(group, message)
         except Exception as error:
             outages.note(logger, error, "could not send %d characters to %s", len(html), group)
             return False
         outages.answered(outages.REDIS)
         return True
+
+    def _publish_unawaited(self, layer, group: str, html: str) -> None:
+        taken = self._publishing.send(layer, group, self._message(group, html))
+        taken.add_done_callback(lambda done: self._published(layer, group, html, done))
+
+    def _published(self, layer, group: str, html: str, taken: asyncio.Future) -> None:
+        error = taken.exception()
+        if error is None:
+            self._note_reach(group, taken.result())
+            outages.answered(outages.REDIS)
+            return
+        outages.note(logger, error, "could not send %d characters to %s", len(html), group)
+        if html != RESYNC:
+            # As `_to_other_processes`: the other processes' pages are told now.
+            self._publish_unawaited(layer, group, RESYNC)
+
+    def _note_reach(self, group: str, taken_by: int) -> None:
+        """Whether a process other than this one took the group's fragment:
+        Redis counts the subscribers it handed it to, this process's relay
+        among them while a page of the thread is open here. Only which copy
+        goes first depends on it (`_to_group`)."""
+        self._reached_others[group] = taken_by > (1 if group in self._relay.groups else 0)
 
     def _others_listen(self, layer, group: str) -> bool:
         """Whether the layer may reach something our consumers are not: other

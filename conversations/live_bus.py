@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 
 import msgpack
 from channels_redis.core import RedisChannelLayer
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from . import outages
 
@@ -35,6 +36,9 @@ logger = logging.getLogger("haico.conversations.live")
 
 # After a failed read the subscriber tries again this much later (Redis restarting).
 RETRY_SECONDS = 1.0
+# The most fragments that wait for one Redis host (200 streaming turns send
+# some 6 000 a second; Redis takes them in a few milliseconds when it answers).
+MAX_WAITING = 20_000
 
 
 def carries(layer) -> bool:
@@ -47,10 +51,86 @@ def channel_name(layer: RedisChannelLayer, group: str) -> str:
     return f"{layer.prefix}:fragments:{group}"
 
 
-async def publish(layer: RedisChannelLayer, group: str, message: dict) -> None:
-    """Send `message` to every process subscribed to `group`'s fragments."""
-    client = layer.connection(layer.consistent_hash(group))
-    await client.publish(channel_name(layer, group), msgpack.packb(message, use_bin_type=True))
+class Publishing:
+    """This process's fragments to the other processes, in order, as many in
+    one round trip to Redis as are waiting when it leaves (docs/adr/0168).
+
+    A Redis host has one pipeline in flight at a time, on one connection:
+    the fragments waiting when it is sent go in it, those sent meanwhile go
+    in the next. Redis runs a pipeline's commands in order, so a thread's
+    fragments (its group always hashes to the same host) reach the other
+    processes in the order they were sent, whether or not the sender waits
+    for each to be taken."""
+
+    def __init__(self) -> None:
+        self._hosts: dict[tuple[int, int], _HostPipeline] = {}
+
+    def send(self, layer: RedisChannelLayer, group: str, message: dict) -> asyncio.Future:
+        """Queue `message` for every process subscribed to `group`'s
+        fragments. The future gives how many subscribers Redis handed it to
+        (this process's own relay among them), or what sending it raised."""
+        index = layer.consistent_hash(group)
+        host = self._hosts.get((id(layer), index))
+        if host is None or host.layer is not layer:
+            host = self._hosts[(id(layer), index)] = _HostPipeline(layer, index)
+        return host.send(channel_name(layer, group), msgpack.packb(message, use_bin_type=True))
+
+
+class _HostPipeline:
+    """The fragments waiting for one Redis host, and the task sending them."""
+
+    def __init__(self, layer: RedisChannelLayer, index: int) -> None:
+        self.layer = layer
+        self.index = index
+        self._waiting: list[tuple[str, bytes, asyncio.Future]] = []
+        self._sender: asyncio.Task | None = None
+
+    def send(self, channel: str, data: bytes) -> asyncio.Future:
+        loop = asyncio.get_running_loop()
+        taken = loop.create_future()
+        if len(self._waiting) >= MAX_WAITING:
+            # Redis is not answering: what would wait longer fails now, as it
+            # would when sent (the other processes' pages fetch again what
+            # they show), instead of piling up in memory.
+            taken.set_exception(RedisConnectionError("too many fragments wait for Redis"))
+            return taken
+        self._waiting.append((channel, data, taken))
+        if self._sender is None:
+            # From an empty context: it serves every thread's publisher, not the caller's.
+            self._sender = loop.create_task(self._send_waiting(), context=contextvars.Context())
+        return taken
+
+    async def _send_waiting(self) -> None:
+        batch: list[tuple[str, bytes, asyncio.Future]] = []
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                try:
+                    async with self.layer.connection(self.index).pipeline(transaction=False) as pipeline:
+                        for channel, data, _ in batch:
+                            pipeline.publish(channel, data)
+                        counts = await pipeline.execute()
+                except Exception as error:
+                    _settle(batch, error=error)
+                else:
+                    _settle(batch, counts=counts)
+                batch = []
+        finally:
+            self._sender = None
+            # Cancelled (the loop is closing): no one waits for ever.
+            stopped = RedisConnectionError("the fragments' sender stopped")
+            waiting, self._waiting = self._waiting, []
+            _settle(batch + waiting, error=stopped)
+
+
+def _settle(batch: list[tuple[str, bytes, asyncio.Future]], *, counts=None, error: Exception | None = None) -> None:
+    for position, (_, _, taken) in enumerate(batch):
+        if taken.done():
+            continue  # cancelled by whoever held it
+        if error is not None:
+            taken.set_exception(error)
+        else:
+            taken.set_result(counts[position])
 
 
 class Subscriber:

@@ -244,3 +244,102 @@ async def test_after_its_redis_connection_is_cut_the_relay_subscribes_again_and_
         await asyncio.sleep(0.1)
     assert page.fragments[1].startswith("<p>after ")
     await this_process.leave(thread_id, page)
+
+
+async def test_a_process_alone_on_a_thread_hands_its_pages_every_fragment_and_another_process_that_joins_gets_the_rest_in_order(
+    redis_layer,
+):
+    """Once Redis says no other process took a thread's fragment, this
+    process's pages get theirs without waiting for Redis; the copy still
+    goes, in order, so a page that opens the thread on another server gets
+    everything from its joining on (docs/adr/0168)."""
+    thread_id = uuid.uuid4()
+    group = group_name(thread_id)
+    this_process = Publisher()
+    this_process.attach()
+    page = Page(await redis_layer.new_channel())
+    await this_process.join(thread_id, page)
+    for n in range(3):
+        this_process.publish(thread_id, f"<p>{n}</p>")
+        await asyncio.sleep(0.05)
+    await _until(lambda: len(page.fragments) == 3)
+    assert this_process._reached_others[group] is False
+
+    other_process = Publisher()
+    other_process.attach()
+    elsewhere = Page(await redis_layer.new_channel())
+    await other_process.join(thread_id, elsewhere)
+    for n in range(3, 40):
+        this_process.publish(thread_id, f"<p>{n}</p>")
+        await asyncio.sleep(0.005 if n % 4 else 0.03)
+    everything = "".join(f"<p>{n}</p>" for n in range(40))
+    await _until(lambda: "".join(page.fragments) == everything)
+    await _until(lambda: "".join(elsewhere.fragments).endswith("<p>39</p>"))
+    assert "".join(elsewhere.fragments) == "".join(f"<p>{n}</p>" for n in range(3, 40))
+    # Redis's answers said another process listens now: its copy goes first again.
+    assert this_process._reached_others[group] is True
+    await this_process.leave(thread_id, page)
+    await other_process.leave(thread_id, elsewhere)
+
+
+async def test_fragments_of_many_threads_sent_at_once_reach_the_other_process_in_order_in_a_few_round_trips(
+    redis_layer, monkeypatch
+):
+    from redis.asyncio.client import Pipeline
+
+    threads = [uuid.uuid4() for _ in range(40)]
+    receiving = Publisher()
+    receiving.attach()
+    pages = {thread_id: Page(await redis_layer.new_channel()) for thread_id in threads}
+    for thread_id, page in pages.items():
+        await receiving.join(thread_id, page)
+    round_trips = []
+    real_execute = Pipeline.execute
+
+    async def counted_execute(pipeline, *args, **kwargs):
+        round_trips.append(len(pipeline.command_stack))
+        return await real_execute(pipeline, *args, **kwargs)
+
+    monkeypatch.setattr(Pipeline, "execute", counted_execute)
+    sending = Publisher()
+    sending.attach()
+    for n in range(5):
+        for thread_id in threads:
+            sending.publish(thread_id, f"<p>{thread_id.hex[:6]} {n}</p>")
+        await asyncio.sleep(0.04)
+    expected = {thread_id: "".join(f"<p>{thread_id.hex[:6]} {n}</p>" for n in range(5)) for thread_id in threads}
+    await _until(lambda: all("".join(page.fragments) == expected[t] for t, page in pages.items()))
+    assert sum(round_trips) == 200
+    assert len(round_trips) <= 25, f"{len(round_trips)} round trips for 200 fragments"
+    for thread_id, page in pages.items():
+        await receiving.leave(thread_id, page)
+
+
+async def test_while_redis_refuses_a_process_alone_on_a_thread_still_hands_its_pages_everything_in_order(
+    redis_layer, monkeypatch, caplog
+):
+    import redis.asyncio
+
+    thread_id = uuid.uuid4()
+    this_process = Publisher()
+    this_process.attach()
+    page = Page(await redis_layer.new_channel())
+    await this_process.join(thread_id, page)
+    this_process.publish(thread_id, "<p>0</p>")
+    await _until(lambda: this_process._reached_others.get(group_name(thread_id)) is False)
+
+    # Redis goes away: no server answers on the port any more.
+    gone = redis.asyncio.Redis.from_url("redis://127.0.0.1:1/0")
+    monkeypatch.setattr(redis_layer, "connection", lambda index: gone)
+    for n in range(1, 20):
+        this_process.publish(thread_id, f"<p>{n}</p>")
+        await asyncio.sleep(0.01)
+    everything = "".join(f"<p>{n}</p>" for n in range(20))
+    await _until(lambda: "".join(page.fragments) == everything)
+    await asyncio.sleep(0.2)
+    assert "".join(page.fragments) == everything
+    said = [record for record in caplog.records if record.name == "haico.conversations.live"]
+    assert said and all(record.exc_info is None for record in said), [r.getMessage() for r in said]
+    assert any("unreachable" in record.getMessage() for record in said)
+    await this_process.leave(thread_id, page)
+    await gone.aclose()
