@@ -244,6 +244,13 @@ class Publisher:
         """This process's open pages of `group` now."""
         return list(self._members.get(group, ()))
 
+    def anyone_listens(self, thread_id) -> bool:
+        """Whether a push to the thread may reach a page: one of this
+        process's, or, through the channel layer, anything else (another
+        process's pages; any other listener of an in-memory layer)."""
+        group = group_name(thread_id)
+        return bool(self._members.get(group)) or self._others_listen(get_channel_layer(), group)
+
     def open_channels(self) -> set[str]:
         """The channel names of every page of this process that joined a thread."""
         return set().union(*self._member_channels.values())
@@ -681,6 +688,11 @@ def on_changes(changes: list[Change]) -> None:
     for change in changes:
         by_thread.setdefault(change.thread_id, []).append(change)
     for thread_id, thread_changes in by_thread.items():
+        if not publisher.anyone_listens(thread_id):
+            # No page would get the patches: a page opened later is drawn
+            # from the database, and one opening now checks on joining
+            # whether it is behind (conversations.consumers).
+            continue
         if any(change.surface in ("thread", "mode", "model") for change in thread_changes):
             thread = Thread.objects.filter(pk=thread_id).first()
             if thread is None:

@@ -41,6 +41,37 @@ async def test_the_owners_edit_in_one_tab_reaches_another_open_tab(owner, thread
     assert html == response.content.decode()
 
 
+async def test_a_write_to_a_thread_no_page_shows_renders_no_patch_and_one_opened_after_shows_it(
+    owner, thread, sockets, monkeypatch
+):
+    """Nothing would receive the patches: they are not rendered. A tab the
+    owner opens afterwards is drawn from the database, the write in it."""
+    from conversations import live
+
+    rendered = []
+    real_render = live.render_changes
+
+    def counted_render(thread, changes):
+        rendered.append(sorted(change.surface for change in changes))
+        return real_render(thread, changes)
+
+    monkeypatch.setattr(live, "render_changes", counted_render)
+    response = await sync_to_async(_post)(owner, f"/threads/{thread.pk}/workspace/plan/add/", {"text": "Find sources"})
+    assert response.status_code == 200
+    assert rendered == []
+
+    client = Client()
+    await sync_to_async(client.force_login)(owner)
+    page = await sync_to_async(client.get)(f"/threads/{thread.pk}/workspace/")
+    assert page.status_code == 200 and "Find sources" in page.content.decode()
+
+    tab = await sockets(thread.pk, owner)
+    await sync_to_async(_post)(owner, f"/threads/{thread.pk}/workspace/plan/add/", {"text": "Read them"})
+    html = await tab.receive_from(timeout=3)
+    assert [row.text for row in only_patch(html, "plan").rows] == ["Read them"]
+    assert rendered == [["plan", "plan_history"]]
+
+
 async def test_an_editors_plan_edit_reaches_the_owners_tab_with_a_marker_of_the_history_entry(owner, other_user, thread, sockets):
     from workspace.models import ThreadMember
 
