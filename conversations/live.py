@@ -435,9 +435,7 @@ class Publisher:
         message = self._message(group, html, to=to)
         try:
             if live_bus.carries(layer):
-                # Shielded: the other fragments of its pipeline wait for the same answer.
-                taken_by = await asyncio.shield(self._publishing.send(layer, group, message))
-                self._note_reach(group, taken_by)
+                self._note_reach(group, await self._publishing.publish(layer, group, message))
             else:
                 async with self._layer_slots or asyncio.Semaphore(1):
                     await layer.group_send(group, message)

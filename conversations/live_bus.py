@@ -69,11 +69,25 @@ class Publishing:
         """Queue `message` for every process subscribed to `group`'s
         fragments. The future gives how many subscribers Redis handed it to
         (this process's own relay among them), or what sending it raised."""
+        return self._host(layer, group).send(channel_name(layer, group), _packed(message))
+
+    async def publish(self, layer: RedisChannelLayer, group: str, message: dict) -> int:
+        """Send `message` now and wait for Redis to take it; how many
+        subscribers it handed it to. With nothing queued for its host it
+        goes as one PUBLISH of its own, the quickest way there; else behind
+        what is queued, in the next pipeline."""
+        return await self._host(layer, group).publish(channel_name(layer, group), _packed(message))
+
+    def _host(self, layer: RedisChannelLayer, group: str) -> _HostPipeline:
         index = layer.consistent_hash(group)
         host = self._hosts.get((id(layer), index))
         if host is None or host.layer is not layer:
             host = self._hosts[(id(layer), index)] = _HostPipeline(layer, index)
-        return host.send(channel_name(layer, group), msgpack.packb(message, use_bin_type=True))
+        return host
+
+
+def _packed(message: dict) -> bytes:
+    return msgpack.packb(message, use_bin_type=True)
 
 
 class _HostPipeline:
@@ -83,7 +97,21 @@ class _HostPipeline:
         self.layer = layer
         self.index = index
         self._waiting: list[tuple[str, bytes, asyncio.Future]] = []
-        self._sender: asyncio.Task | None = None
+        # The task sending what waits, or _PUBLISHING while `publish` sends
+        # one alone: either way what is sent meanwhile waits behind it.
+        self._sender: asyncio.Task | object | None = None
+
+    async def publish(self, channel: str, data: bytes) -> int:
+        if self._sender is not None or self._waiting:
+            # Shielded: the other fragments of its pipeline wait for the same answer.
+            return await asyncio.shield(self.send(channel, data))
+        self._sender = _PUBLISHING
+        try:
+            return await self.layer.connection(self.index).publish(channel, data)
+        finally:
+            self._sender = None
+            if self._waiting:
+                self._sender = asyncio.get_running_loop().create_task(self._send_waiting(), context=contextvars.Context())
 
     def send(self, channel: str, data: bytes) -> asyncio.Future:
         loop = asyncio.get_running_loop()
@@ -121,6 +149,10 @@ class _HostPipeline:
             stopped = RedisConnectionError("the fragments' sender stopped")
             waiting, self._waiting = self._waiting, []
             _settle(batch + waiting, error=stopped)
+
+
+# `_HostPipeline._sender` while a fragment is published alone.
+_PUBLISHING = object()
 
 
 def _settle(batch: list[tuple[str, bytes, asyncio.Future]], *, counts=None, error: Exception | None = None) -> None:

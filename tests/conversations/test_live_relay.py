@@ -285,7 +285,7 @@ async def test_a_process_alone_on_a_thread_hands_its_pages_every_fragment_and_an
 async def test_fragments_of_many_threads_sent_at_once_reach_the_other_process_in_order_in_a_few_round_trips(
     redis_layer, monkeypatch
 ):
-    from redis.asyncio.client import Pipeline
+    from redis.asyncio.client import Pipeline, Redis
 
     threads = [uuid.uuid4() for _ in range(40)]
     receiving = Publisher()
@@ -300,7 +300,15 @@ async def test_fragments_of_many_threads_sent_at_once_reach_the_other_process_in
         round_trips.append(len(pipeline.command_stack))
         return await real_execute(pipeline, *args, **kwargs)
 
+    real_publish = Redis.publish
+
+    def counted_publish(client, channel, message, **kwargs):
+        if not isinstance(client, Pipeline):
+            round_trips.append(1)  # one published alone
+        return real_publish(client, channel, message, **kwargs)
+
     monkeypatch.setattr(Pipeline, "execute", counted_execute)
+    monkeypatch.setattr(Redis, "publish", counted_publish)
     sending = Publisher()
     sending.attach()
     for n in range(5):
