@@ -89,3 +89,13 @@ def set_up_django(*, prefix: str, database_file: str, database_url: str | None =
 
     django.setup()
     return bench_dir
+
+
+def as_if_every_thread_were_open() -> None:
+    """Render every write's live patches, as for a thread a tab shows. The
+    live layer renders none for a thread no page shows (docs/adr/0169), and
+    the benches that call this measure a write with its push. Where the push
+    goes is unchanged: no page is connected, so to no one."""
+    from conversations.live import publisher
+
+    publisher.anyone_listens = lambda thread_id: True  # type: ignore[method-assign]

@@ -48,7 +48,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import set_up_django  # noqa: E402
+from bench.common import as_if_every_thread_were_open, set_up_django  # noqa: E402
 
 set_up_django(prefix="haico-document-", database_file="document.sqlite3")
 
@@ -270,6 +270,7 @@ def browser_typing(keys: int) -> dict[int, dict[str, tuple[float, float]]]:
 
 def main(repeats: int, browser: bool, keys: int) -> None:
     call_command("migrate", verbosity=0)
+    as_if_every_thread_were_open()
     owner = get_user_model().objects.create_user(username="bench", password="bench-pass-123")
     client = Client(HTTP_HOST="127.0.0.1")
     client.force_login(owner)

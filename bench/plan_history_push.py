@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import set_up_django  # noqa: E402
+from bench.common import as_if_every_thread_were_open, set_up_django  # noqa: E402
 
 set_up_django(prefix="haico-bench-plan-push-", database_file="bench.sqlite3")
 
@@ -60,6 +60,7 @@ def main() -> None:
     args = parser.parse_args()
 
     call_command("migrate", verbosity=0)
+    as_if_every_thread_were_open()
     person = get_user_model().objects.create_user(username="ada", first_name="Ada", last_name="Byron")
     thread = thread_create(owner=person, title="Bench")
     steps = [plan_services.todo_add(thread=thread, text=f"Step {n}") for n in range(8)]

@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import set_up_django  # noqa: E402
+from bench.common import as_if_every_thread_were_open, set_up_django  # noqa: E402
 
 set_up_django(
     prefix="haico-snapshots-", database_file="snapshots.sqlite3", database_url=os.environ.get("HAICO_BENCH_DATABASE_URL")
@@ -87,6 +87,7 @@ def small_edit(text: str, rng: random.Random) -> str:
 
 def main(turns: int, chars: int) -> None:
     call_command("migrate", verbosity=0)
+    as_if_every_thread_were_open()
     rng = random.Random(15)
     owner = get_user_model().objects.create_user(username="bench", password="bench-pass-123")
     thread = thread_create(owner=owner, title="Snapshot storage")
