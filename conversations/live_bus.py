@@ -55,12 +55,12 @@ class Publishing:
     """This process's fragments to the other processes, in order, as many in
     one round trip to Redis as are waiting when it leaves (docs/adr/0168).
 
-    A Redis host has one pipeline in flight at a time, on one connection:
-    the fragments waiting when it is sent go in it, those sent meanwhile go
-    in the next. Redis runs a pipeline's commands in order, so a thread's
-    fragments (its group always hashes to the same host) reach the other
-    processes in the order they were sent, whether or not the sender waits
-    for each to be taken."""
+    A Redis host has one send in flight at a time: a fragment published
+    alone when nothing waits, else a pipeline of all that wait; those sent
+    meanwhile go in the next. Redis runs a pipeline's commands in order, so
+    a thread's fragments (its group always hashes to the same host) reach
+    the other processes in the order they were sent, whether or not the
+    sender waits for each to be taken."""
 
     def __init__(self) -> None:
         self._hosts: dict[tuple[int, int], _HostPipeline] = {}
