@@ -29,6 +29,8 @@ from collections.abc import Awaitable, Callable
 from django.db import connections
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from workspace.db import ended_by_server
+
 logger = logging.getLogger("haico.agent.checkpointer")
 
 # SQLite busy timeout for the saver's own connection, in seconds (Django's
@@ -105,19 +107,23 @@ async def _open_sqlite(opened: _Open) -> None:
 def postgres_pool(conninfo: str):
     """The saver's connection pool (not opened yet).
 
-    Every connection is checked before it is lent (a round trip): after the
-    server closed them (a restart, a failover, pg_terminate_backend) the
-    pool would otherwise hand out dead connections, and the turns using
-    them would fail one after another (docs/adr/0044). One that fails its
-    check was closed with all the others: they are all checked at once, so
-    the pool's next try (after its one-second back-off) finds a live one
-    instead of the next dead one, with a longer back-off each time."""
+    Every connection is checked before it is lent: after the server closed
+    them (a restart, a failover, pg_terminate_backend) the pool would
+    otherwise hand out dead connections, and the turns using them would
+    fail one after another (docs/adr/0044). The check is a round trip only
+    where the connection's socket shows a sign of its end (docs/adr/0170).
+    One that fails its check was closed with all the others: they are all
+    checked at once, so the pool's next try (after its one-second back-off)
+    finds a live one instead of the next dead one, with a longer back-off
+    each time."""
     from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
 
     pool: AsyncConnectionPool | None = None
 
     async def check(conn) -> None:
+        if not ended_by_server(conn):
+            return
         try:
             await AsyncConnectionPool.check_connection(conn)
         except Exception:

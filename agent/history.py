@@ -27,6 +27,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import EXT_PYDANTIC_V2, JsonPlusSerializer
 
+from workspace.db import ended_by_server
 from workspace.text import cut_to
 
 from .checkpointer import (
@@ -254,7 +255,8 @@ def _sqlite_messages(config: RunnableConfig, serde: SerializerProtocol | None) -
 # read: about 12 ms of authentication on a local server, and a new backend
 # process for every page view. Made on the first read; every connection is
 # checked before it is lent, so one the server closed (a restart, a
-# failover: docs/adr/0044) is replaced instead of failing the page.
+# failover: docs/adr/0044) is replaced instead of failing the page; a round
+# trip only where its socket shows a sign of its end (docs/adr/0170).
 READ_POOL_MAX_SIZE = 4
 READ_POOL_APPLICATION_NAME = "haico-history-reads"
 _read_pool = None
@@ -272,7 +274,7 @@ def _postgres_read_pool():
                 conninfo=postgres_conninfo(),
                 min_size=1,
                 max_size=READ_POOL_MAX_SIZE,
-                check=ConnectionPool.check_connection,
+                check=_checked_where_it_may_have_ended,
                 # What PostgresSaver.from_conn_string connects with.
                 kwargs={
                     "autocommit": True,
@@ -288,6 +290,13 @@ def _postgres_read_pool():
                 open=True,
             )
         return _read_pool
+
+
+def _checked_where_it_may_have_ended(conn) -> None:
+    from psycopg_pool import ConnectionPool
+
+    if ended_by_server(conn):
+        ConnectionPool.check_connection(conn)
 
 
 def close_read_pool() -> None:

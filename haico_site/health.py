@@ -38,7 +38,7 @@ OK, FAILING = "ok", "failing"
 def _database_answers() -> None:
     settings_dict = connections.settings["default"]
     options = dict(settings_dict.get("OPTIONS") or {})
-    if settings_dict["ENGINE"] == "django.db.backends.postgresql":
+    if connections["default"].vendor == "postgresql":
         options["connect_timeout"] = int(CHECK_SECONDS)
     wrapper = load_backend(settings_dict["ENGINE"]).DatabaseWrapper({**settings_dict, "OPTIONS": options}, "healthz")
     try:

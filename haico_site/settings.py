@@ -144,6 +144,9 @@ DATABASES = {
 # of 0 every turn step would reconnect (and, on SQLite, re-run its pragmas).
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Django's, checking a reused connection by its socket before a round trip (docs/adr/0170).
+    DATABASES["default"]["ENGINE"] = "haico_site.postgresql"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(SQLITE_OPTIONS)
     # A file-based test database so a daphne subprocess (browser tests) can

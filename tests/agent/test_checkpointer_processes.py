@@ -14,6 +14,7 @@ import pytest
 
 from agent import checkpointer as checkpointers
 from tests.support.ports import free_port
+from tests.support.postgres import end_backends
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -109,18 +110,6 @@ def test_on_postgres_a_turn_is_checkpointed_by_the_pooled_saver_and_read_back(mi
     ]
 
 
-def _terminate_backends(database_url: str) -> int:
-    import psycopg
-
-    base, database = database_url.rsplit("/", 1)
-    with psycopg.connect(f"{base}/postgres", autocommit=True, connect_timeout=5) as conn:
-        rows = conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-            (database,),
-        ).fetchall()
-    return len(rows)
-
-
 @pytest.mark.postgres
 async def test_the_postgres_pool_lends_a_live_connection_after_the_server_closed_them_all(postgres_database_url):
     """docs/adr/0044: a restart or a failover closes every pooled connection."""
@@ -135,7 +124,8 @@ async def test_the_postgres_pool_lends_a_live_connection_after_the_server_closed
         for each in (pool, unchecked):
             async with each.connection() as conn:
                 await conn.execute("SELECT 1")
-        assert _terminate_backends(postgres_database_url) >= 8  # both pools' four idle connections
+        base, database = postgres_database_url.rsplit("/", 1)
+        assert end_backends(f"{base}/postgres", database) >= 8  # both pools' four idle connections
 
         # Without the check, the pool hands out a dead connection (what the turns met).
         with pytest.raises(psycopg.OperationalError):
@@ -150,3 +140,33 @@ async def test_the_postgres_pool_lends_a_live_connection_after_the_server_closed
     finally:
         await pool.close()
         await unchecked.close()
+
+
+@pytest.mark.postgres
+async def test_the_postgres_pool_asks_only_a_connection_the_server_may_have_ended(postgres_database_url, monkeypatch):
+    """docs/adr/0170: a pooled connection in use is lent without a round
+    trip first; one the server ended is asked, and replaced."""
+    from psycopg_pool import AsyncConnectionPool
+
+    asked = []
+    check_connection = AsyncConnectionPool.check_connection
+
+    async def counted(conn) -> None:
+        asked.append(conn)
+        await check_connection(conn)
+
+    monkeypatch.setattr(AsyncConnectionPool, "check_connection", staticmethod(counted))
+    pool = checkpointers.postgres_pool(postgres_database_url)
+    await pool.open(wait=True)
+    try:
+        for _ in range(10):
+            async with pool.connection() as conn:
+                await conn.execute("SELECT 1")
+        assert asked == []
+        base, database = postgres_database_url.rsplit("/", 1)
+        assert end_backends(f"{base}/postgres", database) >= 1
+        async with pool.connection() as conn:
+            assert (await (await conn.execute("SELECT 1")).fetchone())["?column?"] == 1
+        assert asked
+    finally:
+        await pool.close()

@@ -18,26 +18,13 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.support.fake_model import Reply
+from tests.support.postgres import end_backends
 
 from .helpers import TURN_WAIT_MS, WORKSPACE_URL, model_env, new_thread_for, wait_for_socket
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
 DATABASE_LOST = "The database did not answer while the assistant was working."
-
-
-def _terminate_backends(admin_url: str, database: str, *, first: list[int] = ()) -> int:
-    """pg_terminate_backend for every connection to `database` (from the
-    server's maintenance database, so this connection survives), the
-    backends `first` before the others."""
-    with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
-        for pid in first:
-            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
-        rows = conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-            (database,),
-        ).fetchall()
-    return len(rows) + len(first)
 
 
 def _checkpoint_writes_waiting_on_a_lock(admin_url: str, database: str) -> list[int]:
@@ -90,7 +77,7 @@ def test_turns_go_on_on_both_servers_after_the_database_closed_every_connection(
         _expect_answer(tab, 1, "All good.")
 
     # 1. While idle: every pooled connection of both servers dies.
-    assert _terminate_backends(admin_url, database) >= 2
+    assert end_backends(admin_url, database) >= 2
     for turn in (2, 3, 4):
         for tab in tabs:
             _send(tab, f"turn {turn}")
@@ -102,7 +89,7 @@ def test_turns_go_on_on_both_servers_after_the_database_closed_every_connection(
     model_server.script([Reply(text=words, token_delay=0.1)])
     _send(tab_a, "stream slowly")
     expect(tab_a.locator("#turn-5-answer-content")).to_contain_text("word5", timeout=TURN_WAIT_MS)
-    _terminate_backends(admin_url, database)
+    end_backends(admin_url, database)
     _expect_answer(tab_a, 5, words)
 
     # 3. While a turn's checkpoint write waits on the database: that
@@ -119,7 +106,7 @@ def test_turns_go_on_on_both_servers_after_the_database_closed_every_connection(
     # one sweep, the locker's connection could go first, and the write,
     # let through by the lock going with it, could finish before its own
     # connection is ended (a turn that then finishes whole, as it should).
-    _terminate_backends(admin_url, database, first=writers)
+    end_backends(admin_url, database, first=writers)
     locker.close()
     chat_b = tab_b.get_by_role("region", name="Chat")
     marker = chat_b.locator("#turn-5-marker")

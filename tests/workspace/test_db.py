@@ -14,22 +14,34 @@ pytestmark = pytest.mark.postgres
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
-import django, psycopg
+import django
 django.setup()
-from django.db import connection
+from tests.support.postgres import end_backends
+from django.db import connection, connections
 from workspace.db import usable_connections
 
 def terminate():
     base, name = "{url}".rsplit("/", 1)
-    with psycopg.connect(base + "/postgres", autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+    end_backends(base + "/postgres", name)
 
 def query():
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
         return cursor.fetchone()[0]
 
+checks = []
+backend = type(connections["default"])
+asked = backend.is_usable
+def is_usable(self):
+    checks.append(1)
+    return asked(self)
+
 assert query() == 1
+backend.is_usable = is_usable
+for _ in range(20):
+    usable_connections()
+    query()
+print("round-trip checks of a connection in use:", len(checks))
 terminate()
 try:
     query()
@@ -60,8 +72,32 @@ def test_a_connection_the_server_closed_is_replaced_before_the_next_step_uses_it
     assert result.returncode == 0, result.stderr
     # Left alone, the thread's connection fails every query after the first too.
     assert result.stdout.splitlines() == [
+        # Each step checks the connection by its socket: no SELECT 1 while nothing ended it (docs/adr/0170).
+        "round-trip checks of a connection in use: 0",
         "without: OperationalError",
         "again without: OperationalError",
         "with: 1",
         "with, at once: 1",
     ]
+
+
+def test_a_connection_shows_its_end_by_the_server_without_a_round_trip(postgres_database_url):
+    """workspace.db.ended_by_server: an idle connection with nothing on its
+    socket shows no sign of an end; one the server ended, one in a
+    transaction, and one closed on our side may have ended and are asked."""
+    import psycopg
+
+    from tests.support.postgres import end_backends
+    from workspace.db import ended_by_server
+
+    base, name = postgres_database_url.rsplit("/", 1)
+    with psycopg.connect(postgres_database_url, autocommit=True) as conn:
+        conn.execute("SELECT 1")
+        assert not ended_by_server(conn)
+        with conn.transaction():
+            conn.execute("SELECT 1")
+            assert ended_by_server(conn)
+        assert not ended_by_server(conn)
+        assert end_backends(base + "/postgres", name) == 1
+        assert ended_by_server(conn)
+    assert ended_by_server(conn)  # closed
