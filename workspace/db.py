@@ -39,6 +39,8 @@ def ended_by_server(conn) -> bool:
 
     if conn.closed or conn.broken or conn.info.transaction_status != pq.TransactionStatus.IDLE:
         return True
+    if not hasattr(select, "poll"):
+        return True  # Windows has no poll: asked, as before
     try:
         # poll, not select: a busy server's descriptors pass select's limit of 1024.
         waiting = select.poll()
