@@ -17,6 +17,8 @@ import psycopg
 import pytest
 from playwright.sync_api import expect
 
+from tests.support.postgres import end_backends
+
 from .helpers import (
     document_status,
     document_text,
@@ -27,7 +29,6 @@ from .helpers import (
     type_after,
     wait_for_socket,
 )
-from .test_database_failover import _terminate_backends
 from .test_sharing import _person_on, _share
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres, pytest.mark.redis]
@@ -94,7 +95,7 @@ def test_two_people_on_two_servers_keep_every_word_of_a_long_document_through_a_
     assert _stored(migrated_postgres_database_url, thread_id.replace("-", "")) == everything
 
     # PostgreSQL closes every connection of both servers (a failover); both go on typing.
-    assert _terminate_backends(
+    assert end_backends(
         migrated_postgres_database_url.rsplit("/", 1)[0] + "/postgres", migrated_postgres_database_url.rsplit("/", 1)[1]
     )
     type_after(ada, "Ada's words meanwhile.", " Ada after the failover.")
