@@ -77,7 +77,7 @@ def test_turns_go_on_on_both_servers_after_the_database_closed_every_connection(
         _expect_answer(tab, 1, "All good.")
 
     # 1. While idle: every pooled connection of both servers dies.
-    assert end_backends(admin_url, database) >= 2
+    assert end_backends(migrated_postgres_database_url) >= 2
     for turn in (2, 3, 4):
         for tab in tabs:
             _send(tab, f"turn {turn}")
@@ -89,7 +89,7 @@ def test_turns_go_on_on_both_servers_after_the_database_closed_every_connection(
     model_server.script([Reply(text=words, token_delay=0.1)])
     _send(tab_a, "stream slowly")
     expect(tab_a.locator("#turn-5-answer-content")).to_contain_text("word5", timeout=TURN_WAIT_MS)
-    end_backends(admin_url, database)
+    end_backends(migrated_postgres_database_url)
     _expect_answer(tab_a, 5, words)
 
     # 3. While a turn's checkpoint write waits on the database: that
@@ -106,7 +106,7 @@ def test_turns_go_on_on_both_servers_after_the_database_closed_every_connection(
     # one sweep, the locker's connection could go first, and the write,
     # let through by the lock going with it, could finish before its own
     # connection is ended (a turn that then finishes whole, as it should).
-    end_backends(admin_url, database, first=writers)
+    end_backends(migrated_postgres_database_url, first=writers)
     locker.close()
     chat_b = tab_b.get_by_role("region", name="Chat")
     marker = chat_b.locator("#turn-5-marker")

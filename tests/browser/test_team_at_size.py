@@ -95,9 +95,7 @@ def test_two_people_on_two_servers_keep_every_word_of_a_long_document_through_a_
     assert _stored(migrated_postgres_database_url, thread_id.replace("-", "")) == everything
 
     # PostgreSQL closes every connection of both servers (a failover); both go on typing.
-    assert end_backends(
-        migrated_postgres_database_url.rsplit("/", 1)[0] + "/postgres", migrated_postgres_database_url.rsplit("/", 1)[1]
-    )
+    assert end_backends(migrated_postgres_database_url)
     type_after(ada, "Ada's words meanwhile.", " Ada after the failover.")
     type_after(bea, "Bea's words while her server was down.", " Bea after the failover.")
     everything = everything.replace("Ada's words meanwhile.", "Ada's words meanwhile. Ada after the failover.", 1).replace(

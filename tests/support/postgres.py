@@ -6,14 +6,16 @@ import time
 import psycopg
 
 
-def end_backends(admin_url: str, database: str, *, first: list[int] = ()) -> int:
-    """pg_terminate_backend for every connection to `database` (from the
-    server's maintenance database at `admin_url`, so this connection
-    survives), the backends `first` before the others; returns how many.
+def end_backends(database_url: str, *, first: list[int] = ()) -> int:
+    """pg_terminate_backend for every connection to the database at
+    `database_url` (from the server's maintenance database, so this
+    connection survives), the backends `first` before the others; returns
+    how many.
     Returns once they are gone: pg_terminate_backend only signals a backend,
     and a connection is closed by the server when its backend has sent its
     goodbye and ended (docs/adr/0170)."""
-    with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
+    base, database = database_url.rsplit("/", 1)
+    with psycopg.connect(f"{base}/postgres", autocommit=True, connect_timeout=5) as conn:
         for pid in first:
             conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
         rows = conn.execute(

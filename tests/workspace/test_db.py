@@ -21,8 +21,7 @@ from django.db import connection, connections
 from workspace.db import usable_connections
 
 def terminate():
-    base, name = "{url}".rsplit("/", 1)
-    end_backends(base + "/postgres", name)
+    end_backends("{url}")
 
 def query():
     with connection.cursor() as cursor:
@@ -90,7 +89,6 @@ def test_a_connection_shows_its_end_by_the_server_without_a_round_trip(postgres_
     from tests.support.postgres import end_backends
     from workspace.db import ended_by_server
 
-    base, name = postgres_database_url.rsplit("/", 1)
     with psycopg.connect(postgres_database_url, autocommit=True) as conn:
         conn.execute("SELECT 1")
         assert not ended_by_server(conn)
@@ -98,6 +96,6 @@ def test_a_connection_shows_its_end_by_the_server_without_a_round_trip(postgres_
             conn.execute("SELECT 1")
             assert ended_by_server(conn)
         assert not ended_by_server(conn)
-        assert end_backends(base + "/postgres", name) == 1
+        assert end_backends(postgres_database_url) == 1
         assert ended_by_server(conn)
     assert ended_by_server(conn)  # closed
