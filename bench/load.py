@@ -49,7 +49,8 @@ Figures per row:
   RSS MB       peak RSS (VmHWM) of the server process(es), summed; the floor's own
   CPU s/turn   utime+stime of the server process(es) over the measured round / N
   model req    requests the model server got during the round (2 per turn; more = SDK retries)
-Also: cold - warm first-turn time per server start (target <= 200 ms), and the
+Also: cold - warm first-turn time per server start (target <= 200 ms), the
+answer's tokens per WebSocket frame (the median over a config's turns), and the
 targets of the issue checked at N = 200 (or the largest N run).
 
 Run: .venv/bin/python -m bench.load [--n 1,50,200] [--latency 0.3] [--tokens 60] [--rate 30]
@@ -330,6 +331,10 @@ class Row:
     # CPU seconds spent elsewhere on the machine during the round (contention)
     model_cpu: float = math.nan
     client_cpu: float = math.nan
+    # Median over the turns of the answer's tokens per WebSocket frame that
+    # brought any: 1 when each token went out as it came, more when tokens
+    # waited somewhere and went out together (the floor's are not counted).
+    tokens_per_frame: float = math.nan
 
 
 def row_from(label: str, n: int, t0: float, t_end: float, delays, errors, rss, cpu, requests) -> Row:
@@ -661,6 +666,9 @@ def run_config(config: Config, args, res: Resources, model_port: int, database_u
             requests,
         )
         row.model_cpu, row.client_cpu = round_model_cpu, measured["client_cpu"]
+        row.tokens_per_frame = statistics.median(
+            [len(turn["delays"]) / turn["token_frames"] for turn in measured["turns"] if turn["token_frames"]] or [math.nan]
+        )
         for (cold, cold_error), (warm, warm_error) in zip(colds, warms):
             row.cold_warm_ms.append(cold - warm)
             for phase, error in (("cold turn", cold_error), ("warm turn", warm_error)):
@@ -778,6 +786,11 @@ def print_report(rows: dict, args, ns: list[int], configs: list[Config], res: Re
         shown = ", ".join(f"{v:+.0f}" for v in values) or "-"
         worst = f"worst {max(values):+.0f} ms" if values else "no figure"
         print(f"  {config.name:8s} {shown}   ({worst}; target <= +200 ms)")
+
+    print("\nanswer tokens per WebSocket frame (median over the turns; 1: each token sent as it came):")
+    for (label, n), row in rows.items():
+        if not math.isnan(row.tokens_per_frame):
+            print(f"  {label:9s} N={n:<4d} {row.tokens_per_frame:5.1f}")
 
     print("\nother CPU on the machine during each measured round (s; the floor's client work is in its own figure):")
     for (label, n), row in rows.items():

@@ -58,7 +58,8 @@ and right after the last turn end, so the delta covers the round only.
 Spec: {"clients": [{"url", "origin", "cookie", "listens_only"?}], "message", "model",
        "timeout", "expected_tokens", "server_pids", "connect_concurrency", "settle"?}
 Result: {"t0", "t_end", "turns": [{"client" (its index in the spec), "seconds",
-"error", "delays"}] (one per connected client), "delays" (all turns'), "errors"
+"error", "delays", "token_frames" (the frames that brought new tokens of the
+answer)}] (one per connected client), "delays" (all turns'), "errors"
 (connect failures and the turns' errors), "server_cpu", "client_cpu", "read_delays"
 (the delays had every receipt been taken when the bytes were read), "reader_lag"
 (ms, per read of a measured tab during the turn: read - kernel receipt; empty
@@ -370,6 +371,7 @@ class Turn:
         self.tab = tab
         self.seen: dict[bytes, float] = {}
         self.seen_read: dict[bytes, float] = {}  # the same, at the time of reading
+        self.token_frames = 0  # frames that brought at least one new token of the answer
         self.error: str | None = None
         self.end: float | None = None
         self.started = not listens_only
@@ -390,9 +392,14 @@ class Turn:
     def message(self, frame: bytes, now: float) -> None:
         if self.done.done():
             return
+        new_tokens = 0
         for match in TOKEN_RE.finditer(frame):
+            if match.group(1) not in self.seen:
+                new_tokens += 1
             self.seen.setdefault(match.group(1), now)
             self.seen_read.setdefault(match.group(1), self.tab.read_at)
+        if new_tokens:
+            self.token_frames += 1
         if RESYNC_MARK in frame and self.error is None:
             self.error = "told to fetch the chat again (a push was lost or too big)"
         if ERROR_MARK in frame and self.error is None:
@@ -438,6 +445,7 @@ class Turn:
             "end": end,
             "delays": token_delays_ms(seen),
             "read_delays": token_delays_ms(seen_read),
+            "token_frames": self.token_frames,
             "error": error,
         }
 
@@ -478,7 +486,13 @@ async def main(spec: dict) -> dict:
         "t0": t0,
         "t_end": max((r["end"] for r in results), default=t0),
         "turns": [
-            {"client": i, "seconds": r["end"] - r["sent"], "error": r["error"], "delays": r["delays"]}
+            {
+                "client": i,
+                "seconds": r["end"] - r["sent"],
+                "error": r["error"],
+                "delays": r["delays"],
+                "token_frames": r["token_frames"],
+            }
             for i, r in zip(connected, results)
         ],
         "delays": [d for r in results for d in r["delays"]],
