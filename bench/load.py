@@ -710,6 +710,7 @@ def aggregate(samples: list[Row]) -> Row:
         cold_warm_ms=[v for s in samples for v in s.cold_warm_ms],
         model_cpu=median(s.model_cpu for s in samples),
         client_cpu=median(s.client_cpu for s in samples),
+        tokens_per_frame=median(s.tokens_per_frame for s in samples),
     )
 
 

@@ -394,7 +394,8 @@ class Turn:
             return
         new_tokens = 0
         for match in TOKEN_RE.finditer(frame):
-            if match.group(1) not in self.seen:
+            # A token emitted before the send is the previous turn's, come late (as in `result`).
+            if match.group(1) not in self.seen and int(match.group(1)) / 1_000_000 >= self.sent:
                 new_tokens += 1
             self.seen.setdefault(match.group(1), now)
             self.seen_read.setdefault(match.group(1), self.tab.read_at)
