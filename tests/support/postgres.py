@@ -2,11 +2,12 @@
 a failover does."""
 
 import time
+from collections.abc import Sequence
 
 import psycopg
 
 
-def end_backends(database_url: str, *, first: list[int] = ()) -> int:
+def end_backends(database_url: str, *, first: Sequence[int] = ()) -> int:
     """pg_terminate_backend for every connection to the database at
     `database_url` (from the server's maintenance database, so this
     connection survives), the backends `first` before the others; returns
@@ -27,4 +28,4 @@ def end_backends(database_url: str, *, first: list[int] = ()) -> int:
         while conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = ANY(%s)", (ended,)).fetchone():
             assert time.monotonic() < deadline, "the backends did not end"
             time.sleep(0.02)
-    return len(rows) + len(first)
+    return len(ended)
