@@ -358,7 +358,11 @@ class Publisher:
             outbox.task = None
             if self._outboxes.get(group) is outbox and not outbox.items:
                 del self._outboxes[group]
-                self._reached_others.pop(group, None)
+                if group not in self._relay.groups:
+                    # Kept while a page here shows the thread (the relay
+                    # forgets it when the last one closes): a turn that
+                    # pauses longer than IDLE_SECONDS goes on as it was.
+                    self._reached_others.pop(group, None)
 
     async def _send(self, group: str, items: list[tuple[object | None, str | Append, str]]) -> None:
         """Consecutive items for the same recipients (the group, or one
@@ -398,13 +402,14 @@ class Publisher:
     async def _to_group(self, group: str, html: str) -> None:
         layer = get_channel_layer()
         if self._others_listen(layer, group):
-            if live_bus.carries(layer) and not self._reached_others.get(group, True):
-                # No other process took the group's last fragment: this
+            if live_bus.carries(layer) and not self._reached_others.get(group, False):
+                # No other process is known to take the group's fragments
+                # (none took the last one, or none was sent yet): this
                 # process's pages first, and the copy for the others (in
                 # order, live_bus) is not waited for. A tab that opens the
                 # thread on another server meanwhile gets it all the same,
                 # and Redis's answer sends the next fragment first again
-                # (docs/adr/0168).
+                # (docs/adr/0168, docs/adr/0171).
                 self._publish_unawaited(layer, group, html)
             else:
                 # The other processes' copy first, before this process's
@@ -464,8 +469,16 @@ class Publisher:
         """Whether a process other than this one took the group's fragment:
         Redis counts the subscribers it handed it to, this process's relay
         among them while a page of the thread is open here. Only which copy
-        goes first depends on it (`_to_group`)."""
-        self._reached_others[group] = taken_by > (1 if group in self._relay.groups else 0)
+        goes first depends on it (`_to_group`). Kept while the group has a
+        sender or a page here, so an answer that comes after both are gone
+        leaves nothing behind."""
+        if group in self._outboxes or group in self._relay.groups:
+            self._reached_others[group] = taken_by > (1 if group in self._relay.groups else 0)
+
+    def forget_reach(self, group: str) -> None:
+        """No page here shows the group's thread any more (the relay left it)."""
+        if group not in self._outboxes:
+            self._reached_others.pop(group, None)
 
     def _others_listen(self, layer, group: str) -> bool:
         """Whether the layer may reach something our consumers are not: other
@@ -546,6 +559,7 @@ class _Relay:
             if group not in self.groups or self.publisher.members(group):
                 return
             self.groups.discard(group)
+            self.publisher.forget_reach(group)
             try:
                 await get_channel_layer().group_discard(group, self.channel)
                 if self._fragments is not None:

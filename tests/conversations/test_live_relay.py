@@ -282,6 +282,75 @@ async def test_a_process_alone_on_a_thread_hands_its_pages_every_fragment_and_an
     await other_process.leave(thread_id, elsewhere)
 
 
+async def test_a_process_alone_on_a_thread_hands_its_page_the_first_fragment_without_waiting_for_a_slow_redis(
+    redis_layer, monkeypatch
+):
+    """Until Redis says another process takes a thread's fragments, none is
+    assumed to: under load a round trip took seconds, and the person's own
+    page waited for it with every token behind it (docs/adr/0171)."""
+    from redis.asyncio.client import Pipeline, Redis
+
+    thread_id = uuid.uuid4()
+    this_process = Publisher()
+    this_process.attach()
+    page = Page(await redis_layer.new_channel())
+    await this_process.join(thread_id, page)
+    real_publish, real_execute = Redis.publish, Pipeline.execute
+
+    def slow_publish(client, *args, **kwargs):
+        if isinstance(client, Pipeline):
+            return real_publish(client, *args, **kwargs)  # queued: the pipeline's execute is slow
+
+        async def after_a_second():
+            await asyncio.sleep(1.0)
+            return await real_publish(client, *args, **kwargs)
+
+        return after_a_second()
+
+    async def slow_execute(pipeline, *args, **kwargs):
+        await asyncio.sleep(1.0)
+        return await real_execute(pipeline, *args, **kwargs)
+
+    monkeypatch.setattr(Redis, "publish", slow_publish)
+    monkeypatch.setattr(Pipeline, "execute", slow_execute)
+    for n in range(5):
+        this_process.publish(thread_id, f"<p>{n}</p>")
+        await asyncio.sleep(0.01)
+    everything = "".join(f"<p>{n}</p>" for n in range(5))
+    await _until(lambda: "".join(page.fragments) == everything, timeout=0.5)
+    # Redis's answer comes in the end, and says no other process took them.
+    await _until(lambda: this_process._reached_others.get(group_name(thread_id)) is False)
+    await this_process.leave(thread_id, page)
+    await _until(lambda: group_name(thread_id) not in this_process._outboxes)
+    assert group_name(thread_id) not in this_process._reached_others
+
+
+async def test_a_pause_in_a_turn_does_not_make_the_process_forget_that_another_server_shows_the_thread(redis_layer, monkeypatch):
+    """The other server's copy goes first while it shows the thread
+    (docs/adr/0094), also after a pause longer than a sender's idle time
+    (a model that thinks), and the answer is forgotten once no page here shows it."""
+    monkeypatch.setattr(live, "IDLE_SECONDS", 0.05)
+    thread_id = uuid.uuid4()
+    group = group_name(thread_id)
+    this_process, other_process = Publisher(), Publisher()
+    this_process.attach()
+    other_process.attach()
+    page, elsewhere = Page(await redis_layer.new_channel()), Page(await redis_layer.new_channel())
+    await this_process.join(thread_id, page)
+    await other_process.join(thread_id, elsewhere)
+    this_process.publish(thread_id, "<p>before</p>")
+    await _until(lambda: this_process._reached_others.get(group) is True)
+    await _until(lambda: group not in this_process._outboxes)  # its sender ended
+    assert this_process._reached_others.get(group) is True
+    this_process.publish(thread_id, "<p>after</p>")
+    await _until(lambda: elsewhere.fragments == ["<p>before</p>", "<p>after</p>"])
+    await _until(lambda: page.fragments == ["<p>before</p>", "<p>after</p>"])
+    await other_process.leave(thread_id, elsewhere)
+    await this_process.leave(thread_id, page)
+    await _until(lambda: group not in this_process._outboxes)
+    assert group not in this_process._reached_others
+
+
 async def test_fragments_of_many_threads_sent_at_once_reach_the_other_process_in_order_in_a_few_round_trips(
     redis_layer, monkeypatch
 ):
