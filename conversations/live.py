@@ -358,11 +358,9 @@ class Publisher:
             outbox.task = None
             if self._outboxes.get(group) is outbox and not outbox.items:
                 del self._outboxes[group]
-                if group not in self._relay.groups:
-                    # Kept while a page here shows the thread (the relay
-                    # forgets it when the last one closes): a turn that
-                    # pauses longer than IDLE_SECONDS goes on as it was.
-                    self._reached_others.pop(group, None)
+                # Kept while a page here shows the thread: a turn that
+                # pauses longer than IDLE_SECONDS goes on as it was.
+                self.forget_reach(group)
 
     async def _send(self, group: str, items: list[tuple[object | None, str | Append, str]]) -> None:
         """Consecutive items for the same recipients (the group, or one
@@ -469,16 +467,20 @@ class Publisher:
         """Whether a process other than this one took the group's fragment:
         Redis counts the subscribers it handed it to, this process's relay
         among them while a page of the thread is open here. Only which copy
-        goes first depends on it (`_to_group`). Kept while the group has a
-        sender or a page here, so an answer that comes after both are gone
-        leaves nothing behind."""
-        if group in self._outboxes or group in self._relay.groups:
+        goes first depends on it (`_to_group`). Kept while the group is in
+        use here, so an answer that comes later leaves nothing behind."""
+        if self._in_use(group):
             self._reached_others[group] = taken_by > (1 if group in self._relay.groups else 0)
 
     def forget_reach(self, group: str) -> None:
-        """No page here shows the group's thread any more (the relay left it)."""
-        if group not in self._outboxes:
+        """Drop what Redis said of the group once it is no longer in use here
+        (its sender ended, or the relay left it)."""
+        if not self._in_use(group):
             self._reached_others.pop(group, None)
+
+    def _in_use(self, group: str) -> bool:
+        """The group has a sender here, or a page here shows its thread."""
+        return group in self._outboxes or group in self._relay.groups
 
     def _others_listen(self, layer, group: str) -> bool:
         """Whether the layer may reach something our consumers are not: other

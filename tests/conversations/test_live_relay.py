@@ -326,9 +326,10 @@ async def test_a_process_alone_on_a_thread_hands_its_page_the_first_fragment_wit
 
 
 async def test_a_pause_in_a_turn_does_not_make_the_process_forget_that_another_server_shows_the_thread(redis_layer, monkeypatch):
-    """The other server's copy goes first while it shows the thread
-    (docs/adr/0094), also after a pause longer than a sender's idle time
-    (a model that thinks), and the answer is forgotten once no page here shows it."""
+    """A process keeps Redis's answer that another server shows the thread
+    (so that server's copy goes first, docs/adr/0094) through a pause longer
+    than a sender's idle time (a model that thinks), and forgets it once no
+    page here shows the thread."""
     monkeypatch.setattr(live, "IDLE_SECONDS", 0.05)
     thread_id = uuid.uuid4()
     group = group_name(thread_id)
