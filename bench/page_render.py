@@ -9,6 +9,13 @@ same request to a page that renders nothing but the site's base template
 (the login page), so the ratio says what the workspace adds; the absolute
 figures are what the target (<= 30 ms, <= 200 KB) is about. Production settings (DEBUG off).
 
+Those figures come through Django's test client, as a WSGI server would
+call the app. The server (daphne) calls it through ASGI: the last lines
+take the page and a small request (the document's preview of a one-line
+document) that way, through haico_site.asgi's handler and, in the same
+run, through Django's own ASGI handler, which crossed between the event
+loop and a thread 14 times a request where ours does 5 (docs/adr/0172).
+
 Run: .venv/bin/python -m bench.page_render [--repeats 30]
 """
 
@@ -110,6 +117,48 @@ def timed(client, url, repeats) -> tuple[float, int]:
     return statistics.median(samples), len(response.content)
 
 
+async def timed_asgi(app, cookies: dict, url: str, repeats: int) -> float:
+    """Median ms of `url` through the ASGI application `app`, as the server calls it."""
+    import httpx2
+
+    transport = httpx2.ASGITransport(app=app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1", cookies=cookies) as client:
+        assert (await client.get(url)).status_code == 200  # compile templates, warm caches
+        samples = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            response = await client.get(url)
+            samples.append((time.perf_counter() - start) * 1000)
+            assert response.status_code == 200, response.status_code
+    return statistics.median(samples)
+
+
+def through_asgi(client, thread, small_thread, repeats: int) -> None:
+    """The page and a small request through both ASGI handlers, alternating."""
+    from django.conf import settings
+    from django.core.handlers.asgi import ASGIHandler
+
+    from haico_site.asgi import django_asgi_app
+
+    cookies = {settings.SESSION_COOKIE_NAME: client.cookies[settings.SESSION_COOKIE_NAME].value}
+    urls = {"page": f"/threads/{thread.pk}/workspace/", "small": f"/threads/{small_thread.pk}/workspace/document/preview/"}
+    handlers = {"ours": django_asgi_app, "django": ASGIHandler()}
+    runs = {(name, kind): [] for name in handlers for kind in urls}
+    for _ in range(3):  # alternating, so both see the same machine
+        for name, app in handlers.items():
+            for kind, url in urls.items():
+                runs[name, kind].append(asyncio.run(timed_asgi(app, cookies, url, repeats)))
+    ms = {key: statistics.median(values) for key, values in runs.items()}
+    print(
+        f"  through ASGI     {ms['ours', 'page']:6.1f} ms   the page, as the server calls it "
+        f"(Django's own ASGI handler: {ms['django', 'page']:.1f} ms)"
+    )
+    print(
+        f"  a small request  {ms['ours', 'small']:6.1f} ms   through ASGI; Django's own ASGI handler "
+        f"{ms['django', 'small']:.1f} ms -> x {ms['ours', 'small'] / ms['django', 'small']:.2f}"
+    )
+
+
 def main(repeats: int) -> None:
     call_command("migrate", verbosity=0)
     # Production pages name the hashed static files (docs/adr/0058).
@@ -133,6 +182,9 @@ def main(repeats: int) -> None:
     )
     print(f"  its preview      {preview_ms:6.1f} ms  {preview_bytes / 1024:6.1f} KB   (a second request, after the page)")
     print(f"  floor (log-in)   {floor_ms:6.1f} ms                -> page x floor {page_ms / floor_ms:.1f}")
+    small_thread = thread_create(owner=owner, title="A small one")
+    document_services.document_save(thread=small_thread, title="Note", content="One line.", base_version=0)
+    through_asgi(client, thread, small_thread, repeats)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,16 @@
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "haico_site.settings")
 # Django must be set up before the routing imports the consumers (and models).
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)
+
+from .http_handler import OneHopASGIHandler  # noqa: E402
+
+# What django.core.asgi.get_asgi_application gives, with the middleware and
+# the view in one hop to a thread (haico_site.http_handler).
+django_asgi_app = OneHopASGIHandler()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
