@@ -178,6 +178,16 @@
     if (!incoming || !incoming.hasAttribute("data-access")) detail.shouldSwap = false;
   });
 
+  // A push for a part of a turn the page does not show finds nowhere to
+  // land: a turn that started while the socket was reconnecting and ends
+  // while the chat the page asked for is still on its way, which then shows
+  // it running. The chat is asked for again (after the one on its way, if
+  // any), rather than waiting for the quiet running turn above.
+  document.addEventListener("htmx:oobErrorNoTarget", function (event) {
+    var content = event.detail && event.detail.content;
+    if (content && content.id && /^turn-\d+(-|$)/.test(content.id)) syncChat();
+  });
+
   document.addEventListener("htmx:wsAfterMessage", function () { lastSocketMessage = Date.now(); });
 
   setInterval(function () {

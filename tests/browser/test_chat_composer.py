@@ -22,6 +22,7 @@ import time
 from playwright.sync_api import Page, expect
 
 from tests.support.fake_model import Reply
+from tests.support.openai_server import Misbehave
 
 from .helpers import (
     LATE_SOCKET_SCRIPT,
@@ -331,6 +332,47 @@ def test_a_message_the_connection_dropped_before_it_arrived_goes_once_reconnecte
     assert _stored_messages(server, thread_id_from(url)) == ["Lost on the wire"]
     assert len(model_server.requests) == 1
     assert GOING_AGAIN in page.evaluate("() => window.__pendingSaid")
+
+
+def test_a_turn_that_ends_while_the_pages_catch_up_is_on_its_way_shows_its_answer_at_once(
+    new_page, start_haico_server, model_server
+):
+    """Tab A's socket is down when tab B starts a turn. A reconnects and asks
+    for the chat; the answer (the turn running, nothing streamed yet) reaches
+    A only after the turn's end was pushed to A, where it had no turn to land
+    in. A asks for the chat again and shows the answer, rather than an
+    empty running turn until its check of a quiet turn (25 s)."""
+    answer = "Answered while you were away."
+    model_server.script([Misbehave(reply=Reply(text=answer), pause_after_tokens=1, pause_seconds=2.0)])
+    _server, tab_a, url = _start(new_page, start_haico_server, model_server)
+    _open_with_a_socket_the_test_can_drop(tab_a, url)
+    held = []
+
+    def hold_the_first_catch_up(route):
+        if held:
+            route.continue_()
+        else:
+            held.append(route)  # answered below, once the turn has ended
+
+    tab_a.route("**/chat/from/**", hold_the_first_catch_up)
+    tab_b = tab_a.context.new_page()
+    tab_b.goto(url)
+    wait_for_socket(tab_b)
+    tab_a.evaluate("() => { window.__socketDelayMs = 500; window.__dropSocket(); }")
+    chat_b = _chat(tab_b)
+    chat_b.get_by_role("textbox", name="Message").fill("What did I miss?")
+    chat_b.get_by_role("button", name="Send").click()
+    deadline = time.monotonic() + 10
+    while not held:
+        assert time.monotonic() < deadline, "tab A never asked for the chat"
+        tab_a.wait_for_timeout(50)
+    running = held[0].fetch()  # the chat as the server has it now: the turn running
+    assert answer not in running.text()
+    expect(chat_b.locator(".answer")).to_have_text([answer], timeout=TURN_WAIT_MS)
+    tab_a.wait_for_timeout(1_000)  # the turn's end reaches tab A, which shows no turn yet
+    held[0].fulfill(response=running)
+    expect(_chat(tab_a).locator(".answer")).to_have_text([answer], timeout=10_000)
+    expect(tab_a.locator("#chat-status")).to_have_attribute("data-state", "idle")
 
 
 def test_a_message_caught_by_a_drop_and_a_reload_goes_with_the_same_id_and_runs_once(new_page, start_haico_server, model_server):
