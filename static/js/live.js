@@ -182,7 +182,7 @@
   // land: a turn that started while the socket was reconnecting and ends
   // while the chat the page asked for is still on its way, which then shows
   // it running. The chat is asked for again (after the one on its way, if
-  // any), rather than waiting for the quiet running turn above.
+  // any), rather than waiting for the quiet-turn check (CHAT_QUIET_MS).
   document.addEventListener("htmx:oobErrorNoTarget", function (event) {
     var content = event.detail && event.detail.content;
     if (content && content.id && /^turn-\d+(-|$)/.test(content.id)) syncChat();
