@@ -61,6 +61,8 @@ def test_killed_during_an_answer_the_answer_so_far_stays_and_retry_reruns_it(pag
     expect(chat.locator("#turn-2-answer-content")).to_have_text("The retried answer.", timeout=TURN_WAIT_MS)
     expect(chat.locator("#turn-2 .bubble-user")).to_contain_text("Write the summary")
     expect(chat.get_by_role("button", name="Retry turn 1")).to_have_count(0)
+    # The answer streams before the turn's end is stored; the page goes idle after it is.
+    expect(page.locator("#chat-status")).to_have_attribute("data-state", "idle", timeout=TURN_WAIT_MS)
     rows = server.query("SELECT [index], user_message, status, retry_of FROM conversations_turn ORDER BY [index]")
     assert rows == [(1, "Write the summary", "interrupted", None), (2, "Write the summary", "complete", 1)]
 
