@@ -152,6 +152,20 @@ def test_killed_right_after_a_call_slow_to_its_first_token_the_call_is_counted(
 
 
 @pytest.mark.postgres
+def _wait_for_a_write_waiting_on_a_lock(database_url: str, timeout: float = TURN_WAIT_MS / 1000) -> None:
+    """Until a backend of the database waits on a lock, or fail after
+    `timeout` seconds. Its own connection, in autocommit: a transaction sees
+    pg_stat_activity as it was at its first read."""
+    import psycopg
+
+    query = "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(database_url.replace("postgres://", "postgresql://", 1), autocommit=True) as conn:
+        while conn.execute(query).fetchone() is None:
+            assert time.monotonic() < deadline, "the tool's write never waited on the thread's row"
+            time.sleep(0.05)
+
+
 def test_killed_during_a_tool_step_the_thread_works_again_at_once(
     page, start_haico_server, migrated_postgres_database_url, model_server
 ):
@@ -177,7 +191,9 @@ def test_killed_during_a_tool_step_the_thread_works_again_at_once(
     _send(page, "Record the goal")
     reasoning = chat.get_by_role("group", name="Internal reasoning")
     expect(reasoning).to_contain_text("Writing down the goal.", timeout=TURN_WAIT_MS)
-    time.sleep(0.5)  # the tool is waiting on the row lock
+    # The kill must come once the tool's write waits on the row lock: the line
+    # above shows as the model streams the call, before its step is stored.
+    _wait_for_a_write_waiting_on_a_lock(migrated_postgres_database_url)
     server.kill()
     lock["conn"].rollback()
     lock["conn"].close()
