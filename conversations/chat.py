@@ -22,7 +22,8 @@ from workspace.selectors import snapshot_messages_for
 from workspace.url_templates import TURN
 
 from .models import Turn
-from .selectors import feedback_counts, turn_errors_for, turn_rows_for, turn_versions_for
+from .selectors import family_turn_versions, feedback_counts, has_active_branch_link, turn_errors_for, turn_rows_for
+from .trajectory.reads import LoneThreadRows
 from .turns.approval_claims import awaiting_approval
 from .turns.approval_record import TurnApproval
 from .turns.fragments import approval_view, turn_context
@@ -44,11 +45,11 @@ def chat_turns(*, thread: Thread, user=None, keep: Callable[[int], bool] | None 
     row (conversations.models.Turn) how it ended, and the answer when the
     checkpointer has none (a turn interrupted mid-answer). Older threads
     have no rows: their failures come from the activity log."""
-    history = _ChatHistory(thread=thread, user=user)
+    history = ChatHistory(thread=thread, user=user)
     return [history.shown(index) for index in history.indices if keep is None or keep(index)]
 
 
-class _ChatHistory:
+class ChatHistory:
     """What the chat shows of each turn, read once: the turns are told apart
     cheaply, and only those a page shows are made into its turns (an
     answer's markdown, its approval card), so a thread of hundreds of turns
@@ -57,7 +58,8 @@ class _ChatHistory:
     def __init__(self, *, thread: Thread, user=None):
         self.thread = thread
         turns = {turn.turn_index: turn for turn in past_turns(thread.pk)}
-        for turn_index, user_message in snapshot_messages_for(thread=thread):
+        self.messages = snapshot_messages_for(thread=thread)
+        for turn_index, user_message in self.messages:
             if turn_index not in turns:
                 turns[turn_index] = PastTurn(turn_index=turn_index, user_message=user_message)
         self.rows = turn_rows_for(thread=thread)
@@ -71,7 +73,16 @@ class _ChatHistory:
         self.running = running_turn(thread)
         self.errors = turn_errors_for(thread=thread) if len(self.rows) < len(turns) else {}
         self.latest = max(turns, default=None)
-        self.versions = turn_versions_for(thread=thread)
+        self.linked = has_active_branch_link(thread.pk)
+        self.versions = family_turn_versions(thread=thread) if self.linked else {}
+
+    def lone_rows(self) -> LoneThreadRows | None:
+        """What the thread's map needs of the rows read here, when no active
+        branch link joins it to another thread; None when one does."""
+        if self.linked:
+            return None
+        statuses = {index: row.status for index, row in self.rows.items()}
+        return LoneThreadRows(messages=self.messages, statuses=statuses, running=self.running)
 
     def shown(self, index: int) -> dict:
         turn, row = self.turns[index], self.rows.get(index)
@@ -140,10 +151,10 @@ def latest_turns(indices: list[int], *, through: int | None = None) -> tuple[lis
 def shown_turns(*, thread: Thread, user, before: int | None = None, through: int | None = None) -> tuple[list[dict], dict | None]:
     """The turns a chat shows (`latest_turns`) of the thread's turns before
     turn `before` (all of them when None), and the control for the rest."""
-    return _shown(_ChatHistory(thread=thread, user=user), before=before, through=through)
+    return _shown(ChatHistory(thread=thread, user=user), before=before, through=through)
 
 
-def _shown(history: _ChatHistory, *, before: int | None = None, through: int | None = None) -> tuple[list[dict], dict | None]:
+def _shown(history: ChatHistory, *, before: int | None = None, through: int | None = None) -> tuple[list[dict], dict | None]:
     indices = history.indices if before is None else [index for index in history.indices if index < before]
     shown, earlier = latest_turns(indices, through=through)
     return [history.shown(index) for index in shown], earlier
@@ -155,8 +166,9 @@ def turn_state(thread: Thread) -> tuple[int | None, bool]:
     return running, running is None and awaiting_approval(thread.pk) is not None
 
 
-def chat_context(*, thread: Thread, user) -> dict:
-    history = _ChatHistory(thread=thread, user=user)
+def chat_context(*, thread: Thread, user, history: ChatHistory | None = None) -> dict:
+    """`history`: the thread's, as the caller has read it for this person."""
+    history = history or ChatHistory(thread=thread, user=user)
     # The running turn and the latest turn's row as the history read them,
     # rather than read again (turn_state): one reading of the slot for the
     # controls and the turns alike.

@@ -246,10 +246,18 @@ def family_ids_a_removal_reaches(*, thread_id) -> set:
     return reached
 
 
+def has_active_branch_link(thread_id) -> bool:
+    """Whether an active branch link joins the thread to another, as its branch or as its parent."""
+    return BranchLink.objects.filter(Q(thread_id=thread_id) | Q(parent_id=thread_id), status=BranchLink.Status.ACTIVE).exists()
+
+
 def turn_versions_for(*, thread: Thread) -> dict[int, TurnVersions]:
     """Turn index -> its versions, for the turns that have more than one."""
-    if not BranchLink.objects.filter(Q(thread=thread) | Q(parent=thread), status=BranchLink.Status.ACTIVE).exists():
-        return {}
+    return family_turn_versions(thread=thread) if has_active_branch_link(thread.pk) else {}
+
+
+def family_turn_versions(*, thread: Thread) -> dict[int, TurnVersions]:
+    """`turn_versions_for` a thread its caller knows to be joined to others."""
     # The family as the map shows it, ending at a deleted thread and at a
     # link to threads with other people: a person shared a branch left on
     # its own is never linked to the thread it came from (docs/adr/0084).

@@ -25,7 +25,7 @@ from workspace.views.common import flash
 
 from . import live, presence, selectors, services, staff_view, trajectory
 from .branching import rerun_in_branch
-from .chat import chat_context, chat_turns, shown_turns, turn_state
+from .chat import ChatHistory, chat_context, chat_turns, shown_turns, turn_state
 from .forms import (
     PAGE_NOTES,
     ChooseModelForm,
@@ -190,7 +190,9 @@ ROLE_LABELS = {Access.VIEW: "Viewer", Access.EDIT: "Editor"}
 def page_context(*, thread, user, access: Access) -> dict:
     """One context for all panels; their keys are disjoint apart from `thread`.
     `access`: the person's, which decides the controls the page offers (docs/adr/0084)."""
-    graph = trajectory.family_graph(thread=thread)  # the map, and where a branch came from
+    history = ChatHistory(thread=thread, user=user)
+    # The map, and where a branch came from; a thread with no family's from the rows the chat read.
+    graph = trajectory.family_graph(thread=thread, lone=history.lone_rows())
     return {
         "can_edit": access >= Access.EDIT,
         "can_share": access is Access.OWN,
@@ -200,7 +202,7 @@ def page_context(*, thread, user, access: Access) -> dict:
         **panels.preferences_context(thread=thread),
         **panels.plan_context(thread=thread),
         **panels.centre_context(thread=thread, selected_artifact_id=None),
-        **chat_context(thread=thread, user=user),
+        **chat_context(thread=thread, user=user, history=history),
         **trajectory.map_context(graph),
         "branch_origin": graph.origin,
         "thread": thread,

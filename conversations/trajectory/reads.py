@@ -5,7 +5,10 @@ docs/adr/0135, 0140), and the workspace after one turn."""
 
 from __future__ import annotations
 
-from django.db.models import CharField, Exists, OuterRef, Q
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from django.db.models import CharField, Exists, OuterRef
 from django.db.models.functions import Cast, Substr
 
 from workspace import plan_tree
@@ -13,7 +16,7 @@ from workspace.markdown import render_markdown
 from workspace.models import Thread, ThreadMember, WorkspaceSnapshot
 
 from ..models import BranchLink, Turn, TurnSlot
-from ..selectors import links_between_other_people, people_of, workspace_after_turn_in_history
+from ..selectors import has_active_branch_link, links_between_other_people, people_of, workspace_after_turn_in_history
 from ..turns.slot import live_turn
 from .layout import FamilyThread, Graph, TurnFact, assemble, family_of, lane_order
 
@@ -21,7 +24,7 @@ from .layout import FamilyThread, Graph, TurnFact, assemble, family_of, lane_ord
 MESSAGE_START_CHARS = 60
 
 
-def family_graph(*, thread: Thread) -> Graph:
+def family_graph(*, thread: Thread, lone: LoneThreadRows | None = None) -> Graph:
     """The trajectory graph of `thread`'s family, as its page shows it.
     Its reads are unordered (`order_by()`): the graph is built from dicts and
     the lanes' own order, and a model's default ordering costs each
@@ -38,9 +41,23 @@ def family_graph(*, thread: Thread) -> Graph:
     turn's end reads its map, docs/adr/0135), is its own family: whether
     any link exists, then its row, its unfinished turns' statuses and its
     snapshots; any link at all takes the family's four reads below, after
-    that first one."""
+    that first one. `lone`: those rows as the caller read them, for a
+    thread it knows has no active link (`_lone_graph`, no read at all)."""
+    if lone is not None:
+        return _lone_graph(thread.pk, thread.title, lone)
     alone = _alone(thread)
     return alone if alone is not None else _family_graph(thread)
+
+
+@dataclass(frozen=True, slots=True)
+class LoneThreadRows:
+    """What a caller has already read of a thread that no active branch
+    link joins to another: its map is drawn from them, not read again (the
+    workspace page's chat reads the same rows)."""
+
+    messages: Iterable[tuple[int, str]]  # (turn index, its message) of each of its snapshots
+    statuses: Mapping[int, str]  # turn index -> its turn row's status
+    running: int | None  # its running turn, if any
 
 
 def _family_graph(thread: Thread) -> Graph:
@@ -135,11 +152,7 @@ def _alone(thread: Thread) -> Graph | None:
     read, a status per snapshot): the ORM built those in about 2 ms of CPU
     a read, every turn's end, where the four take about half of it
     (docs/adr/0140, round three)."""
-    if (
-        BranchLink.objects.filter(Q(thread_id=thread.pk) | Q(parent_id=thread.pk), status=BranchLink.Status.ACTIVE)
-        .order_by()
-        .exists()
-    ):
+    if has_active_branch_link(thread.pk):
         return None
     row = (
         Thread.objects.filter(pk=thread.pk, is_deleted=False)
@@ -153,16 +166,26 @@ def _alone(thread: Thread) -> Graph | None:
     statuses = dict(
         Turn.objects.filter(thread_id=thread.pk).exclude(status=Turn.Status.COMPLETE).order_by().values_list("index", "status")
     )
-    complete = Turn.Status.COMPLETE
-    turns = [
-        TurnFact(thread.pk, index, _start(message), statuses.get(index, complete))
-        for index, message in WorkspaceSnapshot.objects.filter(thread_id=thread.pk)
+    messages = (
+        WorkspaceSnapshot.objects.filter(thread_id=thread.pk)
         .order_by()
         .values_list("turn_index", Substr("user_message", 1, MESSAGE_START_CHARS + 1))
-    ]
+    )
     running = live_turn(TurnSlot(turn_index=running_index, since=running_since))
-    member = FamilyThread(thread.pk, title, None, 0, running)
-    return assemble(current=thread.pk, threads=[member], turns=turns)
+    return _lone_graph(thread.pk, title, LoneThreadRows(messages=messages, statuses=statuses, running=running))
+
+
+def _lone_graph(thread_id, title: str, rows: LoneThreadRows) -> Graph:
+    """The graph of a thread no active link joins to another: one lane, its
+    turns with their statuses (a snapshot with no turn row is complete)."""
+    complete = Turn.Status.COMPLETE
+    turns = [
+        # Cut before `_start` folds its spaces, as `_alone` reads it: the same words either way.
+        TurnFact(thread_id, index, _start(message[: MESSAGE_START_CHARS + 1]), rows.statuses.get(index, complete))
+        for index, message in rows.messages
+    ]
+    member = FamilyThread(thread_id, title, None, 0, rows.running)
+    return assemble(current=thread_id, threads=[member], turns=turns)
 
 
 def _inherited_turns(branch, parent, branch_point: int) -> list[TurnFact]:

@@ -26,6 +26,12 @@ def facts(thread, *indices):
     return [TurnFact(thread, i, f"{thread.int}:{i}") for i in indices]
 
 
+def shape(graph):
+    """Everything a drawn map shows of a graph."""
+    nodes = [(n.thread, n.index, n.message, n.status, n.lane, n.position, n.x, n.y) for n in graph.nodes]
+    return graph.threads, nodes, edges(graph), [n.index for n in graph.path], graph.width, graph.height
+
+
 def keys(nodes):
     return {(n.thread, n.index) for n in nodes}
 
@@ -232,10 +238,6 @@ def test_a_thread_with_no_branch_link_is_read_in_four_plain_statements_as_its_fa
     slot.turn_finish(thread=thread, turn_index=index, status=Turn.Status.FAILED)
     slot.turn_begin(thread=thread, user_message="five, running")
 
-    def shape(graph):
-        nodes = [(n.thread, n.index, n.message, n.status, n.lane, n.position, n.x, n.y) for n in graph.nodes]
-        return graph.threads, nodes, edges(graph), [n.index for n in graph.path], graph.width, graph.height
-
     with django_assert_num_queries(4) as queries:
         alone = trajectory.family_graph(thread=thread)
     # Plain reads: no correlated subquery for the ORM to build (docs/adr/0140).
@@ -247,6 +249,31 @@ def test_a_thread_with_no_branch_link_is_read_in_four_plain_statements_as_its_fa
     branch = fork(thread, at=2)
     assert [t.pk for t in trajectory.family_graph(thread=thread).threads] == [thread.pk, branch.pk]
     assert [t.pk for t in trajectory.family_graph(thread=branch).threads] == [thread.pk, branch.pk]
+
+
+@pytest.mark.django_db
+def test_the_page_draws_a_lone_threads_map_from_its_chats_rows_as_the_map_reads_it(owner, django_assert_num_queries):
+    from conversations.chat import ChatHistory
+
+    thread = services.thread_create(owner=owner, title="Alone")
+    # A node shows the message's start as the map's own read cuts it, lines folded.
+    run_turns(thread, "one" + " " * 70 + "then the rest of a long first message", "two\n\n" + "lines " * 20)
+    index, _snapshot = slot.turn_begin(thread=thread, user_message="three")
+    slot.turn_finish(thread=thread, turn_index=index, status=Turn.Status.FAILED)
+    slot.turn_begin(thread=thread, user_message="four, running")
+    thread.refresh_from_db()
+
+    rows = ChatHistory(thread=thread, user=owner).lone_rows()
+    with django_assert_num_queries(0):
+        drawn = trajectory.family_graph(thread=thread, lone=rows)
+    assert shape(drawn) == shape(trajectory.family_graph(thread=thread))
+    assert drawn.nodes[0].message == "one…"
+    assert [n.status for n in drawn.nodes] == ["complete", "complete", Turn.Status.FAILED]
+    assert drawn.threads[0].running == 4
+    # Joined to a branch, either way round, it has no lone rows: its family is read.
+    branch = fork(thread, at=2)
+    assert ChatHistory(thread=thread, user=owner).lone_rows() is None
+    assert ChatHistory(thread=branch, user=owner).lone_rows() is None
 
 
 @pytest.mark.django_db
