@@ -1,7 +1,8 @@
 """What the trajectory map and a turn's preview read from the database
-(docs/adr/0016): a thread with no branch link in four plain queries, a
-family in five, whatever its size (six when it is shared with anyone;
-docs/adr/0135, 0140), and the workspace after one turn."""
+(docs/adr/0016): a thread with no branch link in four plain queries (none
+on its workspace page, whose chat has read the same rows), a family in
+five, whatever its size (six when it is shared with anyone; docs/adr/0135,
+0140), and the workspace after one turn."""
 
 from __future__ import annotations
 
