@@ -154,6 +154,25 @@ def act_on_row(
     return changed(request, thread, changes)
 
 
+def add_to_panel(
+    request: HtmxHttpRequest, thread_id, write: Callable[[Thread, dict], None], *, panel: str, form_class: type[Form]
+) -> HttpResponse:
+    """A new row of a panel (a plan step, a preference): validate
+    `form_class`, then run `write(thread, cleaned_data)` and answer with what
+    it changed; a refusal is shown at the panel's add form, with what was
+    typed there kept."""
+    thread = get_thread_for_user(request, thread_id, Access.EDIT)
+    form = form_class(request.POST)
+    if not form.is_valid():
+        return refused(request, panel, thread=thread, message=first_error(form), target="add", values=request.POST)
+    with events.collecting() as changes:
+        try:
+            write(thread, form.cleaned_data)
+        except WorkspaceError as exc:
+            return refused(request, panel, thread=thread, message=exc.message, target="add", values=request.POST)
+    return changed(request, thread, changes)
+
+
 def panel_response(request: HttpRequest, name: str, *, thread: Thread, **extra) -> HttpResponse:
     """The whole panel (a GET, or the objective's own form)."""
     return render(request, panels.PANEL_TEMPLATES[name], panels.panel_context(name, thread=thread, **extra))

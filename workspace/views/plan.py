@@ -11,8 +11,8 @@ from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import events, selectors
-from ..errors import NotFound, WorkspaceError
+from .. import selectors
+from ..errors import NotFound
 from ..forms import (
     PlanHistoryForm,
     StepAtForm,
@@ -26,7 +26,7 @@ from ..forms import (
 from ..models import Todo
 from ..selectors import Access
 from ..services import plan as plan_services
-from .common import act_on_row, changed, get_thread_for_user, in_thread_or_none, panel_response, refused
+from .common import act_on_row, add_to_panel, get_thread_for_user, in_thread_or_none, panel_response
 
 PANEL = "plan"
 STEP_GONE = "That step no longer exists (it may have been deleted in another tab); the plan now shows what is left."
@@ -48,16 +48,10 @@ def plan_panel(request, thread_id):
 @login_required
 @require_POST
 def step_add(request, thread_id):
-    thread = get_thread_for_user(request, thread_id, Access.EDIT)
-    form = StepTextForm(request.POST)
-    if not form.is_valid():
-        return refused(request, PANEL, thread=thread, message=first_error(form), target="add", values=request.POST)
-    with events.collecting() as changes:
-        try:
-            plan_services.todo_add(thread=thread, text=form.cleaned_data["text"], **_by(request))
-        except WorkspaceError as exc:
-            return refused(request, PANEL, thread=thread, message=exc.message, target="add", values=request.POST)
-    return changed(request, thread, changes)
+    def add(thread, data):
+        plan_services.todo_add(thread=thread, text=data["text"], **_by(request))
+
+    return add_to_panel(request, thread_id, add, panel=PANEL, form_class=StepTextForm)
 
 
 def _on_step(request, thread_id, pk, action, **options):

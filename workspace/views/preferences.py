@@ -6,13 +6,11 @@ from django.contrib.auth.decorators import login_required
 from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import events
-from ..errors import WorkspaceError
-from ..forms import PreferenceAddForm, PreferenceEditForm, PreferenceLockForm, first_error
+from ..forms import PreferenceAddForm, PreferenceEditForm, PreferenceLockForm
 from ..models import Preference
 from ..selectors import Access
 from ..services import preferences as preference_services
-from .common import act_on_row, changed, get_thread_for_user, panel_response, refused
+from .common import act_on_row, add_to_panel, get_thread_for_user, panel_response
 
 PANEL = "preferences"
 PREFERENCE_GONE = "That preference no longer exists (it may have been deleted in another tab); the list now shows what is left."
@@ -28,16 +26,10 @@ def preferences_panel(request, thread_id):
 @login_required
 @require_POST
 def preference_add(request, thread_id):
-    thread = get_thread_for_user(request, thread_id, Access.EDIT)
-    form = PreferenceAddForm(request.POST)
-    if not form.is_valid():
-        return refused(request, PANEL, thread=thread, message=first_error(form), target="add", values=request.POST)
-    with events.collecting() as changes:
-        try:
-            preference_services.preference_add(thread=thread, respect_lock=False, **form.cleaned_data)
-        except WorkspaceError as exc:
-            return refused(request, PANEL, thread=thread, message=exc.message, target="add", values=request.POST)
-    return changed(request, thread, changes)
+    def add(thread, data):
+        preference_services.preference_add(thread=thread, respect_lock=False, **data)
+
+    return add_to_panel(request, thread_id, add, panel=PANEL, form_class=PreferenceAddForm)
 
 
 def _on_preference(request, thread_id, pk, action, **options):
