@@ -39,37 +39,8 @@ from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
 
 from conversations.services import thread_create  # noqa: E402
-from workspace.services import artifacts as artifact_services  # noqa: E402
+from tests.support.workspaces import big_workspace  # noqa: E402
 from workspace.services import document as document_services  # noqa: E402
-from workspace.services import plan as plan_services  # noqa: E402
-from workspace.services import preferences as preference_services  # noqa: E402
-
-
-def big_workspace(owner):
-    thread = thread_create(owner=owner, title="Big workspace")
-    plan_services.todos_add_outline(
-        thread=thread,
-        steps=[{"text": f"Step {i} of a long plan with some words", "depth": [0, 1, 2, 1][i % 4]} for i in range(300)],
-    )
-    for i in range(100):
-        preference_services.preference_add(
-            thread=thread,
-            title=f"Preference number {i}",
-            subtitle="Some detail about it",
-            kind="hard" if i % 3 == 0 else "soft",
-            respect_lock=False,
-        )
-    body = ("## Section\n\nLorem ipsum dolor sit amet, **consectetur** adipiscing elit. " * 400)[:30000]
-    document_services.document_save(thread=thread, title="Report", content=body)
-    for i in range(20):
-        artifact_services.artifact_create(
-            thread=thread,
-            artifact_type="bar_chart",
-            title=f"Chart {i}",
-            payload={"title": f"Chart {i}", "data": [{"name": "Q1", "value": 1}, {"name": "Q2", "value": 2}]},
-            turn_index=0,
-        )
-    return thread
 
 
 def chat_that_built_it(thread, *, calls: int = 120, per_reply: int = 10) -> None:

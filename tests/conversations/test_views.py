@@ -13,11 +13,9 @@ from django.utils import timezone
 from conversations.models import ActivityLogEntry, Feedback
 from conversations.services import activity_log, thread_create, thread_soft_delete
 from tests.support.web import HTMX, answered_as_missing, ws_url
+from tests.support.workspaces import big_workspace
 from workspace.models import Thread
 from workspace.services import artifacts as artifact_services
-from workspace.services import document as document_services
-from workspace.services import plan as plan_services
-from workspace.services import preferences as preference_services
 
 pytestmark = pytest.mark.django_db
 
@@ -320,29 +318,7 @@ def test_anonymous_visitor_is_sent_to_log_in(client, thread):
 
 
 def test_a_big_workspace_page_stays_under_200_kb_with_no_per_row_forms(owner_client, owner):
-    thread = thread_create(owner=owner, title="Big")
-    plan_services.todos_add_outline(
-        thread=thread,
-        steps=[{"text": f"Step {i} of a long plan with some words", "depth": [0, 1, 2, 1][i % 4]} for i in range(300)],
-    )
-    for i in range(100):
-        preference_services.preference_add(
-            thread=thread,
-            title=f"Preference number {i}",
-            subtitle="Some detail about it",
-            kind="hard" if i % 3 == 0 else "soft",
-            respect_lock=False,
-        )
-    body = ("## Section\n\nLorem ipsum dolor sit amet, **consectetur** adipiscing elit. " * 400)[:30000]
-    document_services.document_save(thread=thread, title="Report", content=body)
-    for i in range(20):
-        artifact_services.artifact_create(
-            thread=thread,
-            artifact_type="bar_chart",
-            title=f"Chart {i}",
-            payload={"title": f"Chart {i}", "data": [{"name": "Q1", "value": 1}]},
-            turn_index=0,
-        )
+    thread = big_workspace(owner, title="Big")
 
     response = _page(owner_client, thread)
 
