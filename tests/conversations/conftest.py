@@ -8,8 +8,12 @@ import pytest
 from channels.testing import WebsocketCommunicator
 
 from tests.support.admin import populated  # noqa: F401  (the admin tests' rows of every model)
+from tests.support.fake_model import Reply
 from tests.support.model_server import model_server  # noqa: F401  (the real ChatOpenAI against the local server)
-from tests.support.turns import turn_environment  # noqa: F401  (autouse: every test here)
+from tests.support.turns import (
+    run_turn,
+    turn_environment,  # noqa: F401  (autouse: every test here)
+)
 
 from .helpers import Script, open_socket
 
@@ -46,3 +50,12 @@ async def sockets():
             await communicator.disconnect(timeout=2)
         except (Exception, asyncio.CancelledError):
             pass  # the application already ended (e.g. it closed the socket)
+
+
+@pytest.fixture
+async def two_answered_turns(thread, script):
+    """`thread` after two turns answered in full ("Answer one.", "Answer two."); later turns answer "Another answer."."""
+    script(Reply(text="Answer one."), Reply(text="Answer two."), default=Reply(text="Another answer."))
+    await run_turn(thread, "first message")
+    await run_turn(thread, "second message")
+    return thread

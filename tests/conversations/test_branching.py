@@ -20,6 +20,7 @@ from conversations.chat import chat_turns
 from conversations.models import BranchLink, Turn
 from conversations.turns import registry
 from tests.support.fake_model import Reply, tool_call
+from tests.support.turns import run_turn
 from workspace.models import (
     Artifact,
     Document,
@@ -37,12 +38,6 @@ from workspace.services.preferences import preference_add
 pytestmark = pytest.mark.django_db(transaction=True)
 
 fork = database_sync_to_async(fork_thread)
-
-
-async def _turn(thread, message):
-    index = await registry.start_turn(thread=thread, user_message=message)
-    await registry.wait_for_turn(thread.pk)
-    return index
 
 
 def _chart(title):
@@ -67,10 +62,10 @@ async def _two_turns(thread, script):
         Reply(text="Answer two."),
         default=Reply(text="Branch answer."),
     )
-    await _turn(thread, "first message")
+    await run_turn(thread, "first message")
     await database_sync_to_async(document_save)(thread=thread, title="Draft", content="Person's text\n")
     await database_sync_to_async(preference_add)(thread=thread, title="British English", kind="hard", respect_lock=False)
-    await _turn(thread, "second message")
+    await run_turn(thread, "second message")
 
 
 def _source_state(thread):
@@ -168,7 +163,7 @@ async def test_the_branch_shows_turns_up_to_the_branch_point_and_its_next_turn_i
     ]
 
     model = script.model
-    assert await _turn(branch, "a different second message") == 2
+    assert await run_turn(branch, "a different second message") == 2
     await database_sync_to_async(branch.refresh_from_db)()
     await database_sync_to_async(thread.refresh_from_db)()
     sent = [m for m in model.requests[-1] if m.type != "system"]
@@ -219,7 +214,7 @@ async def test_a_branch_before_the_first_turn_has_no_history_and_the_first_turns
 async def test_branches_of_branches_keep_the_numbering(owner, thread, script):
     await _two_turns(thread, script)
     branch = await fork(source=thread, turn_index=1, user=owner)
-    await _turn(branch, "branch turn two")
+    await run_turn(branch, "branch turn two")
     grandchild = await fork(source=branch, turn_index=2, user=owner)
     shown = await database_sync_to_async(chat_turns)(thread=grandchild)
     assert [(t["turn_index"], t["user_message"]) for t in shown] == [(1, "first message"), (2, "branch turn two")]
@@ -231,9 +226,9 @@ async def test_a_turn_a_branch_shows_from_before_its_branch_point_branches_like_
     snapshot is in the thread it ran in, reached through the branch links
     (a branch of a branch, and a thread between deleted, included)."""
     await _two_turns(thread, script)
-    await _turn(thread, "third message")
+    await run_turn(thread, "third message")
     child = await fork(source=thread, turn_index=2, user=owner)
-    await _turn(child, "child turn three")
+    await run_turn(child, "child turn three")
     grandchild = await fork(source=child, turn_index=3, user=owner)
     expected = await database_sync_to_async(_rows_of)(await fork(source=thread, turn_index=1, user=owner))
 
@@ -405,7 +400,7 @@ async def test_a_thread_without_turns_is_refused(owner, thread):
 
 async def test_a_running_turn_is_refused_but_the_turn_before_it_can_be_branched(owner, thread, script):
     script(Reply(text="Answer one."), Reply(text="slow " * 40, token_delay=0.05))
-    await _turn(thread, "first message")
+    await run_turn(thread, "first message")
     await registry.start_turn(thread=thread, user_message="second message")
     with pytest.raises(BranchRefused, match="Turn 2 is still running"):
         await fork(source=thread, turn_index=2, user=owner)
@@ -688,10 +683,10 @@ async def test_a_branch_carries_the_plan_history_up_to_where_it_starts(owner, ot
         Reply(tool_calls=[tool_call("toggle_todos", "Ticking.", indices=[1])]),
         Reply(text="Answer two."),
     )
-    await _turn(thread, "first message")
+    await run_turn(thread, "first message")
     intro = await database_sync_to_async(Todo.objects.get)(thread=thread, text="Intro")
     await database_sync_to_async(plan_services.todo_set_done)(todo=intro, done=True, author="person", person=other_user)
-    await _turn(thread, "second message")
+    await run_turn(thread, "second message")
     await database_sync_to_async(plan_services.todo_add)(thread=thread, text="After turn two", author="person", person=owner)
     source = await database_sync_to_async(_plan_history)(thread)
     assert [(summary, turn) for summary, _author, turn, *_ in source] == [
@@ -785,7 +780,7 @@ async def test_a_turn_cut_off_mid_step_leaves_the_thread_branchable_and_its_arch
     running = registry._running[thread.pk]
     running.task.cancel()
     await asyncio.wait((running.task,), timeout=5)
-    await _turn(thread, "second")
+    await run_turn(thread, "second")
 
     branch = await database_sync_to_async(fork_thread)(source=thread, turn_index=2, user=owner)
     imported = await database_sync_to_async(import_archive)(raw=await database_sync_to_async(archive_bytes)(thread), owner=owner)

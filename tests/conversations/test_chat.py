@@ -11,15 +11,11 @@ from conversations.models import TurnSlot
 from conversations.turns import registry
 from conversations.turns.slot import turn_begin
 from tests.support.fake_model import Reply, tool_call
+from tests.support.turns import run_turn
 
 from .helpers import frame_containing, frames_until_turn_end
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-async def _run_turn(thread, message):
-    await registry.start_turn(thread=thread, user_message=message)
-    await registry.wait_for_turn(thread.pk)
 
 
 @database_sync_to_async
@@ -45,7 +41,7 @@ async def test_after_a_turn_the_page_shows_it_with_reasoning_collapsed(owner, th
         Reply(tool_calls=[tool_call("add_todos", "Laying out the plan.", steps=[{"text": "Outline", "depth": 0}])]),
         Reply(text="I planned it: **one step**."),
     )
-    await _run_turn(thread, "plan my essay")
+    await run_turn(thread, "plan my essay")
 
     context = await _context(thread, owner)
     [turn] = context["turns"]
@@ -86,7 +82,7 @@ async def test_a_failed_turn_shows_its_error_after_reload(owner, thread, script,
         raise RuntimeError("boom")
 
     script(broken)
-    await _run_turn(thread, "do it")
+    await run_turn(thread, "do it")
     chat = _chat_panel(await _page(async_client, owner, thread))
     assert "do it" in chat
     assert re.search(
@@ -111,7 +107,7 @@ async def test_a_page_loaded_mid_turn_shows_the_running_turn_and_stop(owner, thr
 
 async def test_user_text_is_escaped_and_the_model_selector_appears_with_several_models(owner, thread, script, async_client):
     script(Reply(text="<img src=x onerror=alert(1)> done"))
-    await _run_turn(thread, "<script>alert('x')</script>")
+    await run_turn(thread, "<script>alert('x')</script>")
     chat = _chat_panel(await _page(async_client, owner, thread))
     assert "<script>alert" not in chat and "&lt;script&gt;" in chat
     assert "<img" not in chat
@@ -167,7 +163,7 @@ async def test_a_turn_whose_server_died_unnoticed_reads_as_interrupted(owner, th
 
 async def test_a_cut_off_answer_is_marked_cut_off_with_retry(owner, thread, script, async_client):
     script(Reply(text="The answer stops in the mid", finish_reason="length"))
-    await _run_turn(thread, "explain")
+    await run_turn(thread, "explain")
     chat = _chat_panel(await _page(async_client, owner, thread))
     assert "The answer stops in the mid" in chat
     assert re.search(r'class="turn-marker is-cut-off" role="alert"', chat) and "Cut off" in chat
@@ -176,7 +172,7 @@ async def test_a_cut_off_answer_is_marked_cut_off_with_retry(owner, thread, scri
 
 async def test_a_turn_without_an_answer_says_so_in_its_bubble(owner, thread, script, async_client):
     script(Reply(text=""), Reply(text=""), Reply(text=""))
-    await _run_turn(thread, "anything?")
+    await run_turn(thread, "anything?")
     chat = _chat_panel(await _page(async_client, owner, thread))
     assert re.search(r'class="turn-marker is-notice" role="alert"', chat)
     assert "returned an empty reply 3 times" in chat and 'aria-label="Retry turn 1"' in chat
@@ -207,7 +203,7 @@ async def test_failed_and_skipped_steps_are_marked_in_the_trace(owner, thread, s
         ),
         Reply(text="Done what I could."),
     )
-    await _run_turn(thread, "go")
+    await run_turn(thread, "go")
     [turn] = (await _context(thread, owner))["turns"]
     assert [step.status for step in turn["steps"]] == ["failed", "failed", "skipped", "done"]
     chat = _chat_panel(await _page(async_client, owner, thread))

@@ -13,23 +13,9 @@ from conversations.chat import chat_turns
 from conversations.models import BranchLink, Turn
 from conversations.selectors import turn_versions_for
 from conversations.turns import registry
-from tests.support.fake_model import Reply
 from workspace.models import Thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-async def _turn(thread, message):
-    await registry.start_turn(thread=thread, user_message=message)
-    await registry.wait_for_turn(thread.pk)
-
-
-@pytest.fixture
-async def two_turns(thread, script):
-    script(Reply(text="Answer one."), Reply(text="Answer two."), default=Reply(text="Another answer."))
-    await _turn(thread, "first message")
-    await _turn(thread, "second message")
-    return thread
 
 
 class _Client(AsyncClient):
@@ -65,8 +51,8 @@ async def _the_branch(source):
     return link
 
 
-async def test_edit_runs_the_changed_message_as_turn_n_of_a_new_branch(owner, two_turns):
-    thread = two_turns
+async def test_edit_runs_the_changed_message_as_turn_n_of_a_new_branch(owner, two_answered_turns):
+    thread = two_answered_turns
     client = await _client(owner)
     response = await client.post(_url(thread, 2, "edit"), {"message": "second message, edited"})
     link = await _the_branch(thread)
@@ -83,8 +69,8 @@ async def test_edit_runs_the_changed_message_as_turn_n_of_a_new_branch(owner, tw
     ]
 
 
-async def test_regenerate_runs_the_same_message_again_in_a_new_branch(owner, two_turns, script):
-    thread = two_turns
+async def test_regenerate_runs_the_same_message_again_in_a_new_branch(owner, two_answered_turns, script):
+    thread = two_answered_turns
     client = await _client(owner)
     response = await client.post(_url(thread, 2, "regenerate"))
     link = await _the_branch(thread)
@@ -104,28 +90,28 @@ async def test_regenerate_runs_the_same_message_again_in_a_new_branch(owner, two
     ]
 
 
-async def test_regenerating_a_turn_twice_makes_two_branches_the_thread_list_tells_apart(owner, two_turns):
+async def test_regenerating_a_turn_twice_makes_two_branches_the_thread_list_tells_apart(owner, two_answered_turns):
     client = await _client(owner)
     titles = []
     for _ in range(2):
-        await client.post(_url(two_turns, 2, "regenerate"))
+        await client.post(_url(two_answered_turns, 2, "regenerate"))
         link = await database_sync_to_async(BranchLink.objects.select_related("thread").latest)("created_at")
         await registry.wait_for_turn(link.thread_id)
         titles.append(link.thread.title)
     assert titles == ["Lit review (turn 2 regenerated)", "Lit review (turn 2 regenerated, take 2)"]
 
 
-async def test_editing_the_first_message_branches_before_any_turn(owner, two_turns):
+async def test_editing_the_first_message_branches_before_any_turn(owner, two_answered_turns):
     client = await _client(owner, htmx=False)
-    response = await client.post(_url(two_turns, 1, "edit"), {"message": "a new start"})
-    link = await _the_branch(two_turns)
+    response = await client.post(_url(two_answered_turns, 1, "edit"), {"message": "a new start"})
+    link = await _the_branch(two_answered_turns)
     assert response.status_code == 302 and response["Location"] == f"/threads/{link.thread_id}/workspace/#turn-1"
     assert link.branch_point_turn == 0
     assert await database_sync_to_async(_shown)(link.thread) == [(1, "a new start", "<p>Another answer.</p>")]
 
 
-async def test_the_versions_of_a_turn_link_the_sibling_branches(owner, two_turns):
-    thread = two_turns
+async def test_the_versions_of_a_turn_link_the_sibling_branches(owner, two_answered_turns):
+    thread = two_answered_turns
     client = await _client(owner)
     await client.post(_url(thread, 2, "edit"), {"message": "edited once"})
     first = await _the_branch(thread)
@@ -168,8 +154,8 @@ async def _arrows_patch(socket, *, turn, timeout=5.0):
             return html
 
 
-async def test_the_arrows_of_a_new_version_reach_the_open_tabs_of_every_sibling(owner, two_turns, sockets):
-    thread = two_turns
+async def test_the_arrows_of_a_new_version_reach_the_open_tabs_of_every_sibling(owner, two_answered_turns, sockets):
+    thread = two_answered_turns
     original_tab = await sockets(thread.pk, owner)
     client = await _client(owner)
     await client.post(_url(thread, 2, "edit"), {"message": "edited once"})
@@ -193,74 +179,74 @@ async def test_the_arrows_of_a_new_version_reach_the_open_tabs_of_every_sibling(
     assert "2/3" in middle and f'href="/threads/{second.thread_id}/workspace/#turn-2"' in middle
 
 
-async def test_a_turn_with_one_version_has_an_empty_placeholder_for_its_arrows(owner, two_turns):
+async def test_a_turn_with_one_version_has_an_empty_placeholder_for_its_arrows(owner, two_answered_turns):
     client = await _client(owner, htmx=False)
-    html = (await client.get(f"/threads/{two_turns.pk}/workspace/")).content.decode()
+    html = (await client.get(f"/threads/{two_answered_turns.pk}/workspace/")).content.decode()
     for turn in (1, 2):
         assert f'<span id="turn-{turn}-versions" hidden></span>' in html
 
 
-async def test_the_page_offers_regenerate_and_edit_on_every_message(owner, two_turns):
+async def test_the_page_offers_regenerate_and_edit_on_every_message(owner, two_answered_turns):
     client = await _client(owner, htmx=False)
-    html = (await client.get(f"/threads/{two_turns.pk}/workspace/")).content.decode()
+    html = (await client.get(f"/threads/{two_answered_turns.pk}/workspace/")).content.decode()
     for turn in (1, 2):
         assert html.count(f'aria-label="Regenerate turn {turn}"') == 1
         assert html.count(f'aria-label="Edit turn {turn}"') == 1
-        assert f'action="/threads/{two_turns.pk}/turns/{turn}/edit/"' in html
+        assert f'action="/threads/{two_answered_turns.pk}/turns/{turn}/edit/"' in html
     assert "csrfmiddlewaretoken" in html
 
 
 # -- refusals --
 
 
-async def test_another_persons_thread_is_a_404_and_nothing_is_made(owner, other_user, two_turns):
+async def test_another_persons_thread_is_a_404_and_nothing_is_made(owner, other_user, two_answered_turns):
     client = await _client(other_user, htmx=False)
     for action in ("regenerate", "edit"):
-        response = await client.post(_url(two_turns, 2, action), {"message": "mine now"})
+        response = await client.post(_url(two_answered_turns, 2, action), {"message": "mine now"})
         assert response.status_code == 404
     assert await database_sync_to_async(Thread.objects.count)() == 1
 
 
-async def test_a_turn_that_does_not_exist_is_missing(owner, two_turns):
+async def test_a_turn_that_does_not_exist_is_missing(owner, two_answered_turns):
     client = await _client(owner)
-    response = await client.post(_url(two_turns, 3, "regenerate"))
+    response = await client.post(_url(two_answered_turns, 3, "regenerate"))
     assert response.status_code == 200 and "no longer exists" in response["HX-Trigger"]
     plain = await _client(owner, htmx=False)
     for action in ("regenerate", "edit"):
-        assert (await plain.post(_url(two_turns, 3, action), {"message": "x"})).status_code == 404
+        assert (await plain.post(_url(two_answered_turns, 3, action), {"message": "x"})).status_code == 404
     assert await database_sync_to_async(Thread.objects.count)() == 1
 
 
-async def test_an_empty_edit_is_refused_with_a_message(owner, two_turns):
+async def test_an_empty_edit_is_refused_with_a_message(owner, two_answered_turns):
     client = await _client(owner)
-    response = await client.post(_url(two_turns, 2, "edit"), {"message": "   "})
+    response = await client.post(_url(two_answered_turns, 2, "edit"), {"message": "   "})
     assert response.status_code == 200 and "Write the message" in response["HX-Trigger"]
     plain = await _client(owner, htmx=False)
-    response = await plain.post(_url(two_turns, 2, "edit"), {})
+    response = await plain.post(_url(two_answered_turns, 2, "edit"), {})
     assert response.status_code == 400
     assert await database_sync_to_async(Thread.objects.count)() == 1
 
 
-async def test_without_a_model_nothing_is_branched(owner, two_turns, settings):
+async def test_without_a_model_nothing_is_branched(owner, two_answered_turns, settings):
     settings.OPENAI_BASE_URL = ""
     settings.HAICO_MODELS = []
     settings.HAICO_MODEL = ""
     client = await _client(owner)
-    response = await client.post(_url(two_turns, 2, "regenerate"))
+    response = await client.post(_url(two_answered_turns, 2, "regenerate"))
     assert response.status_code == 200 and "HX-Redirect" not in response
     assert await database_sync_to_async(Thread.objects.count)() == 1
 
 
-async def test_get_is_not_allowed_and_anonymous_is_sent_to_log_in(two_turns):
+async def test_get_is_not_allowed_and_anonymous_is_sent_to_log_in(two_answered_turns):
     client = AsyncClient()
-    response = await client.post(_url(two_turns, 2, "regenerate"))
+    response = await client.post(_url(two_answered_turns, 2, "regenerate"))
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
     assert await database_sync_to_async(Thread.objects.count)() == 1
 
 
-async def test_csrf_is_checked(owner, two_turns):
+async def test_csrf_is_checked(owner, two_answered_turns):
     client = AsyncClient(enforce_csrf_checks=True)
     await client.aforce_login(owner)
-    response = await client.post(_url(two_turns, 2, "regenerate"))
+    response = await client.post(_url(two_answered_turns, 2, "regenerate"))
     assert response.status_code == 403
     assert await database_sync_to_async(Thread.objects.count)() == 1

@@ -17,6 +17,7 @@ from conversations.branching import fork_thread
 from conversations.services import feedback_leave
 from conversations.turns import approval_claims, registry
 from tests.support.fake_model import Reply, tool_call
+from tests.support.turns import run_turn
 from workspace.models import DocumentRevision, Thread
 from workspace.services.document import document_save
 from workspace.services.objective import objective_set
@@ -77,18 +78,13 @@ def _script(script):
     )
 
 
-async def _turn(thread: Thread, message: str) -> None:
-    await registry.start_turn(thread=thread, user_message=message)
-    await registry.wait_for_turn(thread.pk)
-
-
 async def rich_thread(thread: Thread, owner, script) -> Thread:
     """A branch of `thread` holding every kind of content, with a branch of its own."""
     _script(script)
-    await _turn(thread, "first message")
+    await run_turn(thread, "first message")
     branch = await database_sync_to_async(fork_thread)(source=thread, turn_index=1, user=owner, reason="Trying another way")
     await database_sync_to_async(preference_add)(thread=branch, title="Cite sources", kind="soft", respect_lock=False)
-    await _turn(branch, "second message")
+    await run_turn(branch, "second message")
 
     @database_sync_to_async
     def person_edits():

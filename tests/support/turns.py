@@ -20,3 +20,11 @@ async def turn_environment():
     await registry.stop_all_turns()
     await checkpointers.close_checkpointer()
     await layer.flush()
+
+
+async def run_turn(thread, message: str, **options) -> int:
+    """A turn of `thread` with `message` (and start_turn's other `options`),
+    from its start to its end; returns its index."""
+    index = await registry.start_turn(thread=thread, user_message=message, **options)
+    await registry.wait_for_turn(thread.pk)
+    return index
