@@ -8,7 +8,9 @@ only libraries that read neither settings nor environment, so each run
 spends its CPU on its settings, not on importing LangChain again."""
 
 import os
+import sqlite3
 import subprocess
+from contextlib import closing
 from pathlib import Path
 
 from tests.support.forked_python import FORKER
@@ -26,13 +28,20 @@ print(response.status_code, response.headers.get("Strict-Transport-Security"))
 
 
 def _production(args, tmp_path, **extra) -> subprocess.CompletedProcess:
+    database = tmp_path / "db.sqlite3"
+    # In WAL mode, as a deployment's database is by the time its server
+    # answers (deploy/start.sh migrates it first). On a new file, the health
+    # check's own connection and the checkpointer's each switch it to WAL at
+    # once, and about one run in sixty under load found it locked (a 503).
+    with closing(sqlite3.connect(database)) as connection:
+        connection.execute("PRAGMA journal_mode=WAL")
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "DJANGO_", "HAICO_", "SECURE_"))},
         "DJANGO_SETTINGS_MODULE": "haico_site.settings",
         "DEBUG": "False",
         "SECRET_KEY": "a-production-like-secret-key-for-the-deploy-check-" + "x" * 30,
         "ALLOWED_HOSTS": "haico.example.com",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "DATABASE_URL": f"sqlite:///{database}",
         **extra,
     }
     return FORKER.run(args, env=env, cwd=BASE_DIR, timeout=120)
